@@ -1,0 +1,40 @@
+# privrelease: two commands on a fresh clone (Python 3 and the package registry are all it needs).
+#   make demo   sets up .venv, installs privrelease, runs the main job, writes reports/demo/
+#   make test   sets up .venv with the test extra, runs the test suite
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+DEMO_OUT ?= reports/demo
+
+.PHONY: demo test install clean bench help
+
+help:
+	@echo "make demo   - install into $(VENV) and write the demo report to $(DEMO_OUT)/"
+	@echo "make test   - install into $(VENV) with the test extra and run pytest"
+	@echo "make bench  - run the benchmark scripts (slow; prints side-by-side tables)"
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --upgrade pip setuptools wheel
+
+$(VENV)/.installed: $(BIN)/python setup.cfg pyproject.toml
+	$(BIN)/python -m pip install -e .
+	touch $@
+
+$(VENV)/.installed-test: $(BIN)/python setup.cfg pyproject.toml
+	$(BIN)/python -m pip install -e ".[test]"
+	touch $@ $(VENV)/.installed
+
+install: $(VENV)/.installed
+
+demo: $(VENV)/.installed
+	MPLBACKEND=Agg $(BIN)/privrelease demo --output $(DEMO_OUT)
+
+test: $(VENV)/.installed-test
+	MPLBACKEND=Agg $(BIN)/python -m pytest
+
+bench: $(VENV)/.installed-test
+	for f in benchmarks/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
+
+clean:
+	rm -rf $(VENV) reports build *.egg-info

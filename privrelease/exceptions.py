@@ -1,0 +1,55 @@
+"""Warnings and errors raised by privrelease.
+
+Errors subclass the built-in ``ValueError`` or ``RuntimeError`` so that callers
+that catch those keep working; warnings subclass ``UserWarning``.
+"""
+
+from sklearn.exceptions import ConvergenceWarning as _SkConvergenceWarning
+
+__all__ = [
+    "PrivacyLeakWarning",
+    "ConvergenceWarning",
+    "InfeasibleBudgetError",
+    "SolverError",
+    "BudgetExceededError",
+    "UnseenCategoryWarning",
+]
+
+
+class PrivacyLeakWarning(UserWarning):
+    """The privacy guarantee actually delivered is weaker than the one asked for.
+
+    Raised, for example, when inputs had to be clipped so that a sensitivity
+    bound holds, or when a seeded (non-secure) random source is used on a
+    privacy path.
+    """
+
+
+class ConvergenceWarning(_SkConvergenceWarning):
+    """A solver stopped before it could certify optimality to the requested tolerance."""
+
+
+class UnseenCategoryWarning(UserWarning):
+    """A category never seen during ``fit`` was met in ``transform`` and handled as documented."""
+
+
+class InfeasibleBudgetError(ValueError):
+    """A distortion budget or privacy target that no mapping can meet.
+
+    Attributes
+    ----------
+    smallest_feasible : float or None
+        The smallest budget that can be met, when known.
+    """
+
+    def __init__(self, message, smallest_feasible=None):
+        super().__init__(message)
+        self.smallest_feasible = smallest_feasible
+
+
+class SolverError(RuntimeError):
+    """No solver reached a certified optimal answer."""
+
+
+class BudgetExceededError(ValueError):
+    """A query would spend more privacy than an individual's cap allows."""

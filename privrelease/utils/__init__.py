@@ -1,0 +1,25 @@
+"""Shared helpers: validation and sources of randomness."""
+
+from ._random import (
+    RandomSource,
+    SecureRandomSource,
+    SeededRandomSource,
+    check_random_source,
+)
+from ._validation import (
+    check_number,
+    check_private_labels,
+    check_rating_matrix,
+    restore_sparse_format,
+)
+
+__all__ = [
+    "RandomSource",
+    "SecureRandomSource",
+    "SeededRandomSource",
+    "check_random_source",
+    "check_number",
+    "check_private_labels",
+    "check_rating_matrix",
+    "restore_sparse_format",
+]

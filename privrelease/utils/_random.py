@@ -1,0 +1,234 @@
+"""Sources of randomness for privacy paths.
+
+Every random draw that protects somebody's privacy in privrelease goes through a
+:class:`RandomSource`. By default (``random_state=None``) that source reads the
+operating system's entropy (:func:`os.urandom`, the same pool :mod:`secrets` uses),
+never a seeded pseudo-random generator whose state could be recovered. An integer
+seed (or a :class:`numpy.random.Generator`) gives a reproducible source for tests
+and experiments: it is documented as such and must not be used in production.
+
+Both sources share one code path: the subclass only supplies uniform bits, and
+every distribution (uniform, exponential, normal, gamma, categorical, permutation)
+is built from them here, so a distribution test on the seeded source also covers
+the secure one.
+"""
+
+import numbers
+import os
+
+import numpy as np
+
+__all__ = [
+    "RandomSource",
+    "SecureRandomSource",
+    "SeededRandomSource",
+    "check_random_source",
+]
+
+_TWO53 = float(2**53)
+
+
+class RandomSource:
+    """Base class: distributions built from 53-bit uniform integers.
+
+    Subclasses implement :meth:`_bits53`, returning unsigned integers uniform on
+    ``[0, 2**53)``.
+    """
+
+    #: ``True`` when draws come from the operating system's entropy.
+    secure = False
+
+    def _bits53(self, n):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _draw(self, size, fn):
+        shape = () if size is None else (tuple(size) if np.iterable(size) else (int(size),))
+        n = int(np.prod(shape, dtype=np.int64)) if shape else 1
+        out = fn(n)
+        return out.reshape(shape) if shape else out[0]
+
+    def uniform(self, size=None):
+        """Uniform on the open interval (0, 1), 53 bits of resolution.
+
+        The value ``(k + 1/2) / 2**53`` never equals 0 or 1, so ``log`` of it is
+        always finite.
+        """
+        return self._draw(size, lambda n: (self._bits53(n).astype(np.float64) + 0.5) / _TWO53)
+
+    def exponential(self, size=None):
+        """Standard exponential, by inversion of an open-interval uniform."""
+        return -np.log(self.uniform(size))
+
+    def normal(self, size=None):
+        """Standard normal, by the Box-Muller transform."""
+
+        def fn(n):
+            m = (n + 1) // 2
+            u1 = (self._bits53(m).astype(np.float64) + 0.5) / _TWO53
+            u2 = (self._bits53(m).astype(np.float64) + 0.5) / _TWO53
+            r = np.sqrt(-2.0 * np.log(u1))
+            z = np.concatenate([r * np.cos(2 * np.pi * u2), r * np.sin(2 * np.pi * u2)])
+            return z[:n]
+
+        return self._draw(size, fn)
+
+    def gamma(self, shape_param, size=None):
+        """Gamma(shape, 1) by Marsaglia and Tsang (2000), built on :meth:`normal`.
+
+        Valid for any ``shape_param > 0`` (shapes below 1 use the ``U**(1/a)`` boost).
+        """
+        a = float(shape_param)
+        if not a > 0:
+            raise ValueError(f"gamma shape must be > 0, got {shape_param!r}")
+        boost = a < 1
+        a_eff = a + 1.0 if boost else a
+        d = a_eff - 1.0 / 3.0
+        c = 1.0 / np.sqrt(9.0 * d)
+
+        def fn(n):
+            out = np.empty(n)
+            filled = 0
+            while filled < n:
+                m = max(2 * (n - filled), 16)
+                x = self.normal(m)
+                v = (1.0 + c * x) ** 3
+                u = self.uniform(m)
+                ok = (v > 0) & (np.log(u) < 0.5 * x**2 + d - d * v + d * np.log(np.where(v > 0, v, 1.0)))
+                acc = (d * v)[ok]
+                take = min(acc.size, n - filled)
+                out[filled:filled + take] = acc[:take]
+                filled += take
+            if boost:
+                out *= self.uniform(n) ** (1.0 / a)
+            return out
+
+        return self._draw(size, fn)
+
+    def integers(self, high, size=None):
+        """Uniform integers on ``[0, high)`` (exact: rejection sampling, no modulo bias)."""
+        high = int(high)
+        if high <= 0:
+            raise ValueError(f"high must be a positive integer, got {high!r}")
+        limit = (2**53 // high) * high
+
+        def fn(n):
+            out = np.empty(n, dtype=np.int64)
+            filled = 0
+            while filled < n:
+                b = self._bits53(max(n - filled, 8))
+                b = b[b < limit]
+                take = min(b.size, n - filled)
+                out[filled:filled + take] = (b[:take] % high).astype(np.int64)
+                filled += take
+            return out
+
+        return self._draw(size, fn)
+
+    def permutation(self, n):
+        """A uniformly random permutation of ``range(n)`` (sort by random keys)."""
+        n = int(n)
+        if n == 0:
+            return np.zeros(0, dtype=np.int64)
+        keys = self._bits53(n)
+        # ties among 53-bit keys are astronomically rare; break them by a second key
+        return np.lexsort((self._bits53(n), keys)).astype(np.int64)
+
+    def categorical(self, probabilities):
+        """One draw per row of a row-stochastic matrix (inverse CDF).
+
+        Parameters
+        ----------
+        probabilities : ndarray of shape (n_rows, n_outcomes)
+            Each row sums to one.
+
+        Returns
+        -------
+        index : ndarray of shape (n_rows,)
+        """
+        p = np.asarray(probabilities, dtype=np.float64)
+        if p.ndim == 1:
+            p = p[None, :]
+        cdf = np.cumsum(p, axis=1)
+        u = self.uniform(p.shape[0]) * cdf[:, -1]
+        # first j with cdf[j] > u: that outcome has p[j] > 0 since cdf strictly rises there
+        idx = (cdf <= u[:, None]).sum(axis=1)
+        # rounding can push u past the last positive outcome: fall back to it
+        last_positive = p.shape[1] - 1 - np.argmax(p[:, ::-1] > 0, axis=1)
+        return np.minimum(idx, last_positive).astype(np.int64)
+
+    def spawn_seed(self):
+        """An integer seed for a third-party routine that needs one (k-means, SVD).
+
+        Only for non-privacy steps such as clustering initialisation.
+        """
+        return int(self._bits53(1)[0] % (2**31 - 1))
+
+
+class SecureRandomSource(RandomSource):
+    """Draws from the operating system's entropy (:func:`os.urandom`).
+
+    Nothing is seeded, nothing is stored: two runs never repeat.
+    """
+
+    secure = True
+
+    def _bits53(self, n):
+        raw = np.frombuffer(os.urandom(8 * int(n)), dtype=np.uint64)
+        return raw >> np.uint64(11)
+
+    def __repr__(self):
+        return "SecureRandomSource()"
+
+
+class SeededRandomSource(RandomSource):
+    """Reproducible draws from a seeded :class:`numpy.random.Generator`.
+
+    For tests and reproducible experiments only: the seed determines every draw.
+    """
+
+    secure = False
+
+    def __init__(self, seed=None):
+        if isinstance(seed, np.random.Generator):
+            self._rng = seed
+        elif isinstance(seed, np.random.RandomState):
+            self._rng = np.random.default_rng(seed.randint(0, 2**31 - 1))
+        else:
+            self._rng = np.random.default_rng(seed)
+
+    def _bits53(self, n):
+        return self._rng.integers(0, 2**53, size=int(n), dtype=np.uint64)
+
+    def __repr__(self):
+        return "SeededRandomSource(...)"
+
+
+def check_random_source(random_state):
+    """Turn a ``random_state`` parameter into a :class:`RandomSource`.
+
+    Parameters
+    ----------
+    random_state : None, int, numpy Generator or RandomState, or RandomSource
+        ``None`` (the default everywhere in privrelease) gives a
+        :class:`SecureRandomSource` reading the operating system's entropy. An
+        integer or a numpy generator gives a reproducible
+        :class:`SeededRandomSource`, meant for tests and experiments.
+
+    Returns
+    -------
+    source : RandomSource
+    """
+    if random_state is None:
+        return SecureRandomSource()
+    if isinstance(random_state, RandomSource):
+        return random_state
+    if isinstance(random_state, (np.random.Generator, np.random.RandomState)):
+        return SeededRandomSource(random_state)
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+        if random_state < 0:
+            raise ValueError(f"random_state must be a non-negative integer, got {random_state!r}")
+        return SeededRandomSource(int(random_state))
+    raise TypeError(
+        "random_state must be None (operating-system entropy), a non-negative int, "
+        f"a numpy Generator/RandomState or a RandomSource; got {random_state!r}"
+    )
