@@ -1,0 +1,222 @@
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import cross_val_score
+
+from privrelease.datasets import POLITICS_TV_GENRES, make_politics_tv, make_ratings
+
+
+def gini(x):
+    """Gini coefficient of non-negative counts (0 = all equal)."""
+    x = np.sort(np.asarray(x, dtype=float))
+    n = x.size
+    return float((2 * np.arange(1, n + 1) - n - 1) @ x / (n * x.sum()))
+
+
+def cv_auc(X, a, cv=5):
+    clf = LogisticRegression(max_iter=2000)
+    return cross_val_score(clf, X, a, cv=cv, scoring="roc_auc").mean()
+
+
+@pytest.fixture(scope="module")
+def default_data():
+    return make_ratings(600, 150, random_state=0)
+
+
+def test_make_ratings_shapes_and_types(default_data):
+    X, a, names = default_data
+    assert sp.issparse(X) and X.format == "csr"
+    assert X.shape == (600, 150)
+    assert X.dtype == np.float64
+    assert a.shape == (600,) and a.dtype == np.int64
+    assert set(np.unique(a)) == {0, 1}
+    assert names == [f"item_{i}" for i in range(150)]
+    # integer ratings in the scale, no stored zeros
+    assert np.all(X.data >= 1) and np.all(X.data <= 5)
+    assert np.array_equal(X.data, np.rint(X.data))
+    assert np.all(X.data != 0)
+
+
+def test_every_user_and_item_has_a_rating(default_data):
+    X, _, _ = default_data
+    assert X.getnnz(axis=1).min() >= 1
+    assert X.getnnz(axis=0).min() >= 1
+    # coverage also with many items and very few ratings per user
+    X2, _, _ = make_ratings(30, 400, mean_ratings_per_user=2, random_state=1)
+    assert X2.getnnz(axis=0).min() >= 1
+    assert X2.getnnz(axis=1).min() >= 1
+
+
+def test_reproducible_with_seed():
+    X1, a1, _ = make_ratings(200, 40, random_state=7)
+    X2, a2, _ = make_ratings(200, 40, random_state=7)
+    X3, _, _ = make_ratings(200, 40, random_state=8)
+    assert (X1 != X2).nnz == 0 and np.array_equal(a1, a2)
+    assert (X1 != X3).nnz > 0
+    # a Generator is accepted as well
+    X4, _, _ = make_ratings(200, 40, random_state=np.random.default_rng(7))
+    assert X4.shape == (200, 40)
+
+
+def test_return_dense_matches_sparse():
+    Xs, a, _ = make_ratings(100, 30, random_state=3)
+    Xd, ad, _ = make_ratings(100, 30, random_state=3, return_dense=True)
+    assert isinstance(Xd, np.ndarray)
+    np.testing.assert_array_equal(Xd, Xs.toarray())
+    np.testing.assert_array_equal(a, ad)
+
+
+def test_rating_scale_respected():
+    X, _, _ = make_ratings(200, 50, rating_scale=(1, 10), noise=2.0, random_state=0)
+    assert X.data.min() >= 1 and X.data.max() <= 10
+    # a wide scale with high noise uses both ends
+    assert X.data.min() == 1 and X.data.max() == 10
+
+
+def test_popularity_and_activity_are_skewed():
+    X, _, _ = make_ratings(2000, 200, popularity_skew=1.0, activity_skew=1.0, random_state=0)
+    item_counts = np.sort(X.getnnz(axis=0))[::-1]
+    user_counts = X.getnnz(axis=1)
+    # the 10 % most popular items hold far more than 10 % of the ratings
+    assert item_counts[:20].sum() / item_counts.sum() > 0.3
+    assert gini(item_counts) > 0.4
+    assert gini(user_counts) > 0.4
+    # mean activity close to the requested mean
+    assert 15 < user_counts.mean() < 25
+
+    flat, _, _ = make_ratings(2000, 200, popularity_skew=0.0, activity_skew=0.0,
+                              selection_strength=0.0, random_state=0)
+    assert gini(flat.getnnz(axis=0)) < 0.1
+    np.testing.assert_array_equal(flat.getnnz(axis=1), 20)
+
+
+def test_multiclass_attribute_proportions():
+    _, a, _ = make_ratings(3000, 20, attribute_proportion=[1, 2, 1], random_state=0)
+    freq = np.bincount(a) / a.size
+    np.testing.assert_allclose(freq, [0.25, 0.5, 0.25], atol=0.03)
+    _, a2, _ = make_ratings(3000, 20, attribute_proportion=0.2, random_state=0)
+    assert abs(a2.mean() - 0.2) < 0.03
+
+
+def test_attribute_predictable_only_when_strength_positive():
+    X1, a1, _ = make_ratings(1000, 200, attribute_strength=1.0, random_state=0)
+    X0, a0, _ = make_ratings(1000, 200, attribute_strength=0.0, random_state=0)
+    assert cv_auc(X1, a1) > 0.8
+    assert abs(cv_auc(X0, a0) - 0.5) < 0.08
+    # what is rated (not only how) leaks: rated-indicators alone predict it
+    B1 = X1.copy()
+    B1.data[:] = 1.0
+    assert cv_auc(B1, a1) > 0.8
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"n_users": 0}, "n_users must be >= 1, got 0"),
+        ({"n_items": -3}, "n_items must be >= 1, got -3"),
+        ({"n_factors": 0}, "n_factors"),
+        ({"attribute_strength": -0.5}, r"attribute_strength must be >= 0, got -0.5"),
+        ({"attribute_proportion": 1.0}, "attribute_proportion must be < 1"),
+        ({"attribute_proportion": [1.0]}, r"at least 2 class weights, got \[1.0\]"),
+        ({"attribute_proportion": [1.0, -1.0]}, r"attribute_proportion\[1\] must be > 0"),
+        ({"mean_ratings_per_user": 0}, "mean_ratings_per_user must be > 0"),
+        ({"mean_ratings_per_user": 500}, "must be <= n_items=200, got 500"),
+        ({"popularity_skew": -1}, "popularity_skew must be >= 0, got -1"),
+        ({"activity_skew": -1}, "activity_skew"),
+        ({"noise": -0.1}, "noise must be >= 0"),
+        ({"rating_scale": (5, 1)}, r"low < high, got \(5, 1\)"),
+        ({"rating_scale": (0, 5)}, r"rating_scale\[0\] must be >= 1, got 0"),
+        ({"rating_scale": 5}, "pair"),
+        ({"random_state": -1}, "random_state"),
+    ],
+)
+def test_make_ratings_bad_arguments(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        make_ratings(**kwargs)
+
+
+@pytest.mark.parametrize(
+    "kwargs", [{"n_users": 2.5}, {"n_users": "10"}, {"attribute_strength": None},
+               {"rating_scale": (1.5, 5)}, {"random_state": "seed"}]
+)
+def test_make_ratings_bad_types(kwargs):
+    with pytest.raises(TypeError):
+        make_ratings(**kwargs)
+
+
+# ---------------------------------------------------------------- politics
+
+
+@pytest.fixture(scope="module")
+def politics():
+    return make_politics_tv(random_state=0, return_genres=True)
+
+
+def test_politics_counts(politics):
+    X, a, shows, genres = politics
+    assert sp.issparse(X) and X.format == "csr"
+    assert X.shape == (1218, 50)
+    assert np.count_nonzero(a == 0) == 744 and np.count_nonzero(a == 1) == 474
+    assert len(shows) == len(set(shows)) == 50
+    assert len(genres) == 50 and set(genres) == set(POLITICS_TV_GENRES)
+    assert len(POLITICS_TV_GENRES) == 6
+    sizes = np.unique(genres, return_counts=True)[1]
+    assert sizes.min() >= 6
+    assert set(np.unique(X.data)) <= {1.0, 2.0, 3.0, 4.0, 5.0}
+    assert X.getnnz(axis=1).min() >= 1
+    # classes are shuffled, not in blocks
+    assert 0.3 < a[:609].mean() < 0.5
+
+
+def test_politics_top_five_shows(politics):
+    X, _, shows, _ = politics
+    top5 = {shows[i] for i in np.argsort(-X.getnnz(axis=0))[:5]}
+    assert top5 == {"The Daily Show with Jon Stewart", "The Colbert Report", "NFL",
+                    "The Big Bang Theory", "Family Guy"}
+
+
+def test_politics_binarized():
+    X, a, shows = make_politics_tv(random_state=0)
+    B, a_b, shows_b = make_politics_tv(random_state=0, binarize=True)
+    assert set(np.unique(B.toarray())) == {0.0, 1.0}
+    np.testing.assert_array_equal(B.toarray(), (X.toarray() >= 4).astype(float))
+    np.testing.assert_array_equal(a, a_b)
+    assert shows == shows_b
+
+
+def test_politics_privacy_threat_like_paper(politics):
+    """Binarized top-5 shows: MI with affiliation ~0.19 bits, MAP ~71 % (Sec. VI-C)."""
+    X, a, _, _ = politics
+    B = (X.toarray() >= 4).astype(int)
+    top5 = np.argsort(-X.getnnz(axis=0))[:5]
+    keys = B[:, top5] @ (2 ** np.arange(5))
+    joint = np.zeros((32, 2))
+    np.add.at(joint, (keys, a), 1.0)
+    joint /= joint.sum()
+    outer = joint.sum(1, keepdims=True) @ joint.sum(0, keepdims=True)
+    nz = joint > 0
+    mi = float((joint[nz] * np.log2(joint[nz] / outer[nz])).sum())
+    map_accuracy = joint.max(axis=1).sum()
+    assert 0.08 < mi < 0.35
+    assert 0.65 < map_accuracy < 0.80
+    # roughly a third of the shows strongly tied to the attribute
+    # (standardised difference of mean rating, 0 = not rated, between the classes)
+    R = X.toarray()
+    d = (R[a == 0].mean(axis=0) - R[a == 1].mean(axis=0)) / R.std(axis=0)
+    assert 12 <= np.count_nonzero(np.abs(d) > 0.25) <= 22
+    assert np.count_nonzero(np.abs(d) < 0.1) >= 10
+    shows = politics[2]
+    assert d[shows.index("The Colbert Report")] > 0.25
+    assert d[shows.index("Fox News")] < -0.25
+    assert d[shows.index("Swamp Loggers")] < -0.25
+
+
+def test_politics_reproducible_and_bad_args():
+    X1, a1, _ = make_politics_tv(random_state=5)
+    X2, a2, _ = make_politics_tv(random_state=5)
+    assert (X1 != X2).nnz == 0 and np.array_equal(a1, a2)
+    with pytest.raises(TypeError, match="binarize must be a bool, got 'yes'"):
+        make_politics_tv(binarize="yes")
+    with pytest.raises(TypeError, match="random_state"):
+        make_politics_tv(random_state=1.5)
