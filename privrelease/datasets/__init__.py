@@ -1,12 +1,16 @@
 """Data sets: the shipped UCI Adult file, synthetic rating generators, MovieLens readers."""
 
 from ._adult import ADULT_COLUMNS, load_adult
+from ._movielens import load_movielens_100k, load_ratings_csv, movielens_100k_search_paths
 from ._synthetic import POLITICS_TV_GENRES, make_politics_tv, make_ratings
 
 __all__ = [
     "ADULT_COLUMNS",
     "POLITICS_TV_GENRES",
     "load_adult",
+    "load_movielens_100k",
+    "load_ratings_csv",
     "make_politics_tv",
     "make_ratings",
+    "movielens_100k_search_paths",
 ]
