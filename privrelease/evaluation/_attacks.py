@@ -1,0 +1,356 @@
+"""Inference attacks: how well can somebody guess the private attribute from released ratings?
+
+The paper measures inference defeat with the ROC curve of a logistic regression
+trained on the users' ratings (Salamatian et al., Sec. VI-C, Fig. 12). Here an
+attacker is any probabilistic classifier; two are built in (a logistic
+regression and a random forest), and each sees either the rating values or only
+the rated / not-rated indicators (the paper's "binarized" ratings: Sec. VI-C
+notes that the indicators alone classify almost as well as the values).
+
+Two threat models matter (see :func:`evaluate_attacks`):
+
+* a FIXED attacker, trained once on the opted-in users' original ratings and
+  then applied to whatever is released (the paper's setting);
+* an ADAPTIVE attacker, trained on the opted-in users' RELEASED ratings, i.e. one
+  who knows the release mechanism. This is the honest measure: a mapping that
+  only fools the fixed attacker has not removed the information.
+"""
+
+from dataclasses import dataclass, field
+import numbers
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.ensemble import RandomForestClassifier
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import accuracy_score, roc_auc_score, roc_curve
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import MaxAbsScaler
+from sklearn.utils._param_validation import HasMethods, StrOptions
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ..utils import check_random_source
+
+__all__ = [
+    "AttackResult",
+    "InferenceAttack",
+    "attack",
+    "evaluate_attacks",
+    "ATTACK_MODELS",
+    "ATTACK_FEATURES",
+]
+
+#: Built-in attacker models.
+ATTACK_MODELS = ("logistic", "forest")
+#: What the attacker looks at: the rating values, or only which items were rated.
+ATTACK_FEATURES = ("values", "indicators")
+
+
+def _features(X, features):
+    """Rating values as they are, or 0/1 indicators of 'rated'."""
+    if features == "values":
+        return X
+    if sp.issparse(X):
+        out = X.copy()
+        out.data = (out.data != 0).astype(np.float64)
+        out.eliminate_zeros()
+        return out
+    return (np.asarray(X) != 0).astype(np.float64)
+
+
+def _make_model(model, seed):
+    if model == "logistic":
+        # scale-free on sparse input; C=1 is a fair default for rating matrices
+        return make_pipeline(MaxAbsScaler(), LogisticRegression(C=1.0, max_iter=2000))
+    if model == "forest":
+        return RandomForestClassifier(
+            n_estimators=200, min_samples_leaf=2, max_features="sqrt", n_jobs=1, random_state=seed
+        )
+    est = clone(model)
+    if "random_state" in est.get_params(deep=False) and est.get_params()["random_state"] is None:
+        est.set_params(random_state=seed)
+    return est
+
+
+@dataclass
+class AttackResult:
+    """How one attacker did on one set of users.
+
+    Attributes
+    ----------
+    auc : float
+        Area under the ROC curve (one-vs-rest macro average for more than two
+        classes). 0.5 is an uninformed guess.
+    accuracy : float
+        Accuracy of the attacker's most probable class.
+    majority_accuracy : float
+        Accuracy of always guessing the class most frequent among the
+        attacker's TRAINING labels: the uninformed baseline.
+    advantage : float
+        ``accuracy - majority_accuracy``.
+    n_samples : int
+        Number of users attacked.
+    fpr, tpr, thresholds : ndarray
+        The ROC curve for ``positive_class`` (empty arrays for more than two classes).
+    positive_class : object
+        The class scored by the ROC curve (the larger label for two classes).
+    """
+
+    auc: float
+    accuracy: float
+    majority_accuracy: float
+    advantage: float
+    n_samples: int
+    fpr: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0))
+    tpr: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0))
+    thresholds: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0))
+    positive_class: object = None
+
+    def as_dict(self):
+        """The scalar figures as a dict."""
+        return {
+            "auc": self.auc,
+            "accuracy": self.accuracy,
+            "majority_accuracy": self.majority_accuracy,
+            "advantage": self.advantage,
+            "n_samples": self.n_samples,
+        }
+
+
+class InferenceAttack(ClassifierMixin, BaseEstimator):
+    """An attacker that infers a private attribute from a user's ratings.
+
+    Parameters
+    ----------
+    model : {"logistic", "forest"} or classifier, default="logistic"
+        ``"logistic"``: max-abs scaling then an L2 logistic regression (C=1), the
+        classifier of Salamatian et al., Sec. VI-C, Fig. 12. ``"forest"``: a
+        random forest (200 trees, min_samples_leaf=2), a stronger nonlinear
+        attacker that also accepts sparse input. Any unfitted scikit-learn
+        classifier with ``predict_proba`` is accepted too (it is cloned).
+    features : {"values", "indicators"}, default="values"
+        ``"values"``: the rating values (0 = not rated). ``"indicators"``: only
+        whether each item was rated (the paper's binarized ratings).
+    random_state : None or int, default=None
+        Seed of the nonlinear model (not a privacy path: the attacker is ours).
+        ``None`` draws a seed from the operating system's entropy.
+
+    Attributes
+    ----------
+    classes_ : ndarray
+        The private attribute's values seen in ``fit``.
+    model_ : estimator
+        The fitted classifier.
+    majority_class_ : object
+        The most frequent training label (the uninformed guess).
+    n_features_in_ : int
+
+    See Also
+    --------
+    evaluate_attacks : fixed and adaptive attackers, all models and features.
+
+    References
+    ----------
+    .. [1] S. Salamatian et al., "Managing your Private and Public Data: Bringing
+       down Inference Attacks against your Privacy", Sec. VI-C (Fig. 12).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from privrelease.evaluation import InferenceAttack
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.integers(0, 2, 200)
+    >>> X = rng.integers(1, 6, (200, 8)) * (rng.random((200, 8)) < 0.5)
+    >>> X[:, 0] = np.where(y == 1, 5, 1)          # a planted give-away item
+    >>> res = InferenceAttack(random_state=0).fit(X[:100], y[:100]).evaluate(X[100:], y[100:])
+    >>> bool(res.auc > 0.95)
+    True
+    """
+
+    _parameter_constraints = {
+        "model": [StrOptions(set(ATTACK_MODELS)), HasMethods(["fit", "predict_proba"])],
+        "features": [StrOptions(set(ATTACK_FEATURES))],
+        "random_state": [None, numbers.Integral, np.random.Generator],
+    }
+
+    def __init__(self, model="logistic", features="values", *, random_state=None):
+        self.model = model
+        self.features = features
+        self.random_state = random_state
+
+    def _validate_X(self, X, reset):
+        return validate_data(
+            self, X, reset=reset, accept_sparse="csr", dtype=np.float64, ensure_all_finite=True
+        )
+
+    def fit(self, X, y):
+        """Train the attacker on ratings ``X`` and the true attribute ``y``.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_users, n_items)
+            Ratings, 0 = not rated.
+        y : array-like of shape (n_users,)
+            The private attribute (at least two classes).
+
+        Returns
+        -------
+        self
+        """
+        self._validate_params()
+        X, y = validate_data(
+            self, X, y, accept_sparse="csr", dtype=np.float64, ensure_all_finite=True
+        )
+        check_classification_targets(y)
+        self.classes_, counts = np.unique(y, return_counts=True)
+        if self.classes_.size < 2:
+            raise ValueError(
+                f"an attacker needs at least two classes of the private attribute, got only {self.classes_!r}"
+            )
+        self.majority_class_ = self.classes_[np.argmax(counts)]
+        seed = check_random_source(self.random_state).spawn_seed()
+        self.model_ = _make_model(self.model, seed).fit(_features(X, self.features), y)
+        return self
+
+    def predict_proba(self, X):
+        """Posterior of each class of the private attribute, columns in ``classes_`` order."""
+        check_is_fitted(self, "model_")
+        X = self._validate_X(X, reset=False)
+        proba = self.model_.predict_proba(_features(X, self.features))
+        model_classes = np.asarray(self.model_.classes_)
+        if not np.array_equal(model_classes, self.classes_):  # pragma: no cover - defensive
+            order = np.searchsorted(model_classes, self.classes_)
+            proba = proba[:, order]
+        return proba
+
+    def predict(self, X):
+        """The most probable value of the private attribute for each user."""
+        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+
+    def evaluate(self, X, y):
+        """Attack users ``X`` whose true attribute is ``y``: AUC, ROC, accuracy.
+
+        Raises
+        ------
+        ValueError
+            ``y`` holds a class the attacker never saw in ``fit``.
+
+        Returns
+        -------
+        AttackResult
+        """
+        check_is_fitted(self, "model_")
+        y = np.asarray(y)
+        if y.ndim != 1:
+            raise ValueError(f"y must be 1-D (one private attribute per user), got shape {y.shape}")
+        unseen = np.setdiff1d(np.unique(y), self.classes_)
+        if unseen.size:
+            raise ValueError(
+                f"the private attribute has class(es) {unseen.tolist()!r} that the attacker never saw "
+                f"in fit (it knows {self.classes_.tolist()!r}); train it on users from every class"
+            )
+        proba = self.predict_proba(X)
+        if y.shape[0] != proba.shape[0]:
+            raise ValueError(f"y has {y.shape[0]} labels but X has {proba.shape[0]} users")
+        return _score(y, proba, self.classes_, self.majority_class_)
+
+
+def _score(y, proba, classes, majority_class):
+    pred = classes[np.argmax(proba, axis=1)]
+    acc = float(accuracy_score(y, pred))
+    maj = float(np.mean(y == majority_class))
+    present = np.unique(y)
+    empty = np.zeros(0)
+    fpr = tpr = thr = empty
+    positive = None
+    if present.size < 2:
+        auc = float("nan")
+    elif classes.size == 2:
+        positive = classes[1]
+        auc = float(roc_auc_score(y == positive, proba[:, 1]))
+        fpr, tpr, thr = roc_curve(y == positive, proba[:, 1])
+    else:
+        cols = np.searchsorted(classes, present)
+        p = proba[:, cols]
+        p = p / np.maximum(p.sum(axis=1, keepdims=True), 1e-300)
+        auc = float(roc_auc_score(y, p, multi_class="ovr", average="macro", labels=present)) \
+            if present.size > 2 else float(roc_auc_score(y == present[1], p[:, 1]))
+    return AttackResult(auc=auc, accuracy=acc, majority_accuracy=maj, advantage=acc - maj,
+                        n_samples=int(y.shape[0]), fpr=fpr, tpr=tpr, thresholds=thr,
+                        positive_class=positive)
+
+
+def attack(X_train, y_train, X_test, y_test, *, model="logistic", features="values", random_state=None):
+    """Train an attacker on ``(X_train, y_train)`` and attack ``X_test``.
+
+    A shortcut for ``InferenceAttack(model, features).fit(X_train, y_train).evaluate(X_test, y_test)``.
+
+    Returns
+    -------
+    AttackResult
+    """
+    return InferenceAttack(model=model, features=features, random_state=random_state).fit(
+        X_train, y_train).evaluate(X_test, y_test)
+
+
+def evaluate_attacks(X_train_original, X_train_released, y_train, X_test_released, y_test, *,
+                     models=ATTACK_MODELS, features=ATTACK_FEATURES, fixed_attackers=None,
+                     random_state=None):
+    """Fixed and adaptive attackers against released ratings.
+
+    Parameters
+    ----------
+    X_train_original : {array-like, sparse matrix} of shape (n_train, n_items)
+        The opted-in users' ORIGINAL ratings: the fixed attacker learns from them
+        (Salamatian et al., Sec. VI-C: the classifier is trained on undistorted data).
+    X_train_released : {array-like, sparse matrix} of shape (n_train, n_items) or None
+        The same users' RELEASED ratings: the adaptive attacker learns from them
+        (it knows the release mechanism). ``None`` skips the adaptive attacker.
+    y_train : array-like of shape (n_train,)
+        The opted-in users' disclosed attribute.
+    X_test_released : {array-like, sparse matrix} of shape (n_test, n_items)
+        What the protected users release.
+    y_test : array-like of shape (n_test,)
+        Their true attribute, used ONLY to score the attackers.
+    models, features : sequences
+        Attacker models (see :class:`InferenceAttack`) and views of the data.
+    fixed_attackers : dict or None
+        Already fitted fixed attackers keyed by ``(model, features)`` (for
+        example from a previous call's second return value), to avoid refitting
+        them when only the release changes.
+    random_state : None or int
+        Seeds of the nonlinear attackers.
+
+    Returns
+    -------
+    table : pandas.DataFrame
+        One row per (attacker, model, features): ``auc``, ``accuracy``,
+        ``majority_accuracy``, ``advantage``, ``n_samples``.
+    results : dict
+        ``(attacker, model, features) -> AttackResult`` (with ROC curves), plus
+        the fitted fixed attackers under the key ``"fixed_attackers"``.
+    """
+    rs = check_random_source(random_state)
+    fixed_attackers = dict(fixed_attackers or {})
+    rows, results = [], {}
+    for m in models:
+        for f in features:
+            seed = rs.spawn_seed()
+            key = (m if isinstance(m, str) else type(m).__name__, f)
+            fixed = fixed_attackers.get(key)
+            if fixed is None:
+                fixed = InferenceAttack(model=m, features=f, random_state=seed).fit(X_train_original, y_train)
+                fixed_attackers[key] = fixed
+            res = fixed.evaluate(X_test_released, y_test)
+            results[("fixed",) + key] = res
+            rows.append({"attacker": "fixed", "model": key[0], "features": f, **res.as_dict()})
+            if X_train_released is not None:
+                adaptive = InferenceAttack(model=m, features=f, random_state=seed).fit(X_train_released, y_train)
+                res = adaptive.evaluate(X_test_released, y_test)
+                results[("adaptive",) + key] = res
+                rows.append({"attacker": "adaptive", "model": key[0], "features": f, **res.as_dict()})
+    results["fixed_attackers"] = fixed_attackers
+    return pd.DataFrame(rows), results

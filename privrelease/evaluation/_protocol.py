@@ -1,0 +1,475 @@
+"""The recommendation-cost protocol of Salamatian et al., Sec. VI-C, Table I.
+
+Users are split once into OPTED-IN users (a random ``opt_in_fraction``: they
+disclose the private attribute, the mapper learns from them, and they keep
+their original ratings) and PROTECTED users (whose attribute is never used by
+anything but the scoring of attackers). The protected users are split into
+``cv`` folds. For each fold, ``heldout_fraction`` of every test user's ratings
+are held out BEFORE anything passes through the mapper; a recommender is then
+trained on the other users and asked to predict the held-out TRUE ratings of
+the test users from what they released. Four releases are compared on the very
+same held-out ratings, with the very same recommender seed:
+
+``original``
+    everybody releases their true ratings (the paper's RMSE1);
+``released``
+    protected users release the mapper's output (the paper's RMSE2);
+``release_nothing``
+    protected users release nothing (empty rows): the recommender can only fall
+    back on what it knows without them. A privacy mechanism whose RMSE is worse
+    than this is worse than not participating;
+``release_everything``
+    protected users release everything, i.e. the original data: the same
+    figure as ``original``, kept as a named reference point.
+"""
+
+from dataclasses import dataclass, field
+import numbers
+import sys
+import warnings
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+from joblib import Parallel, delayed
+from sklearn.base import clone
+
+from ..utils import check_number, check_random_source, check_rating_matrix
+
+__all__ = ["rmse_cost", "RMSECost", "holdout_ratings"]
+
+RELEASES = ("original", "released", "release_nothing", "release_everything")
+
+
+# --------------------------------------------------------------------------- validation
+def _check_mapper(mapper):
+    if not (hasattr(mapper, "fit") and hasattr(mapper, "transform")):
+        raise TypeError(
+            f"mapper must be a transformer with fit(X, y) and transform(X), got {mapper!r} "
+            f"of type {type(mapper).__name__}"
+        )
+
+
+def _default_recommender():
+    try:
+        from ..recommender import SurpriseRecommender
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise ImportError(
+            "recommender=None uses privrelease.recommender.SurpriseRecommender, which could not be "
+            f"imported ({exc}); pass a recommender with fit(X) and rmse(X, y)"
+        ) from exc
+    return SurpriseRecommender()
+
+
+def _check_recommender(recommender):
+    if recommender is None:
+        recommender = _default_recommender()
+    if not (hasattr(recommender, "fit") and hasattr(recommender, "rmse")):
+        raise TypeError(
+            "recommender must have fit(X) and rmse(X, y) (see privrelease.recommender.SurpriseRecommender), "
+            f"got {recommender!r} of type {type(recommender).__name__}"
+        )
+    return recommender
+
+
+def _check_private(private, n_users):
+    y = np.asarray(private)
+    if y.ndim == 2 and 1 in y.shape:
+        y = y.ravel()
+    if y.ndim != 1:
+        raise ValueError(f"private must be 1-D (one attribute value per user), got shape {y.shape}")
+    if y.shape[0] != n_users:
+        raise ValueError(f"private has {y.shape[0]} values but ratings has {n_users} users")
+    missing = np.isnan(y) if y.dtype.kind == "f" else (y == -1) if y.dtype.kind in "iu" else \
+        np.array([v is None or v == -1 for v in y])
+    if np.any(missing):
+        raise ValueError(
+            f"private must hold every user's TRUE attribute (the evaluation needs it to score the "
+            f"attackers); {int(np.sum(missing))} value(s) are missing (-1, NaN or None). The opted-in "
+            "users are drawn by the protocol itself (opt_in_fraction)"
+        )
+    classes = np.unique(y)
+    if classes.size < 2:
+        raise ValueError(f"private must have at least two classes, got only {classes.tolist()!r}")
+    return y
+
+
+def _check_fraction(value, name):
+    return check_number(value, name, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
+
+
+def _check_cv(cv):
+    if isinstance(cv, (bool, np.bool_)) or not isinstance(cv, numbers.Integral):
+        raise TypeError(f"cv must be an integer number of folds >= 2, got {cv!r}")
+    if cv < 2:
+        raise ValueError(f"cv must be an integer number of folds >= 2, got {cv!r}")
+    return int(cv)
+
+
+# --------------------------------------------------------------------------- splitting
+def holdout_ratings(X, fraction=0.1, *, random_state=None):
+    """Hold out a fraction of every user's ratings.
+
+    Each user with ``n >= 2`` ratings has ``max(1, round(fraction * n))`` of them
+    (but never all) held out, chosen uniformly; users with a single rating keep it.
+
+    Parameters
+    ----------
+    X : sparse matrix of shape (n_users, n_items)
+        Ratings, 0 = not rated.
+    fraction : float in (0, 1)
+    random_state : None, int or RandomSource
+
+    Returns
+    -------
+    X_visible, X_heldout : csr_matrix
+        ``X_visible + X_heldout == X`` and they share no stored entry.
+    """
+    fraction = _check_fraction(fraction, "heldout_fraction")
+    rs = check_random_source(random_state)
+    X = sp.csr_matrix(X, dtype=np.float64)
+    X.sort_indices()
+    keep = np.ones(X.nnz, dtype=bool)
+    counts = np.diff(X.indptr)
+    for u in np.flatnonzero(counts >= 2):
+        n = counts[u]
+        k = min(max(1, int(np.floor(fraction * n + 0.5))), n - 1)
+        pick = rs.permutation(n)[:k]
+        keep[X.indptr[u] + pick] = False
+    rows = np.repeat(np.arange(X.shape[0]), counts)
+    vis = sp.csr_matrix((X.data[keep], (rows[keep], X.indices[keep])), shape=X.shape)
+    held = sp.csr_matrix((X.data[~keep], (rows[~keep], X.indices[~keep])), shape=X.shape)
+    return vis, held
+
+
+@dataclass
+class _Split:
+    """One draw of the protocol's randomness, shared by every mapper compared."""
+
+    X: sp.csr_matrix          # ratings of the users kept (at least one rating)
+    y: np.ndarray
+    users: np.ndarray         # their indices in the caller's matrix
+    opt_in: np.ndarray
+    protected: np.ndarray
+    folds: list               # arrays of positions in `protected`
+    visible: sp.csr_matrix    # protected users' ratings minus the held-out ones (rows = protected)
+    heldout: sp.csr_matrix    # the held-out true ratings (rows = protected)
+    fold_seeds: list          # recommender seed per fold (None = recommender's own)
+    attack_seed: int | None
+    dropped: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
+
+    @property
+    def X_opt(self):
+        return self.X[self.opt_in]
+
+    @property
+    def y_opt(self):
+        return self.y[self.opt_in]
+
+    @property
+    def X_prot(self):
+        return self.X[self.protected]
+
+    @property
+    def y_prot(self):
+        return self.y[self.protected]
+
+
+def _prepare_split(ratings, private, *, opt_in_fraction, cv, heldout_fraction, rating_range,
+                   random_state):
+    X, _ = check_rating_matrix(ratings, name="ratings", rating_range=rating_range)
+    X = sp.csr_matrix(X, dtype=np.float64)
+    y = _check_private(private, X.shape[0])
+    opt_in_fraction = _check_fraction(opt_in_fraction, "opt_in_fraction")
+    heldout_fraction = _check_fraction(heldout_fraction, "heldout_fraction")
+    cv = _check_cv(cv)
+    counts = np.diff(X.indptr)
+    empty = np.flatnonzero(counts == 0)
+    users = np.flatnonzero(counts > 0)
+    if empty.size:
+        warnings.warn(
+            f"{empty.size} user(s) have no ratings (for example user {int(empty[0])}); they have nothing "
+            "to hold out or to release and are left out of the evaluation",
+            UserWarning, stacklevel=3,
+        )
+        X, y = X[users], y[users]
+    n = X.shape[0]
+    n_opt = int(np.floor(opt_in_fraction * n + 0.5))
+    n_prot = n - n_opt
+    if n_opt < 2 or n_prot < cv:
+        raise ValueError(
+            f"too few users for the protocol: {n} user(s) with ratings, opt_in_fraction={opt_in_fraction!r} "
+            f"gives {n_opt} opted-in and {n_prot} protected user(s); need at least 2 opted-in users and "
+            f"at least cv={cv} protected users (one per fold)"
+        )
+    fixed_seed = random_state is not None
+    rs = check_random_source(random_state)
+    perm = rs.permutation(n)
+    opt_in, protected = np.sort(perm[:n_opt]), np.sort(perm[n_opt:])
+    seen = np.unique(y[opt_in])
+    unseen = np.setdiff1d(np.unique(y[protected]), seen)
+    if unseen.size:
+        raise ValueError(
+            f"the private attribute has class(es) {unseen.tolist()!r} among the protected users that no "
+            f"opted-in user has (opted-in classes: {seen.tolist()!r}); the mapper and the attackers "
+            "cannot learn them. Increase opt_in_fraction or change random_state"
+        )
+    if seen.size < 2:
+        raise ValueError(
+            f"the opted-in users all share the class {seen.tolist()!r}; the mapper needs at least two "
+            "classes. Increase opt_in_fraction or change random_state"
+        )
+    fperm = rs.permutation(n_prot)
+    folds = [np.sort(f) for f in np.array_split(fperm, cv)]
+    visible, heldout = holdout_ratings(X[protected], heldout_fraction, random_state=rs)
+    fold_seeds = [rs.spawn_seed() if fixed_seed else None for _ in range(cv)]
+    attack_seed = rs.spawn_seed() if fixed_seed else None
+    return _Split(X=X, y=y, users=users, opt_in=opt_in, protected=protected, folds=folds,
+                  visible=visible, heldout=heldout, fold_seeds=fold_seeds,
+                  attack_seed=attack_seed, dropped=empty)
+
+
+# --------------------------------------------------------------------------- one fold
+def _with_seed(est, seed):
+    est = clone(est)
+    if seed is not None and "random_state" in est.get_params(deep=False):
+        if est.get_params(deep=False)["random_state"] is None:
+            est.set_params(random_state=seed)
+    return est
+
+
+def _as_csr(X, shape, what):
+    if sp.issparse(X):
+        X = X.tocsr()
+    else:
+        X = sp.csr_matrix(np.asarray(X, dtype=np.float64))
+    if X.shape != shape:
+        raise ValueError(f"{what} returned shape {X.shape}, expected {shape} (it must keep the shape)")
+    X = X.astype(np.float64)
+    X.eliminate_zeros()
+    return X
+
+
+def _release(mapper, rows):
+    """What the protected users release: mapper.transform of their (visible) rows."""
+    if rows.shape[0] == 0:
+        return rows
+    return _as_csr(mapper.transform(rows), rows.shape, f"{type(mapper).__name__}.transform")
+
+
+def _fold_inputs(split, k, release, mapper=None):
+    """Training matrix and test rows of fold ``k`` under one release."""
+    test = split.folds[k]
+    others = np.setdiff1d(np.arange(split.protected.size), test)
+    X_prot = split.X_prot
+    rows = sp.vstack([X_prot[others], split.visible[test]], format="csr")
+    if release in ("original", "release_everything"):
+        out = rows
+    elif release == "released":
+        out = _release(mapper, rows)
+    elif release == "release_nothing":
+        out = sp.csr_matrix(rows.shape)
+    else:  # pragma: no cover
+        raise ValueError(release)
+    train = sp.vstack([split.X_opt, out[: others.size]], format="csr")
+    return train, out[others.size:], split.heldout[test]
+
+
+def _fold_rmse(split, k, release, recommender, mapper=None):
+    train, test_rows, heldout = _fold_inputs(split, k, release, mapper)
+    rec = _with_seed(recommender, split.fold_seeds[k])
+    rec.fit(train)
+    return float(rec.rmse(test_rows, heldout))
+
+
+def _progress(iterable, total, verbose, desc):
+    disable = (not verbose) or not (hasattr(sys.stderr, "isatty") and sys.stderr.isatty())
+    if disable:
+        return iterable
+    from tqdm.auto import tqdm
+
+    return tqdm(iterable, total=total, desc=desc, leave=False)
+
+
+def _run_jobs(jobs, n_jobs, verbose, desc):
+    """Run ``(func, args)`` jobs with joblib, in order, with a progress bar."""
+    par = Parallel(n_jobs=n_jobs, return_as="generator")
+    gen = par(delayed(f)(*a) for f, a in jobs)
+    return list(_progress(gen, len(jobs), verbose, desc))
+
+
+def _fit_mapper(mapper, split):
+    m = clone(mapper)
+    if split.attack_seed is not None and "random_state" in m.get_params(deep=False):
+        if m.get_params(deep=False)["random_state"] is None:
+            m.set_params(random_state=split.attack_seed + 1)
+    return m.fit(split.X_opt, split.y_opt)
+
+
+def _mapper_figures(mapper):
+    out = {}
+    for name in ("leakage_", "distortion_"):
+        v = getattr(mapper, name, np.nan)
+        try:
+            out[name.rstrip("_")] = float(v)
+        except (TypeError, ValueError):
+            out[name.rstrip("_")] = np.nan
+    return out
+
+
+def _fold_table(split, rmse):
+    """rmse: dict (release, k) -> value."""
+    rows = []
+    for k, test in enumerate(split.folds):
+        r = {rel: rmse[(rel, k)] for rel in RELEASES}
+        rows.append({
+            "fold": k,
+            "n_test_users": int(test.size),
+            "n_heldout": int(split.heldout[test].nnz),
+            **{f"rmse_{rel}": r[rel] for rel in RELEASES},
+            "rel_increase_released": r["released"] / r["original"] - 1.0,
+            "rel_increase_release_nothing": r["release_nothing"] / r["original"] - 1.0,
+        })
+    return pd.DataFrame(rows)
+
+
+def _summarise(per_fold):
+    s = {f"rmse_{rel}": float(per_fold[f"rmse_{rel}"].mean()) for rel in RELEASES}
+    s.update({f"rmse_{rel}_std": float(per_fold[f"rmse_{rel}"].std(ddof=1)) if len(per_fold) > 1 else 0.0
+              for rel in ("original", "released", "release_nothing")})
+    s["rel_increase_released"] = s["rmse_released"] / s["rmse_original"] - 1.0
+    s["rel_increase_release_nothing"] = s["rmse_release_nothing"] / s["rmse_original"] - 1.0
+    return s
+
+
+@dataclass
+class RMSECost:
+    """What a release costs in recommendation RMSE (Salamatian et al., Table I).
+
+    Attributes
+    ----------
+    per_fold : pandas.DataFrame
+        One row per fold: ``n_test_users``, ``n_heldout``, ``rmse_original``,
+        ``rmse_released``, ``rmse_release_nothing``, ``rmse_release_everything``
+        and the relative increases over ``rmse_original``.
+    summary : dict
+        Means over folds (``rmse_*``), fold standard deviations (``rmse_*_std``)
+        and relative increases of the mean RMSEs (``rel_increase_released``,
+        ``rel_increase_release_nothing``), plus the mapper's ``leakage`` (bits)
+        and ``distortion`` when it exposes ``leakage_`` / ``distortion_``.
+    mapper : estimator
+        The mapper fitted on the opted-in users.
+    n_opted_in, n_protected : int
+    """
+
+    per_fold: pd.DataFrame
+    summary: dict
+    mapper: object = field(repr=False)
+    n_opted_in: int = 0
+    n_protected: int = 0
+
+    def __getitem__(self, key):
+        return self.summary[key]
+
+
+def rmse_cost(mapper, ratings, private, *, opt_in_fraction=0.5, cv=5, heldout_fraction=0.1,
+              recommender=None, rating_range=(1, 5), random_state=None, n_jobs=None, verbose=0):
+    """Measure the recommendation RMSE a privacy mapper costs (Table I protocol).
+
+    Parameters
+    ----------
+    mapper : transformer
+        Unfitted; cloned and fitted on the opted-in users' ORIGINAL ratings and
+        disclosed attribute only (``fit(X_opt_in, y_opt_in)``). It never sees a
+        protected user's attribute nor a held-out rating.
+    ratings : {array-like, sparse matrix} of shape (n_users, n_items)
+        Ratings on ``rating_range``, 0 = not rated.
+    private : array-like of shape (n_users,)
+        Every user's TRUE private attribute. Only the opted-in users' values reach
+        the mapper; the protected users' values are only used to check that the
+        opted-in users cover every class.
+    opt_in_fraction : float in (0, 1), default=0.5
+        Fraction of users, drawn at random, who disclose the attribute.
+    cv : int >= 2, default=5
+        Folds over the protected users.
+    heldout_fraction : float in (0, 1), default=0.1
+        Fraction of each test user's ratings held out (see :func:`holdout_ratings`).
+    recommender : estimator with ``fit(X)`` and ``rmse(X, y)``, default=None
+        ``None``: :class:`privrelease.recommender.SurpriseRecommender` (SVD).
+        ``rmse(X, y)`` receives the test users' released rows and their held-out
+        true ratings.
+    rating_range : (low, high), default=(1, 5)
+        The rating scale; a stored rating outside it is an error.
+    random_state : None or int, default=None
+        Draws the opt-in users, folds and held-out ratings. An integer makes the
+        evaluation reproducible: it then also seeds the recommender (the same
+        seed for every release in a fold) and the mapper, when their
+        ``random_state`` is None. ``None`` uses operating-system entropy.
+    n_jobs : int or None
+        Folds and releases run in parallel with joblib.
+    verbose : int, default=0
+        Show a progress bar (only on a terminal).
+
+    Returns
+    -------
+    RMSECost
+
+    Raises
+    ------
+    ValueError
+        Fractions outside (0, 1), fewer protected users than folds, ratings off
+        the scale, a missing attribute value, a class no opted-in user has.
+
+    Notes
+    -----
+    Users without any rating have nothing to hold out or release: they are
+    left out (with a ``UserWarning``). The recommender is trained on the
+    opted-in users' original rows and the other folds' protected rows under
+    the same release; the test users' rows are passed to ``rmse`` (folded in).
+
+    References
+    ----------
+    .. [1] S. Salamatian et al., "Managing your Private and Public Data: Bringing
+       down Inference Attacks against your Privacy", Sec. VI-C, Table I (5-fold
+       cross-validation, 10% of the test ratings removed).
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from sklearn.preprocessing import FunctionTransformer
+    >>> from privrelease.evaluation import rmse_cost
+    >>> class ItemMean:                       # a tiny recommender for the example
+    ...     def get_params(self, deep=True): return {}
+    ...     def set_params(self, **p): return self
+    ...     def fit(self, X):
+    ...         X = sp.csr_matrix(X); n = np.maximum(X.getnnz(axis=0), 1)
+    ...         self.mean_ = np.asarray(X.sum(axis=0)).ravel() / n; return self
+    ...     def rmse(self, X, y):
+    ...         y = sp.coo_matrix(y); return float(np.sqrt(np.mean((y.data - self.mean_[y.col]) ** 2)))
+    >>> rng = np.random.default_rng(0)
+    >>> R = sp.random(60, 20, density=0.4, random_state=0, data_rvs=lambda n: rng.integers(1, 6, n))
+    >>> cost = rmse_cost(FunctionTransformer(accept_sparse=True), R, rng.integers(0, 2, 60),
+    ...                  recommender=ItemMean(), cv=3, random_state=0)
+    >>> cost["rmse_released"] == cost["rmse_original"]
+    True
+    """
+    _check_mapper(mapper)
+    recommender = _check_recommender(recommender)
+    split = _prepare_split(ratings, private, opt_in_fraction=opt_in_fraction, cv=cv,
+                           heldout_fraction=heldout_fraction, rating_range=rating_range,
+                           random_state=random_state)
+    fitted = _fit_mapper(mapper, split)
+    keys, jobs = [], []
+    for k in range(len(split.folds)):
+        for rel in ("original", "released", "release_nothing"):
+            keys.append((rel, k))
+            jobs.append((_fold_rmse, (split, k, rel, recommender, fitted if rel == "released" else None)))
+    values = _run_jobs(jobs, n_jobs, verbose, "rmse folds")
+    rmse = dict(zip(keys, values))
+    for k in range(len(split.folds)):
+        rmse[("release_everything", k)] = rmse[("original", k)]
+    per_fold = _fold_table(split, rmse)
+    summary = _summarise(per_fold)
+    summary.update(_mapper_figures(fitted))
+    return RMSECost(per_fold=per_fold, summary=summary, mapper=fitted,
+                    n_opted_in=int(split.opt_in.size), n_protected=int(split.protected.size))
