@@ -1,0 +1,230 @@
+"""Quantization helpers for :class:`QuantizedPrivacyMapper` (Salamatian et al., Alg. 2).
+
+Two spaces in which users are clustered and distortion is measured:
+
+* the *taste* space (:class:`TasteEmbedding`): a user is described by what a
+  matrix-factorisation recommender would predict for her, relative to the
+  item baseline ``g + b_i``: her (shrunk) mean-rating offset plus a low-rank
+  taste vector learnt sparsely with a truncated SVD of the mean-centred
+  ratings. Coordinates are chosen so that the Euclidean distance between two
+  embedded users is the root-mean-square difference, over all items, of their
+  predicted ratings; the origin is the prediction for a user with no ratings.
+* the *raw* space: the input vectors as given (the paper's Iris and
+  Politics-and-TV experiments).
+
+And a Hamming clustering for binarized ratings (the paper's exchange
+distortion, Sec. VI-C), with majority-vote centres.
+
+Nothing here touches the private attribute: clustering is a non-privacy step,
+seeded from :meth:`RandomSource.spawn_seed`.
+"""
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.cluster import KMeans
+from sklearn.decomposition import TruncatedSVD
+
+__all__ = ["TasteEmbedding", "hamming_kmodes", "hamming_distances", "row_chunks"]
+
+#: rows processed at once when a rating matrix is streamed
+CHUNK_ROWS = 65536
+
+
+def row_chunks(n_rows, chunk=CHUNK_ROWS):
+    """Yield ``(start, stop)`` pairs covering ``range(n_rows)``."""
+    for start in range(0, n_rows, chunk):
+        yield start, min(start + chunk, n_rows)
+
+
+def _rated_pattern(X):
+    """0/1 CSR of the same pattern as the CSR ``X`` (explicit zeros dropped)."""
+    P = X.copy()
+    P.eliminate_zeros()
+    P.data = np.ones_like(P.data, dtype=np.float64)
+    return P
+
+
+class TasteEmbedding:
+    """Embed users by the ratings a recommender would predict for them.
+
+    Model: ``r_ui ~ g + b_i + m_u + w_u . v_i`` where ``g`` is the global
+    mean, ``b_i`` a shrunk item offset, ``m_u`` the user's shrunk mean offset
+    and ``w_u`` the user's taste in the span of the top ``n_components`` right
+    singular vectors ``V`` of the centred residuals. ``w_u`` is the projection
+    of the user's sparse residual onto ``V`` rescaled by
+    ``n_items / (n_u + factor_shrinkage)`` (a ridge-shrunk least-squares fit of
+    the factor: users with few ratings are pulled to the average taste).
+    The prediction difference ``p_u = m_u 1 + V^T w_u`` is expressed in an
+    orthonormal basis of ``span(1, V)`` scaled by ``1/sqrt(n_items)`` so that
+    ``||e_u - e_v||_2 = RMS_i (p_ui - p_vi)``.
+
+    Parameters
+    ----------
+    n_components : int
+    mean_shrinkage, item_shrinkage, factor_shrinkage : float
+        Pseudo-counts pulling user means to ``g``, item offsets to 0 and taste
+        factors to 0.
+    random_state : int
+        Seed of the (non-privacy) randomized SVD.
+    """
+
+    def __init__(self, n_components=20, *, mean_shrinkage=5.0, item_shrinkage=10.0,
+                 factor_shrinkage=None, random_state=0):
+        self.n_components = n_components
+        self.mean_shrinkage = mean_shrinkage
+        self.item_shrinkage = item_shrinkage
+        self.factor_shrinkage = factor_shrinkage
+        self.random_state = random_state
+
+    def fit(self, X):
+        """Fit on a CSR rating matrix (0 = not rated). Returns ``self``."""
+        X = sp.csr_matrix(X, dtype=np.float64, copy=True)
+        X.eliminate_zeros()
+        n_users, n_items = X.shape
+        self.n_items_ = n_items
+        n_u = np.diff(X.indptr).astype(np.float64)
+        total = X.data.sum()
+        nnz = X.data.size
+        self.global_mean_ = float(total / nnz) if nnz else 0.0
+        user_offset = self._user_offsets(X, n_u)
+        rows = np.repeat(np.arange(n_users), np.diff(X.indptr))
+        res = X.data - self.global_mean_ - user_offset[rows]
+        item_sum = np.bincount(X.indices, weights=res, minlength=n_items)
+        item_cnt = np.bincount(X.indices, minlength=n_items).astype(np.float64)
+        self.item_offset_ = item_sum / (item_cnt + self.item_shrinkage)
+        res = res - self.item_offset_[X.indices]
+        E = sp.csr_matrix((res, X.indices, X.indptr), shape=X.shape)
+        k = int(min(self.n_components, n_items - 1, max(n_users - 1, 1)))
+        if self.factor_shrinkage is None:
+            # default: as many pseudo-ratings as the median user has
+            self.factor_shrinkage_ = float(max(np.median(n_u), 1.0))
+        else:
+            self.factor_shrinkage_ = float(self.factor_shrinkage)
+        if k >= 1 and nnz > 0:
+            svd = TruncatedSVD(n_components=k, algorithm="randomized", n_iter=7,
+                               random_state=self.random_state)
+            svd.fit(E)
+            V = svd.components_
+        else:
+            V = np.zeros((0, n_items))
+        self.components_ = V
+        # orthonormal coordinates of span(1, V) scaled by 1/sqrt(n_items)
+        B = np.vstack([np.ones((1, n_items)), V])
+        G = B @ B.T / n_items
+        # G is positive definite unless 1 lies in span(V); jitter keeps Cholesky safe
+        G = G + 1e-12 * np.eye(G.shape[0])
+        self.basis_chol_ = np.linalg.cholesky(G)  # G = L L^T
+        return self
+
+    def _user_offsets(self, X, n_u):
+        sums = np.asarray(X.sum(axis=1)).ravel()
+        return (sums - n_u * self.global_mean_) / (n_u + self.mean_shrinkage)
+
+    def coefficients(self, X):
+        """``[m_u, w_u]`` for each row of the CSR ``X``: shape (n_users, 1 + k)."""
+        X = X.copy() if X.dtype == np.float64 else X.astype(np.float64)
+        X.eliminate_zeros()
+        n_u = np.diff(X.indptr).astype(np.float64)
+        m = self._user_offsets(X, n_u)
+        rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+        res = X.data - self.global_mean_ - m[rows] - self.item_offset_[X.indices]
+        E = sp.csr_matrix((res, X.indices, X.indptr), shape=X.shape)
+        Z = np.asarray(E @ self.components_.T)
+        W = Z * (self.n_items_ / (n_u + self.factor_shrinkage_))[:, None]
+        return np.hstack([m[:, None], W])
+
+    def transform(self, X):
+        """Embedding coordinates, shape (n_users, 1 + k); origin = empty user."""
+        C = self.coefficients(X)
+        return C @ self.basis_chol_
+
+    def predicted_offsets(self, E):
+        """Map embedding coordinates back to per-item predicted offsets ``p``."""
+        C = np.linalg.solve(self.basis_chol_.T, np.atleast_2d(E).T).T
+        return C[:, :1] + C[:, 1:] @ self.components_
+
+    def predicted_ratings(self, E):
+        """Predicted ratings ``g + b_i + p_i`` for embedding coordinates ``E``."""
+        return self.global_mean_ + self.item_offset_[None, :] + self.predicted_offsets(E)
+
+
+def hamming_distances(B, centers):
+    """Hamming distances between binary rows of ``B`` (CSR or dense) and dense 0/1 ``centers``."""
+    centers = np.asarray(centers, dtype=np.float64)
+    if sp.issparse(B):
+        nb = np.asarray(B.sum(axis=1)).ravel()
+        inner = np.asarray(B @ centers.T)
+    else:
+        B = np.asarray(B, dtype=np.float64)
+        nb = B.sum(axis=1)
+        inner = B @ centers.T
+    return nb[:, None] + centers.sum(axis=1)[None, :] - 2.0 * inner
+
+
+def hamming_kmodes(B, n_clusters, *, n_init=4, max_iter=100, random_state=0):
+    """Cluster binary vectors under the Hamming distance (k-modes).
+
+    Lloyd iterations: assign each row to the nearest centre in Hamming
+    distance, then replace each centre by the coordinate-wise majority vote of
+    its members (the minimiser of the summed Hamming distance). Initialised by
+    k-means++ seeding with Hamming distances; the best of ``n_init`` runs (lowest
+    total distance) is kept.
+
+    Parameters
+    ----------
+    B : CSR matrix or ndarray of 0/1, shape (n, d)
+    n_clusters : int
+
+    Returns
+    -------
+    centers : ndarray of shape (n_clusters, d), values 0/1
+    labels : ndarray of shape (n,)
+    inertia : float
+        Sum of Hamming distances to the assigned centres.
+    """
+    rng = np.random.default_rng(random_state)
+    n = B.shape[0]
+    dense_rows = (lambda idx: np.asarray(B[idx].todense())) if sp.issparse(B) else (lambda idx: np.asarray(B[idx]))
+    best = None
+    for _ in range(n_init):
+        first = rng.integers(n)
+        centers = dense_rows([first]).astype(np.float64)
+        closest = hamming_distances(B, centers)[:, 0]
+        for _j in range(1, n_clusters):
+            w = closest
+            if w.sum() <= 0:
+                idx = rng.integers(n)
+            else:
+                idx = rng.choice(n, p=w / w.sum())
+            c = dense_rows([idx]).astype(np.float64)
+            centers = np.vstack([centers, c])
+            closest = np.minimum(closest, hamming_distances(B, c)[:, 0])
+        labels = None
+        for _it in range(max_iter):
+            D = hamming_distances(B, centers)
+            new_labels = D.argmin(axis=1)
+            if labels is not None and np.array_equal(new_labels, labels):
+                break
+            labels = new_labels
+            for j in range(n_clusters):
+                members = np.flatnonzero(labels == j)
+                if members.size == 0:
+                    continue  # keep the old centre
+                if sp.issparse(B):
+                    votes = np.asarray(B[members].sum(axis=0)).ravel()
+                else:
+                    votes = B[members].sum(axis=0)
+                centers[j] = (votes * 2 > members.size).astype(np.float64)
+        D = hamming_distances(B, centers)
+        labels = D.argmin(axis=1)
+        inertia = float(D[np.arange(n), labels].sum())
+        if best is None or inertia < best[2]:
+            best = (centers.copy(), labels.copy(), inertia)
+    return best
+
+
+def kmeans(E, n_clusters, random_state):
+    """k-means (Euclidean) returning ``(centers, labels)``; sparse ``E`` accepted."""
+    km = KMeans(n_clusters=n_clusters, n_init=4, random_state=random_state)
+    labels = km.fit_predict(E)
+    return np.asarray(km.cluster_centers_), labels

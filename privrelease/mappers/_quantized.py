@@ -1,0 +1,502 @@
+"""QuantizedPrivacyMapper: Algorithm 2 of Salamatian et al. as a scikit-learn transformer."""
+
+import warnings
+from numbers import Integral, Real
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin, _fit_context
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ..utils import check_private_labels, check_random_source
+from ._common import (
+    BUDGET_CONSTRAINT,
+    LEAKAGE_CONSTRAINT,
+    RANDOM_STATE_CONSTRAINT,
+    map_accuracy,
+    mismatch_bound_bits,
+    mutual_information_bits,
+    solve,
+)
+from ._quantize import TasteEmbedding, hamming_distances, hamming_kmodes, kmeans, row_chunks
+
+__all__ = ["QuantizedPrivacyMapper"]
+
+#: pseudo-ratings pulling a released cluster-mean rating towards the centre's prediction
+_PROFILE_SHRINKAGE = 2.0
+
+
+def _sq_dist(A, C):
+    """Squared Euclidean distances between rows of A (dense or CSR) and dense C."""
+    if sp.issparse(A):
+        a2 = np.asarray(A.multiply(A).sum(axis=1)).ravel()
+        inner = np.asarray(A @ C.T)
+    else:
+        a2 = np.einsum("ij,ij->i", A, A)
+        inner = A @ C.T
+    return np.maximum(a2[:, None] - 2.0 * inner + np.einsum("ij,ij->i", C, C)[None, :], 0.0)
+
+
+class QuantizedPrivacyMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
+    """Release user x item ratings through a quantized privacy-preserving mapping.
+
+    Algorithm 2 of Salamatian et al.: users who disclosed their private
+    attribute (``y != -1``) are quantized into clusters ``C``; the joint prior
+    ``q(a, c)`` is aggregated over the clusters (eq. 20); the convex program
+    (19) gives a mapping ``p(c_hat | c)`` minimising the leakage ``I(A; C_hat)``
+    under an expected-distortion budget (or the distortion under a leakage
+    cap); ``transform`` sends each user to her cluster ``c = psi(b)``, samples
+    ``c_hat`` from ``p(. | c)`` (eq. 21) and releases a row that is a function of
+    ``c_hat`` alone. Because ``A -> B -> C_hat -> released row`` is a Markov
+    chain, the data-processing inequality gives
+    ``I(A; released) <= I(A; C_hat) = leakage_`` (Theorem 2: the lift from
+    clusters to users leaves the leakage unchanged), under the fitted prior.
+
+    The released profile (``release="profile"``, default) is designed for a
+    recommender trained on it: users are clustered in a *taste space* where
+    the Euclidean distance is the root-mean-square difference of the ratings a
+    matrix-factorisation recommender would predict (shrunk mean rating plus a
+    low-rank taste learnt sparsely by a truncated SVD of mean-centred
+    ratings); the output alphabet holds one synthetic profile per cluster (the
+    items most rated by its members, with shrunk cluster-mean ratings on the
+    rating scale) plus an explicit *empty* profile (release nothing), so the
+    optimizer may suppress a user instead of lying about her, and the release
+    is never forced to be worse than releasing nothing.
+
+    Parameters
+    ----------
+    n_clusters : int, default=25
+        Number of clusters ``|C|`` (the paper uses 25 on Politics-and-TV). When
+        larger than the number of labeled users it is clipped to that number
+        with a ``UserWarning``; clusters left empty by the clustering are dropped.
+    delta : float or None, default=None
+        Budget on the expected distortion ``E[d(B, C_hat)]`` between a user's
+        own point and the released symbol, averaged over the labeled users
+        (the exact member-averaged cost, see ``cost_matrix_``; Theorem 2 bounds
+        it by the centre-level distortion plus ``quantization_radius_``). Units
+        are those of ``metric`` in the clustering space: for the taste space, the
+        RMS change of predicted ratings (rating points). A budget below the
+        quantization distortion itself raises
+        :class:`~privrelease.exceptions.InfeasibleBudgetError` stating the
+        smallest feasible one.
+    max_leakage : float or None, default=None
+        Cap on the leakage (bits): minimise the distortion subject to it. When
+        both ``delta`` and ``max_leakage`` are None, ``max_leakage=0`` (perfect
+        privacy under the fitted prior). Give at most one of the two.
+    metric : {"euclidean", "hamming"}, default="euclidean"
+        ``"euclidean"``: k-means and Euclidean distortion in ``space``.
+        ``"hamming"``: binarized ratings (any nonzero entry counts as 1),
+        k-modes clustering with majority-vote centres and the Hamming
+        (exchange) distortion of the paper's Sec. VI-C; releases 0/1 vectors.
+    space : {"auto", "taste", "raw"}, default="auto"
+        Where ``"euclidean"`` clusters and measures distortion: ``"taste"``
+        (predicted-rating space, the default for ``"euclidean"``) or ``"raw"``
+        (the input vectors as given, 0 = not rated counted as a 0; the paper's
+        Iris and actual-ratings experiments). Ignored by ``"hamming"``.
+    n_components : int, default=20
+        Rank of the taste space (clipped to ``n_features - 1``).
+    release : {"profile", "representative"}, default="profile"
+        ``"profile"``: the synthetic profile of ``c_hat`` described above, plus
+        the empty profile as an extra output symbol. ``"representative"``: the
+        paper's naive release, the input-space centroid of ``c_hat`` (entries
+        below half the smallest absolute rating are dropped; rounded for
+        integer input), output alphabet = clusters only.
+    smoothing : float, default=1.0
+        Pseudo-users added to every cluster, split by the class marginal,
+        when the prior is estimated: ``q(a, c) ~ n(a, c) + smoothing * p(a)``.
+        It shrinks small clusters towards independence instead of towards a
+        uniform class mix (which would invent leakage when classes are unbalanced).
+    leakage : {"mutual_information", "maximal_leakage"}, default="mutual_information"
+        Privacy measure minimised by the engine.
+    solver : str, default="auto"
+        Passed to :func:`privrelease.mapping.solve_mapping`.
+    random_state : None, int, numpy Generator or RandomSource, default=None
+        Source of the privacy draws in ``transform``. ``None`` reads the
+        operating system's entropy (production). An integer makes ``transform``
+        reproducible (every call restarts the same seeded stream): for tests and
+        experiments only. Clustering and the SVD get a seed from the same source
+        (:meth:`RandomSource.spawn_seed`; they are not privacy steps).
+
+    Attributes
+    ----------
+    classes_ : ndarray
+        Values of the private attribute seen in ``fit``.
+    n_clusters_ : int
+        Clusters actually used.
+    cluster_centers_ : ndarray of shape (n_clusters_, n_dims)
+        Centres in the clustering space (taste coordinates, raw vectors or 0/1 vectors).
+    labels_ : ndarray
+        Cluster of each labeled training user.
+    prior_ : ndarray of shape (n_classes, n_clusters_)
+        Smoothed joint ``q(a, c)`` (eq. 20).
+    cost_matrix_ : ndarray of shape (n_clusters_, n_outputs)
+        ``cost_matrix_[c, j]``: mean distance from the labeled members of ``c``
+        to output symbol ``j`` (centre ``j``, or the empty profile when
+        ``j == n_clusters_``): the exact expected distortion of the lift.
+    center_cost_matrix_ : ndarray of shape (n_clusters_, n_outputs)
+        Distances between centres (problem (19)'s ``d(c, c_hat)``).
+    mapping_ : ndarray of shape (n_clusters_, n_outputs)
+        Row-stochastic ``p(c_hat | c)``.
+    leakage_ : float
+        Leakage (bits) of the mapping under ``prior_`` (the engine's value).
+    empirical_leakage_ : float
+        ``I(A; C_hat)`` of the mapping under the unsmoothed empirical prior.
+    prior_leakage_ : float
+        ``I(A; C)`` before any distortion (under ``prior_``).
+    distortion_ : float
+        ``E[d(B, C_hat)]`` over the labeled users (same units as ``delta``).
+    center_distortion_ : float
+        ``E[d(C, C_hat)]`` under ``prior_`` (problem (19)'s distortion).
+    quantization_radius_ : float
+        Theorem 2's ``r``: largest distance from a labeled user to her centre.
+    quantization_distortion_ : float
+        Mean distance from a labeled user to her centre (the smallest feasible
+        ``delta`` with the identity mapping).
+    map_accuracy_ : float
+        Accuracy of the MAP attacker guessing A from C_hat under ``prior_``
+        (equals the majority-class rate at perfect privacy).
+    mismatch_bound_ : float
+        Proposition 1 + Theorem 1 bound (95 %) on ``|true leakage - leakage_|``
+        due to estimating the prior from the labeled users; ``inf`` when the
+        sample is too small for the bound to apply.
+    release_profiles_ : sparse matrix of shape (n_outputs, n_features_in_)
+        Row ``j`` is what a user whose ``c_hat = j`` releases (last row empty
+        for ``release="profile"``).
+    solver_result_ : object
+        The engine's result (``status``, ``certificate``, ``solver``).
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Defined when ``X`` has string column names.
+
+    See Also
+    --------
+    ErasureMapper : erasure-only mapping of categorical features (Sec. VI-A).
+    privrelease.mapping.solve_mapping : the convex program (Alg. 1).
+
+    References
+    ----------
+    S. Salamatian, A. Zhang, F. du Pin Calmon, S. Bhamidipati, N. Fawaz,
+    B. Kveton, P. Oliveira, N. Taft, "Managing your Private and Public Data:
+    Bringing down Inference Attacks against your Privacy", Algorithm 2,
+    eq. (19)-(21), Theorem 2; Theorem 1 and Proposition 1 for the mismatch bound.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from privrelease.mappers import QuantizedPrivacyMapper
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.integers(0, 2, 200)
+    >>> X = sp.random(200, 30, density=0.3, random_state=0, format="csr")
+    >>> X.data = np.ceil(X.data * 5)
+    >>> X[:, :3] = sp.csr_matrix(np.where(y[:, None] == 1, 5.0, 1.0) * np.ones((200, 3)))
+    >>> m = QuantizedPrivacyMapper(n_clusters=8, random_state=0).fit(X, y)
+    >>> bool(m.leakage_ < 1e-3)
+    True
+    >>> Xr = m.transform(X)
+    >>> Xr.shape, Xr.format
+    ((200, 30), 'csr')
+    """
+
+    _parameter_constraints = {
+        "n_clusters": [Interval(Integral, 1, None, closed="left")],
+        "delta": BUDGET_CONSTRAINT,
+        "max_leakage": BUDGET_CONSTRAINT,
+        "metric": [StrOptions({"euclidean", "hamming"})],
+        "space": [StrOptions({"auto", "taste", "raw"})],
+        "n_components": [Interval(Integral, 1, None, closed="left")],
+        "release": [StrOptions({"profile", "representative"})],
+        "smoothing": [Interval(Real, 0, None, closed="left")],
+        "leakage": LEAKAGE_CONSTRAINT,
+        "solver": [str],
+        "random_state": RANDOM_STATE_CONSTRAINT,
+    }
+
+    def __init__(self, n_clusters=25, delta=None, *, max_leakage=None, metric="euclidean",
+                 space="auto", n_components=20, release="profile", smoothing=1.0,
+                 leakage="mutual_information", solver="auto", random_state=None):
+        self.n_clusters = n_clusters
+        self.delta = delta
+        self.max_leakage = max_leakage
+        self.metric = metric
+        self.space = space
+        self.n_components = n_components
+        self.release = release
+        self.smoothing = smoothing
+        self.leakage = leakage
+        self.solver = solver
+        self.random_state = random_state
+
+    # ------------------------------------------------------------------ helpers
+    def _space(self):
+        if self.metric == "hamming":
+            return "hamming"
+        return "taste" if self.space == "auto" else self.space
+
+    def _embed(self, Xc):
+        """Coordinates of CSR/dense rows in the clustering space."""
+        space = self._space()
+        if space == "taste":
+            Xs = Xc if sp.issparse(Xc) else sp.csr_matrix(Xc)
+            return self.embedding_.transform(Xs)
+        if space == "hamming":
+            if sp.issparse(Xc):
+                B = Xc.copy()
+                B.eliminate_zeros()
+                B.data = np.ones_like(B.data, dtype=np.float64)
+                return B
+            return (np.asarray(Xc) != 0).astype(np.float64)
+        if sp.issparse(Xc):
+            return Xc.astype(np.float64)
+        return np.asarray(Xc, dtype=np.float64)
+
+    def _distances(self, E, points):
+        """Distances between embedded rows ``E`` and dense ``points`` (metric of the space)."""
+        if self._space() == "hamming":
+            return hamming_distances(E, points)
+        return np.sqrt(_sq_dist(E, points))
+
+    def _output_points(self):
+        """Points of the output alphabet in the clustering space (centres, then origin)."""
+        pts = self.cluster_centers_
+        if self.release == "profile":
+            pts = np.vstack([pts, np.zeros((1, pts.shape[1]))])
+        return pts
+
+    # --------------------------------------------------------------------- fit
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Quantize the labeled users, estimate the prior and solve for the mapping.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_users, n_items)
+            Ratings, 0 = not rated. Any scipy sparse format (converted to CSR
+            internally); NaN or infinite entries are refused.
+        y : array-like of shape (n_users,)
+            Private attribute; ``-1`` (or NaN) for users who did not disclose it.
+            Only labeled users are used.
+
+        Returns
+        -------
+        self : QuantizedPrivacyMapper
+        """
+        if y is None:
+            raise ValueError(
+                "QuantizedPrivacyMapper.fit needs y, the private attribute (-1 for undisclosed); got None"
+            )
+        X = validate_data(self, X, accept_sparse=True, dtype="numeric", reset=True)
+        y, labeled = check_private_labels(y, X.shape[0])
+        n_labeled = int(labeled.sum())
+        if n_labeled == 0:
+            raise ValueError(
+                f"no labeled users: all {X.shape[0]} entries of y are missing (-1 or NaN); "
+                "the prior is estimated from users who disclosed the private attribute"
+            )
+        Xc = X.tocsr() if sp.issparse(X) else np.asarray(X)
+        X_lab = Xc[np.flatnonzero(labeled)]
+        y_lab = y[labeled]
+        self.classes_, a_idx = np.unique(y_lab, return_inverse=True)
+        if self.classes_.size < 2:
+            raise ValueError(
+                f"y has a single class among labeled users ({self.classes_[0]!r}); a private "
+                "attribute needs at least two values to be protected"
+            )
+        source = check_random_source(self.random_state)
+        seed = source.spawn_seed()
+
+        k = self.n_clusters
+        if k > n_labeled:
+            warnings.warn(
+                f"n_clusters={k} is larger than the number of labeled users ({n_labeled}); "
+                f"using n_clusters={n_labeled}",
+                UserWarning,
+            )
+            k = n_labeled
+        space = self._space()
+        if space == "taste":
+            X_lab_s = X_lab if sp.issparse(X_lab) else sp.csr_matrix(X_lab)
+            self.embedding_ = TasteEmbedding(n_components=self.n_components, random_state=seed).fit(X_lab_s)
+        E = self._embed(X_lab)
+        with warnings.catch_warnings():
+            # fewer distinct points than clusters: empty clusters are dropped below
+            warnings.filterwarnings("ignore", message="Number of distinct clusters")
+            if space == "hamming":
+                centers, labels, _ = hamming_kmodes(E, k, random_state=seed)
+            else:
+                centers, labels = kmeans(E, k, seed)
+        used = np.unique(labels)
+        relabel = np.full(centers.shape[0], -1)
+        relabel[used] = np.arange(used.size)
+        self.cluster_centers_ = np.asarray(centers)[used]
+        self.labels_ = relabel[labels]
+        self.n_clusters_ = int(used.size)
+
+        # prior q(a, c) (eq. 20), smoothed towards independence
+        n_classes = self.classes_.size
+        counts = np.zeros((n_classes, self.n_clusters_))
+        np.add.at(counts, (a_idx, self.labels_), 1.0)
+        p_a = counts.sum(axis=1) / counts.sum()
+        prior = counts + self.smoothing * p_a[:, None]
+        self.prior_ = prior / prior.sum()
+        self.prior_leakage_ = mutual_information_bits(self.prior_)
+
+        # costs: member-averaged (exact) and centre-to-centre (problem 19)
+        outputs = self._output_points()
+        D_users = self._distances(E, outputs)
+        own = D_users[np.arange(n_labeled), self.labels_]
+        self.quantization_radius_ = float(own.max())
+        self.quantization_distortion_ = float(own.mean())
+        size = np.bincount(self.labels_, minlength=self.n_clusters_).astype(np.float64)
+        onehot = sp.csr_matrix(
+            (np.ones(n_labeled), (self.labels_, np.arange(n_labeled))), shape=(self.n_clusters_, n_labeled)
+        )
+        self.cost_matrix_ = np.asarray(onehot @ D_users) / size[:, None]
+        self.center_cost_matrix_ = self._distances(self.cluster_centers_, outputs)
+        if space == "hamming":
+            self.center_cost_matrix_ = np.rint(self.center_cost_matrix_)
+
+        # the convex program (Alg. 2, problem 19) on the clusters
+        result = solve(self.prior_, self.cost_matrix_, delta=self.delta, max_leakage=self.max_leakage,
+                       leakage=self.leakage, solver=self.solver)
+        M = np.clip(np.asarray(result.mapping, dtype=np.float64), 0.0, None)
+        self.mapping_ = M / M.sum(axis=1, keepdims=True)
+        self.solver_result_ = result
+        self.leakage_ = float(result.leakage)
+        joint_hat = self.prior_ @ self.mapping_
+        self.empirical_leakage_ = mutual_information_bits((counts / counts.sum()) @ self.mapping_)
+        self.map_accuracy_ = map_accuracy(joint_hat)
+        w = size / size.sum()
+        self.distortion_ = float(np.sum(w[:, None] * self.mapping_ * self.cost_matrix_))
+        p_c = self.prior_.sum(axis=0)
+        self.center_distortion_ = float(np.sum(p_c[:, None] * self.mapping_ * self.center_cost_matrix_))
+        self.mismatch_bound_ = mismatch_bound_bits(n_labeled, n_classes, self.n_clusters_)
+
+        self.release_profiles_ = self._build_profiles(X_lab, X.dtype)
+        return self
+
+    def _build_profiles(self, X_lab, dtype):
+        """Rows released for each output symbol (a function of that symbol only)."""
+        n_items = self.n_features_in_
+        k = self.n_clusters_
+        Xs = X_lab.tocsr().astype(np.float64) if sp.issparse(X_lab) else sp.csr_matrix(np.asarray(X_lab, dtype=np.float64))
+        Xs.eliminate_zeros()
+        n = Xs.shape[0]
+        onehot = sp.csr_matrix((np.ones(n), (self.labels_, np.arange(n))), shape=(k, n))
+        pattern = Xs.copy()
+        pattern.data = np.ones_like(pattern.data)
+        counts = np.asarray((onehot @ pattern).todense())
+        sums = np.asarray((onehot @ Xs).todense())
+        size = np.bincount(self.labels_, minlength=k).astype(np.float64)
+        nz = np.abs(Xs.data)
+        is_int = np.issubdtype(dtype, np.integer) or dtype == bool
+        space = self._space()
+
+        if space == "hamming":
+            values = self.cluster_centers_.copy()
+        elif self.release == "representative":
+            values = sums / size[:, None]
+            if nz.size:
+                values[np.abs(values) < 0.5 * nz.min()] = 0.0
+        else:
+            n_u = np.diff(Xs.indptr)
+            lengths = np.zeros(k, dtype=np.int64)
+            for j in range(k):
+                members = self.labels_ == j
+                lengths[j] = int(np.rint(np.median(n_u[members]))) if members.any() else 0
+            with np.errstate(invalid="ignore", divide="ignore"):
+                if space == "taste":
+                    pred = self.embedding_.predicted_ratings(self.cluster_centers_)
+                    values = (sums + _PROFILE_SHRINKAGE * pred) / (counts + _PROFILE_SHRINKAGE)
+                else:
+                    values = np.where(counts > 0, sums / np.maximum(counts, 1), 0.0)
+            if nz.size:
+                lo, hi = Xs.data.min(), Xs.data.max()
+                values = np.clip(values, lo, hi)
+            keep = np.zeros_like(values, dtype=bool)
+            for j in range(k):
+                order = np.lexsort((np.arange(n_items), -counts[j]))
+                top = order[: lengths[j]]
+                top = top[counts[j, top] > 0]
+                keep[j, top] = True
+            values = np.where(keep, values, 0.0)
+        if is_int:
+            values = np.rint(values)
+        if self.release == "profile":
+            values = np.vstack([values, np.zeros((1, n_items))])
+        P = sp.csr_matrix(values.astype(dtype))
+        P.eliminate_zeros()
+        return P
+
+    # ---------------------------------------------------------------- transform
+    def quantize(self, X):
+        """Cluster of each row of ``X`` (``psi(b)`` of eq. 21).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_users, n_items)
+
+        Returns
+        -------
+        labels : ndarray of shape (n_users,)
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, accept_sparse=True, dtype="numeric", reset=False)
+        return self._quantize(X.tocsr() if sp.issparse(X) else np.asarray(X))
+
+    def _quantize(self, Xc):
+        labels = np.empty(Xc.shape[0], dtype=np.int64)
+        for start, stop in row_chunks(Xc.shape[0]):
+            E = self._embed(Xc[start:stop])
+            labels[start:stop] = self._distances(E, self.cluster_centers_).argmin(axis=1)
+        return labels
+
+    def transform(self, X):
+        """Release each row through the mapping (eq. 21).
+
+        Every user gets ``c = psi(b)``, a draw ``c_hat ~ mapping_[c]`` from the
+        privacy random source, and the row ``release_profiles_[c_hat]``: a
+        function of ``c_hat`` alone, so ``I(A; output) <= I(A; C_hat)`` by the
+        data-processing inequality. Users with no ratings are embedded like
+        everyone else (at the empty-user point), join the nearest cluster and
+        go through the mapping too: an empty input row is never passed through
+        unchanged, so being empty cannot leak more than any other profile.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_users, n_items)
+            Any sparse format is accepted (CSR internally); the output has the
+            input's format and dtype. Sparse input is processed in row chunks
+            and never densified.
+
+        Returns
+        -------
+        X_released : {ndarray, sparse matrix} of shape (n_users, n_items)
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, accept_sparse=True, dtype="numeric", reset=False)
+        fmt = X.format if sp.issparse(X) else None
+        Xc = X.tocsr() if sp.issparse(X) else np.asarray(X)
+        source = check_random_source(self.random_state)
+        c_hat = np.empty(Xc.shape[0], dtype=np.int64)
+        for start, stop in row_chunks(Xc.shape[0]):
+            E = self._embed(Xc[start:stop])
+            labels = self._distances(E, self.cluster_centers_).argmin(axis=1)
+            c_hat[start:stop] = source.categorical(self.mapping_[labels])
+        profiles = self.release_profiles_.astype(X.dtype, copy=False)
+        if fmt is None:
+            return profiles.toarray()[c_hat]
+        out = profiles[c_hat]
+        if isinstance(X, sp.sparray) and not isinstance(out, sp.sparray):
+            out = sp.csr_array(out)
+        elif not isinstance(X, sp.sparray) and isinstance(out, sp.sparray):
+            out = sp.csr_matrix(out)
+        return out.asformat(fmt) if fmt != "csr" else out
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        tags.input_tags.sparse = True
+        tags.non_deterministic = True
+        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
+        return tags
