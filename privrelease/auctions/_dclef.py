@@ -1,0 +1,281 @@
+"""Laplace estimator functions for a linear predictor (Dandekar, Fawaz and Ioannidis, Sec. 3).
+
+A linear predictor ``s(d) = <w, d>`` over private entries ``d_i`` in a public
+interval ``I = [R_min, R_max]`` is released through a Laplace estimator function
+(LEF, eq. 4)::
+
+    s_hat(d; x, sigma) = sum_i w_i d_i x_i + R_bar sum_i w_i (1 - x_i) + Lap(sigma)
+
+with ``R_bar`` the midpoint of ``I``. It is *canonical* when
+``sigma = Delta * sum_i |w_i| (1 - x_i)`` (eq. 5) and *discrete* (a DCLEF) when
+``x`` is in ``{0, 1}^n``.
+
+References
+----------
+.. [1] P. Dandekar, N. Fawaz and S. Ioannidis, "Privacy Auctions for Recommender
+   Systems", WINE 2012 (full version: arXiv:1111.2885), Sec. 3, Lemma 2,
+   Definitions 3 and 4, eqs. (3)-(6) and (8).
+"""
+
+import numpy as np
+
+from ..noise import Laplace
+from ..utils import check_number
+
+__all__ = ["DCLEF", "privacy_index", "check_data_range"]
+
+
+def check_data_range(data_range, name="data_range"):
+    """Validate the public data interval ``(R_min, R_max)``; return it as floats.
+
+    Raises
+    ------
+    TypeError
+        Not a pair of real numbers.
+    ValueError
+        Non-finite end points, or ``R_min >= R_max`` (an empty or reversed interval).
+    """
+    try:
+        low, high = data_range
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"{name} must be a pair (R_min, R_max) of real numbers, got {data_range!r}"
+        ) from None
+    low = check_number(low, f"{name}[0] (R_min)")
+    high = check_number(high, f"{name}[1] (R_max)")
+    if not low < high:
+        raise ValueError(
+            f"{name} must satisfy R_min < R_max (a non-empty interval), got {data_range!r}"
+        )
+    return low, high
+
+
+def _check_vector(values, name, *, allow_inf=False, nonnegative=False):
+    arr = np.asarray(values)
+    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
+        try:
+            arr = arr.astype(np.float64)
+        except (TypeError, ValueError):
+            raise TypeError(f"{name} must be an array of real numbers, got {values!r}") from None
+    if np.iscomplexobj(arr):
+        raise TypeError(f"{name} must be real, got complex values {values!r}")
+    arr = arr.astype(np.float64)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-D (one entry per individual), got shape {arr.shape}")
+    bad = np.isnan(arr) | (np.isinf(arr) if not allow_inf else np.isneginf(arr))
+    if bad.any():
+        raise ValueError(
+            f"{name} must be {'finite' if not allow_inf else 'non-NaN'} numbers, got "
+            f"{np.count_nonzero(bad)} bad entr{'y' if bad.sum() == 1 else 'ies'} such as "
+            f"{float(arr[bad][0])!r} at index {int(np.flatnonzero(bad)[0])}"
+        )
+    if nonnegative and (arr < 0).any():
+        i = int(np.flatnonzero(arr < 0)[0])
+        raise ValueError(f"{name} must be >= 0, got {float(arr[i])!r} at index {i}")
+    return arr
+
+
+def privacy_index(epsilons, weights, *, threshold=0.5, max_exact=40):
+    """Privacy index ``beta`` of an estimator (Definition 3, eq. 2), computed exactly.
+
+    ``beta = max { w(H) : H subset of [n], sum_{i in H} eps_i < threshold }`` with
+    ``w(H) = sum_{i in H} |w_i|`` and ``threshold = 1/2`` in the paper.
+
+    Individuals with ``eps_i = 0`` always belong to the optimal ``H`` and those
+    with ``eps_i >= threshold`` never do; the remaining ``m`` individuals form a
+    0-1 knapsack, solved exactly by meet-in-the-middle enumeration in
+    ``O(2**(m/2) * m)`` time and ``O(2**(m/2))`` memory (the problem is NP-hard
+    in general: for a DCLEF it is a subset-sum problem).
+
+    Parameters
+    ----------
+    epsilons : array-like of shape (n,)
+        Per-individual privacy guarantees, >= 0 (``inf`` allowed).
+    weights : array-like of shape (n,)
+        Weights ``w_i`` of the linear predictor (only ``|w_i|`` matters).
+    threshold : float, default=0.5
+        The bound on the total privacy of ``H`` (strict inequality).
+    max_exact : int, default=40
+        Refuse (ValueError) when more than this many individuals have
+        ``0 < eps_i < threshold``: the enumeration would be too large.
+
+    Returns
+    -------
+    beta : float
+
+    References
+    ----------
+    Dandekar, Fawaz and Ioannidis (2012), Definition 3.
+
+    Examples
+    --------
+    >>> from privrelease.auctions import privacy_index
+    >>> privacy_index([0.0, 0.3, 0.3], [1.0, 2.0, 5.0])
+    6.0
+    """
+    eps = _check_vector(epsilons, "epsilons", allow_inf=True, nonnegative=True)
+    w = np.abs(_check_vector(weights, "weights"))
+    if eps.shape != w.shape:
+        raise ValueError(f"epsilons has shape {eps.shape} but weights has shape {w.shape}")
+    threshold = check_number(threshold, "threshold", low=0, low_inclusive=False)
+    max_exact = check_number(max_exact, "max_exact", low=0, integer=True)
+    free = eps == 0
+    base = float(w[free].sum())
+    items = np.flatnonzero((eps > 0) & (eps < threshold))
+    m = items.size
+    if m > max_exact:
+        raise ValueError(
+            f"the exact privacy index needs a 2**({m}/2) enumeration ({m} individuals with "
+            f"0 < eps_i < {threshold}); raise max_exact (got {max_exact}) if you can afford it"
+        )
+    if m == 0:
+        return base
+    c, v = eps[items], w[items]
+    half = m // 2
+
+    def sums(cc, vv):
+        sc, sv = np.zeros(1), np.zeros(1)
+        for ci, vi in zip(cc, vv):
+            sc = np.concatenate([sc, sc + ci])
+            sv = np.concatenate([sv, sv + vi])
+        return sc, sv
+
+    ca, va = sums(c[:half], v[:half])
+    cb, vb = sums(c[half:], v[half:])
+    order = np.argsort(cb, kind="stable")
+    cb, vb = cb[order], np.maximum.accumulate(vb[order])
+    # largest b with cb < threshold - ca (strict), i.e. index of the last cb below it
+    pos = np.searchsorted(cb, threshold - ca, side="left") - 1
+    ok = pos >= 0
+    best = np.max(va[ok] + vb[pos[ok]]) if ok.any() else 0.0
+    return base + float(best)
+
+
+class DCLEF:
+    """A (discrete) canonical Laplace estimator function of ``s(d) = <w, d>`` (Def. 4, eqs. 4-5).
+
+    Parameters
+    ----------
+    weights : array-like of shape (n,)
+        Public weights ``w_i`` of the linear predictor (any sign).
+    x : array-like of shape (n,)
+        Interpolation vector, entries in ``[0, 1]``: ``x_i = 1`` uses ``d_i``,
+        ``x_i = 0`` replaces it by the midpoint ``R_bar`` (a DCLEF has
+        ``x`` in ``{0, 1}^n``; fractional values give a canonical LEF).
+    data_range : pair of float
+        The public interval ``[R_min, R_max]`` holding every ``d_i``.
+    sigma : float, optional
+        Laplace scale. Default: the canonical ``Delta * sum_i |w_i| (1 - x_i)`` (eq. 5).
+
+    Attributes
+    ----------
+    delta : float
+        ``Delta = R_max - R_min``.
+    midpoint : float
+        ``R_bar = (R_min + R_max) / 2``.
+    residual_weight : float
+        ``sum_i |w_i| (1 - x_i)`` (the weight not bought).
+    sigma : float
+        The Laplace scale used by :meth:`sample`.
+    epsilons : ndarray of shape (n,)
+        ``eps_i = Delta |w_i| x_i / sigma`` (Lemma 2); for the canonical scale this is
+        eq. (8), ``|w_i| x_i / sum_j |w_j| (1 - x_j)``. ``inf`` when ``sigma = 0``
+        and ``|w_i| x_i > 0`` (no privacy at all).
+    distortion : float
+        ``max_d E|s(d) - s_hat(d)|^2 = (Delta/2 * residual_weight)^2 + 2 sigma^2``
+        (Lemma 2 with ``a_i = R_bar``); for the canonical scale
+        ``(9/4) Delta^2 residual_weight^2`` (eq. 6).
+
+    References
+    ----------
+    Dandekar, Fawaz and Ioannidis (2012), Lemma 2, Definition 4, eqs. (4)-(6), (8).
+
+    Examples
+    --------
+    >>> from privrelease.auctions import DCLEF
+    >>> est = DCLEF([1.0, 1.0, 2.0], [1, 1, 0], data_range=(1, 5))
+    >>> est.epsilons.tolist(), est.sigma, est.distortion
+    ([0.5, 0.5, 0.0], 8.0, 144.0)
+    >>> s_hat = est.sample([5, 1, 3], random_state=0)   # 5 + 1 + 2 * 3 + Lap(8)
+    """
+
+    def __init__(self, weights, x, data_range, *, sigma=None):
+        w = _check_vector(weights, "weights")
+        x = _check_vector(x, "x")
+        if x.shape != w.shape:
+            raise ValueError(f"x has shape {x.shape} but weights has shape {w.shape}")
+        if ((x < 0) | (x > 1)).any():
+            i = int(np.flatnonzero((x < 0) | (x > 1))[0])
+            raise ValueError(f"x must lie in [0, 1], got {float(x[i])!r} at index {i}")
+        low, high = check_data_range(data_range)
+        self.weights = w
+        self.x = x
+        self.data_range = (low, high)
+        self.delta = high - low
+        self.midpoint = (low + high) / 2.0
+        a = np.abs(w)
+        self.residual_weight = float(np.sum(a * (1.0 - x)))
+        if sigma is None:
+            self.sigma = self.delta * self.residual_weight
+            self.canonical = True
+        else:
+            self.sigma = check_number(sigma, "sigma", low=0)
+            self.canonical = False
+        sens = self.delta * a * x
+        with np.errstate(divide="ignore", invalid="ignore"):
+            eps = np.where(sens > 0, sens / self.sigma if self.sigma > 0 else np.inf, 0.0)
+        self.epsilons = eps
+        self.distortion = float((self.delta * self.residual_weight / 2.0) ** 2 + 2.0 * self.sigma**2)
+
+    @property
+    def discrete(self):
+        """True when ``x`` is in ``{0, 1}^n``."""
+        return bool(np.all((self.x == 0) | (self.x == 1)))
+
+    def _check_d(self, d):
+        d = np.asarray(d, dtype=np.float64)
+        n = self.weights.shape[0]
+        if d.ndim not in (1, 2) or d.shape[-1] != n:
+            raise ValueError(
+                f"d must have shape ({n},) or (n_databases, {n}), got {d.shape}"
+            )
+        low, high = self.data_range
+        bad = ~np.isfinite(d) | (d < low) | (d > high)
+        if bad.any():
+            raise ValueError(
+                f"every d_i must lie in data_range {self.data_range!r} (the privacy guarantee "
+                f"relies on it), got {d[bad].ravel()[0]!r}"
+            )
+        return d
+
+    def mean(self, d):
+        """The noiseless part ``sum w_i d_i x_i + R_bar sum w_i (1 - x_i)`` of eq. (4)."""
+        d = self._check_d(d)
+        return (d * self.x) @ self.weights + self.midpoint * float(self.weights @ (1.0 - self.x))
+
+    def sample(self, d, random_state=None):
+        """Draw the estimate ``s_hat(d)`` (eq. 4) with floating-point-safe Laplace noise.
+
+        Parameters
+        ----------
+        d : array-like of shape (n,) or (n_databases, n)
+            Private data, every entry inside ``data_range``.
+        random_state : None, int or Generator, default=None
+            ``None`` draws the noise from the operating system's entropy; a seed is
+            for tests and reproducible experiments only.
+
+        Returns
+        -------
+        s_hat : float or ndarray of shape (n_databases,)
+        """
+        mu = self.mean(d)
+        return Laplace(scale=self.sigma, random_state=random_state).randomise(mu)
+
+    def privacy_index(self, *, max_exact=40):
+        """Privacy index ``beta`` (Definition 3) of this estimator; see :func:`privacy_index`."""
+        return privacy_index(self.epsilons, self.weights, max_exact=max_exact)
+
+    def __repr__(self):
+        return (f"DCLEF(n={self.weights.shape[0]}, bought={int(np.count_nonzero(self.x))}, "
+                f"sigma={self.sigma!r}, data_range={self.data_range!r})")
+

@@ -1,0 +1,357 @@
+"""FairInnerProduct, the optimal DCLEF and the fractional relaxation (Dandekar et al., Sec. 4).
+
+Property tests run the vectorized core on thousands of random instances at once.
+"""
+
+import numpy as np
+import pytest
+from scipy.optimize import linprog
+
+from privrelease.auctions import (
+    fair_inner_product,
+    fractional_dclef,
+    ghosh_roth,
+    optimal_dclef,
+)
+from privrelease.auctions._mechanism import _fip_core
+from privrelease.auctions._reference import fair_inner_product_reference
+
+TOL = 1e-9
+
+
+def _instances(rng, m, n, kind):
+    """Random (v, w, B) batches; 'int' instances have many exact ties."""
+    if kind == "int":
+        v = rng.integers(0, 6, size=(m, n)).astype(float)
+        w = rng.integers(-4, 5, size=(m, n)).astype(float)
+        B = rng.integers(0, 8, size=m).astype(float) / 2
+    elif kind == "heavy":  # one dominant weight: exercises the i* branch
+        v = rng.exponential(1.0, size=(m, n))
+        w = rng.uniform(0.1, 1.0, size=(m, n)) * rng.choice([-1, 1], size=(m, n))
+        w[np.arange(m), rng.integers(0, n, m)] *= rng.uniform(1, 20, m)
+        B = rng.exponential(1.0, size=m)
+    else:
+        v = rng.exponential(1.0, size=(m, n))
+        w = rng.normal(size=(m, n))
+        B = rng.exponential(2.0, size=m)
+    return v, w, B
+
+
+def _brute_force_opt(v, a, B):
+    """OPT of problem (7) for a batch, enumerating every subset."""
+    m, n = a.shape
+    masks = ((np.arange(2**n)[:, None] >> np.arange(n)[None, :]) & 1).astype(float)
+    cost = (v * a) @ masks.T
+    resid = a @ (1 - masks).T
+    feas = (resid > 0) & (cost <= B[:, None] * resid * (1 + 1e-12))
+    val = a @ masks.T
+    return np.where(feas, val, 0.0).max(axis=1)
+
+
+# ---------------------------------------------------------------- worked examples
+
+def test_equal_weights_example_by_hand():
+    # n = 4, w = 1, B = 3: k = 2 since 3/2 >= 2/2 and 3/3 < 3/1; price min(3/2, 3/2)
+    res = fair_inner_product([1.0, 2.0, 3.0, 10.0], [1, 1, 1, 1], 3.0, data_range=(1, 5))
+    assert res.branch == "greedy" and res.k == 2
+    np.testing.assert_allclose(res.payments, [1.5, 1.5, 0, 0])
+    np.testing.assert_allclose(res.epsilons, [0.5, 0.5, 0, 0])
+    assert res.distortion == pytest.approx(2.25 * 16 * 4)
+    est = res.to_dclef()
+    np.testing.assert_allclose(est.epsilons, res.epsilons)
+    assert est.distortion == pytest.approx(res.distortion)
+
+
+def test_max_weight_branch_by_hand():
+    # i* = 2 (|w| = 10) beats the cheap prefix; S_{-i*} is empty -> p_hat = B
+    v = [0.1, 0.2, 0.1]
+    w = [1.0, 1.0, -10.0]
+    res = fair_inner_product(v, w, budget=1.0)
+    assert res.branch == "max_weight" and res.i_star == 2 and res.r == -1
+    np.testing.assert_allclose(res.payments, [0, 0, 1.0])
+    np.testing.assert_allclose(res.epsilons, [0, 0, 10 / 2])
+    assert res.utilities[2] >= 0
+
+
+def test_input_order_is_preserved():
+    rng = np.random.default_rng(0)
+    v, w = rng.exponential(size=50), rng.normal(size=50)
+    res = fair_inner_product(v, w, 3.0)
+    perm = rng.permutation(50)
+    res_p = fair_inner_product(v[perm], w[perm], 3.0)
+    np.testing.assert_array_equal(res_p.selected, res.selected[perm])
+    np.testing.assert_allclose(res_p.payments, res.payments[perm])
+
+
+# ---------------------------------------------------------------- reference agreement
+
+@pytest.mark.parametrize("kind", ["int", "float", "heavy"])
+def test_fast_matches_quadratic_reference(kind):
+    rng = np.random.default_rng({"int": 1, "float": 2, "heavy": 3}[kind])
+    for trial in range(300):
+        n = int(rng.integers(1, 12))
+        v, w, B = _instances(rng, 1, n, kind)
+        v, w, B = v[0], w[0], float(B[0])
+        if trial % 10 == 0:
+            v[rng.integers(0, n)] = np.inf
+        fast = fair_inner_product(v, w, B)
+        ref = fair_inner_product_reference(v, w, B, exact=True)
+        assert fast.branch == ref["branch"], (v, w, B)
+        np.testing.assert_array_equal(fast.selected, ref["selected"])
+        if ref["branch"] != "none":
+            assert fast.k == ref["k"] and fast.i_star == ref["i_star"] and fast.r == ref["r"]
+        np.testing.assert_allclose(fast.payments, ref["payments"], rtol=1e-12, atol=0)
+        np.testing.assert_allclose(fast.epsilons, ref["epsilons"], rtol=1e-12, atol=0)
+
+
+# ---------------------------------------------------------------- Theorem 3 properties
+
+@pytest.mark.parametrize("kind", ["int", "float", "heavy"])
+def test_budget_feasible_and_individually_rational(kind):
+    rng = np.random.default_rng(10)
+    for n in (2, 3, 5, 8, 30):
+        v, w, B = _instances(rng, 2000, n, kind)
+        out = _fip_core(v, np.abs(w), B)
+        assert np.all(out["payments"].sum(axis=1) <= B * (1 + TOL) + 1e-12)
+        cost = np.where(out["selected"], v * out["epsilons"], 0.0)
+        assert np.all(out["payments"] >= cost - TOL * (1 + cost))
+        assert np.all(np.isfinite(out["epsilons"]))
+        # unbought individuals get no payment and no privacy loss
+        assert np.all(out["payments"][~out["selected"]] == 0)
+        assert np.all(out["epsilons"][~out["selected"]] == 0)
+        # epsilons are those of the released DCLEF (eq. 8)
+        a = np.abs(w)
+        resid = np.where(out["selected"], 0.0, a).sum(axis=1, keepdims=True)
+        np.testing.assert_allclose(out["epsilons"], np.where(out["selected"], a / resid, 0),
+                                   rtol=1e-10)
+
+
+def _misreports(v, a, B, i):
+    """Candidate misreports of individual i: ties, thresholds and their neighbours."""
+    n = v.size
+    others = np.delete(np.arange(n), i)
+    W = a.sum()
+    zs = [0.0, 1e9, np.inf, v[i] * 0.5, v[i] * 2, v[i] + 1]
+    zs += list(v[others])
+    # thresholds of i's own test B / w(P_i) >= z / (W - w(P_i)) at every position
+    oa = a[others][np.argsort(v[others], kind="stable")]
+    P = a[i] + np.concatenate([[0.0], np.cumsum(oa)])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        zs += list(B * (W - P) / P)
+        zs.append(B * (W - a[i]) / a[i])  # Assumption 5 threshold
+    zs = np.array([z for z in zs if np.isfinite(z) or z == np.inf], dtype=float)
+    zs = zs[zs >= 0]
+    fin = zs[np.isfinite(zs)]
+    near = np.concatenate([fin * (1 - 1e-9), fin * (1 + 1e-9), fin - 1e-12, fin + 1e-12])
+    zs = np.concatenate([zs, near[near >= 0]])
+    return zs
+
+
+@pytest.mark.parametrize("kind", ["int", "float", "heavy"])
+def test_truthful_no_misreport_pays(kind):
+    rng = np.random.default_rng({"int": 20, "float": 21, "heavy": 22}[kind])
+    for n in (2, 3, 4, 6):
+        m = 1500 if n <= 4 else 600
+        V, Wt, Bs = _instances(rng, m, n, kind)
+        A = np.abs(Wt)
+        truth = _fip_core(V, A, Bs)
+        u_true = truth["payments"] - np.where(truth["selected"], V * truth["epsilons"], 0)
+        rows_v, rows_a, rows_b, who, inst = [], [], [], [], []
+        for t in range(m):
+            for i in range(n):
+                zs = _misreports(V[t], A[t], Bs[t], i)
+                vv = np.repeat(V[t][None, :], zs.size, axis=0)
+                vv[:, i] = zs
+                rows_v.append(vv)
+                rows_a.append(np.repeat(A[t][None, :], zs.size, axis=0))
+                rows_b.append(np.full(zs.size, Bs[t]))
+                who.append(np.full(zs.size, i))
+                inst.append(np.full(zs.size, t))
+        Vm, Am, Bm = np.concatenate(rows_v), np.concatenate(rows_a), np.concatenate(rows_b)
+        who, inst = np.concatenate(who), np.concatenate(inst)
+        mis = _fip_core(Vm, Am, Bm)
+        r = np.arange(who.size)
+        true_v = V[inst, who]
+        sel = mis["selected"][r, who]
+        with np.errstate(invalid="ignore"):
+            u_mis = mis["payments"][r, who] - np.where(sel, true_v * mis["epsilons"][r, who], 0)
+        gain = u_mis - u_true[inst, who]
+        worst = int(np.argmax(gain))
+        assert gain[worst] <= TOL * (1 + Bm[worst]), (
+            f"misreport pays: instance v={V[inst[worst]]}, w={Wt[inst[worst]]}, "
+            f"B={Bs[inst[worst]]}, i={who[worst]}, z={Vm[worst, who[worst]]}, gain={gain[worst]}"
+        )
+
+
+# ---------------------------------------------------------------- approximation ratio
+
+@pytest.mark.parametrize("kind", ["int", "float", "heavy"])
+def test_five_approximation_against_brute_force(kind):
+    rng = np.random.default_rng({"int": 30, "float": 31, "heavy": 32}[kind])
+    for n in (2, 4, 6, 9):
+        v, w, B = _instances(rng, 3000, n, kind)
+        a = np.abs(w)
+        out = _fip_core(v, a, B)
+        S = np.where(out["selected"], a, 0).sum(axis=1)
+        opt = _brute_force_opt(v, a, B)
+        assert np.all(5 * S >= opt * (1 - 1e-12))
+        assert np.all(S <= opt * (1 + 1e-12))  # FIP is itself feasible for (7)
+
+
+def test_two_approximation_with_equal_weights():
+    rng = np.random.default_rng(40)
+    for n in (2, 3, 5, 8, 10):
+        v = rng.exponential(1.0, size=(3000, n))
+        a = np.ones_like(v)
+        B = rng.exponential(2.0, size=3000)
+        out = _fip_core(v, a, B)
+        S = out["selected"].sum(axis=1)
+        opt = _brute_force_opt(v, a, B)
+        assert np.all(2 * S >= opt)
+        # equal weights: O = [k], the k cheapest (the i* branch, when it fires with k = 1,
+        # buys that same single individual at the same price)
+        assert np.all(S == out["k"])
+        kth = np.sort(v, axis=1)[np.arange(3000), np.maximum(out["k"], 1) - 1]
+        assert np.all(np.where(out["selected"], v <= kth[:, None], True))
+
+
+@pytest.mark.parametrize("alpha", [0.1, 0.5, 1.0, 1.9])
+@pytest.mark.parametrize("d", [0.3, 1.0, 7.0])
+def test_theorem4_lower_bound_instance(alpha, d):
+    # Appendix E: v = (a, 2, 2, 2), w = d, B = 1 + a/2: OPT = 2d, FIP buys only one
+    v, w, B = [alpha, 2.0, 2.0, 2.0], [d] * 4, 1 + alpha / 2
+    opt = optimal_dclef(v, w, B)
+    assert opt.value == pytest.approx(2 * d)
+    assert opt.selected[0] and opt.selected.sum() == 2
+    assert opt.total_payment <= B * (1 + 1e-12)
+    res = fair_inner_product(v, w, B)
+    assert res.selected.tolist() == [True, False, False, False]
+    assert opt.value / res.value == pytest.approx(2.0)
+
+
+# ---------------------------------------------------------------- optimum and relaxation
+
+def test_optimal_dclef_milp_matches_brute_force():
+    rng = np.random.default_rng(50)
+    for _ in range(40):
+        n = int(rng.integers(2, 11))
+        v, w, B = rng.exponential(size=n), rng.normal(size=n), float(rng.exponential(2))
+        bf = optimal_dclef(v, w, B, method="brute_force")
+        mi = optimal_dclef(v, w, B, method="milp")
+        assert mi.value == pytest.approx(bf.value, rel=1e-9)
+        for res in (bf, mi):
+            assert res.total_payment <= B * (1 + 1e-9)
+            np.testing.assert_allclose(res.payments, np.where(res.selected, v * res.epsilons, 0))
+
+
+def test_fractional_closed_form_matches_linprog_and_bounds_opt():
+    rng = np.random.default_rng(60)
+    for _ in range(60):
+        n = int(rng.integers(1, 9))
+        v, w, B = rng.exponential(size=n), rng.normal(size=n), float(rng.exponential(2))
+        a = np.abs(w)
+        fr = fractional_dclef(v, w, B)
+        # LP (21): max a.x  s.t.  sum v_i a_i x_i - B sum a_i (1 - x_i) <= 0, 0 <= x <= 1
+        lp = linprog(-a, A_ub=[(v + B) * a], b_ub=[B * a.sum()], bounds=[(0, 1)] * n,
+                     method="highs")
+        assert lp.status == 0
+        assert fr.value == pytest.approx(-lp.fun, rel=1e-9, abs=1e-12)
+        assert np.all((fr.x >= 0) & (fr.x <= 1))
+        assert (v + B) @ (a * fr.x) <= B * a.sum() * (1 + 1e-12)
+        if n >= 2:
+            assert optimal_dclef(v, w, B).value <= fr.value * (1 + 1e-12)
+
+
+def test_ghosh_roth_is_equal_weight_fip():
+    v = np.array([0.3, 0.1, 0.9, 0.2, 4.0])
+    g = ghosh_roth(v, 1.0)
+    f = fair_inner_product(v, np.ones(5), 1.0)
+    np.testing.assert_array_equal(g.selected, f.selected)
+    np.testing.assert_allclose(g.payments, f.payments)
+    # the three cheapest: B/3 = 1/3 >= v_3 / 2 = 0.15, but B/4 < 0.9 / 1
+    assert g.selected.tolist() == [True, True, False, True, False]
+    np.testing.assert_allclose(g.payments[g.selected], min(1 / 3, 0.9 / 2))
+
+
+# ---------------------------------------------------------------- edge cases and bad input
+
+def test_zero_weights_and_assumption5_violators_are_reported():
+    v = [0.1, 0.1, 100.0, 0.2]
+    w = [1.0, 0.0, 1.0, 1.0]
+    res = fair_inner_product(v, w, 0.5)
+    assert res.zero_weight.tolist() == [False, True, False, False]
+    assert res.violates_assumption.tolist() == [False, False, True, False]
+    assert not res.selected[1] and not res.selected[2]
+    assert res.payments[1] == 0 and res.epsilons[1] == 0
+    # the violator's weight still counts in W: eps = |w_i| / (W - w(O))
+    np.testing.assert_allclose(res.epsilons[res.selected], 1 / res.residual_weight)
+
+
+def test_single_individual_cannot_be_bought():
+    res = fair_inner_product([0.5], [2.0], 10.0)
+    assert res.branch == "none" and not res.selected.any()
+    assert res.violates_assumption.tolist() == [True]
+    assert res.distortion == pytest.approx(2.25 * 4)
+
+
+def test_all_zero_weights_give_empty_auction():
+    res = fair_inner_product([1.0, 2.0], [0.0, 0.0], 1.0)
+    assert res.branch == "none" and res.distortion == 0 and res.total_payment == 0
+
+
+def test_zero_budget_buys_only_free_individuals():
+    res = fair_inner_product([0.0, 0.0, 1.0, 2.0], [1, 1, 1, 1], 0.0)
+    assert res.selected.tolist() == [True, True, False, False]
+    assert res.total_payment == 0
+    res = fair_inner_product([1.0, 2.0, 3.0], [1, 1, 1], 0.0)
+    assert not res.selected.any()
+
+
+def test_tied_costs_broken_by_index():
+    res = fair_inner_product([1.0, 1.0, 1.0, 1.0], [1, 1, 1, 1], 1.0)
+    # k = 2: B / 2 = 0.5 >= 1 / 2; B / 3 < 1 / 1
+    assert res.selected.tolist() == [True, True, False, False]
+
+
+def test_all_zero_costs_never_buy_everybody():
+    res = fair_inner_product([0.0, 0.0, 0.0], [1.0, 2.0, 3.0], 1.0)
+    assert res.selected.sum() == 2 and np.all(np.isfinite(res.epsilons))
+
+
+@pytest.mark.parametrize("v, w, B, exc, match", [
+    ([], [], 1.0, ValueError, "n = 0"),
+    ([1.0, 2.0], [1.0], 1.0, ValueError, "2 entries but weights has 1"),
+    ([-1.0, 2.0], [1.0, 1.0], 1.0, ValueError, "unit_costs must be >= 0, got -1.0"),
+    ([np.nan, 2.0], [1.0, 1.0], 1.0, ValueError, "unit_costs"),
+    ([1.0, 2.0], [np.nan, 1.0], 1.0, ValueError, "weights must be finite"),
+    ([1.0, 2.0], [np.inf, 1.0], 1.0, ValueError, "weights must be finite"),
+    ([1.0, 2.0], [1.0, 1.0], -1.0, ValueError, "budget must be >= 0, got -1.0"),
+    ([1.0, 2.0], [1.0, 1.0], np.nan, ValueError, "NaN"),
+    ([1.0, 2.0], [1.0, 1.0], np.inf, ValueError, "finite"),
+    ([1.0, 2.0], [1.0, 1.0], "3", TypeError, "budget must be a real number"),
+    (["a", "b"], [1.0, 1.0], 1.0, TypeError, "unit_costs must be an array of real numbers"),
+    ([[1.0, 2.0]], [[1.0, 1.0]], 1.0, ValueError, "1-D"),
+])
+def test_bad_auction_input(v, w, B, exc, match):
+    with pytest.raises(exc, match=match):
+        fair_inner_product(v, w, B)
+
+
+@pytest.mark.parametrize("rng_", [(1.0, 1.0), (5.0, 1.0), (0.0, np.inf), "ab"])
+def test_bad_data_range(rng_):
+    with pytest.raises((ValueError, TypeError), match="data_range"):
+        fair_inner_product([1.0, 1.0], [1.0, 1.0], 1.0, data_range=rng_)
+
+
+def test_optimal_dclef_bad_method():
+    with pytest.raises(ValueError, match="method must be"):
+        optimal_dclef([1.0, 1.0], [1.0, 1.0], 1.0, method="greedy")
+
+
+def test_large_instance_runs():
+    rng = np.random.default_rng(70)
+    n = 200_000
+    res = fair_inner_product(rng.exponential(size=n), rng.normal(size=n), 50.0)
+    assert res.total_payment <= 50.0 * (1 + 1e-12)
+    # the proof of Theorem 3 bounds the relaxation itself: S(x*) < 5 S(x)
+    assert 5 * res.value >= fractional_dclef(res.unit_costs, res.weights, 50.0).value
