@@ -1,0 +1,539 @@
+"""The Private Regression Mechanism (Algorithm 2 of Cummings, Ioannidis and Ligett).
+
+The text copy of the paper lost its formulas. What is implemented here is
+rebuilt from what the text still states (see ``/work/shared/papers/NOTES.md``)
+and from the standard results it cites; every constant is derived in the
+docstrings below, so that it can be checked independently of the paper.
+
+Notation used throughout: ``n`` players, ``d`` features, features ``x_i`` with
+``||x_i||_2 <= 1``, responses ``|y_i| <= Y`` (``response_bound``), scikit-learn's
+ridge objective ``||y - X w||^2 + alpha ||w||^2``.
+"""
+
+import warnings
+from numbers import Real
+
+import numpy as np
+from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
+from sklearn.utils._param_validation import Interval, Options
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ..exceptions import PrivacyLeakWarning
+from ..noise import VectorLaplace
+from ..utils import check_number, check_random_source
+
+__all__ = [
+    "TruthfulRegressionMechanism",
+    "brier_payment",
+    "parameter_schedule",
+    "ridge_sensitivity",
+]
+
+# features whose norm exceeds 1 by less than this are rounding, not data outside the ball
+_NORM_TOL = 1e-9
+
+
+def ridge_sensitivity(n_samples, alpha, response_bound=1.0):
+    r"""L2 sensitivity of the ridge estimator on the unit ball with bounded responses.
+
+    For data sets of ``n_samples`` records ``(x_i, y_i)`` with ``||x_i||_2 <= 1``
+    and ``|y_i| <= Y``, and the ridge estimator
+    ``theta(D) = argmin ||y - X theta||^2 + alpha ||theta||^2 = (X^T X + alpha I)^{-1} X^T y``,
+    replacing one record changes ``theta`` by at most
+
+    .. math::
+
+        \Delta(n, \alpha, Y) = \frac{2Y}{\alpha}\Big(1 + \frac{\sqrt{n}}{2\sqrt{\alpha}}\Big)
+                            = \frac{2Y}{\alpha} + \frac{Y\sqrt{n}}{\alpha^{3/2}}.
+
+    **Derivation** (Chaudhuri, Monteleoni and Sarwate 2011, Lemma 7; the paper's
+    Lemma 6 follows the same route but its constants were lost in the text copy).
+
+    1. *Strong convexity.* ``F_D(theta) = sum_i l(theta; x_i, y_i) + alpha ||theta||^2``
+       with ``l = (y - theta^T x)^2`` has Hessian ``2 X^T X + 2 alpha I``, which is
+       ``>= 2 alpha I``: ``F_D`` is ``2 alpha``-strongly convex (paper, Lemma 13).
+    2. *Lemma 7 of CMS11.* If ``G`` is ``lambda``-strongly convex, ``theta_1``
+       minimises ``G`` and ``theta_2`` minimises ``G + g``, then
+       ``lambda ||theta_1 - theta_2||^2 <= (grad G(theta_2) - grad G(theta_1))^T (theta_2 - theta_1)
+       = -grad g(theta_2)^T (theta_2 - theta_1)``, hence
+       ``||theta_1 - theta_2|| <= ||grad g(theta_2)|| / lambda``. Take ``G = F_D`` and
+       ``g = F_D' - F_D = l(.; x', y') - l(.; x, y)`` for the neighbour ``D'``.
+    3. *Lipschitz constant on the relevant domain.* ``||grad l(theta; x, y)|| =
+       2 |theta^T x - y| ||x|| <= 2 (||theta|| + Y)``, so
+       ``||grad g(theta_2)|| <= 4 (||theta_2|| + Y)``: the squared loss is
+       ``L = 2 (R + Y)``-Lipschitz on the ball of radius ``R`` that holds the estimator.
+    4. *Where the estimator lives* (the ``Y / sqrt(lambda)``-type argument).
+       ``theta(D) = (X^T X + alpha I)^{-1} X^T y``; each singular value ``s`` of ``X``
+       gives a factor ``s / (s^2 + alpha) <= 1 / (2 sqrt(alpha))`` (AM-GM), and
+       ``||y|| <= Y sqrt(n)``, so ``R = Y sqrt(n) / (2 sqrt(alpha))``.
+    5. Hence ``Delta <= 4 (R + Y) / (2 alpha) = 2 (Y + R) / alpha``, the formula above.
+
+    In the normalised form of CMS11, ``(1/n) sum_i l + (lambda/2) ||theta||^2``,
+    scikit-learn's ``alpha`` is ``lambda = 2 alpha / n`` and the bound reads
+    ``2 L / (n lambda)`` with ``L = 2 (R + Y)``, CMS11's Corollary 8. The
+    ``sqrt(n)`` term is not an artefact: with ``n - 1`` records
+    ``x = sqrt(alpha / n) e_1, y = Y`` the estimator does reach norm of order
+    ``R``, and one record's pull on it is then of order ``Y sqrt(n) / alpha^{3/2}``.
+
+    Parameters
+    ----------
+    n_samples : int
+        Number of records the estimator is computed on, >= 1.
+    alpha : float
+        Ridge regularisation, > 0 (scikit-learn's ``Ridge(alpha=...)``).
+    response_bound : float, default=1.0
+        ``Y`` with ``|y_i| <= Y``, >= 0.
+
+    Returns
+    -------
+    sensitivity : float
+
+    References
+    ----------
+    .. [1] K. Chaudhuri, C. Monteleoni, A. D. Sarwate, "Differentially private
+       empirical risk minimization", JMLR 12, 2011, Lemma 7 and Corollary 8.
+    .. [2] R. Cummings, S. Ioannidis, K. Ligett, "Truthful Linear Regression",
+       COLT 2015, Lemma 6 and Lemma 13.
+
+    Examples
+    --------
+    >>> from privrelease.regression import ridge_sensitivity
+    >>> round(ridge_sensitivity(100, alpha=4.0, response_bound=1.0), 4)
+    1.75
+    """
+    n = check_number(n_samples, "n_samples", low=1, integer=True)
+    alpha = check_number(alpha, "alpha", low=0, low_inclusive=False)
+    Y = check_number(response_bound, "response_bound", low=0)
+    return float(2.0 * Y / alpha + Y * np.sqrt(n) / alpha**1.5)
+
+
+def brier_payment(outcome, prediction, *, response_bound=1.0, scale=1.0, offset=0.0):
+    r"""Rescaled Brier payment ``offset + scale * B(p, q)`` on ``[-Y, Y]``.
+
+    Both arguments are first clipped to ``[-Y, Y]`` and mapped to ``[0, 1]`` by
+    ``t -> (t + Y) / (2 Y)``; then
+
+    .. math:: B(p, q) = 1 - (p - 2 p q + q^2) = 1 - (q - p)^2 - p (1 - p),
+
+    the expected Brier score of the forecast ``q`` for an event of probability
+    ``p`` (paper, Appendix A.1). ``B`` is affine in the outcome ``p`` and strictly
+    concave in the prediction ``q``, so ``E_p[B(p, q)] = B(E[p], q)`` is uniquely
+    maximised at ``q = E[p]``: a strictly proper scoring rule, and so is every
+    positive-affine rescaling ``offset + scale * B`` (Bickel 2007). On
+    ``[0, 1]^2``, ``B`` ranges over ``[0, 1]`` (0 at ``(p, q) = (0, 1), (1, 0)``,
+    1 at ``p = q in {0, 1}``), so payments lie in ``[offset, offset + scale]``
+    and are non-negative whenever ``offset >= 0`` and ``scale >= 0``.
+
+    Parameters
+    ----------
+    outcome : array-like
+        The peer quantity ``p`` (here: the other group's noisy prediction).
+    prediction : array-like
+        The player's prediction ``q`` derived from her own report.
+    response_bound : float, default=1.0
+        ``Y``; both arguments are clipped to ``[-Y, Y]``. Must be > 0.
+    scale, offset : float
+        Non-negative rescaling constants.
+
+    Returns
+    -------
+    payment : ndarray
+
+    Examples
+    --------
+    >>> from privrelease.regression import brier_payment
+    >>> float(brier_payment(1.0, 1.0)), float(brier_payment(-1.0, 1.0))
+    (1.0, 0.0)
+    """
+    Y = check_number(response_bound, "response_bound", low=0, low_inclusive=False)
+    scale = check_number(scale, "scale", low=0)
+    offset = check_number(offset, "offset", low=0)
+    p = (np.clip(np.asarray(outcome, dtype=float), -Y, Y) + Y) / (2 * Y)
+    q = (np.clip(np.asarray(prediction, dtype=float), -Y, Y) + Y) / (2 * Y)
+    b = 1.0 - (p - 2.0 * p * q + q * q)
+    # rounding can leave -1e-17; the exact value lies in [0, 1]
+    return offset + scale * np.clip(b, 0.0, 1.0)
+
+
+def parameter_schedule(n_samples, n_features, *, response_bound=1.0, cost_threshold=1.0,
+                       privacy_exponent=0.6, epsilon_constant=1.0, alpha_constant=1.0):
+    r"""Parameters of the Private Regression Mechanism as functions of ``n``.
+
+    The paper's Corollary 1 fixes ``epsilon``, the ridge parameter and the
+    payment constants as powers of ``n``, but the exponents were lost in the text
+    copy. This function re-derives a schedule that has the four properties the
+    text states (approximately truthful, accurate, individually rational for
+    players with cost below a threshold, budget tending to zero), from the
+    bounds used in this module. With ``q = privacy_exponent`` in ``(1/2, 1)``:
+
+    * ``epsilon(n) = c_eps n^{-q}``. Under the paper's Assumption 1 a player's
+      privacy cost is at most ``c_i epsilon_J^2`` where ``epsilon_J = 2 epsilon``
+      is the joint-DP level (:attr:`TruthfulRegressionMechanism.epsilon_`).
+    * ``payment_offset(n) = 4 tau epsilon(n)^2`` (``tau = cost_threshold``):
+      every player with ``c_i <= tau`` is paid at least her privacy cost
+      (the Brier part is >= 0), so the mechanism is IR for them.
+    * ``payment_scale(n) = n^{-(1 + 2 q) / 2}``, the geometric mean of ``1/n``
+      and ``epsilon^2``: ``n * scale -> 0`` (budget) while ``scale / epsilon^2 =
+      n^{q - 1/2} -> infinity``, so the proper-scoring incentive dominates the
+      privacy saving a misreport can bring.
+    * Budget ``<= n (offset + scale) = 4 tau c_eps^2 n^{1 - 2q} + n^{(1 - 2q)/2} -> 0``
+      because ``q > 1/2``.
+    * ``alpha(n) = c_alpha n^p`` with ``p = (3 + 2 q) / 5``. Two errors compete:
+      the ridge bias, of relative size ``alpha (d + 2) / n`` for features uniform
+      in the ball (``E[x x^T] = I / (d + 2)``, paper Lemma 11), which needs
+      ``p < 1``; and the noise, ``E||v|| = d Delta / epsilon`` with
+      ``Delta ~ Y sqrt(n) / alpha^{3/2}`` (:func:`ridge_sensitivity`), of order
+      ``n^{1/2 - 3p/2 + q}``, which needs ``p > (1 + 2q) / 3``. The choice
+      ``p = (3 + 2q)/5`` equates both exponents and lies inside the interval
+      for every ``q < 1``; the resulting accuracy rate is ``n^{-(2 - 2q)/5}``.
+      Smaller bias also makes truthfulness approximate: the optimal report
+      differs from the truth by the peer estimator's bias, which vanishes.
+
+    The rates are slow (``n^{-0.16}`` for ``q = 0.6``): the worst-case
+    sensitivity grows like ``sqrt(n)`` (see :func:`ridge_sensitivity`), which the
+    paper's lost constants may have avoided with an explicit parameter bound.
+
+    Parameters
+    ----------
+    n_samples : int
+        Number of players ``n``, >= 2.
+    n_features : int
+        Dimension ``d`` (enters the expected noise norm only).
+    response_bound : float, default=1.0
+        ``Y``.
+    cost_threshold : float, default=1.0
+        ``tau``: players with privacy cost coefficient ``c_i <= tau`` are IR.
+    privacy_exponent : float, default=0.6
+        ``q``, in the open interval ``(0.5, 1)``.
+    epsilon_constant, alpha_constant : float, default=1.0
+        ``c_eps`` and ``c_alpha``.
+
+    Returns
+    -------
+    schedule : dict
+        ``epsilon``, ``alpha``, ``payment_scale``, ``payment_offset`` (the
+        arguments of :class:`TruthfulRegressionMechanism`), and the predicted
+        ``sensitivity`` (full data), ``expected_noise_norm``, ``budget_bound``,
+        ``privacy_cost_bound`` (``4 tau epsilon^2``), ``ridge_shrinkage``
+        (``alpha (d + 2) / n``) and the exponents ``privacy_exponent`` and
+        ``alpha_exponent``.
+
+    References
+    ----------
+    .. [1] R. Cummings, S. Ioannidis, K. Ligett, "Truthful Linear Regression",
+       COLT 2015, Corollary 1, Theorems 2-6.
+
+    Examples
+    --------
+    >>> from privrelease.regression import parameter_schedule
+    >>> s = parameter_schedule(10_000, 2)
+    >>> round(s["epsilon"], 6), round(s["alpha_exponent"], 2)
+    (0.003981, 0.84)
+    """
+    n = check_number(n_samples, "n_samples", low=2, integer=True)
+    d = check_number(n_features, "n_features", low=1, integer=True)
+    Y = check_number(response_bound, "response_bound", low=0, low_inclusive=False)
+    tau = check_number(cost_threshold, "cost_threshold", low=0)
+    q = check_number(privacy_exponent, "privacy_exponent", low=0.5, high=1.0,
+                     low_inclusive=False, high_inclusive=False)
+    c_eps = check_number(epsilon_constant, "epsilon_constant", low=0, low_inclusive=False)
+    c_alpha = check_number(alpha_constant, "alpha_constant", low=0, low_inclusive=False)
+    p = (3.0 + 2.0 * q) / 5.0
+    epsilon = c_eps * n ** (-q)
+    alpha = c_alpha * n**p
+    offset = 4.0 * tau * epsilon**2
+    scale = n ** (-(1.0 + 2.0 * q) / 2.0)
+    sens = ridge_sensitivity(n, alpha, Y)
+    return {
+        "epsilon": float(epsilon),
+        "alpha": float(alpha),
+        "payment_scale": float(scale),
+        "payment_offset": float(offset),
+        "sensitivity": float(sens),
+        "expected_noise_norm": float(d * sens / epsilon),
+        "budget_bound": float(n * (offset + scale)),
+        "privacy_cost_bound": float(offset),
+        "ridge_shrinkage": float(alpha * (d + 2) / n),
+        "privacy_exponent": float(q),
+        "alpha_exponent": float(p),
+    }
+
+
+class TruthfulRegressionMechanism(RegressorMixin, BaseEstimator):
+    r"""Ridge regression bought from privacy-aware players, paid by peer prediction.
+
+    The Private Regression Mechanism (Algorithm 2 of Cummings, Ioannidis and
+    Ligett). On reports ``(x_i, y_i)``, ``i = 1..n``:
+
+    1. Compute the ridge estimator ``theta(D) = (X^T X + alpha I)^{-1} X^T y``
+       (scikit-learn's ``Ridge(alpha=alpha, fit_intercept=False)``) and release
+       ``coef_ = theta(D) + v`` with ``v`` drawn from the high-dimensional
+       Laplace density ``proportional to exp(-epsilon ||v||_2 / Delta_n)``
+       (:class:`privrelease.noise.VectorLaplace`: norm ``Gamma(d, Delta_n / epsilon)``,
+       uniform direction), ``Delta_n = ridge_sensitivity(n, alpha, Y)``. This is
+       ``epsilon``-differentially private (output perturbation, CMS11).
+    2. Split the players uniformly at random into two groups of sizes
+       ``floor(n/2)`` and ``ceil(n/2)`` (a uniformly random permutation from the
+       secure source), and release a noisy ridge estimator per group in the same
+       way (``group_coef_``), calibrated to the group's own size.
+    3. Pay player ``i`` in group ``g`` with the rescaled Brier rule
+       (:func:`brier_payment`) comparing the prediction ``q_i`` made from her own
+       report with the other group's prediction ``x_i^T group_coef_[1 - g]``.
+       The player's prediction is her posterior mean of ``x_i^T theta`` given
+       her report, under a Gaussian model ``theta ~ N(0, prior_variance I)``,
+       ``y = x^T theta + z``, ``z ~ N(0, noise_variance)``:
+       ``q_i = prior_variance ||x_i||^2 y_i / (noise_variance + prior_variance ||x_i||^2)``;
+       ``prior_variance=np.inf`` (default, a flat prior) gives ``q_i = y_i``.
+
+    **Privacy.** Each of the three releases is ``epsilon``-DP; the two group
+    estimators use disjoint data (parallel composition: ``epsilon``), then
+    sequential composition with the full estimator gives ``2 epsilon``, and by
+    the billboard lemma the released estimators together with the payments
+    (player ``i``'s payment depends on the public output and her own data only)
+    are ``2 epsilon``-jointly differentially private (paper, Theorem 2). That
+    level is stored in ``epsilon_``. The number of players is public.
+
+    **Truthfulness.** Player ``i`` is not in the other group, so her report
+    moves only ``q_i``; her expected payment ``B(E[p_i], q_i)`` is maximised at
+    ``q_i = E[x_i^T group_coef_[1 - g] | x_i, y_i]``, which equals her truthful
+    prediction up to the ridge bias of the peer estimator (the noise has mean
+    zero), a bias that vanishes under :func:`parameter_schedule` (paper,
+    Theorem 3). Clipping the peer prediction to ``[-Y, Y]``, needed for
+    non-negative payments, adds a deviation that vanishes with the noise.
+
+    Parameters
+    ----------
+    alpha : float, default=1.0
+        Ridge regularisation, > 0, with scikit-learn's objective
+        ``||y - X w||^2 + alpha ||w||^2`` (the paper's ``gamma``; CMS11's
+        normalised ``lambda`` is ``2 alpha / n``).
+    epsilon : float, default=1.0
+        Privacy parameter of each released estimator, > 0; ``np.inf`` releases
+        the exact ridge estimators (no privacy, for testing). The whole output
+        is ``2 epsilon``-jointly DP.
+    response_bound : float, default=1.0
+        ``Y``: responses must satisfy ``|y_i| <= Y``.
+    clip : bool, default=False
+        Features must lie in the unit ball and responses in ``[-Y, Y]``. With
+        ``clip=False`` anything else raises ``ValueError``; with ``clip=True``
+        rows with ``||x_i|| > 1`` are rescaled to unit norm and responses clipped,
+        with a :class:`~privrelease.exceptions.PrivacyLeakWarning`: the guarantee
+        then holds for the clipped data, and rests on the clipping being
+        applied to every record.
+    prior_variance : float, default=np.inf
+        Variance of each coordinate of ``theta`` under the players' prior (> 0);
+        ``np.inf`` is a flat prior.
+    noise_variance : float, default=1.0
+        Variance of the response noise ``z`` in the players' model (> 0).
+    payment_scale : float, default=1.0
+        ``scale`` of the Brier payment, >= 0.
+    payment_offset : float, default=0.0
+        ``offset`` added to every payment, >= 0 (pays for privacy costs, Theorem 5).
+    random_state : None, int or Generator, default=None
+        ``None`` (the default) draws the split and the noise from the operating
+        system's entropy. An integer seed is for tests and reproducible
+        experiments only: it makes the privacy noise predictable.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_features,)
+        Noisy ridge estimator on all players (the public model).
+    intercept_ : float
+        Always 0.0: the paper's model ``y = theta^T x + z`` has no intercept.
+        Append a constant feature (scaled so that rows stay in the unit ball)
+        to fit one.
+    group_ : ndarray of shape (n_samples,)
+        Group (0 or 1) of each player.
+    group_coef_ : ndarray of shape (2, n_features)
+        Noisy ridge estimator of each group.
+    payments_ : ndarray of shape (n_samples,)
+        Payment to each player, in ``[payment_offset, payment_offset + payment_scale]``.
+    budget_ : float
+        Sum of the payments.
+    epsilon_ : float
+        Joint differential privacy level of the whole output, ``2 * epsilon``.
+    sensitivity_ : float
+        L2 sensitivity bound the full estimator's noise is calibrated to.
+    group_sensitivity_ : ndarray of shape (2,)
+        The same bound for each group's estimator.
+    n_clipped_ : int
+        Number of records changed by clipping (0 unless ``clip=True``).
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Only when ``X`` has string column names.
+
+    See Also
+    --------
+    ridge_sensitivity : the sensitivity bound and its derivation.
+    parameter_schedule : parameters as functions of ``n`` (Corollary 1).
+    sklearn.linear_model.Ridge : the non-private estimator.
+
+    References
+    ----------
+    .. [1] R. Cummings, S. Ioannidis, K. Ligett, "Truthful Linear Regression",
+       COLT 2015, Algorithm 2, Theorems 2-6, Corollary 1.
+    .. [2] K. Chaudhuri, C. Monteleoni, A. D. Sarwate, "Differentially private
+       empirical risk minimization", JMLR 12, 2011 (output perturbation).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from privrelease.regression import TruthfulRegressionMechanism
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(200, 2)); X /= np.linalg.norm(X, axis=1, keepdims=True)
+    >>> y = np.clip(X @ np.array([0.5, -0.3]) + 0.1 * rng.normal(size=200), -1, 1)
+    >>> mech = TruthfulRegressionMechanism(alpha=5.0, epsilon=np.inf, random_state=0).fit(X, y)
+    >>> mech.coef_.round(2)
+    array([ 0.46, -0.28])
+    >>> bool((mech.payments_ >= 0).all()), mech.epsilon_
+    (True, inf)
+    """
+
+    _parameter_constraints = {
+        "alpha": [Interval(Real, 0, None, closed="neither")],
+        "epsilon": [Interval(Real, 0, None, closed="neither"), Options(Real, {np.inf})],
+        "response_bound": [Interval(Real, 0, None, closed="neither")],
+        "clip": ["boolean"],
+        "prior_variance": [Interval(Real, 0, None, closed="neither"), Options(Real, {np.inf})],
+        "noise_variance": [Interval(Real, 0, None, closed="neither")],
+        "payment_scale": [Interval(Real, 0, None, closed="left")],
+        "payment_offset": [Interval(Real, 0, None, closed="left")],
+        "random_state": ["random_state"],
+    }
+
+    def __init__(self, *, alpha=1.0, epsilon=1.0, response_bound=1.0, clip=False,
+                 prior_variance=np.inf, noise_variance=1.0, payment_scale=1.0,
+                 payment_offset=0.0, random_state=None):
+        self.alpha = alpha
+        self.epsilon = epsilon
+        self.response_bound = response_bound
+        self.clip = clip
+        self.prior_variance = prior_variance
+        self.noise_variance = noise_variance
+        self.payment_scale = payment_scale
+        self.payment_offset = payment_offset
+        self.random_state = random_state
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = self.random_state is None
+        tags.input_tags.sparse = False
+        # released coefficients are noisy and only unit-ball data are modelled faithfully
+        tags.regressor_tags.poor_score = True
+        return tags
+
+    def _check_domain(self, X, y):
+        """Validate (or clip) features into the unit ball and responses into [-Y, Y]."""
+        Y = float(self.response_bound)
+        norms = np.linalg.norm(X, axis=1)
+        bad_x = norms > 1.0 + _NORM_TOL
+        bad_y = np.abs(y) > Y
+        n_bad = int(np.count_nonzero(bad_x | bad_y))
+        if n_bad == 0:
+            return X, y, 0
+        if not self.clip:
+            if bad_x.any():
+                i = int(np.argmax(norms))
+                raise ValueError(
+                    "features must lie in the unit ball (||x_i||_2 <= 1) for the sensitivity "
+                    f"bound to hold; got ||x_{i}||_2 = {float(norms[i])!r} ({int(bad_x.sum())} rows "
+                    "outside). Rescale the features, or pass clip=True"
+                )
+            i = int(np.argmax(np.abs(y)))
+            raise ValueError(
+                f"responses must satisfy |y_i| <= response_bound = {Y!r}; got y_{i} = {float(y[i])!r} "
+                f"({int(bad_y.sum())} responses outside). Rescale y, raise response_bound, "
+                "or pass clip=True"
+            )
+        warnings.warn(
+            f"{n_bad} of {X.shape[0]} records were clipped (features into the unit ball, "
+            f"responses into [-{Y}, {Y}]): the privacy guarantee holds for the clipped data "
+            "and rests on the clipping being applied to every record",
+            PrivacyLeakWarning,
+            stacklevel=3,
+        )
+        X = X.copy()
+        X[bad_x] /= norms[bad_x, None]
+        return X, np.clip(y, -Y, Y), n_bad
+
+    def _private_ridge(self, X, y, source):
+        """Ridge estimator plus high-dimensional Laplace noise; returns (coef, sensitivity)."""
+        n, d = X.shape
+        alpha = float(self.alpha)
+        theta = np.linalg.solve(X.T @ X + alpha * np.eye(d), X.T @ y)
+        sens = ridge_sensitivity(n, alpha, float(self.response_bound))
+        noise = VectorLaplace(dimension=d, epsilon=float(self.epsilon), sensitivity=sens,
+                              random_state=source)
+        return theta + noise.sample(), sens
+
+    def _own_prediction(self, X, y):
+        """Posterior mean of x^T theta given one report, under the Gaussian model."""
+        sq = np.einsum("ij,ij->i", X, X)
+        tau2 = float(self.prior_variance)
+        if np.isinf(tau2):
+            return np.where(sq > 0, y, 0.0)
+        return tau2 * sq * y / (float(self.noise_variance) + tau2 * sq)
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Run the mechanism on the players' reports.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Features, one row per player, each in the unit ball.
+        y : array-like of shape (n_samples,)
+            Reported responses, ``|y_i| <= response_bound``.
+
+        Returns
+        -------
+        self : object
+        """
+        X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
+        n = X.shape[0]
+        if n < 2:
+            raise ValueError(
+                "the mechanism splits the players into two non-empty groups and needs at "
+                f"least 2 players, got n_samples = {n}"
+            )
+        X, y, self.n_clipped_ = self._check_domain(X, y)
+        source = check_random_source(self.random_state)
+
+        self.coef_, self.sensitivity_ = self._private_ridge(X, y, source)
+        self.intercept_ = 0.0
+
+        perm = source.permutation(n)
+        group = np.zeros(n, dtype=np.int64)
+        group[perm[n // 2:]] = 1
+        self.group_ = group
+        coefs, sens = [], []
+        for g in (0, 1):
+            c, s = self._private_ridge(X[group == g], y[group == g], source)
+            coefs.append(c)
+            sens.append(s)
+        self.group_coef_ = np.vstack(coefs)
+        self.group_sensitivity_ = np.asarray(sens)
+
+        peer = np.einsum("ij,ij->i", X, self.group_coef_[1 - group])
+        own = self._own_prediction(X, y)
+        self.payments_ = brier_payment(peer, own, response_bound=float(self.response_bound),
+                                       scale=float(self.payment_scale),
+                                       offset=float(self.payment_offset))
+        self.budget_ = float(self.payments_.sum())
+        self.epsilon_ = 2.0 * float(self.epsilon)
+        return self
+
+    def predict(self, X):
+        """Predict with the public (noisy) model, ``X @ coef_``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        return X @ self.coef_ + self.intercept_
