@@ -109,6 +109,9 @@ class RandomSource:
         high = int(high)
         if high <= 0:
             raise ValueError(f"high must be a positive integer, got {high!r}")
+        if high > 2**53:
+            # the rejection limit below would be 0 and the loop would never end
+            raise ValueError(f"high must be at most 2**53, got {high!r}")
         limit = (2**53 // high) * high
 
         def fn(n):
