@@ -15,7 +15,10 @@ from ._attacks import (
     attack,
     evaluate_attacks,
 )
+from ._blurme import BlurMe
+from ._curve import PrivacyUtilityCurve, check_privacy_grid, privacy_utility_curve
 from ._protocol import RMSECost, holdout_ratings, rmse_cost
+from ._scorer import lowest_rmse_within, make_privacy_scorer, privacy_scoring
 
 __all__ = [
     "ATTACK_FEATURES",
@@ -23,8 +26,15 @@ __all__ = [
     "AttackResult",
     "InferenceAttack",
     "attack",
+    "BlurMe",
     "evaluate_attacks",
     "RMSECost",
+    "PrivacyUtilityCurve",
+    "check_privacy_grid",
+    "privacy_utility_curve",
     "holdout_ratings",
     "rmse_cost",
+    "lowest_rmse_within",
+    "make_privacy_scorer",
+    "privacy_scoring",
 ]

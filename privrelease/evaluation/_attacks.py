@@ -208,7 +208,8 @@ class InferenceAttack(ClassifierMixin, BaseEstimator):
         self.classes_, counts = np.unique(y, return_counts=True)
         if self.classes_.size < 2:
             raise ValueError(
-                f"an attacker needs at least two classes of the private attribute, got only {self.classes_!r}"
+                "an attacker needs at least two classes of the private attribute, got only one class: "
+                f"{self.classes_.tolist()!r}"
             )
         self.majority_class_ = self.classes_[np.argmax(counts)]
         seed = check_random_source(self.random_state).spawn_seed()
@@ -228,7 +229,8 @@ class InferenceAttack(ClassifierMixin, BaseEstimator):
 
     def predict(self, X):
         """The most probable value of the private attribute for each user."""
-        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+        proba = self.predict_proba(X)
+        return self.classes_[np.argmax(proba, axis=1)]
 
     def evaluate(self, X, y):
         """Attack users ``X`` whose true attribute is ``y``: AUC, ROC, accuracy.
@@ -256,6 +258,12 @@ class InferenceAttack(ClassifierMixin, BaseEstimator):
         if y.shape[0] != proba.shape[0]:
             raise ValueError(f"y has {y.shape[0]} labels but X has {proba.shape[0]} users")
         return _score(y, proba, self.classes_, self.majority_class_)
+
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
 
 
 def _score(y, proba, classes, majority_class):

@@ -65,7 +65,7 @@ def test_unseen_class_is_an_error():
 
 def test_single_class_is_an_error():
     X, _ = planted_ratings(n_users=50, seed=7)
-    with pytest.raises(ValueError, match=r"at least two classes.*\[1\]"):
+    with pytest.raises(ValueError, match=r"at least two classes.*one class: \[1\]"):
         InferenceAttack().fit(X, np.ones(50, dtype=int))
 
 

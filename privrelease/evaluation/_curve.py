@@ -1,0 +1,325 @@
+"""Privacy-utility curves: sweep a mapper's privacy parameter, measure leakage, attacks and RMSE.
+
+Every point of a curve is evaluated on the SAME draw of the protocol (the same
+opted-in users, folds, held-out ratings and recommender seeds), so differences
+between points are due to the mapper only.
+"""
+
+from dataclasses import dataclass, field
+import numbers
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+from sklearn.base import clone
+
+from ._attacks import ATTACK_FEATURES, ATTACK_MODELS, InferenceAttack, evaluate_attacks
+from ._protocol import (
+    RELEASES,
+    _check_mapper,
+    _check_recommender,
+    _fit_mapper,
+    _fold_rmse,
+    _mapper_figures,
+    _prepare_split,
+    _release,
+    _run_jobs,
+)
+
+__all__ = ["privacy_utility_curve", "PrivacyUtilityCurve", "check_privacy_grid"]
+
+
+def check_privacy_grid(values, name="deltas"):
+    """Validate a grid of privacy parameters: 1-D, finite, >= 0, strictly increasing.
+
+    Raises
+    ------
+    TypeError
+        Non-numeric values.
+    ValueError
+        Empty, negative, non-finite, unsorted or repeated values (the message
+        quotes them).
+    """
+    arr = np.asarray(values, dtype=object).ravel() if np.ndim(values) else np.asarray([values], dtype=object)
+    if arr.size == 0:
+        raise ValueError(f"{name} must hold at least one value, got {values!r}")
+    for v in arr:
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real):
+            raise TypeError(f"{name} must be real numbers, got {v!r} of type {type(v).__name__} in {values!r}")
+    arr = arr.astype(np.float64)
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must be finite, got {values!r}")
+    shown = arr.tolist()
+    if np.any(arr < 0):
+        raise ValueError(f"{name} must be >= 0, got {float(arr[arr < 0][0])!r} in {shown!r}")
+    if arr.size > 1 and np.any(np.diff(arr) <= 0):
+        i = int(np.flatnonzero(np.diff(arr) <= 0)[0])
+        raise ValueError(
+            f"{name} must be sorted in strictly increasing order, got {shown[i]!r} followed by "
+            f"{shown[i + 1]!r} in {shown!r}"
+        )
+    return arr
+
+
+def _attack_job(fitted, split, fixed_attackers, models, features):
+    X_opt_rel = _release(fitted, split.X_opt)
+    X_prot_rel = _release(fitted, split.X_prot)
+    table, res = evaluate_attacks(split.X_opt, X_opt_rel, split.y_opt, X_prot_rel, split.y_prot,
+                                  models=models, features=features, fixed_attackers=fixed_attackers,
+                                  random_state=split.attack_seed)
+    diff = (X_prot_rel - split.X_prot)
+    diff.eliminate_zeros()
+    changed = float(np.mean(np.diff(diff.tocsr().indptr)))
+    roc = {k: (v.fpr, v.tpr) for k, v in res.items() if k != "fixed_attackers"}
+    return table, roc, changed
+
+
+@dataclass
+class PrivacyUtilityCurve:
+    """The result of :func:`privacy_utility_curve`.
+
+    Attributes
+    ----------
+    frame : pandas.DataFrame
+        One row per value of the swept parameter (column named after it):
+        ``leakage_bits`` and ``distortion`` (the mapper's ``leakage_`` and
+        ``distortion_``, NaN when it has none), ``changed_ratings`` (mean number
+        of entries a protected user's release differs from her ratings in),
+        ``auc_<attacker>_<model>_<features>`` for attacker in fixed/adaptive,
+        ``rmse_released`` (mean over folds) and its ``_std``, ``rmse_original``,
+        ``rmse_release_nothing``, ``rmse_release_everything``,
+        ``rel_increase_released``, ``rel_increase_release_nothing``.
+    per_fold : pandas.DataFrame
+        ``rmse_*`` per value and fold.
+    attacks : pandas.DataFrame
+        Long table: value, attacker, model, features, auc, accuracy,
+        majority_accuracy, advantage, n_samples.
+    reference_attacks : pandas.DataFrame
+        The attackers on the ORIGINAL ratings of the protected users (no privacy).
+    roc : dict
+        ``value -> {(attacker, model, features): (fpr, tpr)}``; the key
+        ``"original"`` holds the ROC curves without privacy.
+    param : str
+        The swept parameter.
+    mappers : list
+        The fitted mappers, one per value.
+    """
+
+    frame: pd.DataFrame
+    per_fold: pd.DataFrame
+    attacks: pd.DataFrame
+    reference_attacks: pd.DataFrame
+    roc: dict = field(repr=False)
+    param: str = "delta"
+    mappers: list = field(default_factory=list, repr=False)
+
+    # ------------------------------------------------------------------ plots
+    @staticmethod
+    def _ax(ax):
+        if ax is None:
+            import matplotlib.pyplot as plt
+
+            _, ax = plt.subplots(figsize=(5.5, 4))
+        return ax
+
+    def plot_privacy_distortion(self, ax=None, label=None):
+        """Leakage (bits) against the mapper's distortion: the privacy-distortion curve (Fig. 10-11)."""
+        ax = self._ax(ax)
+        f = self.frame
+        ax.plot(f["distortion"], f["leakage_bits"], "o-", label=label)
+        ax.set_xlabel("distortion")
+        ax.set_ylabel("leakage I(A; released) [bits]")
+        ax.set_title("privacy-distortion")
+        ax.grid(alpha=0.3)
+        return ax
+
+    def plot_frontier(self, ax=None, x="leakage_bits", label=None):
+        """RMSE against leakage (or an attacker AUC), with the two reference releases as lines."""
+        ax = self._ax(ax)
+        f = self.frame
+        ax.errorbar(f[x], f["rmse_released"], yerr=f["rmse_released_std"], fmt="o-", capsize=3,
+                    label=label or "released")
+        ax.axhline(f["rmse_original"].iloc[0], color="green", ls="--", label="release everything (original)")
+        ax.axhline(f["rmse_release_nothing"].iloc[0], color="red", ls=":", label="release nothing")
+        ax.set_xlabel(x.replace("_", " "))
+        ax.set_ylabel("RMSE on held-out true ratings")
+        ax.set_title("privacy-utility frontier")
+        ax.legend(fontsize=8)
+        ax.grid(alpha=0.3)
+        return ax
+
+    def plot_attacker_auc(self, ax=None, models=None, features=None):
+        """Attacker AUC against the swept parameter, fixed (dashed) and adaptive (solid)."""
+        ax = self._ax(ax)
+        f = self.frame
+        for col in [c for c in f.columns if c.startswith("auc_")]:
+            _, attacker, model, feat = col.split("_", 3)
+            if (models and model not in models) or (features and feat not in features):
+                continue
+            ax.plot(f[self.param], f[col], "o-" if attacker == "adaptive" else "x--",
+                    label=f"{attacker} {model} ({feat})")
+        ax.axhline(0.5, color="grey", lw=1)
+        ax.set_xlabel(self.param)
+        ax.set_ylabel("attacker AUC on protected users")
+        ax.set_ylim(0.4, 1.0)
+        ax.legend(fontsize=7)
+        ax.grid(alpha=0.3)
+        return ax
+
+    def plot_roc(self, value=None, ax=None, model="logistic", features="values"):
+        """ROC curves of the fixed and adaptive attackers at one value, and without privacy (Fig. 12)."""
+        ax = self._ax(ax)
+        values = [v for v in self.roc if v != "original"]
+        if value is None:
+            value = values[-1]
+        if value not in self.roc:
+            raise ValueError(f"no ROC curves for {self.param}={value!r}; known values: {values!r}")
+        curves = [("no privacy", self.roc["original"].get(("fixed", model, features)))]
+        curves += [(f"{a}, {self.param}={value:g}", self.roc[value].get((a, model, features)))
+                   for a in ("fixed", "adaptive")]
+        for name, c in curves:
+            if c is not None and len(c[0]):
+                ax.plot(c[0], c[1], label=name)
+        ax.plot([0, 1], [0, 1], color="grey", lw=1, ls=":")
+        ax.set_xlabel("false positive rate")
+        ax.set_ylabel("true positive rate")
+        ax.set_title(f"ROC, {model} on {features}")
+        ax.legend(fontsize=8)
+        return ax
+
+
+def privacy_utility_curve(mapper, ratings, private, *, deltas=None, max_leakages=None, param=None,
+                          values=None, opt_in_fraction=0.5, cv=5, heldout_fraction=0.1,
+                          recommender=None, attack_models=ATTACK_MODELS, attack_features=ATTACK_FEATURES,
+                          rating_range=(1, 5), random_state=None, n_jobs=None, verbose=1):
+    """Sweep a mapper's privacy parameter and measure leakage, attacks and RMSE at every value.
+
+    Parameters
+    ----------
+    mapper : transformer
+        Unfitted; for every value it is cloned, set (``set_params``) and fitted on
+        the opted-in users only (see :func:`rmse_cost`).
+    ratings : {array-like, sparse matrix} of shape (n_users, n_items)
+        Ratings on ``rating_range``, 0 = not rated.
+    private : array-like of shape (n_users,)
+        Every user's true private attribute (see :func:`rmse_cost`).
+    deltas : sequence of float, optional
+        Values of the mapper's ``delta`` (distortion budget), >= 0 and strictly
+        increasing.
+    max_leakages : sequence of float, optional
+        Values of the mapper's ``max_leakage`` (bits), >= 0 and strictly increasing.
+    param, values : str and sequence, optional
+        Any other parameter (for example ``param="fraction"`` for :class:`BlurMe`).
+        Give at most one of ``deltas``, ``max_leakages``, ``values``; none at all
+        evaluates the mapper as it is (one row, ``param="setting"``).
+    opt_in_fraction, cv, heldout_fraction, recommender, rating_range :
+        As in :func:`rmse_cost`.
+    attack_models, attack_features : sequences
+        Attackers to run (see :class:`InferenceAttack`); empty to skip attacks.
+    random_state : None or int
+        One draw of the protocol shared by every value (see :func:`rmse_cost`).
+    n_jobs : int or None
+        Values and folds run in parallel with joblib.
+    verbose : int, default=1
+        Progress bar on a terminal (``0``: none).
+
+    Returns
+    -------
+    PrivacyUtilityCurve
+        ``.frame`` (one row per value) and ``.plot_privacy_distortion()``,
+        ``.plot_frontier()``, ``.plot_attacker_auc()``, ``.plot_roc()``.
+
+    References
+    ----------
+    .. [1] S. Salamatian et al., "Managing your Private and Public Data: Bringing
+       down Inference Attacks against your Privacy", Sec. VI-C: privacy-distortion
+       curves (Fig. 10-11), logistic-regression ROC (Fig. 12), MF RMSE (Table I).
+
+    Examples
+    --------
+    >>> from privrelease.datasets import make_ratings          # doctest: +SKIP
+    >>> from privrelease.mappers import QuantizedPrivacyMapper  # doctest: +SKIP
+    >>> R, a, _ = make_ratings(600, 40, random_state=0)         # doctest: +SKIP
+    >>> curve = privacy_utility_curve(QuantizedPrivacyMapper(n_clusters=10), R, a,
+    ...                               deltas=[0.0, 1.0, 2.0], cv=3, random_state=0)  # doctest: +SKIP
+    >>> curve.frame[["delta", "leakage_bits", "auc_adaptive_logistic_values", "rmse_released"]]  # doctest: +SKIP
+    """
+    _check_mapper(mapper)
+    given = [(n, v) for n, v in (("delta", deltas), ("max_leakage", max_leakages), (param, values))
+             if v is not None]
+    if len(given) > 1:
+        raise ValueError(
+            f"give at most one of deltas, max_leakages or values, got {', '.join(n for n, _ in given)}"
+        )
+    if values is not None and not isinstance(param, str):
+        raise TypeError(f"param must name the mapper parameter that values sets, got {param!r}")
+    if given:
+        name, grid = given[0]
+        label = {"delta": "deltas", "max_leakage": "max_leakages"}.get(name, "values")
+        grid = check_privacy_grid(grid, label)
+        known = mapper.get_params(deep=False) if hasattr(mapper, "get_params") else {}
+        if name not in known:
+            raise ValueError(
+                f"{type(mapper).__name__} has no parameter {name!r} to sweep; its parameters are {sorted(known)!r}"
+            )
+        settings = [clone(mapper).set_params(**{name: float(v)}) for v in grid]
+    else:
+        name, grid = "setting", np.array([0.0])
+        settings = [mapper]
+    recommender = _check_recommender(recommender)
+    split = _prepare_split(ratings, private, opt_in_fraction=opt_in_fraction, cv=cv,
+                           heldout_fraction=heldout_fraction, rating_range=rating_range,
+                           random_state=random_state)
+    fitted = _run_jobs([(_fit_mapper, (m, split)) for m in settings], n_jobs, verbose, "fitting mappers")
+
+    models, feats = list(attack_models), list(attack_features)
+    fixed, ref_table, ref_roc = {}, pd.DataFrame(), {}
+    if models and feats:
+        ref_table, ref_res = evaluate_attacks(split.X_opt, None, split.y_opt, split.X_prot, split.y_prot,
+                                              models=models, features=feats, random_state=split.attack_seed)
+        fixed = ref_res.pop("fixed_attackers")
+        ref_roc = {k: (v.fpr, v.tpr) for k, v in ref_res.items()}
+
+    n_folds = len(split.folds)
+    keys, jobs = [], []
+    for k in range(n_folds):
+        for rel in ("original", "release_nothing"):
+            keys.append((rel, None, k))
+            jobs.append((_fold_rmse, (split, k, rel, recommender, None)))
+    for i, m in enumerate(fitted):
+        for k in range(n_folds):
+            keys.append(("released", i, k))
+            jobs.append((_fold_rmse, (split, k, "released", recommender, m)))
+        if models and feats:
+            keys.append(("attacks", i, None))
+            jobs.append((_attack_job, (m, split, fixed, models, feats)))
+    out = dict(zip(keys, _run_jobs(jobs, n_jobs, verbose, f"{len(grid)} x {name}")))
+
+    pf_rows, rows, attack_rows, roc = [], [], [], {"original": ref_roc}
+    for i, (v, m) in enumerate(zip(grid, fitted)):
+        for k in range(n_folds):
+            r = {"original": out[("original", None, k)], "released": out[("released", i, k)],
+                 "release_nothing": out[("release_nothing", None, k)]}
+            r["release_everything"] = r["original"]
+            pf_rows.append({name: v, "fold": k, **{f"rmse_{rel}": r[rel] for rel in RELEASES}})
+        pf = pd.DataFrame([p for p in pf_rows if p[name] == v])
+        figs = _mapper_figures(m)
+        row = {name: v, "leakage_bits": figs["leakage"], "distortion": figs["distortion"]}
+        if ("attacks", i, None) in out:
+            table, roc_i, changed = out[("attacks", i, None)]
+            row["changed_ratings"] = changed
+            for t in table.itertuples(index=False):
+                row[f"auc_{t.attacker}_{t.model}_{t.features}"] = t.auc
+            attack_rows.append(table.assign(**{name: v}))
+            roc[float(v)] = roc_i
+        for rel in RELEASES:
+            row[f"rmse_{rel}"] = float(pf[f"rmse_{rel}"].mean())
+        row["rmse_released_std"] = float(pf["rmse_released"].std(ddof=1)) if n_folds > 1 else 0.0
+        row["rel_increase_released"] = row["rmse_released"] / row["rmse_original"] - 1.0
+        row["rel_increase_release_nothing"] = row["rmse_release_nothing"] / row["rmse_original"] - 1.0
+        rows.append(row)
+    attacks = pd.concat(attack_rows, ignore_index=True) if attack_rows else pd.DataFrame()
+    if len(attacks):
+        attacks = attacks[[name] + [c for c in attacks.columns if c != name]]
+    return PrivacyUtilityCurve(frame=pd.DataFrame(rows), per_fold=pd.DataFrame(pf_rows), attacks=attacks,
+                               reference_attacks=ref_table, roc=roc, param=name, mappers=list(fitted))

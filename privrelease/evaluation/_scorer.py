@@ -1,0 +1,193 @@
+"""Scoring a release pipeline in scikit-learn's model selection.
+
+``GridSearchCV(Pipeline([("privacy", mapper), ("recommender", SurpriseRecommender())]),
+{"privacy__delta": [...]}, scoring=privacy_scoring(), refit=lowest_rmse_within(max_leakage_bits=0.05))``
+chooses the distortion budget that gives the best recommendations among those meeting
+a leakage target. The cross-validation splits USERS; in each test fold a fraction of
+every test user's ratings is held out BEFORE the rows go through the mapper, so a
+held-out rating never passes through the mapper nor reaches the recommender.
+"""
+
+import warnings
+
+import numpy as np
+from sklearn.metrics import roc_auc_score
+from sklearn.model_selection import StratifiedKFold, cross_val_predict
+
+from ..exceptions import PrivacyLeakWarning
+from ..utils import check_random_source
+from ._attacks import InferenceAttack
+from ._protocol import _check_fraction, holdout_ratings
+
+__all__ = ["make_privacy_scorer", "privacy_scoring", "lowest_rmse_within"]
+
+_METRICS = ("rmse", "leakage", "adaptive_auc")
+
+
+def _split_pipeline(estimator):
+    steps = getattr(estimator, "steps", None)
+    if not steps or len(steps) < 2:
+        raise TypeError(
+            "privacy scorers need a fitted Pipeline([... release steps ..., ('recommender', rec)]), "
+            f"got {type(estimator).__name__}"
+        )
+    return estimator[:-1], estimator[-1]
+
+
+def _leakage(release):
+    for _, step in release.steps:
+        if hasattr(step, "leakage_"):
+            return float(step.leakage_)
+    raise AttributeError(
+        "no step before the recommender exposes a fitted leakage_ attribute; "
+        f"steps: {[name for name, _ in release.steps]!r}"
+    )
+
+
+class _PrivacyScorer:
+    """Callable ``scorer(pipeline, X, y) -> float`` (greater is better)."""
+
+    def __init__(self, metric, heldout_fraction, seed, attack_model):
+        self.metric = metric
+        self.heldout_fraction = heldout_fraction
+        self.seed = seed
+        self.attack_model = attack_model
+
+    def __call__(self, estimator, X, y=None):
+        release, recommender = _split_pipeline(estimator)
+        if self.metric == "leakage":
+            return -_leakage(release)
+        if self.metric == "rmse":
+            # hold out BEFORE the release: only the visible part goes through the mapper
+            visible, heldout = holdout_ratings(X, self.heldout_fraction, random_state=self.seed)
+            return -float(recommender.rmse(release.transform(visible), heldout))
+        # adaptive attacker: cross-validated on the test users' RELEASED rows
+        if y is None:
+            raise ValueError("the adaptive_auc scorer needs the private attribute y of the test users")
+        y = np.asarray(y)
+        keep = y != -1
+        released = release.transform(X)
+        Xr, yr = released[np.flatnonzero(keep)], y[keep]
+        classes, counts = np.unique(yr, return_counts=True)
+        if classes.size != 2:
+            raise ValueError(f"the adaptive_auc scorer needs exactly two classes in y, got {classes.tolist()!r}")
+        n_splits = int(min(3, counts.min()))
+        if n_splits < 2:
+            return -1.0
+        att = InferenceAttack(model=self.attack_model, random_state=self.seed)
+        proba = cross_val_predict(att, Xr, yr, method="predict_proba",
+                                  cv=StratifiedKFold(n_splits, shuffle=True, random_state=self.seed))
+        auc = roc_auc_score(yr == classes[1], proba[:, 1])
+        return -max(auc, 1.0 - auc)
+
+    def __repr__(self):
+        return f"make_privacy_scorer(metric={self.metric!r}, heldout_fraction={self.heldout_fraction!r})"
+
+
+def make_privacy_scorer(metric="rmse", *, heldout_fraction=0.1, attack_model="logistic", random_state=None):
+    """A scorer for a fitted ``Pipeline([release steps..., recommender])``.
+
+    Parameters
+    ----------
+    metric : {"rmse", "leakage", "adaptive_auc"}, default="rmse"
+        ``"rmse"``: minus the RMSE on held-out true ratings of the test users,
+        predicted from their released visible ratings (Salamatian et al.,
+        Table I). ``"leakage"``: minus the fitted mapper's ``leakage_`` (bits).
+        ``"adaptive_auc"``: minus the folded AUC ``max(AUC, 1 - AUC)`` of an
+        attacker cross-validated on the test users' RELEASED rows (binary
+        attribute; ``-1`` labels are ignored). Greater is better for all three.
+    heldout_fraction : float in (0, 1), default=0.1
+        Share of each test user's ratings held out (see :func:`holdout_ratings`).
+    attack_model : {"logistic", "forest"}, default="logistic"
+        Attacker of ``"adaptive_auc"``.
+    random_state : None or int, default=None
+        Fixes the held-out ratings so that every candidate of a search is scored on
+        the same ones; ``None`` draws that seed once, from the operating system.
+
+    Returns
+    -------
+    scorer : callable ``(estimator, X, y) -> float``
+
+    See Also
+    --------
+    privacy_scoring : the three scorers as a dict for multi-metric search.
+    lowest_rmse_within : the matching ``refit`` rule.
+    """
+    if metric not in _METRICS:
+        raise ValueError(f"metric must be one of {_METRICS!r}, got {metric!r}")
+    if attack_model not in ("logistic", "forest"):
+        raise ValueError(f"attack_model must be 'logistic' or 'forest', got {attack_model!r}")
+    heldout_fraction = _check_fraction(heldout_fraction, "heldout_fraction")
+    seed = check_random_source(random_state).spawn_seed()
+    return _PrivacyScorer(metric, heldout_fraction, seed, attack_model)
+
+
+def privacy_scoring(*, heldout_fraction=0.1, adaptive_auc=False, random_state=None):
+    """Scorers for ``GridSearchCV(scoring=...)``: ``neg_rmse``, ``neg_leakage_bits`` (and ``neg_adaptive_auc``).
+
+    Examples
+    --------
+    >>> from sklearn.model_selection import GridSearchCV          # doctest: +SKIP
+    >>> from sklearn.pipeline import Pipeline                     # doctest: +SKIP
+    >>> search = GridSearchCV(
+    ...     Pipeline([("privacy", QuantizedPrivacyMapper(n_clusters=10)),
+    ...               ("recommender", SurpriseRecommender())]),
+    ...     {"privacy__delta": [0.0, 0.5, 1.0, 2.0]},
+    ...     scoring=privacy_scoring(random_state=0),
+    ...     refit=lowest_rmse_within(max_leakage_bits=0.01), cv=3)    # doctest: +SKIP
+    >>> search.fit(R, y_with_minus_one_for_undisclosed)          # doctest: +SKIP
+    """
+    seed = check_random_source(random_state).spawn_seed()
+    scoring = {
+        "neg_rmse": make_privacy_scorer("rmse", heldout_fraction=heldout_fraction, random_state=seed),
+        "neg_leakage_bits": make_privacy_scorer("leakage", random_state=seed),
+    }
+    if adaptive_auc:
+        scoring["neg_adaptive_auc"] = make_privacy_scorer("adaptive_auc", random_state=seed)
+    return scoring
+
+
+def lowest_rmse_within(max_leakage_bits=None, *, max_adaptive_auc=None):
+    """A ``refit`` rule: the lowest mean RMSE among candidates meeting the privacy targets.
+
+    Parameters
+    ----------
+    max_leakage_bits : float >= 0 or None
+        Largest acceptable mean ``leakage_`` (needs the ``neg_leakage_bits`` scorer).
+    max_adaptive_auc : float in [0.5, 1] or None
+        Largest acceptable folded adaptive-attacker AUC (needs ``neg_adaptive_auc``).
+
+    Returns
+    -------
+    refit : callable ``cv_results_ -> int``
+        When no candidate meets the targets it warns (:class:`PrivacyLeakWarning`)
+        and returns the most private candidate (smallest leakage, then AUC).
+    """
+    from ..utils import check_number
+
+    if max_leakage_bits is not None:
+        max_leakage_bits = check_number(max_leakage_bits, "max_leakage_bits", low=0)
+    if max_adaptive_auc is not None:
+        max_adaptive_auc = check_number(max_adaptive_auc, "max_adaptive_auc", low=0.5, high=1)
+
+    def refit(cv_results):
+        rmse = -np.asarray(cv_results["mean_test_neg_rmse"], dtype=float)
+        ok = np.ones(rmse.size, dtype=bool)
+        privacy = np.zeros(rmse.size)
+        if max_leakage_bits is not None:
+            leak = -np.asarray(cv_results["mean_test_neg_leakage_bits"], dtype=float)
+            ok &= leak <= max_leakage_bits + 1e-12
+            privacy = leak
+        if max_adaptive_auc is not None:
+            auc = -np.asarray(cv_results["mean_test_neg_adaptive_auc"], dtype=float)
+            ok &= auc <= max_adaptive_auc
+            privacy = privacy + auc
+        if not ok.any():
+            warnings.warn(
+                f"no candidate meets max_leakage_bits={max_leakage_bits!r}, max_adaptive_auc={max_adaptive_auc!r}; "
+                "refitting the most private candidate", PrivacyLeakWarning, stacklevel=2)
+            return int(np.argmin(privacy))
+        idx = np.flatnonzero(ok)
+        return int(idx[np.argmin(rmse[idx])])
+
+    return refit

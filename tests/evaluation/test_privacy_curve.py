@@ -1,0 +1,110 @@
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from sklearn.preprocessing import FunctionTransformer  # noqa: E402
+
+from privrelease.evaluation import BlurMe, check_privacy_grid, privacy_utility_curve, rmse_cost  # noqa: E402
+
+from evaluation_doubles import BiasRecommender, ErasingMapper, planted_ratings  # noqa: E402
+
+X, Y = planted_ratings(n_users=240, n_items=25, strength=0.9, seed=0)
+
+
+@pytest.fixture(scope="module")
+def curve():
+    return privacy_utility_curve(ErasingMapper(), X, Y, deltas=[0, 1, 2, 3], cv=2,
+                                 recommender=BiasRecommender(), random_state=0, n_jobs=1, verbose=0)
+
+
+def test_frame_columns_and_monotone_leakage(curve):
+    f = curve.frame
+    expected = {"delta", "leakage_bits", "distortion", "changed_ratings", "rmse_original", "rmse_released",
+                "rmse_release_nothing", "rmse_release_everything", "rmse_released_std",
+                "rel_increase_released", "rel_increase_release_nothing"}
+    expected |= {f"auc_{a}_{m}_{x}" for a in ("fixed", "adaptive") for m in ("logistic", "forest")
+                 for x in ("values", "indicators")}
+    assert expected <= set(f.columns)
+    assert list(f["delta"]) == [0, 1, 2, 3]
+    assert np.all(np.diff(f["leakage_bits"]) <= 1e-12)
+    assert f["leakage_bits"].iloc[-1] == 0.0
+    # the reference releases do not depend on delta
+    assert f["rmse_original"].nunique() == 1 and f["rmse_release_nothing"].nunique() == 1
+    # erasing every planted item (delta=3) brings every attacker to chance; at delta=0 they win
+    aucs = f[[c for c in f.columns if c.startswith("auc_")]]
+    assert (aucs.iloc[0] > 0.9).all()
+    assert (np.abs(aucs.iloc[-1] - 0.5) < 0.12).all()
+    # delta = 0 releases the original ratings: same RMSE, nothing changed
+    assert f["rmse_released"].iloc[0] == f["rmse_original"].iloc[0]
+    assert f["changed_ratings"].iloc[0] == 0.0
+
+
+def test_curve_agrees_with_rmse_cost(curve):
+    cost = rmse_cost(ErasingMapper(delta=2), X, Y, cv=2, recommender=BiasRecommender(), random_state=0)
+    row = curve.frame.set_index("delta").loc[2.0]
+    assert row["rmse_released"] == pytest.approx(cost["rmse_released"])
+    assert row["rmse_original"] == pytest.approx(cost["rmse_original"])
+    assert row["leakage_bits"] == pytest.approx(cost["leakage"])
+
+
+def test_parallel_gives_the_same_curve(curve):
+    c2 = privacy_utility_curve(ErasingMapper(), X, Y, deltas=[0, 1, 2, 3], cv=2, recommender=BiasRecommender(),
+                               random_state=0, n_jobs=2, verbose=0)
+    np.testing.assert_allclose(c2.frame.to_numpy(dtype=float), curve.frame.to_numpy(dtype=float))
+
+
+def test_plots(curve):
+    for ax in (curve.plot_privacy_distortion(), curve.plot_frontier(), curve.plot_attacker_auc(),
+               curve.plot_roc(3.0)):
+        assert ax.lines
+    # the frontier shows both reference releases as horizontal lines
+    ax = curve.plot_frontier()
+    ys = {tuple(l.get_ydata()) for l in ax.lines}
+    assert (curve.frame.rmse_original[0],) * 2 in ys and (curve.frame.rmse_release_nothing[0],) * 2 in ys
+    with pytest.raises(ValueError, match="no ROC curves for delta=7"):
+        curve.plot_roc(7)
+    plt.close("all")
+
+
+def test_other_parameter_and_no_sweep():
+    c = privacy_utility_curve(BlurMe(), X, Y, param="fraction", values=[0.0, 0.5], cv=2,
+                              recommender=BiasRecommender(), attack_models=["logistic"],
+                              attack_features=["values"], random_state=0, verbose=0)
+    f = c.frame
+    assert list(f.columns[:1]) == ["fraction"] and np.isnan(f["leakage_bits"]).all()
+    assert f["changed_ratings"].iloc[1] > 0 and f["changed_ratings"].iloc[0] == 0
+    # BlurMe aims at the fixed attacker: it falls more than the adaptive one
+    assert f["auc_fixed_logistic_values"].iloc[1] < f["auc_adaptive_logistic_values"].iloc[1]
+    single = privacy_utility_curve(FunctionTransformer(accept_sparse=True), X, Y, cv=2,
+                                   recommender=BiasRecommender(), attack_models=[], random_state=0, verbose=0)
+    assert single.param == "setting" and len(single.frame) == 1
+    assert single.frame.rmse_released[0] == single.frame.rmse_original[0]
+
+
+@pytest.mark.parametrize("grid, exc, match", [
+    ([1.0, 0.5], ValueError, r"strictly increasing order, got 1.0 followed by 0.5"),
+    ([0.0, 0.0], ValueError, r"strictly increasing"),
+    ([-1.0, 0.5], ValueError, r">= 0, got -1.0"),
+    ([], ValueError, "at least one value"),
+    ([0.0, np.inf], ValueError, "finite"),
+    (["a"], TypeError, "real numbers, got 'a'"),
+])
+def test_grid_validation(grid, exc, match):
+    with pytest.raises(exc, match=match):
+        check_privacy_grid(grid)
+    with pytest.raises(exc, match=match):
+        privacy_utility_curve(ErasingMapper(), X, Y, deltas=grid, recommender=BiasRecommender(),
+                              random_state=0)
+
+
+def test_sweep_validation():
+    with pytest.raises(ValueError, match="at most one of deltas, max_leakages or values"):
+        privacy_utility_curve(ErasingMapper(), X, Y, deltas=[0], max_leakages=[0.1],
+                              recommender=BiasRecommender())
+    with pytest.raises(ValueError, match="ErasingMapper has no parameter 'max_leakage'"):
+        privacy_utility_curve(ErasingMapper(), X, Y, max_leakages=[0.1], recommender=BiasRecommender())
+    with pytest.raises(ValueError, match=r"opt_in_fraction must be < 1.0, got 1.5"):
+        privacy_utility_curve(ErasingMapper(), X, Y, deltas=[0], opt_in_fraction=1.5,
+                              recommender=BiasRecommender())
