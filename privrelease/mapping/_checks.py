@@ -1,0 +1,86 @@
+"""Validation of priors, distortion matrices and mappings (shared by the mapping engine)."""
+
+import numpy as np
+
+from ..utils import check_number
+
+__all__ = ["check_prior", "check_distortion", "check_mapping", "check_budget"]
+
+#: absolute tolerance on ``sum(prior) == 1``
+PRIOR_SUM_TOL = 1e-8
+
+
+def check_prior(prior, *, name="prior"):
+    """Return ``prior`` as a 2-D float array after checking it is a joint distribution.
+
+    Raises
+    ------
+    ValueError
+        Not 2-D, empty, non-finite, negative entries, or not summing to 1
+        within ``1e-8`` (the message quotes the offending value).
+    """
+    try:
+        P = np.asarray(prior, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be an array of probabilities, got {type(prior).__name__}: {exc}") from None
+    if P.ndim != 2:
+        raise ValueError(
+            f"{name} must be a 2-D joint distribution p(a, c) of shape (n_private, n_public), "
+            f"got an array of shape {P.shape}"
+        )
+    if P.size == 0:
+        raise ValueError(f"{name} must not be empty, got shape {P.shape}")
+    if not np.all(np.isfinite(P)):
+        raise ValueError(f"{name} must be finite, got {P[~np.isfinite(P)].ravel()[0]!r}")
+    if np.any(P < 0):
+        raise ValueError(f"{name} must be non-negative, got a smallest entry of {P.min()!r}")
+    total = P.sum()
+    if abs(total - 1.0) > PRIOR_SUM_TOL:
+        raise ValueError(f"{name} must sum to 1 (a joint distribution), got a sum of {total!r}")
+    return P / total
+
+
+def check_distortion(distortion, n_public, *, name="distortion"):
+    """Return ``distortion`` as a float array of shape (n_public, n_outputs).
+
+    ``np.inf`` marks a forbidden transition. Negative or NaN entries, ``-inf``,
+    a wrong number of rows, or a row with no finite entry raise ``ValueError``.
+    """
+    try:
+        D = np.asarray(distortion, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be an array of numbers, got {type(distortion).__name__}: {exc}") from None
+    if D.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D matrix d(c, c_hat), got an array of shape {D.shape}")
+    if D.shape[0] != n_public:
+        raise ValueError(
+            f"{name} has {D.shape[0]} rows but the prior has {n_public} public symbols "
+            f"(columns); expected shape ({n_public}, n_outputs), got {D.shape}"
+        )
+    if D.shape[1] == 0:
+        raise ValueError(f"{name} must have at least one output column, got shape {D.shape}")
+    if np.any(np.isnan(D)):
+        raise ValueError(f"{name} must not contain NaN (use np.inf to forbid a transition)")
+    if np.any(D < 0):
+        raise ValueError(f"{name} must be non-negative, got a smallest entry of {D.min()!r}")
+    return D
+
+
+def check_mapping(mapping, n_public, n_outputs=None, *, name="mapping", atol=1e-6):
+    """Return a row-stochastic mapping of shape (n_public, n_outputs) as a float array."""
+    M = np.asarray(mapping, dtype=float)
+    if M.ndim != 2 or M.shape[0] != n_public or (n_outputs is not None and M.shape[1] != n_outputs):
+        want = f"({n_public}, {'n_outputs' if n_outputs is None else n_outputs})"
+        raise ValueError(f"{name} must have shape {want}, got {M.shape}")
+    if not np.all(np.isfinite(M)) or np.any(M < -atol):
+        raise ValueError(f"{name} must have finite non-negative entries, got a smallest entry of {np.nanmin(M)!r}")
+    rs = M.sum(axis=1)
+    if np.any(np.abs(rs - 1) > atol):
+        bad = int(np.argmax(np.abs(rs - 1)))
+        raise ValueError(f"{name} rows must sum to 1 (a conditional distribution), row {bad} sums to {rs[bad]!r}")
+    return np.clip(M, 0.0, None)
+
+
+def check_budget(value, name):
+    """A non-negative budget (``np.inf`` allowed); TypeError/ValueError quoting the value."""
+    return check_number(value, name, low=0.0, allow_inf=True)

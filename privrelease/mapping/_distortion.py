@@ -1,0 +1,123 @@
+"""Distortion matrices: squared Euclidean between representative points, and erasures."""
+
+import numpy as np
+
+__all__ = ["squared_euclidean_distortion", "erasure_alphabet", "erasure_distortion", "ERASED"]
+
+#: marker of an erased feature in erasure outputs
+ERASED = -1
+
+
+def squared_euclidean_distortion(centers_in, centers_out=None):
+    """``d(c, c_hat) = ||x_c - x_c_hat||^2`` between two sets of points (paper Sec. VI-B).
+
+    Parameters
+    ----------
+    centers_in : array-like of shape (n_in, n_features)
+    centers_out : array-like of shape (n_out, n_features), default=centers_in
+
+    Returns
+    -------
+    ndarray of shape (n_in, n_out), non-negative, exactly 0 on identical points.
+
+    Examples
+    --------
+    >>> squared_euclidean_distortion([[0.0, 0.0], [3.0, 4.0]])
+    array([[ 0., 25.],
+           [25.,  0.]])
+    """
+    A = np.asarray(centers_in, dtype=float)
+    B = A if centers_out is None else np.asarray(centers_out, dtype=float)
+    if A.ndim == 1:
+        A = A[:, None]
+    if B.ndim == 1:
+        B = B[:, None]
+    if A.ndim != 2 or B.ndim != 2 or A.shape[1] != B.shape[1]:
+        raise ValueError(
+            f"centers_in and centers_out must be 2-D with the same number of features, got shapes "
+            f"{np.shape(centers_in)} and {np.shape(centers_out) if centers_out is not None else np.shape(centers_in)}"
+        )
+    if not (np.all(np.isfinite(A)) and np.all(np.isfinite(B))):
+        raise ValueError("centers must be finite")
+    D = (A * A).sum(1)[:, None] + (B * B).sum(1)[None, :] - 2.0 * A @ B.T
+    D = np.maximum(D, 0.0)
+    if centers_out is None:
+        np.fill_diagonal(D, 0.0)
+    return D
+
+
+def _check_symbols(x, name):
+    X = np.asarray(x)
+    if X.ndim == 1:
+        X = X[:, None]
+    if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
+        raise ValueError(f"{name} must be a non-empty 2-D array (n_tuples, n_features), got shape {np.shape(x)}")
+    if not np.issubdtype(X.dtype, np.integer):
+        if not np.issubdtype(X.dtype, np.number) or not np.all(np.isfinite(X)) or np.any(X != np.round(X)):
+            raise ValueError(f"{name} must hold integer category codes, got dtype {X.dtype}")
+        X = X.astype(np.int64)
+    return X.astype(np.int64)
+
+
+def erasure_alphabet(input_symbols):
+    """Output alphabet of an erasure mapping (paper Sec. VI-A).
+
+    Every input tuple with every subset of its features replaced by
+    ``ERASED = -1``, deduplicated. Outputs are ordered by number of erasures,
+    then lexicographically.
+
+    Parameters
+    ----------
+    input_symbols : array-like of int, shape (n_inputs, n_features)
+        Observed input tuples of category codes (codes must be >= 0).
+
+    Returns
+    -------
+    ndarray of int, shape (n_outputs, n_features)
+
+    Examples
+    --------
+    >>> erasure_alphabet([[0, 1], [1, 1]]).tolist()
+    [[0, 1], [1, 1], [-1, 1], [0, -1], [1, -1], [-1, -1]]
+    """
+    X = _check_symbols(input_symbols, "input_symbols")
+    if np.any(X < 0):
+        raise ValueError(f"input_symbols must be codes >= 0 (-1 marks an erasure), got {X.min()!r}")
+    F = X.shape[1]
+    subsets = ((np.arange(2 ** F)[:, None] >> np.arange(F)) & 1).astype(bool)
+    out = np.concatenate([np.where(s[None, :], ERASED, X) for s in subsets])
+    out = np.unique(out, axis=0)
+    n_erased = (out == ERASED).sum(axis=1)
+    order = np.lexsort(tuple(out[:, j] for j in range(F - 1, -1, -1)) + (n_erased,))
+    return out[order]
+
+
+def erasure_distortion(inputs, outputs):
+    """Number of erasures, or ``inf`` when the output contradicts the input (paper Sec. VI-A).
+
+    ``d(b, b_hat)`` is the number of erased positions of ``b_hat`` when ``b_hat``
+    agrees with ``b`` on every non-erased position, ``np.inf`` otherwise, so a
+    mapping can only erase, never lie.
+
+    Parameters
+    ----------
+    inputs : array-like of int, shape (n_inputs, n_features)
+    outputs : array-like of int, shape (n_outputs, n_features), ``-1`` = erased
+
+    Returns
+    -------
+    ndarray of shape (n_inputs, n_outputs)
+
+    Examples
+    --------
+    >>> erasure_distortion([[0, 1]], [[0, 1], [-1, 1], [1, -1], [-1, -1]])
+    array([[ 0.,  1., inf,  2.]])
+    """
+    X = _check_symbols(inputs, "inputs")
+    Y = _check_symbols(outputs, "outputs")
+    if X.shape[1] != Y.shape[1]:
+        raise ValueError(f"inputs have {X.shape[1]} features but outputs have {Y.shape[1]}")
+    erased = Y == ERASED
+    agree = (X[:, None, :] == Y[None, :, :]) | erased[None, :, :]
+    ok = agree.all(axis=2)
+    return np.where(ok, erased.sum(axis=1)[None, :].astype(float), np.inf)

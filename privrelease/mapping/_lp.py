@@ -1,0 +1,101 @@
+"""Linear programs of the mapping engine, solved exactly with HiGHS.
+
+* :func:`perfect_privacy_mapping`: the smallest distortion of a mapping whose
+  output is independent of A. ``I(A; C_hat) = 0`` iff ``J(a, j) = p(a) q(j)``,
+  which is linear in the mapping, so this end point of the privacy-distortion
+  curve is an LP.
+* :func:`solve_maximal_leakage_lp`: minimise the maximal leakage
+  ``log2 sum_j max_a p(j | a)`` under a distortion budget (or the distortion
+  under a maximal-leakage target). ``sum_j max_a`` is convex piecewise linear:
+  with epigraph variables ``z_j >= p(j | a)`` it is an LP.
+"""
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.optimize import linprog
+
+from ..exceptions import SolverError
+
+__all__ = ["perfect_privacy_mapping", "solve_maximal_leakage_lp"]
+
+
+def _entries(prob):
+    r, c = np.nonzero(prob.mask)
+    return r, c, r.size
+
+
+def _row_sum_matrix(prob, r, n):
+    return sp.csr_matrix((np.ones(n), (r, np.arange(n))), shape=(prob.k, n))
+
+
+def _dual_bound(res, b_ub, b_eq):
+    """Objective of the LP dual read from HiGHS's marginals (a lower bound when they are feasible)."""
+    val = 0.0
+    if b_ub is not None and res.ineqlin is not None:
+        val += float(np.dot(res.ineqlin.marginals, b_ub))
+    if b_eq is not None and res.eqlin is not None:
+        val += float(np.dot(res.eqlin.marginals, b_eq))
+    return val
+
+
+def perfect_privacy_mapping(prob):
+    """Cheapest reduced mapping with ``I(A; C_hat) = 0``; returns ``(P, distortion)`` or ``(None, inf)``."""
+    r, c, n = _entries(prob)
+    na = prob.M.shape[0]
+    cost = prob.W[r, c]
+    blocks = [_row_sum_matrix(prob, r, n)]
+    b = [np.ones(prob.k)]
+    # independence: sum_c (p(a, c) - p(a) p(c)) P(c, j) = 0 for all j and all but one a
+    for a in range(na - 1):
+        coef = prob.M[a, r] - prob.pA[a] * prob.pc[r]
+        blocks.append(sp.csr_matrix((coef, (c, np.arange(n))), shape=(prob.kh, n)))
+        b.append(np.zeros(prob.kh))
+    A_eq = sp.vstack(blocks, format="csr")
+    res = linprog(cost, A_eq=A_eq, b_eq=np.concatenate(b), bounds=(0, None), method="highs")
+    if res.status == 2:
+        return None, float("inf")
+    if res.status != 0:
+        raise SolverError(f"HiGHS failed on the perfect-privacy LP: {res.message}")
+    P = np.zeros((prob.k, prob.kh))
+    P[r, c] = res.x
+    P = prob.clean(P, None)
+    return P, float(prob.distortion(P))
+
+
+def solve_maximal_leakage_lp(prob, *, delta=None, target_bits=None):
+    """Minimise maximal leakage (delta mode) or distortion (target mode) by one HiGHS LP.
+
+    Returns ``(P, info)`` with ``info['lp_gap']`` = primal minus dual objective.
+    """
+    r, c, n = _entries(prob)
+    na = prob.M.shape[0]
+    kh = prob.kh
+    nvar = n + kh
+    # p(j | a) - z_j <= 0
+    rows_ub = []
+    for a in range(na):
+        coef = prob.M[a, r] / prob.pA[a]
+        block = sp.hstack([sp.csr_matrix((coef, (c, np.arange(n))), shape=(kh, n)), -sp.identity(kh)])
+        rows_ub.append(block)
+    b_ub = [np.zeros(na * kh)]
+    A_eq = sp.hstack([_row_sum_matrix(prob, r, n), sp.csr_matrix((prob.k, kh))], format="csr")
+    b_eq = np.ones(prob.k)
+    if target_bits is None:
+        cost = np.concatenate([np.zeros(n), np.ones(kh)])
+        if delta is not None and np.isfinite(delta) and delta < prob.delta_max:
+            rows_ub.append(sp.csr_matrix(np.concatenate([prob.W[r, c], np.zeros(kh)])[None, :]))
+            b_ub.append(np.array([float(delta)]))
+    else:
+        cost = np.concatenate([prob.W[r, c], np.zeros(kh)])
+        rows_ub.append(sp.csr_matrix(np.concatenate([np.zeros(n), np.ones(kh)])[None, :]))
+        b_ub.append(np.array([2.0 ** float(target_bits)]))
+    A_ub = sp.vstack(rows_ub, format="csr")
+    b_ub = np.concatenate(b_ub)
+    res = linprog(cost, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq, bounds=(0, None), method="highs")
+    if res.status != 0:
+        raise SolverError(f"HiGHS did not solve the maximal-leakage LP: {res.message}")
+    P = np.zeros((prob.k, kh))
+    P[r, c] = res.x[:n]
+    dual = _dual_bound(res, b_ub, b_eq)
+    return P, {"lp_objective": float(res.fun), "lp_dual_objective": dual,
+               "lp_gap": max(float(res.fun) - dual, 0.0)}

@@ -1,0 +1,197 @@
+"""The convex program of Algorithm 1 in reduced form, and its rigorous certificate.
+
+Reduction: public symbols ``c`` with ``p(c) = 0`` do not influence leakage or
+distortion; they are mapped to one of their cheapest outputs and removed.
+Private symbols with ``p(a) = 0`` are removed too. What remains is
+
+    minimise   f(P) = I(A; C_hat) = sum_{a, j} J(a, j) ln(J(a, j) / (p(a) q(j)))
+    subject to P >= 0, P 1 = 1, P(c, j) = 0 where d(c, j) = inf,
+               sum_{c, j} w(c, j) P(c, j) <= delta,       w(c, j) = p(c) d(c, j),
+
+with ``J = M P`` (``M`` the reduced prior) and ``q = p_C P``.
+
+Certificate (the dual used by every solver). Because cross-entropy is at least
+entropy, for every family of distributions ``pi_j`` on A (one per output)
+
+    f(P) = max_pi sum_{c, j} P(c, j) S_pi(c, j),   S_pi(c, j) = sum_a p(a, c) ln(pi_j(a) / p(a)),
+
+with equality at ``pi_j = p(. | j)``. Hence for any ``pi`` and ``lambda >= 0``
+
+    f* >= LB(pi, lambda) = sum_c min_j [S_pi(c, j) + lambda w(c, j)] - lambda delta,
+
+a Lagrangian bound computed exactly (a finite minimum per row). The gap
+``f(P) - LB`` is a rigorous bound on the suboptimality of a feasible ``P``;
+``lambda`` is chosen by maximising the concave piecewise-linear ``LB(pi, .)``.
+By Sion's minimax theorem the gap is 0 at the optimum for the right ``pi``, so
+the certificate is tight when ``P`` is optimal and ``pi`` is its posterior.
+"""
+
+import math
+
+import numpy as np
+from scipy.special import rel_entr
+
+from ..exceptions import InfeasibleBudgetError
+
+__all__ = ["Problem", "lagrangian_bound"]
+
+LN2 = math.log(2.0)
+
+
+def lagrangian_bound(A, B, rhs, mu0=None, n_bisect=60):
+    """``max_{mu >= 0} sum_c min_j (A + mu B)[c, j] - mu rhs`` (concave, piecewise linear in mu).
+
+    ``A`` may hold ``+inf`` (forbidden entries), ``B`` must be finite there (use 0).
+    Every evaluated value is a valid bound; the best one is returned with its mu.
+    """
+    rows = np.arange(A.shape[0])
+    scale = max(abs(rhs), float(np.max(B)) if B.size else 0.0, 1e-300)
+
+    def ev(mu):
+        V = A + mu * B if mu > 0 else A
+        idx = np.argmin(V, axis=1)
+        val = float(V[rows, idx].sum()) - mu * rhs
+        slope = float(B[rows, idx].sum()) - rhs
+        return val, slope
+
+    best_val, best_mu = -np.inf, 0.0
+    val, slope = ev(0.0)
+    best_val = val
+    if slope <= 1e-13 * scale:
+        return best_val, 0.0
+    lo = 0.0
+    hi = mu0 if (mu0 is not None and np.isfinite(mu0) and mu0 > 0) else 1.0
+    for _ in range(400):
+        val, slope = ev(hi)
+        if val > best_val:
+            best_val, best_mu = val, hi
+        if slope <= 1e-13 * scale:
+            break
+        lo, hi = hi, hi * 4.0
+    else:
+        return best_val, best_mu
+    for _ in range(n_bisect):
+        mid = 0.5 * (lo + hi)
+        if not (lo < mid < hi):
+            break
+        val, slope = ev(mid)
+        if val > best_val:
+            best_val, best_mu = val, mid
+        if slope > 1e-13 * scale:
+            lo = mid
+        else:
+            hi = mid
+    return best_val, best_mu
+
+
+class Problem:
+    """Reduced form of ``(prior, distortion)``; all quantities in nats internally."""
+
+    def __init__(self, prior, distortion):
+        self.prior = prior
+        self.D = distortion
+        self.n_public, self.n_outputs = distortion.shape
+        finite = np.isfinite(distortion)
+        empty = ~finite.any(axis=1)
+        if np.any(empty):
+            bad = int(np.flatnonzero(empty)[0])
+            raise InfeasibleBudgetError(
+                f"row {bad} of distortion has no finite entry: public symbol {bad} cannot be mapped "
+                "anywhere, so no distortion budget is feasible (smallest feasible distortion: inf)",
+                smallest_feasible=float("inf"),
+            )
+        pa = prior.sum(axis=1)
+        pc = prior.sum(axis=0)
+        self.pc_full = pc
+        Dm = np.where(finite, distortion, np.inf)
+        self.row_min_full = Dm.min(axis=1)
+        self.argmin_full = Dm.argmin(axis=1)
+        self.rows = np.flatnonzero(pc > 0)
+        self.arows = np.flatnonzero(pa > 0)
+        self.M = prior[np.ix_(self.arows, self.rows)]
+        self.pA = self.M.sum(axis=1)
+        self.pc = self.M.sum(axis=0)
+        self.mask = finite[self.rows]
+        self.d = np.where(self.mask, distortion[self.rows], 0.0)
+        self.W = self.pc[:, None] * self.d
+        Wmin = np.where(self.mask, self.W, np.inf).min(axis=1)
+        self.delta_min = float(Wmin.sum())
+        self.delta_max = float(np.where(self.mask, self.W, -np.inf).max(axis=1).sum())
+        self.k, self.kh = self.mask.shape
+        # the cheapest mapping: each row on its first cheapest output
+        self.P_min = np.zeros((self.k, self.kh))
+        self.P_min[np.arange(self.k), self.argmin_full[self.rows]] = 1.0
+        tie_tol = 1e-12 * (1.0 + np.abs(self.row_min_full[self.rows]))
+        self.argmin_mask = self.mask & (self.d <= (self.row_min_full[self.rows] + tie_tol)[:, None])
+
+    # ---- objective and posterior ------------------------------------------------------
+    def objective(self, P):
+        """I(A; C_hat) in nats of a reduced mapping."""
+        J = self.M @ P
+        q = J.sum(axis=0)
+        return max(float(rel_entr(J, self.pA[:, None] * q[None, :]).sum()), 0.0)
+
+    def distortion(self, P):
+        return float((self.W * np.where(self.mask, P, 0.0)).sum())
+
+    def posteriors(self, P, smooth=1e-12):
+        """Columns ``pi_j = p(. | j)``, each a proper distribution (unused outputs get the
+        posterior of a uniform fallback mapping, a valid if loose choice)."""
+        U = self.mask / self.mask.sum(axis=1, keepdims=True)
+        J = self.M @ P + smooth * (self.M @ U)
+        J = np.maximum(J, 1e-300)
+        return J / J.sum(axis=0, keepdims=True)
+
+    def scores(self, pi):
+        """``S_pi(c, j) = sum_a p(a, c) ln(pi_j(a)/p(a))`` with ``+inf`` on forbidden entries."""
+        L = np.log(pi) - np.log(self.pA)[:, None]
+        S = self.M.T @ L
+        return np.where(self.mask, S, np.inf)
+
+    def certificate(self, P, delta, mu0=None):
+        """(gap in bits, multiplier, objective in nats) for a feasible reduced mapping."""
+        f = self.objective(P)
+        if f <= 0.0:
+            return 0.0, 0.0, 0.0
+        S = self.scores(self.posteriors(P))
+        rhs = max(float(delta), self.delta_min)
+        if not np.isfinite(rhs) or rhs >= self.delta_max:
+            rhs, Wb = 0.0, np.zeros_like(self.W)  # constraint cannot bind
+            lb, mu = lagrangian_bound(S, Wb, rhs)
+        else:
+            lb, mu = lagrangian_bound(S, self.W, rhs, mu0)
+        gap = max(f - lb, 0.0)
+        return gap / LN2, mu, f
+
+    # ---- feasibility helpers ----------------------------------------------------------
+    def clean(self, P, delta):
+        """Clip, zero the forbidden entries, renormalise, and restore ``distortion <= delta``."""
+        P = np.where(self.mask, np.clip(np.nan_to_num(P, nan=0.0), 0.0, None), 0.0)
+        rs = P.sum(axis=1)
+        bad = rs <= 0
+        P[bad] = self.P_min[bad]
+        P = P / P.sum(axis=1, keepdims=True)
+        if delta is None or not np.isfinite(delta):
+            return P
+        dist = self.distortion(P)
+        if dist <= delta:
+            return P
+        if delta <= self.delta_min * (1 + 1e-12) + 1e-300:
+            Q = np.where(self.argmin_mask, P, 0.0)
+            rs = Q.sum(axis=1)
+            Q[rs <= 0] = self.P_min[rs <= 0]
+            return Q / Q.sum(axis=1, keepdims=True)
+        theta = (dist - delta) / (dist - self.delta_min)
+        theta = min(1.0, theta * (1 + 1e-9) + 1e-15)
+        return (1 - theta) * P + theta * self.P_min
+
+    def expand(self, P):
+        """Full mapping (n_public x n_outputs) from a reduced one."""
+        full = np.zeros((self.n_public, self.n_outputs))
+        full[np.arange(self.n_public), self.argmin_full] = 1.0
+        full[self.rows] = np.where(self.mask, P, 0.0)
+        return full
+
+    def reduce(self, P_full):
+        P = np.asarray(P_full, dtype=float)[self.rows]
+        return P
