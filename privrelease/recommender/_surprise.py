@@ -351,35 +351,40 @@ class SurpriseRecommender(BaseEstimator):
         mu = self.global_mean_ if self._biased else 0.0
         t = (Xr.data - mu - self.item_bias_[Xr.indices]
              - np.einsum("ij,ij->i", Q[Xr.indices], implicit[rows]))
-        T = sp.csr_matrix((t, Xr.indices, Xr.indptr), shape=Xr.shape)
-        rhs = np.asarray(T @ F)  # (n_rows, d)
-        Ind = sp.csr_matrix((np.ones_like(t), Xr.indices, Xr.indptr), shape=Xr.shape)
         if self.fold_in_reg == "auto":
             lam = n_u[:, None] * reg_diag[None, :]
         else:
             lam = np.full((n_rows, d), float(self.fold_in_reg))
         Z = np.zeros((n_rows, d))
-        user_chunk = max(1, _FOLD_CELLS // (d * d))
-        item_block = max(1, _FOLD_CELLS // (d * d))
-        for s in range(0, n_rows, user_chunk):
-            e = min(n_rows, s + user_chunk)
-            G = np.zeros((e - s, d * d))
-            Ic = Ind[s:e]
-            for b in range(0, n_items, item_block):
-                be = min(n_items, b + item_block)
-                Fb = F[b:be]
-                FF = (Fb[:, :, None] * Fb[:, None, :]).reshape(be - b, d * d)
-                G += np.asarray(Ic[:, b:be] @ FF)
-            G = G.reshape(e - s, d, d)
-            idx = np.arange(d)
-            G[:, idx, idx] += lam[s:e]
-            empty = n_u[s:e] == 0
-            G[empty] = np.eye(d)
-            # guard against a singular system (fold_in_reg=0 with few ratings)
-            G[:, idx, idx] += 1e-12
-            # many small systems: multithreaded OpenBLAS is ~60x slower here
-            with threadpool_limits(1, user_api="blas"):
-                Z[s:e] = np.linalg.solve(G, rhs[s:e, :, None])[:, :, 0]
+        # Users are bucketed by their number of ratings (next power of two), so each
+        # bucket is a dense batch (users, L, d) with little padding: the Gram
+        # matrices F_u^T F_u and right-hand sides F_u^T t_u are batched matmuls.
+        counts = np.diff(Xr.indptr)
+        bucket = np.where(counts > 0, np.ceil(np.log2(np.maximum(counts, 1))), -1).astype(int)
+        idx = np.arange(d)
+        for bkt in np.unique(bucket):
+            members = np.flatnonzero(bucket == bkt)
+            if bkt < 0:  # users without ratings: z = 0 (the baseline)
+                continue
+            L = int(2 ** bkt)
+            chunk = max(1, _FOLD_CELLS // (d * max(L, d)))
+            for s in range(0, members.size, chunk):
+                users = members[s:s + chunk]
+                sub_ptr = Xr.indptr[users]
+                sub_n = counts[users]
+                local = np.repeat(np.arange(users.size), sub_n)
+                pos = np.arange(local.size) - np.repeat(np.cumsum(sub_n) - sub_n, sub_n)
+                gather = np.repeat(sub_ptr, sub_n) + pos
+                Fpad = np.zeros((users.size, L, d))
+                Fpad[local, pos] = F[Xr.indices[gather]]
+                tpad = np.zeros((users.size, L))
+                tpad[local, pos] = t[gather]
+                with threadpool_limits(1, user_api="blas"):
+                    # many small systems: multithreaded OpenBLAS is far slower here
+                    G = np.matmul(Fpad.transpose(0, 2, 1), Fpad)
+                    rhs = np.matmul(Fpad.transpose(0, 2, 1), tpad[:, :, None])
+                    G[:, idx, idx] += lam[users] + 1e-12  # jitter: fold_in_reg=0 guard
+                    Z[users] = np.linalg.solve(G, rhs)[:, :, 0]
         if self._biased:
             return Z[:, 0], Z[:, 1:], implicit
         return np.zeros(n_rows), Z, implicit
