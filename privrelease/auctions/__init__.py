@@ -12,6 +12,7 @@ Mechanisms are plain functions and classes:
 """
 
 from ._dclef import DCLEF, check_data_range, privacy_index
+from ._estimator import DCLEFEstimator
 from ._mechanism import (
     AuctionResult,
     FractionalResult,
@@ -20,9 +21,14 @@ from ._mechanism import (
     ghosh_roth,
     optimal_dclef,
 )
+from ._predictors import knn_weights, nadaraya_watson_weights, ridge_weights
 
 __all__ = [
     "DCLEF",
+    "DCLEFEstimator",
+    "knn_weights",
+    "nadaraya_watson_weights",
+    "ridge_weights",
     "AuctionResult",
     "FractionalResult",
     "check_data_range",

@@ -1,0 +1,312 @@
+"""DCLEFEstimator: a regressor that buys privacy for every prediction it releases."""
+
+import warnings
+from numbers import Integral, Real
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ..exceptions import BudgetExceededError, PrivacyLeakWarning
+from ..utils import check_random_source
+from ._dclef import DCLEF, _check_vector, check_data_range
+from ._mechanism import fair_inner_product
+from ._predictors import knn_weights, nadaraya_watson_weights, ridge_weights
+
+__all__ = ["DCLEFEstimator"]
+
+
+class DCLEFEstimator(RegressorMixin, BaseEstimator):
+    """Predict a new individual's private value with a privacy auction per query.
+
+    ``fit(Y_public, d, unit_costs=v)`` stores the public features ``Y_public`` of
+    ``n`` individuals, their private values ``d`` (for example their ratings of
+    one item) and their reported unit costs ``v``. Each row ``y`` passed to
+    :meth:`predict` is a query: the weights ``w = w(y, Y_public)`` of the chosen
+    linear predictor (Sec. 5) are computed from public data only, the auction
+    :func:`~privrelease.auctions.fair_inner_product` (Algorithm 1) decides whom
+    to buy and what to pay within ``budget``, and the released prediction is a
+    draw of the resulting DCLEF (eq. 4)::
+
+        s_hat = sum_i w_i d_i x_i + R_bar sum_i w_i (1 - x_i) + Lap(Delta sum_i |w_i| (1 - x_i))
+
+    Each query gives individual ``i`` an ``eps_i``-differential-privacy guarantee
+    (eq. 8). Guarantees compose sequentially over queries: the privacy spent so
+    far is ``epsilon_spent_ = sum over queries of eps_i``.
+
+    Parameters
+    ----------
+    budget : float, default=1.0
+        Budget ``B`` of each query's auction (``>= 0``).
+    predictor : {"knn", "nadaraya_watson", "ridge"}, default="knn"
+        Linear predictor of Section 5 giving the weights.
+    n_neighbors : int, default=5
+        ``k`` for ``predictor="knn"`` (capped at the number of individuals).
+    bandwidth : float, default=1.0
+        Gaussian-kernel bandwidth for ``predictor="nadaraya_watson"``.
+    alpha : float, default=1.0
+        Ridge penalty ``lambda`` for ``predictor="ridge"`` (eq. 10).
+    data_range : pair of float or None, default=None
+        The public interval ``[R_min, R_max]`` holding every private value (for
+        ratings, the rating scale). ``None`` takes the min and max of the
+        training ``d`` and emits a :class:`~privrelease.exceptions.PrivacyLeakWarning`:
+        bounds computed from the private data are not covered by the guarantee
+        (a constant ``d = c`` gives ``[c - 0.5, c + 0.5]``).
+    epsilon_cap : float or None, default=None
+        Optional cap on each individual's total ``epsilon_spent_``.
+    cap_policy : {"exclude", "raise"}, default="exclude"
+        What a query does when buying someone would take her over the cap.
+        ``"exclude"``: she is left out of this query's auction (as if her unit
+        cost were infinite; her weight still sets the noise scale) and the
+        auction is rerun, until nobody bought exceeds the cap; individuals whose
+        allowance is used up never take part again. ``"raise"``: raise
+        :class:`~privrelease.exceptions.BudgetExceededError` before releasing the
+        query (queries answered earlier in the same call stay recorded). The
+        auction's choice depends on public weights and reported costs only,
+        never on ``d``, so refusing or excluding reveals nothing about ``d``.
+        Exclusion keeps each individual auction truthful given who takes part, but
+        a participant's report can change who is excluded; the composite is not
+        proved truthful.
+    random_state : None, int or numpy Generator, default=None
+        Source of the Laplace noise. ``None`` reads the operating system's
+        entropy (use this in production). An integer makes the noise
+        reproducible from ``fit`` on: for tests and experiments only.
+
+    Attributes
+    ----------
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Only when ``Y_public`` has string column names.
+    X_fit_ : ndarray of shape (n_samples, n_features)
+        Public features of the individuals.
+    d_ : ndarray of shape (n_samples,)
+        Their private values. The fitted estimator holds private data: do not
+        publish or pickle it to untrusted parties.
+    unit_costs_ : ndarray of shape (n_samples,)
+    data_range_ : tuple of float
+    epsilon_spent_ : ndarray of shape (n_samples,)
+        Sum of each individual's ``eps_i`` over all queries answered so far.
+    payments_ : scipy.sparse.csr_matrix of shape (n_queries, n_samples)
+        Payment to each individual in each query answered so far.
+    epsilons_ : scipy.sparse.csr_matrix of shape (n_queries, n_samples)
+        Each individual's ``eps_i`` in each query.
+    queries_ : pandas.DataFrame
+        One row per query: ``estimate``, ``branch``, ``n_selected``, ``value``
+        (``w(O)``), ``total_weight``, ``sigma``, ``distortion`` (eq. 6),
+        ``total_payment``, ``max_epsilon``, ``n_excluded`` (for the cap).
+    total_payment_ : float
+
+    See Also
+    --------
+    privrelease.auctions.fair_inner_product : the auction run for each query.
+    privrelease.auctions.DCLEF : the released estimator.
+
+    References
+    ----------
+    P. Dandekar, N. Fawaz and S. Ioannidis, "Privacy Auctions for Recommender
+    Systems", WINE 2012: eqs. (4)-(8), Algorithm 1, Section 5.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from privrelease.auctions import DCLEFEstimator
+    >>> rng = np.random.default_rng(0)
+    >>> Y = rng.normal(size=(200, 3))                      # public profiles
+    >>> d = np.clip(np.round(3 + Y[:, 0]), 1, 5)           # private ratings in [1, 5]
+    >>> est = DCLEFEstimator(budget=5.0, predictor="knn", n_neighbors=20,
+    ...                      data_range=(1, 5), random_state=0)
+    >>> est = est.fit(Y, d, unit_costs=rng.exponential(size=200))
+    >>> pred = est.predict(Y[:3])
+    >>> est.payments_.shape, bool(est.total_payment_ <= 3 * 5.0)
+    ((3, 200), True)
+    """
+
+    _parameter_constraints: dict = {
+        "budget": [Interval(Real, 0, None, closed="left")],
+        "predictor": [StrOptions({"knn", "nadaraya_watson", "ridge"})],
+        "n_neighbors": [Interval(Integral, 1, None, closed="left")],
+        "bandwidth": [Interval(Real, 0, None, closed="neither")],
+        "alpha": [Interval(Real, 0, None, closed="left")],
+        "data_range": ["array-like", None],
+        "epsilon_cap": [Interval(Real, 0, None, closed="neither"), None],
+        "cap_policy": [StrOptions({"exclude", "raise"})],
+        "random_state": ["random_state", np.random.Generator],
+    }
+
+    def __init__(self, *, budget=1.0, predictor="knn", n_neighbors=5, bandwidth=1.0, alpha=1.0,
+                 data_range=None, epsilon_cap=None, cap_policy="exclude", random_state=None):
+        self.budget = budget
+        self.predictor = predictor
+        self.n_neighbors = n_neighbors
+        self.bandwidth = bandwidth
+        self.alpha = alpha
+        self.data_range = data_range
+        self.epsilon_cap = epsilon_cap
+        self.cap_policy = cap_policy
+        self.random_state = random_state
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, *, unit_costs=None):
+        """Store public features, private values and unit costs.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Public features ``Y_public`` of the individuals.
+        y : array-like of shape (n_samples,)
+            Their private values ``d``.
+        unit_costs : array-like of shape (n_samples,), default=None
+            Reported unit costs ``v_i >= 0`` (``inf`` = never sells). ``None``
+            means 1 for everybody.
+
+        Returns
+        -------
+        self
+        """
+        X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
+        n = X.shape[0]
+        if unit_costs is None:
+            costs = np.ones(n)
+        else:
+            costs = _check_vector(unit_costs, "unit_costs", allow_inf=True, nonnegative=True)
+            if costs.shape[0] != n:
+                raise ValueError(f"unit_costs has {costs.shape[0]} entries but X has {n} samples")
+        if self.data_range is None:
+            low, high = float(y.min()), float(y.max())
+            if low == high:
+                low, high = low - 0.5, high + 0.5
+            warnings.warn(
+                f"data_range=None: the interval [{low}, {high}] was computed from the private "
+                "values themselves, which the privacy guarantee does not cover; pass the public "
+                "data_range (for ratings, the rating scale)", PrivacyLeakWarning, stacklevel=2)
+            self.data_range_ = (low, high)
+        else:
+            self.data_range_ = check_data_range(self.data_range)
+            low, high = self.data_range_
+            out = (y < low) | (y > high)
+            if out.any():
+                raise ValueError(
+                    f"{int(out.sum())} private value(s) lie outside data_range {self.data_range!r} "
+                    f"(for example {float(y[out][0])!r}); the guarantee needs every value inside"
+                )
+        self.X_fit_ = X
+        self.d_ = y.astype(np.float64)
+        self.unit_costs_ = costs
+        self.epsilon_spent_ = np.zeros(n)
+        self.payments_ = sp.csr_matrix((0, n))
+        self.epsilons_ = sp.csr_matrix((0, n))
+        self.queries_ = pd.DataFrame(columns=list(_QUERY_COLUMNS))
+        self.total_payment_ = 0.0
+        self._noise_source = check_random_source(self.random_state)
+        return self
+
+    def _weights(self, X):
+        if self.predictor == "knn":
+            return knn_weights(self.X_fit_, X, n_neighbors=self.n_neighbors)
+        if self.predictor == "nadaraya_watson":
+            return nadaraya_watson_weights(self.X_fit_, X, bandwidth=self.bandwidth)
+        return ridge_weights(self.X_fit_, X, alpha=self.alpha)
+
+    def auction_weights(self, X):
+        """The public weights ``w(y, Y_public)`` of each query row (no privacy spent).
+
+        Returns
+        -------
+        W : ndarray of shape (n_queries, n_samples)
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        return self._weights(X)
+
+    def _run_query(self, w):
+        """One auction, honouring the cap; returns the AuctionResult and the exclusions."""
+        v = self.unit_costs_.copy()
+        excluded = np.zeros(v.size, dtype=bool)
+        cap = self.epsilon_cap
+        if cap is not None:
+            excluded |= self.epsilon_spent_ >= cap
+            v[excluded] = np.inf
+        while True:
+            res = fair_inner_product(v, w, self.budget, data_range=self.data_range_)
+            if cap is None:
+                return res, excluded
+            over = res.selected & (self.epsilon_spent_ + res.epsilons > cap * (1 + 1e-12))
+            if not over.any():
+                return res, excluded
+            if self.cap_policy == "raise":
+                i = int(np.flatnonzero(over)[0])
+                raise BudgetExceededError(
+                    f"query refused: individual {i} has spent {self.epsilon_spent_[i]:.6g} and "
+                    f"would receive eps = {res.epsilons[i]:.6g} more, above epsilon_cap={cap!r} "
+                    f"({int(over.sum())} individual(s) affected)"
+                )
+            excluded |= over
+            v[over] = np.inf
+
+    def predict(self, X):
+        """Release one DCLEF estimate per query row, paying for the privacy it uses.
+
+        Every call spends privacy: it records the payments and the ``eps_i`` of each
+        query in ``payments_``, ``epsilons_``, ``queries_`` and adds them to
+        ``epsilon_spent_``. Two calls on the same rows give different (fresh) noise.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_queries, n_features)
+            Public features of the new individuals.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_queries,)
+
+        Raises
+        ------
+        BudgetExceededError
+            With ``cap_policy="raise"``, when a query would exceed ``epsilon_cap``.
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        Wq = self._weights(X)
+        preds = np.empty(X.shape[0])
+        rows, pay_rows, eps_rows = [], [], []
+        try:
+            for q in range(X.shape[0]):
+                res, excluded = self._run_query(Wq[q])
+                est = DCLEF(Wq[q], res.x, self.data_range_)
+                preds[q] = est.sample(self.d_, random_state=self._noise_source)
+                self.epsilon_spent_ = self.epsilon_spent_ + res.epsilons
+                self.total_payment_ += res.total_payment
+                pay_rows.append(res.payments)
+                eps_rows.append(res.epsilons)
+                rows.append(dict(estimate=preds[q], branch=res.branch,
+                                 n_selected=int(res.selected.sum()), value=res.value,
+                                 total_weight=res.total_weight, sigma=est.sigma,
+                                 distortion=est.distortion, total_payment=res.total_payment,
+                                 max_epsilon=float(res.epsilons.max()),
+                                 n_excluded=int(excluded.sum())))
+        finally:
+            if rows:
+                self.payments_ = sp.vstack([self.payments_, sp.csr_matrix(np.array(pay_rows))],
+                                           format="csr")
+                self.epsilons_ = sp.vstack([self.epsilons_, sp.csr_matrix(np.array(eps_rows))],
+                                           format="csr")
+                new = pd.DataFrame(rows, columns=list(_QUERY_COLUMNS))
+                self.queries_ = new if len(self.queries_) == 0 else pd.concat(
+                    [self.queries_, new], ignore_index=True)
+        return preds
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # every predict call draws fresh Laplace noise and spends privacy
+        tags.non_deterministic = True
+        tags.input_tags.sparse = False
+        # the released predictions are deliberately noisy
+        tags.regressor_tags.poor_score = True
+        return tags
+
+
+_QUERY_COLUMNS = ("estimate", "branch", "n_selected", "value", "total_weight", "sigma",
+                  "distortion", "total_payment", "max_epsilon", "n_excluded")

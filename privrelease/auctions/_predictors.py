@@ -1,0 +1,107 @@
+"""Weights of linear predictors ``s(d) = <w, d>`` from public features (Sec. 5).
+
+Each individual ``i`` has public features ``Y[i]``; a new individual has
+features ``y``. The three textbook predictors of Section 5 of Dandekar, Fawaz and
+Ioannidis are linear in the private data ``d``, with weights ``w = w(y, Y)`` that
+depend on public information only; so the weights can be published and a
+privacy auction (:func:`~privrelease.auctions.fair_inner_product`) can be run on them.
+
+All functions accept one query ``y`` of shape ``(m,)`` (returning ``(n,)``) or a
+batch of shape ``(n_queries, m)`` (returning ``(n_queries, n)``).
+"""
+
+import numpy as np
+
+from ..utils import check_number
+
+__all__ = ["knn_weights", "nadaraya_watson_weights", "ridge_weights"]
+
+
+def _check_features(Y, y):
+    Y = np.asarray(Y, dtype=np.float64)
+    if Y.ndim != 2 or Y.shape[0] == 0:
+        raise ValueError(f"Y must be 2-D (individuals x features) with at least one row, got shape {Y.shape}")
+    q = np.asarray(y, dtype=np.float64)
+    single = q.ndim == 1
+    q = np.atleast_2d(q)
+    if q.ndim != 2 or q.shape[1] != Y.shape[1]:
+        raise ValueError(
+            f"y must have {Y.shape[1]} features like Y (shape ({Y.shape[1]},) or "
+            f"(n_queries, {Y.shape[1]})), got shape {np.shape(y)}"
+        )
+    if not (np.isfinite(Y).all() and np.isfinite(q).all()):
+        raise ValueError("Y and y must be finite")
+    return Y, q, single
+
+
+def _sq_distances(Y, q):
+    d = (q**2).sum(1)[:, None] + (Y**2).sum(1)[None, :] - 2.0 * q @ Y.T
+    return np.maximum(d, 0.0)
+
+
+def knn_weights(Y, y, n_neighbors=5):
+    """k-nearest-neighbour weights: ``w_i = 1/k`` on the ``k`` closest individuals (Sec. 5).
+
+    ``s(d) = (1/k) sum_{i in N_k(y)} d_i`` with the Euclidean distance; ties in
+    distance are broken by index. ``k`` is capped at the number of individuals.
+
+    Examples
+    --------
+    >>> from privrelease.auctions import knn_weights
+    >>> knn_weights([[0.0], [1.0], [5.0]], [0.2], n_neighbors=2).tolist()
+    [0.5, 0.5, 0.0]
+    """
+    Y, q, single = _check_features(Y, y)
+    k = min(check_number(n_neighbors, "n_neighbors", low=1, integer=True), Y.shape[0])
+    D = _sq_distances(Y, q)
+    nn = np.argsort(D, axis=1, kind="stable")[:, :k]
+    W = np.zeros_like(D)
+    np.put_along_axis(W, nn, 1.0 / k, axis=1)
+    return W[0] if single else W
+
+
+def nadaraya_watson_weights(Y, y, bandwidth=1.0):
+    """Nadaraya-Watson weights with a Gaussian kernel (Sec. 5).
+
+    ``w_i = K(y, Y_i) / sum_j K(y, Y_j)`` with
+    ``K(y, y') = exp(-||y - y'||^2 / (2 h^2))``; the paper's example kernel
+    ``exp(-||y - y'||^2)`` is ``h = 1 / sqrt(2)``. Computed stably (the smallest
+    distance is subtracted before exponentiating).
+
+    Examples
+    --------
+    >>> from privrelease.auctions import nadaraya_watson_weights
+    >>> w = nadaraya_watson_weights([[0.0], [1.0]], [0.5], bandwidth=1.0)
+    >>> w.tolist()
+    [0.5, 0.5]
+    """
+    Y, q, single = _check_features(Y, y)
+    h = check_number(bandwidth, "bandwidth", low=0, low_inclusive=False)
+    D = _sq_distances(Y, q)
+    K = np.exp(-(D - D.min(axis=1, keepdims=True)) / (2.0 * h * h))
+    W = K / K.sum(axis=1, keepdims=True)
+    return W[0] if single else W
+
+
+def ridge_weights(Y, y, alpha=1.0):
+    """Ridge-regression weights ``w = y^T (Y^T Y + alpha I)^{-1} Y^T`` (Sec. 5, eq. 10).
+
+    ``<w, d>`` is the ridge prediction ``<y, b>`` with
+    ``b = argmin ||d - Y b||^2 + alpha ||b||^2`` (no intercept: add a constant
+    column to ``Y`` for one). Weights may be negative. ``alpha = 0`` gives the
+    minimum-norm least-squares weights ``y^T pinv(Y)``.
+
+    Examples
+    --------
+    >>> from privrelease.auctions import ridge_weights
+    >>> ridge_weights([[1.0], [2.0]], [1.0], alpha=0.0).round(12).tolist()
+    [0.2, 0.4]
+    """
+    Y, q, single = _check_features(Y, y)
+    alpha = check_number(alpha, "alpha", low=0)
+    if alpha == 0:
+        W = q @ np.linalg.pinv(Y)
+    else:
+        G = Y.T @ Y + alpha * np.eye(Y.shape[1])
+        W = q @ np.linalg.solve(G, Y.T)
+    return W[0] if single else W
