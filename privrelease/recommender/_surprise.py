@@ -18,7 +18,7 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 from ..utils import check_random_source, check_rating_matrix
 
@@ -27,6 +27,20 @@ __all__ = ["SurpriseRecommender"]
 _ALGORITHMS = ("SVD", "SVDpp", "BaselineOnly", "KNNBaseline")
 # bound on the (users x d*d) / (items x d*d) scratch arrays of the fold-in
 _FOLD_CELLS = 4_000_000
+
+
+_CONTROLLER = None
+
+
+def _single_threaded_blas():
+    """Context limiting BLAS to one thread (library scan done once per process).
+
+    Batches of many small solves are far slower with multithreaded OpenBLAS.
+    """
+    global _CONTROLLER
+    if _CONTROLLER is None:
+        _CONTROLLER = ThreadpoolController()
+    return _CONTROLLER.limit(limits=1, user_api="blas")
 
 
 def _surprise():
@@ -362,25 +376,24 @@ class SurpriseRecommender(BaseEstimator):
         counts = np.diff(Xr.indptr)
         bucket = np.where(counts > 0, np.ceil(np.log2(np.maximum(counts, 1))), -1).astype(int)
         idx = np.arange(d)
-        for bkt in np.unique(bucket):
-            members = np.flatnonzero(bucket == bkt)
-            if bkt < 0:  # users without ratings: z = 0 (the baseline)
-                continue
-            L = int(2 ** bkt)
-            chunk = max(1, _FOLD_CELLS // (d * max(L, d)))
-            for s in range(0, members.size, chunk):
-                users = members[s:s + chunk]
-                sub_ptr = Xr.indptr[users]
-                sub_n = counts[users]
-                local = np.repeat(np.arange(users.size), sub_n)
-                pos = np.arange(local.size) - np.repeat(np.cumsum(sub_n) - sub_n, sub_n)
-                gather = np.repeat(sub_ptr, sub_n) + pos
-                Fpad = np.zeros((users.size, L, d))
-                Fpad[local, pos] = F[Xr.indices[gather]]
-                tpad = np.zeros((users.size, L))
-                tpad[local, pos] = t[gather]
-                with threadpool_limits(1, user_api="blas"):
-                    # many small systems: multithreaded OpenBLAS is far slower here
+        with _single_threaded_blas():
+            for bkt in np.unique(bucket):
+                members = np.flatnonzero(bucket == bkt)
+                if bkt < 0:  # users without ratings: z = 0 (the baseline)
+                    continue
+                L = int(2 ** bkt)
+                chunk = max(1, _FOLD_CELLS // (d * max(L, d)))
+                for s in range(0, members.size, chunk):
+                    users = members[s:s + chunk]
+                    sub_ptr = Xr.indptr[users]
+                    sub_n = counts[users]
+                    local = np.repeat(np.arange(users.size), sub_n)
+                    pos = np.arange(local.size) - np.repeat(np.cumsum(sub_n) - sub_n, sub_n)
+                    gather = np.repeat(sub_ptr, sub_n) + pos
+                    Fpad = np.zeros((users.size, L, d))
+                    Fpad[local, pos] = F[Xr.indices[gather]]
+                    tpad = np.zeros((users.size, L))
+                    tpad[local, pos] = t[gather]
                     G = np.matmul(Fpad.transpose(0, 2, 1), Fpad)
                     rhs = np.matmul(Fpad.transpose(0, 2, 1), tpad[:, :, None])
                     G[:, idx, idx] += lam[users] + 1e-12  # jitter: fold_in_reg=0 guard
