@@ -17,7 +17,7 @@ from ._attacks import (
 )
 from ._blurme import BlurMe
 from ._curve import PrivacyUtilityCurve, check_privacy_grid, privacy_utility_curve
-from ._protocol import RMSECost, holdout_ratings, rmse_cost
+from ._protocol import RMSECost, rmse_cost
 from ._scorer import lowest_rmse_within, make_privacy_scorer, privacy_scoring
 
 __all__ = [
@@ -32,7 +32,6 @@ __all__ = [
     "PrivacyUtilityCurve",
     "check_privacy_grid",
     "privacy_utility_curve",
-    "holdout_ratings",
     "rmse_cost",
     "lowest_rmse_within",
     "make_privacy_scorer",

@@ -86,6 +86,9 @@ class PrivacyUtilityCurve:
         ``distortion_``, NaN when it has none), ``changed_ratings`` (mean number
         of entries a protected user's release differs from her ratings in),
         ``auc_<attacker>_<model>_<features>`` for attacker in fixed/adaptive,
+        ``worst_auc_fixed`` / ``worst_auc_adaptive`` (the largest folded AUC
+        ``max(AUC, 1 - AUC)`` over models and features: an AUC well below 0.5 is
+        a reliably wrong attacker, i.e. still leakage),
         ``rmse_released`` (mean over folds) and its ``_std``, ``rmse_original``,
         ``rmse_release_nothing``, ``rmse_release_everything``,
         ``rel_increase_released``, ``rel_increase_release_nothing``.
@@ -152,7 +155,7 @@ class PrivacyUtilityCurve:
         """Attacker AUC against the swept parameter, fixed (dashed) and adaptive (solid)."""
         ax = self._ax(ax)
         f = self.frame
-        for col in [c for c in f.columns if c.startswith("auc_")]:
+        for col in [c for c in f.columns if c.startswith("auc_")]:  # worst_auc_* are summaries
             _, attacker, model, feat = col.split("_", 3)
             if (models and model not in models) or (features and feat not in features):
                 continue
@@ -266,7 +269,7 @@ def privacy_utility_curve(mapper, ratings, private, *, deltas=None, max_leakages
     else:
         name, grid = "setting", np.array([0.0])
         settings = [mapper]
-    recommender = _check_recommender(recommender)
+    recommender = _check_recommender(recommender, rating_range)
     split = _prepare_split(ratings, private, opt_in_fraction=opt_in_fraction, cv=cv,
                            heldout_fraction=heldout_fraction, rating_range=rating_range,
                            random_state=random_state)
@@ -310,6 +313,10 @@ def privacy_utility_curve(mapper, ratings, private, *, deltas=None, max_leakages
             row["changed_ratings"] = changed
             for t in table.itertuples(index=False):
                 row[f"auc_{t.attacker}_{t.model}_{t.features}"] = t.auc
+            for attacker in ("fixed", "adaptive"):
+                sub = table.loc[table.attacker == attacker, "auc"].to_numpy()
+                if sub.size:
+                    row[f"worst_auc_{attacker}"] = float(np.max(np.maximum(sub, 1.0 - sub)))
             attack_rows.append(table.assign(**{name: v}))
             roc[float(v)] = roc_i
         for rel in RELEASES:

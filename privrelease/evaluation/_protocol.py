@@ -34,9 +34,10 @@ import scipy.sparse as sp
 from joblib import Parallel, delayed
 from sklearn.base import clone
 
+from ..recommender import SurpriseRecommender, holdout_split
 from ..utils import check_number, check_random_source, check_rating_matrix
 
-__all__ = ["rmse_cost", "RMSECost", "holdout_ratings"]
+__all__ = ["rmse_cost", "RMSECost"]
 
 RELEASES = ("original", "released", "release_nothing", "release_everything")
 
@@ -50,20 +51,9 @@ def _check_mapper(mapper):
         )
 
 
-def _default_recommender():
-    try:
-        from ..recommender import SurpriseRecommender
-    except ImportError as exc:  # pragma: no cover - depends on the install
-        raise ImportError(
-            "recommender=None uses privrelease.recommender.SurpriseRecommender, which could not be "
-            f"imported ({exc}); pass a recommender with fit(X) and rmse(X, y)"
-        ) from exc
-    return SurpriseRecommender()
-
-
-def _check_recommender(recommender):
+def _check_recommender(recommender, rating_range=(1, 5)):
     if recommender is None:
-        recommender = _default_recommender()
+        recommender = SurpriseRecommender(rating_scale=tuple(rating_range))
     if not (hasattr(recommender, "fit") and hasattr(recommender, "rmse")):
         raise TypeError(
             "recommender must have fit(X) and rmse(X, y) (see privrelease.recommender.SurpriseRecommender), "
@@ -107,41 +97,6 @@ def _check_cv(cv):
 
 
 # --------------------------------------------------------------------------- splitting
-def holdout_ratings(X, fraction=0.1, *, random_state=None):
-    """Hold out a fraction of every user's ratings.
-
-    Each user with ``n >= 2`` ratings has ``max(1, round(fraction * n))`` of them
-    (but never all) held out, chosen uniformly; users with a single rating keep it.
-
-    Parameters
-    ----------
-    X : sparse matrix of shape (n_users, n_items)
-        Ratings, 0 = not rated.
-    fraction : float in (0, 1)
-    random_state : None, int or RandomSource
-
-    Returns
-    -------
-    X_visible, X_heldout : csr_matrix
-        ``X_visible + X_heldout == X`` and they share no stored entry.
-    """
-    fraction = _check_fraction(fraction, "heldout_fraction")
-    rs = check_random_source(random_state)
-    X = sp.csr_matrix(X, dtype=np.float64)
-    X.sort_indices()
-    keep = np.ones(X.nnz, dtype=bool)
-    counts = np.diff(X.indptr)
-    for u in np.flatnonzero(counts >= 2):
-        n = counts[u]
-        k = min(max(1, int(np.floor(fraction * n + 0.5))), n - 1)
-        pick = rs.permutation(n)[:k]
-        keep[X.indptr[u] + pick] = False
-    rows = np.repeat(np.arange(X.shape[0]), counts)
-    vis = sp.csr_matrix((X.data[keep], (rows[keep], X.indices[keep])), shape=X.shape)
-    held = sp.csr_matrix((X.data[~keep], (rows[~keep], X.indices[~keep])), shape=X.shape)
-    return vis, held
-
-
 @dataclass
 class _Split:
     """One draw of the protocol's randomness, shared by every mapper compared."""
@@ -221,7 +176,7 @@ def _prepare_split(ratings, private, *, opt_in_fraction, cv, heldout_fraction, r
         )
     fperm = rs.permutation(n_prot)
     folds = [np.sort(f) for f in np.array_split(fperm, cv)]
-    visible, heldout = holdout_ratings(X[protected], heldout_fraction, random_state=rs)
+    visible, heldout = holdout_split(X[protected], heldout_fraction, random_state=rs)
     fold_seeds = [rs.spawn_seed() if fixed_seed else None for _ in range(cv)]
     attack_seed = rs.spawn_seed() if fixed_seed else None
     return _Split(X=X, y=y, users=users, opt_in=opt_in, protected=protected, folds=folds,
@@ -393,9 +348,11 @@ def rmse_cost(mapper, ratings, private, *, opt_in_fraction=0.5, cv=5, heldout_fr
     cv : int >= 2, default=5
         Folds over the protected users.
     heldout_fraction : float in (0, 1), default=0.1
-        Fraction of each test user's ratings held out (see :func:`holdout_ratings`).
+        Fraction of each test user's ratings held out, drawn by
+        :func:`privrelease.recommender.holdout_split` (stochastic rounding:
+        ``floor(fraction * n_u + U)`` ratings, at least one kept).
     recommender : estimator with ``fit(X)`` and ``rmse(X, y)``, default=None
-        ``None``: :class:`privrelease.recommender.SurpriseRecommender` (SVD).
+        ``None``: ``SurpriseRecommender(rating_scale=rating_range)`` (Surprise's SVD).
         ``rmse(X, y)`` receives the test users' released rows and their held-out
         true ratings.
     rating_range : (low, high), default=(1, 5)
@@ -454,7 +411,7 @@ def rmse_cost(mapper, ratings, private, *, opt_in_fraction=0.5, cv=5, heldout_fr
     True
     """
     _check_mapper(mapper)
-    recommender = _check_recommender(recommender)
+    recommender = _check_recommender(recommender, rating_range)
     split = _prepare_split(ratings, private, opt_in_fraction=opt_in_fraction, cv=cv,
                            heldout_fraction=heldout_fraction, rating_range=rating_range,
                            random_state=random_state)

@@ -17,7 +17,8 @@ from sklearn.model_selection import StratifiedKFold, cross_val_predict
 from ..exceptions import PrivacyLeakWarning
 from ..utils import check_random_source
 from ._attacks import InferenceAttack
-from ._protocol import _check_fraction, holdout_ratings
+from ..recommender import holdout_split
+from ._protocol import _check_fraction
 
 __all__ = ["make_privacy_scorer", "privacy_scoring", "lowest_rmse_within"]
 
@@ -59,7 +60,7 @@ class _PrivacyScorer:
             return -_leakage(release)
         if self.metric == "rmse":
             # hold out BEFORE the release: only the visible part goes through the mapper
-            visible, heldout = holdout_ratings(X, self.heldout_fraction, random_state=self.seed)
+            visible, heldout = holdout_split(X, self.heldout_fraction, random_state=self.seed)
             return -float(recommender.rmse(release.transform(visible), heldout))
         # adaptive attacker: cross-validated on the test users' RELEASED rows
         if y is None:
@@ -97,7 +98,7 @@ def make_privacy_scorer(metric="rmse", *, heldout_fraction=0.1, attack_model="lo
         attacker cross-validated on the test users' RELEASED rows (binary
         attribute; ``-1`` labels are ignored). Greater is better for all three.
     heldout_fraction : float in (0, 1), default=0.1
-        Share of each test user's ratings held out (see :func:`holdout_ratings`).
+        Share of each test user's ratings held out (:func:`privrelease.recommender.holdout_split`).
     attack_model : {"logistic", "forest"}, default="logistic"
         Attacker of ``"adaptive_auc"``.
     random_state : None or int, default=None

@@ -5,7 +5,7 @@ import pytest
 import scipy.sparse as sp
 from sklearn.preprocessing import FunctionTransformer
 
-from privrelease.evaluation import holdout_ratings, rmse_cost
+from privrelease.evaluation import rmse_cost
 from privrelease.evaluation._protocol import _fold_inputs, _prepare_split
 
 from evaluation_doubles import BiasRecommender, EmptyMapper, SpyMapper, planted_ratings
@@ -100,16 +100,6 @@ def test_heldout_entries_absent_from_test_rows_in_every_release():
             assert test_rows.multiply(held).nnz == 0
             # the test users are not in the training matrix
             assert train.shape[0] == X.shape[0] - split.folds[k].size
-
-
-def test_holdout_ratings_fractions():
-    X, _ = data(seed=4)
-    vis, held = holdout_ratings(X, 0.2, random_state=0)
-    assert ((vis + held) != X).nnz == 0 and vis.multiply(held).nnz == 0
-    n = np.diff(X.indptr)
-    k = np.diff(held.indptr)
-    expected = np.where(n >= 2, np.minimum(np.maximum(1, np.floor(0.2 * n + 0.5)), n - 1), 0)
-    np.testing.assert_array_equal(k, expected)
 
 
 def test_same_seed_same_result_and_seed_matters():
