@@ -1,0 +1,192 @@
+"""Dask execution of the mappers: same answers as the in-memory path on a LocalCluster."""
+
+import joblib
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+
+da = pytest.importorskip("dask.array")
+dd = pytest.importorskip("dask.dataframe")
+distributed = pytest.importorskip("dask.distributed")
+
+from privrelease.datasets import make_ratings  # noqa: E402
+from privrelease.evaluation import privacy_utility_curve  # noqa: E402
+from privrelease.mappers import QuantizedPrivacyMapper  # noqa: E402
+from privrelease.mappers import _dask  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                       dashboard_address=None)
+    c = distributed.Client(cluster)
+    yield c
+    c.close()
+    cluster.close()
+
+
+@pytest.fixture(scope="module")
+def data():
+    R, a, _ = make_ratings(600, 40, random_state=0)
+    y = a.copy()
+    y[::3] = -1  # a third of the users did not disclose the attribute
+    return R.tocsr(), a, y
+
+
+@pytest.fixture(scope="module")
+def fitted(data):
+    R, _, y = data
+    return QuantizedPrivacyMapper(n_clusters=6, delta=0.3, random_state=3).fit(R, y)
+
+
+def test_fit_matches_in_memory(client, data, fitted):
+    R, _, y = data
+    Xd = da.from_array(R, chunks=(150, 40), asarray=False)
+    m = _dask.fit(QuantizedPrivacyMapper(n_clusters=6, delta=0.3, random_state=3), Xd, y)
+    # same sample (= every labeled user, in row order) -> same clustering, same integer counts
+    np.testing.assert_array_equal(m.cluster_centers_, fitted.cluster_centers_)
+    np.testing.assert_array_equal(m.prior_, fitted.prior_)
+    # costs are sums of the same terms in another order
+    np.testing.assert_allclose(m.cost_matrix_, fitted.cost_matrix_, rtol=1e-12, atol=1e-14)
+    assert m.quantization_radius_ == fitted.quantization_radius_
+    assert m.quantization_distortion_ == pytest.approx(fitted.quantization_distortion_, rel=1e-12)
+    # the convex program on costs equal to 1e-16 has the same certified solution
+    np.testing.assert_allclose(m.mapping_, fitted.mapping_, atol=1e-6)
+    assert m.leakage_ == pytest.approx(fitted.leakage_, abs=1e-8)
+    assert m.distortion_ == pytest.approx(fitted.distortion_, abs=1e-8)
+    assert (m.release_profiles_ != fitted.release_profiles_).nnz == 0
+    assert m.n_labeled_ == int(np.sum(y != -1))
+
+
+def test_prior_counts_every_labeled_user_when_sampling(client, data):
+    R, _, y = data
+    Xd = da.from_array(R, chunks=(100, 40), asarray=False)
+    m = _dask.fit(QuantizedPrivacyMapper(n_clusters=5, delta=0.5, smoothing=0.0, random_state=1),
+                  Xd, y, sample_size=120)
+    labeled = y != -1
+    # the quantizer was learnt on 120 users, the prior counts all 400 (eq. 20, smoothing 0)
+    c = m.quantize(R[labeled])
+    a_idx = np.searchsorted(m.classes_, y[labeled])
+    counts = np.zeros_like(m.prior_)
+    np.add.at(counts, (a_idx, c), 1.0)
+    np.testing.assert_allclose(m.prior_, counts / labeled.sum(), rtol=1e-12)
+    assert m.n_labeled_ == labeled.sum() == 400
+    np.testing.assert_allclose(m.mapping_.sum(axis=1), 1.0, atol=1e-12)
+
+
+@pytest.mark.parametrize("dense", [False, True])
+def test_transform_matches_in_memory_blocks(client, data, fitted, dense):
+    R, _, _ = data
+    X = R.toarray() if dense else R
+    Xd = da.from_array(X, chunks=(128, 40), asarray=False)
+    out = _dask.transform(fitted, Xd)
+    assert isinstance(out, da.Array)  # lazy
+    assert out.chunks == Xd.chunks and out.dtype == X.dtype
+    got = out.compute()
+    ref = _dask.transform_in_blocks(fitted, X, Xd.chunks[0])
+    if dense:
+        assert isinstance(got, np.ndarray)
+        np.testing.assert_array_equal(got, ref)
+    else:
+        assert sp.issparse(got) and got.format == "csr"
+        assert (got != ref).nnz == 0
+    # every released row is one of the profiles (a function of c_hat only)
+    P = fitted.release_profiles_.toarray()
+    G = got if dense else got.toarray()
+    assert all((np.abs(P - row).sum(axis=1) == 0).any() for row in G)
+
+
+def test_block_seeds_are_independent_and_reproducible(client, fitted):
+    row = fitted.release_profiles_[:1].toarray()
+    X = np.repeat(row, 400, axis=0)  # four identical blocks of 100 identical users
+    Xd = da.from_array(X, chunks=(100, X.shape[1]))
+    a = _dask.transform(fitted, Xd).compute()
+    b = _dask.transform(fitted, Xd).compute()
+    np.testing.assert_array_equal(a, b)
+    blocks = a.reshape(4, 100, -1)
+    c = fitted.quantize(row)[0]
+    if np.count_nonzero(fitted.mapping_[c] > 0.05) >= 2:
+        # identical inputs, different streams -> different draws (probability of equality < 0.95**100)
+        assert not np.array_equal(blocks[0], blocks[1])
+        assert not np.array_equal(blocks[2], blocks[3])
+
+
+def test_secure_transform_samples_the_mapping(client, fitted):
+    m = QuantizedPrivacyMapper(**{**fitted.get_params(), "random_state": None})
+    for key, value in vars(fitted).items():
+        if key.endswith("_"):
+            setattr(m, key, value)
+    c = int(np.argmax(fitted.mapping_.max(axis=1) < 0.9))  # a cluster with a random output
+    centre_row = fitted.release_profiles_[c].toarray()
+    c = fitted.quantize(centre_row)[0]
+    X = np.repeat(centre_row, 4000, axis=0)
+    out = _dask.transform(m, da.from_array(X, chunks=(500, X.shape[1]))).compute()
+    P = fitted.release_profiles_.toarray()
+    # which profile each row got; profiles may coincide, so compare grouped frequencies
+    keys = {tuple(p): j for j, p in enumerate(P)}
+    freq = np.zeros(P.shape[0])
+    for r in out:
+        freq[keys[tuple(r)]] += 1
+    expected = np.zeros(P.shape[0])
+    for j, p in enumerate(P):
+        expected[keys[tuple(p)]] += fitted.mapping_[c, j]
+    # 4000 draws: every frequency within 5 binomial standard deviations
+    sd = np.sqrt(4000 * expected * (1 - expected)) + 1e-9
+    assert np.all(np.abs(freq - 4000 * expected) <= 5 * sd + 1)
+
+
+def test_dataframe_partitions(client, data, fitted):
+    R, _, _ = data
+    cols = [f"item{j}" for j in range(R.shape[1])]
+    pdf = pd.DataFrame(R.toarray(), columns=cols)
+    ddf = dd.from_pandas(pdf, npartitions=3)
+    m = QuantizedPrivacyMapper(n_clusters=6, delta=0.3, random_state=3).fit(pdf, np.where(np.arange(600) % 3 == 0, -1, data[1]))
+    out = _dask.transform(m, ddf)
+    assert list(out.columns) == cols
+    got = out.compute()
+    assert isinstance(got, pd.DataFrame) and got.index.equals(pdf.index)
+    sizes = ddf.map_partitions(len).compute().tolist()
+    ref = _dask.transform_in_blocks(m, pdf, sizes)
+    np.testing.assert_array_equal(got.to_numpy(), np.asarray(ref))
+
+
+def test_dataframe_fit_records_feature_names(client, data):
+    R, _, y = data
+    cols = [f"item{j}" for j in range(R.shape[1])]
+    ddf = dd.from_pandas(pd.DataFrame(R.toarray(), columns=cols), npartitions=4)
+    m = _dask.fit(QuantizedPrivacyMapper(n_clusters=4, delta=0.5, random_state=0), ddf, y)
+    assert list(m.feature_names_in_) == cols
+    np.testing.assert_allclose(m.prior_.sum(), 1.0)
+
+
+def test_bad_dask_inputs(client, fitted):
+    Xd = da.zeros((10, 7), chunks=(5, 7))
+    with pytest.raises(ValueError, match="X has 7 features, but QuantizedPrivacyMapper is expecting 40"):
+        _dask.transform(fitted, Xd)
+    with pytest.raises(ValueError, match=r"y must have shape \(10,\) to match X, got \(9,\)"):
+        _dask.fit(QuantizedPrivacyMapper(), Xd, np.zeros(9))
+    with pytest.raises(ValueError, match="no labeled users: all 10 entries"):
+        _dask.fit(QuantizedPrivacyMapper(), Xd, -np.ones(10))
+    with pytest.raises(ValueError, match="block_rows must be a positive integer, got 0"):
+        _dask.transform_in_blocks(fitted, np.zeros((3, 40)), 0)
+
+
+def test_block_random_state():
+    assert _dask.block_random_state(None, 3) is None
+    a = _dask.block_random_state(7, 0).uniform(5)
+    b = _dask.block_random_state(7, 0).uniform(5)
+    c = _dask.block_random_state(7, 1).uniform(5)
+    np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(a, c)
+
+
+def test_privacy_utility_curve_on_joblib_dask_backend(client):
+    R, a, _ = make_ratings(300, 30, random_state=0)
+    kw = dict(deltas=[0.5, 0.9], cv=2, attack_models=("logistic",), attack_features=("values",),
+              random_state=0, verbose=0)
+    ref = privacy_utility_curve(QuantizedPrivacyMapper(n_clusters=4, random_state=0), R, a, n_jobs=1, **kw)
+    with joblib.parallel_config(backend="dask"):
+        got = privacy_utility_curve(QuantizedPrivacyMapper(n_clusters=4, random_state=0), R, a, n_jobs=2, **kw)
+    pd.testing.assert_frame_equal(got.frame, ref.frame)
+    assert np.all(np.isfinite(got.frame["rmse_released"]))
