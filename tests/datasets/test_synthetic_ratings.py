@@ -15,7 +15,7 @@ def gini(x):
 
 
 def cv_auc(X, a, cv=5):
-    clf = LogisticRegression(max_iter=2000)
+    clf = LogisticRegression(solver="liblinear")
     return cross_val_score(clf, X, a, cv=cv, scoring="roc_auc").mean()
 
 
