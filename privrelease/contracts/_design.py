@@ -1,0 +1,702 @@
+"""Cheapest contracts for buying private data (Khalili, Zhang and Liu).
+
+A broker answers a buyer's sum query ``Q(D) = sum_i d_i`` with the biased
+Laplace mechanism :class:`~privrelease.contracts.BiasedLaplaceMechanism` and
+must pay each seller at least her privacy cost ``c(v_i, epsilon_i)``. Given the
+buyer's accuracy target ``K`` (worst-case mean squared error), the functions
+here find the contracts ``(p_i, epsilon_i)`` of least total payment:
+
+* :func:`design_contract`: full information (valuations known);
+* :func:`design_menu`: two sellers whose valuation is ``v_high`` with
+  probability ``prob_high`` and ``v_low`` otherwise, known only to them: a menu
+  of two contracts satisfying individual rationality (IR) and incentive
+  compatibility (IC);
+* :func:`unbiased_contract`: the best contract using the unbiased Laplace
+  mechanism ``A_u`` (all weights 1), the baseline both are compared with.
+"""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.optimize import minimize, minimize_scalar
+
+from ..exceptions import InfeasibleBudgetError, SolverError
+from ..utils import check_number
+from ._mechanism import BiasedLaplaceMechanism
+
+__all__ = [
+    "Contract",
+    "Menu",
+    "design_contract",
+    "design_menu",
+    "privacy_cost",
+    "unbiased_contract",
+]
+
+_REL_TOL = 1e-9
+
+
+# ----------------------------------------------------------------------------- costs
+
+
+class _Cost:
+    """A privacy cost ``c(v, eps)``: increasing in ``v`` and ``eps``, convex in ``eps``, ``c(v, 0) = 0``."""
+
+    def __init__(self, name, fn, deriv=None, inv_deriv=None):
+        self.name = name
+        self.fn = fn
+        self._deriv = deriv
+        self._inv = inv_deriv
+
+    def __call__(self, v, eps):
+        v = np.asarray(v, dtype=float)
+        eps = np.asarray(eps, dtype=float)
+        return np.where(eps > 0, self.fn(v, np.where(eps > 0, eps, 0.0)), 0.0)
+
+    def deriv(self, v, eps):
+        if self._deriv is not None:
+            return self._deriv(v, eps)
+        h = 1e-6 * np.maximum(1.0, eps)
+        lo = np.maximum(eps - h, 0.0)
+        return (self.fn(v, eps + h) - self.fn(v, lo)) / (eps + h - lo)
+
+    def inv_deriv(self, v, mu, upper):
+        """``eps in [0, upper]`` with ``deriv(v, eps) = mu`` (clipped at the ends)."""
+        if self._inv is not None:
+            return np.clip(self._inv(v, mu), 0.0, upper)
+        v, mu, upper = np.broadcast_arrays(np.asarray(v, float), np.asarray(mu, float),
+                                           np.asarray(upper, float))
+        lo = np.zeros(v.shape)
+        hi = upper.astype(float).copy()
+        for _ in range(50):
+            mid = 0.5 * (lo + hi)
+            below = self.deriv(v, mid) < mu
+            lo = np.where(below, mid, lo)
+            hi = np.where(below, hi, mid)
+        return 0.5 * (lo + hi)
+
+
+def _linear(v, eps):
+    return v * eps
+
+
+def _exponential(v, eps):
+    with np.errstate(over="ignore"):  # eps up to 1/b: inf is the right answer
+        return v * np.expm1(eps)
+
+
+def _exponential_deriv(v, eps):
+    with np.errstate(over="ignore"):
+        return v * np.exp(eps)
+
+
+def _resolve_cost(cost):
+    if isinstance(cost, _Cost):
+        return cost
+    if cost == "linear":
+        return _Cost("linear", _linear, deriv=lambda v, e: v * np.ones_like(e),
+                     inv_deriv=None)
+    if cost == "exponential":
+        def inv(v, mu):
+            with np.errstate(divide="ignore"):
+                return np.log(np.maximum(mu, 0.0) / v)
+        return _Cost("exponential", _exponential, deriv=_exponential_deriv, inv_deriv=inv)
+    if callable(cost):
+        return _Cost(getattr(cost, "__name__", "custom"), cost)
+    raise ValueError(
+        "cost must be 'linear' (v * eps), 'exponential' (v * (exp(eps) - 1)) or a callable "
+        f"cost(v, eps), got {cost!r}"
+    )
+
+
+def privacy_cost(valuation, epsilon, cost="linear"):
+    """Privacy cost ``c(v, epsilon)`` of a seller: ``v * epsilon`` or ``v * (exp(epsilon) - 1)``.
+
+    Parameters
+    ----------
+    valuation, epsilon : float or array-like
+    cost : {'linear', 'exponential'} or callable, default='linear'
+
+    Returns
+    -------
+    cost : ndarray or float
+
+    Examples
+    --------
+    >>> from privrelease.contracts import privacy_cost
+    >>> float(privacy_cost(5.0, 0.5)), round(float(privacy_cost(5.0, 0.5, "exponential")), 4)
+    (2.5, 3.2436)
+    """
+    return _resolve_cost(cost)(valuation, epsilon)[()]
+
+
+# ----------------------------------------------------------------------------- validation
+
+
+def _check_accuracy(accuracy):
+    K = check_number(accuracy, "accuracy", allow_inf=False)
+    if K <= 0:
+        raise InfeasibleBudgetError(
+            f"accuracy K must be > 0: a mean squared error of {accuracy!r} cannot be met by "
+            "any differentially private mechanism (it would need Laplace scale b = 0 and "
+            "every seller's data at full weight, i.e. epsilon = infinity)",
+            smallest_feasible=None,
+        )
+    return K
+
+
+def _check_valuations(valuations):
+    v = np.asarray(valuations, dtype=float)
+    if v.ndim == 0:
+        v = v[None]
+    if v.ndim != 1 or v.size == 0:
+        raise ValueError(f"valuations must be a non-empty 1-d array, got shape {v.shape}")
+    bad = ~np.isfinite(v) | (v <= 0)
+    if bad.any():
+        raise ValueError(
+            f"valuations must be finite and > 0, got {float(v[bad][0])!r} at index "
+            f"{int(np.flatnonzero(bad)[0])}"
+        )
+    return v
+
+
+# ----------------------------------------------------------------------------- full information
+
+
+@dataclass
+class Contract:
+    """Contracts offered to sellers whose valuations are known (full information).
+
+    Attributes
+    ----------
+    valuations : ndarray
+    a : ndarray
+        Weights of :class:`BiasedLaplaceMechanism`, in ``[0, 1]``.
+    b : float
+        Laplace scale.
+    epsilons : ndarray
+        ``a_i / b``.
+    payments : ndarray
+        ``p_i = c(v_i, epsilon_i)`` (IR binds at the optimum).
+    total_payment : float
+    accuracy : float
+        ``K`` achieved, ``(sum (1 - a_i) / 2)^2 + 2 b^2``.
+    target_accuracy : float
+    cost : str
+    unbiased_payment : float
+        Total payment of the best contract with the unbiased mechanism ``A_u``
+        at the same target (:func:`unbiased_contract`).
+    """
+
+    valuations: np.ndarray
+    a: np.ndarray
+    b: float
+    epsilons: np.ndarray
+    payments: np.ndarray
+    total_payment: float
+    accuracy: float
+    target_accuracy: float
+    cost: str
+    unbiased_payment: float = float("nan")
+
+    def mechanism(self, random_state=None):
+        """The :class:`BiasedLaplaceMechanism` implementing this contract."""
+        return BiasedLaplaceMechanism(self.a, self.b, random_state=random_state)
+
+
+def _make_contract(v, a, b, K, cost):
+    a = np.clip(np.asarray(a, dtype=float), 0.0, 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        eps = np.where(a > 0, a / b, 0.0)
+    pay = cost(v, eps)
+    achieved = float((np.sum(1.0 - a) / 2.0) ** 2 + 2.0 * b**2)
+    return Contract(valuations=v, a=a, b=float(b), epsilons=eps, payments=pay,
+                    total_payment=float(pay.sum()), accuracy=achieved, target_accuracy=K,
+                    cost=cost.name)
+
+
+def unbiased_contract(valuations, accuracy, cost="linear"):
+    """Best contract using the unbiased Laplace mechanism ``A_u`` (all ``a_i = 1``).
+
+    ``A_u`` has MSE ``2 b^2`` and gives every seller ``epsilon = 1 / b``; payments
+    decrease with ``b``, so the best choice is ``b = sqrt(K / 2)`` and
+    ``p_i = c(v_i, sqrt(2 / K))``.
+
+    Parameters
+    ----------
+    valuations : array-like of shape (n_sellers,)
+        Privacy valuations, > 0.
+    accuracy : float
+        Target ``K`` > 0.
+    cost : {'linear', 'exponential'} or callable, default='linear'
+
+    Returns
+    -------
+    contract : Contract
+    """
+    v = _check_valuations(valuations)
+    K = _check_accuracy(accuracy)
+    cost = _resolve_cost(cost)
+    out = _make_contract(v, np.ones(v.size), np.sqrt(K / 2.0), K, cost)
+    out.unbiased_payment = out.total_payment
+    return out
+
+
+def _linear_closed_form(v, K):
+    r"""Exact optimum for ``c = v eps`` (the slides' closed-form theorem).
+
+    For a fixed ``b`` the accuracy constraint reads ``sum_i a_i >= A(b) =
+    n - 2 s`` with ``s = sqrt(K - 2 b^2)``, and ``min sum_i v_i a_i / b`` is a
+    fractional knapsack: fill the cheapest sellers first. On the segment where
+    ``k`` sellers are full and seller ``k + 1`` is partial (``A in [k, k + 1]``),
+    the payment is ``P(s) = (c_0 - 2 v_{k+1} s) / b(s)`` with
+    ``c_0 = V_k + (n - k) v_{k+1}``, ``V_k`` the sum of the ``k`` smallest
+    valuations and ``b(s) = sqrt((K - s^2) / 2)``. Its derivative in ``b`` has
+    the sign of ``2 v_{k+1} K / s - c_0``, which increases with ``b``: ``P`` is
+    unimodal on the segment with minimum at ``s* = 2 v_{k+1} K / c_0``, clipped
+    to the segment. The optimum is the best of these ``n`` candidates.
+    """
+    n = v.size
+    order = np.argsort(v, kind="stable")
+    vs = v[order]
+    V = np.concatenate([[0.0], np.cumsum(vs)])
+    sqK = np.sqrt(K)
+    best = (np.inf, None, None)
+    for k in range(n):
+        s_lo = max(0.0, (n - k - 1) / 2.0)
+        s_hi = min((n - k) / 2.0, sqK)
+        if s_lo >= sqK:
+            continue
+        vk = vs[k]
+        c0 = V[k] + (n - k) * vk
+        s = float(np.clip(2.0 * vk * K / c0, s_lo, s_hi))
+        b2 = (K - s * s) / 2.0
+        if b2 <= 0:
+            continue
+        b = np.sqrt(b2)
+        A = n - 2.0 * s
+        pay = (V[k] + (A - k) * vk) / b
+        if pay < best[0]:
+            a_sorted = np.zeros(n)
+            a_sorted[:k] = 1.0
+            a_sorted[k] = A - k
+            a = np.empty(n)
+            a[order] = a_sorted
+            best = (pay, a, b)
+    if best[1] is None:  # pragma: no cover - K < n^2/4 always leaves a feasible segment
+        raise SolverError(f"no feasible segment for valuations {v.tolist()!r} and K = {K!r}")
+    return best[1], best[2]
+
+
+def _water_fill(cost, v, required, upper):
+    """``min sum_i c(v_i, eps_i)`` s.t. ``sum_i eps_i >= required``, ``0 <= eps_i <= upper``.
+
+    Vectorised over rows: ``required`` and ``upper`` have shape ``(G,)``; returns
+    ``eps`` of shape ``(G, n)``. KKT for this convex separable problem: ``eps_i
+    = clip((dc/deps)^{-1}(v_i, mu), 0, upper)`` with the multiplier ``mu`` set by
+    bisection so that the sum constraint binds.
+    """
+    v = v[None, :]
+    upper = upper[:, None]
+    required = required[:, None]
+    mu_lo = np.zeros_like(required)
+    mu_hi = np.max(cost.deriv(v, np.broadcast_to(upper, (upper.shape[0], v.shape[1]))),
+                   axis=1, keepdims=True) * (1 + 1e-9) + 1e-300
+    for _ in range(80):
+        mu = 0.5 * (mu_lo + mu_hi)
+        total = cost.inv_deriv(v, mu, upper).sum(axis=1, keepdims=True)
+        short = total < required
+        mu_lo = np.where(short, mu, mu_lo)
+        mu_hi = np.where(short, mu_hi, mu)
+    # at a kink (linear pieces, non-strictly convex costs) the sum jumps across
+    # ``required`` between mu_lo and mu_hi: both are KKT points of the same
+    # multiplier, so the convex combination meeting the constraint exactly is optimal
+    eps_hi = cost.inv_deriv(v, mu_hi, upper)
+    eps_lo = cost.inv_deriv(v, mu_lo, upper)
+    s_hi, s_lo = eps_hi.sum(axis=1, keepdims=True), eps_lo.sum(axis=1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        theta = np.where(s_hi > s_lo, (required - s_lo) / (s_hi - s_lo), 1.0)
+    theta = np.clip(theta, 0.0, 1.0)
+    eps = eps_lo + theta * (eps_hi - eps_lo)
+    eps = np.where(required <= 0, 0.0, eps)
+    return eps
+
+
+def _numeric_full_info(v, K, cost):
+    """Outer search over ``b`` (grid, then bounded Brent refinement) of the convex inner problem."""
+    n = v.size
+    b_max = np.sqrt(K / 2.0)
+
+    def payments(bs):
+        bs = np.atleast_1d(np.asarray(bs, dtype=float))
+        s = np.sqrt(np.maximum(K - 2.0 * bs**2, 0.0))
+        A = np.maximum(n - 2.0 * s, 0.0)
+        eps = _water_fill(cost, v, A / bs, 1.0 / bs)
+        return cost(v[None, :], eps).sum(axis=1), eps
+
+    grid = b_max * np.linspace(1.0 / 200, 1.0, 200)
+    pay, _ = payments(grid)
+    j = int(np.argmin(pay))
+    lo, hi = grid[max(j - 1, 0)], grid[min(j + 1, grid.size - 1)]
+    res = minimize_scalar(lambda b: payments(b)[0][0], bounds=(lo, hi), method="bounded",
+                          options={"xatol": 1e-12 * b_max})
+    b = float(res.x) if res.fun <= pay[j] else float(grid[j])
+    eps = payments(b)[1][0]
+    return np.clip(eps * b, 0.0, 1.0), b
+
+
+def design_contract(valuations, accuracy, cost="linear"):
+    r"""Cheapest contracts under full information, with the biased Laplace mechanism.
+
+    Solves (slides, "Under full information: n sellers")
+
+    .. math::
+
+        \min_{a \in [0,1]^n,\ b > 0,\ p} \sum_i p_i \quad \text{s.t.}\quad
+        p_i \ge c(v_i, a_i / b)\ \text{(IR)},\qquad
+        \Big(\sum_i \tfrac{1 - a_i}{2}\Big)^2 + 2 b^2 \le K\ \text{(AC)}.
+
+    IR binds at the optimum. If ``K >= n^2 / 4`` the broker answers with pure
+    noise (all ``a_i = 0``) and pays nothing. Otherwise:
+
+    * ``cost='linear'`` (``c = v eps``): closed form (the slides' theorem),
+      see :func:`_linear_closed_form`: sellers are filled in increasing order of
+      valuation, and the optimal ``b`` on each segment is explicit.
+    * convex costs (``'exponential'``, ``c = v (e^eps - 1)``, or a callable
+      ``cost(v, eps)`` vectorised, increasing and convex in ``eps`` with
+      ``cost(v, 0) = 0``): for fixed ``b`` the problem in ``eps_i = a_i / b`` is
+      convex and separable (``sum eps_i >= (n - 2 sqrt(K - 2 b^2)) / b``,
+      ``0 <= eps_i <= 1 / b``) and is solved exactly by water-filling; the
+      one-dimensional search over ``b`` uses a grid and
+      ``scipy.optimize.minimize_scalar``.
+
+    Sellers with higher valuations get lower ``epsilon_i``: personalised privacy.
+
+    Parameters
+    ----------
+    valuations : array-like of shape (n_sellers,)
+        Privacy valuations ``v_i``, > 0.
+    accuracy : float
+        Target ``K`` > 0 on the worst-case mean squared error.
+    cost : {'linear', 'exponential'} or callable, default='linear'
+
+    Returns
+    -------
+    contract : Contract
+        With ``unbiased_payment``, the total payment of :func:`unbiased_contract`.
+
+    Raises
+    ------
+    InfeasibleBudgetError
+        ``accuracy <= 0``: no differentially private mechanism meets it.
+
+    References
+    ----------
+    .. [1] M. M. Khalili, X. Zhang, M. Liu, "Contract Design for Purchasing
+       Private Data Using a Biased Differentially Private Algorithm" (slides:
+       contract under full information; theorem "optimal solution under linear
+       cost"; numerical example v = 5, 10 with c = v (e^eps - 1)).
+
+    Examples
+    --------
+    >>> from privrelease.contracts import design_contract
+    >>> c = design_contract([5.0, 10.0], accuracy=0.5, cost="exponential")
+    >>> bool(c.total_payment < c.unbiased_payment), bool(c.epsilons[0] > c.epsilons[1])
+    (True, True)
+    >>> design_contract([1.0], accuracy=0.3).total_payment  # K > 1/4: pure noise
+    0.0
+    """
+    v = _check_valuations(valuations)
+    K = _check_accuracy(accuracy)
+    cost = _resolve_cost(cost)
+    n = v.size
+    if K >= n * n / 4.0:
+        out = _make_contract(v, np.zeros(n), np.sqrt((K - n * n / 4.0) / 2.0), K, cost)
+    else:
+        if cost.name == "linear":
+            a, b = _linear_closed_form(v, K)
+        else:
+            a, b = _numeric_full_info(v, K, cost)
+        out = _make_contract(v, a, b, K, cost)
+    if not out.accuracy <= K * (1 + 1e-7):
+        raise SolverError(f"contract misses the accuracy target: K = {out.accuracy!r} > {K!r}")
+    out.unbiased_payment = unbiased_contract(v, K, cost).total_payment
+    return out
+
+
+# ----------------------------------------------------------------------------- menus
+
+
+@dataclass
+class Menu:
+    """A menu of two contracts for two sellers of unknown type (information asymmetry).
+
+    Attributes
+    ----------
+    option : int
+        1: both sellers are offered the menu; 2: one seller is (the other's data
+        enter with weight 0).
+    a_high, a_low : float
+        Weights for a seller who picks the high- / low-valuation contract.
+    b : float
+        Laplace scale.
+    eps_high, eps_low : float
+        ``a / b`` (``eps_high <= eps_low``: high valuations sell less privacy).
+    p_high, p_low : float
+        Payments (IR binds for the high type, IC for the low type).
+    expected_payment : float
+        Expected total payment over the sellers' types.
+    accuracy : float
+        Expected mean squared error ``e(a_L, a_H, b)`` achieved.
+    target_accuracy : float
+    unbiased_payment : float
+        Total payment of the best single contract with ``A_u`` (both sellers,
+        ``b = sqrt(K/2)``, each paid ``c(v_high, 1/b)`` so that both types accept).
+    regime : str
+        ``'menu'`` (``0 < a_high < a_low``), ``'pooling'`` (``a_high = a_low > 0``),
+        ``'low type only'`` (``a_high = 0 < a_low``: a single contract that only
+        the low-valuation type accepts) or ``'pure noise'``.
+    v_low, v_high, prob_high : float
+    cost : str
+    """
+
+    option: int
+    a_high: float
+    a_low: float
+    b: float
+    eps_high: float
+    eps_low: float
+    p_high: float
+    p_low: float
+    expected_payment: float
+    accuracy: float
+    target_accuracy: float
+    unbiased_payment: float
+    regime: str
+    v_low: float
+    v_high: float
+    prob_high: float
+    cost: str
+    _cost: object = field(default=None, repr=False, compare=False)
+
+    def utilities(self):
+        """Utility of each type for each contract: ``{(type, contract): p - c(v_type, eps)}``."""
+        c = self._cost
+        out = {}
+        for t, v in (("high", self.v_high), ("low", self.v_low)):
+            for k, p, e in (("high", self.p_high, self.eps_high), ("low", self.p_low, self.eps_low)):
+                out[(t, k)] = float(p - c(v, e))
+        return out
+
+
+def _menu_accuracy(option, pi, a_h, a_l, b):
+    """Expected MSE ``e(a_L, a_H, b)`` of the slides, for options 1 and 2."""
+    u, w = 1.0 - a_h, 1.0 - a_l
+    if option == 1:
+        q = pi**2 * u**2 + (1 - pi) ** 2 * w**2 + 2 * pi * (1 - pi) * ((u + w) / 2) ** 2
+    else:
+        q = pi * ((1 + u) / 2) ** 2 + (1 - pi) * ((1 + w) / 2) ** 2
+    return 2.0 * b**2 + q
+
+
+def _largest_w(option, pi, u, r):
+    """Largest ``w = 1 - a_L`` with ``Q(u, w) <= r`` (``-inf`` where none, ``inf`` if unconstrained)."""
+    u = np.asarray(u, dtype=float)
+    r = np.asarray(r, dtype=float)
+    if option == 1:
+        A = (1 - pi) ** 2 + pi * (1 - pi) / 2.0
+        B = pi * (1 - pi) * u
+        C = (pi**2 + pi * (1 - pi) / 2.0) * u**2 - r
+    else:
+        # pi ((1+u)/2)^2 + (1-pi) ((1+w)/2)^2 <= r  <=>  (1 - pi)/4 (1 + w)^2 <= r - pi ((1+u)/2)^2
+        A = (1 - pi) / 4.0
+        B = (1 - pi) / 2.0
+        C = (1 - pi) / 4.0 + pi * ((1 + u) / 2) ** 2 - r
+    if A <= 1e-15:
+        return np.where(C <= 0, np.inf, -np.inf)
+    disc = B * B - 4 * A * C
+    with np.errstate(invalid="ignore"):
+        root = (-B + np.sqrt(np.maximum(disc, 0.0))) / (2 * A)
+    return np.where(disc >= 0, root, -np.inf)
+
+
+def design_menu(v_low, v_high, prob_high, accuracy, *, option=1, cost="linear"):
+    r"""Cheapest menu of contracts for two sellers of private type (information asymmetry).
+
+    Each seller's valuation is ``v_high`` with probability ``pi = prob_high``
+    and ``v_low`` otherwise, independently, and known only to her. The broker
+    offers ``{(p_H, eps_H), (p_L, eps_L)}`` and uses weights ``a_H, a_L`` and a
+    common noise scale ``b`` (``eps = a / b``). Slides' problem:
+
+    .. math::
+
+        \min\ \mathbb{E}[p] \quad\text{s.t.}\quad
+        p_i \ge c(v_i, \epsilon_i)\ \text{(IR)},\quad
+        p_i - c(v_i, \epsilon_i) \ge p_j - c(v_i, \epsilon_j)\ \text{(IC)},\quad
+        e(a_L, a_H, b) \le K\ \text{(AC)},
+
+    with, for option 1 (both sellers get the menu),
+    ``E[p] = 2 (pi p_H + (1 - pi) p_L)`` and
+    ``e = 2b^2 + pi^2 (1-a_H)^2 + (1-pi)^2 (1-a_L)^2 + 2 pi (1-pi) ((2 - a_H - a_L)/2)^2``;
+    for option 2 (one seller gets it, the other's weight is 0)
+    ``E[p] = pi p_H + (1 - pi) p_L`` and
+    ``e = 2b^2 + pi ((2 - a_H)/2)^2 + (1 - pi) ((2 - a_L)/2)^2``.
+
+    **Reduction** (as on the slides: IR binds for the high type, IC for the low
+    type, IR of the low type is redundant). For costs ``c(v, eps)`` whose
+    difference ``c(v_H, .) - c(v_L, .)`` is non-decreasing (true for
+    ``v g(eps)``, so for both built-in costs), adding the two IC constraints
+    shows ``eps_H <= eps_L`` is necessary, and for fixed ``eps`` the least
+    payments are ``p_H = c(v_H, eps_H)`` and
+    ``p_L = c(v_L, eps_L) + c(v_H, eps_H) - c(v_L, eps_H)``. Then ``E[p]``
+    increases in ``a_L``, so for given ``(b, a_H)`` the best ``a_L`` is the
+    smallest one meeting AC and ``a_L >= a_H`` (a root of a quadratic). The
+    remaining two-dimensional problem over ``(b, a_H)`` is solved by a grid
+    search refined with Nelder-Mead (``scipy.optimize.minimize``); the
+    returned menu is then checked against IR, IC and AC, and a
+    :class:`~privrelease.exceptions.SolverError` is raised if any fails.
+
+    Parameters
+    ----------
+    v_low, v_high : float
+        Valuations, ``0 < v_low <= v_high``.
+    prob_high : float
+        ``pi``, probability of the high valuation, in ``[0, 1]``.
+    accuracy : float
+        Target ``K`` on the expected mean squared error; option 2 needs ``K > 1/4``.
+    option : {1, 2}, default=1
+    cost : {'linear', 'exponential'} or callable, default='linear'
+
+    Returns
+    -------
+    menu : Menu
+
+    Raises
+    ------
+    ValueError
+        Negative or unordered valuations, ``prob_high`` outside ``[0, 1]``.
+    InfeasibleBudgetError
+        ``K <= 0``, or ``K <= 1/4`` with option 2 (``smallest_feasible`` is then 0.25,
+        as an infimum).
+
+    References
+    ----------
+    .. [1] M. M. Khalili, X. Zhang, M. Liu, "Contract Design for Purchasing
+       Private Data Using a Biased Differentially Private Algorithm" (slides:
+       contract under information asymmetry, options 1 and 2, "Simplifying the
+       optimization", "Broker's decision", example v_H = 5, v_L = 1, pi = 0.5).
+
+    Examples
+    --------
+    >>> from privrelease.contracts import design_menu
+    >>> m = design_menu(1.0, 5.0, 0.5, accuracy=0.2)
+    >>> bool(m.expected_payment < m.unbiased_payment), bool(m.eps_high <= m.eps_low)
+    (True, True)
+    """
+    vl = check_number(v_low, "v_low")
+    vh = check_number(v_high, "v_high")
+    if vl <= 0 or vh <= 0:
+        raise ValueError(f"valuations must be > 0, got v_low={v_low!r}, v_high={v_high!r}")
+    if vl > vh:
+        raise ValueError(f"valuations must be ordered, v_low <= v_high; got v_low={v_low!r} > "
+                         f"v_high={v_high!r}")
+    pi = check_number(prob_high, "prob_high", low=0.0, high=1.0)
+    K = _check_accuracy(accuracy)
+    if option not in (1, 2) or isinstance(option, bool):
+        raise ValueError(f"option must be 1 (menu to both sellers) or 2 (menu to one seller), "
+                         f"got {option!r}")
+    cost = _resolve_cost(cost)
+    q_min = 0.0 if option == 1 else 0.25
+    if K <= q_min:
+        raise InfeasibleBudgetError(
+            f"option 2 leaves one seller out, so its expected MSE exceeds 1/4 + 2 b^2; "
+            f"accuracy K = {accuracy!r} <= 0.25 cannot be met", smallest_feasible=0.25)
+    weight = 2.0 if option == 1 else 1.0
+
+    def expected_payment(a_h, a_l, b):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            e_h = np.where(a_h > 0, a_h / b, 0.0)
+            e_l = np.where(a_l > 0, a_l / b, 0.0)
+        p_h = cost(vh, e_h)
+        p_l = cost(vl, e_l) + p_h - cost(vl, e_h)
+        return weight * (pi * p_h + (1 - pi) * p_l)
+
+    def evaluate(t, u):
+        """Objective over (t = b / b_max, u = 1 - a_H); returns (E[p], a_h, a_l, b)."""
+        b = t * b_max
+        w = np.minimum(np.minimum(_largest_w(option, pi, u, K - 2.0 * b**2), 1.0), u)
+        feasible = (w >= 0) & (b > 0)
+        a_h, a_l = 1.0 - u, 1.0 - np.where(feasible, w, 0.0)
+        with np.errstate(invalid="ignore", over="ignore"):
+            val = expected_payment(a_h, a_l, np.where(b > 0, b, 1.0))
+        # inf - inf (exponential cost at tiny b) is no candidate
+        val = np.where(feasible & ~np.isnan(val), val, np.inf)
+        return val, a_h, a_l, b
+
+    if _menu_accuracy(option, pi, 0.0, 0.0, 0.0) <= K:  # pure noise meets the target
+        a_h = a_l = 0.0
+        b = float(np.sqrt((K - _menu_accuracy(option, pi, 0.0, 0.0, 0.0)) / 2.0))
+    else:
+        b_max = np.sqrt((K - q_min) / 2.0)
+        T, U = np.meshgrid(np.linspace(1.0 / 150, 1.0, 150), np.linspace(0.0, 1.0, 101),
+                           indexing="ij")
+        vals = evaluate(T, U)[0]
+        i, j = np.unravel_index(int(np.argmin(vals)), vals.shape)
+        start = np.array([T[i, j], U[i, j]])
+
+        def f(z):
+            t, u = z
+            if not (0 < t <= 1 and 0 <= u <= 1):
+                return np.inf
+            return float(evaluate(t, u)[0])
+
+        res = minimize(f, start, method="Nelder-Mead",
+                       options={"xatol": 1e-10, "fatol": 1e-13, "maxiter": 4000})
+        z = res.x if res.fun <= vals[i, j] else start
+        _, a_h, a_l, b = evaluate(z[0], z[1])
+        a_h, a_l, b = float(a_h), float(a_l), float(b)
+        if not np.isfinite(f(z)):
+            raise SolverError(f"no feasible menu found for K = {K!r}")
+
+    menu = _build_menu(option, pi, vl, vh, a_h, a_l, b, K, cost, weight)
+    _verify_menu(menu)
+    return menu
+
+
+def _build_menu(option, pi, vl, vh, a_h, a_l, b, K, cost, weight):
+    e_h = a_h / b if a_h > 0 else 0.0
+    e_l = a_l / b if a_l > 0 else 0.0
+    p_h = float(cost(vh, e_h))
+    p_l = float(cost(vl, e_l) + p_h - cost(vl, e_h))
+    tol = 1e-9
+    if a_l <= tol and a_h <= tol:
+        regime = "pure noise"
+    elif a_h <= tol:
+        regime = "low type only"
+    elif abs(a_l - a_h) <= 1e-7:
+        regime = "pooling"
+    else:
+        regime = "menu"
+    unbiased = 2.0 * float(cost(vh, np.sqrt(2.0 / K)))
+    return Menu(option=option, a_high=a_h, a_low=a_l, b=b, eps_high=e_h, eps_low=e_l,
+                p_high=p_h, p_low=p_l, expected_payment=weight * (pi * p_h + (1 - pi) * p_l),
+                accuracy=float(_menu_accuracy(option, pi, a_h, a_l, b)), target_accuracy=K,
+                unbiased_payment=unbiased, regime=regime, v_low=vl, v_high=vh, prob_high=pi,
+                cost=cost.name, _cost=cost)
+
+
+def _verify_menu(m):
+    """IR, IC and AC at the returned menu; a violated constraint is a solver failure."""
+    u = m.utilities()
+    scale = max(1.0, abs(m.p_high), abs(m.p_low))
+    tol = 1e-8 * scale
+    problems = []
+    if u[("high", "high")] < -tol or u[("low", "low")] < -tol:
+        problems.append(f"IR violated: utilities {u!r}")
+    if u[("high", "high")] < u[("high", "low")] - tol or u[("low", "low")] < u[("low", "high")] - tol:
+        problems.append(f"IC violated: utilities {u!r} (is c(v_high, .) - c(v_low, .) "
+                        "non-decreasing for this cost?)")
+    if m.accuracy > m.target_accuracy * (1 + 1e-7):
+        problems.append(f"accuracy {m.accuracy!r} > target {m.target_accuracy!r}")
+    if problems:
+        raise SolverError("; ".join(problems))
