@@ -596,7 +596,6 @@ class SurpriseRecommender(BaseEstimator):
                                                      np.arange(both.size), ii[both])
                 else:
                     algo = self.algorithm_
-                    ts = algo.trainset
                     for k in both:
                         est[k] = algo.predict(int(uu[k]), int(ii[k]), clip=False).est
         return np.clip(est, *self.rating_scale_)

@@ -300,3 +300,29 @@ def test_holdout_split_min_train_and_dense():
         holdout_split(X, 1.5)
     with pytest.raises(ValueError, match="min_train must be >= 0, got -1"):
         holdout_split(X, 0.1, min_train=-1)
+
+
+def test_metadata_routing_of_raw_ids(data):
+    import sklearn
+
+    _, a, X_train, _ = data
+    uids = np.array([f"u{k}" for k in range(X_train.shape[0])])
+    with sklearn.config_context(enable_metadata_routing=True):
+        rec = SurpriseRecommender(random_state=0).set_fit_request(user_ids=True)
+        pipe = Pipeline([("privacy", FunctionTransformer(accept_sparse=True)), ("recommender", rec)])
+        pipe.fit(X_train, a, user_ids=uids)
+    np.testing.assert_array_equal(pipe[-1].user_ids_, uids)
+
+
+def test_user_based_knn_warns_on_fold_in(data):
+    _, _, X_train, X_test = data
+    rec = SurpriseRecommender("KNNBaseline", algo_params={"sim_options": {"user_based": True}})
+    rec.fit(X_train[:200])
+    with pytest.warns(UserWarning, match="cannot fold in new rows"):
+        pred = rec.predict(X_train[:5])
+    np.testing.assert_allclose(
+        pred, np.clip(rec.global_mean_ + rec._baseline_fold_in(rec._check_X(X_train[:5]))[:, None]
+                      + rec.item_bias_[None, :], *rec.rating_scale_))
+    # known users by id still use the neighbourhoods (Surprise's own estimate)
+    native = rec.algorithm_.predict(3, 7).est
+    assert rec.predict_pairs([3], [7])[0] == pytest.approx(native)
