@@ -62,8 +62,8 @@ def check_privacy_grid(values, name="deltas"):
 
 
 def _attack_job(fitted, split, fixed_attackers, models, features):
-    X_opt_rel = _release(fitted, split.X_opt)
-    X_prot_rel = _release(fitted, split.X_prot)
+    X_opt_rel = _release(fitted, split.X_opt, split.rating_range)
+    X_prot_rel = _release(fitted, split.X_prot, split.rating_range)
     table, res = evaluate_attacks(split.X_opt, X_opt_rel, split.y_opt, X_prot_rel, split.y_prot,
                                   models=models, features=features, fixed_attackers=fixed_attackers,
                                   random_state=split.attack_seed)

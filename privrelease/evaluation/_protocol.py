@@ -111,6 +111,7 @@ class _Split:
     heldout: sp.csr_matrix    # the held-out true ratings (rows = protected)
     fold_seeds: list          # recommender seed per fold (None = recommender's own)
     attack_seed: int | None
+    rating_range: tuple = (1, 5)
     dropped: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
 
     @property
@@ -181,7 +182,7 @@ def _prepare_split(ratings, private, *, opt_in_fraction, cv, heldout_fraction, r
     attack_seed = rs.spawn_seed() if fixed_seed else None
     return _Split(X=X, y=y, users=users, opt_in=opt_in, protected=protected, folds=folds,
                   visible=visible, heldout=heldout, fold_seeds=fold_seeds,
-                  attack_seed=attack_seed, dropped=empty)
+                  attack_seed=attack_seed, rating_range=tuple(rating_range), dropped=empty)
 
 
 # --------------------------------------------------------------------------- one fold
@@ -205,11 +206,19 @@ def _as_csr(X, shape, what):
     return X
 
 
-def _release(mapper, rows):
-    """What the protected users release: mapper.transform of their (visible) rows."""
+def _release(mapper, rows, rating_range=None):
+    """What the protected users release: mapper.transform of their (visible) rows.
+
+    Stored values are clipped to ``rating_range`` (a release is a set of ratings on
+    the scale; the naive release of cluster centroids, for example, has fractional
+    entries below the lowest rating).
+    """
     if rows.shape[0] == 0:
         return rows
-    return _as_csr(mapper.transform(rows), rows.shape, f"{type(mapper).__name__}.transform")
+    out = _as_csr(mapper.transform(rows), rows.shape, f"{type(mapper).__name__}.transform")
+    if rating_range is not None and out.nnz:
+        out.data = np.clip(out.data, rating_range[0], rating_range[1])
+    return out
 
 
 def _fold_inputs(split, k, release, mapper=None):
@@ -221,7 +230,7 @@ def _fold_inputs(split, k, release, mapper=None):
     if release in ("original", "release_everything"):
         out = rows
     elif release == "released":
-        out = _release(mapper, rows)
+        out = _release(mapper, rows, split.rating_range)
     elif release == "release_nothing":
         out = sp.csr_matrix(rows.shape)
     else:  # pragma: no cover
@@ -379,7 +388,8 @@ def rmse_cost(mapper, ratings, private, *, opt_in_fraction=0.5, cv=5, heldout_fr
 
     Notes
     -----
-    Users without any rating have nothing to hold out or release: they are
+    Released values are clipped to ``rating_range`` before they reach the
+    recommender. Users without any rating have nothing to hold out or release: they are
     left out (with a ``UserWarning``). The recommender is trained on the
     opted-in users' original rows and the other folds' protected rows under
     the same release; the test users' rows are passed to ``rmse`` (folded in).
