@@ -32,7 +32,7 @@ def run(report, *, random_state=0, quick=False, valuations=(5.0, 10.0), v_low=1.
     random_state : int, default=0
         Seed of the Monte Carlo check (the designs are deterministic).
     quick : bool, default=False
-        12 accuracy targets and 20 000 Monte Carlo draws: a few seconds.
+        10 accuracy targets and 20 000 Monte Carlo draws: a few seconds.
     valuations : sequence of float, default=(5, 10)
         Full-information sellers (slides' example).
     v_low, v_high, prob_high : float
@@ -49,7 +49,7 @@ def run(report, *, random_state=0, quick=False, valuations=(5.0, 10.0), v_low=1.
     from ...contracts import design_contract, design_menu
 
     if quick:
-        n_points, monte_carlo = 12, 20_000
+        n_points, monte_carlo = 10, 20_000
     v = np.asarray(valuations, dtype=float)
     Ks = np.linspace(k_min, k_max, n_points)
 
