@@ -122,11 +122,12 @@ def run(report, *, random_state=0, quick=False, n_features=2,
                 "budget": mech.budget_, "max_payment": float(mech.payments_.max()),
                 "ir_fraction": float(np.mean(mech.payments_ >= privacy_cost)),
                 "budget_bound": s["budget_bound"],
+                "expected_noise_norm": s["expected_noise_norm"],
             })
     runs = pd.DataFrame(rows)
     summary = runs.groupby("n", as_index=False).agg(
         epsilon=("epsilon", "first"), alpha=("alpha", "first"), error=("error", "mean"),
-        ridge_error=("ridge_error", "mean"), budget=("budget", "mean"),
+        ridge_error=("ridge_error", "mean"), expected_noise_norm=("expected_noise_norm", "first"), budget=("budget", "mean"),
         budget_bound=("budget_bound", "first"), ir_fraction=("ir_fraction", "mean"))
     report.section("Parameter schedule: accuracy, budget, individual rationality")
     report.text(
@@ -134,7 +135,8 @@ def run(report, *, random_state=0, quick=False, n_features=2,
         "payment offset `4 epsilon^2` (IR for privacy-cost coefficients up to 1), payment scale "
         f"`n^-{(1 + 2 * privacy_exponent) / 2:g}` (see `parameter_schedule`). `error` is "
         "`||coef_ - theta||` of the released (noisy) estimator, `ridge_error` that of the "
-        "noiseless ridge estimator (bias only); privacy costs `c_i (2 epsilon)^2` with "
+        "noiseless ridge estimator (bias only), `expected_noise_norm` the mean norm "
+        "`d Delta / epsilon` of the privacy noise; privacy costs `c_i (2 epsilon)^2` with "
         f"`c_i ~ Exp(1)`. Mean over {repetitions} runs; theta has norm 0.6, d = {d}."
     )
     report.table(summary, "schedule", caption="Accuracy, budget and IR fraction against n.")
