@@ -230,8 +230,9 @@ def _fip_core(v, a, budget):
     s_set = s1 & s2 & ~is_star
     has_r = s_set.any(axis=1)
     r_pos = np.argmax(s_set, axis=1)
-    W_minus_star = np.where(pos_star > 0, pref[np.arange(m), np.maximum(pos_star, 1) - 1], 0.0)
-    W_minus_star = W_minus_star * (pos_star > 0) + resid[np.arange(m), pos_star]
+    # W - |w_{i*}| = w(before i*) + w(after i*)
+    W_minus_star = (np.where(pos_star > 0, pref[np.arange(m), np.maximum(pos_star, 1) - 1], 0.0)
+                    + resid[np.arange(m), pos_star])
     with np.errstate(invalid="ignore", divide="ignore"):
         p_hat = np.where(has_r, a_star * vs[np.arange(m), r_pos] / W_minus_star, B[:, 0])
     p_hat = np.where(star_branch, p_hat, np.nan)
