@@ -350,3 +350,18 @@ def test_large_instance_runs():
     assert res.total_payment <= 50.0 * (1 + 1e-12)
     # the proof of Theorem 3 bounds the relaxation itself: S(x*) < 5 S(x)
     assert 5 * res.value >= fractional_dclef(res.unit_costs, res.weights, 50.0).value
+
+
+def test_milp_optimum_brackets_fip_at_larger_n():
+    # n = 40 is beyond brute force: OPT (MILP) lies between FIP and the fractional bound,
+    # and FIP >= OPT / 5 (Theorem 3)
+    rng = np.random.default_rng(80)
+    for _ in range(6):
+        v, w, B = rng.exponential(size=40), rng.normal(size=40), float(rng.exponential(1.0))
+        opt = optimal_dclef(v, w, B)          # auto -> MILP
+        fip = fair_inner_product(v, w, B)
+        frac = fractional_dclef(v, w, B)
+        assert fip.value <= opt.value * (1 + 1e-9)
+        assert opt.value <= frac.value * (1 + 1e-9)
+        assert 5 * fip.value >= opt.value
+        assert opt.total_payment <= B * (1 + 1e-9)
