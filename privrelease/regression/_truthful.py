@@ -284,6 +284,9 @@ class TruthfulRegressionMechanism(RegressorMixin, BaseEstimator):
        ``y = x^T theta + z``, ``z ~ N(0, noise_variance)``:
        ``q_i = prior_variance ||x_i||^2 y_i / (noise_variance + prior_variance ||x_i||^2)``;
        ``prior_variance=np.inf`` (default, a flat prior) gives ``q_i = y_i``.
+       Truthfulness needs this model to match the players' beliefs: with a
+       proper prior the truthful ``q_i`` shrinks ``y_i`` towards 0, and
+       paying with the flat-prior ``q_i = y_i`` would reward shrunken reports.
 
     **Privacy.** Each of the three releases is ``epsilon``-DP; the two group
     estimators use disjoint data (parallel composition: ``epsilon``), then
@@ -292,6 +295,11 @@ class TruthfulRegressionMechanism(RegressorMixin, BaseEstimator):
     (player ``i``'s payment depends on the public output and her own data only)
     are ``2 epsilon``-jointly differentially private (paper, Theorem 2). That
     level is stored in ``epsilon_``. The number of players is public.
+
+    **What is public.** ``coef_`` and ``group_coef_`` are the differentially
+    private release. ``payments_[i]`` is meant for player ``i`` alone (joint DP);
+    ``budget_``, ``n_clipped_`` and the clipping warning are diagnostics for the
+    analyst and are not differentially private.
 
     **Truthfulness.** Player ``i`` is not in the other group, so her report
     moves only ``q_i``; her expected payment ``B(E[p_i], q_i)`` is maximised at
