@@ -1,0 +1,66 @@
+"""Smoke tests of the evaluation experiments on small data (the full runs are CLI jobs)."""
+
+import json
+
+import matplotlib
+
+matplotlib.use("Agg")
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from privrelease.datasets import make_ratings  # noqa: E402
+from privrelease.runner import Report  # noqa: E402
+from privrelease.runner.experiments import movielens_gender, synthetic_ratings  # noqa: E402
+
+SMALL = dict(max_leakages=(0.0,), blurme_fractions=(0.3,), n_clusters=3, cv=2,
+             attack_models=("logistic",), n_jobs=1)
+
+
+def _fake_ml100k(folder, n_users=160, n_items=30, seed=0):
+    R, a, _ = make_ratings(n_users, n_items, attribute_strength=2.0, random_state=seed)
+    coo = R.tocoo()
+    folder.mkdir(parents=True)
+    (folder / "u.data").write_text("".join(f"{u + 1}\t{i + 1}\t{int(r)}\t88{k:07d}\n"
+                                           for k, (u, i, r) in enumerate(zip(coo.row, coo.col, coo.data))))
+    (folder / "u.user").write_text("".join(f"{u + 1}|30|{'F' if a[u] else 'M'}|other|00000\n"
+                                           for u in range(n_users)))
+    (folder / "u.item").write_bytes("".join(f"{i + 1}|Movie {i}|01-Jan-1995||http://x|0|0\n"
+                                            for i in range(n_items)).encode("latin-1"))
+    return folder, R, a
+
+
+def test_movielens_gender_on_a_small_stand_in(tmp_path):
+    folder, R, a = _fake_ml100k(tmp_path / "ml-100k")
+    rep = Report(tmp_path / "out", title="ml")
+    head = movielens_gender.run(rep, path=str(folder), recommender={"algorithm": "BaselineOnly"}, **SMALL)
+    rep.save()
+    assert head["status"] == "ok"
+    # the reference release 'nothing' costs something, and every figure is a finite number
+    assert np.isfinite(head["movielens_rmse_original"])
+    table = (tmp_path / "out" / "movielens_comparison.csv").read_text()
+    assert "optimal mapping" in table and "BlurMe (greedy)" in table and "naive representatives" in table
+    assert json.loads((tmp_path / "out" / "headline.json").read_text())["status"] == "ok"
+    for png in ("movielens_frontier_adaptive.png", "movielens_roc.png", "movielens_leakage_rmse_frontier.png"):
+        assert (tmp_path / "out" / png).stat().st_size > 1000
+
+
+def test_movielens_gender_reports_missing_data(tmp_path, capsys):
+    rep = Report(tmp_path / "out", title="ml")
+    head = movielens_gender.run(rep, path=str(tmp_path / "nowhere"), quick=True)
+    text = rep.markdown()
+    assert head == {"status": "data missing"}
+    assert "Data missing" in text and "never downloads" in text
+    assert "MovieLens 100k was not found" in capsys.readouterr().err
+
+
+def test_synthetic_ratings_helpers(tmp_path):
+    import pandas as pd
+
+    frame = pd.DataFrame({"max_leakage": [0.0, 0.01, 0.1], "worst_auc_adaptive": [0.52, 0.54, 0.7],
+                          "rmse_released": [1.0, 0.95, 0.9]})
+    point = synthetic_ratings.operating_point(frame, 0.55)
+    assert point["max_leakage"] == 0.01          # lowest RMSE among the points meeting the target
+    assert synthetic_ratings.operating_point(frame, 0.5) is None
+    rep = Report(tmp_path / "out", title="syn")
+    with pytest.raises(ValueError, match="unknown data set 'netflix'"):
+        synthetic_ratings.run(rep, datasets=("netflix",), **SMALL)
