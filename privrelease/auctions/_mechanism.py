@@ -356,6 +356,27 @@ def ghosh_roth(unit_costs, budget, *, data_range=(0.0, 1.0)):
     never fires when ``n >= 2``), each paid ``min{B / k, v_{k+1} / (n - k)}``; the
     estimate is 2-approximate with respect to ``OPT`` (Theorem 3).
 
+    Parameters
+    ----------
+    unit_costs : array-like of shape (n,)
+        Reported unit costs ``v_i >= 0``.
+    budget : float
+        ``B >= 0``.
+    data_range : pair of float, default=(0, 1)
+
+    Returns
+    -------
+    result : AuctionResult
+
+    See Also
+    --------
+    fair_inner_product : the general (weighted) mechanism.
+
+    References
+    ----------
+    A. Ghosh and A. Roth, "Selling privacy at auction", ACM EC 2011; Dandekar,
+    Fawaz and Ioannidis (2012), Sec. 4.2 and Theorem 3.
+
     Examples
     --------
     >>> from privrelease.auctions import ghosh_roth
@@ -395,6 +416,20 @@ def fractional_dclef(unit_costs, weights, budget):
     ``x*_{ell+1} = (B p(ell) - q(ell)) / ((v_{ell+1} + B) |w_{ell+1}|)`` and 0 after.
     ``O(n log n)``. Its value bounds ``OPT`` from above (used in the proof of
     Theorem 3, and usable for large ``n`` where the exact optimum is out of reach).
+
+    Parameters
+    ----------
+    unit_costs, weights, budget
+        As for :func:`fair_inner_product`.
+
+    Returns
+    -------
+    result : FractionalResult
+
+    References
+    ----------
+    Dandekar, Fawaz and Ioannidis (2012), full version, appendix D.2, problem (20)
+    and Lemma 6.
 
     Examples
     --------

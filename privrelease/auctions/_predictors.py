@@ -45,6 +45,23 @@ def knn_weights(Y, y, n_neighbors=5):
     ``s(d) = (1/k) sum_{i in N_k(y)} d_i`` with the Euclidean distance; ties in
     distance are broken by index. ``k`` is capped at the number of individuals.
 
+    Parameters
+    ----------
+    Y : array-like of shape (n, m)
+        Public features of the individuals.
+    y : array-like of shape (m,) or (n_queries, m)
+        Public features of the new individual(s).
+    n_neighbors : int, default=5
+
+    Returns
+    -------
+    w : ndarray of shape (n,) or (n_queries, n)
+
+    References
+    ----------
+    Dandekar, Fawaz and Ioannidis (2012), Sec. 5; Hastie, Tibshirani and
+    Friedman, *The Elements of Statistical Learning* (2009).
+
     Examples
     --------
     >>> from privrelease.auctions import knn_weights
@@ -68,6 +85,23 @@ def nadaraya_watson_weights(Y, y, bandwidth=1.0):
     ``exp(-||y - y'||^2)`` is ``h = 1 / sqrt(2)``. Computed stably (the smallest
     distance is subtracted before exponentiating).
 
+    Parameters
+    ----------
+    Y : array-like of shape (n, m)
+    y : array-like of shape (m,) or (n_queries, m)
+    bandwidth : float, default=1.0
+        ``h > 0``.
+
+    Returns
+    -------
+    w : ndarray of shape (n,) or (n_queries, n)
+        Non-negative, summing to one.
+
+    References
+    ----------
+    Dandekar, Fawaz and Ioannidis (2012), Sec. 5; Hastie, Tibshirani and
+    Friedman, *The Elements of Statistical Learning* (2009).
+
     Examples
     --------
     >>> from privrelease.auctions import nadaraya_watson_weights
@@ -90,6 +124,22 @@ def ridge_weights(Y, y, alpha=1.0):
     ``b = argmin ||d - Y b||^2 + alpha ||b||^2`` (no intercept: add a constant
     column to ``Y`` for one). Weights may be negative. ``alpha = 0`` gives the
     minimum-norm least-squares weights ``y^T pinv(Y)``.
+
+    Parameters
+    ----------
+    Y : array-like of shape (n, m)
+    y : array-like of shape (m,) or (n_queries, m)
+    alpha : float, default=1.0
+        ``lambda >= 0`` of eq. (10).
+
+    Returns
+    -------
+    w : ndarray of shape (n,) or (n_queries, n)
+
+    References
+    ----------
+    Dandekar, Fawaz and Ioannidis (2012), Sec. 5; Hastie, Tibshirani and
+    Friedman, *The Elements of Statistical Learning* (2009).
 
     Examples
     --------
