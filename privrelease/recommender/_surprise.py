@@ -498,10 +498,33 @@ class SurpriseRecommender(BaseEstimator):
             rows = np.repeat(np.arange(M.shape[0]), np.diff(M.indptr))
             vals = self._predict_entries(Xr, rows, M.indices)
             return sp.csr_matrix((vals, M.indices.copy(), M.indptr.copy()), shape=M.shape)
+        return self._predict_full(Xr)
+
+    def _predict_full(self, Xr):
+        """Dense (n_rows, n_items) predictions without per-entry gathers of factors."""
         n_rows, n_items = Xr.shape
-        rows = np.repeat(np.arange(n_rows), n_items)
-        cols = np.tile(np.arange(n_items), n_rows)
-        return self._predict_entries(Xr, rows, cols).reshape(n_rows, n_items)
+        kind = self._kind
+        mu = self.global_mean_
+        if kind in ("SVD", "SVDpp"):
+            b_u, P, implicit = self._mf_fold_in(Xr)
+            out = (P + implicit) @ self.item_factors_.T
+            if self._biased:
+                out += mu + b_u[:, None] + self.item_bias_[None, :]
+            else:
+                out[np.diff(Xr.indptr) == 0] = mu
+            return np.clip(out, *self.rating_scale_)
+        if kind == "BaselineOnly":
+            b_u = self._baseline_fold_in(Xr)
+            return np.clip(mu + b_u[:, None] + self.item_bias_[None, :], *self.rating_scale_)
+        out = np.empty((n_rows, n_items))
+        chunk = max(1, _FOLD_CELLS // max(n_items, 1))
+        cols_one = np.arange(n_items)
+        for s in range(0, n_rows, chunk):
+            e = min(n_rows, s + chunk)
+            rows = np.repeat(np.arange(e - s), n_items)
+            cols = np.tile(cols_one, e - s)
+            out[s:e] = self._predict_entries(Xr[s:e], rows, cols).reshape(e - s, n_items)
+        return out
 
     def rmse(self, X, y):
         """Root mean squared error on held-out true ratings.

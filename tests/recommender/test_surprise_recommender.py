@@ -161,7 +161,21 @@ def test_empty_rows_get_the_baseline(data):
                                np.clip(base.global_mean_ + base.item_bias_, *base.rating_scale_))
 
 
-def test_predict_mask_matches_dense(data):
+@pytest.mark.parametrize("algorithm, params", [
+    ("SVD", None), ("SVD", {"biased": False, "n_factors": 5}), ("SVDpp", {"n_factors": 4, "n_epochs": 3}),
+    ("BaselineOnly", None), ("KNNBaseline", None)])
+def test_predict_mask_matches_dense(data, algorithm, params):
+    """The dense path (matrix products) and the per-entry path agree, empty rows included."""
+    _, _, X_train, X_test = data
+    rec = SurpriseRecommender(algorithm, algo_params=params, random_state=0).fit(X_train)
+    rows_in = sp.vstack([X_train[:40], sp.csr_matrix((2, X_train.shape[1]))], format="csr")
+    mask = sp.vstack([X_test[:40], sp.csr_matrix(np.ones((2, X_train.shape[1])))], format="csr")
+    r, c = mask.nonzero()
+    np.testing.assert_allclose(rec.predict(rows_in, mask=mask).toarray()[r, c],
+                               rec.predict(rows_in)[r, c], atol=1e-10)
+
+
+def test_predict_mask_shape(data):
     _, _, X_train, X_test = data
     rec = SurpriseRecommender(random_state=0).fit(X_train)
     dense = rec.predict(X_train[:40])
