@@ -55,8 +55,9 @@ class DCLEFEstimator(RegressorMixin, BaseEstimator):
         training ``d`` and emits a :class:`~privrelease.exceptions.PrivacyLeakWarning`:
         bounds computed from the private data are not covered by the guarantee
         (a constant ``d = c`` gives ``[c - 0.5, c + 0.5]``).
-    epsilon_cap : float or None, default=None
-        Optional cap on each individual's total ``epsilon_spent_``.
+    epsilon_cap : float, array-like of shape (n_samples,) or None, default=None
+        Optional cap on each individual's total ``epsilon_spent_`` (one value for
+        everybody, or one per individual).
     cap_policy : {"exclude", "raise"}, default="exclude"
         What a query does when buying someone would take her over the cap.
         ``"exclude"``: she is left out of this query's auction (as if her unit
@@ -131,7 +132,7 @@ class DCLEFEstimator(RegressorMixin, BaseEstimator):
         "bandwidth": [Interval(Real, 0, None, closed="neither")],
         "alpha": [Interval(Real, 0, None, closed="left")],
         "data_range": ["array-like", None],
-        "epsilon_cap": [Interval(Real, 0, None, closed="neither"), None],
+        "epsilon_cap": [Interval(Real, 0, None, closed="left"), "array-like", None],
         "cap_policy": [StrOptions({"exclude", "raise"})],
         "random_state": ["random_state", np.random.Generator],
     }
@@ -192,6 +193,15 @@ class DCLEFEstimator(RegressorMixin, BaseEstimator):
                     f"{int(out.sum())} private value(s) lie outside data_range {self.data_range!r} "
                     f"(for example {float(y[out][0])!r}); the guarantee needs every value inside"
                 )
+        if self.epsilon_cap is None:
+            self._cap = None
+        else:
+            cap = _check_vector(np.broadcast_to(np.asarray(self.epsilon_cap, dtype=float), (n,))
+                                if np.ndim(self.epsilon_cap) == 0 else self.epsilon_cap,
+                                "epsilon_cap", allow_inf=True, nonnegative=True)
+            if cap.shape[0] != n:
+                raise ValueError(f"epsilon_cap has {cap.shape[0]} entries but X has {n} samples")
+            self._cap = cap
         self.X_fit_ = X
         self.d_ = y.astype(np.float64)
         self.unit_costs_ = costs
@@ -225,7 +235,7 @@ class DCLEFEstimator(RegressorMixin, BaseEstimator):
         """One auction, honouring the cap; returns the AuctionResult and the exclusions."""
         v = self.unit_costs_.copy()
         excluded = np.zeros(v.size, dtype=bool)
-        cap = self.epsilon_cap
+        cap = self._cap
         if cap is not None:
             excluded |= self.epsilon_spent_ >= cap
             v[excluded] = np.inf
@@ -240,7 +250,7 @@ class DCLEFEstimator(RegressorMixin, BaseEstimator):
                 i = int(np.flatnonzero(over)[0])
                 raise BudgetExceededError(
                     f"query refused: individual {i} has spent {self.epsilon_spent_[i]:.6g} and "
-                    f"would receive eps = {res.epsilons[i]:.6g} more, above epsilon_cap={cap!r} "
+                    f"would receive eps = {res.epsilons[i]:.6g} more, above epsilon_cap={cap[i]:g} "
                     f"({int(over.sum())} individual(s) affected)"
                 )
             excluded |= over

@@ -165,3 +165,17 @@ def test_data_range_inferred_with_warning_and_checked(data):
         DCLEFEstimator(budget=-1.0, data_range=(1, 5)).fit(Y, d)
     with pytest.raises(ValueError, match="predictor"):
         DCLEFEstimator(predictor="svm", data_range=(1, 5)).fit(Y, d)
+
+
+def test_per_individual_caps(data):
+    Y, d, Yq, costs = data
+    caps = np.where(np.arange(60) % 2 == 0, 0.5, np.inf)   # even individuals capped
+    est = DCLEFEstimator(budget=5.0, predictor="knn", n_neighbors=8, data_range=(1, 5),
+                         epsilon_cap=caps, random_state=0).fit(Y, d, unit_costs=costs)
+    est.predict(np.repeat(Yq[:3], 30, axis=0))
+    assert np.all(est.epsilon_spent_[::2] <= 0.5 * (1 + 1e-9))
+    assert est.epsilon_spent_[1::2].max() > 0.5
+    with pytest.raises(ValueError, match="epsilon_cap has 3 entries but X has 60"):
+        DCLEFEstimator(data_range=(1, 5), epsilon_cap=[1, 2, 3]).fit(Y, d)
+    with pytest.raises(ValueError, match="epsilon_cap must be >= 0"):
+        DCLEFEstimator(data_range=(1, 5), epsilon_cap=-np.ones(60)).fit(Y, d)
