@@ -442,7 +442,11 @@ class SurpriseRecommender(BaseEstimator):
         if kind in ("SVD", "SVDpp"):
             b_u, P, implicit = self._mf_fold_in(Xr)
             Q = self.item_factors_
-            est = np.einsum("ij,ij->i", Q[cols], P[rows] + implicit[rows])
+            U = P + implicit
+            est = np.empty(rows.shape[0])
+            step = max(1, _FOLD_CELLS // max(Q.shape[1], 1))  # bound the gathered factors
+            for s in range(0, rows.shape[0], step):
+                est[s:s + step] = np.einsum("ij,ij->i", Q[cols[s:s + step]], U[rows[s:s + step]])
             if self._biased:
                 est += mu + b_u[rows] + self.item_bias_[cols]
             else:
