@@ -363,8 +363,9 @@ class SurpriseRecommender(BaseEstimator):
         d = F.shape[1]
         rows = np.repeat(np.arange(n_rows), np.diff(Xr.indptr))
         mu = self.global_mean_ if self._biased else 0.0
-        t = (Xr.data - mu - self.item_bias_[Xr.indices]
-             - np.einsum("ij,ij->i", Q[Xr.indices], implicit[rows]))
+        t = Xr.data - mu - self.item_bias_[Xr.indices]
+        if self._implicit_factors is not None:  # SVD++: subtract q_i . implicit_u
+            t = t - np.einsum("ij,ij->i", Q[Xr.indices], implicit[rows])
         if self.fold_in_reg == "auto":
             lam = n_u[:, None] * reg_diag[None, :]
         else:
