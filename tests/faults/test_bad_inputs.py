@@ -1,0 +1,300 @@
+"""The bad-input catalogue: every bad input of the public API, the error it gets, and docs/bad_inputs.md.
+
+Each row calls the function for real and asserts the exception type and that
+the message quotes the offending value. ``docs/bad_inputs.md`` is rendered from
+these rows and a test checks it is up to date, so the document cannot go
+stale. Regenerate it with::
+
+    .venv/bin/python tests/faults/test_bad_inputs.py --write
+"""
+
+import pathlib
+import re
+import sys
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+DOC = ROOT / "docs" / "bad_inputs.md"
+
+PRIOR = np.array([[0.4, 0.1], [0.1, 0.4]])
+D2 = 1.0 - np.eye(2)
+X_SMALL = np.array([[5.0, 0, 1], [4, 1, 0], [0, 5, 5], [1, 4, 5]])
+Y_SMALL = np.array([0, 0, 1, 1])
+
+
+def _fitted_mapper():
+    from privrelease.mappers import QuantizedPrivacyMapper
+
+    return QuantizedPrivacyMapper(n_clusters=2, delta=5.0, space="raw", random_state=0).fit(X_SMALL, Y_SMALL)
+
+
+def _pickle_file():
+    import pickle
+    import tempfile
+
+    path = pathlib.Path(tempfile.mkdtemp()) / "mapper.npz"
+    path.write_bytes(pickle.dumps({"not": "a mapper"}))
+    return path
+
+
+def _text_file():
+    import tempfile
+
+    path = pathlib.Path(tempfile.mkdtemp()) / "mapper.npz"
+    path.write_text("hello")
+    return path
+
+
+def _catalogue():
+    """Rows ``(area, call, thunk, exception type, text the message must contain)``."""
+    from privrelease import _persistence
+    from privrelease.auctions import DCLEF, fair_inner_product, ghosh_roth, optimal_dclef, privacy_index
+    from privrelease.contracts import BiasedLaplaceMechanism, design_contract, design_menu
+    from privrelease.datasets import make_ratings
+    from privrelease.evaluation import check_privacy_grid
+    from privrelease.exceptions import InfeasibleBudgetError
+    from privrelease.mappers import QuantizedPrivacyMapper, _dask
+    from privrelease.mapping import empirical_prior, leakage, privacy_distortion_curve, solve_mapping
+    from privrelease.noise import Laplace, VectorLaplace, laplace_noise
+    from privrelease.regression import TruthfulRegressionMechanism, ridge_sensitivity
+    from privrelease.utils import check_number, check_private_labels, check_random_source, check_rating_matrix
+
+    m = _fitted_mapper()
+    rows = [
+        # --- mapping engine
+        ("mapping", "solve_mapping(prior=[[0.5, 0.6], [0, 0]], d, 0.5)",
+         lambda: solve_mapping([[0.5, 0.6], [0, 0]], D2, 0.5), ValueError, "1.1"),
+        ("mapping", "solve_mapping(prior with a negative entry, d, 0.5)",
+         lambda: solve_mapping([[0.6, -0.1], [0.1, 0.4]], D2, 0.5), ValueError, "-0.1"),
+        ("mapping", "solve_mapping(prior, d of shape (3, 3), 0.5)",
+         lambda: solve_mapping(PRIOR, 1 - np.eye(3), 0.5), ValueError, "3"),
+        ("mapping", "solve_mapping(prior, d with a negative entry, 0.5)",
+         lambda: solve_mapping(PRIOR, [[0, -1.0], [1, 0]], 0.5), ValueError, "-1"),
+        ("mapping", "solve_mapping(prior, d, delta=-0.1)",
+         lambda: solve_mapping(PRIOR, D2, -0.1), ValueError, "-0.1"),
+        ("mapping", "solve_mapping(prior, d + 1, delta=0.5) (below the smallest feasible distortion)",
+         lambda: solve_mapping(PRIOR, D2 + 1, 0.5), InfeasibleBudgetError, "delta=0.5"),
+        ("mapping", "solve_mapping(prior, d, delta='0.5')",
+         lambda: solve_mapping(PRIOR, D2, "0.5"), TypeError, "'0.5'"),
+        ("mapping", "solve_mapping(prior, d) (neither delta nor max_leakage)",
+         lambda: solve_mapping(PRIOR, D2), ValueError, "delta=None"),
+        ("mapping", "solve_mapping(prior, d, 0.5, max_leakage=0.1) (both)",
+         lambda: solve_mapping(PRIOR, D2, 0.5, max_leakage=0.1), ValueError, "max_leakage=0.1"),
+        ("mapping", "solve_mapping(prior, d, 0.5, solver='gurobi')",
+         lambda: solve_mapping(PRIOR, D2, 0.5, solver="gurobi"), ValueError, "'gurobi'"),
+        ("mapping", "solve_mapping(prior, d, 0.5, leakage='entropy')",
+         lambda: solve_mapping(PRIOR, D2, 0.5, leakage="entropy"), ValueError, "'entropy'"),
+        ("mapping", "solve_mapping(prior, d, 0.5, tol=0)",
+         lambda: solve_mapping(PRIOR, D2, 0.5, tol=0), ValueError, "0"),
+        ("mapping", "solve_mapping(prior, d, max_leakage=-1)",
+         lambda: solve_mapping(PRIOR, D2, max_leakage=-1), ValueError, "-1"),
+        ("mapping", "solve_mapping(prior, d, 0.5, warm_start=np.eye(3))",
+         lambda: solve_mapping(PRIOR, D2, 0.5, warm_start=np.eye(3)), ValueError, "(3, 3)"),
+        ("mapping", "privacy_distortion_curve(prior, d, deltas=[-0.1, 0.5])",
+         lambda: privacy_distortion_curve(PRIOR, D2, [-0.1, 0.5]), ValueError, "-0.1"),
+        ("mapping", "leakage(prior, mapping=[[0.5, 0.6], [0, 1]])",
+         lambda: leakage(PRIOR, [[0.5, 0.6], [0, 1]]), ValueError, "1.1"),
+        ("mapping", "leakage(prior, kind='entropy')",
+         lambda: leakage(PRIOR, kind="entropy"), ValueError, "'entropy'"),
+        ("mapping", "empirical_prior([0, 1], [0, 1, 1])",
+         lambda: empirical_prior([0, 1], [0, 1, 1]), ValueError, "3"),
+        # --- mappers
+        ("mappers", "QuantizedPrivacyMapper(n_clusters=0).fit(X, y)",
+         lambda: QuantizedPrivacyMapper(n_clusters=0).fit(X_SMALL, Y_SMALL), ValueError, "0"),
+        ("mappers", "QuantizedPrivacyMapper(delta=-1).fit(X, y)",
+         lambda: QuantizedPrivacyMapper(delta=-1).fit(X_SMALL, Y_SMALL), ValueError, "-1"),
+        ("mappers", "QuantizedPrivacyMapper(metric='cosine').fit(X, y)",
+         lambda: QuantizedPrivacyMapper(metric="cosine").fit(X_SMALL, Y_SMALL), ValueError, "'cosine'"),
+        ("mappers", "QuantizedPrivacyMapper(delta=1, max_leakage=0.1).fit(X, y)",
+         lambda: QuantizedPrivacyMapper(delta=1.0, max_leakage=0.1, space="raw").fit(X_SMALL, Y_SMALL),
+         ValueError, "max_leakage"),
+        ("mappers", "QuantizedPrivacyMapper(delta=0.01, space='raw').fit(X, y) (budget below quantization)",
+         lambda: QuantizedPrivacyMapper(n_clusters=1, delta=0.01, space="raw").fit(X_SMALL, Y_SMALL),
+         InfeasibleBudgetError, "delta=0.01"),
+        ("mappers", "QuantizedPrivacyMapper().fit(X, None)",
+         lambda: QuantizedPrivacyMapper().fit(X_SMALL, None), ValueError, "None"),
+        ("mappers", "QuantizedPrivacyMapper().fit(X, [-1, -1, -1, -1]) (nobody labeled)",
+         lambda: QuantizedPrivacyMapper().fit(X_SMALL, [-1, -1, -1, -1]), ValueError, "no labeled users"),
+        ("mappers", "QuantizedPrivacyMapper().fit(X, [1, 1, 1, 1]) (one class)",
+         lambda: QuantizedPrivacyMapper().fit(X_SMALL, [1, 1, 1, 1]), ValueError, "single class"),
+        ("mappers", "QuantizedPrivacyMapper().fit(X with NaN, y)",
+         lambda: QuantizedPrivacyMapper().fit(np.where(X_SMALL == 0, np.nan, X_SMALL), Y_SMALL),
+         ValueError, "NaN"),
+        ("mappers", "QuantizedPrivacyMapper().fit(X, y of length 3)",
+         lambda: QuantizedPrivacyMapper().fit(X_SMALL, Y_SMALL[:3]), ValueError, "3"),
+        ("mappers", "fitted.transform(X with 5 columns)",
+         lambda: m.transform(np.zeros((2, 5))), ValueError, "5 features"),
+        ("mappers", "QuantizedPrivacyMapper().transform(X) (not fitted)",
+         lambda: QuantizedPrivacyMapper().transform(X_SMALL), ValueError, "not fitted"),
+        ("mappers (dask)", "_dask.transform(fitted, dask array with 7 columns)",
+         lambda: _dask.transform(m, _dask_zeros((4, 7))), ValueError, "7 features"),
+        ("mappers (dask)", "_dask.fit(mapper, dask X of 4 rows, y of 3)",
+         lambda: _dask.fit(QuantizedPrivacyMapper(), _dask_zeros((4, 3)), np.zeros(3)), ValueError, "(3,)"),
+        ("mappers (dask)", "_dask.transform_in_blocks(fitted, X, block_rows=0)",
+         lambda: _dask.transform_in_blocks(m, X_SMALL, 0), ValueError, "0"),
+        # --- persistence
+        ("persistence", "save(unfitted mapper, path)",
+         lambda: _persistence.save(QuantizedPrivacyMapper(), "/nonexistent/m.npz"), ValueError, "not fitted"),
+        ("persistence", "save({}, path)",
+         lambda: _persistence.save({}, "/nonexistent/m.npz"), TypeError, "dict"),
+        ("persistence", "load(a pickle file renamed .npz)",
+         lambda: _persistence.load(_pickle_file()), ValueError, "pickle"),
+        ("persistence", "load(a text file)",
+         lambda: _persistence.load(_text_file()), ValueError, "b'hell'"),
+        # --- noise
+        ("noise", "Laplace(epsilon=0)", lambda: Laplace(epsilon=0), ValueError, "0"),
+        ("noise", "Laplace(epsilon=-1)", lambda: Laplace(epsilon=-1), ValueError, "-1"),
+        ("noise", "Laplace(epsilon='1')", lambda: Laplace(epsilon="1"), TypeError, "'1'"),
+        ("noise", "Laplace(epsilon=1, scale=1) (both)", lambda: Laplace(epsilon=1, scale=1), ValueError, "scale"),
+        ("noise", "Laplace(epsilon=1, sensitivity=-1)", lambda: Laplace(epsilon=1, sensitivity=-1),
+         ValueError, "-1"),
+        ("noise", "laplace_noise(scale=-2)", lambda: laplace_noise(-2), ValueError, "-2"),
+        ("noise", "VectorLaplace(dimension=0, epsilon=1, sensitivity=1)",
+         lambda: VectorLaplace(dimension=0, epsilon=1, sensitivity=1), ValueError, "0"),
+        # --- utils
+        ("utils", "check_random_source(-1)", lambda: check_random_source(-1), ValueError, "-1"),
+        ("utils", "check_random_source('seed')", lambda: check_random_source("seed"), TypeError, "'seed'"),
+        ("utils", "check_number(float('nan'), 'epsilon')", lambda: check_number(float("nan"), "epsilon"),
+         ValueError, "NaN"),
+        ("utils", "check_number(5, 'p', high=1)", lambda: check_number(5, "p", high=1), ValueError, "5"),
+        ("utils", "check_rating_matrix(X with 7 on a 1-5 scale, rating_range=(1, 5))",
+         lambda: check_rating_matrix(np.array([[7.0, 0], [1, 2]]), rating_range=(1, 5)), ValueError, "7"),
+        ("utils", "check_private_labels([0, 1], n_samples=3)",
+         lambda: check_private_labels([0, 1], 3), ValueError, "2"),
+        # --- auctions
+        ("auctions", "fair_inner_product([1, 2], [1, 1, 1], 1)",
+         lambda: fair_inner_product([1, 2], [1, 1, 1], 1), ValueError, "3"),
+        ("auctions", "fair_inner_product([-1, 2], [1, 1], 1)",
+         lambda: fair_inner_product([-1, 2], [1, 1], 1), ValueError, "-1"),
+        ("auctions", "fair_inner_product([1, 2], [1, 1], budget=-1)",
+         lambda: fair_inner_product([1, 2], [1, 1], -1), ValueError, "-1"),
+        ("auctions", "fair_inner_product([], [], 1)",
+         lambda: fair_inner_product([], [], 1), ValueError, "n = 0"),
+        ("auctions", "fair_inner_product([1, nan], [1, 1], 1)",
+         lambda: fair_inner_product([1, np.nan], [1, 1], 1), ValueError, "nan"),
+        ("auctions", "ghosh_roth([1, 2], 1, data_range=(1, 0))",
+         lambda: ghosh_roth([1, 2], 1, data_range=(1, 0)), ValueError, "(1, 0)"),
+        ("auctions", "optimal_dclef([1, 2], [1, 1], 1, method='magic')",
+         lambda: optimal_dclef([1, 2], [1, 1], 1, method="magic"), ValueError, "'magic'"),
+        ("auctions", "DCLEF([1, 1], [1, 0], (0, 1)).sample([0.5, 2.0]) (outside data_range)",
+         lambda: DCLEF([1.0, 1.0], [1.0, 0.0], (0.0, 1.0)).sample([0.5, 2.0]), ValueError, "2"),
+        ("auctions", "privacy_index([0.1, 0.2], [1, 1], threshold=-1)",
+         lambda: privacy_index([0.1, 0.2], [1, 1], threshold=-1), ValueError, "-1"),
+        # --- contracts
+        ("contracts", "BiasedLaplaceMechanism([1.5, 0.5], b=1)",
+         lambda: BiasedLaplaceMechanism([1.5, 0.5], b=1), ValueError, "1.5"),
+        ("contracts", "BiasedLaplaceMechanism([1, 0.5], b=0)",
+         lambda: BiasedLaplaceMechanism([1.0, 0.5], b=0), ValueError, "0"),
+        ("contracts", "design_contract([1, 2], accuracy=-1)",
+         lambda: design_contract([1.0, 2.0], -1), ValueError, "-1"),
+        ("contracts", "design_contract([1, 2], 1, cost='cubic')",
+         lambda: design_contract([1.0, 2.0], 1.0, cost="cubic"), ValueError, "'cubic'"),
+        ("contracts", "design_menu(v_low=2, v_high=1, prob_high=0.5, accuracy=1)",
+         lambda: design_menu(2.0, 1.0, 0.5, 1.0), ValueError, "2"),
+        # --- regression
+        ("regression", "TruthfulRegressionMechanism(epsilon=0).fit(X, y)",
+         lambda: TruthfulRegressionMechanism(epsilon=0).fit(np.eye(3), [0.1, 0.2, 0.3]), ValueError, "0"),
+        ("regression", "TruthfulRegressionMechanism(alpha=-1).fit(X, y)",
+         lambda: TruthfulRegressionMechanism(alpha=-1).fit(np.eye(3), [0.1, 0.2, 0.3]), ValueError, "-1"),
+        ("regression", "TruthfulRegressionMechanism().fit(X with a row of norm 2, y)",
+         lambda: TruthfulRegressionMechanism().fit(np.array([[2.0, 0], [0, 0.5], [0.1, 0.1]]),
+                                                   [0.1, 0.2, 0.3]), ValueError, "2"),
+        ("regression", "ridge_sensitivity(0, 1)", lambda: ridge_sensitivity(0, 1.0), ValueError, "0"),
+        # --- evaluation / datasets
+        ("evaluation", "check_privacy_grid([0.5, 0.1])", lambda: check_privacy_grid([0.5, 0.1]), ValueError, "0.1"),
+        ("evaluation", "check_privacy_grid([-1, 0])", lambda: check_privacy_grid([-1, 0]), ValueError, "-1"),
+        ("datasets", "make_ratings(n_users=0)", lambda: make_ratings(0, 10), ValueError, "0"),
+        ("datasets", "make_ratings(attribute_proportion=1.5)",
+         lambda: make_ratings(10, 10, attribute_proportion=1.5), ValueError, "1.5"),
+    ]
+    return rows
+
+
+def _dask_zeros(shape):
+    import dask.array as da
+
+    return da.zeros(shape, chunks=(2, shape[1]))
+
+
+def run_row(thunk, exc_type):
+    """Call ``thunk``; return the exception raised (AssertionError if none or of the wrong type)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            thunk()
+        except exc_type as exc:
+            return exc
+        except Exception as exc:  # noqa: BLE001 - reported with its type
+            raise AssertionError(f"expected {exc_type.__name__}, got {type(exc).__name__}: {exc}") from exc
+    raise AssertionError(f"expected {exc_type.__name__}, nothing was raised")
+
+
+def _excerpt(message, limit=150):
+    text = " ".join(str(message).split())
+    text = re.sub(r"'[^' ]*/mapper\.npz'", "'<tmpdir>/mapper.npz'", text)
+    # sets print in hash order: sort their items so the document is reproducible
+    text = re.sub(r"\{('[^{}]*')\}", lambda mo: "{" + ", ".join(sorted(mo.group(1).split(", "))) + "}", text)
+    text = text.replace("|", "\\|")
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def render():
+    """docs/bad_inputs.md from the catalogue (messages obtained by calling the functions)."""
+    lines = [
+        "# Bad inputs and the errors they get",
+        "",
+        "Every row below was produced by calling the function (see `tests/faults/test_bad_inputs.py`, which",
+        "asserts each row and fails when this file is out of date; regenerate it with",
+        "`.venv/bin/python tests/faults/test_bad_inputs.py --write`). Errors subclass `ValueError` or",
+        "`TypeError` (`InfeasibleBudgetError` is a `ValueError` carrying `.smallest_feasible`;",
+        "`NotFittedError` is both a `ValueError` and an `AttributeError`) and quote the value received.",
+        "Solver failures (`SolverError`, a `RuntimeError`) are covered in `tests/faults/test_solver_faults.py`.",
+        "",
+        "| Area | Call | Exception | Message (excerpt) |",
+        "|---|---|---|---|",
+    ]
+    for area, call, thunk, exc_type, _ in _catalogue():
+        exc = run_row(thunk, exc_type)
+        lines.append(f"| {area} | `{call.replace('|', '/')}` | `{type(exc).__name__}` | {_excerpt(exc)} |")
+    lines.append("")
+    return "\n".join(lines)
+
+
+_ROWS = None
+
+
+def _rows():
+    global _ROWS
+    if _ROWS is None:
+        _ROWS = _catalogue()
+    return _ROWS
+
+
+@pytest.mark.parametrize("index", range(len(_catalogue())))
+def test_bad_input_row(index):
+    area, call, thunk, exc_type, must_mention = _rows()[index]
+    exc = run_row(thunk, exc_type)
+    message = str(exc)
+    assert message, f"{call}: empty error message"
+    assert must_mention in message, f"{call}: message does not mention {must_mention!r}: {message!r}"
+
+
+def test_document_is_up_to_date():
+    assert DOC.exists(), "docs/bad_inputs.md is missing: run tests/faults/test_bad_inputs.py --write"
+    assert DOC.read_text() == render(), (
+        "docs/bad_inputs.md is stale: regenerate it with .venv/bin/python tests/faults/test_bad_inputs.py --write"
+    )
+
+
+if __name__ == "__main__":
+    text = render()
+    if "--write" in sys.argv:
+        DOC.parent.mkdir(exist_ok=True)
+        DOC.write_text(text)
+        print(f"wrote {DOC}")
+    else:
+        print(text)
