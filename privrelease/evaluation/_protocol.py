@@ -84,6 +84,26 @@ def _check_private(private, n_users):
     return y
 
 
+#: Salt mixed into integer seeds of the protocol's draws (see :func:`_protocol_source`).
+_SALT = 0x70726976  # "priv"
+
+
+def _protocol_source(random_state):
+    """The protocol's source of randomness, salted for integer seeds.
+
+    Data generators commonly seed ``numpy.random.default_rng(seed)`` with the very
+    integer the evaluation receives; drawing the opt-in users and folds from the
+    same stream would correlate them with the data (for example put every user of
+    one class among the opted-in users). An integer is therefore mixed with a salt
+    through :class:`numpy.random.SeedSequence` before use.
+    """
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, (bool, np.bool_)):
+        if random_state < 0:
+            raise ValueError(f"random_state must be a non-negative integer, got {random_state!r}")
+        return check_random_source(np.random.default_rng(np.random.SeedSequence([int(random_state), _SALT])))
+    return check_random_source(random_state)
+
+
 def _check_fraction(value, name):
     return check_number(value, name, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
 
@@ -159,7 +179,7 @@ def _prepare_split(ratings, private, *, opt_in_fraction, cv, heldout_fraction, r
             f"at least cv={cv} protected users (one per fold)"
         )
     fixed_seed = random_state is not None
-    rs = check_random_source(random_state)
+    rs = _protocol_source(random_state)
     perm = rs.permutation(n)
     opt_in, protected = np.sort(perm[:n_opt]), np.sort(perm[n_opt:])
     seen = np.unique(y[opt_in])
@@ -368,7 +388,8 @@ def rmse_cost(mapper, ratings, private, *, opt_in_fraction=0.5, cv=5, heldout_fr
         The rating scale; a stored rating outside it is an error.
     random_state : None or int, default=None
         Draws the opt-in users, folds and held-out ratings. An integer makes the
-        evaluation reproducible: it then also seeds the recommender (the same
+        evaluation reproducible (it is salted, so that data generated with the
+        same integer seed is not correlated with the split): it then also seeds the recommender (the same
         seed for every release in a fold) and the mapper, when their
         ``random_state`` is None. ``None`` uses operating-system entropy.
     n_jobs : int or None

@@ -162,3 +162,18 @@ def test_class_unseen_among_opted_in_users_is_an_error():
     y[split.protected[0]] = 9
     with pytest.raises(ValueError, match=r"class\(es\) \[9\] among the protected users that no opted-in"):
         rmse_cost(IDENTITY, X, y, cv=2, recommender=BiasRecommender(), random_state=0)
+
+
+def test_split_is_not_correlated_with_data_drawn_from_the_same_seed():
+    # data whose attribute comes from the stream numpy.random.default_rng(0) would also give the split
+    n = 400
+    bits = np.random.default_rng(0).integers(0, 2**53, size=n, dtype=np.uint64)
+    y = (bits < 2**52).astype(int)
+    X = sp.random(n, 20, density=0.3, random_state=1, format="csr")
+    X.data = np.ceil(X.data * 5)
+    X[np.arange(n), 0] = 3.0
+    split = _prepare_split(X, y, opt_in_fraction=0.5, cv=2, heldout_fraction=0.1, rating_range=(1, 5),
+                           random_state=0)
+    share_opt, share_prot = split.y_opt.mean(), split.y_prot.mean()
+    # a random half: both shares within ~4 standard deviations (0.035) of each other
+    assert abs(share_opt - share_prot) < 0.15
