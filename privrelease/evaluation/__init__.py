@@ -1,10 +1,19 @@
 """What privacy costs: recommendation RMSE, inference attacks, privacy-utility curves.
 
-* :func:`rmse_cost` - the RMSE protocol of Salamatian et al., Sec. VI-C, Table I,
-  with two reference points (release nothing, release everything).
-* :class:`InferenceAttack`, :func:`attack`, :func:`evaluate_attacks` - fixed and
-  adaptive attackers (logistic regression and a random forest, on rating values
-  and on rated / not-rated indicators), ROC and AUC (Fig. 12).
+* :func:`rmse_cost` - the RMSE protocol of Salamatian et al., Sec. VI-C, Table I
+  (folds over users; held-out ratings removed BEFORE the release), with two
+  reference releases: nothing and everything.
+* :class:`InferenceAttack`, :func:`attack`, :func:`evaluate_attacks` - FIXED
+  attackers (trained on original ratings, the paper's Fig. 12) and ADAPTIVE ones
+  (trained on released ratings), logistic regression and random forest, on
+  rating values and on rated / not-rated indicators; ROC, AUC, accuracy against
+  the majority-class guess.
+* :func:`privacy_utility_curve` / :class:`PrivacyUtilityCurve` - sweep a mapper's
+  privacy parameter on one shared draw of the protocol; plots of the
+  privacy-distortion curve, the leakage-RMSE frontier, attacker AUCs and ROC curves.
+* :func:`make_privacy_scorer`, :func:`privacy_scoring`, :func:`lowest_rmse_within` -
+  GridSearchCV over ``privacy__delta`` of a ``Pipeline([mapper, recommender])``.
+* :class:`BlurMe` - the obfuscation baseline of Weinsberg et al. (RecSys 2012).
 """
 
 from ._attacks import (

@@ -240,12 +240,21 @@ def privacy_utility_curve(mapper, ratings, private, *, deltas=None, max_leakages
 
     Examples
     --------
-    >>> from privrelease.datasets import make_ratings          # doctest: +SKIP
-    >>> from privrelease.mappers import QuantizedPrivacyMapper  # doctest: +SKIP
-    >>> R, a, _ = make_ratings(600, 40, random_state=0)         # doctest: +SKIP
-    >>> curve = privacy_utility_curve(QuantizedPrivacyMapper(n_clusters=10), R, a,
-    ...                               deltas=[0.0, 1.0, 2.0], cv=3, random_state=0)  # doctest: +SKIP
-    >>> curve.frame[["delta", "leakage_bits", "auc_adaptive_logistic_values", "rmse_released"]]  # doctest: +SKIP
+    >>> from privrelease.datasets import make_ratings
+    >>> from privrelease.evaluation import BlurMe, privacy_utility_curve
+    >>> from privrelease.recommender import SurpriseRecommender
+    >>> R, a, _ = make_ratings(300, 40, attribute_strength=2.0, random_state=0)
+    >>> curve = privacy_utility_curve(
+    ...     BlurMe(), R, a, param="fraction", values=[0.0, 0.5], cv=2, attack_models=["logistic"],
+    ...     recommender=SurpriseRecommender("BaselineOnly", rating_scale=(1, 5)), random_state=0, verbose=0)
+    >>> f = curve.frame
+    >>> bool(f.auc_fixed_logistic_values[1] < f.auc_fixed_logistic_values[0])   # BlurMe fools the fixed attacker
+    True
+    >>> bool(f.rmse_released[0] == f.rmse_original[0])                          # fraction 0 releases the original
+    True
+
+    With a privacy mapper, sweep its budget instead, for example
+    ``privacy_utility_curve(QuantizedPrivacyMapper(), R, a, max_leakages=[0.0, 0.01, 0.1])``.
     """
     _check_mapper(mapper)
     given = [(n, v) for n, v in (("delta", deltas), ("max_leakage", max_leakages), (param, values))
