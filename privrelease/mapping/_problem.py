@@ -148,20 +148,101 @@ class Problem:
         S = self.M.T @ L
         return np.where(self.mask, S, np.inf)
 
-    def certificate(self, P, delta, mu0=None):
-        """(gap in bits, multiplier, objective in nats) for a feasible reduced mapping."""
+    def certificate(self, P, delta, mu0=None, target_bits=None):
+        """(gap in bits, multiplier, objective in nats) for a feasible reduced mapping.
+
+        With ``target_bits``, when the plain posterior choice of ``pi`` leaves a gap
+        above it, ``pi`` is improved on lightly used outputs (:meth:`refine_pi`).
+        """
         f = self.objective(P)
         if f <= 0.0:
             return 0.0, 0.0, 0.0
-        S = self.scores(self.posteriors(P))
+        pi = self.posteriors(P)
         rhs = max(float(delta), self.delta_min)
-        if not np.isfinite(rhs) or rhs >= self.delta_max:
-            rhs, Wb = 0.0, np.zeros_like(self.W)  # constraint cannot bind
-            lb, mu = lagrangian_bound(S, Wb, rhs)
-        else:
-            lb, mu = lagrangian_bound(S, self.W, rhs, mu0)
+        free = not np.isfinite(rhs) or rhs >= self.delta_max
+        Wb = np.zeros_like(self.W) if free else self.W
+        rhs = 0.0 if free else rhs
+        lb, mu = lagrangian_bound(self.scores(pi), Wb, rhs, None if free else mu0)
+        if target_bits is not None and (f - lb) / LN2 > target_bits:
+            for _ in range(3):
+                pi2 = self.refine_pi(P, pi, Wb, mu)
+                lb2, mu2 = lagrangian_bound(self.scores(pi2), Wb, rhs, None if free else mu)
+                if lb2 <= lb:
+                    break
+                pi, lb, mu = pi2, lb2, mu2
+                if (f - lb) / LN2 <= target_bits:
+                    break
         gap = max(f - lb, 0.0)
         return gap / LN2, mu, f
+
+    def refine_pi(self, P, pi, Wb, mu, max_columns=400, max_cuts=30):
+        """Improve ``pi_j`` on lightly used outputs (any ``pi`` gives a valid bound).
+
+        The posterior of an output that carries almost no mass is numerically
+        meaningless, yet it enters the bound. For such an output ``j``, with the
+        other outputs fixed, the best ``pi_j`` maximises the concave
+        ``sum_c min(m_c, S_pi(c, j) + mu w(c, j))`` (``m_c``: the row's best value over
+        the other outputs). In ``u = log pi`` the terms are linear and the constraint
+        ``logsumexp(u) <= 0`` is convex: solved by Kelley's cutting planes (HiGHS).
+        """
+        from scipy.optimize import linprog
+        from scipy.special import logsumexp
+
+        pi = pi.copy()
+        V = self.scores(pi) + mu * Wb
+        q = self.pc @ P
+        const = -(self.M.T @ np.log(self.pA))  # (k,)
+        cand = np.flatnonzero(q <= 1e-2 * q.max())
+        if cand.size == 0:
+            return pi
+        part = np.partition(V, 1, axis=1) if V.shape[1] > 1 else np.c_[V, np.full(V.shape[0], np.inf)]
+        m1, m2 = part[:, 0], part[:, 1]
+        arg1 = np.argmin(V, axis=1)
+        hurt = []
+        for j in cand:
+            mj = np.where(arg1 == j, m2, m1)
+            hurt.append(np.maximum(mj - V[:, j], 0.0).sum())
+        hurt = np.asarray(hurt)
+        order = cand[np.argsort(-hurt)][: max_columns]
+        order = [j for j, h in zip(order, np.sort(hurt)[::-1]) if h > 0]
+        na = self.M.shape[0]
+        for j in order:
+            V = self.scores(pi) + mu * Wb
+            Vo = np.delete(V, j, axis=1)
+            mj = Vo.min(axis=1) if Vo.shape[1] else np.full(V.shape[0], np.inf)
+            rows = np.flatnonzero(self.mask[:, j])
+            A = self.M[:, rows].T  # (R, na)
+            b = const[rows] + mu * Wb[rows, j]
+            mr = mj[rows]
+
+            def h(u):
+                return float(np.minimum(mr, A @ u + b).sum())
+
+            u_best = np.log(pi[:, j])
+            h_best = h(u_best)
+            cuts = [pi[:, j].copy()]
+            R = rows.size
+            c_obj = np.concatenate([np.zeros(na), -np.ones(R)])
+            A1 = np.hstack([-A, np.eye(R)])
+            bounds = [(-60.0, 0.0)] * na + [(None, (m if np.isfinite(m) else None)) for m in mr]
+            for _ in range(max_cuts):
+                Cm = np.array([np.concatenate([c, np.zeros(R)]) for c in cuts])
+                cb = np.array([float(np.sum(c * np.log(np.maximum(c, 1e-300)))) for c in cuts])
+                res = linprog(c_obj, A_ub=np.vstack([A1, Cm]), b_ub=np.concatenate([b, cb]),
+                              bounds=bounds, method="highs")
+                if res.status != 0:
+                    break
+                u = res.x[:na]
+                u = u - logsumexp(u)
+                hu = h(u)
+                if hu > h_best:
+                    h_best, u_best = hu, u
+                if -res.fun - h_best <= 1e-13 * (1 + abs(h_best)):
+                    break
+                cuts.append(np.exp(u))
+            newpi = np.exp(u_best)
+            pi[:, j] = np.maximum(newpi, 1e-300) / np.maximum(newpi, 1e-300).sum()
+        return pi
 
     # ---- feasibility helpers ----------------------------------------------------------
     def clean(self, P, delta):

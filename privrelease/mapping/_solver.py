@@ -64,11 +64,17 @@ def _cvxpy_candidates(prob, *, delta=None, target_nats=None, solvers=("CLARABEL"
         if target_nats is None:
             if np.isfinite(delta):
                 cons.append(dist <= delta)
-            problem = cp.Problem(cp.Minimize(info / LN2), cons)
+            problem = cp.Problem(cp.Minimize(info), cons)  # nats: same minimiser, better scaled
         else:
             cons.append(info <= target_nats)
             problem = cp.Problem(cp.Minimize(dist), cons)
-        opts = {"max_iters": 200000, "eps_abs": 1e-9, "eps_rel": 1e-9} if name == "SCS" else {}
+        if name == "SCS":
+            opts = {"max_iters": 200000, "eps_abs": 1e-9, "eps_rel": 1e-9}
+        elif name == "CLARABEL":  # tight tolerances: the certificate needs accurate small entries
+            opts = {"tol_gap_abs": 1e-12, "tol_gap_rel": 1e-12, "tol_feas": 1e-12, "tol_ktratio": 1e-10,
+                    "max_iter": 500}
+        else:
+            opts = {}
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -130,7 +136,7 @@ def _solve_mi_delta(prob, delta, solver, tol, warm=None):
             cands = _cvxpy_candidates(prob, delta=delta)
         for name, P in cands:
             P = prob.clean(P, delta)
-            gap, mu, _ = prob.certificate(P, delta)
+            gap, mu, _ = prob.certificate(P, delta, target_bits=tol)
             cert = {"gap_bits": float(gap), "multiplier": float(mu / LN2)}
             if best is None or gap < best[1]["gap_bits"]:
                 best = (P, cert, name)
