@@ -163,7 +163,26 @@ class _Barrier:
             y2 = sla.cho_solve(cf, Es, check_finite=False)
             den = beta - float(Es @ y2)
 
-        def solve(g):
+        invJ = np.where(self.struct, 1.0 / Js, 0.0)
+        Dv = 1.0 / Dinv
+
+        def kmul(v):
+            y = np.stack([np.bincount(jc, weights=Mr[a] * v, minlength=nc) for a in range(na)])
+            hy = y * invJ - np.where(self.struct, (y.sum(axis=0) / q)[None, :], 0.0)
+            out = (Mr * hy[:, jc]).sum(axis=0) + Dv * v
+            if r1 is not None:
+                out = out + r1 * float(r1 @ v)
+            return out
+
+        def solve(g, refine=2):
+            dx, nu = solve0(g)
+            for _ in range(refine):  # iterative refinement on the full KKT system
+                res = -g - kmul(dx) - nu[self.r]
+                cx, cnu = solve0(-res)
+                dx, nu = dx + cx, nu + cnu
+            return dx, nu
+
+        def solve0(g):
             kg = kinv(g)
             if r1 is None:
                 nu = sla.cho_solve(cf, -self.rowsum(kg), check_finite=False)

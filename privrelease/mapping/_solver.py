@@ -273,7 +273,9 @@ def _solve_ml(prob, delta, target_bits, solver):
         else:
             cons.append(total <= 2.0 ** target_bits)
             pr = cp.Problem(cp.Minimize(dist), cons)
-        pr.solve(solver="HIGHS")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            pr.solve(solver="HIGHS")
         if pr.status != "optimal" or X.value is None:
             raise SolverError(f"cvxpy/HiGHS did not solve the maximal-leakage program: status {pr.status!r}")
         P, info, name = X.value, {}, "cvxpy-HIGHS"

@@ -1,0 +1,65 @@
+import numpy as np
+import pytest
+
+from privrelease.mapping import leakage, privacy_distortion_curve, squared_euclidean_distortion
+from privrelease.mapping._lp import perfect_privacy_mapping
+from privrelease.mapping._problem import Problem
+
+
+def instance(seed=0, k=6):
+    rng = np.random.default_rng(seed)
+    pts = rng.normal(size=(k, 2))
+    pc = rng.dirichlet(np.ones(k) * 3)
+    post = 1 / (1 + np.exp(-3 * pts[:, 0]))
+    prior = np.vstack([pc * (1 - post), pc * post])
+    return prior, squared_euclidean_distortion(pts)
+
+
+def test_curve_monotone_convex_and_certified():
+    prior, d = instance()
+    deltas = np.linspace(0, 1.2, 13)
+    curve, results = privacy_distortion_curve(prior, d, deltas, return_mappings=True)
+    assert list(curve.columns) == ["delta", "leakage_bits", "distortion", "map_accuracy", "status",
+                                   "gap_bits", "solver"]
+    L = curve["leakage_bits"].to_numpy()
+    tol = 1e-6
+    assert np.all(np.diff(L) <= tol)
+    # convexity: second differences on the uniform grid are non-negative up to the certificate
+    assert np.all(L[:-2] - 2 * L[1:-1] + L[2:] >= -4 * tol)
+    assert (curve["status"] == "optimal").all()
+    assert np.all(curve["distortion"] <= curve["delta"] + 1e-9)
+    assert len(results) == len(deltas)
+    assert results[3].leakage == pytest.approx(L[3])
+    assert curve["map_accuracy"].iloc[-1] <= curve["map_accuracy"].iloc[0] + 1e-12
+
+
+def test_perfect_privacy_endpoint_is_zero_leakage():
+    prior, d = instance(1)
+    curve = privacy_distortion_curve(prior, d, [0.0, 10.0])
+    dpp = curve.attrs["perfect_privacy_delta"]
+    assert np.isfinite(dpp)
+    assert curve["leakage_bits"].iloc[1] == pytest.approx(0.0, abs=1e-9)
+    prob = Problem(prior, d)
+    P, dist = perfect_privacy_mapping(prob)
+    assert dist == pytest.approx(dpp)
+    assert leakage(prior, prob.expand(P)) <= 1e-9
+    # just below the end point the leakage is positive (the LP end point is tight)
+    below = privacy_distortion_curve(prior, d, [0.97 * dpp])
+    assert below["leakage_bits"].iloc[0] > 1e-7
+
+
+def test_curve_order_and_parallel_agree():
+    prior, d = instance(2, k=5)
+    deltas = [0.4, 0.0, 0.2]
+    seq = privacy_distortion_curve(prior, d, deltas)
+    par = privacy_distortion_curve(prior, d, deltas, n_jobs=2)
+    assert seq["delta"].tolist() == deltas
+    np.testing.assert_allclose(seq["leakage_bits"], par["leakage_bits"], atol=1e-6)
+
+
+def test_curve_bad_input():
+    prior, d = instance()
+    with pytest.raises(ValueError, match="deltas"):
+        privacy_distortion_curve(prior, d, [])
+    with pytest.raises(ValueError, match="delta"):
+        privacy_distortion_curve(prior, d, [0.1, -1.0])

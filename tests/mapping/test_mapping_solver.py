@@ -1,0 +1,207 @@
+import itertools
+
+import numpy as np
+import pytest
+
+from privrelease.exceptions import InfeasibleBudgetError
+from privrelease.mapping import (
+    MappingResult,
+    expected_distortion,
+    leakage,
+    maximal_leakage,
+    mutual_information,
+    solve_mapping,
+    squared_euclidean_distortion,
+)
+
+
+def random_instance(seed, na, k, n_inf=0, kh=None):
+    rng = np.random.default_rng(seed)
+    kh = k if kh is None else kh
+    prior = rng.dirichlet(np.ones(na * k)).reshape(na, k)
+    pts = rng.normal(size=(max(k, kh), 2))
+    d = squared_euclidean_distortion(pts[:k], pts[:kh])
+    if n_inf:
+        cells = [(i, j) for i in range(k) for j in range(kh) if d[i, j] > 0]
+        for idx in rng.choice(len(cells), size=n_inf, replace=False):
+            d[cells[idx]] = np.inf
+    return prior, d
+
+
+def check_feasible(res, prior, d, delta):
+    M = res.mapping
+    assert np.all(M >= 0)
+    np.testing.assert_allclose(M.sum(axis=1), 1.0, atol=1e-10)
+    assert np.all(M[np.isinf(d)] == 0.0)
+    assert expected_distortion(prior, M, d) <= delta + 1e-9
+    assert res.leakage == pytest.approx(leakage(prior, M), abs=1e-12)
+
+
+@pytest.mark.parametrize(
+    "seed, na, k, n_inf",
+    [(0, 2, 4, 0), (1, 2, 6, 4), (2, 3, 5, 3), (3, 4, 6, 0), (4, 3, 8, 10)],
+)
+@pytest.mark.parametrize("frac", [0.05, 0.3])
+def test_fast_agrees_with_cvxpy_reference(seed, na, k, n_inf, frac):
+    prior, d = random_instance(seed, na, k, n_inf)
+    pc = prior.sum(0)
+    dfin = np.where(np.isinf(d), 0.0, d)
+    delta = frac * float((pc[:, None] * dfin).sum())
+    fast = solve_mapping(prior, d, delta, solver="fast")
+    ref = solve_mapping(prior, d, delta, solver="cvxpy")
+    for res in (fast, ref):
+        check_feasible(res, prior, d, delta)
+        assert res.status == "optimal" and res.certificate["gap_bits"] <= 1e-6
+    assert fast.solver == "fast" and ref.solver.startswith("cvxpy")
+    assert abs(fast.leakage - ref.leakage) <= 1e-4
+
+
+def test_result_object_fields():
+    prior, d = random_instance(5, 2, 4)
+    res = solve_mapping(prior, d, 0.1)
+    assert isinstance(res, MappingResult)
+    assert res.delta == 0.1 and res.max_leakage is None and res.kind == "mutual_information"
+    assert res.status == "optimal" and res.certificate["gap_bits"] <= 1e-6
+    with pytest.raises(Exception):
+        res.status = "x"
+
+
+def test_independent_prior_leaks_nothing_at_zero_distortion():
+    rng = np.random.default_rng(0)
+    prior = np.outer(rng.dirichlet(np.ones(3)), rng.dirichlet(np.ones(4)))
+    d = 1.0 - np.eye(4)
+    res = solve_mapping(prior, d, 0.0)
+    assert res.leakage == pytest.approx(0.0, abs=1e-12)
+    np.testing.assert_array_equal(res.mapping, np.eye(4))
+
+
+@pytest.mark.parametrize("solver", ["fast", "cvxpy", "auto"])
+def test_identity_at_zero_budget(solver):
+    prior, _ = random_instance(7, 3, 5)
+    rng = np.random.default_rng(7)
+    d = rng.uniform(0.5, 2.0, size=(5, 5))
+    np.fill_diagonal(d, 0.0)
+    res = solve_mapping(prior, d, 0.0, solver=solver)
+    np.testing.assert_allclose(res.mapping, np.eye(5), atol=1e-12)
+    assert res.leakage == pytest.approx(mutual_information(prior), abs=1e-12)
+    assert res.certificate["gap_bits"] == 0.0
+
+
+def test_single_public_symbol_and_zero_probability_symbols():
+    prior = np.array([[0.3], [0.7]])
+    res = solve_mapping(prior, [[0.0, 1.0]], 0.5)
+    assert res.leakage == pytest.approx(0.0, abs=1e-12)
+    # zero-probability public and private symbols
+    prior = np.array([[0.3, 0.0, 0.2], [0.1, 0.0, 0.4], [0.0, 0.0, 0.0]])
+    d = 1.0 - np.eye(3)
+    d[1, 0] = np.inf
+    fast = solve_mapping(prior, d, 0.2, solver="fast")
+    ref = solve_mapping(prior, d, 0.2, solver="cvxpy")
+    assert abs(fast.leakage - ref.leakage) <= 1e-6
+    np.testing.assert_allclose(fast.mapping.sum(1), 1.0)
+    assert fast.mapping[1, 0] == 0.0
+
+
+def test_infeasible_budget_message_states_smallest():
+    prior = np.array([[0.25, 0.25], [0.25, 0.25]])
+    d = np.array([[1.0, 2.0], [0.5, np.inf]])  # smallest: 0.5*1 + 0.5*0.5 = 0.75
+    with pytest.raises(InfeasibleBudgetError, match="0.75") as exc:
+        solve_mapping(prior, d, 0.5)
+    assert exc.value.smallest_feasible == pytest.approx(0.75)
+    with pytest.raises(InfeasibleBudgetError, match="no finite entry"):
+        solve_mapping(prior, [[0.0, 1.0], [np.inf, np.inf]], 1.0)
+
+
+def test_theorem2_lifting_keeps_leakage_and_bounds_distortion():
+    rng = np.random.default_rng(11)
+    nb, kc = 12, 4
+    pts = rng.normal(size=(nb, 2))
+    labels = np.arange(nb) % kc  # quantiser psi
+    centers = np.array([pts[labels == c].mean(0) for c in range(kc)])
+    p_ab = rng.dirichlet(np.ones(2 * nb)).reshape(2, nb)
+    q_ac = np.stack([p_ab[:, labels == c].sum(1) for c in range(kc)], axis=1)  # eq. (20)
+    d_cc = squared_euclidean_distortion(centers)
+    delta = 0.2
+    res = solve_mapping(q_ac, d_cc, delta)
+    lifted = res.mapping[labels]  # eq. (21)
+    assert leakage(p_ab, lifted) == pytest.approx(res.leakage, abs=1e-12)
+    # distortion bound with a metric distortion (Euclidean distance): E d(B, C_hat) <= Delta + r
+    dist = lambda a, b: np.sqrt(squared_euclidean_distortion(a, b))
+    d_bc = dist(pts, centers)
+    res_m = solve_mapping(q_ac, dist(centers, centers), delta)
+    r = float(np.max(d_bc[np.arange(nb), labels]))
+    assert expected_distortion(p_ab, res_m.mapping[labels], d_bc) <= delta + r + 1e-9
+
+
+def test_max_leakage_mode_gives_minimal_distortion():
+    prior, d = random_instance(21, 2, 5)
+    target = 0.5 * solve_mapping(prior, d, 0.0).leakage
+    res = solve_mapping(prior, d, max_leakage=target)
+    assert res.leakage <= target + 1e-9
+    assert res.delta is None and res.max_leakage == target
+    # bisection on delta with the reference solver
+    lo, hi = 0.0, 2.0 * res.distortion + 1.0
+    for _ in range(30):
+        mid = 0.5 * (lo + hi)
+        if solve_mapping(prior, d, mid, solver="cvxpy").leakage <= target:
+            hi = mid
+        else:
+            lo = mid
+    assert res.distortion == pytest.approx(hi, abs=1e-4)
+    assert res.certificate["distortion_gap"] <= 1e-4
+
+
+def test_maximal_leakage_mode_matches_reference_and_brute_force():
+    prior = np.array([[0.35, 0.15], [0.1, 0.4]])
+    d = 1.0 - np.eye(2)
+    delta = 0.2
+    res = solve_mapping(prior, d, delta, leakage="maximal_leakage")
+    ref = solve_mapping(prior, d, delta, leakage="maximal_leakage", solver="cvxpy")
+    assert res.leakage == pytest.approx(maximal_leakage(prior, res.mapping))
+    assert abs(res.leakage - ref.leakage) <= 1e-7
+    # brute force over a grid of 2 x 2 mappings
+    pc = prior.sum(0)
+    best = np.inf
+    for s, t in itertools.product(np.linspace(0, 1, 201), repeat=2):
+        M = np.array([[1 - s, s], [t, 1 - t]])
+        if pc[0] * s + pc[1] * t <= delta + 1e-12:
+            best = min(best, maximal_leakage(prior, M))
+    assert res.leakage <= best + 1e-9
+    assert res.leakage >= best - 0.01
+    # target mode: the least distortion reaching the maximal-leakage target
+    tgt = solve_mapping(prior, d, max_leakage=res.leakage, leakage="maximal_leakage")
+    assert tgt.distortion == pytest.approx(delta, abs=1e-6)
+
+
+@pytest.mark.parametrize(
+    "kwargs, exc, match",
+    [
+        ({"delta": -0.1}, ValueError, "delta"),
+        ({"delta": float("nan")}, ValueError, "NaN"),
+        ({"delta": "a"}, TypeError, "delta"),
+        ({}, ValueError, "exactly one"),
+        ({"delta": 0.1, "max_leakage": 0.1}, ValueError, "exactly one"),
+        ({"delta": 0.1, "solver": "mosek"}, ValueError, "solver"),
+        ({"delta": 0.1, "leakage": "entropy"}, ValueError, "leakage"),
+        ({"max_leakage": -1.0}, ValueError, "max_leakage"),
+        ({"delta": 0.1, "tol": 0}, ValueError, "tol"),
+    ],
+)
+def test_bad_arguments(kwargs, exc, match):
+    prior = np.array([[0.4, 0.1], [0.1, 0.4]])
+    with pytest.raises(exc, match=match):
+        solve_mapping(prior, 1 - np.eye(2), **kwargs)
+
+
+def test_bad_prior_and_distortion():
+    d = 1 - np.eye(2)
+    with pytest.raises(ValueError, match="sum to 1"):
+        solve_mapping([[0.4, 0.1], [0.1, 0.3]], d, 0.1)
+    with pytest.raises(ValueError, match="non-negative"):
+        solve_mapping([[0.6, -0.1], [0.1, 0.4]], d, 0.1)
+    with pytest.raises(ValueError, match="rows"):
+        solve_mapping([[0.4, 0.1], [0.1, 0.4]], np.ones((3, 2)), 0.1)
+    with pytest.raises(ValueError, match="non-negative"):
+        solve_mapping([[0.4, 0.1], [0.1, 0.4]], [[0.0, -1.0], [1.0, 0.0]], 0.1)
+    with pytest.raises(ValueError, match="warm_start"):
+        solve_mapping([[0.4, 0.1], [0.1, 0.4]], d, 0.1, warm_start=np.eye(3))
