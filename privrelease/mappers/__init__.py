@@ -5,6 +5,7 @@
 * :class:`ErasureMapper` -- categorical features, erasure-only mapping (Sec. VI-A).
 """
 
+from ._erasure import ErasureMapper
 from ._quantized import QuantizedPrivacyMapper
 
-__all__ = ["QuantizedPrivacyMapper"]
+__all__ = ["ErasureMapper", "QuantizedPrivacyMapper"]

@@ -34,8 +34,12 @@ def solve(prior, cost, *, delta, max_leakage, leakage, solver):
     ``delta=None`` and ``max_leakage=None`` together ask for perfect privacy
     (``max_leakage=0``: the least-distortion mapping whose output is independent
     of the private attribute under ``prior``). Giving both is ambiguous and refused.
+    Perfect privacy is a linear program (``I(A; C_hat) = 0`` iff
+    ``p(a, c_hat) = p(a) p(c_hat)``, linear in the mapping); it is obtained from the
+    engine's :func:`~privrelease.mapping.privacy_distortion_curve` at an unlimited
+    budget, which returns exactly that LP's least-distortion solution.
     """
-    from ..mapping import solve_mapping  # the engine; imported lazily
+    from ..mapping import privacy_distortion_curve, solve_mapping  # the engine
 
     if delta is not None and max_leakage is not None:
         raise ValueError(
@@ -43,10 +47,12 @@ def solve(prior, cost, *, delta, max_leakage, leakage, solver):
             "delta minimises leakage under a distortion budget, max_leakage minimises "
             "distortion under a leakage cap"
         )
-    if delta is None and max_leakage is None:
-        max_leakage = 0.0
     if delta is not None:
         return solve_mapping(prior, cost, float(delta), leakage=leakage, solver=solver)
+    if max_leakage is None or max_leakage == 0:
+        _, results = privacy_distortion_curve(prior, cost, [np.inf], leakage=leakage, solver=solver,
+                                              return_mappings=True)
+        return results[0]
     return solve_mapping(prior, cost, max_leakage=float(max_leakage), leakage=leakage, solver=solver)
 
 

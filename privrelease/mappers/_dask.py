@@ -133,7 +133,10 @@ def _transform_partition(part, mapper, seed, partition_info=None):
     out = _with_source(mapper, block_random_state(seed, index)).transform(part)
     if not isinstance(out, pd.DataFrame):
         out = pd.DataFrame(out, index=part.index, columns=part.columns)
-    return out.astype(part.dtypes.to_dict())
+    try:
+        return out.astype(part.dtypes.to_dict())
+    except (TypeError, ValueError):  # e.g. an erasure symbol outside a categorical's categories
+        return out
 
 
 def _check_row_chunked(X, mapper):
@@ -447,16 +450,16 @@ def fit(mapper, X, y, *, sample_size=None):
 
     from sklearn.base import clone
 
+    if type(mapper).__name__ != "QuantizedPrivacyMapper":
+        # categorical tables are small: fit in memory, keeping a dataframe's dtypes and names
+        Xm = X.compute()
+        ym = y.compute() if is_dask_collection(y) else y
+        if y is None or len(ym) != len(Xm):
+            raise ValueError(f"y must have one entry per row of X ({len(Xm)}), got "
+                             f"{None if y is None else len(ym)}")
+        return mapper.fit(Xm, np.asarray(ym))
     Xd, columns = _as_array(X)
     y_parts = _y_blocks(y, Xd)
-    if type(mapper).__name__ != "QuantizedPrivacyMapper":
-        Xm = Xd.compute()
-        ym = np.concatenate(dask.compute(*y_parts)) if y_parts else np.asarray(y)
-        if columns is not None and all(isinstance(c, str) for c in columns):
-            import pandas as pd
-
-            Xm = pd.DataFrame(Xm, columns=columns)
-        return mapper.fit(Xm, ym)
 
     sample_size = DEFAULT_SAMPLE_SIZE if sample_size is None else int(sample_size)
     if sample_size < 2:
