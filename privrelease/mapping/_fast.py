@@ -45,7 +45,7 @@ from ._problem import LN2
 
 __all__ = ["solve_fast"]
 
-_FULL_SUPPORT_LIMIT = 250000
+_FULL_SUPPORT_LIMIT = 40000
 MU = 8.0
 DEBUG = False
 INNER_TOL = 1e-3
@@ -211,7 +211,7 @@ class _Barrier:
             val -= mub * math.log(s)
         return val
 
-    def solve(self, x, *, gap_nats, check, max_iter=400, factor=10.0):
+    def solve(self, x, *, gap_nats, check, max_iter=400, factor=10.0, mu0=None):
         """Barrier method ``min f(x) - mu sum log x - mu log(delta - w'x)  s.t.  E x = 1``.
 
         Newton directions use the primal-dual barrier Hessian ``Z X^{-1}`` (duals
@@ -226,7 +226,7 @@ class _Barrier:
         m = self.n + (1 if con else 0)
         G, J = self.grad(x)
         f0 = self.f(J)
-        mub = max(f0, 1e-4) / m * 10.0
+        mub = max(f0, 1e-4) / m * 10.0 if mu0 is None else mu0
         z = mub / x
         s = self.delta - float(w @ x) if con else 1.0
         lam = mub / s if con else 0.0
@@ -382,7 +382,8 @@ def _solve_fast(prob, delta, *, tol, warm, n_neighbours, max_rounds):
         S = prob.scores(prob.posteriors(P))
         V = S + mu * prob.W
         best_in = np.where(support, V, np.inf).min(axis=1)
-        viol = prob.mask & ~support & (V < best_in[:, None])
+        spread = np.where(support, V, -np.inf).max(axis=1) - best_in
+        viol = prob.mask & ~support & (V < (best_in + 0.2 * np.maximum(spread, 0.0))[:, None])
         if not viol.any():
             return P
         support |= viol

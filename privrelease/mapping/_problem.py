@@ -164,6 +164,14 @@ class Problem:
         rhs = 0.0 if free else rhs
         lb, mu = lagrangian_bound(self.scores(pi), Wb, rhs, None if free else mu0)
         if target_bits is not None and (f - lb) / LN2 > target_bits:
+            q = self.pc @ P
+            light = q <= 1e-2 * q.max()
+            if light.any() and not light.all():
+                # the multiplier suggested by the well-used outputs alone
+                S0 = self.scores(pi)
+                S0[:, light] = np.inf
+                if np.isfinite(S0).any(axis=1).all():
+                    mu = lagrangian_bound(S0, Wb, rhs, None if free else mu)[1]
             for _ in range(3):
                 pi2 = self.refine_pi(P, pi, Wb, mu)
                 lb2, mu2 = lagrangian_bound(self.scores(pi2), Wb, rhs, None if free else mu)
@@ -198,18 +206,16 @@ class Problem:
         part = np.partition(V, 1, axis=1) if V.shape[1] > 1 else np.c_[V, np.full(V.shape[0], np.inf)]
         m1, m2 = part[:, 0], part[:, 1]
         arg1 = np.argmin(V, axis=1)
-        hurt = []
-        for j in cand:
-            mj = np.where(arg1 == j, m2, m1)
-            hurt.append(np.maximum(mj - V[:, j], 0.0).sum())
-        hurt = np.asarray(hurt)
+        # target per row: the best value over the well-used outputs (the others are refined)
+        keep = np.ones(V.shape[1], dtype=bool)
+        keep[cand] = False
+        m_used = V[:, keep].min(axis=1) if keep.any() else np.full(V.shape[0], np.inf)
+        hurt = np.maximum(m_used[:, None] - V[:, cand], 0.0).sum(axis=0)
         order = cand[np.argsort(-hurt)][: max_columns]
         order = [j for j, h in zip(order, np.sort(hurt)[::-1]) if h > 0]
         na = self.M.shape[0]
         for j in order:
-            V = self.scores(pi) + mu * Wb
-            Vo = np.delete(V, j, axis=1)
-            mj = Vo.min(axis=1) if Vo.shape[1] else np.full(V.shape[0], np.inf)
+            mj = m_used
             rows = np.flatnonzero(self.mask[:, j])
             A = self.M[:, rows].T  # (R, na)
             b = const[rows] + mu * Wb[rows, j]
