@@ -156,7 +156,8 @@ class PrivacyUtilityCurve:
         ax = self._ax(ax)
         f = self.frame
         for col in [c for c in f.columns if c.startswith("auc_")]:  # worst_auc_* are summaries
-            _, attacker, model, feat = col.split("_", 3)
+            _, attacker, rest = col.split("_", 2)
+            model, feat = rest.rsplit("_", 1)
             if (models and model not in models) or (features and feat not in features):
                 continue
             ax.plot(f[self.param], f[col], "o-" if attacker == "adaptive" else "x--",
@@ -274,7 +275,10 @@ def privacy_utility_curve(mapper, ratings, private, *, deltas=None, max_leakages
             raise ValueError(
                 f"{type(mapper).__name__} has no parameter {name!r} to sweep; its parameters are {sorted(known)!r}"
             )
-        settings = [clone(mapper).set_params(**{name: float(v)}) for v in grid]
+        raw = np.asarray(given[0][1], dtype=object).ravel() if np.ndim(given[0][1]) else [given[0][1]]
+        # integers stay integers (for example a number of items); everything else becomes a float
+        raw = [int(v) if isinstance(v, numbers.Integral) else float(v) for v in raw]
+        settings = [clone(mapper).set_params(**{name: v}) for v in raw]
     else:
         name, grid = "setting", np.array([0.0])
         settings = [mapper]

@@ -62,6 +62,7 @@ class SpyMapper(TransformerMixin, BaseEstimator):
     """Identity that records every (row content) it is shown, in fit and in transform."""
 
     seen = []  # class-level: clones share the record (the protocol clones the mapper)
+    seen_labels = []
 
     def __init__(self, delta=0.0):
         self.delta = delta
@@ -72,6 +73,7 @@ class SpyMapper(TransformerMixin, BaseEstimator):
 
     def fit(self, X, y=None):
         self._record(X, "fit")
+        SpyMapper.seen_labels.append(None if y is None else np.asarray(y).copy())
         self.leakage_ = 1.0 / (1.0 + self.delta)
         self.distortion_ = float(self.delta)
         return self
@@ -144,3 +146,20 @@ def planted_ratings(n_users=300, n_items=30, planted=3, strength=0.9, density=0.
     R = np.where(mask, vals, 0.0)
     R[R.sum(axis=1) == 0, n_items - 1] = 3.0  # everyone rates something
     return sp.csr_matrix(R), y
+
+
+class RollingMapper(TransformerMixin, BaseEstimator):
+    """Moves every rating ``shift`` items to the right (cyclically): fools a fixed attacker only."""
+
+    def __init__(self, shift=5):
+        self.shift = shift
+
+    def fit(self, X, y=None):
+        return self
+
+    def transform(self, X):
+        X = sp.csr_matrix(X, copy=True)
+        X.indices = (X.indices + self.shift) % X.shape[1]
+        X.has_sorted_indices = False
+        X.sort_indices()
+        return X

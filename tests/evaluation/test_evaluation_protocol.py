@@ -61,6 +61,7 @@ def test_rmse_matches_an_independent_computation():
 def test_heldout_ratings_never_reach_the_mapper():
     X, y = data(seed=2)
     SpyMapper.seen.clear()
+    SpyMapper.seen_labels.clear()
     rmse_cost(SpyMapper(), X, y, cv=3, recommender=BiasRecommender(), random_state=5)
     split = _prepare_split(X, y, opt_in_fraction=0.5, cv=3, heldout_fraction=0.1,
                            rating_range=(1, 5), random_state=5)
@@ -76,6 +77,8 @@ def test_heldout_ratings_never_reach_the_mapper():
             # the mapper is fitted on opted-in users only
             assert M.shape[0] == split.opt_in.size
             assert ((M != split.X_opt)).nnz == 0
+            # ... with their own labels: no protected user's attribute reaches the mapper
+            np.testing.assert_array_equal(SpyMapper.seen_labels[seen_in_fit], split.y_opt)
             seen_in_fit += 1
             continue
         for r in range(M.shape[0]):

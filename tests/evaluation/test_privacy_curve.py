@@ -8,7 +8,7 @@ from sklearn.preprocessing import FunctionTransformer  # noqa: E402
 
 from privrelease.evaluation import BlurMe, check_privacy_grid, privacy_utility_curve, rmse_cost  # noqa: E402
 
-from evaluation_doubles import BiasRecommender, ErasingMapper, planted_ratings  # noqa: E402
+from evaluation_doubles import BiasRecommender, ErasingMapper, RollingMapper, planted_ratings  # noqa: E402
 
 X, Y = planted_ratings(n_users=240, n_items=25, strength=0.9, seed=0)
 
@@ -113,3 +113,15 @@ def test_sweep_validation():
     with pytest.raises(ValueError, match=r"opt_in_fraction must be < 1.0, got 1.5"):
         privacy_utility_curve(ErasingMapper(), X, Y, deltas=[0], opt_in_fraction=1.5,
                               recommender=BiasRecommender())
+
+
+def test_adaptive_attacker_learns_from_the_release():
+    # moving the ratings to other items defeats the attacker trained on original data, not the one
+    # retrained on released data: the curve's adaptive attacker must be the latter
+    c = privacy_utility_curve(RollingMapper(), X, Y, param="shift", values=[0, 7], cv=2,
+                              recommender=BiasRecommender(), attack_models=["logistic"],
+                              attack_features=["values"], random_state=0, verbose=0)
+    f = c.frame
+    assert f["auc_fixed_logistic_values"][0] > 0.9 and f["auc_adaptive_logistic_values"][0] > 0.9
+    assert f["auc_fixed_logistic_values"][1] < 0.7
+    assert f["auc_adaptive_logistic_values"][1] > 0.9
