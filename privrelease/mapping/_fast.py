@@ -327,7 +327,7 @@ def _candidate_support(prob, n_neighbours, warm):
     return sup & mask
 
 
-def solve_fast(prob, delta, *, tol=1e-6, warm=None, n_neighbours=24, max_rounds=30):
+def solve_fast(prob, delta, *, tol=1e-6, warm=None, n_neighbours=None, max_rounds=30):
     """Certified minimiser of I(A; C_hat) on the reduced problem; returns a dense reduced mapping.
 
     BLAS runs single-threaded here: the dense factorisations are small and
@@ -335,6 +335,8 @@ def solve_fast(prob, delta, *, tol=1e-6, warm=None, n_neighbours=24, max_rounds=
     """
     from threadpoolctl import threadpool_limits
 
+    if n_neighbours is None:
+        n_neighbours = int(max(24, 3 * math.sqrt(prob.k)))
     with threadpool_limits(limits=1, user_api="blas"):
         return _solve_fast(prob, delta, tol=tol, warm=warm, n_neighbours=n_neighbours, max_rounds=max_rounds)
 
@@ -373,11 +375,12 @@ def _solve_fast(prob, delta, *, tol, warm, n_neighbours, max_rounds):
         P = np.zeros((prob.k, prob.kh))
         P[r, j] = x
         P /= P.sum(axis=1, keepdims=True)
+        P = _sparsify(prob, P, delta, tol)
         if full:
-            return _sparsify(prob, P, delta, tol)
+            return P
         gap, mu, f = prob.certificate(P, delta)
         if gap <= tol:
-            return _sparsify(prob, P, delta, tol)
+            return P
         # pricing over all allowed entries
         S = prob.scores(prob.posteriors(P))
         V = S + mu * prob.W
