@@ -116,8 +116,9 @@ def _one_dataset(report, name, R, a, *, rec, max_leakages, fractions, n_clusters
         "users release nothing. Attackers on the ORIGINAL ratings of the protected users:")
     report.table(q.reference_attacks, f"{name}_attacks_no_privacy")
     report.table(f[["max_leakage"] + _SHOW], f"{name}_mapper_curve",
-                 caption="One row per leakage cap. `worst_auc_*` = largest folded AUC over the attackers "
-                         "(logistic regression and random forest, on values and on rated/not-rated indicators). "
+                 caption="One row per leakage cap (a cap of 1 bit or more constrains nothing for a binary "
+                         "attribute: that row is the cost of quantization alone). `worst_auc_*` = largest "
+                         "folded AUC over the attackers (logistic regression and random forest, on values and on rated/not-rated indicators). "
                          "FIXED attackers are trained on the opted-in users' original ratings, ADAPTIVE ones on "
                          "their released ratings.")
     _csv_only(report, q.frame, f"{name}_mapper_curve_all_columns")
@@ -187,7 +188,7 @@ def _one_dataset(report, name, R, a, *, rec, max_leakages, fractions, n_clusters
 
 
 def run(report, *, random_state=0, quick=False, datasets=("politics_tv", "make_ratings"), n_users=1000,
-        n_items=200, max_leakages=(0.0, 0.002, 0.01, 0.03, 0.1), blurme_fractions=(0.05, 0.1, 0.2, 0.5),
+        n_items=200, max_leakages=(0.0, 0.002, 0.01, 0.03, 0.1, 1.0), blurme_fractions=(0.05, 0.1, 0.2, 0.5),
         n_clusters=25, opt_in_fraction=0.5, cv=5, heldout_fraction=0.1, target_auc=0.55,
         attack_models=("logistic", "forest"), politics_recommender=None, ratings_recommender=None,
         n_jobs=2):
