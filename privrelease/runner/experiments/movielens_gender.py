@@ -20,8 +20,8 @@ __all__ = ["run"]
 
 def run(report, *, random_state=0, quick=False, path=None,
         max_leakages=(0.0, 0.002, 0.01, 0.03, 0.1, 1.0), blurme_fractions=(0.05, 0.1, 0.2, 0.5),
-        n_clusters=25, opt_in_fraction=0.5, cv=5, heldout_fraction=0.1, target_auc=0.55, attack_models=("logistic", "forest"), recommender=None,
-        n_jobs=2):
+        n_clusters=25, opt_in_fraction=0.5, cv=5, heldout_fraction=0.1, target_auc=0.55,
+        attack_models=("logistic", "forest"), recommender=None, n_jobs=2):
     """Write the MovieLens-gender analysis into ``report``; returns headline numbers."""
     from ...datasets import load_movielens_100k
 

@@ -118,7 +118,8 @@ def _one_dataset(report, name, R, a, *, rec, max_leakages, fractions, n_clusters
     report.table(f[["max_leakage"] + _SHOW], f"{name}_mapper_curve",
                  caption="One row per leakage cap (a cap of 1 bit or more constrains nothing for a binary "
                          "attribute: that row is the cost of quantization alone). `worst_auc_*` = largest "
-                         "folded AUC over the attackers (logistic regression and random forest, on values and on rated/not-rated indicators). "
+                         "folded AUC over the attackers (logistic regression and random forest, on values and "
+                         "on rated/not-rated indicators). "
                          "FIXED attackers are trained on the opted-in users' original ratings, ADAPTIVE ones on "
                          "their released ratings.")
     _csv_only(report, q.frame, f"{name}_mapper_curve_all_columns")
