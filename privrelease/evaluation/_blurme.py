@@ -70,8 +70,9 @@ class BlurMe(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     References
     ----------
     .. [1] U. Weinsberg, S. Bhagat, S. Ioannidis, N. Taft, "BlurMe: Inferring and
-       Obfuscating User Gender Based on Ratings", RecSys 2012, Sec. 5 (the
-       random, sampled and greedy strategies).
+       Obfuscating User Gender Based on Ratings", RecSys 2012, the section on
+       gender obfuscation (the random, sampled and greedy strategies; items ranked
+       by logistic-regression coefficients; added at the item's average rating).
 
     Examples
     --------
