@@ -194,7 +194,7 @@ def hamming_distances(B, centers):
     return nb[:, None] + centers.sum(axis=1)[None, :] - 2.0 * inner
 
 
-def hamming_kmodes(B, n_clusters, *, n_init=4, max_iter=100, random_state=0):
+def hamming_kmodes(B, n_clusters, *, sample_weight=None, n_init=4, max_iter=100, random_state=0):
     """Cluster binary vectors under the Hamming distance (k-modes).
 
     Lloyd iterations: assign each row to the nearest centre in Hamming
@@ -207,6 +207,8 @@ def hamming_kmodes(B, n_clusters, *, n_init=4, max_iter=100, random_state=0):
     ----------
     B : CSR matrix or ndarray of 0/1, shape (n, d)
     n_clusters : int
+    sample_weight : ndarray of shape (n,), optional
+        Weights of the rows (weighted majority votes and total distance).
 
     Returns
     -------
@@ -217,14 +219,15 @@ def hamming_kmodes(B, n_clusters, *, n_init=4, max_iter=100, random_state=0):
     """
     rng = np.random.default_rng(random_state)
     n = B.shape[0]
+    sw = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
     dense_rows = (lambda idx: np.asarray(B[idx].todense())) if sp.issparse(B) else (lambda idx: np.asarray(B[idx]))
     best = None
     for _ in range(n_init):
-        first = rng.integers(n)
+        first = rng.choice(n, p=sw / sw.sum())
         centers = dense_rows([first]).astype(np.float64)
         closest = hamming_distances(B, centers)[:, 0]
         for _j in range(1, n_clusters):
-            w = closest
+            w = closest * sw
             if w.sum() <= 0:
                 idx = rng.integers(n)
             else:
@@ -243,21 +246,19 @@ def hamming_kmodes(B, n_clusters, *, n_init=4, max_iter=100, random_state=0):
                 members = np.flatnonzero(labels == j)
                 if members.size == 0:
                     continue  # keep the old centre
-                if sp.issparse(B):
-                    votes = np.asarray(B[members].sum(axis=0)).ravel()
-                else:
-                    votes = B[members].sum(axis=0)
-                centers[j] = (votes * 2 > members.size).astype(np.float64)
+                wm = sw[members]
+                votes = np.asarray(B[members].T @ wm).ravel()
+                centers[j] = (votes * 2 > wm.sum()).astype(np.float64)
         D = hamming_distances(B, centers)
         labels = D.argmin(axis=1)
-        inertia = float(D[np.arange(n), labels].sum())
+        inertia = float(D[np.arange(n), labels] @ sw)
         if best is None or inertia < best[2]:
             best = (centers.copy(), labels.copy(), inertia)
     return best
 
 
-def kmeans(E, n_clusters, random_state):
+def kmeans(E, n_clusters, random_state, sample_weight=None):
     """k-means (Euclidean) returning ``(centers, labels)``; sparse ``E`` accepted."""
     km = KMeans(n_clusters=n_clusters, n_init=4, random_state=random_state)
-    labels = km.fit_predict(E)
+    labels = km.fit_predict(E, sample_weight=sample_weight)
     return np.asarray(km.cluster_centers_), labels

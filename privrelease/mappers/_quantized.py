@@ -7,7 +7,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from ..utils import check_private_labels, check_random_source
 from ._common import (
@@ -146,14 +146,18 @@ class QuantizedPrivacyMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimat
     prior_leakage_ : float
         ``I(A; C)`` before any distortion (under ``prior_``).
     distortion_ : float
-        ``E[d(B, C_hat)]`` over the labeled users (same units as ``delta``).
+        ``E[d(B, C_hat)]`` (member-averaged costs weighted by ``prior_``; same
+        units as ``delta``).
     center_distortion_ : float
         ``E[d(C, C_hat)]`` under ``prior_`` (problem (19)'s distortion).
     quantization_radius_ : float
         Theorem 2's ``r``: largest distance from a labeled user to her centre.
     quantization_distortion_ : float
-        Mean distance from a labeled user to her centre (the smallest feasible
-        ``delta`` with the identity mapping).
+        Mean distance from a labeled user to her centre (the distortion of the
+        identity mapping on the clusters).
+    smallest_delta_ : float
+        Smallest feasible ``delta``: ``sum_c q(c) min_j cost_matrix_[c, j]``
+        (about ``quantization_distortion_``).
     map_accuracy_ : float
         Accuracy of the MAP attacker guessing A from C_hat under ``prior_``
         (equals the majority-class rate at perfect privacy).
@@ -276,7 +280,7 @@ class QuantizedPrivacyMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimat
 
     # --------------------------------------------------------------------- fit
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Quantize the labeled users, estimate the prior and solve for the mapping.
 
         Parameters
@@ -287,6 +291,11 @@ class QuantizedPrivacyMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimat
         y : array-like of shape (n_users,)
             Private attribute; ``-1`` (or NaN) for users who did not disclose it.
             Only labeled users are used.
+        sample_weight : array-like of shape (n_users,), default=None
+            Weight of each user in the clustering, the prior and the costs
+            (e.g. the masses of a discretised density, as in the paper's Iris
+            experiment where the prior is a kernel density estimate). The
+            taste-space SVD ignores it.
 
         Returns
         -------
@@ -299,6 +308,8 @@ class QuantizedPrivacyMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimat
             )
         X, _ = self._check_X(X, reset=True)
         y, labeled = check_private_labels(y, X.shape[0])
+        sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+        labeled = labeled & (sw > 0)
         n_labeled = int(labeled.sum())
         if n_labeled == 0:
             raise ValueError(
@@ -308,6 +319,7 @@ class QuantizedPrivacyMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimat
         Xc = X.tocsr() if sp.issparse(X) else np.asarray(X)
         X_lab = Xc[np.flatnonzero(labeled)]
         y_lab = y[labeled]
+        w_lab = sw[labeled]
         self.classes_, a_idx = np.unique(y_lab, return_inverse=True)
         if self.classes_.size < 2:
             raise ValueError(
@@ -334,9 +346,9 @@ class QuantizedPrivacyMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimat
             # fewer distinct points than clusters: empty clusters are dropped below
             warnings.filterwarnings("ignore", message="Number of distinct clusters")
             if space == "hamming":
-                centers, labels, _ = hamming_kmodes(E, k, random_state=seed)
+                centers, labels, _ = hamming_kmodes(E, k, sample_weight=w_lab, random_state=seed)
             else:
-                centers, labels = kmeans(E, k, seed)
+                centers, labels = kmeans(E, k, seed, sample_weight=w_lab)
         used = np.unique(labels)
         relabel = np.full(centers.shape[0], -1)
         relabel[used] = np.arange(used.size)
@@ -347,7 +359,7 @@ class QuantizedPrivacyMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimat
         # prior q(a, c) (eq. 20), smoothed towards independence
         n_classes = self.classes_.size
         counts = np.zeros((n_classes, self.n_clusters_))
-        np.add.at(counts, (a_idx, self.labels_), 1.0)
+        np.add.at(counts, (a_idx, self.labels_), w_lab)
         p_a = counts.sum(axis=1) / counts.sum()
         prior = counts + self.smoothing * p_a[:, None]
         self.prior_ = prior / prior.sum()
@@ -358,12 +370,13 @@ class QuantizedPrivacyMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimat
         D_users = self._distances(E, outputs)
         own = D_users[np.arange(n_labeled), self.labels_]
         self.quantization_radius_ = float(own.max())
-        self.quantization_distortion_ = float(own.mean())
-        size = np.bincount(self.labels_, minlength=self.n_clusters_).astype(np.float64)
+        self.quantization_distortion_ = float(np.average(own, weights=w_lab))
+        size = np.bincount(self.labels_, weights=w_lab, minlength=self.n_clusters_)
         onehot = sp.csr_matrix(
-            (np.ones(n_labeled), (self.labels_, np.arange(n_labeled))), shape=(self.n_clusters_, n_labeled)
+            (w_lab, (self.labels_, np.arange(n_labeled))), shape=(self.n_clusters_, n_labeled)
         )
         self.cost_matrix_ = np.asarray(onehot @ D_users) / size[:, None]
+        self.smallest_delta_ = float(np.sum(self.prior_.sum(axis=0) * self.cost_matrix_.min(axis=1)))
         self.center_cost_matrix_ = self._distances(self.cluster_centers_, outputs)
         if space == "hamming":
             self.center_cost_matrix_ = np.rint(self.center_cost_matrix_)
@@ -378,28 +391,27 @@ class QuantizedPrivacyMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimat
         joint_hat = self.prior_ @ self.mapping_
         self.empirical_leakage_ = mutual_information_bits((counts / counts.sum()) @ self.mapping_)
         self.map_accuracy_ = map_accuracy(joint_hat)
-        w = size / size.sum()
-        self.distortion_ = float(np.sum(w[:, None] * self.mapping_ * self.cost_matrix_))
         p_c = self.prior_.sum(axis=0)
+        self.distortion_ = float(np.sum(p_c[:, None] * self.mapping_ * self.cost_matrix_))
         self.center_distortion_ = float(np.sum(p_c[:, None] * self.mapping_ * self.center_cost_matrix_))
         self.mismatch_bound_ = mismatch_bound_bits(n_labeled, n_classes, self.n_clusters_)
 
-        self.release_profiles_ = self._build_profiles(X_lab, X.dtype)
+        self.release_profiles_ = self._build_profiles(X_lab, w_lab, X.dtype)
         return self
 
-    def _build_profiles(self, X_lab, dtype):
+    def _build_profiles(self, X_lab, w_lab, dtype):
         """Rows released for each output symbol (a function of that symbol only)."""
         n_items = self.n_features_in_
         k = self.n_clusters_
         Xs = X_lab.tocsr().astype(np.float64) if sp.issparse(X_lab) else sp.csr_matrix(np.asarray(X_lab, dtype=np.float64))
         Xs.eliminate_zeros()
         n = Xs.shape[0]
-        onehot = sp.csr_matrix((np.ones(n), (self.labels_, np.arange(n))), shape=(k, n))
+        onehot = sp.csr_matrix((w_lab, (self.labels_, np.arange(n))), shape=(k, n))
         pattern = Xs.copy()
         pattern.data = np.ones_like(pattern.data)
         counts = np.asarray((onehot @ pattern).todense())
         sums = np.asarray((onehot @ Xs).todense())
-        size = np.bincount(self.labels_, minlength=k).astype(np.float64)
+        size = np.bincount(self.labels_, weights=w_lab, minlength=k)
         nz = np.abs(Xs.data)
         is_int = np.issubdtype(dtype, np.integer) or dtype == bool
         space = self._space()

@@ -5,7 +5,16 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from privrelease.mappers import ErasureMapper, QuantizedPrivacyMapper
 
 EXPECTED_FAILED = {
-    "QuantizedPrivacyMapper": {},
+    "QuantizedPrivacyMapper": {
+        "check_sample_weight_equivalence_on_dense_data": (
+            "transform samples a random output per row, and the taste-space SVD and the k-means "
+            "initialisation see repeated rows differently from weights: outputs are equal in "
+            "distribution only, not elementwise"
+        ),
+        "check_sample_weight_equivalence_on_sparse_data": (
+            "same reason as check_sample_weight_equivalence_on_dense_data (randomized release)"
+        ),
+    },
     "ErasureMapper": {},
 }
 
