@@ -260,5 +260,12 @@ def hamming_kmodes(B, n_clusters, *, sample_weight=None, n_init=4, max_iter=100,
 def kmeans(E, n_clusters, random_state, sample_weight=None):
     """k-means (Euclidean) returning ``(centers, labels)``; sparse ``E`` accepted."""
     km = KMeans(n_clusters=n_clusters, n_init=4, random_state=random_state)
-    labels = km.fit_predict(E, sample_weight=sample_weight)
+    if E.shape[0] < 50000:
+        # small problems: OpenMP start-up costs more than it saves (10x slower on 2 cores)
+        from threadpoolctl import threadpool_limits
+
+        with threadpool_limits(limits=1, user_api="openmp"):
+            labels = km.fit_predict(E, sample_weight=sample_weight)
+    else:
+        labels = km.fit_predict(E, sample_weight=sample_weight)
     return np.asarray(km.cluster_centers_), labels

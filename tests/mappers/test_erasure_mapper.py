@@ -1,0 +1,189 @@
+"""ErasureMapper: the Census erasure experiment (Sec. VI-A), only-erase guarantee, unseen data, bad input."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from privrelease.datasets import load_adult
+from privrelease.exceptions import UnseenCategoryWarning
+from privrelease.mappers import ErasureMapper
+from privrelease.mapping import census_prior, mutual_information, solve_mapping
+
+
+def census_frame():
+    """sex / age band / education band, income: the paper's Sec. VI-A bands."""
+    df = load_adult()[["sex", "age", "education", "income"]].dropna()
+    age = pd.cut(df["age"], [-np.inf, 29, 54, np.inf], labels=["young", "adult", "old"])
+    edu = df["education"].astype(str).map({
+        "Some-college": "college", "Assoc-acdm": "college", "Assoc-voc": "college", "Bachelors": "college",
+        "Masters": "masters", "Prof-school": "masters", "Doctorate": "doctorate",
+    }).fillna("high-school")
+    X = pd.DataFrame({"sex": df["sex"].astype(str), "age": age, "education": edu}, index=df.index)
+    return X, df["income"].astype(str).to_numpy()
+
+
+@pytest.fixture(scope="module")
+def census():
+    return census_frame()
+
+
+@pytest.fixture(scope="module")
+def census_curve(census):
+    X, y = census
+    return {d: ErasureMapper(delta=d, random_state=0).fit(X, y) for d in (0.0, 1.0, 1.5)}
+
+
+def test_census_leakage_reproduces_the_paper(census, census_curve):
+    X, y = census
+    m0 = census_curve[0.0]
+    # independent computation: plug-in mutual information of the empirical joint
+    joint = pd.crosstab(y, [X[c].astype(str) for c in X.columns]).to_numpy() / len(y)
+    assert m0.leakage_ == pytest.approx(mutual_information(joint), abs=1e-6)
+    assert m0.leakage_ == pytest.approx(0.16, abs=0.01)  # paper: 0.142 bits on its Census file
+    assert m0.prior_leakage_ == pytest.approx(m0.leakage_, abs=1e-6)
+    # the engine's Census prior is the same joint
+    prior, tuples, _, _ = census_prior()
+    assert mutual_information(prior) == pytest.approx(m0.leakage_, abs=1e-6)
+    l1 = census_curve[1.0].leakage_
+    assert 0.0 < l1 < 0.05  # paper: about 0.025 bits at one expected erasure
+    assert census_curve[1.5].leakage_ < 1e-3  # paper: perfect privacy at 1.5 erasures
+    perfect = ErasureMapper(random_state=0).fit(X, y)
+    assert perfect.leakage_ < 1e-7
+    assert 1.4 < perfect.distortion_ < 1.6
+    assert census_curve[1.0].distortion_ <= 1.0 + 1e-6
+
+
+def test_leakage_agrees_with_the_engine(census, census_curve):
+    m = census_curve[1.0]
+    direct = solve_mapping(m.prior_, m.cost_matrix_, 1.0)
+    assert m.leakage_ == pytest.approx(direct.leakage, abs=1e-6)
+
+
+def test_transform_only_erases(census, census_curve):
+    X, _ = census
+    out = census_curve[1.0].transform(X)
+    assert list(out.columns) == list(X.columns) and out.index.equals(X.index)
+    assert isinstance(out["age"].dtype, pd.CategoricalDtype)
+    kept = out.notna()
+    for c in X.columns:
+        assert (out.loc[kept[c], c].astype(str) == X.loc[kept[c], c].astype(str)).all()
+    rate = out.isna().to_numpy().sum(axis=1).mean()
+    assert rate == pytest.approx(1.0, abs=0.05)  # expected erasures = delta
+
+
+def test_sampling_follows_the_mapping(census, census_curve):
+    m = census_curve[1.0]
+    b = int(np.argmax(1 - m.mapping_.max(axis=1) + (m.prior_.sum(0) > 0.05)))  # a frequent, mixed input
+    row = [m.categories_[f][c] for f, c in enumerate(m.input_tuples_[b])]
+    n = 20000
+    X = pd.DataFrame([row] * n, columns=["sex", "age", "education"])
+    out = m.transform(X)
+    pattern = out.isna().to_numpy()
+    freq = {}
+    for p in map(tuple, pattern):
+        freq[p] = freq.get(p, 0) + 1
+    expected = {}
+    for j, pr in enumerate(m.mapping_[b]):
+        p = tuple(m.output_tuples_[j] == -1)
+        expected[p] = expected.get(p, 0) + pr
+    for p, pr in expected.items():
+        assert freq.get(p, 0) / n == pytest.approx(pr, abs=0.015)
+
+
+def test_mapping_table(census_curve):
+    t = census_curve[1.0].mapping_table(top=8)
+    assert len(t) == 8
+    assert {"sex", "age", "education", "frequency", "p(>50K)", "skew", "released sex",
+            "p(release)", "expected erasures"} <= set(t.columns)
+    assert t["frequency"].is_monotonic_decreasing
+    # a released value is the input's value or an erasure
+    for c in ("sex", "age", "education"):
+        assert ((t[f"released {c}"] == "-") | (t[f"released {c}"].astype(str) == t[c].astype(str))).all()
+    with pytest.raises(ValueError, match="top must be a positive integer, got 0"):
+        census_curve[1.0].mapping_table(top=0)
+
+
+def _toy(n=600, seed=0):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    X = pd.DataFrame({
+        "color": np.where(rng.random(n) < 0.8, np.where(y == 1, "red", "blue"), "green"),
+        "size": rng.choice([1, 2, 3], n),
+        "shape": pd.Categorical(rng.choice(["o", "x"], n)),
+    })
+    return X, y
+
+
+def test_dataframe_dtypes_and_ndarray_outputs():
+    X, y = _toy()
+    m = ErasureMapper(random_state=0).fit(X, y)
+    assert m.leakage_ < 1e-6 and m.prior_leakage_ > 0.1
+    out = m.transform(X)
+    assert str(out["size"].dtype) == "Int64"
+    assert isinstance(out["shape"].dtype, pd.CategoricalDtype)
+    assert out.isna().any().any()
+    arr = ErasureMapper(random_state=0).fit(X.to_numpy(), y).transform(X.to_numpy())  # None = erased
+    assert arr.dtype == object and arr.shape == X.shape
+    assert any(v is None for v in arr.ravel())
+    Xn = np.c_[y * 2 + 1, np.arange(len(y)) % 3].astype(np.int64)
+    mn = ErasureMapper(random_state=0).fit(Xn, y)
+    outn = mn.transform(Xn)
+    assert outn.dtype == np.float64 and np.isnan(outn).any()
+    kept = ~np.isnan(outn)
+    assert np.all(outn[kept] == Xn[kept])
+    names = ErasureMapper(random_state=0).fit(X, y).get_feature_names_out()
+    assert list(names) == ["color", "size", "shape"]
+    mp = ErasureMapper(random_state=0).set_output(transform="pandas").fit(X.to_numpy(), y)
+    assert isinstance(mp.transform(X.to_numpy()), pd.DataFrame)
+
+
+def test_unseen_category_is_erased_with_a_warning():
+    X, y = _toy()
+    m = ErasureMapper(delta=0.5, random_state=0).fit(X, y)
+    Xn = X.head(50).copy()
+    Xn["color"] = "purple"
+    with pytest.warns(UnseenCategoryWarning, match="never seen in fit"):
+        out = m.transform(Xn)
+    assert out["color"].isna().all()
+    for c in ("size", "shape"):
+        kept = out[c].notna()
+        assert (out.loc[kept, c].astype(str) == Xn.loc[kept, c].astype(str)).all()
+
+
+def test_unseen_combination_erases_everything():
+    X, y = _toy()
+    keep = ~((X["color"] == "green") & (X["size"] == 3))
+    m = ErasureMapper(delta=0.2, random_state=0).fit(X[keep], y[keep.to_numpy()])
+    Xn = pd.DataFrame({"color": ["green"], "size": [3], "shape": pd.Categorical(["o"], categories=["o", "x"])})
+    with pytest.warns(UnseenCategoryWarning, match="combination"):
+        out = m.transform(Xn)
+    assert out.isna().all().all()
+
+
+def test_undisclosed_rows_are_ignored():
+    X, y = _toy()
+    y2 = y.copy()
+    y2[::4] = -1
+    a = ErasureMapper(delta=0.3, random_state=0).fit(X, y2)
+    b = ErasureMapper(delta=0.3, random_state=0).fit(X[y2 != -1], y[y2 != -1])
+    np.testing.assert_allclose(a.prior_, b.prior_)
+    assert a.leakage_ == pytest.approx(b.leakage_, abs=1e-6)
+
+
+def test_bad_input():
+    X, y = _toy()
+    Xm = X.copy()
+    Xm.loc[3, "color"] = None
+    with pytest.raises(ValueError, match="missing value"):
+        ErasureMapper().fit(Xm, y)
+    with pytest.raises(ValueError, match="delta.*-1"):
+        ErasureMapper(delta=-1).fit(X, y)
+    with pytest.raises(ValueError, match="no labeled rows"):
+        ErasureMapper().fit(X, np.full(len(y), -1))
+    with pytest.raises(ValueError, match="only one class"):
+        ErasureMapper().fit(X, np.zeros(len(y)))
+    m = ErasureMapper(random_state=0).fit(X.to_numpy(), y)
+    with pytest.raises(ValueError, match="3 features"):
+        m.transform(X[["color", "size"]].to_numpy())
+    with pytest.raises(ValueError, match="not both"):
+        ErasureMapper(delta=1.0, max_leakage=0.0).fit(X, y)
