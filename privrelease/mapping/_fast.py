@@ -211,7 +211,7 @@ class _Barrier:
             val -= mub * math.log(s)
         return val
 
-    def solve(self, x, *, gap_nats, check, max_iter=400, factor=10.0, mu0=None):
+    def solve(self, x, *, gap_nats, check, max_iter=400, factor=30.0, mu0=None):
         """Barrier method ``min f(x) - mu sum log x - mu log(delta - w'x)  s.t.  E x = 1``.
 
         Newton directions use the primal-dual barrier Hessian ``Z X^{-1}`` (duals
@@ -336,7 +336,7 @@ def solve_fast(prob, delta, *, tol=1e-6, warm=None, n_neighbours=None, max_round
     from threadpoolctl import threadpool_limits
 
     if n_neighbours is None:
-        n_neighbours = int(max(24, 3 * math.sqrt(prob.k)))
+        n_neighbours = 8
     with threadpool_limits(limits=1, user_api="blas"):
         return _solve_fast(prob, delta, tol=tol, warm=warm, n_neighbours=n_neighbours, max_rounds=max_rounds)
 

@@ -14,7 +14,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
-from ..exceptions import SolverError
+from ..exceptions import InfeasibleBudgetError, SolverError
 
 __all__ = ["perfect_privacy_mapping", "solve_maximal_leakage_lp"]
 
@@ -92,6 +92,12 @@ def solve_maximal_leakage_lp(prob, *, delta=None, target_bits=None):
     A_ub = sp.vstack(rows_ub, format="csr")
     b_ub = np.concatenate(b_ub)
     res = linprog(cost, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq, bounds=(0, None), method="highs")
+    if res.status == 2 and target_bits is not None:
+        _, info = solve_maximal_leakage_lp(prob)
+        smallest = float(np.log2(max(info["lp_objective"], 1.0)))
+        raise InfeasibleBudgetError(
+            f"max_leakage={target_bits!r} bits cannot be reached by any allowed mapping; the smallest "
+            f"achievable maximal leakage is {smallest!r} bits", smallest_feasible=smallest)
     if res.status != 0:
         raise SolverError(f"HiGHS did not solve the maximal-leakage LP: {res.message}")
     P = np.zeros((prob.k, kh))

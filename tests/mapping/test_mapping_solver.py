@@ -205,3 +205,13 @@ def test_bad_prior_and_distortion():
         solve_mapping([[0.4, 0.1], [0.1, 0.4]], [[0.0, -1.0], [1.0, 0.0]], 0.1)
     with pytest.raises(ValueError, match="warm_start"):
         solve_mapping([[0.4, 0.1], [0.1, 0.4]], d, 0.1, warm_start=np.eye(3))
+
+
+def test_unreachable_maximal_leakage_target():
+    prior = np.array([[0.4, 0.1], [0.1, 0.4]])
+    d = np.array([[0.0, np.inf], [np.inf, 0.0]])  # only the identity is allowed
+    with pytest.raises(InfeasibleBudgetError, match="smallest achievable") as exc:
+        solve_mapping(prior, d, max_leakage=0.01, leakage="maximal_leakage")
+    assert exc.value.smallest_feasible == pytest.approx(maximal_leakage(prior))
+    with pytest.raises(InfeasibleBudgetError, match="cannot be reached"):
+        solve_mapping(prior, d, max_leakage=0.01)
