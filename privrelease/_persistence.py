@@ -84,7 +84,9 @@ class _Encoder:
         node = {"t": "array", "key": key}
         if a.dtype == object:
             if not all(isinstance(v, str) for v in a.ravel()):
-                raise TypeError(f"cannot save {key!r}: object array holding non-strings")
+                if a.ndim != 1:
+                    raise TypeError(f"cannot save {key!r}: {a.ndim}-D object array holding non-strings")
+                return {"t": "objarray", "items": [self.encode(v, f"{key}/{i}") for i, v in enumerate(a)]}
             a = a.astype(str)
             node["object"] = True
         if a.dtype.kind not in "biufcU":
@@ -140,6 +142,11 @@ def _decode(node, arrays, where):
             raise ValueError(f"array {key!r} described in the metadata is missing from the file")
         a = arrays[key]
         return a.astype(object) if node.get("object") else a
+    if t == "objarray":
+        items = [_decode(v, arrays, f"{where}[{i}]") for i, v in enumerate(node["items"])]
+        out = np.empty(len(items), dtype=object)
+        out[:] = items
+        return out
     if t == "sparse":
         shape = tuple(int(s) for s in node["shape"])
         data, indices, indptr = (_decode(node[k], arrays, where) for k in ("data", "indices", "indptr"))
@@ -371,20 +378,22 @@ def load(path):
         raise ValueError(f"constructor parameters in the file are not valid for {name}: {exc}") from None
     for key, value in fitted.items():
         setattr(est, key, value)
+    _after_load(name, est)
     return est
 
 
 # ----------------------------------------------------------------------------- validation
-def _check_matrix(fitted, key, ndim=2):
+def _check_matrix(fitted, key, ndim=2, allow_posinf=False):
     a = fitted.get(key)
     if a is None:
         return None
     if not isinstance(a, np.ndarray) or a.ndim != ndim or a.dtype.kind not in "biuf":
         raise ValueError(f"{key} must be a {ndim}-D numeric array, got {type(a).__name__} "
                          f"with shape {getattr(a, 'shape', None)}")
-    if not np.all(np.isfinite(a)):
-        bad = np.argwhere(~np.isfinite(a))[0]
-        raise ValueError(f"{key} has a non-finite entry at {tuple(int(i) for i in bad)}: {a[tuple(bad)]!r}")
+    ok = np.isfinite(a) | (allow_posinf & (a == np.inf))
+    if not np.all(ok):
+        bad = np.argwhere(~ok)[0]
+        raise ValueError(f"{key} has a non-finite entry at {tuple(int(i) for i in bad)}: {float(a[tuple(bad)])!r}")
     return a
 
 
@@ -401,7 +410,7 @@ def _validate_fitted(name, fitted):
     if M is not None:
         if np.any(M < 0):
             r, c = np.argwhere(M < 0)[0]
-            raise ValueError(f"mapping_ entry ({r}, {c}) is negative ({M[r, c]!r}); a mapping holds probabilities")
+            raise ValueError(f"mapping_ entry ({r}, {c}) is negative ({float(M[r, c])!r}); a mapping holds probabilities")
         sums = M.sum(axis=1)
         bad = np.flatnonzero(np.abs(sums - 1.0) > _ROW_SUM_TOL)
         if bad.size:
@@ -410,7 +419,7 @@ def _validate_fitted(name, fitted):
     if prior is not None:
         if np.any(prior < 0):
             r, c = np.argwhere(prior < 0)[0]
-            raise ValueError(f"prior_ entry ({r}, {c}) is negative ({prior[r, c]!r}); a prior is a distribution")
+            raise ValueError(f"prior_ entry ({r}, {c}) is negative ({float(prior[r, c])!r}); a prior is a distribution")
         total = prior.sum()
         if abs(total - 1.0) > _ROW_SUM_TOL:
             raise ValueError(f"prior_ sums to {total:.12g}, expected 1 (within {_ROW_SUM_TOL:g})")
@@ -435,9 +444,18 @@ def _validate_fitted(name, fitted):
             raise ValueError(f"release_profiles_ has {profiles.shape[1]} columns, expected n_features_in_="
                              f"{n_features}")
     for key in ("cost_matrix_", "center_cost_matrix_"):
-        C = _check_matrix(fitted, key)
+        C = _check_matrix(fitted, key, allow_posinf=True)  # inf = forbidden transition
         if C is not None and M is not None and C.shape != M.shape:
             raise ValueError(f"{key} has shape {C.shape}, expected {M.shape} like mapping_")
+        if C is not None and np.any(C < 0):
+            r, c = np.argwhere(C < 0)[0]
+            raise ValueError(f"{key} entry ({r}, {c}) is negative ({float(C[r, c])!r}); distortions are >= 0")
+        if C is not None and M is not None and np.any(M[np.isinf(C)] != 0):
+            r, c = np.argwhere(np.isinf(C) & (M != 0))[0]
+            raise ValueError(f"mapping_ puts probability {float(M[r, c])!r} on the forbidden transition ({r}, {c}) "
+                             f"(infinite {key}); a release may only erase, never change a value")
+    if name == "ErasureMapper":
+        _validate_erasure(fitted, M)
     names = fitted.get("feature_names_in_")
     n_features = fitted.get("n_features_in_")
     if names is not None and n_features is not None and len(names) != n_features:
@@ -448,3 +466,33 @@ def _validate_fitted(name, fitted):
         if chol is None or np.shape(chol) != (centers.shape[1], centers.shape[1]):
             raise ValueError(f"embedding_.basis_chol_ has shape {np.shape(chol)}, expected "
                              f"{(centers.shape[1], centers.shape[1])} to match cluster_centers_")
+
+
+def _validate_erasure(fitted, M):
+    for key in ("categories_", "input_tuples_", "output_tuples_", "mapping_", "prior_", "classes_",
+                "n_features_in_"):
+        if key not in fitted:
+            raise ValueError(f"fitted attribute {key} is missing from the file")
+    cats = fitted["categories_"]
+    n_features = fitted["n_features_in_"]
+    if not isinstance(cats, list) or len(cats) != n_features:
+        raise ValueError(f"categories_ must list the categories of each of the {n_features} features, "
+                         f"got {type(cats).__name__} of length {len(cats) if hasattr(cats, '__len__') else '?'}")
+    for key, rows in (("input_tuples_", M.shape[0]), ("output_tuples_", M.shape[1])):
+        T = fitted[key]
+        if not isinstance(T, np.ndarray) or T.ndim != 2 or T.shape != (rows, n_features) or T.dtype.kind not in "iu":
+            raise ValueError(f"{key} must be an integer array of shape {(rows, n_features)} "
+                             f"(one row per {'input' if key.startswith('input') else 'output'} symbol), "
+                             f"got shape {getattr(T, 'shape', None)}")
+        sizes = np.array([len(c) for c in cats])
+        low = 0 if key == "input_tuples_" else -1  # -1 = erased
+        if np.any(T < low) or np.any(T >= sizes[None, :]):
+            r, f = np.argwhere((T < low) | (T >= sizes[None, :]))[0]
+            raise ValueError(f"{key}[{r}, {f}] = {T[r, f]} is not a category code of feature {f} "
+                             f"(expected {low} <= code < {sizes[f]})")
+
+
+def _after_load(name, est):
+    """Rebuild derived, non-saved state (lookup tables) of a loaded estimator."""
+    if name == "ErasureMapper":
+        est._index = {tuple(t): i for i, t in enumerate(est.input_tuples_.tolist())}

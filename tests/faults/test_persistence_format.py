@@ -14,7 +14,6 @@ from privrelease import _persistence
 from privrelease._persistence import FORMAT_VERSION, _read, _write, load, save
 from privrelease.datasets import make_ratings
 from privrelease.mappers import QuantizedPrivacyMapper
-import privrelease.mappers as mappers_pkg
 
 
 @pytest.fixture(scope="module")
@@ -99,16 +98,59 @@ def test_round_trip_secure_source_and_feature_names(tmp_path, ratings):
         m2.transform(df.rename(columns={"film 0": "other"}))
 
 
-def test_erasure_mapper_round_trip(tmp_path):
-    ErasureMapper = getattr(mappers_pkg, "ErasureMapper", None)
-    if ErasureMapper is None:
-        pytest.skip("ErasureMapper is not in privrelease.mappers yet")
+def _erasure_data():
     rng = np.random.default_rng(0)
     a = rng.integers(0, 2, 400)
-    X = np.column_stack([(a + rng.integers(0, 2, 400)) % 3, rng.integers(0, 3, 400)])
-    m = ErasureMapper(random_state=0).fit(X, a)
+    df = pd.DataFrame({
+        "education": np.where((a + rng.integers(0, 2, 400)) % 3 == 0, "HS", "BSc"),
+        "age": (a + rng.integers(0, 3, 400)) * 10,
+        "mixed": np.array(["x", 1, "y"], dtype=object)[rng.integers(0, 3, 400)],
+    })
+    return df, a
+
+
+def test_erasure_mapper_round_trip(tmp_path):
+    from privrelease.mappers import ErasureMapper
+
+    df, a = _erasure_data()
+    m = ErasureMapper(delta=0.3, random_state=0).fit(df, a)
     m2 = load(save(m, tmp_path / "e.npz"))
-    np.testing.assert_array_equal(np.asarray(m.transform(X), dtype=object), np.asarray(m2.transform(X), dtype=object))
+    assert m2.get_params() == m.get_params()
+    for key in ("mapping_", "prior_", "input_tuples_", "output_tuples_", "cost_matrix_", "classes_"):
+        np.testing.assert_array_equal(getattr(m2, key), getattr(m, key), err_msg=key)
+    for c1, c2 in zip(m.categories_, m2.categories_):
+        assert c1.tolist() == c2.tolist()
+    pd.testing.assert_frame_equal(m2.transform(df), m.transform(df))
+    X = df.to_numpy()
+    m3 = ErasureMapper(delta=0.3, random_state=5).fit(X, a)
+    out, out2 = m3.transform(X), load(save(m3, tmp_path / "e3.npz")).transform(X)
+    assert out.dtype == out2.dtype == object
+    np.testing.assert_array_equal(out == None, out2 == None)  # noqa: E711
+    np.testing.assert_array_equal(out[out != None], out2[out2 != None])  # noqa: E711
+
+
+def test_erasure_forbidden_transition_refused(tmp_path):
+    from privrelease.mappers import ErasureMapper
+
+    df, a = _erasure_data()
+    m = ErasureMapper(delta=0.3, random_state=0).fit(df, a)
+    path = save(m, tmp_path / "e.npz")
+
+    def edit(arrays):
+        M = arrays["fitted/mapping_"]
+        C = arrays["fitted/cost_matrix_"]
+        r, c = np.argwhere(np.isinf(C))[0]
+        M[r] = 0.0
+        M[r, c] = 1.0  # a row now releases a *changed* value: rows still sum to 1
+
+    with pytest.raises(ValueError, match=r"mapping_ puts probability 1\.0 on the forbidden transition"):
+        load(_tamper(path, edit, redigest=True))
+
+    def edit_codes(arrays):
+        arrays["fitted/output_tuples_"][0, 0] = 7
+
+    with pytest.raises(ValueError, match=r"output_tuples_\[0, 0\] = 7 is not a category code of feature 0"):
+        load(_tamper(save(m, tmp_path / "e2.npz"), edit_codes, redigest=True))
 
 
 # ----------------------------------------------------------------------------- refusals on save
