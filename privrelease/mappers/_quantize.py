@@ -27,7 +27,7 @@ from sklearn.decomposition import TruncatedSVD
 __all__ = ["TasteEmbedding", "hamming_kmodes", "hamming_distances", "row_chunks"]
 
 #: rows processed at once when a rating matrix is streamed
-CHUNK_ROWS = 65536
+CHUNK_ROWS = 16384
 
 
 def row_chunks(n_rows, chunk=CHUNK_ROWS):
@@ -148,8 +148,8 @@ class TasteEmbedding:
     def _residuals(self, X):
         n_u = np.diff(X.indptr).astype(np.float64)
         m = self._user_offsets(X, n_u)
-        rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
-        res = X.data - self.global_mean_ - m[rows] - self.item_offset_[X.indices]
+        res = X.data - np.repeat(m + self.global_mean_, np.diff(X.indptr))
+        res -= self.item_offset_[X.indices]
         return sp.csr_matrix((res, X.indices, X.indptr), shape=X.shape), m
 
     def _coefficient_parts(self, X):
@@ -160,16 +160,22 @@ class TasteEmbedding:
         G = np.asarray(P @ (V.T ** 2))
         return m, Z, G
 
-    def coefficients(self, X):
-        """``[m_u, w_u]`` for each row of the CSR ``X``: shape (n_users, 1 + rank)."""
-        X = X.astype(np.float64) if X.dtype != np.float64 else X.copy()
+    def coefficients(self, X, copy=True):
+        """``[m_u, w_u]`` for each row of the CSR ``X``: shape (n_users, 1 + rank).
+
+        ``copy=False`` lets a float64 ``X`` be modified in place (explicit zeros dropped).
+        """
+        if X.dtype != np.float64:
+            X = X.astype(np.float64)
+        elif copy:
+            X = X.copy()
         X.eliminate_zeros()
         m, Z, G = self._coefficient_parts(X)
         return np.hstack([m[:, None], Z / (G + self.ridge_)])
 
-    def transform(self, X):
+    def transform(self, X, copy=True):
         """Embedding coordinates, shape (n_users, 1 + rank); origin = empty user."""
-        return self.coefficients(X) @ self.basis_chol_
+        return self.coefficients(X, copy=copy) @ self.basis_chol_
 
     def predicted_offsets(self, E):
         """Map embedding coordinates back to per-item predicted offsets ``p``."""

@@ -246,12 +246,16 @@ class QuantizedPrivacyMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimat
             return "hamming"
         return "taste" if self.space == "auto" else self.space
 
-    def _embed(self, Xc):
-        """Coordinates of CSR/dense rows in the clustering space."""
+    def _embed(self, Xc, owned=False):
+        """Coordinates of CSR/dense rows in the clustering space.
+
+        ``owned=True``: ``Xc`` is a private copy (a row slice) that may be modified.
+        """
         space = self._space()
         if space == "taste":
-            Xs = Xc if sp.issparse(Xc) else sp.csr_matrix(Xc)
-            return self.embedding_.transform(Xs)
+            if sp.issparse(Xc):
+                return self.embedding_.transform(Xc, copy=not owned)
+            return self.embedding_.transform(sp.csr_matrix(Xc), copy=False)
         if space == "hamming":
             if sp.issparse(Xc):
                 B = Xc.copy()
@@ -471,7 +475,7 @@ class QuantizedPrivacyMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimat
     def _quantize(self, Xc):
         labels = np.empty(Xc.shape[0], dtype=np.int64)
         for start, stop in row_chunks(Xc.shape[0]):
-            E = self._embed(Xc[start:stop])
+            E = self._embed(Xc[start:stop], owned=True)
             labels[start:stop] = self._distances(E, self.cluster_centers_).argmin(axis=1)
         return labels
 
@@ -503,7 +507,7 @@ class QuantizedPrivacyMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimat
         source = check_random_source(self.random_state)
         c_hat = np.empty(Xc.shape[0], dtype=np.int64)
         for start, stop in row_chunks(Xc.shape[0]):
-            E = self._embed(Xc[start:stop])
+            E = self._embed(Xc[start:stop], owned=True)
             labels = self._distances(E, self.cluster_centers_).argmin(axis=1)
             c_hat[start:stop] = source.categorical(self.mapping_[labels])
         profiles = self.release_profiles_.astype(X.dtype, copy=False)
