@@ -133,10 +133,38 @@ def _transform_partition(part, mapper, seed, partition_info=None):
     out = _with_source(mapper, block_random_state(seed, index)).transform(part)
     if not isinstance(out, pd.DataFrame):
         out = pd.DataFrame(out, index=part.index, columns=part.columns)
-    try:
-        return out.astype(part.dtypes.to_dict())
-    except (TypeError, ValueError):  # e.g. an erasure symbol outside a categorical's categories
-        return out
+    if _is_erasure(mapper):
+        return out  # erased cells are missing values: dtypes as in ErasureMapper.transform
+    return out.astype(part.dtypes.to_dict())
+
+
+def _is_erasure(mapper):
+    return type(mapper).__name__ == "ErasureMapper"
+
+
+def _array_meta(mapper, X):
+    """dtype and meta of the released blocks of a dask array."""
+    if _is_erasure(mapper):
+        # ErasureMapper releases numeric input as float (NaN = erased), anything else as object
+        dtype = np.dtype(np.float64) if X.dtype.kind in "fiub" else np.dtype(object)
+        return dtype, np.empty((0, X.shape[1]), dtype=dtype)
+    return X.dtype, X._meta
+
+
+def _frame_meta(mapper, meta):
+    """Empty dataframe with the released dtypes (ErasureMapper: nullable integers and booleans)."""
+    if not _is_erasure(mapper):
+        return meta
+    import pandas as pd
+
+    out = meta.copy()
+    for col in out.columns:
+        s = out[col]
+        if pd.api.types.is_bool_dtype(s.dtype):
+            out[col] = s.astype("boolean")
+        elif pd.api.types.is_integer_dtype(s.dtype):
+            out[col] = s.astype("Int64")
+    return out
 
 
 def _check_row_chunked(X, mapper):
@@ -174,7 +202,8 @@ def transform(mapper, X):
 
     if isinstance(X, da.Array):
         X = _check_row_chunked(X, mapper)
-        return X.map_blocks(_transform_block, mapper, seed, dtype=X.dtype, meta=X._meta)
+        dtype, meta = _array_meta(mapper, X)
+        return X.map_blocks(_transform_block, mapper, seed, dtype=dtype, meta=meta)
     if hasattr(X, "map_partitions") and hasattr(X, "columns"):
         n_features = getattr(mapper, "n_features_in_", None)
         if n_features is not None and len(X.columns) != n_features:
@@ -182,7 +211,7 @@ def transform(mapper, X):
                 f"X has {len(X.columns)} features, but {type(mapper).__name__} is expecting "
                 f"{n_features} features as input"
             )
-        return X.map_partitions(_transform_partition, mapper, seed, meta=X._meta)
+        return X.map_partitions(_transform_partition, mapper, seed, meta=_frame_meta(mapper, X._meta))
     raise TypeError(
         f"expected a dask Array or a dask DataFrame of users x items, got {type(X).__name__}"
     )
@@ -224,6 +253,10 @@ def transform_in_blocks(mapper, X, block_rows):
     parts = []
     for i, (start, stop) in enumerate(_row_bounds(X.shape[0], block_rows)):
         parts.append(_with_source(mapper, block_random_state(seed, i)).transform(Xr[start:stop]))
+    if hasattr(parts[0], "iloc"):  # dataframes (e.g. ErasureMapper on a DataFrame)
+        import pandas as pd
+
+        return pd.concat(parts)
     if sp.issparse(X):
         out = sp.vstack(parts, format="csr")
         if isinstance(X, sp.sparray) and not isinstance(out, sp.sparray):
@@ -427,7 +460,7 @@ def _profiles_from_stats(mapper, st, dtype):
 
 
 # ----------------------------------------------------------------------------- fit
-def fit(mapper, X, y, *, sample_size=None):
+def fit(mapper, X, y, *, sample_size=None, sample_weight=None):
     """Fit a mapper on a dask collection (see the module notes).
 
     Parameters
@@ -442,11 +475,21 @@ def fit(mapper, X, y, *, sample_size=None):
         learnt (default :data:`DEFAULT_SAMPLE_SIZE`). The prior and the costs
         always use every labeled user.
 
+    sample_weight : None
+        Not supported on dask collections (weights are for small, discretised
+        densities); anything else raises ``ValueError``.
+
     Returns
     -------
     mapper
     """
     import dask
+
+    if sample_weight is not None:
+        raise ValueError(
+            f"sample_weight is not supported when X is a dask collection, got {type(sample_weight).__name__}; "
+            "fit in memory to weight users"
+        )
 
     from sklearn.base import clone
 
@@ -531,6 +574,7 @@ def _finish_fit(mapper, st, n_labeled, dtype):
     cost = st["dist_sum"] / np.maximum(size, 1)[:, None]
     cost[size == 0] = mapper.center_cost_matrix_[size == 0]
     mapper.cost_matrix_ = cost
+    mapper.smallest_delta_ = float(np.sum(mapper.prior_.sum(axis=0) * cost.min(axis=1)))
     mapper.quantization_radius_ = float(st["own_max"][0])
     mapper.quantization_distortion_ = float(st["own_sum"][0] / n_labeled)
 
@@ -542,9 +586,8 @@ def _finish_fit(mapper, st, n_labeled, dtype):
     mapper.leakage_ = float(result.leakage)
     mapper.empirical_leakage_ = mutual_information_bits((counts / counts.sum()) @ mapper.mapping_)
     mapper.map_accuracy_ = map_accuracy(mapper.prior_ @ mapper.mapping_)
-    w = size / size.sum()
-    mapper.distortion_ = float(np.sum(w[:, None] * mapper.mapping_ * mapper.cost_matrix_))
     p_c = mapper.prior_.sum(axis=0)
+    mapper.distortion_ = float(np.sum(p_c[:, None] * mapper.mapping_ * mapper.cost_matrix_))
     mapper.center_distortion_ = float(np.sum(p_c[:, None] * mapper.mapping_ * mapper.center_cost_matrix_))
     mapper.mismatch_bound_ = mismatch_bound_bits(n_labeled, mapper.classes_.size, mapper.n_clusters_)
     mapper.release_profiles_ = _profiles_from_stats(mapper, st, dtype)

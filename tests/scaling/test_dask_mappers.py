@@ -190,3 +190,49 @@ def test_privacy_utility_curve_on_joblib_dask_backend(client):
         got = privacy_utility_curve(QuantizedPrivacyMapper(n_clusters=4, random_state=0), R, a, n_jobs=2, **kw)
     pd.testing.assert_frame_equal(got.frame, ref.frame)
     assert np.all(np.isfinite(got.frame["rmse_released"]))
+
+
+def _census_like():
+    rng = np.random.default_rng(0)
+    a = rng.integers(0, 2, 600)
+    df = pd.DataFrame({
+        "education": np.where((a + rng.integers(0, 2, 600)) % 3 == 0, "HS", "BSc"),
+        "age": (a + rng.integers(0, 3, 600)) * 10,
+    })
+    return df, a
+
+
+def test_erasure_mapper_on_dask_dataframe(client):
+    from privrelease.mappers import ErasureMapper
+
+    df, a = _census_like()
+    ddf = dd.from_pandas(df, npartitions=3)
+    m = _dask.fit(ErasureMapper(delta=0.3, random_state=2), ddf, da.from_array(a, chunks=200))
+    ref_fit = ErasureMapper(delta=0.3, random_state=2).fit(df, a)
+    np.testing.assert_array_equal(m.mapping_, ref_fit.mapping_)
+    out = _dask.transform(m, ddf)
+    got = out.compute()
+    sizes = ddf.map_partitions(len).compute().tolist()
+    ref = _dask.transform_in_blocks(m, ddf.compute(), sizes)  # dask stores strings with its own dtype
+    pd.testing.assert_frame_equal(got, ref)
+    assert dict(out.dtypes) == dict(got.dtypes)  # the lazy metadata tells the truth
+    # only erasures: every released cell is the original value or missing
+    for col in df.columns:
+        kept = got[col].notna().to_numpy()
+        assert got[col][kept].tolist() == df[col][kept].tolist()
+        assert 0 < kept.sum() <= len(df)
+
+
+def test_erasure_mapper_on_dask_array(client):
+    from privrelease.mappers import ErasureMapper
+
+    df, a = _census_like()
+    X = np.column_stack([df["education"].eq("HS").to_numpy(), df["age"].to_numpy()]).astype(np.int64)
+    m = ErasureMapper(delta=0.3, random_state=3).fit(X, a)
+    Xd = da.from_array(X, chunks=(150, 2))
+    out = _dask.transform(m, Xd)
+    assert out.dtype == np.float64
+    got = out.compute()
+    np.testing.assert_array_equal(got, _dask.transform_in_blocks(m, X, Xd.chunks[0]))
+    kept = ~np.isnan(got)
+    np.testing.assert_array_equal(got[kept], X[kept])
