@@ -186,3 +186,54 @@ def test_auction_bad_numbers_raise_documented_errors(values, budget):
         assert str(exc)  # a message, not a bare error
         return
     assert res.total_payment <= budget * (1 + 1e-9) + 1e-12
+
+
+@st.composite
+def categorical_tables(draw):
+    n = draw(st.integers(10, 40))
+    n_features = draw(st.integers(1, 3))
+    seed = draw(st.integers(0, 2**16))
+    rng = np.random.default_rng(seed)
+    y = np.arange(n) % 2
+    rng.shuffle(y)
+    cols = {}
+    for j in range(n_features):
+        k = draw(st.integers(1, 3))
+        codes = (y * draw(st.integers(0, 1)) + rng.integers(0, k, n)) % k
+        kind = draw(st.sampled_from(["int", "str"]))
+        cols[f"f{j}"] = codes if kind == "int" else np.array(["a", "b", "c"])[codes]
+    as_frame = draw(st.booleans())
+    import pandas as pd
+
+    X = pd.DataFrame(cols) if as_frame else np.column_stack(list(cols.values())).astype(object)
+    return X, y, draw(st.floats(0.0, 1.0))
+
+
+@settings(max_examples=12, **SETTINGS)
+@given(categorical_tables())
+def test_erasure_mapper_only_erases(data):
+    from privrelease.mappers import ErasureMapper
+
+    X, y, frac = data
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            m = ErasureMapper(random_state=0).fit(X, y)
+        except ValueError as exc:  # documented: a single class among labeled rows, ...
+            assert str(exc)
+            return
+        n_features = m.n_features_in_
+        m.set_params(delta=frac * n_features)  # any budget in [0, n_features] is feasible (erase all)
+        m.fit(X, y)
+        out = m.transform(X)
+    assert out.shape == np.shape(X)
+    np.testing.assert_allclose(m.mapping_.sum(axis=1), 1.0, atol=1e-9)
+    assert m.distortion_ <= frac * n_features + 1e-7
+    if hasattr(X, "columns"):
+        assert list(out.columns) == list(X.columns) and out.index.equals(X.index)
+        for col in X.columns:
+            kept = out[col].notna().to_numpy()
+            assert out[col][kept].tolist() == X[col][kept].tolist()
+    else:
+        kept = np.array([[v is not None for v in row] for row in out])
+        assert out[kept].tolist() == X[kept].tolist()
