@@ -227,8 +227,8 @@ class ErasureMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         self.classes_, a_idx = np.unique(y[labeled], return_inverse=True)
         if self.classes_.size < 2:
             raise ValueError(
-                f"y has only one class among labeled rows ({self.classes_[0]!r}); a private "
-                "attribute needs at least two values to be protected"
+                f"y has a single class among labeled rows ({self.classes_[0]!r}); one class is not "
+                "enough: a private attribute needs at least two values to be protected"
             )
         from ..mapping import erasure_alphabet, erasure_distortion
 

@@ -327,8 +327,8 @@ class QuantizedPrivacyMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimat
         self.classes_, a_idx = np.unique(y_lab, return_inverse=True)
         if self.classes_.size < 2:
             raise ValueError(
-                f"y has only one class among labeled users ({self.classes_[0]!r}); a private "
-                "attribute needs at least two values to be protected"
+                f"y has a single class among labeled users ({self.classes_[0]!r}); one class is not "
+                "enough: a private attribute needs at least two values to be protected"
             )
         source = check_random_source(self.random_state)
         seed = source.spawn_seed()

@@ -180,7 +180,7 @@ def test_bad_input():
         ErasureMapper(delta=-1).fit(X, y)
     with pytest.raises(ValueError, match="no labeled rows"):
         ErasureMapper().fit(X, np.full(len(y), -1))
-    with pytest.raises(ValueError, match="only one class"):
+    with pytest.raises(ValueError, match="single class"):
         ErasureMapper().fit(X, np.zeros(len(y)))
     m = ErasureMapper(random_state=0).fit(X.to_numpy(), y)
     with pytest.raises(ValueError, match="3 features"):

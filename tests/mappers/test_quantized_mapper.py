@@ -293,7 +293,7 @@ def test_no_labels_and_single_class(data):
     X, y = data
     with pytest.raises(ValueError, match="no labeled users: all 300"):
         QuantizedPrivacyMapper().fit(X, np.full(X.shape[0], -1))
-    with pytest.raises(ValueError, match="only one class"):
+    with pytest.raises(ValueError, match="single class"):
         QuantizedPrivacyMapper().fit(X, np.where(y == 1, 1, -1))
     with pytest.raises(ValueError, match="requires y"):
         QuantizedPrivacyMapper().fit(X, None)
