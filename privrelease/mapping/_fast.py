@@ -72,10 +72,25 @@ class _Barrier:
             struct[a] = np.bincount(jc, weights=(self.Mr[a] > 0).astype(float), minlength=self.nc) > 0
         self.struct = struct
         self.logpA = np.log(prob.pA)
+        # every (row, output) pair present: use dense matrix products
+        self.dense = self.n == self.k * self.nc
+        self.M = prob.M
 
     # -- pieces ---------------------------------------------------------------------
+    def colsum(self, v):
+        """``Y[a, j] = sum_{e in column j} M[a, r_e] v_e``."""
+        if self.dense:
+            return self.M @ v.reshape(self.k, self.nc)
+        return np.stack([np.bincount(self.jc, weights=self.Mr[a] * v, minlength=self.nc) for a in range(self.na)])
+
+    def expand(self, Z):
+        """``out_e = sum_a M[a, r_e] Z[a, j_e]``."""
+        if self.dense:
+            return (self.M.T @ Z).ravel()
+        return (self.Mr * Z[:, self.jc]).sum(axis=0)
+
     def J(self, x):
-        return np.stack([np.bincount(self.jc, weights=self.Mr[a] * x, minlength=self.nc) for a in range(self.na)])
+        return self.colsum(x)
 
     def f(self, J):
         q = J.sum(axis=0)
@@ -99,6 +114,8 @@ class _Barrier:
         return t * self.f(J) + val
 
     def rowsum(self, v):
+        if self.dense:
+            return v.reshape(self.k, self.nc).sum(axis=1)
         return np.bincount(self.r, weights=v, minlength=self.k)
 
     # -- gradient and structured factorisation ------------------------------------------
@@ -107,7 +124,7 @@ class _Barrier:
         q = J.sum(axis=0)
         Js = np.where(self.struct, J, 1.0)
         L = np.where(self.struct, np.log(Js) - np.log(q)[None, :] - self.logpA[:, None], 0.0)
-        return (self.Mr * L[:, self.jc]).sum(axis=0), J
+        return self.expand(L), J
 
     def factor(self, J, Dinv, r1):
         """Solver for ``min 1/2 dx' K dx + g' dx  s.t.  E dx = 0`` with
@@ -123,7 +140,10 @@ class _Barrier:
         N = np.empty((nc, na, na))
         for a in range(na):
             for b in range(a, na):
-                v = np.bincount(self.jc, weights=Dinv * self.Mr[a] * self.Mr[b], minlength=nc)
+                if self.dense:
+                    v = (self.M[a] * self.M[b]) @ Dinv.reshape(self.k, nc)
+                else:
+                    v = np.bincount(self.jc, weights=Dinv * self.Mr[a] * self.Mr[b], minlength=nc)
                 N[:, a, b] = v
                 N[:, b, a] = v
         Q = eye[None] + R @ N @ np.transpose(R, (0, 2, 1))
@@ -134,13 +154,23 @@ class _Barrier:
 
         def kinv(v):
             dv = Dinv * v
-            y = np.stack([np.bincount(jc, weights=Mr[a] * dv, minlength=nc) for a in range(na)])
+            y = self.colsum(dv)
             z = np.einsum("jab,bj->aj", T, y)
-            return dv - Dinv * (Mr * z[:, jc]).sum(axis=0)
+            return dv - Dinv * self.expand(z)
 
-        V = np.einsum("eab,be->ea", F[jc], Mr) * Dinv[:, None]
-        V[np.abs(V) < 1e-150] = 0.0  # no denormals in the factorisation
-        if self.n > 0.2 * self.k * nc:
+        if self.dense:
+            D2 = Dinv.reshape(self.k, nc)
+            S = np.zeros((self.k, self.k))
+            for i in range(na):
+                Vd = D2 * (self.M.T @ F[:, i, :].T)
+                Vd[np.abs(Vd) < 1e-150] = 0.0
+                S -= Vd @ Vd.T
+        else:
+            V = np.einsum("eab,be->ea", F[jc], Mr) * Dinv[:, None]
+            V[np.abs(V) < 1e-150] = 0.0  # no denormals in the factorisation
+        if self.dense:
+            pass
+        elif self.n > 0.2 * self.k * nc:
             S = np.zeros((self.k, self.k))
             Vd = np.zeros((self.k, nc))
             for i in range(na):
@@ -167,9 +197,9 @@ class _Barrier:
         Dv = 1.0 / Dinv
 
         def kmul(v):
-            y = np.stack([np.bincount(jc, weights=Mr[a] * v, minlength=nc) for a in range(na)])
+            y = self.colsum(v)
             hy = y * invJ - np.where(self.struct, (y.sum(axis=0) / q)[None, :], 0.0)
-            out = (Mr * hy[:, jc]).sum(axis=0) + Dv * v
+            out = self.expand(hy) + Dv * v
             if r1 is not None:
                 out = out + r1 * float(r1 @ v)
             return out
@@ -232,7 +262,9 @@ class _Barrier:
         lam = mub / s if con else 0.0
         it = 0
         kappa = 1e10
-        while it < max_iter:
+        best_x, best_gap = None, np.inf
+        broken = False
+        while it < max_iter and not broken:
             last = mub * m <= gap_nats
             for _ in range(50):
                 it += 1
@@ -243,6 +275,9 @@ class _Barrier:
                 solve = self.factor(J, x / z, r1)
                 dx, _ = solve(g)
                 dec = -float(g @ dx)
+                if not np.isfinite(dec) or dec < -1e-9 * max(1.0, abs(float(g @ x))):
+                    broken = True  # the Newton system lost its accuracy: keep the best point
+                    break
                 # duals: z + dz = mub / x - (z / x) dx  (linearised complementarity)
                 dz = mub / x - z - (z / x) * dx
                 if con:
@@ -256,15 +291,19 @@ class _Barrier:
                     a = min(a, 0.995 * (-s / ds))
                 amax = a
                 phi0 = self.merit(x, s, mub)
-                while a > 1e-16:
+                while a > 1e-12:
                     if self.merit(x + a * dx, s - a * float(w @ dx) if con else s, mub) <= phi0 - 1e-4 * a * max(dec, 0.0):
                         break
                     a *= 0.5
-                x = x + a * dx
-                if con:
-                    s = self.delta - float(w @ x)
-                    if s <= 0:
-                        raise SolverError("the barrier iterate left the distortion budget")
+                else:
+                    broken = True  # no acceptable step: numerical floor reached
+                    break
+                x_new = x + a * dx
+                s_new = self.delta - float(w @ x_new) if con else 1.0
+                if s_new <= 0:
+                    broken = True
+                    break
+                x, s = x_new, s_new
                 az = 1.0
                 negz = dz < 0
                 if np.any(negz):
@@ -276,14 +315,18 @@ class _Barrier:
                 G, J = self.grad(x)
                 if DEBUG:
                     print(f"it {it} mu {mub:.2e} dec {dec:.2e} a {a:.2e} amax {amax:.2e} f {self.f(J):.10e}")
-                if dec <= (0.1 if not last else 1e-3) * mub or a <= 1e-16 or it >= max_iter:
+                if dec <= (0.1 if not last else 1e-3) * mub or it >= max_iter:
                     break
-            if last and check(x):
-                break
+            if mub * m <= 100 * gap_nats or broken:
+                gap = check(x, mub * m)
+                if gap < best_gap:
+                    best_x, best_gap = x.copy(), gap
+                if gap <= 0:
+                    break
             if last and mub * m <= 1e-4 * gap_nats:
                 break
             mub /= factor
-        return x, it
+        return (x if best_x is None else best_x), it
 
 
 def _start(prob, r, j, delta, has_con):
@@ -364,16 +407,17 @@ def _solve_fast(prob, delta, *, tol, warm, n_neighbours, max_rounds):
                 x0 = x1
         full = support.sum() == prob.mask.sum() or at_min
 
-        def check(x):
+        def check(x, barrier_gap):
             P = np.zeros((prob.k, prob.kh))
             P[r, j] = x
             P /= P.sum(axis=1, keepdims=True)
             if not full:
-                return True  # restricted problem solved; pricing decides
+                # restricted problem: done once the barrier gap is below the target
+                return -1.0 if barrier_gap <= round_gap else 1.0
             gap = prob.certificate(P, delta)[0]
             if 0.5 * tol < gap <= 1e3 * tol:  # lightly used outputs may need a better pi
                 gap = prob.certificate(P, delta, target_bits=0.5 * tol)[0]
-            return gap <= 0.5 * tol
+            return gap - 0.5 * tol
 
         # while the working set still grows, solve the restricted problem loosely
         round_gap = gap_nats if (full or precise) else max(gap_nats, 1e-3 * max(bar.f(bar.J(x0)), 1e-6))
