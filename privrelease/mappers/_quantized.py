@@ -100,9 +100,10 @@ class QuantizedPrivacyMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimat
     release : {"profile", "representative"}, default="profile"
         ``"profile"``: the synthetic profile of ``c_hat`` described above, plus
         the empty profile as an extra output symbol. ``"representative"``: the
-        paper's naive release, the input-space centroid of ``c_hat`` (entries
-        below half the smallest absolute rating are dropped; rounded for
-        integer input), output alphabet = clusters only.
+        paper's naive release, the input-space centroid of ``c_hat`` (0 = not
+        rated counted as 0; entries below half the smallest absolute rating
+        are dropped, the others clipped to the observed rating range and
+        rounded for integer input), output alphabet = clusters only.
     smoothing : float, default=1.0
         Pseudo-users added to every cluster, split by the class marginal,
         when the prior is estimated: ``q(a, c) ~ n(a, c) + smoothing * p(a)``.
@@ -425,7 +426,9 @@ class QuantizedPrivacyMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimat
         elif self.release == "representative":
             values = sums / size[:, None]
             if nz.size:
-                values[np.abs(values) < 0.5 * nz.min()] = 0.0
+                drop = np.abs(values) < 0.5 * nz.min()
+                values = np.clip(values, Xs.data.min(), Xs.data.max())
+                values[drop] = 0.0
         else:
             n_u = np.diff(Xs.indptr)
             lengths = np.zeros(k, dtype=np.int64)
