@@ -18,6 +18,7 @@ from ._common import (
     mutual_information_bits,
     solve,
 )
+from . import _dask
 
 __all__ = ["ErasureMapper"]
 
@@ -207,6 +208,8 @@ class ErasureMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         -------
         self : ErasureMapper
         """
+        if _dask.is_dask_collection(X):
+            return _dask.fit(self, X, y)
         if y is None:
             raise ValueError(
                 "ErasureMapper requires y to be passed, but the target y is None (y is the private "
@@ -315,6 +318,8 @@ class ErasureMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             comes back as a float array (numeric input, NaN = erased) or an
             object array (None = erased). Non-erased cells are never changed.
         """
+        if _dask.is_dask_collection(X):
+            return _dask.transform(self, X)
         check_is_fitted(self)
         Xa = self._check_X(X, reset=False)
         source = check_random_source(self.random_state)
@@ -336,6 +341,12 @@ class ErasureMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         out = Xa.astype(object)
         out[erased] = None
         return out
+
+    def save(self, path):
+        """Save the fitted mapper to a portable ``.npz`` file (no pickle); read it with ``privrelease.load``."""
+        from .._persistence import save
+
+        return save(self, path)
 
     def mapping_table(self, top=8):
         """Most probable release of the most frequent inputs (the paper's Fig. 5).

@@ -236,3 +236,18 @@ def test_erasure_mapper_on_dask_array(client):
     np.testing.assert_array_equal(got, _dask.transform_in_blocks(m, X, Xd.chunks[0]))
     kept = ~np.isnan(got)
     np.testing.assert_array_equal(got[kept], X[kept])
+
+
+def test_erasure_mapper_dispatches_dask_and_saves(client, tmp_path):
+    from privrelease._persistence import load
+    from privrelease.mappers import ErasureMapper
+
+    df, a = _census_like()
+    ddf = dd.from_pandas(df, npartitions=3)
+    m = ErasureMapper(delta=0.3, random_state=4).fit(ddf, a)  # the public fit dispatches to dask
+    out = m.transform(ddf)
+    assert hasattr(out, "dask")  # lazy
+    sizes = ddf.map_partitions(len).compute().tolist()
+    pd.testing.assert_frame_equal(out.compute(), _dask.transform_in_blocks(m, ddf.compute(), sizes))
+    m2 = load(m.save(tmp_path / "erasure.npz"))
+    pd.testing.assert_frame_equal(m2.transform(ddf).compute(), out.compute())
