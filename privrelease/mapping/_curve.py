@@ -37,7 +37,7 @@ def privacy_distortion_curve(prior, distortion, deltas, *, leakage="mutual_infor
         Passed to :func:`solve_mapping`.
     n_jobs : int or None
         ``None`` or 1: sequential with warm starts; otherwise the budgets are
-        solved in parallel with joblib (no warm start).
+        solved in parallel with joblib threads (no warm start).
     tol : float, default=1e-6
         Certified gap in bits required at each point.
     return_mappings : bool, default=False
@@ -112,7 +112,7 @@ def privacy_distortion_curve(prior, distortion, deltas, *, leakage="mutual_infor
     else:
         from joblib import Parallel, delayed
 
-        out = Parallel(n_jobs=n_jobs)(
+        out = Parallel(n_jobs=n_jobs, prefer="threads")(
             delayed(solve_mapping)(P, D, budgets[i], leakage=leakage, solver=solver, tol=tol) for i in todo
         )
         for i, res in zip(todo, out):

@@ -318,7 +318,7 @@ class _Barrier:
                 if dec <= (0.1 if not last else 1e-3) * mub or it >= max_iter:
                     break
             if mub * m <= 100 * gap_nats or broken:
-                gap = check(x, mub * m)
+                gap = check(x, 0.0 if broken else mub * m)
                 if gap < best_gap:
                     best_x, best_gap = x.copy(), gap
                 if gap <= 0:
@@ -415,7 +415,7 @@ def _solve_fast(prob, delta, *, tol, warm, n_neighbours, max_rounds):
                 # restricted problem: done once the barrier gap is below the target
                 return -1.0 if barrier_gap <= round_gap else 1.0
             gap = prob.certificate(P, delta)[0]
-            if 0.5 * tol < gap <= 1e3 * tol:  # lightly used outputs may need a better pi
+            if 0.5 * tol < gap <= 1e3 * tol and barrier_gap <= gap_nats:  # light outputs may need a better pi
                 gap = prob.certificate(P, delta, target_bits=0.5 * tol)[0]
             return gap - 0.5 * tol
 

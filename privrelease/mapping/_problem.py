@@ -210,7 +210,8 @@ class Problem:
         keep = np.ones(V.shape[1], dtype=bool)
         keep[cand] = False
         m_used = V[:, keep].min(axis=1) if keep.any() else np.full(V.shape[0], np.inf)
-        hurt = np.maximum(m_used[:, None] - V[:, cand], 0.0).sum(axis=0)
+        with np.errstate(invalid="ignore"):
+            hurt = np.nan_to_num(np.maximum(m_used[:, None] - V[:, cand], 0.0), nan=0.0, posinf=0.0).sum(axis=0)
         order = cand[np.argsort(-hurt)][: max_columns]
         order = [j for j, h in zip(order, np.sort(hurt)[::-1]) if h > 0]
         na = self.M.shape[0]
