@@ -1,5 +1,6 @@
 """Dask execution of the mappers: same answers as the in-memory path on a LocalCluster."""
 
+import warnings
 import joblib
 import numpy as np
 import pandas as pd
@@ -18,8 +19,11 @@ from privrelease.mappers import _dask  # noqa: E402
 
 @pytest.fixture(scope="module")
 def client():
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                       dashboard_address=None)
+    with warnings.catch_warnings():
+        # the scheduler's HTTP endpoint falls back to a free port when 8787 is taken
+        warnings.filterwarnings("ignore", message="Port 8787 is already in use")
+        cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                           dashboard_address=None)
     c = distributed.Client(cluster)
     yield c
     c.close()
