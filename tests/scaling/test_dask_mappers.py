@@ -1,6 +1,7 @@
 """Dask execution of the mappers: same answers as the in-memory path on a LocalCluster."""
 
 import warnings
+
 import joblib
 import numpy as np
 import pandas as pd
