@@ -134,8 +134,9 @@ def _solve_mi_delta(prob, delta, solver, tol, warm=None):
 
             try:
                 cands = [("fast", solve_fast(prob, delta, tol=tol, warm=warm))]
-            except SolverError as exc:
-                notes.append(f"fast: {exc}")
+            except (SolverError, np.linalg.LinAlgError, FloatingPointError, ValueError) as exc:
+                # any numerical failure of the fast solver falls back to the reference
+                notes.append(f"fast: {type(exc).__name__}: {exc}")
                 cands = []
         else:
             cands = _cvxpy_candidates(prob, delta=delta)
