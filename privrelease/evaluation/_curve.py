@@ -99,6 +99,13 @@ class PrivacyUtilityCurve:
         majority_accuracy, advantage, n_samples.
     reference_attacks : pandas.DataFrame
         The attackers on the ORIGINAL ratings of the protected users (no privacy).
+
+    Notes
+    -----
+    The RMSE figures follow :func:`rmse_cost` (held-out ratings removed before
+    the release). The attackers are scored on the release of the protected users'
+    FULL rows, i.e. what they would release in deployment; the mapper is fitted
+    beforehand on the opted-in users and ``transform`` never updates it.
     roc : dict
         ``value -> {(attacker, model, features): (fpr, tpr)}``; the key
         ``"original"`` holds the ROC curves without privacy.
