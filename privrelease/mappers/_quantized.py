@@ -19,6 +19,7 @@ from ._common import (
     mutual_information_bits,
     solve,
 )
+from . import _dask
 from ._quantize import TasteEmbedding, hamming_distances, hamming_kmodes, kmeans, row_chunks
 
 __all__ = ["QuantizedPrivacyMapper"]
@@ -306,6 +307,8 @@ class QuantizedPrivacyMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimat
         -------
         self : QuantizedPrivacyMapper
         """
+        if _dask.is_dask_collection(X):
+            return _dask.fit(self, X, y, sample_weight=sample_weight)
         if y is None:
             raise ValueError(
                 "QuantizedPrivacyMapper requires y to be passed, but the target y is None (y is the private "
@@ -504,6 +507,8 @@ class QuantizedPrivacyMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimat
         -------
         X_released : {ndarray, sparse matrix} of shape (n_users, n_items)
         """
+        if _dask.is_dask_collection(X):
+            return _dask.transform(self, X)
         check_is_fitted(self)
         X, fmt = self._check_X(X, reset=False)
         Xc = X.tocsr() if sp.issparse(X) else np.asarray(X)
@@ -523,6 +528,12 @@ class QuantizedPrivacyMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimat
         elif not X_is_array and isinstance(out, sp.sparray):
             out = sp.csr_matrix(out)
         return out.asformat(fmt) if fmt != "csr" else out
+
+    def save(self, path):
+        """Save the fitted mapper to a portable ``.npz`` file (no pickle); read it with ``privrelease.load``."""
+        from .._persistence import save
+
+        return save(self, path)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

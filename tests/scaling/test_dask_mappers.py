@@ -256,3 +256,23 @@ def test_erasure_mapper_dispatches_dask_and_saves(client, tmp_path):
     pd.testing.assert_frame_equal(out.compute(), _dask.transform_in_blocks(m, ddf.compute(), sizes))
     m2 = load(m.save(tmp_path / "erasure.npz"))
     pd.testing.assert_frame_equal(m2.transform(ddf).compute(), out.compute())
+
+
+def test_quantized_mapper_dispatches_dask(client, data, fitted, tmp_path):
+    from privrelease._persistence import load
+
+    R, _, y = data
+    Xd = da.from_array(R, chunks=(150, 40), asarray=False)
+    m = QuantizedPrivacyMapper(n_clusters=6, delta=0.3, random_state=3).fit(Xd, y)  # public fit
+    np.testing.assert_array_equal(m.prior_, fitted.prior_)
+    np.testing.assert_allclose(m.mapping_, fitted.mapping_, atol=1e-6)
+    out = m.transform(Xd)  # public transform: lazy
+    assert isinstance(out, da.Array) and out.chunks == Xd.chunks
+    assert (out.compute() != _dask.transform_in_blocks(m, R, Xd.chunks[0])).nnz == 0
+    released = m.fit_transform(Xd, y)
+    assert isinstance(released, da.Array) and released.shape == R.shape
+    # a mapper fitted out of core saves and loads like any other
+    m2 = load(m.save(tmp_path / "q.npz"))
+    assert (m2.transform(Xd).compute() != out.compute()).nnz == 0
+    with pytest.raises(ValueError, match="sample_weight is not supported when X is a dask collection"):
+        QuantizedPrivacyMapper(delta=0.3).fit(Xd, y, sample_weight=np.ones(R.shape[0]))
