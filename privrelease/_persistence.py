@@ -296,7 +296,7 @@ def save(estimator, path):
     rs = params.get("random_state")
     if rs is not None and not (isinstance(rs, Integral) and not isinstance(rs, bool)):
         raise ValueError(
-            f"random_state={rs!r} cannot be saved portably; use random_state=None (operating-system "
+            f"random_state of type {type(rs).__name__} cannot be saved portably; use random_state=None (operating-system "
             "entropy, the production setting) or an integer seed (tests) before saving"
         )
     enc = _Encoder()

@@ -161,7 +161,7 @@ def test_save_refusals(tmp_path, fitted):
         save({}, tmp_path / "x.npz")
     m = QuantizedPrivacyMapper(**{**fitted.get_params(), "random_state": np.random.default_rng(0)})
     m.__dict__.update(_fitted_items(fitted))
-    with pytest.raises(ValueError, match="random_state=Generator.* cannot be saved portably"):
+    with pytest.raises(ValueError, match="random_state of type Generator cannot be saved portably"):
         save(m, tmp_path / "x.npz")
 
 
