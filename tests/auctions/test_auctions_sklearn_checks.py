@@ -1,4 +1,4 @@
-"""scikit-learn's estimator checks on DCLEFEstimator.
+"""Tags of DCLEFEstimator (the estimator checks themselves run in tests/test_common.py).
 
 One expected failure, for a reason that is the point of the estimator:
 ``check_dict_unchanged``: ``predict`` spends privacy; it records the payments and
@@ -14,7 +14,6 @@ silenced here.
 
 import pytest
 from sklearn.utils import get_tags
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from privrelease.auctions import DCLEFEstimator
 from privrelease.exceptions import PrivacyLeakWarning
@@ -24,18 +23,6 @@ pytestmark = pytest.mark.filterwarnings("ignore", category=PrivacyLeakWarning)
 EXPECTED = {
     "check_dict_unchanged": "predict records payments and spent privacy (sequential composition)",
 }
-
-
-@parametrize_with_checks(
-    [
-        DCLEFEstimator(random_state=0),
-        DCLEFEstimator(predictor="ridge", budget=10.0, random_state=0),
-        DCLEFEstimator(predictor="nadaraya_watson", epsilon_cap=5.0, random_state=0),
-    ],
-    expected_failed_checks=lambda est: EXPECTED,
-)
-def test_sklearn_compatible(estimator, check):
-    check(estimator)
 
 
 def test_tags():

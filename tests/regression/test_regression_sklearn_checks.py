@@ -1,4 +1,4 @@
-"""scikit-learn's estimator checks on TruthfulRegressionMechanism.
+"""Tags of TruthfulRegressionMechanism (the estimator checks themselves run in tests/test_common.py).
 
 The generic check data are not in the unit ball and their responses are not
 bounded: the instances below use ``clip=True`` (each fit warns with a
@@ -14,23 +14,11 @@ unit ball changes the regression problem), which is what
 import numpy as np
 import pytest
 from sklearn.utils import get_tags
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from privrelease.exceptions import PrivacyLeakWarning
 from privrelease.regression import TruthfulRegressionMechanism
 
 pytestmark = pytest.mark.filterwarnings("ignore", category=PrivacyLeakWarning)
-
-
-@parametrize_with_checks(
-    [
-        TruthfulRegressionMechanism(clip=True, response_bound=1e3, random_state=0),
-        TruthfulRegressionMechanism(clip=True, response_bound=1e3, epsilon=np.inf,
-                                    random_state=0),
-    ],
-)
-def test_sklearn_compatible(estimator, check):
-    check(estimator)
 
 
 def test_tags():
