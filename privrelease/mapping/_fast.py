@@ -48,6 +48,7 @@ __all__ = ["solve_fast"]
 _FULL_SUPPORT_LIMIT = 40000
 MU = 8.0
 DEBUG = False
+WARM = True
 INNER_TOL = 1e-3
 
 
@@ -326,6 +327,7 @@ class _Barrier:
             if last and mub * m <= 1e-4 * gap_nats:
                 break
             mub /= factor
+        self.final_mu = mub
         return (x if best_x is None else best_x), it
 
 
@@ -400,11 +402,22 @@ def _solve_fast(prob, delta, *, tol, warm, n_neighbours, max_rounds):
         r, j = np.nonzero(support)
         bar = _Barrier(prob, r, j, delta, has_con)
         x0 = _start(prob, r, j, delta, has_con)
+        mu0 = None
         if x_prev is not None:
-            # keep most of the previous solution, stay interior
-            x1 = 0.1 * x0 + 0.9 * x_prev[r, j]
-            if not has_con or float(bar.w @ x1) < delta:
+            # warm start: the previous (central) iterate; new entries start at a tenth of
+            # their row's mean, and the barrier resumes at ten times its last mu
+            old = x_prev[r, j]
+            new = old <= 0
+            rowmean = bar.rowsum(old) / np.maximum(bar.rowsum((~new).astype(float)), 1.0)
+            x1 = np.where(new, 0.1 * rowmean[r], old)
+            x1 = x1 / bar.rowsum(x1)[r]
+            if np.all(x1 > 0) and (not has_con or float(bar.w @ x1) < delta):
                 x0 = x1
+                mu0 = 10.0 * mu_prev if WARM else None
+            else:
+                x1 = 0.1 * x0 + 0.9 * old
+                if not has_con or float(bar.w @ x1) < delta:
+                    x0 = x1
         full = support.sum() == prob.mask.sum() or at_min
 
         def check(x, barrier_gap):
@@ -421,7 +434,10 @@ def _solve_fast(prob, delta, *, tol, warm, n_neighbours, max_rounds):
 
         # while the working set still grows, solve the restricted problem loosely
         round_gap = gap_nats if (full or precise) else max(gap_nats, 1e-3 * max(bar.f(bar.J(x0)), 1e-6))
-        x, _ = bar.solve(x0, gap_nats=round_gap, check=check)
+        x, _ = bar.solve(x0, gap_nats=round_gap, check=check, mu0=mu0)
+        x_raw = np.zeros((prob.k, prob.kh))
+        x_raw[r, j] = x
+        mu_prev = bar.final_mu
         P = np.zeros((prob.k, prob.kh))
         P[r, j] = x
         P /= P.sum(axis=1, keepdims=True)
@@ -436,7 +452,7 @@ def _solve_fast(prob, delta, *, tol, warm, n_neighbours, max_rounds):
         V = S + mu * prob.W
         best_in = np.where(support, V, np.inf).min(axis=1)
         spread = np.where(support, V, -np.inf).max(axis=1) - best_in
-        viol = prob.mask & ~support & (V < (best_in + 0.5 * np.maximum(spread, 0.0))[:, None])
+        viol = prob.mask & ~support & (V < (best_in + 0.2 * np.maximum(spread, 0.0))[:, None])
         if not precise and viol.sum() <= 0.01 * support.sum():
             precise = True  # the working set has settled: solve it to full precision next
         if not viol.any():
@@ -445,7 +461,7 @@ def _solve_fast(prob, delta, *, tol, warm, n_neighbours, max_rounds):
             precise = True
             continue
         support |= viol
-        x_prev = P
+        x_prev = x_raw
     return P
 
 
