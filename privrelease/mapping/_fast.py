@@ -1,37 +1,45 @@
-"""The fast exact solver: a structured barrier (interior-point) method with column generation.
+"""The fast exact solver: a structured interior-point method with column generation.
 
 Problem (reduced form, see :mod:`privrelease.mapping._problem`): minimise
-``f(P) = I(A; C_hat)`` over row-stochastic ``P`` supported on the allowed
+``f(P) = I(A; C_hat)`` (nats) over row-stochastic ``P`` supported on the allowed
 entries, with ``<w, P> <= delta``.
 
 Algorithm
 ---------
-1. **Support.** Small problems use every allowed entry. Large ones start from a
-   candidate support: for each row its ``n_neighbours`` cheapest outputs, plus
-   the cheapest row of every output (so every output is in use), plus the
-   support of a warm start.
-2. **Barrier method on the support** (Boyd & Vandenberghe, Sec. 11.3): minimise
-   ``t f(x) - sum_e log x_e - log(delta - <w, x>)`` subject to the row sums,
-   Newton's method with backtracking, ``t *= 20`` until ``m / t`` is below a
-   fraction of ``tol``. The Newton system is solved exactly in
-   ``O(nnz |A|^2 + k^3 / 3)`` by exploiting the structure of the Hessian:
-   ``f`` depends on ``x`` only through ``J = M P``, so its Hessian is block
-   diagonal over outputs ``j`` with blocks ``M_j^T H_j M_j`` of rank ``|A| - 1``,
-   ``H_j = diag(1/J_j) - 11^T / q_j = R_j^T R_j``. With ``D = diag(1/x^2)`` each
-   block of ``K = D + t M^T H M`` is inverted by the Woodbury identity (an
-   ``|A| x |A|`` Cholesky per output), the distortion barrier adds a rank-one
-   term (Sherman-Morrison), and the row-sum constraints are eliminated by a
-   dense ``k x k`` Schur complement ``E K^{-1} E^T`` (a sparse product plus a
-   diagonal), factored by Cholesky.
-3. **Pricing.** The rigorous certificate of :class:`Problem` is evaluated over
-   *all* allowed entries with ``pi`` = the posteriors of the current mapping and
-   the best multiplier ``lambda``. Entries whose reduced cost
-   ``S_pi(c, j) + lambda w(c, j)`` beats the best in-support value of their row
-   are added to the support, and step 2 is repeated. Stop when the certified
-   gap is below ``tol``.
+1. **Working set.** When ``|C| |C_hat| <= 40000`` every allowed entry is used
+   (dense linear algebra). Larger problems start from a working set: for each
+   row its ``n_neighbours`` cheapest outputs, the cheapest row of every output
+   (so every output is in use) and the support of a warm start.
+2. **Barrier method on the working set**: minimise
+   ``f(x) - mu sum_e log x_e - mu log(delta - <w, x>)`` subject to the row sums,
+   ``mu /= 10`` per outer step. Newton directions use the primal-dual barrier
+   Hessian ``Z X^{-1}`` with separately updated, safeguarded duals ``z``
+   (Waechter & Biegler 2006, as in IPOPT), so a decrease of ``mu`` moves inactive
+   entries to their new central value in one step; backtracking on the barrier
+   merit. The Newton system is solved exactly in ``O(nnz |A|^2 + k^3 / 3)`` by
+   exploiting the structure of the Hessian: ``f`` depends on ``x`` only through
+   ``J = M P``, so its Hessian is block diagonal over outputs ``j`` with blocks
+   ``M^T H_j M`` of rank ``|A| - 1``, ``H_j = diag(1/J_j) - 11^T / q_j = R_j^T R_j``.
+   Each block of ``K = Z X^{-1} + M^T H M`` is inverted by the Woodbury identity
+   (an ``|A| x |A|`` Cholesky per output), the distortion barrier adds a rank-one
+   term (Sherman-Morrison), and the row-sum constraints are eliminated through
+   the ``k x k`` Schur complement ``E K^{-1} E^T`` (diagonal minus a Gram
+   matrix), factored by Cholesky; two steps of iterative refinement on the full
+   KKT system restore the accuracy lost to cancellation at small ``mu``. The best
+   certified iterate is kept; the method stops cleanly when the Newton systems
+   reach their numerical floor.
+3. **Pricing** (column generation). The rigorous certificate of
+   :class:`~privrelease.mapping._problem.Problem` is evaluated over *all* allowed
+   entries with ``pi`` = the posteriors of the current mapping and the best
+   multiplier ``lambda``. Entries whose reduced cost ``S_pi(c, j) + lambda w(c, j)``
+   comes within 20% of the row's spread of the best in-set value are added and
+   step 2 resumes from the previous central iterate. While the working set still
+   grows the subproblem is solved loosely; once it has settled it is solved to
+   the requested precision. Stop when the certified gap is below ``tol``.
 
-The returned mapping is strictly feasible; entries below ``1e-13`` are set to 0
-when that keeps the certificate below ``tol`` (sparse optima stay sparse).
+The returned mapping is strictly feasible; entries below ``1e-13`` or ``1e-10``
+are set to 0 when that keeps the certificate (sparse optima stay sparse).
+Forbidden entries are never variables, so they are exactly 0.
 """
 
 import math
@@ -46,10 +54,8 @@ from ._problem import LN2
 __all__ = ["solve_fast"]
 
 _FULL_SUPPORT_LIMIT = 40000
-MU = 8.0
-DEBUG = False
-WARM = True
-INNER_TOL = 1e-3
+DEBUG = False  # print the interior-point iterations
+WARM = True  # resume each working-set round at the previous mu
 
 
 class _Barrier:
@@ -99,20 +105,6 @@ class _Barrier:
             t = np.where(self.struct, J * (np.log(np.where(self.struct, J, 1.0)) - np.log(q)[None, :]
                                            - self.logpA[:, None]), 0.0)
         return float(t.sum())
-
-    def phi(self, x, t):
-        if np.any(x <= 0):
-            return np.inf
-        val = -np.log(x).sum()
-        if self.has_con:
-            slack = self.delta - float(self.w @ x)
-            if slack <= 0:
-                return np.inf
-            val -= math.log(slack)
-        J = self.J(x)
-        if np.any(J[self.struct] <= 0):
-            return np.inf
-        return t * self.f(J) + val
 
     def rowsum(self, v):
         if self.dense:
