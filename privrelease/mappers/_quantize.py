@@ -57,7 +57,9 @@ class TasteEmbedding:
     user's items): ``w_uj = z_uj / (sum_{i rated} v_ij^2 + lambda)`` with
     ``z_u = V e_u``. The rank and ``lambda`` are chosen in ``fit`` by the RMSE
     on 10 % of the ratings held out (a recommender-style validation), so the
-    embedding never predicts worse than the user-mean baseline on the fit data.
+    embedding never predicts worse than the user-mean baseline on the fit data;
+    the components are those of the 90 % split (one SVD), the baselines are
+    refitted on all ratings.
     The predicted offset ``p_u = m_u 1 + V^T w_u`` is expressed in an
     orthonormal basis of ``span(1, V)`` scaled by ``1/sqrt(n_items)``, so that
     ``||e_u - e_v||_2^2 = mean_i (p_ui - p_vi)^2``: squared distances are mean
@@ -114,6 +116,7 @@ class TasteEmbedding:
         rng = np.random.default_rng(self.random_state)
         held = rng.random(X.data.size) < 0.1
         self.rank_, self.ridge_ = k_max, self._RIDGE_GRID[2]
+        V = None
         if k_max >= 1 and held.sum() >= 10 and (~held).sum() >= 10:
             rows = np.repeat(np.arange(n_users), np.diff(X.indptr))
             Xt = sp.csr_matrix((X.data[~held], (rows[~held], X.indices[~held])), shape=X.shape)
@@ -134,7 +137,10 @@ class TasteEmbedding:
                         best = (score, r, lam)
             self.validation_rmse_, self.rank_, self.ridge_ = best
         self._fit_baseline(X)
-        V = self._fit_components(X, k_max)[: self.rank_]
+        if V is None:
+            V = self._fit_components(X, k_max)
+        # the components learnt on the 90 % split are kept (one SVD instead of two)
+        V = V[: self.rank_]
         self.components_ = V
         B = np.vstack([np.ones((1, n_items)), V])
         G = B @ B.T / n_items + 1e-12 * np.eye(V.shape[0] + 1)

@@ -67,9 +67,14 @@ class QuantizedPrivacyMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimat
 
     Parameters
     ----------
-    n_clusters : int, default=50
-        Number of clusters ``|C|`` (the paper uses 25 on Politics-and-TV; 50
-        gave a lower RMSE cost at the same privacy in our self-checks). When
+    n_clusters : int or "auto", default="auto"
+        Number of clusters ``|C|``. ``"auto"``: one cluster per 20 labeled
+        users, between 2 and 50. The prior ``q(a, c)`` is estimated from the
+        labeled users, and its L1 error grows like ``sqrt(|A||C| / n)``
+        (Proposition 1); about 20 users per cluster kept the adaptive
+        attacker's AUC at or below 0.53 at perfect privacy in our checks,
+        while 50 clusters on 600 users let it reach 0.57 (the paper uses 25
+        on its 1,218 survey users). When
         larger than the number of labeled users it is clipped to that number
         with a ``UserWarning``; clusters left empty by the clustering are dropped.
     delta : float or None, default=None
@@ -206,7 +211,7 @@ class QuantizedPrivacyMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimat
     """
 
     _parameter_constraints = {
-        "n_clusters": [Interval(Integral, 1, None, closed="left")],
+        "n_clusters": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
         "delta": BUDGET_CONSTRAINT,
         "max_leakage": BUDGET_CONSTRAINT,
         "metric": [StrOptions({"euclidean", "sqeuclidean", "hamming"})],
@@ -219,7 +224,7 @@ class QuantizedPrivacyMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimat
         "random_state": RANDOM_STATE_CONSTRAINT,
     }
 
-    def __init__(self, n_clusters=50, delta=None, *, max_leakage=None, metric="euclidean",
+    def __init__(self, n_clusters="auto", delta=None, *, max_leakage=None, metric="euclidean",
                  space="auto", n_components=20, release="profile", smoothing=1.0,
                  leakage="mutual_information", solver="auto", random_state=None):
         self.n_clusters = n_clusters
@@ -338,6 +343,8 @@ class QuantizedPrivacyMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimat
         seed = source.spawn_seed()
 
         k = self.n_clusters
+        if k == "auto":
+            k = int(np.clip(n_labeled // 20, 2, 50))
         if k > n_labeled:
             warnings.warn(
                 f"n_clusters={k} is larger than the number of labeled users ({n_labeled}); "

@@ -317,3 +317,11 @@ def test_unfitted():
 
     with pytest.raises(NotFittedError):
         QuantizedPrivacyMapper().transform(np.ones((2, 3)))
+
+
+def test_auto_number_of_clusters(data):
+    X, y = data
+    m = QuantizedPrivacyMapper(random_state=0).fit(X, y)  # 300 labeled users -> 15 clusters
+    assert m.n_clusters_ == 15
+    small = QuantizedPrivacyMapper(random_state=0).fit(X[:30], y[:30])
+    assert small.n_clusters_ == 2
