@@ -432,7 +432,9 @@ def _profiles_from_stats(mapper, st, dtype):
     elif mapper.release == "representative":
         values = sums / np.maximum(size, 1)[:, None]
         if has_data:
-            values[np.abs(values) < 0.5 * absmin] = 0.0
+            drop = np.abs(values) < 0.5 * absmin
+            values = np.clip(values, lo, hi)
+            values[drop] = 0.0
     else:
         lengths = np.array([int(np.rint(_median_from_hist(st["length_hist"][j]))) for j in range(k)])
         with np.errstate(invalid="ignore", divide="ignore"):

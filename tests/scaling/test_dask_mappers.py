@@ -276,3 +276,20 @@ def test_quantized_mapper_dispatches_dask(client, data, fitted, tmp_path):
     assert (m2.transform(Xd).compute() != out.compute()).nnz == 0
     with pytest.raises(ValueError, match="sample_weight is not supported when X is a dask collection"):
         QuantizedPrivacyMapper(delta=0.3).fit(Xd, y, sample_weight=np.ones(R.shape[0]))
+
+
+@pytest.mark.parametrize("params", [dict(metric="hamming", n_clusters=5, delta=8.0),
+                                    dict(space="raw", release="representative", n_clusters=5, delta=9.0),
+                                    dict(space="raw", metric="sqeuclidean", n_clusters=4, max_leakage=0.05)])
+def test_fit_matches_in_memory_other_spaces(client, data, params):
+    R, _, y = data
+    R = R[:300]
+    y = y[:300]
+    ref = QuantizedPrivacyMapper(random_state=5, **params).fit(R, y)
+    m = QuantizedPrivacyMapper(random_state=5, **params).fit(da.from_array(R, chunks=(70, 40), asarray=False), y)
+    np.testing.assert_array_equal(m.cluster_centers_, ref.cluster_centers_)
+    np.testing.assert_array_equal(m.prior_, ref.prior_)
+    np.testing.assert_allclose(m.cost_matrix_, ref.cost_matrix_, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(m.mapping_, ref.mapping_, atol=1e-6)
+    assert m.smallest_delta_ == pytest.approx(ref.smallest_delta_, rel=1e-12)
+    assert abs(m.release_profiles_ - ref.release_profiles_).max() <= 1e-12
