@@ -30,7 +30,6 @@ learnt from beyond the aggregated prior.
 
 import dataclasses
 import hashlib
-import io
 import json
 import os
 import tempfile

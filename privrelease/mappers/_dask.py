@@ -476,7 +476,6 @@ def fit(mapper, X, y, *, sample_size=None, sample_weight=None):
         Labeled users on which the quantizer (taste embedding, k-means) is
         learnt (default :data:`DEFAULT_SAMPLE_SIZE`). The prior and the costs
         always use every labeled user.
-
     sample_weight : None
         Not supported on dask collections (weights are for small, discretised
         densities); anything else raises ``ValueError``.
@@ -486,14 +485,13 @@ def fit(mapper, X, y, *, sample_size=None, sample_weight=None):
     mapper
     """
     import dask
+    from sklearn.base import clone
 
     if sample_weight is not None:
         raise ValueError(
             f"sample_weight is not supported when X is a dask collection, got {type(sample_weight).__name__}; "
             "fit in memory to weight users"
         )
-
-    from sklearn.base import clone
 
     if type(mapper).__name__ != "QuantizedPrivacyMapper":
         # categorical tables are small: fit in memory, keeping a dataframe's dtypes and names

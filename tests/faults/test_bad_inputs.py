@@ -15,7 +15,6 @@ import warnings
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "bad_inputs.md"
