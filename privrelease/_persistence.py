@@ -171,6 +171,9 @@ def _decode(node, arrays, where):
         if cls is None:
             raise ValueError(f"{where}: unknown helper class {node.get('class')!r}; "
                              f"known: {sorted(_helper_classes())}")
+        for k in node["state"]:
+            if not (isinstance(k, str) and k.isidentifier() and not k.startswith("__")):
+                raise ValueError(f"{where}: {k!r} is not an attribute name")
         state = {k: _decode(v, arrays, f"{where}.{k}") for k, v in node["state"].items()}
         if dataclasses.is_dataclass(cls):
             return cls(**state)
@@ -363,6 +366,9 @@ def load(path):
         if list(a.shape) != list(desc["shape"]) or a.dtype.str != desc["dtype"]:
             raise ValueError(f"array {key!r} has shape {a.shape} and dtype {a.dtype.str}, the metadata says "
                              f"shape {tuple(desc['shape'])} and dtype {desc['dtype']}")
+    for key in meta["fitted"]:
+        if not (isinstance(key, str) and key.isidentifier() and key.endswith("_") and not key.startswith("_")):
+            raise ValueError(f"{key!r} is not a fitted attribute name (a public identifier ending in '_')")
     params = {k: _decode(v, arrays, f"params.{k}") for k, v in meta["params"].items()}
     fitted = {k: _decode(v, arrays, k) for k, v in meta["fitted"].items()}
     _validate_fitted(name, fitted)

@@ -262,6 +262,14 @@ def test_unknown_class_and_format(saved, tmp_path):
         load(_tamper(other, edit_meta=fmt_edit, redigest=True))
 
 
+def test_attribute_names_are_checked(saved, tmp_path):
+    def meta_edit(meta):
+        meta["fitted"]["transform"] = {"t": "value", "v": 1}  # would shadow a method
+
+    with pytest.raises(ValueError, match="'transform' is not a fitted attribute name"):
+        load(_tamper(saved, edit_meta=meta_edit, redigest=True))
+
+
 def test_digest_catches_valid_but_altered_mapping(saved):
     def edit(arrays):
         M = arrays["fitted/mapping_"]
