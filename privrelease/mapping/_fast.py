@@ -162,28 +162,33 @@ class _Barrier:
             V = np.einsum("eab,be->ea", F[jc], Mr) * Dinv[:, None]
             V[np.abs(V) < 1e-150] = 0.0  # no denormals in the factorisation
         if self.dense:
-            pass
+            S[np.diag_indices(self.k)] += self.rowsum(Dinv)
         elif self.n > 0.2 * self.k * nc:
             S = np.zeros((self.k, self.k))
             Vd = np.zeros((self.k, nc))
             for i in range(na):
                 Vd[self.r, jc] = V[:, i]
                 S -= Vd @ Vd.T
+            S[np.diag_indices(self.k)] += self.rowsum(Dinv)
         else:
             Vs = sp.csr_matrix((V.ravel(), (np.repeat(self.r, na), (jc[:, None] * na + np.arange(na)).ravel())),
                                shape=(self.k, nc * na))
             S = -(Vs @ Vs.T).toarray()
-        S[np.diag_indices(self.k)] += self.rowsum(Dinv)
+            S[np.diag_indices(self.k)] += self.rowsum(Dinv)
         try:
             cf = sla.cho_factor(S, lower=True, check_finite=False)
         except (np.linalg.LinAlgError, ValueError):
             S[np.diag_indices(self.k)] += 1e-13 * np.abs(np.diag(S)).max()
             cf = sla.cho_factor(S, lower=True, check_finite=False)
+
+        def csolve(b):
+            return sla.cho_solve(cf, b, check_finite=False)
+
         if r1 is not None:
             ks = kinv(r1)
             beta = 1.0 + float(r1 @ ks)
             Es = self.rowsum(ks)
-            y2 = sla.cho_solve(cf, Es, check_finite=False)
+            y2 = csolve(Es)
             den = beta - float(Es @ y2)
 
         invJ = np.where(self.struct, 1.0 / Js, 0.0)
@@ -208,11 +213,11 @@ class _Barrier:
         def solve0(g):
             kg = kinv(g)
             if r1 is None:
-                nu = sla.cho_solve(cf, -self.rowsum(kg), check_finite=False)
+                nu = csolve(-self.rowsum(kg))
                 dx = -kinv(g + nu[self.r])
             else:
                 hg = kg - ks * (float(r1 @ kg) / beta)
-                y1 = sla.cho_solve(cf, -self.rowsum(hg), check_finite=False)
+                y1 = csolve(-self.rowsum(hg))
                 nu = y1 + y2 * (float(Es @ y1) / den)
                 kv = kinv(g + nu[self.r])
                 dx = -(kv - ks * (float(r1 @ kv) / beta))
