@@ -64,7 +64,7 @@ def privacy_distortion_curve(prior, distortion, deltas, *, leakage="mutual_infor
     >>> prior = np.array([[0.4, 0.1], [0.1, 0.4]])
     >>> curve = privacy_distortion_curve(prior, 1 - np.eye(2), [0.0, 0.1, 0.5])
     >>> curve["leakage_bits"].round(4).tolist()
-    [0.2781, 0.0803, 0.0]
+    [0.2781, 0.1733, 0.0]
     """
     P = check_prior(prior)
     D = check_distortion(distortion, P.shape[1])

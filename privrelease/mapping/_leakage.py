@@ -196,7 +196,7 @@ def mismatch_bounds(l1_distance, n_private, n_public, d_max):
     --------
     >>> b = mismatch_bounds(0.01, 2, 24, d_max=3)
     >>> round(b["leakage_bits"], 4), b["distortion"]
-    (0.2961, 0.03)
+    (0.3669, 0.03)
     """
     L = check_number(l1_distance, "l1_distance", low=0.0, high=2.0)
     na = check_number(n_private, "n_private", low=1, integer=True)

@@ -136,7 +136,7 @@ def kde_prior(X, y, *, grid=None, n_grid=None, bandwidths=None, cv=5, random_sta
     >>> X = np.r_[rng.normal(0, 1, (30, 2)), rng.normal(3, 1, (30, 2))]
     >>> y = np.r_[np.zeros(30), np.ones(30)]
     >>> kp = kde_prior(X, y, cv=3)
-    >>> kp.prior.shape, round(kp.prior.sum(), 12)
+    >>> kp.prior.shape, round(float(kp.prior.sum()), 12)
     ((2, 60), 1.0)
     """
     from sklearn.model_selection import GridSearchCV
