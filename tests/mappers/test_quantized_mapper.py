@@ -325,3 +325,26 @@ def test_auto_number_of_clusters(data):
     assert m.n_clusters_ == 15
     small = QuantizedPrivacyMapper(random_state=0).fit(X[:30], y[:30])
     assert small.n_clusters_ == 2
+
+
+def test_transform_never_densifies():
+    """Peak extra memory of a sparse transform stays near the input's size (dense would be 130x)."""
+    import tracemalloc
+
+    rng = np.random.default_rng(0)
+    n, m, per = 60000, 4000, 15
+    indices = (rng.integers(0, m // per, (n, per)) + np.arange(per) * (m // per)).ravel().astype(np.int32)
+    data = rng.integers(1, 6, n * per).astype(np.float64)
+    X = sp.csr_matrix((data, indices, np.arange(n + 1) * per), shape=(n, m))
+    y = rng.integers(0, 2, n)
+    mapper = QuantizedPrivacyMapper(n_clusters=10, random_state=0).fit(X[:2000], y[:2000])
+    size = X.data.nbytes + X.indices.nbytes + X.indptr.nbytes
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        R = mapper.transform(X)
+        peak = tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+    assert R.shape == X.shape and sp.issparse(R)
+    assert peak < 3 * size, (peak, size)
