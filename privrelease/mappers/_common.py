@@ -6,7 +6,7 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ..utils import RandomSource
+from ..utils import RandomSource, check_private_labels
 
 __all__ = [
     "RANDOM_STATE_CONSTRAINT",
@@ -15,6 +15,7 @@ __all__ = [
     "mutual_information_bits",
     "map_accuracy",
     "mismatch_bound_bits",
+    "private_labels",
 ]
 
 RANDOM_STATE_CONSTRAINT = [
@@ -91,3 +92,16 @@ def mismatch_bound_bits(n_samples, n_private, n_public, confidence=0.95):
     if eps > 0.5:
         return float("inf")
     return float(3.0 * eps * np.log2(size / eps))
+
+
+def private_labels(y, n_samples):
+    """The private attribute and which rows disclosed it.
+
+    ``-1``, NaN, None and pandas' missing markers all mean "not disclosed".
+    """
+    y, labeled = check_private_labels(y, n_samples)
+    if y.dtype == object:
+        import pandas as pd
+
+        labeled = labeled & ~np.asarray(pd.isna(y), dtype=bool)
+    return y, labeled

@@ -8,7 +8,7 @@ from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin, 
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..exceptions import UnseenCategoryWarning
-from ..utils import check_private_labels, check_random_source
+from ..utils import check_random_source
 from ._common import (
     BUDGET_CONSTRAINT,
     LEAKAGE_CONSTRAINT,
@@ -16,6 +16,7 @@ from ._common import (
     map_accuracy,
     mismatch_bound_bits,
     mutual_information_bits,
+    private_labels,
     solve,
 )
 from . import _dask
@@ -216,7 +217,7 @@ class ErasureMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                 "attribute, -1 for users who did not disclose it)"
             )
         Xa = self._check_X(X, reset=True)
-        y, labeled = check_private_labels(y, Xa.shape[0])
+        y, labeled = private_labels(y, Xa.shape[0])
         if not labeled.any():
             raise ValueError(
                 f"no labeled rows: all {Xa.shape[0]} entries of y are missing (-1 or NaN); "

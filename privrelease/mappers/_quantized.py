@@ -9,7 +9,7 @@ from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin, 
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from ..utils import check_private_labels, check_random_source
+from ..utils import check_random_source
 from ._common import (
     BUDGET_CONSTRAINT,
     LEAKAGE_CONSTRAINT,
@@ -17,6 +17,7 @@ from ._common import (
     map_accuracy,
     mismatch_bound_bits,
     mutual_information_bits,
+    private_labels,
     solve,
 )
 from . import _dask
@@ -345,7 +346,7 @@ class QuantizedPrivacyMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimat
                 "attribute, -1 for users who did not disclose it)"
             )
         X, _ = self._check_X(X, reset=True)
-        y, labeled = check_private_labels(y, X.shape[0])
+        y, labeled = private_labels(y, X.shape[0])
         sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
         labeled = labeled & (sw > 0)
         n_labeled = int(labeled.sum())

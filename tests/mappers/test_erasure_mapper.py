@@ -187,3 +187,15 @@ def test_bad_input():
         m.transform(X[["color", "size"]].to_numpy())
     with pytest.raises(ValueError, match="not both"):
         ErasureMapper(delta=1.0, max_leakage=0.0).fit(X, y)
+
+
+def test_none_and_nan_labels_mean_undisclosed():
+    X, y = _toy()
+    yo = np.where(y == 1, "rich", "poor").astype(object)
+    yo[::5] = None
+    yo[1::5] = np.nan
+    m = ErasureMapper(delta=0.3, random_state=0).fit(X, yo)
+    assert list(m.classes_) == ["poor", "rich"]
+    keep = np.array([v is not None and v == v for v in yo])
+    ref = ErasureMapper(delta=0.3, random_state=0).fit(X[keep], yo[keep].astype(str))
+    np.testing.assert_allclose(m.prior_, ref.prior_)
