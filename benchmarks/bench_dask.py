@@ -14,6 +14,7 @@ Usage::
 
     MPLBACKEND=Agg .venv/bin/python benchmarks/bench_dask.py           # full run (several minutes)
     MPLBACKEND=Agg .venv/bin/python benchmarks/bench_dask.py --quick   # smoke run (~1 min)
+    ... --fit-users 2000000     # also time the out-of-core fit (sampled quantizer + one pass)
 """
 
 import argparse
@@ -67,6 +68,47 @@ def dask_matrix(n_users, block_rows, seed):
                                       shape=(rows, N_ITEMS), dtype=np.float64,
                                       meta=sp.csr_matrix((0, N_ITEMS))))
     return da.concatenate(blocks, axis=0)
+
+
+def _labelled_block(index, n_users, seed, fraction=0.3):
+    X, a = synthetic_block(index, n_users, N_ITEMS, seed, labels=True)
+    rng = np.random.default_rng(np.random.SeedSequence(seed + 7, spawn_key=(index,)))
+    return X, np.where(rng.random(n_users) < fraction, a, -1)
+
+
+def dask_matrix_and_labels(n_users, block_rows, seed):
+    """Lazy X (CSR blocks) and y (30 % of the users labeled), generated together per block."""
+    import dask
+    import dask.array as da
+
+    xs, ys = [], []
+    for i, start in enumerate(range(0, n_users, block_rows)):
+        rows = min(block_rows, n_users - start)
+        pair = dask.delayed(_labelled_block, nout=2)(i, rows, seed)
+        xs.append(da.from_delayed(pair[0], shape=(rows, N_ITEMS), dtype=np.float64,
+                                  meta=sp.csr_matrix((0, N_ITEMS))))
+        ys.append(da.from_delayed(pair[1], shape=(rows,), dtype=np.int64))
+    return da.concatenate(xs, axis=0), da.concatenate(ys)
+
+
+def run_dask_fit(n_users, block_rows, seed, n_workers, memory_limit, sample_size):
+    """Out-of-core fit: quantizer on a sample, prior and costs over every labeled user."""
+    from dask.distributed import Client, LocalCluster
+
+    from privrelease.mappers import QuantizedPrivacyMapper
+
+    with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, memory_limit=memory_limit,
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        X, y = dask_matrix_and_labels(n_users, block_rows, seed)
+        m = QuantizedPrivacyMapper(n_clusters=25, max_leakage=0.02, random_state=0)
+        with PeakSampler(lambda: client.run(_rss_mb)) as sampler, warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            t0 = time.perf_counter()
+            from privrelease.mappers import _dask
+
+            _dask.fit(m, X, y, sample_size=sample_size)
+            t = time.perf_counter() - t0
+    return m, t, sampler.peak
 
 
 def _nnz(block):
@@ -174,6 +216,9 @@ def main():
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--memory-limit", default="3GiB", help="per dask worker")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--fit-users", type=int, default=0,
+                        help="also time the out-of-core dask fit on this many users (0: skip)")
+    parser.add_argument("--fit-sample", type=int, default=50_000, help="users the quantizer is learnt on")
     args = parser.parse_args()
     n_dask = args.users or (200_000 if args.quick else 10_000_000)
     n_mem = args.memory_users or (100_000 if args.quick else 1_000_000)
@@ -202,6 +247,16 @@ def main():
     print(f"dask: {dsk['workers']} worker processes x 1 thread, memory_limit={dsk['memory_limit']} each; "
           f"generate-only pass {dsk['generate_seconds']:.1f} s; the in-memory time excludes generation. "
           f"Released ratings: in memory {mem['released_ratings']:,}, dask {dsk['released_ratings']:,}.")
+
+
+    if args.fit_users:
+        m, t, peak = run_dask_fit(args.fit_users, block, args.seed, args.workers, args.memory_limit,
+                                  args.fit_sample)
+        print()
+        print(f"dask fit on {args.fit_users:,} users ({m.n_labeled_:,} labeled, quantizer learnt on "
+              f"{min(args.fit_sample, m.n_labeled_):,}): {t:.1f} s = {args.fit_users / t:,.0f} users/s, "
+              f"peak RSS/worker {peak:,.0f} MiB; leakage {m.leakage_:.4f} bits "
+              f"(prior I(A;C) = {m.prior_leakage_:.4f}), {m.n_clusters_} clusters")
 
 
 def r_w(r):
