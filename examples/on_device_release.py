@@ -1,7 +1,7 @@
 """Learn a privacy mapping centrally, ship it as a file, release one user's ratings on her device.
 
 The server fits a :class:`QuantizedPrivacyMapper` on the users who disclosed
-their private attribute and saves it with ``save`` (a single ``.npz``: arrays
+their private attribute and saves it with ``mapper.save`` (a single ``.npz``: arrays
 and JSON metadata with a SHA-256 digest; no pickle, so loading it cannot run
 code). The device loads it (every part is validated: row-stochastic mapping,
 prior a distribution, consistent shapes, digest) and releases its own row:
@@ -15,7 +15,7 @@ import warnings
 
 import numpy as np
 
-from privrelease._persistence import load, save
+from privrelease._persistence import load  # exported as privrelease.load
 from privrelease.datasets import make_ratings
 from privrelease.mappers import QuantizedPrivacyMapper
 
@@ -25,7 +25,7 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     server_mapper = QuantizedPrivacyMapper(n_clusters=10, max_leakage=0.01).fit(R, a)  # random_state=None
 path = os.path.join(tempfile.mkdtemp(), "mapping.npz")
-save(server_mapper, path)
+server_mapper.save(path)
 print(f"server: leakage {server_mapper.leakage_:.4f} bits, saved {os.path.getsize(path) / 1024:.1f} KiB to {path}")
 
 # ---------------------------------------------------------------- on the device
