@@ -27,17 +27,8 @@ _SCORE_2D = ("score(X, y) takes y = held-out ratings, a matrix of the same shape
 _PREDICT_2D = ("sparse input is supported; the check fails only because it asserts that "
                "predict returns shape (n_samples,), while predict returns the (n_users, "
                "n_items) matrix of predicted ratings")
-_RANDOM_RELEASE = (
-    "transform samples a random output per row, and the taste-space SVD and the k-means "
-    "initialisation see repeated rows differently from weights: outputs are equal in "
-    "distribution only, not elementwise"
-)
-
 EXPECTED_FAILED = {
-    "QuantizedPrivacyMapper": {
-        "check_sample_weight_equivalence_on_dense_data": _RANDOM_RELEASE,
-        "check_sample_weight_equivalence_on_sparse_data": _RANDOM_RELEASE,
-    },
+    "QuantizedPrivacyMapper": {},
     "ErasureMapper": {},
     # predict spends privacy: it records each query's payments and guarantees and adds
     # them to epsilon_spent_ (sequential composition), so the fitted dict changes.
