@@ -33,7 +33,6 @@ import hashlib
 import json
 import os
 import tempfile
-import zipfile
 from numbers import Integral, Real
 
 import numpy as np
@@ -235,8 +234,11 @@ def _read(path):
         with np.load(path, allow_pickle=False) as npz:
             arrays = {name: npz[name] for name in npz.files}
     except ValueError as exc:
-        raise ValueError(f"{path!r} holds pickled (object) data, which is never loaded: {exc}") from None
-    except (zipfile.BadZipFile, EOFError, OSError, KeyError) as exc:
+        if "pickle" in str(exc):
+            raise ValueError(f"{path!r} holds pickled (object) data, which is never loaded: {exc}") from None
+        raise ValueError(f"{path!r} is truncated or corrupt and cannot be read as a .npz archive "
+                         f"(ValueError: {exc})") from None
+    except Exception as exc:  # noqa: BLE001 - zip/npy parsing fails in many ways on damaged files
         raise ValueError(f"{path!r} is truncated or corrupt and cannot be read as a .npz archive "
                          f"({type(exc).__name__}: {exc})") from None
     if _META_KEY not in arrays:

@@ -330,3 +330,25 @@ def test_metadata_is_plain_json(saved):
     assert len(meta["sha256"]) == 64
     assert "fitted/labels_" not in arrays
     json.dumps(meta)  # round-trips through JSON
+
+
+def test_random_byte_corruption_is_refused_or_harmless(tmp_path, fitted):
+    """Flip random bytes: load raises ValueError, or (bytes the format ignores) loads the same mapper."""
+    path = save(fitted, tmp_path / "m.npz")
+    raw = bytearray(open(path, "rb").read())
+    rng = np.random.default_rng(0)
+    outcomes = {"refused": 0, "same": 0}
+    for trial in range(150):
+        data = bytearray(raw)
+        for _ in range(int(rng.integers(1, 3))):
+            data[int(rng.integers(len(data)))] = int(rng.integers(256))
+        damaged = tmp_path / f"d{trial}.npz"
+        damaged.write_bytes(bytes(data))
+        try:
+            m = load(damaged)
+        except ValueError:
+            outcomes["refused"] += 1
+            continue
+        _assert_same_fit(fitted, m)  # a damaged file never loads as a different mapper
+        outcomes["same"] += 1
+    assert outcomes["refused"] > 100
