@@ -23,6 +23,8 @@ Policy when nothing certifies to ``tol``: an explicit ``solver="fast"`` or
 ``solver="cvxpy"`` raises :class:`~privrelease.exceptions.SolverError`;
 ``solver="auto"`` returns the best feasible answer with ``status="inaccurate"``
 and emits a :class:`~privrelease.exceptions.ConvergenceWarning` (never silently).
+``"auto"`` skips the cvxpy fallback above ``CVXPY_FALLBACK_MAX_VARIABLES``
+(250,000 mapping entries), where the plain formulation takes minutes.
 """
 
 import math
@@ -41,6 +43,9 @@ from ._result import MappingResult
 __all__ = ["solve_mapping"]
 
 _KINDS = ("mutual_information", "maximal_leakage")
+#: ``solver="auto"`` does not fall back to the plain formulation above this many variables
+#: (it needs minutes and gigabytes there); it returns the fast answer with a warning instead.
+CVXPY_FALLBACK_MAX_VARIABLES = 250_000
 _SOLVERS = ("auto", "fast", "cvxpy")
 
 
@@ -128,6 +133,9 @@ def _solve_mi_delta(prob, delta, solver, tol, warm=None):
     attempts = ["fast", "cvxpy"] if solver == "auto" else [solver]
     best = None
     notes = []
+    if solver == "auto" and prob.k * prob.kh > CVXPY_FALLBACK_MAX_VARIABLES:
+        attempts = ["fast"]
+        notes.append(f"cvxpy fallback skipped ({prob.k * prob.kh} variables > {CVXPY_FALLBACK_MAX_VARIABLES})")
     for s in attempts:
         if s == "fast":
             from ._fast import solve_fast
