@@ -215,3 +215,24 @@ def test_unreachable_maximal_leakage_target():
     assert exc.value.smallest_feasible == pytest.approx(maximal_leakage(prior))
     with pytest.raises(InfeasibleBudgetError, match="cannot be reached"):
         solve_mapping(prior, d, max_leakage=0.01)
+
+
+def test_auto_policy_when_fast_is_not_certified(monkeypatch):
+    import privrelease.mapping._fast as fast_module
+    import privrelease.mapping._solver as solver_module
+    from privrelease.exceptions import ConvergenceWarning, SolverError
+
+    prior, d = random_instance(8, 2, 5)
+    delta = 0.1
+    # a feasible but poor "fast" answer: the cheapest mapping (identity)
+    monkeypatch.setattr(fast_module, "solve_fast", lambda prob, delta, **kw: prob.P_min.copy())
+    res = solve_mapping(prior, d, delta, solver="auto")
+    assert res.solver.startswith("cvxpy") and res.status == "optimal"
+    with pytest.raises(SolverError, match="could not certify"):
+        solve_mapping(prior, d, delta, solver="fast")
+    monkeypatch.setattr(solver_module, "CVXPY_FALLBACK_MAX_VARIABLES", 4)
+    with pytest.warns(ConvergenceWarning, match="fallback skipped"):
+        res = solve_mapping(prior, d, delta, solver="auto")
+    assert res.status == "inaccurate" and res.solver == "fast"
+    assert res.certificate["gap_bits"] > 1e-6
+    np.testing.assert_allclose(res.mapping, np.eye(5))
