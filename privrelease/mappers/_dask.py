@@ -19,7 +19,8 @@ whose blocks are ndarrays or ``scipy.sparse`` CSR matrices, or a
       so the release is reproducible and does not depend on which worker runs
       which block. :func:`transform_in_blocks` is the in-memory twin: with the
       same row blocks it returns exactly the same release.
-    * a Generator or RandomSource -- one integer is drawn from it
+    * a :class:`~privrelease.utils.SecureRandomSource` -- as ``None``.
+    * a Generator or seeded RandomSource -- one integer is drawn from it
       (:meth:`RandomSource.spawn_seed`) when the graph is built and used as ``s``.
 
 ``fit`` (:class:`QuantizedPrivacyMapper`)
@@ -82,8 +83,8 @@ _is_dask_collection = is_dask_collection
 # ----------------------------------------------------------------------------- seeding
 def _base_seed(random_state):
     """None (secure, per block) or the integer every block seed is derived from."""
-    if random_state is None:
-        return None
+    if random_state is None or getattr(random_state, "secure", False):
+        return None  # a secure source stays secure: every block reads its worker's entropy
     if isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool):
         check_random_source(random_state)  # refuses negative seeds with the usual message
         return int(random_state)

@@ -293,3 +293,24 @@ def test_fit_matches_in_memory_other_spaces(client, data, params):
     np.testing.assert_allclose(m.mapping_, ref.mapping_, atol=1e-6)
     assert m.smallest_delta_ == pytest.approx(ref.smallest_delta_, rel=1e-12)
     assert abs(m.release_profiles_ - ref.release_profiles_).max() <= 1e-12
+
+
+def test_secure_source_instance_stays_secure(fitted, monkeypatch):
+    from privrelease.utils import SecureRandomSource, SeededRandomSource
+
+    assert _dask._base_seed(SecureRandomSource()) is None
+    assert _dask._base_seed(None) is None
+    assert isinstance(_dask._base_seed(SeededRandomSource(3)), int)
+    # and the block sources really are secure: os.urandom is read while releasing
+    import os
+
+    calls = []
+    real = os.urandom
+    monkeypatch.setattr(os, "urandom", lambda n: calls.append(n) or real(n))
+    m = QuantizedPrivacyMapper(**{**fitted.get_params(), "random_state": SecureRandomSource()})
+    m.__dict__.update({k: v for k, v in vars(fitted).items() if k.endswith("_")})
+    import dask
+
+    with dask.config.set(scheduler="synchronous"):
+        _dask.transform(m, da.from_array(np.zeros((20, 40)), chunks=(10, 40))).compute()
+    assert len(calls) >= 2
