@@ -262,9 +262,10 @@ def save(estimator, path):
     Parameters
     ----------
     estimator : fitted QuantizedPrivacyMapper or ErasureMapper
-        ``random_state`` must be None (the production setting: a loaded mapper
-        draws from the operating system's entropy) or an integer (reproducible
-        tests); a Generator or RandomSource has no portable form and is refused.
+        ``random_state`` must be None or a SecureRandomSource (the production
+        setting, saved as None: a loaded mapper draws from the operating
+        system's entropy) or an integer (reproducible tests); a Generator or
+        seeded RandomSource has no portable form and is refused.
     path : str or path-like
         File to write (written to a temporary file, then renamed).
 
@@ -298,6 +299,8 @@ def save(estimator, path):
     check_is_fitted(estimator)
     params = estimator.get_params(deep=False)
     rs = params.get("random_state")
+    if getattr(rs, "secure", False):
+        params["random_state"] = rs = None  # a SecureRandomSource is what None means
     if rs is not None and not (isinstance(rs, Integral) and not isinstance(rs, bool)):
         raise ValueError(
             f"random_state of type {type(rs).__name__} cannot be saved portably; use random_state=None (operating-system "

@@ -163,6 +163,10 @@ def test_save_refusals(tmp_path, fitted):
     m.__dict__.update(_fitted_items(fitted))
     with pytest.raises(ValueError, match="random_state of type Generator cannot be saved portably"):
         save(m, tmp_path / "x.npz")
+    from privrelease.utils import SecureRandomSource
+
+    m.set_params(random_state=SecureRandomSource())
+    assert load(save(m, tmp_path / "secure.npz")).random_state is None
 
 
 # ----------------------------------------------------------------------------- tampered files
