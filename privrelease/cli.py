@@ -87,7 +87,7 @@ def cmd_demo(args):
         _log(f"[{i}/{len(todo)}] {title} ...")
         try:
             path, headline, secs = run_experiment(name, out / name, title=title, params=params,
-                                                  quick=not args.full)
+                                                  quick=True if args.quick else None)
         except Exception as exc:  # keep going: one broken experiment must not hide the others
             failures += 1
             _log(f"      FAILED: {type(exc).__name__}: {exc}")
@@ -148,7 +148,8 @@ def build_parser():
 
     p = sub.add_parser("demo", help="run the experiments whose data ships with the package")
     p.add_argument("--output", "-o", default="reports/demo", help="report folder (default: reports/demo)")
-    p.add_argument("--full", action="store_true", help="full-size runs instead of the quick settings")
+    p.add_argument("--quick", action="store_true",
+                   help="small, fast settings (about 30 s) instead of the full runs (a few minutes)")
     p.add_argument("--only", nargs="+", metavar="NAME", help="run only these experiments")
     p.set_defaults(func=cmd_demo)
 

@@ -55,3 +55,37 @@ def test_cli_errors_are_reported(tmp_path, capsys):
     assert "does not exist" in capsys.readouterr().err
     assert main([]) == 0
     assert "demo" in capsys.readouterr().out
+
+
+def test_demo_quick_writes_a_readable_report(tmp_path, capsys):
+    """The demo runs every shipped-data experiment (quick settings) and links their reports."""
+    import warnings
+
+    from privrelease.cli import DEMO_EXPERIMENTS
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rc = main(["demo", "--quick", "--output", str(tmp_path / "demo")])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    index = (tmp_path / "demo" / "report.md").read_text()
+    for name, _ in DEMO_EXPERIMENTS:
+        sub = tmp_path / "demo" / name / "report.md"
+        assert sub.is_file(), name
+        assert f"({name}/report.md)" in index
+        assert list((tmp_path / "demo" / name).glob("*.png")), f"{name} drew no plot"
+        assert list((tmp_path / "demo" / name).glob("*.csv")), f"{name} wrote no table"
+    assert "failed" not in index
+    assert "Report written to" in out
+
+
+def test_run_pipeline_file_with_override(tmp_path, capsys):
+    from pathlib import Path
+
+    pipeline = Path(__file__).resolve().parents[2] / "pipelines" / "census_erasure.toml"
+    rc = main(["run", str(pipeline), "--quick", "--output", str(tmp_path / "c"),
+               "--set", "random_state=1"])
+    assert rc == 0
+    assert (tmp_path / "c" / "report.md").read_text().startswith("# ")
+    assert main(["run", str(pipeline), "--set", "no_such_param=1", "--output", str(tmp_path / "d")]) == 2
+    assert "no_such_param" in capsys.readouterr().err
