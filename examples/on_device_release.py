@@ -15,7 +15,7 @@ import warnings
 
 import numpy as np
 
-from privrelease._persistence import load  # exported as privrelease.load
+import privrelease
 from privrelease.datasets import make_ratings
 from privrelease.mappers import QuantizedPrivacyMapper
 
@@ -29,7 +29,7 @@ server_mapper.save(path)
 print(f"server: leakage {server_mapper.leakage_:.4f} bits, saved {os.path.getsize(path) / 1024:.1f} KiB to {path}")
 
 # ---------------------------------------------------------------- on the device
-device_mapper = load(path)  # validated; raises ValueError on a damaged or altered file
+device_mapper = privrelease.load(path)  # validated; raises ValueError on a damaged or altered file
 my_ratings = R[[7]]  # the device only has its own row
 released = device_mapper.transform(my_ratings)
 cluster = device_mapper.quantize(my_ratings)[0]
