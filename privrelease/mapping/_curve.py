@@ -4,12 +4,12 @@ import numpy as np
 import pandas as pd
 
 from ..exceptions import InfeasibleBudgetError
-from ._checks import check_budget, check_distortion, check_prior
+from ._checks import check_budget
 from ._leakage import expected_distortion, leakage as _leakage, map_attack_accuracy
 from ._lp import perfect_privacy_mapping
 from ._problem import Problem
 from ._result import MappingResult
-from ._solver import _KINDS, _SOLVERS, solve_mapping
+from ._solver import _check_problem, solve_mapping
 
 __all__ = ["privacy_distortion_curve"]
 
@@ -66,12 +66,7 @@ def privacy_distortion_curve(prior, distortion, deltas, *, leakage="mutual_infor
     >>> curve["leakage_bits"].round(4).tolist()
     [0.2781, 0.1733, 0.0]
     """
-    P = check_prior(prior)
-    D = check_distortion(distortion, P.shape[1])
-    if leakage not in _KINDS:
-        raise ValueError(f"leakage must be one of {_KINDS}, got {leakage!r}")
-    if solver not in _SOLVERS:
-        raise ValueError(f"solver must be one of {_SOLVERS}, got {solver!r}")
+    P, D = _check_problem(prior, distortion, leakage, solver)
     arr = np.atleast_1d(np.asarray(deltas, dtype=float))
     if arr.ndim != 1 or arr.size == 0:
         raise ValueError(f"deltas must be a non-empty 1-D list of budgets, got {deltas!r}")

@@ -50,6 +50,17 @@ _SOLVERS = ("auto", "fast", "cvxpy")
 
 
 # ---------------------------------------------------------------------------- cvxpy reference
+def _check_problem(prior, distortion, leakage, solver):
+    """Validate the inputs shared by :func:`solve_mapping` and the curve; returns ``(P, D)``."""
+    P = check_prior(prior)
+    D = check_distortion(distortion, P.shape[1])
+    if leakage not in _KINDS:
+        raise ValueError(f"leakage must be one of {_KINDS}, got {leakage!r}")
+    if solver not in _SOLVERS:
+        raise ValueError(f"solver must be one of {_SOLVERS}, got {solver!r}")
+    return P, D
+
+
 def _cvxpy_candidates(prob, *, delta=None, target_nats=None, solvers=("CLARABEL", "SCS"), tight=True):
     """Yield ``(name, P)`` for each cvxpy solver that returns a point (plain formulation).
 
@@ -391,12 +402,7 @@ def solve_mapping(prior, distortion, delta=None, *, max_leakage=None, leakage="m
     >>> round(solve_mapping(prior, d, delta=0.0).leakage, 4)
     0.2781
     """
-    P = check_prior(prior)
-    D = check_distortion(distortion, P.shape[1])
-    if leakage not in _KINDS:
-        raise ValueError(f"leakage must be one of {_KINDS}, got {leakage!r}")
-    if solver not in _SOLVERS:
-        raise ValueError(f"solver must be one of {_SOLVERS}, got {solver!r}")
+    P, D = _check_problem(prior, distortion, leakage, solver)
     tol = check_number(tol, "tol", low=0.0, low_inclusive=False)
     if (delta is None) == (max_leakage is None):
         raise ValueError(
