@@ -10,10 +10,9 @@ import numbers
 
 import numpy as np
 import pandas as pd
-import scipy.sparse as sp
 from sklearn.base import clone
 
-from ._attacks import ATTACK_FEATURES, ATTACK_MODELS, InferenceAttack, evaluate_attacks
+from ._attacks import ATTACK_FEATURES, ATTACK_MODELS, evaluate_attacks
 from ._protocol import (
     RELEASES,
     _check_mapper,

@@ -61,7 +61,6 @@ __all__ = ["solve_fast"]
 
 _FULL_SUPPORT_LIMIT = 40000
 DEBUG = False  # print the interior-point iterations
-WARM = False  # resume each working-set round at the previous mu (measured: more iterations)
 LOOSE = 1e-1  # relative barrier gap of the working-set rounds before the set settles
 
 
@@ -408,10 +407,9 @@ def _solve_fast(prob, delta, *, tol, warm, n_neighbours, max_rounds):
         r, j = np.nonzero(support)
         bar = _Barrier(prob, r, j, delta, has_con)
         x0 = _start(prob, r, j, delta, has_con)
-        mu0 = None
         if x_prev is not None:
             # warm start: the previous (central) iterate; new entries start at a tenth of
-            # their row's mean, and the barrier resumes at ten times its last mu
+            # their row's mean
             old = x_prev[r, j]
             new = old <= 0
             rowmean = bar.rowsum(old) / np.maximum(bar.rowsum((~new).astype(float)), 1.0)
@@ -419,7 +417,6 @@ def _solve_fast(prob, delta, *, tol, warm, n_neighbours, max_rounds):
             x1 = x1 / bar.rowsum(x1)[r]
             if np.all(x1 > 0) and (not has_con or float(bar.w @ x1) < delta):
                 x0 = x1
-                mu0 = 10.0 * mu_prev if WARM else None
             else:
                 x1 = 0.1 * x0 + 0.9 * old
                 if not has_con or float(bar.w @ x1) < delta:
@@ -440,10 +437,9 @@ def _solve_fast(prob, delta, *, tol, warm, n_neighbours, max_rounds):
 
         # while the working set still grows, solve the restricted problem loosely
         round_gap = gap_nats if (full or precise) else max(gap_nats, LOOSE * max(bar.f(bar.J(x0)), 1e-6))
-        x, _ = bar.solve(x0, gap_nats=round_gap, check=check, mu0=mu0)
+        x, _ = bar.solve(x0, gap_nats=round_gap, check=check)
         x_raw = np.zeros((prob.k, prob.kh))
         x_raw[r, j] = x
-        mu_prev = bar.final_mu
         P = np.zeros((prob.k, prob.kh))
         P[r, j] = x
         P /= P.sum(axis=1, keepdims=True)

@@ -70,7 +70,6 @@ def solve_maximal_leakage_lp(prob, *, delta=None, target_bits=None):
     r, c, n = _entries(prob)
     na = prob.M.shape[0]
     kh = prob.kh
-    nvar = n + kh
     # p(j | a) - z_j <= 0
     rows_ub = []
     for a in range(na):

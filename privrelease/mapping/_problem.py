@@ -203,9 +203,6 @@ class Problem:
         cand = np.flatnonzero(q <= 1e-2 * q.max())
         if cand.size == 0:
             return pi
-        part = np.partition(V, 1, axis=1) if V.shape[1] > 1 else np.c_[V, np.full(V.shape[0], np.inf)]
-        m1, m2 = part[:, 0], part[:, 1]
-        arg1 = np.argmin(V, axis=1)
         # target per row: the best value over the well-used outputs (the others are refined)
         keep = np.ones(V.shape[1], dtype=bool)
         keep[cand] = False

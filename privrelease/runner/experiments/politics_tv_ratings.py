@@ -26,7 +26,6 @@ survey, which is not public). Private attribute: Democrat (0) / Republican (1).
 
 import numpy as np
 import pandas as pd
-import scipy.sparse as sp
 
 __all__ = ["run", "rmse_and_attacks"]
 

@@ -163,7 +163,7 @@ def run(report, *, random_state=0, quick=False, strengths=(0.0, 0.25, 0.5, 1.0, 
                  caption=f"{n_folds} folds of users; {heldout_fraction:.0%} of each test user's "
                          "ratings held out; test users folded in from their other ratings")
     means = res.groupby("algorithm")["rmse"].mean()
-    report.text(f"Mean RMSE: " + ", ".join(f"{k} {v:.3f}" for k, v in means.items())
+    report.text("Mean RMSE: " + ", ".join(f"{k} {v:.3f}" for k, v in means.items())
                 + ". The paper's RMSE1 on the real survey is 1.18-1.25.")
     return {
         "politics_mi_top5_bits": mi,
