@@ -74,5 +74,8 @@ def main(n_users=1000, n_items=200):
 
 
 if __name__ == "__main__":
-    args = [int(x) for x in sys.argv[1:3]]
-    main(*args)
+    argv = sys.argv[1:]
+    if "--quick" in argv:
+        main(n_users=300, n_items=80)
+    else:
+        main(*[int(x) for x in argv[:2]])

@@ -153,7 +153,7 @@ def _solve_mi_delta(prob, delta, solver, tol, warm=None):
 
             try:
                 cands = [("fast", solve_fast(prob, delta, tol=tol, warm=warm))]
-            except (SolverError, np.linalg.LinAlgError, FloatingPointError, ValueError) as exc:
+            except (SolverError, np.linalg.LinAlgError, ArithmeticError, ValueError) as exc:
                 # any numerical failure of the fast solver falls back to the reference
                 notes.append(f"fast: {type(exc).__name__}: {exc}")
                 cands = []

@@ -97,6 +97,7 @@ def test_explicit_fast_raises(monkeypatch, case):
 
 
 NUMERICAL_FAILURES = [np.linalg.LinAlgError("injected singular matrix"), FloatingPointError("injected overflow"),
+                      ZeroDivisionError("injected division by zero"),
                       ValueError("injected NaN in a Newton system")]
 
 
