@@ -292,7 +292,7 @@ def _y_blocks(y, X):
     import dask.array as da
 
     if y is None:
-        raise ValueError(f"fit needs y, the private attribute (-1 for undisclosed); got None")
+        raise ValueError("fit needs y, the private attribute (-1 for undisclosed); got None")
     n = X.shape[0]
     if hasattr(y, "to_dask_array"):
         y = y.to_dask_array(lengths=True)
@@ -418,48 +418,12 @@ def _median_from_hist(hist):
 
 
 def _profiles_from_stats(mapper, st, dtype):
-    """``release_profiles_`` from aggregated statistics (mirrors the in-memory construction)."""
-    from ._quantized import _PROFILE_SHRINKAGE
-
-    n_items = mapper.n_features_in_
+    """``release_profiles_`` from aggregated statistics, through the mapper's own construction."""
     k = mapper.n_clusters_
-    counts, sums, size = st["item_counts"], st["item_sums"], st["size"]
     lo, hi, absmin = st["lo_hi_absmin"]
-    has_data = np.isfinite(absmin)
-    is_int = np.issubdtype(dtype, np.integer) or dtype == bool
-    space = mapper._space()
-    if space == "hamming":
-        values = mapper.cluster_centers_.copy()
-    elif mapper.release == "representative":
-        values = sums / np.maximum(size, 1)[:, None]
-        if has_data:
-            drop = np.abs(values) < 0.5 * absmin
-            values = np.clip(values, lo, hi)
-            values[drop] = 0.0
-    else:
-        lengths = np.array([int(np.rint(_median_from_hist(st["length_hist"][j]))) for j in range(k)])
-        with np.errstate(invalid="ignore", divide="ignore"):
-            if space == "taste":
-                pred = mapper.embedding_.predicted_ratings(mapper.cluster_centers_)
-                values = (sums + _PROFILE_SHRINKAGE * pred) / (counts + _PROFILE_SHRINKAGE)
-            else:
-                values = np.where(counts > 0, sums / np.maximum(counts, 1), 0.0)
-        if has_data:
-            values = np.clip(values, lo, hi)
-        keep = np.zeros_like(values, dtype=bool)
-        for j in range(k):
-            order = np.lexsort((np.arange(n_items), -counts[j]))
-            top = order[: lengths[j]]
-            top = top[counts[j, top] > 0]
-            keep[j, top] = True
-        values = np.where(keep, values, 0.0)
-    if is_int:
-        values = np.rint(values)
-    if mapper.release == "profile":
-        values = np.vstack([values, np.zeros((1, n_items))])
-    P = sp.csr_matrix(values.astype(dtype))
-    P.eliminate_zeros()
-    return P
+    lengths = np.array([int(np.rint(_median_from_hist(st["length_hist"][j]))) for j in range(k)], dtype=np.int64)
+    value_range = (lo, hi, absmin) if np.isfinite(absmin) else None
+    return mapper._profiles_from_stats(st["item_counts"], st["item_sums"], st["size"], lengths, value_range, dtype)
 
 
 # ----------------------------------------------------------------------------- fit
@@ -554,8 +518,6 @@ def fit(mapper, X, y, *, sample_size=None, sample_weight=None):
 
 def _finish_fit(mapper, st, n_labeled, dtype):
     """Prior, costs, the convex program and the release profiles from aggregated statistics."""
-    from ._common import map_accuracy, mismatch_bound_bits, mutual_information_bits, solve
-
     counts = st["counts"]
     size = st["size"]
     if np.any(size == 0):
@@ -564,32 +526,14 @@ def _finish_fit(mapper, st, n_labeled, dtype):
             "the full pass; their cost rows are set to the centre distances",
             UserWarning,
         )
-    p_a = counts.sum(axis=1) / counts.sum()
-    prior = counts + mapper.smoothing * p_a[:, None]
-    mapper.prior_ = prior / prior.sum()
-    mapper.prior_leakage_ = mutual_information_bits(mapper.prior_)
     outputs = mapper._output_points()
     mapper.center_cost_matrix_ = mapper._distances(mapper.cluster_centers_, outputs)
     if mapper._space() == "hamming":
         mapper.center_cost_matrix_ = np.rint(mapper.center_cost_matrix_)
     cost = st["dist_sum"] / np.maximum(size, 1)[:, None]
     cost[size == 0] = mapper.center_cost_matrix_[size == 0]
-    mapper.cost_matrix_ = cost
-    mapper.smallest_delta_ = float(np.sum(mapper.prior_.sum(axis=0) * cost.min(axis=1)))
     mapper.quantization_radius_ = float(st["own_max"][0])
     mapper.quantization_distortion_ = float(st["own_sum"][0] / n_labeled)
-
-    result = solve(mapper.prior_, mapper.cost_matrix_, delta=mapper.delta, max_leakage=mapper.max_leakage,
-                   leakage=mapper.leakage, solver=mapper.solver)
-    M = np.clip(np.asarray(result.mapping, dtype=np.float64), 0.0, None)
-    mapper.mapping_ = M / M.sum(axis=1, keepdims=True)
-    mapper.solver_result_ = result
-    mapper.leakage_ = float(result.leakage)
-    mapper.empirical_leakage_ = mutual_information_bits((counts / counts.sum()) @ mapper.mapping_)
-    mapper.map_accuracy_ = map_accuracy(mapper.prior_ @ mapper.mapping_)
-    p_c = mapper.prior_.sum(axis=0)
-    mapper.distortion_ = float(np.sum(p_c[:, None] * mapper.mapping_ * mapper.cost_matrix_))
-    mapper.center_distortion_ = float(np.sum(p_c[:, None] * mapper.mapping_ * mapper.center_cost_matrix_))
-    mapper.mismatch_bound_ = mismatch_bound_bits(n_labeled, mapper.classes_.size, mapper.n_clusters_)
+    mapper._solve_on_clusters(counts, cost, n_labeled)
     mapper.release_profiles_ = _profiles_from_stats(mapper, st, dtype)
     mapper.n_labeled_ = int(n_labeled)

@@ -397,14 +397,10 @@ class QuantizedPrivacyMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimat
         self.labels_ = relabel[labels]
         self.n_clusters_ = int(used.size)
 
-        # prior q(a, c) (eq. 20), smoothed towards independence
+        # prior counts q(a, c) (eq. 20)
         n_classes = self.classes_.size
         counts = np.zeros((n_classes, self.n_clusters_))
         np.add.at(counts, (a_idx, self.labels_), w_lab)
-        p_a = counts.sum(axis=1) / counts.sum()
-        prior = counts + self.smoothing * p_a[:, None]
-        self.prior_ = prior / prior.sum()
-        self.prior_leakage_ = mutual_information_bits(self.prior_)
 
         # costs: member-averaged (exact) and centre-to-centre (problem 19)
         outputs = self._output_points()
@@ -416,33 +412,42 @@ class QuantizedPrivacyMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimat
         onehot = sp.csr_matrix(
             (w_lab, (self.labels_, np.arange(n_labeled))), shape=(self.n_clusters_, n_labeled)
         )
-        self.cost_matrix_ = np.asarray(onehot @ D_users) / size[:, None]
-        self.smallest_delta_ = float(np.sum(self.prior_.sum(axis=0) * self.cost_matrix_.min(axis=1)))
         self.center_cost_matrix_ = self._distances(self.cluster_centers_, outputs)
         if space == "hamming":
             self.center_cost_matrix_ = np.rint(self.center_cost_matrix_)
+        self._solve_on_clusters(counts, np.asarray(onehot @ D_users) / size[:, None], n_labeled)
 
-        # the convex program (Alg. 2, problem 19) on the clusters
+        self.release_profiles_ = self._build_profiles(X_lab, w_lab, X.dtype)
+        return self
+
+    def _solve_on_clusters(self, counts, cost_matrix, n_labeled):
+        """Smoothed prior, the convex program (Alg. 2, problem 19) and the reported figures.
+
+        Shared by the in-memory and the dask fit: ``counts`` are the (weighted)
+        class x cluster counts of eq. (20), ``cost_matrix`` the member-averaged
+        distance of each cluster to each output; ``center_cost_matrix_`` must be set.
+        """
+        p_a = counts.sum(axis=1) / counts.sum()
+        prior = counts + self.smoothing * p_a[:, None]  # smoothed towards independence
+        self.prior_ = prior / prior.sum()
+        self.prior_leakage_ = mutual_information_bits(self.prior_)
+        self.cost_matrix_ = cost_matrix
+        self.smallest_delta_ = float(np.sum(self.prior_.sum(axis=0) * cost_matrix.min(axis=1)))
         result = solve(self.prior_, self.cost_matrix_, delta=self.delta, max_leakage=self.max_leakage,
                        leakage=self.leakage, solver=self.solver)
         M = np.clip(np.asarray(result.mapping, dtype=np.float64), 0.0, None)
         self.mapping_ = M / M.sum(axis=1, keepdims=True)
         self.solver_result_ = result
         self.leakage_ = float(result.leakage)
-        joint_hat = self.prior_ @ self.mapping_
         self.empirical_leakage_ = mutual_information_bits((counts / counts.sum()) @ self.mapping_)
-        self.map_accuracy_ = map_accuracy(joint_hat)
+        self.map_accuracy_ = map_accuracy(self.prior_ @ self.mapping_)
         p_c = self.prior_.sum(axis=0)
         self.distortion_ = float(np.sum(p_c[:, None] * self.mapping_ * self.cost_matrix_))
         self.center_distortion_ = float(np.sum(p_c[:, None] * self.mapping_ * self.center_cost_matrix_))
-        self.mismatch_bound_ = mismatch_bound_bits(n_labeled, n_classes, self.n_clusters_)
-
-        self.release_profiles_ = self._build_profiles(X_lab, w_lab, X.dtype)
-        return self
+        self.mismatch_bound_ = mismatch_bound_bits(n_labeled, self.classes_.size, self.n_clusters_)
 
     def _build_profiles(self, X_lab, w_lab, dtype):
         """Rows released for each output symbol (a function of that symbol only)."""
-        n_items = self.n_features_in_
         k = self.n_clusters_
         Xs = X_lab.tocsr().astype(np.float64) if sp.issparse(X_lab) else sp.csr_matrix(np.asarray(X_lab, dtype=np.float64))
         Xs.eliminate_zeros()
@@ -453,33 +458,42 @@ class QuantizedPrivacyMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimat
         counts = np.asarray((onehot @ pattern).todense())
         sums = np.asarray((onehot @ Xs).todense())
         size = np.bincount(self.labels_, weights=w_lab, minlength=k)
-        nz = np.abs(Xs.data)
+        n_u = np.diff(Xs.indptr)
+        lengths = np.array([int(np.rint(np.median(n_u[self.labels_ == j]))) if np.any(self.labels_ == j) else 0
+                            for j in range(k)], dtype=np.int64)
+        value_range = (Xs.data.min(), Xs.data.max(), np.abs(Xs.data).min()) if Xs.nnz else None
+        return self._profiles_from_stats(counts, sums, size, lengths, value_range, dtype)
+
+    def _profiles_from_stats(self, counts, sums, size, lengths, value_range, dtype):
+        """Release profiles from per-cluster item statistics (shared with the dask fit).
+
+        ``counts`` / ``sums``: cluster x item number and sum of ratings;
+        ``size``: cluster sizes; ``lengths``: median number of ratings of the
+        members; ``value_range``: ``(lowest, highest, smallest absolute)`` stored
+        rating, or None when there is none.
+        """
+        n_items = self.n_features_in_
+        k = self.n_clusters_
         is_int = np.issubdtype(dtype, np.integer) or dtype == bool
         space = self._space()
 
         if space == "hamming":
             values = self.cluster_centers_.copy()
         elif self.release == "representative":
-            values = sums / size[:, None]
-            if nz.size:
-                drop = np.abs(values) < 0.5 * nz.min()
-                values = np.clip(values, Xs.data.min(), Xs.data.max())
+            values = sums / np.where(size > 0, size, 1.0)[:, None]
+            if value_range is not None:
+                drop = np.abs(values) < 0.5 * value_range[2]
+                values = np.clip(values, value_range[0], value_range[1])
                 values[drop] = 0.0
         else:
-            n_u = np.diff(Xs.indptr)
-            lengths = np.zeros(k, dtype=np.int64)
-            for j in range(k):
-                members = self.labels_ == j
-                lengths[j] = int(np.rint(np.median(n_u[members]))) if members.any() else 0
             with np.errstate(invalid="ignore", divide="ignore"):
                 if space == "taste":
                     pred = self.embedding_.predicted_ratings(self.cluster_centers_)
                     values = (sums + _PROFILE_SHRINKAGE * pred) / (counts + _PROFILE_SHRINKAGE)
                 else:
                     values = np.where(counts > 0, sums / np.maximum(counts, 1), 0.0)
-            if nz.size:
-                lo, hi = Xs.data.min(), Xs.data.max()
-                values = np.clip(values, lo, hi)
+            if value_range is not None:
+                values = np.clip(values, value_range[0], value_range[1])
             keep = np.zeros_like(values, dtype=bool)
             for j in range(k):
                 order = np.lexsort((np.arange(n_items), -counts[j]))
