@@ -427,6 +427,53 @@ def _profiles_from_stats(mapper, st, dtype):
 
 
 # ----------------------------------------------------------------------------- fit
+_LABEL = "__privrelease_label__"
+
+
+def _erasure_counts(part, yb, columns):
+    """One partition's counts of each distinct (row, label) pair."""
+    import pandas as pd
+
+    if hasattr(part, "columns"):
+        df = part.reset_index(drop=True)
+    else:
+        df = pd.DataFrame(np.asarray(part), columns=columns)
+    df[_LABEL] = np.asarray(yb)
+    return df.groupby(list(df.columns), observed=True, dropna=False, sort=False).size()
+
+
+def _fit_erasure(mapper, X, y):
+    """ErasureMapper on a dask collection: the prior is counted per partition.
+
+    Each partition is reduced to the counts of its distinct (row, label) pairs;
+    only that table (at most the number of distinct category combinations times
+    the number of labels) comes back, and the mapper is fitted on it with the
+    counts as sample weights, which gives the same prior as counting every row.
+    """
+    import types
+
+    import dask
+    import pandas as pd
+
+    if hasattr(X, "columns") and hasattr(X, "to_delayed"):
+        parts = X.to_delayed()
+        lengths = [int(n) for n in X.map_partitions(len).compute()]
+        columns, frame = list(X.columns), True
+    else:
+        Xd, _ = _as_array(X)
+        parts = list(Xd.to_delayed().ravel())
+        lengths = [int(n) for n in Xd.chunks[0]]
+        columns, frame = list(range(Xd.shape[1])), False
+    shim = types.SimpleNamespace(shape=(sum(lengths),), chunks=(tuple(lengths),))
+    y_parts = _y_blocks(y, shim)
+    tables = dask.compute(*[dask.delayed(_erasure_counts)(p, yb, columns) for p, yb in zip(parts, y_parts)])
+    total = pd.concat(tables).groupby(level=list(range(len(columns) + 1)), observed=True, dropna=False,
+                                      sort=False).sum()
+    table = total.reset_index(name="__count__")
+    rows = table[columns] if frame else table[columns].to_numpy()
+    return mapper.fit(rows, table[_LABEL].to_numpy(), sample_weight=table["__count__"].to_numpy(float))
+
+
 def fit(mapper, X, y, *, sample_size=None, sample_weight=None):
     """Fit a mapper on a dask collection (see the module notes).
 
@@ -458,14 +505,8 @@ def fit(mapper, X, y, *, sample_size=None, sample_weight=None):
             "fit in memory to weight users"
         )
 
-    if type(mapper).__name__ != "QuantizedPrivacyMapper":
-        # categorical tables are small: fit in memory, keeping a dataframe's dtypes and names
-        Xm = X.compute()
-        ym = y.compute() if is_dask_collection(y) else y
-        if y is None or len(ym) != len(Xm):
-            raise ValueError(f"y must have one entry per row of X ({len(Xm)}), got "
-                             f"{None if y is None else len(ym)}")
-        return mapper.fit(Xm, np.asarray(ym))
+    if _is_erasure(mapper):
+        return _fit_erasure(mapper, X, y)
     Xd, columns = _as_array(X)
     y_parts = _y_blocks(y, Xd)
 

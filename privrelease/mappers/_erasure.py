@@ -5,7 +5,7 @@ import warnings
 import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin, _fit_context
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from ..exceptions import UnseenCategoryWarning
 from ..utils import check_random_source
@@ -195,22 +195,27 @@ class ErasureMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
     # --------------------------------------------------------------------- fit
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Estimate the prior on labeled rows and solve for the erasure mapping.
 
         Parameters
         ----------
         X : DataFrame or array-like of shape (n_samples, n_features)
             Categorical features (strings, integers, pandas categoricals...).
+            A row-chunked dask DataFrame or Array is counted per partition
+            (only the table of distinct rows is brought into memory).
         y : array-like of shape (n_samples,)
             Private attribute; ``-1`` or NaN for rows that did not disclose it.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weight of each row in the prior counts (a row of weight
+            2 counts as two identical rows); None weighs every row 1.
 
         Returns
         -------
         self : ErasureMapper
         """
         if _dask.is_dask_collection(X):
-            return _dask.fit(self, X, y)
+            return _dask.fit(self, X, y, sample_weight=sample_weight)
         if y is None:
             raise ValueError(
                 "ErasureMapper requires y to be passed, but the target y is None (y is the private "
@@ -227,6 +232,11 @@ class ErasureMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         for j in range(Xa.shape[1]):
             col = Xa[:, j]
             self.categories_.append(self._uniques(col))
+        w = np.ones(Xa.shape[0]) if sample_weight is None else _check_sample_weight(sample_weight, Xa)
+        if w[labeled].sum() <= 0:
+            raise ValueError(
+                "sample_weight gives the labeled rows a total weight of 0; expected a positive total"
+            )
         codes = self._encode(Xa)[labeled]
         self.classes_, a_idx = np.unique(y[labeled], return_inverse=True)
         if self.classes_.size < 2:
@@ -239,7 +249,7 @@ class ErasureMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         self.input_tuples_, b_idx = np.unique(codes, axis=0, return_inverse=True)
         b_idx = b_idx.ravel()
         counts = np.zeros((self.classes_.size, self.input_tuples_.shape[0]))
-        np.add.at(counts, (a_idx, b_idx), 1.0)
+        np.add.at(counts, (a_idx, b_idx), w[labeled])
         self.prior_ = counts / counts.sum()
         self.prior_leakage_ = mutual_information_bits(self.prior_)
         self.output_tuples_ = erasure_alphabet(self.input_tuples_)
@@ -254,7 +264,7 @@ class ErasureMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         finite_cost = np.where(np.isfinite(self.cost_matrix_), self.cost_matrix_, 0.0)
         self.distortion_ = float(np.sum(p_b[:, None] * self.mapping_ * finite_cost))
         self.map_accuracy_ = map_accuracy(self.prior_ @ self.mapping_)
-        self.mismatch_bound_ = mismatch_bound_bits(int(labeled.sum()), self.classes_.size,
+        self.mismatch_bound_ = mismatch_bound_bits(int(round(w[labeled].sum())), self.classes_.size,
                                                    self.input_tuples_.shape[0])
         self._index = {tuple(t): i for i, t in enumerate(self.input_tuples_.tolist())}
         return self

@@ -59,6 +59,10 @@ def _check_symbols(x, name):
     return X.astype(np.int64)
 
 
+#: largest number of (input, erased subset) pairs erasure_alphabet enumerates
+MAX_ERASURE_CANDIDATES = 5_000_000
+
+
 def erasure_alphabet(input_symbols):
     """Output alphabet of an erasure mapping (paper Sec. VI-A).
 
@@ -84,6 +88,12 @@ def erasure_alphabet(input_symbols):
     if np.any(X < 0):
         raise ValueError(f"input_symbols must be codes >= 0 (-1 marks an erasure), got {X.min()!r}")
     F = X.shape[1]
+    if X.shape[0] * 2.0**F > MAX_ERASURE_CANDIDATES:
+        raise ValueError(
+            f"{X.shape[0]} input tuple(s) of {F} feature(s) give up to {X.shape[0]} x 2**{F} erasure "
+            f"outputs, more than {MAX_ERASURE_CANDIDATES:,}; erasure mappings are for a few categorical "
+            "features (bin or group features first, or quantize with QuantizedPrivacyMapper)"
+        )
     subsets = ((np.arange(2 ** F)[:, None] >> np.arange(F)) & 1).astype(bool)
     out = np.concatenate([np.where(s[None, :], ERASED, X) for s in subsets])
     out = np.unique(out, axis=0)

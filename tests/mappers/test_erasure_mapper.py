@@ -199,3 +199,28 @@ def test_none_and_nan_labels_mean_undisclosed():
     keep = np.array([v is not None and v == v for v in yo])
     ref = ErasureMapper(delta=0.3, random_state=0).fit(X[keep], yo[keep].astype(str))
     np.testing.assert_allclose(m.prior_, ref.prior_)
+
+
+def test_sample_weight_counts_like_repeated_rows():
+    import numpy as np
+    import pandas as pd
+
+    from privrelease.mappers import ErasureMapper
+
+    rng = np.random.default_rng(3)
+    X = pd.DataFrame({"f": rng.choice(["a", "b", "c"], 60), "g": rng.choice(["x", "y"], 60)})
+    y = (X["f"].eq("a") ^ (rng.random(60) < 0.2)).astype(int).to_numpy()
+    w = rng.integers(1, 4, 60)
+    weighted = ErasureMapper(delta=0.5, random_state=0).fit(X, y, sample_weight=w)
+    repeated = ErasureMapper(delta=0.5, random_state=0).fit(X.loc[X.index.repeat(w)], np.repeat(y, w))
+    np.testing.assert_allclose(weighted.prior_, repeated.prior_, atol=1e-15)
+    np.testing.assert_allclose(weighted.leakage_, repeated.leakage_, atol=1e-9)
+    with pytest.raises(ValueError, match="(total weight of 0|at least one non-zero)"):
+        ErasureMapper(delta=0.5).fit(X, y, sample_weight=np.zeros(60))
+    w0 = np.ones(60)
+    w0[y >= 0] = 0.0
+    w0[0] = 1.0
+    y_unl = y.copy()
+    y_unl[0] = -1
+    with pytest.raises(ValueError, match="total weight of 0"):
+        ErasureMapper(delta=0.5).fit(X, y_unl, sample_weight=w0)

@@ -329,3 +329,28 @@ def test_secure_source_instance_stays_secure(fitted, monkeypatch):
     with dask.config.set(scheduler="synchronous"):
         _dask.transform(m, da.from_array(np.zeros((20, 40)), chunks=(10, 40))).compute()
     assert len(calls) >= 2
+
+
+def test_erasure_prior_is_counted_per_partition(client):
+    """The dask fit reduces each partition to its (row, label) counts; the prior equals the in-memory one."""
+    from privrelease.mappers import ErasureMapper
+
+    df, a = _census_like()
+    a = a.copy()
+    a[::7] = -1  # undisclosed users
+    ddf = dd.from_pandas(df, npartitions=4)
+    # what comes back from the partitions: one count per distinct (row, label) pair
+    parts = [_dask._erasure_counts(p.compute(), a[i * 150:(i + 1) * 150], list(df.columns))
+             for i, p in enumerate(ddf.to_delayed())]
+    assert sum(int(t.sum()) for t in parts) == len(df)
+    assert all(len(t) <= df.drop_duplicates().shape[0] * 3 for t in parts)
+    m = ErasureMapper(delta=0.3, random_state=5).fit(ddf, dd.from_array(a, chunksize=150))
+    ref = ErasureMapper(delta=0.3, random_state=5).fit(df, a)
+    np.testing.assert_allclose(m.prior_, ref.prior_, rtol=0, atol=1e-15)
+    np.testing.assert_allclose(m.leakage_, ref.leakage_, atol=1e-9)
+    np.testing.assert_array_equal(m.input_tuples_, ref.input_tuples_)
+    # a dask Array of codes takes the same path
+    X = np.column_stack([df["education"].eq("HS").to_numpy(), df["age"].to_numpy()]).astype(np.int64)
+    m2 = ErasureMapper(delta=0.3, random_state=5).fit(da.from_array(X, chunks=(100, 2)), a)
+    ref2 = ErasureMapper(delta=0.3, random_state=5).fit(X, a)
+    np.testing.assert_allclose(m2.prior_, ref2.prior_, atol=1e-15)
