@@ -94,6 +94,15 @@ def mismatch_bound_bits(n_samples, n_private, n_public, confidence=0.95):
     return float(3.0 * eps * np.log2(size / eps))
 
 
+def require_private_labels(estimator, y):
+    """Refuse ``y=None``: a mapper's prior needs the private attribute of the opted-in users."""
+    if y is None:
+        raise ValueError(
+            f"{type(estimator).__name__} requires y to be passed, but the target y is None (y is the private "
+            "attribute, -1 for users who did not disclose it)"
+        )
+
+
 def private_labels(y, n_samples):
     """The private attribute and which rows disclosed it.
 

@@ -17,6 +17,7 @@ from ._common import (
     mismatch_bound_bits,
     mutual_information_bits,
     private_labels,
+    require_private_labels,
     solve,
 )
 from . import _dask
@@ -216,11 +217,7 @@ class ErasureMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         """
         if _dask.is_dask_collection(X):
             return _dask.fit(self, X, y, sample_weight=sample_weight)
-        if y is None:
-            raise ValueError(
-                "ErasureMapper requires y to be passed, but the target y is None (y is the private "
-                "attribute, -1 for users who did not disclose it)"
-            )
+        require_private_labels(self, y)
         Xa = self._check_X(X, reset=True)
         y, labeled = private_labels(y, Xa.shape[0])
         if not labeled.any():

@@ -18,6 +18,7 @@ from ._common import (
     mismatch_bound_bits,
     mutual_information_bits,
     private_labels,
+    require_private_labels,
     solve,
 )
 from . import _dask
@@ -340,11 +341,7 @@ class QuantizedPrivacyMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimat
         """
         if _dask.is_dask_collection(X):
             return _dask.fit(self, X, y, sample_weight=sample_weight)
-        if y is None:
-            raise ValueError(
-                "QuantizedPrivacyMapper requires y to be passed, but the target y is None (y is the private "
-                "attribute, -1 for users who did not disclose it)"
-            )
+        require_private_labels(self, y)
         X, _ = self._check_X(X, reset=True)
         y, labeled = private_labels(y, X.shape[0])
         sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
