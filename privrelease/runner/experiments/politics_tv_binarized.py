@@ -21,6 +21,8 @@ Democrat (0) / Republican (1).
 import numpy as np
 import pandas as pd
 
+from ._politics import plot_curve, quantized_curve
+
 __all__ = ["run", "cluster_mapping_table"]
 
 
@@ -73,7 +75,7 @@ def run(report, *, random_state=0, quick=False, n_clusters=25, n_deltas=12, opt_
     from ...datasets import make_politics_tv
     from ...evaluation import evaluate_attacks
     from ...mappers import QuantizedPrivacyMapper
-    from ...mapping import empirical_prior, map_attack_accuracy, mutual_information, privacy_distortion_curve
+    from ...mapping import empirical_prior, map_attack_accuracy, mutual_information
 
     seed = 0 if random_state is None else int(random_state)
     if quick:
@@ -97,19 +99,8 @@ def run(report, *, random_state=0, quick=False, n_clusters=25, n_deltas=12, opt_
                 f"{acc5:.1%} (paper: 0.191 bits, 71 %).")
 
     report.section(f"Privacy-distortion curve (Fig. 10, Hamming k-modes, k={n_clusters})")
-    m = QuantizedPrivacyMapper(n_clusters=n_clusters, metric="hamming", release="representative", smoothing=0.0,
-                               max_leakage=50.0, random_state=seed).fit(B, a)
-    probe = privacy_distortion_curve(m.prior_, m.cost_matrix_, [np.inf])
-    hi = float(probe.attrs["perfect_privacy_delta"])
-    deltas = np.unique(np.r_[np.linspace(m.smallest_delta_, hi, n_deltas), hi * 1.0001])
-    curve = privacy_distortion_curve(m.prior_, m.cost_matrix_, deltas)
-    fig, ax = plt.subplots(figsize=(6, 4))
-    ax.plot(curve["distortion"], curve["leakage_bits"], marker="o", ms=3)
-    ax.axvline(m.quantization_distortion_, ls=":", c="0.5", label="quantization alone")
-    ax.set_xlabel("expected Hamming distortion (out of 50 shows)")
-    ax.set_ylabel("leakage I(A; released) [bits]")
-    ax.legend()
-    ax.grid(alpha=0.3)
+    m, curve, hi = quantized_curve(B, a, n_clusters, n_deltas, seed, metric="hamming")
+    fig = plot_curve(m, curve, "expected Hamming distortion (out of 50 shows)")
     report.figure(fig, "politics_binarized_curve",
                   caption="Leakage against the expected Hamming distance between a user's liked-shows vector "
                           "and the released centre.")

@@ -27,6 +27,8 @@ survey, which is not public). Private attribute: Democrat (0) / Republican (1).
 import numpy as np
 import pandas as pd
 
+from ._politics import plot_curve, quantized_curve
+
 __all__ = ["run", "rmse_and_attacks"]
 
 
@@ -82,19 +84,6 @@ def rmse_and_attacks(mapper, R, a, *, opt_in_fraction=0.5, cv=5, heldout_fractio
     return row, table, results
 
 
-def _curve(R, a, n_clusters, n_deltas, seed):
-    from ...mappers import QuantizedPrivacyMapper
-    from ...mapping import privacy_distortion_curve
-
-    m = QuantizedPrivacyMapper(n_clusters=n_clusters, space="raw", release="representative", smoothing=0.0,
-                               max_leakage=50.0, random_state=seed).fit(R, a)
-    probe = privacy_distortion_curve(m.prior_, m.cost_matrix_, [np.inf])
-    hi = float(probe.attrs["perfect_privacy_delta"])
-    deltas = np.unique(np.r_[np.linspace(m.smallest_delta_, hi, n_deltas), hi * 1.0001])
-    curve = privacy_distortion_curve(m.prior_, m.cost_matrix_, deltas)
-    return m, curve, hi
-
-
 def run(report, *, random_state=0, quick=False, n_clusters=25, n_deltas=12, max_leakages=(0.0, 0.01, 0.05),
         opt_in_fraction=0.5, cv=5, heldout_fraction=0.1, attack_models=("logistic",), n_jobs=1):
     """Fig. 11 curve, RMSE and attack table into ``report``; returns headline numbers."""
@@ -113,14 +102,8 @@ def run(report, *, random_state=0, quick=False, n_clusters=25, n_deltas=12, max_
         "(`make_politics_tv`).")
 
     report.section(f"Privacy-distortion curve on actual ratings (Fig. 11, k={n_clusters}, L2)")
-    m, curve, hi = _curve(R, a, n_clusters, n_deltas, seed)
-    fig, ax = plt.subplots(figsize=(6, 4))
-    ax.plot(curve["distortion"], curve["leakage_bits"], marker="o", ms=3)
-    ax.axvline(m.quantization_distortion_, ls=":", c="0.5", label="quantization alone")
-    ax.set_xlabel("expected L2 distortion (over 50 shows)")
-    ax.set_ylabel("leakage I(A; released) [bits]")
-    ax.legend()
-    ax.grid(alpha=0.3)
+    m, curve, hi = quantized_curve(R, a, n_clusters, n_deltas, seed, space="raw")
+    fig = plot_curve(m, curve, "expected L2 distortion (over 50 shows)")
     report.figure(fig, "politics_ratings_curve", caption="Leakage against the expected L2 distance to the "
                   "released cluster centre; the curve starts at the quantization distortion.")
     report.table(curve[["delta", "leakage_bits", "distortion", "map_accuracy", "status", "gap_bits"]],
