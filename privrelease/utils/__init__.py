@@ -11,6 +11,8 @@ from ._validation import (
     check_private_labels,
     check_rating_matrix,
     restore_sparse_format,
+    undisclosed_mask,
+    UNDISCLOSED_MARKERS,
 )
 
 __all__ = [
@@ -22,4 +24,6 @@ __all__ = [
     "check_private_labels",
     "check_rating_matrix",
     "restore_sparse_format",
+    "undisclosed_mask",
+    "UNDISCLOSED_MARKERS",
 ]

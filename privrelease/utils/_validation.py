@@ -13,6 +13,8 @@ __all__ = [
     "check_rating_matrix",
     "restore_sparse_format",
     "check_private_labels",
+    "undisclosed_mask",
+    "UNDISCLOSED_MARKERS",
 ]
 
 
@@ -120,8 +122,13 @@ def restore_sparse_format(X_csr, sparse_format):
     return X_csr.asformat(sparse_format)
 
 
-def check_private_labels(y, n_samples, *, name="y", missing=-1):
-    """Validate the private attribute: one label per user, ``missing`` for undisclosed.
+def check_private_labels(y, n_samples, *, name="y"):
+    """Validate the private attribute: one label per user, undisclosed ones marked.
+
+    "Not disclosed" has one definition, :func:`undisclosed_mask`: ``-1``, ``"-1"``,
+    ``None``, NaN, ``pd.NA`` and ``""``. The disclosed labels must be of one kind:
+    numbers, strings or booleans; a mix (``1`` beside ``True``, ``"a"`` beside ``2``)
+    is refused, since ``numpy.unique`` would merge or reorder them silently.
 
     Returns
     -------
@@ -129,15 +136,106 @@ def check_private_labels(y, n_samples, *, name="y", missing=-1):
     labeled : ndarray of bool
         Which users disclosed the attribute.
     """
-    y = np.asarray(y)
+    y = _as_label_array(y)
     if y.ndim != 1:
         y = y.ravel() if y.ndim == 2 and 1 in y.shape else y
     if y.ndim != 1:
         raise ValueError(f"{name} must be 1-D (one private attribute per user), got shape {y.shape}")
     if y.shape[0] != n_samples:
         raise ValueError(f"{name} has {y.shape[0]} labels but X has {n_samples} users")
-    if y.dtype.kind == "f" and np.isnan(y).any():
-        labeled = ~np.isnan(y)
-    else:
-        labeled = y != missing
+    labeled = ~undisclosed_mask(y)
+    if y.dtype.kind == "O" and labeled.any():
+        kinds = {}
+        for v in y[labeled].tolist():
+            kinds.setdefault(_label_kind(v), v)
+        if len(kinds) > 1:
+            raise TypeError(
+                f"{name} mixes label types {sorted(kinds)} (for example "
+                + ", ".join(f"{v!r}" for v in kinds.values())
+                + "); expected one kind of label (all numbers, all strings or all booleans), "
+                "so that 1 and True, or '1' and 1, are never merged into one class"
+            )
     return y, labeled
+
+
+#: The markers of "not disclosed", shared by every estimator of privrelease.
+UNDISCLOSED_MARKERS = ("-1 (int or float)", '"-1"', "None", "NaN", "pd.NA / pd.NaT", '"" (empty string)')
+
+
+def _label_kind(v):
+    if isinstance(v, (bool, np.bool_)):
+        return "bool"
+    if isinstance(v, (numbers.Real, np.number)):
+        return "number"
+    if isinstance(v, (str, np.str_, bytes)):
+        return "string"
+    return type(v).__name__
+
+
+def undisclosed_mask(y):
+    """Which labels mean "not disclosed": the one definition used by every estimator.
+
+    A label is undisclosed when it is ``-1`` (integer or float), the string ``"-1"``,
+    ``None``, NaN, ``pd.NA`` / ``pd.NaT`` or the empty string ``""``. Booleans are
+    never undisclosed (``False`` is a class, not a marker).
+
+    Parameters
+    ----------
+    y : array-like of shape (n_samples,)
+
+    Returns
+    -------
+    mask : ndarray of bool, shape (n_samples,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from privrelease.utils import undisclosed_mask
+    >>> undisclosed_mask(np.array(["f", "-1", "m", ""])).tolist()
+    [False, True, False, True]
+    >>> undisclosed_mask([0, 1, -1, None, float("nan")]).tolist()
+    [False, False, True, True, True]
+    """
+    y = _as_label_array(y)
+    kind = y.dtype.kind
+    if kind == "f":
+        return np.isnan(y) | (y == -1)
+    if kind in "iu":
+        return y == -1
+    if kind == "b":
+        return np.zeros(y.shape, dtype=bool)
+    if kind in "US":
+        empty, minus = ("", "-1") if kind == "U" else (b"", b"-1")
+        return (y == empty) | (y == minus)
+    if kind == "O":
+        import pandas as pd
+
+        out = np.zeros(y.shape, dtype=bool)
+        for i, v in enumerate(y.ravel().tolist()):
+            if v is None or (not isinstance(v, (str, bytes)) and _is_scalar_na(v, pd)):
+                out.flat[i] = True
+            elif isinstance(v, (bool, np.bool_)):
+                continue
+            elif isinstance(v, (str, bytes)):
+                out.flat[i] = v in ("", "-1", b"", b"-1")
+            elif isinstance(v, (numbers.Real, np.number)):
+                out.flat[i] = v == -1
+        return out
+    raise TypeError(f"private labels of dtype {y.dtype} are not supported; expected numbers, strings or booleans")
+
+
+def _is_scalar_na(v, pd):
+    try:
+        return bool(pd.isna(v)) if np.ndim(v) == 0 else False
+    except (TypeError, ValueError):
+        return False
+
+
+def _as_label_array(y):
+    """An ndarray of labels; pandas' nullable and categorical labels become objects (pd.NA kept)."""
+    if hasattr(y, "to_numpy") and not isinstance(y, np.ndarray):
+        dtype = getattr(y, "dtype", None)
+        if isinstance(dtype, np.dtype):
+            return y.to_numpy()
+        return y.to_numpy(dtype=object)
+    return np.asarray(y)
