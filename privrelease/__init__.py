@@ -12,7 +12,7 @@ lazily, so ``import privrelease`` stays fast.
 
 import importlib
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 _LAZY = {
     "QuantizedPrivacyMapper": "privrelease.mappers",
@@ -23,10 +23,33 @@ _LAZY = {
     "BlurMe": "privrelease.evaluation",
     "InferenceAttack": "privrelease.evaluation",
     "save": "privrelease._persistence",
-    "load": "privrelease._persistence",
 }
 
-__all__ = ["__version__", *_LAZY]
+__all__ = ["__version__", "load", *_LAZY]
+
+
+def load(path, key=None, *, max_bytes=None):
+    """Load a mapper saved with ``mapper.save(path, key=None)``; see :func:`privrelease._persistence.load`.
+
+    Parameters
+    ----------
+    path : str or path-like
+    key : bytes, optional
+        The key the file was saved with: its HMAC-SHA256 tag is checked before
+        anything is decoded. Without a key, every claim stored in the file
+        (leakage, distortion, attacker accuracy ...) is recomputed from its
+        arrays and a file whose claims do not hold is refused.
+    max_bytes : int, optional
+        Cap on the bytes the archive may inflate to (default 256 MiB).
+
+    Returns
+    -------
+    estimator
+    """
+    from . import _persistence, mappers  # noqa: F401  (importing the mappers registers them)
+
+    kwargs = {} if max_bytes is None else {"max_bytes": max_bytes}
+    return _persistence.load(path, key, **kwargs)
 
 
 def __getattr__(name):

@@ -1,44 +1,31 @@
-"""Dask execution for the mappers: out-of-core ``fit`` and lazy, block-wise ``transform``.
+"""Dask execution shared by the mappers: block seeds, the lazy block-wise ``transform``, fit helpers.
 
-The mappers' ``fit`` and ``transform`` dispatch here when ``X`` is a dask
-collection (:func:`is_dask_collection`): a row-chunked :class:`dask.array.Array`
-whose blocks are ndarrays or ``scipy.sparse`` CSR matrices, or a
-:class:`dask.dataframe.DataFrame` (one row per user).
+Nothing here knows a mapper class. A mapper supports dask through hooks of its own:
 
-``transform``
-    Lazy: ``map_blocks`` / ``map_partitions`` apply the fitted mapper to every
-    block; the result has the input's shape, chunking, block type and dtype.
-    Each block draws its privacy randomness from its own source (eq. 21 of
-    Salamatian et al. is applied row by row, so blocks are independent):
+* ``fit`` (the template in :mod:`privrelease.mappers._base`) calls the mapper's
+  ``_fit_prior_dask(X, y)`` when ``X`` is a dask collection
+  (:func:`is_dask_collection`); that hook reduces the blocks with the helpers
+  below (:func:`as_row_chunked_array`, :func:`y_blocks`, :func:`tree_reduce` ...)
+  to the same prior estimate the in-memory fit computes;
+* ``transform`` calls :func:`transform`, which applies the fitted mapper's own
+  ``transform`` to every block (``map_blocks`` / ``map_partitions``) and asks
+  the mapper's ``_release_meta`` for the dtypes of the released blocks.
 
-    * ``random_state=None`` -- every block reads the operating system's entropy
-      on the worker that runs it (:class:`~privrelease.utils.SecureRandomSource`);
-      nothing is seeded and nothing is shipped with the task graph.
-    * an integer ``s`` -- block ``i`` uses the stream seeded by
-      ``numpy.random.SeedSequence(s, spawn_key=(i,))`` (:func:`block_random_state`),
-      so the release is reproducible and does not depend on which worker runs
-      which block. :func:`transform_in_blocks` is the in-memory twin: with the
-      same row blocks it returns exactly the same release.
-    * a :class:`~privrelease.utils.SecureRandomSource` -- as ``None``.
-    * a Generator or seeded RandomSource -- one integer is drawn from it
-      (:meth:`RandomSource.spawn_seed`) when the graph is built and used as ``s``.
+``transform`` is lazy: the result has the input's shape, chunking, block type
+and the released dtype. Each block draws its privacy randomness from its own
+source (eq. 21 of Salamatian et al. is applied row by row, so blocks are independent):
 
-``fit`` (:class:`QuantizedPrivacyMapper`)
-    Algorithm 2 needs (i) a quantizer (taste embedding + cluster centres) and
-    (ii) the joint prior ``q(a, c)`` and the distortion of the lift, both sums
-    over the labeled users. (i) is learnt in memory on a sample of at most
-    ``sample_size`` labeled users, drawn block by block (k-means on a sample);
-    (ii) is one pass over all blocks: every labeled user is assigned to her
-    nearest centre and per-block sufficient statistics (class x cluster counts,
-    summed distances to every output symbol, per-cluster item counts and rating
-    sums, a histogram of profile lengths) are added up in a tree reduction.
-    The convex program (19) is then solved on the aggregated prior. When the
-    sample holds every labeled user, the result equals the in-memory ``fit``
-    (same clustering, same counts; sums agree to rounding).
-
-``fit`` (any other mapper, e.g. :class:`ErasureMapper`)
-    The collection is computed and fitted in memory (categorical tables such as
-    UCI Adult are small); ``transform`` is lazy as above.
+* ``random_state=None`` -- every block reads the operating system's entropy
+  on the worker that runs it (:class:`~privrelease.utils.SecureRandomSource`);
+  nothing is seeded and nothing is shipped with the task graph.
+* an integer ``s`` -- block ``i`` uses the stream seeded by
+  ``numpy.random.SeedSequence(s, spawn_key=(i,))`` (:func:`block_random_state`),
+  so the release is reproducible and does not depend on which worker runs
+  which block. :func:`transform_in_blocks` is the in-memory twin: with the
+  same row blocks it returns exactly the same release.
+* a :class:`~privrelease.utils.SecureRandomSource` -- as ``None``.
+* a Generator or seeded RandomSource -- one integer is drawn from it
+  (:meth:`RandomSource.spawn_seed`) when the graph is built and used as ``s``.
 
 References
 ----------
@@ -47,7 +34,6 @@ Inference Attacks against your Privacy", Algorithm 2, eq. (19)-(21).
 """
 
 import copy
-import warnings
 
 import numpy as np
 import scipy.sparse as sp
@@ -57,9 +43,14 @@ from ..utils import SeededRandomSource, check_private_labels, check_random_sourc
 __all__ = [
     "is_dask_collection",
     "block_random_state",
-    "fit",
     "transform",
     "transform_in_blocks",
+    "as_row_chunked_array",
+    "y_blocks",
+    "label_summary",
+    "sample_block",
+    "tree_reduce",
+    "block_lengths",
     "DEFAULT_SAMPLE_SIZE",
 ]
 
@@ -132,40 +123,9 @@ def _transform_partition(part, mapper, seed, partition_info=None):
 
     index = 0 if partition_info is None else partition_info["number"]
     out = _with_source(mapper, block_random_state(seed, index)).transform(part)
-    if not isinstance(out, pd.DataFrame):
-        out = pd.DataFrame(out, index=part.index, columns=part.columns)
-    if _is_erasure(mapper):
-        return out  # erased cells are missing values: dtypes as in ErasureMapper.transform
-    return out.astype(part.dtypes.to_dict())
-
-
-def _is_erasure(mapper):
-    return type(mapper).__name__ == "ErasureMapper"
-
-
-def _array_meta(mapper, X):
-    """dtype and meta of the released blocks of a dask array."""
-    if _is_erasure(mapper):
-        # ErasureMapper releases numeric input as float (NaN = erased), anything else as object
-        dtype = np.dtype(np.float64) if X.dtype.kind in "fiub" else np.dtype(object)
-        return dtype, np.empty((0, X.shape[1]), dtype=dtype)
-    return X.dtype, X._meta
-
-
-def _frame_meta(mapper, meta):
-    """Empty dataframe with the released dtypes (ErasureMapper: nullable integers and booleans)."""
-    if not _is_erasure(mapper):
-        return meta
-    import pandas as pd
-
-    out = meta.copy()
-    for col in out.columns:
-        s = out[col]
-        if pd.api.types.is_bool_dtype(s.dtype):
-            out[col] = s.astype("boolean")
-        elif pd.api.types.is_integer_dtype(s.dtype):
-            out[col] = s.astype("Int64")
-    return out
+    if isinstance(out, pd.DataFrame):
+        return out  # the mapper chose the released dtypes (see its _release_meta)
+    return pd.DataFrame(out, index=part.index, columns=part.columns).astype(part.dtypes.to_dict())
 
 
 def _check_row_chunked(X, mapper):
@@ -203,8 +163,8 @@ def transform(mapper, X):
 
     if isinstance(X, da.Array):
         X = _check_row_chunked(X, mapper)
-        dtype, meta = _array_meta(mapper, X)
-        return X.map_blocks(_transform_block, mapper, seed, dtype=dtype, meta=meta)
+        meta = mapper._release_meta(X._meta)
+        return X.map_blocks(_transform_block, mapper, seed, dtype=meta.dtype, meta=meta)
     if hasattr(X, "map_partitions") and hasattr(X, "columns"):
         n_features = getattr(mapper, "n_features_in_", None)
         if n_features is not None and len(X.columns) != n_features:
@@ -212,7 +172,7 @@ def transform(mapper, X):
                 f"X has {len(X.columns)} features, but {type(mapper).__name__} is expecting "
                 f"{n_features} features as input"
             )
-        return X.map_partitions(_transform_partition, mapper, seed, meta=_frame_meta(mapper, X._meta))
+        return X.map_partitions(_transform_partition, mapper, seed, meta=mapper._release_meta(X._meta))
     raise TypeError(
         f"expected a dask Array or a dask DataFrame of users x items, got {type(X).__name__}"
     )
@@ -267,7 +227,7 @@ def transform_in_blocks(mapper, X, block_rows):
 
 
 # ----------------------------------------------------------------------------- fit helpers
-def _as_array(X):
+def as_row_chunked_array(X):
     """A row-chunked dask array and the column names (dataframes), with known chunk sizes."""
     import dask.array as da
 
@@ -287,7 +247,7 @@ def _as_array(X):
     return X, columns
 
 
-def _y_blocks(y, X):
+def y_blocks(y, X):
     """Split ``y`` along the row chunks of ``X``: a list of arrays or delayed arrays."""
     import dask.array as da
 
@@ -307,31 +267,31 @@ def _y_blocks(y, X):
     return [y[a:b] for a, b in zip(edges[:-1], edges[1:])]
 
 
-def _labeled(yb):
+def labeled_block(yb):
     yb = np.asarray(yb)
     y, mask = check_private_labels(yb, yb.shape[0])
     return y, mask
 
 
-def _label_summary(yb):
-    y, mask = _labeled(yb)
+def label_summary(yb):
+    y, mask = labeled_block(yb)
     return int(mask.sum()), np.unique(y[mask])
 
 
-def _take_rows(Xb, idx):
+def take_rows(Xb, idx):
     return Xb.tocsr()[idx] if sp.issparse(Xb) else np.asarray(Xb)[idx]
 
 
-def _sample_block(Xb, yb, n_take, seed, index):
-    y, mask = _labeled(yb)
+def sample_block(Xb, yb, n_take, seed, index):
+    y, mask = labeled_block(yb)
     rows = np.flatnonzero(mask)
     if n_take < rows.size:
         rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed, spawn_key=(index,))))
         rows = np.sort(rng.choice(rows, size=n_take, replace=False))
-    return _take_rows(Xb, rows), y[rows]
+    return take_rows(Xb, rows), y[rows]
 
 
-def _tree_reduce(parts, combine):
+def tree_reduce(parts, combine):
     from dask import delayed
 
     parts = list(parts)
@@ -341,240 +301,38 @@ def _tree_reduce(parts, combine):
     return parts[0]
 
 
-def _vstack(blocks):
+def vstack(blocks):
     if any(sp.issparse(b) for b in blocks):
         return sp.vstack([sp.csr_matrix(b) for b in blocks], format="csr")
     return np.concatenate([np.asarray(b) for b in blocks], axis=0)
 
 
-# ----------------------------------------------------------------------------- statistics pass
-def _block_stats(Xb, yb, sub, classes, n_out):
-    """Sufficient statistics of one block for the prior, costs and profiles (labeled users only)."""
-    y, mask = _labeled(yb)
-    rows = np.flatnonzero(mask)
-    k = sub.n_clusters_
-    n_items = sub.n_features_in_
-    Xl = _take_rows(Xb, rows)
-    a_idx = np.searchsorted(classes, y[rows])
-    stats = {
-        "counts": np.zeros((classes.size, k)),
-        "dist_sum": np.zeros((k, n_out)),
-        "own_max": np.full(1, -np.inf),
-        "own_sum": np.zeros(1),
-        "size": np.zeros(k),
-        "item_counts": np.zeros((k, n_items)),
-        "item_sums": np.zeros((k, n_items)),
-        "length_hist": np.zeros((k, n_items + 1)),
-        "lo_hi_absmin": np.array([np.inf, -np.inf, np.inf]),
-    }
-    if rows.size == 0:
-        return stats
-    E = sub._embed(Xl)
-    D = sub._distances(E, sub._output_points())
-    labels = sub._distances(E, sub.cluster_centers_).argmin(axis=1)
-    n = rows.size
-    np.add.at(stats["counts"], (a_idx, labels), 1.0)
-    onehot = sp.csr_matrix((np.ones(n), (labels, np.arange(n))), shape=(k, n))
-    stats["dist_sum"] = np.asarray(onehot @ D)
-    own = D[np.arange(n), labels]
-    stats["own_max"][0] = own.max()
-    stats["own_sum"][0] = own.sum()
-    stats["size"] = np.bincount(labels, minlength=k).astype(np.float64)
-    Xs = Xl.tocsr().astype(np.float64) if sp.issparse(Xl) else sp.csr_matrix(np.asarray(Xl, dtype=np.float64))
-    Xs.eliminate_zeros()
-    pattern = Xs.copy()
-    pattern.data = np.ones_like(pattern.data)
-    stats["item_counts"] = np.asarray((onehot @ pattern).todense())
-    stats["item_sums"] = np.asarray((onehot @ Xs).todense())
-    n_u = np.diff(Xs.indptr)
-    np.add.at(stats["length_hist"], (labels, n_u), 1.0)
-    if Xs.data.size:
-        stats["lo_hi_absmin"] = np.array([Xs.data.min(), Xs.data.max(), np.abs(Xs.data).min()])
-    return stats
+def block_lengths(X):
+    """Row blocks of a dask Array or DataFrame: ``(parts, lengths, columns, is_frame)``.
 
-
-def _combine_stats(s, t):
-    out = {}
-    for key in s:
-        if key == "own_max":
-            out[key] = np.maximum(s[key], t[key])
-        elif key == "lo_hi_absmin":
-            out[key] = np.array([min(s[key][0], t[key][0]), max(s[key][1], t[key][1]),
-                                 min(s[key][2], t[key][2])])
-        else:
-            out[key] = s[key] + t[key]
-    return out
-
-
-def _median_from_hist(hist):
-    """``np.median`` of the integers described by a histogram (bin ``v`` counts value ``v``)."""
-    m = int(hist.sum())
-    if m == 0:
-        return 0.0
-    cum = np.cumsum(hist)
-    lo = int(np.searchsorted(cum, (m - 1) // 2 + 1))
-    hi = int(np.searchsorted(cum, m // 2 + 1))
-    return 0.5 * (lo + hi)
-
-
-def _profiles_from_stats(mapper, st, dtype):
-    """``release_profiles_`` from aggregated statistics, through the mapper's own construction."""
-    k = mapper.n_clusters_
-    lo, hi, absmin = st["lo_hi_absmin"]
-    lengths = np.array([int(np.rint(_median_from_hist(st["length_hist"][j]))) for j in range(k)], dtype=np.int64)
-    value_range = (lo, hi, absmin) if np.isfinite(absmin) else None
-    return mapper._profiles_from_stats(st["item_counts"], st["item_sums"], st["size"], lengths, value_range, dtype)
-
-
-# ----------------------------------------------------------------------------- fit
-_LABEL = "__privrelease_label__"
-
-
-def _erasure_counts(part, yb, columns):
-    """One partition's counts of each distinct (row, label) pair."""
-    import pandas as pd
-
-    if hasattr(part, "columns"):
-        df = part.reset_index(drop=True)
-    else:
-        df = pd.DataFrame(np.asarray(part), columns=columns)
-    df[_LABEL] = np.asarray(yb)
-    return df.groupby(list(df.columns), observed=True, dropna=False, sort=False).size()
-
-
-def _fit_erasure(mapper, X, y):
-    """ErasureMapper on a dask collection: the prior is counted per partition.
-
-    Each partition is reduced to the counts of its distinct (row, label) pairs;
-    only that table (at most the number of distinct category combinations times
-    the number of labels) comes back, and the mapper is fitted on it with the
-    counts as sample weights, which gives the same prior as counting every row.
+    ``parts`` are delayed blocks (whole rows), ``lengths`` their numbers of rows,
+    ``columns`` the frame's column names (or ``range(n_features)``).
     """
-    import types
-
-    import dask
-    import pandas as pd
-
     if hasattr(X, "columns") and hasattr(X, "to_delayed"):
         parts = X.to_delayed()
         lengths = [int(n) for n in X.map_partitions(len).compute()]
-        columns, frame = list(X.columns), True
-    else:
-        Xd, _ = _as_array(X)
-        parts = list(Xd.to_delayed().ravel())
-        lengths = [int(n) for n in Xd.chunks[0]]
-        columns, frame = list(range(Xd.shape[1])), False
-    shim = types.SimpleNamespace(shape=(sum(lengths),), chunks=(tuple(lengths),))
-    y_parts = _y_blocks(y, shim)
-    tables = dask.compute(*[dask.delayed(_erasure_counts)(p, yb, columns) for p, yb in zip(parts, y_parts)])
-    total = pd.concat(tables).groupby(level=list(range(len(columns) + 1)), observed=True, dropna=False,
-                                      sort=False).sum()
-    table = total.reset_index(name="__count__")
-    rows = table[columns] if frame else table[columns].to_numpy()
-    return mapper.fit(rows, table[_LABEL].to_numpy(), sample_weight=table["__count__"].to_numpy(float))
+        return parts, lengths, list(X.columns), True
+    Xd, _ = as_row_chunked_array(X)
+    return list(Xd.to_delayed().ravel()), [int(n) for n in Xd.chunks[0]], list(range(Xd.shape[1])), False
+
+
+def quantizer_sample_seed(random_state):
+    """Seed of the (non-privacy) draw of the users a quantizer is learnt on."""
+    seed = _base_seed(random_state)
+    return check_random_source(None).spawn_seed() if seed is None else seed
 
 
 def fit(mapper, X, y, *, sample_size=None, sample_weight=None):
-    """Fit a mapper on a dask collection (see the module notes).
+    """``mapper.fit(X, y)`` on a dask collection; ``sample_size`` sets ``dask_sample_size`` first.
 
-    Parameters
-    ----------
-    mapper : QuantizedPrivacyMapper or ErasureMapper
-        Fitted in place.
-    X : dask Array (dense or CSR blocks, row-chunked) or dask DataFrame
-    y : array-like, dask Array or dask Series of shape (n_users,)
-        Private attribute, ``-1`` (or NaN) for users who did not disclose it.
-    sample_size : int, optional
-        Labeled users on which the quantizer (taste embedding, k-means) is
-        learnt (default :data:`DEFAULT_SAMPLE_SIZE`). The prior and the costs
-        always use every labeled user.
-    sample_weight : None
-        Not supported on dask collections (weights are for small, discretised
-        densities); anything else raises ``ValueError``.
-
-    Returns
-    -------
-    mapper
+    Kept for scripts written against the first dask module; the public
+    ``fit`` does the same (``QuantizedPrivacyMapper(dask_sample_size=...)``).
     """
-    import dask
-    from sklearn.base import clone
-
-    if sample_weight is not None:
-        raise ValueError(
-            f"sample_weight is not supported when X is a dask collection, got {type(sample_weight).__name__}; "
-            "fit in memory to weight users"
-        )
-
-    if _is_erasure(mapper):
-        return _fit_erasure(mapper, X, y)
-    Xd, columns = _as_array(X)
-    y_parts = _y_blocks(y, Xd)
-
-    sample_size = DEFAULT_SAMPLE_SIZE if sample_size is None else int(sample_size)
-    if sample_size < 2:
-        raise ValueError(f"sample_size must be an integer >= 2, got {sample_size!r}")
-    X_parts = list(Xd.to_delayed().ravel())
-    summaries = dask.compute(*[dask.delayed(_label_summary)(yb) for yb in y_parts])
-    n_lab = np.array([s[0] for s in summaries], dtype=np.int64)
-    total = int(n_lab.sum())
-    if total == 0:
-        raise ValueError(
-            f"no labeled users: all {Xd.shape[0]} entries of y are missing (-1 or NaN); "
-            "the prior is estimated from users who disclosed the private attribute"
-        )
-    classes = np.unique(np.concatenate([s[1] for s in summaries]))
-
-    # (i) quantizer on a sample of the labeled users (non-privacy randomness)
-    sample_seed = _base_seed(mapper.random_state)
-    if sample_seed is None:
-        sample_seed = check_random_source(None).spawn_seed()
-    if total <= sample_size:
-        takes = n_lab
-    else:
-        takes = np.floor(n_lab * (sample_size / total)).astype(np.int64)
-    picked = dask.compute(*[dask.delayed(_sample_block)(xb, yb, int(t), sample_seed, i)
-                            for i, (xb, yb, t) in enumerate(zip(X_parts, y_parts, takes)) if t > 0])
-    X_s = _vstack([p[0] for p in picked])
-    y_s = np.concatenate([p[1] for p in picked])
-    sub = clone(mapper)
-    sub.fit(X_s, y_s)
-
-    # (ii) one pass over every block: prior counts, costs, profile statistics
-    n_out = sub._output_points().shape[0]
-    sub_d = dask.delayed(sub, pure=True)
-    parts = [dask.delayed(_block_stats)(xb, yb, sub_d, classes, n_out) for xb, yb in zip(X_parts, y_parts)]
-    st = dask.compute(_tree_reduce(parts, _combine_stats))[0]
-
-    for key, value in vars(sub).items():
-        if key.endswith("_") and not key.startswith("__") and key != "labels_":
-            setattr(mapper, key, value)
-    if "labels_" in vars(mapper):
-        del mapper.labels_  # per-user cluster labels are not gathered out of core
-    if columns is not None and all(isinstance(c, str) for c in columns):
-        mapper.feature_names_in_ = np.asarray(columns, dtype=object)
-    mapper.classes_ = classes
-    _finish_fit(mapper, st, total, np.dtype(Xd.dtype))
-    return mapper
-
-
-def _finish_fit(mapper, st, n_labeled, dtype):
-    """Prior, costs, the convex program and the release profiles from aggregated statistics."""
-    counts = st["counts"]
-    size = st["size"]
-    if np.any(size == 0):
-        warnings.warn(
-            f"{int(np.sum(size == 0))} cluster(s) learnt on the sample received no labeled user in "
-            "the full pass; their cost rows are set to the centre distances",
-            UserWarning,
-        )
-    outputs = mapper._output_points()
-    mapper.center_cost_matrix_ = mapper._distances(mapper.cluster_centers_, outputs)
-    if mapper._space() == "hamming":
-        mapper.center_cost_matrix_ = np.rint(mapper.center_cost_matrix_)
-    cost = st["dist_sum"] / np.maximum(size, 1)[:, None]
-    cost[size == 0] = mapper.center_cost_matrix_[size == 0]
-    mapper.quantization_radius_ = float(st["own_max"][0])
-    mapper.quantization_distortion_ = float(st["own_sum"][0] / n_labeled)
-    mapper._solve_on_clusters(counts, cost, n_labeled)
-    mapper.release_profiles_ = _profiles_from_stats(mapper, st, dtype)
-    mapper.n_labeled_ = int(n_labeled)
+    if sample_size is not None:
+        mapper.set_params(dask_sample_size=sample_size)
+    return mapper.fit(X, y, sample_weight=sample_weight)

@@ -4,23 +4,15 @@ import warnings
 
 import numpy as np
 import pandas as pd
-from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin, _fit_context
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .. import _persistence
 from ..exceptions import UnseenCategoryWarning
+from ..mapping import erasure_alphabet, erasure_distortion
 from ..utils import check_random_source
-from ._common import (
-    BUDGET_CONSTRAINT,
-    LEAKAGE_CONSTRAINT,
-    RANDOM_STATE_CONSTRAINT,
-    map_accuracy,
-    mismatch_bound_bits,
-    mutual_information_bits,
-    private_labels,
-    require_private_labels,
-    solve,
-)
 from . import _dask
+from ._base import PriorEstimate, _BaseMapper
+from ._common import BUDGET_CONSTRAINT, LEAKAGE_CONSTRAINT, RANDOM_STATE_CONSTRAINT
 
 __all__ = ["ErasureMapper"]
 
@@ -32,7 +24,8 @@ def _is_missing(values):
     return np.asarray(pd.isna(pd.Series(values, dtype=object)), dtype=bool)
 
 
-class ErasureMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
+@_persistence.register
+class ErasureMapper(_BaseMapper):
     """Release categorical features after erasing some of them, never lying.
 
     The input alphabet is the set of category tuples ``b`` seen among labeled
@@ -84,7 +77,10 @@ class ErasureMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         MAP attacker's accuracy on the released tuples under ``prior_``.
     mismatch_bound_ : float
         Proposition 1 + Theorem 1 bound (95 %) on the leakage error due to the
-        empirical prior (``inf`` when the sample is too small for it).
+        empirical prior, by the engine's :func:`~privrelease.mapping.mismatch_bounds`
+        (capped by ``log2 min(|A|, |B|)``).
+    n_labeled_ : int
+        Total weight of the labeled rows (their number without weights), rounded.
     solver_result_ : object
         The engine's result (``status``, ``certificate``).
     n_features_in_ : int
@@ -194,90 +190,55 @@ class ErasureMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             out[:] = sorted(vals, key=lambda v: (type(v).__name__, repr(v)))
             return out
 
-    # --------------------------------------------------------------------- fit
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, sample_weight=None):
-        """Estimate the prior on labeled rows and solve for the erasure mapping.
+    # ------------------------------------------------------------ fit hooks
+    _saved_attributes = _BaseMapper._saved_attributes + ("categories_", "input_tuples_", "output_tuples_")
 
-        Parameters
-        ----------
-        X : DataFrame or array-like of shape (n_samples, n_features)
-            Categorical features (strings, integers, pandas categoricals...).
-            A row-chunked dask DataFrame or Array is counted per partition
-            (only the table of distinct rows is brought into memory).
-        y : array-like of shape (n_samples,)
-            Private attribute; ``-1`` or NaN for rows that did not disclose it.
-        sample_weight : array-like of shape (n_samples,), default=None
-            Non-negative weight of each row in the prior counts (a row of weight
-            2 counts as two identical rows); None weighs every row 1.
+    _validate_X = _check_X
 
-        Returns
-        -------
-        self : ErasureMapper
-        """
-        if _dask.is_dask_collection(X):
-            return _dask.fit(self, X, y, sample_weight=sample_weight)
-        require_private_labels(self, y)
-        Xa = self._check_X(X, reset=True)
-        y, labeled = private_labels(y, Xa.shape[0])
-        if not labeled.any():
-            raise ValueError(
-                f"no labeled rows: all {Xa.shape[0]} entries of y are missing (-1 or NaN); "
-                "the prior is estimated from rows that disclosed the private attribute"
-            )
-        self.categories_ = []
-        for j in range(Xa.shape[1]):
-            col = Xa[:, j]
-            self.categories_.append(self._uniques(col))
-        w = np.ones(Xa.shape[0]) if sample_weight is None else _check_sample_weight(sample_weight, Xa)
-        if w[labeled].sum() <= 0:
-            raise ValueError(
-                "sample_weight gives the labeled rows a total weight of 0; expected a positive total"
-            )
+    def _fit_prior(self, Xa, labeled, a_idx, weights):
+        """Empirical joint ``p(a, b)`` of the labeled rows and the erasure distortion (Sec. VI-A)."""
+        self.categories_ = [self._uniques(Xa[:, j]) for j in range(Xa.shape[1])]
         codes = self._encode(Xa)[labeled]
-        self.classes_, a_idx = np.unique(y[labeled], return_inverse=True)
-        if self.classes_.size < 2:
-            raise ValueError(
-                f"y has a single class among labeled rows ({self.classes_[0]!r}); one class is not "
-                "enough: a private attribute needs at least two values to be protected"
-            )
-        from ..mapping import erasure_alphabet, erasure_distortion
-
         self.input_tuples_, b_idx = np.unique(codes, axis=0, return_inverse=True)
-        b_idx = b_idx.ravel()
         counts = np.zeros((self.classes_.size, self.input_tuples_.shape[0]))
-        np.add.at(counts, (a_idx, b_idx), w[labeled])
-        self.prior_ = counts / counts.sum()
-        self.prior_leakage_ = mutual_information_bits(self.prior_)
+        np.add.at(counts, (a_idx, b_idx.ravel()), weights)
         self.output_tuples_ = erasure_alphabet(self.input_tuples_)
-        self.cost_matrix_ = erasure_distortion(self.input_tuples_, self.output_tuples_)
-        result = solve(self.prior_, self.cost_matrix_, delta=self.delta, max_leakage=self.max_leakage,
-                       leakage=self.leakage, solver="auto")
-        M = np.where(np.isfinite(self.cost_matrix_), np.clip(np.asarray(result.mapping, float), 0, None), 0.0)
-        self.mapping_ = M / M.sum(axis=1, keepdims=True)
-        self.solver_result_ = result
-        self.leakage_ = float(result.leakage)
-        p_b = self.prior_.sum(axis=0)
-        finite_cost = np.where(np.isfinite(self.cost_matrix_), self.cost_matrix_, 0.0)
-        self.distortion_ = float(np.sum(p_b[:, None] * self.mapping_ * finite_cost))
-        self.map_accuracy_ = map_accuracy(self.prior_ @ self.mapping_)
-        self.mismatch_bound_ = mismatch_bound_bits(int(round(w[labeled].sum())), self.classes_.size,
-                                                   self.input_tuples_.shape[0])
-        self._index = {tuple(t): i for i, t in enumerate(self.input_tuples_.tolist())}
-        return self
+        cost = erasure_distortion(self.input_tuples_, self.output_tuples_)
+        return PriorEstimate(counts, cost, max(int(round(weights.sum())), 1))
+
+    def _fit_prior_dask(self, X, y):
+        """The prior counted per partition.
+
+        Each partition is reduced to the counts of its distinct (row, label)
+        pairs; only that table (at most the number of distinct category
+        combinations times the number of labels) comes back, and the in-memory
+        estimate is computed on it with the counts as weights, which gives the
+        same prior as counting every row.
+        """
+        import dask
+
+        parts, lengths, columns, frame = _dask.block_lengths(X)
+        y_parts = _dask.y_blocks(y, _RowBlocks(lengths))
+        tables = dask.compute(*[dask.delayed(_erasure_counts)(p, yb, columns) for p, yb in zip(parts, y_parts)])
+        total = pd.concat(tables).groupby(level=list(range(len(columns) + 1)), observed=True, dropna=False,
+                                          sort=False).sum()
+        table = total.reset_index(name="__count__")
+        rows = table[columns] if frame else table[columns].to_numpy()
+        return self._fit_in_memory(rows, table[_LABEL].to_numpy(), table["__count__"].to_numpy(float))
 
     # ---------------------------------------------------------------- transform
-    def _erased_cells(self, codes, source):
-        """Boolean (n, n_features): which cells the release erases."""
-        n, F = codes.shape
-        erased = np.ones((n, F), dtype=bool)
-        idx = np.array([self._index.get(tuple(r), -1) for r in codes.tolist()], dtype=np.int64)
-        unseen_cat = (codes == _UNSEEN).any(axis=1)
-        seen = idx >= 0
-        if seen.any():
-            j = source.categorical(self.mapping_[idx[seen]])
-            erased[seen] = self.output_tuples_[j] == -1
-        new_combo = (~seen) & (~unseen_cat)
+    def _inputs(self, codes, source):
+        """Input symbol of each row (-1: no input symbol, every feature erased) and the unseen cells.
+
+        A row holding a category never seen in fit goes through the mapping of a
+        seen input tuple that agrees with its seen cells, drawn from the fitted
+        prior ``p(b)``; a new combination of seen categories has no input symbol.
+        """
+        index = {tuple(t): i for i, t in enumerate(self.input_tuples_.tolist())}  # derived, never saved
+        idx = np.array([index.get(tuple(r), -1) for r in codes.tolist()], dtype=np.int64)
+        unseen = codes == _UNSEEN
+        unseen_row = unseen.any(axis=1)
+        new_combo = (idx < 0) & ~unseen_row
         if new_combo.any():
             warnings.warn(
                 f"{int(new_combo.sum())} row(s) hold a combination of categories never seen in fit "
@@ -287,12 +248,12 @@ class ErasureMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                 UnseenCategoryWarning,
                 stacklevel=3,
             )
-        if unseen_cat.any():
-            rows = np.flatnonzero(unseen_cat)
+        if unseen_row.any():
+            rows = np.flatnonzero(unseen_row)
             first = rows[0]
             feats = np.flatnonzero(codes[first] == _UNSEEN)
             warnings.warn(
-                f"{int(unseen_cat.sum())} row(s) hold a category never seen in fit (for example feature "
+                f"{int(unseen_row.sum())} row(s) hold a category never seen in fit (for example feature "
                 f"{int(feats[0])} of row {int(first)}); those cells are erased and the rest of the row is "
                 "released through the mapping of a seen row that agrees with it (drawn from the prior)",
                 UnseenCategoryWarning,
@@ -300,22 +261,19 @@ class ErasureMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             )
             p_b = self.prior_.sum(axis=0)
             for r in rows:
-                known = codes[r] != _UNSEEN
+                known = ~unseen[r]
                 agree = np.all(self.input_tuples_[:, known] == codes[r, known], axis=1)
                 w = np.where(agree, p_b, 0.0)
-                if w.sum() <= 0:
-                    continue  # no seen tuple agrees: erase everything
-                b = int(source.categorical(w / w.sum())[0])
-                j = int(source.categorical(self.mapping_[b])[0])
-                erased[r] = (self.output_tuples_[j] == -1) | ~known
-        return erased
+                if w.sum() > 0:  # else no seen tuple agrees: erase everything
+                    idx[r] = int(source.categorical(w / w.sum())[0])
+        return idx, unseen
 
     def transform(self, X):
         """Erase cells according to the fitted mapping.
 
         Parameters
         ----------
-        X : DataFrame or array-like of shape (n_samples, n_features)
+        X : DataFrame, array-like or dask collection of shape (n_samples, n_features)
 
         Returns
         -------
@@ -324,23 +282,28 @@ class ErasureMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             categorical columns stay categorical, integer columns become pandas
             nullable ``Int64``, erased cells are missing (NaN / pd.NA). An ndarray
             comes back as a float array (numeric input, NaN = erased) or an
-            object array (None = erased). Non-erased cells are never changed.
+            object array (None = erased). Non-erased cells are never changed. A
+            dask collection is released lazily, partition by partition.
         """
         if _dask.is_dask_collection(X):
             return _dask.transform(self, X)
         check_is_fitted(self)
         Xa = self._check_X(X, reset=False)
         source = check_random_source(self.random_state)
-        erased = self._erased_cells(self._encode(Xa), source)
+        idx, unseen = self._inputs(self._encode(Xa), source)
+        j = self._sample(idx, source)
+        erased = np.ones(Xa.shape, dtype=bool)
+        erased[j >= 0] = self.output_tuples_[j[j >= 0]] == -1
+        erased |= unseen
         if isinstance(X, pd.DataFrame):
             out = X.copy()
-            for j, col in enumerate(out.columns):
+            for col_idx, col in enumerate(out.columns):
                 s = out[col]
                 if pd.api.types.is_bool_dtype(s.dtype):
                     s = s.astype("boolean")
                 elif pd.api.types.is_integer_dtype(s.dtype):
                     s = s.astype("Int64")
-                out[col] = s.mask(erased[:, j])
+                out[col] = s.mask(erased[:, col_idx])
             return out
         if Xa.dtype.kind in "fiub":
             out = Xa.astype(np.float64)
@@ -350,11 +313,55 @@ class ErasureMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         out[erased] = None
         return out
 
-    def save(self, path):
-        """Save the fitted mapper to a portable ``.npz`` file (no pickle); read it with ``privrelease.load``."""
-        from .._persistence import save
+    def _release_meta(self, meta):
+        """Released dtypes: nullable integers and booleans in frames; float (NaN) or object arrays."""
+        if isinstance(meta, pd.DataFrame):
+            out = meta.copy()
+            for col in out.columns:
+                s = out[col]
+                if pd.api.types.is_bool_dtype(s.dtype):
+                    out[col] = s.astype("boolean")
+                elif pd.api.types.is_integer_dtype(s.dtype):
+                    out[col] = s.astype("Int64")
+            return out
+        dtype = np.dtype(np.float64) if meta.dtype.kind in "fiub" else np.dtype(object)
+        return np.empty((0,) + tuple(meta.shape[1:]), dtype=dtype)
 
-        return save(self, path)
+    # ---------------------------------------------------------------- persistence
+    def _check_structure(self):
+        cats = self.categories_
+        F = self.n_features_in_
+        if not isinstance(cats, list) or len(cats) != F:
+            raise ValueError(f"fitted.categories_ must list the categories of each of the {F} features, "
+                             f"got {type(cats).__name__} of length {len(cats) if hasattr(cats, '__len__') else '?'}")
+        for f, c in enumerate(cats):
+            if not isinstance(c, np.ndarray) or c.ndim != 1 or c.size == 0:
+                raise ValueError(f"fitted.categories_[{f}] must be a non-empty 1-D array")
+            if c.dtype.kind == "f" and not np.all(np.isfinite(c)):
+                raise ValueError(f"fitted.categories_[{f}] holds a non-finite category")
+            if len(set(c.tolist())) != c.size:
+                raise ValueError(f"fitted.categories_[{f}] holds a category twice")
+        sizes = np.array([len(c) for c in cats])
+        n_in, n_out = self.mapping_.shape
+        for key, rows, low in (("input_tuples_", n_in, 0), ("output_tuples_", n_out, -1)):
+            T = getattr(self, key)
+            if not isinstance(T, np.ndarray) or T.ndim != 2 or T.shape != (rows, F) or T.dtype.kind not in "iu":
+                raise ValueError(f"fitted.{key} must be an integer array of shape {(rows, F)} "
+                                 f"(one row per {key.split('_')[0]} symbol), got shape {getattr(T, 'shape', None)}")
+            if np.any(T < low) or np.any(T >= sizes[None, :]):
+                r, f = np.argwhere((T < low) | (T >= sizes[None, :]))[0]
+                raise ValueError(f"fitted.{key}[{r}, {f}] = {T[r, f]} is not a category code of feature {f} "
+                                 f"(expected {low} <= code < {sizes[f]})")
+        if np.unique(self.input_tuples_, axis=0).shape[0] != n_in:
+            raise ValueError("fitted.input_tuples_ holds an input tuple twice")
+        expected = erasure_alphabet(self.input_tuples_)
+        if expected.shape != self.output_tuples_.shape or not np.array_equal(expected, self.output_tuples_):
+            raise ValueError("fitted.output_tuples_ is not the erasure alphabet of input_tuples_ "
+                             "(every input with any subset of its features erased)")
+        cost = erasure_distortion(self.input_tuples_, self.output_tuples_)
+        if not np.array_equal(cost, self.cost_matrix_):
+            raise ValueError("fitted.cost_matrix_ is not the erasure distortion of the stored alphabets "
+                             "(number of erasures, inf where a value would change)")
 
     def mapping_table(self, top=8):
         """Most probable release of the most frequent inputs (the paper's Fig. 5).
@@ -407,3 +414,24 @@ class ErasureMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         tags.input_tags.string = True
         tags.transformer_tags.preserves_dtype = []
         return tags
+
+
+_LABEL = "__privrelease_label__"
+
+
+class _RowBlocks:
+    """Shape and row chunks of a collection, for :func:`_dask.y_blocks`."""
+
+    def __init__(self, lengths):
+        self.shape = (sum(lengths),)
+        self.chunks = (tuple(lengths),)
+
+
+def _erasure_counts(part, yb, columns):
+    """One partition's counts of each distinct (row, label) pair."""
+    if hasattr(part, "columns"):
+        df = part.reset_index(drop=True)
+    else:
+        df = pd.DataFrame(np.asarray(part), columns=columns)
+    df[_LABEL] = np.asarray(yb)
+    return df.groupby(list(df.columns), observed=True, dropna=False, sort=False).size()

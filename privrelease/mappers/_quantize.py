@@ -147,6 +147,54 @@ class TasteEmbedding:
         self.basis_chol_ = np.linalg.cholesky(G)  # G = L L^T
         return self
 
+    _STATE_NUMBERS = ("n_components", "mean_shrinkage", "item_shrinkage", "random_state", "n_items_",
+                      "global_mean_", "rank_", "ridge_")
+
+    def get_state(self):
+        """The fitted embedding as plain values (numbers and arrays), for a portable file."""
+        state = {k: getattr(self, k) for k in self._STATE_NUMBERS}
+        state.update(item_offset_=self.item_offset_, components_=self.components_, basis_chol_=self.basis_chol_)
+        if hasattr(self, "validation_rmse_"):
+            state["validation_rmse_"] = float(self.validation_rmse_)
+        return state
+
+    @classmethod
+    def from_state(cls, state, where="embedding"):
+        """Rebuild a fitted embedding from :meth:`get_state`, checking every value (ValueError naming it)."""
+        if not isinstance(state, dict):
+            raise ValueError(f"{where} must be a mapping of fitted values, got {type(state).__name__}")
+        allowed = set(cls._STATE_NUMBERS) | {"item_offset_", "components_", "basis_chol_", "validation_rmse_"}
+        for key in state:
+            if key not in allowed:
+                raise ValueError(f"{where}.{key}: not a value of a taste embedding")
+        for key in allowed - {"validation_rmse_"}:
+            if key not in state:
+                raise ValueError(f"{where}.{key}: missing from the file")
+        for key in cls._STATE_NUMBERS + ("validation_rmse_",):
+            if key not in state:
+                continue
+            v = state[key]
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v):
+                raise ValueError(f"{where}.{key} must be a finite number, got {v!r:.60}")
+        n_items, rank = state["n_items_"], state["rank_"]
+        if not isinstance(n_items, int) or n_items < 1 or not isinstance(rank, int) or rank < 0:
+            raise ValueError(f"{where}: n_items_ = {n_items!r} and rank_ = {rank!r} must be integers >= 1 and >= 0")
+        if state["ridge_"] <= 0:
+            raise ValueError(f"{where}.ridge_ must be > 0, got {state['ridge_']!r}")
+        shapes = {"item_offset_": (n_items,), "components_": (rank, n_items), "basis_chol_": (rank + 1, rank + 1)}
+        for key, shape in shapes.items():
+            a = state[key]
+            if not isinstance(a, np.ndarray) or a.dtype.kind != "f" or a.shape != shape:
+                raise ValueError(f"{where}.{key} must be a float array of shape {shape}, got "
+                                 f"{getattr(a, 'dtype', type(a).__name__)} of shape {getattr(a, 'shape', None)}")
+            if not np.all(np.isfinite(a)):
+                raise ValueError(f"{where}.{key} holds a non-finite value")
+        if np.any(np.diag(state["basis_chol_"]) <= 0) or np.any(np.triu(state["basis_chol_"], 1) != 0):
+            raise ValueError(f"{where}.basis_chol_ is not a Cholesky factor (lower triangular, positive diagonal)")
+        obj = cls.__new__(cls)
+        obj.__dict__.update(state)
+        return obj
+
     def _user_offsets(self, X, n_u):
         sums = np.asarray(X.sum(axis=1)).ravel()
         return (sums - n_u * self.global_mean_) / (n_u + self.mean_shrinkage)

@@ -5,23 +5,15 @@ from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .. import _persistence
+from ..mapping import expected_distortion, mutual_information
 from ..utils import check_random_source
-from ._common import (
-    BUDGET_CONSTRAINT,
-    LEAKAGE_CONSTRAINT,
-    RANDOM_STATE_CONSTRAINT,
-    map_accuracy,
-    mismatch_bound_bits,
-    mutual_information_bits,
-    private_labels,
-    require_private_labels,
-    solve,
-)
 from . import _dask
+from ._base import PriorEstimate, _BaseMapper, _matrix
+from ._common import BUDGET_CONSTRAINT, LEAKAGE_CONSTRAINT, RANDOM_STATE_CONSTRAINT
 from ._quantize import TasteEmbedding, hamming_distances, hamming_kmodes, kmeans, row_chunks
 
 __all__ = ["QuantizedPrivacyMapper"]
@@ -41,7 +33,8 @@ def _sq_dist(A, C):
     return np.maximum(a2[:, None] - 2.0 * inner + np.einsum("ij,ij->i", C, C)[None, :], 0.0)
 
 
-class QuantizedPrivacyMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
+@_persistence.register
+class QuantizedPrivacyMapper(_BaseMapper):
     """Release user x item ratings through a quantized privacy-preserving mapping.
 
     Algorithm 2 of Salamatian et al.: users who disclosed their private
@@ -130,6 +123,12 @@ class QuantizedPrivacyMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimat
         reproducible (every call restarts the same seeded stream): for tests and
         experiments only. Clustering and the SVD get a seed from the same source
         (:meth:`RandomSource.spawn_seed`; they are not privacy steps).
+    dask_sample_size : int, default=100_000
+        Used only when ``X`` is a dask collection: the quantizer (taste
+        embedding, clusters) is learnt in memory on at most this many labeled
+        users, drawn block by block; the prior and the costs always count every
+        labeled user in one pass over the blocks. When the sample holds every
+        labeled user the result equals the in-memory fit.
 
     Attributes
     ----------
@@ -175,8 +174,17 @@ class QuantizedPrivacyMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimat
         (equals the majority-class rate at perfect privacy).
     mismatch_bound_ : float
         Proposition 1 + Theorem 1 bound (95 %) on ``|true leakage - leakage_|``
-        due to estimating the prior from the labeled users; ``inf`` when the
-        sample is too small for the bound to apply.
+        due to estimating the prior from the labeled users, by the engine's
+        :func:`~privrelease.mapping.mismatch_bounds` (capped by
+        ``log2 min(|A|, |C|)``, which is also its value when the sample is too
+        small for Lemma 1 to apply).
+    n_labeled_ : int
+        Number of labeled users the prior was estimated from.
+    empirical_prior_ : ndarray of shape (n_classes, n_clusters_)
+        The unsmoothed joint of the labeled users (``prior_`` before smoothing).
+    rating_range_ : tuple of float
+        ``(lowest, highest)`` stored rating of the labeled users: every
+        released rating lies in it.
     release_profiles_ : sparse matrix of shape (n_outputs, n_features_in_)
         Row ``j`` is what a user whose ``c_hat = j`` releases (last row empty
         for ``release="profile"``).
@@ -249,11 +257,20 @@ class QuantizedPrivacyMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimat
         "leakage": LEAKAGE_CONSTRAINT,
         "solver": [str],
         "random_state": RANDOM_STATE_CONSTRAINT,
+        "dask_sample_size": [Interval(Integral, 2, None, closed="left")],
     }
+
+    _saved_attributes = _BaseMapper._saved_attributes + (
+        "n_clusters_", "cluster_centers_", "center_cost_matrix_", "release_profiles_", "rating_range_",
+        "embedding_", "quantization_radius_", "quantization_distortion_", "center_distortion_",
+        "empirical_prior_", "empirical_leakage_",
+    )
+    _optional_attributes = _BaseMapper._optional_attributes + ("embedding_",)
 
     def __init__(self, n_clusters="auto", delta=None, *, max_leakage=None, metric="euclidean",
                  space="auto", n_components=20, release="profile", smoothing=1.0,
-                 leakage="mutual_information", solver="auto", random_state=None):
+                 leakage="mutual_information", solver="auto", random_state=None,
+                 dask_sample_size=_dask.DEFAULT_SAMPLE_SIZE):
         self.n_clusters = n_clusters
         self.delta = delta
         self.max_leakage = max_leakage
@@ -265,6 +282,7 @@ class QuantizedPrivacyMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimat
         self.leakage = leakage
         self.solver = solver
         self.random_state = random_state
+        self.dask_sample_size = dask_sample_size
 
     # ------------------------------------------------------------------ helpers
     def _check_X(self, X, reset):
@@ -316,55 +334,19 @@ class QuantizedPrivacyMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimat
             pts = np.vstack([pts, np.zeros((1, pts.shape[1]))])
         return pts
 
-    # --------------------------------------------------------------------- fit
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, sample_weight=None):
-        """Quantize the labeled users, estimate the prior and solve for the mapping.
 
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_users, n_items)
-            Ratings, 0 = not rated. Any scipy sparse format (converted to CSR
-            internally); NaN or infinite entries are refused.
-        y : array-like of shape (n_users,)
-            Private attribute; ``-1`` (or NaN) for users who did not disclose it.
-            Only labeled users are used.
-        sample_weight : array-like of shape (n_users,), default=None
-            Weight of each user in the clustering, the prior and the costs
-            (e.g. the masses of a discretised density, as in the paper's Iris
-            experiment where the prior is a kernel density estimate). The
-            taste-space SVD ignores it.
+    # ------------------------------------------------------------ fit hooks
+    def _validate_X(self, X, reset):
+        X, _ = self._check_X(X, reset=reset)
+        return X.tocsr() if sp.issparse(X) else np.asarray(X)
 
-        Returns
-        -------
-        self : QuantizedPrivacyMapper
+    def _learn_quantizer(self, X_lab, w_lab):
+        """Taste embedding (if any) and cluster centres learnt on the labeled rows ``X_lab``.
+
+        Returns the embedded rows and their cluster labels (empty clusters dropped).
         """
-        if _dask.is_dask_collection(X):
-            return _dask.fit(self, X, y, sample_weight=sample_weight)
-        require_private_labels(self, y)
-        X, _ = self._check_X(X, reset=True)
-        y, labeled = private_labels(y, X.shape[0])
-        sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
-        labeled = labeled & (sw > 0)
-        n_labeled = int(labeled.sum())
-        if n_labeled == 0:
-            raise ValueError(
-                f"no labeled users: all {X.shape[0]} entries of y are missing (-1 or NaN); "
-                "the prior is estimated from users who disclosed the private attribute"
-            )
-        Xc = X.tocsr() if sp.issparse(X) else np.asarray(X)
-        X_lab = Xc[np.flatnonzero(labeled)]
-        y_lab = y[labeled]
-        w_lab = sw[labeled]
-        self.classes_, a_idx = np.unique(y_lab, return_inverse=True)
-        if self.classes_.size < 2:
-            raise ValueError(
-                f"y has a single class among labeled users ({self.classes_[0]!r}); one class is not "
-                "enough: a private attribute needs at least two values to be protected"
-            )
-        source = check_random_source(self.random_state)
-        seed = source.spawn_seed()
-
+        n_labeled = X_lab.shape[0]
+        seed = check_random_source(self.random_state).spawn_seed()
         k = self.n_clusters
         if k == "auto":
             k = int(np.clip(n_labeled // 20, 2, 50))
@@ -391,78 +373,59 @@ class QuantizedPrivacyMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimat
         relabel = np.full(centers.shape[0], -1)
         relabel[used] = np.arange(used.size)
         self.cluster_centers_ = np.asarray(centers)[used]
-        self.labels_ = relabel[labels]
         self.n_clusters_ = int(used.size)
+        self.center_cost_matrix_ = self._center_costs()
+        return E, relabel[labels]
 
-        # prior counts q(a, c) (eq. 20)
-        n_classes = self.classes_.size
-        counts = np.zeros((n_classes, self.n_clusters_))
-        np.add.at(counts, (a_idx, self.labels_), w_lab)
+    def _center_costs(self):
+        """Distances between centres and output points (problem (19)'s ``d(c, c_hat)``)."""
+        C = self._distances(self.cluster_centers_, self._output_points())
+        return np.rint(C) if self._space() == "hamming" else C
 
-        # costs: member-averaged (exact) and centre-to-centre (problem 19)
-        outputs = self._output_points()
-        D_users = self._distances(E, outputs)
-        own = D_users[np.arange(n_labeled), self.labels_]
+    def _fit_prior(self, X, labeled, a_idx, weights):
+        """Quantize the labeled users, count ``q(a, c)`` (eq. 20) and the member-averaged costs."""
+        X_lab = X[np.flatnonzero(labeled)]
+        n_labeled = X_lab.shape[0]
+        E, labels = self._learn_quantizer(X_lab, weights)
+        self.labels_ = labels
+        counts = np.zeros((self.classes_.size, self.n_clusters_))
+        np.add.at(counts, (a_idx, labels), weights)
+        D_users = self._distances(E, self._output_points())
+        own = D_users[np.arange(n_labeled), labels]
         self.quantization_radius_ = float(own.max())
-        self.quantization_distortion_ = float(np.average(own, weights=w_lab))
-        size = np.bincount(self.labels_, weights=w_lab, minlength=self.n_clusters_)
-        onehot = sp.csr_matrix(
-            (w_lab, (self.labels_, np.arange(n_labeled))), shape=(self.n_clusters_, n_labeled)
-        )
-        self.center_cost_matrix_ = self._distances(self.cluster_centers_, outputs)
-        if space == "hamming":
-            self.center_cost_matrix_ = np.rint(self.center_cost_matrix_)
-        self._solve_on_clusters(counts, np.asarray(onehot @ D_users) / size[:, None], n_labeled)
+        self.quantization_distortion_ = float(np.average(own, weights=weights))
+        size = np.bincount(labels, weights=weights, minlength=self.n_clusters_)
+        onehot = sp.csr_matrix((weights, (labels, np.arange(n_labeled))), shape=(self.n_clusters_, n_labeled))
+        cost = np.asarray(onehot @ D_users) / size[:, None]
+        return PriorEstimate(counts, cost, n_labeled, {"X_lab": X_lab, "w_lab": weights, "dtype": X.dtype})
 
-        self.release_profiles_ = self._build_profiles(X_lab, w_lab, X.dtype)
-        return self
+    def _prior_from_counts(self, counts):
+        """Smoothed ``q(a, c) ~ n(a, c) + smoothing * p(a)`` (towards independence)."""
+        self.empirical_prior_ = counts / counts.sum()
+        p_a = self.empirical_prior_.sum(axis=1)
+        prior = counts + self.smoothing * p_a[:, None]
+        return prior / prior.sum()
 
-    def _solve_on_clusters(self, counts, cost_matrix, n_labeled):
-        """Smoothed prior, the convex program (Alg. 2, problem 19) and the reported figures.
+    def _figures(self):
+        out = super()._figures()
+        out["center_distortion_"] = float(expected_distortion(self.prior_, self.mapping_, self.center_cost_matrix_))
+        out["empirical_leakage_"] = float(mutual_information(self.empirical_prior_ @ self.mapping_))
+        return out
 
-        Shared by the in-memory and the dask fit: ``counts`` are the (weighted)
-        class x cluster counts of eq. (20), ``cost_matrix`` the member-averaged
-        distance of each cluster to each output; ``center_cost_matrix_`` must be set.
-        """
-        p_a = counts.sum(axis=1) / counts.sum()
-        prior = counts + self.smoothing * p_a[:, None]  # smoothed towards independence
-        self.prior_ = prior / prior.sum()
-        self.prior_leakage_ = mutual_information_bits(self.prior_)
-        self.cost_matrix_ = cost_matrix
-        self.smallest_delta_ = float(np.sum(self.prior_.sum(axis=0) * cost_matrix.min(axis=1)))
-        result = solve(self.prior_, self.cost_matrix_, delta=self.delta, max_leakage=self.max_leakage,
-                       leakage=self.leakage, solver=self.solver)
-        M = np.clip(np.asarray(result.mapping, dtype=np.float64), 0.0, None)
-        self.mapping_ = M / M.sum(axis=1, keepdims=True)
-        self.solver_result_ = result
-        self.leakage_ = float(result.leakage)
-        self.empirical_leakage_ = mutual_information_bits((counts / counts.sum()) @ self.mapping_)
-        self.map_accuracy_ = map_accuracy(self.prior_ @ self.mapping_)
-        p_c = self.prior_.sum(axis=0)
-        self.distortion_ = float(np.sum(p_c[:, None] * self.mapping_ * self.cost_matrix_))
-        self.center_distortion_ = float(np.sum(p_c[:, None] * self.mapping_ * self.center_cost_matrix_))
-        self.mismatch_bound_ = mismatch_bound_bits(n_labeled, self.classes_.size, self.n_clusters_)
-
-    def _build_profiles(self, X_lab, w_lab, dtype):
-        """Rows released for each output symbol (a function of that symbol only)."""
-        k = self.n_clusters_
-        Xs = X_lab.tocsr().astype(np.float64) if sp.issparse(X_lab) else sp.csr_matrix(np.asarray(X_lab, dtype=np.float64))
-        Xs.eliminate_zeros()
-        n = Xs.shape[0]
-        onehot = sp.csr_matrix((w_lab, (self.labels_, np.arange(n))), shape=(k, n))
-        pattern = Xs.copy()
-        pattern.data = np.ones_like(pattern.data)
-        counts = np.asarray((onehot @ pattern).todense())
-        sums = np.asarray((onehot @ Xs).todense())
-        size = np.bincount(self.labels_, weights=w_lab, minlength=k)
-        n_u = np.diff(Xs.indptr)
-        lengths = np.array([int(np.rint(np.median(n_u[self.labels_ == j]))) if np.any(self.labels_ == j) else 0
-                            for j in range(k)], dtype=np.int64)
-        value_range = (Xs.data.min(), Xs.data.max(), np.abs(Xs.data).min()) if Xs.nnz else None
-        return self._profiles_from_stats(counts, sums, size, lengths, value_range, dtype)
+    def _build_release(self, estimate):
+        """Release profiles (one row per output symbol, a function of that symbol only)."""
+        extra = estimate.extra
+        if "X_lab" in extra:
+            stats = _profile_stats(extra["X_lab"], extra["w_lab"], self.labels_, self.n_clusters_)
+        else:
+            stats = extra["stats"]
+        self.rating_range_ = (0.0, 0.0) if stats["value_range"] is None else tuple(
+            float(v) for v in stats["value_range"][:2])
+        self.release_profiles_ = self._profiles_from_stats(
+            stats["counts"], stats["sums"], stats["size"], stats["lengths"], stats["value_range"], extra["dtype"])
 
     def _profiles_from_stats(self, counts, sums, size, lengths, value_range, dtype):
-        """Release profiles from per-cluster item statistics (shared with the dask fit).
+        """Release profiles from per-cluster item statistics (in memory or aggregated from dask blocks).
 
         ``counts`` / ``sums``: cluster x item number and sum of ratings;
         ``size``: cluster sizes; ``lengths``: median number of ratings of the
@@ -506,6 +469,72 @@ class QuantizedPrivacyMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimat
         P.eliminate_zeros()
         return P
 
+    def _fit_prior_dask(self, X, y):
+        """Algorithm 2 out of core: a quantizer learnt on a sample, the prior counted over every block.
+
+        (i) The quantizer (taste embedding + centres) is learnt in memory on at
+        most ``dask_sample_size`` labeled users, drawn block by block; (ii) one
+        pass over all blocks assigns every labeled user to her nearest centre and
+        adds up per-block sufficient statistics (class x cluster counts, summed
+        distances to every output symbol, per-cluster item counts and rating
+        sums, a histogram of profile lengths) in a tree reduction.
+        """
+        import dask
+
+        Xd, columns = _dask.as_row_chunked_array(X)
+        y_parts = _dask.y_blocks(y, Xd)
+        X_parts = list(Xd.to_delayed().ravel())
+        summaries = dask.compute(*[dask.delayed(_dask.label_summary)(yb) for yb in y_parts])
+        n_lab = np.array([s[0] for s in summaries], dtype=np.int64)
+        total = int(n_lab.sum())
+        if total == 0:
+            raise ValueError(
+                f"no labeled users: all {Xd.shape[0]} entries of y are missing (-1 or NaN); "
+                "the prior is estimated from users who disclosed the private attribute"
+            )
+        classes = np.unique(np.concatenate([s[1] for s in summaries]))
+        if classes.size < 2:
+            raise ValueError(
+                f"y has a single class among labeled users ({classes[0]!r}); one class is not "
+                "enough: a private attribute needs at least two values to be protected"
+            )
+        # (i) quantizer on a sample of the labeled users (non-privacy randomness)
+        sample_seed = _dask.quantizer_sample_seed(self.random_state)
+        size = int(self.dask_sample_size)
+        takes = n_lab if total <= size else np.floor(n_lab * (size / total)).astype(np.int64)
+        picked = dask.compute(*[dask.delayed(_dask.sample_block)(xb, yb, int(t), sample_seed, i)
+                                for i, (xb, yb, t) in enumerate(zip(X_parts, y_parts, takes)) if t > 0])
+        X_s = _dask.vstack([p[0] for p in picked])
+        self._validate_X(X_s, reset=True)
+        if columns is not None and all(isinstance(c, str) for c in columns):
+            self.feature_names_in_ = np.asarray(columns, dtype=object)
+        self.classes_ = classes
+        self._learn_quantizer(X_s, np.ones(X_s.shape[0]))
+
+        # (ii) one pass over every block: prior counts, costs, profile statistics
+        n_out = self.center_cost_matrix_.shape[1]
+        quantizer = dask.delayed(self, pure=True)
+        parts = [dask.delayed(_block_stats)(xb, yb, quantizer, classes, n_out) for xb, yb in zip(X_parts, y_parts)]
+        st = dask.compute(_dask.tree_reduce(parts, _combine_stats))[0]
+        size = st["size"]
+        if np.any(size == 0):
+            warnings.warn(
+                f"{int(np.sum(size == 0))} cluster(s) learnt on the sample received no labeled user in "
+                "the full pass; their cost rows are set to the centre distances",
+                UserWarning,
+            )
+        cost = st["dist_sum"] / np.maximum(size, 1)[:, None]
+        cost[size == 0] = self.center_cost_matrix_[size == 0]
+        self.quantization_radius_ = float(st["own_max"][0])
+        self.quantization_distortion_ = float(st["own_sum"][0] / total)
+        lo, hi, absmin = st["lo_hi_absmin"]
+        stats = {
+            "counts": st["item_counts"], "sums": st["item_sums"], "size": size,
+            "lengths": np.array([int(np.rint(_median_from_hist(h))) for h in st["length_hist"]], dtype=np.int64),
+            "value_range": (lo, hi, absmin) if np.isfinite(absmin) else None,
+        }
+        return PriorEstimate(st["counts"], cost, total, {"stats": stats, "dtype": np.dtype(Xd.dtype)})
+
     # ---------------------------------------------------------------- transform
     def quantize(self, X):
         """Cluster of each row of ``X`` (``psi(b)`` of eq. 21).
@@ -529,6 +558,14 @@ class QuantizedPrivacyMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimat
             labels[start:stop] = self._distances(E, self.cluster_centers_).argmin(axis=1)
         return labels
 
+    def _profiles_as(self, dtype):
+        """``release_profiles_`` in ``dtype``; rounded (not truncated) to an integer dtype."""
+        P = self.release_profiles_
+        if np.issubdtype(dtype, np.integer) and not np.issubdtype(P.dtype, np.integer):
+            P = P.copy()
+            P.data = np.rint(P.data)
+        return P.astype(dtype, copy=False)
+
     def transform(self, X):
         """Release each row through the mapping (eq. 21).
 
@@ -542,10 +579,11 @@ class QuantizedPrivacyMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimat
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_users, n_items)
+        X : {array-like, sparse matrix} or dask collection of shape (n_users, n_items)
             Any sparse format is accepted (CSR internally); the output has the
-            input's format and dtype. Sparse input is processed in row chunks
-            and never densified.
+            input's format and dtype (profiles are rounded for an integer dtype).
+            Sparse input is processed in row chunks and never densified. A dask
+            collection is released lazily, block by block.
 
         Returns
         -------
@@ -556,13 +594,8 @@ class QuantizedPrivacyMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimat
         check_is_fitted(self)
         X, fmt = self._check_X(X, reset=False)
         Xc = X.tocsr() if sp.issparse(X) else np.asarray(X)
-        source = check_random_source(self.random_state)
-        c_hat = np.empty(Xc.shape[0], dtype=np.int64)
-        for start, stop in row_chunks(Xc.shape[0]):
-            E = self._embed(Xc[start:stop], owned=True)
-            labels = self._distances(E, self.cluster_centers_).argmin(axis=1)
-            c_hat[start:stop] = source.categorical(self.mapping_[labels])
-        profiles = self.release_profiles_.astype(X.dtype, copy=False)
+        c_hat = self._sample(self._quantize(Xc), check_random_source(self.random_state))
+        profiles = self._profiles_as(X.dtype)
         if fmt is None:
             return profiles.toarray()[c_hat]
         out = profiles[c_hat]
@@ -573,11 +606,85 @@ class QuantizedPrivacyMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimat
             out = sp.csr_matrix(out)
         return out.asformat(fmt) if fmt != "csr" else out
 
-    def save(self, path):
-        """Save the fitted mapper to a portable ``.npz`` file (no pickle); read it with ``privrelease.load``."""
-        from .._persistence import save
+    # ---------------------------------------------------------------- persistence
+    def _encode_attribute(self, name, value):
+        if name == "embedding_":
+            return value.get_state()
+        if name == "rating_range_":
+            return [float(v) for v in value]
+        return super()._encode_attribute(name, value)
 
-        return save(self, path)
+    def _decode_attribute(self, name, value):
+        if name == "embedding_":
+            return TasteEmbedding.from_state(value, where="fitted.embedding_")
+        if name == "rating_range_":
+            if not (isinstance(value, (list, tuple)) and len(value) == 2
+                    and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)):
+                raise ValueError(f"fitted.rating_range_ must be two numbers (lowest, highest), got {value!r:.60}")
+            return tuple(float(v) for v in value)
+        return super()._decode_attribute(name, value)
+
+    def _check_structure(self):
+        k = self.n_clusters_
+        if isinstance(k, bool) or not isinstance(k, Integral) or k != self.mapping_.shape[0]:
+            raise ValueError(f"fitted.n_clusters_ = {k!r} but mapping_ has {self.mapping_.shape[0]} rows")
+        centers = _matrix(self.cluster_centers_, "cluster_centers_")
+        if centers.shape[0] != k:
+            raise ValueError(f"fitted.cluster_centers_ has {centers.shape[0]} rows but mapping_ has {k}")
+        space = self._space()
+        if space == "taste":
+            if not isinstance(getattr(self, "embedding_", None), TasteEmbedding):
+                raise ValueError("fitted.embedding_ is missing: the taste space needs it")
+            if self.embedding_.n_items_ != self.n_features_in_:
+                raise ValueError(f"fitted.embedding_ is for {self.embedding_.n_items_} items, expected "
+                                 f"n_features_in_={self.n_features_in_}")
+            if centers.shape[1] != self.embedding_.basis_chol_.shape[0]:
+                raise ValueError(f"fitted.cluster_centers_ has {centers.shape[1]} coordinates, the embedding "
+                                 f"gives {self.embedding_.basis_chol_.shape[0]}")
+        elif centers.shape[1] != self.n_features_in_:
+            raise ValueError(f"fitted.cluster_centers_ has {centers.shape[1]} columns, expected "
+                             f"n_features_in_={self.n_features_in_}")
+        n_out = k + (self.release == "profile")
+        if self.mapping_.shape[1] != n_out:
+            raise ValueError(f"fitted.mapping_ has {self.mapping_.shape[1]} columns, expected {n_out} output symbols")
+        C = _matrix(self.center_cost_matrix_, "center_cost_matrix_")
+        expected = self._center_costs()
+        if C.shape != expected.shape or np.max(np.abs(C - expected)) > 1e-9 * max(1.0, float(np.abs(expected).max())):
+            raise ValueError("fitted.center_cost_matrix_ is not the distances between the stored cluster_centers_ "
+                             "and the output points")
+        P = self.release_profiles_
+        if not sp.issparse(P) or P.shape != (n_out, self.n_features_in_):
+            raise ValueError(f"fitted.release_profiles_ has shape {getattr(P, 'shape', None)}, expected "
+                             f"{(n_out, self.n_features_in_)} (one profile per output symbol)")
+        data = np.asarray(P.tocsr().data, dtype=np.float64)
+        if not np.all(np.isfinite(data)):
+            raise ValueError(f"fitted.release_profiles_ holds a non-finite rating ({data[~np.isfinite(data)][0]!r})")
+        lo, hi = self.rating_range_
+        if not (np.isfinite(lo) and np.isfinite(hi) and lo <= hi):
+            raise ValueError(f"fitted.rating_range_ = {self.rating_range_!r} is not a finite range")
+        if space == "hamming":
+            bad = data[(data != 0) & (data != 1)]
+            if bad.size:
+                raise ValueError(f"fitted.release_profiles_ holds {bad[0]!r}; binarized releases hold 0 or 1")
+        else:
+            bad = data[(data != 0) & ((data < lo) | (data > hi))]
+            if bad.size:
+                raise ValueError(f"fitted.release_profiles_ holds the rating {bad[0]!r}, outside the rating scale "
+                                 f"[{lo!r}, {hi!r}] of the training users")
+        emp = _matrix(self.empirical_prior_, "empirical_prior_")
+        if emp.shape != self.prior_.shape or np.any(emp < 0) or abs(emp.sum() - 1.0) > 1e-9:
+            raise ValueError("fitted.empirical_prior_ must be a distribution of the prior_'s shape")
+        qd = float(np.sum(emp.sum(axis=0) * np.diag(self.cost_matrix_[:, :k])))
+        for name in ("quantization_radius_", "quantization_distortion_"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v) or v < 0:
+                raise ValueError(f"fitted.{name} must be a finite number >= 0, got {v!r:.60}")
+        if abs(self.quantization_distortion_ - qd) > 1e-9 * max(1.0, qd):
+            raise ValueError(f"fitted.quantization_distortion_ = {self.quantization_distortion_!r} does not hold: "
+                             f"the stored costs give {qd!r}")
+        if self.quantization_radius_ < float(np.max(np.diag(self.cost_matrix_[:, :k])[emp.sum(axis=0) > 0],
+                                                    initial=0.0)) - 1e-9:
+            raise ValueError("fitted.quantization_radius_ is smaller than a cluster's mean distance to its centre")
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -586,3 +693,94 @@ class QuantizedPrivacyMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimat
         tags.non_deterministic = True
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
         return tags
+
+
+# ----------------------------------------------------------------------------- statistics
+def _profile_stats(X_lab, w_lab, labels, k):
+    """Per-cluster item statistics of the labeled rows (in memory)."""
+    Xs = (X_lab.tocsr().astype(np.float64) if sp.issparse(X_lab)
+          else sp.csr_matrix(np.asarray(X_lab, dtype=np.float64)))
+    Xs.eliminate_zeros()
+    n = Xs.shape[0]
+    onehot = sp.csr_matrix((w_lab, (labels, np.arange(n))), shape=(k, n))
+    pattern = Xs.copy()
+    pattern.data = np.ones_like(pattern.data)
+    n_u = np.diff(Xs.indptr)
+    lengths = np.array([int(np.rint(np.median(n_u[labels == j]))) if np.any(labels == j) else 0
+                        for j in range(k)], dtype=np.int64)
+    return {
+        "counts": np.asarray((onehot @ pattern).todense()),
+        "sums": np.asarray((onehot @ Xs).todense()),
+        "size": np.bincount(labels, weights=w_lab, minlength=k),
+        "lengths": lengths,
+        "value_range": (Xs.data.min(), Xs.data.max(), np.abs(Xs.data).min()) if Xs.nnz else None,
+    }
+
+
+def _block_stats(Xb, yb, q, classes, n_out):
+    """Sufficient statistics of one dask block for the prior, costs and profiles (labeled users only)."""
+    y, mask = _dask.labeled_block(yb)
+    rows = np.flatnonzero(mask)
+    k = q.n_clusters_
+    n_items = q.n_features_in_
+    Xl = _dask.take_rows(Xb, rows)
+    a_idx = np.searchsorted(classes, y[rows])
+    stats = {
+        "counts": np.zeros((classes.size, k)),
+        "dist_sum": np.zeros((k, n_out)),
+        "own_max": np.full(1, -np.inf),
+        "own_sum": np.zeros(1),
+        "size": np.zeros(k),
+        "item_counts": np.zeros((k, n_items)),
+        "item_sums": np.zeros((k, n_items)),
+        "length_hist": np.zeros((k, n_items + 1)),
+        "lo_hi_absmin": np.array([np.inf, -np.inf, np.inf]),
+    }
+    if rows.size == 0:
+        return stats
+    E = q._embed(Xl)
+    D = q._distances(E, q._output_points())
+    labels = q._distances(E, q.cluster_centers_).argmin(axis=1)
+    n = rows.size
+    np.add.at(stats["counts"], (a_idx, labels), 1.0)
+    onehot = sp.csr_matrix((np.ones(n), (labels, np.arange(n))), shape=(k, n))
+    stats["dist_sum"] = np.asarray(onehot @ D)
+    own = D[np.arange(n), labels]
+    stats["own_max"][0] = own.max()
+    stats["own_sum"][0] = own.sum()
+    stats["size"] = np.bincount(labels, minlength=k).astype(np.float64)
+    Xs = Xl.tocsr().astype(np.float64) if sp.issparse(Xl) else sp.csr_matrix(np.asarray(Xl, dtype=np.float64))
+    Xs.eliminate_zeros()
+    pattern = Xs.copy()
+    pattern.data = np.ones_like(pattern.data)
+    stats["item_counts"] = np.asarray((onehot @ pattern).todense())
+    stats["item_sums"] = np.asarray((onehot @ Xs).todense())
+    n_u = np.diff(Xs.indptr)
+    np.add.at(stats["length_hist"], (labels, n_u), 1.0)
+    if Xs.data.size:
+        stats["lo_hi_absmin"] = np.array([Xs.data.min(), Xs.data.max(), np.abs(Xs.data).min()])
+    return stats
+
+
+def _combine_stats(s, t):
+    out = {}
+    for key in s:
+        if key == "own_max":
+            out[key] = np.maximum(s[key], t[key])
+        elif key == "lo_hi_absmin":
+            out[key] = np.array([min(s[key][0], t[key][0]), max(s[key][1], t[key][1]),
+                                 min(s[key][2], t[key][2])])
+        else:
+            out[key] = s[key] + t[key]
+    return out
+
+
+def _median_from_hist(hist):
+    """``np.median`` of the integers described by a histogram (bin ``v`` counts value ``v``)."""
+    m = int(hist.sum())
+    if m == 0:
+        return 0.0
+    cum = np.cumsum(hist)
+    lo = int(np.searchsorted(cum, (m - 1) // 2 + 1))
+    hi = int(np.searchsorted(cum, m // 2 + 1))
+    return 0.5 * (lo + hi)

@@ -178,7 +178,7 @@ def test_bad_input():
         ErasureMapper().fit(Xm, y)
     with pytest.raises(ValueError, match="delta.*-1"):
         ErasureMapper(delta=-1).fit(X, y)
-    with pytest.raises(ValueError, match="no labeled rows"):
+    with pytest.raises(ValueError, match="no labeled users"):
         ErasureMapper().fit(X, np.full(len(y), -1))
     with pytest.raises(ValueError, match="single class"):
         ErasureMapper().fit(X, np.zeros(len(y)))

@@ -14,6 +14,7 @@ distributed = pytest.importorskip("dask.distributed")
 
 from privrelease.datasets import make_ratings  # noqa: E402
 from privrelease.evaluation import privacy_utility_curve  # noqa: E402
+from privrelease.exceptions import PrivacyLeakWarning  # noqa: E402
 from privrelease.mappers import QuantizedPrivacyMapper  # noqa: E402
 from privrelease.mappers import _dask  # noqa: E402
 
@@ -65,7 +66,7 @@ def fitted(data):
 def test_fit_matches_in_memory(client, data, fitted):
     R, _, y = data
     Xd = da.from_array(R, chunks=(150, 40), asarray=False)
-    m = _dask.fit(QuantizedPrivacyMapper(n_clusters=6, delta=0.3, random_state=3), Xd, y)
+    m = QuantizedPrivacyMapper(n_clusters=6, delta=0.3, random_state=3).fit(Xd, y)
     # same sample (= every labeled user, in row order) -> same clustering, same integer counts
     np.testing.assert_array_equal(m.cluster_centers_, fitted.cluster_centers_)
     np.testing.assert_array_equal(m.prior_, fitted.prior_)
@@ -82,8 +83,8 @@ def test_fit_matches_in_memory(client, data, fitted):
 def test_prior_counts_every_labeled_user_when_sampling(client, data):
     R, _, y = data
     Xd = da.from_array(R, chunks=(100, 40), asarray=False)
-    m = _dask.fit(QuantizedPrivacyMapper(n_clusters=5, delta=0.5, smoothing=0.0, random_state=1),
-                  Xd, y, sample_size=120)
+    m = QuantizedPrivacyMapper(n_clusters=5, delta=0.5, smoothing=0.0, random_state=1,
+                               dask_sample_size=120).fit(Xd, y)  # the public parameter
     labeled = y != -1
     # the quantizer was learnt on 120 users, the prior counts all 400 (eq. 20, smoothing 0)
     c = m.quantize(R[labeled])
@@ -175,7 +176,7 @@ def test_dataframe_fit_records_feature_names(client, data):
     R, _, y = data
     cols = [f"item{j}" for j in range(R.shape[1])]
     ddf = dd.from_pandas(pd.DataFrame(R.toarray(), columns=cols), npartitions=4)
-    m = _dask.fit(QuantizedPrivacyMapper(n_clusters=4, delta=0.5, random_state=0), ddf, y)
+    m = QuantizedPrivacyMapper(n_clusters=4, delta=0.5, random_state=0).fit(ddf, y)
     assert list(m.feature_names_in_) == cols
     np.testing.assert_allclose(m.prior_.sum(), 1.0)
 
@@ -185,9 +186,9 @@ def test_bad_dask_inputs(client, fitted):
     with pytest.raises(ValueError, match="X has 7 features, but QuantizedPrivacyMapper is expecting 40"):
         _dask.transform(fitted, Xd)
     with pytest.raises(ValueError, match=r"y must have shape \(10,\) to match X, got \(9,\)"):
-        _dask.fit(QuantizedPrivacyMapper(), Xd, np.zeros(9))
+        QuantizedPrivacyMapper().fit(Xd, np.zeros(9))
     with pytest.raises(ValueError, match="no labeled users: all 10 entries"):
-        _dask.fit(QuantizedPrivacyMapper(), Xd, -np.ones(10))
+        QuantizedPrivacyMapper().fit(Xd, -np.ones(10))
     with pytest.raises(ValueError, match="block_rows must be a positive integer, got 0"):
         _dask.transform_in_blocks(fitted, np.zeros((3, 40)), 0)
 
@@ -227,7 +228,7 @@ def test_erasure_mapper_on_dask_dataframe(client):
 
     df, a = _census_like()
     ddf = dd.from_pandas(df, npartitions=3)
-    m = _dask.fit(ErasureMapper(delta=0.3, random_state=2), ddf, da.from_array(a, chunks=200))
+    m = ErasureMapper(delta=0.3, random_state=2).fit(ddf, da.from_array(a, chunks=200))
     ref_fit = ErasureMapper(delta=0.3, random_state=2).fit(df, a)
     np.testing.assert_array_equal(m.mapping_, ref_fit.mapping_)
     out = _dask.transform(m, ddf)
@@ -259,7 +260,7 @@ def test_erasure_mapper_on_dask_array(client):
 
 
 def test_erasure_mapper_dispatches_dask_and_saves(client, tmp_path):
-    from privrelease._persistence import load
+    from privrelease import load
     from privrelease.mappers import ErasureMapper
 
     df, a = _census_like()
@@ -269,12 +270,13 @@ def test_erasure_mapper_dispatches_dask_and_saves(client, tmp_path):
     assert hasattr(out, "dask")  # lazy
     sizes = ddf.map_partitions(len).compute().tolist()
     pd.testing.assert_frame_equal(out.compute(), _dask.transform_in_blocks(m, ddf.compute(), sizes))
-    m2 = load(m.save(tmp_path / "erasure.npz"))
+    with pytest.warns(PrivacyLeakWarning, match="reproducible"):
+        m2 = load(m.save(tmp_path / "erasure.npz"))
     pd.testing.assert_frame_equal(m2.transform(ddf).compute(), out.compute())
 
 
 def test_quantized_mapper_dispatches_dask(client, data, fitted, tmp_path):
-    from privrelease._persistence import load
+    from privrelease import load
 
     R, _, y = data
     Xd = da.from_array(R, chunks=(150, 40), asarray=False)
@@ -287,7 +289,8 @@ def test_quantized_mapper_dispatches_dask(client, data, fitted, tmp_path):
     released = m.fit_transform(Xd, y)
     assert isinstance(released, da.Array) and released.shape == R.shape
     # a mapper fitted out of core saves and loads like any other
-    m2 = load(m.save(tmp_path / "q.npz"))
+    with pytest.warns(PrivacyLeakWarning, match="reproducible"):
+        m2 = load(m.save(tmp_path / "q.npz"))
     assert (m2.transform(Xd).compute() != out.compute()).nnz == 0
     with pytest.raises(ValueError, match="sample_weight is not supported when X is a dask collection"):
         QuantizedPrivacyMapper(delta=0.3).fit(Xd, y, sample_weight=np.ones(R.shape[0]))
@@ -340,7 +343,9 @@ def test_erasure_prior_is_counted_per_partition(client):
     a[::7] = -1  # undisclosed users
     ddf = dd.from_pandas(df, npartitions=4)
     # what comes back from the partitions: one count per distinct (row, label) pair
-    parts = [_dask._erasure_counts(p.compute(), a[i * 150:(i + 1) * 150], list(df.columns))
+    from privrelease.mappers._erasure import _erasure_counts
+
+    parts = [_erasure_counts(p.compute(), a[i * 150:(i + 1) * 150], list(df.columns))
              for i, p in enumerate(ddf.to_delayed())]
     assert sum(int(t.sum()) for t in parts) == len(df)
     assert all(len(t) <= df.drop_duplicates().shape[0] * 3 for t in parts)

@@ -1,0 +1,486 @@
+"""The template shared by the mappers: validate, estimate the prior, solve, build the release.
+
+:class:`_BaseMapper` follows imbalanced-learn's ``base.py``: the public
+``fit`` validates once for every mapper and then calls three hooks,
+
+``_fit_prior(X, labeled, a_idx, weights)`` / ``_fit_prior_dask(X, y)``
+    The joint counts ``n(a, b)`` of the private attribute and the mapper's
+    input symbols, the distortion matrix, in memory or reduced from dask blocks
+    (:class:`PriorEstimate`).
+``_solve(prior, cost)``
+    The engine (Salamatian et al., Algorithm 1 / problem (6)); perfect privacy
+    included. Shared, not overridden.
+``_build_release(estimate)``
+    What each output symbol releases.
+
+and ``transform`` samples ``c_hat ~ mapping_[c]`` through one shared path
+(:meth:`_BaseMapper._sample`). Every reported figure (leakage, distortion,
+attacker accuracy, Theorem 1 bound) is computed by the engine's functions in
+:mod:`privrelease.mapping`, so the figures a file claims can be recomputed by
+the same functions when it is loaded (:meth:`_BaseMapper._check_fitted_state`).
+
+References
+----------
+S. Salamatian et al., "Managing your Private and Public Data: Bringing down
+Inference Attacks against your Privacy", Algorithms 1 and 2, Theorem 1,
+Proposition 1.
+"""
+
+import copy
+import math
+import warnings
+from dataclasses import dataclass, field
+from numbers import Integral
+
+import numpy as np
+from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin, _fit_context
+from sklearn.utils.validation import check_is_fitted
+
+from .. import _persistence
+from ..exceptions import PrivacyLeakWarning
+from ..mapping import (
+    MappingResult,
+    expected_distortion,
+    leakage as engine_leakage,
+    map_attack_accuracy,
+    mismatch_bounds,
+    mutual_information,
+    privacy_distortion_curve,
+    solve_mapping,
+)
+from ..utils import check_private_labels
+from . import _dask
+
+__all__ = ["PriorEstimate", "theorem1_bound", "check_sample_weight"]
+
+#: tolerance on a recomputed claim (the same engine functions on the same arrays agree exactly;
+#: this only absorbs the order of floating-point sums)
+_CLAIM_TOL = 1e-9
+#: tolerance on a privacy budget (the solver certifies to 1e-6 bits)
+_BUDGET_TOL = 1e-6
+#: confidence of the Proposition 1 + Theorem 1 bound reported as ``mismatch_bound_``
+_CONFIDENCE = 0.95
+
+
+@dataclass
+class PriorEstimate:
+    """What ``_fit_prior`` hands to the shared solve and to ``_build_release``.
+
+    Attributes
+    ----------
+    counts : ndarray of shape (n_classes, n_inputs)
+        Weighted joint counts ``n(a, b)`` of the labeled users.
+    cost : ndarray of shape (n_inputs, n_outputs)
+        Distortion ``d(b, b_hat)`` (``inf`` = forbidden).
+    n_labeled : int
+        Number of labeled users (the ``n`` of Proposition 1).
+    extra : dict
+        Whatever the mapper's ``_build_release`` needs.
+    """
+
+    counts: np.ndarray
+    cost: np.ndarray
+    n_labeled: int
+    extra: dict = field(default_factory=dict)
+
+
+def theorem1_bound(n_samples, n_private, n_public, d_max, confidence=_CONFIDENCE):
+    """Bound (bits) on the leakage error due to an empirical prior, with probability ``confidence``.
+
+    Proposition 1 gives ``P(||q - p||_1 >= eps) <= (n + 1)^{|A||B|} 2^{-2 n eps^2}``;
+    the ``eps`` at which that bound equals ``1 - confidence`` is
+    ``sqrt((|A||B| log2(n + 1) + log2(1 / (1 - confidence))) / (2 n))``, and the
+    engine's :func:`~privrelease.mapping.mismatch_bounds` turns it into Theorem 1's
+    bound (capped by ``log2 min(|A|, |B|)``, which is also what it returns when
+    Lemma 1 does not apply).
+    """
+    n = int(n_samples)
+    if n < 1:
+        return float(math.log2(min(n_private, n_public)))
+    eps = math.sqrt((n_private * n_public * math.log2(n + 1.0) + math.log2(1.0 / (1.0 - confidence))) / (2.0 * n))
+    return float(mismatch_bounds(min(eps, 2.0), n_private, n_public, d_max)["leakage_bits"])
+
+
+def check_sample_weight(sample_weight, n_samples):
+    """Non-negative, finite weights of shape (n_samples,) (None: every row weighs 1)."""
+    if sample_weight is None:
+        return np.ones(n_samples)
+    try:
+        w = np.asarray(sample_weight, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"sample_weight must hold numbers, got {np.asarray(sample_weight).dtype}") from None
+    if w.ndim == 0:
+        w = np.full(n_samples, float(w))
+    if w.shape != (n_samples,):
+        raise ValueError(f"sample_weight has shape {w.shape}, expected ({n_samples},) like X")
+    bad = ~np.isfinite(w) | (w < 0)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"sample_weight must be finite and non-negative, got {w[i]!r} at row {i} "
+                         f"({int(bad.sum())} such weight(s))")
+    return w
+
+
+def _is_fitted_attr(name):
+    return name.endswith("_") and not name.startswith("_")
+
+
+class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
+    """Template of the privacy mappers (see the module notes)."""
+
+    #: fitted attributes written by ``save`` (subclasses extend it)
+    _saved_attributes = (
+        "n_features_in_", "feature_names_in_", "classes_", "prior_", "cost_matrix_", "mapping_",
+        "leakage_", "prior_leakage_", "distortion_", "map_accuracy_", "smallest_delta_",
+        "mismatch_bound_", "n_labeled_", "solver_result_",
+    )
+    #: of those, the ones a fitted mapper may lack
+    _optional_attributes = ("feature_names_in_",)
+
+    # ---------------------------------------------------------------- hooks
+    def _validate_X(self, X, reset):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _fit_prior(self, X, labeled, a_idx, weights):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _fit_prior_dask(self, X, y):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _build_release(self, estimate):
+        """What each output symbol releases (default: nothing to build)."""
+
+    def _prior_from_counts(self, counts):
+        """The prior the mapping is designed for (default: the empirical joint)."""
+        return counts / counts.sum()
+
+    def _n_inputs(self):
+        return self.prior_.shape[1]
+
+    # ---------------------------------------------------------------- fit
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, sample_weight=None):
+        """Estimate the prior from the labeled users and solve for the mapping.
+
+        The fit is atomic: it runs on a copy, and the fitted state is replaced
+        only when everything succeeded (a failed refit leaves the previous fit intact).
+
+        Parameters
+        ----------
+        X : array-like, sparse matrix, DataFrame or dask collection of shape (n_samples, n_features)
+            See the class documentation for what each mapper accepts.
+        y : array-like of shape (n_samples,)
+            Private attribute. ``-1``, ``"-1"``, None, NaN, ``pd.NA`` and ``""``
+            mean "not disclosed" (:func:`privrelease.utils.undisclosed_mask`);
+            only the other rows enter the prior. Labels of mixed kinds (``1``
+            beside ``True``) are refused.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weight of each row in the prior (and, for the quantized
+            mapper, the clustering and the costs). Not supported on dask collections.
+
+        Returns
+        -------
+        self
+        """
+        if y is None:
+            raise ValueError(
+                f"{type(self).__name__} requires y to be passed, but the target y is None (y is the private "
+                "attribute, -1 for users who did not disclose it)"
+            )
+        work = copy.copy(self)  # shallow: shares random_state (a Generator advances as it would)
+        for name in [k for k in vars(work) if _is_fitted_attr(k)]:
+            delattr(work, name)
+        if _dask.is_dask_collection(X):
+            if sample_weight is not None:
+                raise ValueError(
+                    f"sample_weight is not supported when X is a dask collection, got "
+                    f"{type(sample_weight).__name__}; fit in memory to weight users"
+                )
+            estimate = work._fit_prior_dask(X, y)
+        else:
+            estimate = work._fit_in_memory(X, y, sample_weight)
+        work._solve_and_report(estimate)
+        work._build_release(estimate)
+        # success: replace the fitted state at once
+        for name in [k for k in vars(self) if _is_fitted_attr(k)]:
+            delattr(self, name)
+        self.__dict__.update({k: v for k, v in vars(work).items() if _is_fitted_attr(k)})
+        return self
+
+    def _fit_in_memory(self, X, y, sample_weight):
+        """Validate ``X``, ``y`` and the weights, then call ``_fit_prior`` on the labeled rows."""
+        Xv = self._validate_X(X, reset=True)
+        y, labeled = check_private_labels(y, Xv.shape[0])
+        w = check_sample_weight(sample_weight, Xv.shape[0])
+        if sample_weight is not None and labeled.any() and w[labeled].sum() <= 0:
+            raise ValueError(
+                "sample_weight gives the labeled rows a total weight of 0; expected a positive total"
+            )
+        labeled &= w > 0
+        if not labeled.any():
+            raise ValueError(
+                f"no labeled users: all {Xv.shape[0]} entries of y are missing (-1 or NaN); "
+                "the prior is estimated from users who disclosed the private attribute"
+            )
+        self.classes_, a_idx = np.unique(y[labeled], return_inverse=True)
+        if self.classes_.size < 2:
+            raise ValueError(
+                f"y has a single class among labeled users ({self.classes_[0]!r}); one class is not "
+                "enough: a private attribute needs at least two values to be protected"
+            )
+        return self._fit_prior(Xv, labeled, a_idx.ravel(), w[labeled])
+
+    def _solve(self, prior, cost):
+        """The engine's optimal mapping (Salamatian et al., Algorithm 1 / eq. 6).
+
+        ``delta`` minimises the leakage under a distortion budget, ``max_leakage``
+        the distortion under a leakage cap; both None ask for perfect privacy
+        (``I(A; C_hat) = 0`` iff ``p(a, c_hat) = p(a) p(c_hat)``, a linear
+        program): the engine's privacy-distortion curve at an unlimited budget
+        returns exactly that LP's least-distortion solution. Giving both is refused.
+        """
+        delta, max_leakage = self.delta, self.max_leakage
+        if delta is not None and max_leakage is not None:
+            raise ValueError(
+                f"give either delta (got {delta!r}) or max_leakage (got {max_leakage!r}), not both: "
+                "delta minimises leakage under a distortion budget, max_leakage minimises "
+                "distortion under a leakage cap"
+            )
+        solver = getattr(self, "solver", "auto")
+        if delta is not None:
+            return solve_mapping(prior, cost, float(delta), leakage=self.leakage, solver=solver)
+        if max_leakage is None or max_leakage == 0:
+            _, results = privacy_distortion_curve(prior, cost, [np.inf], leakage=self.leakage, solver=solver,
+                                                  return_mappings=True)
+            return results[0]
+        return solve_mapping(prior, cost, max_leakage=float(max_leakage), leakage=self.leakage, solver=solver)
+
+    def _solve_and_report(self, estimate):
+        """Prior, the engine's mapping and every reported figure (through the engine's functions)."""
+        self.prior_ = self._prior_from_counts(np.asarray(estimate.counts, dtype=np.float64))
+        self.cost_matrix_ = np.asarray(estimate.cost, dtype=np.float64)
+        self.n_labeled_ = int(estimate.n_labeled)
+        result = self._solve(self.prior_, self.cost_matrix_)
+        allowed = np.isfinite(self.cost_matrix_)
+        M = np.where(allowed, np.clip(np.asarray(result.mapping, dtype=np.float64), 0.0, None), 0.0)
+        self.mapping_ = M / M.sum(axis=1, keepdims=True)
+        self.solver_result_ = result
+        self._set_figures()
+
+    def _figures(self):
+        """Every figure derived from ``prior_``, ``mapping_`` and ``cost_matrix_`` (engine functions)."""
+        finite = np.isfinite(self.cost_matrix_)
+        d_max = float(self.cost_matrix_[finite].max()) if finite.any() else 0.0
+        p_in = self.prior_.sum(axis=0)
+        return {
+            "leakage_": float(engine_leakage(self.prior_, self.mapping_, kind=self.leakage)),
+            "prior_leakage_": float(mutual_information(self.prior_)),
+            "map_accuracy_": float(map_attack_accuracy(self.prior_, self.mapping_)),
+            "distortion_": float(expected_distortion(self.prior_, self.mapping_, self.cost_matrix_)),
+            "smallest_delta_": float(np.sum(p_in * np.where(finite, self.cost_matrix_, np.inf).min(axis=1))),
+            "mismatch_bound_": theorem1_bound(self.n_labeled_, self.classes_.size, self._n_inputs(), d_max),
+        }
+
+    def _set_figures(self):
+        for name, value in self._figures().items():
+            setattr(self, name, value)
+
+    # ---------------------------------------------------------------- transform
+    def _sample(self, inputs, source):
+        """Output symbol of each row: ``c_hat ~ mapping_[c]`` (eq. 21), -1 where ``inputs`` is -1."""
+        out = np.full(inputs.shape[0], -1, dtype=np.int64)
+        ok = inputs >= 0
+        if ok.any():
+            out[ok] = source.categorical(self.mapping_[inputs[ok]])
+        return out
+
+    def _release_meta(self, meta):
+        """The (empty) dask meta of the released blocks, given the input's meta (default: the same)."""
+        return meta
+
+    # ---------------------------------------------------------------- persistence
+    def save(self, path, key=None):
+        """Save the fitted mapper to a portable ``.npz`` file (no pickle); read it with :func:`privrelease.load`.
+
+        Parameters
+        ----------
+        path : str or path-like
+        key : bytes, optional
+            Secret (at least 16 bytes): the file carries an HMAC-SHA256 tag over
+            all its bytes, checked by ``privrelease.load(path, key=key)`` before
+            anything is decoded.
+
+        Returns
+        -------
+        path : str
+        """
+        return _persistence.save(self, path, key=key)
+
+    def _persist_params(self):
+        params = self.get_params(deep=False)
+        rs = params.get("random_state")
+        if getattr(rs, "secure", False):
+            params["random_state"] = rs = None  # a SecureRandomSource is what None means
+        if rs is not None and not (isinstance(rs, Integral) and not isinstance(rs, bool)):
+            raise ValueError(
+                f"random_state of type {type(rs).__name__} cannot be saved portably; use random_state=None "
+                "(operating-system entropy, the production setting) or an integer seed (tests) before saving"
+            )
+        return params
+
+    def _persist_state(self):
+        check_is_fitted(self)
+        state = {}
+        for name in self._saved_attributes:
+            if hasattr(self, name):
+                state[name] = self._encode_attribute(name, getattr(self, name))
+        return state
+
+    def _encode_attribute(self, name, value):
+        if name == "solver_result_":
+            return {"mapping": np.asarray(value.mapping, dtype=np.float64), "leakage": float(value.leakage),
+                    "distortion": float(value.distortion), "status": str(value.status),
+                    "certificate": dict(value.certificate), "solver": str(value.solver),
+                    "delta": value.delta, "max_leakage": value.max_leakage, "kind": str(value.kind)}
+        return value
+
+    def _decode_attribute(self, name, value):
+        if name == "solver_result_":
+            if not isinstance(value, dict):
+                raise ValueError(f"fitted.solver_result_ must be a mapping of fields, got {type(value).__name__}")
+            fields = ("mapping", "leakage", "distortion", "status", "certificate", "solver", "delta",
+                      "max_leakage", "kind")
+            if set(value) != set(fields):
+                raise ValueError(f"fitted.solver_result_ has fields {sorted(value)}, expected {sorted(fields)}")
+            return MappingResult(**value)
+        return value
+
+    @classmethod
+    def _restore(cls, params, state):
+        """Build a fitted mapper from a file's parameters and state, refusing any claim that does not hold."""
+        est = cls()
+        unknown = sorted(set(params) - set(est.get_params(deep=False)))
+        if unknown:
+            raise ValueError(f"params: {unknown[0]!r} is not a parameter of {cls.__name__}")
+        est.set_params(**params)
+        try:
+            est._validate_params()
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"params: the constructor parameters are not valid for {cls.__name__}: {exc}") from None
+        allowed = set(cls._saved_attributes)
+        for name in state:
+            if name not in allowed:
+                raise ValueError(f"fitted.{name}: {name!r} is not a fitted attribute name that "
+                                 f"{cls.__name__} saves")
+        for name in cls._saved_attributes:
+            if name not in state and name not in cls._optional_attributes:
+                raise ValueError(f"fitted.{name}: fitted attribute {name} is missing from the file")
+        for name, value in state.items():
+            setattr(est, name, est._decode_attribute(name, value))
+        try:
+            est._check_fitted_state()
+        except (TypeError, KeyError, IndexError, AttributeError) as exc:
+            raise ValueError(f"the fitted state of {cls.__name__} is malformed: {type(exc).__name__}: {exc}") from None
+        rs = est.random_state
+        if isinstance(rs, Integral) and not isinstance(rs, bool):
+            warnings.warn(
+                f"the loaded {cls.__name__} has an integer random_state ({rs}): every transform replays the same "
+                "seeded stream, so its releases are reproducible by anyone holding the file; set "
+                "random_state=None (operating-system entropy) for production releases",
+                PrivacyLeakWarning,
+                stacklevel=4,
+            )
+        return est
+
+    # ---------------------------------------------------------------- validation of a fitted state
+    def _check_fitted_state(self):
+        """Check the structure of the fitted state and recompute every claim (ValueError naming it)."""
+        n_features = self.n_features_in_
+        if isinstance(n_features, bool) or not isinstance(n_features, Integral) or n_features < 1:
+            raise ValueError(f"fitted.n_features_in_ must be a positive integer, got {n_features!r}")
+        names = getattr(self, "feature_names_in_", None)
+        if names is not None and (not isinstance(names, np.ndarray) or names.shape != (n_features,)):
+            raise ValueError(f"fitted.feature_names_in_ has {np.shape(names)} names, expected "
+                             f"n_features_in_={n_features}")
+        classes = self.classes_
+        if not isinstance(classes, np.ndarray) or classes.ndim != 1 or classes.size < 2:
+            raise ValueError(f"fitted.classes_ must be a 1-D array of at least 2 classes, got {classes!r:.80}")
+        if len(set(classes.tolist())) != classes.size:
+            raise ValueError(f"fitted.classes_ holds a class twice: {classes.tolist()!r:.80}")
+        prior = _matrix(self.prior_, "prior_")
+        M = _matrix(self.mapping_, "mapping_")
+        C = _matrix(self.cost_matrix_, "cost_matrix_", allow_posinf=True)
+        if prior.shape[0] != classes.size:
+            raise ValueError(f"fitted.prior_ has {prior.shape[0]} rows but classes_ has {classes.size} values")
+        if np.any(prior < 0):
+            r, c = np.argwhere(prior < 0)[0]
+            raise ValueError(f"fitted.prior_ entry ({r}, {c}) is negative ({float(prior[r, c])!r}); "
+                             "a prior is a distribution")
+        total = prior.sum()
+        if abs(total - 1.0) > _CLAIM_TOL:
+            raise ValueError(f"fitted.prior_ sums to {total:.12g}, expected 1 (within {_CLAIM_TOL:g})")
+        if prior.shape[1] != M.shape[0]:
+            raise ValueError(f"fitted.prior_ has {prior.shape[1]} columns but mapping_ has {M.shape[0]} rows; "
+                             "both count the input symbols")
+        if np.any(M < 0):
+            r, c = np.argwhere(M < 0)[0]
+            raise ValueError(f"fitted.mapping_ entry ({r}, {c}) is negative ({float(M[r, c])!r}); "
+                             "a mapping holds probabilities")
+        sums = M.sum(axis=1)
+        bad = np.flatnonzero(np.abs(sums - 1.0) > _CLAIM_TOL)
+        if bad.size:
+            r = int(bad[0])
+            raise ValueError(f"fitted.mapping_ row {r} sums to {sums[r]:.12g}, expected 1 (within {_CLAIM_TOL:g})")
+        if C.shape != M.shape:
+            raise ValueError(f"fitted.cost_matrix_ has shape {C.shape}, expected {M.shape} like mapping_")
+        if np.any(C < 0):
+            r, c = np.argwhere(C < 0)[0]
+            raise ValueError(f"fitted.cost_matrix_ entry ({r}, {c}) is negative ({float(C[r, c])!r}); "
+                             "distortions are >= 0")
+        if np.any(M[np.isinf(C)] != 0):
+            r, c = np.argwhere(np.isinf(C) & (M != 0))[0]
+            raise ValueError(f"fitted.mapping_ puts probability {float(M[r, c])!r} on the forbidden transition "
+                             f"({r}, {c}) (infinite cost_matrix_)")
+        n = self.n_labeled_
+        if isinstance(n, bool) or not isinstance(n, Integral) or n < 1:
+            raise ValueError(f"fitted.n_labeled_ must be a positive integer, got {n!r}")
+        self._check_structure()
+        for name, value in self._figures().items():
+            _check_claim(self, name, value)
+        res = self.solver_result_
+        if not isinstance(res.mapping, np.ndarray) or res.mapping.shape != M.shape:
+            raise ValueError(f"fitted.solver_result_.mapping has shape {np.shape(res.mapping)}, expected {M.shape}")
+        if not np.all(np.isfinite(res.mapping)) or np.max(np.abs(res.mapping - M)) > _BUDGET_TOL:
+            raise ValueError("fitted.solver_result_.mapping is not the mapping_ the file holds")
+        # the parameters' promise holds for the stored mapping
+        if self.delta is not None and self.distortion_ > self.delta + _BUDGET_TOL * max(1.0, self.delta):
+            raise ValueError(f"fitted.distortion_ = {self.distortion_!r} exceeds the budget delta = {self.delta!r}")
+        cap = self.max_leakage if self.max_leakage is not None else (0.0 if self.delta is None else None)
+        if cap is not None and self.leakage_ > cap + _BUDGET_TOL:
+            raise ValueError(f"fitted.leakage_ = {self.leakage_!r} bits exceeds the cap of {cap!r} bits that "
+                             "the parameters promise")
+
+    def _check_structure(self):
+        """Mapper-specific structure checks (run before the claims are recomputed)."""
+
+
+def _matrix(a, name, allow_posinf=False):
+    if not isinstance(a, np.ndarray) or a.ndim != 2 or a.dtype.kind not in "biuf" or 0 in a.shape:
+        raise ValueError(f"fitted.{name} must be a non-empty 2-D numeric array, got {type(a).__name__} "
+                         f"with shape {getattr(a, 'shape', None)}")
+    ok = np.isfinite(a) | (allow_posinf & (a == np.inf))
+    if not np.all(ok):
+        bad = np.argwhere(~ok)[0]
+        raise ValueError(f"fitted.{name} has a non-finite entry at {tuple(int(i) for i in bad)}: "
+                         f"{float(a[tuple(bad)])!r}")
+    return a.astype(np.float64, copy=False)
+
+
+def _check_claim(est, name, expected):
+    got = getattr(est, name)
+    if isinstance(got, bool) or not isinstance(got, (int, float, np.floating, np.integer)):
+        raise ValueError(f"fitted.{name} must be a number, got {got!r:.60}")
+    got = float(got)
+    if not (got == expected or abs(got - expected) <= _CLAIM_TOL * max(1.0, abs(expected))):
+        raise ValueError(f"fitted.{name} = {got!r} does not hold: recomputed from the stored arrays it is "
+                         f"{expected!r}; the file's claim is false")
