@@ -347,6 +347,8 @@ def _read(path, key=None, *, max_bytes=DEFAULT_MAX_BYTES):
                         f"({total} in all so far), more than max_bytes={max_bytes}; nothing was inflated. "
                         "Raise the cap with load(..., max_bytes=...) if the file is expected to be that large"
                     )
+            if _META_KEY + ".npy" not in {info.filename for info in infos}:
+                raise ValueError(f"{path!r} has no {_META_KEY!r} entry: not written by privrelease.save")
             for info in infos:
                 if not info.filename.endswith(".npy"):
                     raise ValueError(f"{path!r}: member {info.filename!r} is not a .npy array")
@@ -367,8 +369,6 @@ def _read(path, key=None, *, max_bytes=DEFAULT_MAX_BYTES):
     except Exception as exc:  # noqa: BLE001 - zip/npy parsing fails in many ways on damaged files
         raise ValueError(f"{path!r} is truncated or corrupt and cannot be read as a .npz archive "
                          f"({type(exc).__name__}: {exc})") from None
-    if _META_KEY not in arrays:
-        raise ValueError(f"{path!r} has no {_META_KEY!r} entry: not written by privrelease.save")
     raw_meta = arrays.pop(_META_KEY)
     if raw_meta.dtype.kind != "U" or raw_meta.ndim != 0:
         raise ValueError(f"{path!r}: {_META_KEY!r} must be a JSON string, got an array of dtype {raw_meta.dtype}")

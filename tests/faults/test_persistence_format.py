@@ -1,4 +1,8 @@
-"""Pickle-free persistence: round trips, and tampered or foreign files rejected with a clear reason."""
+"""Pickle-free persistence: round trips, and tampered, lying or foreign files rejected with a clear reason.
+
+Replays the hostile edits of issue 11: a keyed HMAC refuses any edit; without a key every stored
+claim is recomputed from the stored arrays, so the worst an editor can make is an honest mapper.
+"""
 
 import json
 import pickle
@@ -8,12 +12,19 @@ import numpy as np
 import pandas as pd
 import pytest
 import scipy.sparse as sp
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from sklearn.exceptions import NotFittedError
 
 from privrelease import _persistence
 from privrelease._persistence import FORMAT_VERSION, _read, _write, load, save
 from privrelease.datasets import make_ratings
+from privrelease.exceptions import PrivacyLeakWarning
 from privrelease.mappers import QuantizedPrivacyMapper
+
+# loading a mapper with an integer seed warns (tested on its own below)
+pytestmark = pytest.mark.filterwarnings("ignore:the loaded .* has an integer random_state")
+KEY = b"a secret of 32 bytes, not shared"
 
 
 @pytest.fixture(scope="module")
@@ -226,12 +237,17 @@ def test_shape_change_consistent_metadata(saved):
         load(_tamper(saved, edit, meta_edit, redigest=True))
 
 
-def test_profiles_shape_mismatch(saved):
+def test_feature_count_edit(saved, tmp_path, ratings):
     def meta_edit(meta):
         meta["fitted"]["n_features_in_"]["v"] = 31
 
-    with pytest.raises(ValueError, match="release_profiles_ has 30 columns, expected n_features_in_=31"):
+    with pytest.raises(ValueError, match="embedding_ is for 30 items, expected n_features_in_=31"):
         load(_tamper(saved, edit_meta=meta_edit, redigest=True))
+    R, a = ratings
+    raw = save(QuantizedPrivacyMapper(n_clusters=4, space="raw", delta=9.0, random_state=0).fit(R, a),
+               tmp_path / "raw.npz")
+    with pytest.raises(ValueError, match="cluster_centers_ has 30 columns, expected n_features_in_=31"):
+        load(_tamper(raw, edit_meta=meta_edit, redigest=True))
 
 
 def test_non_finite_centres(saved):
@@ -274,13 +290,21 @@ def test_attribute_names_are_checked(saved, tmp_path):
         load(_tamper(saved, edit_meta=meta_edit, redigest=True))
 
 
-def test_digest_catches_valid_but_altered_mapping(saved):
+def test_checksum_catches_accidental_change(saved):
+    def edit(arrays):
+        arrays["fitted/release_profiles_/data"][0] = arrays["fitted/release_profiles_/data"][1]  # still on scale
+
+    with pytest.raises(ValueError, match="SHA-256 checksum mismatch"):
+        load(_tamper(saved, edit))
+
+
+def test_valid_but_altered_mapping_is_refused_by_its_claims(saved):
     def edit(arrays):
         M = arrays["fitted/mapping_"]
-        M[0] = M[0][::-1].copy()  # still a probability row
+        M[0] = M[0][::-1].copy()  # still a probability row, digest recomputed below
 
-    with pytest.raises(ValueError, match="SHA-256 digest mismatch"):
-        load(_tamper(saved, edit))
+    with pytest.raises(ValueError, match=r"fitted.leakage_ = .* does not hold: recomputed"):
+        load(_tamper(saved, edit, redigest=True))
 
 
 def test_truncated_file(saved):
@@ -356,3 +380,283 @@ def test_random_byte_corruption_is_refused_or_harmless(tmp_path, fitted):
         _assert_same_fit(fitted, m)  # a damaged file never loads as a different mapper
         outcomes["same"] += 1
     assert outcomes["refused"] > 100
+
+
+# ----------------------------------------------------------------------------- issue 11: files you can trust
+def _identity_edit(arrays):
+    M = arrays["fitted/mapping_"]
+    M[:] = 0.0
+    M[np.arange(M.shape[0]), np.arange(M.shape[0])] = 1.0  # release every cluster as itself
+
+
+def test_keyed_file_round_trip_and_wrong_key(tmp_path, fitted, ratings):
+    R, _ = ratings
+    path = save(fitted, tmp_path / "k.npz", key=KEY)
+    m = load(path, key=KEY)
+    _assert_same_fit(fitted, m)
+    assert (m.transform(R) != fitted.transform(R)).nnz == 0
+    with pytest.raises(ValueError, match="HMAC-SHA256 tag does not match: the key is wrong or the file was altered"):
+        load(path, key=b"another key of 32 bytes, wrong!!")
+    plain = save(fitted, tmp_path / "plain.npz")
+    with pytest.raises(ValueError, match="is not signed, but a key was given"):
+        load(plain, key=KEY)
+    with pytest.raises(TypeError, match="key must be bytes"):
+        load(path, key="a string")
+    with pytest.raises(ValueError, match="at least 16 bytes, got 3"):
+        save(fitted, tmp_path / "short.npz", key=b"abc")
+
+
+def test_keyed_file_refuses_an_edit_before_decoding(tmp_path, fitted, monkeypatch):
+    """The issue's edit (identity mapping, digest recomputed) on a signed file: refused, nothing decoded."""
+    path = save(fitted, tmp_path / "k.npz", key=KEY)
+    raw = open(path, "rb").read()
+    head = len(_persistence._SIGNED_MAGIC) + _persistence._TAG_BYTES
+    body_path = tmp_path / "body.npz"
+    body_path.write_bytes(raw[head:])
+    _tamper(body_path, _identity_edit, redigest=True)  # an editor without the key
+    forged = tmp_path / "forged.npz"
+    forged.write_bytes(raw[:head] + body_path.read_bytes())
+
+    def boom(*args, **kwargs):
+        raise AssertionError("nothing may be decoded before the tag is checked")
+
+    monkeypatch.setattr(zipfile, "ZipFile", boom)
+    with pytest.raises(ValueError, match="HMAC-SHA256 tag does not match"):
+        load(forged, key=KEY)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_keyed_file_any_byte_edit_refused(tmp_path, fitted, data):
+    path = tmp_path / "signed.npz"
+    if not path.exists():
+        save(fitted, path, key=KEY)
+    raw = bytearray(path.read_bytes())
+    pos = data.draw(st.integers(0, len(raw) - 1), label="position")
+    raw[pos] ^= data.draw(st.integers(1, 255), label="xor")
+    edited = tmp_path / "edited.npz"
+    edited.write_bytes(bytes(raw))
+    with pytest.raises(ValueError, match="HMAC-SHA256 tag does not match|is not signed"):
+        load(edited, key=KEY)
+
+
+def test_identity_mapping_with_a_false_leakage_is_refused(saved):
+    with pytest.raises(ValueError, match=r"fitted.leakage_ = .* does not hold: recomputed from the stored arrays"):
+        load(_tamper(saved, _identity_edit, redigest=True))
+
+
+def test_identity_mapping_with_every_claim_recomputed_breaks_the_budget(tmp_path, ratings):
+    """An editor who recomputes every claim still cannot load a mapper that breaks its own parameters."""
+    from privrelease.mapping import expected_distortion, leakage, map_attack_accuracy
+
+    R, a = ratings
+    m = QuantizedPrivacyMapper(n_clusters=5, random_state=0).fit(R, a)  # perfect privacy
+    path = save(m, tmp_path / "pp.npz")
+    meta, arrays = _read(path)
+    _identity_edit(arrays)
+    M, P = arrays["fitted/mapping_"], arrays["fitted/prior_"]
+    arrays["fitted/solver_result_/mapping"][:] = M
+    true_leak = leakage(P, M)
+    assert true_leak > 0.05  # the identity release does leak
+    fitted = meta["fitted"]
+    fitted["leakage_"]["v"] = repr(true_leak)
+    fitted["map_accuracy_"]["v"] = repr(map_attack_accuracy(P, M))
+    fitted["distortion_"]["v"] = repr(expected_distortion(P, M, arrays["fitted/cost_matrix_"]))
+    fitted["center_distortion_"]["v"] = repr(expected_distortion(P, M, arrays["fitted/center_cost_matrix_"]))
+    from privrelease.mapping import mutual_information
+
+    fitted["empirical_leakage_"]["v"] = repr(mutual_information(arrays["fitted/empirical_prior_"] @ M))
+    _write(path, meta, arrays)
+    with pytest.raises(ValueError, match=r"leakage_ = 0\.\d+ bits exceeds the cap of 0\.0 bits that the parameters"):
+        load(path)
+
+
+CLAIMS = ["leakage_", "prior_leakage_", "map_accuracy_", "distortion_", "smallest_delta_", "mismatch_bound_",
+          "center_distortion_", "empirical_leakage_", "quantization_distortion_"]
+
+
+@pytest.mark.parametrize("claim", CLAIMS)
+def test_every_stored_claim_is_recomputed(saved, claim):
+    def meta_edit(meta):
+        meta["fitted"][claim]["v"] = repr(float(meta["fitted"][claim]["v"]) + 0.01)
+
+    with pytest.raises(ValueError, match=f"fitted.{claim} = .* does not hold"):
+        load(_tamper(saved, edit_meta=meta_edit, redigest=True))
+
+
+@pytest.mark.parametrize("value, message", [(np.nan, "non-finite rating"), (1e308, "outside the rating scale"),
+                                            (-3.0, "outside the rating scale")])
+def test_profiles_off_the_rating_scale_are_refused(saved, value, message):
+    def edit(arrays):
+        arrays["fitted/release_profiles_/data"][0] = value
+
+    with pytest.raises(ValueError, match=message):
+        load(_tamper(saved, edit, redigest=True))
+
+
+def test_profiles_and_scale_edited_together_stay_finite(saved):
+    def edit(arrays):
+        arrays["fitted/release_profiles_/data"][0] = np.inf
+
+    def meta_edit(meta):
+        meta["fitted"]["rating_range_"]["items"][1] = {"t": "float", "v": "inf"}
+
+    with pytest.raises(ValueError, match="non-finite rating"):
+        load(_tamper(saved, edit, meta_edit, redigest=True))
+
+
+@pytest.mark.parametrize("key", ["components_", "basis_chol_", "item_offset_"])
+def test_nan_embedding_is_refused(saved, key):
+    def edit(arrays):
+        arrays[f"fitted/embedding_/{key}"].flat[0] = np.nan
+
+    with pytest.raises(ValueError, match=f"embedding_.{key} holds a non-finite value"):
+        load(_tamper(saved, edit, redigest=True))
+
+
+@pytest.mark.parametrize("param, node, message", [
+    ("delta", {"t": "float", "v": "-5.0"}, r"'delta' parameter .* Got -5\.0"),
+    ("n_clusters", {"t": "value", "v": "many"}, "'n_clusters' parameter"),
+    ("random_state", {"t": "value", "v": -3}, "'random_state' parameter"),
+    ("unknown", {"t": "value", "v": 1}, "'unknown' is not a parameter"),
+])
+def test_parameters_go_through_the_constraints(saved, param, node, message):
+    def meta_edit(meta):
+        meta["params"][param] = node
+
+    with pytest.raises(ValueError, match=message):
+        load(_tamper(saved, edit_meta=meta_edit, redigest=True))
+
+
+def test_integer_seed_warns_that_releases_are_reproducible(tmp_path, fitted, ratings):
+    path = save(fitted, tmp_path / "seeded.npz")
+    with pytest.warns(PrivacyLeakWarning, match=r"integer random_state \(4\).*reproducible"):
+        load(path)
+    R, a = ratings
+    secure = save(QuantizedPrivacyMapper(n_clusters=3, delta=0.6).fit(R, a), tmp_path / "secure.npz")
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        load(secure)
+
+
+def _bomb(path, inflated, compressed_member="fitted/prior_.npy"):
+    """A zip whose member inflates to ``inflated`` bytes (zeros: a few KB on disk)."""
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("__metadata__.npy", b"")
+        with zf.open(compressed_member, "w", force_zip64=True) as fh:
+            chunk = bytes(2**20)
+            for _ in range(inflated // 2**20):
+                fh.write(chunk)
+    return path
+
+
+def test_zip_bomb_refused_before_inflation(tmp_path, monkeypatch, saved):
+    bomb = _bomb(tmp_path / "bomb.npz", 64 * 2**20)
+    assert bomb.stat().st_size < 2**20
+    inflated = []
+    real_open = zipfile.ZipFile.open
+    monkeypatch.setattr(zipfile.ZipFile, "open", lambda *a, **k: inflated.append(a[1]) or real_open(*a, **k))
+    with pytest.raises(ValueError, match=r"member 'fitted/prior_.npy' inflates to 67108864 bytes .*max_bytes=1000000"):
+        load(bomb, max_bytes=1_000_000)
+    assert inflated == []  # refused from the declared sizes alone
+    monkeypatch.undo()
+    size = saved.stat().st_size if hasattr(saved, "stat") else len(open(saved, "rb").read())
+    with pytest.raises(ValueError, match=f"holds {size} bytes, more than max_bytes=100"):
+        load(saved, max_bytes=100)
+    load(saved, max_bytes=10 * size)  # a cap the user can raise
+    with pytest.raises(ValueError, match="max_bytes must be a positive integer"):
+        load(saved, max_bytes=0)
+
+
+def test_default_cap_refuses_a_large_declared_size(tmp_path):
+    """A member whose header declares 4 GiB is refused under the default cap (nothing inflated)."""
+    path = tmp_path / "declared.npz"
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("__metadata__.npy", b"")
+        zf.writestr("fitted/prior_.npy", bytes(1000))
+    raw = bytearray(path.read_bytes())
+    central = raw.rfind(b"PK\x01\x02")  # the last member's central directory entry
+    raw[central + 24:central + 28] = (0xFFFFFFF0).to_bytes(4, "little")  # its uncompressed size
+    path.write_bytes(bytes(raw))
+    with pytest.raises(ValueError, match="inflates to 4294967280 bytes .*max_bytes=268435456; nothing was inflated"):
+        load(path)
+
+
+def test_malformed_structures_say_where(saved):
+    cases = [
+        (lambda m: m.__setitem__("params", []), "'params' entry must be a JSON object, got list"),
+        (lambda m: m["params"]["delta"].pop("t"), r"params.delta: the entry has no 't' field"),
+        (lambda m: m["fitted"]["prior_"].pop("key"), r"fitted.prior_: the entry has no 'key' field"),
+        (lambda m: m["fitted"].pop("mapping_"), "fitted.mapping_: fitted attribute mapping_ is missing"),
+        (lambda m: m["fitted"]["classes_"].__setitem__("t", "object"), "fitted.classes_: unknown entry type"),
+        (lambda m: m["fitted"]["leakage_"].__setitem__("v", "zero"), "fitted.leakage_: 'zero' is not a number"),
+        (lambda m: m["fitted"]["embedding_"].__setitem__("t", "list"), r"fitted.embedding_.items: expected list, got dict"),
+        (lambda m: m["fitted"]["release_profiles_"].__setitem__("shape", [5]), "release_profiles_.shape: expected two"),
+    ]
+    for edit, message in cases:
+        meta, arrays = _read(saved)
+        edit(meta)
+        path = saved + ".edited.npz"
+        _write(path, meta, arrays)
+        with pytest.raises(ValueError, match=message):
+            load(path)
+
+
+def test_metadata_nested_1000_deep(saved):
+    meta, arrays = _read(saved)
+    meta["params"]["delta"] = "@DEEP@"
+    text = json.dumps(meta, sort_keys=True).replace(
+        '"@DEEP@"', '{"t": "list", "items": [' * 1000 + '{"t": "value", "v": 1}' + "]}" * 1000)
+    payload = dict(arrays)
+    payload["__metadata__"] = np.array(text)
+    np.savez(saved, **payload)
+    with pytest.raises(ValueError, match=r"params.delta(\[0\])+: the metadata nests deeper than 32 levels|nests too deeply"):
+        load(saved)
+
+
+_JSON = st.recursive(st.none() | st.booleans() | st.integers(-5, 5) | st.floats(allow_nan=False, allow_infinity=False)
+                     | st.text(max_size=5),
+                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+                     max_leaves=8)
+
+
+def _nodes(obj, path=()):
+    yield path
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from _nodes(v, path + (k,))
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            yield from _nodes(v, path + (i,))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_fuzzed_metadata_is_a_value_error_or_an_honest_mapper(tmp_path, fitted, data):
+    """Replace any node of the metadata by arbitrary JSON (checksum recomputed): ValueError, or a mapper
+    that loads with claims that hold (the worst an editor can make is an honest mapper)."""
+    path = tmp_path / "fuzz.npz"
+    if not path.exists():
+        save(fitted, path)
+    meta, arrays = _read(path)
+    paths = [p for p in _nodes(meta) if p and p[0] not in ("sha256", "arrays")]
+    target = data.draw(st.sampled_from(paths), label="node")
+    value = data.draw(_JSON, label="value")
+    parent = meta
+    for k in target[:-1]:
+        parent = parent[k]
+    parent[target[-1]] = value
+    edited = tmp_path / "fuzzed.npz"
+    try:
+        _write(edited, meta, arrays)
+    except ValueError:
+        return  # not JSON-serialisable as written (a NaN): nothing to load
+    try:
+        m = load(edited)
+    except ValueError:
+        return
+    from privrelease.mapping import leakage
+
+    assert m.leakage_ == pytest.approx(leakage(m.prior_, m.mapping_), abs=1e-9)
