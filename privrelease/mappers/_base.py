@@ -116,7 +116,7 @@ def check_sample_weight(sample_weight, n_samples):
     bad = ~np.isfinite(w) | (w < 0)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"sample_weight must be finite and non-negative, got {w[i]!r} at row {i} "
+        raise ValueError(f"sample_weight must be finite and non-negative, got {float(w[i])!r} at row {i} "
                          f"({int(bad.sum())} such weight(s))")
     return w
 
@@ -214,7 +214,7 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         w = check_sample_weight(sample_weight, Xv.shape[0])
         if sample_weight is not None and labeled.any() and w[labeled].sum() <= 0:
             raise ValueError(
-                "sample_weight gives the labeled rows a total weight of 0; expected a positive total"
+                "sample_weight gives the labeled rows a total weight of 0 (every weight zero); expected a positive total"
             )
         labeled &= w > 0
         if not labeled.any():
