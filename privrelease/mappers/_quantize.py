@@ -15,8 +15,11 @@ Two spaces in which users are clustered and distortion is measured:
 And a Hamming clustering for binarized ratings (the paper's exchange
 distortion, Sec. VI-C), with majority-vote centres.
 
-Nothing here touches the private attribute: clustering is a non-privacy step,
-seeded from :meth:`RandomSource.spawn_seed`.
+Clustering is a non-privacy step, seeded from :meth:`RandomSource.spawn_seed`,
+and never sees the private attribute. The cluster statistics at the end
+(:func:`profile_stats`, :func:`block_stats`) are the sufficient statistics of
+Algorithm 2: :func:`block_stats` counts the private attribute of the labeled
+users of one dask block (the prior of eq. 20).
 """
 
 import numpy as np
@@ -24,7 +27,10 @@ import scipy.sparse as sp
 from sklearn.cluster import KMeans
 from sklearn.decomposition import TruncatedSVD
 
-__all__ = ["TasteEmbedding", "hamming_kmodes", "hamming_distances", "row_chunks"]
+from . import _dask
+
+__all__ = ["TasteEmbedding", "hamming_kmodes", "hamming_distances", "row_chunks", "profile_stats", "block_stats",
+           "combine_stats", "median_from_hist"]
 
 #: rows processed at once when a rating matrix is streamed
 CHUNK_ROWS = 16384
@@ -329,3 +335,98 @@ def kmeans(E, n_clusters, random_state, sample_weight=None):
     else:
         labels = km.fit_predict(E, sample_weight=sample_weight)
     return np.asarray(km.cluster_centers_), labels
+
+
+# ----------------------------------------------------------------------------- cluster statistics
+# Sufficient statistics of Algorithm 2 (prior counts, costs, profiles), in memory or per dask block.
+def profile_stats(X_lab, w_lab, labels, k):
+    """Per-cluster item statistics of the labeled rows (in memory)."""
+    Xs = (X_lab.tocsr().astype(np.float64) if sp.issparse(X_lab)
+          else sp.csr_matrix(np.asarray(X_lab, dtype=np.float64)))
+    Xs.eliminate_zeros()
+    n = Xs.shape[0]
+    onehot = sp.csr_matrix((w_lab, (labels, np.arange(n))), shape=(k, n))
+    pattern = Xs.copy()
+    pattern.data = np.ones_like(pattern.data)
+    n_u = np.diff(Xs.indptr)
+    lengths = np.array([int(np.rint(np.median(n_u[labels == j]))) if np.any(labels == j) else 0
+                        for j in range(k)], dtype=np.int64)
+    return {
+        "counts": np.asarray((onehot @ pattern).todense()),
+        "sums": np.asarray((onehot @ Xs).todense()),
+        "size": np.bincount(labels, weights=w_lab, minlength=k),
+        "lengths": lengths,
+        "value_range": (Xs.data.min(), Xs.data.max(), np.abs(Xs.data).min()) if Xs.nnz else None,
+    }
+
+
+def block_stats(Xb, yb, q, classes, n_out):
+    """Sufficient statistics of one dask block for the prior, costs and profiles (labeled users only).
+
+    ``q`` is the fitted quantizer (a QuantizedPrivacyMapper holding its embedding and centres).
+    """
+    y, mask = _dask.labeled_block(yb)
+    rows = np.flatnonzero(mask)
+    k = q.n_clusters_
+    n_items = q.n_features_in_
+    Xl = _dask.take_rows(Xb, rows)
+    a_idx = np.searchsorted(classes, y[rows])
+    stats = {
+        "counts": np.zeros((classes.size, k)),
+        "dist_sum": np.zeros((k, n_out)),
+        "own_max": np.full(1, -np.inf),
+        "own_sum": np.zeros(1),
+        "size": np.zeros(k),
+        "item_counts": np.zeros((k, n_items)),
+        "item_sums": np.zeros((k, n_items)),
+        "length_hist": np.zeros((k, n_items + 1)),
+        "lo_hi_absmin": np.array([np.inf, -np.inf, np.inf]),
+    }
+    if rows.size == 0:
+        return stats
+    E = q._embed(Xl)
+    D = q._distances(E, q._output_points())
+    labels = q._distances(E, q.cluster_centers_).argmin(axis=1)
+    n = rows.size
+    np.add.at(stats["counts"], (a_idx, labels), 1.0)
+    onehot = sp.csr_matrix((np.ones(n), (labels, np.arange(n))), shape=(k, n))
+    stats["dist_sum"] = np.asarray(onehot @ D)
+    own = D[np.arange(n), labels]
+    stats["own_max"][0] = own.max()
+    stats["own_sum"][0] = own.sum()
+    stats["size"] = np.bincount(labels, minlength=k).astype(np.float64)
+    Xs = Xl.tocsr().astype(np.float64) if sp.issparse(Xl) else sp.csr_matrix(np.asarray(Xl, dtype=np.float64))
+    Xs.eliminate_zeros()
+    pattern = Xs.copy()
+    pattern.data = np.ones_like(pattern.data)
+    stats["item_counts"] = np.asarray((onehot @ pattern).todense())
+    stats["item_sums"] = np.asarray((onehot @ Xs).todense())
+    n_u = np.diff(Xs.indptr)
+    np.add.at(stats["length_hist"], (labels, n_u), 1.0)
+    if Xs.data.size:
+        stats["lo_hi_absmin"] = np.array([Xs.data.min(), Xs.data.max(), np.abs(Xs.data).min()])
+    return stats
+
+
+def combine_stats(s, t):
+    out = {}
+    for key in s:
+        if key == "own_max":
+            out[key] = np.maximum(s[key], t[key])
+        elif key == "lo_hi_absmin":
+            out[key] = np.array([min(s[key][0], t[key][0]), max(s[key][1], t[key][1]),
+                                 min(s[key][2], t[key][2])])
+        else:
+            out[key] = s[key] + t[key]
+    return out
+
+
+def median_from_hist(hist):
+    """``np.median`` of the integers described by a histogram (bin ``v`` counts value ``v``)."""
+    m = int(hist.sum())
+    if m == 0:
+        return 0.0
+    cum = np.cumsum(hist)
+    lo = int(np.searchsorted(cum, (m - 1) // 2 + 1))
+    hi = int(np.searchsorted(cum, m // 2 + 1))
+    return 0.5 * (lo + hi)

@@ -14,7 +14,17 @@ from ..utils import check_random_source
 from . import _dask
 from ._base import PriorEstimate, _BaseMapper, _matrix
 from ._common import BUDGET_CONSTRAINT, LEAKAGE_CONSTRAINT, RANDOM_STATE_CONSTRAINT
-from ._quantize import TasteEmbedding, hamming_distances, hamming_kmodes, kmeans, row_chunks
+from ._quantize import (
+    TasteEmbedding,
+    block_stats as _block_stats,
+    combine_stats as _combine_stats,
+    hamming_distances,
+    hamming_kmodes,
+    kmeans,
+    median_from_hist as _median_from_hist,
+    profile_stats as _profile_stats,
+    row_chunks,
+)
 
 __all__ = ["QuantizedPrivacyMapper"]
 
@@ -693,94 +703,3 @@ class QuantizedPrivacyMapper(_BaseMapper):
         tags.non_deterministic = True
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
         return tags
-
-
-# ----------------------------------------------------------------------------- statistics
-def _profile_stats(X_lab, w_lab, labels, k):
-    """Per-cluster item statistics of the labeled rows (in memory)."""
-    Xs = (X_lab.tocsr().astype(np.float64) if sp.issparse(X_lab)
-          else sp.csr_matrix(np.asarray(X_lab, dtype=np.float64)))
-    Xs.eliminate_zeros()
-    n = Xs.shape[0]
-    onehot = sp.csr_matrix((w_lab, (labels, np.arange(n))), shape=(k, n))
-    pattern = Xs.copy()
-    pattern.data = np.ones_like(pattern.data)
-    n_u = np.diff(Xs.indptr)
-    lengths = np.array([int(np.rint(np.median(n_u[labels == j]))) if np.any(labels == j) else 0
-                        for j in range(k)], dtype=np.int64)
-    return {
-        "counts": np.asarray((onehot @ pattern).todense()),
-        "sums": np.asarray((onehot @ Xs).todense()),
-        "size": np.bincount(labels, weights=w_lab, minlength=k),
-        "lengths": lengths,
-        "value_range": (Xs.data.min(), Xs.data.max(), np.abs(Xs.data).min()) if Xs.nnz else None,
-    }
-
-
-def _block_stats(Xb, yb, q, classes, n_out):
-    """Sufficient statistics of one dask block for the prior, costs and profiles (labeled users only)."""
-    y, mask = _dask.labeled_block(yb)
-    rows = np.flatnonzero(mask)
-    k = q.n_clusters_
-    n_items = q.n_features_in_
-    Xl = _dask.take_rows(Xb, rows)
-    a_idx = np.searchsorted(classes, y[rows])
-    stats = {
-        "counts": np.zeros((classes.size, k)),
-        "dist_sum": np.zeros((k, n_out)),
-        "own_max": np.full(1, -np.inf),
-        "own_sum": np.zeros(1),
-        "size": np.zeros(k),
-        "item_counts": np.zeros((k, n_items)),
-        "item_sums": np.zeros((k, n_items)),
-        "length_hist": np.zeros((k, n_items + 1)),
-        "lo_hi_absmin": np.array([np.inf, -np.inf, np.inf]),
-    }
-    if rows.size == 0:
-        return stats
-    E = q._embed(Xl)
-    D = q._distances(E, q._output_points())
-    labels = q._distances(E, q.cluster_centers_).argmin(axis=1)
-    n = rows.size
-    np.add.at(stats["counts"], (a_idx, labels), 1.0)
-    onehot = sp.csr_matrix((np.ones(n), (labels, np.arange(n))), shape=(k, n))
-    stats["dist_sum"] = np.asarray(onehot @ D)
-    own = D[np.arange(n), labels]
-    stats["own_max"][0] = own.max()
-    stats["own_sum"][0] = own.sum()
-    stats["size"] = np.bincount(labels, minlength=k).astype(np.float64)
-    Xs = Xl.tocsr().astype(np.float64) if sp.issparse(Xl) else sp.csr_matrix(np.asarray(Xl, dtype=np.float64))
-    Xs.eliminate_zeros()
-    pattern = Xs.copy()
-    pattern.data = np.ones_like(pattern.data)
-    stats["item_counts"] = np.asarray((onehot @ pattern).todense())
-    stats["item_sums"] = np.asarray((onehot @ Xs).todense())
-    n_u = np.diff(Xs.indptr)
-    np.add.at(stats["length_hist"], (labels, n_u), 1.0)
-    if Xs.data.size:
-        stats["lo_hi_absmin"] = np.array([Xs.data.min(), Xs.data.max(), np.abs(Xs.data).min()])
-    return stats
-
-
-def _combine_stats(s, t):
-    out = {}
-    for key in s:
-        if key == "own_max":
-            out[key] = np.maximum(s[key], t[key])
-        elif key == "lo_hi_absmin":
-            out[key] = np.array([min(s[key][0], t[key][0]), max(s[key][1], t[key][1]),
-                                 min(s[key][2], t[key][2])])
-        else:
-            out[key] = s[key] + t[key]
-    return out
-
-
-def _median_from_hist(hist):
-    """``np.median`` of the integers described by a histogram (bin ``v`` counts value ``v``)."""
-    m = int(hist.sum())
-    if m == 0:
-        return 0.0
-    cum = np.cumsum(hist)
-    lo = int(np.searchsorted(cum, (m - 1) // 2 + 1))
-    hi = int(np.searchsorted(cum, m // 2 + 1))
-    return 0.5 * (lo + hi)
