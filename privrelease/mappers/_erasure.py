@@ -1,5 +1,6 @@
 """ErasureMapper: erasure-only privacy mapping of categorical features (Salamatian et al., Sec. VI-A)."""
 
+import numbers
 import warnings
 
 import numpy as np
@@ -168,6 +169,17 @@ class ErasureMapper(_BaseMapper):
                 f"X contains {int(missing.sum())} missing value(s) (for example row {r}, column {c}: "
                 f"{Xa[r, c]!r}); ErasureMapper needs every category present (NaN/None are refused)"
             )
+        if Xa.dtype == object:
+            for j in range(Xa.shape[1]):
+                col = Xa[:, j].tolist()
+                flags = [isinstance(v, (bool, np.bool_)) for v in col]
+                nums = [not f and isinstance(v, (numbers.Number, np.number)) for v, f in zip(col, flags)]
+                if any(flags) and any(nums):
+                    b, n = col[flags.index(True)], col[nums.index(True)]
+                    raise TypeError(
+                        f"column {j} of X mixes booleans and numbers (for example {b!r} and {n!r}); "
+                        "1 and True would be merged into one category: give the column one kind of value"
+                    )
         return Xa
 
     def _encode(self, Xa):

@@ -128,3 +128,13 @@ def test_mismatch_bound_caps_like_the_engine_on_small_samples():
     m = ErasureMapper(delta=0.5, random_state=0).fit(X, y)
     assert np.isfinite(m.mismatch_bound_)
     assert m.mismatch_bound_ == pytest.approx(1.0)  # log2 min(|A| = 2, |B| = 4): Lemma 1 does not apply
+
+
+def test_erasure_refuses_a_column_mixing_booleans_and_numbers():
+    X, y = _table()
+    X["b"] = np.array([True, 1, "u"], dtype=object)[np.arange(len(y)) % 3]
+    with pytest.raises(TypeError, match=r"column 1 of X mixes booleans and numbers \(for example True and 1\)"):
+        ErasureMapper(delta=0.3).fit(X, y)
+    X["b"] = np.array([True, False, "u"], dtype=object)[np.arange(len(y)) % 3]  # booleans beside strings: kept apart
+    m = ErasureMapper(delta=0.3, random_state=0).fit(X, y)
+    assert [v for v in m.categories_[1].tolist()] == [False, True, "u"]
