@@ -94,6 +94,11 @@ def test_prior_counts_every_labeled_user_when_sampling(client, data):
     np.testing.assert_allclose(m.prior_, counts / labeled.sum(), rtol=1e-12)
     assert m.n_labeled_ == labeled.sum() == 400
     np.testing.assert_allclose(m.mapping_.sum(axis=1), 1.0, atol=1e-12)
+    # the helper kept for older scripts goes through the same public parameter
+    old = _dask.fit(QuantizedPrivacyMapper(n_clusters=5, delta=0.5, smoothing=0.0, random_state=1), Xd, y,
+                    sample_size=120)
+    assert old.dask_sample_size == 120
+    np.testing.assert_array_equal(old.prior_, m.prior_)
 
 
 @pytest.mark.parametrize("dense", [False, True])
