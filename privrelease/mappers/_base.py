@@ -330,6 +330,10 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
     def _persist_state(self):
         check_is_fitted(self)
+        try:
+            self._check_fitted_state()  # never write a file that load would refuse
+        except ValueError as exc:
+            raise ValueError(f"this {type(self).__name__} cannot be saved: its fitted state does not hold ({exc})") from None
         state = {}
         for name in self._saved_attributes:
             if hasattr(self, name):

@@ -360,15 +360,16 @@ def profile_stats(X_lab, w_lab, labels, k):
     }
 
 
-def block_stats(Xb, yb, q, classes, n_out):
+def block_stats(Xb, yb, assign, classes, n_clusters, n_out):
     """Sufficient statistics of one dask block for the prior, costs and profiles (labeled users only).
 
-    ``q`` is the fitted quantizer (a QuantizedPrivacyMapper holding its embedding and centres).
+    ``assign(X)`` returns the distances of the rows of ``X`` to the ``n_out``
+    output points and their clusters (the fitted quantizer ``psi``).
     """
     y, mask = _dask.labeled_block(yb)
     rows = np.flatnonzero(mask)
-    k = q.n_clusters_
-    n_items = q.n_features_in_
+    k = n_clusters
+    n_items = Xb.shape[1]
     Xl = _dask.take_rows(Xb, rows)
     a_idx = np.searchsorted(classes, y[rows])
     stats = {
@@ -384,9 +385,7 @@ def block_stats(Xb, yb, q, classes, n_out):
     }
     if rows.size == 0:
         return stats
-    E = q._embed(Xl)
-    D = q._distances(E, q._output_points())
-    labels = q._distances(E, q.cluster_centers_).argmin(axis=1)
+    D, labels = assign(Xl)
     n = rows.size
     np.add.at(stats["counts"], (a_idx, labels), 1.0)
     onehot = sp.csr_matrix((np.ones(n), (labels, np.arange(n))), shape=(k, n))

@@ -479,6 +479,11 @@ class QuantizedPrivacyMapper(_BaseMapper):
         P.eliminate_zeros()
         return P
 
+    def _assign(self, X):
+        """Distances of the rows of ``X`` to the output points, and their clusters ``psi(b)``."""
+        E = self._embed(X)
+        return self._distances(E, self._output_points()), self._distances(E, self.cluster_centers_).argmin(axis=1)
+
     def _fit_prior_dask(self, X, y):
         """Algorithm 2 out of core: a quantizer learnt on a sample, the prior counted over every block.
 
@@ -523,8 +528,9 @@ class QuantizedPrivacyMapper(_BaseMapper):
 
         # (ii) one pass over every block: prior counts, costs, profile statistics
         n_out = self.center_cost_matrix_.shape[1]
-        quantizer = dask.delayed(self, pure=True)
-        parts = [dask.delayed(_block_stats)(xb, yb, quantizer, classes, n_out) for xb, yb in zip(X_parts, y_parts)]
+        assign = dask.delayed(self._assign, pure=True)
+        parts = [dask.delayed(_block_stats)(xb, yb, assign, classes, self.n_clusters_, n_out)
+                 for xb, yb in zip(X_parts, y_parts)]
         st = dask.compute(_dask.tree_reduce(parts, _combine_stats))[0]
         size = st["size"]
         if np.any(size == 0):
