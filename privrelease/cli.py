@@ -73,7 +73,7 @@ def _log(msg):
 
 
 def cmd_demo(args):
-    from .runner import available_experiments, check_run, load_pipeline, run_experiment
+    from .runner import available_experiments, check_run, load_pipeline, pipeline_params, run_experiment
     from .runner._report import Report, markdown_table, prepare_output_folder
 
     import pandas as pd
@@ -97,7 +97,7 @@ def cmd_demo(args):
         params = {}
         if pdir is not None and (pdir / f"{name}.toml").is_file():
             spec = load_pipeline(pdir / f"{name}.toml")
-            params, title = spec["params"], spec["title"]
+            params, title = pipeline_params(spec, quick=args.quick), spec["title"]
         check_run(name, params, quick=args.quick)
         plan.append((name, title, params))
     out = prepare_output_folder(args.output, overwrite=args.overwrite)

@@ -5,6 +5,7 @@ from ._pipeline import (
     available_experiments,
     check_run,
     load_pipeline,
+    pipeline_params,
     run_experiment,
     run_pipeline,
 )
@@ -18,6 +19,7 @@ __all__ = [
     "available_experiments",
     "check_run",
     "load_pipeline",
+    "pipeline_params",
     "run_experiment",
     "run_pipeline",
     "validate_params",

@@ -1,7 +1,8 @@
 """Experiment definitions (``pipelines/*.toml``) and how they are run.
 
 A pipeline file names one experiment module of :mod:`privrelease.runner.experiments`
-and the keyword arguments of its ``run`` function::
+and the keyword arguments of its ``run`` function, and optionally what ``--quick``
+runs instead::
 
     title = "Census: privacy-distortion curve with erasures"
     experiment = "census_erasure"
@@ -9,6 +10,9 @@ and the keyword arguments of its ``run`` function::
     [params]
     random_state = 0
     deltas = [0.0, 0.25, 0.5, 1.0, 1.5]
+
+    [quick]
+    deltas = [0.0, 1.0]
 
 Every parameter is checked against the experiment's ``PARAMETERS`` schema
 (:mod:`privrelease.runner._schema`) before anything runs. Running it writes a
@@ -30,10 +34,10 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-__all__ = ["available_experiments", "load_pipeline", "run_pipeline", "run_experiment", "check_run",
-           "RunIncomplete"]
+__all__ = ["available_experiments", "load_pipeline", "pipeline_params", "run_pipeline", "run_experiment",
+           "check_run", "RunIncomplete"]
 
-_ALLOWED_KEYS = {"title", "experiment", "description", "params"}
+_ALLOWED_KEYS = {"title", "experiment", "description", "params", "quick"}
 _MAX_PIPELINE_BYTES = 1 << 20
 
 
@@ -104,17 +108,36 @@ def load_pipeline(path):
         if key in spec and not isinstance(spec[key], str):
             raise PipelineError(f"pipeline file {str(path)!r}: {key} = {spec[key]!r} must be a string")
     params = spec.get("params", {})
-    if not isinstance(params, dict):
-        raise PipelineError(f"[params] in {str(path)!r} must be a table, got {params!r}")
+    quick = spec.get("quick", {})
+    for key, table in (("params", params), ("quick", quick)):
+        if not isinstance(table, dict):
+            raise PipelineError(f"[{key}] in {str(path)!r} must be a table, got {table!r}")
     module = _experiment_module(spec["experiment"])
     validate_params(module, params, source=str(path))
+    validate_params(module, quick, source=f"{path} [quick]")
     return {
         "title": spec.get("title", spec["experiment"]),
         "experiment": spec["experiment"],
         "description": spec.get("description", ""),
         "params": dict(params),
+        "quick": dict(quick),
         "path": str(path),
     }
+
+
+def pipeline_params(spec, *, quick=False, overrides=None):
+    """The parameters a pipeline runs with: ``[params]``, then ``[quick]`` if ``quick``, then ``overrides``.
+
+    A pipeline file's ``[quick]`` table says what ``--quick`` means for it (the
+    shipped files mirror the experiments' quick values); the experiment's own
+    quick values then fill only the parameters set nowhere, and a value given
+    with ``--set`` always wins (:func:`check_run` notes it).
+    """
+    params = dict(spec["params"])
+    if quick:
+        params.update(spec.get("quick", {}))
+    params.update(overrides or {})
+    return params
 
 
 def check_run(name, params=None, *, quick=None):
@@ -125,7 +148,7 @@ def check_run(name, params=None, *, quick=None):
     user did not set, and ``notes`` lists the explicit values it left alone.
     """
     module = _experiment_module(name)
-    params = validate_params(module, dict(params or {}), source=f"experiment {name!r}")
+    params = validate_params(module, dict(params or {}))
     params, notes = resolve_quick(module, params, bool(quick))
     return module, params, notes
 
@@ -172,8 +195,7 @@ def run_pipeline(path, output_dir=None, *, quick=None, overrides=None, overwrite
     validated like them.
     """
     spec = load_pipeline(path)
-    params = dict(spec["params"])
-    params.update(overrides or {})
+    params = pipeline_params(spec, quick=bool(quick), overrides=overrides)
     out = output_dir if output_dir is not None else Path("reports") / Path(path).stem
     return run_experiment(spec["experiment"], out, title=spec["title"], description=spec["description"],
                           params=params, quick=quick, overwrite=overwrite, log=log)

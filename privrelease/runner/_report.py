@@ -197,6 +197,12 @@ def prepare_output_folder(output_dir, *, overwrite=False):
         raise OutputFolderError(f"output folder {str(path)!r} became a symbolic link; refusing to write")
     if not os.access(path, os.W_OK | os.X_OK):
         raise OutputFolderError(f"output folder {str(path)!r} is not writable: expected a folder you can write to")
+    with os.scandir(path) as entries:
+        links = sorted(e.name for e in entries if e.is_symlink())
+    if links:
+        raise OutputFolderError(
+            f"output folder {str(path)!r} holds symbolic link(s) {links[:5]}: a report never writes through a "
+            "link; remove them or choose another folder")
     if not overwrite:
         for name in REPORT_FILES:
             if os.path.lexists(path / name):

@@ -100,20 +100,27 @@ class Bool(Spec):
         return value
 
 
+def _num(x):
+    """A bound as a person writes it: 10000000, 0.5."""
+    if isinstance(x, int) or (isinstance(x, float) and x.is_integer() and abs(x) < 1e16):
+        return str(int(x))
+    return f"{x:g}"
+
+
 class _Range(Spec):
     def __init__(self, low=None, high=None, *, why=None, low_open=False, high_open=False):
         self.low, self.high, self.why = low, high, why
         self.low_open, self.high_open = low_open, high_open
 
     def _range_text(self):
-        lo = "" if self.low is None else ("(" if self.low_open else "[") + f"{self.low:g}"
-        hi = "" if self.high is None else f"{self.high:g}" + (")" if self.high_open else "]")
+        lo = "" if self.low is None else ("(" if self.low_open else "[") + _num(self.low)
+        hi = "" if self.high is None else _num(self.high) + (")" if self.high_open else "]")
         if self.low is not None and self.high is not None:
             return f" in {lo}, {hi}"
         if self.low is not None:
-            return f" {'>' if self.low_open else '>='} {self.low:g}"
+            return f" {'>' if self.low_open else '>='} {_num(self.low)}"
         if self.high is not None:
-            return f" {'<' if self.high_open else '<='} {self.high:g}"
+            return f" {'<' if self.high_open else '<='} {_num(self.high)}"
         return ""
 
     def _check_range(self, name, value):
@@ -121,7 +128,7 @@ class _Range(Spec):
         too_high = self.high is not None and (value >= self.high if self.high_open else value > self.high)
         if too_high and self.why:
             raise PipelineError(
-                f"parameter {name} = {_show(value)}: expected {self.expected}; the cap {self.high:g} "
+                f"parameter {name} = {_show(value)}: expected {self.expected}; the cap {_num(self.high)} "
                 f"is there because {self.why}")
         if too_low or too_high:
             raise self._value_error(name, value)
@@ -326,11 +333,11 @@ def validate_params(module, params, *, source=None):
         Value of the wrong type.
     """
     name, schema = _schema(module)
-    where = f"{source}: " if source else ""
+    where = f"{source}: " if source else f"experiment {name!r}: "
     unknown = sorted(k for k in params if k not in schema)
     if unknown:
-        raise PipelineError(f"{where}experiment {name!r} has no parameter(s) {unknown}; "
-                            f"it takes {sorted(schema)}")
+        raise PipelineError(f"{where}unknown parameter(s) {unknown}; experiment {name!r} takes "
+                            f"{sorted(schema)}")
     try:
         checked = {k: schema[k].check(k, v) for k, v in params.items()}
         together = getattr(module, "check_together", None)
