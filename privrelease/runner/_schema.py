@@ -348,6 +348,11 @@ def validate_params(module, params, *, source=None):
     return checked
 
 
+def _plain(value):
+    """Arrays compare as lists (a TOML array against a tuple default)."""
+    return [_plain(v) for v in value] if isinstance(value, (list, tuple)) else value
+
+
 def resolve_quick(module, params, quick):
     """Apply ``--quick``: fill the experiment's quick values the user did not set.
 
@@ -361,7 +366,7 @@ def resolve_quick(module, params, quick):
     if params.get("quick") is True:
         for k, v in getattr(module.run, "quick_values", {}).items():
             if k in params:
-                if params[k] != v:
+                if _plain(params[k]) != _plain(v):
                     notes.append(f"--quick keeps your {k} = {_show(params[k])} (quick would use {_show(v)})")
             else:
                 params[k] = v
