@@ -246,18 +246,19 @@ def main(argv=None):
     if not getattr(args, "func", None):
         parser.print_help()
         return 0
+    error = None
     try:
         return args.func(args)
     except (PipelineError, UsageError) as exc:
-        status, text = EXIT_USAGE, _one_line(exc)
+        error, status, text = exc, EXIT_USAGE, _one_line(exc)
     except RunIncomplete as exc:
-        status, text = EXIT_FAILED, _one_line(exc)
-    except KeyboardInterrupt:
-        status, text = 130, "interrupted"
+        error, status, text = exc, EXIT_FAILED, _one_line(exc)
+    except KeyboardInterrupt as exc:
+        error, status, text = exc, 130, "interrupted"
     except Exception as exc:  # the experiment itself failed: one line, the traceback with --debug
-        status, text = EXIT_FAILED, f"the run failed: {type(exc).__name__}: {_one_line(exc)}"
+        error, status, text = exc, EXIT_FAILED, f"the run failed: {type(exc).__name__}: {_one_line(exc)}"
     if args.debug:
-        traceback.print_exc()
+        traceback.print_exception(type(error), error, error.__traceback__)
     hint = "" if args.debug or status == 130 else " (rerun with --debug for the traceback)"
     if status == EXIT_USAGE:
         hint = ""
