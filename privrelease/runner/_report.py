@@ -72,8 +72,7 @@ def html_table(df, max_rows=60):
 
 
 # ---------------------------------------------------------------- markdown text -> HTML (the subset reports use)
-_INLINE = [
-    (re.compile(r"`([^`]+)`"), lambda m: f"<code>{m.group(1)}</code>"),
+_INLINE = [  # applied to escaped text, after `code` spans are set aside
     (re.compile(r"\*\*([^*]+)\*\*"), lambda m: f"<strong>{m.group(1)}</strong>"),
     (re.compile(r"(?<![\w*])\*([^*\s][^*]*)\*(?![\w*])"), lambda m: f"<em>{m.group(1)}</em>"),
 ]
@@ -100,7 +99,7 @@ def _inline(text):
         return f"\x00{len(codes) - 1}\x00"
 
     out = re.sub(r"`([^`]+)`", keep_code, out)
-    for pattern, repl in _INLINE[1:]:
+    for pattern, repl in _INLINE:
         out = pattern.sub(repl, out)
 
     def link(m):
