@@ -154,6 +154,28 @@ def _refuse_empty(output_dir):
             "a folder (use -o . to write into the current folder on purpose)")
 
 
+def _make_folders(path):
+    """``mkdir -p`` that checks each folder it creates is a real folder (not swapped for a link)."""
+    missing = []
+    p = path
+    while not os.path.lexists(p):
+        missing.append(p)
+        if p.parent == p:
+            break
+        p = p.parent
+    for folder in reversed(missing):
+        try:
+            os.mkdir(folder)
+        except FileExistsError:
+            pass  # created concurrently: checked below like ours
+        st = os.lstat(folder)
+        if not stat.S_ISDIR(st.st_mode):
+            raise OutputFolderError(f"output folder component {str(folder)!r} that privrelease created is no longer "
+                                    "a folder (replaced by a link or a file); refusing to write")
+    if not path.is_dir():
+        raise NotADirectoryError(str(path))
+
+
 def prepare_output_folder(output_dir, *, overwrite=False):
     """Create (if needed) and check a report folder; return it as a :class:`~pathlib.Path`.
 
@@ -182,7 +204,7 @@ def prepare_output_folder(output_dir, *, overwrite=False):
     if path.exists() and not path.is_dir():
         raise OutputFolderError(f"output folder {str(path)!r} is a file, not a folder: expected a folder path")
     try:
-        path.mkdir(parents=True, exist_ok=True)
+        _make_folders(path)
     except (FileExistsError, NotADirectoryError):
         raise OutputFolderError(
             f"cannot create output folder {str(path)!r}: a part of that path is a file, not a folder") from None

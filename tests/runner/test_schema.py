@@ -125,3 +125,47 @@ def test_quick_never_replaces_an_explicit_value():
     assert notes == ["--quick keeps your n = 7 (quick would use 10)"]
     _, params, notes = check_run("contract_design", {"n_points": 7}, quick=True)
     assert params["n_points"] == 7 and params["monte_carlo"] == 20_000 and len(notes) == 1
+
+
+# ---------------------------------------------------------------- fuzz: validation never crashes
+def _toml_values():
+    from hypothesis import strategies as st
+
+    scalars = st.one_of(st.booleans(), st.integers(-10**12, 10**12), st.floats(allow_nan=True),
+                        st.text(max_size=12))
+    return st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=4),
+                                                         st.dictionaries(st.text(max_size=8), inner, max_size=3)),
+                        max_leaves=8)
+
+
+@pytest.mark.parametrize("name", available_experiments())
+def test_fuzz_every_parameter_is_accepted_in_range_or_refused_cleanly(name):
+    """Any TOML value for any parameter: a PipelineError (never another exception), or a value that
+    satisfies the declaration (integers are integers within their bounds, reals are finite)."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from privrelease.runner._schema import Float as F
+    from privrelease.runner._schema import Int as I
+
+    module = _module(name)
+    keys = sorted(module.PARAMETERS)
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(key=st.sampled_from(keys), value=_toml_values())
+    def check(key, value):
+        try:
+            out = validate_params(module, {key: value})[key]
+        except PipelineError as exc:  # ParameterTypeError is one too
+            assert key in str(exc)
+            return
+        spec = module.PARAMETERS[key]
+        if isinstance(spec, I):
+            assert isinstance(out, int) and not isinstance(out, bool) and spec.low <= out <= spec.high
+        if isinstance(spec, F):
+            assert math.isfinite(out) and (spec.low is None or out >= spec.low)
+            assert spec.high is None or out <= spec.high
+        if isinstance(spec, Bool):
+            assert isinstance(out, bool)
+
+    check()
