@@ -5,8 +5,9 @@
     report folder (``reports/demo/report.md`` plus a sub-folder per experiment).
 ``privrelease run PIPELINE_FILE``
     Runs one experiment definition from ``pipelines/`` and writes its report.
-``privrelease list``
-    Lists the experiments and the pipeline files found.
+``privrelease list [NAME]``
+    Lists the experiments and the pipeline files found, or one experiment's
+    parameters (type, range, size cap and its reason).
 
 Every parameter is checked against its experiment's schema and the output
 folder is checked before anything runs. A report is ``report.md`` plus one
@@ -169,13 +170,24 @@ def cmd_run(args):
 
 def cmd_list(args):
     from .runner import available_experiments
+    from .runner._pipeline import _experiment_module
 
+    if args.experiment:
+        module = _experiment_module(args.experiment)
+        quick = getattr(module.run, "quick_values", {})
+        _log(f"parameters of {args.experiment} (checked before anything runs):")
+        for key, spec in sorted(module.PARAMETERS.items()):
+            cap = f"; capped because {spec.why}" if getattr(spec, "why", None) else ""
+            q = f"  [--quick: {quick[key]!r}]" if key in quick else ""
+            _log(f"  {key}: {spec.expected}{cap}{q}")
+        return 0
     _log("experiments: " + ", ".join(available_experiments()))
     pdir = _pipelines_dir()
     if pdir is not None:
         _log(f"pipeline files in {pdir}:")
         for f in sorted(pdir.glob("*.toml")):
             _log(f"  {f.name}")
+    _log("privrelease list NAME shows an experiment's parameters")
     return 0
 
 
@@ -223,7 +235,8 @@ def build_parser():
     _add_common(p)
     p.set_defaults(func=cmd_run)
 
-    p = sub.add_parser("list", help="list experiments and pipeline files")
+    p = sub.add_parser("list", help="list experiments and pipeline files, or one experiment's parameters")
+    p.add_argument("experiment", nargs="?", metavar="NAME", help="show this experiment's parameters")
     p.add_argument("--debug", action="store_true", help="show the traceback of an error")
     p.set_defaults(func=cmd_list)
     return parser

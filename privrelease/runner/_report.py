@@ -289,16 +289,22 @@ class _Folder:
         if st is not None and not stat.S_ISREG(st.st_mode):
             raise OutputFolderError(f"refusing to write {str(target)!r}: it exists and is not a regular file")
         tmp = f".{name}.{secrets.token_hex(8)}.tmp"
-        tfd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC, 0o644, dir_fd=fd)
+        try:
+            tfd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC, 0o644, dir_fd=fd)
+        except OSError as exc:
+            raise OutputFolderError(f"cannot write into output folder {str(self.path)!r}: "
+                                    f"{exc.strerror or exc}") from None
         try:
             with os.fdopen(tfd, "wb") as fh:
                 fh.write(data)
             os.replace(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)
-        except BaseException:
+        except BaseException as exc:
             try:
                 os.unlink(tmp, dir_fd=fd)
             except OSError:
                 pass
+            if isinstance(exc, OSError):
+                raise OutputFolderError(f"cannot write {str(target)!r}: {exc.strerror or exc}") from None
             raise
         return target
 
@@ -366,6 +372,10 @@ class Report:
         path = self._write(f"{name}.csv", df.to_csv(index=False).encode("utf-8"))
         self._parts.append(("table", df.copy(), caption, path.name, max_rows))
         return path
+
+    def csv(self, df, name):
+        """Save ``df`` as ``name.csv`` without showing it (for long tables); return the path."""
+        return self._write(f"{name}.csv", df.to_csv(index=False).encode("utf-8"))
 
     def figure(self, fig, name, caption=None):
         """Save a matplotlib figure as ``name.png`` and embed it (inline in the HTML page)."""

@@ -271,3 +271,15 @@ def test_html_escapes_text_and_links_stay_relative(tmp_path):
     assert "<strong>bold</strong>" in page and "<code>x&lt;y</code>" in page
     assert [v for _, k, v in p.refs if k == "href"] == ["sub/report.html"]
     assert p.tables == [[["<th>"], ["<td>&"]]]
+
+
+def test_list_shows_an_experiments_schema(capsys):
+    from privrelease.runner.experiments import contract_design
+
+    rc, out, _ = _run(["list", "contract_design"], capsys)
+    assert rc == 0
+    lines = [ln.strip() for ln in out.splitlines()[1:]]
+    assert sorted(ln.split(":", 1)[0] for ln in lines) == sorted(contract_design.PARAMETERS)
+    assert any(ln.startswith("monte_carlo: an integer in [1, 10000000]; capped because") for ln in lines)
+    rc, _, err = _run(["list", "nope"], capsys)
+    _assert_usage_error(rc, err, "unknown experiment 'nope'")

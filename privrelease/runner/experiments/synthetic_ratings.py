@@ -84,9 +84,7 @@ def compare_methods(curves, target_auc):
 
 
 def _csv_only(report, df, name):
-    path = report.output_dir / f"{name}.csv"
-    df.to_csv(path, index=False)
-    report.files.append(path)
+    path = report.csv(df, name)  # written inside the report folder, never through a link
     report.text(f"Full table: `{path.name}` ({len(df)} rows, {df.shape[1]} columns).")
 
 
