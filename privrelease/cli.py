@@ -5,16 +5,31 @@
     report folder (``reports/demo/report.md`` plus a sub-folder per experiment).
 ``privrelease run PIPELINE_FILE``
     Runs one experiment definition from ``pipelines/`` and writes its report.
-``privrelease list``
-    Lists the experiments and the pipeline files found.
+``privrelease list [NAME]``
+    Lists the experiments and the pipeline files found, or one experiment's
+    parameters (type, range, size cap and its reason).
+
+Every parameter is checked against its experiment's schema and the output
+folder is checked before anything runs. A report is ``report.md`` plus one
+self-contained ``report.html`` beside it. Reports are written only inside the
+output folder (no symbolic link is followed), and a folder holding an earlier
+report is refused unless ``--overwrite``. Exit status: 0 done, 1 an experiment
+failed or could not do its job (for example a missing data set), 2 a usage
+error (one line on stderr; ``--debug`` shows the traceback).
 """
 
 import argparse
 import sys
 import time
+import traceback
 from pathlib import Path
 
 from . import __version__
+
+#: exit status of a user error (bad file, parameter, output folder): nothing ran
+EXIT_USAGE = 2
+#: exit status of a run that could not do its job (failed or incomplete experiment)
+EXIT_FAILED = 1
 
 # Experiments whose data ships with the package, in the order the demo shows them.
 DEMO_EXPERIMENTS = [
@@ -39,9 +54,12 @@ def _pipelines_dir():
 
 
 def _parse_override(text):
+    """``KEY=VALUE`` with a TOML value; a value that is not TOML (``x``) is taken as a string."""
     if "=" not in text:
         raise argparse.ArgumentTypeError(f"--set expects KEY=VALUE, got {text!r}")
     key, value = text.split("=", 1)
+    if not key.strip().isidentifier():
+        raise argparse.ArgumentTypeError(f"--set expects KEY=VALUE with KEY a parameter name, got {key!r}")
     from .runner._pipeline import tomllib
 
     try:
@@ -56,21 +74,37 @@ def _log(msg):
 
 
 def cmd_demo(args):
-    from .runner import available_experiments, load_pipeline, run_experiment
-    from .runner._report import Report, markdown_table
+    from .runner import available_experiments, check_run, load_pipeline, pipeline_params, run_experiment
+    from .runner._report import Report, markdown_table, prepare_output_folder
 
     import pandas as pd
 
-    out = Path(args.output)
     avail = set(available_experiments())
+    if args.only:
+        unknown = sorted(set(args.only) - {n for n, _ in DEMO_EXPERIMENTS})
+        if unknown:
+            raise UsageError(f"--only names unknown demo experiment(s) {unknown}; expected among "
+                             f"{[n for n, _ in DEMO_EXPERIMENTS]}")
     pdir = _pipelines_dir()
     todo = [(n, t) for n, t in DEMO_EXPERIMENTS if n in avail]
     if args.only:
         todo = [(n, t) for n, t in todo if n in args.only]
     if not todo:
         _log("no demo experiment is available in this installation")
-        return 1
-    index = Report(out, title="privrelease demo")
+        return EXIT_FAILED
+    # everything is checked before anything runs: pipeline files, parameters, output folders
+    plan = []
+    for name, title in todo:
+        params = {}
+        if pdir is not None and (pdir / f"{name}.toml").is_file():
+            spec = load_pipeline(pdir / f"{name}.toml")
+            params, title = pipeline_params(spec, quick=args.quick), spec["title"]
+        check_run(name, params, quick=args.quick)
+        plan.append((name, title, params))
+    out = prepare_output_folder(args.output, overwrite=args.overwrite)
+    for name, _, _ in plan:
+        prepare_output_folder(out / name, overwrite=args.overwrite)
+    index = Report(out, title="privrelease demo", overwrite=args.overwrite)
     index.text(
         "Each section below is one experiment run on data that ships with privrelease "
         "(the UCI Adult census file, scikit-learn's Iris, and synthetic ratings shaped like the "
@@ -79,18 +113,17 @@ def cmd_demo(args):
     rows = []
     failures = 0
     t_all = time.perf_counter()
-    for i, (name, title) in enumerate(todo, 1):
-        params = {}
-        if pdir is not None and (pdir / f"{name}.toml").is_file():
-            spec = load_pipeline(pdir / f"{name}.toml")
-            params, title = spec["params"], spec["title"]
-        _log(f"[{i}/{len(todo)}] {title} ...")
+    for i, (name, title, params) in enumerate(plan, 1):
+        _log(f"[{i}/{len(plan)}] {title} ...")
         try:
             path, headline, secs = run_experiment(name, out / name, title=title, params=params,
-                                                  quick=True if args.quick else None)
+                                                  quick=True if args.quick else None, overwrite=args.overwrite,
+                                                  log=_log)
         except Exception as exc:  # keep going: one broken experiment must not hide the others
             failures += 1
-            _log(f"      FAILED: {type(exc).__name__}: {exc}")
+            _log(f"      FAILED: {type(exc).__name__}: {_one_line(exc)}")
+            if args.debug:
+                traceback.print_exc()
             rows.append({"experiment": name, "status": f"failed: {type(exc).__name__}", "seconds": float("nan")})
             continue
         _log(f"      done in {secs:.1f} s -> {path}")
@@ -102,8 +135,13 @@ def cmd_demo(args):
     index.section("Run summary")
     index.text(markdown_table(pd.DataFrame(rows)))
     path = index.save()
-    _log(f"\nReport written to {path.resolve()} ({time.perf_counter() - t_all:.0f} s)")
-    return 1 if failures else 0
+    _log(f"\nReport written to {path.resolve()} and {path.with_suffix('.html').resolve()} "
+         f"({time.perf_counter() - t_all:.0f} s)")
+    if failures:
+        print(f"privrelease: error: {failures} of {len(plan)} demo experiment(s) failed; see {path}",
+              file=sys.stderr)
+        return EXIT_FAILED
+    return 0
 
 
 def _fmt(v):
@@ -115,68 +153,130 @@ def _fmt(v):
 def cmd_run(args):
     from .runner import run_pipeline
 
-    overrides = dict(args.set or [])
-    out = args.output
+    overrides = {}
+    for key, value in args.set or []:
+        if key in overrides:
+            raise UsageError(f"--set {key}=... is given twice; expected each parameter at most once")
+        overrides[key] = value
     _log(f"running {args.pipeline} ...")
-    path, headline, secs = run_pipeline(args.pipeline, out, quick=True if args.quick else None,
-                                        overrides=overrides)
+    path, headline, secs = run_pipeline(args.pipeline, args.output, quick=True if args.quick else None,
+                                        overrides=overrides, overwrite=args.overwrite, log=_log)
     for k, v in (headline or {}).items():
         _log(f"  {k}: {_fmt(v)}")
-    _log(f"done in {secs:.1f} s; report written to {Path(path).resolve()}")
+    _log(f"done in {secs:.1f} s; report written to {Path(path).resolve()} and "
+         f"{Path(path).with_suffix('.html').resolve()}")
     return 0
 
 
 def cmd_list(args):
     from .runner import available_experiments
+    from .runner._pipeline import _experiment_module
 
+    if args.experiment:
+        module = _experiment_module(args.experiment)
+        quick = getattr(module.run, "quick_values", {})
+        _log(f"parameters of {args.experiment} (checked before anything runs):")
+        for key, spec in sorted(module.PARAMETERS.items()):
+            cap = f"; capped because {spec.why}" if getattr(spec, "why", None) else ""
+            q = f"  [--quick: {quick[key]!r}]" if key in quick else ""
+            _log(f"  {key}: {spec.expected}{cap}{q}")
+        return 0
     _log("experiments: " + ", ".join(available_experiments()))
     pdir = _pipelines_dir()
     if pdir is not None:
         _log(f"pipeline files in {pdir}:")
         for f in sorted(pdir.glob("*.toml")):
             _log(f"  {f.name}")
+    _log("privrelease list NAME shows an experiment's parameters")
     return 0
 
 
+class UsageError(ValueError):
+    """A command-line mistake (exit status 2)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with its errors on one line (``privrelease: error: ...``) and exit status 2."""
+
+    def error(self, message):
+        self.exit(EXIT_USAGE, f"privrelease: error: {message} (see privrelease --help)\n")
+
+
+def _add_common(p):
+    p.add_argument("--quick", action="store_true",
+                   help="small, fast settings; a parameter you set yourself is kept (a note says so)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="allow writing into a folder that holds an earlier report")
+    p.add_argument("--debug", action="store_true", help="show the traceback of an error")
+
+
 def build_parser():
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="privrelease",
         description="Privacy-preserving release of ratings, what it costs, and paying for privacy.",
+        epilog="Exit status: 0 done; 1 an experiment failed or could not do its job (for example its data set "
+               "is missing); 2 a usage error (bad pipeline file, parameter or output folder; nothing ran).",
     )
     parser.add_argument("--version", action="version", version=f"privrelease {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     p = sub.add_parser("demo", help="run the experiments whose data ships with the package")
     p.add_argument("--output", "-o", default="reports/demo", help="report folder (default: reports/demo)")
-    p.add_argument("--quick", action="store_true",
-                   help="small, fast settings (about 30 s) instead of the full runs (a few minutes)")
     p.add_argument("--only", nargs="+", metavar="NAME", help="run only these experiments")
+    _add_common(p)
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("run", help="run one pipeline file (pipelines/NAME.toml)")
     p.add_argument("pipeline", metavar="PIPELINE_FILE")
     p.add_argument("--output", "-o", default=None, help="report folder (default: reports/<name>)")
-    p.add_argument("--quick", action="store_true", help="small, fast settings")
     p.add_argument("--set", action="append", type=_parse_override, metavar="KEY=VALUE",
-                   help="override a [params] entry (TOML value syntax), repeatable")
+                   help="override a [params] entry (TOML value syntax: 3, 0.5, true, \"text\", [1, 2]), "
+                        "repeatable")
+    _add_common(p)
     p.set_defaults(func=cmd_run)
 
-    p = sub.add_parser("list", help="list experiments and pipeline files")
+    p = sub.add_parser("list", help="list experiments and pipeline files, or one experiment's parameters")
+    p.add_argument("experiment", nargs="?", metavar="NAME", help="show this experiment's parameters")
+    p.add_argument("--debug", action="store_true", help="show the traceback of an error")
     p.set_defaults(func=cmd_list)
     return parser
 
 
+def _one_line(exc):
+    text = " ".join(str(exc).split())
+    return text or type(exc).__name__
+
+
 def main(argv=None):
+    """Run the command line; returns the exit status (0 done, 1 run failed, 2 usage error)."""
+    from .runner import PipelineError, RunIncomplete
+
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help / --version (0) or a usage error (2, already printed)
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     if not getattr(args, "func", None):
         parser.print_help()
         return 0
+    error = None
     try:
         return args.func(args)
-    except (FileNotFoundError, ValueError) as exc:
-        print(f"privrelease: error: {exc}", file=sys.stderr)
-        return 2
+    except (PipelineError, UsageError) as exc:
+        error, status, text = exc, EXIT_USAGE, _one_line(exc)
+    except RunIncomplete as exc:
+        error, status, text = exc, EXIT_FAILED, _one_line(exc)
+    except KeyboardInterrupt as exc:
+        error, status, text = exc, 130, "interrupted"
+    except Exception as exc:  # the experiment itself failed: one line, the traceback with --debug
+        error, status, text = exc, EXIT_FAILED, f"the run failed: {type(exc).__name__}: {_one_line(exc)}"
+    if args.debug:
+        traceback.print_exception(type(error), error, error.__traceback__)
+    hint = "" if args.debug or status == 130 else " (rerun with --debug for the traceback)"
+    if status == EXIT_USAGE:
+        hint = ""
+    print(f"privrelease: error: {text}{hint}", file=sys.stderr)
+    return status
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,7 +1,8 @@
 """Experiment definitions (``pipelines/*.toml``) and how they are run.
 
 A pipeline file names one experiment module of :mod:`privrelease.runner.experiments`
-and the keyword arguments of its ``run`` function::
+and the keyword arguments of its ``run`` function, and optionally what ``--quick``
+runs instead::
 
     title = "Census: privacy-distortion curve with erasures"
     experiment = "census_erasure"
@@ -10,26 +11,46 @@ and the keyword arguments of its ``run`` function::
     random_state = 0
     deltas = [0.0, 0.25, 0.5, 1.0, 1.5]
 
-Running it writes a report folder (``report.md``, PNG plots, CSV tables).
+    [quick]
+    deltas = [0.0, 1.0]
+
+Every parameter is checked against the experiment's ``PARAMETERS`` schema
+(:mod:`privrelease.runner._schema`) before anything runs. Running it writes a
+report folder (``report.md``, a self-contained ``report.html``, PNG plots, CSV
+tables).
 """
 
 import importlib
-import inspect
 import pkgutil
 import sys
 import time
 from pathlib import Path
 
 from ._report import Report
+from ._schema import PipelineError, resolve_quick, validate_params
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
 
-__all__ = ["available_experiments", "load_pipeline", "run_pipeline", "run_experiment"]
+__all__ = ["available_experiments", "load_pipeline", "pipeline_params", "run_pipeline", "run_experiment",
+           "check_run", "RunIncomplete"]
 
-_ALLOWED_KEYS = {"title", "experiment", "description", "params"}
+_ALLOWED_KEYS = {"title", "experiment", "description", "params", "quick"}
+_MAX_PIPELINE_BYTES = 1 << 20
+
+
+class RunIncomplete(RuntimeError):
+    """The experiment ran but could not do its job (for example its data set is missing).
+
+    The report explaining why is written; ``report_path`` and ``headline`` say
+    where and what. The command line exits with status 1.
+    """
+
+    def __init__(self, message, report_path=None, headline=None):
+        super().__init__(message)
+        self.report_path, self.headline = report_path, headline
 
 
 def available_experiments():
@@ -41,83 +62,140 @@ def available_experiments():
 
 def _experiment_module(name):
     if not isinstance(name, str) or not name.isidentifier():
-        raise ValueError(f"experiment must be a module name such as 'census_erasure', got {name!r}")
+        raise PipelineError(f"experiment must be a module name such as 'census_erasure', got {name!r}")
     avail = available_experiments()
     if name not in avail:
-        raise ValueError(f"unknown experiment {name!r}; available: {', '.join(avail) or '(none)'}")
+        raise PipelineError(f"unknown experiment {name!r}; available: {', '.join(avail) or '(none)'}")
     return importlib.import_module(f"privrelease.runner.experiments.{name}")
 
 
 def load_pipeline(path):
-    """Read and validate a pipeline file.
+    """Read and validate a pipeline file (its keys and every parameter against the experiment's schema).
 
     Returns
     -------
     spec : dict with keys ``title``, ``experiment``, ``params``, ``description``, ``path``.
+
+    Raises
+    ------
+    PipelineError
+        Missing or unreadable file, invalid TOML, unknown keys, unknown
+        experiment, or a parameter the experiment's schema refuses.
     """
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"pipeline file {str(path)!r} does not exist")
+        what = "is a folder, not a file" if path.is_dir() else "does not exist"
+        raise PipelineError(f"pipeline file {str(path)!r} {what}")
+    if path.stat().st_size > _MAX_PIPELINE_BYTES:
+        raise PipelineError(f"pipeline file {str(path)!r} is {path.stat().st_size} bytes: expected at most "
+                            f"{_MAX_PIPELINE_BYTES} (a pipeline file is a few lines of TOML)")
     try:
-        spec = tomllib.loads(path.read_text())
+        spec = tomllib.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise PipelineError(f"pipeline file {str(path)!r} is not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
-        raise ValueError(f"pipeline file {str(path)!r} is not valid TOML: {exc}") from None
+        raise PipelineError(f"pipeline file {str(path)!r} is not valid TOML: {exc}") from None
+    except OSError as exc:
+        raise PipelineError(f"cannot read pipeline file {str(path)!r}: {exc.strerror or exc}") from None
     unknown = set(spec) - _ALLOWED_KEYS
     if unknown:
-        raise ValueError(
+        raise PipelineError(
             f"pipeline file {str(path)!r} has unknown key(s) {sorted(unknown)}; allowed: {sorted(_ALLOWED_KEYS)}"
         )
     if "experiment" not in spec:
-        raise ValueError(f"pipeline file {str(path)!r} must name an experiment (experiment = \"...\")")
+        raise PipelineError(f"pipeline file {str(path)!r} must name an experiment (experiment = \"...\")")
+    for key in ("title", "description"):
+        if key in spec and not isinstance(spec[key], str):
+            raise PipelineError(f"pipeline file {str(path)!r}: {key} = {spec[key]!r} must be a string")
     params = spec.get("params", {})
-    if not isinstance(params, dict):
-        raise ValueError(f"[params] in {str(path)!r} must be a table, got {params!r}")
+    quick = spec.get("quick", {})
+    for key, table in (("params", params), ("quick", quick)):
+        if not isinstance(table, dict):
+            raise PipelineError(f"[{key}] in {str(path)!r} must be a table, got {table!r}")
     module = _experiment_module(spec["experiment"])
-    _check_params(module, params, source=str(path))
+    validate_params(module, params, source=str(path))
+    validate_params(module, quick, source=f"{path} [quick]")
     return {
         "title": spec.get("title", spec["experiment"]),
         "experiment": spec["experiment"],
         "description": spec.get("description", ""),
         "params": dict(params),
+        "quick": dict(quick),
         "path": str(path),
     }
 
 
-def _check_params(module, params, source):
-    sig = inspect.signature(module.run)
-    accepts_kwargs = any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
-    names = [n for n in sig.parameters if n != "report"]
-    bad = [k for k in params if k not in names]
-    if bad and not accepts_kwargs:
-        raise ValueError(
-            f"{source}: experiment {module.__name__.rsplit('.', 1)[-1]!r} has no parameter(s) {bad}; "
-            f"it takes {names}"
-        )
+def pipeline_params(spec, *, quick=False, overrides=None):
+    """The parameters a pipeline runs with: ``[params]``, then ``[quick]`` if ``quick``, then ``overrides``.
+
+    A pipeline file's ``[quick]`` table says what ``--quick`` means for it (the
+    shipped files mirror the experiments' quick values); the experiment's own
+    quick values then fill only the parameters set nowhere, and a value given
+    with ``--set`` always wins (:func:`check_run` notes it).
+    """
+    params = dict(spec["params"])
+    if quick:
+        params.update(spec.get("quick", {}))
+    params.update(overrides or {})
+    return params
 
 
-def run_experiment(name, output_dir, *, title=None, description="", params=None, quick=None):
-    """Run one experiment into ``output_dir``; returns ``(report_path, headline, seconds)``."""
+def check_run(name, params=None, *, quick=None):
+    """Validate one run before anything runs: returns ``(module, params to run with, notes)``.
+
+    ``params`` are checked against the experiment's schema (unknown names,
+    types, ranges, size caps); ``quick`` fills the experiment's quick values the
+    user did not set, and ``notes`` lists the explicit values it left alone.
+    """
     module = _experiment_module(name)
-    params = dict(params or {})
-    if quick is not None:
-        params["quick"] = bool(quick)
-    _check_params(module, params, source=f"experiment {name!r}")
-    report = Report(output_dir, title=title or name)
+    params = validate_params(module, dict(params or {}))
+    params, notes = resolve_quick(module, params, bool(quick))
+    return module, params, notes
+
+
+def run_experiment(name, output_dir, *, title=None, description="", params=None, quick=None, overwrite=False,
+                   log=None):
+    """Run one experiment into ``output_dir``; returns ``(report_path, headline, seconds)``.
+
+    Every parameter is validated (:func:`check_run`) and the output folder
+    checked (:func:`~privrelease.runner.Report`) before the experiment starts.
+
+    Raises
+    ------
+    PipelineError
+        A parameter or the output folder is refused (nothing ran).
+    RunIncomplete
+        The experiment reported a status other than ``"ok"`` (its report is written).
+    """
+    module, params, notes = check_run(name, params, quick=quick)
+    report = Report(output_dir, title=title or name, overwrite=overwrite)
     if description:
         report.text(description)
+    for note in notes:
+        if log is not None:
+            log(f"note: {note}")
+        report.text(f"*Note: {note}.*")
     t0 = time.perf_counter()
     headline = module.run(report, **params) or {}
     seconds = time.perf_counter() - t0
     report.text(f"---\n*Generated by `privrelease` in {seconds:.1f} s with parameters "
                 f"`{params}`.*")
-    return report.save(), headline, seconds
+    path = report.save()
+    status = headline.get("status", "ok") if isinstance(headline, dict) else "ok"
+    if status != "ok":
+        raise RunIncomplete(f"experiment {name!r} could not do its job (status: {status}); "
+                            f"the report at {str(path)!r} says why", report_path=path, headline=headline)
+    return path, headline, seconds
 
 
-def run_pipeline(path, output_dir=None, *, quick=None, overrides=None):
-    """Run a pipeline file; the report goes to ``output_dir`` (default ``reports/<stem>``)."""
+def run_pipeline(path, output_dir=None, *, quick=None, overrides=None, overwrite=False, log=None):
+    """Run a pipeline file; the report goes to ``output_dir`` (default ``reports/<stem>``).
+
+    ``overrides`` (from ``--set``) replace entries of ``[params]`` and are
+    validated like them.
+    """
     spec = load_pipeline(path)
-    params = dict(spec["params"])
-    params.update(overrides or {})
-    out = Path(output_dir) if output_dir is not None else Path("reports") / Path(path).stem
-    return run_experiment(spec["experiment"], out, title=spec["title"],
-                          description=spec["description"], params=params, quick=quick)
+    params = pipeline_params(spec, quick=bool(quick), overrides=overrides)
+    out = output_dir if output_dir is not None else Path("reports") / Path(path).stem
+    return run_experiment(spec["experiment"], out, title=spec["title"], description=spec["description"],
+                          params=params, quick=quick, overwrite=overwrite, log=log)

@@ -1,16 +1,41 @@
-"""A report folder: ``report.md`` with tables (CSV + markdown) and PNG plots.
+"""A report folder: ``report.md`` and ``report.html`` with tables (CSV) and PNG plots.
 
 Experiments write into a :class:`Report`; the command line saves it.
+
+Writing stays inside the folder: the folder is opened once without following a
+symbolic link, every file is written to a fresh temporary file in it
+(``O_CREAT | O_EXCL | O_NOFOLLOW``) and renamed over its target with
+:func:`os.replace`, and a target that is a symbolic link (or anything but a
+regular file) is refused. A folder holding an earlier report is refused unless
+``overwrite=True``.
 """
 
+import base64
+import html
+import io
 import json
 import math
+import os
+import re
+import secrets
+import stat
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["Report", "markdown_table"]
+from ._schema import OutputFolderError
+
+__all__ = ["Report", "markdown_table", "prepare_output_folder", "REPORT_FILES"]
+
+#: the files whose presence marks a folder as holding a report
+REPORT_FILES = ("report.md", "report.html")
+
+# os.replace takes src_dir_fd / dst_dir_fd wherever os.rename does (it is not listed in supports_dir_fd)
+_HAVE_DIR_FD = all(f in getattr(os, "supports_dir_fd", ()) for f in (os.open, os.stat, os.rename, os.unlink))
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
 
 def _fmt(v):
@@ -20,19 +45,278 @@ def _fmt(v):
         if v != 0 and (abs(v) < 1e-3 or abs(v) >= 1e5):
             return f"{v:.3e}"
         return f"{v:.4f}".rstrip("0").rstrip(".") if abs(v) < 1e5 else f"{v:.0f}"
-    return str(v).replace("|", "\\|")
+    return str(v)
 
 
 def markdown_table(df, max_rows=60):
     """Render a DataFrame as a GitHub-flavoured markdown table (no extra dependency)."""
     df = df.reset_index(drop=True) if not isinstance(df.index, pd.RangeIndex) else df
-    cols = [str(c) for c in df.columns]
+    cols = [str(c).replace("|", "\\|") for c in df.columns]
     lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
     for row in df.head(max_rows).itertuples(index=False):
-        lines.append("| " + " | ".join(_fmt(v) for v in row) + " |")
+        lines.append("| " + " | ".join(_fmt(v).replace("|", "\\|") for v in row) + " |")
     if len(df) > max_rows:
         lines.append(f"\n*({len(df) - max_rows} more rows in the CSV)*")
     return "\n".join(lines)
+
+
+def html_table(df, max_rows=60):
+    """Render a DataFrame as an HTML ``<table>`` (every cell escaped)."""
+    df = df.reset_index(drop=True) if not isinstance(df.index, pd.RangeIndex) else df
+    esc = html.escape
+    head = "".join(f"<th>{esc(str(c))}</th>" for c in df.columns)
+    body = "".join("<tr>" + "".join(f"<td>{esc(_fmt(v))}</td>" for v in row) + "</tr>\n"
+                   for row in df.head(max_rows).itertuples(index=False))
+    more = f"<p><em>({len(df) - max_rows} more rows in the CSV)</em></p>\n" if len(df) > max_rows else ""
+    return f"<table>\n<thead><tr>{head}</tr></thead>\n<tbody>\n{body}</tbody>\n</table>\n{more}"
+
+
+# ---------------------------------------------------------------- markdown text -> HTML (the subset reports use)
+_INLINE = [  # applied to escaped text, after `code` spans are set aside
+    (re.compile(r"\*\*([^*]+)\*\*"), lambda m: f"<strong>{m.group(1)}</strong>"),
+    (re.compile(r"(?<![\w*])\*([^*\s][^*]*)\*(?![\w*])"), lambda m: f"<em>{m.group(1)}</em>"),
+]
+_LINK = re.compile(r"\[([^\]]+)\]\(([^)\s]+)\)")
+
+
+def _safe_href(url):
+    """Links stay relative to the report folder: sub-reports point at their HTML page; others are dropped."""
+    url = html.unescape(url)
+    if re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*:", url) or url.startswith(("/", "\\")) or ".." in url.split("/"):
+        return None
+    if url.endswith("report.md"):
+        url = url[: -len("report.md")] + "report.html"
+    return html.escape(url, quote=True)
+
+
+def _inline(text):
+    """Escape ``text`` and render `code`, **bold**, *italic* and [links](relative) inside it."""
+    out = html.escape(text, quote=False)
+    codes = []
+
+    def keep_code(m):
+        codes.append(m.group(1))
+        return f"\x00{len(codes) - 1}\x00"
+
+    out = re.sub(r"`([^`]+)`", keep_code, out)
+    for pattern, repl in _INLINE:
+        out = pattern.sub(repl, out)
+
+    def link(m):
+        href = _safe_href(m.group(2))
+        return f'<a href="{href}">{m.group(1)}</a>' if href else m.group(1)
+
+    out = _LINK.sub(link, out)
+    return re.sub("\x00(\\d+)\x00", lambda m: f"<code>{codes[int(m.group(1))]}</code>", out)
+
+
+def markdown_to_html(text):
+    """The markdown subset of report paragraphs (paragraphs, ``-`` lists, headings, rules) as HTML."""
+    blocks = []
+    for block in re.split(r"\n\s*\n", text.strip()):
+        lines = block.splitlines()
+        if not lines:
+            continue
+        if all(ln.strip() == "---" for ln in lines):
+            blocks.append("<hr>")
+        elif all(ln.lstrip().startswith(("- ", "* ")) for ln in lines):
+            items = "".join(f"<li>{_inline(ln.lstrip()[2:])}</li>" for ln in lines)
+            blocks.append(f"<ul>{items}</ul>")
+        elif len(lines) == 1 and re.match(r"^#{1,6} ", lines[0]):
+            level = len(lines[0]) - len(lines[0].lstrip("#"))
+            blocks.append(f"<h{level}>{_inline(lines[0][level:].strip())}</h{level}>")
+        else:
+            rest = [ln for ln in lines if ln.strip() != "---"]
+            if lines[0].strip() == "---":
+                blocks.append("<hr>")
+            blocks.append("<p>" + _inline("\n".join(rest)) + "</p>")
+    return "\n".join(blocks) + "\n"
+
+
+_CSS = """
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; max-width: 60rem; margin: 2rem auto;
+       padding: 0 1rem; line-height: 1.45; color: #222; }
+table { border-collapse: collapse; margin: 0.8rem 0; font-size: 0.9rem; }
+th, td { border: 1px solid #ccc; padding: 0.2rem 0.5rem; text-align: right; }
+th { background: #f3f3f3; }
+img { max-width: 100%; }
+code { background: #f3f3f3; padding: 0 0.2rem; }
+figure { margin: 1rem 0; }
+figcaption, .file { color: #555; font-size: 0.85rem; }
+"""
+
+
+# ---------------------------------------------------------------- the output folder
+def _refuse_empty(output_dir):
+    if output_dir is None or not str(output_dir).strip():
+        raise OutputFolderError(
+            f"output folder {str(output_dir) if output_dir is not None else None!r} is empty: expected the path of "
+            "a folder (use -o . to write into the current folder on purpose)")
+
+
+def _make_folders(path):
+    """``mkdir -p`` that checks each folder it creates is a real folder (not swapped for a link)."""
+    missing = []
+    p = path
+    while not os.path.lexists(p):
+        missing.append(p)
+        if p.parent == p:
+            break
+        p = p.parent
+    for folder in reversed(missing):
+        try:
+            os.mkdir(folder)
+        except FileExistsError:
+            pass  # created concurrently: checked below like ours
+        st = os.lstat(folder)
+        if not stat.S_ISDIR(st.st_mode):
+            raise OutputFolderError(f"output folder component {str(folder)!r} that privrelease created is no longer "
+                                    "a folder (replaced by a link or a file); refusing to write")
+    if not path.is_dir():
+        raise NotADirectoryError(str(path))
+
+
+def prepare_output_folder(output_dir, *, overwrite=False):
+    """Create (if needed) and check a report folder; return it as a :class:`~pathlib.Path`.
+
+    Parameters
+    ----------
+    output_dir : str or Path
+        The folder. Refused: an empty string, a symbolic link, a path naming a
+        file or passing through one, a folder the process cannot write into, and
+        (unless ``overwrite``) a folder that already holds ``report.md`` or
+        ``report.html``.
+    overwrite : bool, default=False
+        Allow replacing an earlier report (its files are replaced one by one;
+        symbolic links are still refused).
+
+    Raises
+    ------
+    OutputFolderError
+        With the folder and the reason.
+    """
+    _refuse_empty(output_dir)
+    path = Path(output_dir)
+    if path.is_symlink():
+        raise OutputFolderError(
+            f"output folder {str(path)!r} is a symbolic link (to {os.readlink(path)!r}); reports are only "
+            "written into a real folder: give the folder it points to, or another one")
+    if path.exists() and not path.is_dir():
+        raise OutputFolderError(f"output folder {str(path)!r} is a file, not a folder: expected a folder path")
+    try:
+        _make_folders(path)
+    except (FileExistsError, NotADirectoryError):
+        raise OutputFolderError(
+            f"cannot create output folder {str(path)!r}: a part of that path is a file, not a folder") from None
+    except PermissionError:
+        raise OutputFolderError(
+            f"cannot create output folder {str(path)!r}: permission denied (expected a writable location)"
+        ) from None
+    except OSError as exc:
+        raise OutputFolderError(f"cannot create output folder {str(path)!r}: {exc.strerror or exc}") from None
+    if path.is_symlink():  # replaced between the checks
+        raise OutputFolderError(f"output folder {str(path)!r} became a symbolic link; refusing to write")
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise OutputFolderError(f"output folder {str(path)!r} is not writable: expected a folder you can write to")
+    with os.scandir(path) as entries:
+        links = sorted(e.name for e in entries if e.is_symlink())
+    if links:
+        raise OutputFolderError(
+            f"output folder {str(path)!r} holds symbolic link(s) {links[:5]}: a report never writes through a "
+            "link; remove them or choose another folder")
+    if not overwrite:
+        for name in REPORT_FILES:
+            if os.path.lexists(path / name):
+                raise OutputFolderError(
+                    f"output folder {str(path)!r} holds an earlier report ({name}): pass --overwrite to replace "
+                    "it, or choose another folder")
+    return path
+
+
+class _Folder:
+    """Writes plain file names into one folder without ever following a symbolic link."""
+
+    def __init__(self, path):
+        self.path = Path(path)
+        st = os.lstat(self.path)
+        self._id = (st.st_dev, st.st_ino)
+        self._fd = None
+
+    def _dir_fd(self):
+        if self._fd is None:
+            try:
+                fd = os.open(self.path, os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC)
+            except OSError as exc:
+                raise OutputFolderError(
+                    f"cannot open output folder {str(self.path)!r} without following a link: "
+                    f"{exc.strerror or exc}") from None
+            st = os.fstat(fd)
+            if (st.st_dev, st.st_ino) != self._id:
+                os.close(fd)
+                raise OutputFolderError(f"output folder {str(self.path)!r} was replaced while the report was "
+                                        "being written; refusing to write")
+            self._fd = fd
+        return self._fd
+
+    def close(self):
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # pragma: no cover - interpreter shutdown
+            pass
+
+    def write(self, name, data):
+        """Write ``data`` (bytes) to ``name`` in the folder atomically; return the path."""
+        if not isinstance(name, str) or not name or name in (".", "..") or "/" in name or "\x00" in name or \
+                (os.sep in name) or (os.altsep and os.altsep in name):
+            raise ValueError(f"report file name must be a plain file name, got {name!r}")
+        target = self.path / name
+        if not _HAVE_DIR_FD:  # pragma: no cover - platforms without dir_fd (Windows)
+            return self._write_by_path(target, data)
+        fd = self._dir_fd()
+        try:
+            st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+        except FileNotFoundError:
+            st = None
+        if st is not None and stat.S_ISLNK(st.st_mode):
+            raise OutputFolderError(
+                f"refusing to write {str(target)!r}: it is a symbolic link (to "
+                f"{os.readlink(name, dir_fd=fd)!r}); a report never writes through a link")
+        if st is not None and not stat.S_ISREG(st.st_mode):
+            raise OutputFolderError(f"refusing to write {str(target)!r}: it exists and is not a regular file")
+        tmp = f".{name}.{secrets.token_hex(8)}.tmp"
+        try:
+            tfd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC, 0o644, dir_fd=fd)
+        except OSError as exc:
+            raise OutputFolderError(f"cannot write into output folder {str(self.path)!r}: "
+                                    f"{exc.strerror or exc}") from None
+        try:
+            with os.fdopen(tfd, "wb") as fh:
+                fh.write(data)
+            os.replace(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)
+        except BaseException as exc:
+            try:
+                os.unlink(tmp, dir_fd=fd)
+            except OSError:
+                pass
+            if isinstance(exc, OSError):
+                raise OutputFolderError(f"cannot write {str(target)!r}: {exc.strerror or exc}") from None
+            raise
+        return target
+
+    def _write_by_path(self, target, data):  # pragma: no cover - platforms without dir_fd
+        if target.is_symlink():
+            raise OutputFolderError(f"refusing to write {str(target)!r}: it is a symbolic link")
+        tmp = target.with_name(f".{target.name}.{secrets.token_hex(8)}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW, 0o644)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, target)
+        return target
 
 
 class Report:
@@ -41,10 +325,14 @@ class Report:
     Parameters
     ----------
     output_dir : str or Path
-        Created if missing. Files: ``report.md``, ``<name>.csv``, ``<name>.png``,
-        ``<name>.json``.
+        Created if missing (see :func:`prepare_output_folder` for what is
+        refused). Files: ``report.md``, ``report.html`` (one self-contained page:
+        plots inline as base64 PNG, tables as HTML tables), ``<name>.csv``,
+        ``<name>.png``, ``<name>.json``.
     title : str
-        First heading of ``report.md``.
+        First heading of the report.
+    overwrite : bool, default=False
+        Allow writing into a folder that holds an earlier report.
 
     Examples
     --------
@@ -52,46 +340,53 @@ class Report:
     >>> from privrelease.runner import Report
     >>> rep = Report(tempfile.mkdtemp(), title="demo")
     >>> rep.section("Numbers")
-    >>> rep.table(pd.DataFrame({"delta": [0.0, 1.0], "leakage": [0.1, 0.0]}), "curve")
-    >>> path = rep.save()
+    >>> rep.table(pd.DataFrame({"delta": [0.0, 1.0], "leakage": [0.1, 0.0]}), "curve").name
+    'curve.csv'
+    >>> rep.save().name
+    'report.md'
     """
 
-    def __init__(self, output_dir, title="privrelease report"):
-        self.output_dir = Path(output_dir)
-        self.output_dir.mkdir(parents=True, exist_ok=True)
+    def __init__(self, output_dir, title="privrelease report", *, overwrite=False):
+        self.output_dir = prepare_output_folder(output_dir, overwrite=overwrite)
+        self._folder = _Folder(self.output_dir)
         self.title = title
-        self._parts = [f"# {title}\n"]
+        self._parts = []
         self.files = []
+
+    def _write(self, name, data):
+        path = self._folder.write(name, data)
+        if path not in self.files:
+            self.files.append(path)
+        return path
 
     def section(self, heading, level=2):
         """Start a section."""
-        self._parts.append(f"\n{'#' * level} {heading}\n")
+        self._parts.append(("heading", int(level), str(heading)))
 
     def text(self, text):
-        """A paragraph of markdown."""
-        self._parts.append(f"\n{text.strip()}\n")
+        """A paragraph of markdown (paragraphs, ``-`` lists, `code`, **bold**, *italic*, relative links)."""
+        self._parts.append(("text", str(text).strip()))
 
     def table(self, df, name, caption=None, max_rows=60):
-        """Save ``df`` as ``name.csv`` and show it as a markdown table."""
-        path = self.output_dir / f"{name}.csv"
-        df.to_csv(path, index=False)
-        self.files.append(path)
-        if caption:
-            self._parts.append(f"\n{caption}\n")
-        self._parts.append("\n" + markdown_table(df, max_rows=max_rows) + f"\n\n(`{path.name}`)\n")
+        """Save ``df`` as ``name.csv`` and show it as a table."""
+        path = self._write(f"{name}.csv", df.to_csv(index=False).encode("utf-8"))
+        self._parts.append(("table", df.copy(), caption, path.name, max_rows))
         return path
 
+    def csv(self, df, name):
+        """Save ``df`` as ``name.csv`` without showing it (for long tables); return the path."""
+        return self._write(f"{name}.csv", df.to_csv(index=False).encode("utf-8"))
+
     def figure(self, fig, name, caption=None):
-        """Save a matplotlib figure as ``name.png`` and embed it."""
+        """Save a matplotlib figure as ``name.png`` and embed it (inline in the HTML page)."""
         import matplotlib.pyplot as plt
 
-        path = self.output_dir / f"{name}.png"
-        fig.savefig(path, dpi=110, bbox_inches="tight")
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
         plt.close(fig)
-        self.files.append(path)
-        self._parts.append(f"\n![{caption or name}]({path.name})\n")
-        if caption:
-            self._parts.append(f"\n*{caption}*\n")
+        png = buf.getvalue()
+        path = self._write(f"{name}.png", png)
+        self._parts.append(("figure", png, caption, path.name))
         return path
 
     def json(self, obj, name):
@@ -104,16 +399,62 @@ class Report:
                 return o.tolist()
             raise TypeError(f"cannot serialise {type(o).__name__}")
 
-        path = self.output_dir / f"{name}.json"
-        path.write_text(json.dumps(obj, indent=2, default=default))
-        self.files.append(path)
-        return path
+        return self._write(f"{name}.json", json.dumps(obj, indent=2, default=default).encode("utf-8"))
 
     def markdown(self):
-        return "".join(self._parts)
+        """The report as markdown (plots linked to their PNG files)."""
+        out = [f"# {self.title}\n"]
+        for part in self._parts:
+            kind = part[0]
+            if kind == "heading":
+                out.append(f"\n{'#' * part[1]} {part[2]}\n")
+            elif kind == "text":
+                out.append(f"\n{part[1]}\n")
+            elif kind == "table":
+                _, df, caption, fname, max_rows = part
+                if caption:
+                    out.append(f"\n{caption}\n")
+                out.append("\n" + markdown_table(df, max_rows=max_rows) + f"\n\n(`{fname}`)\n")
+            elif kind == "figure":
+                _, _, caption, fname = part
+                out.append(f"\n![{caption or fname[:-4]}]({fname})\n")
+                if caption:
+                    out.append(f"\n*{caption}*\n")
+        return "".join(out)
+
+    def html(self):
+        """The report as one self-contained HTML page: plots inline (base64 PNG), text escaped."""
+        esc = html.escape
+        out = ["<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n",
+               f"<title>{esc(self.title)}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n",
+               f"<h1>{esc(self.title)}</h1>\n"]
+        for part in self._parts:
+            kind = part[0]
+            if kind == "heading":
+                level = min(max(part[1], 1), 6)
+                out.append(f"<h{level}>{esc(part[2])}</h{level}>\n")
+            elif kind == "text":
+                out.append(markdown_to_html(part[1]))
+            elif kind == "table":
+                _, df, caption, fname, max_rows = part
+                if caption:
+                    out.append(f"<p>{_inline(caption)}</p>\n")
+                out.append(html_table(df, max_rows=max_rows))
+                out.append(f"<p class=\"file\">({esc(fname)})</p>\n")
+            elif kind == "figure":
+                _, png, caption, fname = part
+                alt = esc(caption or fname[:-4], quote=True)
+                data = base64.b64encode(png).decode("ascii")
+                out.append(f"<figure><img alt=\"{alt}\" src=\"data:image/png;base64,{data}\">")
+                if caption:
+                    out.append(f"<figcaption>{esc(caption)}</figcaption>")
+                out.append("</figure>\n")
+        out.append("</body>\n</html>\n")
+        return "".join(out)
 
     def save(self):
-        """Write ``report.md`` and return its path."""
-        path = self.output_dir / "report.md"
-        path.write_text(self.markdown())
+        """Write ``report.md`` and ``report.html``; return the path of ``report.md``."""
+        self._write("report.html", self.html().encode("utf-8"))
+        path = self._write("report.md", self.markdown().encode("utf-8"))
+        self._folder.close()
         return path

@@ -48,6 +48,27 @@ def _text_file():
     return path
 
 
+def _out_dir(kind):
+    """A temporary folder (prefix ``badinput-``, shown as ``<tmpdir>``) for the output-folder rows."""
+    import tempfile
+
+    base = pathlib.Path(tempfile.mkdtemp(prefix="badinput-"))
+    if kind == "file":
+        (base / "a_file").write_text("x")
+        return base / "a_file"
+    if kind == "under_file":
+        (base / "a_file").write_text("x")
+        return base / "a_file" / "out"
+    out = base / "out"
+    out.mkdir()
+    if kind == "report":
+        (out / "report.md").write_text("earlier")
+    if kind == "symlink":
+        (base / "outside.md").write_text("precious")
+        (out / "report.md").symlink_to(base / "outside.md")
+    return out
+
+
 def _catalogue():
     """Rows ``(area, call, thunk, exception type, text the message must contain)``."""
     from privrelease import _persistence
@@ -60,6 +81,8 @@ def _catalogue():
     from privrelease.mapping import empirical_prior, leakage, privacy_distortion_curve, solve_mapping
     from privrelease.noise import Laplace, VectorLaplace, laplace_noise
     from privrelease.regression import TruthfulRegressionMechanism, ridge_sensitivity
+    from privrelease.runner import (OutputFolderError, ParameterTypeError, PipelineError, check_run, load_pipeline,
+                                    prepare_output_folder)
     from privrelease.utils import check_number, check_private_labels, check_random_source, check_rating_matrix
 
     m = _fitted_mapper()
@@ -216,6 +239,39 @@ def _catalogue():
         ("datasets", "make_ratings(n_users=0)", lambda: make_ratings(0, 10), ValueError, "0"),
         ("datasets", "make_ratings(attribute_proportion=1.5)",
          lambda: make_ratings(10, 10, attribute_proportion=1.5), ValueError, "1.5"),
+        # --- command line (runner): each prints on one line with exit status 2 (tests/runner/test_cli_safety.py)
+        ("cli", "run census_erasure.toml --set top=-1",
+         lambda: check_run("census_erasure", {"top": -1}), PipelineError, "top = -1"),
+        ("cli", "run contract_design.toml --set monte_carlo=-1",
+         lambda: check_run("contract_design", {"monte_carlo": -1}), PipelineError, "monte_carlo = -1"),
+        ("cli", "run contract_design.toml --set n_points=0",
+         lambda: check_run("contract_design", {"n_points": 0}), PipelineError, "n_points = 0"),
+        ("cli", "run contract_design.toml --set n_points='ten'",
+         lambda: check_run("contract_design", {"n_points": "ten"}), ParameterTypeError, "'ten'"),
+        ("cli", "run census_erasure.toml --set random_state='x'",
+         lambda: check_run("census_erasure", {"random_state": "x"}), ParameterTypeError, "'x'"),
+        ("cli", "run privacy_auction.toml --set n_users=1e9",
+         lambda: check_run("privacy_auction", {"n_users": 1e9}), PipelineError, "cap 200000"),
+        ("cli", "run synthetic_ratings.toml --set n_users=1e9",
+         lambda: check_run("synthetic_ratings", {"n_users": 1e9}), PipelineError, "cap 50000"),
+        ("cli", "run synthetic_ratings.toml --set quick='no'",
+         lambda: check_run("synthetic_ratings", {"quick": "no"}), ParameterTypeError, "'no'"),
+        ("cli", "run census_erasure.toml --set no_such_param=1",
+         lambda: check_run("census_erasure", {"no_such_param": 1}), PipelineError, "no_such_param"),
+        ("cli", "run contract_design.toml --set v_low=6 (above v_high = 5)",
+         lambda: check_run("contract_design", {"v_low": 6.0}), PipelineError, "v_low = 6.0"),
+        ("cli", "run movielens_gender.toml --set path='/no/such/folder'",
+         lambda: check_run("movielens_gender", {"path": "/no/such/folder"}), PipelineError, "/no/such/folder"),
+        ("cli", "run no/such/pipeline.toml",
+         lambda: load_pipeline("no/such/pipeline.toml"), PipelineError, "no/such/pipeline.toml"),
+        ("cli", "run P -o ''", lambda: prepare_output_folder(""), OutputFolderError, "''"),
+        ("cli", "run P -o <a file>", lambda: prepare_output_folder(_out_dir("file")), OutputFolderError, "a_file"),
+        ("cli", "run P -o <a path under a file> (unwritable)",
+         lambda: prepare_output_folder(_out_dir("under_file")), OutputFolderError, "a_file"),
+        ("cli", "run P -o <folder holding report.md>",
+         lambda: prepare_output_folder(_out_dir("report")), OutputFolderError, "--overwrite"),
+        ("cli", "run P -o <folder whose report.md links outside> --overwrite",
+         lambda: prepare_output_folder(_out_dir("symlink"), overwrite=True), OutputFolderError, "report.md"),
     ]
     return rows
 
@@ -242,6 +298,7 @@ def run_row(thunk, exc_type):
 def _excerpt(message, limit=150):
     text = " ".join(str(message).split())
     text = re.sub(r"'[^' ]*/mapper\.npz'", "'<tmpdir>/mapper.npz'", text)
+    text = re.sub(r"'[^' ]*/badinput-[^/' ]*/", "'<tmpdir>/", text)
     # sets print in hash order: sort their items so the document is reproducible
     text = re.sub(r"\{('[^{}]*')\}", lambda mo: "{" + ", ".join(sorted(mo.group(1).split(", "))) + "}", text)
     text = text.replace("|", "\\|")
@@ -259,6 +316,8 @@ def render():
         "`TypeError` (`InfeasibleBudgetError` is a `ValueError` carrying `.smallest_feasible`;",
         "`NotFittedError` is both a `ValueError` and an `AttributeError`) and quote the value received.",
         "Solver failures (`SolverError`, a `RuntimeError`) are covered in `tests/faults/test_solver_faults.py`.",
+        "The `cli` rows are what `privrelease run` checks before anything runs: it prints the message on one",
+        "line and exits with status 2 (`--debug` shows the traceback); see `tests/runner/test_cli_safety.py`.",
         "",
         "| Area | Call | Exception | Message (excerpt) |",
         "|---|---|---|---|",

@@ -75,6 +75,10 @@ def test_demo_quick_writes_a_readable_report(tmp_path, capsys):
         assert f"({name}/report.md)" in index
         assert list((tmp_path / "demo" / name).glob("*.png")), f"{name} drew no plot"
         assert list((tmp_path / "demo" / name).glob("*.csv")), f"{name} wrote no table"
+        # issue 13: each report also as one HTML page, with every plot of its folder inline
+        page = (tmp_path / "demo" / name / "report.html").read_text()
+        assert page.count('src="data:image/png;base64,') == len(list((tmp_path / "demo" / name).glob("*.png")))
+        assert f'href="{name}/report.html"' in (tmp_path / "demo" / "report.html").read_text()
     assert "failed" not in index
     assert "Report written to" in out
 

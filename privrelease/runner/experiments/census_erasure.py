@@ -18,7 +18,20 @@ from ...mapping import (
 )
 from ...mapping._census import CENSUS_PRIVATE_LEVELS
 
+from .._schema import Bool, Choice, Float, Int, Seed, Seq, quick_values
+
 __all__ = ["run"]
+
+# Parameter schema checked by the runner before anything runs (privrelease.runner._schema).
+PARAMETERS = {
+    "random_state": Seed(),
+    "quick": Bool(),
+    "deltas": Seq(Float(0), max_len=200,
+                  why="each budget is one exact solve on the full Adult prior (a few seconds each)"),
+    "solver": Choice(("auto", "fast", "cvxpy")),
+    "table_delta": Float(0),
+    "top": Int(1, 10_000),
+}
 
 
 def _label(levels, row):
@@ -45,6 +58,7 @@ def mapping_table(prior, tuples, outputs, mapping, levels, names, top=8, neutral
     return pd.DataFrame(rows)
 
 
+@quick_values({})
 def run(report, *, random_state=0, quick=False, deltas=None, solver="auto", table_delta=1.0, top=8):
     """Privacy-distortion curve, MAP-attacker accuracy and certificates; mapping table at ``table_delta``.
 

@@ -21,7 +21,29 @@ that is in practice (the paper: k = 50 is nearly identical to no quantization).
 import numpy as np
 import pandas as pd
 
+from .._schema import Bool, Float, Int, PipelineError, Seed, Seq, quick_values
+
 __all__ = ["run", "iris_curves"]
+
+_IRIS_CAP = "Iris has 150 flowers and a clustering has at most one cluster per flower"
+PARAMETERS = {
+    "random_state": Seed(),
+    "quick": Bool(),
+    "ks": Seq(Int(1, 150, why=_IRIS_CAP), max_len=10, unique=True,
+              why="each k is one clustering and one privacy-distortion curve"),
+    "n_deltas": Int(2, 200, why="each point is one certified solve per k"),
+    "arrow_k": Int(1, 150, why=_IRIS_CAP),
+    "arrow_deltas": Seq(Float(0), max_len=10, why="each budget draws one figure"),
+}
+
+
+def check_together(params):
+    """``arrow_k`` must be one of ``ks`` (its mapping is the one drawn)."""
+    ks = params.get("ks", (5, 15, 50))
+    k = params.get("arrow_k", 15)
+    if k not in ks:
+        raise PipelineError(f"parameter arrow_k = {k!r}: expected one of ks = {list(ks)} (the arrows show that "
+                            "clustering's mapping)")
 
 
 def _iris_prior(random_state):
@@ -146,6 +168,7 @@ def _arrow_figure(m, title):
     return fig
 
 
+@quick_values({"n_deltas": 6})
 def run(report, *, random_state=0, quick=False, ks=(5, 15, 50), n_deltas=12, arrow_k=15,
         arrow_deltas=(0.5, 1.5)):
     """Fig. 8 (curves), Fig. 6-7 (mapping arrows) into ``report``; returns headline numbers."""
@@ -154,8 +177,6 @@ def run(report, *, random_state=0, quick=False, ks=(5, 15, 50), n_deltas=12, arr
     from ...mapping import solve_mapping
 
     seed = 0 if random_state is None else int(random_state)
-    if quick:
-        n_deltas = 6
     curves, summary, mappers = iris_curves(ks=ks, n_deltas=n_deltas, random_state=seed, return_mappers=True)
     report.text(
         "Iris (150 flowers, 4 measurements); private attribute: Virginica or not. Prior: one Gaussian KDE "

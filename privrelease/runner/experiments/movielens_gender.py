@@ -13,11 +13,30 @@ import sys
 
 import numpy as np
 
-from .synthetic_ratings import _one_dataset, _recommender
+from .._schema import Bool, Choice, Float, Folder, Int, Seed, Seq, quick_values
+from .synthetic_ratings import _LEVELS_CAP, ATTACK_MODELS, RECOMMENDER, _one_dataset, _recommender
 
 __all__ = ["run"]
 
+PARAMETERS = {
+    "random_state": Seed(),
+    "quick": Bool(),
+    "path": Folder(),
+    "max_leakages": Seq(Float(0), max_len=30, increasing=True, why=_LEVELS_CAP),
+    "blurme_fractions": Seq(Float(0, 1), max_len=30, increasing=True, why=_LEVELS_CAP),
+    "n_clusters": Int(1, 943, why="MovieLens 100k has 943 users"),
+    "opt_in_fraction": Float(0, 1, low_open=True, high_open=True),
+    "cv": Int(2, 20),
+    "heldout_fraction": Float(0, 1, low_open=True, high_open=True),
+    "target_auc": Float(0.5, 1),
+    "attack_models": Seq(Choice(ATTACK_MODELS), max_len=len(ATTACK_MODELS), unique=True),
+    "recommender": RECOMMENDER,
+    "n_jobs": Int(1, 64),
+}
 
+
+@quick_values({"max_leakages": (0.0, 0.02), "blurme_fractions": (0.2,), "cv": 2,
+               "attack_models": ("logistic",), "n_jobs": 1})
 def run(report, *, random_state=0, quick=False, path=None,
         max_leakages=(0.0, 0.002, 0.01, 0.03, 0.1, 1.0), blurme_fractions=(0.05, 0.1, 0.2, 0.5),
         n_clusters=25, opt_in_fraction=0.5, cv=5, heldout_fraction=0.1, target_auc=0.55,
@@ -39,9 +58,6 @@ def run(report, *, random_state=0, quick=False, path=None,
         return {"status": "data missing"}
     gender = users["gender"].astype(str).to_numpy()
     a = (gender == "F").astype(np.int64)
-    if quick:
-        max_leakages, blurme_fractions = (0.0, 0.02), (0.2,)
-        cv, attack_models, n_jobs = 2, ("logistic",), 1
     spec = recommender if recommender is not None else {"algorithm": "SVD"}
     report.text(
         f"{R.shape[0]} users ({int(a.sum())} women = 1, {int((1 - a).sum())} men = 0), {R.shape[1]} movies, "

@@ -23,7 +23,19 @@ import pandas as pd
 
 from ._politics import plot_curve, quantized_curve
 
+from ...evaluation._attacks import ATTACK_MODELS
+from .._schema import Bool, Choice, Float, Int, Seed, Seq, quick_values
+
 __all__ = ["run", "cluster_mapping_table"]
+
+PARAMETERS = {
+    "random_state": Seed(),
+    "quick": Bool(),
+    "n_clusters": Int(1, 1218, why="the Politics-and-TV preset has 1,218 users"),
+    "n_deltas": Int(2, 200, why="each point is one certified solve"),
+    "opt_in_fraction": Float(0, 1, low_open=True, high_open=True),
+    "attack_models": Seq(Choice(ATTACK_MODELS), max_len=len(ATTACK_MODELS), unique=True),
+}
 
 
 def _top_shows(center, shows, n=3):
@@ -67,6 +79,7 @@ def cluster_mapping_table(m, B, shows, top=3, neutral_band=0.10, n_rows=None):
     return pd.DataFrame(rows)
 
 
+@quick_values({"n_deltas": 5})
 def run(report, *, random_state=0, quick=False, n_clusters=25, n_deltas=12, opt_in_fraction=0.5,
         attack_models=("logistic",)):
     """Threat figures, Fig. 10 curve, Fig. 13 table and Fig. 12 attacks; returns headline numbers."""
@@ -78,8 +91,6 @@ def run(report, *, random_state=0, quick=False, n_clusters=25, n_deltas=12, opt_
     from ...mapping import empirical_prior, map_attack_accuracy, mutual_information
 
     seed = 0 if random_state is None else int(random_state)
-    if quick:
-        n_deltas = 5
     R, a, shows = make_politics_tv(random_state=seed)
     B, a2, _ = make_politics_tv(random_state=seed, binarize=True)
     assert np.array_equal(a, a2)

@@ -29,7 +29,24 @@ import pandas as pd
 
 from ._politics import plot_curve, quantized_curve
 
+from ...evaluation._attacks import ATTACK_MODELS
+from .._schema import Bool, Choice, Float, Int, Seed, Seq, quick_values
+
 __all__ = ["run", "rmse_and_attacks"]
+
+PARAMETERS = {
+    "random_state": Seed(),
+    "quick": Bool(),
+    "n_clusters": Int(1, 1218, why="the Politics-and-TV preset has 1,218 users"),
+    "n_deltas": Int(2, 200, why="each point is one certified solve"),
+    "max_leakages": Seq(Float(0), max_len=30, increasing=True,
+                        why="each level refits the mapper, the recommender and the attackers in every fold"),
+    "opt_in_fraction": Float(0, 1, low_open=True, high_open=True),
+    "cv": Int(2, 20),
+    "heldout_fraction": Float(0, 1, low_open=True, high_open=True),
+    "attack_models": Seq(Choice(ATTACK_MODELS), max_len=len(ATTACK_MODELS), unique=True),
+    "n_jobs": Int(1, 64),
+}
 
 
 def _split(n, opt_in_fraction, seed):
@@ -84,6 +101,7 @@ def rmse_and_attacks(mapper, R, a, *, opt_in_fraction=0.5, cv=5, heldout_fractio
     return row, table, results
 
 
+@quick_values({"n_deltas": 5, "max_leakages": (0.0,), "cv": 2})
 def run(report, *, random_state=0, quick=False, n_clusters=25, n_deltas=12, max_leakages=(0.0, 0.01, 0.05),
         opt_in_fraction=0.5, cv=5, heldout_fraction=0.1, attack_models=("logistic",), n_jobs=1):
     """Fig. 11 curve, RMSE and attack table into ``report``; returns headline numbers."""
@@ -93,8 +111,6 @@ def run(report, *, random_state=0, quick=False, n_clusters=25, n_deltas=12, max_
     from ...mappers import QuantizedPrivacyMapper
 
     seed = 0 if random_state is None else int(random_state)
-    if quick:
-        n_deltas, max_leakages, cv = 5, (0.0,), 2
     R, a, shows = make_politics_tv(random_state=seed)
     report.text(
         f"{R.shape[0]} users ({int((a == 0).sum())} Democrats = 0, {int((a == 1).sum())} Republicans = 1), "

@@ -21,7 +21,22 @@ check (no misreport of a unit cost raises its owner's utility).
 import numpy as np
 import pandas as pd
 
+from .._schema import Bool, Float, Int, Seed, Seq, quick_values
+
 __all__ = ["run"]
+
+PARAMETERS = {
+    "random_state": Seed(),
+    "quick": Bool(),
+    "n_users": Int(50, 200_000, why="the SVD embedding and the Nadaraya-Watson weights of every query "
+                                   "against all training raters are held in memory"),
+    "n_items": Int(11, 20_000, why="the synthetic rating matrix and its 10-dimensional SVD are held in memory"),
+    "budgets": Seq(Float(0), max_len=50, why="every budget runs one auction per query"),
+    "test_fraction": Float(0, 1, low_open=True, high_open=True),
+    "bandwidth": Float(0, low_open=True),
+    "cost_sigma": Float(0, 10),
+    "max_queries": Int(1, 10_000, why="every query runs one auction per budget and a truthfulness check"),
+}
 
 
 def _setup(n_users, n_items, seed):
@@ -47,6 +62,7 @@ def _setup(n_users, n_items, seed):
     return Y, d, target
 
 
+@quick_values({"n_users": 600, "n_items": 80, "max_queries": 60, "budgets": (0.0, 1.0, 10.0, 100.0)})
 def run(report, *, random_state=0, quick=False, n_users=3000, n_items=200,
         budgets=(0.0, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0, 300.0), test_fraction=0.2, bandwidth=0.5,
         cost_sigma=1.0, max_queries=300):
@@ -75,9 +91,6 @@ def run(report, *, random_state=0, quick=False, n_users=3000, n_items=200,
 
     from ...auctions import DCLEFEstimator, fair_inner_product, fractional_dclef
 
-    if quick:
-        n_users, n_items, max_queries = 600, 80, 60
-        budgets = (0.0, 1.0, 10.0, 100.0)
     rng = np.random.default_rng(random_state)
     Y, d, target = _setup(n_users, n_items, random_state)
     n = d.size

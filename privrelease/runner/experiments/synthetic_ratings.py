@@ -14,7 +14,37 @@ For each data set (the Politics-and-TV preset and/or ``make_ratings``):
 import numpy as np
 import pandas as pd
 
+from ...evaluation._attacks import ATTACK_MODELS
+from ...recommender._surprise import _ALGORITHMS
+from .._schema import Bool, Choice, Float, Int, Scalar, Seed, Seq, Table, quick_values
+
 __all__ = ["run"]
+
+#: a recommender as a pipeline table: ``{algorithm = "SVD", algo_params = {reg_all = 0.1}}``
+RECOMMENDER = Table({"algorithm": Choice(_ALGORITHMS), "algo_params": Table(free=Scalar())})
+_LEVELS_CAP = "each level refits the mapper, the recommender and the attackers in every fold"
+PARAMETERS = {
+    "random_state": Seed(),
+    "quick": Bool(),
+    "datasets": Seq(Choice(("politics_tv", "make_ratings")), max_len=2, unique=True),
+    "n_users": Int(50, 50_000, why="every privacy level refits the mapper, the recommender and the "
+                                   "attackers in each fold on all users (time and memory grow with n_users)"),
+    "n_items": Int(10, 10_000, why="the attackers and the mapper's clustering work on users x items "
+                                   "features"),
+    "max_leakages": Seq(Float(0), max_len=30, increasing=True, why=_LEVELS_CAP),
+    "blurme_fractions": Seq(Float(0, 1), max_len=30, increasing=True, why=_LEVELS_CAP),
+    "n_clusters": Int(1, 2_000),
+    "opt_in_fraction": Float(0, 1, low_open=True, high_open=True),
+    "cv": Int(2, 20),
+    "heldout_fraction": Float(0, 1, low_open=True, high_open=True),
+    "target_auc": Float(0.5, 1),
+    "attack_models": Seq(Choice(ATTACK_MODELS), max_len=len(ATTACK_MODELS), unique=True),
+    "politics_recommender": RECOMMENDER,
+    "ratings_recommender": RECOMMENDER,
+    "n_jobs": Int(1, 64),
+}
+_QUICK = {"datasets": ("politics_tv",), "max_leakages": (0.0, 0.02, 0.1), "blurme_fractions": (0.1, 0.5),
+          "cv": 2, "attack_models": ("logistic",), "n_jobs": 1}
 
 _SHOW = ["leakage_bits", "distortion", "changed_ratings", "worst_auc_fixed", "worst_auc_adaptive",
          "auc_fixed_logistic_values", "auc_adaptive_logistic_values", "rmse_released",
@@ -54,9 +84,7 @@ def compare_methods(curves, target_auc):
 
 
 def _csv_only(report, df, name):
-    path = report.output_dir / f"{name}.csv"
-    df.to_csv(path, index=False)
-    report.files.append(path)
+    path = report.csv(df, name)  # written inside the report folder, never through a link
     report.text(f"Full table: `{path.name}` ({len(df)} rows, {df.shape[1]} columns).")
 
 
@@ -188,6 +216,7 @@ def _one_dataset(report, name, R, a, *, rec, max_leakages, fractions, n_clusters
     return out
 
 
+@quick_values(_QUICK)
 def run(report, *, random_state=0, quick=False, datasets=("politics_tv", "make_ratings"), n_users=1000,
         n_items=200, max_leakages=(0.0, 0.002, 0.01, 0.03, 0.1, 1.0), blurme_fractions=(0.05, 0.1, 0.2, 0.5),
         n_clusters=25, opt_in_fraction=0.5, cv=5, heldout_fraction=0.1, target_auc=0.55,
@@ -197,10 +226,6 @@ def run(report, *, random_state=0, quick=False, datasets=("politics_tv", "make_r
     from ...datasets import make_politics_tv, make_ratings
 
     seed = 0 if random_state is None else int(random_state)
-    if quick:
-        datasets = ("politics_tv",)
-        max_leakages, blurme_fractions = (0.0, 0.02, 0.1), (0.1, 0.5)
-        cv, attack_models, n_jobs = 2, ("logistic",), 1
     politics_recommender = politics_recommender if politics_recommender is not None else \
         {"algorithm": "SVD", "algo_params": {"reg_all": 0.1}}
     ratings_recommender = ratings_recommender if ratings_recommender is not None else {"algorithm": "SVD"}

@@ -16,7 +16,20 @@ Sections:
 import numpy as np
 import pandas as pd
 
+from .._schema import Bool, Float, Int, Seed, Seq, quick_values
+
 __all__ = ["run"]
+
+PARAMETERS = {
+    "random_state": Seed(),
+    "quick": Bool(),
+    "strengths": Seq(Float(0, 20), max_len=20, why="each strength draws one data set and fits attackers"),
+    "n_users": Int(50, 100_000, why="the recommender is cross-validated on every user (time and memory grow "
+                                    "with n_users)"),
+    "n_items": Int(10, 10_000, why="the attackers work on users x items features"),
+    "n_folds": Int(2, 20),
+    "heldout_fraction": Float(0, 1, low_open=True, high_open=True),
+}
 
 
 def _gini(x):
@@ -47,6 +60,7 @@ def _top5_threat(X, a):
     return mi, float(joint.max(axis=1).sum()), top5
 
 
+@quick_values({"n_users": 600, "n_items": 100, "n_folds": 2, "strengths": (0.0, 0.25, 0.5, 1.0)})
 def run(report, *, random_state=0, quick=False, strengths=(0.0, 0.25, 0.5, 1.0, 2.0),
         n_users=2000, n_items=300, n_folds=5, heldout_fraction=0.1):
     """Write the description into ``report``; return headline numbers."""
@@ -56,9 +70,6 @@ def run(report, *, random_state=0, quick=False, strengths=(0.0, 0.25, 0.5, 1.0, 
     from ...recommender import SurpriseRecommender, holdout_split
 
     seed = 0 if random_state is None else int(random_state)
-    if quick:
-        n_users, n_items, n_folds = min(n_users, 600), min(n_items, 100), min(n_folds, 2)
-        strengths = tuple(strengths)[:4]
 
     # ---------------------------------------------------------------- politics
     report.section("Politics-and-TV preset")

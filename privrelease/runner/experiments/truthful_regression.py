@@ -19,7 +19,31 @@ Sections:
 import numpy as np
 import pandas as pd
 
+from .._schema import Bool, Float, Int, PipelineError, Seed, Seq, quick_values
+
 __all__ = ["run"]
+
+PARAMETERS = {
+    "random_state": Seed(),
+    "quick": Bool(),
+    "n_features": Int(1, 100, why="the sensitivity search solves d x d ridge systems thousands of times"),
+    "n_players": Seq(Int(10, 2_000_000, why="each repetition draws an n x n_features design matrix in "
+                                            "memory"), max_len=20),
+    "privacy_exponent": Float(0.5, 1, low_open=True, high_open=True),
+    "repetitions": Int(1, 1_000),
+    "noise_std": Float(0),
+    "truthfulness_players": Int(10, 1_000_000, why="each truthfulness run draws that many players in memory"),
+    "truthfulness_reps": Int(1, 10_000),
+}
+
+
+def check_together(params):
+    """The largest design matrix (players x features) stays under 2e7 cells (160 MB of float64)."""
+    n = max(params.get("n_players", (256_000,)))
+    d = params.get("n_features", 2)
+    if n * d > 20_000_000:
+        raise PipelineError(f"parameters n_players (largest {n}) x n_features = {d} make a {n * d}-cell design "
+                            "matrix: expected at most 20,000,000 cells (160 MB of float64 per repetition)")
 
 
 def _unit_ball(rng, n, d):
@@ -32,6 +56,8 @@ def _ridge(X, y, alpha):
     return np.linalg.solve(X.T @ X + alpha * np.eye(X.shape[1]), X.T @ y)
 
 
+@quick_values({"n_players": (1_000, 4_000, 16_000), "repetitions": 4, "truthfulness_reps": 40,
+               "truthfulness_players": 3_000})
 def run(report, *, random_state=0, quick=False, n_features=2,
         n_players=(1_000, 4_000, 16_000, 64_000, 256_000), privacy_exponent=0.6,
         repetitions=10, noise_std=0.1, truthfulness_players=6_000, truthfulness_reps=150):
@@ -62,9 +88,6 @@ def run(report, *, random_state=0, quick=False, n_features=2,
 
     from ...regression import TruthfulRegressionMechanism, parameter_schedule, ridge_sensitivity
 
-    if quick:
-        n_players = (1_000, 4_000, 16_000)
-        repetitions, truthfulness_reps, truthfulness_players = 4, 40, 3_000
     rng = np.random.default_rng(random_state)
     d = int(n_features)
 

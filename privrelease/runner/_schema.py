@@ -1,0 +1,397 @@
+"""Parameter schemas of the experiments, and the errors the runner reports to a user.
+
+Every experiment module of :mod:`privrelease.runner.experiments` declares one
+:class:`Spec` per keyword argument of its ``run`` function in a module-level
+``PARAMETERS`` dict (type, range, size cap and the reason for the cap), and may
+declare the values ``--quick`` uses for the parameters the user did not set
+(the :func:`quick_values` decorator of ``run``) and ``check_together(params)``
+(constraints between parameters).
+:func:`validate_params` checks a whole parameter set against them before
+anything runs, so a wrong value is refused with a message naming the parameter,
+the value received and what was expected, instead of ending in a traceback, an
+out-of-memory or a silently wrong report.
+
+``--quick`` and explicit values: a value the user set (in the pipeline file or
+with ``--set``) always wins over the quick values; the runner says so in its
+log and in the report (:func:`resolve_quick`).
+"""
+
+import functools
+import math
+import numbers
+import os
+
+__all__ = [
+    "PipelineError",
+    "ParameterTypeError",
+    "OutputFolderError",
+    "Spec",
+    "Bool",
+    "Int",
+    "Float",
+    "Seed",
+    "Choice",
+    "Text",
+    "Scalar",
+    "Folder",
+    "Seq",
+    "Table",
+    "validate_params",
+    "resolve_quick",
+    "quick_values",
+]
+
+
+class PipelineError(ValueError):
+    """A user error found by the runner: a bad pipeline file, parameter or output folder.
+
+    The command line prints its message on one line and exits with status 2.
+    """
+
+
+class ParameterTypeError(PipelineError, TypeError):
+    """A pipeline parameter of the wrong type (``n_points = "ten"``, ``quick = "no"``)."""
+
+
+class OutputFolderError(PipelineError):
+    """An output folder the runner refuses to write into (symlink, earlier report, a file, unwritable)."""
+
+
+def _show(value):
+    """The value as the user wrote it (TOML-like), for error messages."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer() and abs(value) >= 1e6:
+        return f"{value:g}"
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _type_name(value):
+    return {bool: "boolean", int: "integer", float: "float", str: "string", list: "array",
+            tuple: "array", dict: "table"}.get(type(value), type(value).__name__)
+
+
+class Spec:
+    """One parameter's declaration; ``check(name, value)`` returns the value or raises."""
+
+    #: short description of what is expected, used in messages and ``privrelease list``
+    expected = "a value"
+
+    def check(self, name, value):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _type_error(self, name, value):
+        return ParameterTypeError(
+            f"parameter {name} = {_show(value)} ({_type_name(value)}): expected {self.expected}")
+
+    def _value_error(self, name, value, extra=""):
+        return PipelineError(f"parameter {name} = {_show(value)}: expected {self.expected}{extra}")
+
+
+class Bool(Spec):
+    """A real boolean (TOML ``true`` / ``false``); ``"no"``, ``0`` or ``1`` are refused."""
+
+    expected = "a boolean (true or false, without quotes)"
+
+    def check(self, name, value):
+        if not isinstance(value, bool):
+            raise self._type_error(name, value)
+        return value
+
+
+def _num(x):
+    """A bound as a person writes it: 10000000, 0.5."""
+    if isinstance(x, int) or (isinstance(x, float) and x.is_integer() and abs(x) < 1e16):
+        return str(int(x))
+    return f"{x:g}"
+
+
+class _Range(Spec):
+    def __init__(self, low=None, high=None, *, why=None, low_open=False, high_open=False):
+        self.low, self.high, self.why = low, high, why
+        self.low_open, self.high_open = low_open, high_open
+
+    def _range_text(self):
+        lo = "" if self.low is None else ("(" if self.low_open else "[") + _num(self.low)
+        hi = "" if self.high is None else _num(self.high) + (")" if self.high_open else "]")
+        if self.low is not None and self.high is not None:
+            return f" in {lo}, {hi}"
+        if self.low is not None:
+            return f" {'>' if self.low_open else '>='} {_num(self.low)}"
+        if self.high is not None:
+            return f" {'<' if self.high_open else '<='} {_num(self.high)}"
+        return ""
+
+    def _check_range(self, name, value):
+        too_low = self.low is not None and (value <= self.low if self.low_open else value < self.low)
+        too_high = self.high is not None and (value >= self.high if self.high_open else value > self.high)
+        if too_high and self.why:
+            raise PipelineError(
+                f"parameter {name} = {_show(value)}: expected {self.expected}; the cap {_num(self.high)} "
+                f"is there because {self.why}")
+        if too_low or too_high:
+            raise self._value_error(name, value)
+        return value
+
+
+class Int(_Range):
+    """An integer (not a boolean) in a closed range; ``why`` explains the upper cap."""
+
+    @property
+    def expected(self):
+        return "an integer" + self._range_text()
+
+    def check(self, name, value):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            if isinstance(value, float) and value.is_integer() and self.high is not None and value > self.high:
+                return self._check_range(name, value)  # 1e9: the cap is the real news
+            raise self._type_error(name, value)
+        return self._check_range(name, int(value))
+
+
+class Float(_Range):
+    """A finite real number (integers accepted, booleans refused) in a range."""
+
+    @property
+    def expected(self):
+        return "a finite number" + self._range_text()
+
+    def check(self, name, value):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise self._type_error(name, value)
+        if not math.isfinite(value):
+            raise self._value_error(name, value)
+        return self._check_range(name, float(value))
+
+
+class Seed(Int):
+    """A random seed: an integer in [0, 2**32 - 1] (reports are reproducible by design)."""
+
+    def __init__(self):
+        super().__init__(0, 2**32 - 1)
+
+    @property
+    def expected(self):
+        return "an integer seed in [0, 4294967295]"
+
+
+class Choice(Spec):
+    """One of a fixed set of strings."""
+
+    def __init__(self, options):
+        self.options = tuple(options)
+
+    @property
+    def expected(self):
+        return "one of " + ", ".join(repr(o) for o in self.options)
+
+    def check(self, name, value):
+        if not isinstance(value, str):
+            raise self._type_error(name, value)
+        if value not in self.options:
+            raise self._value_error(name, value)
+        return value
+
+
+class Text(Spec):
+    """A string of at most ``max_len`` characters."""
+
+    def __init__(self, max_len=200):
+        self.max_len = max_len
+
+    @property
+    def expected(self):
+        return f"a string of at most {self.max_len} characters"
+
+    def check(self, name, value):
+        if not isinstance(value, str):
+            raise self._type_error(name, value)
+        if len(value) > self.max_len:
+            raise self._value_error(name, value)
+        return value
+
+
+class Scalar(Spec):
+    """A finite number, a boolean or a short string (free-form options such as ``algo_params``)."""
+
+    expected = "a finite number, a boolean or a string of at most 200 characters"
+
+    def check(self, name, value):
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, numbers.Real):
+            if not math.isfinite(value):
+                raise self._value_error(name, value)
+            return value
+        if isinstance(value, str) and len(value) <= 200:
+            return value
+        raise self._type_error(name, value)
+
+
+class Folder(Spec):
+    """The path of an existing folder (a data set the experiment reads)."""
+
+    expected = "the path of an existing folder"
+
+    def check(self, name, value):
+        if not isinstance(value, str):
+            raise self._type_error(name, value)
+        if not value or not os.path.isdir(os.path.expanduser(value)):
+            raise self._value_error(name, value, " (it does not exist or is not a folder)")
+        return value
+
+
+class Seq(Spec):
+    """An array whose items all satisfy ``item``; ``min_len`` / ``max_len`` (``why`` explains the cap)."""
+
+    def __init__(self, item, *, min_len=1, max_len=100, why=None, increasing=False, unique=False):
+        self.item, self.min_len, self.max_len, self.why = item, min_len, max_len, why
+        self.increasing, self.unique = increasing, unique
+
+    @property
+    def expected(self):
+        order = ", increasing" if self.increasing else (", without repeats" if self.unique else "")
+        return (f"an array of {self.min_len} to {self.max_len} items{order}, each "
+                f"{self.item.expected}")
+
+    def check(self, name, value):
+        if not isinstance(value, (list, tuple)):
+            raise self._type_error(name, value)
+        if len(value) > self.max_len and self.why:
+            raise PipelineError(
+                f"parameter {name} has {len(value)} items: expected at most {self.max_len}; the cap is there "
+                f"because {self.why}")
+        if not self.min_len <= len(value) <= self.max_len:
+            raise PipelineError(f"parameter {name} = {_show(value)} has {len(value)} items: expected "
+                                f"{self.expected}")
+        out = [self.item.check(f"{name}[{i}]", v) for i, v in enumerate(value)]
+        if self.increasing and any(b <= a for a, b in zip(out, out[1:])):
+            raise self._value_error(name, value)
+        if self.unique and len(set(out)) != len(out):
+            raise self._value_error(name, value)
+        return type(value)(out) if isinstance(value, tuple) else out
+
+
+class Table(Spec):
+    """A TOML table with the given keys (each a :class:`Spec`); unknown keys refused.
+
+    ``free`` (a :class:`Spec`) admits any other key whose value satisfies it
+    (for example a recommender's ``algo_params``).
+    """
+
+    def __init__(self, fields=None, *, free=None, max_len=50):
+        self.fields, self.free, self.max_len = dict(fields or {}), free, max_len
+
+    @property
+    def expected(self):
+        if self.fields:
+            return "a table with keys among " + ", ".join(sorted(self.fields))
+        return f"a table of at most {self.max_len} entries"
+
+    def check(self, name, value):
+        if not isinstance(value, dict):
+            raise self._type_error(name, value)
+        if len(value) > self.max_len:
+            raise self._value_error(name, value)
+        out = {}
+        for k, v in value.items():
+            if k in self.fields:
+                out[k] = self.fields[k].check(f"{name}.{k}", v)
+            elif self.free is not None and isinstance(k, str) and k.isidentifier():
+                out[k] = self.free.check(f"{name}.{k}", v)
+            else:
+                raise PipelineError(f"parameter {name} has an unknown key {k!r}: expected {self.expected}")
+        return out
+
+
+def _schema(module):
+    name = module.__name__.rsplit(".", 1)[-1]
+    schema = getattr(module, "PARAMETERS", None)
+    if not isinstance(schema, dict):  # pragma: no cover - every shipped experiment declares one
+        raise TypeError(f"experiment {name!r} declares no PARAMETERS schema")
+    return name, schema
+
+
+def validate_params(module, params, *, source=None):
+    """Check ``params`` against the experiment's ``PARAMETERS``; return the checked values.
+
+    Parameters
+    ----------
+    module : module
+        An experiment module with ``run``, ``PARAMETERS`` and optionally ``check_together``.
+    params : dict
+        The parameters as read from the pipeline file and ``--set``.
+    source : str, optional
+        Where they come from (pipeline file), quoted in messages.
+
+    Raises
+    ------
+    PipelineError
+        Unknown parameter, value out of range or over its size cap.
+    ParameterTypeError
+        Value of the wrong type.
+    """
+    name, schema = _schema(module)
+    where = f"{source}: " if source else f"experiment {name!r}: "
+    unknown = sorted(k for k in params if k not in schema)
+    if unknown:
+        raise PipelineError(f"{where}unknown parameter(s) {unknown}; experiment {name!r} takes "
+                            f"{sorted(schema)}")
+    try:
+        checked = {k: schema[k].check(k, v) for k, v in params.items()}
+        together = getattr(module, "check_together", None)
+        if together is not None:
+            together(checked)
+    except PipelineError as exc:
+        raise type(exc)(f"{where}{exc}") from None
+    return checked
+
+
+def _plain(value):
+    """Arrays compare as lists (a TOML array against a tuple default)."""
+    return [_plain(v) for v in value] if isinstance(value, (list, tuple)) else value
+
+
+def resolve_quick(module, params, quick):
+    """Apply ``--quick``: fill the experiment's quick values the user did not set.
+
+    Returns ``(params, notes)``: the parameters to run with (``quick`` set when
+    asked for) and one note per explicit value that ``--quick`` left alone.
+    """
+    params = dict(params)
+    notes = []
+    if quick:
+        params["quick"] = True
+    if params.get("quick") is True:
+        for k, v in getattr(module.run, "quick_values", {}).items():
+            if k in params:
+                if _plain(params[k]) != _plain(v):
+                    notes.append(f"--quick keeps your {k} = {_show(params[k])} (quick would use {_show(v)})")
+            else:
+                params[k] = v
+    return params, notes
+
+
+def quick_values(values):
+    """Decorator of an experiment's ``run``: with ``quick=True`` the ``values`` fill unset keywords.
+
+    A keyword the caller passed explicitly is never replaced, so ``--quick``
+    cannot silently change a value the user set. The decorated function keeps
+    its signature (``inspect.signature`` follows ``__wrapped__``) and exposes
+    ``values`` as ``run.quick_values``.
+    """
+    values = dict(values)
+
+    def decorate(run):
+        @functools.wraps(run)
+        def wrapper(report, *, quick=False, **kwargs):
+            if quick:
+                for k, v in values.items():
+                    kwargs.setdefault(k, v)
+            return run(report, quick=quick, **kwargs)
+
+        wrapper.quick_values = values
+        return wrapper
+
+    return decorate
