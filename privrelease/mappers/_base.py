@@ -51,7 +51,7 @@ from ..mapping import (
 from ..utils import check_private_labels
 from . import _dask
 
-__all__ = ["PriorEstimate", "theorem1_bound", "check_sample_weight"]
+__all__ = ["PriorEstimate", "theorem1_bound", "check_sample_weight", "stack_marginal_priors"]
 
 #: tolerance on a recomputed claim (the same engine functions on the same arrays agree exactly;
 #: this only absorbs the order of floating-point sums)
@@ -76,12 +76,20 @@ class PriorEstimate:
         Number of labeled users (the ``n`` of Proposition 1).
     extra : dict
         Whatever the mapper's ``_build_release`` needs.
+    inputs : ndarray of int, shape (n_labeled,), optional
+        Input symbol ``b`` of each labeled row, in the order of the rows
+        ``_fit_prior`` received (needed for a 2-D ``y``: the base recounts
+        the joint and marginal priors from it).
+    attributes : dict or None
+        Set by the base for a 2-D ``y`` (several private attributes).
     """
 
     counts: np.ndarray
     cost: np.ndarray
     n_labeled: int
     extra: dict = field(default_factory=dict)
+    inputs: np.ndarray = None
+    attributes: dict = None
 
 
 def theorem1_bound(n_samples, n_private, n_public, d_max, confidence=_CONFIDENCE):
@@ -132,10 +140,11 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     _saved_attributes = (
         "n_features_in_", "feature_names_in_", "classes_", "prior_", "cost_matrix_", "mapping_",
         "leakage_", "prior_leakage_", "distortion_", "map_accuracy_", "smallest_delta_",
-        "mismatch_bound_", "n_labeled_", "solver_result_",
+        "mismatch_bound_", "n_labeled_", "solver_result_", "leakage_per_attribute_", "joint_leakage_",
+        "attribute_tuples_", "joint_prior_", "n_labeled_per_attribute_",
     )
-    #: of those, the ones a fitted mapper may lack
-    _optional_attributes = ("feature_names_in_",)
+    #: of those, the ones a fitted mapper may lack (the last three exist for a 2-D ``y`` only)
+    _optional_attributes = ("feature_names_in_", "attribute_tuples_", "joint_prior_", "n_labeled_per_attribute_")
 
     # ---------------------------------------------------------------- hooks
     def _validate_X(self, X, reset):  # pragma: no cover - abstract
@@ -169,11 +178,13 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         ----------
         X : array-like, sparse matrix, DataFrame or dask collection of shape (n_samples, n_features)
             See the class documentation for what each mapper accepts.
-        y : array-like of shape (n_samples,)
+        y : array-like of shape (n_samples,) or (n_samples, n_attributes)
             Private attribute. ``-1``, ``"-1"``, None, NaN, ``pd.NA`` and ``""``
             mean "not disclosed" (:func:`privrelease.utils.undisclosed_mask`);
             only the other rows enter the prior. Labels of mixed kinds (``1``
-            beside ``True``) are refused.
+            beside ``True``) are refused. A 2-D ``y`` (array or DataFrame)
+            holds one private attribute per column, each cell disclosed or not
+            on its own; ``protect`` says how they are protected.
         sample_weight : array-like of shape (n_samples,), default=None
             Non-negative weight of each row in the prior (and, for the quantized
             mapper, the clustering and the costs). Not supported on dask collections.
@@ -191,6 +202,11 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         for name in [k for k in vars(work) if _is_fitted_attr(k)]:
             delattr(work, name)
         if _dask.is_dask_collection(X):
+            if np.ndim(y) == 2 and np.shape(y)[1] > 1:
+                raise ValueError(
+                    f"a 2-D y (shape {np.shape(y)}: several private attributes) is not supported when X is a "
+                    "dask collection; fit in memory, or give one attribute (or the tuple as one label)"
+                )
             if sample_weight is not None:
                 raise ValueError(
                     f"sample_weight is not supported when X is a dask collection, got "
@@ -208,20 +224,40 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         return self
 
     def _fit_in_memory(self, X, y, sample_weight):
-        """Validate ``X``, ``y`` and the weights, then call ``_fit_prior`` on the labeled rows."""
+        """Validate ``X``, ``y`` and the weights, then call ``_fit_prior`` on the labeled rows.
+
+        During the hook, ``self.classes_`` holds the rows of the counts
+        ``_fit_prior`` returns (``a_idx`` indexes it): the classes for a 1-D
+        ``y``; for a 2-D ``y`` the attribute tuples (``protect="joint"``) or a
+        single row (``protect="marginal"``: the input marginal of every user who
+        disclosed any attribute), and the base then recounts the priors from
+        ``PriorEstimate.inputs`` (:meth:`_multi_attribute_counts`).
+        """
         Xv = self._validate_X(X, reset=True)
-        y, labeled = check_private_labels(y, Xv.shape[0])
-        w = check_sample_weight(sample_weight, Xv.shape[0])
+        n = Xv.shape[0]
+        columns = _label_columns(y, n)
+        w = check_sample_weight(sample_weight, n)
+        if columns is None:
+            y, labeled = check_private_labels(y, n)
+        else:
+            masks = []
+            for j, col in enumerate(columns):
+                columns[j], lab_j = check_private_labels(col, n, name=f"y[:, {j}]")
+                masks.append(lab_j)
+            masks = np.column_stack(masks)
+            labeled = masks.all(axis=1) if self.protect == "joint" else masks.any(axis=1)
         if sample_weight is not None and labeled.any() and w[labeled].sum() <= 0:
             raise ValueError(
                 "sample_weight gives the labeled rows a total weight of 0 (every weight zero); expected a positive total"
             )
         labeled &= w > 0
         if not labeled.any():
-            raise ValueError(
-                f"no labeled users: all {Xv.shape[0]} entries of y are missing (-1 or NaN); "
-                "the prior is estimated from users who disclosed the private attribute"
-            )
+            what = ("no user disclosed every column of y (protect='joint' needs them; protect='marginal' uses "
+                    "every user who disclosed any column)" if columns is not None and self.protect == "joint"
+                    else "the prior is estimated from users who disclosed the private attribute")
+            raise ValueError(f"no labeled users: all {n} entries of y are missing (-1 or NaN); {what}")
+        if columns is not None:
+            return self._fit_multi(Xv, columns, masks & (w > 0)[:, None], labeled, w)
         self.classes_, a_idx = np.unique(y[labeled], return_inverse=True)
         if self.classes_.size < 2:
             raise ValueError(
@@ -229,6 +265,56 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                 "enough: a private attribute needs at least two values to be protected"
             )
         return self._fit_prior(Xv, labeled, a_idx.ravel(), w[labeled])
+
+    def _fit_multi(self, Xv, columns, masks, labeled, w):
+        """Several private attributes (2-D ``y``): codes per column, the hook, then the recounted priors."""
+        m = len(columns)
+        full = masks.all(axis=1)
+        classes, codes = [], np.full(masks.shape, -1, dtype=np.int64)
+        for j, col in enumerate(columns):
+            rows = full if self.protect == "joint" else masks[:, j]
+            if not rows.any():
+                raise ValueError(f"y[:, {j}] is undisclosed for every user; each attribute needs labeled users")
+            cls, idx = np.unique(col[rows], return_inverse=True)
+            if cls.size < 2:
+                raise ValueError(
+                    f"y[:, {j}] has a single class among labeled users ({cls[0]!r}); one class is not "
+                    "enough: a private attribute needs at least two values to be protected"
+                )
+            classes.append(cls)
+            codes[rows, j] = idx.ravel()
+        lab_codes = codes[labeled]
+        full_lab = full[labeled]
+        if full_lab.any():
+            tuples, t_idx = np.unique(lab_codes[full_lab], axis=0, return_inverse=True)
+        else:
+            tuples, t_idx = np.zeros((0, m), dtype=np.int64), np.zeros(0, dtype=np.int64)
+        if self.protect == "joint":
+            self.classes_ = np.arange(tuples.shape[0])
+            a_idx = t_idx.ravel()
+        else:
+            self.classes_ = np.zeros(1, dtype=np.int64)
+            a_idx = np.zeros(int(labeled.sum()), dtype=np.int64)
+        estimate = self._fit_prior(Xv, labeled, a_idx, w[labeled])
+        if estimate.inputs is None:  # pragma: no cover - every mapper sets it
+            raise NotImplementedError(f"{type(self).__name__}._fit_prior does not report the input of each row")
+        self.classes_ = classes
+        self.attribute_tuples_ = tuples.astype(np.int64)
+        self.n_labeled_per_attribute_ = masks[labeled].sum(axis=0).astype(np.int64)
+        inputs = np.asarray(estimate.inputs, dtype=np.int64)
+        wl = w[labeled]
+        n_in = estimate.counts.shape[1]
+        joint = np.zeros((tuples.shape[0], n_in))
+        np.add.at(joint, (t_idx.ravel(), inputs[full_lab]), wl[full_lab])
+        blocks = []
+        for j in range(m):
+            rows = lab_codes[:, j] >= 0
+            b = np.zeros((classes[j].size, n_in))
+            np.add.at(b, (lab_codes[rows, j], inputs[rows]), wl[rows])
+            blocks.append(b)
+        estimate.attributes = {"joint": joint, "common": np.asarray(estimate.counts, dtype=np.float64).sum(axis=0),
+                               "blocks": blocks}
+        return estimate
 
     def _solve(self, prior, cost):
         """The engine's optimal mapping (Salamatian et al., Algorithm 1 / eq. 6).
@@ -257,7 +343,19 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
     def _solve_and_report(self, estimate):
         """Prior, the engine's mapping and every reported figure (through the engine's functions)."""
-        self.prior_ = self._prior_from_counts(np.asarray(estimate.counts, dtype=np.float64))
+        multi = estimate.attributes
+        if multi is None:
+            self.prior_ = self._prior_from_counts(np.asarray(estimate.counts, dtype=np.float64))
+        elif self.protect == "joint":
+            self.prior_ = self._prior_from_counts(np.asarray(multi["joint"], dtype=np.float64))
+            self.joint_prior_ = self.prior_
+        else:
+            joint = np.asarray(multi["joint"], dtype=np.float64)
+            self.joint_prior_ = self._prior_from_counts(joint) if joint.sum() > 0 else None
+            if self.joint_prior_ is None:
+                warnings.warn("no user disclosed every column of y: joint_leakage_ is NaN (the joint prior "
+                              "cannot be estimated)", UserWarning, stacklevel=4)
+            self.prior_ = self._marginal_prior(multi["common"], multi["blocks"])
         self.cost_matrix_ = np.asarray(estimate.cost, dtype=np.float64)
         self.n_labeled_ = int(estimate.n_labeled)
         result = self._solve(self.prior_, self.cost_matrix_)
@@ -267,18 +365,67 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         self.solver_result_ = result
         self._set_figures()
 
+    def _marginal_prior(self, common, blocks):
+        """The stacked marginal prior ``Q'`` of ``protect="marginal"`` (see :func:`stack_marginal_priors`).
+
+        ``common`` holds the input counts ``n(b)`` of every user who disclosed
+        any attribute, ``blocks[i]`` the counts ``n_i(a_i, b)`` of the users who
+        disclosed attribute ``i``. Each goes through :meth:`_prior_from_counts`
+        (the mapper's own estimate, smoothing included); the input marginal
+        ``q(b)`` is the common one and block ``i`` contributes its conditional
+        ``q_i(a_i | b)``, so every block has the same column sums.
+        """
+        q_b = self._prior_from_counts(np.asarray(common, dtype=np.float64)[None, :])[0]
+        return stack_marginal_priors(q_b, [self._prior_from_counts(np.asarray(b, dtype=np.float64))
+                                           for b in blocks])
+
+    def _attribute_kind(self):
+        """``"single"`` (1-D ``y``), ``"joint"`` or ``"marginal"`` (2-D ``y``), from the fitted state."""
+        return "single" if isinstance(self.classes_, np.ndarray) else self.protect
+
+    def _attribute_priors(self):
+        """The fitted prior of each attribute, ``q_i(a_i, b)`` (rows: ``classes_[i]``)."""
+        kind = self._attribute_kind()
+        if kind == "single":
+            return [self.prior_]
+        if kind == "joint":
+            out = []
+            for j, cls in enumerate(self.classes_):
+                P = np.zeros((cls.size, self.prior_.shape[1]))
+                np.add.at(P, self.attribute_tuples_[:, j], self.prior_)
+                out.append(P)
+            return out
+        m = len(self.classes_)
+        offsets = np.cumsum([0] + [c.size for c in self.classes_])
+        return [m * self.prior_[offsets[j]:offsets[j + 1]] for j in range(m)]
+
     def _figures(self):
         """Every figure derived from ``prior_``, ``mapping_`` and ``cost_matrix_`` (engine functions)."""
         finite = np.isfinite(self.cost_matrix_)
         d_max = float(self.cost_matrix_[finite].max()) if finite.any() else 0.0
         p_in = self.prior_.sum(axis=0)
+        kind = self._attribute_kind()
+        per = [_norm(P) for P in self._attribute_priors()]
+        leak = float(engine_leakage(self.prior_, self.mapping_, kind=self.leakage))
+        if kind == "marginal":
+            map_acc = float(np.mean([map_attack_accuracy(P, self.mapping_) for P in per]))
+            bound = max(theorem1_bound(n_i, P.shape[0], self._n_inputs(), d_max)
+                        for n_i, P in zip(self.n_labeled_per_attribute_, per))
+            jp = getattr(self, "joint_prior_", None)
+            joint = float("nan") if jp is None else float(engine_leakage(jp, self.mapping_, kind=self.leakage))
+        else:
+            map_acc = float(map_attack_accuracy(self.prior_, self.mapping_))
+            bound = theorem1_bound(self.n_labeled_, self.prior_.shape[0], self._n_inputs(), d_max)
+            joint = leak
         return {
-            "leakage_": float(engine_leakage(self.prior_, self.mapping_, kind=self.leakage)),
+            "leakage_": leak,
             "prior_leakage_": float(mutual_information(self.prior_)),
-            "map_accuracy_": float(map_attack_accuracy(self.prior_, self.mapping_)),
+            "map_accuracy_": map_acc,
             "distortion_": float(expected_distortion(self.prior_, self.mapping_, self.cost_matrix_)),
             "smallest_delta_": float(np.sum(p_in * np.where(finite, self.cost_matrix_, np.inf).min(axis=1))),
-            "mismatch_bound_": theorem1_bound(self.n_labeled_, self.classes_.size, self._n_inputs(), d_max),
+            "mismatch_bound_": bound,
+            "leakage_per_attribute_": np.array([engine_leakage(P, self.mapping_, kind=self.leakage) for P in per]),
+            "joint_leakage_": joint,
         }
 
     def _set_figures(self):
@@ -407,15 +554,12 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             raise ValueError(f"fitted.feature_names_in_ has {np.shape(names)} names, expected "
                              f"n_features_in_={n_features}")
         classes = self.classes_
-        if not isinstance(classes, np.ndarray) or classes.ndim != 1 or classes.size < 2:
-            raise ValueError(f"fitted.classes_ must be a 1-D array of at least 2 classes, got {classes!r:.80}")
-        if len(set(classes.tolist())) != classes.size:
-            raise ValueError(f"fitted.classes_ holds a class twice: {classes.tolist()!r:.80}")
+        n_rows = self._check_classes(classes)
         prior = _matrix(self.prior_, "prior_")
         M = _matrix(self.mapping_, "mapping_")
         C = _matrix(self.cost_matrix_, "cost_matrix_", allow_posinf=True)
-        if prior.shape[0] != classes.size:
-            raise ValueError(f"fitted.prior_ has {prior.shape[0]} rows but classes_ has {classes.size} values")
+        if prior.shape[0] != n_rows:
+            raise ValueError(f"fitted.prior_ has {prior.shape[0]} rows but classes_ gives {n_rows} prior rows")
         if np.any(prior < 0):
             r, c = np.argwhere(prior < 0)[0]
             raise ValueError(f"fitted.prior_ entry ({r}, {c}) is negative ({float(prior[r, c])!r}); "
@@ -449,6 +593,8 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         if isinstance(n, bool) or not isinstance(n, Integral) or n < 1:
             raise ValueError(f"fitted.n_labeled_ must be a positive integer, got {n!r}")
         self._check_structure()
+        if self._attribute_kind() != "single":
+            self._check_attributes(prior)
         for name, value in self._figures().items():
             _check_claim(self, name, value)
         res = self.solver_result_
@@ -467,6 +613,121 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     def _check_structure(self):
         """Mapper-specific structure checks (run before the claims are recomputed)."""
 
+    def _check_classes(self, classes):
+        """Check ``classes_`` (1-D array, or a list of them for a 2-D ``y``); return the prior's row count."""
+        arrays = classes if isinstance(classes, list) else [classes]
+        if isinstance(classes, list) and len(classes) < 2:
+            raise ValueError(f"fitted.classes_ lists {len(classes)} attribute(s); a list needs at least 2 "
+                             "(one array per column of y)")
+        for j, cls in enumerate(arrays):
+            where = "classes_" if len(arrays) == 1 and not isinstance(classes, list) else f"classes_[{j}]"
+            if not isinstance(cls, np.ndarray) or cls.ndim != 1 or cls.size < 2:
+                raise ValueError(f"fitted.{where} must be a 1-D array of at least 2 classes, got {cls!r:.80}")
+            if len(set(cls.tolist())) != cls.size:
+                raise ValueError(f"fitted.{where} holds a class twice: {cls.tolist()!r:.80}")
+        if not isinstance(classes, list):
+            return classes.size
+        sizes = np.array([c.size for c in classes])
+        T = getattr(self, "attribute_tuples_", None)
+        if not isinstance(T, np.ndarray) or T.ndim != 2 or T.shape[1] != len(classes) or T.dtype.kind not in "iu":
+            raise ValueError(f"fitted.attribute_tuples_ must be an integer array with {len(classes)} columns, "
+                             f"got shape {getattr(T, 'shape', None)}")
+        if T.size and (np.any(T < 0) or np.any(T >= sizes[None, :])):
+            r, f = np.argwhere((T < 0) | (T >= sizes[None, :]))[0]
+            raise ValueError(f"fitted.attribute_tuples_[{r}, {f}] = {T[r, f]} is not a class code of attribute "
+                             f"{f} (expected 0 <= code < {sizes[f]})")
+        if np.unique(T, axis=0).shape[0] != T.shape[0]:
+            raise ValueError("fitted.attribute_tuples_ holds a tuple twice")
+        n = getattr(self, "n_labeled_per_attribute_", None)
+        if not isinstance(n, np.ndarray) or n.shape != (len(classes),) or n.dtype.kind not in "iu" or np.any(n < 1):
+            raise ValueError(f"fitted.n_labeled_per_attribute_ must hold {len(classes)} positive integers, "
+                             f"got {n!r:.80}")
+        if self.protect == "joint":
+            if T.shape[0] < 2:
+                raise ValueError(f"fitted.attribute_tuples_ has {T.shape[0]} tuple(s), expected at least 2")
+            return T.shape[0]
+        return int(sizes.sum())
+
+    def _check_attributes(self, prior):
+        """Several attributes: the joint prior's shape, and the marginal blocks' common input marginal."""
+        jp = getattr(self, "joint_prior_", None)
+        if self.protect == "joint":
+            if not isinstance(jp, np.ndarray) or jp.shape != prior.shape or np.max(np.abs(jp - prior)) > _CLAIM_TOL:
+                raise ValueError("fitted.joint_prior_ must be the prior_ itself when protect='joint'")
+            return
+        if jp is not None:
+            jp = _matrix(jp, "joint_prior_")
+            if jp.shape != (self.attribute_tuples_.shape[0], prior.shape[1]) or np.any(jp < 0) \
+                    or abs(jp.sum() - 1.0) > _CLAIM_TOL:
+                raise ValueError(f"fitted.joint_prior_ must be a distribution of shape "
+                                 f"{(self.attribute_tuples_.shape[0], prior.shape[1])} (attribute tuples x inputs)")
+        q_b = prior.sum(axis=0)
+        for j, P in enumerate(self._attribute_priors()):
+            if np.max(np.abs(P.sum(axis=0) - q_b)) > _CLAIM_TOL:
+                raise ValueError(f"fitted.prior_ block {j} (attribute {j}) has input marginal different from the "
+                                 "other blocks'; the stacked marginal prior needs one common q(b)")
+
+
+def stack_marginal_priors(q_b, joints):
+    """Stack marginal priors into the one matrix ``Q'`` whose leakage is the average marginal leakage.
+
+    Given the input marginal ``q(b)`` and, for each private attribute ``A_i``
+    (``i = 1..m``), a joint ``q_i(a_i, b)``, returns the
+    ``(sum_i |A_i|) x |B|`` matrix whose block ``i`` is
+    ``(1/m) q(b) q_i(a_i | b)``. Its column sums are ``q(b)`` and, since the
+    blocks' rows are disjoint,
+
+    ``I'(C_hat) = sum_{i, a_i, c_hat} p'(a_i, c_hat) log p'(a_i, c_hat) / (p'(a_i) p(c_hat))
+    = (1/m) sum_i I(A_i; C_hat)``
+
+    (``p'(a_i) = p_i(a_i) / m`` and the ``1/m`` cancels inside the logarithm).
+    The engine's perfect-privacy constraints on ``Q'``,
+    ``p'(a_i, c_hat) = p'(a_i) p(c_hat)``, are exactly
+    ``p_i(a_i, c_hat) = p_i(a_i) p(c_hat)`` for every ``i``. So the engine
+    (Salamatian et al., Algorithm 1 / problem (6)) run on ``Q'`` minimises the
+    average marginal leakage, and its perfect-privacy solution gives every
+    marginal zero leakage. Where ``q_i(b) = 0`` (no user who disclosed
+    attribute ``i`` has input ``b``) the conditional is the attribute's
+    marginal ``q_i(a_i)`` (independence: no leakage invented).
+
+    Parameters
+    ----------
+    q_b : array-like of shape (n_inputs,)
+        Input marginal (normalised here).
+    joints : list of array-like of shape (n_classes_i, n_inputs)
+        Each attribute's joint prior (normalised here).
+
+    Returns
+    -------
+    prior : ndarray of shape (sum_i n_classes_i, n_inputs)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from privrelease.mapping import mutual_information
+    >>> from privrelease.mappers._base import stack_marginal_priors
+    >>> q1 = np.array([[0.4, 0.1], [0.1, 0.4]]); q2 = np.array([[0.25, 0.25], [0.25, 0.25]])
+    >>> Q = stack_marginal_priors(q1.sum(axis=0), [q1, q2])
+    >>> bool(np.isclose(mutual_information(Q), (mutual_information(q1) + mutual_information(q2)) / 2))
+    True
+    """
+    q_b = np.asarray(q_b, dtype=np.float64)
+    q_b = q_b / q_b.sum()
+    m = len(joints)
+    out = []
+    for P in joints:
+        P = np.asarray(P, dtype=np.float64)
+        P = P / P.sum()
+        col = P.sum(axis=0)
+        marginal = P.sum(axis=1)
+        cond = np.where(col > 0, P / np.where(col > 0, col, 1.0), marginal[:, None])
+        out.append(cond * q_b[None, :] / m)
+    return np.vstack(out)
+
+
+def _norm(P):
+    return P / P.sum()
+
 
 def _matrix(a, name, allow_posinf=False):
     if not isinstance(a, np.ndarray) or a.ndim != 2 or a.dtype.kind not in "biuf" or 0 in a.shape:
@@ -482,9 +743,35 @@ def _matrix(a, name, allow_posinf=False):
 
 def _check_claim(est, name, expected):
     got = getattr(est, name)
+    if isinstance(expected, np.ndarray):
+        if not isinstance(got, np.ndarray) or got.shape != expected.shape or got.dtype.kind != "f":
+            raise ValueError(f"fitted.{name} must be a float array of shape {expected.shape}, got {got!r:.60}")
+        if not np.allclose(got, expected, rtol=_CLAIM_TOL, atol=_CLAIM_TOL):
+            raise ValueError(f"fitted.{name} = {got.tolist()!r} does not hold: recomputed from the stored arrays "
+                             f"it is {expected.tolist()!r}; the file's claim is false")
+        return
+    if isinstance(expected, float) and math.isnan(expected):
+        if not (isinstance(got, float) and math.isnan(got)):
+            raise ValueError(f"fitted.{name} = {got!r} does not hold: recomputed it is NaN (no joint prior)")
+        return
     if isinstance(got, bool) or not isinstance(got, (int, float, np.floating, np.integer)):
         raise ValueError(f"fitted.{name} must be a number, got {got!r:.60}")
     got = float(got)
     if not (got == expected or abs(got - expected) <= _CLAIM_TOL * max(1.0, abs(expected))):
         raise ValueError(f"fitted.{name} = {got!r} does not hold: recomputed from the stored arrays it is "
                          f"{expected!r}; the file's claim is false")
+
+
+def _label_columns(y, n_samples):
+    """The columns of a 2-D ``y`` with at least two columns (one per private attribute), else None."""
+    if hasattr(y, "iloc") and getattr(y, "ndim", 1) == 2:  # DataFrame: keep each column's dtype and pd.NA
+        if y.shape[1] < 2:
+            return None
+        return [y.iloc[:, j] for j in range(y.shape[1])]
+    try:
+        arr = np.asarray(y)
+    except (TypeError, ValueError):
+        return None
+    if arr.ndim != 2 or arr.shape[1] < 2 or arr.shape[0] != n_samples:
+        return None  # 1-D, one column, or a shape check_private_labels reports
+    return [arr[:, j] for j in range(arr.shape[1])]

@@ -7,7 +7,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..utils import RandomSource
 
-__all__ = ["RANDOM_STATE_CONSTRAINT", "LEAKAGE_CONSTRAINT", "BUDGET_CONSTRAINT"]
+__all__ = ["RANDOM_STATE_CONSTRAINT", "LEAKAGE_CONSTRAINT", "BUDGET_CONSTRAINT", "PROTECT_CONSTRAINT"]
 
 RANDOM_STATE_CONSTRAINT = [
     None,
@@ -18,3 +18,4 @@ RANDOM_STATE_CONSTRAINT = [
 ]
 LEAKAGE_CONSTRAINT = [StrOptions({"mutual_information", "maximal_leakage"})]
 BUDGET_CONSTRAINT = [Interval(Real, 0, None, closed="left"), None]
+PROTECT_CONSTRAINT = [StrOptions({"joint", "marginal"})]

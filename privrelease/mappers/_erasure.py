@@ -13,7 +13,7 @@ from ..mapping import erasure_alphabet, erasure_distortion
 from ..utils import check_random_source
 from . import _dask
 from ._base import PriorEstimate, _BaseMapper
-from ._common import BUDGET_CONSTRAINT, LEAKAGE_CONSTRAINT, RANDOM_STATE_CONSTRAINT
+from ._common import BUDGET_CONSTRAINT, LEAKAGE_CONSTRAINT, PROTECT_CONSTRAINT, RANDOM_STATE_CONSTRAINT
 
 __all__ = ["ErasureMapper"]
 
@@ -142,13 +142,16 @@ class ErasureMapper(_BaseMapper):
         "max_leakage": BUDGET_CONSTRAINT,
         "leakage": LEAKAGE_CONSTRAINT,
         "random_state": RANDOM_STATE_CONSTRAINT,
+        "protect": PROTECT_CONSTRAINT,
     }
 
-    def __init__(self, delta=None, *, max_leakage=None, leakage="mutual_information", random_state=None):
+    def __init__(self, delta=None, *, max_leakage=None, leakage="mutual_information", random_state=None,
+                 protect="joint"):
         self.delta = delta
         self.max_leakage = max_leakage
         self.leakage = leakage
         self.random_state = random_state
+        self.protect = protect
 
     # ------------------------------------------------------------------ helpers
     def _check_X(self, X, reset):
@@ -216,7 +219,7 @@ class ErasureMapper(_BaseMapper):
         np.add.at(counts, (a_idx, b_idx.ravel()), weights)
         self.output_tuples_ = erasure_alphabet(self.input_tuples_)
         cost = erasure_distortion(self.input_tuples_, self.output_tuples_)
-        return PriorEstimate(counts, cost, max(int(round(weights.sum())), 1))
+        return PriorEstimate(counts, cost, max(int(round(weights.sum())), 1), inputs=b_idx.ravel())
 
     def _fit_prior_dask(self, X, y):
         """The prior counted per partition.

@@ -12,8 +12,8 @@ from .. import _persistence
 from ..mapping import expected_distortion, mutual_information
 from ..utils import check_random_source
 from . import _dask
-from ._base import PriorEstimate, _BaseMapper, _matrix
-from ._common import BUDGET_CONSTRAINT, LEAKAGE_CONSTRAINT, RANDOM_STATE_CONSTRAINT
+from ._base import PriorEstimate, _BaseMapper, _matrix, stack_marginal_priors
+from ._common import BUDGET_CONSTRAINT, LEAKAGE_CONSTRAINT, PROTECT_CONSTRAINT, RANDOM_STATE_CONSTRAINT
 from ._quantize import (
     TasteEmbedding,
     block_stats as _block_stats,
@@ -268,6 +268,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
         "solver": [str],
         "random_state": RANDOM_STATE_CONSTRAINT,
         "dask_sample_size": [Interval(Integral, 2, None, closed="left")],
+        "protect": PROTECT_CONSTRAINT,
     }
 
     _saved_attributes = _BaseMapper._saved_attributes + (
@@ -280,7 +281,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
     def __init__(self, n_clusters="auto", delta=None, *, max_leakage=None, metric="euclidean",
                  space="auto", n_components=20, release="profile", smoothing=1.0,
                  leakage="mutual_information", solver="auto", random_state=None,
-                 dask_sample_size=_dask.DEFAULT_SAMPLE_SIZE):
+                 dask_sample_size=_dask.DEFAULT_SAMPLE_SIZE, protect="joint"):
         self.n_clusters = n_clusters
         self.delta = delta
         self.max_leakage = max_leakage
@@ -293,6 +294,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
         self.solver = solver
         self.random_state = random_state
         self.dask_sample_size = dask_sample_size
+        self.protect = protect
 
     # ------------------------------------------------------------------ helpers
     def _check_X(self, X, reset):
@@ -407,7 +409,8 @@ class QuantizedPrivacyMapper(_BaseMapper):
         size = np.bincount(labels, weights=weights, minlength=self.n_clusters_)
         onehot = sp.csr_matrix((weights, (labels, np.arange(n_labeled))), shape=(self.n_clusters_, n_labeled))
         cost = np.asarray(onehot @ D_users) / size[:, None]
-        return PriorEstimate(counts, cost, n_labeled, {"X_lab": X_lab, "w_lab": weights, "dtype": X.dtype})
+        return PriorEstimate(counts, cost, n_labeled, {"X_lab": X_lab, "w_lab": weights, "dtype": X.dtype},
+                             inputs=labels)
 
     def _prior_from_counts(self, counts):
         """Smoothed ``q(a, c) ~ n(a, c) + smoothing * p(a)`` (towards independence)."""
@@ -415,6 +418,12 @@ class QuantizedPrivacyMapper(_BaseMapper):
         p_a = self.empirical_prior_.sum(axis=1)
         prior = counts + self.smoothing * p_a[:, None]
         return prior / prior.sum()
+
+    def _marginal_prior(self, common, blocks):
+        """Smoothed stacked prior (base); ``empirical_prior_`` is the same stack unsmoothed."""
+        prior = super()._marginal_prior(common, blocks)  # sets empirical_prior_ per block: replaced below
+        self.empirical_prior_ = stack_marginal_priors(common, blocks)
+        return prior
 
     def _figures(self):
         out = super()._figures()
