@@ -466,6 +466,8 @@ def test_identity_mapping_with_every_claim_recomputed_breaks_the_budget(tmp_path
     from privrelease.mapping import mutual_information
 
     fitted["empirical_leakage_"]["v"] = repr(mutual_information(arrays["fitted/empirical_prior_"] @ M))
+    arrays["fitted/leakage_per_attribute_"][:] = true_leak  # one attribute: its leakage is leakage_
+    fitted["joint_leakage_"]["v"] = repr(true_leak)
     _write(path, meta, arrays)
     with pytest.raises(ValueError, match=r"leakage_ = 0\.\d+ bits exceeds the cap of 0\.0 bits that the parameters"):
         load(path)
