@@ -52,19 +52,31 @@ class ErasureMapper(_BaseMapper):
         Source of the privacy draws in ``transform``. ``None`` reads the
         operating system's entropy; an integer (tests, experiments) makes every
         ``transform`` call replay the same seeded stream.
+    protect : {"joint", "marginal"}, default="joint"
+        Used when ``y`` is 2-D (one column per private attribute).
+        ``"joint"``: the attribute is the tuple of columns; users who disclosed
+        every column enter the prior. ``"marginal"``: each attribute is
+        protected separately: the engine runs on the stacked marginal prior
+        (:func:`~privrelease.mappers._base.stack_marginal_priors`), whose leakage
+        is the average ``(1/m) sum_i I(A_i; C_hat)``; perfect privacy makes
+        every marginal independent of the release, a ``max_leakage`` cap bounds
+        the average (see ``leakage_per_attribute_`` for each), and the joint may
+        leak (``joint_leakage_``).
 
     Attributes
     ----------
     categories_ : list of ndarray
         Categories of each feature seen in ``fit`` (all rows, labeled or not).
-    classes_ : ndarray
-        Values of the private attribute.
+    classes_ : ndarray or list of ndarray
+        Values of the private attribute (one array per column for a 2-D ``y``).
     input_tuples_ : ndarray of int, shape (n_inputs, n_features)
         Category-code tuples seen among labeled rows (codes index ``categories_``).
     output_tuples_ : ndarray of int, shape (n_outputs, n_features)
         Output alphabet; ``-1`` marks an erased feature.
     prior_ : ndarray of shape (n_classes, n_inputs)
-        Empirical joint ``p(a, b)`` over labeled rows.
+        Empirical joint ``p(a, b)`` over labeled rows (rows: the attribute
+        tuples for ``protect="joint"``, the stacked marginal blocks for
+        ``protect="marginal"``).
     cost_matrix_ : ndarray of shape (n_inputs, n_outputs)
         Erasure distortion (``inf`` = forbidden).
     mapping_ : ndarray of shape (n_inputs, n_outputs)
@@ -84,6 +96,21 @@ class ErasureMapper(_BaseMapper):
         Total weight of the labeled rows (their number without weights), rounded.
     solver_result_ : object
         The engine's result (``status``, ``certificate``).
+    leakage_per_attribute_ : ndarray of shape (n_attributes,)
+        Leakage of each private attribute (column of ``y``; one entry for a
+        1-D ``y``) under its fitted prior, in the measure ``leakage``.
+    joint_leakage_ : float
+        Leakage of the tuple of attributes under the prior of the users who
+        disclosed every column (``leakage_`` itself for a 1-D ``y`` or
+        ``protect="joint"``; NaN when nobody disclosed every column).
+    attribute_tuples_ : ndarray of int, shape (n_tuples, n_attributes)
+        2-D ``y`` only: the attribute tuples seen among users who disclosed
+        every column (codes into ``classes_[i]``); the rows of ``joint_prior_``.
+    joint_prior_ : ndarray of shape (n_tuples, n_inputs) or None
+        2-D ``y`` only: the joint prior of the tuples (``prior_`` itself when
+        ``protect="joint"``).
+    n_labeled_per_attribute_ : ndarray of int
+        2-D ``y`` only: users who disclosed each column.
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Defined when ``X`` has string column names.
@@ -103,6 +130,11 @@ class ErasureMapper(_BaseMapper):
     * a **new combination of seen categories** has no mapping row and no prior
       mass: every feature is erased (the all-erased output reveals nothing about
       the row, whatever the attacker knows).
+
+    For a 2-D ``y`` with ``protect="marginal"``, ``map_accuracy_`` is the
+    average over the attributes of the MAP attacker's accuracy on each, and
+    ``mismatch_bound_`` the largest per-attribute bound (each block estimated
+    from the users who disclosed that column).
 
     Missing values in the input are refused (an erased cell cannot be released again
     through the mapping).

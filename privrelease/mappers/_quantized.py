@@ -139,6 +139,16 @@ class QuantizedPrivacyMapper(_BaseMapper):
         users, drawn block by block; the prior and the costs always count every
         labeled user in one pass over the blocks. When the sample holds every
         labeled user the result equals the in-memory fit.
+    protect : {"joint", "marginal"}, default="joint"
+        Used when ``y`` is 2-D (one column per private attribute).
+        ``"joint"``: the attribute is the tuple of columns; users who disclosed
+        every column enter the prior. ``"marginal"``: each attribute is
+        protected separately: the engine runs on the stacked marginal prior
+        (:func:`~privrelease.mappers._base.stack_marginal_priors`), whose leakage
+        is the average ``(1/m) sum_i I(A_i; C_hat)``; perfect privacy makes
+        every marginal independent of the release, a ``max_leakage`` cap bounds
+        the average (see ``leakage_per_attribute_`` for each), and the joint may
+        leak (``joint_leakage_``).
 
     Attributes
     ----------
@@ -200,6 +210,21 @@ class QuantizedPrivacyMapper(_BaseMapper):
         for ``release="profile"``).
     solver_result_ : object
         The engine's result (``status``, ``certificate``, ``solver``).
+    leakage_per_attribute_ : ndarray of shape (n_attributes,)
+        Leakage of each private attribute (column of ``y``; one entry for a
+        1-D ``y``) under its fitted prior, in the measure ``leakage``.
+    joint_leakage_ : float
+        Leakage of the tuple of attributes under the prior of the users who
+        disclosed every column (``leakage_`` itself for a 1-D ``y`` or
+        ``protect="joint"``; NaN when nobody disclosed every column).
+    attribute_tuples_ : ndarray of int, shape (n_tuples, n_attributes)
+        2-D ``y`` only: the attribute tuples seen among users who disclosed
+        every column (codes into ``classes_[i]``); the rows of ``joint_prior_``.
+    joint_prior_ : ndarray of shape (n_tuples, n_inputs) or None
+        2-D ``y`` only: the joint prior of the tuples (``prior_`` itself when
+        ``protect="joint"``).
+    n_labeled_per_attribute_ : ndarray of int
+        2-D ``y`` only: users who disclosed each column.
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Defined when ``X`` has string column names.
