@@ -383,6 +383,16 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         """``"single"`` (1-D ``y``), ``"joint"`` or ``"marginal"`` (2-D ``y``), from the fitted state."""
         return "single" if isinstance(self.classes_, np.ndarray) else self.protect
 
+    def _prior_row_labels(self):
+        """A printable label for each row of ``prior_`` (class, attribute tuple or ``column=value``)."""
+        kind = self._attribute_kind()
+        if kind == "single":
+            return list(self.classes_)
+        if kind == "joint":
+            return ["(" + ", ".join(str(self.classes_[j][c]) for j, c in enumerate(t)) + ")"
+                    for t in self.attribute_tuples_.tolist()]
+        return [f"{j}={v}" for j, cls in enumerate(self.classes_) for v in cls.tolist()]
+
     def _attribute_priors(self):
         """The fitted prior of each attribute, ``q_i(a_i, b)`` (rows: ``classes_[i]``)."""
         kind = self._attribute_kind()

@@ -423,7 +423,8 @@ class ErasureMapper(_BaseMapper):
         table : pandas.DataFrame
             One row per input tuple: its features, ``frequency`` (share of
             labeled rows), ``p(<class>)`` for each private class (the skew given
-            the input), ``skew`` (the majority class if its share exceeds its
+            the input; for a 2-D ``y``, each attribute tuple ``(v1, v2)`` when
+            ``protect="joint"``, each ``column=value`` when ``protect="marginal"``), ``skew`` (the majority class if its share exceeds its
             overall share by more than 10 points, else ``"N"`` for neutral as in
             Fig. 5), the most probable output's features (``-`` = erased, under
             ``released <feature>``), its probability and the expected erasures.
@@ -433,18 +434,20 @@ class ErasureMapper(_BaseMapper):
             raise ValueError(f"top must be a positive integer, got {top!r}")
         names = [str(n) for n in self.get_feature_names_out()]
         p_b = self.prior_.sum(axis=0)
-        p_a = self.prior_.sum(axis=1)
+        labels = self._prior_row_labels()
+        scale = len(self.classes_) if self._attribute_kind() == "marginal" else 1  # each block sums to 1/m
+        p_a = scale * self.prior_.sum(axis=1)
         order = np.argsort(-p_b, kind="stable")[:top]
         rows = []
         finite_cost = np.where(np.isfinite(self.cost_matrix_), self.cost_matrix_, 0.0)
         for b in order:
             row = {n: self.categories_[f][c] for f, (n, c) in enumerate(zip(names, self.input_tuples_[b]))}
             row["frequency"] = float(p_b[b])
-            cond = self.prior_[:, b] / p_b[b]
-            for a, cls in enumerate(self.classes_):
+            cond = scale * self.prior_[:, b] / p_b[b]
+            for a, cls in enumerate(labels):
                 row[f"p({cls})"] = float(cond[a])
             lift = cond - p_a
-            row["skew"] = str(self.classes_[int(np.argmax(lift))]) if lift.max() > 0.10 else "N"
+            row["skew"] = str(labels[int(np.argmax(lift))]) if lift.max() > 0.10 else "N"
             j = int(np.argmax(self.mapping_[b]))
             for f, (n, c) in enumerate(zip(names, self.output_tuples_[j])):
                 row[f"released {n}"] = "-" if c == -1 else self.categories_[f][c]

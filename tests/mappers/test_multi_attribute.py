@@ -254,3 +254,28 @@ def test_save_load_round_trip_of_a_two_dimensional_fit(tmp_path, protect, make):
     est.leakage_per_attribute_ = est.leakage_per_attribute_ + 0.01
     with pytest.raises(ValueError, match="leakage_per_attribute_"):
         est.save(tmp_path / "bad.npz")
+
+
+def test_mapping_table_names_the_prior_rows_of_a_two_dimensional_fit():
+    X, Y = _xor_table()
+    joint = ErasureMapper(protect="joint", delta=0.0, random_state=0).fit(X, Y)
+    t = joint.mapping_table()
+    cols = [c for c in t.columns if c.startswith("p(") and c != "p(release)"]
+    assert cols == ["p((0, 0))", "p((0, 1))", "p((1, 0))", "p((1, 1))"]
+    np.testing.assert_allclose(t[cols].sum(axis=1), 1.0)
+    # x = 0 means a1 == a2: the pairs (0, 0) and (1, 1), half each
+    row = t[t["x"] == 0].iloc[0]
+    assert row["p((0, 0))"] == pytest.approx(0.5) and row["p((0, 1))"] == 0.0
+    marg = ErasureMapper(protect="marginal", delta=0.0, random_state=0).fit(X, Y)
+    t = marg.mapping_table()
+    assert [c for c in t.columns if c.startswith("p(") and c != "p(release)"] == ["p(0=0)", "p(0=1)",
+                                                                                  "p(1=0)", "p(1=1)"]
+    np.testing.assert_allclose(t[["p(0=0)", "p(0=1)"]].sum(axis=1), 1.0)  # each attribute's conditional
+    assert (t["skew"] == "N").all()  # x says nothing about either attribute alone
+
+
+def test_two_dimensional_y_refused_on_dask():
+    dd = pytest.importorskip("dask.dataframe")
+    X, Y = _xor_table()
+    with pytest.raises(ValueError, match="2-D y .* not supported when X is a dask collection"):
+        ErasureMapper().fit(dd.from_pandas(X, npartitions=2), Y)
