@@ -16,6 +16,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from sklearn.decomposition import TruncatedSVD
 
+from privrelease.accounting import PrivacyAccountant
 from privrelease.auctions import DCLEFEstimator
 from privrelease.datasets import make_ratings
 
@@ -38,12 +39,14 @@ costs = rng.lognormal(0.0, 1.0, size=train.size)     # unit costs, independent o
 budgets = [0.0, 0.1, 0.3, 1, 3, 10, 30, 100, 300]
 rmse, bought = [], []
 for B in budgets:
+    acc = PrivacyAccountant()                         # records what the queries spend
     est = DCLEFEstimator(budget=B, predictor="nadaraya_watson", bandwidth=0.5,
-                         data_range=(1, 5), random_state=0)
+                         data_range=(1, 5), accountant=acc, random_state=0)
     est.fit(Y[train], d[train], unit_costs=costs)
     pred = est.predict(Y[test])
     rmse.append(np.sqrt(np.mean((pred - d[test]) ** 2)))
-    bought.append((est.queries_["value"] / est.queries_["total_weight"]).mean())
+    q = acc.population_records(est.population_)
+    bought.append((q["value"] / q["total_weight"]).mean())
 W = est.auction_weights(Y[test])
 rmse_np = np.sqrt(np.mean((W @ d[train] - d[test]) ** 2))
 
