@@ -52,8 +52,10 @@ class Report:
     >>> from privrelease.runner import Report
     >>> rep = Report(tempfile.mkdtemp(), title="demo")
     >>> rep.section("Numbers")
-    >>> rep.table(pd.DataFrame({"delta": [0.0, 1.0], "leakage": [0.1, 0.0]}), "curve")
-    >>> path = rep.save()
+    >>> rep.table(pd.DataFrame({"delta": [0.0, 1.0], "leakage": [0.1, 0.0]}), "curve").name
+    'curve.csv'
+    >>> rep.save().name
+    'report.md'
     """
 
     def __init__(self, output_dir, title="privrelease report"):
