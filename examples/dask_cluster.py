@@ -64,7 +64,8 @@ def main(address=None, quick=False):
         warnings.simplefilter("ignore")
         m = 300 if quick else 1500
         curve = privacy_utility_curve(QuantizedPrivacyMapper(n_clusters=4 if quick else 8, random_state=0),
-                                      R[:m], a[:m], max_leakages=[0.0] if quick else [0.0, 0.05, 0.2], cv=2, attack_models=("logistic",),
+                                      R[:m], a[:m], max_leakages=[0.0] if quick else [0.0, 0.05, 0.2],
+                                      cv=2, attack_models=("logistic",),
                                       attack_features=("values",), random_state=0, n_jobs=2, verbose=0)
     print(curve.frame[["max_leakage", "leakage_bits", "distortion", "rmse_released"]].to_string(index=False))
     client.close()

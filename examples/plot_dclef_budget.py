@@ -25,7 +25,8 @@ from privrelease.datasets import make_ratings
 
 QUICK = "--quick" in sys.argv[1:]
 rng = np.random.default_rng(0)
-R, _, _ = make_ratings(n_users=500 if QUICK else 1500, n_items=60 if QUICK else 120, mean_ratings_per_user=30.0, random_state=0)
+n_users, n_items = (500, 60) if QUICK else (1500, 120)
+R, _, _ = make_ratings(n_users=n_users, n_items=n_items, mean_ratings_per_user=30.0, random_state=0)
 R = R.tocsc()
 item = int(np.argmax(R.getnnz(axis=0)))             # the most rated item
 raters = R[:, item].nonzero()[0]
