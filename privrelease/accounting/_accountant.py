@@ -109,6 +109,7 @@ class PrivacyAccountant:
         self.epsilon = _check_epsilon(epsilon)
         self._lock = threading.Lock()
         self._spends = []            # dataset-level epsilon of each release
+        self._total = 0.0            # their running sum (compared with the budget up to 1e-12)
         self._records = []           # dict of information per release
         self._populations = {}       # name -> dict(n=..., rows=[...], eps=[...], pay=[...])
 
@@ -150,7 +151,7 @@ class PrivacyAccountant:
     @property
     def spent(self):
         """Total epsilon spent so far (sequential composition), a float."""
-        return float(np.sum(self._spends)) if self._spends else 0.0
+        return self._total
 
     def remaining(self):
         """Budget left: ``epsilon - spent`` (``inf`` for an unlimited accountant)."""
@@ -250,6 +251,7 @@ class PrivacyAccountant:
                 book["pay"].append(sp.csr_matrix((pay if pay is not None
                                                   else np.zeros_like(eps_i))[None, :]))
             self._spends.append(epsilon)
+            self._total += epsilon
             self._records.append(dict(epsilon=epsilon, population=population,
                                       total_payment=float(pay.sum()) if pay is not None
                                       else info.pop("total_payment", 0.0), **info))
