@@ -1,7 +1,7 @@
 """The Private Regression Mechanism (Algorithm 2 of Cummings, Ioannidis and Ligett).
 
 The text copy of the paper lost its formulas. What is implemented here is
-rebuilt from what the text still states (see ``/work/shared/papers/NOTES.md``)
+rebuilt from what the text still states (the mechanism's structure, Algorithm 2)
 and from the standard results it cites; every constant is derived in the
 docstrings below, so that it can be checked independently of the paper.
 
