@@ -61,7 +61,10 @@ class ErasureMapper(_BaseMapper):
         is the average ``(1/m) sum_i I(A_i; C_hat)``; perfect privacy makes
         every marginal independent of the release, a ``max_leakage`` cap bounds
         the average (see ``leakage_per_attribute_`` for each), and the joint may
-        leak (``joint_leakage_``).
+        leak (``joint_leakage_``). With ``leakage="maximal_leakage"`` the
+        stacked measure is at least each marginal's maximal leakage (row
+        ``(i, a_i)`` of the stack has the conditional ``p_i(c_hat | a_i)``), so a
+        cap then bounds every marginal.
 
     Attributes
     ----------

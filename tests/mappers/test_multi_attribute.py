@@ -279,3 +279,12 @@ def test_two_dimensional_y_refused_on_dask():
     X, Y = _xor_table()
     with pytest.raises(ValueError, match="2-D y .* not supported when X is a dask collection"):
         ErasureMapper().fit(dd.from_pandas(X, npartitions=2), Y)
+
+
+def test_marginal_maximal_leakage_bounds_every_marginal():
+    """Under Q' the conditional of row (i, a_i) is p_i(c_hat | a_i): its maximal leakage is >= each marginal's."""
+    R, Y = _ratings()
+    est = QuantizedPrivacyMapper(n_clusters=5, space="raw", delta=6.5, leakage="maximal_leakage",
+                                 protect="marginal", random_state=0).fit(R, Y)
+    assert est.leakage_per_attribute_.max() <= est.leakage_ + 1e-12
+    assert est.leakage_per_attribute_.max() > 0  # the budget leaves some leakage to bound
