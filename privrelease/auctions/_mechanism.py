@@ -160,7 +160,11 @@ def _check_auction_input(unit_costs, weights, budget):
 
 
 def _eligible(v, a, budget):
-    """Nonzero weight and Assumption 5: ``a_i v_i <= B (W - a_i)`` with ``W - a_i > 0``."""
+    """Nonzero weight and Assumption 5: ``a_i v_i <= B (W - a_i)`` with ``W - a_i > 0``.
+
+    Plain floating point (used for reporting by :func:`optimal_dclef` only);
+    :func:`_fip_core` decides the same test exactly.
+    """
     W = a.sum(axis=-1, keepdims=True)
     rest = W - a
     with np.errstate(invalid="ignore"):
@@ -168,8 +172,173 @@ def _eligible(v, a, budget):
     return ok
 
 
+# ------------------------------------------------------------------ exact comparisons
+#
+# Every decision of Algorithm 1 is a comparison between sums and products of the
+# given floats: ``B (W - w(P)) >= v_t w(P)`` (the test defining k, S_1 and
+# Assumption 5), ``|w_{i*}| > w([k] \ {i*})`` and ``w(P) >= |w_{i*}|`` (S_2).
+# They are first evaluated in floating point together with a rigorous bound on
+# the rounding error (all summands are >= 0, so a sequential or pairwise sum of
+# n terms has relative error <= gamma_n = n u / (1 - n u), u = 2**-53, and each
+# product adds u; Higham, "Accuracy and Stability of Numerical Algorithms",
+# Sec. 3.1 and 4.2). A comparison whose two sides differ by more than the bound
+# is decided in floating point, and that decision is the exact one. A row with a
+# comparison too close to call (a tie on a threshold, or a near-tie) is
+# recomputed by :func:`_fip_exact_row` in exact integer arithmetic on the same
+# floats. The outcome is therefore always the exact mechanism's on the given floats.
+
+_U = 2.0**-53
+_TINY = 2.0**-900     # below this a product may be subnormal: no relative error bound
+
+
+def _gamma(k):
+    return k * _U / (1.0 - k * _U)
+
+
+def _odd_significand(x):
+    """Odd part of the integer significand of each finite ``x >= 0`` (0 for 0), and the
+    value of its lowest set bit: ``x = odd * low``."""
+    mant, expo = np.frexp(np.where(np.isfinite(x), x, 0.0))   # inf: callers check isfinite
+    M = (mant * 2.0**53).astype(np.int64)          # exact: 53-bit integer significand
+    lowbit = M & -M
+    odd = M // np.where(lowbit == 0, 1, lowbit)
+    return odd, np.ldexp(lowbit.astype(np.float64), expo - 53)
+
+
+def _sums_exact(a, W, g):
+    """Rows whose every partial sum of ``a`` (any order, any subset) is exact in floating point.
+
+    True when every weight is a multiple of the smallest "grain" ``2**e`` (lowest set
+    bit) among the nonzero weights and ``W <= 2**53 grain``: every partial sum is then
+    an integer multiple of the grain below ``2**53`` grains, hence a float.
+    """
+    _, low = _odd_significand(a)
+    grain = np.where(a > 0, low, np.inf).min(axis=1)
+    return W[:, 0] * (1 + g) <= 2.0**53 * grain
+
+
+def _product_exact(x, y):
+    """``x * y`` is exact in floating point (odd significands multiply below 2**53)."""
+    ox, _ = _odd_significand(x)
+    oy, _ = _odd_significand(y)
+    with np.errstate(over="ignore", under="ignore"):
+        p = x * y
+    return (ox.astype(np.float64) * oy < 2.0**53) & np.isfinite(p) & ((p == 0) | (p >= _TINY))
+
+
+def _ge(x1, y1, x2, y2, rel, exact_rows=None):
+    """Decide ``x1 y1 >= x2 y2`` for non-negative factors; return (decision, uncertain).
+
+    ``rel`` bounds the relative error of each computed product against the exact
+    product of the exact quantities. Zero products are exact (a sum of non-negative
+    floats is 0 exactly when every summand is). Overflow, underflow and NaN are
+    reported as uncertain. ``exact_rows`` (a callable returning a bool per row, for
+    rows whose sums are exact) lets close calls be certified when both products are
+    exact too: the floating-point comparison is then the exact one, ties included.
+    """
+    with np.errstate(invalid="ignore", over="ignore", under="ignore"):
+        left = x1 * y1
+        right = x2 * y2
+        lz = (x1 == 0) | (y1 == 0)
+        rz = (x2 == 0) | (y2 == 0)
+        dec = np.where(lz, rz, rz | (left >= right))
+        close = ~(np.abs(left - right) > rel * (left + right))
+        tiny = (~lz & (left < _TINY)) | (~rz & (right < _TINY))
+    unc = ~lz & ~rz & (close | tiny)
+    if exact_rows is not None and unc.any():
+        shape = unc.shape
+        ii = np.nonzero(unc)
+        X1, Y1, X2, Y2 = (np.broadcast_to(t, shape)[ii] for t in (x1, y1, x2, y2))
+        ok = exact_rows()[ii[0]] & _product_exact(X1, Y1) & _product_exact(X2, Y2)
+        unc[ii] = ~ok
+    return dec, unc
+
+
+def _scaled_ints(values):
+    """Exact integers ``X_i`` and a shift ``s`` with ``values_i = X_i 2**-s`` (finite, >= 0)."""
+    ratios = [t.as_integer_ratio() for t in values]
+    s = max((q.bit_length() - 1 for _, q in ratios), default=0)
+    return [p << (s - (q.bit_length() - 1)) for p, q in ratios], s
+
+
+def _fip_exact_row(v, a, budget):
+    """One instance of Algorithm 1 in exact integer arithmetic on the given floats, O(n log n).
+
+    Weights are written ``a_i = A_i 2**-sa`` and costs and budget
+    ``v_i = V_i 2**-sv``, ``B = B' 2**-sv`` with integers ``A_i, V_i, B'``; every
+    comparison of the mechanism is homogeneous in each scale, so it is decided
+    on the integers. Payments and guarantees are rounded to floats at the end.
+    Plain Python (it runs on the rare rows with a close call); same conventions
+    and output as one row of :func:`_fip_core`, as a dict of Python scalars and
+    lists (``sel``: the bought input indices, ``pay``/``eps`` their payments and
+    guarantees; ``elig``: the eligible input indices).
+    """
+    n = len(a)
+    af = a.tolist()
+    vf = v.tolist()
+    A, sa = _scaled_ints(af)
+    fin = [i for i in range(n) if vf[i] != float("inf")]
+    VB, sv = _scaled_ints([vf[i] for i in fin] + [float(budget)])
+    Bi = VB[-1]
+    V = dict(zip(fin, VB))
+    W = sum(A)
+    elig = [i for i in fin if A[i] > 0 and W - A[i] > 0 and A[i] * V[i] <= Bi * (W - A[i])]
+    out = dict(branch=0, k=0, i_star=-1, r=-1, p_hat=float("nan"), elig=elig, sel=[],
+               pay=[], eps=[])
+    if not elig:
+        return out
+    order = sorted(elig, key=lambda i: (vf[i], i))
+    k, pref = 0, 0
+    for t, i in enumerate(order, start=1):
+        pref += A[i]
+        rest = W - pref
+        if rest > 0 and Bi * rest >= V[i] * pref:
+            k = t
+    i_star = max(elig, key=lambda i: (af[i], -i))
+    a_star = A[i_star]
+    wk_minus = sum(A[i] for i in order[:k] if i != i_star)
+    out["k"], out["i_star"] = k, i_star
+    if a_star > wk_minus:
+        out["branch"] = 2
+        c, r = 0, -1
+        for i in order:
+            if i == i_star:
+                continue
+            c += A[i]
+            if c >= a_star and W - c > 0 and Bi * (W - c) >= V[i] * c:
+                r = i
+                break
+        if r >= 0:
+            # a_star v_r / (W - a_star): the weight scale cancels (int / int rounds correctly)
+            p_hat = a_star * V[r] / ((W - a_star) << sv)
+        else:
+            p_hat = float(budget)
+        out["r"], out["p_hat"] = r, p_hat
+        out["sel"], out["pay"] = [i_star], [p_hat]
+        out["eps"] = [a_star / (W - a_star)]
+    else:
+        out["branch"] = 1
+        wk = sum(A[i] for i in order[:k])
+        rk = W - wk
+        # min{B / w([k]), v_{k+1} / (W - w([k]))}, in units of 2**(sa - sv)
+        num, den = Bi, wk
+        if k < len(order) and V[order[k]] * wk < Bi * rk:
+            num, den = V[order[k]], rk
+        price = (num << (sa - sv)) / den if sa >= sv else num / (den << (sv - sa))
+        inv_rk = (1 << sa) / rk
+        out["sel"] = order[:k]
+        out["pay"] = [af[i] * price for i in order[:k]]
+        out["eps"] = [af[i] * inv_rk for i in order[:k]]
+    return out
+
+
 def _fip_core(v, a, budget):
     """FairInnerProduct on a batch of instances (rows), vectorized, O(n log n) per row.
+
+    One unstable ``argsort`` per row (ties among equal costs are then put in input
+    order by sorting an integer key, only when ties exist), two cumulative sums
+    and O(n) vectorized passes. Every comparison is exact (see the notes above):
+    rows with a comparison too close to call are recomputed by :func:`_fip_exact_row`.
 
     Parameters
     ----------
@@ -179,95 +348,147 @@ def _fip_core(v, a, budget):
 
     Returns
     -------
-    dict of arrays: selected, payments, epsilons (m, n); branch, k, i_star, r, p_hat (m,);
-    eligible (m, n).
+    dict of arrays: selected, payments, epsilons, eligible (m, n); branch, k,
+    i_star, r, p_hat, exact (m,) (``exact``: the row was decided in exact arithmetic).
     """
     v = np.atleast_2d(np.asarray(v, dtype=np.float64))
     a = np.atleast_2d(np.asarray(a, dtype=np.float64))
     m, n = a.shape
-    B = np.broadcast_to(np.asarray(budget, dtype=np.float64), (m,))[:, None]
-    rows = np.arange(m)[:, None]
-    elig = _eligible(v, a, B)
+    B1 = np.array(np.broadcast_to(np.asarray(budget, dtype=np.float64), (m,)))
+    B = B1[:, None]
+    ar = np.arange(m)
+    pos = np.arange(n)[None, :]
+    g = 2.0 * _gamma(n + 4)              # bound on every relative error below, doubled
+    flag = np.zeros(m, dtype=bool)        # rows to recompute exactly
+
+    # Assumption 5: a_i v_i <= B (W - a_i), W - a_i > 0 (decided by counting nonzeros)
+    fin = np.isfinite(v)
+    W = a.sum(axis=1, keepdims=True)
+    nnz = np.count_nonzero(a, axis=1)[:, None]
+    cand = (a > 0) & fin & (nnz >= 2)
+    with np.errstate(invalid="ignore", over="ignore"):
+        rest = W - a
+        lhs = a * v
+        rhs = B * rest
+        # |fl(W) - W| <= gamma_n W, one more rounding in the subtraction and each product
+        tol = g * (lhs + B * (W + rest))
+        unc = cand & ~(np.abs(lhs - rhs) > tol)
+        unc |= cand & (((lhs > 0) & (lhs < _TINY)) | ((rhs > 0) & (rhs < _TINY)))
+    cache = {}
+
+    def exact_rows():
+        if "rows" not in cache:
+            cache["rows"] = _sums_exact(a, W, g)
+        return cache["rows"]
+
+    if unc.any():
+        ii = np.nonzero(unc)
+        Bb = np.broadcast_to(B, unc.shape)[ii]
+        ok = (exact_rows()[ii[0]] & _product_exact(a[ii], v[ii])
+              & _product_exact(Bb, rest[ii]))
+        unc[ii] = ~ok
+    elig = cand & (lhs <= rhs)
+    flag |= unc.any(axis=1)
     has = elig.any(axis=1)
 
-    # sort eligible individuals by cost (ties by index); the rest go last with cost inf
+    # sort eligible individuals by cost, ties by input index; the others go last
     key = np.where(elig, v, np.inf)
-    order = np.argsort(key, axis=1, kind="stable")
-    vs = key[rows, order]
-    as_ = a[rows, order]
-    pref = np.cumsum(as_, axis=1)                              # w([t]), t = 1..n
+    order = np.argsort(key, axis=1)
+    vs = np.take_along_axis(key, order, axis=1)
+    ties = (vs[:, 1:] == vs[:, :-1]) & np.isfinite(vs[:, 1:])
+    if ties.any():
+        run = np.concatenate([np.zeros((m, 1), np.int64), np.cumsum(~ties, axis=1)], axis=1)
+        comp = run * n + order
+        comp.sort(axis=1)
+        order = comp % n
+        vs = np.take_along_axis(key, order, axis=1)
+    as_ = np.take_along_axis(a, order, axis=1)
+    fin_s = np.isfinite(vs)
+    pref = np.cumsum(as_, axis=1)                                    # w([t]), t = 1..n
     suf = np.cumsum(as_[:, ::-1], axis=1)[:, ::-1]
-    resid = np.concatenate([suf[:, 1:], np.zeros((m, 1))], axis=1)   # W - w([t])
+    resid = np.concatenate([suf[:, 1:], np.zeros((m, 1))], axis=1)  # W - w([t]) >= 0
 
-    # k: the largest t with B / w([t]) >= v_t / (W - w([t])), i.e. B (W - w[t]) >= v_t w[t]
-    with np.errstate(invalid="ignore"):
-        cond_k = (resid > 0) & (B * resid >= vs * pref) & np.isfinite(vs)
-    any_k = cond_k.any(axis=1)
-    k = np.where(any_k, n - np.argmax(cond_k[:, ::-1], axis=1), 0)
+    # k: the largest t with B (W - w([t])) >= v_t w([t]), W - w([t]) > 0
+    live = fin_s & (resid > 0)
+    dec, unc = _ge(B, resid, vs, pref, g, exact_rows)
+    cond = live & dec & ~unc
+    unc &= live
+    any_k = cond.any(axis=1)
+    k = np.where(any_k, n - np.argmax(cond[:, ::-1], axis=1), 0)
+    flag |= (unc & (pos >= k[:, None])).any(axis=1)
 
     # i*: largest |w_i| among the eligible, ties by input index
     i_star = np.argmax(np.where(elig, a, -1.0), axis=1)
-    a_star = a[np.arange(m), i_star]
-    inv = np.empty_like(order)
-    inv[rows, order] = np.arange(n)[None, :]
-    pos_star = inv[np.arange(m), i_star]
-
-    # w([t] \ {i*}) and W - w([t] \ {i*})
-    is_star = np.arange(n)[None, :] == pos_star[:, None]
-    pref_m = np.cumsum(np.where(is_star, 0.0, as_), axis=1)
-    after_star = np.arange(n)[None, :] >= pos_star[:, None]
-    resid_m = resid + np.where(after_star, a_star[:, None], 0.0)
-
+    a_star = a[ar, i_star]
+    pos_star = np.argmax(order == i_star[:, None], axis=1)
+    is_star = pos == pos_star[:, None]
+    pref_m = np.cumsum(np.where(is_star, 0.0, as_), axis=1)         # w([t] \ {i*})
     kk = np.maximum(k, 1) - 1
-    wk_minus = np.where(k > 0, pref_m[np.arange(m), kk], 0.0)
+    wk_minus = np.where(k > 0, pref_m[ar, kk], 0.0)
     star_branch = has & (a_star > wk_minus)
+    close = has & (wk_minus > 0) & ~(np.abs(a_star - wk_minus) > g * wk_minus)
+    if close.any():
+        close &= ~exact_rows()
+    flag |= close
     greedy = has & ~star_branch
 
-    # eq. (9): S_{-i*} = S1 & S2, r = min S_{-i*}
-    with np.errstate(invalid="ignore", divide="ignore"):
-        s1 = (resid_m > 0) & (B * resid_m >= vs * pref_m) & np.isfinite(vs)
-    s2 = pref_m >= a_star[:, None]
-    s_set = s1 & s2 & ~is_star
-    has_r = s_set.any(axis=1)
-    r_pos = np.argmax(s_set, axis=1)
-    # W - |w_{i*}| = w(before i*) + w(after i*)
-    W_minus_star = (np.where(pos_star > 0, pref[np.arange(m), np.maximum(pos_star, 1) - 1], 0.0)
-                    + resid[np.arange(m), pos_star])
-    with np.errstate(invalid="ignore", divide="ignore"):
-        p_hat = np.where(has_r, a_star * vs[np.arange(m), r_pos] / W_minus_star, B[:, 0])
-    p_hat = np.where(star_branch, p_hat, np.nan)
+    # eq. (9) on the i* rows: S_{-i*} = S_1 & S_2, r = min S_{-i*}
+    r_idx = np.full(m, -1)
+    p_hat = np.full(m, np.nan)
+    W_minus_star = (np.where(pos_star > 0, pref[ar, np.maximum(pos_star, 1) - 1], 0.0)
+                    + resid[ar, pos_star])
+    sr = np.flatnonzero(star_branch)
+    if sr.size:
+        after = pos >= pos_star[sr, None]
+        resid_m = resid[sr] + np.where(after, a_star[sr, None], 0.0)     # W - w([t] \ {i*})
+        pm = pref_m[sr]
+        live = fin_s[sr] & (resid_m > 0) & ~is_star[sr]
+        sub_rows = lambda: exact_rows()[sr]  # noqa: E731
+        d1, u1 = _ge(B[sr], resid_m, vs[sr], pm, g, sub_rows)
+        d2, u2 = _ge(pm, 1.0, a_star[sr, None], 1.0, g, sub_rows)
+        sure = live & d1 & ~u1 & d2 & ~u2
+        maybe = live & (u1 | u2) & (d1 | u1) & (d2 | u2)
+        has_r = sure.any(axis=1)
+        r_pos = np.where(has_r, np.argmax(sure, axis=1), n)
+        flag[sr] |= (maybe & (pos < r_pos[:, None])).any(axis=1)
+        rp = np.minimum(r_pos, n - 1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            p_hat[sr] = np.where(has_r, a_star[sr] * vs[sr, rp] / W_minus_star[sr], B1[sr])
+        r_idx[sr] = np.where(has_r, order[sr, rp], -1)
 
-    # greedy payments: p_i = |w_i| min{B / w([k]), v_{k+1} / (W - w([k]))}
-    wk = pref[np.arange(m), kk]
-    rk = resid[np.arange(m), kk]
-    v_next = np.where(k < n, vs[np.arange(m), np.minimum(k, n - 1)], np.inf)
+    # greedy payments: p_i = |w_i| min{B / w([k]), v_{k+1} / (W - w([k]))}, in input order
+    wk = pref[ar, kk]
+    rk = resid[ar, kk]
+    v_next = np.where(k < n, vs[ar, np.minimum(k, n - 1)], np.inf)
     with np.errstate(invalid="ignore", divide="ignore"):
-        price = np.minimum(B[:, 0] / wk, v_next / rk)
+        price = np.minimum(B1 / wk, v_next / rk)
         eps_scale = 1.0 / rk
-    in_k = np.arange(n)[None, :] < k[:, None]
-
-    sel_sorted = np.where(greedy[:, None], in_k, False) | (star_branch[:, None] & is_star)
-    pay_sorted = np.zeros((m, n))
-    eps_sorted = np.zeros((m, n))
+    v_k = vs[ar, kk]
+    last = order[ar, kk]
+    in_k = elig & ((v < v_k[:, None]) | ((v == v_k[:, None]) & (pos <= last[:, None])))
+    sel_g = greedy[:, None] & in_k
+    sel_s = star_branch[:, None] & (pos == i_star[:, None])
+    selected = sel_g | sel_s
     with np.errstate(invalid="ignore", divide="ignore"):
-        g = greedy[:, None] & in_k
-        pay_sorted = np.where(g, as_ * price[:, None], pay_sorted)
-        eps_sorted = np.where(g, as_ * eps_scale[:, None], eps_sorted)
-        st = star_branch[:, None] & is_star
-        pay_sorted = np.where(st, p_hat[:, None], pay_sorted)
-        eps_sorted = np.where(st, (a_star / W_minus_star)[:, None], eps_sorted)
-
-    selected = np.zeros((m, n), dtype=bool)
-    payments = np.zeros((m, n))
-    epsilons = np.zeros((m, n))
-    selected[rows, order] = sel_sorted
-    payments[rows, order] = pay_sorted
-    epsilons[rows, order] = eps_sorted
-    branch = np.where(~has, 0, np.where(greedy, 1, 2))
-    r_idx = np.where(star_branch & has_r, order[np.arange(m), r_pos], -1)
-    return dict(selected=selected, payments=payments, epsilons=epsilons, branch=branch,
-                k=np.where(has, k, 0), i_star=np.where(has, i_star, -1), r=r_idx,
-                p_hat=p_hat, eligible=elig)
+        payments = np.where(sel_g, a * price[:, None], 0.0)
+        epsilons = np.where(sel_g, a * eps_scale[:, None], 0.0)
+        payments = np.where(sel_s, p_hat[:, None], payments)
+        epsilons = np.where(sel_s, (a_star / W_minus_star)[:, None], epsilons)
+    out = dict(selected=selected, payments=payments, epsilons=epsilons,
+               branch=np.where(~has, 0, np.where(greedy, 1, 2)), k=np.where(has, k, 0),
+               i_star=np.where(has, i_star, -1), r=r_idx, p_hat=p_hat, eligible=elig,
+               exact=flag)
+    for row in np.flatnonzero(flag).tolist():
+        ex = _fip_exact_row(v[row], a[row], float(B1[row]))
+        for name in ("selected", "payments", "epsilons", "eligible"):
+            out[name][row] = 0
+        out["eligible"][row, ex["elig"]] = True
+        out["selected"][row, ex["sel"]] = True
+        out["payments"][row, ex["sel"]] = ex["pay"]
+        out["epsilons"][row, ex["sel"]] = ex["eps"]
+        for name in ("branch", "k", "i_star", "r", "p_hat"):
+            out[name][row] = ex[name]
+    return out
 
 
 def fair_inner_product(unit_costs, weights, budget, *, data_range=(0.0, 1.0)):
