@@ -189,6 +189,7 @@ def _eligible(v, a, budget):
 
 _U = 2.0**-53
 _TINY = 2.0**-900     # below this a product may be subnormal: no relative error bound
+_ETA = 2.0**-1068     # bounds the absolute error of the few products that may underflow
 
 
 def _gamma(k):
@@ -221,30 +222,33 @@ def _product_exact(x, y):
     """``x * y`` is exact in floating point (odd significands multiply below 2**53)."""
     ox, _ = _odd_significand(x)
     oy, _ = _odd_significand(y)
-    with np.errstate(over="ignore", under="ignore"):
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
         p = x * y
     return (ox.astype(np.float64) * oy < 2.0**53) & np.isfinite(p) & ((p == 0) | (p >= _TINY))
 
 
-def _ge(x1, y1, x2, y2, rel, exact_rows=None):
+def _ge(x1, y1, x2, y2, rel, live, exact_rows=None):
     """Decide ``x1 y1 >= x2 y2`` for non-negative factors; return (decision, uncertain).
 
     ``rel`` bounds the relative error of each computed product against the exact
-    product of the exact quantities. Zero products are exact (a sum of non-negative
-    floats is 0 exactly when every summand is). Overflow, underflow and NaN are
-    reported as uncertain. ``exact_rows`` (a callable returning a bool per row, for
+    product of the exact quantities (only entries where ``live`` holds count); ``_ETA`` covers the absolute error of a
+    product that underflows. Overflow (NaN) is reported as uncertain. ``exact_rows`` (a callable returning a bool per row, for
     rows whose sums are exact) lets close calls be certified when both products are
     exact too: the floating-point comparison is then the exact one, ties included.
     """
     with np.errstate(invalid="ignore", over="ignore", under="ignore"):
         left = x1 * y1
-        right = x2 * y2
-        lz = (x1 == 0) | (y1 == 0)
-        rz = (x2 == 0) | (y2 == 0)
-        dec = np.where(lz, rz, rz | (left >= right))
-        close = ~(np.abs(left - right) > rel * (left + right))
-        tiny = (~lz & (left < _TINY)) | (~rz & (right < _TINY))
-    unc = ~lz & ~rz & (close | tiny)
+        right = np.multiply(x2, y2)
+        dec = left >= right
+        diff = np.subtract(left, right)
+        np.abs(diff, out=diff)
+        left += right
+        left *= rel
+        left += _ETA
+        # NaN (overflow) compares False, hence counts as too close to call
+        unc = diff > left
+        np.logical_not(unc, out=unc)
+        unc &= live
     if exact_rows is not None and unc.any():
         shape = unc.shape
         ii = np.nonzero(unc)
@@ -332,6 +336,13 @@ def _fip_exact_row(v, a, budget):
     return out
 
 
+def _gather(x, order):
+    """``take_along_axis(x, order, axis=1)``; a plain ``take`` for one row (faster)."""
+    if x.shape[0] == 1:
+        return x[0].take(order[0])[None, :]
+    return np.take_along_axis(x, order, axis=1)
+
+
 def _fip_core(v, a, budget):
     """FairInnerProduct on a batch of instances (rows), vectorized, O(n log n) per row.
 
@@ -371,9 +382,8 @@ def _fip_core(v, a, budget):
         lhs = a * v
         rhs = B * rest
         # |fl(W) - W| <= gamma_n W, one more rounding in the subtraction and each product
-        tol = g * (lhs + B * (W + rest))
-        unc = cand & ~(np.abs(lhs - rhs) > tol)
-        unc |= cand & (((lhs > 0) & (lhs < _TINY)) | ((rhs > 0) & (rhs < _TINY)))
+        # (W + rest <= 2 W); _ETA: underflow
+        unc = cand & ~(np.abs(lhs - rhs) > g * (lhs + 2.0 * B * W) + _ETA)
     cache = {}
 
     def exact_rows():
@@ -394,25 +404,25 @@ def _fip_core(v, a, budget):
     # sort eligible individuals by cost, ties by input index; the others go last
     key = np.where(elig, v, np.inf)
     order = np.argsort(key, axis=1)
-    vs = np.take_along_axis(key, order, axis=1)
+    vs = _gather(key, order)
     ties = (vs[:, 1:] == vs[:, :-1]) & np.isfinite(vs[:, 1:])
     if ties.any():
         run = np.concatenate([np.zeros((m, 1), np.int64), np.cumsum(~ties, axis=1)], axis=1)
         comp = run * n + order
         comp.sort(axis=1)
         order = comp % n
-        vs = np.take_along_axis(key, order, axis=1)
-    as_ = np.take_along_axis(a, order, axis=1)
+        vs = _gather(key, order)
+    as_ = _gather(a, order)
     fin_s = np.isfinite(vs)
     pref = np.cumsum(as_, axis=1)                                    # w([t]), t = 1..n
-    suf = np.cumsum(as_[:, ::-1], axis=1)[:, ::-1]
-    resid = np.concatenate([suf[:, 1:], np.zeros((m, 1))], axis=1)  # W - w([t]) >= 0
+    resid = np.zeros((m, n))                                          # W - w([t]) >= 0
+    if n > 1:
+        np.cumsum(as_[:, :0:-1], axis=1, out=resid[:, -2::-1])
 
     # k: the largest t with B (W - w([t])) >= v_t w([t]), W - w([t]) > 0
     live = fin_s & (resid > 0)
-    dec, unc = _ge(B, resid, vs, pref, g, exact_rows)
+    dec, unc = _ge(B, resid, vs, pref, g, live, exact_rows)
     cond = live & dec & ~unc
-    unc &= live
     any_k = cond.any(axis=1)
     k = np.where(any_k, n - np.argmax(cond[:, ::-1], axis=1), 0)
     flag |= (unc & (pos >= k[:, None])).any(axis=1)
@@ -422,9 +432,14 @@ def _fip_core(v, a, budget):
     a_star = a[ar, i_star]
     pos_star = np.argmax(order == i_star[:, None], axis=1)
     is_star = pos == pos_star[:, None]
-    pref_m = np.cumsum(np.where(is_star, 0.0, as_), axis=1)         # w([t] \ {i*})
     kk = np.maximum(k, 1) - 1
-    wk_minus = np.where(k > 0, pref_m[ar, kk], 0.0)
+    if m == 1:      # w([k] \ {i*}) by two (pairwise) sums
+        ps, k0 = int(pos_star[0]), int(k[0])
+        wk_minus = np.array([as_[0, :min(ps, k0)].sum() + as_[0, ps + 1:k0].sum()])
+        pref_m = None
+    else:
+        pref_m = np.cumsum(np.where(is_star, 0.0, as_), axis=1)     # w([t] \ {i*})
+        wk_minus = np.where(k > 0, pref_m[ar, kk], 0.0)
     star_branch = has & (a_star > wk_minus)
     close = has & (wk_minus > 0) & ~(np.abs(a_star - wk_minus) > g * wk_minus)
     if close.any():
@@ -441,11 +456,12 @@ def _fip_core(v, a, budget):
     if sr.size:
         after = pos >= pos_star[sr, None]
         resid_m = resid[sr] + np.where(after, a_star[sr, None], 0.0)     # W - w([t] \ {i*})
-        pm = pref_m[sr]
+        pm = (np.cumsum(np.where(is_star[sr], 0.0, as_[sr]), axis=1) if pref_m is None
+              else pref_m[sr])
         live = fin_s[sr] & (resid_m > 0) & ~is_star[sr]
         sub_rows = lambda: exact_rows()[sr]  # noqa: E731
-        d1, u1 = _ge(B[sr], resid_m, vs[sr], pm, g, sub_rows)
-        d2, u2 = _ge(pm, 1.0, a_star[sr, None], 1.0, g, sub_rows)
+        d1, u1 = _ge(B[sr], resid_m, vs[sr], pm, g, live, sub_rows)
+        d2, u2 = _ge(pm, 1.0, a_star[sr, None], 1.0, g, live, sub_rows)
         sure = live & d1 & ~u1 & d2 & ~u2
         maybe = live & (u1 | u2) & (d1 | u1) & (d2 | u2)
         has_r = sure.any(axis=1)
@@ -469,11 +485,14 @@ def _fip_core(v, a, budget):
     sel_g = greedy[:, None] & in_k
     sel_s = star_branch[:, None] & (pos == i_star[:, None])
     selected = sel_g | sel_s
+    payments = np.zeros((m, n))
+    epsilons = np.zeros((m, n))
     with np.errstate(invalid="ignore", divide="ignore"):
-        payments = np.where(sel_g, a * price[:, None], 0.0)
-        epsilons = np.where(sel_g, a * eps_scale[:, None], 0.0)
-        payments = np.where(sel_s, p_hat[:, None], payments)
-        epsilons = np.where(sel_s, (a_star / W_minus_star)[:, None], epsilons)
+        np.multiply(a, price[:, None], out=payments, where=sel_g)
+        np.multiply(a, eps_scale[:, None], out=epsilons, where=sel_g)
+        rs = np.flatnonzero(star_branch)
+        payments[rs, i_star[rs]] = p_hat[rs]
+        epsilons[rs, i_star[rs]] = a_star[rs] / W_minus_star[rs]
     out = dict(selected=selected, payments=payments, epsilons=epsilons,
                branch=np.where(~has, 0, np.where(greedy, 1, 2)), k=np.where(has, k, 0),
                i_star=np.where(has, i_star, -1), r=r_idx, p_hat=p_hat, eligible=elig,
