@@ -336,6 +336,196 @@ def _fip_exact_row(v, a, budget):
     return out
 
 
+_UNITS = 1074         # every finite double is an integer multiple of 2**-1074
+_PRECISE_MIN_N = 64   # flagged rows at least this long try _fip_row_precise first
+_PRECISE_MAX_CALLS = 256
+
+
+def _units(x):
+    """``x * 2**1074`` as an exact integer (finite ``x >= 0``)."""
+    p, q = float(x).as_integer_ratio()
+    return p << (_UNITS - (q.bit_length() - 1))
+
+
+def _exact_sum_units(x):
+    """Exact sum of finite floats ``>= 0``, as an integer in units of ``2**-1074``.
+
+    Vectorized: each float is ``M 2**E`` with a 53-bit integer ``M``; ``M`` is split
+    into 27 + 26 bits and the halves are summed per exponent with ``bincount``,
+    whose float accumulators stay exact (below ``2**53``) for up to ``2**26``
+    terms per call; the at most 2100 per-exponent sums are combined as integers.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    total = 0
+    for start in range(0, x.size, 2**25):
+        chunk = x[start:start + 2**25]
+        mant, expo = np.frexp(chunk)
+        M = (mant * 2.0**53).astype(np.int64)
+        E = expo.astype(np.int64) - 53 + _UNITS
+        low = E < 0                      # subnormals: M carries trailing zeros
+        if low.any():
+            M[low] >>= -E[low]
+            E[low] = 0
+        hi = np.bincount(E, weights=(M >> 26).astype(np.float64))
+        lo = np.bincount(E, weights=(M & (2**26 - 1)).astype(np.float64))
+        for e in np.flatnonzero((hi != 0) | (lo != 0)).tolist():
+            total += ((int(hi[e]) << 26) + int(lo[e])) << e
+    return total
+
+
+class _ExactPrefix:
+    """Exact prefix sums ``w([t])`` of a sorted weight vector, on demand, in units of 2**-1074."""
+
+    def __init__(self, as_):
+        self._as = as_
+        self._known = {0: 0}
+
+    def __call__(self, t):
+        """``sum(as_[:t])`` exactly (computed from the nearest known prefix below ``t``)."""
+        if t not in self._known:
+            base = max(k for k in self._known if k < t)
+            self._known[t] = self._known[base] + _exact_sum_units(self._as[base:t])
+        return self._known[t]
+
+
+def _fip_row_precise(v, a, budget):
+    """One instance of Algorithm 1: float decisions, exact resolution of each close call.
+
+    The floating-point pass of :func:`_fip_core` restricted to one row, where every
+    comparison too close to call is decided on exact integers (sums by
+    :func:`_exact_sum_units`), one comparison at a time: this is the fallback for a
+    long row on a threshold (a budget placed exactly on the test defining ``k``, for
+    example), linear time plus one sort. Returns ``None`` when more than
+    ``_PRECISE_MAX_CALLS`` comparisons are close (then :func:`_fip_exact_row` runs).
+    Same output as :func:`_fip_exact_row`, with arrays in place of lists
+    (``elig`` a boolean mask).
+    """
+    n = a.size
+    B = float(budget)
+    g = 2.0 * _gamma(n + 4)
+    calls = [0]
+    cache = {}
+
+    def W_units():
+        if "W" not in cache:
+            cache["W"] = _exact_sum_units(a)
+        return cache["W"]
+
+    def B_units():
+        if "B" not in cache:
+            cache["B"] = _units(B)
+        return cache["B"]
+
+    def budget_call():
+        calls[0] += 1
+        if calls[0] > _PRECISE_MAX_CALLS:
+            raise OverflowError
+
+    try:
+        # Assumption 5
+        fin = np.isfinite(v)
+        W = float(a.sum())
+        cand = (a > 0) & fin & (np.count_nonzero(a) >= 2)
+        with np.errstate(invalid="ignore", over="ignore"):
+            lhs = a * v
+            rest = W - a
+            elig = cand & (lhs <= B * rest)
+            unc = cand & ~(np.abs(lhs - B * rest) > g * (lhs + 2.0 * B * W) + _ETA)
+        for i in np.flatnonzero(unc).tolist():
+            budget_call()
+            Wu, au = W_units(), _units(a[i])
+            elig[i] = au * _units(v[i]) <= B_units() * (Wu - au)
+        out = dict(branch=0, k=0, i_star=-1, r=-1, p_hat=float("nan"), elig=elig, sel=[],
+                   pay=[], eps=[])
+        idx = np.flatnonzero(elig)
+        if idx.size == 0:
+            return out
+        order = idx[np.argsort(v[idx], kind="stable")]          # ties by input index
+        vs, as_ = v[order], a[order]
+        mm = order.size
+        w_out = float(a[~elig].sum())                            # weight never sorted in
+        pref = np.cumsum(as_)
+        resid = np.zeros(mm)
+        if mm > 1:
+            np.cumsum(as_[:0:-1], out=resid[-2::-1])
+        resid += w_out                                           # W - w([t]), t = 1..mm
+        P = _ExactPrefix(as_)
+
+        def exact_ge_B(t, minus_star=0):
+            """B (W - c) >= v_t c with c = w([t+1]) - minus_star, exactly."""
+            budget_call()
+            c = P(t + 1) - minus_star
+            return B_units() * (W_units() - c) >= _units(vs[t]) * c, c
+
+        # k: the largest t with B (W - w([t])) >= v_t w([t]), W - w([t]) > 0
+        live = resid > 0
+        with np.errstate(over="ignore", invalid="ignore"):
+            left, right = B * resid, vs * pref
+            dec = left >= right
+            unc = live & ~(np.abs(left - right) > g * (left + right) + _ETA)
+        sure = np.flatnonzero(live & dec & ~unc)
+        k = int(sure[-1]) + 1 if sure.size else 0
+        for t in np.flatnonzero(unc)[::-1].tolist():
+            if t < k:
+                break
+            if exact_ge_B(t)[0]:
+                k = t + 1
+                break
+        i_star = int(np.argmax(np.where(elig, a, -1.0)))
+        a_star = float(a[i_star])
+        ps = int(np.flatnonzero(order == i_star)[0])
+        wk_minus = float(as_[:min(ps, k)].sum() + as_[ps + 1:k].sum())
+        if wk_minus > 0 and not abs(a_star - wk_minus) > g * wk_minus:
+            budget_call()
+            star = _units(a_star) > P(k) - (_units(a_star) if ps < k else 0)
+        else:
+            star = a_star > wk_minus
+        out["k"], out["i_star"] = k, i_star
+        if star:
+            out["branch"] = 2
+            is_star = np.arange(mm) == ps
+            pm = np.cumsum(np.where(is_star, 0.0, as_))             # w([t] \ {i*})
+            resid_m = resid + np.where(np.arange(mm) >= ps, a_star, 0.0)
+            with np.errstate(over="ignore", invalid="ignore"):
+                l1, r1 = B * resid_m, vs * pm
+                u1 = ~(np.abs(l1 - r1) > g * (l1 + r1) + _ETA)
+                u2 = ~(np.abs(pm - a_star) > g * (pm + a_star) + _ETA)
+                ok = ~is_star & (resid_m > 0)
+                d1, d2 = l1 >= r1, pm >= a_star
+            surely = ok & d1 & ~u1 & d2 & ~u2
+            maybe = ok & (u1 | u2) & (d1 | u1) & (d2 | u2)
+            first = int(np.argmax(surely)) if surely.any() else mm
+            r_pos = first
+            a_u = _units(a_star)
+            for t in np.flatnonzero(maybe[:first]).tolist():
+                budget_call()
+                c = P(t + 1) - (a_u if t >= ps else 0)
+                if c >= a_u and B_units() * (W_units() - c) >= _units(vs[t]) * c:
+                    r_pos = t
+                    break
+            W_minus_star = (float(pref[ps - 1]) if ps > 0 else 0.0) + float(resid[ps])
+            if r_pos < mm:
+                out["r"] = int(order[r_pos])
+                p_hat = a_star * float(vs[r_pos]) / W_minus_star
+            else:
+                p_hat = B
+            out["p_hat"] = p_hat
+            out["sel"], out["pay"], out["eps"] = [i_star], [p_hat], [a_star / W_minus_star]
+        else:
+            out["branch"] = 1
+            wk, rk = float(pref[k - 1]), float(resid[k - 1])
+            v_next = float(vs[k]) if k < mm else np.inf
+            with np.errstate(over="ignore", divide="ignore"):
+                price = min(B / wk, v_next / rk)
+            sel = order[:k]
+            out["sel"] = sel
+            out["pay"] = a[sel] * price
+            out["eps"] = a[sel] / rk
+        return out
+    except OverflowError:
+        return None
+
+
 def _gather(x, order):
     """``take_along_axis(x, order, axis=1)``; a plain ``take`` for one row (faster)."""
     if x.shape[0] == 1:
@@ -498,7 +688,9 @@ def _fip_core(v, a, budget):
                i_star=np.where(has, i_star, -1), r=r_idx, p_hat=p_hat, eligible=elig,
                exact=flag)
     for row in np.flatnonzero(flag).tolist():
-        ex = _fip_exact_row(v[row], a[row], float(B1[row]))
+        ex = _fip_row_precise(v[row], a[row], B1[row]) if n >= _PRECISE_MIN_N else None
+        if ex is None:
+            ex = _fip_exact_row(v[row], a[row], float(B1[row]))
         for name in ("selected", "payments", "epsilons", "eligible"):
             out[name][row] = 0
         out["eligible"][row, ex["elig"]] = True

@@ -244,6 +244,47 @@ def test_exact_row_matches_reference_across_magnitudes():
         np.testing.assert_allclose(res.payments, ref["payments"], rtol=1e-12, atol=0)
 
 
+def test_precise_row_resolves_each_close_call_exactly():
+    # the long-row fallback (float pass, exact integers for each close call only) on the
+    # threshold instances, and its give-up path
+    from privrelease.auctions import _mechanism as mech
+
+    rng = np.random.default_rng(73)
+    for v, w, B in _threshold_instances(rng, 400):
+        ex = mech._fip_row_precise(v, np.abs(w), B)
+        ref = fair_inner_product_reference(v, w, B, exact=True)
+        assert ex["branch"] == {"none": 0, "greedy": 1, "max_weight": 2}[ref["branch"]]
+        assert sorted(np.asarray(ex["sel"]).tolist()) == np.flatnonzero(ref["selected"]).tolist()
+        if ref["branch"] != "none":
+            assert (ex["k"], ex["i_star"], ex["r"]) == (ref["k"], ref["i_star"], ref["r"])
+    # integer weights all tied on the threshold: too many close calls -> None (exact row runs)
+    n = mech._PRECISE_MAX_CALLS + 10
+    assert mech._fip_row_precise(np.zeros(n), np.full(n, 0.1), 0.0) is None
+    res = fair_inner_product(np.zeros(n), np.full(n, 0.1), 0.0)
+    assert res.selected.sum() == n - 1          # free individuals: all but one are bought
+
+
+@pytest.mark.parametrize("branch_seed", [0, 1])
+def test_long_row_on_a_threshold_matches_exact_reference(branch_seed):
+    # n = 300 (past _PRECISE_MIN_N), the budget placed on the k-test of position t
+    rng = np.random.default_rng(74 + branch_seed)
+    n = 300
+    v = np.round(rng.uniform(0.1, 3.0, n), 1)
+    w = np.round(rng.uniform(0.05, 1.0, n), 1)
+    if branch_seed:
+        w[7] = 40.0                                # one dominant weight
+    a = np.abs(w)
+    order = np.lexsort((np.arange(n), v))
+    pref = np.cumsum(a[order])
+    for t in (40, 150, 260):
+        B = v[order[t - 1]] * pref[t - 1] / (a.sum() - pref[t - 1])
+        assert _fip_core(v[None], a[None], B)["exact"][0]     # a close call was resolved
+        res = fair_inner_product(v, w, B)
+        ref = fair_inner_product_reference(v, w, B, exact=True)
+        assert _same_outcome(res, ref), t
+        np.testing.assert_allclose(res.payments, ref["payments"], rtol=1e-12, atol=0)
+
+
 # ---------------------------------------------------------------- Theorem 3 properties
 
 @pytest.mark.parametrize("kind", ["int", "float", "heavy"])
