@@ -182,10 +182,14 @@ def _eligible(v, a, budget):
 # n terms has relative error <= gamma_n = n u / (1 - n u), u = 2**-53, and each
 # product adds u; Higham, "Accuracy and Stability of Numerical Algorithms",
 # Sec. 3.1 and 4.2). A comparison whose two sides differ by more than the bound
-# is decided in floating point, and that decision is the exact one. A row with a
-# comparison too close to call (a tie on a threshold, or a near-tie) is
-# recomputed by :func:`_fip_exact_row` in exact integer arithmetic on the same
-# floats. The outcome is therefore always the exact mechanism's on the given floats.
+# is decided in floating point, and that decision is the exact one. When every
+# weight sum of a row is exact (a common "grain", e.g. integer weights) and both
+# products are exact too, a close call -- a tie included -- is certified in floating
+# point as well. The other close calls (a tie on a threshold, or a near-tie) are
+# decided on exact integers: one at a time by :func:`_fip_row_precise` (long rows:
+# vectorized exact sums, linear time), or by recomputing the row with
+# :func:`_fip_exact_row` (short rows, or too many close calls). The outcome is
+# therefore always the exact mechanism's on the given floats.
 
 _U = 2.0**-53
 _TINY = 2.0**-900     # below this a product may be subnormal: no relative error bound
@@ -231,10 +235,12 @@ def _ge(x1, y1, x2, y2, rel, live, exact_rows=None):
     """Decide ``x1 y1 >= x2 y2`` for non-negative factors; return (decision, uncertain).
 
     ``rel`` bounds the relative error of each computed product against the exact
-    product of the exact quantities (only entries where ``live`` holds count); ``_ETA`` covers the absolute error of a
-    product that underflows. Overflow (NaN) is reported as uncertain. ``exact_rows`` (a callable returning a bool per row, for
-    rows whose sums are exact) lets close calls be certified when both products are
-    exact too: the floating-point comparison is then the exact one, ties included.
+    product of the exact quantities; only entries where ``live`` holds count;
+    ``_ETA`` covers the absolute error of a product that underflows; overflow (NaN)
+    is reported as uncertain. ``exact_rows`` (a callable returning a bool per row,
+    for rows whose sums are exact) lets close calls be certified when both
+    products are exact too: the floating-point comparison is then the exact one,
+    ties included.
     """
     with np.errstate(invalid="ignore", over="ignore", under="ignore"):
         left = x1 * y1
@@ -568,12 +574,21 @@ def _fip_core(v, a, budget):
     nnz = np.count_nonzero(a, axis=1)[:, None]
     cand = (a > 0) & fin & (nnz >= 2)
     with np.errstate(invalid="ignore", over="ignore"):
-        rest = W - a
         lhs = a * v
-        rhs = B * rest
+        rhs = np.subtract(W, a)
+        rhs *= B                                        # B (W - a_i)
+        elig = lhs <= rhs
+        elig &= cand
         # |fl(W) - W| <= gamma_n W, one more rounding in the subtraction and each product
-        # (W + rest <= 2 W); _ETA: underflow
-        unc = cand & ~(np.abs(lhs - rhs) > g * (lhs + 2.0 * B * W) + _ETA)
+        # (W + rest <= 2 W); _ETA: underflow. In place: few temporaries.
+        rhs -= lhs
+        np.abs(rhs, out=rhs)
+        lhs *= g
+        lhs += g * 2.0 * B * W + _ETA
+        unc = rhs > lhs
+        np.logical_not(unc, out=unc)
+        unc &= cand
+    del lhs, rhs
     cache = {}
 
     def exact_rows():
@@ -584,10 +599,10 @@ def _fip_core(v, a, budget):
     if unc.any():
         ii = np.nonzero(unc)
         Bb = np.broadcast_to(B, unc.shape)[ii]
+        rest = np.broadcast_to(W, unc.shape)[ii] - a[ii]
         ok = (exact_rows()[ii[0]] & _product_exact(a[ii], v[ii])
-              & _product_exact(Bb, rest[ii]))
+              & _product_exact(Bb, rest))
         unc[ii] = ~ok
-    elig = cand & (lhs <= rhs)
     flag |= unc.any(axis=1)
     has = elig.any(axis=1)
 

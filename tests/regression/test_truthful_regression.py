@@ -267,7 +267,8 @@ def test_best_response_factor_closed_form_and_audit_values():
     m, d, t = 500, 3, 0.1
     edge = m * t / (1 - t) / (d + 2)
     assert best_response_factor(2 * m, d, edge) == pytest.approx(1 - t)
-    assert best_response_factor(2 * m, d, edge * 1.01) < 1 - t < best_response_factor(2 * m, d, edge * 0.99)
+    above, below = (best_response_factor(2 * m, d, edge * c) for c in (1.01, 0.99))
+    assert above < 1 - t < below
 
 
 def test_payoff_maximising_report_by_simulation():
