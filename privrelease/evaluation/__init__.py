@@ -28,6 +28,7 @@ from ._blurme import BlurMe
 from ._curve import PrivacyUtilityCurve, check_privacy_grid, privacy_utility_curve
 from ._protocol import RMSECost, rmse_cost
 from ._scorer import lowest_rmse_within, make_privacy_scorer, privacy_scoring
+from ._targets import attribute_targets, joint_attribute
 
 __all__ = [
     "ATTACK_FEATURES",
@@ -45,4 +46,6 @@ __all__ = [
     "lowest_rmse_within",
     "make_privacy_scorer",
     "privacy_scoring",
+    "attribute_targets",
+    "joint_attribute",
 ]
