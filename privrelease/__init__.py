@@ -21,6 +21,7 @@ _LAZY = {
     "TruthfulRegressionMechanism": "privrelease.regression",
     "SurpriseRecommender": "privrelease.recommender",
     "BlurMe": "privrelease.evaluation",
+    "BlurMore": "privrelease.evaluation",
     "InferenceAttack": "privrelease.evaluation",
     "save": "privrelease._persistence",
     "load": "privrelease._persistence",
