@@ -6,7 +6,8 @@ For each data set (the Politics-and-TV preset and/or ``make_ratings``):
    (defaults) over a grid of leakage caps: leakage, distortion, fixed and adaptive
    attackers, RMSE of the paper's Table I protocol with the two reference releases;
 2. the paper's naive release of cluster representatives at perfect privacy;
-3. BlurMe (Weinsberg et al. 2012, greedy) over a grid of added-rating fractions;
+3. BlurMe (Weinsberg et al. 2012, greedy) over a grid of added-rating fractions, and
+   BlurMore (Strucks, Slokom, Larson 2019: as many removals as additions) over the same grid;
 4. the operating point: the lowest RMSE among the mapper's points whose worst
    adaptive attacker has a folded AUC at most ``target_auc``.
 """
@@ -64,7 +65,8 @@ def _frontier_figure(curves, ref, x, title):
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6.5, 4.5))
-    markers = {"optimal mapping": "o-", "naive representatives": "s", "BlurMe (greedy)": "^--"}
+    markers = {"optimal mapping": "o-", "naive representatives": "s", "BlurMe (greedy)": "^--",
+               "BlurMore (greedy)": "v-."}
     top = 1.04 * max(ref["rmse_release_nothing"], ref["rmse_original"],
                      *[c.frame["rmse_released"].max() for m, (c, _) in curves.items() if m != "naive representatives"])
     off = []
@@ -93,7 +95,7 @@ def _one_dataset(report, name, R, a, *, rec, max_leakages, fractions, n_clusters
                  heldout_fraction, attack_models, target_auc, seed, n_jobs):
     import matplotlib.pyplot as plt
 
-    from ...evaluation import BlurMe, privacy_utility_curve
+    from ...evaluation import BlurMe, BlurMore, privacy_utility_curve
     from ...mappers import QuantizedPrivacyMapper
 
     common = dict(opt_in_fraction=opt_in_fraction, cv=cv, heldout_fraction=heldout_fraction,
@@ -103,6 +105,7 @@ def _one_dataset(report, name, R, a, *, rec, max_leakages, fractions, n_clusters
     naive = privacy_utility_curve(QuantizedPrivacyMapper(n_clusters=n_clusters, release="representative"),
                                   R, a, max_leakages=[0.0], **common)
     blur = privacy_utility_curve(BlurMe(strategy="greedy"), R, a, param="fraction", values=fractions, **common)
+    more = privacy_utility_curve(BlurMore(strategy="greedy"), R, a, param="fraction", values=fractions, **common)
     f = q.frame
     ref = f.iloc[0]
 
@@ -125,6 +128,7 @@ def _one_dataset(report, name, R, a, *, rec, max_leakages, fractions, n_clusters
     _csv_only(report, q.frame, f"{name}_mapper_curve_all_columns")
     _csv_only(report, q.attacks, f"{name}_mapper_attacks")
     _csv_only(report, blur.frame, f"{name}_blurme_curve_all_columns")
+    _csv_only(report, more.frame, f"{name}_blurmore_curve_all_columns")
     _csv_only(report, q.per_fold, f"{name}_mapper_rmse_per_fold")
 
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
@@ -141,8 +145,8 @@ def _one_dataset(report, name, R, a, *, rec, max_leakages, fractions, n_clusters
 
     point = operating_point(f, target_auc)
     curves = {"optimal mapping": (q, "max_leakage"), "naive representatives": (naive, "max_leakage"),
-              "BlurMe (greedy)": (blur, "fraction")}
-    report.section(f"{name}: against BlurMe and the naive release")
+              "BlurMe (greedy)": (blur, "fraction"), "BlurMore (greedy)": (more, "fraction")}
+    report.section(f"{name}: against BlurMe, BlurMore and the naive release")
     table = compare_methods(curves, target_auc)
     report.table(table, f"{name}_comparison",
                  caption=f"`meets_target`: worst adaptive folded AUC <= {target_auc}. BlurMe aims at one fixed "
@@ -185,6 +189,10 @@ def _one_dataset(report, name, R, a, *, rec, max_leakages, fractions, n_clusters
     bl = blur.frame
     out[f"{name}_blurme_worst_auc_adaptive_at_max_fraction"] = float(bl["worst_auc_adaptive"].iloc[-1])
     out[f"{name}_blurme_worst_auc_fixed_at_max_fraction"] = float(bl["worst_auc_fixed"].iloc[-1])
+    bm = more.frame
+    out[f"{name}_blurmore_worst_auc_adaptive_at_max_fraction"] = float(bm["worst_auc_adaptive"].iloc[-1])
+    out[f"{name}_blurmore_worst_auc_fixed_at_max_fraction"] = float(bm["worst_auc_fixed"].iloc[-1])
+    out[f"{name}_blurmore_rel_increase_at_max_fraction"] = float(bm["rel_increase_released"].iloc[-1])
     return out
 
 
