@@ -334,7 +334,7 @@ def attack(X_train, y_train, X_test, y_test, *, model="logistic", features="valu
 
 def evaluate_attacks(X_train_original, X_train_released, y_train, X_test_released, y_test, *,
                      models=ATTACK_MODELS, features=ATTACK_FEATURES, fixed_attackers=None,
-                     random_state=None, attribute_names=None):
+                     random_state=None, attribute_names=None, verbose=0):
     """Fixed and adaptive attackers against released ratings.
 
     Parameters
@@ -363,6 +363,8 @@ def evaluate_attacks(X_train_original, X_train_released, y_train, X_test_release
         Seeds of the nonlinear attackers.
     attribute_names : sequence of str or None
         Names of the columns of a 2-D attribute (default ``attr0, attr1, ...``).
+    verbose : int, default=0
+        A progress bar over the attackers (tqdm, on stderr, only when stderr is a terminal).
 
     Returns
     -------
@@ -383,26 +385,29 @@ def evaluate_attacks(X_train_original, X_train_released, y_train, X_test_release
     fixed_attackers = dict(fixed_attackers or {})
     rows, results = [], {}
     targets = attribute_targets(y_train, y_test, attribute_names)
-    for m in models:
-        for f in features:
-            seed = rs.spawn_seed()
-            name = m if isinstance(m, str) else type(m).__name__
-            for target, ytr, yte in targets:
-                key = (name, f) if target in ("attribute", "joint") else (name, f, target)
-                fixed = fixed_attackers.get(key)
-                if fixed is None:
-                    fixed = InferenceAttack(model=m, features=f, random_state=seed).fit(X_train_original, ytr)
-                    fixed_attackers[key] = fixed
-                res = fixed.evaluate(X_test_released, yte)
-                results[("fixed",) + key] = res
-                rows.append({"target": target, "attacker": "fixed", "model": name, "features": f,
+    from ._protocol import _progress
+
+    combos = [(m, f) for m in models for f in features]
+    for m, f in _progress(combos, len(combos), verbose, "attackers"):
+        # one seed per (model, features), shared by every target and both attackers
+        seed = rs.spawn_seed()
+        name = m if isinstance(m, str) else type(m).__name__
+        for target, ytr, yte in targets:
+            key = (name, f) if target in ("attribute", "joint") else (name, f, target)
+            fixed = fixed_attackers.get(key)
+            if fixed is None:
+                fixed = InferenceAttack(model=m, features=f, random_state=seed).fit(X_train_original, ytr)
+                fixed_attackers[key] = fixed
+            res = fixed.evaluate(X_test_released, yte)
+            results[("fixed",) + key] = res
+            rows.append({"target": target, "attacker": "fixed", "model": name, "features": f,
+                         **res.as_dict()})
+            if X_train_released is not None:
+                adaptive = InferenceAttack(model=m, features=f, random_state=seed).fit(X_train_released, ytr)
+                res = adaptive.evaluate(X_test_released, yte)
+                results[("adaptive",) + key] = res
+                rows.append({"target": target, "attacker": "adaptive", "model": name, "features": f,
                              **res.as_dict()})
-                if X_train_released is not None:
-                    adaptive = InferenceAttack(model=m, features=f, random_state=seed).fit(X_train_released, ytr)
-                    res = adaptive.evaluate(X_test_released, yte)
-                    results[("adaptive",) + key] = res
-                    rows.append({"target": target, "attacker": "adaptive", "model": name, "features": f,
-                                 **res.as_dict()})
     results["fixed_attackers"] = fixed_attackers
     table = pd.DataFrame(rows)
     if len(targets) > 1:

@@ -255,7 +255,9 @@ def privacy_utility_curve(mapper, ratings, private, *, deltas=None, max_leakages
     n_jobs : int or None
         Values and folds run in parallel with joblib.
     verbose : int, default=1
-        Progress bar on a terminal (``0``: none).
+        tqdm progress bars (mapper fits, then every fold and attack job of the
+        sweep, and the reference attackers) on stderr, shown only when stderr
+        is a terminal; ``0``: none.
 
     Returns
     -------
@@ -323,7 +325,7 @@ def privacy_utility_curve(mapper, ratings, private, *, deltas=None, max_leakages
     if models and feats:
         ref_table, ref_res = evaluate_attacks(split.X_opt, None, split.y_opt, split.X_prot, split.y_prot,
                                               models=models, features=feats, random_state=split.attack_seed,
-                                              attribute_names=split.names)
+                                              attribute_names=split.names, verbose=verbose)
         fixed = ref_res.pop("fixed_attackers")
         ref_roc = {k: (v.fpr, v.tpr) for k, v in ref_res.items()}
 

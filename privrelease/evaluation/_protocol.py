@@ -281,13 +281,24 @@ def _fold_rmse(split, k, release, recommender, mapper=None):
     return float(rec.rmse(test_rows, heldout))
 
 
+def _check_verbose(verbose):
+    if isinstance(verbose, (bool, np.bool_)):
+        return int(verbose)
+    if not isinstance(verbose, numbers.Integral) or verbose < 0:
+        raise TypeError(f"verbose must be a non-negative int or a bool (0 = no progress bar), got {verbose!r}")
+    return int(verbose)
+
+
 def _progress(iterable, total, verbose, desc):
-    disable = (not verbose) or not (hasattr(sys.stderr, "isatty") and sys.stderr.isatty())
+    """A tqdm progress bar on stderr when ``verbose`` and stderr is a terminal; else ``iterable`` itself."""
+    verbose = _check_verbose(verbose)
+    stream = sys.stderr
+    disable = (not verbose) or not (hasattr(stream, "isatty") and stream.isatty())
     if disable:
         return iterable
-    from tqdm.auto import tqdm
+    from tqdm import tqdm
 
-    return tqdm(iterable, total=total, desc=desc, leave=False)
+    return tqdm(iterable, total=total, desc=desc, leave=False, file=stream)
 
 
 def _run_jobs(jobs, n_jobs, verbose, desc):
@@ -414,7 +425,8 @@ def rmse_cost(mapper, ratings, private, *, opt_in_fraction=0.5, cv=5, heldout_fr
     n_jobs : int or None
         Folds and releases run in parallel with joblib.
     verbose : int, default=0
-        Show a progress bar (only on a terminal).
+        A tqdm progress bar over the folds and releases, on stderr, shown only
+        when stderr is a terminal (never in logs or pipes).
 
     Returns
     -------
