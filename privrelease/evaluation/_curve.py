@@ -224,7 +224,8 @@ class PrivacyUtilityCurve:
 def privacy_utility_curve(mapper, ratings, private, *, deltas=None, max_leakages=None, param=None,
                           values=None, opt_in_fraction=0.5, cv=5, heldout_fraction=0.1,
                           recommender=None, attack_models=ATTACK_MODELS, attack_features=ATTACK_FEATURES,
-                          rating_range=(1, 5), random_state=None, n_jobs=None, verbose=1):
+                          rating_range=(1, 5), random_state=None, n_jobs=None, verbose=1,
+                          mapper_target=None):
     """Sweep a mapper's privacy parameter and measure leakage, attacks and RMSE at every value.
 
     Parameters
@@ -258,6 +259,10 @@ def privacy_utility_curve(mapper, ratings, private, *, deltas=None, max_leakages
         tqdm progress bars (mapper fits, then every fold and attack job of the
         sweep, and the reference attackers) on stderr, shown only when stderr
         is a terminal; ``0``: none.
+    mapper_target : None, "joint" or str, default=None
+        For a 2-D private attribute, what the mapper is fitted on (see
+        :func:`rmse_cost`); the attackers always score the joint attribute and
+        every column.
 
     Returns
     -------
@@ -317,7 +322,7 @@ def privacy_utility_curve(mapper, ratings, private, *, deltas=None, max_leakages
     recommender = _check_recommender(recommender, rating_range)
     split = _prepare_split(ratings, private, opt_in_fraction=opt_in_fraction, cv=cv,
                            heldout_fraction=heldout_fraction, rating_range=rating_range,
-                           random_state=random_state)
+                           random_state=random_state, mapper_target=mapper_target)
     fitted = _run_jobs([(_fit_mapper, (m, split)) for m in settings], n_jobs, verbose, "fitting mappers")
 
     models, feats = list(attack_models), list(attack_features)

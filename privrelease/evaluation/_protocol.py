@@ -143,6 +143,18 @@ class _Split:
     rating_range: tuple = (1, 5)
     dropped: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
     names: list | None = None  # column names of a 2-D private attribute
+    mapper_target: str | None = None  # None: y as given; "joint"; or one column name
+
+    @property
+    def mapper_y(self):
+        """The opted-in users' labels the mapper is fitted on (see ``mapper_target``)."""
+        y = self.y_opt
+        if self.mapper_target is None:
+            return y
+        if self.mapper_target == "joint":
+            return joint_attribute(self.y)[0][self.opt_in]
+        col = y[:, self.names.index(self.mapper_target)]
+        return np.asarray(col.tolist()) if col.dtype == object else col
 
     @property
     def X_opt(self):
@@ -161,11 +173,25 @@ class _Split:
         return self.y[self.protected]
 
 
+def _check_mapper_target(mapper_target, y, names):
+    """What the mapper is fitted on: ``None`` (the attribute as given), ``"joint"`` or one column."""
+    if mapper_target is None:
+        return None
+    if y.ndim == 1:
+        raise ValueError(f"mapper_target={mapper_target!r} needs a 2-D private attribute (one column per "
+                         "attribute); with a 1-D attribute leave it None")
+    if mapper_target == "joint" or mapper_target in names:
+        return mapper_target
+    raise ValueError(f"mapper_target must be None, 'joint' or one of the attribute columns {names!r}, "
+                     f"got {mapper_target!r}")
+
+
 def _prepare_split(ratings, private, *, opt_in_fraction, cv, heldout_fraction, rating_range,
-                   random_state):
+                   random_state, mapper_target=None):
     X, _ = check_rating_matrix(ratings, name="ratings", rating_range=rating_range)
     X = sp.csr_matrix(X, dtype=np.float64)
     y, names = _check_private(private, X.shape[0])
+    mapper_target = _check_mapper_target(mapper_target, y, names)
     opt_in_fraction = _check_fraction(opt_in_fraction, "opt_in_fraction")
     heldout_fraction = _check_fraction(heldout_fraction, "heldout_fraction")
     cv = _check_cv(cv)
@@ -217,7 +243,8 @@ def _prepare_split(ratings, private, *, opt_in_fraction, cv, heldout_fraction, r
     attack_seed = rs.spawn_seed() if fixed_seed else None
     return _Split(X=X, y=y, users=users, opt_in=opt_in, protected=protected, folds=folds,
                   visible=visible, heldout=heldout, fold_seeds=fold_seeds,
-                  attack_seed=attack_seed, rating_range=tuple(rating_range), dropped=empty, names=names)
+                  attack_seed=attack_seed, rating_range=tuple(rating_range), dropped=empty, names=names,
+                  mapper_target=mapper_target)
 
 
 # --------------------------------------------------------------------------- one fold
@@ -313,7 +340,7 @@ def _fit_mapper(mapper, split):
     if split.attack_seed is not None and "random_state" in m.get_params(deep=False):
         if m.get_params(deep=False)["random_state"] is None:
             m.set_params(random_state=split.attack_seed + 1)
-    return m.fit(split.X_opt, split.y_opt)
+    return m.fit(split.X_opt, split.mapper_y)
 
 
 def _mapper_figures(mapper):
@@ -383,7 +410,8 @@ class RMSECost:
 
 
 def rmse_cost(mapper, ratings, private, *, opt_in_fraction=0.5, cv=5, heldout_fraction=0.1,
-              recommender=None, rating_range=(1, 5), random_state=None, n_jobs=None, verbose=0):
+              recommender=None, rating_range=(1, 5), random_state=None, n_jobs=None, verbose=0,
+              mapper_target=None):
     """Measure the recommendation RMSE a privacy mapper costs (Table I protocol).
 
     Parameters
@@ -427,6 +455,13 @@ def rmse_cost(mapper, ratings, private, *, opt_in_fraction=0.5, cv=5, heldout_fr
     verbose : int, default=0
         A tqdm progress bar over the folds and releases, on stderr, shown only
         when stderr is a terminal (never in logs or pipes).
+    mapper_target : None, "joint" or str, default=None
+        For a 2-D private attribute, what the mapper is fitted on: ``None``
+        the 2-D labels as given (a mapper that protects several attributes),
+        ``"joint"`` the joint attribute as one label per user
+        (:func:`joint_attribute`: a 1-D mapper then protects the tuple), or a
+        column name (protect that attribute only; the attackers still score
+        the joint attribute and every column).
 
     Returns
     -------
@@ -476,7 +511,7 @@ def rmse_cost(mapper, ratings, private, *, opt_in_fraction=0.5, cv=5, heldout_fr
     recommender = _check_recommender(recommender, rating_range)
     split = _prepare_split(ratings, private, opt_in_fraction=opt_in_fraction, cv=cv,
                            heldout_fraction=heldout_fraction, rating_range=rating_range,
-                           random_state=random_state)
+                           random_state=random_state, mapper_target=mapper_target)
     fitted = _fit_mapper(mapper, split)
     keys, jobs = [], []
     for k in range(len(split.folds)):

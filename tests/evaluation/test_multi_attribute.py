@@ -39,6 +39,8 @@ class ColumnEraser(TransformerMixin, BaseEstimator):
 
     def fit(self, X, y=None):
         self.y_shape_ = np.shape(y)
+        self.y_ = np.asarray(y)
+        self.n_fit_ = X.shape[0]
         return self
 
     def transform(self, X):
@@ -149,3 +151,23 @@ def test_rmse_cost_accepts_multiclass_and_rejects_undisclosed_entries():
     bad[5, 1] = -1
     with pytest.raises(ValueError, match="1 value"):
         rmse_cost(ColumnEraser(), X, bad, cv=2, recommender=BiasRecommender(), random_state=0)
+
+
+def test_mapper_target_chooses_what_the_mapper_is_fitted_on():
+    X, Y = two_attributes(200, seed=5)
+    private = pd.DataFrame({"a": Y[:, 0], "b": Y[:, 1]})
+    kw = dict(cv=2, recommender=BiasRecommender(), random_state=0)
+    as_given = rmse_cost(ColumnEraser(), X, private, **kw).mapper
+    joint = rmse_cost(ColumnEraser(), X, private, mapper_target="joint", **kw).mapper
+    only_b = rmse_cost(ColumnEraser(), X, private, mapper_target="b", **kw).mapper
+    assert as_given.y_.shape == (100, 2) and joint.y_.shape == (100,) and only_b.y_.shape == (100,)
+    # same opted-in users in every run (same seed): the joint codes are those of the given rows' tuples
+    codes, tuples = joint_attribute(as_given.y_)
+    assert [tuples[c] for c in codes] == [tuple(r) for r in as_given.y_.tolist()]
+    all_tuples = joint_attribute(Y)[1]
+    assert [tuple(r) for r in as_given.y_.tolist()] == [all_tuples[c] for c in joint.y_]
+    np.testing.assert_array_equal(only_b.y_, as_given.y_[:, 1])
+    with pytest.raises(ValueError, match="one of the attribute columns \\['a', 'b'\\], got 'c'"):
+        rmse_cost(ColumnEraser(), X, private, mapper_target="c", **kw)
+    with pytest.raises(ValueError, match="needs a 2-D private attribute"):
+        rmse_cost(ColumnEraser(), X, Y[:, 0], mapper_target="joint", **kw)
