@@ -362,7 +362,8 @@ def evaluate_attacks(X_train_original, X_train_released, y_train, X_test_release
     random_state : None or int
         Seeds of the nonlinear attackers.
     attribute_names : sequence of str or None
-        Names of the columns of a 2-D attribute (default ``attr0, attr1, ...``).
+        Names of the columns of a 2-D attribute (default: a DataFrame's
+        column names, else ``attr0, attr1, ...``).
     verbose : int, default=0
         A progress bar over the attackers (tqdm, on stderr, only when stderr is a terminal).
 
@@ -384,6 +385,8 @@ def evaluate_attacks(X_train_original, X_train_released, y_train, X_test_release
     rs = check_random_source(random_state)
     fixed_attackers = dict(fixed_attackers or {})
     rows, results = [], {}
+    if attribute_names is None and getattr(y_train, "ndim", 1) == 2 and hasattr(y_train, "columns"):
+        attribute_names = [str(c) for c in y_train.columns]
     targets = attribute_targets(y_train, y_test, attribute_names)
     from ._protocol import _progress
 

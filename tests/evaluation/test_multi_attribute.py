@@ -125,6 +125,12 @@ def test_evaluate_attacks_scores_joint_and_marginals():
     majority = np.bincount(codes[:200]).argmax()
     assert joint.majority_accuracy == pytest.approx(np.mean(codes[200:] == majority))
     assert ("adaptive", "logistic", "values", "b") in res
+    # a DataFrame names the columns itself
+    frame = pd.DataFrame(Y, columns=["gender", "age"])
+    table2, _ = evaluate_attacks(X[:200], None, frame[:200], Xr[200:], frame[200:], models=["logistic"],
+                                 features=["values"], random_state=0)
+    assert table2.target.tolist() == ["joint", "gender", "age"]
+    np.testing.assert_allclose(table2.auc, table[table.attacker == "fixed"].auc)
 
 
 def test_curve_reports_joint_and_marginals_for_a_dataframe_attribute():
