@@ -129,8 +129,8 @@ def attribute_targets(y_train, y_test, names=None):
 
     A 1-D attribute gives one target, ``"attribute"``. A 2-D attribute gives
     ``"joint"`` (both sets encoded together by :func:`joint_attribute`, so the
-    codes agree) followed by one target per column (``names``, default
-    ``attr0, attr1, ...``).
+    codes agree; ``-1``, undisclosed, for a user who hides any column)
+    followed by one target per column (``names``, default ``attr0, attr1, ...``).
     """
     y_train, y_test = np.asarray(y_train), np.asarray(y_test)
     if y_train.ndim == 1:
@@ -139,7 +139,11 @@ def attribute_targets(y_train, y_test, names=None):
     if y_test.ndim != 2 or y_test.shape[1] != n_cols:
         raise ValueError(f"y_train has {n_cols} attribute column(s) but y_test has shape {y_test.shape}")
     names = list(names) if names is not None else [f"attr{k}" for k in range(n_cols)]
-    codes, _ = joint_attribute(np.concatenate([y_train.astype(object), y_test.astype(object)], axis=0))
+    both = np.concatenate([y_train.astype(object), y_test.astype(object)], axis=0)
+    hidden = np.logical_or.reduce([undisclosed_mask(both[:, k]) for k in range(n_cols)])
+    codes = np.full(both.shape[0], -1, dtype=np.int64)  # a user hiding any column hides the joint
+    if not hidden.all():
+        codes[~hidden] = joint_attribute(both[~hidden])[0]
     out = [("joint", codes[: y_train.shape[0]], codes[y_train.shape[0]:])]
     out += [(names[k], _column(y_train, k), _column(y_test, k)) for k in range(n_cols)]
     return out

@@ -177,3 +177,16 @@ def test_mapper_target_chooses_what_the_mapper_is_fitted_on():
         rmse_cost(ColumnEraser(), X, private, mapper_target="c", **kw)
     with pytest.raises(ValueError, match="needs a 2-D private attribute"):
         rmse_cost(ColumnEraser(), X, Y[:, 0], mapper_target="joint", **kw)
+
+
+def test_a_user_hiding_one_column_hides_the_joint_attribute():
+    X, Y = two_attributes(300, seed=6)
+    Yh = Y.astype(object)
+    Yh[:40, 1] = None                         # 40 training users hide their second attribute
+    table, _ = evaluate_attacks(X[:150], None, Yh[:150], X[150:], Yh[150:], models=["logistic"],
+                                features=["values"], random_state=0)
+    full, _ = evaluate_attacks(X[40:150], None, Y[40:150], X[150:], Y[150:], models=["logistic"],
+                               features=["values"], random_state=0)
+    # the joint and column 1 attackers learn from the 110 users who disclosed both; column 0 from all 150
+    np.testing.assert_allclose(table.auc.iloc[[0, 2]], full.auc.iloc[[0, 2]])
+    assert table.n_samples.tolist() == [150, 150, 150]
