@@ -314,7 +314,8 @@ def _check_attributes(attributes):
 def make_realistic_ratings(n_users=1000, n_items=1700, *, attributes=None, n_factors=10,
                            preference_density=0.3, preference_scale=0.25, selection_strength=0.8,
                            min_ratings_per_user=20, activity_tail=1.25, max_ratings_per_user=None,
-                           popularity_skew=1.3, noise=0.8, rating_scale=(1, 5), random_state=None):
+                           popularity_skew=1.3, noise=0.7, user_bias_scale=0.45, rating_scale=(1, 5),
+                           random_state=None):
     r"""A harder, MovieLens-shaped synthetic benchmark: heavy tails and many weak attribute effects.
 
     :func:`make_ratings` ties the attribute to a few strong latent tastes and
@@ -342,7 +343,8 @@ def make_realistic_ratings(n_users=1000, n_items=1700, *, attributes=None, n_fac
        item averages do not move). A user's offset on item ``i`` is
        ``o_ui = sum_k d^k_{a_u^k, i}``.
     3. **Tastes** independent of the attributes: ``p_u ~ N(0, I/f)``,
-       ``q_i ~ N(0, I/2)``, biases ``b_u ~ N(0, 0.3^2)``, ``b_i ~ N(0, 0.5^2)``.
+       ``q_i ~ N(0, I/2)``, biases ``b_u ~ N(0, s_b^2)`` (``s_b = user_bias_scale``),
+       ``b_i ~ N(0, 0.5^2)``.
     4. **Activity**: ``n_u = floor(m * U^(-1/alpha))`` with ``U ~ Uniform(0, 1]``
        (Pareto with minimum ``m = min_ratings_per_user`` and tail exponent
        ``alpha = activity_tail``; mean ``m alpha / (alpha - 1)`` for
@@ -363,7 +365,11 @@ def make_realistic_ratings(n_users=1000, n_items=1700, *, attributes=None, n_fac
     ratings), a logistic regression trained on half of the users reaches an AUC
     of about 0.85 for gender and a macro AUC of about 0.78 for the age band on
     the other half (0.98 for :func:`make_ratings`' defaults): the attributes are
-    learnable but only from many items at once, as in real rating data.
+    learnable but only from many items at once, as in real rating data. Surprise
+    SVD (defaults) reaches an RMSE of about 0.93 under :func:`~privrelease.evaluation.rmse_cost`
+    (half the users opted in, 2 folds), and releasing nothing costs about +9.6 %,
+    close to the +9.3 % measured on the held-out real data of issue 13 (the
+    ``noise`` and ``user_bias_scale`` defaults were chosen for that).
 
     Parameters
     ----------
@@ -392,8 +398,11 @@ def make_realistic_ratings(n_users=1000, n_items=1700, *, attributes=None, n_fac
         Cap on a user's ratings (``None``: ``max(n_items // 2, min_ratings_per_user)``).
     popularity_skew : float >= 0, default=1.3
         Zipf exponent of item popularity.
-    noise : float >= 0, default=0.8
+    noise : float >= 0, default=0.7
         Standard deviation of the rating noise before rounding.
+    user_bias_scale : float >= 0, default=0.45
+        Standard deviation of the user biases (how much a user's own ratings
+        tell about her other ratings, hence what releasing nothing costs).
     rating_scale : tuple of int, default=(1, 5)
     random_state : None, int or numpy.random.Generator, default=None
         Seed of the data generator (``None``: fresh operating-system entropy).
@@ -450,6 +459,7 @@ def make_realistic_ratings(n_users=1000, n_items=1700, *, attributes=None, n_fac
                                         low=min_ratings_per_user, high=n_items, integer=True)
     popularity_skew = check_number(popularity_skew, "popularity_skew", low=0)
     noise = check_number(noise, "noise", low=0)
+    user_bias_scale = check_number(user_bias_scale, "user_bias_scale", low=0)
     low, high = _check_rating_scale(rating_scale)
     rng = _check_rng(random_state)
 
@@ -469,7 +479,7 @@ def make_realistic_ratings(n_users=1000, n_items=1700, *, attributes=None, n_fac
     f = n_factors
     P = rng.normal(scale=np.sqrt(1.0 / f), size=(n_users, f))
     Q = rng.normal(scale=np.sqrt(0.5), size=(n_items, f))
-    b_user = rng.normal(scale=0.3, size=n_users)
+    b_user = rng.normal(scale=user_bias_scale, size=n_users)
     b_item = rng.normal(scale=0.5, size=n_items)
     ranks = rng.permutation(n_items) + 1.0
     log_pop = -popularity_skew * np.log(ranks)
