@@ -190,3 +190,14 @@ def test_a_user_hiding_one_column_hides_the_joint_attribute():
     # the joint and column 1 attackers learn from the 110 users who disclosed both; column 0 from all 150
     np.testing.assert_allclose(table.auc.iloc[[0, 2]], full.auc.iloc[[0, 2]])
     assert table.n_samples.tolist() == [150, 150, 150]
+
+
+def test_attribute_column_names_are_checked():
+    X, Y = two_attributes(100, seed=7)
+    kw = dict(cv=2, recommender=BiasRecommender(), random_state=0)
+    with pytest.raises(ValueError, match="'joint' is reserved"):
+        rmse_cost(ColumnEraser(), X, pd.DataFrame(Y, columns=["joint", "b"]), **kw)
+    with pytest.raises(ValueError, match="must be distinct, got \\['a', 'a'\\]"):
+        rmse_cost(ColumnEraser(), X, pd.DataFrame(Y, columns=["a", "a"]), **kw)
+    with pytest.raises(ValueError, match="private has 99 values but ratings has 100 users"):
+        rmse_cost(ColumnEraser(), X, Y[:99], **kw)
