@@ -73,7 +73,8 @@ class _PrivacyScorer:
         classes, counts = np.unique(yr, return_counts=True)
         if classes.size < 2:
             raise ValueError(
-                f"the adaptive_auc scorer needs at least two classes among the disclosed labels, got {classes.tolist()!r}")
+                "the adaptive_auc scorer needs at least two classes among the disclosed labels, "
+                f"got {classes.tolist()!r}")
         n_splits = int(min(3, counts.min()))
         if n_splits < 2:
             return -1.0

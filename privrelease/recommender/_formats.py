@@ -105,7 +105,8 @@ class RatingsFrame:
         for col in (self.user, self.item):
             if ratings[col].isna().any():
                 row = int(np.flatnonzero(ratings[col].isna().to_numpy())[0])
-                raise ValueError(f"ratings[{col!r}] has a missing id (row {row}); every rating needs a user and an item")
+                raise ValueError(f"ratings[{col!r}] has a missing id (row {row}); every rating needs a user "
+                                 "and an item")
         r = pd.to_numeric(ratings[self.rating], errors="coerce")
         bad = r.isna()
         if bad.any():
