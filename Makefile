@@ -1,16 +1,19 @@
 # privrelease: two commands on a fresh clone (Python 3 and the package registry are all it needs).
 #   make demo   sets up .venv, installs privrelease, runs the main job, writes reports/demo/
-#   make test   sets up .venv with the test extra, runs the test suite
+#   make test   sets up .venv with the test extra, runs the test suite, the doctests of privrelease/,
+#               every example (--quick) and the README's Python blocks (see CONTRIBUTING.md)
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 DEMO_OUT ?= reports/demo
 
-.PHONY: demo test install clean bench help
+.PHONY: demo test doctest examples install clean bench help
 
 help:
 	@echo "make demo   - install into $(VENV) and write the demo report to $(DEMO_OUT)/"
-	@echo "make test   - install into $(VENV) with the test extra and run pytest"
+	@echo "make test   - install into $(VENV) with the test extra and run pytest (tests, doctests, examples, README)"
+	@echo "make doctest  - only the docstring examples of privrelease/"
+	@echo "make examples - only the examples/ scripts (--quick) and the README blocks"
 	@echo "make bench  - run the benchmark scripts (slow; prints side-by-side tables)"
 
 $(BIN)/python:
@@ -32,6 +35,12 @@ demo: $(VENV)/.installed
 
 test: $(VENV)/.installed-test
 	MPLBACKEND=Agg $(BIN)/python -m pytest
+
+doctest: $(VENV)/.installed-test
+	MPLBACKEND=Agg $(BIN)/python -m pytest privrelease
+
+examples: $(VENV)/.installed-test
+	MPLBACKEND=Agg $(BIN)/python -m pytest tests/docs
 
 bench: $(VENV)/.installed-test
 	for f in benchmarks/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done

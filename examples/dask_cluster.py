@@ -5,6 +5,7 @@ cluster: pass the scheduler's address::
 
     python examples/dask_cluster.py                       # LocalCluster, 2 workers
     python examples/dask_cluster.py tcp://scheduler:8786  # an existing cluster
+    python examples/dask_cluster.py --quick               # small data, in-process worker (tests)
 
 What happens:
 
@@ -31,22 +32,26 @@ from privrelease.evaluation import privacy_utility_curve
 from privrelease.mappers import QuantizedPrivacyMapper
 
 
-def main(address=None):
+def main(address=None, quick=False):
     if address:
         client = Client(address)
+    elif quick:  # one in-process worker: no process start-up, same scheduler and code paths
+        client = Client(LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
+                                     dashboard_address=None))
     else:
         client = Client(LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None))
     print(client)
 
-    R, a, _ = make_ratings(6000, 120, random_state=0)
+    n_users, n_items, block = (600, 30, 200) if quick else (6000, 120, 1500)
+    R, a, _ = make_ratings(n_users, n_items, random_state=0)
     rng = np.random.default_rng(12345)  # not make_ratings' seed: its stream drew the attribute
     y = np.where(rng.random(a.size) < 0.3, a, -1)  # 30 % of the users disclosed the attribute
-    X = da.from_array(R.tocsr(), chunks=(1500, R.shape[1]), asarray=False)
+    X = da.from_array(R.tocsr(), chunks=(block, R.shape[1]), asarray=False)
     print(f"ratings: {X.shape[0]} users x {X.shape[1]} items in {X.numblocks[0]} blocks of CSR rows")
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        mapper = QuantizedPrivacyMapper(n_clusters=12, max_leakage=0.02).fit(X, y)
+        mapper = QuantizedPrivacyMapper(n_clusters=6 if quick else 12, max_leakage=0.02).fit(X, y)
     print(f"fitted on {mapper.n_labeled_} labeled users: leakage {mapper.leakage_:.4f} bits "
           f"(before: {mapper.prior_leakage_:.4f}), distortion {mapper.distortion_:.3f}")
 
@@ -57,12 +62,15 @@ def main(address=None):
 
     with joblib.parallel_config(backend="dask"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        curve = privacy_utility_curve(QuantizedPrivacyMapper(n_clusters=8, random_state=0), R[:1500], a[:1500],
-                                      max_leakages=[0.0, 0.05, 0.2], cv=2, attack_models=("logistic",),
+        m = 300 if quick else 1500
+        curve = privacy_utility_curve(QuantizedPrivacyMapper(n_clusters=4 if quick else 8, random_state=0),
+                                      R[:m], a[:m], max_leakages=[0.0] if quick else [0.0, 0.05, 0.2],
+                                      cv=2, attack_models=("logistic",),
                                       attack_features=("values",), random_state=0, n_jobs=2, verbose=0)
     print(curve.frame[["max_leakage", "leakage_bits", "distortion", "rmse_released"]].to_string(index=False))
     client.close()
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else None)
+    args = [arg for arg in sys.argv[1:] if arg != "--quick"]
+    main(args[0] if args else None, quick="--quick" in sys.argv[1:])

@@ -5,8 +5,11 @@ and cost ``v (exp(eps) - 1)``. For each accuracy target ``K`` (worst-case MSE of
 the released sum), the cheapest contracts with ``A_new`` (weights ``a_i``,
 personalised ``eps_i = a_i / b``) are compared with the best contract using the
 unbiased Laplace mechanism ``A_u``. Beyond ``K = n^2 / 4 = 1`` the broker answers
-with pure noise and pays nothing. Run: ``python examples/plot_contracts.py``.
+with pure noise and pays nothing. Run: ``python examples/plot_contracts.py``
+(``--quick``: a coarser grid of targets, for the tests).
 """
+
+import sys
 
 import matplotlib
 
@@ -16,7 +19,7 @@ import numpy as np  # noqa: E402
 
 from privrelease.contracts import design_contract, design_menu  # noqa: E402
 
-Ks = np.linspace(0.05, 1.2, 30)
+Ks = np.linspace(0.05, 1.2, 9 if "--quick" in sys.argv[1:] else 30)
 new, unbiased = [], []
 for K in Ks:
     c = design_contract([5.0, 10.0], K, cost="exponential")

@@ -7,8 +7,11 @@ Gaussian model conditioned on her data. The mechanism is run with the same
 split and noise for every ``delta`` (common random numbers), so the curve shows
 the expected payment as a function of the report alone. It also prints the
 released coefficients next to scikit-learn's Ridge (no noise) for one run.
-Run: ``python examples/plot_truthful_regression.py``.
+Run: ``python examples/plot_truthful_regression.py`` (``--quick``: fewer players and
+repetitions, for the tests).
 """
+
+import sys
 
 import matplotlib
 
@@ -19,8 +22,9 @@ from sklearn.linear_model import Ridge  # noqa: E402
 
 from privrelease.regression import TruthfulRegressionMechanism  # noqa: E402
 
+QUICK = "--quick" in sys.argv[1:]
 rng = np.random.default_rng(0)
-n, d, tau2, sigma2 = 4000, 2, 0.25, 0.01
+n, d, tau2, sigma2 = 1000 if QUICK else 4000, 2, 0.25, 0.01
 x0, y0 = np.array([0.8, 0.0]), 0.5
 cov = np.linalg.inv(np.eye(d) / tau2 + np.outer(x0, x0) / sigma2)
 mean = cov @ x0 * y0 / sigma2
@@ -44,7 +48,7 @@ print("released coef_:", mech.coef_.round(3), " Ridge:", Ridge(alpha=30.0, fit_i
 
 deltas = np.linspace(-0.6, 0.6, 13)
 totals = np.zeros(deltas.size)
-reps = 60
+reps = 10 if QUICK else 60
 for r in range(reps):
     X, y = players()
     for k, delta in enumerate(deltas):

@@ -4,6 +4,7 @@ The public, scikit-learn compatible estimators are importable from here::
 
     from privrelease import QuantizedPrivacyMapper, ErasureMapper, DCLEFEstimator
     from privrelease import TruthfulRegressionMechanism, SurpriseRecommender
+    from privrelease import PrivacyAccountant   # the privacy budget DCLEFEstimator spends
 
 Mechanisms (noise, auctions, contracts), the convex program (``privrelease.mapping``),
 evaluation tools and data sets live in their subpackages. Names are imported
@@ -22,6 +23,7 @@ _LAZY = {
     "SurpriseRecommender": "privrelease.recommender",
     "BlurMe": "privrelease.evaluation",
     "InferenceAttack": "privrelease.evaluation",
+    "PrivacyAccountant": "privrelease.accounting",
     "save": "privrelease._persistence",
 }
 

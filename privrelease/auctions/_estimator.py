@@ -1,15 +1,15 @@
 """DCLEFEstimator: a regressor that buys privacy for every prediction it releases."""
 
+import secrets
 import warnings
 from numbers import Integral, Real
 
 import numpy as np
-import pandas as pd
-import scipy.sparse as sp
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ..accounting import PrivacyAccountant, check_accountant
 from ..exceptions import BudgetExceededError, PrivacyLeakWarning
 from ..utils import check_random_source
 from ._dclef import DCLEF, _check_vector, check_data_range
@@ -34,8 +34,12 @@ class DCLEFEstimator(RegressorMixin, BaseEstimator):
         s_hat = sum_i w_i d_i x_i + R_bar sum_i w_i (1 - x_i) + Lap(Delta sum_i |w_i| (1 - x_i))
 
     Each query gives individual ``i`` an ``eps_i``-differential-privacy guarantee
-    (eq. 8). Guarantees compose sequentially over queries: the privacy spent so
-    far is ``epsilon_spent_ = sum over queries of eps_i``.
+    (eq. 8), so the release is ``max_i eps_i``-DP for the data set. ``predict``
+    keeps no record on the estimator: every query is checked against and written
+    on a :class:`~privrelease.accounting.PrivacyAccountant` (the one passed as
+    ``accountant``, else the process-wide default one), which composes the
+    guarantees sequentially, per individual and for the data set, keeps the
+    payments, and refuses a query past its budget.
 
     Parameters
     ----------
@@ -56,8 +60,9 @@ class DCLEFEstimator(RegressorMixin, BaseEstimator):
         bounds computed from the private data are not covered by the guarantee
         (a constant ``d = c`` gives ``[c - 0.5, c + 0.5]``).
     epsilon_cap : float, array-like of shape (n_samples,) or None, default=None
-        Optional cap on each individual's total ``epsilon_spent_`` (one value for
-        everybody, or one per individual).
+        Optional cap on each individual's composed ``eps_i`` over all queries
+        recorded for this fitted population (one value for everybody, or one
+        per individual).
     cap_policy : {"exclude", "raise"}, default="exclude"
         What a query does when buying someone would take her over the cap.
         ``"exclude"``: she is left out of this query's auction (as if her unit
@@ -71,6 +76,12 @@ class DCLEFEstimator(RegressorMixin, BaseEstimator):
         Exclusion keeps each individual auction truthful given who takes part, but
         a participant's report can change who is excluded; the composite is not
         proved truthful.
+    accountant : PrivacyAccountant or None, default=None
+        Where the spending is recorded. ``None`` uses
+        :func:`~privrelease.accounting.get_default_accountant` at each
+        ``predict``. A query that would take the accountant past its budget
+        ``epsilon`` raises :class:`~privrelease.exceptions.BudgetExceededError`
+        before anything is released. Cloning the estimator shares the accountant.
     random_state : None, int or numpy Generator, default=None
         Source of the Laplace noise. ``None`` reads the operating system's
         entropy (use this in production). An integer makes the noise
@@ -88,22 +99,20 @@ class DCLEFEstimator(RegressorMixin, BaseEstimator):
         publish or pickle it to untrusted parties.
     unit_costs_ : ndarray of shape (n_samples,)
     data_range_ : tuple of float
-    epsilon_spent_ : ndarray of shape (n_samples,)
-        Sum of each individual's ``eps_i`` over all queries answered so far.
-    payments_ : scipy.sparse.csr_matrix of shape (n_queries, n_samples)
-        Payment to each individual in each query answered so far.
-    epsilons_ : scipy.sparse.csr_matrix of shape (n_queries, n_samples)
-        Each individual's ``eps_i`` in each query.
-    queries_ : pandas.DataFrame
-        One row per query: ``estimate``, ``branch``, ``n_selected``, ``value``
-        (``w(O)``), ``total_weight``, ``sigma``, ``distortion`` (eq. 6),
-        ``total_payment``, ``max_epsilon``, ``n_excluded`` (for the cap).
-    total_payment_ : float
+    epsilon_cap_ : ndarray of shape (n_samples,) or None
+        The validated per-individual cap.
+    population_ : str
+        Name, drawn at ``fit``, under which the accountant keeps this fitted
+        population's per-individual guarantees and payments (a refit starts a
+        new population; the data-set-level total keeps counting).
+    noise_source_ : privrelease.utils.RandomSource
+        Source of the Laplace noise of the releases.
 
-    See Also
+        See Also
     --------
     privrelease.auctions.fair_inner_product : the auction run for each query.
     privrelease.auctions.DCLEF : the released estimator.
+    privrelease.accounting.PrivacyAccountant : where the privacy spent is recorded.
 
     References
     ----------
@@ -113,6 +122,7 @@ class DCLEFEstimator(RegressorMixin, BaseEstimator):
     Examples
     --------
     >>> import numpy as np
+    >>> from privrelease.accounting import PrivacyAccountant
     >>> from privrelease.auctions import DCLEFEstimator
     >>> rng = np.random.default_rng(0)
     >>> Y = rng.normal(size=(200, 3))                      # public profiles
@@ -120,9 +130,12 @@ class DCLEFEstimator(RegressorMixin, BaseEstimator):
     >>> est = DCLEFEstimator(budget=5.0, predictor="knn", n_neighbors=20,
     ...                      data_range=(1, 5), random_state=0)
     >>> est = est.fit(Y, d, unit_costs=rng.exponential(size=200))
-    >>> pred = est.predict(Y[:3])
-    >>> est.payments_.shape, bool(est.total_payment_ <= 3 * 5.0)
+    >>> with PrivacyAccountant() as acc:        # record on acc (the default inside the block)
+    ...     pred = est.predict(Y[:3])
+    >>> acc.payments(est.population_).shape, bool(acc.records.total_payment.sum() <= 3 * 5.0)
     ((3, 200), True)
+    >>> bool(acc.spent == acc.records.epsilon.sum() > 0)   # sequential composition
+    True
     """
 
     _parameter_constraints: dict = {
@@ -134,11 +147,13 @@ class DCLEFEstimator(RegressorMixin, BaseEstimator):
         "data_range": ["array-like", None],
         "epsilon_cap": [Interval(Real, 0, None, closed="left"), "array-like", None],
         "cap_policy": [StrOptions({"exclude", "raise"})],
+        "accountant": [PrivacyAccountant, None],
         "random_state": ["random_state", np.random.Generator],
     }
 
     def __init__(self, *, budget=1.0, predictor="knn", n_neighbors=5, bandwidth=1.0, alpha=1.0,
-                 data_range=None, epsilon_cap=None, cap_policy="exclude", random_state=None):
+                 data_range=None, epsilon_cap=None, cap_policy="exclude", accountant=None,
+                 random_state=None):
         self.budget = budget
         self.predictor = predictor
         self.n_neighbors = n_neighbors
@@ -147,6 +162,7 @@ class DCLEFEstimator(RegressorMixin, BaseEstimator):
         self.data_range = data_range
         self.epsilon_cap = epsilon_cap
         self.cap_policy = cap_policy
+        self.accountant = accountant
         self.random_state = random_state
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -194,23 +210,19 @@ class DCLEFEstimator(RegressorMixin, BaseEstimator):
                     f"(for example {float(y[out][0])!r}); the guarantee needs every value inside"
                 )
         if self.epsilon_cap is None:
-            self._cap = None
+            self.epsilon_cap_ = None
         else:
             cap = _check_vector(np.broadcast_to(np.asarray(self.epsilon_cap, dtype=float), (n,))
                                 if np.ndim(self.epsilon_cap) == 0 else self.epsilon_cap,
                                 "epsilon_cap", allow_inf=True, nonnegative=True)
             if cap.shape[0] != n:
                 raise ValueError(f"epsilon_cap has {cap.shape[0]} entries but X has {n} samples")
-            self._cap = cap
+            self.epsilon_cap_ = cap
         self.X_fit_ = X
         self.d_ = y.astype(np.float64)
         self.unit_costs_ = costs
-        self.epsilon_spent_ = np.zeros(n)
-        self.payments_ = sp.csr_matrix((0, n))
-        self.epsilons_ = sp.csr_matrix((0, n))
-        self.queries_ = pd.DataFrame(columns=list(_QUERY_COLUMNS))
-        self.total_payment_ = 0.0
-        self._noise_source = check_random_source(self.random_state)
+        self.population_ = f"DCLEFEstimator-{secrets.token_hex(8)}"
+        self.noise_source_ = check_random_source(self.random_state)
         return self
 
     def _weights(self, X):
@@ -231,25 +243,40 @@ class DCLEFEstimator(RegressorMixin, BaseEstimator):
         X = validate_data(self, X, reset=False, dtype=np.float64)
         return self._weights(X)
 
-    def _run_query(self, w):
+    def epsilon_spent(self, accountant=None):
+        """Each individual's composed guarantee ``sum over queries of eps_i``.
+
+        Read from the accountant (``accountant``, else the estimator's
+        ``accountant`` parameter, else the default one) for this fitted
+        population.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        check_is_fitted(self)
+        acc = check_accountant(accountant if accountant is not None else self.accountant)
+        return acc.individual_spent(self.population_, self.X_fit_.shape[0])
+
+    def _run_query(self, w, spent):
         """One auction, honouring the cap; returns the AuctionResult and the exclusions."""
         v = self.unit_costs_.copy()
         excluded = np.zeros(v.size, dtype=bool)
-        cap = self._cap
+        cap = self.epsilon_cap_
         if cap is not None:
-            excluded |= self.epsilon_spent_ >= cap
+            excluded |= spent >= cap
             v[excluded] = np.inf
         while True:
             res = fair_inner_product(v, w, self.budget, data_range=self.data_range_)
             if cap is None:
                 return res, excluded
-            over = res.selected & (self.epsilon_spent_ + res.epsilons > cap * (1 + 1e-12))
+            over = res.selected & (spent + res.epsilons > cap * (1 + 1e-12))
             if not over.any():
                 return res, excluded
             if self.cap_policy == "raise":
                 i = int(np.flatnonzero(over)[0])
                 raise BudgetExceededError(
-                    f"query refused: individual {i} has spent {self.epsilon_spent_[i]:.6g} and "
+                    f"query refused: individual {i} has spent {spent[i]:.6g} and "
                     f"would receive eps = {res.epsilons[i]:.6g} more, above epsilon_cap={cap[i]:g} "
                     f"({int(over.sum())} individual(s) affected)"
                 )
@@ -257,11 +284,15 @@ class DCLEFEstimator(RegressorMixin, BaseEstimator):
             v[over] = np.inf
 
     def predict(self, X):
-        """Release one DCLEF estimate per query row, paying for the privacy it uses.
+        """Release one DCLEF estimate per query row, recording the privacy it uses.
 
-        Every call spends privacy: it records the payments and the ``eps_i`` of each
-        query in ``payments_``, ``epsilons_``, ``queries_`` and adds them to
-        ``epsilon_spent_``. Two calls on the same rows give different (fresh) noise.
+        The estimator is not modified. Each query is written on the accountant
+        (see ``accountant``) before its estimate is drawn: the release's
+        ``epsilon = max_i eps_i``, each individual's ``eps_i`` and payment, and the
+        auction's ``branch``, ``n_selected``, ``value`` (``w(O)``),
+        ``total_weight``, ``sigma``, ``distortion`` (eq. 6), ``total_payment``,
+        ``max_epsilon`` and ``n_excluded`` (for the cap). Two calls on the same rows
+        give different (fresh) noise and both are paid for.
 
         Parameters
         ----------
@@ -275,48 +306,34 @@ class DCLEFEstimator(RegressorMixin, BaseEstimator):
         Raises
         ------
         BudgetExceededError
-            With ``cap_policy="raise"``, when a query would exceed ``epsilon_cap``.
+            When a query would take the accountant past its budget, or, with
+            ``cap_policy="raise"``, an individual past ``epsilon_cap``. Queries
+            answered earlier in the same call stay recorded.
         """
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=np.float64)
+        acc = check_accountant(self.accountant)
         Wq = self._weights(X)
+        spent = acc.individual_spent(self.population_, self.X_fit_.shape[0])
         preds = np.empty(X.shape[0])
-        rows, pay_rows, eps_rows = [], [], []
-        try:
-            for q in range(X.shape[0]):
-                res, excluded = self._run_query(Wq[q])
-                est = DCLEF(Wq[q], res.x, self.data_range_)
-                preds[q] = est.sample(self.d_, random_state=self._noise_source)
-                self.epsilon_spent_ = self.epsilon_spent_ + res.epsilons
-                self.total_payment_ += res.total_payment
-                pay_rows.append(res.payments)
-                eps_rows.append(res.epsilons)
-                rows.append(dict(estimate=preds[q], branch=res.branch,
-                                 n_selected=int(res.selected.sum()), value=res.value,
-                                 total_weight=res.total_weight, sigma=est.sigma,
-                                 distortion=est.distortion, total_payment=res.total_payment,
-                                 max_epsilon=float(res.epsilons.max()),
-                                 n_excluded=int(excluded.sum())))
-        finally:
-            if rows:
-                self.payments_ = sp.vstack([self.payments_, sp.csr_matrix(np.array(pay_rows))],
-                                           format="csr")
-                self.epsilons_ = sp.vstack([self.epsilons_, sp.csr_matrix(np.array(eps_rows))],
-                                           format="csr")
-                new = pd.DataFrame(rows, columns=list(_QUERY_COLUMNS))
-                self.queries_ = new if len(self.queries_) == 0 else pd.concat(
-                    [self.queries_, new], ignore_index=True)
+        for q in range(X.shape[0]):
+            res, excluded = self._run_query(Wq[q], spent)
+            est = DCLEF(Wq[q], res.x, self.data_range_)
+            max_eps = float(res.epsilons.max()) if res.epsilons.size else 0.0
+            acc.spend(max_eps, population=self.population_, individual_epsilons=res.epsilons,
+                      payments=res.payments, mechanism="DCLEFEstimator", branch=res.branch,
+                      n_selected=int(res.selected.sum()), value=res.value,
+                      total_weight=res.total_weight, sigma=est.sigma, distortion=est.distortion,
+                      max_epsilon=max_eps, n_excluded=int(excluded.sum()))
+            spent = spent + res.epsilons
+            preds[q] = est.sample(self.d_, random_state=self.noise_source_)
         return preds
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        # every predict call draws fresh Laplace noise and spends privacy
+        # every predict call draws fresh Laplace noise (and spends privacy on the accountant)
         tags.non_deterministic = True
         tags.input_tags.sparse = False
         # the released predictions are deliberately noisy
         tags.regressor_tags.poor_score = True
         return tags
-
-
-_QUERY_COLUMNS = ("estimate", "branch", "n_selected", "value", "total_weight", "sigma",
-                  "distortion", "total_payment", "max_epsilon", "n_excluded")

@@ -128,15 +128,23 @@ def privacy_scoring(*, heldout_fraction=0.1, adaptive_auc=False, random_state=No
 
     Examples
     --------
-    >>> from sklearn.model_selection import GridSearchCV          # doctest: +SKIP
-    >>> from sklearn.pipeline import Pipeline                     # doctest: +SKIP
+    >>> from sklearn.model_selection import GridSearchCV
+    >>> from sklearn.pipeline import Pipeline
+    >>> from privrelease import QuantizedPrivacyMapper, SurpriseRecommender
+    >>> from privrelease.datasets import make_ratings
+    >>> from privrelease.evaluation import lowest_rmse_within
+    >>> R, gender, _ = make_ratings(200, 20, random_state=0)
+    >>> y = gender.copy()
+    >>> y[1::2] = -1                                   # every other user did not disclose
     >>> search = GridSearchCV(
-    ...     Pipeline([("privacy", QuantizedPrivacyMapper(n_clusters=10)),
-    ...               ("recommender", SurpriseRecommender())]),
-    ...     {"privacy__delta": [0.0, 0.5, 1.0, 2.0]},
+    ...     Pipeline([("privacy", QuantizedPrivacyMapper(n_clusters=3, random_state=0)),
+    ...               ("recommender", SurpriseRecommender("BaselineOnly"))]),
+    ...     {"privacy__max_leakage": [0.0, 0.05]},
     ...     scoring=privacy_scoring(random_state=0),
-    ...     refit=lowest_rmse_within(max_leakage_bits=0.01), cv=3)    # doctest: +SKIP
-    >>> search.fit(R, y_with_minus_one_for_undisclosed)          # doctest: +SKIP
+    ...     refit=lowest_rmse_within(max_leakage_bits=0.01), cv=2)
+    >>> search = search.fit(R, y)
+    >>> search.best_params_                            # the only candidate within 0.01 bits
+    {'privacy__max_leakage': 0.0}
     """
     seed = check_random_source(random_state).spawn_seed()
     scoring = {

@@ -127,6 +127,20 @@ class SurpriseRecommender(BaseEstimator):
         Raw item ids of the columns.
     n_features_in_ : int
         Number of items.
+    kind_ : str
+        Class name of the fitted Surprise algorithm (``"SVD"``, ``"SVDpp"``,
+        ``"BaselineOnly"`` or ``"KNNBaseline"``).
+    biased_ : bool
+        Whether the model has baselines ``mu + b_u + b_i`` (unbiased SVD has not).
+    implicit_factors_ : ndarray of shape (n_features_in_, n_factors) or None
+        SVD++ implicit item factors ``y_j`` in column order; None otherwise.
+    item_similarity_ : ndarray of shape (n_features_in_, n_features_in_) or None
+        KNNBaseline item-item similarities in column order (item-based only).
+    item_based_, k_, min_k_ : bool, int, int
+        KNNBaseline's similarity kind and neighbourhood sizes (KNNBaseline only).
+    X_fit_ : scipy.sparse.csr_matrix of shape (n_users, n_features_in_)
+        The training ratings, used by :meth:`predict_pairs` (SVD++ implicit term
+        and KNN neighbourhoods of known users).
 
     See Also
     --------
@@ -273,20 +287,20 @@ class SurpriseRecommender(BaseEstimator):
         algo = self._make_algorithm()
         algo.fit(trainset)
         self.algorithm_ = algo
-        self._kind = type(algo).__name__
+        self.kind_ = type(algo).__name__
 
         u_rows = np.array([trainset.to_raw_uid(k) for k in range(trainset.n_users)], dtype=np.int64)
         i_cols = np.array([trainset.to_raw_iid(k) for k in range(trainset.n_items)], dtype=np.int64)
         self.global_mean_ = float(trainset.global_mean)
         self.user_bias_ = np.zeros(n_users)
         self.item_bias_ = np.zeros(n_items)
-        self.user_factors_ = self.item_factors_ = self._implicit_factors = None
-        self._sim = None
-        kind = self._kind
+        self.user_factors_ = self.item_factors_ = self.implicit_factors_ = None
+        self.item_similarity_ = None
+        kind = self.kind_
         if kind in ("SVD", "SVDpp"):
             biased = getattr(algo, "biased", True)
-            self._biased = bool(biased)
-            if self._biased:
+            self.biased_ = bool(biased)
+            if self.biased_:
                 self.user_bias_[u_rows] = np.asarray(algo.bu)
                 self.item_bias_[i_cols] = np.asarray(algo.bi)
             f = np.asarray(algo.pu).shape[1]
@@ -295,21 +309,21 @@ class SurpriseRecommender(BaseEstimator):
             self.item_factors_ = np.zeros((n_items, f))
             self.item_factors_[i_cols] = np.asarray(algo.qi)
             if kind == "SVDpp":
-                self._implicit_factors = np.zeros((n_items, f))
-                self._implicit_factors[i_cols] = np.asarray(algo.yj)
+                self.implicit_factors_ = np.zeros((n_items, f))
+                self.implicit_factors_[i_cols] = np.asarray(algo.yj)
         else:
-            self._biased = True
+            self.biased_ = True
             self.user_bias_[u_rows] = np.asarray(algo.bu)
             self.item_bias_[i_cols] = np.asarray(algo.bi)
             if kind == "KNNBaseline":
-                self._item_based = not algo.sim_options.get("user_based", True)
-                self._k = int(algo.k)
-                self._min_k = int(algo.min_k)
-                if self._item_based:
+                self.item_based_ = not algo.sim_options.get("user_based", True)
+                self.k_ = int(algo.k)
+                self.min_k_ = int(algo.min_k)
+                if self.item_based_:
                     sim = np.zeros((n_items, n_items))
                     sim[np.ix_(i_cols, i_cols)] = np.asarray(algo.sim)
-                    self._sim = sim
-        self._X_fit = Xc
+                    self.item_similarity_ = sim
+        self.X_fit_ = Xc
         return self
 
     @staticmethod
@@ -348,13 +362,13 @@ class SurpriseRecommender(BaseEstimator):
         f = Q.shape[1]
         n_u = np.diff(Xr.indptr).astype(np.float64)
         implicit = np.zeros((n_rows, f))
-        if self._implicit_factors is not None:
+        if self.implicit_factors_ is not None:
             ind = Xr.copy()
             ind.data = np.ones_like(ind.data)
             with np.errstate(invalid="ignore", divide="ignore"):
                 scale = np.where(n_u > 0, 1.0 / np.sqrt(np.maximum(n_u, 1)), 0.0)
-            implicit = np.asarray(ind @ self._implicit_factors) * scale[:, None]
-        if self._biased:
+            implicit = np.asarray(ind @ self.implicit_factors_) * scale[:, None]
+        if self.biased_:
             F = np.hstack([np.ones((n_items, 1)), Q])
             reg_diag = np.r_[algo.reg_bu, np.full(f, algo.reg_pu)]
         else:
@@ -362,9 +376,9 @@ class SurpriseRecommender(BaseEstimator):
             reg_diag = np.full(f, algo.reg_pu)
         d = F.shape[1]
         rows = np.repeat(np.arange(n_rows), np.diff(Xr.indptr))
-        mu = self.global_mean_ if self._biased else 0.0
+        mu = self.global_mean_ if self.biased_ else 0.0
         t = Xr.data - mu - self.item_bias_[Xr.indices]
-        if self._implicit_factors is not None:  # SVD++: subtract q_i . implicit_u
+        if self.implicit_factors_ is not None:  # SVD++: subtract q_i . implicit_u
             t = t - np.einsum("ij,ij->i", Q[Xr.indices], implicit[rows])
         if self.fold_in_reg == "auto":
             lam = n_u[:, None] * reg_diag[None, :]
@@ -399,14 +413,14 @@ class SurpriseRecommender(BaseEstimator):
                     rhs = np.matmul(Fpad.transpose(0, 2, 1), tpad[:, :, None])
                     G[:, idx, idx] += lam[users] + 1e-12  # jitter: fold_in_reg=0 guard
                     Z[users] = np.linalg.solve(G, rhs)[:, :, 0]
-        if self._biased:
+        if self.biased_:
             return Z[:, 0], Z[:, 1:], implicit
         return np.zeros(n_rows), Z, implicit
 
     def _knn_deviation(self, Xr, b_u, rows, cols):
         """Surprise KNNBaseline (item-based) neighbourhood term for (row, col) pairs."""
         out = np.zeros(rows.shape[0])
-        sim, k, min_k = self._sim, self._k, self._min_k
+        sim, k, min_k = self.item_similarity_, self.k_, self.min_k_
         order = np.argsort(rows, kind="stable")
         bounds = np.searchsorted(rows[order], np.arange(Xr.shape[0] + 1))
         mu, bi = self.global_mean_, self.item_bias_
@@ -437,7 +451,7 @@ class SurpriseRecommender(BaseEstimator):
 
     def _predict_entries(self, Xr, rows, cols):
         """Predicted ratings at (rows, cols) for users described by the rows of Xr."""
-        kind = self._kind
+        kind = self.kind_
         mu = self.global_mean_
         n_u = np.diff(Xr.indptr)
         if kind in ("SVD", "SVDpp"):
@@ -448,7 +462,7 @@ class SurpriseRecommender(BaseEstimator):
             step = max(1, _FOLD_CELLS // max(Q.shape[1], 1))  # bound the gathered factors
             for s in range(0, rows.shape[0], step):
                 est[s:s + step] = np.einsum("ij,ij->i", Q[cols[s:s + step]], U[rows[s:s + step]])
-            if self._biased:
+            if self.biased_:
                 est += mu + b_u[rows] + self.item_bias_[cols]
             else:
                 est = np.where(n_u[rows] > 0, est, mu)
@@ -456,7 +470,7 @@ class SurpriseRecommender(BaseEstimator):
             b_u = self._baseline_fold_in(Xr)
             est = mu + b_u[rows] + self.item_bias_[cols]
             if kind == "KNNBaseline":
-                if self._sim is not None:
+                if self.item_similarity_ is not None:
                     est += self._knn_deviation(Xr, b_u, rows, cols)
                 else:
                     warnings.warn(
@@ -508,12 +522,12 @@ class SurpriseRecommender(BaseEstimator):
     def _predict_full(self, Xr):
         """Dense (n_rows, n_items) predictions without per-entry gathers of factors."""
         n_rows, n_items = Xr.shape
-        kind = self._kind
+        kind = self.kind_
         mu = self.global_mean_
         if kind in ("SVD", "SVDpp"):
             b_u, P, implicit = self._mf_fold_in(Xr)
             out = (P + implicit) @ self.item_factors_.T
-            if self._biased:
+            if self.biased_:
                 out += mu + b_u[:, None] + self.item_bias_[None, :]
             else:
                 out[np.diff(Xr.indptr) == 0] = mu
@@ -600,17 +614,17 @@ class SurpriseRecommender(BaseEstimator):
         mu = self.global_mean_
         bu = np.where(ku, self.user_bias_[uu], 0.0)
         bi = np.where(ki, self.item_bias_[ii], 0.0)
-        kind = self._kind
+        kind = self.kind_
         if kind in ("SVD", "SVDpp"):
             P = self.user_factors_[uu]
             if kind == "SVDpp":
-                Xf = self._X_fit[uu]
+                Xf = self.X_fit_[uu]
                 ind = Xf.copy()
                 ind.data = np.ones_like(ind.data)
                 n = np.maximum(np.diff(Xf.indptr), 1)
-                P = P + np.asarray(ind @ self._implicit_factors) / np.sqrt(n)[:, None]
+                P = P + np.asarray(ind @ self.implicit_factors_) / np.sqrt(n)[:, None]
             dot = np.einsum("ij,ij->i", self.item_factors_[ii], P) * (ku & ki)
-            if self._biased:
+            if self.biased_:
                 est = mu + bu + bi + dot
             else:
                 est = np.where(ku & ki, dot, mu)
@@ -618,8 +632,8 @@ class SurpriseRecommender(BaseEstimator):
             est = mu + bu + bi
             if kind == "KNNBaseline" and (ku & ki).any():
                 both = np.flatnonzero(ku & ki)
-                if self._sim is not None:
-                    Xf = self._X_fit[uu[both]]
+                if self.item_similarity_ is not None:
+                    Xf = self.X_fit_[uu[both]]
                     est[both] += self._knn_deviation(Xf, self.user_bias_[uu[both]],
                                                      np.arange(both.size), ii[both])
                 else:

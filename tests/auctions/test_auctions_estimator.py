@@ -2,9 +2,11 @@
 
 import numpy as np
 import pytest
+from sklearn.base import clone
 from sklearn.linear_model import LinearRegression, Ridge
 from sklearn.neighbors import KNeighborsRegressor
 
+from privrelease.accounting import PrivacyAccountant, get_default_accountant
 from privrelease.auctions import (
     DCLEF,
     DCLEFEstimator,
@@ -80,29 +82,78 @@ def test_predictor_bad_parameters(data, fn, kw, match):
 
 # ---------------------------------------------------------------- estimator
 
-def test_estimator_records_the_auctions(data):
+def test_estimator_records_the_auctions_on_the_accountant(data):
     Y, d, Yq, costs = data
+    acc = PrivacyAccountant()
     est = DCLEFEstimator(budget=2.0, predictor="ridge", alpha=1.0, data_range=(1, 5),
-                         random_state=0).fit(Y, d, unit_costs=costs)
+                         accountant=acc, random_state=0).fit(Y, d, unit_costs=costs)
+    before = dict(est.__dict__)
     pred = est.predict(Yq)
+    assert est.__dict__.keys() == before.keys()
+    assert all(est.__dict__[k] is before[k] for k in before)   # predict is pure
     assert pred.shape == (7,)
     W = ridge_weights(Y, Yq, alpha=1.0)
+    pays, eps = acc.payments(est.population_), acc.individual_epsilons(est.population_)
+    records = acc.population_records(est.population_)
     for q in range(7):
         res = fair_inner_product(costs, W[q], 2.0, data_range=(1, 5))
-        np.testing.assert_allclose(est.payments_[q].toarray()[0], res.payments)
-        np.testing.assert_allclose(est.epsilons_[q].toarray()[0], res.epsilons)
-        assert est.queries_.loc[q, "distortion"] == pytest.approx(res.distortion)
-    np.testing.assert_allclose(est.epsilon_spent_, np.asarray(est.epsilons_.sum(axis=0))[0])
-    assert est.total_payment_ == pytest.approx(est.payments_.sum())
-    assert np.all(est.payments_.sum(axis=1) <= 2.0 * (1 + 1e-12))
+        np.testing.assert_allclose(pays[q].toarray()[0], res.payments)
+        np.testing.assert_allclose(eps[q].toarray()[0], res.epsilons)
+        assert records.loc[q, "distortion"] == pytest.approx(res.distortion)
+        assert records.loc[q, "epsilon"] == pytest.approx(res.epsilons.max())   # max_i eps_i-DP
+    np.testing.assert_allclose(est.epsilon_spent(), np.asarray(eps.sum(axis=0))[0])
+    # sequential composition at data-set level: the sum of the per-query maxima
+    assert acc.spent == pytest.approx(sum(fair_inner_product(costs, w, 2.0).epsilons.max() for w in W))
+    assert records["total_payment"].sum() == pytest.approx(pays.sum())
+    assert np.all(pays.sum(axis=1) <= 2.0 * (1 + 1e-12))
     est.predict(Yq[:2])
-    assert est.payments_.shape == (9, 60) and len(est.queries_) == 9
+    assert acc.payments(est.population_).shape == (9, 60) and len(acc) == 9
+
+
+def test_default_accountant_records_when_none_is_passed(data):
+    Y, d, Yq, costs = data
+    est = DCLEFEstimator(budget=2.0, data_range=(1, 5), random_state=0).fit(Y, d, unit_costs=costs)
+    with PrivacyAccountant() as acc:
+        assert get_default_accountant() is acc
+        est.predict(Yq[:3])
+    assert get_default_accountant() is not acc
+    assert len(acc) == 3 and acc.populations() == [est.population_]
+    np.testing.assert_allclose(est.epsilon_spent(acc),
+                               np.asarray(acc.individual_epsilons(est.population_).sum(0))[0])
+    # outside the block the default accountant is another one, which saw none of them
+    np.testing.assert_array_equal(est.epsilon_spent(), np.zeros(60))
+    assert est.epsilon_spent(acc).max() > 0
+
+
+def test_accountant_budget_refuses_a_query_past_it(data):
+    Y, d, Yq, costs = data
+    W = knn_weights(Y, Yq[:1], 5)[0]
+    per_query = fair_inner_product(costs, W, 5.0).epsilons.max()
+    budget = 3.5 * per_query                    # room for exactly three queries
+    acc = PrivacyAccountant(epsilon=budget)
+    est = DCLEFEstimator(budget=5.0, data_range=(1, 5), accountant=acc,
+                         random_state=0).fit(Y, d, unit_costs=costs)
+    with pytest.raises(BudgetExceededError, match="release refused"):
+        est.predict(np.repeat(Yq[:1], 10, axis=0))
+    assert len(acc) == 3
+    assert acc.spent == pytest.approx(3 * per_query)
+    assert acc.remaining() == pytest.approx(0.5 * per_query)
+
+
+def test_clone_shares_the_accountant(data):
+    Y, d, Yq, costs = data
+    acc = PrivacyAccountant()
+    est = DCLEFEstimator(data_range=(1, 5), accountant=acc, random_state=0)
+    twin = clone(est)
+    assert twin.accountant is acc
+    twin.fit(Y, d).predict(Yq)
+    assert len(acc) == 7
 
 
 def test_estimator_prediction_is_the_dclef_law(data):
     Y, d, Yq, costs = data
     est = DCLEFEstimator(budget=3.0, predictor="knn", n_neighbors=10, data_range=(1, 5),
-                         random_state=1).fit(Y, d, unit_costs=costs)
+                         accountant=PrivacyAccountant(), random_state=1).fit(Y, d, unit_costs=costs)
     reps = np.repeat(Yq[:1], 1500, axis=0)
     pred = est.predict(reps)
     w = knn_weights(Y, Yq[0], 10)
@@ -113,39 +164,44 @@ def test_estimator_prediction_is_the_dclef_law(data):
 
 def test_estimator_is_secure_by_default_and_seeded_reproducible(data):
     Y, d, Yq, costs = data
-    a = DCLEFEstimator(data_range=(1, 5), random_state=3).fit(Y, d).predict(Yq)
-    b = DCLEFEstimator(data_range=(1, 5), random_state=3).fit(Y, d).predict(Yq)
+    acc = PrivacyAccountant()
+    a = DCLEFEstimator(data_range=(1, 5), accountant=acc, random_state=3).fit(Y, d).predict(Yq)
+    b = DCLEFEstimator(data_range=(1, 5), accountant=acc, random_state=3).fit(Y, d).predict(Yq)
     np.testing.assert_array_equal(a, b)
-    c = DCLEFEstimator(data_range=(1, 5)).fit(Y, d).predict(Yq)
-    e = DCLEFEstimator(data_range=(1, 5)).fit(Y, d).predict(Yq)
+    c = DCLEFEstimator(data_range=(1, 5), accountant=acc).fit(Y, d).predict(Yq)
+    e = DCLEFEstimator(data_range=(1, 5), accountant=acc).fit(Y, d).predict(Yq)
     assert not np.array_equal(c, e)
 
 
 def test_epsilon_cap_exclude_keeps_everyone_under_the_cap(data):
     Y, d, Yq, costs = data
     cap = 0.3
+    acc = PrivacyAccountant()
     est = DCLEFEstimator(budget=5.0, predictor="knn", n_neighbors=5, data_range=(1, 5),
-                         epsilon_cap=cap, random_state=0).fit(Y, d, unit_costs=costs)
-    est.predict(np.repeat(Yq[:2], 40, axis=0))
-    assert np.all(est.epsilon_spent_ <= cap * (1 + 1e-9))
-    assert est.queries_["n_excluded"].max() > 0
-    assert est.epsilon_spent_.max() > 0.5 * cap  # the cap binds
+                         epsilon_cap=cap, accountant=acc, random_state=0).fit(Y, d, unit_costs=costs)
+    est.predict(np.repeat(Yq[:2], 20, axis=0))
+    est.predict(np.repeat(Yq[:2], 20, axis=0))       # the cap holds across calls
+    spent = est.epsilon_spent()
+    assert np.all(spent <= cap * (1 + 1e-9))
+    assert acc.population_records(est.population_)["n_excluded"].max() > 0
+    assert spent.max() > 0.5 * cap  # the cap binds
     # without a cap the same queries overspend
     free = DCLEFEstimator(budget=5.0, predictor="knn", n_neighbors=5, data_range=(1, 5),
-                          random_state=0).fit(Y, d, unit_costs=costs)
+                          accountant=acc, random_state=0).fit(Y, d, unit_costs=costs)
     free.predict(np.repeat(Yq[:2], 40, axis=0))
-    assert free.epsilon_spent_.max() > cap
+    assert free.epsilon_spent().max() > cap
 
 
 def test_epsilon_cap_raise_refuses_and_keeps_earlier_queries(data):
     Y, d, Yq, costs = data
+    acc = PrivacyAccountant()
     est = DCLEFEstimator(budget=5.0, predictor="knn", data_range=(1, 5), epsilon_cap=2.5,
-                         cap_policy="raise", random_state=0).fit(Y, d, unit_costs=costs)
+                         cap_policy="raise", accountant=acc, random_state=0).fit(Y, d, unit_costs=costs)
     with pytest.raises(BudgetExceededError, match="above epsilon_cap=2.5"):
         est.predict(np.repeat(Yq[:1], 50, axis=0))
-    answered = len(est.queries_)
-    assert 0 < answered < 50 and est.payments_.shape[0] == answered
-    assert np.all(est.epsilon_spent_ <= 2.5 * (1 + 1e-9))
+    answered = len(acc)
+    assert 0 < answered < 50 and acc.payments(est.population_).shape[0] == answered
+    assert np.all(est.epsilon_spent() <= 2.5 * (1 + 1e-9))
 
 
 def test_data_range_inferred_with_warning_and_checked(data):
@@ -165,16 +221,20 @@ def test_data_range_inferred_with_warning_and_checked(data):
         DCLEFEstimator(budget=-1.0, data_range=(1, 5)).fit(Y, d)
     with pytest.raises(ValueError, match="predictor"):
         DCLEFEstimator(predictor="svm", data_range=(1, 5)).fit(Y, d)
+    with pytest.raises(ValueError, match="accountant"):
+        DCLEFEstimator(accountant=1.0, data_range=(1, 5)).fit(Y, d)
 
 
 def test_per_individual_caps(data):
     Y, d, Yq, costs = data
     caps = np.where(np.arange(60) % 2 == 0, 0.5, np.inf)   # even individuals capped
     est = DCLEFEstimator(budget=5.0, predictor="knn", n_neighbors=8, data_range=(1, 5),
-                         epsilon_cap=caps, random_state=0).fit(Y, d, unit_costs=costs)
+                         epsilon_cap=caps, accountant=PrivacyAccountant(),
+                         random_state=0).fit(Y, d, unit_costs=costs)
     est.predict(np.repeat(Yq[:3], 30, axis=0))
-    assert np.all(est.epsilon_spent_[::2] <= 0.5 * (1 + 1e-9))
-    assert est.epsilon_spent_[1::2].max() > 0.5
+    spent = est.epsilon_spent()
+    assert np.all(spent[::2] <= 0.5 * (1 + 1e-9))
+    assert spent[1::2].max() > 0.5
     with pytest.raises(ValueError, match="epsilon_cap has 3 entries but X has 60"):
         DCLEFEstimator(data_range=(1, 5), epsilon_cap=[1, 2, 3]).fit(Y, d)
     with pytest.raises(ValueError, match="epsilon_cap must be >= 0"):

@@ -4,7 +4,6 @@ import sys
 from pathlib import Path
 
 import pandas as pd
-import pytest
 
 from privrelease.runner import Report
 from privrelease.runner.experiments import privacy_auction
@@ -16,7 +15,6 @@ else:  # pragma: no cover
 
 
 def test_privacy_auction_quick(tmp_path):
-    pytest.importorskip("matplotlib")
     rep = Report(tmp_path, title="auction")
     head = privacy_auction.run(rep, random_state=0, quick=True)
     rep.save()

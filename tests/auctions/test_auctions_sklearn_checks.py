@@ -1,9 +1,6 @@
-"""Tags of DCLEFEstimator (the estimator checks themselves run in tests/test_common.py).
-
-One expected failure, for a reason that is the point of the estimator:
-``check_dict_unchanged``: ``predict`` spends privacy; it records the payments and
-guarantees of each query (``payments_``, ``epsilons_``, ``queries_``) and adds them
-to ``epsilon_spent_`` (sequential composition).
+"""Tags of DCLEFEstimator (the estimator checks themselves run in tests/test_common.py,
+with no expected failure: ``predict`` records what it spends on a PrivacyAccountant and
+leaves the estimator unchanged).
 
 The estimator declares ``non_deterministic`` (skipping the subset/sample-order
 invariance checks, which would compare two independent noisy releases) and
@@ -19,10 +16,6 @@ from privrelease.auctions import DCLEFEstimator
 from privrelease.exceptions import PrivacyLeakWarning
 
 pytestmark = pytest.mark.filterwarnings("ignore", category=PrivacyLeakWarning)
-
-EXPECTED = {
-    "check_dict_unchanged": "predict records payments and spent privacy (sequential composition)",
-}
 
 
 def test_tags():

@@ -64,7 +64,7 @@ def test_svdpp_fold_in_is_closed_form_ridge(data):
     _, _, X_train, X_test = data
     rec = SurpriseRecommender("SVDpp", algo_params={"n_factors": 4, "n_epochs": 5},
                               random_state=0).fit(X_train)
-    Y = rec._implicit_factors
+    Y = rec.implicit_factors_
     rows = X_test[:30]
     b, P, _ = rec._mf_fold_in(rec._check_X(rows))
     eb, eP = ridge_fold_in(rows, rec.global_mean_, rec.item_bias_, rec.item_factors_,

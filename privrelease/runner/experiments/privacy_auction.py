@@ -89,6 +89,7 @@ def run(report, *, random_state=0, quick=False, n_users=3000, n_items=200,
     """
     import matplotlib.pyplot as plt
 
+    from ...accounting import PrivacyAccountant
     from ...auctions import DCLEFEstimator, fair_inner_product, fractional_dclef
 
     rng = np.random.default_rng(random_state)
@@ -111,13 +112,14 @@ def run(report, *, random_state=0, quick=False, n_users=3000, n_items=200,
 
     rows, pay_example, weights = [], None, None
     for B in budgets:
+        acc = PrivacyAccountant()
         est = DCLEFEstimator(budget=B, predictor="nadaraya_watson", bandwidth=bandwidth,
-                             data_range=data_range, random_state=random_state)
+                             data_range=data_range, accountant=acc, random_state=random_state)
         est.fit(Ytr, dtr, unit_costs=costs)
         pred = est.predict(Yte)
         if weights is None:
             weights = est.auction_weights(Yte)
-        q = est.queries_
+        q = acc.population_records(est.population_)
         greedy = (q["branch"] != "max_weight").to_numpy()
         frac_bound = np.array([fractional_dclef(costs, w, B).value if B > 0 else 0.0
                                for w in weights])
@@ -137,7 +139,7 @@ def run(report, *, random_state=0, quick=False, n_users=3000, n_items=200,
             max_weight_branch=float((q["branch"] == "max_weight").mean()),
         ))
         if pay_example is None or B == budgets[len(budgets) // 2]:
-            pay_example = (B, est.payments_.data.copy())
+            pay_example = (B, acc.payments(est.population_).data.copy())
     curve = pd.DataFrame(rows)
     rmse_np = float(np.sqrt(np.mean((weights @ dtr - dte) ** 2)))
     rmse_mid = float(np.sqrt(np.mean((3.0 - dte) ** 2)))

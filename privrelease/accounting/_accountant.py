@@ -1,0 +1,361 @@
+"""A privacy accountant: sequential composition of epsilon-DP releases.
+
+The design follows IBM diffprivlib's ``BudgetAccountant``: mechanisms do not keep
+track of the privacy they spend; they ask an explicit accountant object whether a
+release fits in the budget (:meth:`PrivacyAccountant.check`) and then record it
+(:meth:`PrivacyAccountant.spend`). The accountant is either passed explicitly or
+is the process-wide default one (:func:`get_default_accountant`).
+
+Two levels of accounting are kept:
+
+* **dataset level** (the budget): a release that gives individual ``i`` an
+  ``eps_i``-DP guarantee is ``max_i eps_i``-differentially private for the data set
+  as a whole; by sequential composition (Dwork and Roth 2014, Theorem 3.16) a
+  sequence of releases is ``sum`` of those ``epsilon``-DP. ``spent`` is that sum and
+  ``epsilon`` the budget it may not exceed;
+* **individual level** (personalised guarantees, as the DCLEFs of Dandekar, Fawaz
+  and Ioannidis 2012, eq. 8): a release may also record the vector of ``eps_i`` of
+  a named *population* (for example the individuals a
+  :class:`~privrelease.auctions.DCLEFEstimator` was fitted on), with the payments
+  made to them; :meth:`PrivacyAccountant.individual_spent` composes them per
+  individual.
+"""
+
+import numbers
+import threading
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+
+from ..exceptions import BudgetExceededError
+
+__all__ = [
+    "PrivacyAccountant",
+    "get_default_accountant",
+    "set_default_accountant",
+    "check_accountant",
+]
+
+#: relative slack when comparing a spend with the budget (float round-off of sums)
+_RTOL = 1e-12
+
+
+def _check_epsilon(value, name="epsilon"):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number >= 0, got {value!r} "
+                        f"({type(value).__name__})")
+    value = float(value)
+    if np.isnan(value) or value < 0:
+        raise ValueError(f"{name} must be a real number >= 0 (inf allowed), got {value!r}")
+    return value
+
+
+class PrivacyAccountant:
+    """Keep the account of the privacy spent by a sequence of releases.
+
+    Sequential composition: releases that are ``epsilon_1``-, ...,
+    ``epsilon_k``-differentially private are together ``sum_j epsilon_j``-DP. The
+    accountant refuses (raises :class:`~privrelease.exceptions.BudgetExceededError`)
+    a release that would take that sum past ``epsilon``; nothing is recorded for
+    a refused release.
+
+    Copying or cloning an accountant returns the same object (``copy.deepcopy``
+    and :func:`sklearn.base.clone` share it): a ledger of privacy actually spent
+    must never be duplicated, or the spending of a cloned estimator (in
+    ``cross_val_score``, ``GridSearchCV``) would be recorded on a copy nobody sees.
+    Separate processes (``n_jobs > 1``) receive pickled copies: account there
+    explicitly.
+
+    Parameters
+    ----------
+    epsilon : float, default=inf
+        Total budget, ``>= 0``. ``inf`` records without ever refusing.
+
+    Attributes
+    ----------
+    epsilon : float
+        The total budget.
+
+    See Also
+    --------
+    get_default_accountant : The accountant used when none is passed.
+    privrelease.auctions.DCLEFEstimator : Records each query's auction here.
+
+    References
+    ----------
+    C. Dwork and A. Roth, "The Algorithmic Foundations of Differential Privacy",
+    2014, Theorem 3.16 (sequential composition).
+    P. Dandekar, N. Fawaz and S. Ioannidis, "Privacy Auctions for Recommender
+    Systems", WINE 2012, eq. (8) (per-individual guarantees of a DCLEF).
+
+    Examples
+    --------
+    >>> from privrelease.accounting import PrivacyAccountant
+    >>> acc = PrivacyAccountant(epsilon=1.0)
+    >>> acc.spend(0.25).spend(0.5).spent
+    0.75
+    >>> acc.remaining()
+    0.25
+    >>> acc.spend(0.5)
+    Traceback (most recent call last):
+    ...
+    privrelease.exceptions.BudgetExceededError: release refused: it would spend epsilon = 0.5 ...
+    >>> acc.spent, len(acc)
+    (0.75, 2)
+    """
+
+    def __init__(self, epsilon=np.inf):
+        self.epsilon = _check_epsilon(epsilon)
+        self._lock = threading.Lock()
+        self._spends = []            # dataset-level epsilon of each release
+        self._total = 0.0            # their running sum (compared with the budget up to 1e-12)
+        self._records = []           # dict of information per release
+        self._populations = {}       # name -> dict(n=..., rows=[...], eps=[...], pay=[...])
+
+    # ---------------------------------------------------------------- copying
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    def __repr__(self):
+        return (f"PrivacyAccountant(epsilon={self.epsilon!r}) "
+                f"[spent={self.spent:.6g} in {len(self)} release(s)]")
+
+    def __len__(self):
+        return len(self._spends)
+
+    # ---------------------------------------------------------------- default
+    def __enter__(self):
+        """Make this accountant the default one inside a ``with`` block."""
+        self._previous = set_default_accountant(self)
+        return self
+
+    def __exit__(self, *exc):
+        set_default_accountant(self._previous)
+        del self._previous
+        return False
+
+    # ---------------------------------------------------------------- budget
+    @property
+    def spent(self):
+        """Total epsilon spent so far (sequential composition), a float."""
+        return self._total
+
+    def remaining(self):
+        """Budget left: ``epsilon - spent`` (``inf`` for an unlimited accountant)."""
+        return max(self.epsilon - self.spent, 0.0)
+
+    def check(self, epsilon):
+        """Raise unless a release of ``epsilon`` fits in the remaining budget.
+
+        Parameters
+        ----------
+        epsilon : float
+            Dataset-level epsilon of the release, ``>= 0``.
+
+        Returns
+        -------
+        True
+
+        Raises
+        ------
+        BudgetExceededError
+            When ``spent + epsilon > budget``.
+        """
+        epsilon = _check_epsilon(epsilon)
+        total = self.spent + epsilon
+        if total > self.epsilon * (1 + _RTOL):
+            raise BudgetExceededError(
+                f"release refused: it would spend epsilon = {epsilon:.6g} but only "
+                f"{self.remaining():.6g} of the budget epsilon = {self.epsilon:g} remains "
+                f"({self.spent:.6g} spent in {len(self)} release(s))")
+        return True
+
+    def spend(self, epsilon, *, population=None, individual_epsilons=None, payments=None,
+              **info):
+        """Record a release (after checking that it fits in the budget).
+
+        Parameters
+        ----------
+        epsilon : float or None
+            Dataset-level epsilon of the release. ``None`` takes
+            ``max(individual_epsilons)``.
+        population : hashable, default=None
+            Name of the population whose individual guarantees are recorded.
+        individual_epsilons : array-like of shape (n_individuals,), default=None
+            Each individual's ``eps_i`` in this release (needs ``population``).
+            Their maximum may not exceed ``epsilon``.
+        payments : array-like of shape (n_individuals,), default=None
+            What each individual was paid for this release.
+        **info
+            Anything else to keep in :attr:`records` (numbers or strings).
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        BudgetExceededError
+            When the release would take the total past the budget; nothing is
+            recorded.
+        """
+        eps_i = pay = None
+        if individual_epsilons is not None or payments is not None:
+            if population is None:
+                raise ValueError("individual_epsilons / payments need a population name, "
+                                 "got population=None")
+            if individual_epsilons is None:
+                raise ValueError("payments were given without individual_epsilons")
+            eps_i = np.asarray(individual_epsilons, dtype=np.float64)
+            if eps_i.ndim != 1 or not np.all(np.isfinite(eps_i)) or np.any(eps_i < 0):
+                raise ValueError("individual_epsilons must be a 1-D array of finite numbers "
+                                 f">= 0, got {individual_epsilons!r}")
+            if payments is not None:
+                pay = np.asarray(payments, dtype=np.float64)
+                if pay.shape != eps_i.shape:
+                    raise ValueError(f"payments has shape {pay.shape} but individual_epsilons "
+                                     f"has shape {eps_i.shape}")
+            top = float(eps_i.max()) if eps_i.size else 0.0
+            if epsilon is None:
+                epsilon = top
+            elif top > _check_epsilon(epsilon) * (1 + _RTOL):
+                raise ValueError(f"an individual receives eps = {top:.6g}, more than the "
+                                 f"release's epsilon = {epsilon:.6g}")
+        elif epsilon is None:
+            raise ValueError("epsilon=None needs individual_epsilons to take the maximum of")
+        epsilon = _check_epsilon(epsilon)
+        with self._lock:
+            self.check(epsilon)
+            if eps_i is not None:
+                book = self._populations.setdefault(
+                    population, dict(n=eps_i.size, rows=[], eps=[], pay=[]))
+                if book["n"] != eps_i.size:
+                    raise ValueError(
+                        f"population {population!r} has {book['n']} individuals but this "
+                        f"release gives {eps_i.size} individual epsilons")
+                book["rows"].append(len(self._spends))
+                book["eps"].append(sp.csr_matrix(eps_i[None, :]))
+                book["pay"].append(sp.csr_matrix((pay if pay is not None
+                                                  else np.zeros_like(eps_i))[None, :]))
+            self._spends.append(epsilon)
+            self._total += epsilon
+            self._records.append(dict(epsilon=epsilon, population=population,
+                                      total_payment=float(pay.sum()) if pay is not None
+                                      else info.pop("total_payment", 0.0), **info))
+        return self
+
+    # ---------------------------------------------------------------- reading
+    @property
+    def records(self):
+        """One row per release: ``epsilon``, ``population``, ``total_payment`` and the
+        information given to :meth:`spend` (a new :class:`pandas.DataFrame`)."""
+        return pd.DataFrame(self._records)
+
+    def populations(self):
+        """Names of the populations with individual guarantees on record."""
+        return list(self._populations)
+
+    def _book(self, population):
+        try:
+            return self._populations[population]
+        except KeyError:
+            raise KeyError(f"no release recorded for population {population!r}; known: "
+                           f"{self.populations()!r}") from None
+
+    def individual_spent(self, population, n_individuals=None):
+        """Each individual's composed guarantee ``sum over releases of eps_i``.
+
+        Parameters
+        ----------
+        population : hashable
+        n_individuals : int, default=None
+            Size of the population, to get zeros for a population with no
+            release yet (otherwise an unknown population raises ``KeyError``).
+
+        Returns
+        -------
+        ndarray of shape (n_individuals,)
+        """
+        if population not in self._populations and n_individuals is not None:
+            return np.zeros(int(n_individuals))
+        return np.asarray(self.individual_epsilons(population).sum(axis=0)).ravel()
+
+    def individual_epsilons(self, population):
+        """``eps_i`` of every release of ``population``: csr_matrix (n_releases, n)."""
+        book = self._book(population)
+        return sp.vstack(book["eps"], format="csr") if book["eps"] else sp.csr_matrix((0, book["n"]))
+
+    def payments(self, population):
+        """Payment to each individual in each release of ``population``: csr_matrix."""
+        book = self._book(population)
+        return sp.vstack(book["pay"], format="csr") if book["pay"] else sp.csr_matrix((0, book["n"]))
+
+    def population_records(self, population):
+        """The rows of :attr:`records` that belong to ``population``, in order."""
+        return self.records.iloc[self._book(population)["rows"]].reset_index(drop=True)
+
+
+_DEFAULT = {"accountant": PrivacyAccountant()}
+_DEFAULT_LOCK = threading.Lock()
+
+
+def get_default_accountant():
+    """The accountant used by every mechanism given ``accountant=None``.
+
+    At import it is an unlimited ``PrivacyAccountant()`` (it records, never
+    refuses); replace it with :func:`set_default_accountant` or, for a block of
+    code, ``with PrivacyAccountant(epsilon=...):``.
+
+    Returns
+    -------
+    PrivacyAccountant
+    """
+    return _DEFAULT["accountant"]
+
+
+def set_default_accountant(accountant):
+    """Make ``accountant`` the default one; returns the previous default.
+
+    Parameters
+    ----------
+    accountant : PrivacyAccountant or None
+        ``None`` installs a fresh unlimited accountant.
+
+    Returns
+    -------
+    PrivacyAccountant
+        The accountant that was the default until now.
+    """
+    new = PrivacyAccountant() if accountant is None else check_accountant(accountant)
+    with _DEFAULT_LOCK:
+        previous, _DEFAULT["accountant"] = _DEFAULT["accountant"], new
+    return previous
+
+
+def check_accountant(accountant):
+    """``None`` gives the default accountant; a :class:`PrivacyAccountant` itself.
+
+    Raises
+    ------
+    TypeError
+        For anything else.
+    """
+    if accountant is None:
+        return get_default_accountant()
+    if not isinstance(accountant, PrivacyAccountant):
+        raise TypeError("accountant must be None (the default accountant) or a "
+                        f"PrivacyAccountant, got {accountant!r} ({type(accountant).__name__})")
+    return accountant
