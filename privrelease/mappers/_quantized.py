@@ -743,6 +743,17 @@ class QuantizedPrivacyMapper(_BaseMapper):
             return tuple(float(v) for v in value)
         return super()._decode_attribute(name, value)
 
+    def _check_fitted_state(self):
+        """The shared checks and claims, then the profiles' mixture weights against ``prior_`` and ``mapping_``."""
+        super()._check_fitted_state()
+        weights = getattr(self, "profile_weights_", None)
+        if weights is not None:
+            expected = self._profile_weights()
+            if (_matrix(weights, "profile_weights_").shape != expected.shape
+                    or np.max(np.abs(weights - expected)) > 1e-9):
+                raise ValueError("fitted.profile_weights_ are not the mixture weights p(c | c_hat) recomputed "
+                                 f"from prior_ and mapping_ (profile={self.profile!r})")
+
     def _check_structure(self):
         k = self.n_clusters_
         if isinstance(k, bool) or not isinstance(k, Integral) or k != self.mapping_.shape[0]:
@@ -781,13 +792,6 @@ class QuantizedPrivacyMapper(_BaseMapper):
         if moved and n_ref == 0:
             raise ValueError("fitted.output_points_ differ from the cluster centres but n_refine_ = 0 (no "
                              "refinement was kept)")
-        weights = getattr(self, "profile_weights_", None)
-        if weights is not None:
-            expected_w = self._profile_weights()
-            if (_matrix(weights, "profile_weights_").shape != expected_w.shape
-                    or np.max(np.abs(weights - expected_w)) > 1e-9):
-                raise ValueError("fitted.profile_weights_ are not the mixture weights p(c | c_hat) recomputed "
-                                 f"from prior_ and mapping_ (profile={self.profile!r})")
         C = _matrix(self.center_cost_matrix_, "center_cost_matrix_")
         expected = self._center_costs()
         if C.shape != expected.shape or np.max(np.abs(C - expected)) > 1e-9 * max(1.0, float(np.abs(expected).max())):
