@@ -118,6 +118,27 @@ class QuantizedPrivacyMapper(_BaseMapper):
         rated counted as 0; entries below half the smallest absolute rating
         are dropped, the others clipped to the observed rating range and
         rounded for integer input), output alphabet = clusters only.
+    profile : {"posterior", "cluster"}, default="posterior"
+        What the profile of output symbol ``j`` carries (``release="profile"``
+        only). ``"posterior"``: the conditional mean given ``c_hat = j``, built
+        from the mixture of clusters weighted by ``p(c | c_hat = j) ~ q(c)
+        p(j | c)`` (``profile_weights_``): the items the mixture's members rate
+        most, as many as the mixture's expected profile length, rated ``E[predicted
+        rating | c_hat = j]`` (the taste model's prediction at the mixture's mean
+        point; in the raw space the mixture's mean rating). Bayes-optimal under
+        squared error for what ``c_hat`` reveals. ``"cluster"``: cluster ``j``'s own
+        members (the previous default; see Notes). Both are functions of ``c_hat``
+        and of opted-in users' data alone; the mapping and ``leakage_`` do not
+        depend on this choice.
+    n_refine : int, default=0
+        Free-support barycenter refinements of the output points (in-memory
+        fits of the Euclidean spaces; ignored for ``"hamming"``, refused on a dask
+        collection): at a fixed mapping each output point moves to the
+        ``p(c | j)``-weighted barycenter of the labeled users (exact for
+        ``"sqeuclidean"``, a Weiszfeld step for ``"euclidean"``), the member-averaged
+        costs are recomputed and the program re-solved; a step is kept only if
+        the certified objective (``distortion_``, or ``leakage_`` under ``delta``)
+        does not get worse. See docs/frontier.md.
     smoothing : float, default=1.0
         Pseudo-users added to every cluster, split by the class marginal,
         when the prior is estimated: ``q(a, c) ~ n(a, c) + smoothing * p(a)``.
@@ -195,6 +216,16 @@ class QuantizedPrivacyMapper(_BaseMapper):
     rating_range_ : tuple of float
         ``(lowest, highest)`` stored rating of the labeled users: every
         released rating lies in it.
+    output_points_ : ndarray of shape (n_clusters_, n_dims)
+        Points of the non-empty output symbols in the clustering space (the
+        centres, unless ``n_refine`` moved them).
+    profile_weights_ : ndarray of shape (n_clusters_, n_clusters_)
+        Column ``j``: the weights of the clusters in the profile of output ``j``,
+        ``p(c | c_hat = j)`` under ``prior_`` and ``mapping_`` for
+        ``profile="posterior"`` (one-hot on ``j`` for an output no cluster
+        reaches), the identity otherwise.
+    n_refine_ : int
+        Refinement steps kept (at most ``n_refine``).
     release_profiles_ : sparse matrix of shape (n_outputs, n_features_in_)
         Row ``j`` is what a user whose ``c_hat = j`` releases (last row empty
         for ``release="profile"``).
@@ -211,13 +242,19 @@ class QuantizedPrivacyMapper(_BaseMapper):
 
     Notes
     -----
-    Profile of output symbol ``j`` (``release="profile"``): the ``L_j`` items
-    most rated by the labeled members of cluster ``j`` (``L_j`` = their median
-    number of ratings), rated ``(sum of members' ratings + 2 * p_j,i) /
-    (number of members' ratings + 2)`` where ``p_j,i`` is the rating the taste
-    model predicts at the centre, clipped to the observed rating range and
-    rounded when the input dtype is an integer. Only labeled users' data enter
-    the profiles.
+    Profile of output symbol ``j`` (``release="profile"``), with ``w_c =
+    p(c | c_hat = j)`` (``profile="posterior"``) or ``w = e_j``
+    (``profile="cluster"``): the ``L_j = round(sum_c w_c L_c)`` items with the
+    largest expected share ``sum_c w_c n_c,i / |c|`` of members rating them
+    (``L_c``: median number of ratings of cluster ``c``'s members). Posterior
+    profiles rate item ``i`` ``sum_c w_c p_c,i``, the taste model's prediction at
+    the mixture's mean point (the prediction is affine in the taste
+    coordinates, so this is ``E[predicted rating | c_hat]``); cluster profiles
+    rate it ``(sum of members' ratings + 2 * p_j,i) / (number of members'
+    ratings + 2)``. Ratings are clipped to the observed rating range and rounded
+    when the input dtype is an integer. Only labeled users' data enter the
+    profiles; they depend on the mapping only through ``c_hat``'s posterior,
+    so the release stays a function of ``c_hat`` alone.
 
     Measured (self-check, not a test; Surprise SVD trained on opted-in users'
     originals plus protected users' releases, 10 % of each protected user's
