@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from privrelease.exceptions import PrivacyLeakWarning
 from privrelease.mappers import QuantizedPrivacyMapper
 from privrelease.mapping import mutual_information
 
@@ -161,7 +162,8 @@ def test_refined_mapper_round_trips_and_tampering_is_refused(data, tmp_path):
     m = QuantizedPrivacyMapper(n_clusters=8, n_refine=2, random_state=0).fit(X, y)
     assert m.n_refine_ >= 1
     path = m.save(tmp_path / "m.npz")
-    back = privrelease.load(path)
+    with pytest.warns(PrivacyLeakWarning, match="integer random_state"):
+        back = privrelease.load(path)
     np.testing.assert_array_equal(back.output_points_, m.output_points_)
     np.testing.assert_array_equal(back.profile_weights_, m.profile_weights_)
     m.profile_weights_ = m.profile_weights_[:, ::-1].copy()
@@ -175,3 +177,25 @@ def test_bad_frontier_parameters(data):
         QuantizedPrivacyMapper(profile="mixture").fit(X, y)
     with pytest.raises(ValueError, match="n_refine"):
         QuantizedPrivacyMapper(n_refine=-1).fit(X, y)
+
+
+def test_without_privacy_the_posterior_profile_is_the_cluster_profile(data):
+    """An identity mapping makes p(c | c_hat=j) one-hot: same items as cluster j's own profile, rated at its centre."""
+    X, y = data
+    post = QuantizedPrivacyMapper(n_clusters=8, max_leakage=10.0, random_state=0).fit(X, y)
+    clus = QuantizedPrivacyMapper(n_clusters=8, max_leakage=10.0, profile="cluster", random_state=0).fit(X, y)
+    k = post.n_clusters_
+    np.testing.assert_allclose(post.mapping_[:, :k], np.eye(k), atol=1e-6)
+    np.testing.assert_allclose(post.profile_weights_, np.eye(k), atol=1e-5)
+    A, B = post.release_profiles_.toarray(), clus.release_profiles_.toarray()
+    np.testing.assert_array_equal(A != 0, B != 0)
+    lo, hi = post.rating_range_
+    pred = np.clip(post.embedding_.predicted_ratings(post.cluster_centers_), lo, hi)
+    np.testing.assert_allclose(A[:k][A[:k] != 0], pred[A[:k] != 0], atol=1e-4)
+
+
+def test_refinement_needs_the_users_in_memory(data):
+    da = pytest.importorskip("dask.array")
+    X, y = data
+    with pytest.raises(ValueError, match="n_refine=2 needs the labeled users in memory"):
+        QuantizedPrivacyMapper(n_refine=2).fit(da.from_array(X.toarray(), chunks=(60, 40)), y)
