@@ -22,6 +22,7 @@ _LAZY = {
     "TruthfulRegressionMechanism": "privrelease.regression",
     "SurpriseRecommender": "privrelease.recommender",
     "BlurMe": "privrelease.evaluation",
+    "BlurMore": "privrelease.evaluation",
     "InferenceAttack": "privrelease.evaluation",
     "PrivacyAccountant": "privrelease.accounting",
     "save": "privrelease._persistence",

@@ -4,7 +4,9 @@ Written to be read against the paper line by line, not to be fast: every
 ``w([t])`` and every ``w([t] \\ {i*})`` is recomputed from scratch (``O(n^2)``),
 and with ``exact=True`` all arithmetic is done in :class:`fractions.Fraction`
 (floats convert exactly), so comparisons at ties and thresholds are exact. The
-fast :func:`privrelease.auctions.fair_inner_product` must agree with it; the
+fast :func:`privrelease.auctions.fair_inner_product` must agree with it (exactly
+on the selection, ``k``, ``i*`` and ``r``, also on instances built to sit on
+thresholds); ``exact=False`` is the naive floating-point reading. The
 tests and ``benchmarks/bench_auction.py`` use it. Same conventions as the fast
 version (zero weights and Assumption-5 violators are never bought, their weight
 stays in ``W``; ties by input index).

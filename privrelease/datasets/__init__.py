@@ -2,15 +2,23 @@
 
 from ._adult import ADULT_COLUMNS, load_adult
 from ._movielens import load_movielens_100k, load_ratings_csv, movielens_100k_search_paths
-from ._synthetic import POLITICS_TV_GENRES, make_politics_tv, make_ratings
+from ._synthetic import (
+    POLITICS_TV_GENRES,
+    REALISTIC_ATTRIBUTES,
+    make_politics_tv,
+    make_ratings,
+    make_realistic_ratings,
+)
 
 __all__ = [
     "ADULT_COLUMNS",
     "POLITICS_TV_GENRES",
+    "REALISTIC_ATTRIBUTES",
     "load_adult",
     "load_movielens_100k",
     "load_ratings_csv",
     "make_politics_tv",
     "make_ratings",
+    "make_realistic_ratings",
     "movielens_100k_search_paths",
 ]

@@ -1,9 +1,13 @@
 """Synthetic user x item rating matrices with a private attribute per user.
 
-Two generators:
+Three generators:
 
 * :func:`make_ratings`, a general latent-factor generator whose knobs control
   how much the ratings (and the choice of what is rated) reveal the attribute;
+* :func:`make_realistic_ratings`, a harder preset shaped like a MovieLens-style
+  data set: heavy-tailed (power-law) user activity, a long tail of items rated
+  by few users, and several multi-class attributes that act through many weak
+  item preferences rather than a few strong tastes;
 * :func:`make_politics_tv`, a preset shaped like the Politics-and-TV survey of
   Salamatian et al. (Sec. V-C): 1,218 users, 744 Democrats and 474 Republicans,
   50 shows in 6 genres.
@@ -20,7 +24,8 @@ import scipy.sparse as sp
 
 from ..utils import check_number
 
-__all__ = ["make_ratings", "make_politics_tv", "POLITICS_TV_GENRES"]
+__all__ = ["make_ratings", "make_realistic_ratings", "make_politics_tv", "POLITICS_TV_GENRES",
+           "REALISTIC_ATTRIBUTES"]
 
 # Chunk of users processed at once when drawing which items they rate; bounds the
 # dense (users x items) scratch array to about this many float64 cells.
@@ -276,6 +281,234 @@ def make_ratings(n_users=1000, n_items=200, *, n_factors=5, attribute_strength=1
     if return_dense:
         ratings = ratings.toarray()
     return ratings, attribute, item_names
+
+
+# --------------------------------------------------------------------------
+# Realistic preset: heavy tails and many weak attribute effects
+# --------------------------------------------------------------------------
+
+#: Default attributes of :func:`make_realistic_ratings`: class weights of a
+#: binary attribute shaped like MovieLens 100k's gender (71 % / 29 %) and of a
+#: three-class age band.
+REALISTIC_ATTRIBUTES = {"gender": (0.71, 0.29), "age_band": (0.3, 0.45, 0.25)}
+
+
+def _check_attributes(attributes):
+    if not isinstance(attributes, dict) or not attributes:
+        raise TypeError(
+            "attributes must be a non-empty dict {name: class weights}, for example "
+            f"{{'gender': (0.7, 0.3)}}, got {attributes!r}"
+        )
+    out = {}
+    for name, weights in attributes.items():
+        if not isinstance(name, str):
+            raise TypeError(f"attribute names must be str, got {name!r}")
+        if isinstance(weights, numbers.Real):
+            raise ValueError(
+                f"attributes[{name!r}] must be a sequence of at least 2 class weights, got {weights!r}"
+            )
+        out[name] = _check_class_weights(weights)
+    return out
+
+
+def make_realistic_ratings(n_users=1000, n_items=1700, *, attributes=None, n_factors=10,
+                           preference_density=0.3, preference_scale=0.25, selection_strength=0.8,
+                           min_ratings_per_user=20, activity_tail=1.25, max_ratings_per_user=None,
+                           popularity_skew=1.3, noise=0.7, user_bias_scale=0.45, rating_scale=(1, 5),
+                           random_state=None):
+    r"""A harder, MovieLens-shaped synthetic benchmark: heavy tails and many weak attribute effects.
+
+    :func:`make_ratings` ties the attribute to a few strong latent tastes and
+    gives every user a moderate number of ratings, which makes the attribute
+    easy to hide (few directions to blur) and the recommender's job easy. Real
+    rating data differs in three ways this generator reproduces:
+
+    * **heavy-tailed user activity**: a discrete power law, most users rate
+      few items and a few rate hundreds;
+    * **a long tail of items**: Zipf popularity over many items, so most items
+      have only a handful of ratings;
+    * **attributes acting through many weak item preferences**: each class of
+      each attribute likes or dislikes a random ``preference_density`` share of
+      the items by a small amount, in what is rated and how; no single item
+      gives the attribute away, the evidence is spread over hundreds of items.
+
+    The model (one seeded generator):
+
+    1. **Attributes.** For every attribute ``k`` (``attributes`` maps its name
+       to class weights), ``a_u^k ~ Categorical(w^k)``, independently.
+    2. **Weak item preferences.** For every attribute ``k``, class ``c`` and
+       item ``i``: ``d^k_{c,i} = preference_scale * z`` with ``z ~ N(0, 1)`` on a
+       random ``preference_density`` share of the items (0 elsewhere), centred
+       over the classes (``sum_c w^k_c d^k_{c,i} = 0``, so the population's
+       item averages do not move). A user's offset on item ``i`` is
+       ``o_ui = sum_k d^k_{a_u^k, i}``.
+    3. **Tastes** independent of the attributes: ``p_u ~ N(0, I/f)``,
+       ``q_i ~ N(0, I/2)``, biases ``b_u ~ N(0, s_b^2)`` (``s_b = user_bias_scale``),
+       ``b_i ~ N(0, 0.5^2)``.
+    4. **Activity**: ``n_u = floor(m * U^(-1/alpha))`` with ``U ~ Uniform(0, 1]``
+       (Pareto with minimum ``m = min_ratings_per_user`` and tail exponent
+       ``alpha = activity_tail``; mean ``m alpha / (alpha - 1)`` for
+       ``alpha > 1``), clipped to ``max_ratings_per_user`` (default:
+       ``n_items // 2``).
+    5. **What is rated**: ``n_u`` distinct items drawn without replacement
+       with probability proportional to
+       ``pi_i * exp(selection_strength * (p_u . q_i + o_ui / preference_scale * 0.5))``,
+       ``pi_i`` Zipf with exponent ``popularity_skew`` (random ranks). The
+       attribute's preferences thus act on the choice of items as well as on
+       the ratings, each weakly. Items nobody picked receive one rating from
+       an activity-weighted user (every item appears at least once).
+    6. **Ratings**: ``clip(round(mu + b_u + b_i + p_u . q_i + o_ui + noise * z), low, high)``,
+       ``mu = low + 0.6 (high - low)``.
+
+    With the defaults (seed 0: 1,000 users, 1,700 items, about 65,000 ratings;
+    users rate 20 to 850 items, median 34; 7 % of the items have at most 5
+    ratings), a logistic regression trained on half of the users reaches an AUC
+    of about 0.85 for gender and a macro AUC of about 0.78 for the age band on
+    the other half (0.98 for :func:`make_ratings`' defaults): the attributes are
+    learnable but only from many items at once, as in real rating data. Surprise
+    SVD (defaults) reaches an RMSE of about 0.93 under :func:`~privrelease.evaluation.rmse_cost`
+    (half the users opted in, 2 folds), and releasing nothing costs about +9.6 %,
+    close to the +9.3 % measured on the held-out real data of issue 13 (the
+    ``noise`` and ``user_bias_scale`` defaults were chosen for that).
+
+    Parameters
+    ----------
+    n_users : int, default=1000
+    n_items : int, default=1700
+    attributes : dict {str: sequence of float} or None, default=None
+        Names and class weights of the private attributes (normalised);
+        ``None`` uses :data:`REALISTIC_ATTRIBUTES` (gender 71/29, a three-class
+        age band).
+    n_factors : int, default=10
+        Dimension of the attribute-free tastes.
+    preference_density : float in (0, 1], default=0.3
+        Share of the items on which each class of each attribute has a
+        preference.
+    preference_scale : float >= 0, default=0.25
+        Standard deviation, in stars, of one class's preference for one item
+        (before centring); 0 makes the ratings independent of the attributes.
+    selection_strength : float >= 0, default=0.8
+        How much the choice of rated items follows tastes and preferences.
+    min_ratings_per_user : int >= 1, default=20
+        The smallest number of ratings a user has (the Pareto minimum; 20 as in
+        MovieLens 100k).
+    activity_tail : float > 0, default=1.25
+        Tail exponent of user activity (smaller = heavier tail).
+    max_ratings_per_user : int or None, default=None
+        Cap on a user's ratings (``None``: ``max(n_items // 2, min_ratings_per_user)``).
+    popularity_skew : float >= 0, default=1.3
+        Zipf exponent of item popularity.
+    noise : float >= 0, default=0.7
+        Standard deviation of the rating noise before rounding.
+    user_bias_scale : float >= 0, default=0.45
+        Standard deviation of the user biases (how much a user's own ratings
+        tell about her other ratings, hence what releasing nothing costs).
+    rating_scale : tuple of int, default=(1, 5)
+    random_state : None, int or numpy.random.Generator, default=None
+        Seed of the data generator (``None``: fresh operating-system entropy).
+
+    Returns
+    -------
+    ratings : scipy.sparse.csr_matrix of shape (n_users, n_items), dtype float64
+        Integer ratings on ``rating_scale``, 0 = not rated; every user and
+        every item has at least one rating.
+    attributes : pandas.DataFrame of shape (n_users, n_attributes)
+        One int64 column per attribute (classes ``0 .. n_classes - 1``), named
+        as in ``attributes``: pass it whole (the evaluation scores the joint
+        attribute and each column) or one column.
+    item_names : list of str
+
+    See Also
+    --------
+    make_ratings : the easier generator (its defaults are unchanged).
+
+    References
+    ----------
+    Salamatian et al., "Managing your private and public data: bringing down
+    inference attacks against your privacy", Sec. VI-C (MovieLens: gender and
+    age inferred from ratings). Weinsberg et al., "BlurMe", RecSys 2012 (gender
+    inferred from many weakly indicative movies).
+
+    Examples
+    --------
+    >>> from privrelease.datasets import make_realistic_ratings
+    >>> X, A, names = make_realistic_ratings(300, 500, random_state=0)
+    >>> X.shape, list(A.columns), int(A["age_band"].max())
+    ((300, 500), ['gender', 'age_band'], 2)
+    >>> counts = X.getnnz(axis=1)
+    >>> bool(counts.max() > 8 * counts.min())          # heavy-tailed activity
+    True
+    """
+    import pandas as pd
+
+    n_users = check_number(n_users, "n_users", low=1, integer=True)
+    n_items = check_number(n_items, "n_items", low=1, integer=True)
+    weights = _check_attributes(REALISTIC_ATTRIBUTES if attributes is None else attributes)
+    n_factors = check_number(n_factors, "n_factors", low=1, integer=True)
+    preference_density = check_number(preference_density, "preference_density", low=0, high=1,
+                                      low_inclusive=False)
+    preference_scale = check_number(preference_scale, "preference_scale", low=0)
+    selection_strength = check_number(selection_strength, "selection_strength", low=0)
+    min_ratings_per_user = check_number(min_ratings_per_user, "min_ratings_per_user", low=1, integer=True)
+    if min_ratings_per_user > n_items:
+        raise ValueError(f"min_ratings_per_user must be <= n_items={n_items}, got {min_ratings_per_user!r}")
+    activity_tail = check_number(activity_tail, "activity_tail", low=0, low_inclusive=False)
+    if max_ratings_per_user is None:
+        max_ratings_per_user = max(n_items // 2, min_ratings_per_user)
+    max_ratings_per_user = check_number(max_ratings_per_user, "max_ratings_per_user",
+                                        low=min_ratings_per_user, high=n_items, integer=True)
+    popularity_skew = check_number(popularity_skew, "popularity_skew", low=0)
+    noise = check_number(noise, "noise", low=0)
+    user_bias_scale = check_number(user_bias_scale, "user_bias_scale", low=0)
+    low, high = _check_rating_scale(rating_scale)
+    rng = _check_rng(random_state)
+
+    names = list(weights)
+    A = np.column_stack([rng.choice(w.shape[0], size=n_users, p=w) for w in weights.values()]).astype(np.int64)
+    prefs = []  # prefs[k][c, i] = d^k_{c,i}; the users' offsets are never held as a dense matrix
+    for w in weights.values():
+        active = rng.random(n_items) < preference_density
+        d = preference_scale * rng.normal(size=(w.shape[0], n_items)) * active[None, :]
+        d -= w @ d  # centred: the population's average preference for every item is 0
+        prefs.append(d)
+
+    def offsets(users, items=None):
+        if items is None:
+            return sum(d[A[users, k]] for k, d in enumerate(prefs))
+        return sum(d[A[users, k], items] for k, d in enumerate(prefs))
+    f = n_factors
+    P = rng.normal(scale=np.sqrt(1.0 / f), size=(n_users, f))
+    Q = rng.normal(scale=np.sqrt(0.5), size=(n_items, f))
+    b_user = rng.normal(scale=user_bias_scale, size=n_users)
+    b_item = rng.normal(scale=0.5, size=n_items)
+    ranks = rng.permutation(n_items) + 1.0
+    log_pop = -popularity_skew * np.log(ranks)
+    log_pop -= log_pop.max()
+    u = 1.0 - rng.random(n_users)  # (0, 1]
+    counts = np.floor(min_ratings_per_user * u ** (-1.0 / activity_tail))
+    counts = np.clip(counts, min_ratings_per_user, max_ratings_per_user).astype(np.int64)
+    pref_weight = 0.5 / preference_scale if preference_scale > 0 else 0.0
+
+    def log_weights(start, stop):
+        return log_pop[None, :] + selection_strength * (P[start:stop] @ Q.T + pref_weight * offsets(slice(start, stop)))
+
+    indptr, indices = _sample_rated_items(log_weights, n_items, counts, rng)
+    seen = np.zeros(n_items, dtype=bool)
+    seen[indices] = True
+    missing = np.flatnonzero(~seen)
+    rows = np.repeat(np.arange(n_users), np.diff(indptr))
+    if missing.size:
+        extra_users = rng.choice(n_users, size=missing.size, p=counts / counts.sum())
+        rows = np.concatenate([rows, extra_users])
+        indices = np.concatenate([indices, missing])
+    mu = low + 0.6 * (high - low)
+    raw = (mu + b_user[rows] + b_item[indices] + np.einsum("ij,ij->i", P[rows], Q[indices])
+           + offsets(rows, indices) + noise * rng.normal(size=rows.shape[0]))
+    values = np.clip(np.rint(raw), low, high).astype(np.float64)
+    ratings = sp.csr_matrix((values, (rows, indices)), shape=(n_users, n_items))
+    ratings.sum_duplicates()
+    ratings.sort_indices()
+    return ratings, pd.DataFrame(A, columns=names), [f"item_{i}" for i in range(n_items)]
 
 
 # --------------------------------------------------------------------------

@@ -13,7 +13,11 @@
   privacy-distortion curve, the leakage-RMSE frontier, attacker AUCs and ROC curves.
 * :func:`make_privacy_scorer`, :func:`privacy_scoring`, :func:`lowest_rmse_within` -
   GridSearchCV over ``privacy__delta`` of a ``Pipeline([mapper, recommender])``.
-* :class:`BlurMe` - the obfuscation baseline of Weinsberg et al. (RecSys 2012).
+* :class:`BlurMe` - the obfuscation baseline of Weinsberg et al. (RecSys 2012), and
+  :class:`BlurMore` - its extension by Strucks, Slokom and Larson (2019): removals as
+  well as additions, profile sizes and item counts kept.
+* :func:`joint_attribute`, :func:`attribute_targets` - 2-D private attributes (one
+  column per attribute) scored as the joint attribute and per column.
 """
 
 from ._attacks import (
@@ -24,10 +28,11 @@ from ._attacks import (
     attack,
     evaluate_attacks,
 )
-from ._blurme import BlurMe
+from ._blurme import BlurMe, BlurMore
 from ._curve import PrivacyUtilityCurve, check_privacy_grid, privacy_utility_curve
 from ._protocol import RMSECost, rmse_cost
 from ._scorer import lowest_rmse_within, make_privacy_scorer, privacy_scoring
+from ._targets import attribute_targets, joint_attribute
 
 __all__ = [
     "ATTACK_FEATURES",
@@ -36,6 +41,7 @@ __all__ = [
     "InferenceAttack",
     "attack",
     "BlurMe",
+    "BlurMore",
     "evaluate_attacks",
     "RMSECost",
     "PrivacyUtilityCurve",
@@ -45,4 +51,6 @@ __all__ = [
     "lowest_rmse_within",
     "make_privacy_scorer",
     "privacy_scoring",
+    "attribute_targets",
+    "joint_attribute",
 ]

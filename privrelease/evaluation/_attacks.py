@@ -18,11 +18,13 @@ Two threat models matter (see :func:`evaluate_attacks`):
 
 from dataclasses import dataclass, field
 import numbers
+import warnings
 
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.exceptions import DataConversionWarning
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import accuracy_score, roc_auc_score, roc_curve
@@ -32,7 +34,8 @@ from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..utils import check_random_source
+from ..utils import check_private_labels, check_random_source
+from ._targets import attribute_targets
 
 __all__ = [
     "AttackResult",
@@ -194,16 +197,35 @@ class InferenceAttack(ClassifierMixin, BaseEstimator):
         X : {array-like, sparse matrix} of shape (n_users, n_items)
             Ratings, 0 = not rated.
         y : array-like of shape (n_users,)
-            The private attribute (at least two classes).
+            The private attribute (at least two classes). Users whose label is
+            undisclosed (:func:`privrelease.utils.undisclosed_mask`: ``-1``,
+            ``"-1"``, ``None``, NaN, ``pd.NA``, ``""``) are left out: an
+            undisclosed label is never a class.
 
         Returns
         -------
         self
         """
         self._validate_params()
-        X, y = validate_data(
-            self, X, y, accept_sparse="csr", dtype=np.float64, ensure_all_finite=True
-        )
+        if y is None:
+            raise ValueError(
+                f"{type(self).__name__} requires y to be passed, but the target y is None: it learns the "
+                "private attribute from users who disclosed it"
+            )
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, ensure_all_finite=True)
+        shape = getattr(y, "shape", None) or np.asarray(y).shape
+        if len(shape) == 2 and shape[1] == 1:
+            warnings.warn("A column-vector y was passed when a 1d array was expected; it is used as "
+                          f"y.ravel() (shape {shape})", DataConversionWarning, stacklevel=2)
+        y, labeled = check_private_labels(y, X.shape[0])
+        if not labeled.all():
+            # undisclosed users (-1, "-1", None, NaN, pd.NA, "") are never a class: leave them out
+            X, y = X[np.flatnonzero(labeled)], y[labeled]
+        if y.shape[0] == 0:
+            raise ValueError("an attacker needs users who disclosed the private attribute; every label is "
+                             "undisclosed (-1, '-1', None, NaN, pd.NA or '')")
+        if y.dtype == object:
+            y = np.asarray(y.tolist())
         check_classification_targets(y)
         self.classes_, counts = np.unique(y, return_counts=True)
         if self.classes_.size < 2:
@@ -235,6 +257,8 @@ class InferenceAttack(ClassifierMixin, BaseEstimator):
     def evaluate(self, X, y):
         """Attack users ``X`` whose true attribute is ``y``: AUC, ROC, accuracy.
 
+        Users whose label is undisclosed (see :meth:`fit`) are not scored.
+
         Raises
         ------
         ValueError
@@ -245,18 +269,22 @@ class InferenceAttack(ClassifierMixin, BaseEstimator):
         AttackResult
         """
         check_is_fitted(self, "model_")
-        y = np.asarray(y)
-        if y.ndim != 1:
-            raise ValueError(f"y must be 1-D (one private attribute per user), got shape {y.shape}")
+        n = X.shape[0] if hasattr(X, "shape") else len(X)
+        y, labeled = check_private_labels(y, n)
+        if not labeled.any():
+            raise ValueError("no user to score: every label is undisclosed (-1, '-1', None, NaN, pd.NA or '')")
+        y = y[labeled]
+        if y.dtype == object:
+            y = np.asarray(y.tolist())
         unseen = np.setdiff1d(np.unique(y), self.classes_)
         if unseen.size:
             raise ValueError(
                 f"the private attribute has class(es) {unseen.tolist()!r} that the attacker never saw "
                 f"in fit (it knows {self.classes_.tolist()!r}); train it on users from every class"
             )
+        if not labeled.all():
+            X = X[np.flatnonzero(labeled)] if hasattr(X, "shape") else np.asarray(X)[labeled]
         proba = self.predict_proba(X)
-        if y.shape[0] != proba.shape[0]:
-            raise ValueError(f"y has {y.shape[0]} labels but X has {proba.shape[0]} users")
         return _score(y, proba, self.classes_, self.majority_class_)
 
 
@@ -306,7 +334,7 @@ def attack(X_train, y_train, X_test, y_test, *, model="logistic", features="valu
 
 def evaluate_attacks(X_train_original, X_train_released, y_train, X_test_released, y_test, *,
                      models=ATTACK_MODELS, features=ATTACK_FEATURES, fixed_attackers=None,
-                     random_state=None):
+                     random_state=None, attribute_names=None, verbose=0):
     """Fixed and adaptive attackers against released ratings.
 
     Parameters
@@ -317,48 +345,75 @@ def evaluate_attacks(X_train_original, X_train_released, y_train, X_test_release
     X_train_released : {array-like, sparse matrix} of shape (n_train, n_items) or None
         The same users' RELEASED ratings: the adaptive attacker learns from them
         (it knows the release mechanism). ``None`` skips the adaptive attacker.
-    y_train : array-like of shape (n_train,)
-        The opted-in users' disclosed attribute.
+    y_train : array-like of shape (n_train,) or (n_train, n_attributes)
+        The opted-in users' disclosed attribute: binary, multi-class, or one
+        column per attribute. Undisclosed labels (-1, NaN, ...) are left out.
     X_test_released : {array-like, sparse matrix} of shape (n_test, n_items)
         What the protected users release.
-    y_test : array-like of shape (n_test,)
+    y_test : array-like of shape (n_test,) or (n_test, n_attributes)
         Their true attribute, used ONLY to score the attackers.
     models, features : sequences
         Attacker models (see :class:`InferenceAttack`) and views of the data.
     fixed_attackers : dict or None
-        Already fitted fixed attackers keyed by ``(model, features)`` (for
-        example from a previous call's second return value), to avoid refitting
-        them when only the release changes.
+        Already fitted fixed attackers keyed by ``(model, features)`` (and
+        ``(model, features, target)`` for the marginals of a 2-D attribute),
+        for example from a previous call's second return value, to avoid
+        refitting them when only the release changes.
     random_state : None or int
         Seeds of the nonlinear attackers.
+    attribute_names : sequence of str or None
+        Names of the columns of a 2-D attribute (default: a DataFrame's
+        column names, else ``attr0, attr1, ...``).
+    verbose : int, default=0
+        A progress bar over the attackers (tqdm, on stderr, only when stderr is a terminal).
 
     Returns
     -------
     table : pandas.DataFrame
-        One row per (attacker, model, features): ``auc``, ``accuracy``,
-        ``majority_accuracy``, ``advantage``, ``n_samples``.
+        One row per (target, attacker, model, features): ``auc`` (macro
+        one-vs-rest for more than two classes), ``accuracy``,
+        ``majority_accuracy``, ``advantage``, ``n_samples``. ``target`` is
+        ``"attribute"`` for a 1-D attribute; for a 2-D one, ``"joint"`` (the
+        tuple of the columns, :func:`joint_attribute`) then one row per column
+        (the marginals).
     results : dict
-        ``(attacker, model, features) -> AttackResult`` (with ROC curves), plus
-        the fitted fixed attackers under the key ``"fixed_attackers"``.
+        ``(attacker, model, features) -> AttackResult`` (with ROC curves) for a
+        1-D attribute or the joint one, ``(attacker, model, features, target)``
+        for the marginals, plus the fitted fixed attackers under the key
+        ``"fixed_attackers"``.
     """
     rs = check_random_source(random_state)
     fixed_attackers = dict(fixed_attackers or {})
     rows, results = [], {}
-    for m in models:
-        for f in features:
-            seed = rs.spawn_seed()
-            key = (m if isinstance(m, str) else type(m).__name__, f)
+    if attribute_names is None and getattr(y_train, "ndim", 1) == 2 and hasattr(y_train, "columns"):
+        attribute_names = [str(c) for c in y_train.columns]
+    targets = attribute_targets(y_train, y_test, attribute_names)
+    from ._protocol import _progress
+
+    combos = [(m, f) for m in models for f in features]
+    for m, f in _progress(combos, len(combos), verbose, "attackers"):
+        # one seed per (model, features), shared by every target and both attackers
+        seed = rs.spawn_seed()
+        name = m if isinstance(m, str) else type(m).__name__
+        for target, ytr, yte in targets:
+            key = (name, f) if target in ("attribute", "joint") else (name, f, target)
             fixed = fixed_attackers.get(key)
             if fixed is None:
-                fixed = InferenceAttack(model=m, features=f, random_state=seed).fit(X_train_original, y_train)
+                fixed = InferenceAttack(model=m, features=f, random_state=seed).fit(X_train_original, ytr)
                 fixed_attackers[key] = fixed
-            res = fixed.evaluate(X_test_released, y_test)
+            res = fixed.evaluate(X_test_released, yte)
             results[("fixed",) + key] = res
-            rows.append({"attacker": "fixed", "model": key[0], "features": f, **res.as_dict()})
+            rows.append({"target": target, "attacker": "fixed", "model": name, "features": f,
+                         **res.as_dict()})
             if X_train_released is not None:
-                adaptive = InferenceAttack(model=m, features=f, random_state=seed).fit(X_train_released, y_train)
-                res = adaptive.evaluate(X_test_released, y_test)
+                adaptive = InferenceAttack(model=m, features=f, random_state=seed).fit(X_train_released, ytr)
+                res = adaptive.evaluate(X_test_released, yte)
                 results[("adaptive",) + key] = res
-                rows.append({"attacker": "adaptive", "model": key[0], "features": f, **res.as_dict()})
+                rows.append({"target": target, "attacker": "adaptive", "model": name, "features": f,
+                             **res.as_dict()})
     results["fixed_attackers"] = fixed_attackers
-    return pd.DataFrame(rows), results
+    table = pd.DataFrame(rows)
+    if len(targets) > 1:
+        order = {t: k for k, (t, _, _) in enumerate(targets)}
+        table = table.sort_values("target", key=lambda c: c.map(order), kind="stable").reset_index(drop=True)
+    return table, results

@@ -60,12 +60,29 @@ def check_privacy_grid(values, name="deltas"):
     return arr
 
 
+def _attack_columns(table):
+    """Frame columns of one release's attack table (see :class:`PrivacyUtilityCurve`)."""
+    row = {}
+    main = table.target.isin(["attribute", "joint"])
+    for t in table[main].itertuples(index=False):
+        row[f"auc_{t.attacker}_{t.model}_{t.features}"] = t.auc
+    for target in pd.unique(table.target):
+        suffix = "" if target in ("attribute", "joint") else f"__{target}"
+        for attacker in ("fixed", "adaptive"):
+            sub = table[(table.target == target) & (table.attacker == attacker)]
+            if len(sub):
+                auc = sub["auc"].to_numpy(dtype=float)
+                row[f"worst_auc_{attacker}{suffix}"] = float(np.max(np.maximum(auc, 1.0 - auc)))
+                row[f"worst_advantage_{attacker}{suffix}"] = float(sub["advantage"].max())
+    return row
+
+
 def _attack_job(fitted, split, fixed_attackers, models, features):
     X_opt_rel = _release(fitted, split.X_opt, split.rating_range)
     X_prot_rel = _release(fitted, split.X_prot, split.rating_range)
     table, res = evaluate_attacks(split.X_opt, X_opt_rel, split.y_opt, X_prot_rel, split.y_prot,
                                   models=models, features=features, fixed_attackers=fixed_attackers,
-                                  random_state=split.attack_seed)
+                                  random_state=split.attack_seed, attribute_names=split.names)
     diff = (X_prot_rel - split.X_prot)
     diff.eliminate_zeros()
     changed = float(np.mean(np.diff(diff.tocsr().indptr)))
@@ -88,13 +105,19 @@ class PrivacyUtilityCurve:
         ``worst_auc_fixed`` / ``worst_auc_adaptive`` (the largest folded AUC
         ``max(AUC, 1 - AUC)`` over models and features: an AUC well below 0.5 is
         a reliably wrong attacker, i.e. still leakage),
+        ``worst_advantage_fixed`` / ``worst_advantage_adaptive`` (the largest
+        accuracy minus the majority-class rate), and, for a 2-D private
+        attribute, the same four figures per column (the marginals) with the
+        suffix ``__<column>`` (the unsuffixed ones score the JOINT attribute);
+        for more than two classes the AUC is the macro one-vs-rest average,
         ``rmse_released`` (mean over folds) and its ``_std``, ``rmse_original``,
         ``rmse_release_nothing``, ``rmse_release_everything``,
         ``rel_increase_released``, ``rel_increase_release_nothing``.
     per_fold : pandas.DataFrame
         ``rmse_*`` per value and fold.
     attacks : pandas.DataFrame
-        Long table: value, attacker, model, features, auc, accuracy,
+        Long table: value, target (``"attribute"``, or ``"joint"`` and one per
+        column of a 2-D attribute), attacker, model, features, auc, accuracy,
         majority_accuracy, advantage, n_samples.
     reference_attacks : pandas.DataFrame
         The attackers on the ORIGINAL ratings of the protected users (no privacy).
@@ -201,7 +224,8 @@ class PrivacyUtilityCurve:
 def privacy_utility_curve(mapper, ratings, private, *, deltas=None, max_leakages=None, param=None,
                           values=None, opt_in_fraction=0.5, cv=5, heldout_fraction=0.1,
                           recommender=None, attack_models=ATTACK_MODELS, attack_features=ATTACK_FEATURES,
-                          rating_range=(1, 5), random_state=None, n_jobs=None, verbose=1):
+                          rating_range=(1, 5), random_state=None, n_jobs=None, verbose=1,
+                          mapper_target=None):
     """Sweep a mapper's privacy parameter and measure leakage, attacks and RMSE at every value.
 
     Parameters
@@ -211,8 +235,9 @@ def privacy_utility_curve(mapper, ratings, private, *, deltas=None, max_leakages
         the opted-in users only (see :func:`rmse_cost`).
     ratings : {array-like, sparse matrix} of shape (n_users, n_items)
         Ratings on ``rating_range``, 0 = not rated.
-    private : array-like of shape (n_users,)
-        Every user's true private attribute (see :func:`rmse_cost`).
+    private : array-like of shape (n_users,) or (n_users, n_attributes)
+        Every user's true private attribute, binary, multi-class or one column
+        per attribute (see :func:`rmse_cost`).
     deltas : sequence of float, optional
         Values of the mapper's ``delta`` (distortion budget), >= 0 and strictly
         increasing.
@@ -231,7 +256,13 @@ def privacy_utility_curve(mapper, ratings, private, *, deltas=None, max_leakages
     n_jobs : int or None
         Values and folds run in parallel with joblib.
     verbose : int, default=1
-        Progress bar on a terminal (``0``: none).
+        tqdm progress bars (mapper fits, then every fold and attack job of the
+        sweep, and the reference attackers) on stderr, shown only when stderr
+        is a terminal; ``0``: none.
+    mapper_target : None, "joint" or str, default=None
+        For a 2-D private attribute, what the mapper is fitted on (see
+        :func:`rmse_cost`); the attackers always score the joint attribute and
+        every column.
 
     Returns
     -------
@@ -291,14 +322,15 @@ def privacy_utility_curve(mapper, ratings, private, *, deltas=None, max_leakages
     recommender = _check_recommender(recommender, rating_range)
     split = _prepare_split(ratings, private, opt_in_fraction=opt_in_fraction, cv=cv,
                            heldout_fraction=heldout_fraction, rating_range=rating_range,
-                           random_state=random_state)
+                           random_state=random_state, mapper_target=mapper_target)
     fitted = _run_jobs([(_fit_mapper, (m, split)) for m in settings], n_jobs, verbose, "fitting mappers")
 
     models, feats = list(attack_models), list(attack_features)
     fixed, ref_table, ref_roc = {}, pd.DataFrame(), {}
     if models and feats:
         ref_table, ref_res = evaluate_attacks(split.X_opt, None, split.y_opt, split.X_prot, split.y_prot,
-                                              models=models, features=feats, random_state=split.attack_seed)
+                                              models=models, features=feats, random_state=split.attack_seed,
+                                              attribute_names=split.names, verbose=verbose)
         fixed = ref_res.pop("fixed_attackers")
         ref_roc = {k: (v.fpr, v.tpr) for k, v in ref_res.items()}
 
@@ -330,12 +362,7 @@ def privacy_utility_curve(mapper, ratings, private, *, deltas=None, max_leakages
         if ("attacks", i, None) in out:
             table, roc_i, changed = out[("attacks", i, None)]
             row["changed_ratings"] = changed
-            for t in table.itertuples(index=False):
-                row[f"auc_{t.attacker}_{t.model}_{t.features}"] = t.auc
-            for attacker in ("fixed", "adaptive"):
-                sub = table.loc[table.attacker == attacker, "auc"].to_numpy()
-                if sub.size:
-                    row[f"worst_auc_{attacker}"] = float(np.max(np.maximum(sub, 1.0 - sub)))
+            row.update(_attack_columns(table))
             attack_rows.append(table.assign(**{name: v}))
             roc[float(v)] = roc_i
         for rel in RELEASES:

@@ -36,6 +36,7 @@ from sklearn.base import clone
 
 from ..recommender import SurpriseRecommender, holdout_split
 from ..utils import check_number, check_random_source, check_rating_matrix
+from ._targets import check_attribute, joint_attribute
 
 __all__ = ["rmse_cost", "RMSECost"]
 
@@ -63,25 +64,33 @@ def _check_recommender(recommender, rating_range=(1, 5)):
 
 
 def _check_private(private, n_users):
-    y = np.asarray(private)
-    if y.ndim == 2 and 1 in y.shape:
-        y = y.ravel()
-    if y.ndim != 1:
-        raise ValueError(f"private must be 1-D (one attribute value per user), got shape {y.shape}")
-    if y.shape[0] != n_users:
-        raise ValueError(f"private has {y.shape[0]} values but ratings has {n_users} users")
-    missing = np.isnan(y) if y.dtype.kind == "f" else (y == -1) if y.dtype.kind in "iu" else \
-        np.array([v is None or v == -1 for v in y])
-    if np.any(missing):
+    """Every user's TRUE attribute: 1-D (binary or multi-class) or 2-D (one column per attribute).
+
+    Returns ``(y, names)``; ``names`` is None for a 1-D attribute.
+    """
+    try:
+        y, labeled, names = check_attribute(private, n_users, name="private")
+    except ValueError as exc:
+        if "labels but X has" in str(exc) or "rows but X has" in str(exc):
+            raise ValueError(f"private has {np.shape(private)[0]} values but ratings has {n_users} users") from None
+        raise
+    if not labeled.all():
         raise ValueError(
             f"private must hold every user's TRUE attribute (the evaluation needs it to score the "
-            f"attackers); {int(np.sum(missing))} value(s) are missing (-1, NaN or None). The opted-in "
-            "users are drawn by the protocol itself (opt_in_fraction)"
+            f"attackers); {int(np.sum(~labeled))} value(s) are missing (-1, '-1', None, NaN, pd.NA or ''). "
+            "The opted-in users are drawn by the protocol itself (opt_in_fraction)"
         )
-    classes = np.unique(y)
+    if y.ndim == 1 and y.dtype == object:
+        y = np.asarray(y.tolist())
+    classes = np.unique(_joint(y))
     if classes.size < 2:
         raise ValueError(f"private must have at least two classes, got only {classes.tolist()!r}")
-    return y
+    return y, names
+
+
+def _joint(y):
+    """The label the split checks classes on: ``y`` itself, or the joint code of a 2-D attribute."""
+    return y if y.ndim == 1 else joint_attribute(y)[0]
 
 
 #: Salt mixed into integer seeds of the protocol's draws (see :func:`_protocol_source`).
@@ -133,6 +142,19 @@ class _Split:
     attack_seed: int | None
     rating_range: tuple = (1, 5)
     dropped: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
+    names: list | None = None  # column names of a 2-D private attribute
+    mapper_target: str | None = None  # None: y as given; "joint"; or one column name
+
+    @property
+    def mapper_y(self):
+        """The opted-in users' labels the mapper is fitted on (see ``mapper_target``)."""
+        y = self.y_opt
+        if self.mapper_target is None:
+            return y
+        if self.mapper_target == "joint":
+            return joint_attribute(self.y)[0][self.opt_in]
+        col = y[:, self.names.index(self.mapper_target)]
+        return np.asarray(col.tolist()) if col.dtype == object else col
 
     @property
     def X_opt(self):
@@ -151,11 +173,25 @@ class _Split:
         return self.y[self.protected]
 
 
+def _check_mapper_target(mapper_target, y, names):
+    """What the mapper is fitted on: ``None`` (the attribute as given), ``"joint"`` or one column."""
+    if mapper_target is None:
+        return None
+    if y.ndim == 1:
+        raise ValueError(f"mapper_target={mapper_target!r} needs a 2-D private attribute (one column per "
+                         "attribute); with a 1-D attribute leave it None")
+    if mapper_target == "joint" or mapper_target in names:
+        return mapper_target
+    raise ValueError(f"mapper_target must be None, 'joint' or one of the attribute columns {names!r}, "
+                     f"got {mapper_target!r}")
+
+
 def _prepare_split(ratings, private, *, opt_in_fraction, cv, heldout_fraction, rating_range,
-                   random_state):
+                   random_state, mapper_target=None):
     X, _ = check_rating_matrix(ratings, name="ratings", rating_range=rating_range)
     X = sp.csr_matrix(X, dtype=np.float64)
-    y = _check_private(private, X.shape[0])
+    y, names = _check_private(private, X.shape[0])
+    mapper_target = _check_mapper_target(mapper_target, y, names)
     opt_in_fraction = _check_fraction(opt_in_fraction, "opt_in_fraction")
     heldout_fraction = _check_fraction(heldout_fraction, "heldout_fraction")
     cv = _check_cv(cv)
@@ -182,9 +218,14 @@ def _prepare_split(ratings, private, *, opt_in_fraction, cv, heldout_fraction, r
     rs = _protocol_source(random_state)
     perm = rs.permutation(n)
     opt_in, protected = np.sort(perm[:n_opt]), np.sort(perm[n_opt:])
-    seen = np.unique(y[opt_in])
-    unseen = np.setdiff1d(np.unique(y[protected]), seen)
+    joint = _joint(y)
+    seen = np.unique(joint[opt_in])
+    unseen = np.setdiff1d(np.unique(joint[protected]), seen)
     if unseen.size:
+        if y.ndim == 2:
+            tuples = joint_attribute(y)[1]
+            unseen, seen = np.array([tuples[c] for c in unseen], dtype=object), \
+                np.array([tuples[c] for c in seen], dtype=object)
         raise ValueError(
             f"the private attribute has class(es) {unseen.tolist()!r} among the protected users that no "
             f"opted-in user has (opted-in classes: {seen.tolist()!r}); the mapper and the attackers "
@@ -202,7 +243,8 @@ def _prepare_split(ratings, private, *, opt_in_fraction, cv, heldout_fraction, r
     attack_seed = rs.spawn_seed() if fixed_seed else None
     return _Split(X=X, y=y, users=users, opt_in=opt_in, protected=protected, folds=folds,
                   visible=visible, heldout=heldout, fold_seeds=fold_seeds,
-                  attack_seed=attack_seed, rating_range=tuple(rating_range), dropped=empty)
+                  attack_seed=attack_seed, rating_range=tuple(rating_range), dropped=empty, names=names,
+                  mapper_target=mapper_target)
 
 
 # --------------------------------------------------------------------------- one fold
@@ -266,13 +308,24 @@ def _fold_rmse(split, k, release, recommender, mapper=None):
     return float(rec.rmse(test_rows, heldout))
 
 
+def _check_verbose(verbose):
+    if isinstance(verbose, (bool, np.bool_)):
+        return int(verbose)
+    if not isinstance(verbose, numbers.Integral) or verbose < 0:
+        raise TypeError(f"verbose must be a non-negative int or a bool (0 = no progress bar), got {verbose!r}")
+    return int(verbose)
+
+
 def _progress(iterable, total, verbose, desc):
-    disable = (not verbose) or not (hasattr(sys.stderr, "isatty") and sys.stderr.isatty())
+    """A tqdm progress bar on stderr when ``verbose`` and stderr is a terminal; else ``iterable`` itself."""
+    verbose = _check_verbose(verbose)
+    stream = sys.stderr
+    disable = (not verbose) or not (hasattr(stream, "isatty") and stream.isatty())
     if disable:
         return iterable
-    from tqdm.auto import tqdm
+    from tqdm import tqdm
 
-    return tqdm(iterable, total=total, desc=desc, leave=False)
+    return tqdm(iterable, total=total, desc=desc, leave=False, file=stream)
 
 
 def _run_jobs(jobs, n_jobs, verbose, desc):
@@ -287,7 +340,7 @@ def _fit_mapper(mapper, split):
     if split.attack_seed is not None and "random_state" in m.get_params(deep=False):
         if m.get_params(deep=False)["random_state"] is None:
             m.set_params(random_state=split.attack_seed + 1)
-    return m.fit(split.X_opt, split.y_opt)
+    return m.fit(split.X_opt, split.mapper_y)
 
 
 def _mapper_figures(mapper):
@@ -357,7 +410,8 @@ class RMSECost:
 
 
 def rmse_cost(mapper, ratings, private, *, opt_in_fraction=0.5, cv=5, heldout_fraction=0.1,
-              recommender=None, rating_range=(1, 5), random_state=None, n_jobs=None, verbose=0):
+              recommender=None, rating_range=(1, 5), random_state=None, n_jobs=None, verbose=0,
+              mapper_target=None):
     """Measure the recommendation RMSE a privacy mapper costs (Table I protocol).
 
     Parameters
@@ -368,10 +422,14 @@ def rmse_cost(mapper, ratings, private, *, opt_in_fraction=0.5, cv=5, heldout_fr
         protected user's attribute nor a held-out rating.
     ratings : {array-like, sparse matrix} of shape (n_users, n_items)
         Ratings on ``rating_range``, 0 = not rated.
-    private : array-like of shape (n_users,)
-        Every user's TRUE private attribute. Only the opted-in users' values reach
-        the mapper; the protected users' values are only used to check that the
-        opted-in users cover every class.
+    private : array-like of shape (n_users,) or (n_users, n_attributes)
+        Every user's TRUE private attribute: binary, multi-class, or one column
+        per attribute (a DataFrame's column names name them). Only the opted-in
+        users' values reach the mapper, in the shape given (a 2-D attribute
+        reaches it as 2-D; pass :func:`joint_attribute` of it to a mapper that
+        takes one label per user); the protected users' values are only used to
+        check that the opted-in users cover every class (every tuple of a 2-D
+        attribute) and to score attackers.
     opt_in_fraction : float in (0, 1), default=0.5
         Fraction of users, drawn at random, who disclose the attribute.
     cv : int >= 2, default=5
@@ -395,7 +453,15 @@ def rmse_cost(mapper, ratings, private, *, opt_in_fraction=0.5, cv=5, heldout_fr
     n_jobs : int or None
         Folds and releases run in parallel with joblib.
     verbose : int, default=0
-        Show a progress bar (only on a terminal).
+        A tqdm progress bar over the folds and releases, on stderr, shown only
+        when stderr is a terminal (never in logs or pipes).
+    mapper_target : None, "joint" or str, default=None
+        For a 2-D private attribute, what the mapper is fitted on: ``None``
+        the 2-D labels as given (a mapper that protects several attributes),
+        ``"joint"`` the joint attribute as one label per user
+        (:func:`joint_attribute`: a 1-D mapper then protects the tuple), or a
+        column name (protect that attribute only; the attackers still score
+        the joint attribute and every column).
 
     Returns
     -------
@@ -445,7 +511,7 @@ def rmse_cost(mapper, ratings, private, *, opt_in_fraction=0.5, cv=5, heldout_fr
     recommender = _check_recommender(recommender, rating_range)
     split = _prepare_split(ratings, private, opt_in_fraction=opt_in_fraction, cv=cv,
                            heldout_fraction=heldout_fraction, rating_range=rating_range,
-                           random_state=random_state)
+                           random_state=random_state, mapper_target=mapper_target)
     fitted = _fit_mapper(mapper, split)
     keys, jobs = [], []
     for k in range(len(split.folds)):

@@ -15,7 +15,7 @@ from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import StratifiedKFold, cross_val_predict
 
 from ..exceptions import PrivacyLeakWarning
-from ..utils import check_random_source
+from ..utils import check_private_labels, check_random_source
 from ._attacks import InferenceAttack
 from ..recommender import holdout_split
 from ._protocol import _check_fraction
@@ -65,20 +65,26 @@ class _PrivacyScorer:
         # adaptive attacker: cross-validated on the test users' RELEASED rows
         if y is None:
             raise ValueError("the adaptive_auc scorer needs the private attribute y of the test users")
-        y = np.asarray(y)
-        keep = y != -1
+        y, keep = check_private_labels(y, X.shape[0])
         released = release.transform(X)
         Xr, yr = released[np.flatnonzero(keep)], y[keep]
+        if yr.dtype == object:
+            yr = np.asarray(yr.tolist())
         classes, counts = np.unique(yr, return_counts=True)
-        if classes.size != 2:
-            raise ValueError(f"the adaptive_auc scorer needs exactly two classes in y, got {classes.tolist()!r}")
+        if classes.size < 2:
+            raise ValueError(
+                "the adaptive_auc scorer needs at least two classes among the disclosed labels, "
+                f"got {classes.tolist()!r}")
         n_splits = int(min(3, counts.min()))
         if n_splits < 2:
             return -1.0
         att = InferenceAttack(model=self.attack_model, random_state=self.seed)
         proba = cross_val_predict(att, Xr, yr, method="predict_proba",
                                   cv=StratifiedKFold(n_splits, shuffle=True, random_state=self.seed))
-        auc = roc_auc_score(yr == classes[1], proba[:, 1])
+        if classes.size == 2:
+            auc = roc_auc_score(yr == classes[1], proba[:, 1])
+        else:  # macro one-vs-rest
+            auc = roc_auc_score(yr, proba, multi_class="ovr", average="macro", labels=classes)
         return -max(auc, 1.0 - auc)
 
     def __repr__(self):
@@ -95,8 +101,9 @@ def make_privacy_scorer(metric="rmse", *, heldout_fraction=0.1, attack_model="lo
         predicted from their released visible ratings (Salamatian et al.,
         Table I). ``"leakage"``: minus the fitted mapper's ``leakage_`` (bits).
         ``"adaptive_auc"``: minus the folded AUC ``max(AUC, 1 - AUC)`` of an
-        attacker cross-validated on the test users' RELEASED rows (binary
-        attribute; ``-1`` labels are ignored). Greater is better for all three.
+        attacker cross-validated on the test users' RELEASED rows (macro
+        one-vs-rest AUC for more than two classes; undisclosed labels,
+        :func:`privrelease.utils.undisclosed_mask`, are ignored). Greater is better for all three.
     heldout_fraction : float in (0, 1), default=0.1
         Share of each test user's ratings held out (:func:`privrelease.recommender.holdout_split`).
     attack_model : {"logistic", "forest"}, default="logistic"

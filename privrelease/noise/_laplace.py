@@ -13,7 +13,15 @@ Two hazards are addressed:
   characteristic function is ``1 / (1 + t**2)``), which has no such lattice
   structure. For a proven guarantee, pass ``snapping_bound`` to use Mironov's
   snapping mechanism instead: clamp, add noise, round to a power-of-two grid,
-  clamp again.
+  clamp again. Its uniform is drawn at full precision (a geometric exponent and
+  a 52-bit mantissa, :func:`uniform_full_precision`), as Mironov's proof
+  assumes: a uniform on the grid ``k / 2**53`` would cap the noise at about
+  37.4 scale units (``ln 2**54``).
+
+**epsilon = inf.** Both :class:`Laplace` and :class:`VectorLaplace` accept
+``epsilon=np.inf`` and then add no noise at all (the value is released exactly:
+no privacy). They warn with :class:`~privrelease.exceptions.PrivacyLeakWarning`
+when constructed so. It is meant for tests and non-private baselines.
 
 References
 ----------
@@ -21,13 +29,71 @@ References
    differential privacy", ACM CCS 2012, Sec. 5 (the snapping mechanism).
 .. [2] N. Holohan and S. Braghin, "Secure random sampling in differential
    privacy", ESORICS 2021.
+.. [3] OpenDP, ``sample_uniform_float`` / Google differential-privacy library,
+   ``SecureNoiseMath.uniformDouble``: a geometric exponent plus a uniform mantissa.
 """
+
+import warnings
 
 import numpy as np
 
+from ..exceptions import PrivacyLeakWarning
 from ..utils import check_number, check_random_source
 
-__all__ = ["Laplace", "VectorLaplace", "laplace_noise"]
+__all__ = ["Laplace", "VectorLaplace", "laplace_noise", "uniform_full_precision"]
+
+_MAX_EXPONENT = 1073    # G <= 1073 keeps U >= 2**-1074, the smallest positive float
+
+
+def uniform_full_precision(source, size=None):
+    """Uniform on (0, 1) at full floating-point precision: geometric exponent, 52-bit mantissa.
+
+    ``U = (1 + M / 2**52) * 2**-(G + 1)`` with ``G`` the number of leading zero bits
+    of an infinite stream of fair bits (``P(G = g) = 2**-(g + 1)``, read 53 bits at
+    a time from ``source``) and ``M`` uniform on ``[0, 2**52)``. Given ``G = g``,
+    ``U`` is uniform on the binade ``[2**-(g+1), 2**-g)`` and takes every float
+    there with equal probability, so ``P(U <= x) = x`` for every float ``x``: every
+    float in (0, 1) can occur, down to ``2**-1074`` (``G`` is capped at 1073), and
+    ``-log(U)`` is an exponential variate with an unbounded tail, as Mironov's
+    analysis of the snapping mechanism assumes. A uniform on the grid
+    ``(k + 1/2) / 2**53`` (:meth:`RandomSource.uniform`) stops at ``2**-54``.
+
+    Parameters
+    ----------
+    source : RandomSource
+    size : int or tuple, optional
+
+    Returns
+    -------
+    u : float or ndarray
+
+    References
+    ----------
+    I. Mironov, "On significance of the least significant bits for differential
+    privacy", CCS 2012, Sec. 5; OpenDP ``sample_uniform_float``; Google's
+    differential-privacy library, ``SecureNoiseMath``.
+
+    Examples
+    --------
+    >>> from privrelease.noise import uniform_full_precision
+    >>> from privrelease.utils import check_random_source
+    >>> u = uniform_full_precision(check_random_source(0), 1000)
+    >>> bool((u > 0).all() and (u < 1).all())
+    True
+    """
+    shape = () if size is None else (tuple(size) if np.iterable(size) else (int(size),))
+    n = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    geo = np.zeros(n, dtype=np.int64)
+    pending = np.arange(n)
+    while pending.size:
+        word = np.asarray(source.integers(2**53, pending.size), dtype=np.int64)
+        _, bit_length = np.frexp(word.astype(np.float64))     # exact: word < 2**53
+        geo[pending] += 53 - bit_length                        # 53 when the word is 0
+        pending = pending[(word == 0) & (geo[pending] < _MAX_EXPONENT)]
+    geo = np.minimum(geo, _MAX_EXPONENT)
+    mant = np.asarray(source.integers(2**52, n), dtype=np.float64)
+    u = np.ldexp(1.0 + mant / 2.0**52, -(geo + 1))
+    return u.reshape(shape) if shape else u[0]
 
 
 def _standard_laplace(source, size):
@@ -43,17 +109,23 @@ class Laplace:
     ----------
     epsilon : float, optional
         Privacy parameter, > 0. Give either ``epsilon`` or ``scale``.
+        ``np.inf`` is accepted and means NO noise (the value is returned
+        unchanged, or only clamped with snapping): a
+        :class:`~privrelease.exceptions.PrivacyLeakWarning` says so, as for
+        :class:`VectorLaplace`.
     sensitivity : float, default=1.0
         L1 sensitivity of the released quantity, >= 0.
     scale : float, optional
-        The Laplace scale ``b`` directly (density ``exp(-|x| / b) / (2 b)``), >= 0.
+        The Laplace scale ``b`` directly (density ``exp(-|x| / b) / (2 b)``), >= 0
+        (0: no noise, for a quantity of sensitivity 0).
     random_state : None, int or Generator, default=None
         ``None`` draws from the operating system's entropy. An integer seed
         makes draws reproducible: for tests and experiments only.
     snapping_bound : float, optional
         When given, use Mironov's snapping mechanism with clamping bound ``B``:
         outputs lie in ``[-B, B]`` on a grid of spacing ``Lambda``, the smallest
-        power of two >= the scale. Requires ``scale < B``.
+        power of two >= the scale. Requires ``scale < B``. The uniform behind the
+        noise is drawn at full precision (:func:`uniform_full_precision`).
 
     Attributes
     ----------
@@ -80,6 +152,8 @@ class Laplace:
         if epsilon is not None:
             epsilon = check_number(epsilon, "epsilon", low=0, low_inclusive=False, allow_inf=True)
             self.scale = 0.0 if np.isinf(epsilon) else sensitivity / epsilon
+            if np.isinf(epsilon):
+                _warn_infinite_epsilon("Laplace")
         else:
             self.scale = check_number(scale, "scale", low=0)
         self.epsilon = epsilon
@@ -118,8 +192,9 @@ class Laplace:
             return np.clip(value, -B, B)[()]
         grid = 2.0 ** np.ceil(np.log2(lam))
         shape = value.shape or None
-        sign = np.where(self._source.uniform(shape) < 0.5, -1.0, 1.0)
-        noisy = np.clip(value, -B, B) + sign * lam * (-np.log(self._source.uniform(shape)))
+        sign = np.where(self._source.integers(2, shape) == 0, -1.0, 1.0)
+        u = uniform_full_precision(self._source, shape)
+        noisy = np.clip(value, -B, B) + sign * lam * (-np.log(u))
         return np.clip(grid * np.round(noisy / grid), -B, B)[()]
 
     def variance(self):
@@ -129,6 +204,15 @@ class Laplace:
     def __repr__(self):
         return (f"Laplace(scale={self.scale!r}, secure={self._source.secure}, "
                 f"snapping_bound={self.snapping_bound!r})")
+
+
+def _warn_infinite_epsilon(name):
+    warnings.warn(
+        f"{name}(epsilon=inf) adds no noise: the value is released exactly, with no "
+        "differential privacy (meant for tests and non-private baselines)",
+        PrivacyLeakWarning,
+        stacklevel=3,
+    )
 
 
 def laplace_noise(scale, size=None, random_state=None):
@@ -149,13 +233,16 @@ class VectorLaplace:
     Releasing ``f(D) + v`` is ``epsilon``-differentially private when
     ``||f(D) - f(D')||_2 <= sensitivity`` for neighbouring data sets
     (Chaudhuri, Monteleoni and Sarwate, JMLR 2011, output perturbation).
+    ``epsilon=np.inf`` gives zero noise, with a
+    :class:`~privrelease.exceptions.PrivacyLeakWarning`, exactly as :class:`Laplace`.
 
     Parameters
     ----------
     dimension : int
         Length ``d`` of the noise vector, >= 1.
     epsilon : float
-        Privacy parameter, > 0 (``np.inf`` gives zero noise).
+        Privacy parameter, > 0 (``np.inf`` gives zero noise and a
+        :class:`~privrelease.exceptions.PrivacyLeakWarning`).
     sensitivity : float
         L2 sensitivity of the released vector, >= 0.
     random_state : None, int or Generator, default=None
@@ -174,6 +261,8 @@ class VectorLaplace:
         self.epsilon = check_number(epsilon, "epsilon", low=0, low_inclusive=False, allow_inf=True)
         self.sensitivity = check_number(sensitivity, "sensitivity", low=0)
         self.scale = 0.0 if np.isinf(self.epsilon) else self.sensitivity / self.epsilon
+        if np.isinf(self.epsilon):
+            _warn_infinite_epsilon("VectorLaplace")
         self._source = check_random_source(random_state)
 
     def sample_norm(self, size=None):

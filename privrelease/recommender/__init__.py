@@ -1,6 +1,7 @@
-"""Recommenders: a scikit-learn estimator around Surprise, and offline hold-out splits."""
+"""Recommenders: a scikit-learn estimator around Surprise, offline hold-out splits, rating formats."""
 
+from ._formats import RatingsFrame
 from ._split import holdout_split
 from ._surprise import SurpriseRecommender
 
-__all__ = ["SurpriseRecommender", "holdout_split"]
+__all__ = ["RatingsFrame", "SurpriseRecommender", "holdout_split"]

@@ -5,11 +5,14 @@
 ridge regression with output perturbation, a random split of the players into
 two groups, and peer-prediction (Brier) payments. :func:`ridge_sensitivity`
 gives the L2 sensitivity bound the noise is calibrated to, and
-:func:`parameter_schedule` the parameters as functions of ``n``.
+:func:`parameter_schedule` the parameters as functions of ``n``, and
+:func:`best_response_factor` the ratio of a player's payoff-maximising report
+to her true response (ridge shrinkage; the default schedule keeps it >= 0.95).
 """
 
 from ._truthful import (
     TruthfulRegressionMechanism,
+    best_response_factor,
     brier_payment,
     parameter_schedule,
     ridge_sensitivity,
@@ -17,6 +20,7 @@ from ._truthful import (
 
 __all__ = [
     "TruthfulRegressionMechanism",
+    "best_response_factor",
     "brier_payment",
     "parameter_schedule",
     "ridge_sensitivity",

@@ -24,6 +24,7 @@ from ..utils import check_number, check_random_source
 
 __all__ = [
     "TruthfulRegressionMechanism",
+    "best_response_factor",
     "brier_payment",
     "parameter_schedule",
     "ridge_sensitivity",
@@ -155,8 +156,79 @@ def brier_payment(outcome, prediction, *, response_bound=1.0, scale=1.0, offset=
     return offset + scale * np.clip(b, 0.0, 1.0)
 
 
+def best_response_factor(n_samples, n_features, alpha):
+    r"""Predicted ratio of a player's payoff-maximising report to her true response.
+
+    The peer estimator is ridge regression, which shrinks: a player who expects
+    the other group's prediction ``p_i`` to be ``E[p_i] = f q_i(y_i)`` maximises
+    her expected Brier payment by reporting ``y_hat_i = f y_i`` (her prediction
+    ``q_i`` is linear in her report). This function gives ``f`` for features
+    uniform in the unit ball:
+
+    .. math:: f(n, d, \alpha) = \frac{m}{m + \alpha (d + 2)}, \qquad m = \lfloor n / 2 \rfloor .
+
+    **Derivation.** (1) The Brier rule is strictly proper and ``B(p, q)`` is
+    affine in ``p``, so ``E[B(p, q)] = B(E[p], q)`` is maximised at
+    ``q = E[p]`` (:func:`brier_payment`); the Laplace noise has mean 0.
+    (2) With the peer group's features ``X_o`` fixed and their responses from the
+    model ``y = X_o theta + z``, ``E[theta_hat_o | theta] = S theta`` with
+    ``S = (X_o^T X_o + alpha I)^{-1} X_o^T X_o``, so
+    ``E[p_i] = x_i^T S E[theta | x_i, y_i]``. (3) Her posterior mean of ``theta``
+    is ``c x_i y_i`` (Gaussian prior ``N(0, tau^2 I)``:
+    ``c = tau^2 / (sigma^2 + tau^2 ||x_i||^2)``; the flat prior is the limit), and
+    her truthful prediction is ``q_i(y_i) = c ||x_i||^2 y_i``. Hence
+    ``E[p_i] = f_i q_i(y_i)`` with the Rayleigh quotient
+    ``f_i = x_i^T S x_i / ||x_i||^2`` (reported exactly, per player, by
+    :attr:`TruthfulRegressionMechanism.best_response_factors_`). (4) For ``m``
+    features uniform in the unit ball ``X_o^T X_o ~ m E[x x^T] = m I / (d + 2)``
+    (paper, Lemma 11), which gives ``f``. The smaller group (``m = floor(n/2)``)
+    is the peer of the larger one, the worst case. Clipping of ``p`` and ``q``
+    to ``[-Y, Y]`` is ignored (it matters only near the bound).
+
+    **Within 10 %.** ``f >= 1 - t`` exactly when ``alpha (d + 2) <= m t / (1 - t)``:
+    ``alpha <= m / (9 (d + 2))`` for ``t = 0.1``. The per-player ``f_i`` spread
+    around ``f`` by the fluctuations of ``X_o^T X_o`` (relative size about
+    ``1 / sqrt(m)``), so :func:`parameter_schedule` aims at ``1 - t / 2``.
+
+    Parameters
+    ----------
+    n_samples : int
+        Number of players ``n``, >= 2.
+    n_features : int
+        Dimension ``d``, >= 1.
+    alpha : float
+        Ridge parameter, > 0.
+
+    Returns
+    -------
+    factor : float
+        In (0, 1); 1 means truthful reports are optimal.
+
+    See Also
+    --------
+    parameter_schedule : the default schedule keeps this factor >= 0.95.
+
+    References
+    ----------
+    .. [1] R. Cummings, S. Ioannidis, K. Ligett, "Truthful Linear Regression",
+       COLT 2015, Algorithm 2, Lemma 11, Theorem 3 (approximate truthfulness).
+
+    Examples
+    --------
+    >>> from privrelease.regression import best_response_factor
+    >>> round(best_response_factor(2000, 2, alpha=5.0), 3)
+    0.98
+    """
+    n = check_number(n_samples, "n_samples", low=2, integer=True)
+    d = check_number(n_features, "n_features", low=1, integer=True)
+    alpha = check_number(alpha, "alpha", low=0, low_inclusive=False)
+    m = n // 2
+    return float(m / (m + alpha * (d + 2)))
+
+
 def parameter_schedule(n_samples, n_features, *, response_bound=1.0, cost_threshold=1.0,
-                       privacy_exponent=0.6, epsilon_constant=1.0, alpha_constant=1.0):
+                       privacy_exponent=0.6, epsilon_constant=1.0, alpha_constant=1.0,
+                       response_tolerance=0.1):
     r"""Parameters of the Private Regression Mechanism as functions of ``n``.
 
     The paper's Corollary 1 fixes ``epsilon``, the ridge parameter and the
@@ -193,6 +265,31 @@ def parameter_schedule(n_samples, n_features, *, response_bound=1.0, cost_thresh
     sensitivity grows like ``sqrt(n)`` (see :func:`ridge_sensitivity`), which the
     paper's lost constants may have avoided with an explicit parameter bound.
 
+    **Reports within ``response_tolerance`` of the truth (the default).** A
+    player's payoff-maximising report is ``f y_i`` with
+    ``f = m / (m + alpha (d + 2))``, ``m = floor(n / 2)``
+    (:func:`best_response_factor`). With ``alpha = n^p`` alone, ``f`` is about
+    0.30 at ``n = 2000`` (d = 2) and reaches 0.9 only near ``n = 10**12``:
+    "approximately truthful" holds only asymptotically. The default therefore
+    caps the ridge parameter,
+
+    .. math:: \alpha(n) = \min\Big(c_\alpha n^p,\;
+              \frac{m}{d + 2}\,\frac{t/2}{1 - t/2}\Big), \qquad t = \text{response\_tolerance},
+
+    the largest ``alpha`` with predicted ``f >= 1 - t/2`` (0.95 for ``t = 0.1``; the
+    half margin absorbs the spread of the per-player factors, see
+    :func:`best_response_factor`, so that measured factors stay above ``1 - t``
+    for a few hundred players on). Privacy and budget are untouched: ``epsilon``,
+    ``payment_scale`` and ``payment_offset`` do not depend on ``alpha``, so
+    ``epsilon -> 0`` and the budget ``-> 0`` exactly as above. The price is
+    accuracy at practical sizes: while the cap binds (until
+    ``n = (2 c_alpha (d + 2) (2 - t) / t)^{1/(1-p)}``, about ``4e13`` for the
+    defaults and d = 2) the ridge
+    bias stays near ``t/2`` of ``theta`` and the noise norm decays as
+    ``n^{q - 1}`` (``Delta ~ sqrt(n) / alpha^{3/2}`` with ``alpha`` linear in ``n``),
+    both still vanishing in the limit since the cap eventually stops binding.
+    Pass ``response_tolerance=None`` for the uncapped, accuracy-first schedule.
+
     Parameters
     ----------
     n_samples : int
@@ -207,6 +304,9 @@ def parameter_schedule(n_samples, n_features, *, response_bound=1.0, cost_thresh
         ``q``, in the open interval ``(0.5, 1)``.
     epsilon_constant, alpha_constant : float, default=1.0
         ``c_eps`` and ``c_alpha``.
+    response_tolerance : float or None, default=0.1
+        ``t`` in (0, 1): cap ``alpha`` so that the predicted best-response factor
+        is at least ``1 - t/2``. ``None``: no cap.
 
     Returns
     -------
@@ -215,8 +315,10 @@ def parameter_schedule(n_samples, n_features, *, response_bound=1.0, cost_thresh
         arguments of :class:`TruthfulRegressionMechanism`), and the predicted
         ``sensitivity`` (full data), ``expected_noise_norm``, ``budget_bound``,
         ``privacy_cost_bound`` (``4 tau epsilon^2``), ``ridge_shrinkage``
-        (``alpha (d + 2) / n``) and the exponents ``privacy_exponent`` and
-        ``alpha_exponent``.
+        (``alpha (d + 2) / n``), ``best_response_factor`` (predicted, see
+        :func:`best_response_factor`), ``alpha_capped`` (whether the
+        ``response_tolerance`` cap binds) and the exponents ``privacy_exponent``
+        and ``alpha_exponent`` (of the uncapped ``c_alpha n^p``).
 
     References
     ----------
@@ -229,6 +331,10 @@ def parameter_schedule(n_samples, n_features, *, response_bound=1.0, cost_thresh
     >>> s = parameter_schedule(10_000, 2)
     >>> round(s["epsilon"], 6), round(s["alpha_exponent"], 2)
     (0.003981, 0.84)
+    >>> round(s["best_response_factor"], 3), s["alpha_capped"]
+    (0.95, True)
+    >>> round(parameter_schedule(2_000, 2, response_tolerance=None)["best_response_factor"], 2)
+    0.3
     """
     n = check_number(n_samples, "n_samples", low=2, integer=True)
     d = check_number(n_features, "n_features", low=1, integer=True)
@@ -238,9 +344,17 @@ def parameter_schedule(n_samples, n_features, *, response_bound=1.0, cost_thresh
                      low_inclusive=False, high_inclusive=False)
     c_eps = check_number(epsilon_constant, "epsilon_constant", low=0, low_inclusive=False)
     c_alpha = check_number(alpha_constant, "alpha_constant", low=0, low_inclusive=False)
+    if response_tolerance is not None:
+        t = check_number(response_tolerance, "response_tolerance", low=0, high=1,
+                         low_inclusive=False, high_inclusive=False)
     p = (3.0 + 2.0 * q) / 5.0
     epsilon = c_eps * n ** (-q)
     alpha = c_alpha * n**p
+    capped = False
+    if response_tolerance is not None:
+        cap = (n // 2) / (d + 2) * (t / 2) / (1 - t / 2)
+        capped = bool(cap < alpha)
+        alpha = min(alpha, cap)
     offset = 4.0 * tau * epsilon**2
     scale = n ** (-(1.0 + 2.0 * q) / 2.0)
     sens = ridge_sensitivity(n, alpha, Y)
@@ -254,6 +368,8 @@ def parameter_schedule(n_samples, n_features, *, response_bound=1.0, cost_thresh
         "budget_bound": float(n * (offset + scale)),
         "privacy_cost_bound": float(offset),
         "ridge_shrinkage": float(alpha * (d + 2) / n),
+        "best_response_factor": best_response_factor(n, d, alpha),
+        "alpha_capped": capped,
         "privacy_exponent": float(q),
         "alpha_exponent": float(p),
     }
@@ -366,6 +482,13 @@ class TruthfulRegressionMechanism(RegressorMixin, BaseEstimator):
         The same bound for each group's estimator.
     n_clipped_ : int
         Number of records changed by clipping (0 unless ``clip=True``).
+    best_response_factors_ : ndarray of shape (n_samples,)
+        For each player, the ratio of her payoff-maximising report to her true
+        response given the peer group's features: the Rayleigh quotient
+        ``x_i^T S x_i / ||x_i||^2`` with ``S = (X_o^T X_o + alpha I)^{-1} X_o^T X_o``
+        (derivation in :func:`best_response_factor`, which predicts it from ``n``,
+        ``d`` and ``alpha``). NaN for ``x_i = 0`` (her report does not matter). A
+        diagnostic for the analyst (it uses the features), not part of the release.
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Only when ``X`` has string column names.
@@ -474,6 +597,20 @@ class TruthfulRegressionMechanism(RegressorMixin, BaseEstimator):
                               random_state=source)
         return theta + noise.sample(), sens
 
+    def _best_response_factors(self, X, group):
+        """Rayleigh quotients ``x_i^T S_o x_i / ||x_i||^2`` of the peer group's shrinkage."""
+        d = X.shape[1]
+        out = np.full(X.shape[0], np.nan)
+        sq = np.einsum("ij,ij->i", X, X)
+        for g in (0, 1):
+            Xo = X[group == 1 - g]
+            G = Xo.T @ Xo
+            S = np.linalg.solve(G + float(self.alpha) * np.eye(d), G)
+            mine = (group == g) & (sq > 0)
+            Xm = X[mine]
+            out[mine] = np.einsum("ij,jk,ik->i", Xm, S, Xm) / sq[mine]
+        return out
+
     def _own_prediction(self, X, y):
         """Posterior mean of x^T theta given one report, under the Gaussian model."""
         sq = np.einsum("ij,ij->i", X, X)
@@ -521,6 +658,7 @@ class TruthfulRegressionMechanism(RegressorMixin, BaseEstimator):
             sens.append(s)
         self.group_coef_ = np.vstack(coefs)
         self.group_sensitivity_ = np.asarray(sens)
+        self.best_response_factors_ = self._best_response_factors(X, group)
 
         peer = np.einsum("ij,ij->i", X, self.group_coef_[1 - group])
         own = self._own_prediction(X, y)

@@ -3,6 +3,8 @@
 Property tests run the vectorized core on thousands of random instances at once.
 """
 
+from fractions import Fraction
+
 import numpy as np
 import pytest
 from scipy.optimize import linprog
@@ -104,6 +106,185 @@ def test_fast_matches_quadratic_reference(kind):
         np.testing.assert_allclose(fast.epsilons, ref["epsilons"], rtol=1e-12, atol=0)
 
 
+# ---------------------------------------------------------------- exact at thresholds
+
+def _threshold_instances(rng, count):
+    """(v, w, B) with a budget, a cost or a weight put ON a threshold by float arithmetic.
+
+    Weights and costs are decimals such as 0.1 or 0.3 (not dyadic), so the float
+    sums and quotients that place the instance on the threshold are rounded: the
+    exact comparison on the given floats may go either way, and plain floating
+    point often gets it wrong. Four kinds, in turn: the budget on the k-test of a
+    position t (``B (W - w([t])) = v_t w([t])``); a cost on its Assumption-5
+    threshold (``a_i v_i = B (W - a_i)``); the largest weight equal to the float sum
+    of other weights (the ``i*`` test and S_2); a budget on a ratio of a cost and
+    weights, as in ``fair_inner_product([1, 1], [0.1, 0.3], 0.3 / 0.1)``.
+    """
+    out = []
+    while len(out) < count:
+        n = int(rng.integers(2, 7))
+        v = np.round(rng.uniform(0.1, 3.0, n), 1)
+        a = np.round(rng.uniform(0.05, 1.0, n), 1)
+        sign = rng.choice([-1.0, 1.0], n)
+        kind = len(out) % 4
+        order = np.lexsort((np.arange(n), v))
+        W = float(np.sum(a))
+        if kind == 0:
+            t = int(rng.integers(1, n))
+            pref = float(np.cumsum(a[order])[t - 1])
+            B = v[order[t - 1]] * pref / (W - pref)
+        elif kind == 1:
+            B = float(np.round(rng.uniform(0.1, 2.0), 1))
+            i = int(rng.integers(n))
+            v[i] = B * (W - a[i]) / a[i]
+        elif kind == 2:
+            size = int(rng.integers(1, n))
+            sub = rng.choice(n, size=size, replace=False)
+            other = next(i for i in range(n) if i not in sub)
+            a[other] = float(np.sum(a[sub]))
+            B = float(np.round(rng.uniform(0.1, 3.0), 1))
+        else:
+            i, j = rng.choice(n, 2, replace=False)
+            B = a[j] / a[i] * v[i] if rng.random() < 0.5 else v[i] * a[i] / (W - a[i])
+        out.append((v, a * sign, float(B)))
+    return out
+
+
+def _same_outcome(res, ref):
+    return (res.branch == ref["branch"] and np.array_equal(res.selected, ref["selected"])
+            and (ref["branch"] == "none"
+                 or (res.k, res.i_star, res.r) == (ref["k"], ref["i_star"], ref["r"])))
+
+
+def test_audit_example_on_a_threshold():
+    # B = 0.3 / 0.1 rounds to 2.9999999999999996. Individual 1 (|w| = 0.3, v = 1) sits on
+    # her Assumption-5 threshold: 0.3 * 1 <= B * 0.1 holds in floats but not exactly, so
+    # she is not eligible and only individual 0 can be bought (at p_hat = B, S empty).
+    B = 0.3 / 0.1
+    ref = fair_inner_product_reference([1.0, 1.0], [0.1, 0.3], B, exact=True)
+    res = fair_inner_product([1.0, 1.0], [0.1, 0.3], B)
+    assert _same_outcome(res, ref)
+    assert res.selected.tolist() == [True, False] and res.violates_assumption.tolist() == [
+        False, True]
+    # plain floating point buys the other individual: the instance sits on a threshold
+    flt = fair_inner_product_reference([1.0, 1.0], [0.1, 0.3], B, exact=False)
+    assert not np.array_equal(flt["selected"], ref["selected"])
+
+
+def test_exact_on_threshold_instances():
+    rng = np.random.default_rng(70)
+    instances = _threshold_instances(rng, 800)
+    float_wrong = np.zeros(4, dtype=int)
+    for c, (v, w, B) in enumerate(instances):
+        ref = fair_inner_product_reference(v, w, B, exact=True)
+        res = fair_inner_product(v, w, B)
+        assert _same_outcome(res, ref), (v.tolist(), w.tolist(), B)
+        np.testing.assert_allclose(res.payments, ref["payments"], rtol=1e-12, atol=0)
+        np.testing.assert_allclose(res.epsilons, ref["epsilons"], rtol=1e-12, atol=0)
+        flt = fair_inner_product_reference(v, w, B, exact=False)
+        float_wrong[c % 4] += not (flt["branch"] == ref["branch"] and flt["r"] == ref["r"]
+                                   and np.array_equal(flt["selected"], ref["selected"]))
+    # the instances do sit on thresholds: plain floating point errs on every kind
+    assert np.all(float_wrong >= 5), float_wrong
+
+
+def _exact_opt(v, a, B):
+    """OPT of problem (7) in exact fractions: every subset, IR at cost plus budget."""
+    n = len(a)
+    v = [Fraction(x) for x in v]
+    a = [Fraction(x) for x in a]
+    B = Fraction(B)
+    W = sum(a)
+    best = Fraction(0)
+    for mask in range(1, 2**n):
+        H = [i for i in range(n) if mask >> i & 1]
+        wH = sum(a[i] for i in H)
+        if W - wH > 0 and sum(v[i] * a[i] for i in H) <= B * (W - wH):
+            best = max(best, wH)
+    return best
+
+
+def test_five_approximation_exact_on_threshold_instances():
+    # Theorem 3 in exact arithmetic, on the instances where float rounding used to pick
+    # a selection with ratio OPT / w(O) of 8.2 and 14.3
+    rng = np.random.default_rng(71)
+    for v, w, B in _threshold_instances(rng, 240):
+        res = fair_inner_product(v, w, B)
+        a = np.abs(w)
+        got = sum((Fraction(x) for x in a[res.selected]), Fraction(0))
+        assert 5 * got >= _exact_opt(v, a, B), (v.tolist(), w.tolist(), B)
+
+
+def test_exact_row_matches_reference_across_magnitudes():
+    # the exact fallback alone, on integer ties and on weights, costs and budgets
+    # spanning 600 orders of magnitude (sums that lose every small term in floats)
+    from privrelease.auctions._mechanism import _fip_exact_row
+
+    rng = np.random.default_rng(72)
+    for trial in range(300):
+        n = int(rng.integers(1, 8))
+        if trial % 2:
+            v = rng.integers(0, 4, n).astype(float)
+            a = rng.integers(0, 4, n).astype(float)
+            B = float(rng.integers(0, 6)) / 2
+        else:
+            v = rng.exponential(size=n) * 10.0 ** rng.integers(-300, 300, n)
+            a = rng.exponential(size=n) * 10.0 ** rng.integers(-300, 300, n)
+            B = float(rng.exponential() * 10.0 ** rng.integers(-300, 300))
+        if trial % 7 == 0:
+            v[rng.integers(n)] = np.inf
+        ref = fair_inner_product_reference(v, a, B, exact=True)
+        ex = _fip_exact_row(v, a, B)
+        assert ex["branch"] == {"none": 0, "greedy": 1, "max_weight": 2}[ref["branch"]]
+        assert sorted(ex["sel"]) == np.flatnonzero(ref["selected"]).tolist()
+        if ref["branch"] != "none":
+            assert (ex["k"], ex["i_star"], ex["r"]) == (ref["k"], ref["i_star"], ref["r"])
+        res = fair_inner_product(v, a, B)          # the fast path agrees too
+        assert _same_outcome(res, ref)
+        np.testing.assert_allclose(res.payments, ref["payments"], rtol=1e-12, atol=0)
+
+
+def test_precise_row_resolves_each_close_call_exactly():
+    # the long-row fallback (float pass, exact integers for each close call only) on the
+    # threshold instances, and its give-up path
+    from privrelease.auctions import _mechanism as mech
+
+    rng = np.random.default_rng(73)
+    for v, w, B in _threshold_instances(rng, 400):
+        ex = mech._fip_row_precise(v, np.abs(w), B)
+        ref = fair_inner_product_reference(v, w, B, exact=True)
+        assert ex["branch"] == {"none": 0, "greedy": 1, "max_weight": 2}[ref["branch"]]
+        assert sorted(np.asarray(ex["sel"]).tolist()) == np.flatnonzero(ref["selected"]).tolist()
+        if ref["branch"] != "none":
+            assert (ex["k"], ex["i_star"], ex["r"]) == (ref["k"], ref["i_star"], ref["r"])
+    # integer weights all tied on the threshold: too many close calls -> None (exact row runs)
+    n = mech._PRECISE_MAX_CALLS + 10
+    assert mech._fip_row_precise(np.zeros(n), np.full(n, 0.1), 0.0) is None
+    res = fair_inner_product(np.zeros(n), np.full(n, 0.1), 0.0)
+    assert res.selected.sum() == n - 1          # free individuals: all but one are bought
+
+
+@pytest.mark.parametrize("branch_seed", [0, 1])
+def test_long_row_on_a_threshold_matches_exact_reference(branch_seed):
+    # n = 300 (past _PRECISE_MIN_N), the budget placed on the k-test of position t
+    rng = np.random.default_rng(74 + branch_seed)
+    n = 300
+    v = np.round(rng.uniform(0.1, 3.0, n), 1)
+    w = np.round(rng.uniform(0.05, 1.0, n), 1)
+    if branch_seed:
+        w[7] = 40.0                                # one dominant weight
+    a = np.abs(w)
+    order = np.lexsort((np.arange(n), v))
+    pref = np.cumsum(a[order])
+    for t in (40, 150, 260):
+        B = v[order[t - 1]] * pref[t - 1] / (a.sum() - pref[t - 1])
+        assert _fip_core(v[None], a[None], B)["exact"][0]     # a close call was resolved
+        res = fair_inner_product(v, w, B)
+        ref = fair_inner_product_reference(v, w, B, exact=True)
+        assert _same_outcome(res, ref), t
+        np.testing.assert_allclose(res.payments, ref["payments"], rtol=1e-12, atol=0)
+
+
 # ---------------------------------------------------------------- Theorem 3 properties
 
 @pytest.mark.parametrize("kind", ["int", "float", "heavy"])
@@ -156,7 +337,7 @@ def _misreports(V, A, B, i):
 @pytest.mark.parametrize("kind", ["int", "float", "heavy"])
 def test_truthful_no_misreport_pays(kind):
     rng = np.random.default_rng({"int": 20, "float": 21, "heavy": 22}[kind])
-    for n, m in ((2, 2000), (3, 2000), (4, 1500), (6, 600), (10, 150)):
+    for n, m in ((2, 1000), (3, 1000), (4, 800), (6, 400), (10, 100)):
         V, Wt, Bs = _instances(rng, m, n, kind)
         A = np.abs(Wt)
         truth = _fip_core(V, A, Bs)

@@ -1,8 +1,9 @@
 import numpy as np
+import pandas as pd
 import pytest
 import scipy.sparse as sp
 from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import cross_val_score
+from sklearn.model_selection import cross_val_predict, cross_val_score
 
 from privrelease.datasets import POLITICS_TV_GENRES, make_politics_tv, make_ratings
 
@@ -220,3 +221,77 @@ def test_politics_reproducible_and_bad_args():
         make_politics_tv(binarize="yes")
     with pytest.raises(TypeError, match="random_state"):
         make_politics_tv(random_state=1.5)
+
+
+# ---------------------------------------------------------------- realistic preset
+from privrelease.datasets import REALISTIC_ATTRIBUTES, make_realistic_ratings  # noqa: E402
+from sklearn.metrics import roc_auc_score  # noqa: E402
+from sklearn.pipeline import make_pipeline  # noqa: E402
+from sklearn.preprocessing import MaxAbsScaler  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def realistic():
+    return make_realistic_ratings(1500, 1700, random_state=1)
+
+
+def test_realistic_shapes_attributes_and_coverage(realistic):
+    X, A, names = realistic
+    assert sp.issparse(X) and X.format == "csr" and X.shape == (1500, 1700) and len(names) == 1700
+    assert list(A.columns) == list(REALISTIC_ATTRIBUTES) and A.dtypes.eq(np.int64).all()
+    assert np.all(X.data >= 1) and np.all(X.data <= 5) and np.array_equal(X.data, np.rint(X.data))
+    assert X.getnnz(axis=1).min() >= 20 and X.getnnz(axis=0).min() >= 1
+    # class shares follow the weights (binomial sd ~0.012) and the attributes are drawn independently
+    for name, w in REALISTIC_ATTRIBUTES.items():
+        np.testing.assert_allclose(np.bincount(A[name], minlength=len(w)) / 1500, w, atol=0.04)
+    joint = pd.crosstab(A["gender"], A["age_band"], normalize=True).to_numpy()
+    np.testing.assert_allclose(joint, np.outer(*REALISTIC_ATTRIBUTES.values()), atol=0.04)
+
+
+def test_realistic_activity_is_pareto_and_items_have_a_long_tail(realistic):
+    X, _, _ = realistic
+    counts = X.getnnz(axis=1)
+    # n_u = floor(20 U^(-1/1.25)) >= 40 exactly when U <= 2^-1.25: P = 0.420 (sd 0.013 over 1500 users)
+    assert np.mean(counts >= 40) == pytest.approx(2 ** -1.25, abs=0.05)
+    assert np.mean(counts >= 200) == pytest.approx(10 ** -1.25, abs=0.025)
+    assert counts.max() > 10 * np.median(counts)
+    # the less popular half of the items holds under a sixth of the ratings
+    m = np.sort(X.getnnz(axis=0))
+    assert m[: m.size // 2].sum() < m.sum() / 6 and np.mean(m <= 10) > 0.05
+
+
+def test_realistic_attributes_act_through_many_weak_items(realistic):
+    X, A, _ = realistic
+    g = A["gender"].to_numpy()
+    # no single item gives gender away ...
+    B = (X != 0).astype(float).tocsc()
+    single = []
+    for j in np.flatnonzero((X.getnnz(axis=0) >= 75) & (X.getnnz(axis=0) <= 1425)):
+        a = roc_auc_score(g, B[:, j].toarray().ravel())
+        single.append(max(a, 1 - a))
+    assert len(single) > 200 and max(single) < 0.72
+    # ... but the whole profile does, for both attributes (macro AUC for the three age bands)
+    assert cv_auc(X, g, cv=3) > 0.78
+    clf = make_pipeline(MaxAbsScaler(), LogisticRegression(max_iter=2000))
+    proba = cross_val_predict(clf, X, A["age_band"], cv=3, method="predict_proba")
+    assert roc_auc_score(A["age_band"], proba, multi_class="ovr") > 0.7
+
+
+def test_realistic_without_preferences_leaks_nothing():
+    X, A, _ = make_realistic_ratings(800, 600, preference_scale=0.0, random_state=2)
+    assert abs(cv_auc(X, A["gender"].to_numpy(), cv=3) - 0.5) < 0.08
+
+
+def test_realistic_reproducible_custom_attributes_and_errors():
+    a = make_realistic_ratings(200, 300, attributes={"x": (1, 1, 1, 1)}, random_state=3)
+    b = make_realistic_ratings(200, 300, attributes={"x": (1, 1, 1, 1)}, random_state=3)
+    assert (a[0] != b[0]).nnz == 0 and a[1].equals(b[1]) and list(a[1].columns) == ["x"]
+    assert set(a[1]["x"]) == {0, 1, 2, 3}
+    with pytest.raises(TypeError, match="non-empty dict"):
+        make_realistic_ratings(10, 30, attributes=[0.5, 0.5])
+    with pytest.raises(ValueError, match="at least 2 class weights, got 0.5"):
+        make_realistic_ratings(10, 30, attributes={"g": 0.5})
+    with pytest.raises(ValueError, match="min_ratings_per_user must be <= n_items=15, got 20"):
+        make_realistic_ratings(10, 15)
+    with pytest.raises(ValueError, match="activity_tail"):
+        make_realistic_ratings(10, 300, activity_tail=0)

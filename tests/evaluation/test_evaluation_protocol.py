@@ -180,3 +180,43 @@ def test_split_is_not_correlated_with_data_drawn_from_the_same_seed():
     share_opt, share_prot = split.y_opt.mean(), split.y_prot.mean()
     # a random half: both shares within ~4 standard deviations (0.035) of each other
     assert abs(share_opt - share_prot) < 0.15
+
+
+class _Terminal:
+    """A stderr stand-in that says it is a terminal and keeps what is written."""
+
+    def __init__(self, tty):
+        self.tty, self.text = tty, []
+
+    def isatty(self):
+        return self.tty
+
+    def write(self, s):
+        self.text.append(s)
+
+    def flush(self):
+        pass
+
+
+@pytest.mark.parametrize("tty, verbose, shown", [(True, 1, True), (False, 1, False), (True, 0, False)])
+def test_progress_bar_only_on_a_terminal(monkeypatch, tty, verbose, shown):
+    import sys
+
+    from privrelease.evaluation import evaluate_attacks
+
+    fake = _Terminal(tty)
+    monkeypatch.setattr(sys, "stderr", fake)
+    X, y = planted_ratings(n_users=60, seed=9)
+    rmse_cost(FunctionTransformer(accept_sparse=True), X, y, cv=2, recommender=BiasRecommender(),
+              random_state=0, verbose=verbose)
+    evaluate_attacks(X[:30], None, y[:30], X[30:], y[30:], models=["logistic"], random_state=0, verbose=verbose)
+    text = "".join(fake.text)
+    assert ("rmse folds" in text and "attackers" in text) == shown
+    assert (text != "") == shown
+
+
+def test_verbose_must_be_a_count():
+    X, y = planted_ratings(n_users=60, seed=9)
+    with pytest.raises(TypeError, match="verbose must be a non-negative int or a bool.*'yes'"):
+        rmse_cost(FunctionTransformer(accept_sparse=True), X, y, cv=2, recommender=BiasRecommender(),
+                  random_state=0, verbose="yes")

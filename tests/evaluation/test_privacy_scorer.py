@@ -107,3 +107,35 @@ def test_scorer_errors():
         lowest_rmse_within(max_leakage_bits=-1)
     with pytest.raises(TypeError, match="need a fitted Pipeline"):
         make_privacy_scorer(random_state=0)(BiasRecommender().fit(X), X, Y)
+
+
+def test_adaptive_auc_scorer_leaves_undisclosed_users_out():
+    pipe = Pipeline([("privacy", ErasingMapper(delta=0.0)), ("recommender", BiasRecommender())]).fit(X, Y)
+    scorer = make_privacy_scorer("adaptive_auc", random_state=0)
+    labels = np.array(["f", "m"], dtype=object)[Y]
+    hidden = labels.copy()
+    hidden[::5] = "-1"                     # the string marker is not a third class
+    keep = np.arange(len(Y)) % 5 != 0
+    assert scorer(pipe, X, hidden) == pytest.approx(scorer(pipe, X[np.flatnonzero(keep)], labels[keep]))
+    hidden[::5] = None
+    assert scorer(pipe, X, hidden) == pytest.approx(scorer(pipe, X[np.flatnonzero(keep)], labels[keep]))
+
+
+def test_adaptive_auc_scorer_multiclass_is_macro_ovr():
+    from sklearn.metrics import roc_auc_score
+    from sklearn.model_selection import StratifiedKFold, cross_val_predict
+
+    from privrelease.evaluation import InferenceAttack
+
+    rng = np.random.default_rng(1)
+    y3 = rng.integers(0, 3, 150)
+    R = rng.integers(1, 6, (150, 12)) * (rng.random((150, 12)) < 0.4)
+    R[:, 0] = y3 + 1                        # the class, written in item 0
+    Xm = sp.csr_matrix(R.astype(float))
+    pipe = Pipeline([("privacy", ErasingMapper(delta=0.0)), ("recommender", BiasRecommender())]).fit(Xm, y3)
+    scorer = make_privacy_scorer("adaptive_auc", random_state=0)
+    proba = cross_val_predict(InferenceAttack(random_state=scorer.seed), Xm, y3, method="predict_proba",
+                              cv=StratifiedKFold(3, shuffle=True, random_state=scorer.seed))
+    by_hand = np.mean([roc_auc_score(y3 == c, proba[:, c]) for c in range(3)])
+    assert -scorer(pipe, Xm, y3) == pytest.approx(max(by_hand, 1 - by_hand))
+    assert by_hand > 0.9

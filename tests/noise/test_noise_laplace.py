@@ -10,8 +10,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from privrelease.noise import Laplace, VectorLaplace, laplace_noise
+from privrelease.exceptions import PrivacyLeakWarning
+from privrelease.noise import Laplace, VectorLaplace, laplace_noise, uniform_full_precision
 from privrelease.utils import (
+    RandomSource,
     SecureRandomSource,
     SeededRandomSource,
     check_random_source,
@@ -65,7 +67,8 @@ def test_laplace_noise_function_and_zero_scale():
     x = laplace_noise(2.0, 40_000, random_state=5)
     assert stats.kstest(x, "laplace", args=(0, 2.0)).pvalue > P_FLOOR
     np.testing.assert_array_equal(laplace_noise(0.0, 3, random_state=0), np.zeros(3))
-    assert Laplace(epsilon=np.inf, random_state=0).randomise(2.5) == 2.5
+    with pytest.warns(PrivacyLeakWarning, match="no noise"):
+        assert Laplace(epsilon=np.inf, random_state=0).randomise(2.5) == 2.5
     assert np.ndim(Laplace(scale=1.0, random_state=0).sample()) == 0
 
 
@@ -83,6 +86,89 @@ def test_snapping_outputs_on_grid_within_bound(mode, scale, bound):
             assert np.mean(y) == pytest.approx(value, abs=0.05 * scale + grid / 2)
             assert np.std(y) == pytest.approx(np.sqrt(2) * scale, rel=0.1, abs=grid)
     assert np.all(np.abs(mech.sample(100)) <= bound)
+
+
+# ---------------------------------------------------------------- full-precision uniform, snapping tail
+
+class _ScriptedSource(RandomSource):
+    """53-bit words from a seeded generator, except the calls listed in ``zero_calls``
+    (0-based), which return all-zero words: forces the leading bits of a draw."""
+
+    def __init__(self, seed, zero_calls):
+        self._rng = np.random.default_rng(seed)
+        self._zero = set(zero_calls)
+        self._calls = 0
+
+    def _bits53(self, n):
+        call, self._calls = self._calls, self._calls + 1
+        if call in self._zero:
+            return np.zeros(int(n), dtype=np.uint64)
+        return self._rng.integers(0, 2**53, size=int(n), dtype=np.uint64)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_uniform_full_precision_law(mode):
+    src = check_random_source(_seed(mode, 20))
+    u = uniform_full_precision(src, 400_000)
+    assert u.min() > 0 and u.max() < 1
+    assert stats.kstest(u, "uniform").pvalue > P_FLOOR
+    # binade index G = floor(-log2 U) is geometric: P(G = g) = 2**-(g + 1)
+    g = np.floor(-np.log2(u)).astype(int)
+    counts = np.bincount(np.minimum(g, 12), minlength=13)
+    probs = np.append(0.5 ** np.arange(1, 13), 0.5**12)
+    assert stats.chisquare(counts, probs * u.size).pvalue > P_FLOOR
+    # inside a binade the 52-bit mantissa is uniform: U 2**(G+1) - 1 ~ U[0, 1)
+    assert stats.kstest(u * 2.0 ** (g + 1) - 1.0, "uniform").pvalue > P_FLOOR
+    # below 2**-10 the values are NOT on the grid (k + 1/2) / 2**53 of a 53-bit uniform
+    small = u[u < 2.0**-10]
+    assert small.size > 200
+    assert np.mean(small * 2.0**54 != np.round(small * 2.0**54)) > 0.9
+
+
+def test_uniform_full_precision_reaches_far_below_two_to_minus_53():
+    # three all-zero 53-bit words, then random bits: U < 2**-159
+    u = uniform_full_precision(_ScriptedSource(0, zero_calls=[0, 1, 2]), 5)
+    assert np.all(u < 2.0**-159) and np.all(u > 0)
+    # all bits zero: the exponent is capped at the smallest subnormal, never 0
+    u = uniform_full_precision(_ScriptedSource(0, zero_calls=range(30)), 3)
+    np.testing.assert_array_equal(u, np.full(3, 2.0**-1074))
+
+
+def test_snapping_noise_tail_beyond_the_old_grid_cap():
+    # A uniform on the grid (k + 1/2) / 2**53 caps the snapping noise at ln(2**54) = 37.4
+    # scale units. Force the first 53 bits of every uniform to be 0 (the words right after
+    # the sign bits): the noise then exceeds 53 ln 2 = 36.7 units, and by memorylessness the
+    # excess |X| / lambda - 53 ln 2 is Exp(1) (up to the grid rounding, here 1/64 unit).
+    lam, n = 1.0, 20_000           # grid = 1: the old code could only output 37 here
+    mech = Laplace(scale=lam, snapping_bound=1e3, random_state=_ScriptedSource(1, [1]))
+    y = np.abs(mech.randomise(np.zeros(n)))
+    assert y.min() >= 37 and np.mean(y > 37.4) > 0.4 and y.max() >= 45
+    # exact law: y = round(lam (53 ln 2 + E)), E ~ Exp(1): chi-square on the integers
+    c = 53 * np.log(2)
+    ks = np.arange(37, 45)            # round(36.74 + E) >= 37
+    edges = np.clip((np.append(ks - 0.5, ks[-1] + 0.5) / lam) - c, 0, None)
+    probs = np.diff(-np.exp(-edges))
+    probs = np.append(probs, np.exp(-edges[-1]))
+    counts = np.append([np.sum(y == k) for k in ks], np.sum(y > ks[-1]))
+    assert counts.sum() == n
+    assert stats.chisquare(counts, probs / probs.sum() * n).pvalue > P_FLOOR
+    # far in the tail: three zero words push the noise beyond 159 ln 2 = 110 units
+    mech = Laplace(scale=1.0, snapping_bound=1e4, random_state=_ScriptedSource(2, [1, 2, 3]))
+    assert np.all(np.abs(mech.randomise(np.zeros(4))) >= 110)
+
+
+def test_infinite_epsilon_is_consistent_across_the_noise_module():
+    with pytest.warns(PrivacyLeakWarning, match=r"Laplace\(epsilon=inf\) adds no noise"):
+        lap = Laplace(epsilon=np.inf, random_state=0)
+    assert lap.scale == 0 and lap.randomise(1.25) == 1.25
+    with pytest.warns(PrivacyLeakWarning, match=r"VectorLaplace\(epsilon=inf\) adds no noise"):
+        vec = VectorLaplace(dimension=3, epsilon=np.inf, sensitivity=1.0, random_state=0)
+    assert vec.scale == 0
+    np.testing.assert_array_equal(vec.sample(2), np.zeros((2, 3)))
+    # with snapping, epsilon=inf only clamps
+    with pytest.warns(PrivacyLeakWarning):
+        snap = Laplace(epsilon=np.inf, snapping_bound=2.0, random_state=0)
+    assert snap.randomise(5.0) == 2.0
 
 
 # ---------------------------------------------------------------- VectorLaplace

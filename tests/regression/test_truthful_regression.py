@@ -9,6 +9,7 @@ from sklearn.linear_model import Ridge
 from privrelease.exceptions import PrivacyLeakWarning
 from privrelease.regression import (
     TruthfulRegressionMechanism,
+    best_response_factor,
     brier_payment,
     parameter_schedule,
     ridge_sensitivity,
@@ -237,18 +238,113 @@ def test_flat_prior_shrinks_nothing_gaussian_prior_shrinks():
 
 def test_schedule_exponents_and_limits():
     q = 0.6
-    s = parameter_schedule(1000, 3, privacy_exponent=q)
+    s = parameter_schedule(1000, 3, privacy_exponent=q, response_tolerance=None)
     p = s["alpha_exponent"]
     assert (1 + 2 * q) / 3 < p < 1
     assert s["epsilon"] == pytest.approx(1000 ** -q)
     assert s["alpha"] == pytest.approx(1000 ** p)
     assert s["payment_offset"] == pytest.approx(4 * s["epsilon"] ** 2)
     assert s["budget_bound"] == pytest.approx(1000 * (s["payment_offset"] + s["payment_scale"]))
-    big = parameter_schedule(10**8, 3, privacy_exponent=q)
+    big = parameter_schedule(10**8, 3, privacy_exponent=q, response_tolerance=None)
     for key in ("budget_bound", "expected_noise_norm", "ridge_shrinkage", "epsilon"):
         assert big[key] < s[key]
     # the payment incentive dominates the privacy saving more and more
     assert big["payment_scale"] / big["privacy_cost_bound"] > s["payment_scale"] / s["privacy_cost_bound"]
+
+
+# ---------------------------------------------------------------- best response (incentives)
+
+
+def test_best_response_factor_closed_form_and_audit_values():
+    # m / (m + alpha (d + 2)), m = floor(n / 2)
+    assert best_response_factor(2000, 2, 5.0) == pytest.approx(1000 / 1020)
+    assert best_response_factor(2001, 3, 10.0) == pytest.approx(1000 / 1050)
+    # the audit: the uncapped schedule at n = 2000 makes the best report about 0.30 y
+    s = parameter_schedule(2000, 2, response_tolerance=None)
+    assert s["best_response_factor"] == pytest.approx(1000 / (1000 + 4 * 2000**0.84))
+    assert 0.25 < s["best_response_factor"] < 0.35
+    # f >= 1 - t exactly when alpha (d + 2) <= m t / (1 - t)
+    m, d, t = 500, 3, 0.1
+    edge = m * t / (1 - t) / (d + 2)
+    assert best_response_factor(2 * m, d, edge) == pytest.approx(1 - t)
+    above, below = (best_response_factor(2 * m, d, edge * c) for c in (1.01, 0.99))
+    assert above < 1 - t < below
+
+
+def test_payoff_maximising_report_by_simulation():
+    """Simulate the mechanism's real payments for a grid of reports of player 0, with common
+    random numbers: the expected payment peaks at f * y0, f the mean of her measured
+    best_response_factors_ (and close to the predicted best_response_factor)."""
+    rng = np.random.default_rng(20)
+    n, d, alpha, Y = 400, 2, 100.0, 3.0
+    tau2, sigma2 = 0.25, 0.01
+    x0, y0 = np.array([0.8, 0.0]), 0.5
+    cov = np.linalg.inv(np.eye(d) / tau2 + np.outer(x0, x0) / sigma2)   # her posterior
+    mean = cov @ x0 * y0 / sigma2
+    reports = np.linspace(0.0, 0.6, 7)
+    totals, factors = np.zeros(reports.size), []
+    mech = TruthfulRegressionMechanism(alpha=alpha, epsilon=50.0, response_bound=Y,
+                                       prior_variance=tau2, noise_variance=sigma2)
+    for _ in range(80):
+        th = rng.multivariate_normal(mean, cov)
+        X = _unit_ball(rng, n, d)
+        X[0] = x0
+        yy = X @ th + np.sqrt(sigma2) * rng.normal(size=n)
+        seed = int(rng.integers(2**31))
+        for k, r in enumerate(reports):
+            yy[0] = r
+            mech.set_params(random_state=seed).fit(X, yy)
+            totals[k] += mech.payments_[0]
+        factors.append(mech.best_response_factors_[0])
+    coef = np.polyfit(reports, totals, 2)
+    best_report = -coef[1] / (2 * coef[0])
+    measured = np.mean(factors)
+    assert best_report / y0 == pytest.approx(measured, rel=0.07)
+    assert measured == pytest.approx(best_response_factor(n, d, alpha), rel=0.06)
+    assert best_report < 0.5 * y0          # strong shrinkage: far from truthful
+
+
+def test_default_schedule_keeps_reports_within_ten_percent():
+    rng = np.random.default_rng(21)
+    theta = np.array([0.5, -0.4])
+    for n in (300, 3_000, 30_000):
+        s = parameter_schedule(n, 2)
+        assert s["alpha_capped"] and s["best_response_factor"] == pytest.approx(0.95)
+        X, y = _linear_data(rng, n, 2, theta)
+        mech = TruthfulRegressionMechanism(alpha=s["alpha"], epsilon=s["epsilon"],
+                                           random_state=n).fit(X, y)
+        # every player's payoff-maximising report is within 10 % of her response
+        assert np.nanmin(mech.best_response_factors_) >= 0.9
+        # the uncapped schedule would not: the audit's 0.30 at n = 2000
+        old = parameter_schedule(n, 2, response_tolerance=None)
+        assert old["best_response_factor"] < 0.75
+    # predicted factor >= 0.95 at every n, and it tends to 1 once the cap stops binding
+    ns = np.unique(np.logspace(np.log10(2), 18, 60).astype(np.int64))
+    f = np.array([parameter_schedule(int(n), 2)["best_response_factor"] for n in ns])
+    assert np.all(f >= 0.95 - 1e-12) and f[-1] > 0.97
+    # privacy and budget still vanish (they do not depend on alpha)
+    eps = np.array([parameter_schedule(int(n), 2)["epsilon"] for n in ns])
+    bud = np.array([parameter_schedule(int(n), 2)["budget_bound"] for n in ns])
+    assert np.all(np.diff(eps) < 0) and np.all(np.diff(bud[ns >= 10]) < 0)
+    assert eps[-1] < 1e-10 and bud[-1] < 0.02
+    with pytest.raises(ValueError, match="response_tolerance must be < 1, got 1.5"):
+        parameter_schedule(100, 2, response_tolerance=1.5)
+
+
+def test_best_response_factors_attribute_is_the_rayleigh_quotient():
+    rng = np.random.default_rng(22)
+    X, y = _linear_data(rng, 60, 3, np.array([0.2, 0.1, -0.3]))
+    X[5] = 0.0
+    mech = TruthfulRegressionMechanism(alpha=7.0, epsilon=np.inf, random_state=1)
+    with pytest.warns(PrivacyLeakWarning):
+        mech.fit(X, y)
+    for i in (0, 17, 42):
+        Xo = X[mech.group_ != mech.group_[i]]
+        # E[ridge(X_o, X_o theta)] = S theta: S by sklearn's Ridge on the columns of X_o
+        S = np.column_stack([Ridge(alpha=7.0, fit_intercept=False).fit(Xo, Xo[:, j]).coef_
+                             for j in range(3)])
+        assert mech.best_response_factors_[i] == pytest.approx(X[i] @ S @ X[i] / (X[i] @ X[i]))
+    assert np.isnan(mech.best_response_factors_[5])
 
 
 def test_budget_shrinks_and_accuracy_improves_with_n():

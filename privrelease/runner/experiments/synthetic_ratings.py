@@ -1,12 +1,16 @@
 """What privacy costs on synthetic ratings: curves, frontier, ROC, and BlurMe for comparison.
 
-For each data set (the Politics-and-TV preset and/or ``make_ratings``):
+For each data set (the Politics-and-TV preset, ``make_ratings`` and/or ``"realistic"``,
+:func:`~privrelease.datasets.make_realistic_ratings` with its two attributes, gender and a
+three-class age band: the mappers protect the JOINT attribute, the attackers score the joint
+attribute and each column):
 
 1. the privacy-utility curve of :class:`~privrelease.mappers.QuantizedPrivacyMapper`
    (defaults) over a grid of leakage caps: leakage, distortion, fixed and adaptive
    attackers, RMSE of the paper's Table I protocol with the two reference releases;
 2. the paper's naive release of cluster representatives at perfect privacy;
-3. BlurMe (Weinsberg et al. 2012, greedy) over a grid of added-rating fractions;
+3. BlurMe (Weinsberg et al. 2012, greedy) over a grid of added-rating fractions, and
+   BlurMore (Strucks, Slokom, Larson 2019: as many removals as additions) over the same grid;
 4. the operating point: the lowest RMSE among the mapper's points whose worst
    adaptive attacker has a folded AUC at most ``target_auc``.
 """
@@ -79,6 +83,8 @@ def compare_methods(curves, target_auc):
                 "worst_auc_fixed": r["worst_auc_fixed"], "worst_auc_adaptive": r["worst_auc_adaptive"],
                 "rmse_released": r["rmse_released"], "rel_increase_released": r["rel_increase_released"],
                 "meets_target": bool(r["worst_auc_adaptive"] <= target_auc),
+                # marginals of a 2-D attribute (the unsuffixed figures score the joint attribute)
+                **{c: r[c] for c in curve.frame.columns if c.startswith("worst_auc_adaptive__")},
             })
     return pd.DataFrame(rows)
 
@@ -92,7 +98,8 @@ def _frontier_figure(curves, ref, x, title):
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6.5, 4.5))
-    markers = {"optimal mapping": "o-", "naive representatives": "s", "BlurMe (greedy)": "^--"}
+    markers = {"optimal mapping": "o-", "naive representatives": "s", "BlurMe (greedy)": "^--",
+               "BlurMore (greedy)": "v-."}
     top = 1.04 * max(ref["rmse_release_nothing"], ref["rmse_original"],
                      *[c.frame["rmse_released"].max() for m, (c, _) in curves.items() if m != "naive representatives"])
     off = []
@@ -118,19 +125,23 @@ def _frontier_figure(curves, ref, x, title):
 
 
 def _one_dataset(report, name, R, a, *, rec, max_leakages, fractions, n_clusters, opt_in_fraction, cv,
-                 heldout_fraction, attack_models, target_auc, seed, n_jobs):
+                 heldout_fraction, attack_models, target_auc, seed, n_jobs, blurmore_fractions=None):
     import matplotlib.pyplot as plt
 
-    from ...evaluation import BlurMe, privacy_utility_curve
+    from ...evaluation import BlurMe, BlurMore, privacy_utility_curve
     from ...mappers import QuantizedPrivacyMapper
 
     common = dict(opt_in_fraction=opt_in_fraction, cv=cv, heldout_fraction=heldout_fraction,
                   recommender=rec, attack_models=attack_models, random_state=seed, n_jobs=n_jobs, verbose=1)
+    if getattr(a, "ndim", 1) == 2:  # several attributes: every method protects the joint attribute
+        common["mapper_target"] = "joint"
     q = privacy_utility_curve(QuantizedPrivacyMapper(n_clusters=n_clusters), R, a,
                               max_leakages=max_leakages, **common)
     naive = privacy_utility_curve(QuantizedPrivacyMapper(n_clusters=n_clusters, release="representative"),
                                   R, a, max_leakages=[0.0], **common)
     blur = privacy_utility_curve(BlurMe(strategy="greedy"), R, a, param="fraction", values=fractions, **common)
+    more = privacy_utility_curve(BlurMore(strategy="greedy"), R, a, param="fraction",
+                                 values=fractions if blurmore_fractions is None else blurmore_fractions, **common)
     f = q.frame
     ref = f.iloc[0]
 
@@ -153,6 +164,7 @@ def _one_dataset(report, name, R, a, *, rec, max_leakages, fractions, n_clusters
     _csv_only(report, q.frame, f"{name}_mapper_curve_all_columns")
     _csv_only(report, q.attacks, f"{name}_mapper_attacks")
     _csv_only(report, blur.frame, f"{name}_blurme_curve_all_columns")
+    _csv_only(report, more.frame, f"{name}_blurmore_curve_all_columns")
     _csv_only(report, q.per_fold, f"{name}_mapper_rmse_per_fold")
 
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
@@ -169,8 +181,8 @@ def _one_dataset(report, name, R, a, *, rec, max_leakages, fractions, n_clusters
 
     point = operating_point(f, target_auc)
     curves = {"optimal mapping": (q, "max_leakage"), "naive representatives": (naive, "max_leakage"),
-              "BlurMe (greedy)": (blur, "fraction")}
-    report.section(f"{name}: against BlurMe and the naive release")
+              "BlurMe (greedy)": (blur, "fraction"), "BlurMore (greedy)": (more, "fraction")}
+    report.section(f"{name}: against BlurMe, BlurMore and the naive release")
     table = compare_methods(curves, target_auc)
     report.table(table, f"{name}_comparison",
                  caption=f"`meets_target`: worst adaptive folded AUC <= {target_auc}. BlurMe aims at one fixed "
@@ -213,6 +225,10 @@ def _one_dataset(report, name, R, a, *, rec, max_leakages, fractions, n_clusters
     bl = blur.frame
     out[f"{name}_blurme_worst_auc_adaptive_at_max_fraction"] = float(bl["worst_auc_adaptive"].iloc[-1])
     out[f"{name}_blurme_worst_auc_fixed_at_max_fraction"] = float(bl["worst_auc_fixed"].iloc[-1])
+    bm = more.frame
+    out[f"{name}_blurmore_worst_auc_adaptive_at_max_fraction"] = float(bm["worst_auc_adaptive"].iloc[-1])
+    out[f"{name}_blurmore_worst_auc_fixed_at_max_fraction"] = float(bm["worst_auc_fixed"].iloc[-1])
+    out[f"{name}_blurmore_rel_increase_at_max_fraction"] = float(bm["rel_increase_released"].iloc[-1])
     return out
 
 
@@ -223,7 +239,7 @@ def run(report, *, random_state=0, quick=False, datasets=("politics_tv", "make_r
         attack_models=("logistic", "forest"), politics_recommender=None, ratings_recommender=None,
         n_jobs=2):
     """Curves, frontier, ROC and the BlurMe comparison; returns headline numbers."""
-    from ...datasets import make_politics_tv, make_ratings
+    from ...datasets import make_politics_tv, make_ratings, make_realistic_ratings
 
     seed = 0 if random_state is None else int(random_state)
     politics_recommender = politics_recommender if politics_recommender is not None else \
@@ -242,12 +258,15 @@ def run(report, *, random_state=0, quick=False, datasets=("politics_tv", "make_r
         elif name == "make_ratings":
             R, a, _ = make_ratings(n_users, n_items, random_state=seed)
             spec = ratings_recommender
+        elif name == "realistic":  # the preset's 1,700 items; n_items is make_ratings' only
+            R, a, _ = make_realistic_ratings(n_users, random_state=seed)
+            spec = ratings_recommender
         else:
-            raise ValueError(f"unknown data set {name!r}; expected 'politics_tv' or 'make_ratings'")
+            raise ValueError(f"unknown data set {name!r}; expected 'politics_tv', 'make_ratings' or 'realistic'")
         headline.update(_one_dataset(
             report, name, R, a, rec=_recommender(spec, (1, 5)), max_leakages=list(max_leakages),
             fractions=list(blurme_fractions), n_clusters=n_clusters, opt_in_fraction=opt_in_fraction, cv=cv,
             heldout_fraction=heldout_fraction, attack_models=list(attack_models), target_auc=target_auc,
-            seed=seed, n_jobs=n_jobs))
+            seed=seed, n_jobs=n_jobs, blurmore_fractions=list(blurme_fractions)[-1:] if quick else None))
     report.json(headline, "headline")
     return headline

@@ -146,21 +146,27 @@ def run(report, *, random_state=0, quick=False, n_features=2,
                 "ir_fraction": float(np.mean(mech.payments_ >= privacy_cost)),
                 "budget_bound": s["budget_bound"],
                 "expected_noise_norm": s["expected_noise_norm"],
+                "best_response_factor": float(np.nanmean(mech.best_response_factors_)),
             })
     runs = pd.DataFrame(rows)
     summary = runs.groupby("n", as_index=False).agg(
         epsilon=("epsilon", "first"), alpha=("alpha", "first"), error=("error", "mean"),
         ridge_error=("ridge_error", "mean"), expected_noise_norm=("expected_noise_norm", "first"), budget=("budget", "mean"),
-        budget_bound=("budget_bound", "first"), ir_fraction=("ir_fraction", "mean"))
+        budget_bound=("budget_bound", "first"), ir_fraction=("ir_fraction", "mean"),
+        best_response_factor=("best_response_factor", "mean"))
     report.section("Parameter schedule: accuracy, budget, individual rationality")
     report.text(
-        f"`epsilon = n^-{privacy_exponent:g}`, `alpha = n^{(3 + 2 * privacy_exponent) / 5:g}`, "
+        f"`epsilon = n^-{privacy_exponent:g}`, `alpha = min(n^{(3 + 2 * privacy_exponent) / 5:g}, "
+        "floor(n/2) / (19 (d + 2)))` (the cap keeps reports within 10 % of the truth), "
         "payment offset `4 epsilon^2` (IR for privacy-cost coefficients up to 1), payment scale "
         f"`n^-{(1 + 2 * privacy_exponent) / 2:g}` (see `parameter_schedule`). `error` is "
         "`||coef_ - theta||` of the released (noisy) estimator, `ridge_error` that of the "
         "noiseless ridge estimator (bias only), `expected_noise_norm` the mean norm "
         "`d Delta / epsilon` of the privacy noise; privacy costs `c_i (2 epsilon)^2` with "
-        f"`c_i ~ Exp(1)`. Mean over {repetitions} runs; theta has norm 0.6, d = {d}."
+        f"`c_i ~ Exp(1)`. Mean over {repetitions} runs; theta has norm 0.6, d = {d}. "
+        "`best_response_factor`: mean over players of the ratio of a player's "
+        "payoff-maximising report to her true response (`best_response_factors_`; "
+        "1 = truthful)."
     )
     report.table(summary, "schedule", caption="Accuracy, budget and IR fraction against n.")
     fig, ax = plt.subplots(1, 2, figsize=(10, 4))

@@ -1,0 +1,303 @@
+"""Rating formats: long form (user, item, rating), a user x item sparse matrix, and Surprise.
+
+Every estimator of privrelease takes ratings as a user x item matrix (0 = not
+rated). Data usually arrives in LONG form, one row per rating (a pandas
+DataFrame with a user column, an item column and a rating column), or as a
+Surprise ``Dataset`` / ``Trainset``. :class:`RatingsFrame` is the one converter
+between them: it learns the id mappings once (``user_ids_``, ``item_ids_``), so a
+matrix row or column always maps back to the caller's ids, and a released matrix
+can be written back in long form or handed to Surprise with the original ids.
+"""
+
+import numbers
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+
+__all__ = ["RatingsFrame"]
+
+
+def _surprise():
+    try:
+        import surprise
+    except ImportError as exc:  # pragma: no cover - surprise is a dependency
+        raise ImportError("the Surprise formats need scikit-surprise (pip install scikit-surprise)") from exc
+    return surprise
+
+
+class RatingsFrame:
+    """Convert ratings between long form, a sparse user x item matrix and Surprise, keeping the ids.
+
+    Parameters
+    ----------
+    user : str, default="user"
+        Column of the user ids in long-form frames.
+    item : str, default="item"
+        Column of the item ids.
+    rating : str, default="rating"
+        Column of the ratings (numbers, nonzero: 0 means "not rated" in the matrix).
+    sort_ids : bool, default=True
+        Order rows and columns by sorted id (``False``: by first appearance).
+        Ids that cannot be compared (for example ints beside strings) need
+        ``sort_ids=False``.
+
+    Attributes
+    ----------
+    user_ids_ : pandas.Index
+        Raw user id of each matrix row.
+    item_ids_ : pandas.Index
+        Raw item id of each matrix column.
+
+    See Also
+    --------
+    privrelease.recommender.SurpriseRecommender : takes the matrix (and the ids,
+        ``fit(X, user_ids=rf.user_ids_, item_ids=rf.item_ids_)``).
+
+    Notes
+    -----
+    This is the documented path from long-form or Surprise data to the mappers::
+
+        rf = RatingsFrame().fit(ratings)            # ratings: DataFrame user, item, rating
+        X = rf.to_matrix(ratings)                   # CSR, rows = rf.user_ids_, columns = rf.item_ids_
+        X_released = mapper.fit(X, y).transform(X)  # y: one label per row of X (rf.align(labels))
+        released = rf.from_matrix(X_released)       # long form again, the original ids
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from privrelease.recommender import RatingsFrame
+    >>> df = pd.DataFrame({"user": ["ann", "bob", "ann"], "item": [10, 10, 30], "rating": [4, 2, 5]})
+    >>> rf = RatingsFrame().fit(df)
+    >>> X = rf.to_matrix(df)
+    >>> X.toarray().tolist(), list(rf.user_ids_), list(rf.item_ids_)
+    ([[4.0, 5.0], [2.0, 0.0]], ['ann', 'bob'], [10, 30])
+    >>> rf.from_matrix(X).to_dict("list")
+    {'user': ['ann', 'ann', 'bob'], 'item': [10, 30, 10], 'rating': [4.0, 5.0, 2.0]}
+    """
+
+    def __init__(self, user="user", item="item", rating="rating", *, sort_ids=True):
+        for name, value in (("user", user), ("item", item), ("rating", rating)):
+            if not isinstance(value, str):
+                raise TypeError(f"{name} must be a column name (str), got {value!r} of type {type(value).__name__}")
+        if len({user, item, rating}) != 3:
+            raise ValueError(f"user, item and rating must name three different columns, got {(user, item, rating)!r}")
+        if not isinstance(sort_ids, (bool, np.bool_)):
+            raise TypeError(f"sort_ids must be a bool, got {sort_ids!r}")
+        self.user = user
+        self.item = item
+        self.rating = rating
+        self.sort_ids = bool(sort_ids)
+
+    def __repr__(self):
+        return (f"RatingsFrame(user={self.user!r}, item={self.item!r}, rating={self.rating!r}, "
+                f"sort_ids={self.sort_ids!r})")
+
+    # ------------------------------------------------------------------ checks
+    def _check_frame(self, ratings):
+        if not isinstance(ratings, pd.DataFrame):
+            raise TypeError(f"ratings must be a pandas DataFrame in long form (one row per rating), got "
+                            f"{type(ratings).__name__}")
+        missing = [c for c in (self.user, self.item, self.rating) if c not in ratings.columns]
+        if missing:
+            raise ValueError(f"ratings has no column(s) {missing!r}; its columns are {list(ratings.columns)!r} "
+                             f"(set user=, item=, rating= to name them)")
+        for col in (self.user, self.item):
+            if ratings[col].isna().any():
+                row = int(np.flatnonzero(ratings[col].isna().to_numpy())[0])
+                raise ValueError(f"ratings[{col!r}] has a missing id (row {row}); every rating needs a user "
+                                 "and an item")
+        r = pd.to_numeric(ratings[self.rating], errors="coerce")
+        bad = r.isna()
+        if bad.any():
+            row = int(np.flatnonzero(bad.to_numpy())[0])
+            raise ValueError(f"ratings[{self.rating!r}] must hold numbers, got {ratings[self.rating].iloc[row]!r} "
+                             f"at row {row}")
+        r = r.to_numpy(dtype=np.float64)
+        if not np.all(np.isfinite(r)):
+            row = int(np.flatnonzero(~np.isfinite(r))[0])
+            raise ValueError(f"ratings[{self.rating!r}] must be finite, got {r[row]!r} at row {row}")
+        if np.any(r == 0):
+            row = int(np.flatnonzero(r == 0)[0])
+            raise ValueError(f"ratings[{self.rating!r}] holds 0 at row {row}; 0 means 'not rated' in a rating "
+                             "matrix, so a rating must be nonzero (shift the scale, for example 0-4 to 1-5)")
+        dup = ratings.duplicated([self.user, self.item])
+        if dup.any():
+            row = int(np.flatnonzero(dup.to_numpy())[0])
+            raise ValueError(f"user {ratings[self.user].iloc[row]!r} rates item {ratings[self.item].iloc[row]!r} "
+                             f"more than once (row {row}); keep one rating per (user, item) pair")
+        return r
+
+    def _index(self, values, what):
+        uniq = pd.unique(pd.Series(values, dtype=object) if values.dtype == object else values)
+        if self.sort_ids:
+            try:
+                uniq = np.sort(uniq)
+            except TypeError:
+                raise TypeError(f"the {what} ids cannot be sorted (mixed types such as "
+                                f"{sorted({type(v).__name__ for v in uniq})!r}); use sort_ids=False") from None
+        return pd.Index(uniq)
+
+    def _check_fitted(self):
+        if not hasattr(self, "user_ids_"):
+            raise AttributeError("this RatingsFrame has no id mappings yet; call fit(ratings) or "
+                                 "RatingsFrame.from_surprise(...) first")
+
+    # ------------------------------------------------------------------ long form
+    def fit(self, ratings):
+        """Learn the id mappings (one row per user, one column per item) from a long-form frame.
+
+        Parameters
+        ----------
+        ratings : pandas.DataFrame
+            One row per rating, with the ``user``, ``item`` and ``rating`` columns.
+
+        Returns
+        -------
+        self
+        """
+        self._check_frame(ratings)
+        self.user_ids_ = self._index(ratings[self.user].to_numpy(), "user")
+        self.item_ids_ = self._index(ratings[self.item].to_numpy(), "item")
+        return self
+
+    @property
+    def shape(self):
+        """``(n_users, n_items)`` of the matrices this converter writes."""
+        self._check_fitted()
+        return len(self.user_ids_), len(self.item_ids_)
+
+    def to_matrix(self, ratings):
+        """The user x item CSR matrix of a long-form frame (0 = not rated).
+
+        Raises
+        ------
+        ValueError
+            A user or item id that :meth:`fit` did not see, a duplicate
+            (user, item) pair, a zero, missing or non-numeric rating.
+        """
+        self._check_fitted()
+        r = self._check_frame(ratings)
+        rows = self.user_ids_.get_indexer(ratings[self.user])
+        cols = self.item_ids_.get_indexer(ratings[self.item])
+        for what, idx, col in (("user", rows, self.user), ("item", cols, self.item)):
+            if np.any(idx < 0):
+                unknown = pd.unique(ratings[col].to_numpy()[idx < 0])
+                raise ValueError(f"{len(unknown)} {what} id(s) unknown to this RatingsFrame, for example "
+                                 f"{unknown[0]!r}; fit it on every rating first")
+        X = sp.csr_matrix((r, (rows, cols)), shape=self.shape, dtype=np.float64)
+        X.sort_indices()
+        return X
+
+    def from_matrix(self, X):
+        """Long form of a user x item matrix (its stored nonzero entries), with the original ids.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_users, n_items)
+            For example a mapper's release of :meth:`to_matrix`'s output.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Columns ``user``, ``item``, ``rating``, sorted by row then column.
+        """
+        self._check_fitted()
+        X = sp.csr_matrix(X, dtype=np.float64) if not sp.issparse(X) else sp.csr_matrix(X).astype(np.float64)
+        if X.shape != self.shape:
+            raise ValueError(f"X has shape {X.shape} but this RatingsFrame maps {self.shape[0]} users x "
+                             f"{self.shape[1]} items")
+        X = X.copy()
+        X.eliminate_zeros()
+        X.sort_indices()
+        rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+        return pd.DataFrame({self.user: self.user_ids_[rows], self.item: self.item_ids_[X.indices],
+                             self.rating: X.data})
+
+    def align(self, values, *, name="values"):
+        """Per-user values (a pandas Series indexed by user id, or a dict) in the matrix's row order.
+
+        Users without a value get ``-1`` (the "not disclosed" marker of
+        :func:`privrelease.utils.undisclosed_mask`), so private labels can be
+        aligned with :meth:`to_matrix`'s rows directly.
+        """
+        self._check_fitted()
+        if isinstance(values, dict):
+            values = pd.Series(values)
+        if not isinstance(values, (pd.Series, pd.DataFrame)):
+            raise TypeError(f"{name} must be a pandas Series (or DataFrame) indexed by user id, or a dict, got "
+                            f"{type(values).__name__}")
+        out = values.reindex(self.user_ids_)
+        return out.astype(object).where(out.notna(), -1).to_numpy()
+
+    # ------------------------------------------------------------------ Surprise
+    def _as_frame(self, data):
+        if isinstance(data, pd.DataFrame):
+            self._check_frame(data)
+            return data[[self.user, self.item, self.rating]]
+        return self.from_matrix(data)
+
+    def to_surprise(self, data, *, rating_scale=(1, 5)):
+        """A Surprise ``Dataset`` of long-form ratings or of a matrix, with the original raw ids.
+
+        Parameters
+        ----------
+        data : pandas.DataFrame or {array-like, sparse matrix} of shape (n_users, n_items)
+        rating_scale : (low, high), default=(1, 5)
+            Passed to ``surprise.Reader``.
+
+        Returns
+        -------
+        surprise.Dataset
+        """
+        _check_scale(rating_scale)
+        surprise = _surprise()
+        df = self._as_frame(data)
+        reader = surprise.Reader(rating_scale=tuple(rating_scale))
+        return surprise.Dataset.load_from_df(df, reader)
+
+    def to_trainset(self, data, *, rating_scale=(1, 5)):
+        """A Surprise ``Trainset`` (``build_full_trainset``) of long-form ratings or of a matrix."""
+        return self.to_surprise(data, rating_scale=rating_scale).build_full_trainset()
+
+    @classmethod
+    def from_surprise(cls, data, *, user="user", item="item", rating="rating", sort_ids=True):
+        """A converter fitted on a Surprise ``Dataset`` or ``Trainset``, and its ratings.
+
+        Parameters
+        ----------
+        data : surprise.Dataset or surprise.Trainset
+            A ``Dataset`` built from a frame or a file (its ``raw_ratings``), or
+            a ``Trainset`` (every rating, through its raw ids).
+
+        Returns
+        -------
+        converter : RatingsFrame
+            Fitted: ``user_ids_`` / ``item_ids_`` are Surprise's raw ids.
+        ratings : pandas.DataFrame
+            The ratings in long form (apply ``converter.to_matrix`` for the matrix).
+        """
+        rf = cls(user, item, rating, sort_ids=sort_ids)
+        if hasattr(data, "all_ratings") and hasattr(data, "to_raw_uid"):
+            triples = [(data.to_raw_uid(u), data.to_raw_iid(i), r) for u, i, r in data.all_ratings()]
+        elif hasattr(data, "raw_ratings"):
+            triples = [(u, i, r) for u, i, r, *_ in data.raw_ratings]
+        else:
+            raise TypeError("data must be a surprise Dataset (with raw_ratings) or Trainset, got "
+                            f"{type(data).__name__}")
+        df = pd.DataFrame(triples, columns=[user, item, rating])
+        df[rating] = df[rating].astype(np.float64)
+        rf.fit(df)
+        return rf, df
+
+
+def _check_scale(rating_scale):
+    try:
+        low, high = rating_scale
+    except (TypeError, ValueError):
+        raise ValueError(f"rating_scale must be a pair (low, high), got {rating_scale!r}") from None
+    for v in (low, high):
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real):
+            raise TypeError(f"rating_scale must hold two numbers, got {rating_scale!r}")
+    if not low < high:
+        raise ValueError(f"rating_scale must be (low, high) with low < high, got {tuple(rating_scale)!r}")
