@@ -139,6 +139,14 @@ class ErasureMapper(_BaseMapper):
     ``mismatch_bound_`` the largest per-attribute bound (each block estimated
     from the users who disclosed that column).
 
+    Data formats: ``X`` is a table of categorical fields (a DataFrame comes
+    back as a DataFrame with its index and columns). Per-user private labels
+    kept by user id (a Series, or a DataFrame with one column per attribute)
+    are put in the rows' order with
+    :meth:`privrelease.recommender.RatingsFrame.align` (``-1`` where unknown);
+    rating data in long form goes to :class:`QuantizedPrivacyMapper` through
+    :class:`~privrelease.recommender.RatingsFrame`.
+
     Missing values in the input are refused (an erased cell cannot be released again
     through the mapping).
 

@@ -284,6 +284,15 @@ class QuantizedPrivacyMapper(_BaseMapper):
     profiles; they depend on the mapping only through ``c_hat``'s posterior,
     so the release stays a function of ``c_hat`` alone.
 
+    Data formats: ratings in long form (a DataFrame of user, item, rating) or
+    in Surprise go through :class:`~privrelease.recommender.RatingsFrame`, the
+    one documented path::
+
+        rf = RatingsFrame("user", "item", "rating").fit(df)
+        X = rf.to_matrix(df)                  # CSR, rows rf.user_ids_, columns rf.item_ids_
+        y = rf.align(labels)                  # Series (or DataFrame: one column per attribute) by user id
+        released = rf.from_matrix(QuantizedPrivacyMapper().fit(X, y).transform(X))  # long form, same ids
+
     Measured (self-check, not a test; Surprise SVD trained on opted-in users'
     originals plus protected users' releases, 10 % of each protected user's
     ratings held out before release; adaptive logistic / forest attackers

@@ -288,3 +288,33 @@ def test_marginal_maximal_leakage_bounds_every_marginal():
                                  protect="marginal", random_state=0).fit(R, Y)
     assert est.leakage_per_attribute_.max() <= est.leakage_ + 1e-12
     assert est.leakage_per_attribute_.max() > 0  # the budget leaves some leakage to bound
+
+
+def test_long_form_round_trip_through_ratings_frame_with_two_attributes():
+    """RatingsFrame.fit(df) -> mapper.fit(rf.to_matrix(df), rf.align(labels)) -> rf.from_matrix(release)."""
+    from privrelease.recommender import RatingsFrame
+
+    R, Y = _ratings(n=200)
+    rng = np.random.default_rng(5)
+    users = np.array([f"user-{i:03d}" for i in rng.permutation(200)])
+    items = 1000 + 7 * np.arange(R.shape[1])  # ids that are not column numbers
+    r, c = np.nonzero(R)
+    df = pd.DataFrame({"who": users[r], "what": items[c], "stars": R[r, c]}).sample(frac=1.0, random_state=0)
+    labels = pd.DataFrame({"gender": Y[:, 0], "age": Y[:, 1]}, index=users).iloc[::2]  # half disclosed
+    rf = RatingsFrame("who", "what", "stars").fit(df)
+    X = rf.to_matrix(df)
+    # no user, item or rating lost, ids kept
+    back = rf.from_matrix(X)
+    key = ["who", "what"]
+    pd.testing.assert_frame_equal(back.sort_values(key).reset_index(drop=True),
+                                  df.sort_values(key).reset_index(drop=True), check_dtype=False)
+    y = rf.align(labels)
+    assert y.shape == (200, 2) and (y == -1).all(axis=1).sum() == 100
+    est = QuantizedPrivacyMapper(n_clusters=4, protect="marginal", random_state=0).fit(X, y)
+    assert est.n_labeled_ == 100 and [list(cl) for cl in est.classes_] == [[0, 1], [0, 1, 2]]
+    released = est.transform(X)
+    long = rf.from_matrix(released)
+    assert set(long["who"]) <= set(users) and set(long["what"]) <= set(items)
+    # the long release is exactly the released matrix: every released rating kept, under its own ids
+    assert (rf.to_matrix(long) != released).nnz == 0
+    assert len(long) == released.nnz
