@@ -318,3 +318,12 @@ def test_long_form_round_trip_through_ratings_frame_with_two_attributes():
     # the long release is exactly the released matrix: every released rating kept, under its own ids
     assert (rf.to_matrix(long) != released).nnz == 0
     assert len(long) == released.nnz
+
+
+def test_refined_output_points_keep_the_stacked_marginal_prior():
+    R, Y = _ratings()
+    est = QuantizedPrivacyMapper(n_clusters=5, metric="sqeuclidean", max_leakage=0.02, n_refine=2,
+                                 protect="marginal", random_state=0).fit(R, Y)
+    assert est.prior_.shape[0] == 2 + 3
+    assert est.leakage_ <= 0.02 + 1e-6
+    assert np.mean(est.leakage_per_attribute_) == pytest.approx(est.leakage_, abs=1e-9)
