@@ -27,32 +27,7 @@ def test_pipeline_file_matches_run_signature(module):
     assert set(spec["params"]) <= set(params)
 
 
-def _top5_threat_by_counting(random_state):
-    """I(A; B_top5) in bits and the MAP accuracy on the 5 most rated shows, from counts.
-
-    An oracle independent of the library's leakage code: the joint law is counted in a
-    dict over (5-bit pattern, party), the accuracy is an exact fraction.
-    """
-    from collections import Counter
-    from fractions import Fraction
-    from math import log2
-
-    from privrelease.datasets import make_politics_tv
-
-    R, a, _ = make_politics_tv(random_state=random_state)
-    R = R.toarray()
-    raters = (R != 0).sum(axis=0)
-    top5 = sorted(range(R.shape[1]), key=lambda j: (-raters[j], j))[:5]
-    patterns = [tuple(int(R[u, j] >= 4) for j in top5) for u in range(R.shape[0])]
-    n = len(patterns)
-    joint = Counter(zip(patterns, a.tolist()))
-    p_b, p_a = Counter(patterns), Counter(a.tolist())
-    mi = sum(c / n * log2(c * n / (p_b[b] * p_a[y])) for (b, y), c in joint.items())
-    acc = Fraction(sum(max(joint[(b, y)] for y in p_a) for b in p_b), n)
-    return mi, float(acc)
-
-
-def test_politics_binarized_quick(tmp_path):
+def test_politics_binarized_quick(tmp_path, top5_threat_by_counting):
     rep = Report(tmp_path, title="binarized")
     head = politics_tv_binarized.run(rep, random_state=0, quick=True)
     rep.save()
@@ -60,7 +35,7 @@ def test_politics_binarized_quick(tmp_path):
               "politics_binarized_roc.png", "report.md"):
         assert (tmp_path / f).is_file(), f
     # the threat figures (paper: 0.191 bits, 71 %) against plug-in counts done here by hand
-    mi, acc = _top5_threat_by_counting(random_state=0)
+    mi, acc = top5_threat_by_counting(random_state=0)
     assert head["mi_top5_bits"] == pytest.approx(mi, abs=1e-12)
     assert head["map_accuracy_top5"] == pytest.approx(acc, abs=1e-12)
     # perfect privacy can only add distortion to the quantization's own (delta = 0 point)

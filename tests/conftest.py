@@ -1,0 +1,34 @@
+"""Oracles shared by tests in several folders (independent of the library's own code)."""
+
+from collections import Counter
+from fractions import Fraction
+from math import log2
+
+import pytest
+
+
+def _top5_threat_by_counting(random_state):
+    """I(A; B_top5) in bits and the MAP accuracy on the binarized 5 most rated Politics-and-TV shows.
+
+    Independent of the library's leakage code: the joint law is counted in a dict over
+    (5-bit pattern, party), and the accuracy is an exact fraction.
+    """
+    from privrelease.datasets import make_politics_tv
+
+    R, a, _ = make_politics_tv(random_state=random_state)
+    R = R.toarray()
+    raters = (R != 0).sum(axis=0)
+    top5 = sorted(range(R.shape[1]), key=lambda j: (-raters[j], j))[:5]
+    patterns = [tuple(int(R[u, j] >= 4) for j in top5) for u in range(R.shape[0])]
+    n = len(patterns)
+    joint = Counter(zip(patterns, a.tolist()))
+    p_b, p_a = Counter(patterns), Counter(a.tolist())
+    mi = sum(c / n * log2(c * n / (p_b[b] * p_a[y])) for (b, y), c in joint.items())
+    acc = Fraction(sum(max(joint[(b, y)] for y in p_a) for b in p_b), n)
+    return mi, float(acc)
+
+
+@pytest.fixture
+def top5_threat_by_counting():
+    """The by-hand count of the Politics-and-TV top-5 threat (see :func:`_top5_threat_by_counting`)."""
+    return _top5_threat_by_counting
