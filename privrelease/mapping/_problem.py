@@ -173,7 +173,7 @@ class Problem:
                 if np.isfinite(S0).any(axis=1).all():
                     mu = lagrangian_bound(S0, Wb, rhs, None if free else mu)[1]
             for _ in range(3):
-                pi2 = self.refine_pi(P, pi, Wb, mu)
+                pi2 = self.refine_pi(P, pi, Wb, mu, budget=0.02 * target_bits * LN2)
                 lb2, mu2 = lagrangian_bound(self.scores(pi2), Wb, rhs, None if free else mu)
                 if lb2 <= lb:
                     break
@@ -183,7 +183,7 @@ class Problem:
         gap = max(f - lb, 0.0)
         return gap / LN2, mu, f
 
-    def refine_pi(self, P, pi, Wb, mu, max_columns=400, max_cuts=30):
+    def refine_pi(self, P, pi, Wb, mu, max_columns=400, max_cuts=30, budget=0.0):
         """Improve ``pi_j`` on lightly used outputs (any ``pi`` gives a valid bound).
 
         The posterior of an output that carries almost no mass is numerically
@@ -207,10 +207,33 @@ class Problem:
         keep = np.ones(V.shape[1], dtype=bool)
         keep[cand] = False
         m_used = V[:, keep].min(axis=1) if keep.any() else np.full(V.shape[0], np.inf)
-        with np.errstate(invalid="ignore"):
-            hurt = np.nan_to_num(np.maximum(m_used[:, None] - V[:, cand], 0.0), nan=0.0, posinf=0.0).sum(axis=0)
-        order = cand[np.argsort(-hurt)][: max_columns]
-        order = [j for j, h in zip(order, np.sort(hurt)[::-1]) if h > 0]
+        def hurt_of(Vc):
+            with np.errstate(invalid="ignore"):
+                return np.nan_to_num(np.maximum(m_used[:, None] - Vc, 0.0), nan=0.0, posinf=0.0).sum(axis=0)
+
+
+        hurt = hurt_of(V[:, cand])
+        # cheap first stage: offer each light output the posterior of every well-used output
+        # (duplicate or neighbouring outputs share posteriors at the optimum) and keep the best
+        used = np.flatnonzero(keep)
+        if used.size and cand.size and used.size * cand.size * self.k <= 5e7:
+            Lu = np.log(np.maximum(pi[:, used], 1e-300)) - np.log(self.pA)[:, None]
+            Su = self.M.T @ Lu  # (k, n_used): S for pi = pi_used, before the output's own distortion
+            for i, jj in enumerate(cand):
+                if hurt[i] <= 0:
+                    continue
+                rows_ok = self.mask[:, jj]
+                Vc = np.where(rows_ok[:, None], Su + mu * Wb[:, jj][:, None], np.inf)
+                h = hurt_of(Vc)
+                b_i = int(np.argmin(h))
+                if h[b_i] < hurt[i]:
+                    hurt[i] = h[b_i]
+                    pi[:, jj] = pi[:, used[b_i]]
+        srt = np.argsort(-hurt)
+        order, hs = cand[srt][: max_columns], hurt[srt][: max_columns]
+        # an output can raise the bound by at most its hurt: skip the tail that cannot matter
+        tail = np.cumsum(hs[::-1])[::-1]
+        order = [j for j, h, t in zip(order, hs, tail) if h > 0 and t > budget]
         na = self.M.shape[0]
         for j in order:
             mj = m_used
