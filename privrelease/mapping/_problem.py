@@ -85,10 +85,18 @@ def lagrangian_bound(A, B, rhs, mu0=None, n_bisect=60):
 
 
 class Problem:
-    """Reduced form of ``(prior, distortion)``; all quantities in nats internally."""
+    """Reduced form of ``(prior, distortion)``; information in nats, distortions in units of
+    ``scale`` (the largest finite distortion): ``to_internal`` / ``to_user`` convert budgets."""
 
     def __init__(self, prior, distortion):
         self.prior = prior
+        self.D_user = distortion
+        fin = distortion[np.isfinite(distortion)]
+        top = float(np.abs(fin).max()) if fin.size else 0.0
+        #: distortions are divided by ``scale`` (the largest finite entry) so that every
+        #: internal tolerance is relative: ``D`` and ``1e-13 * D`` give the same mapping
+        self.scale = top if top > 0 and np.isfinite(top) else 1.0
+        distortion = distortion / self.scale
         self.D = distortion
         self.n_public, self.n_outputs = distortion.shape
         finite = np.isfinite(distortion)
@@ -123,6 +131,14 @@ class Problem:
         self.P_min[np.arange(self.k), self.argmin_full[self.rows]] = 1.0
         tie_tol = 1e-12 * (1.0 + np.abs(self.row_min_full[self.rows]))
         self.argmin_mask = self.mask & (self.d <= (self.row_min_full[self.rows] + tie_tol)[:, None])
+
+    def to_internal(self, delta):
+        """A distortion budget in user units -> internal units (divided by ``scale``)."""
+        return float(delta) / self.scale
+
+    def to_user(self, value):
+        """An internal distortion -> user units."""
+        return float(value) * self.scale
 
     # ---- objective and posterior ------------------------------------------------------
     def objective(self, P):
