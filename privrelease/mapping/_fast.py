@@ -281,8 +281,12 @@ class _Barrier:
                 if con:
                     g = g + (mub / s) * w
                 r1 = math.sqrt(lam / s) * w if con else None
-                solve = self.factor(J, x / z, r1)
-                dx, _ = solve(g)
+                try:
+                    solve = self.factor(J, x / z, r1)
+                    dx, _ = solve(g)
+                except (ZeroDivisionError, FloatingPointError, np.linalg.LinAlgError):
+                    broken = True  # degenerate Newton system (e.g. a budget within 1e-10 of the minimum)
+                    break
                 dec = -float(g @ dx)
                 if not np.isfinite(dec) or dec < -1e-9 * max(1.0, abs(float(g @ x))):
                     broken = True  # the Newton system lost its accuracy: keep the best point
@@ -552,13 +556,20 @@ def _kkt_polish(prob, P, delta, *, tol, max_iter=30, max_outer=8):
             if Q is None:
                 break
             Qf = prob.clean(Q, delta) if has_con and prob.distortion(Q) > delta else Q
-            g, lam_q, _ = prob.certificate(Qf, delta)  # plain posterior bound (cheap)
+            # posterior bound with cheap choices for unused outputs (no LP)
+            g, lam_q, _ = prob.certificate(Qf, delta, target_bits=0.5 * tol, lp=False)
             if DEBUG:
                 print("polish", c, "nnz", (Q > 0).sum(), "gap", g)
             if g < best[1]:
                 best = (Qf, g)
             if g <= 0.5 * tol:
                 return best
+            if g <= 100 * tol:  # close: the refined bound (better posteriors for unused outputs)
+                g = prob.certificate(Qf, delta, target_bits=0.5 * tol)[0]
+                if g < best[1]:
+                    best = (Qf, g)
+                if g <= 0.5 * tol:
+                    return best
             # pricing: entries off the support whose reduced cost is below the row's level
             Vq = prob.scores(prob.posteriors(Q)) + lam_q * prob.W
             on = Q > 0

@@ -164,7 +164,7 @@ class Problem:
         S = self.M.T @ L
         return np.where(self.mask, S, np.inf)
 
-    def certificate(self, P, delta, mu0=None, target_bits=None):
+    def certificate(self, P, delta, mu0=None, target_bits=None, lp=True):
         """(gap in bits, multiplier, objective in nats) for a feasible reduced mapping.
 
         With ``target_bits``, when the plain posterior choice of ``pi`` leaves a gap
@@ -189,7 +189,7 @@ class Problem:
                 if np.isfinite(S0).any(axis=1).all():
                     mu = lagrangian_bound(S0, Wb, rhs, None if free else mu)[1]
             for _ in range(3):
-                pi2 = self.refine_pi(P, pi, Wb, mu, budget=0.02 * target_bits * LN2)
+                pi2 = self.refine_pi(P, pi, Wb, mu, budget=0.02 * target_bits * LN2, lp=lp)
                 lb2, mu2 = lagrangian_bound(self.scores(pi2), Wb, rhs, None if free else mu)
                 if lb2 <= lb:
                     break
@@ -199,7 +199,7 @@ class Problem:
         gap = max(f - lb, 0.0)
         return gap / LN2, mu, f
 
-    def refine_pi(self, P, pi, Wb, mu, max_columns=400, max_cuts=30, budget=0.0):
+    def refine_pi(self, P, pi, Wb, mu, max_columns=400, max_cuts=30, budget=0.0, lp=True):
         """Improve ``pi_j`` on lightly used outputs (any ``pi`` gives a valid bound).
 
         The posterior of an output that carries almost no mass is numerically
@@ -245,6 +245,8 @@ class Problem:
                 if h[b_i] < hurt[i]:
                     hurt[i] = h[b_i]
                     pi[:, jj] = pi[:, used[b_i]]
+        if not lp:
+            return pi
         srt = np.argsort(-hurt)
         order, hs = cand[srt][: max_columns], hurt[srt][: max_columns]
         # an output can raise the bound by at most its hurt: skip the tail that cannot matter

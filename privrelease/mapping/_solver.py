@@ -63,6 +63,11 @@ _SOLVERS = ("auto", "fast", "cvxpy")
 def _check_problem(prior, distortion, leakage, solver):
     """Validate the inputs shared by :func:`solve_mapping` and the curve; returns ``(P, D)``."""
     P = check_prior(prior)
+    if P.shape[0] < 2:
+        raise ValueError(f"prior must have at least 2 private values (rows) for leakage to mean anything, "
+                         f"got shape {P.shape}")
+    if P.shape[1] < 2:
+        raise ValueError(f"prior must have at least 2 public values (columns) to map, got shape {P.shape}")
     D = check_distortion(distortion, P.shape[1])
     if leakage not in _KINDS:
         raise ValueError(f"leakage must be one of {_KINDS}, got {leakage!r}")
@@ -251,7 +256,7 @@ def _solve_mi_target(prob, target_bits, solver, tol):
     ``distortion_gap`` = returned distortion minus the lower bound (rigorous); the
     answer is certified when it is at most ``DIST_RTOL`` times the distortion range.
     """
-    L = target_bits * LN2
+    L = target_bits * LN2 * (1 - 1e-12)  # a hair inside, so that rounding never exceeds the target
     rng_ = max(prob.delta_max - prob.delta_min, 0.0)
     dist_tol = DIST_RTOL * max(rng_, 1e-300)
     lines = []  # (delta_k, LB_k, lambda_k): LB_k - lambda_k (delta - delta_k) <= I*(delta)
@@ -260,12 +265,24 @@ def _solve_mi_target(prob, target_bits, solver, tol):
     names = set()
     all_ok = True
 
+    inner = {"tol": tol}
+
     def run(d, warm=None):
         nonlocal all_ok
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
-            P, cert, name, ok, _ = _delta_best(prob, d, solver, tol, warm)
+            try:  # "auto": the fast path first, whatever its certificate (only its bound matters here)
+                P, cert, name, ok, _ = _delta_best(prob, d, "fast" if solver == "auto" else solver,
+                                                   inner["tol"], warm)
+            except SolverError:
+                if solver != "auto":
+                    raise
+                P, cert, name, ok, _ = _delta_best(prob, d, "cvxpy", inner["tol"], warm)
         all_ok &= ok
+        lam_k = cert["multiplier"]
+        if np.isfinite(lam_k) and lam_k > 0:
+            # the bound's root is only as good as gap / slope: tighten the next solves
+            inner["tol"] = max(min(tol, 0.1 * lam_k * dist_tol / LN2), 1e-14)
         names.add(name)
         f = prob.objective(P)
         lam = cert["multiplier"]
@@ -408,7 +425,7 @@ def _solve_ml(prob, delta, target_bits, solver):
         cert = {"gap_bits": float(max(math.log2(max(primal, 1.0)) - math.log2(max(dual, 1.0)), 0.0)),
                 "lp_gap": float(max(primal - dual, 0.0)), "method": "linear program (HiGHS), dual bound"}
         return P, cert, name, "optimal" if cert["gap_bits"] <= ML_GAP_BITS else "inaccurate"
-    cap = 2.0 ** target_bits
+    cap = 2.0 ** target_bits * (1 - 1e-13)
     if ml_sum(P) > cap:
         # LP feasibility tolerances can leave the target exceeded by ~1e-8: pull back inside
         Ppp, _ = perfect_privacy_mapping(prob)
