@@ -179,9 +179,17 @@ class Problem:
         Wb = np.zeros_like(self.W) if free else self.W
         rhs = 0.0 if free else rhs
         lb, mu = lagrangian_bound(self.scores(pi), Wb, rhs, None if free else mu0)
-        if target_bits is not None and (f - lb) / LN2 > target_bits:
+        # outputs "light" relative to the largest: first 1e-2 (posteriors of barely used outputs
+        # are unreliable), then 1e-9 (only the unused ones: a light but used output's posterior
+        # is meaningful and must not be moved)
+        pi0, mu0_ = pi, mu
+        best_mu = mu
+        for light_rel in (1e-2, 1e-9):
+            if target_bits is None or (f - lb) / LN2 <= target_bits:
+                break
+            pi, mu = pi0, mu0_
             q = self.pc @ P
-            light = q <= 1e-2 * q.max()
+            light = q <= light_rel * q.max()
             if light.any() and not light.all():
                 # the multiplier suggested by the well-used outputs alone
                 S0 = self.scores(pi)
@@ -189,17 +197,19 @@ class Problem:
                 if np.isfinite(S0).any(axis=1).all():
                     mu = lagrangian_bound(S0, Wb, rhs, None if free else mu)[1]
             for _ in range(3):
-                pi2 = self.refine_pi(P, pi, Wb, mu, budget=0.02 * target_bits * LN2, lp=lp)
+                pi2 = self.refine_pi(P, pi, Wb, mu, budget=0.02 * target_bits * LN2, lp=lp, light_rel=light_rel)
                 lb2, mu2 = lagrangian_bound(self.scores(pi2), Wb, rhs, None if free else mu)
                 if lb2 <= lb:
                     break
                 pi, lb, mu = pi2, lb2, mu2
+                best_mu = mu
                 if (f - lb) / LN2 <= target_bits:
                     break
+        mu = best_mu
         gap = max(f - lb, 0.0)
         return gap / LN2, mu, f
 
-    def refine_pi(self, P, pi, Wb, mu, max_columns=400, max_cuts=30, budget=0.0, lp=True):
+    def refine_pi(self, P, pi, Wb, mu, max_columns=400, max_cuts=30, budget=0.0, lp=True, light_rel=1e-2):
         """Improve ``pi_j`` on lightly used outputs (any ``pi`` gives a valid bound).
 
         The posterior of an output that carries almost no mass is numerically
@@ -216,7 +226,7 @@ class Problem:
         V = self.scores(pi) + mu * Wb
         q = self.pc @ P
         const = -(self.M.T @ np.log(self.pA))  # (k,)
-        cand = np.flatnonzero(q <= 1e-2 * q.max())
+        cand = np.flatnonzero(q <= light_rel * q.max())
         if cand.size == 0:
             return pi
         # target per row: the best value over the well-used outputs (the others are refined)
