@@ -25,6 +25,21 @@ Policy when nothing certifies to ``tol``: an explicit ``solver="fast"`` or
 and emits a :class:`~privrelease.exceptions.ConvergenceWarning` (never silently).
 ``"auto"`` skips the cvxpy fallback above ``CVXPY_FALLBACK_MAX_VARIABLES``
 (250,000 mapping entries), where the plain formulation takes minutes.
+
+Tolerance policy
+----------------
+* Leakage (bits are scale free): ``tol`` is an absolute bound on the certified
+  gap, reported in ``certificate['gap_bits']`` for every answer.
+* Distortion: ``D`` is divided by ``scale`` = its largest finite entry before
+  anything is compared, so every distortion tolerance is relative and ``D`` and
+  ``c * D`` (budget ``c * delta``) give the same mapping. A budget below
+  ``(delta_min - BUDGET_RTOL) * scale`` is infeasible; within it, ``delta_min``.
+* ``max_leakage`` mode (every solver): the returned mapping's leakage is at most
+  the target (up to 1e-12 relative rounding) and ``certificate['distortion_gap']``
+  is a rigorous bound on its distance to the smallest distortion reaching the
+  target (Lagrangian lower bounds, :func:`_solve_mi_target`); certified when it is
+  at most ``DIST_RTOL`` times the distortion range. The maximal-leakage target is
+  enforced exactly after the LP (mixing with the perfect-privacy mapping).
 """
 
 import math
