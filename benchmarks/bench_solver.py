@@ -60,11 +60,22 @@ def family_instance(seed, na_range=(2, 10), k_range=(8, 120)):
     return prior, d, dmin + rng.uniform(0.01, 0.6) * (dmean - dmin), f"|A|={na} k={k} {kind}"
 
 
-def scale_instance(k, seed=0):
+def scale_instance(k, seed=0, kind="logistic"):
+    """|A| = 2, k random centres in R^2, squared-Euclidean distortion, delta = 5% of the mean.
+
+    ``kind="logistic"`` (the benchmark's own): Dirichlet(2) marginal p(c) and a noisy
+    logistic posterior p(a=1 | c) = sigmoid(2 x_1 + 0.5 eps). ``kind="dirichlet"``
+    (issue 10's k = 300 case): the joint p(a, c) drawn from Dirichlet(0.5).
+    """
     rng = np.random.default_rng(seed + k)
     X = rng.normal(size=(k, 2))
     d = squared_euclidean_distortion(X)
-    prior = rng.dirichlet(np.full(2 * k, 0.5)).reshape(2, k)
+    if kind == "dirichlet":
+        prior = rng.dirichlet(np.full(2 * k, 0.5)).reshape(2, k)
+    else:
+        pc = rng.dirichlet(np.full(k, 2.0))
+        post = 1.0 / (1.0 + np.exp(-(2.0 * X[:, 0] + 0.5 * rng.normal(size=k))))
+        prior = np.vstack([pc * (1 - post), pc * post])
     return prior, d, 0.05 * float(d.mean())
 
 
@@ -128,13 +139,13 @@ def section_families(n, tol, seed):
           f"min {np.min(np.minimum(r[:, 2], r[:, 4]) / r[:, 0]):.1f}x")
 
 
-def section_scale(ks, tol, cvxpy_max_k):
-    print(f"\n== scale: |A|=2, Dirichlet(0.5), sq-Euclidean, delta = 5% of mean (load {load():.1f})")
+def section_scale(ks, tol, cvxpy_max_k, kind):
+    print(f"\n== scale ({kind} prior): |A|=2, sq-Euclidean, delta = 5% of mean (load {load():.1f})")
     hdr = f"{'k':>5} {'solver':>15} {'time_s':>9} {'leakage_bits':>14} {'gap_bits':>9} {'peak_MB':>8}"
     print(hdr)
     print("-" * len(hdr))
     for k in ks:
-        prior, d, delta = scale_instance(k)
+        prior, d, delta = scale_instance(k, kind=kind)
         prob = Problem(prior, d)
         dl = prob.to_internal(delta)
         tracemalloc.start()
@@ -181,12 +192,14 @@ def main(argv=None):
     ap.add_argument("--tol", type=float, default=1e-6, help="certified gap (bits) asked of every answer")
     ap.add_argument("--cvxpy-max-k", type=int, default=300)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--prior", choices=["logistic", "dirichlet"], default="logistic",
+                    help="scale section's prior (see scale_instance)")
     args = ap.parse_args(argv)
     ks = args.ks or ([30, 60] if args.quick else [300, 1000, 2000, 5000])
     if "families" in args.sections:
         section_families(3 if args.quick else args.n_families, args.tol, args.seed)
     if "scale" in args.sections:
-        section_scale(ks, args.tol, args.cvxpy_max_k)
+        section_scale(ks, args.tol, args.cvxpy_max_k, args.prior)
     if "curve" in args.sections:
         section_curve(60 if args.quick else 300, 20, args.tol)
     return 0

@@ -11,7 +11,7 @@ from ._leakage import expected_distortion, leakage as _leakage, map_attack_accur
 from ._lp import perfect_privacy_mapping
 from ._problem import Problem
 from ._result import MappingResult
-from ._solver import BUDGET_RTOL, _check_problem, _check_sizes, solve_mapping
+from ._solver import BUDGET_RTOL, _check_problem, solve_mapping
 
 __all__ = ["privacy_distortion_curve"]
 
@@ -81,7 +81,6 @@ def privacy_distortion_curve(prior, distortion, deltas, *, leakage="mutual_infor
             f"{prob.to_user(prob.delta_min)!r}",
             smallest_feasible=prob.to_user(prob.delta_min),
         )
-    _check_sizes(P)
     Ppp, dpp = perfect_privacy_mapping(prob)
 
     def pp_result(d):

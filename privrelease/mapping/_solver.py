@@ -86,15 +86,6 @@ def _check_problem(prior, distortion, leakage, solver):
     return P, D
 
 
-def _check_sizes(P):
-    """|A| = 1 or k = 1 (issue 10: refused, after the budget check so an infeasible budget says so)."""
-    if P.shape[0] < 2:
-        raise ValueError(f"prior must have at least 2 private values (rows) for leakage to mean anything, "
-                         f"got shape {P.shape}")
-    if P.shape[1] < 2:
-        raise ValueError(f"prior must have at least 2 public values (columns) to map, got shape {P.shape}")
-
-
 def _cvxpy_candidates(prob, *, delta=None, target_nats=None, solvers=("CLARABEL", "SCS"), tight=True):
     """Yield ``(name, P)`` for each cvxpy solver that returns a point (plain formulation).
 
@@ -572,7 +563,6 @@ def solve_mapping(prior, distortion, delta=None, *, max_leakage=None, leakage="m
                 f"{prob.to_user(prob.delta_min)!r} (= sum_c p(c) min_c_hat d(c, c_hat))",
                 smallest_feasible=prob.to_user(prob.delta_min),
             )
-        _check_sizes(P)
         delta_eff = max(d_int, prob.delta_min)
         if leakage == "maximal_leakage":
             Pr, cert, name, status = _ml_policy(_solve_ml(prob, delta_eff, None, solver), solver)
@@ -581,7 +571,6 @@ def solve_mapping(prior, distortion, delta=None, *, max_leakage=None, leakage="m
         return _make_result(prob, Pr, prior=P, distortion=D, status=status, certificate=cert, solver=name,
                             delta=float(delta), max_leakage=None, kind=leakage)
     target = check_budget(max_leakage, "max_leakage")
-    _check_sizes(P)
     if leakage == "maximal_leakage":
         Pr, cert, name, status = _ml_policy(_solve_ml(prob, None, min(target, 1e3), solver), solver)
     else:
