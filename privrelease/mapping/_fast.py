@@ -42,6 +42,19 @@ Algorithm
    (above ``1e-5`` of their row's largest entry): the barrier's duality gap grows
    with the number of entries.
 
+5. **Exact KKT polish** (:func:`_kkt_polish`). When the certificate is still
+   above ``tol``, the optimality conditions restricted to the support (identified
+   by comparing each entry with its reduced cost) are solved by a projected,
+   Levenberg-Marquardt safeguarded Newton method, with pricing of the entries off
+   the support. The Lagrangian bound is a sum of row minima, hence first order in
+   the distance to the optimum: it needs the exact ties that only such a polish
+   gives (a barrier at ``mu m ~ tol`` leaves the ties off by ``O(mu)``).
+
+The barrier is weighted by ``p(c) k`` per entry: every reduced cost of row ``c``
+scales with ``p(c)``, so an unweighted barrier keeps light rows far from their
+optimum. All distortions are in units of the problem's ``scale`` (see
+:class:`~privrelease.mapping._problem.Problem`), so the tolerances are relative.
+
 The returned mapping is feasible; entries below ``1e-13``, ``1e-8`` or ``1e-5``
 of their row's largest are set to 0 when that improves the certificate (sparse
 optima stay sparse). The best certified iterate over all rounds is returned.
