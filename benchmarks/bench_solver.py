@@ -1,105 +1,207 @@
-"""Fast certified solver vs the plain cvxpy formulation on the same instances.
+"""Fast certified solver vs the plain cvxpy formulation (CLARABEL, SCS), side by side.
 
-Instance (one per k): |A| = 2, k random centres in R^dim (standard normal),
-distortion = squared Euclidean distance between centres, prior with a
-Dirichlet(2) marginal p(c) and a noisy logistic posterior
-p(a=1 | c) = sigmoid(2 x_1 + 0.5 eps), delta = 5% of the mean distortion.
+Sections (one run prints every table):
 
-Rows: our solver (``solver="fast"``) and the plain formulation
-(the ``solver="cvxpy"`` formulation with CLARABEL, then with SCS, at each solver's
-default tolerances unless ``--tight``). Every answer goes
-through the same certification (rigorous duality gap, in bits); "status" is
-"optimal" when certified to tol, "uncertified" when the solver returned a point
-whose certificate is above tol, "failed" when the solver returned nothing
-usable. A cvxpy run is skipped above ``--cvxpy-max-k`` (it needs k^2 variables).
+1. ``families``: random instances of issue 10's families (Dirichlet(0.1 .. 1) priors,
+   |A| = 2 .. 10, k = 8 .. 120, squared-Euclidean / Hamming / L1, forbidden entries),
+   solved by ``solver="fast"``, and by cvxpy CLARABEL and SCS at their default
+   tolerances; every answer goes through the same certificate (rigorous duality gap
+   in bits). Reports certification counts, median / max times and the worst leakage
+   difference to the best cvxpy answer.
+2. ``scale``: |A| = 2, k random centres in R^2, squared-Euclidean distortion, a
+   Dirichlet(0.5) prior, delta = 5% of the mean distortion (issue 10's k = 300 case),
+   for k = 300 (side by side with cvxpy), 1000, 2000 and 5000 (fast only; time and
+   peak memory of the process, ``tracemalloc`` peak of Python allocations).
+3. ``curve``: a 20-point privacy-distortion curve at k = 300 vs one solve.
+
+The machine is shared: absolute times vary with its load (printed with the tables).
 
 Usage::
 
-    python benchmarks/bench_solver.py            # k = 100, 300, 1000, 2000
-    python benchmarks/bench_solver.py --quick    # k = 30, 60 (smoke run)
+    python benchmarks/bench_solver.py                 # everything (slow: minutes)
+    python benchmarks/bench_solver.py --quick         # small smoke run
+    python benchmarks/bench_solver.py --sections scale --ks 300 1000
 """
 
 import argparse
+import os
 import time
+import tracemalloc
 import warnings
 
 import numpy as np
 
-from privrelease.exceptions import SolverError
-from privrelease.mapping import squared_euclidean_distortion
+from privrelease.mapping import privacy_distortion_curve, squared_euclidean_distortion
 from privrelease.mapping._fast import solve_fast
 from privrelease.mapping._problem import LN2, Problem
 from privrelease.mapping._solver import _cvxpy_candidates
 
 
-def instance(k, dim, seed):
+def family_instance(seed, na_range=(2, 10), k_range=(8, 120)):
     rng = np.random.default_rng(seed)
-    X = rng.normal(size=(k, dim))
+    na = int(rng.integers(na_range[0], na_range[1] + 1))
+    k = int(rng.integers(k_range[0], k_range[1] + 1))
+    prior = rng.dirichlet(np.full(na * k, rng.uniform(0.1, 1.0))).reshape(na, k)
+    X = rng.normal(size=(k, 2))
+    kind = ("sq-euclidean", "hamming", "l1")[seed % 3]
+    if kind == "sq-euclidean":
+        d = squared_euclidean_distortion(X)
+    elif kind == "hamming":
+        d = 1.0 - np.eye(k)
+    else:
+        d = np.abs(X[:, None, :] - X[None, :, :]).sum(axis=2)
+    if rng.random() < 0.5:
+        forb = (rng.random((k, k)) < 0.1) & ~np.eye(k, dtype=bool)
+        d[forb] = np.inf
+    pc = prior.sum(axis=0)
+    dfin = np.where(np.isinf(d), np.nan, d)
+    dmin = float((pc * np.nanmin(dfin, axis=1)).sum())
+    dmean = float((pc * np.nanmean(dfin, axis=1)).sum())
+    return prior, d, dmin + rng.uniform(0.01, 0.6) * (dmean - dmin), f"|A|={na} k={k} {kind}"
+
+
+def scale_instance(k, seed=0, kind="logistic"):
+    """|A| = 2, k random centres in R^2, squared-Euclidean distortion, delta = 5% of the mean.
+
+    ``kind="logistic"`` (the benchmark's own): Dirichlet(2) marginal p(c) and a noisy
+    logistic posterior p(a=1 | c) = sigmoid(2 x_1 + 0.5 eps). ``kind="dirichlet"``
+    (issue 10's k = 300 case): the joint p(a, c) drawn from Dirichlet(0.5).
+    """
+    rng = np.random.default_rng(seed + k)
+    X = rng.normal(size=(k, 2))
     d = squared_euclidean_distortion(X)
-    pc = rng.dirichlet(np.full(k, 2.0))
-    post = 1.0 / (1.0 + np.exp(-(2.0 * X[:, 0] + 0.5 * rng.normal(size=k))))
-    prior = np.vstack([pc * (1 - post), pc * post])
+    if kind == "dirichlet":
+        prior = rng.dirichlet(np.full(2 * k, 0.5)).reshape(2, k)
+    else:
+        pc = rng.dirichlet(np.full(k, 2.0))
+        post = 1.0 / (1.0 + np.exp(-(2.0 * X[:, 0] + 0.5 * rng.normal(size=k))))
+        prior = np.vstack([pc * (1 - post), pc * post])
     return prior, d, 0.05 * float(d.mean())
+
+
+def certify(prob, P, delta, tol):
+    P = prob.clean(P, delta)
+    gap, _, f = prob.certificate(P, delta, target_bits=tol)
+    return f / LN2, gap
 
 
 def run_fast(prob, delta, tol):
     t0 = time.perf_counter()
     P = solve_fast(prob, delta, tol=tol)
     t = time.perf_counter() - t0
-    P = prob.clean(P, delta)
-    gap, _, f = prob.certificate(P, delta, target_bits=tol)
-    return t, f / LN2, prob.distortion(P), gap, "optimal" if gap <= tol else "uncertified"
+    f, gap = certify(prob, P, delta, tol)
+    return t, f, gap
 
 
-def run_cvxpy(prob, delta, tol, name, args_tight=False):
+def run_cvxpy(prob, delta, tol, name):
     t0 = time.perf_counter()
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            cands = list(_cvxpy_candidates(prob, delta=delta, solvers=(name,), tight=args_tight))
-    except Exception as exc:  # noqa: BLE001 - a benchmark reports any failure
-        return time.perf_counter() - t0, np.nan, np.nan, np.nan, f"failed ({type(exc).__name__})"
+            cands = list(_cvxpy_candidates(prob, delta=delta, solvers=(name,), tight=False))
+    except Exception:  # noqa: BLE001 - a benchmark reports any failure
+        cands = []
     t = time.perf_counter() - t0
     if not cands:
-        return t, np.nan, np.nan, np.nan, "failed"
-    P = prob.clean(cands[0][1], delta)
-    gap, _, f = prob.certificate(P, delta, target_bits=tol)
-    return t, f / LN2, prob.distortion(P), gap, "optimal" if gap <= tol else "uncertified"
+        return t, np.nan, np.nan
+    f, gap = certify(prob, cands[0][1], delta, tol)
+    return t, f, gap
+
+
+def load():
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return float("nan")
+
+
+def section_families(n, tol, seed):
+    print(f"\n== families: {n} random instances (load average {load():.1f} on {os.cpu_count()} cores)")
+    rows = []
+    hdr = f"{'instance':>28} {'fast_s':>7} {'gap':>8} {'CLARABEL_s':>10} {'gap':>8} {'SCS_s':>7} {'gap':>8} {'dL_bits':>9}"
+    print(hdr)
+    print("-" * len(hdr))
+    for i in range(n):
+        prior, d, delta, label = family_instance(seed + i)
+        prob = Problem(prior, d)
+        dl = prob.to_internal(delta)
+        tf, ff, gf = run_fast(prob, dl, tol)
+        tc, fc, gc = run_cvxpy(prob, dl, tol, "CLARABEL")
+        ts, fs, gs = run_cvxpy(prob, dl, tol, "SCS")
+        best = np.nanmin([fc, fs]) if np.isfinite([fc, fs]).any() else np.nan
+        rows.append((tf, gf, tc, gc, ts, gs, ff - best))
+        print(f"{label:>28} {tf:>7.2f} {gf:>8.1e} {tc:>10.2f} {gc:>8.1e} {ts:>7.2f} {gs:>8.1e} {ff - best:>9.1e}")
+    r = np.array(rows)
+    for name, t, g in (("fast", r[:, 0], r[:, 1]), ("CLARABEL", r[:, 2], r[:, 3]), ("SCS", r[:, 4], r[:, 5])):
+        print(f"{name:>9}: certified {int(np.sum(g <= tol))}/{n}, time median {np.median(t):.2f} s, max {t.max():.2f} s")
+    print(f"fast minus best cvxpy leakage: max {np.nanmax(r[:, 6]):.1e} bits (negative = fast lower)")
+    print(f"speed-up vs the better cvxpy solver: median {np.median(np.minimum(r[:, 2], r[:, 4]) / r[:, 0]):.1f}x, "
+          f"min {np.min(np.minimum(r[:, 2], r[:, 4]) / r[:, 0]):.1f}x")
+
+
+def section_scale(ks, tol, cvxpy_max_k, kind):
+    print(f"\n== scale ({kind} prior): |A|=2, sq-Euclidean, delta = 5% of mean (load {load():.1f})")
+    hdr = f"{'k':>5} {'solver':>15} {'time_s':>9} {'leakage_bits':>14} {'gap_bits':>9} {'peak_MB':>8}"
+    print(hdr)
+    print("-" * len(hdr))
+    for k in ks:
+        prior, d, delta = scale_instance(k, kind=kind)
+        prob = Problem(prior, d)
+        dl = prob.to_internal(delta)
+        tracemalloc.start()
+        tf, ff, gf = run_fast(prob, dl, tol)
+        peak = tracemalloc.get_traced_memory()[1] / 2**20
+        tracemalloc.stop()
+        print(f"{k:>5} {'fast':>15} {tf:>9.2f} {ff:>14.8f} {gf:>9.1e} {peak:>8.0f}")
+        if k <= cvxpy_max_k:
+            res = []
+            for name in ("CLARABEL", "SCS"):
+                t, f, g = run_cvxpy(prob, dl, tol, name)
+                res.append((t, f, g, name))
+                print(f"{k:>5} {'cvxpy-' + name:>15} {t:>9.2f} {f:>14.8f} {g:>9.1e} {'':>8}")
+            tb = min(r[0] for r in res)
+            fb = np.nanmin([r[1] for r in res])
+            print(f"{'':>5} speed-up vs the better cvxpy: {tb / tf:.1f}x; leakage fast - best cvxpy {ff - fb:.1e} bits")
+
+
+def section_curve(k, n_points, tol):
+    print(f"\n== curve: {n_points} budgets at k = {k} (load {load():.1f})")
+    prior, d, delta = scale_instance(k)
+    t0 = time.perf_counter()
+    prob = Problem(prior, d)
+    run_fast(prob, prob.to_internal(delta), tol)
+    t_one = time.perf_counter() - t0
+    dmin = prob.to_user(prob.delta_min)
+    deltas = np.linspace(dmin, 4 * delta, n_points)
+    t0 = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        curve = privacy_distortion_curve(prior, d, deltas, solver="fast", tol=tol)
+    t_curve = time.perf_counter() - t0
+    print(f"one solve {t_one:.2f} s; curve {t_curve:.2f} s = {t_curve / t_one:.1f}x one solve; "
+          f"certified {int((curve['status'] == 'optimal').sum())}/{n_points}; max gap {curve['gap_bits'].max():.1e} bits; "
+          f"warnings {len(caught)}")
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="small k only (smoke run)")
+    ap.add_argument("--quick", action="store_true", help="small smoke run")
+    ap.add_argument("--sections", nargs="*", default=["families", "scale", "curve"])
     ap.add_argument("--ks", type=int, nargs="*", default=None)
-    ap.add_argument("--dim", type=int, default=2)
-    ap.add_argument("--tol", type=float, default=1e-5, help="certified gap (bits) asked of every answer")
-    ap.add_argument("--tight", action="store_true",
-                    help="run cvxpy solvers with the tight tolerances solve_mapping uses (default: solver defaults)")
+    ap.add_argument("--n-families", type=int, default=20)
+    ap.add_argument("--tol", type=float, default=1e-6, help="certified gap (bits) asked of every answer")
     ap.add_argument("--cvxpy-max-k", type=int, default=300)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--prior", choices=["logistic", "dirichlet"], default="logistic",
+                    help="scale section's prior (see scale_instance)")
     args = ap.parse_args(argv)
-    ks = args.ks or ([30, 60] if args.quick else [100, 300, 1000, 2000])
-    header = f"{'k':>5} {'solver':>15} {'time_s':>9} {'leakage_bits':>14} {'distortion':>11} {'gap_bits':>9}  status"
-    print(header)
-    print("-" * len(header))
-    for k in ks:
-        prior, d, delta = instance(k, args.dim, args.seed + k)
-        prob = Problem(prior, d)
-        rows = [("fast", *run_fast(prob, delta, args.tol))]
-        if k <= args.cvxpy_max_k:
-            for name in ("CLARABEL", "SCS"):
-                rows.append((f"cvxpy-{name}", *run_cvxpy(prob, delta, args.tol, name, args.tight)))
-        for name, t, lk, dist, gap, status in rows:
-            print(f"{k:>5} {name:>15} {t:>9.2f} {lk:>14.8f} {dist:>11.6f} {gap:>9.1e}  {status}")
-        ok = [r for r in rows[1:] if r[5] == "optimal"]
-        if ok:
-            best = min(ok, key=lambda r: r[2])
-            print(f"{'':>5} fast vs best certified cvxpy ({best[0]}): speed-up {best[1] / rows[0][1]:.1f}x, "
-                  f"leakage difference {abs(rows[0][2] - best[2]):.1e} bits")
-        elif len(rows) > 1:
-            fastest = min(rows[1:], key=lambda r: r[1])
-            print(f"{'':>5} no cvxpy solver certified its answer; fast is {fastest[1] / rows[0][1]:.1f}x faster "
-                  "than the quickest cvxpy run")
+    ks = args.ks or ([30, 60] if args.quick else [300, 1000, 2000, 5000])
+    if "families" in args.sections:
+        section_families(3 if args.quick else args.n_families, args.tol, args.seed)
+    if "scale" in args.sections:
+        section_scale(ks, args.tol, args.cvxpy_max_k, args.prior)
+    if "curve" in args.sections:
+        section_curve(60 if args.quick else 300, 20, args.tol)
     return 0
 
 

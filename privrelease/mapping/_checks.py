@@ -31,12 +31,12 @@ def check_prior(prior, *, name="prior"):
     if P.size == 0:
         raise ValueError(f"{name} must not be empty, got shape {P.shape}")
     if not np.all(np.isfinite(P)):
-        raise ValueError(f"{name} must be finite, got {P[~np.isfinite(P)].ravel()[0]!r}")
+        raise ValueError(f"{name} must be finite, got {float(P[~np.isfinite(P)].ravel()[0])!r}")
     if np.any(P < 0):
-        raise ValueError(f"{name} must be non-negative, got a smallest entry of {P.min()!r}")
+        raise ValueError(f"{name} must be non-negative, got a smallest entry of {float(P.min())!r}")
     total = P.sum()
     if abs(total - 1.0) > PRIOR_SUM_TOL:
-        raise ValueError(f"{name} must sum to 1 (a joint distribution), got a sum of {total!r}")
+        raise ValueError(f"{name} must sum to 1 (a joint distribution), got a sum of {float(total)!r}")
     return P / total
 
 
@@ -60,9 +60,10 @@ def check_distortion(distortion, n_public, *, name="distortion"):
     if D.shape[1] == 0:
         raise ValueError(f"{name} must have at least one output column, got shape {D.shape}")
     if np.any(np.isnan(D)):
-        raise ValueError(f"{name} must not contain NaN (use np.inf to forbid a transition)")
+        bad = tuple(int(i) for i in np.argwhere(np.isnan(D))[0])
+        raise ValueError(f"{name} must not contain NaN (use np.inf to forbid a transition), got nan at {bad}")
     if np.any(D < 0):
-        raise ValueError(f"{name} must be non-negative, got a smallest entry of {D.min()!r}")
+        raise ValueError(f"{name} must be non-negative, got a smallest entry of {float(D.min())!r}")
     return D
 
 

@@ -1,15 +1,17 @@
 """The privacy-distortion curve: one certified solve per budget, warm-started along the sweep."""
 
+import warnings
+
 import numpy as np
 import pandas as pd
 
-from ..exceptions import InfeasibleBudgetError
+from ..exceptions import ConvergenceWarning, InfeasibleBudgetError
 from ._checks import check_budget
 from ._leakage import expected_distortion, leakage as _leakage, map_attack_accuracy
 from ._lp import perfect_privacy_mapping
 from ._problem import Problem
 from ._result import MappingResult
-from ._solver import _check_problem, solve_mapping
+from ._solver import BUDGET_RTOL, _check_problem, solve_mapping
 
 __all__ = ["privacy_distortion_curve"]
 
@@ -72,17 +74,21 @@ def privacy_distortion_curve(prior, distortion, deltas, *, leakage="mutual_infor
         raise ValueError(f"deltas must be a non-empty 1-D list of budgets, got {deltas!r}")
     budgets = [check_budget(float(d), "delta") for d in arr]
     prob = Problem(P, D)
-    low = [d for d in budgets if d < prob.delta_min - 1e-12 * max(1.0, prob.delta_min)]
+    low = [d for d in budgets if prob.to_internal(d) < prob.delta_min - BUDGET_RTOL]
     if low:
         raise InfeasibleBudgetError(
-            f"delta={min(low)!r} is below the smallest feasible expected distortion {prob.delta_min!r}",
-            smallest_feasible=prob.delta_min,
+            f"delta={min(low)!r} is below the smallest feasible expected distortion "
+            f"{prob.to_user(prob.delta_min)!r}",
+            smallest_feasible=prob.to_user(prob.delta_min),
         )
     Ppp, dpp = perfect_privacy_mapping(prob)
 
     def pp_result(d):
         full = prob.expand(Ppp)
         lk = float(_leakage(P, full, kind=leakage))
+        if lk > tol:
+            warnings.warn(f"the perfect-privacy mapping used for delta={d!r} leaks {lk:.3g} bits (> tol={tol!r}); "
+                          "status='inaccurate'", ConvergenceWarning, stacklevel=3)
         return MappingResult(
             mapping=full, leakage=lk, distortion=float(expected_distortion(P, full, D)),
             status="optimal" if lk <= tol else "inaccurate",

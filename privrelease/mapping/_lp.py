@@ -39,7 +39,8 @@ def _dual_bound(res, b_ub, b_eq):
 
 
 def perfect_privacy_mapping(prob):
-    """Cheapest reduced mapping with ``I(A; C_hat) = 0``; returns ``(P, distortion)`` or ``(None, inf)``."""
+    """Cheapest reduced mapping with ``I(A; C_hat) = 0``; returns ``(P, distortion)`` (user units)
+    or ``(None, inf)``."""
     r, c, n = _entries(prob)
     na = prob.M.shape[0]
     cost = prob.W[r, c]
@@ -59,7 +60,7 @@ def perfect_privacy_mapping(prob):
     P = np.zeros((prob.k, prob.kh))
     P[r, c] = res.x
     P = prob.clean(P, None)
-    return P, float(prob.distortion(P))
+    return P, prob.to_user(prob.distortion(P))
 
 
 def solve_maximal_leakage_lp(prob, *, delta=None, target_bits=None):

@@ -85,10 +85,18 @@ def lagrangian_bound(A, B, rhs, mu0=None, n_bisect=60):
 
 
 class Problem:
-    """Reduced form of ``(prior, distortion)``; all quantities in nats internally."""
+    """Reduced form of ``(prior, distortion)``; information in nats, distortions in units of
+    ``scale`` (the largest finite distortion): ``to_internal`` / ``to_user`` convert budgets."""
 
     def __init__(self, prior, distortion):
         self.prior = prior
+        self.D_user = distortion
+        fin = distortion[np.isfinite(distortion)]
+        top = float(np.abs(fin).max()) if fin.size else 0.0
+        #: distortions are divided by ``scale`` (the largest finite entry) so that every
+        #: internal tolerance is relative: ``D`` and ``1e-13 * D`` give the same mapping
+        self.scale = top if top > 0 and np.isfinite(top) else 1.0
+        distortion = distortion / self.scale
         self.D = distortion
         self.n_public, self.n_outputs = distortion.shape
         finite = np.isfinite(distortion)
@@ -124,6 +132,14 @@ class Problem:
         tie_tol = 1e-12 * (1.0 + np.abs(self.row_min_full[self.rows]))
         self.argmin_mask = self.mask & (self.d <= (self.row_min_full[self.rows] + tie_tol)[:, None])
 
+    def to_internal(self, delta):
+        """A distortion budget in user units -> internal units (divided by ``scale``)."""
+        return float(delta) / self.scale
+
+    def to_user(self, value):
+        """An internal distortion -> user units."""
+        return float(value) * self.scale
+
     # ---- objective and posterior ------------------------------------------------------
     def objective(self, P):
         """I(A; C_hat) in nats of a reduced mapping."""
@@ -148,7 +164,7 @@ class Problem:
         S = self.M.T @ L
         return np.where(self.mask, S, np.inf)
 
-    def certificate(self, P, delta, mu0=None, target_bits=None):
+    def certificate(self, P, delta, mu0=None, target_bits=None, lp=True):
         """(gap in bits, multiplier, objective in nats) for a feasible reduced mapping.
 
         With ``target_bits``, when the plain posterior choice of ``pi`` leaves a gap
@@ -163,9 +179,17 @@ class Problem:
         Wb = np.zeros_like(self.W) if free else self.W
         rhs = 0.0 if free else rhs
         lb, mu = lagrangian_bound(self.scores(pi), Wb, rhs, None if free else mu0)
-        if target_bits is not None and (f - lb) / LN2 > target_bits:
+        # outputs "light" relative to the largest: first 1e-2 (posteriors of barely used outputs
+        # are unreliable), then 1e-9 (only the unused ones: a light but used output's posterior
+        # is meaningful and must not be moved)
+        pi0, mu0_ = pi, mu
+        best_mu = mu
+        for light_rel in (1e-2, 1e-9):
+            if target_bits is None or (f - lb) / LN2 <= target_bits:
+                break
+            pi, mu = pi0, mu0_
             q = self.pc @ P
-            light = q <= 1e-2 * q.max()
+            light = q <= light_rel * q.max()
             if light.any() and not light.all():
                 # the multiplier suggested by the well-used outputs alone
                 S0 = self.scores(pi)
@@ -173,17 +197,19 @@ class Problem:
                 if np.isfinite(S0).any(axis=1).all():
                     mu = lagrangian_bound(S0, Wb, rhs, None if free else mu)[1]
             for _ in range(3):
-                pi2 = self.refine_pi(P, pi, Wb, mu)
+                pi2 = self.refine_pi(P, pi, Wb, mu, budget=0.02 * target_bits * LN2, lp=lp, light_rel=light_rel)
                 lb2, mu2 = lagrangian_bound(self.scores(pi2), Wb, rhs, None if free else mu)
                 if lb2 <= lb:
                     break
                 pi, lb, mu = pi2, lb2, mu2
+                best_mu = mu
                 if (f - lb) / LN2 <= target_bits:
                     break
+        mu = best_mu
         gap = max(f - lb, 0.0)
         return gap / LN2, mu, f
 
-    def refine_pi(self, P, pi, Wb, mu, max_columns=400, max_cuts=30):
+    def refine_pi(self, P, pi, Wb, mu, max_columns=400, max_cuts=30, budget=0.0, lp=True, light_rel=1e-2):
         """Improve ``pi_j`` on lightly used outputs (any ``pi`` gives a valid bound).
 
         The posterior of an output that carries almost no mass is numerically
@@ -200,17 +226,42 @@ class Problem:
         V = self.scores(pi) + mu * Wb
         q = self.pc @ P
         const = -(self.M.T @ np.log(self.pA))  # (k,)
-        cand = np.flatnonzero(q <= 1e-2 * q.max())
+        cand = np.flatnonzero(q <= light_rel * q.max())
         if cand.size == 0:
             return pi
         # target per row: the best value over the well-used outputs (the others are refined)
         keep = np.ones(V.shape[1], dtype=bool)
         keep[cand] = False
         m_used = V[:, keep].min(axis=1) if keep.any() else np.full(V.shape[0], np.inf)
-        with np.errstate(invalid="ignore"):
-            hurt = np.nan_to_num(np.maximum(m_used[:, None] - V[:, cand], 0.0), nan=0.0, posinf=0.0).sum(axis=0)
-        order = cand[np.argsort(-hurt)][: max_columns]
-        order = [j for j, h in zip(order, np.sort(hurt)[::-1]) if h > 0]
+        def hurt_of(Vc):
+            with np.errstate(invalid="ignore"):
+                return np.nan_to_num(np.maximum(m_used[:, None] - Vc, 0.0), nan=0.0, posinf=0.0).sum(axis=0)
+
+
+        hurt = hurt_of(V[:, cand])
+        # cheap first stage: offer each light output the posterior of every well-used output
+        # (duplicate or neighbouring outputs share posteriors at the optimum) and keep the best
+        used = np.flatnonzero(keep)
+        if used.size and cand.size and used.size * cand.size * self.k <= 5e7:
+            Lu = np.log(np.maximum(pi[:, used], 1e-300)) - np.log(self.pA)[:, None]
+            Su = self.M.T @ Lu  # (k, n_used): S for pi = pi_used, before the output's own distortion
+            for i, jj in enumerate(cand):
+                if hurt[i] <= 0:
+                    continue
+                rows_ok = self.mask[:, jj]
+                Vc = np.where(rows_ok[:, None], Su + mu * Wb[:, jj][:, None], np.inf)
+                h = hurt_of(Vc)
+                b_i = int(np.argmin(h))
+                if h[b_i] < hurt[i]:
+                    hurt[i] = h[b_i]
+                    pi[:, jj] = pi[:, used[b_i]]
+        if not lp:
+            return pi
+        srt = np.argsort(-hurt)
+        order, hs = cand[srt][: max_columns], hurt[srt][: max_columns]
+        # an output can raise the bound by at most its hurt: skip the tail that cannot matter
+        tail = np.cumsum(hs[::-1])[::-1]
+        order = [j for j, h, t in zip(order, hs, tail) if h > 0 and t > budget]
         na = self.M.shape[0]
         for j in order:
             mj = m_used
