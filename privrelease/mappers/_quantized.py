@@ -139,6 +139,19 @@ class QuantizedPrivacyMapper(_BaseMapper):
         costs are recomputed and the program re-solved; a step is kept only if
         the certified objective (``distortion_``, or ``leakage_`` under ``delta``)
         does not get worse. See docs/frontier.md.
+    clustering : {"plain", "attribute_free"}, default="plain"
+        Where the users are clustered (Euclidean spaces only; ignored for
+        ``"hamming"``, refused on a dask collection). ``"plain"``: k-means in the
+        whole space. ``"attribute_free"``: k-means after projecting out the
+        between-class directions (the span of the labeled classes' mean offsets
+        from the overall mean, ``attribute_directions_``), so that clusters
+        group users by the part of their taste the attribute does not explain;
+        the centres are then the members' means in the whole space, and every
+        cost, output point and profile is measured there as usual. Clusters
+        that mix the classes leave the mapping less to scramble: it is a
+        clustering chosen for privacy and utility together. The guarantee is
+        unchanged (the release is a function of ``c_hat``; the directions are
+        learnt from opted-in users only). Measured in docs/frontier.md.
     smoothing : float, default=1.0
         Pseudo-users added to every cluster, split by the class marginal,
         when the prior is estimated: ``q(a, c) ~ n(a, c) + smoothing * p(a)``.
@@ -239,6 +252,9 @@ class QuantizedPrivacyMapper(_BaseMapper):
         reaches), the identity otherwise.
     n_refine_ : int
         Refinement steps kept (at most ``n_refine``).
+    attribute_directions_ : ndarray of shape (n_directions, n_dims)
+        Orthonormal between-class directions projected out before clustering
+        (``clustering="attribute_free"``; zero rows otherwise).
     release_profiles_ : sparse matrix of shape (n_outputs, n_features_in_)
         Row ``j`` is what a user whose ``c_hat = j`` releases (last row empty
         for ``release="profile"``).
@@ -346,6 +362,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
         "release": [StrOptions({"profile", "representative"})],
         "profile": [StrOptions({"posterior", "cluster"})],
         "n_refine": [Interval(Integral, 0, None, closed="left")],
+        "clustering": [StrOptions({"plain", "attribute_free"})],
         "smoothing": [Interval(Real, 0, None, closed="left")],
         "leakage": LEAKAGE_CONSTRAINT,
         "solver": [str],
@@ -358,14 +375,15 @@ class QuantizedPrivacyMapper(_BaseMapper):
         "n_clusters_", "cluster_centers_", "center_cost_matrix_", "release_profiles_", "rating_range_",
         "embedding_", "quantization_radius_", "quantization_distortion_", "center_distortion_",
         "empirical_prior_", "empirical_leakage_", "output_points_", "profile_weights_", "n_refine_",
+        "attribute_directions_",
     )
     #: files written before the frontier parameters lack the last three (read as: centres, one-hot, 0)
     _optional_attributes = _BaseMapper._optional_attributes + (
-        "embedding_", "output_points_", "profile_weights_", "n_refine_")
+        "embedding_", "output_points_", "profile_weights_", "n_refine_", "attribute_directions_")
 
     def __init__(self, n_clusters="auto", delta=None, *, max_leakage=None, metric="euclidean",
                  space="auto", n_components=20, release="profile", profile="posterior", n_refine=0,
-                 smoothing=1.0, leakage="mutual_information", solver="auto", random_state=None,
+                 clustering="plain", smoothing=1.0, leakage="mutual_information", solver="auto", random_state=None,
                  dask_sample_size=_dask.DEFAULT_SAMPLE_SIZE, protect="joint"):
         self.n_clusters = n_clusters
         self.delta = delta
@@ -376,6 +394,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
         self.release = release
         self.profile = profile
         self.n_refine = n_refine
+        self.clustering = clustering
         self.smoothing = smoothing
         self.leakage = leakage
         self.solver = solver
@@ -445,7 +464,30 @@ class QuantizedPrivacyMapper(_BaseMapper):
         X, _ = self._check_X(X, reset=reset)
         return X.tocsr() if sp.issparse(X) else np.asarray(X)
 
-    def _learn_quantizer(self, X_lab, w_lab):
+    def _attribute_free(self, E, a_idx, w_lab):
+        """``E`` with the between-class directions projected out (``clustering="attribute_free"``).
+
+        The directions are an orthonormal basis of the span of the weighted class
+        means minus the overall mean (at most ``n_classes - 1`` of them), learnt on
+        the labeled rows; they are stored in ``attribute_directions_``.
+        """
+        self.attribute_directions_ = np.zeros((0, E.shape[1]))
+        if self.clustering != "attribute_free" or a_idx is None or self._space() == "hamming":
+            return E
+        E = np.asarray(E.toarray() if sp.issparse(E) else E, dtype=np.float64)
+        mean = np.average(E, axis=0, weights=w_lab)
+        offsets = []
+        for a in np.unique(a_idx):
+            mask = a_idx == a
+            if w_lab[mask].sum() > 0:
+                offsets.append(np.average(E[mask], axis=0, weights=w_lab[mask]) - mean)
+        _, s, Vt = np.linalg.svd(np.asarray(offsets), full_matrices=False)
+        keep = s > 1e-10 * max(float(s.max()), np.finfo(float).tiny) if s.size else np.zeros(0, bool)
+        self.attribute_directions_ = Vt[keep]
+        V = self.attribute_directions_
+        return E - ((E - mean) @ V.T) @ V
+
+    def _learn_quantizer(self, X_lab, w_lab, a_idx=None):
         """Taste embedding (if any) and cluster centres learnt on the labeled rows ``X_lab``.
 
         Returns the embedded rows and their cluster labels (empty clusters dropped).
@@ -467,16 +509,23 @@ class QuantizedPrivacyMapper(_BaseMapper):
             X_lab_s = X_lab if sp.issparse(X_lab) else sp.csr_matrix(X_lab)
             self.embedding_ = TasteEmbedding(n_components=self.n_components, random_state=seed).fit(X_lab_s)
         E = self._embed(X_lab)
+        E_cluster = self._attribute_free(E, a_idx, w_lab)
         with warnings.catch_warnings():
             # fewer distinct points than clusters: empty clusters are dropped below
             warnings.filterwarnings("ignore", message="Number of distinct clusters")
             if space == "hamming":
                 centers, labels, _ = hamming_kmodes(E, k, sample_weight=w_lab, random_state=seed)
             else:
-                centers, labels = kmeans(E, k, seed, sample_weight=w_lab)
+                centers, labels = kmeans(E_cluster, k, seed, sample_weight=w_lab)
         used = np.unique(labels)
         relabel = np.full(centers.shape[0], -1)
         relabel[used] = np.arange(used.size)
+        if self.attribute_directions_.shape[0]:
+            # centres in the whole space: the members' (weighted) means
+            onehot = sp.csr_matrix((w_lab, (relabel[labels], np.arange(n_labeled))), shape=(used.size, n_labeled))
+            E_whole = E.toarray() if sp.issparse(E) else np.asarray(E)
+            centers = np.asarray(onehot @ E_whole) / np.asarray(onehot.sum(axis=1))
+            used = np.arange(used.size)
         self.cluster_centers_ = np.asarray(centers)[used]
         self.n_clusters_ = int(used.size)
         self.output_points_ = self.cluster_centers_.copy()
@@ -492,7 +541,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
         """Quantize the labeled users, count ``q(a, c)`` (eq. 20) and the member-averaged costs."""
         X_lab = X[np.flatnonzero(labeled)]
         n_labeled = X_lab.shape[0]
-        E, labels = self._learn_quantizer(X_lab, weights)
+        E, labels = self._learn_quantizer(X_lab, weights, a_idx)
         self.labels_ = labels
         counts = np.zeros((self.classes_.size, self.n_clusters_))
         np.add.at(counts, (a_idx, labels), weights)
@@ -684,6 +733,11 @@ class QuantizedPrivacyMapper(_BaseMapper):
         """
         import dask
 
+        if self.clustering != "plain":
+            raise ValueError(
+                f"clustering={self.clustering!r} needs the labeled users' classes beside their ratings in "
+                "memory; use clustering='plain' with a dask collection"
+            )
         if self.n_refine:
             raise ValueError(
                 f"n_refine={self.n_refine!r} needs the labeled users in memory (each refinement re-measures "

@@ -199,3 +199,58 @@ def test_refinement_needs_the_users_in_memory(data):
     X, y = data
     with pytest.raises(ValueError, match="n_refine=2 needs the labeled users in memory"):
         QuantizedPrivacyMapper(n_refine=2).fit(da.from_array(X.toarray(), chunks=(60, 40)), y)
+
+
+# ------------------------------------------------------------- attribute-free clustering
+def _dense_raw(seed=1, n=180, m=12, n_classes=3):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, n_classes, n)
+    X = rng.normal(size=(n, m)) + 2.0 * rng.normal(size=(n_classes, m))[y]
+    return X, y
+
+
+def test_attribute_directions_span_the_class_mean_offsets():
+    X, y = _dense_raw()
+    m = QuantizedPrivacyMapper(n_clusters=6, space="raw", clustering="attribute_free", random_state=0).fit(X, y)
+    V = m.attribute_directions_
+    offsets = np.array([X[y == a].mean(axis=0) - X.mean(axis=0) for a in range(3)])  # independent, by class
+    assert V.shape == (np.linalg.matrix_rank(offsets), X.shape[1]) == (2, 12)
+    np.testing.assert_allclose(V @ V.T, np.eye(2), atol=1e-12)
+    residual = offsets - offsets @ V.T @ V          # every offset lies in the span of V
+    assert np.abs(residual).max() < 1e-10 * np.abs(offsets).max()
+
+
+def test_attribute_free_clusters_ignore_what_the_attribute_explains():
+    """Moving each class along the between-class span changes nothing of the clustering."""
+    X, y = _dense_raw()
+    offsets = np.array([X[y == a].mean(axis=0) - X.mean(axis=0) for a in range(3)])
+    X_shifted = X + 1.5 * offsets[y]                # class means move within their own span
+    kw = dict(n_clusters=6, space="raw", clustering="attribute_free", random_state=0)
+    a = QuantizedPrivacyMapper(**kw).fit(X, y)
+    b = QuantizedPrivacyMapper(**kw).fit(X_shifted, y)
+    np.testing.assert_array_equal(a.labels_, b.labels_)
+    plain = QuantizedPrivacyMapper(n_clusters=6, space="raw", random_state=0).fit(X, y)
+    # the plain clusters follow the classes; the attribute-free ones mix them (higher conditional entropy)
+    def class_purity(labels):
+        return sum(np.bincount(y[labels == j]).max() for j in np.unique(labels)) / y.size
+    assert class_purity(a.labels_) < class_purity(plain.labels_)
+
+
+def test_attribute_free_centres_are_member_means_and_the_guarantee_holds(data):
+    X, y = data
+    m = QuantizedPrivacyMapper(n_clusters=10, clustering="attribute_free", random_state=0).fit(X, y)
+    E = m._embed(X)
+    for j in range(m.n_clusters_):
+        np.testing.assert_allclose(m.cluster_centers_[j], E[m.labels_ == j].mean(axis=0), atol=1e-10)
+    assert m.leakage_ < 1e-6 and m.solver_result_.status == "optimal"     # perfect privacy, certified
+    released = m.transform(X)
+    profiles = {tuple(r) for r in m.release_profiles_.toarray()}
+    assert {tuple(r) for r in released.toarray()} <= profiles               # a function of c_hat alone
+
+
+def test_attribute_free_clustering_refused_on_dask(data):
+    da = pytest.importorskip("dask.array")
+    X, y = data
+    Xd = da.from_array(X.toarray(), chunks=(80, X.shape[1]))
+    with pytest.raises(ValueError, match="clustering='attribute_free'"):
+        QuantizedPrivacyMapper(n_clusters=5, clustering="attribute_free", random_state=0).fit(Xd, y)
