@@ -30,7 +30,7 @@ _LEVELS_CAP = "each level refits the mapper, the recommender and the attackers i
 PARAMETERS = {
     "random_state": Seed(),
     "quick": Bool(),
-    "datasets": Seq(Choice(("politics_tv", "make_ratings")), max_len=2, unique=True),
+    "datasets": Seq(Choice(("politics_tv", "make_ratings", "realistic")), max_len=3, unique=True),
     "n_users": Int(50, 50_000, why="every privacy level refits the mapper, the recommender and the "
                                    "attackers in each fold on all users (time and memory grow with n_users)"),
     "n_items": Int(10, 10_000, why="the attackers and the mapper's clustering work on users x items "
