@@ -101,9 +101,11 @@ def test_release_is_a_function_of_c_hat_and_of_opted_in_data_only(data):
     assert (R[:, None, :] == P[None]).all(axis=2).any(axis=1).all()
 
 
+# every budget kind with both metrics between the cases; the euclidean max_leakage=0.05 case took
+# 95 s of solver time (max_leakage mode on refined points, issue 10), so a leakage cap runs on sqeuclidean
 @pytest.mark.parametrize("metric, budget, k", [
     ("euclidean", dict(max_leakage=0.0), 10), ("sqeuclidean", dict(max_leakage=0.0), 10),
-    ("euclidean", dict(max_leakage=0.05), 5), ("sqeuclidean", "delta", 5)])
+    ("sqeuclidean", dict(max_leakage=0.05), 5), ("euclidean", "delta", 5), ("sqeuclidean", "delta", 5)])
 def test_refinement_never_worsens_the_certified_objective(data, metric, budget, k):
     X, y = data
     if budget == "delta":  # a distortion budget: the leakage is the objective
