@@ -81,6 +81,24 @@ def _check_class_weights(attribute_proportion):
     return w / w.sum()
 
 
+def _cover_every_item(indptr, indices, counts, n_items, rng):
+    """Row index of every rating, after giving each never-rated item one rating.
+
+    The extra rating of a never-rated item goes to a user drawn in proportion to
+    ``counts`` (activity). Returns ``(rows, indices)`` in coordinate form.
+    """
+    n_users = counts.shape[0]
+    seen = np.zeros(n_items, dtype=bool)
+    seen[indices] = True
+    missing = np.flatnonzero(~seen)
+    rows = np.repeat(np.arange(n_users), np.diff(indptr))
+    if missing.size:
+        extra_users = rng.choice(n_users, size=missing.size, p=counts / counts.sum())
+        rows = np.concatenate([rows, extra_users])
+        indices = np.concatenate([indices, missing])
+    return rows, indices
+
+
 def _sample_rated_items(log_weights_fn, n_items, counts, rng):
     """Draw, for each user, ``counts[u]`` distinct items without replacement.
 
@@ -259,16 +277,7 @@ def make_ratings(n_users=1000, n_items=200, *, n_factors=5, attribute_strength=1
         return log_pop[None, :] + selection_strength * (P[start:stop] @ Q.T)
 
     indptr, indices = _sample_rated_items(log_weights, n_items, counts, rng)
-
-    # coverage: give each never-rated item one rating from an activity-weighted user
-    seen = np.zeros(n_items, dtype=bool)
-    seen[indices] = True
-    missing = np.flatnonzero(~seen)
-    rows = np.repeat(np.arange(n_users), np.diff(indptr))
-    if missing.size:
-        extra_users = rng.choice(n_users, size=missing.size, p=counts / counts.sum())
-        rows = np.concatenate([rows, extra_users])
-        indices = np.concatenate([indices, missing])
+    rows, indices = _cover_every_item(indptr, indices, counts, n_items, rng)
 
     mu = low + 0.625 * (high - low)
     raw = (mu + b_user[rows] + b_item[indices]
@@ -493,14 +502,7 @@ def make_realistic_ratings(n_users=1000, n_items=1700, *, attributes=None, n_fac
         return log_pop[None, :] + selection_strength * (P[start:stop] @ Q.T + pref_weight * offsets(slice(start, stop)))
 
     indptr, indices = _sample_rated_items(log_weights, n_items, counts, rng)
-    seen = np.zeros(n_items, dtype=bool)
-    seen[indices] = True
-    missing = np.flatnonzero(~seen)
-    rows = np.repeat(np.arange(n_users), np.diff(indptr))
-    if missing.size:
-        extra_users = rng.choice(n_users, size=missing.size, p=counts / counts.sum())
-        rows = np.concatenate([rows, extra_users])
-        indices = np.concatenate([indices, missing])
+    rows, indices = _cover_every_item(indptr, indices, counts, n_items, rng)
     mu = low + 0.6 * (high - low)
     raw = (mu + b_user[rows] + b_item[indices] + np.einsum("ij,ij->i", P[rows], Q[indices])
            + offsets(rows, indices) + noise * rng.normal(size=rows.shape[0]))
