@@ -351,13 +351,16 @@ def _solve_mi_target(prob, target_bits, solver, tol):
 
     d_cur, f_cur, lam_cur, P_cur = prob.delta_min, f0, lam0, P0
     best_P, best_d = feasible()
+    step = 1.0  # fraction of the Newton step; halved after each overshoot past the target
+    stalled = 0
     for _ in range(MAX_TARGET_SOLVES):
         lb = lower()
-        if best_d - lb <= dist_tol:
+        gap_before = best_d - lb
+        if gap_before <= dist_tol:
             break
         d_right = min(t[0] for t in rights)
         if lam_cur > 0 and np.isfinite(lam_cur):
-            nxt = d_cur + (f_cur - L) / lam_cur + 0.25 * dist_tol
+            nxt = d_cur + step * (f_cur - L) / lam_cur + 0.25 * dist_tol
         else:
             nxt = 0.5 * (d_cur + d_right)
         lo_ok = max(lb, max(t[0] for t in lefts))
@@ -366,7 +369,18 @@ def _solve_mi_target(prob, target_bits, solver, tol):
         P_cur, f_new, _, lam_new = run(nxt, warm=P_cur)
         if f_new > L:
             d_cur, f_cur, lam_cur = nxt, f_new, lam_new
+            step = 1.0
+        else:
+            # overshoot: the lower bound only improves from the left of the target, so the
+            # next budget approaches it from there with a shorter step (the same Newton step
+            # again would repeat the same solve)
+            step *= 0.5
         best_P, best_d = feasible()
+        # stop when the certified interval stops shrinking (the delta solves' own certificates
+        # are then the limit): further solves would only repeat the same bounds
+        stalled = stalled + 1 if (best_d - lower()) > 0.99 * gap_before else 0
+        if stalled >= 4:
+            break
     lb = lower()
     gap_d = max(best_d - lb, 0.0)
     f_best = prob.objective(best_P)
