@@ -167,12 +167,7 @@ class BlurMe(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         -------
         X_blurred : same type and shape as ``X``
         """
-        check_is_fitted(self, "classifier_")
-        fmt = X.format if sp.issparse(X) else None
-        X = validate_data(self, X, reset=False, accept_sparse="csr", dtype=np.float64,
-                          ensure_all_finite=True)
-        Xs = sp.csr_matrix(X, copy=True)
-        Xs.eliminate_zeros()
+        Xs, fmt = self._working_copy(X)
         cls = np.searchsorted(self.classes_, self.classifier_.predict(Xs))
         n_add = np.floor(self.fraction * np.diff(Xs.indptr) + 0.5).astype(np.int64)
         rs = check_random_source(self.random_state) if self.strategy != "greedy" else None
@@ -194,9 +189,23 @@ class BlurMe(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             r, cidx = np.concatenate(rows), np.concatenate(cols)
             add = sp.csr_matrix((self.item_mean_[cidx], (r, cidx)), shape=Xs.shape)
             Xs = (Xs + add).tocsr()
-        if fmt is None:
-            return Xs.toarray()
-        return restore_sparse_format(Xs, fmt)
+        return self._as_caller(Xs, fmt)
+
+    def _working_copy(self, X):
+        """A validated CSR copy of ``X`` without stored zeros (sorted indices), and the caller's sparse format."""
+        check_is_fitted(self, "classifier_")
+        fmt = X.format if sp.issparse(X) else None
+        X = validate_data(self, X, reset=False, accept_sparse="csr", dtype=np.float64,
+                          ensure_all_finite=True)
+        Xs = sp.csr_matrix(X, copy=True)
+        Xs.eliminate_zeros()
+        Xs.sort_indices()
+        return Xs, fmt
+
+    @staticmethod
+    def _as_caller(out, fmt):
+        """``out`` (CSR) back in the caller's type: dense for dense input, else the input's sparse format."""
+        return out.toarray() if fmt is None else restore_sparse_format(out, fmt)
 
     def _scores(self):
         """``score[c, j] = max_{c' != c} w[c', j] - w[c, j]``: how indicative item j is of another class than c."""
@@ -316,13 +325,7 @@ class BlurMore(BlurMe):
         X_blurred : same type and shape as ``X``
             Every user has as many ratings as in ``X``.
         """
-        check_is_fitted(self, "classifier_")
-        fmt = X.format if sp.issparse(X) else None
-        X = validate_data(self, X, reset=False, accept_sparse="csr", dtype=np.float64,
-                          ensure_all_finite=True)
-        Xs = sp.csr_matrix(X, copy=True)
-        Xs.eliminate_zeros()
-        Xs.sort_indices()
+        Xs, fmt = self._working_copy(X)
         n_users = Xs.shape[0]
         cls = np.searchsorted(self.classes_, self.classifier_.predict(Xs)) if n_users else np.zeros(0, int)
         n_u = np.diff(Xs.indptr)
@@ -363,6 +366,4 @@ class BlurMore(BlurMe):
             vals = np.concatenate([vals, self.item_mean_[cidx]])
         out = sp.csr_matrix((vals, (rows, cols)), shape=Xs.shape)
         out.sort_indices()
-        if fmt is None:
-            return out.toarray()
-        return restore_sparse_format(out, fmt)
+        return self._as_caller(out, fmt)
