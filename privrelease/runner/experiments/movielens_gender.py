@@ -13,8 +13,8 @@ import sys
 
 import numpy as np
 
-from .._schema import Bool, Choice, Float, Folder, Int, Seed, Seq, quick_values
-from .synthetic_ratings import _LEVELS_CAP, ATTACK_MODELS, RECOMMENDER, _one_dataset, _recommender
+from .._schema import Bool, Float, Folder, Int, Seed, Seq, quick_values
+from .synthetic_ratings import _LEVELS_CAP, PROTOCOL_PARAMETERS, RECOMMENDER, _one_dataset, _recommender
 
 __all__ = ["run"]
 
@@ -25,11 +25,7 @@ PARAMETERS = {
     "max_leakages": Seq(Float(0), max_len=30, increasing=True, why=_LEVELS_CAP),
     "blurme_fractions": Seq(Float(0, 1), max_len=30, increasing=True, why=_LEVELS_CAP),
     "n_clusters": Int(1, 943, why="MovieLens 100k has 943 users"),
-    "opt_in_fraction": Float(0, 1, low_open=True, high_open=True),
-    "cv": Int(2, 20),
-    "heldout_fraction": Float(0, 1, low_open=True, high_open=True),
-    "target_auc": Float(0.5, 1),
-    "attack_models": Seq(Choice(ATTACK_MODELS), max_len=len(ATTACK_MODELS), unique=True),
+    **PROTOCOL_PARAMETERS,
     "recommender": RECOMMENDER,
     "n_jobs": Int(1, 64),
 }

@@ -26,6 +26,14 @@ __all__ = ["run"]
 
 #: a recommender as a pipeline table: ``{algorithm = "SVD", algo_params = {reg_all = 0.1}}``
 RECOMMENDER = Table({"algorithm": Choice(_ALGORITHMS), "algo_params": Table(free=Scalar())})
+#: the evaluation protocol's parameters, shared by every experiment that runs it
+PROTOCOL_PARAMETERS = {
+    "opt_in_fraction": Float(0, 1, low_open=True, high_open=True),
+    "cv": Int(2, 20),
+    "heldout_fraction": Float(0, 1, low_open=True, high_open=True),
+    "target_auc": Float(0.5, 1),
+    "attack_models": Seq(Choice(ATTACK_MODELS), max_len=len(ATTACK_MODELS), unique=True),
+}
 _LEVELS_CAP = "each level refits the mapper, the recommender and the attackers in every fold"
 PARAMETERS = {
     "random_state": Seed(),
@@ -38,11 +46,7 @@ PARAMETERS = {
     "max_leakages": Seq(Float(0), max_len=30, increasing=True, why=_LEVELS_CAP),
     "blurme_fractions": Seq(Float(0, 1), max_len=30, increasing=True, why=_LEVELS_CAP),
     "n_clusters": Int(1, 2_000),
-    "opt_in_fraction": Float(0, 1, low_open=True, high_open=True),
-    "cv": Int(2, 20),
-    "heldout_fraction": Float(0, 1, low_open=True, high_open=True),
-    "target_auc": Float(0.5, 1),
-    "attack_models": Seq(Choice(ATTACK_MODELS), max_len=len(ATTACK_MODELS), unique=True),
+    **PROTOCOL_PARAMETERS,
     "politics_recommender": RECOMMENDER,
     "ratings_recommender": RECOMMENDER,
     "n_jobs": Int(1, 64),
