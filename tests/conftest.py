@@ -1,10 +1,12 @@
-"""Oracles shared by tests in several folders (independent of the library's own code)."""
+"""Oracles shared by tests in several folders (independent of the library's own code), and the
+settings every test runs under."""
 
 from collections import Counter
 from fractions import Fraction
 from math import log2
 
 import pytest
+from hypothesis import settings
 
 
 def _top5_threat_by_counting(random_state):
@@ -32,3 +34,9 @@ def _top5_threat_by_counting(random_state):
 def top5_threat_by_counting():
     """The by-hand count of the Politics-and-TV top-5 threat (see :func:`_top5_threat_by_counting`)."""
     return _top5_threat_by_counting
+
+
+# Hypothesis: the same examples on every run and in every pytest-xdist worker (derandomized), and no
+# example database written into the checkout (a fixed path that parallel workers would share).
+settings.register_profile("privrelease", derandomize=True, database=None)
+settings.load_profile("privrelease")
