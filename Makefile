@@ -1,11 +1,14 @@
 # privrelease: two commands on a fresh clone (Python 3 and the package registry are all it needs).
 #   make demo   sets up .venv, installs privrelease, runs the main job, writes reports/demo/
 #   make test   sets up .venv with the test extra, runs the test suite, the doctests of privrelease/,
-#               every example (--quick) and the README's Python blocks (see CONTRIBUTING.md)
+#               every example (--quick) and the README's Python blocks (see CONTRIBUTING.md), on every
+#               core (pytest-xdist -n auto --dist loadfile: each test file runs on one worker, so its
+#               module fixtures are built once). make test PYTEST_ARGS="-n 0" runs it in one process.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 DEMO_OUT ?= reports/demo
+PYTEST_ARGS ?= -n auto --dist loadfile
 
 .PHONY: demo test doctest examples install clean bench help
 
@@ -34,7 +37,7 @@ demo: $(VENV)/.installed
 	MPLBACKEND=Agg $(BIN)/privrelease demo --overwrite --output $(DEMO_OUT)
 
 test: $(VENV)/.installed-test
-	MPLBACKEND=Agg $(BIN)/python -m pytest
+	MPLBACKEND=Agg $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 doctest: $(VENV)/.installed-test
 	MPLBACKEND=Agg $(BIN)/python -m pytest privrelease

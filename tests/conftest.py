@@ -1,10 +1,13 @@
-"""Oracles shared by tests in several folders (independent of the library's own code)."""
+"""Oracles shared by tests in several folders (independent of the library's own code), and the
+settings every test runs under."""
 
+import os
 from collections import Counter
 from fractions import Fraction
 from math import log2
 
 import pytest
+from hypothesis import settings
 
 
 def _top5_threat_by_counting(random_state):
@@ -32,3 +35,20 @@ def _top5_threat_by_counting(random_state):
 def top5_threat_by_counting():
     """The by-hand count of the Politics-and-TV top-5 threat (see :func:`_top5_threat_by_counting`)."""
     return _top5_threat_by_counting
+
+
+# Hypothesis: the same examples on every run and in every pytest-xdist worker (derandomized), and no
+# example database written into the checkout (a fixed path that parallel workers would share).
+settings.register_profile("privrelease", derandomize=True, database=None)
+settings.load_profile("privrelease")
+
+
+def pytest_configure(config):
+    """Under pytest-xdist, the cores are shared between the workers: each worker's BLAS and OpenMP
+    get ``cores // workers`` threads (set before the workers start; a value already in the
+    environment is kept), instead of every worker starting one thread per core."""
+    workers = len(config.getoption("tx", None) or [])
+    if workers > 1 and "PYTEST_XDIST_WORKER" not in os.environ:
+        threads = str(max(1, (os.cpu_count() or 1) // workers))
+        for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+            os.environ.setdefault(name, threads)

@@ -42,17 +42,3 @@ def test_census_fast_matches_cvxpy_on_the_grid(census):
         ref = solve_mapping(prior, d, delta, solver="cvxpy")
         assert abs(fast.leakage - ref.leakage) <= 1e-4
         assert fast.certificate["gap_bits"] <= 1e-6
-
-
-def test_census_experiment_quick(tmp_path):
-    from privrelease.runner import Report
-    from privrelease.runner.experiments import census_erasure
-
-    report = Report(tmp_path, title="census")
-    headline = census_erasure.run(report, quick=True)
-    report.save()
-    assert 0.15 < headline["leakage_no_erasure_bits"] < 0.17
-    assert headline["max_gap_bits"] <= 1e-6
-    assert (tmp_path / "curve.csv").exists() and (tmp_path / "curve.png").exists()
-    table = (tmp_path / "mapping_table.csv").read_text()
-    assert table.count("\n") == 9  # header + top-8 profiles

@@ -57,32 +57,6 @@ def test_cli_errors_are_reported(tmp_path, capsys):
     assert "demo" in capsys.readouterr().out
 
 
-def test_demo_quick_writes_a_readable_report(tmp_path, capsys):
-    """The demo runs every shipped-data experiment (quick settings) and links their reports."""
-    import warnings
-
-    from privrelease.cli import DEMO_EXPERIMENTS
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        rc = main(["demo", "--quick", "--output", str(tmp_path / "demo")])
-    out = capsys.readouterr().out
-    assert rc == 0, out
-    index = (tmp_path / "demo" / "report.md").read_text()
-    for name, _ in DEMO_EXPERIMENTS:
-        sub = tmp_path / "demo" / name / "report.md"
-        assert sub.is_file(), name
-        assert f"({name}/report.md)" in index
-        assert list((tmp_path / "demo" / name).glob("*.png")), f"{name} drew no plot"
-        assert list((tmp_path / "demo" / name).glob("*.csv")), f"{name} wrote no table"
-        # issue 13: each report also as one HTML page, with every plot of its folder inline
-        page = (tmp_path / "demo" / name / "report.html").read_text()
-        assert page.count('src="data:image/png;base64,') == len(list((tmp_path / "demo" / name).glob("*.png")))
-        assert f'href="{name}/report.html"' in (tmp_path / "demo" / "report.html").read_text()
-    assert "failed" not in index
-    assert "Report written to" in out
-
-
 def test_run_pipeline_file_with_override(tmp_path, capsys):
     from pathlib import Path
 
