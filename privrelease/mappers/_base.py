@@ -460,10 +460,10 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             return out
         M = self.mapping_
         if not sp.issparse(M):
-            out[ok] = source.categorical(M[inputs[ok]])
-            return out
-        # sparse mapping: the rows with the same number of allowed outputs are drawn together by
-        # the same inverse-CDF sampler on their stored entries (one dense block per degree)
+            M = sp.csr_array(M)  # the positive entries only (a zero-probability output is never drawn)
+        # the rows with the same number of possible outputs are drawn together by the inverse-CDF
+        # sampler on those entries (one block per degree): memory n_rows x degree, never
+        # n_rows x n_outputs
         rows = np.flatnonzero(ok)
         symbols = inputs[ok]
         deg = np.diff(M.indptr)[symbols]
