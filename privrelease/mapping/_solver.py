@@ -13,6 +13,9 @@ Solvers
     The structured interior-point solver of :mod:`privrelease.mapping._fast`.
 ``"auto"``
     ``"fast"``, then ``"cvxpy"`` if the fast answer does not certify.
+Sparse distortion (stored entries = allowed transitions)
+    Column generation over the allowed transitions, then the plain formulation
+    written over them (:mod:`privrelease.mapping._sparse`); same certificate.
 
 Certification
 -------------
@@ -87,7 +90,8 @@ def _check_problem(prior, distortion, leakage, solver):
         raise ValueError(f"solver must be one of {_SOLVERS}, got {solver!r}")
     if sp.issparse(D) and solver == "fast":
         raise ValueError("solver='fast' needs a dense distortion; a sparse distortion is solved over its "
-                         "allowed transitions by the plain formulation (solver='auto' or 'cvxpy')")
+                         "allowed transitions by column generation, then the plain formulation "
+                         "(solver='auto' or 'cvxpy')")
     return P, D
 
 
@@ -523,9 +527,18 @@ def solve_mapping(prior, distortion, delta=None, *, max_leakage=None, leakage="m
     ----------
     prior : array-like of shape (n_private, n_public)
         Joint ``p(a, c)``; non-negative and summing to 1 (within 1e-8).
-    distortion : array-like of shape (n_public, n_outputs)
+    distortion : array-like or scipy sparse matrix of shape (n_public, n_outputs)
         Non-negative ``d(c, c_hat)``; ``np.inf`` forbids a transition exactly
-        (the mapping is exactly 0 there), e.g. erasure-only outputs.
+        (the mapping is exactly 0 there), e.g. erasure-only outputs. A scipy
+        sparse matrix stores the *allowed* transitions only: every stored entry
+        (explicit zeros included) is allowed, every other one is forbidden, so
+        memory grows with the allowed pairs, not with ``n_public x n_outputs``
+        (an erasure alphabet: :func:`erasure_distortion` with ``sparse=True``).
+        Beware that ``csr_array(dense)`` drops zero costs; build the matrix from
+        its entries (``csr_array((d, (rows, cols)), shape=...)``). The mapping is
+        then returned as a ``csr_array`` with the same stored entries, and is
+        computed by column generation over the allowed transitions (see
+        :mod:`privrelease.mapping._sparse`), certified by the same bound.
     delta : float, optional
         Distortion budget ``Delta >= 0`` (``np.inf`` allowed). Below the smallest
         feasible budget ``sum_c p(c) min_j d(c, j)`` an
@@ -538,7 +551,9 @@ def solve_mapping(prior, distortion, delta=None, *, max_leakage=None, leakage="m
     solver : {"auto", "fast", "cvxpy"}
         See the module notes: ``"fast"`` is the structured interior-point
         solver, ``"cvxpy"`` the plain reference formulation (CLARABEL then SCS),
-        ``"auto"`` tries fast then cvxpy.
+        ``"auto"`` tries fast then cvxpy. A sparse ``distortion`` accepts
+        ``"auto"`` and ``"cvxpy"`` (column generation, then the plain
+        formulation over the allowed transitions).
     tol : float, default=1e-6
         Required certified optimality gap in bits.
     warm_start : MappingResult or array-like, optional
