@@ -337,7 +337,9 @@ class _ColumnGeneration:
         sh = self.jc[choice] >= 0
         e = choice[sh]
         J = np.stack([np.bincount(self.jc[e], weights=prob.Mr[a, e], minlength=self.cols.size) for a in range(na)])
-        self.pool.append((choice, float(self.s[choice].sum()), float(prob.w[choice].sum()), J.ravel()))
+        flat = J.ravel()
+        nz = np.flatnonzero(flat)
+        self.pool.append((choice, float(self.s[choice].sum()), float(prob.w[choice].sum()), (nz, flat[nz])))
         self.keys.add(key)
         return True
 
@@ -387,18 +389,23 @@ class _ColumnGeneration:
         m = len(self.pool)
         a = np.array([t[1] for t in self.pool])
         dist = np.array([t[2] for t in self.pool])
-        G = np.stack([t[3] for t in self.pool], axis=1)  # (na * n_cols, m)
+        nc = self.cols.size
+        # the shared joints of the vertices, one sparse column each: (na * n_cols, m)
+        idx = np.concatenate([t[3][0] for t in self.pool]) if m else np.zeros(0, dtype=np.int64)
+        val = np.concatenate([t[3][1] for t in self.pool]) if m else np.zeros(0)
+        col = np.repeat(np.arange(m), [t[3][0].size for t in self.pool])
         nu = cp.Variable(m, nonneg=True)
         cons = [cp.sum(nu) == 1]
         if delta is not None and np.isfinite(delta) and delta < prob.delta_max:
             cons.append(dist @ nu <= delta)
         obj = a @ nu
-        if G.shape[0]:
-            nc = self.cols.size
-            H = G.reshape(na, nc, m).sum(axis=0)  # q per shared column
-            used = np.flatnonzero(np.abs(G).sum(axis=1) > 0)
-            Q = np.tile(H, (na, 1)) * np.repeat(prob.pA, nc)[:, None]
-            obj = obj + cp.sum(cp.rel_entr(G[used] @ nu, Q[used] @ nu))
+        if idx.size:
+            used, row = np.unique(idx, return_inverse=True)
+            G = sp.csr_array((val, (row, col)), shape=(used.size, m))
+            # q of each shared column per vertex, expanded to the (a, column) rows in use
+            qcol = sp.csr_array((val, (idx % nc, col)), shape=(nc, m))
+            Q = sp.csr_array(sp.csr_array(qcol[used % nc]).multiply(prob.pA[used // nc][:, None]))
+            obj = obj + cp.sum(cp.rel_entr(G @ nu, Q @ nu))
         pr = cp.Problem(cp.Minimize(obj), cons)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
