@@ -385,7 +385,6 @@ class _ColumnGeneration:
         import cvxpy as cp
 
         prob = self.prob
-        na = prob.M.shape[0]
         m = len(self.pool)
         a = np.array([t[1] for t in self.pool])
         dist = np.array([t[2] for t in self.pool])
