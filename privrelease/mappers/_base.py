@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from numbers import Integral
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin, _fit_context
 from sklearn.utils.validation import check_is_fitted
 
@@ -48,6 +49,7 @@ from ..mapping import (
     privacy_distortion_curve,
     solve_mapping,
 )
+from ..mapping._checks import check_distortion
 from ..utils import check_private_labels
 from . import _dask
 
@@ -356,12 +358,13 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                 warnings.warn("no user disclosed every column of y: joint_leakage_ is NaN (the joint prior "
                               "cannot be estimated)", UserWarning, stacklevel=4)
             self.prior_ = self._marginal_prior(multi["common"], multi["blocks"])
-        self.cost_matrix_ = np.asarray(estimate.cost, dtype=np.float64)
+        cost = estimate.cost
+        # a sparse cost stores only the allowed transitions (see solve_mapping); kept canonical
+        self.cost_matrix_ = (check_distortion(cost, cost.shape[0]) if sp.issparse(cost)
+                             else np.asarray(cost, dtype=np.float64))
         self.n_labeled_ = int(estimate.n_labeled)
         result = self._solve(self.prior_, self.cost_matrix_)
-        allowed = np.isfinite(self.cost_matrix_)
-        M = np.where(allowed, np.clip(np.asarray(result.mapping, dtype=np.float64), 0.0, None), 0.0)
-        self.mapping_ = M / M.sum(axis=1, keepdims=True)
+        self.mapping_ = _row_stochastic(result.mapping, self.cost_matrix_)
         self.solver_result_ = result
         self._set_figures()
 
@@ -411,9 +414,15 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
     def _figures(self):
         """Every figure derived from ``prior_``, ``mapping_`` and ``cost_matrix_`` (engine functions)."""
-        finite = np.isfinite(self.cost_matrix_)
-        d_max = float(self.cost_matrix_[finite].max()) if finite.any() else 0.0
         p_in = self.prior_.sum(axis=0)
+        C = self.cost_matrix_
+        if sp.issparse(C):
+            d_max = float(C.data.max()) if C.nnz else 0.0
+            smallest = float(np.sum(p_in * np.minimum.reduceat(C.data, C.indptr[:-1]))) if C.nnz else np.inf
+        else:
+            finite = np.isfinite(C)
+            d_max = float(C[finite].max()) if finite.any() else 0.0
+            smallest = float(np.sum(p_in * np.where(finite, C, np.inf).min(axis=1)))
         kind = self._attribute_kind()
         per = [_norm(P) for P in self._attribute_priors()]
         leak = float(engine_leakage(self.prior_, self.mapping_, kind=self.leakage))
@@ -432,7 +441,7 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             "prior_leakage_": float(mutual_information(self.prior_)),
             "map_accuracy_": map_acc,
             "distortion_": float(expected_distortion(self.prior_, self.mapping_, self.cost_matrix_)),
-            "smallest_delta_": float(np.sum(p_in * np.where(finite, self.cost_matrix_, np.inf).min(axis=1))),
+            "smallest_delta_": smallest,
             "mismatch_bound_": bound,
             "leakage_per_attribute_": np.array([engine_leakage(P, self.mapping_, kind=self.leakage) for P in per]),
             "joint_leakage_": joint,
@@ -447,8 +456,22 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         """Output symbol of each row: ``c_hat ~ mapping_[c]`` (eq. 21), -1 where ``inputs`` is -1."""
         out = np.full(inputs.shape[0], -1, dtype=np.int64)
         ok = inputs >= 0
-        if ok.any():
-            out[ok] = source.categorical(self.mapping_[inputs[ok]])
+        if not ok.any():
+            return out
+        M = self.mapping_
+        if not sp.issparse(M):
+            M = sp.csr_array(M)  # the positive entries only (a zero-probability output is never drawn)
+        # the rows with the same number of possible outputs are drawn together by the inverse-CDF
+        # sampler on those entries (one block per degree): memory n_rows x degree, never
+        # n_rows x n_outputs
+        rows = np.flatnonzero(ok)
+        symbols = inputs[ok]
+        deg = np.diff(M.indptr)[symbols]
+        for d in np.unique(deg):
+            sel = np.flatnonzero(deg == d)
+            starts = M.indptr[symbols[sel]]
+            pos = starts[:, None] + np.arange(d)[None, :]
+            out[rows[sel]] = M.indices[pos[np.arange(sel.size), source.categorical(M.data[pos])]]
         return out
 
     def _release_meta(self, meta):
@@ -499,7 +522,9 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
     def _encode_attribute(self, name, value):
         if name == "solver_result_":
-            return {"mapping": np.asarray(value.mapping, dtype=np.float64), "leakage": float(value.leakage),
+            mapping = (sp.csr_array(value.mapping, dtype=np.float64) if sp.issparse(value.mapping)
+                       else np.asarray(value.mapping, dtype=np.float64))
+            return {"mapping": mapping, "leakage": float(value.leakage),
                     "distortion": float(value.distortion), "status": str(value.status),
                     "certificate": dict(value.certificate), "solver": str(value.solver),
                     "delta": value.delta, "max_leakage": value.max_leakage, "kind": str(value.kind)}
@@ -566,8 +591,12 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         classes = self.classes_
         n_rows = self._check_classes(classes)
         prior = _matrix(self.prior_, "prior_")
-        M = _matrix(self.mapping_, "mapping_")
-        C = _matrix(self.cost_matrix_, "cost_matrix_", allow_posinf=True)
+        sparse = sp.issparse(self.mapping_) or sp.issparse(self.cost_matrix_)
+        if sparse:
+            M, C = _sparse_pair(self.mapping_, self.cost_matrix_)
+        else:
+            M = _matrix(self.mapping_, "mapping_")
+            C = _matrix(self.cost_matrix_, "cost_matrix_", allow_posinf=True)
         if prior.shape[0] != n_rows:
             raise ValueError(f"fitted.prior_ has {prior.shape[0]} rows but classes_ gives {n_rows} prior rows")
         if np.any(prior < 0):
@@ -580,25 +609,29 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         if prior.shape[1] != M.shape[0]:
             raise ValueError(f"fitted.prior_ has {prior.shape[1]} columns but mapping_ has {M.shape[0]} rows; "
                              "both count the input symbols")
-        if np.any(M < 0):
-            r, c = np.argwhere(M < 0)[0]
-            raise ValueError(f"fitted.mapping_ entry ({r}, {c}) is negative ({float(M[r, c])!r}); "
-                             "a mapping holds probabilities")
-        sums = M.sum(axis=1)
+        if sparse:
+            sums = np.add.reduceat(M.data, M.indptr[:-1])
+        else:
+            if np.any(M < 0):
+                r, c = np.argwhere(M < 0)[0]
+                raise ValueError(f"fitted.mapping_ entry ({r}, {c}) is negative ({float(M[r, c])!r}); "
+                                 "a mapping holds probabilities")
+            sums = M.sum(axis=1)
         bad = np.flatnonzero(np.abs(sums - 1.0) > _CLAIM_TOL)
         if bad.size:
             r = int(bad[0])
             raise ValueError(f"fitted.mapping_ row {r} sums to {sums[r]:.12g}, expected 1 (within {_CLAIM_TOL:g})")
-        if C.shape != M.shape:
-            raise ValueError(f"fitted.cost_matrix_ has shape {C.shape}, expected {M.shape} like mapping_")
-        if np.any(C < 0):
-            r, c = np.argwhere(C < 0)[0]
-            raise ValueError(f"fitted.cost_matrix_ entry ({r}, {c}) is negative ({float(C[r, c])!r}); "
-                             "distortions are >= 0")
-        if np.any(M[np.isinf(C)] != 0):
-            r, c = np.argwhere(np.isinf(C) & (M != 0))[0]
-            raise ValueError(f"fitted.mapping_ puts probability {float(M[r, c])!r} on the forbidden transition "
-                             f"({r}, {c}) (infinite cost_matrix_)")
+        if not sparse:
+            if C.shape != M.shape:
+                raise ValueError(f"fitted.cost_matrix_ has shape {C.shape}, expected {M.shape} like mapping_")
+            if np.any(C < 0):
+                r, c = np.argwhere(C < 0)[0]
+                raise ValueError(f"fitted.cost_matrix_ entry ({r}, {c}) is negative ({float(C[r, c])!r}); "
+                                 "distortions are >= 0")
+            if np.any(M[np.isinf(C)] != 0):
+                r, c = np.argwhere(np.isinf(C) & (M != 0))[0]
+                raise ValueError(f"fitted.mapping_ puts probability {float(M[r, c])!r} on the forbidden "
+                                 f"transition ({r}, {c}) (infinite cost_matrix_)")
         n = self.n_labeled_
         if isinstance(n, bool) or not isinstance(n, Integral) or n < 1:
             raise ValueError(f"fitted.n_labeled_ must be a positive integer, got {n!r}")
@@ -608,10 +641,20 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         for name, value in self._figures().items():
             _check_claim(self, name, value)
         res = self.solver_result_
-        if not isinstance(res.mapping, np.ndarray) or res.mapping.shape != M.shape:
-            raise ValueError(f"fitted.solver_result_.mapping has shape {np.shape(res.mapping)}, expected {M.shape}")
-        if not np.all(np.isfinite(res.mapping)) or np.max(np.abs(res.mapping - M)) > _BUDGET_TOL:
-            raise ValueError("fitted.solver_result_.mapping is not the mapping_ the file holds")
+        if sparse:
+            R = res.mapping
+            if (not isinstance(R, sp.csr_array) or R.shape != M.shape or not np.array_equal(R.indptr, M.indptr)
+                    or not np.array_equal(R.indices, M.indices)):
+                raise ValueError(f"fitted.solver_result_.mapping must be a csr_array with mapping_'s entries, "
+                                 f"got {type(R).__name__} of shape {getattr(R, 'shape', None)}")
+            if not np.all(np.isfinite(R.data)) or np.max(np.abs(R.data - M.data), initial=0.0) > _BUDGET_TOL:
+                raise ValueError("fitted.solver_result_.mapping is not the mapping_ the file holds")
+        else:
+            if not isinstance(res.mapping, np.ndarray) or res.mapping.shape != M.shape:
+                raise ValueError(f"fitted.solver_result_.mapping has shape {np.shape(res.mapping)}, "
+                                 f"expected {M.shape}")
+            if not np.all(np.isfinite(res.mapping)) or np.max(np.abs(res.mapping - M)) > _BUDGET_TOL:
+                raise ValueError("fitted.solver_result_.mapping is not the mapping_ the file holds")
         # the parameters' promise holds for the stored mapping
         if self.delta is not None and self.distortion_ > self.delta + _BUDGET_TOL * max(1.0, self.delta):
             raise ValueError(f"fitted.distortion_ = {self.distortion_!r} exceeds the budget delta = {self.delta!r}")
@@ -737,6 +780,44 @@ def stack_marginal_priors(q_b, joints):
 
 def _norm(P):
     return P / P.sum()
+
+
+def _row_stochastic(mapping, cost):
+    """The engine's mapping, clipped to the allowed transitions and renormalised row by row."""
+    if sp.issparse(cost):
+        M = sp.csr_array(mapping, dtype=np.float64).copy()
+        if not (np.array_equal(M.indptr, cost.indptr) and np.array_equal(M.indices, cost.indices)):
+            raise ValueError("the engine returned a sparse mapping whose pattern differs from the cost's")
+        M.data = np.clip(M.data, 0.0, None)
+        rs = np.add.reduceat(M.data, M.indptr[:-1])
+        M.data = M.data / np.repeat(rs, np.diff(M.indptr))
+        return M
+    allowed = np.isfinite(cost)
+    M = np.where(allowed, np.clip(np.asarray(mapping, dtype=np.float64), 0.0, None), 0.0)
+    return M / M.sum(axis=1, keepdims=True)
+
+
+def _sparse_pair(M, C):
+    """Check a stored sparse mapping and cost (same pattern: the allowed transitions); ValueError."""
+    for a, name in ((M, "mapping_"), (C, "cost_matrix_")):
+        if not isinstance(a, sp.csr_array) or a.ndim != 2 or 0 in a.shape or a.data.dtype.kind not in "biuf":
+            raise ValueError(f"fitted.{name} must be a non-empty 2-D numeric csr_array when either of mapping_ "
+                             f"and cost_matrix_ is sparse, got {type(a).__name__}")
+        if not np.all(np.isfinite(a.data)):
+            i = int(np.flatnonzero(~np.isfinite(a.data))[0])
+            raise ValueError(f"fitted.{name} has a non-finite stored entry ({float(a.data[i])!r}); a sparse "
+                             "cost stores the allowed transitions only")
+    if M.shape != C.shape or not (np.array_equal(M.indptr, C.indptr) and np.array_equal(M.indices, C.indices)):
+        raise ValueError("fitted.mapping_ and fitted.cost_matrix_ must store the same entries (the allowed "
+                         "transitions)")
+    if np.any(np.diff(C.indptr) == 0):
+        raise ValueError(f"fitted.cost_matrix_ row {int(np.flatnonzero(np.diff(C.indptr) == 0)[0])} allows no "
+                         "output")
+    if np.any(M.data < 0):
+        raise ValueError(f"fitted.mapping_ holds a negative probability ({float(M.data.min())!r})")
+    if np.any(C.data < 0):
+        raise ValueError(f"fitted.cost_matrix_ holds a negative distortion ({float(C.data.min())!r})")
+    return M.astype(np.float64), C.astype(np.float64)
 
 
 def _matrix(a, name, allow_posinf=False):

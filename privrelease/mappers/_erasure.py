@@ -5,6 +5,7 @@ import warnings
 
 import numpy as np
 import pandas as pd
+import scipy.sparse as sp
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .. import _persistence
@@ -18,6 +19,8 @@ from ._common import BUDGET_CONSTRAINT, LEAKAGE_CONSTRAINT, PROTECT_CONSTRAINT, 
 __all__ = ["ErasureMapper"]
 
 _UNSEEN = -2  # code of a category never seen in fit
+#: above this many (input, output) cells the alphabet is stored sparsely (only the reachable pairs)
+DENSE_CELLS_LIMIT = 2**22
 
 
 def _is_missing(values):
@@ -80,9 +83,17 @@ class ErasureMapper(_BaseMapper):
         Empirical joint ``p(a, b)`` over labeled rows (rows: the attribute
         tuples for ``protect="joint"``, the stacked marginal blocks for
         ``protect="marginal"``).
-    cost_matrix_ : ndarray of shape (n_inputs, n_outputs)
-        Erasure distortion (``inf`` = forbidden).
-    mapping_ : ndarray of shape (n_inputs, n_outputs)
+    cost_matrix_ : ndarray or scipy.sparse.csr_array of shape (n_inputs, n_outputs)
+        Erasure distortion (``inf`` = forbidden). Above ``DENSE_CELLS_LIMIT``
+        (4,194,304) input-output cells, for example one column with thousands
+        of categories, it is a ``csr_array`` that stores only the reachable
+        pairs (``2^n_features`` per input, explicit zeros included); every
+        other transition is forbidden. The engine then solves over those pairs
+        (:func:`~privrelease.mapping.solve_mapping` with a sparse distortion),
+        in memory proportional to their number.
+    mapping_ : ndarray or scipy.sparse.csr_array of shape (n_inputs, n_outputs)
+        ``p(b_hat | b)``; sparse with the same stored entries as ``cost_matrix_``
+        when that is sparse.
     leakage_ : float
         Leakage in bits under ``prior_``.
     prior_leakage_ : float
@@ -261,7 +272,8 @@ class ErasureMapper(_BaseMapper):
         counts = np.zeros((self.classes_.size, self.input_tuples_.shape[0]))
         np.add.at(counts, (a_idx, b_idx.ravel()), weights)
         self.output_tuples_ = erasure_alphabet(self.input_tuples_)
-        cost = erasure_distortion(self.input_tuples_, self.output_tuples_)
+        sparse = self.input_tuples_.shape[0] * self.output_tuples_.shape[0] > DENSE_CELLS_LIMIT
+        cost = erasure_distortion(self.input_tuples_, self.output_tuples_, sparse=sparse)
         return PriorEstimate(counts, cost, max(int(round(weights.sum())), 1), inputs=b_idx.ravel())
 
     def _fit_prior_dask(self, X, y):
@@ -416,8 +428,11 @@ class ErasureMapper(_BaseMapper):
         if expected.shape != self.output_tuples_.shape or not np.array_equal(expected, self.output_tuples_):
             raise ValueError("fitted.output_tuples_ is not the erasure alphabet of input_tuples_ "
                              "(every input with any subset of its features erased)")
-        cost = erasure_distortion(self.input_tuples_, self.output_tuples_)
-        if not np.array_equal(cost, self.cost_matrix_):
+        C = self.cost_matrix_
+        cost = erasure_distortion(self.input_tuples_, self.output_tuples_, sparse=sp.issparse(C))
+        same = ((np.array_equal(cost.indptr, C.indptr) and np.array_equal(cost.indices, C.indices)
+                 and np.array_equal(cost.data, C.data)) if sp.issparse(C) else np.array_equal(cost, C))
+        if not same:
             raise ValueError("fitted.cost_matrix_ is not the erasure distortion of the stored alphabets "
                              "(number of erasures, inf where a value would change)")
 
@@ -450,7 +465,6 @@ class ErasureMapper(_BaseMapper):
         p_a = scale * self.prior_.sum(axis=1)
         order = np.argsort(-p_b, kind="stable")[:top]
         rows = []
-        finite_cost = np.where(np.isfinite(self.cost_matrix_), self.cost_matrix_, 0.0)
         for b in order:
             row = {n: self.categories_[f][c] for f, (n, c) in enumerate(zip(names, self.input_tuples_[b]))}
             row["frequency"] = float(p_b[b])
@@ -459,13 +473,24 @@ class ErasureMapper(_BaseMapper):
                 row[f"p({cls})"] = float(cond[a])
             lift = cond - p_a
             row["skew"] = str(labels[int(np.argmax(lift))]) if lift.max() > 0.10 else "N"
-            j = int(np.argmax(self.mapping_[b]))
+            outs, probs, costs = self._mapping_row(b)
+            i = int(np.argmax(probs))
+            j = int(outs[i])
             for f, (n, c) in enumerate(zip(names, self.output_tuples_[j])):
                 row[f"released {n}"] = "-" if c == -1 else self.categories_[f][c]
-            row["p(release)"] = float(self.mapping_[b, j])
-            row["expected erasures"] = float(self.mapping_[b] @ finite_cost[b])
+            row["p(release)"] = float(probs[i])
+            row["expected erasures"] = float(probs @ costs)
             rows.append(row)
         return pd.DataFrame(rows)
+
+    def _mapping_row(self, b):
+        """Allowed outputs of input ``b`` with their probabilities and erasure counts."""
+        M, C = self.mapping_, self.cost_matrix_
+        if sp.issparse(M):
+            seg = slice(M.indptr[b], M.indptr[b + 1])
+            return M.indices[seg], M.data[seg], C.data[seg]
+        allowed = np.flatnonzero(np.isfinite(C[b]))
+        return allowed, M[b, allowed], C[b, allowed]
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -1,6 +1,7 @@
 """Validation of priors, distortion matrices and mappings (shared by the mapping engine)."""
 
 import numpy as np
+import scipy.sparse as sp
 
 from ..utils import check_number
 
@@ -45,7 +46,14 @@ def check_distortion(distortion, n_public, *, name="distortion"):
 
     ``np.inf`` marks a forbidden transition. Negative or NaN entries, ``-inf``,
     a wrong number of rows, or a row with no finite entry raise ``ValueError``.
+
+    A scipy sparse matrix is the sparse form: its *stored* entries (explicit
+    zeros included) are the allowed transitions, every other one is forbidden;
+    it comes back as a ``csr_array`` with sorted indices (stored ``inf`` entries
+    are dropped as forbidden; a pair stored twice is refused).
     """
+    if sp.issparse(distortion):
+        return _check_sparse_distortion(distortion, n_public, name)
     try:
         D = np.asarray(distortion, dtype=float)
     except (TypeError, ValueError) as exc:
@@ -67,8 +75,56 @@ def check_distortion(distortion, n_public, *, name="distortion"):
     return D
 
 
+def _check_sparse_distortion(distortion, n_public, name):
+    D = sp.coo_array(distortion)
+    if D.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D matrix d(c, c_hat), got shape {D.shape}")
+    if D.shape[0] != n_public:
+        raise ValueError(
+            f"{name} has {D.shape[0]} rows but the prior has {n_public} public symbols "
+            f"(columns); expected shape ({n_public}, n_outputs), got {D.shape}"
+        )
+    if D.shape[1] == 0:
+        raise ValueError(f"{name} must have at least one output column, got shape {D.shape}")
+    data = np.asarray(D.data, dtype=float)
+    if np.any(np.isnan(data)):
+        i = int(np.flatnonzero(np.isnan(data))[0])
+        raise ValueError(f"{name} must not contain NaN (leave a forbidden transition unstored), got nan at "
+                         f"({int(D.coords[0][i])}, {int(D.coords[1][i])})")
+    if np.any(data < 0):
+        raise ValueError(f"{name} must be non-negative, got a smallest entry of {float(data.min())!r}")
+    keep = np.isfinite(data)
+    row, col = np.asarray(D.coords[0])[keep], np.asarray(D.coords[1])[keep]
+    key = row.astype(np.int64) * D.shape[1] + col
+    order = np.argsort(key, kind="stable")
+    dup = np.flatnonzero(np.diff(key[order]) == 0)
+    if dup.size:
+        i = order[dup[0]]
+        raise ValueError(f"{name} stores the transition ({int(row[i])}, {int(col[i])}) more than once; "
+                         "store each allowed transition once")
+    row, col, data = row[order], col[order], data[keep][order]
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(row, minlength=D.shape[0]))]).astype(np.int64)
+    return sp.csr_array((data, col.astype(np.int64), indptr), shape=D.shape)
+
+
 def check_mapping(mapping, n_public, n_outputs=None, *, name="mapping", atol=1e-6):
-    """Return a row-stochastic mapping of shape (n_public, n_outputs) as a float array."""
+    """Return a row-stochastic mapping of shape (n_public, n_outputs) as a float array
+    (a ``csr_array`` for a sparse mapping)."""
+    if sp.issparse(mapping):
+        M = sp.csr_array(mapping, dtype=float)
+        if M.ndim != 2 or M.shape[0] != n_public or (n_outputs is not None and M.shape[1] != n_outputs):
+            want = f"({n_public}, {'n_outputs' if n_outputs is None else n_outputs})"
+            raise ValueError(f"{name} must have shape {want}, got {M.shape}")
+        if not np.all(np.isfinite(M.data)) or np.any(M.data < -atol):
+            raise ValueError(f"{name} must have finite non-negative entries, got a smallest entry of "
+                             f"{float(np.nanmin(M.data)) if M.nnz else 0.0!r}")
+        rs = np.asarray(M.sum(axis=1)).ravel()
+        if np.any(np.abs(rs - 1) > atol):
+            bad = int(np.argmax(np.abs(rs - 1)))
+            raise ValueError(f"{name} rows must sum to 1 (a conditional distribution), row {bad} sums to {rs[bad]!r}")
+        M = M.copy()
+        M.data = np.clip(M.data, 0.0, None)
+        return M
     M = np.asarray(mapping, dtype=float)
     if M.ndim != 2 or M.shape[0] != n_public or (n_outputs is not None and M.shape[1] != n_outputs):
         want = f"({n_public}, {'n_outputs' if n_outputs is None else n_outputs})"

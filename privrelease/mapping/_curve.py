@@ -9,9 +9,8 @@ from ..exceptions import ConvergenceWarning, InfeasibleBudgetError
 from ._checks import check_budget
 from ._leakage import expected_distortion, leakage as _leakage, map_attack_accuracy
 from ._lp import perfect_privacy_mapping
-from ._problem import Problem
 from ._result import MappingResult
-from ._solver import BUDGET_RTOL, _check_problem, solve_mapping
+from ._solver import BUDGET_RTOL, _check_problem, _make_problem, solve_mapping
 
 __all__ = ["privacy_distortion_curve"]
 
@@ -73,7 +72,7 @@ def privacy_distortion_curve(prior, distortion, deltas, *, leakage="mutual_infor
     if arr.ndim != 1 or arr.size == 0:
         raise ValueError(f"deltas must be a non-empty 1-D list of budgets, got {deltas!r}")
     budgets = [check_budget(float(d), "delta") for d in arr]
-    prob = Problem(P, D)
+    prob = _make_problem(P, D)
     low = [d for d in budgets if prob.to_internal(d) < prob.delta_min - BUDGET_RTOL]
     if low:
         raise InfeasibleBudgetError(

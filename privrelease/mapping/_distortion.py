@@ -1,6 +1,7 @@
 """Distortion matrices: squared Euclidean between representative points, and erasures."""
 
 import numpy as np
+import scipy.sparse as sp
 
 __all__ = ["squared_euclidean_distortion", "erasure_alphabet", "erasure_distortion", "ERASED"]
 
@@ -102,7 +103,35 @@ def erasure_alphabet(input_symbols):
     return out[order]
 
 
-def erasure_distortion(inputs, outputs):
+def _row_keys(A):
+    """One comparable key per row of an integer matrix (rows equal iff keys equal)."""
+    A = np.ascontiguousarray(A, dtype=np.int64)
+    return A.view(np.dtype((np.void, A.dtype.itemsize * A.shape[1]))).ravel()
+
+
+def _sparse_erasure_distortion(X, Y):
+    """The reachable pairs only: each input's ``2^F`` erasure patterns looked up among the outputs."""
+    F = X.shape[1]
+    keys = _row_keys(Y)
+    order = np.argsort(keys, kind="stable")
+    sorted_keys = keys[order]
+    rows, cols, vals = [], [], []
+    subsets = ((np.arange(2 ** F)[:, None] >> np.arange(F)) & 1).astype(bool)
+    for s in subsets:
+        cand = _row_keys(np.where(s[None, :], ERASED, X))
+        pos = np.minimum(np.searchsorted(sorted_keys, cand), sorted_keys.size - 1)
+        found = sorted_keys[pos] == cand
+        rows.append(np.flatnonzero(found))
+        cols.append(order[pos[found]])
+        vals.append(np.full(int(found.sum()), float(s.sum())))
+    r, c, v = (np.concatenate(a) for a in (rows, cols, vals))
+    o = np.lexsort((c, r))
+    r, c, v = r[o], c[o], v[o]
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(r, minlength=X.shape[0]))]).astype(np.int64)
+    return sp.csr_array((v, c.astype(np.int64), indptr), shape=(X.shape[0], Y.shape[0]))
+
+
+def erasure_distortion(inputs, outputs, *, sparse=False):
     """Number of erasures, or ``inf`` when the output contradicts the input (paper Sec. VI-A).
 
     ``d(b, b_hat)`` is the number of erased positions of ``b_hat`` when ``b_hat``
@@ -113,20 +142,36 @@ def erasure_distortion(inputs, outputs):
     ----------
     inputs : array-like of int, shape (n_inputs, n_features)
     outputs : array-like of int, shape (n_outputs, n_features), ``-1`` = erased
+    sparse : bool, default=False
+        Return only the reachable pairs as a ``scipy.sparse.csr_array`` whose
+        stored entries (explicit zeros included) are the allowed transitions, in
+        memory proportional to ``n_inputs x 2^n_features`` rather than
+        ``n_inputs x n_outputs`` (the form :func:`solve_mapping` accepts for
+        large alphabets).
 
     Returns
     -------
-    ndarray of shape (n_inputs, n_outputs)
+    ndarray of shape (n_inputs, n_outputs), or csr_array with ``sparse=True``
 
     Examples
     --------
     >>> erasure_distortion([[0, 1]], [[0, 1], [-1, 1], [1, -1], [-1, -1]])
     array([[ 0.,  1., inf,  2.]])
+    >>> D = erasure_distortion([[0, 1]], [[0, 1], [-1, 1], [1, -1], [-1, -1]], sparse=True)
+    >>> D.indices.tolist(), D.data.tolist()
+    ([0, 1, 3], [0.0, 1.0, 2.0])
     """
     X = _check_symbols(inputs, "inputs")
     Y = _check_symbols(outputs, "outputs")
     if X.shape[1] != Y.shape[1]:
         raise ValueError(f"inputs have {X.shape[1]} features but outputs have {Y.shape[1]}")
+    if sparse:
+        if np.any(X < 0):
+            raise ValueError(f"inputs must be codes >= 0 (-1 marks an erasure), got {X.min()!r}")
+        if X.shape[0] * 2.0 ** X.shape[1] > MAX_ERASURE_CANDIDATES:
+            raise ValueError(f"{X.shape[0]} input tuple(s) of {X.shape[1]} feature(s) give more than "
+                             f"{MAX_ERASURE_CANDIDATES:,} (input, erased subset) pairs")
+        return _sparse_erasure_distortion(X, Y)
     erased = Y == ERASED
     agree = (X[:, None, :] == Y[None, :, :]) | erased[None, :, :]
     ok = agree.all(axis=2)

@@ -6,6 +6,7 @@ All information quantities are in **bits**.
 import math
 
 import numpy as np
+import scipy.sparse as sp
 from scipy.special import rel_entr
 
 from ..utils import check_number
@@ -29,6 +30,8 @@ def _released_joint(prior, mapping):
     if mapping is None:
         return P
     M = check_mapping(mapping, P.shape[1])
+    if sp.issparse(M):
+        return np.asarray((M.T @ P.T).T)
     return P @ M
 
 
@@ -151,11 +154,35 @@ def expected_distortion(prior, mapping, distortion):
     if D.shape != M.shape:
         raise ValueError(f"distortion has shape {D.shape} but mapping has shape {M.shape}")
     pc = P.sum(axis=0)
+    if sp.issparse(M) or sp.issparse(D):
+        return _sparse_expected_distortion(pc, M, D)
     W = pc[:, None] * M
     used = W > 0
     if np.any(np.isinf(D[used])):
         return float("inf")
     return float((W[used] * D[used]).sum())
+
+
+def _sparse_expected_distortion(pc, M, D):
+    """Expected distortion when the mapping or the distortion is sparse (a sparse distortion's
+    unstored entries are forbidden: positive mass there gives ``inf``)."""
+    Wm = sp.coo_array(sp.csr_array(M) * pc[:, None] if sp.issparse(M) else pc[:, None] * M)
+    used = Wm.data > 0
+    w, r, c = Wm.data[used], np.asarray(Wm.coords[0])[used], np.asarray(Wm.coords[1])[used]
+    if not sp.issparse(D):
+        d = D[r, c]
+    else:
+        Dc = sp.csr_array(D)
+        Dc.sort_indices()
+        keys = np.repeat(np.arange(Dc.shape[0], dtype=np.int64), np.diff(Dc.indptr)) * Dc.shape[1] + Dc.indices
+        want = r.astype(np.int64) * Dc.shape[1] + c
+        idx = np.minimum(np.searchsorted(keys, want), max(keys.size - 1, 0))
+        if keys.size == 0 or np.any(keys[idx] != want):
+            return float("inf")
+        d = Dc.data[idx]
+    if np.any(np.isinf(d)):
+        return float("inf")
+    return float((w * d).sum())
 
 
 def mismatch_bounds(l1_distance, n_private, n_public, d_max):

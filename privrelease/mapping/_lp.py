@@ -20,8 +20,7 @@ __all__ = ["perfect_privacy_mapping", "solve_maximal_leakage_lp"]
 
 
 def _entries(prob):
-    r, c = np.nonzero(prob.mask)
-    return r, c, r.size
+    return prob.edges()
 
 
 def _row_sum_matrix(prob, r, n):
@@ -41,9 +40,19 @@ def _dual_bound(res, b_ub, b_eq):
 def perfect_privacy_mapping(prob):
     """Cheapest reduced mapping with ``I(A; C_hat) = 0``; returns ``(P, distortion)`` (user units)
     or ``(None, inf)``."""
-    r, c, n = _entries(prob)
+    r_all, c_all, n_all = _entries(prob)
     na = prob.M.shape[0]
-    cost = prob.W[r, c]
+    # an output reached by a single row c (with mass) is independent of A only if p(. | c) = p_A:
+    # otherwise its entry is 0 in every perfectly private mapping, so it is removed before the LP
+    # (for an erasure alphabet these are the non-erased tuples: the LP shrinks to the shared outputs)
+    private = np.bincount(c_all, minlength=prob.kh)[c_all] == 1
+    dev = np.abs(prob.M[:, r_all] - prob.pA[:, None] * prob.pc[r_all][None, :]).max(axis=0)
+    keep = ~(private & (dev > 1e-12 * prob.pc[r_all]))
+    if not np.all(np.bincount(r_all[keep], minlength=prob.k) > 0):
+        return None, float("inf")
+    sel = np.flatnonzero(keep)
+    r, c, n = r_all[sel], c_all[sel], sel.size
+    cost = prob.edge_weights()[sel]
     blocks = [_row_sum_matrix(prob, r, n)]
     b = [np.ones(prob.k)]
     # independence: sum_c (p(a, c) - p(a) p(c)) P(c, j) = 0 for all j and all but one a
@@ -57,9 +66,9 @@ def perfect_privacy_mapping(prob):
         return None, float("inf")
     if res.status != 0:
         raise SolverError(f"HiGHS failed on the perfect-privacy LP: {res.message}")
-    P = np.zeros((prob.k, prob.kh))
-    P[r, c] = res.x
-    P = prob.clean(P, None)
+    x = np.zeros(n_all)
+    x[sel] = res.x
+    P = prob.clean(prob.from_edges(x), None)
     return P, prob.to_user(prob.distortion(P))
 
 
@@ -83,10 +92,10 @@ def solve_maximal_leakage_lp(prob, *, delta=None, target_bits=None):
     if target_bits is None:
         cost = np.concatenate([np.zeros(n), np.ones(kh)])
         if delta is not None and np.isfinite(delta) and delta < prob.delta_max:
-            rows_ub.append(sp.csr_matrix(np.concatenate([prob.W[r, c], np.zeros(kh)])[None, :]))
+            rows_ub.append(sp.csr_matrix(np.concatenate([prob.edge_weights(), np.zeros(kh)])[None, :]))
             b_ub.append(np.array([float(delta)]))
     else:
-        cost = np.concatenate([prob.W[r, c], np.zeros(kh)])
+        cost = np.concatenate([prob.edge_weights(), np.zeros(kh)])
         rows_ub.append(sp.csr_matrix(np.concatenate([np.zeros(n), np.ones(kh)])[None, :]))
         b_ub.append(np.array([2.0 ** float(target_bits)]))
     A_ub = sp.vstack(rows_ub, format="csr")
@@ -100,8 +109,7 @@ def solve_maximal_leakage_lp(prob, *, delta=None, target_bits=None):
             f"achievable maximal leakage is {smallest!r} bits", smallest_feasible=smallest)
     if res.status != 0:
         raise SolverError(f"HiGHS did not solve the maximal-leakage LP: {res.message}")
-    P = np.zeros((prob.k, kh))
-    P[r, c] = res.x[:n]
+    P = prob.from_edges(res.x[:n])
     dual = _dual_bound(res, b_ub, b_eq)
     return P, {"lp_objective": float(res.fun), "lp_dual_objective": dual,
                "lp_gap": max(float(res.fun) - dual, 0.0)}

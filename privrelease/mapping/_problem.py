@@ -131,6 +131,31 @@ class Problem:
         self.P_min[np.arange(self.k), self.argmin_full[self.rows]] = 1.0
         tie_tol = 1e-12 * (1.0 + np.abs(self.row_min_full[self.rows]))
         self.argmin_mask = self.mask & (self.d <= (self.row_min_full[self.rows] + tie_tol)[:, None])
+        #: number of cheapest outputs of each row (a unique minimum-distortion mapping when all are 1)
+        self.n_argmin = self.argmin_mask.sum(axis=1)
+
+    sparse = False
+
+    # ---- edges (the interface shared with :class:`~privrelease.mapping._sparse.SparseProblem`) ----
+    def edges(self):
+        """``(row, output, n)`` of every allowed entry (the variables of the linear programs)."""
+        r, c = np.nonzero(self.mask)
+        return r, c, r.size
+
+    def edge_weights(self):
+        r, c = np.nonzero(self.mask)
+        return self.W[r, c]
+
+    def from_edges(self, x):
+        """Reduced mapping matrix from values on :meth:`edges`."""
+        r, c = np.nonzero(self.mask)
+        P = np.zeros((self.k, self.kh))
+        P[r, c] = x
+        return P
+
+    def joint(self, P):
+        """``J = M P``."""
+        return self.M @ P
 
     def to_internal(self, delta):
         """A distortion budget in user units -> internal units (divided by ``scale``)."""

@@ -13,6 +13,9 @@ Solvers
     The structured interior-point solver of :mod:`privrelease.mapping._fast`.
 ``"auto"``
     ``"fast"``, then ``"cvxpy"`` if the fast answer does not certify.
+Sparse distortion (stored entries = allowed transitions)
+    Column generation over the allowed transitions, then the plain formulation
+    written over them (:mod:`privrelease.mapping._sparse`); same certificate.
 
 Certification
 -------------
@@ -46,6 +49,7 @@ import math
 import warnings
 
 import numpy as np
+import scipy.sparse as sp
 
 from ..exceptions import ConvergenceWarning, InfeasibleBudgetError, SolverError
 from ..utils import check_number
@@ -54,6 +58,7 @@ from ._leakage import expected_distortion, leakage as _leakage
 from ._lp import perfect_privacy_mapping, solve_maximal_leakage_lp
 from ._problem import LN2, Problem
 from ._result import MappingResult
+from ._sparse import SparseProblem, sparse_candidates
 
 __all__ = ["solve_mapping"]
 
@@ -83,7 +88,16 @@ def _check_problem(prior, distortion, leakage, solver):
         raise ValueError(f"leakage must be one of {_KINDS}, got {leakage!r}")
     if solver not in _SOLVERS:
         raise ValueError(f"solver must be one of {_SOLVERS}, got {solver!r}")
+    if sp.issparse(D) and solver == "fast":
+        raise ValueError("solver='fast' needs a dense distortion; a sparse distortion is solved over its "
+                         "allowed transitions by column generation, then the plain formulation "
+                         "(solver='auto' or 'cvxpy')")
     return P, D
+
+
+def _make_problem(P, D):
+    """The reduced problem: dense, or over the stored transitions of a sparse distortion."""
+    return SparseProblem(P, D) if sp.issparse(D) else Problem(P, D)
 
 
 def _cvxpy_candidates(prob, *, delta=None, target_nats=None, solvers=("CLARABEL", "SCS"), tight=True):
@@ -151,6 +165,8 @@ def _warm(prob, warm_start):
     if warm_start is None:
         return None
     W = warm_start.mapping if isinstance(warm_start, MappingResult) else warm_start
+    if prob.sparse:
+        return prob.reduce(W)
     W = np.asarray(W, dtype=float)
     if W.shape != (prob.n_public, prob.n_outputs):
         raise ValueError(
@@ -167,13 +183,15 @@ def _delta_best(prob, delta, solver, tol, warm=None):
     if f_min <= 0.0:
         cert = {"gap_bits": 0.0, "multiplier": 0.0, "lower_bound": 0.0, "method": "zero leakage at minimum distortion"}
         return prob.P_min.copy(), cert, "exact", True, []
-    if prob.argmin_mask.sum(axis=1).max() == 1 and delta <= prob.delta_min + BUDGET_RTOL:
+    if prob.n_argmin.max() == 1 and delta <= prob.delta_min + BUDGET_RTOL:
         cert = {"gap_bits": 0.0, "multiplier": float("inf"), "lower_bound": f_min, "method": "unique feasible mapping"}
         return prob.P_min.copy(), cert, "exact", True, []
     attempts = ["fast", "cvxpy"] if solver == "auto" else [solver]
     best = None
     notes = []
-    if solver == "auto" and prob.k * prob.kh > CVXPY_FALLBACK_MAX_VARIABLES:
+    if prob.sparse:
+        attempts = ["sparse"]
+    elif solver == "auto" and prob.k * prob.kh > CVXPY_FALLBACK_MAX_VARIABLES:
         attempts = ["fast"]
         notes.append(f"cvxpy fallback skipped ({prob.k * prob.kh} variables > {CVXPY_FALLBACK_MAX_VARIABLES})")
     for s in attempts:
@@ -186,6 +204,8 @@ def _delta_best(prob, delta, solver, tol, warm=None):
                 # any numerical failure of the fast solver falls back to the reference
                 notes.append(f"fast: {type(exc).__name__}: {exc}")
                 cands = []
+        elif s == "sparse":
+            cands = sparse_candidates(prob, delta=delta, tol_bits=tol)
         else:
             cands = _cvxpy_candidates(prob, delta=delta)
         for name, P in cands:
@@ -317,6 +337,12 @@ def _solve_mi_target(prob, target_bits, solver, tol):
                 "method": "the minimum distortion already meets the target"}
         return P0, cert, next(iter(names)), "optimal"
     Ppp, _ = perfect_privacy_mapping(prob)
+    if L <= 0.0 and Ppp is not None and prob.objective(Ppp) <= tol * LN2:
+        # perfect privacy: the LP's mapping is the answer (HiGHS certifies the LP optimum); its
+        # leakage is zero up to the LP's rounding (reported as the gap, within tol)
+        fpp = prob.objective(Ppp)
+        cert = {"gap_bits": float(fpp / LN2), "distortion_gap": 0.0, "method": "perfect-privacy LP (HiGHS)"}
+        return Ppp, cert, "highs", "optimal"
     if Ppp is not None and prob.objective(Ppp) <= L:
         rights.append((prob.distortion(Ppp), Ppp, prob.objective(Ppp)))
     else:
@@ -346,7 +372,7 @@ def _solve_mi_target(prob, target_bits, solver, tol):
         dr, Pr, fr = min(rights, key=lambda t: t[0])
         if dr <= dl:
             return Pr, dr
-        th = _mix_to_target(f_of_J, prob.M @ Pl, prob.M @ Pr, L)
+        th = _mix_to_target(f_of_J, prob.joint(Pl), prob.joint(Pr), L)
         return (1 - th) * Pl + th * Pr, (1 - th) * dl + th * dr
 
     d_cur, f_cur, lam_cur, P_cur = prob.delta_min, f0, lam0, P0
@@ -409,7 +435,7 @@ def _solve_ml(prob, delta, target_bits, solver):
     with the perfect-privacy mapping, maximal leakage being convex in the mapping) and
     certified from the LP dual.
     """
-    if solver == "cvxpy":
+    if solver == "cvxpy" and not prob.sparse:
         import cvxpy as cp
 
         X = cp.Variable((prob.k, prob.kh), nonneg=True)
@@ -438,7 +464,7 @@ def _solve_ml(prob, delta, target_bits, solver):
     P = prob.clean(P, delta)
 
     def ml_sum(Q):
-        return float(((prob.M @ Q) / prob.pA[:, None]).max(axis=0).sum())
+        return float((prob.joint(Q) / prob.pA[:, None]).max(axis=0).sum())
 
     if target_bits is None:
         # dual bound from the exact LP (HiGHS marginals) on the same budget
@@ -501,9 +527,18 @@ def solve_mapping(prior, distortion, delta=None, *, max_leakage=None, leakage="m
     ----------
     prior : array-like of shape (n_private, n_public)
         Joint ``p(a, c)``; non-negative and summing to 1 (within 1e-8).
-    distortion : array-like of shape (n_public, n_outputs)
+    distortion : array-like or scipy sparse matrix of shape (n_public, n_outputs)
         Non-negative ``d(c, c_hat)``; ``np.inf`` forbids a transition exactly
-        (the mapping is exactly 0 there), e.g. erasure-only outputs.
+        (the mapping is exactly 0 there), e.g. erasure-only outputs. A scipy
+        sparse matrix stores the *allowed* transitions only: every stored entry
+        (explicit zeros included) is allowed, every other one is forbidden, so
+        memory grows with the allowed pairs, not with ``n_public x n_outputs``
+        (an erasure alphabet: :func:`erasure_distortion` with ``sparse=True``).
+        Beware that ``csr_array(dense)`` drops zero costs; build the matrix from
+        its entries (``csr_array((d, (rows, cols)), shape=...)``). The mapping is
+        then returned as a ``csr_array`` with the same stored entries, and is
+        computed by column generation over the allowed transitions (see
+        :mod:`privrelease.mapping._sparse`), certified by the same bound.
     delta : float, optional
         Distortion budget ``Delta >= 0`` (``np.inf`` allowed). Below the smallest
         feasible budget ``sum_c p(c) min_j d(c, j)`` an
@@ -516,7 +551,9 @@ def solve_mapping(prior, distortion, delta=None, *, max_leakage=None, leakage="m
     solver : {"auto", "fast", "cvxpy"}
         See the module notes: ``"fast"`` is the structured interior-point
         solver, ``"cvxpy"`` the plain reference formulation (CLARABEL then SCS),
-        ``"auto"`` tries fast then cvxpy.
+        ``"auto"`` tries fast then cvxpy. A sparse ``distortion`` accepts
+        ``"auto"`` and ``"cvxpy"`` (column generation, then the plain
+        formulation over the allowed transitions).
     tol : float, default=1e-6
         Required certified optimality gap in bits.
     warm_start : MappingResult or array-like, optional
@@ -567,7 +604,7 @@ def solve_mapping(prior, distortion, delta=None, *, max_leakage=None, leakage="m
             "give exactly one of delta (a distortion budget) and max_leakage (a privacy target in bits); "
             f"got delta={delta!r}, max_leakage={max_leakage!r}"
         )
-    prob = Problem(P, D)
+    prob = _make_problem(P, D)
     if delta is not None:
         delta = check_budget(delta, "delta")
         d_int = prob.to_internal(delta)

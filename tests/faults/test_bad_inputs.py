@@ -14,6 +14,7 @@ import sys
 import warnings
 
 import numpy as np
+import scipy.sparse as sp
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -116,6 +117,17 @@ def _catalogue():
          lambda: solve_mapping(PRIOR, D2, max_leakage=-1), ValueError, "-1"),
         ("mapping", "solve_mapping(prior, d, 0.5, warm_start=np.eye(3))",
          lambda: solve_mapping(PRIOR, D2, 0.5, warm_start=np.eye(3)), ValueError, "(3, 3)"),
+        ("mapping", "solve_mapping(prior, sparse d storing (0, 0) twice, 0.5)",
+         lambda: solve_mapping(PRIOR, sp.coo_array(([0.0, 1.0, 1.0], ([0, 0, 1], [0, 0, 1])), shape=(2, 2)), 0.5),
+         ValueError, "(0, 0)"),
+        ("mapping", "solve_mapping(prior, sparse d with a NaN entry, 0.5)",
+         lambda: solve_mapping(PRIOR, sp.csr_array(np.array([[np.nan, 1.0], [1.0, 0.0]])), 0.5), ValueError,
+         "nan"),
+        ("mapping", "solve_mapping(prior, sparse d storing nothing in row 1, 0.5)",
+         lambda: solve_mapping(PRIOR, sp.csr_array(([0.0], ([0], [0])), shape=(2, 2)), 0.5),
+         InfeasibleBudgetError, "row 1"),
+        ("mapping", "solve_mapping(prior, sparse d, 0.5, solver='fast')",
+         lambda: solve_mapping(PRIOR, sp.csr_array(D2), 0.5, solver="fast"), ValueError, "'fast'"),
         ("mapping", "privacy_distortion_curve(prior, d, deltas=[-0.1, 0.5])",
          lambda: privacy_distortion_curve(PRIOR, D2, [-0.1, 0.5]), ValueError, "-0.1"),
         ("mapping", "leakage(prior, mapping=[[0.5, 0.6], [0, 1]])",

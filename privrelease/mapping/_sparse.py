@@ -1,0 +1,525 @@
+"""Sparse alphabets: the convex program of Algorithm 1 on the allowed transitions only.
+
+When most transitions are forbidden (an erasure alphabet: an input reaches only
+its own ``2^F`` erasure patterns among ``n_inputs x 2^F`` outputs), the mapping
+is a vector ``x`` over the *edges* ``e = (c_e, j_e)`` of the distortion's
+sparsity pattern, and every quantity of :mod:`privrelease.mapping._problem` is
+computed edge-wise, in memory proportional to the number of edges:
+
+* ``J = M P`` by a sparse product with the output-incidence matrix;
+* the scores ``S_pi(e) = sum_a p(a, c_e) ln(pi_{j_e}(a) / p(a))`` per edge, and
+  the Lagrangian certificate ``sum_c min_{e in row c} [S_pi(e) + lambda w_e] -
+  lambda delta`` by segment minima over the rows (same bound, same proof);
+* the solver: the plain cvxpy formulation written over the edges. An output
+  reached by a single input with positive mass (a *private* output, such as an
+  input's own non-erased tuple) has posterior ``p(. | c)`` whatever mass it
+  receives, so its contribution to ``I(A; C_hat)`` is *linear* in its edge,
+  ``x_e p(c) D(p(. | c) || p_A)``: only outputs shared by several inputs need
+  exponential cones. For one categorical column with 100,000 categories the
+  program has 200,000 linear variables and ``|A|`` cones.
+
+The reduction (rows with ``p(c) = 0``, classes with ``p(a) = 0``), the scale
+normalisation and the tolerance policy are those of the dense
+:class:`~privrelease.mapping._problem.Problem`, whose interface this class
+mirrors (a reduced mapping is an edge vector here, a matrix there).
+"""
+
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.special import rel_entr
+
+from ..exceptions import InfeasibleBudgetError
+
+__all__ = ["SparseProblem", "sparse_candidates", "edge_lagrangian_bound"]
+
+
+def _segment_min(values, indptr):
+    """Minimum of ``values`` over each row segment (every segment is non-empty)."""
+    return np.minimum.reduceat(values, indptr[:-1])
+
+
+def edge_lagrangian_bound(A, B, indptr, rhs, mu0=None, n_bisect=60):
+    """``max_{mu >= 0} sum_c min_{e in row c} (A + mu B)_e - mu rhs`` over edge vectors.
+
+    The sparse twin of :func:`privrelease.mapping._problem.lagrangian_bound`
+    (concave and piecewise linear in ``mu``; every evaluated value is a valid
+    bound and the best one is returned with its ``mu``). ``A`` may hold ``+inf``.
+    """
+    row = np.repeat(np.arange(indptr.size - 1), np.diff(indptr))
+    scale = max(abs(rhs), float(np.max(B)) if B.size else 0.0, 1e-300)
+
+    def ev(mu):
+        V = A + mu * B if mu > 0 else A
+        m = _segment_min(V, indptr)
+        # the right derivative: the smallest B among the row's minimisers
+        slope_b = _segment_min(np.where(V <= m[row], B, np.inf), indptr)
+        return float(m.sum()) - mu * rhs, float(slope_b.sum()) - rhs
+
+    best_val, best_mu = ev(0.0)[0], 0.0
+    val, slope = ev(0.0)
+    if slope <= 1e-13 * scale:
+        return best_val, 0.0
+    lo = 0.0
+    hi = mu0 if (mu0 is not None and np.isfinite(mu0) and mu0 > 0) else 1.0
+    for _ in range(400):
+        val, slope = ev(hi)
+        if val > best_val:
+            best_val, best_mu = val, hi
+        if slope <= 1e-13 * scale:
+            break
+        lo, hi = hi, hi * 4.0
+    else:
+        return best_val, best_mu
+    for _ in range(n_bisect):
+        mid = 0.5 * (lo + hi)
+        if not (lo < mid < hi):
+            break
+        val, slope = ev(mid)
+        if val > best_val:
+            best_val, best_mu = val, mid
+        if slope > 1e-13 * scale:
+            lo = mid
+        else:
+            hi = mid
+    return best_val, best_mu
+
+
+class SparseProblem:
+    """Reduced form of ``(prior, distortion)`` for a sparse distortion (stored entries = allowed).
+
+    A reduced mapping is a vector over the edges of the rows with ``p(c) > 0``,
+    ordered row by row (``indptr`` gives each row's segment).
+    """
+
+    sparse = True
+
+    def __init__(self, prior, distortion):
+        D = distortion  # canonical csr_array (check_distortion): sorted indices, finite data
+        self.prior = prior
+        self.D_user = D
+        top = float(np.abs(D.data).max()) if D.nnz else 0.0
+        self.scale = top if top > 0 and np.isfinite(top) else 1.0
+        self.n_public, self.n_outputs = D.shape
+        deg = np.diff(D.indptr)
+        if np.any(deg == 0):
+            bad = int(np.flatnonzero(deg == 0)[0])
+            raise InfeasibleBudgetError(
+                f"row {bad} of distortion has no allowed (stored) entry: public symbol {bad} cannot be mapped "
+                "anywhere, so no distortion budget is feasible (smallest feasible distortion: inf)",
+                smallest_feasible=float("inf"),
+            )
+        d_full = D.data / self.scale
+        row_full = np.repeat(np.arange(self.n_public), deg)
+        self.row_min_full = _segment_min(d_full, D.indptr)
+        pos = np.arange(d_full.size)
+        #: the first cheapest edge of every row (index into the full pattern)
+        self.argmin_edge_full = _segment_min(np.where(d_full <= self.row_min_full[row_full], pos, d_full.size),
+                                             D.indptr)
+        self._indptr_full, self._indices_full = D.indptr, D.indices
+        pa = prior.sum(axis=1)
+        pc = prior.sum(axis=0)
+        self.pc_full = pc
+        self.rows = np.flatnonzero(pc > 0)
+        self.arows = np.flatnonzero(pa > 0)
+        self.M = prior[np.ix_(self.arows, self.rows)]
+        self.pA = self.M.sum(axis=1)
+        self.pc = self.M.sum(axis=0)
+        self.k, self.kh = self.rows.size, self.n_outputs
+        self.edge_full = np.flatnonzero(np.repeat(pc > 0, deg))
+        deg_r = deg[self.rows]
+        self.indptr = np.concatenate([[0], np.cumsum(deg_r)]).astype(np.int64)
+        self.r = np.repeat(np.arange(self.k), deg_r)
+        self.j = D.indices[self.edge_full].astype(np.int64)
+        self.n = self.r.size
+        self.d = d_full[self.edge_full]
+        self.w = self.pc[self.r] * self.d
+        row_min = self.row_min_full[self.rows]
+        self.delta_min = float(np.sum(self.pc * row_min))
+        self.delta_max = float(np.sum(self.pc * np.maximum.reduceat(self.d, self.indptr[:-1])))
+        first = _segment_min(np.where(self.d <= row_min[self.r], np.arange(self.n), self.n), self.indptr)
+        self.P_min = np.zeros(self.n)
+        self.P_min[first] = 1.0
+        tie_tol = 1e-12 * (1.0 + np.abs(row_min))
+        self.argmin_edges = self.d <= (row_min + tie_tol)[self.r]
+        #: number of cheapest outputs of each row (a unique minimum-distortion mapping when all are 1)
+        self.n_argmin = np.bincount(self.r, weights=self.argmin_edges, minlength=self.k).astype(np.int64)
+        #: output incidence (kh x n) and the prior's rows over the edges (n_a x n)
+        self.C = sp.csr_array((np.ones(self.n), (self.j, np.arange(self.n))), shape=(self.kh, self.n))
+        self.Mr = self.M[:, self.r]
+        self._uniform = 1.0 / np.repeat(deg_r, deg_r).astype(float)
+
+    # ---- units --------------------------------------------------------------------------
+    def to_internal(self, delta):
+        return float(delta) / self.scale
+
+    def to_user(self, value):
+        return float(value) * self.scale
+
+    # ---- edges (the interface shared with the dense Problem) ----------------------------
+    def edges(self):
+        """``(row, output, n)`` of every variable."""
+        return self.r, self.j, self.n
+
+    def edge_weights(self):
+        return self.w
+
+    def from_edges(self, x):
+        return np.asarray(x, dtype=float)
+
+    def row_sums(self, x):
+        return np.add.reduceat(x, self.indptr[:-1])
+
+    # ---- objective and posterior --------------------------------------------------------
+    def joint(self, x):
+        """``J = M P`` of shape (n_a, n_outputs)."""
+        return np.asarray(self.C @ (self.Mr * x).T).T
+
+    def objective(self, x):
+        J = self.joint(x)
+        q = J.sum(axis=0)
+        return max(float(rel_entr(J, self.pA[:, None] * q[None, :]).sum()), 0.0)
+
+    def distortion(self, x):
+        return float(self.w @ x)
+
+    def posteriors(self, x, smooth=1e-12):
+        J = self.joint(x) + smooth * self.joint(self._uniform)
+        J = np.maximum(J, 1e-300)
+        return J / J.sum(axis=0, keepdims=True)
+
+    def scores(self, pi):
+        """``S_pi`` on every edge."""
+        L = np.log(pi) - np.log(self.pA)[:, None]
+        return (self.Mr * L[:, self.j]).sum(axis=0)
+
+    def _improve_light(self, x, pi, Wb, mu, light_rel):
+        """Offer each lightly used output the posterior ``p(. | c)`` of its heaviest row when that
+        lowers the output's hurt on the bound (any ``pi`` gives a valid bound)."""
+        q = self.C @ (self.pc[self.r] * x)
+        light = q <= light_rel * q.max()
+        if not light.any() or light.all():
+            return pi
+        V = self.scores(pi) + mu * Wb
+        used_e = ~light[self.j]
+        m_used = _segment_min(np.where(used_e, V, np.inf), self.indptr)
+
+        def hurt(Ve):
+            h = np.where(light[self.j], np.maximum(m_used[self.r] - Ve, 0.0), 0.0)
+            h = np.nan_to_num(h, nan=0.0, posinf=0.0)
+            return np.bincount(self.j, weights=h, minlength=self.kh)
+
+        # heaviest row reaching each output: sort edges by p(c), last write wins
+        order = np.argsort(self.pc[self.r], kind="stable")
+        heavy = np.full(self.kh, -1)
+        heavy[self.j[order]] = self.r[order]
+        cand = pi.copy()
+        has = heavy >= 0
+        post = self.M / self.pc[None, :]
+        cand[:, has] = np.maximum(post[:, heavy[has]], 1e-300)
+        cand /= cand.sum(axis=0, keepdims=True)
+        better = light & (hurt(self.scores(cand) + mu * Wb) < hurt(V))
+        out = pi.copy()
+        out[:, better] = cand[:, better]
+        return out
+
+    def certificate(self, x, delta, mu0=None, target_bits=None, lp=True):
+        """(gap in bits, multiplier, objective in nats): the Lagrangian bound of
+        :meth:`privrelease.mapping._problem.Problem.certificate` over the edges."""
+        f = self.objective(x)
+        if f <= 0.0:
+            return 0.0, 0.0, 0.0
+        pi = self.posteriors(x)
+        rhs = max(float(delta), self.delta_min)
+        free = not np.isfinite(rhs) or rhs >= self.delta_max
+        Wb = np.zeros_like(self.w) if free else self.w
+        rhs = 0.0 if free else rhs
+        lb, mu = edge_lagrangian_bound(self.scores(pi), Wb, self.indptr, rhs, None if free else mu0)
+        if target_bits is not None and (f - lb) / np.log(2.0) > target_bits:
+            for light_rel in (1e-2, 1e-9):
+                pi2 = self._improve_light(x, pi, Wb, mu, light_rel)
+                lb2, mu2 = edge_lagrangian_bound(self.scores(pi2), Wb, self.indptr, rhs, None if free else mu)
+                if lb2 > lb:
+                    pi, lb, mu = pi2, lb2, mu2
+        return max(f - lb, 0.0) / np.log(2.0), mu, f
+
+    # ---- feasibility helpers ------------------------------------------------------------
+    def clean(self, x, delta):
+        """Clip, renormalise each row, and restore ``distortion <= delta`` (mixing with ``P_min``)."""
+        x = np.clip(np.nan_to_num(np.asarray(x, dtype=float), nan=0.0), 0.0, None)
+        rs = self.row_sums(x)
+        bad = rs <= 0
+        if bad.any():
+            x = np.where(bad[self.r], self.P_min, x)
+            rs = self.row_sums(x)
+        x = x / rs[self.r]
+        if delta is None or not np.isfinite(delta):
+            return x
+        dist = self.distortion(x)
+        if dist <= delta:
+            return x
+        if delta <= self.delta_min * (1 + 1e-12) + 1e-300:
+            y = np.where(self.argmin_edges, x, 0.0)
+            rs = self.row_sums(y)
+            y = np.where((rs <= 0)[self.r], self.P_min, y)
+            return y / self.row_sums(y)[self.r]
+        theta = (dist - delta) / (dist - self.delta_min)
+        theta = min(1.0, theta * (1 + 1e-9) + 1e-15)
+        return (1 - theta) * x + theta * self.P_min
+
+    def expand(self, x):
+        """The full mapping as a ``csr_array`` with the distortion's pattern (rows with
+        ``p(c) = 0`` on their cheapest output)."""
+        data = np.zeros(self._indices_full.size)
+        data[self.argmin_edge_full] = 1.0
+        data[self.edge_full] = x
+        return sp.csr_array((data, self._indices_full.copy(), self._indptr_full.copy()),
+                            shape=(self.n_public, self.n_outputs))
+
+    def reduce(self, P_full):
+        P_full = sp.csr_array(P_full)
+        if (P_full.shape != (self.n_public, self.n_outputs) or P_full.nnz != self._indices_full.size
+                or not np.array_equal(P_full.indptr, self._indptr_full)
+                or not np.array_equal(P_full.indices, self._indices_full)):
+            raise ValueError("warm_start must be a sparse mapping with the distortion's sparsity pattern "
+                             f"(shape {(self.n_public, self.n_outputs)}, {self._indices_full.size} stored entries)")
+        return np.asarray(P_full.data, dtype=float)[self.edge_full]
+
+
+def _private_scores(prob):
+    """Edges into private outputs (reached by one row with mass) and their linear leakage
+    coefficient ``p(c) D(p(. | c) || p_A)`` in nats (0 on shared edges)."""
+    deg_out = np.bincount(prob.j, minlength=prob.kh)
+    private = deg_out[prob.j] == 1
+    s = np.zeros(prob.n)
+    if private.any():
+        s[private] = rel_entr(prob.Mr[:, private], prob.pA[:, None] * prob.pc[prob.r[private]][None, :]).sum(axis=0)
+    return private, s
+
+
+class _ColumnGeneration:
+    """Simplicial decomposition (column generation) for :class:`SparseProblem`.
+
+    The objective depends on a mapping only through the shared outputs' joint
+    ``J_sh`` (``|A| x n_shared``), the private outputs' linear cost and the
+    distortion, so an optimum is a mixture of at most ``|A| n_shared + 2``
+    *vertices* (one output per row) by Caratheodory. The master problem
+    minimises the exact objective over mixtures of a pool of vertices (a small
+    convex program: ``|A| n_shared`` exponential cones in as many variables as
+    vertices); pricing is the certificate itself: with ``pi`` the master's
+    posteriors and ``lambda`` the best multiplier, the row-wise minimisers of
+    ``S_pi + lambda w`` (ties broken both ways, so the budget can be met) enter
+    the pool. The Lagrangian bound at each pricing is rigorous, so the method
+    stops when ``f(mixture) - bound <= tol``. The pool is kept across solves
+    (a curve or the Newton steps of ``max_leakage`` mode warm-start from it).
+    """
+
+    MAX_POOL = 300
+
+    def __init__(self, prob):
+        self.prob = prob
+        self.private, self.s = _private_scores(prob)
+        sh = ~self.private
+        self.cols, jc = np.unique(prob.j[sh], return_inverse=True)
+        self.jc = np.full(prob.n, -1)
+        self.jc[sh] = jc
+        self.pool = []  # (choice, a_i, d_i, J_i flat)
+        self.keys = set()
+
+    def add(self, choice):
+        choice = choice.astype(np.int32 if self.prob.n < 2**31 else np.int64)
+        key = choice.tobytes()
+        if key in self.keys:
+            return False
+        prob = self.prob
+        na = prob.M.shape[0]
+        sh = self.jc[choice] >= 0
+        e = choice[sh]
+        J = np.stack([np.bincount(self.jc[e], weights=prob.Mr[a, e], minlength=self.cols.size) for a in range(na)])
+        flat = J.ravel()
+        nz = np.flatnonzero(flat)
+        self.pool.append((choice, float(self.s[choice].sum()), float(prob.w[choice].sum()), (nz, flat[nz])))
+        self.keys.add(key)
+        return True
+
+    def vertex(self, V):
+        """Row-wise minimisers of ``V`` (first of the row's ties)."""
+        prob = self.prob
+        m = _segment_min(V, prob.indptr)
+        pos = np.where(V <= m[prob.r], np.arange(prob.n), prob.n)
+        return _segment_min(pos, prob.indptr)
+
+    def vertex_tiebreak(self, V, key):
+        """Row-wise minimisers of ``V``, ties broken by the smallest ``key``."""
+        prob = self.prob
+        m = _segment_min(V, prob.indptr)
+        tie = V <= m[prob.r]
+        kmin = _segment_min(np.where(tie, key, np.inf), prob.indptr)
+        pos = np.where(tie & (key <= kmin[prob.r]), np.arange(prob.n), prob.n)
+        return _segment_min(pos, prob.indptr)
+
+    def _add_switches(self, base, Vm, gap, max_rows=24):
+        prob = self.prob
+        excess = Vm - Vm[base][prob.r]
+        excess[base] = np.inf
+        cand = np.flatnonzero(excess <= gap)
+        if cand.size == 0:
+            return False
+        cand = cand[np.argsort(excess[cand], kind="stable")[:max_rows]]
+        added = False
+        for e in cand:
+            v = base.copy()
+            v[prob.r[e]] = e
+            added |= self.add(v)
+        return added
+
+    def mixture(self, nu):
+        x = np.zeros(self.prob.n)
+        for (choice, *_), v in zip(self.pool, nu):
+            if v > 0:
+                x[choice] += v
+        return x
+
+    def master(self, delta):
+        import cvxpy as cp
+
+        prob = self.prob
+        m = len(self.pool)
+        a = np.array([t[1] for t in self.pool])
+        dist = np.array([t[2] for t in self.pool])
+        nc = self.cols.size
+        # the shared joints of the vertices, one sparse column each: (na * n_cols, m)
+        idx = np.concatenate([t[3][0] for t in self.pool]) if m else np.zeros(0, dtype=np.int64)
+        val = np.concatenate([t[3][1] for t in self.pool]) if m else np.zeros(0)
+        col = np.repeat(np.arange(m), [t[3][0].size for t in self.pool])
+        nu = cp.Variable(m, nonneg=True)
+        cons = [cp.sum(nu) == 1]
+        if delta is not None and np.isfinite(delta) and delta < prob.delta_max:
+            cons.append(dist @ nu <= delta)
+        obj = a @ nu
+        if idx.size:
+            used, row = np.unique(idx, return_inverse=True)
+            G = sp.csr_array((val, (row, col)), shape=(used.size, m))
+            # q of each shared column per vertex, expanded to the (a, column) rows in use
+            qcol = sp.csr_array((val, (idx % nc, col)), shape=(nc, m))
+            Q = sp.csr_array(sp.csr_array(qcol[used % nc]).multiply(prob.pA[used // nc][:, None]))
+            obj = obj + cp.sum(cp.rel_entr(G @ nu, Q @ nu))
+        pr = cp.Problem(cp.Minimize(obj), cons)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                pr.solve(solver="CLARABEL", tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12,
+                         tol_ktratio=1e-10, max_iter=300)
+            except Exception:  # noqa: BLE001 - any solver failure: try SCS, else give up
+                try:
+                    pr.solve(solver="SCS", eps_abs=1e-10, eps_rel=1e-10, max_iters=100000)
+                except Exception:  # noqa: BLE001
+                    return None
+        if nu.value is None:
+            return None
+        v = np.clip(np.asarray(nu.value, dtype=float), 0.0, None)
+        return v / v.sum()
+
+    def solve(self, delta, tol_nats, max_iter=200):
+        """Best mixture found: ``(x, gap_nats, mu)`` (``x`` feasible after :meth:`SparseProblem.clean`)."""
+        prob = self.prob
+        if not self.pool:
+            self.add(self.vertex_tiebreak(prob.w, np.zeros(prob.n)))
+            self.add(self.vertex(self.s))
+        rhs_free = not np.isfinite(delta) or delta >= prob.delta_max
+        best = None
+        mu = None
+        for _ in range(max_iter):
+            nu = self.master(delta)
+            if nu is None:
+                break
+            x = prob.clean(self.mixture(nu), delta)
+            f = prob.objective(x)
+            pi = prob.posteriors(x)
+            V = prob.scores(pi)
+            Wb = np.zeros_like(prob.w) if rhs_free else prob.w
+            rhs = 0.0 if rhs_free else max(float(delta), prob.delta_min)
+            lb, mu = edge_lagrangian_bound(V, Wb, prob.indptr, rhs, mu)
+            gap = max(f - lb, 0.0)
+            if best is None or gap < best[1]:
+                best = (x, gap, mu)
+            if gap <= tol_nats:
+                break
+            Vm = V + mu * Wb
+            base = self.vertex_tiebreak(Vm, prob.w)
+            added = self.add(base)
+            added |= self.add(self.vertex_tiebreak(Vm, -prob.w))
+            # rows close to a tie get their own vertices (the base with one row switched), so the
+            # master can split each of them in its own proportion: the deterministic tie-breaks
+            # above would move every nearly tied row together
+            added |= self._add_switches(base, Vm, gap)
+            if not added:
+                break
+            if len(self.pool) > self.MAX_POOL:  # keep the vertices in use and the newest ones
+                keep = [i for i, v in enumerate(nu) if v > 1e-12] + list(range(len(nu), len(self.pool)))
+                # vertex 0 (the cheapest outputs) keeps every budget feasible
+                keep = sorted(set(keep) | {0} | set(range(len(self.pool) - self.MAX_POOL // 2, len(self.pool))))
+                self.pool = [self.pool[i] for i in keep]
+                self.keys = {t[0].tobytes() for t in self.pool}
+        return best
+
+
+def column_generation(prob, delta, tol_bits):
+    """Solve ``prob`` at the (internal) budget ``delta`` by column generation (pool kept on ``prob``)."""
+    cg = getattr(prob, "_cg", None)
+    if cg is None:
+        cg = prob._cg = _ColumnGeneration(prob)
+    out = cg.solve(delta, tol_bits * np.log(2.0))
+    return None if out is None else out[0]
+
+
+def sparse_candidates(prob, *, delta=None, target_nats=None, solvers=("CLARABEL", "SCS"), tol_bits=1e-6):
+    """Yield ``(name, x)`` candidates for a :class:`SparseProblem`: column generation first, then
+    the plain cvxpy formulation over the edges (in joint-mass units ``y_e = p(c) x_e``, which keeps
+    the interior-point solvers well scaled; private outputs enter linearly, shared outputs through
+    exponential cones)."""
+    import cvxpy as cp
+
+    if target_nats is None:
+        x = column_generation(prob, delta, tol_bits)
+        if x is not None:
+            yield "column-generation", x
+    n, k = prob.n, prob.k
+    private, s = _private_scores(prob)
+    pce = prob.pc[prob.r]
+    sh = np.flatnonzero(~private)
+    na = prob.M.shape[0]
+    R = sp.csr_array((np.ones(n), (prob.r, np.arange(n))), shape=(k, n))
+    blocks = None
+    if sh.size:
+        cols, jc = np.unique(prob.j[sh], return_inverse=True)
+        rows = (np.arange(na)[:, None] * cols.size + jc[None, :]).ravel()
+        ecol = np.tile(sh, na)
+        post = prob.Mr[:, sh] / pce[sh][None, :]
+        B = sp.csr_array((post.ravel(), (rows, ecol)), shape=(na * cols.size, n))
+        Cq = sp.csr_array((np.repeat(prob.pA, sh.size), (rows, ecol)), shape=(na * cols.size, n))
+        blocks = (B, Cq)
+    for name in solvers:
+        y = cp.Variable(n, nonneg=True)
+        cons = [R @ y == prob.pc]
+        info = (s / pce) @ y
+        if blocks is not None:
+            info = info + cp.sum(cp.rel_entr(blocks[0] @ y, blocks[1] @ y))
+        dist = prob.d @ y
+        if target_nats is None:
+            if delta is not None and np.isfinite(delta) and delta < prob.delta_max:
+                cons.append(dist <= delta)
+            problem = cp.Problem(cp.Minimize(info), cons)
+        else:
+            cons.append(info <= target_nats)
+            problem = cp.Problem(cp.Minimize(dist), cons)
+        opts = {"max_iters": 200000, "eps_abs": 1e-9, "eps_rel": 1e-9} if name == "SCS" else {}
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                problem.solve(solver=name, **opts)
+        except (cp.error.SolverError, ValueError, ArithmeticError):
+            continue
+        if problem.status in ("optimal", "optimal_inaccurate") and y.value is not None:
+            yield f"cvxpy-{name} (edges)", np.asarray(y.value, dtype=float) / pce
