@@ -577,26 +577,24 @@ def _kkt_polish(prob, P, delta, *, tol, max_iter=30, max_outer=8):
                 best = (Qf, g)
             if g <= 0.5 * tol:
                 return best
-            if g <= 100 * tol:  # close: the refined bound (better posteriors for unused outputs)
-                g = prob.certificate(Qf, delta, target_bits=0.5 * tol)[0]
-                if g < best[1]:
-                    best = (Qf, g)
-                if g <= 0.5 * tol:
-                    return best
-            # pricing: entries off the support whose reduced cost is below the row's level
-            Vq = prob.scores(prob.posteriors(Q)) + lam_q * prob.W
+            # the refined bound: the support identification and the Newton steps make outputs
+            # unused, and an unused output's raw posterior (hence the cheap bound, however far
+            # from tol) says nothing about the point; its best pi does (cutting planes, LP)
+            g, lam_q, _, pi_q = prob.certificate(Qf, delta, target_bits=0.5 * tol, return_pi=True)
+            if DEBUG:
+                print("polish", c, "refined gap", g)
+            if g < best[1]:
+                best = (Qf, g)
+            if g <= 0.5 * tol:
+                return best
+            # pricing: entries off the support whose reduced cost (under the bound's pi) is
+            # below the row's level
+            Vq = prob.scores(pi_q) + lam_q * prob.W
             on = Q > 0
             level = np.where(on, Vq, np.inf).min(axis=1)
             spread = np.abs(np.where(on, Vq, 0.0)).max(axis=1)
             viol = prob.mask & ~on & (Vq < (level - 1e-12 * spread)[:, None])
             if not viol.any():
-                # converged on its support: the remaining gap may come from the posteriors
-                # of unused outputs, which the refined bound chooses better
-                g = prob.certificate(Qf, delta, target_bits=0.5 * tol)[0]
-                if g < best[1]:
-                    best = (Qf, g)
-                if g <= 0.5 * tol:
-                    return best
                 break
             lam_active = has_con and lam_q > 0
             lam = lam_q
