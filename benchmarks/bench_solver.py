@@ -235,6 +235,7 @@ def section_diagnose(n, tol, seed, reference):
     from privrelease.mapping import solve_mapping
     from threadpoolctl import threadpool_limits
 
+    from privrelease.mapping._checks import check_distortion, check_prior
     from privrelease.mapping._fast import _kkt_polish, _solve_fast
 
     print(f"\n== diagnose: {n} wide-family instances (load average {load():.1f})")
@@ -246,7 +247,7 @@ def section_diagnose(n, tol, seed, reference):
     t_total = 0.0
     for i in range(n):
         prior, d, delta, label = wide_instance(seed + i)
-        prob = Problem(prior, d)
+        prob = Problem(check_prior(prior), check_distortion(d, prior.shape[1]))  # as solve_mapping
         dl = max(prob.to_internal(delta), prob.delta_min)
         rel = (dl - prob.delta_min) / max(prob.delta_max - prob.delta_min, 1e-300)
         t0 = time.perf_counter()

@@ -630,20 +630,31 @@ def _newton_on_support(prob, P, delta, lam_active, max_iter, lam=0.0):
             dx = dx + theta * dw
         if not np.all(np.isfinite(dx)):
             return None
-        xn = np.maximum(x + dx, 0.0)
-        Pn = np.zeros_like(P)
-        Pn[r, j] = xn
-        rs = Pn.sum(axis=1, keepdims=True)
-        if np.any(rs <= 0):
-            return None
-        Pn /= rs
-        phin = merit(Pn)
-        step = float(np.abs(Pn - P).max())
-        if DEBUG:
-            print("  newton", it, "reg", reg_rel, "step", step, "nnz", (Pn > 0).sum(), "phi", phin - phi)
-        if phin <= phi + 1e-15 * max(abs(phi), 1e-300):
+        # backtracking along the projection arc max(x + a dx, 0): entries the step drives
+        # negative leave the support while the others still move (rejecting the whole step and
+        # raising the regularisation instead stalls where several entries must leave at once)
+        accepted = None
+        for a in (1.0, 0.5, 0.25, 0.125, 0.0625):
+            xn = np.maximum(x + a * dx, 0.0)
+            Pn = np.zeros_like(P)
+            Pn[r, j] = xn
+            rs = Pn.sum(axis=1, keepdims=True)
+            if np.any(rs <= 0):
+                continue
+            Pn /= rs
+            phin = merit(Pn)
+            if DEBUG:
+                print("  newton", it, "reg", reg_rel, "a", a, "step", float(np.abs(Pn - P).max()), "nnz",
+                      (Pn > 0).sum(), "phi", phin - phi)
+            if phin <= phi + 1e-15 * max(abs(phi), 1e-300):
+                accepted = (a, Pn, phin)
+                break
+        if accepted is not None:
+            a, Pn, phin = accepted
+            step = float(np.abs(Pn - P).max())
             P, phi = Pn, phin
-            reg_rel = max(reg_rel * 0.1, 1e-9)
+            if a == 1.0:
+                reg_rel = max(reg_rel * 0.1, 1e-9)
             fails = 0
             if step <= 1e-13:
                 break
