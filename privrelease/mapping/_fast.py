@@ -45,8 +45,10 @@ Algorithm
 5. **Exact KKT polish** (:func:`_kkt_polish`). When the certificate is still
    above ``tol``, the optimality conditions restricted to the support (identified
    by comparing each entry with its reduced cost) are solved by a projected,
-   Levenberg-Marquardt safeguarded Newton method, with pricing of the entries off
-   the support. The Lagrangian bound is a sum of row minima, hence first order in
+   Levenberg-Marquardt safeguarded Newton method (backtracking along the projection
+   arc, so entries driven negative leave the support), with pricing of the entries
+   off the support under the refined certificate's ``pi`` (an output the polish
+   empties keeps a meaningless raw posterior). The Lagrangian bound is a sum of row minima, hence first order in
    the distance to the optimum: it needs the exact ties that only such a polish
    gives (a barrier at ``mu m ~ tol`` leaves the ties off by ``O(mu)``).
 

@@ -303,7 +303,9 @@ class Problem:
         other outputs fixed, the best ``pi_j`` maximises the concave
         ``sum_c min(m_c, S_pi(c, j) + mu w(c, j))`` (``m_c``: the row's best value over
         the other outputs). In ``u = log pi`` the terms are linear and the constraint
-        ``logsumexp(u) <= 0`` is convex: solved by Kelley's cutting planes (HiGHS).
+        ``logsumexp(u) <= 0`` is convex: solved by Newton's method on a smoothed version
+        (:func:`_smoothed_pi`), and by Kelley's cutting planes (HiGHS) when that does not
+        converge (cutting planes alone stall when several rows tie at the optimum).
         """
         from scipy.optimize import linprog
         from scipy.special import logsumexp
