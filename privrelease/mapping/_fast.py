@@ -562,6 +562,7 @@ def _kkt_polish(prob, P, delta, *, tol, max_iter=30, max_outer=8):
         tried.add(key)
         Q = np.where(sup, P, 0.0)
         Q /= Q.sum(axis=1, keepdims=True)
+        g_prev = np.inf
         for _ in range(max_outer):
             try:
                 with np.errstate(all="ignore"):
@@ -596,8 +597,9 @@ def _kkt_polish(prob, P, delta, *, tol, max_iter=30, max_outer=8):
             level = np.where(on, Vq, np.inf).min(axis=1)
             spread = np.abs(np.where(on, Vq, 0.0)).max(axis=1)
             viol = prob.mask & ~on & (Vq < (level - 1e-12 * spread)[:, None])
-            if not viol.any():
-                break
+            if not viol.any() or g > 0.9 * g_prev:
+                break  # converged on its support, or pricing no longer helps: next support
+            g_prev = g
             lam_active = has_con and lam_q > 0
             lam = lam_q
             Q = np.where(viol, 1e-6, Q)
