@@ -84,7 +84,7 @@ def lagrangian_bound(A, B, rhs, mu0=None, n_bisect=60):
     return best_val, best_mu
 
 
-def _smoothed_pi(A, b, m, u0, max_newton=30):
+def _smoothed_pi(A, b, m, u0, max_newton=30, max_evals=3000):
     """Approximate maximiser of ``h(u) = sum_c min(m_c, A_c u + b_c)`` over ``logsumexp(u) <= 0``
     (the best ``log pi_j`` of one output, see :meth:`Problem.refine_pi`) and whether the
     last (sharpest) stage converged; ``None`` when there is no row.
@@ -107,7 +107,10 @@ def _smoothed_pi(A, b, m, u0, max_newton=30):
     if R == 0:
         return None, False
 
+    evals = [0]
+
     def val(v, tau):
+        evals[0] += 1
         u = v - logsumexp(v)
         z = A @ u + b
         with np.errstate(over="ignore"):
@@ -126,6 +129,8 @@ def _smoothed_pi(A, b, m, u0, max_newton=30):
     while True:
         converged = False
         for _ in range(max_newton):
+            if evals[0] > max_evals:  # a bounded cost per output; Kelley's cuts take over
+                return best_u, False
             G, u, z = val(v, tau)
             pi = np.exp(u)
             s_ = np.where(fin, expit((mm - z) / tau), 1.0)  # d softmin / dz
