@@ -590,9 +590,14 @@ def _kkt_polish(prob, P, delta, *, tol, max_iter=30, max_outer=8):
                 best = (Qf, g)
             if g <= 0.5 * tol:
                 return best
-            # pricing: entries off the support whose reduced cost (under the bound's pi) is
-            # below the row's level
-            Vq = prob.scores(pi_q) + lam_q * prob.W
+            # pricing: entries off the support whose reduced cost is below the row's level, with
+            # the posteriors of the used outputs (even barely used: their posterior is what a
+            # move there gives) and the bound's pi for the unused ones (their raw posterior is
+            # meaningless)
+            pi_p = prob.posteriors(Q)
+            unused = (prob.pc @ Q) <= 0
+            pi_p[:, unused] = pi_q[:, unused]
+            Vq = prob.scores(pi_p) + lam_q * prob.W
             on = Q > 0
             level = np.where(on, Vq, np.inf).min(axis=1)
             spread = np.abs(np.where(on, Vq, 0.0)).max(axis=1)
