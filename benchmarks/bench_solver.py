@@ -13,6 +13,13 @@ Sections (one run prints every table):
    for k = 300 (side by side with cvxpy), 1000, 2000 and 5000 (fast only; time and
    peak memory of the process, ``tracemalloc`` peak of Python allocations).
 3. ``curve``: a 20-point privacy-distortion curve at k = 300 vs one solve.
+4. ``diagnose``: a fixed seeded set of issue 10's wider families (:func:`wide_instance`:
+   |A| = 2 .. 10, k = 8 .. 120, Dirichlet(0.1 .. 1) priors, squared-Euclidean / Hamming /
+   L1, forbidden entries, zero-probability inputs, duplicate outputs, budgets from the
+   smallest feasible one to beyond the no-privacy point). Per instance, the certified gap
+   after each stage of the fast path (barrier + pricing, then the exact KKT polish), the
+   time, and ``solve_mapping(solver="auto")``'s outcome (fast path / fallback / flagged);
+   with ``--reference`` also the plain cvxpy (CLARABEL, tight) value, to count silent failures.
 
 The machine is shared: absolute times vary with its load (printed with the tables).
 
@@ -58,6 +65,45 @@ def family_instance(seed, na_range=(2, 10), k_range=(8, 120)):
     dmin = float((pc * np.nanmin(dfin, axis=1)).sum())
     dmean = float((pc * np.nanmean(dfin, axis=1)).sum())
     return prior, d, dmin + rng.uniform(0.01, 0.6) * (dmean - dmin), f"|A|={na} k={k} {kind}"
+
+
+def wide_instance(seed):
+    """One instance of issue 10's wider families (see the module notes, section ``diagnose``)."""
+    rng = np.random.default_rng([10, seed])
+    na = int(rng.integers(2, 11))
+    k = int(rng.integers(8, 121))
+    kh = k + int(rng.integers(0, 3))
+    prior = rng.dirichlet(np.full(na * k, rng.uniform(0.1, 1.0))).reshape(na, k)
+    if rng.random() < 0.2:  # zero-probability public values
+        prior[:, rng.choice(k, size=max(1, k // 10), replace=False)] = 0.0
+        prior /= prior.sum()
+    X = rng.normal(size=(kh, 2))
+    if kh > k:
+        X[k:] = X[rng.choice(k, size=kh - k, replace=False)]  # duplicate outputs
+    A, B = X[:k], X
+    kind = ("sq-euclidean", "hamming", "l1")[seed % 3]
+    if kind == "sq-euclidean":
+        d = squared_euclidean_distortion(A, B)
+    elif kind == "hamming":
+        d = (np.abs(A[:, None, :] - B[None, :, :]).max(axis=2) > 1e-12).astype(float)
+    else:
+        d = np.abs(A[:, None, :] - B[None, :, :]).sum(axis=2)
+    if rng.random() < 0.4:  # forbidden transitions, never the diagonal
+        forb = rng.random((k, kh)) < 0.15
+        forb[np.arange(k), np.arange(k)] = False
+        d[forb] = np.inf
+    pc = prior.sum(axis=0)
+    dfin = np.where(np.isfinite(d), d, np.nan)
+    dmin = float(np.nansum(pc * np.nanmin(dfin, axis=1)))
+    dmax = float(np.nansum(pc * np.nanmax(dfin, axis=1)))
+    u = rng.random()
+    if u < 0.05:
+        delta = dmin
+    elif u < 0.1:
+        delta = dmin + 1e-10 * (dmax - dmin)
+    else:
+        delta = dmin + rng.uniform(0.0, 1.2) ** 2 * (dmax - dmin)  # denser near the small budgets
+    return prior, d, delta, f"#{seed} |A|={na} k={k} kh={kh} {kind}"
 
 
 def scale_instance(k, seed=0, kind="logistic"):
@@ -183,6 +229,69 @@ def section_curve(k, n_points, tol):
           f"warnings {len(caught)}")
 
 
+def section_diagnose(n, tol, seed, reference):
+    """Where the fast path ends (see the module notes, section ``diagnose``)."""
+    from privrelease.exceptions import ConvergenceWarning
+    from privrelease.mapping import solve_mapping
+    from threadpoolctl import threadpool_limits
+
+    from privrelease.mapping._checks import check_distortion, check_prior
+    from privrelease.mapping._fast import _kkt_polish, _solve_fast
+
+    print(f"\n== diagnose: {n} wide-family instances (load average {load():.1f})")
+    hdr = (f"{'instance':>36} {'rel_delta':>9} {'stage1_s':>8} {'gap1':>8} {'polish_s':>8} {'gap2':>8} "
+           f"{'auto':>9} {'auto_s':>7}" + (f" {'dL_ref':>9}" if reference else ""))
+    print(hdr)
+    print("-" * len(hdr))
+    counts = {"fast": 0, "fallback": 0, "flagged": 0, "silent": 0}
+    t_total = 0.0
+    for i in range(n):
+        prior, d, delta, label = wide_instance(seed + i)
+        prob = Problem(check_prior(prior), check_distortion(d, prior.shape[1]))  # as solve_mapping
+        dl = max(prob.to_internal(delta), prob.delta_min)
+        rel = (dl - prob.delta_min) / max(prob.delta_max - prob.delta_min, 1e-300)
+        t0 = time.perf_counter()
+        try:
+            with threadpool_limits(limits=1, user_api="blas"):  # as solve_fast runs it
+                P = _solve_fast(prob, dl, tol=tol, warm=None, n_neighbours=8, max_rounds=30)
+            if np.isfinite(dl) and prob.distortion(P) > dl:
+                P = prob.clean(P, dl)
+            g1 = prob.certificate(P, dl, target_bits=0.5 * tol)[0]
+        except Exception as exc:  # noqa: BLE001 - a diagnostic reports any failure
+            print(f"{label:>36} stage 1 raised {type(exc).__name__}: {exc}")
+            P, g1 = None, np.nan
+        t1 = time.perf_counter() - t0
+        g2, t2 = np.nan, 0.0
+        if P is not None and g1 > 0.5 * tol and dl > prob.delta_min + 1e-12:
+            t0 = time.perf_counter()
+            with threadpool_limits(limits=1, user_api="blas"):
+                g2 = _kkt_polish(prob, P, dl, tol=tol)[1]
+            t2 = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ConvergenceWarning)
+            res = solve_mapping(prior, d, delta)
+        ta = time.perf_counter() - t0
+        t_total += ta
+        warned = any(issubclass(w.category, ConvergenceWarning) for w in caught)
+        if res.status != "optimal":
+            outcome = "flagged" if warned else "silent"
+        else:
+            outcome = "fallback" if res.solver.startswith("cvxpy") else "fast"
+        extra = ""
+        if reference:
+            cands = list(_cvxpy_candidates(prob, delta=dl, solvers=("CLARABEL",)))
+            ref = prob.objective(prob.clean(cands[0][1], dl)) / LN2 if cands else np.nan
+            dlr = res.leakage - ref
+            extra = f" {dlr:>9.1e}"
+            if res.status == "optimal" and dlr > tol + 1e-7:
+                outcome = "silent"
+        counts[outcome] += 1
+        print(f"{label:>36} {rel:>9.2e} {t1:>8.2f} {g1:>8.1e} {t2:>8.2f} {g2:>8.1e} {outcome:>9} {ta:>7.2f}{extra}")
+    print(f"solve_mapping(solver='auto'): {counts}; total {t_total:.1f} s")
+    return counts
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small smoke run")
@@ -192,6 +301,8 @@ def main(argv=None):
     ap.add_argument("--tol", type=float, default=1e-6, help="certified gap (bits) asked of every answer")
     ap.add_argument("--cvxpy-max-k", type=int, default=300)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--n-diagnose", type=int, default=40)
+    ap.add_argument("--reference", action="store_true", help="diagnose: compare with tight cvxpy CLARABEL")
     ap.add_argument("--prior", choices=["logistic", "dirichlet"], default="logistic",
                     help="scale section's prior (see scale_instance)")
     args = ap.parse_args(argv)
@@ -202,6 +313,8 @@ def main(argv=None):
         section_scale(ks, args.tol, args.cvxpy_max_k, args.prior)
     if "curve" in args.sections:
         section_curve(60 if args.quick else 300, 20, args.tol)
+    if "diagnose" in args.sections:
+        section_diagnose(5 if args.quick else args.n_diagnose, args.tol, args.seed, args.reference)
     return 0
 
 

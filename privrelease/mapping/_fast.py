@@ -45,8 +45,10 @@ Algorithm
 5. **Exact KKT polish** (:func:`_kkt_polish`). When the certificate is still
    above ``tol``, the optimality conditions restricted to the support (identified
    by comparing each entry with its reduced cost) are solved by a projected,
-   Levenberg-Marquardt safeguarded Newton method, with pricing of the entries off
-   the support. The Lagrangian bound is a sum of row minima, hence first order in
+   Levenberg-Marquardt safeguarded Newton method (backtracking along the projection
+   arc, so entries driven negative leave the support), with pricing of the entries
+   off the support under the refined certificate's ``pi`` (an output the polish
+   empties keeps a meaningless raw posterior). The Lagrangian bound is a sum of row minima, hence first order in
    the distance to the optimum: it needs the exact ties that only such a polish
    gives (a barrier at ``mu m ~ tol`` leaves the ties off by ``O(mu)``).
 
@@ -560,6 +562,7 @@ def _kkt_polish(prob, P, delta, *, tol, max_iter=30, max_outer=8):
         tried.add(key)
         Q = np.where(sup, P, 0.0)
         Q /= Q.sum(axis=1, keepdims=True)
+        g_prev = np.inf
         for _ in range(max_outer):
             try:
                 with np.errstate(all="ignore"):
@@ -577,27 +580,31 @@ def _kkt_polish(prob, P, delta, *, tol, max_iter=30, max_outer=8):
                 best = (Qf, g)
             if g <= 0.5 * tol:
                 return best
-            if g <= 100 * tol:  # close: the refined bound (better posteriors for unused outputs)
-                g = prob.certificate(Qf, delta, target_bits=0.5 * tol)[0]
-                if g < best[1]:
-                    best = (Qf, g)
-                if g <= 0.5 * tol:
-                    return best
-            # pricing: entries off the support whose reduced cost is below the row's level
-            Vq = prob.scores(prob.posteriors(Q)) + lam_q * prob.W
+            # the refined bound: the support identification and the Newton steps make outputs
+            # unused, and an unused output's raw posterior (hence the cheap bound, however far
+            # from tol) says nothing about the point; its best pi does (cutting planes, LP)
+            g, lam_q, _, pi_q = prob.certificate(Qf, delta, target_bits=0.5 * tol, return_pi=True)
+            if DEBUG:
+                print("polish", c, "refined gap", g)
+            if g < best[1]:
+                best = (Qf, g)
+            if g <= 0.5 * tol:
+                return best
+            # pricing: entries off the support whose reduced cost is below the row's level, with
+            # the posteriors of the used outputs (even barely used: their posterior is what a
+            # move there gives) and the bound's pi for the unused ones (their raw posterior is
+            # meaningless)
+            pi_p = prob.posteriors(Q)
+            unused = (prob.pc @ Q) <= 0
+            pi_p[:, unused] = pi_q[:, unused]
+            Vq = prob.scores(pi_p) + lam_q * prob.W
             on = Q > 0
             level = np.where(on, Vq, np.inf).min(axis=1)
             spread = np.abs(np.where(on, Vq, 0.0)).max(axis=1)
             viol = prob.mask & ~on & (Vq < (level - 1e-12 * spread)[:, None])
-            if not viol.any():
-                # converged on its support: the remaining gap may come from the posteriors
-                # of unused outputs, which the refined bound chooses better
-                g = prob.certificate(Qf, delta, target_bits=0.5 * tol)[0]
-                if g < best[1]:
-                    best = (Qf, g)
-                if g <= 0.5 * tol:
-                    return best
-                break
+            if not viol.any() or g > 0.9 * g_prev:
+                break  # converged on its support, or pricing no longer helps: next support
+            g_prev = g
             lam_active = has_con and lam_q > 0
             lam = lam_q
             Q = np.where(viol, 1e-6, Q)
@@ -632,20 +639,31 @@ def _newton_on_support(prob, P, delta, lam_active, max_iter, lam=0.0):
             dx = dx + theta * dw
         if not np.all(np.isfinite(dx)):
             return None
-        xn = np.maximum(x + dx, 0.0)
-        Pn = np.zeros_like(P)
-        Pn[r, j] = xn
-        rs = Pn.sum(axis=1, keepdims=True)
-        if np.any(rs <= 0):
-            return None
-        Pn /= rs
-        phin = merit(Pn)
-        step = float(np.abs(Pn - P).max())
-        if DEBUG:
-            print("  newton", it, "reg", reg_rel, "step", step, "nnz", (Pn > 0).sum(), "phi", phin - phi)
-        if phin <= phi + 1e-15 * max(abs(phi), 1e-300):
+        # backtracking along the projection arc max(x + a dx, 0): entries the step drives
+        # negative leave the support while the others still move (rejecting the whole step and
+        # raising the regularisation instead stalls where several entries must leave at once)
+        accepted = None
+        for a in (1.0, 0.5, 0.25, 0.125, 0.0625):
+            xn = np.maximum(x + a * dx, 0.0)
+            Pn = np.zeros_like(P)
+            Pn[r, j] = xn
+            rs = Pn.sum(axis=1, keepdims=True)
+            if np.any(rs <= 0):
+                continue
+            Pn /= rs
+            phin = merit(Pn)
+            if DEBUG:
+                print("  newton", it, "reg", reg_rel, "a", a, "step", float(np.abs(Pn - P).max()), "nnz",
+                      (Pn > 0).sum(), "phi", phin - phi)
+            if phin <= phi + 1e-15 * max(abs(phi), 1e-300):
+                accepted = (a, Pn, phin)
+                break
+        if accepted is not None:
+            a, Pn, phin = accepted
+            step = float(np.abs(Pn - P).max())
             P, phi = Pn, phin
-            reg_rel = max(reg_rel * 0.1, 1e-9)
+            if a == 1.0:
+                reg_rel = max(reg_rel * 0.1, 1e-9)
             fails = 0
             if step <= 1e-13:
                 break

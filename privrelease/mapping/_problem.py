@@ -84,6 +84,92 @@ def lagrangian_bound(A, B, rhs, mu0=None, n_bisect=60):
     return best_val, best_mu
 
 
+def _smoothed_pi(A, b, m, u0, max_newton=30, max_evals=3000):
+    """Approximate maximiser of ``h(u) = sum_c min(m_c, A_c u + b_c)`` over ``logsumexp(u) <= 0``
+    (the best ``log pi_j`` of one output, see :meth:`Problem.refine_pi`) and whether the
+    last (sharpest) stage converged; ``None`` when there is no row.
+
+    ``min(m, z)`` is replaced by the concave soft minimum ``m - tau log(1 + exp((m - z) / tau))``
+    and ``u = v - logsumexp(v)``: the composition is concave in ``v`` (a concave non-decreasing
+    function of a concave map), so damped Newton steps in ``v`` with backtracking converge;
+    ``tau`` decreases by 10 per stage (continuation). Any ``u`` gives a valid bound: the caller
+    evaluates the exact ``h`` and keeps the best point.
+    """
+    from scipy.special import expit
+
+    def logsumexp(v):  # plain numpy: scipy's is ~1 ms per call here
+        top = float(v.max())
+        return top + math.log(float(np.exp(v - top).sum()))
+
+    fin = np.isfinite(m)
+    mm = np.where(fin, m, 0.0)
+    R, na = A.shape
+    if R == 0:
+        return None, False
+
+    evals = [0]
+
+    def val(v, tau):
+        evals[0] += 1
+        u = v - logsumexp(v)
+        z = A @ u + b
+        with np.errstate(over="ignore"):
+            sm = np.where(fin, mm - tau * np.logaddexp(0.0, (mm - z) / tau), z)
+        return float(sm.sum()), u, z
+
+    def exact(u):
+        return float(np.minimum(np.where(fin, mm, np.inf), A @ u + b).sum())
+
+    v = np.array(u0, dtype=float)
+    z0 = A @ (v - logsumexp(v)) + b
+    spread = np.abs(np.where(fin, mm - z0, 0.0))
+    tau = max(float(spread.max()) if spread.size else 0.0, 1e-12)
+    floor = 1e-13 * (1.0 + float(np.abs(np.where(fin, mm, z0)).sum())) / R
+    best_u, best_h = v - logsumexp(v), exact(v - logsumexp(v))
+    while True:
+        converged = False
+        for _ in range(max_newton):
+            if evals[0] > max_evals:  # a bounded cost per output; Kelley's cuts take over
+                return best_u, False
+            G, u, z = val(v, tau)
+            pi = np.exp(u)
+            s_ = np.where(fin, expit((mm - z) / tau), 1.0)  # d softmin / dz
+            g = A.T @ s_  # gradient in u
+            sg = float(g.sum())
+            grad = g - pi * sg
+            Dz = s_ * (1.0 - s_) / tau
+            Hu = -(A.T * Dz) @ A
+            Jm = np.eye(na) - np.outer(np.ones(na), pi)  # du/dv
+            Hv = Jm.T @ Hu @ Jm - sg * (np.diag(pi) - np.outer(pi, pi))
+            # the gauge direction (1, ..., 1) is a null direction: fix it with a rank-one term
+            Hv -= np.outer(pi, pi) + 1e-12 * max(float(np.abs(np.diag(Hv)).max()), 1e-300) * np.eye(na)
+            try:
+                dv = np.linalg.solve(Hv, -grad)
+            except np.linalg.LinAlgError:
+                break
+            slope = float(grad @ dv)
+            if not np.isfinite(slope) or slope <= 1e-15 * (1.0 + abs(G)):
+                converged = np.isfinite(slope)
+                break
+            a = 1.0
+            while a > 1e-12:
+                Gn = val(v + a * dv, tau)[0]
+                if Gn >= G + 1e-4 * a * slope:
+                    break
+                a *= 0.5
+            else:
+                break
+            v = v + a * dv
+        u = v - logsumexp(v)
+        hu = exact(u)
+        if hu > best_h:
+            best_u, best_h = u, hu
+        if tau <= floor:
+            break
+        tau = max(tau / 10.0, floor)
+    return best_u, converged
+
+
 class Problem:
     """Reduced form of ``(prior, distortion)``; information in nats, distortions in units of
     ``scale`` (the largest finite distortion): ``to_internal`` / ``to_user`` convert budgets."""
@@ -189,16 +275,19 @@ class Problem:
         S = self.M.T @ L
         return np.where(self.mask, S, np.inf)
 
-    def certificate(self, P, delta, mu0=None, target_bits=None, lp=True):
+    def certificate(self, P, delta, mu0=None, target_bits=None, lp=True, return_pi=False):
         """(gap in bits, multiplier, objective in nats) for a feasible reduced mapping.
 
         With ``target_bits``, when the plain posterior choice of ``pi`` leaves a gap
         above it, ``pi`` is improved on lightly used outputs (:meth:`refine_pi`).
+        ``return_pi=True`` appends the ``pi`` of the returned bound (its reduced costs
+        ``S_pi + mu W`` are the ones to price with: an unused output's raw posterior is
+        meaningless).
         """
         f = self.objective(P)
-        if f <= 0.0:
-            return 0.0, 0.0, 0.0
         pi = self.posteriors(P)
+        if f <= 0.0:
+            return (0.0, 0.0, 0.0, pi) if return_pi else (0.0, 0.0, 0.0)
         rhs = max(float(delta), self.delta_min)
         free = not np.isfinite(rhs) or rhs >= self.delta_max
         Wb = np.zeros_like(self.W) if free else self.W
@@ -208,7 +297,7 @@ class Problem:
         # are unreliable), then 1e-9 (only the unused ones: a light but used output's posterior
         # is meaningful and must not be moved)
         pi0, mu0_ = pi, mu
-        best_mu = mu
+        best_mu, best_pi = mu, pi
         for light_rel in (1e-2, 1e-9):
             if target_bits is None or (f - lb) / LN2 <= target_bits:
                 break
@@ -227,11 +316,13 @@ class Problem:
                 if lb2 <= lb:
                     break
                 pi, lb, mu = pi2, lb2, mu2
-                best_mu = mu
+                best_mu, best_pi = mu, pi
                 if (f - lb) / LN2 <= target_bits:
                     break
         mu = best_mu
         gap = max(f - lb, 0.0)
+        if return_pi:
+            return gap / LN2, mu, f, best_pi
         return gap / LN2, mu, f
 
     def refine_pi(self, P, pi, Wb, mu, max_columns=400, max_cuts=30, budget=0.0, lp=True, light_rel=1e-2):
@@ -242,7 +333,9 @@ class Problem:
         other outputs fixed, the best ``pi_j`` maximises the concave
         ``sum_c min(m_c, S_pi(c, j) + mu w(c, j))`` (``m_c``: the row's best value over
         the other outputs). In ``u = log pi`` the terms are linear and the constraint
-        ``logsumexp(u) <= 0`` is convex: solved by Kelley's cutting planes (HiGHS).
+        ``logsumexp(u) <= 0`` is convex: solved by Newton's method on a smoothed version
+        (:func:`_smoothed_pi`), and by Kelley's cutting planes (HiGHS) when that does not
+        converge (cutting planes alone stall when several rows tie at the optimum).
         """
         from scipy.optimize import linprog
         from scipy.special import logsumexp
@@ -300,11 +393,24 @@ class Problem:
 
             u_best = np.log(pi[:, j])
             h_best = h(u_best)
+            # the smoothed problem by Newton's method first (Kelley's cutting planes alone need
+            # hundreds of cuts when several rows tie at the optimum); then cuts at both points
             cuts = [pi[:, j].copy()]
+            u_n, converged = _smoothed_pi(A, b, mr, u_best)
+            if u_n is not None:
+                hn = h(u_n)
+                cuts.append(np.exp(u_n))
+                if hn > h_best:
+                    h_best, u_best = hn, u_n
+            if converged:
+                # within R tau ln 2 (tau ~ 1e-13 of the values) of the optimum: no cuts needed
+                pi[:, j] = np.maximum(np.exp(u_best), 1e-300) / np.maximum(np.exp(u_best), 1e-300).sum()
+                continue
             R = rows.size
             c_obj = np.concatenate([np.zeros(na), -np.ones(R)])
             A1 = np.hstack([-A, np.eye(R)])
             bounds = [(-60.0, 0.0)] * na + [(None, (m if np.isfinite(m) else None)) for m in mr]
+            stop = max(1e-2 * budget / max(len(order), 1), 0.0)
             for _ in range(max_cuts):
                 Cm = np.array([np.concatenate([c, np.zeros(R)]) for c in cuts])
                 cb = np.array([float(np.sum(c * np.log(np.maximum(c, 1e-300)))) for c in cuts])
@@ -317,7 +423,7 @@ class Problem:
                 hu = h(u)
                 if hu > h_best:
                     h_best, u_best = hu, u
-                if -res.fun - h_best <= 1e-13 * (1 + abs(h_best)):
+                if -res.fun - h_best <= max(1e-13 * (1 + abs(h_best)), stop):
                     break
                 cuts.append(np.exp(u))
             newpi = np.exp(u_best)
