@@ -19,7 +19,7 @@ second table, the worst adaptive attacker's AUC of each configuration
 the 2-class set and Politics-and-TV, three configurations, 2 folds.
 
 ``--ideas`` (issue 13, a binary attribute: gender of ``make_realistic_ratings`` and
-Politics-and-TV): the default at 0, 0.01 and 0.03 bits beside two releases that are
+Politics-and-TV): the default and ``prior="model"`` at 0, 0.01 and 0.03 bits beside two releases that are
 NOT functions of ``c_hat`` alone (the user's own support pattern; her own ratings on
 items that look uninformative), paired over protocol seeds, with the worst of the fixed
 and adaptive logistic attackers. ``--floors``: where the RMSE cost comes from (what the
@@ -152,6 +152,7 @@ class _MixingRelease(TransformerMixin, BaseEstimator):
 
 IDEAS = {
     "default (certified)": lambda: QuantizedPrivacyMapper(random_state=0),
+    "prior='model', k=auto (certified)": lambda: QuantizedPrivacyMapper(prior="model", random_state=0),
     "own support pattern (not certified)": lambda: _SupportRelease(random_state=0),
     "mixing, z < 1 (not certified)": lambda: _MixingRelease(1.0, random_state=0),
     "mixing, z < 0.5 (not certified)": lambda: _MixingRelease(0.5, random_state=0),
