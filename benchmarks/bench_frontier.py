@@ -129,8 +129,8 @@ class _MixingRelease(TransformerMixin, BaseEstimator):
             n1, n0 = (np.asarray(B[s].sum(axis=0)).ravel() for s in (a, ~a))
             s1, s0 = (np.asarray(X[s].sum(axis=0)).ravel() for s in (a, ~a))
             p = (n1 + n0) / y.size
-            z_rated = (n1 / a.sum() - n0 / (~a).sum()) / np.sqrt(np.maximum(p * (1 - p) * (1 / a.sum() + 1 / (~a).sum()),
-                                                                              1e-12))
+            se = np.sqrt(np.maximum(p * (1 - p) * (1 / a.sum() + 1 / (~a).sum()), 1e-12))
+            z_rated = (n1 / a.sum() - n0 / (~a).sum()) / se
             n = np.maximum(n1 + n0, 1)
             var = np.maximum(np.asarray(X2.sum(axis=0)).ravel() / n - ((s1 + s0) / n) ** 2, 0.25)
             both = (n1 > 0) & (n0 > 0)

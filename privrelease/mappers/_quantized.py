@@ -411,8 +411,8 @@ class QuantizedPrivacyMapper(_BaseMapper):
 
     def __init__(self, n_clusters="auto", delta=None, *, max_leakage=None, metric="euclidean",
                  space="auto", n_components=20, release="profile", profile="posterior", n_refine=0,
-                 clustering="plain", prior="counts", smoothing=1.0, leakage="mutual_information", solver="auto", random_state=None,
-                 dask_sample_size=_dask.DEFAULT_SAMPLE_SIZE, protect="joint"):
+                 clustering="plain", prior="counts", smoothing=1.0, leakage="mutual_information", solver="auto",
+                 random_state=None, dask_sample_size=_dask.DEFAULT_SAMPLE_SIZE, protect="joint"):
         self.n_clusters = n_clusters
         self.delta = delta
         self.max_leakage = max_leakage
@@ -600,8 +600,8 @@ class QuantizedPrivacyMapper(_BaseMapper):
             c = int(np.argmin(per_class))
             raise ValueError(f"prior='model' cross-fits a model of the attribute over {_MODEL_PRIOR_FOLDS} folds "
                              f"and needs at least {_MODEL_PRIOR_MIN_CLASS} labeled users per class; class "
-                             f"{self.classes_[c].item() if hasattr(self.classes_[c], 'item') else self.classes_[c]!r} has "
-                             f"{int(per_class[c])}. Use prior='counts'")
+                             f"{np.asarray(self.classes_)[c:c + 1].tolist()[0]!r} has {int(per_class[c])}. "
+                             "Use prior='counts'")
 
     def _model_soft_counts(self, E, a_idx, weights, labels):
         """Soft counts ``n~(a, c) = sum_{u in c} w_u p~(a | e_u)`` of a cross-fitted model (``prior="model"``).

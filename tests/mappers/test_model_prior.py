@@ -1,4 +1,4 @@
-"""QuantizedPrivacyMapper(prior="model"): the class split of each cluster from a cross-fitted model (docs/frontier.md)."""
+"""QuantizedPrivacyMapper(prior="model"): each cluster's class split from a cross-fitted model (docs/frontier.md)."""
 
 import numpy as np
 import pytest
