@@ -353,7 +353,8 @@ class QuantizedPrivacyMapper(_BaseMapper):
     to +140 % RMSE. ``prior="model"`` (100 clusters) with ``max_leakage=0.01``:
     +2.95 / +2.06 / +2.03 % on ``make_realistic_ratings`` gender (three protocol
     draws; the default at 0.01 bits: +3.32 / +3.00 / +2.42 %), worst logistic AUC
-    at most 0.55 there and on Politics-and-TV (docs/frontier.md, section (g)).
+    at most 0.531 there; on Politics-and-TV -2.35 / -4.89 / -5.68 % at AUC 0.515 /
+    0.547 / 0.557 (docs/frontier.md, section (g); forest attackers not run).
 
     References
     ----------
