@@ -3,6 +3,8 @@
 Usage::
 
     python benchmarks/bench_frontier.py [--quick] [--attacks]
+    python benchmarks/bench_frontier.py --ideas [--seeds 0 1 2]    # about 12 minutes
+    python benchmarks/bench_frontier.py --floors                   # about 2 minutes
 
 For every data set (``make_ratings`` with a 2-, 3- and 6-class attribute in the
 setting of docs/frontier.md, the Politics-and-TV preset, and
@@ -15,6 +17,14 @@ privacy (the default ``max_leakage=0``), measured by
 second table, the worst adaptive attacker's AUC of each configuration
 (:func:`privrelease.evaluation.privacy_utility_curve`; slower). ``--quick``:
 the 2-class set and Politics-and-TV, three configurations, 2 folds.
+
+``--ideas`` (issue 13, a binary attribute: gender of ``make_realistic_ratings`` and
+Politics-and-TV): the default and ``prior="model"`` at 0, 0.01 and 0.03 bits beside two releases that are
+NOT functions of ``c_hat`` alone (the user's own support pattern; her own ratings on
+items that look uninformative), paired over protocol seeds, with the worst of the fixed
+and adaptive logistic attackers. ``--floors``: where the RMSE cost comes from (what the
+other protected users release for training vs what the test user releases) and oracle
+releases at the user's own taste point. See docs/frontier.md, section (f).
 """
 
 import argparse
@@ -22,10 +32,14 @@ import time
 import warnings
 
 import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, TransformerMixin
 
 from privrelease import datasets
 from privrelease.evaluation import privacy_utility_curve, rmse_cost
+from privrelease.evaluation._protocol import _check_recommender, _fit_mapper, _prepare_split, _release, _with_seed
 from privrelease.mappers import QuantizedPrivacyMapper
+from privrelease.utils import check_random_source
 
 PROPORTIONS = {2: [0.6, 0.4], 3: [0.45, 0.35, 0.2], 6: [0.25, 0.2, 0.2, 0.15, 0.1, 0.1]}
 
@@ -63,12 +77,175 @@ def _table(title, columns, rows):
         print(f"| {name} | " + " | ".join(values) + " |")
 
 
+# ------------------------------------------------------------------ --ideas / --floors (issue 13, binary attribute)
+# Two diagnostic releases that are NOT functions of c_hat alone (no certificate): measured to show what they would
+# buy and what they leak; neither is in the library.
+class _SupportRelease(TransformerMixin, BaseEstimator):
+    """The mixture prediction of ``c_hat`` written on the user's OWN rated items (keeps her support pattern)."""
+
+    def __init__(self, max_leakage=None, random_state=None):
+        self.max_leakage = max_leakage
+        self.random_state = random_state
+
+    def fit(self, X, y):
+        self.mapper_ = QuantizedPrivacyMapper(max_leakage=self.max_leakage, random_state=self.random_state).fit(X, y)
+        m = self.mapper_
+        self.values_ = np.clip(m.embedding_.predicted_ratings(m.profile_weights_.T @ m.cluster_centers_),
+                               *m.rating_range_)
+        return self
+
+    def transform(self, X):
+        m, X = self.mapper_, sp.csr_matrix(X, dtype=np.float64)
+        c_hat = m._sample(m._quantize(X), check_random_source(m.random_state))
+        out = X.copy()
+        c = c_hat[np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))]
+        k = m.n_clusters_  # c_hat == k is the empty profile
+        out.data = np.where(c < k, self.values_[np.minimum(c, k - 1), X.indices], 0.0)
+        out.eliminate_zeros()
+        return out
+
+
+class _MixingRelease(TransformerMixin, BaseEstimator):
+    """Own ratings on the items whose class difference looks like noise, the mapper's release elsewhere.
+
+    An item is "free" when, on the opted-in users, both the share of each class rating it and
+    the mean rating of each class differ from the rest by less than ``z_max`` standard errors
+    (one-vs-rest z statistics). The mapper is fitted and applied on the other items only.
+    """
+
+    def __init__(self, z_max=1.0, max_leakage=None, random_state=None):
+        self.z_max = z_max
+        self.max_leakage = max_leakage
+        self.random_state = random_state
+
+    def fit(self, X, y):
+        X, y = sp.csr_matrix(X, dtype=np.float64), np.asarray(y)
+        B = X.copy()
+        B.data[:] = 1.0
+        X2 = X.multiply(X).tocsr()
+        z = np.zeros(X.shape[1])
+        for c in np.unique(y):
+            a = y == c
+            n1, n0 = (np.asarray(B[s].sum(axis=0)).ravel() for s in (a, ~a))
+            s1, s0 = (np.asarray(X[s].sum(axis=0)).ravel() for s in (a, ~a))
+            p = (n1 + n0) / y.size
+            se = np.sqrt(np.maximum(p * (1 - p) * (1 / a.sum() + 1 / (~a).sum()), 1e-12))
+            z_rated = (n1 / a.sum() - n0 / (~a).sum()) / se
+            n = np.maximum(n1 + n0, 1)
+            var = np.maximum(np.asarray(X2.sum(axis=0)).ravel() / n - ((s1 + s0) / n) ** 2, 0.25)
+            both = (n1 > 0) & (n0 > 0)
+            z_value = np.where(both, (s1 / np.maximum(n1, 1) - s0 / np.maximum(n0, 1))
+                               / np.sqrt(var * (1 / np.maximum(n1, 1) + 1 / np.maximum(n0, 1))), 0.0)
+            z = np.maximum(z, np.maximum(np.abs(z_rated), np.abs(z_value)))
+        self.free_ = z < self.z_max
+        self.mapper_ = QuantizedPrivacyMapper(max_leakage=self.max_leakage, random_state=self.random_state)
+        self.mapper_.fit(X @ sp.diags((~self.free_).astype(float)), y)
+        return self
+
+    def transform(self, X):
+        X = sp.csr_matrix(X, dtype=np.float64)
+        keep, free = sp.diags((~self.free_).astype(float)), sp.diags(self.free_.astype(float))
+        out = sp.csr_matrix(sp.csr_matrix(self.mapper_.transform(sp.csr_matrix(X @ keep))) @ keep + X @ free)
+        out.eliminate_zeros()
+        return out
+
+
+IDEAS = {
+    "default (certified)": lambda: QuantizedPrivacyMapper(random_state=0),
+    "prior='model', k=auto (certified)": lambda: QuantizedPrivacyMapper(prior="model", random_state=0),
+    "own support pattern (not certified)": lambda: _SupportRelease(random_state=0),
+    "mixing, z < 1 (not certified)": lambda: _MixingRelease(1.0, random_state=0),
+    "mixing, z < 0.5 (not certified)": lambda: _MixingRelease(0.5, random_state=0),
+}
+
+
+def _binary_sets():
+    X, A, _ = datasets.make_realistic_ratings(random_state=0)
+    return {"realistic, gender": (X, A["gender"].to_numpy()),
+            "Politics-and-TV": datasets.make_politics_tv(random_state=0)[:2]}
+
+
+def _ideas(seeds, cv):
+    """Paired over protocol seeds: RMSE increase and worst logistic AUC (fixed and adaptive) at 0 / 0.01 / 0.03 bits."""
+    rows = {}
+    for data_name, (X, y) in _binary_sets().items():
+        for name, make in IDEAS.items():
+            cells = []
+            for seed in seeds:
+                f = privacy_utility_curve(make(), X, y, max_leakages=[0.0, 0.01, 0.03], cv=cv,
+                                          attack_models=("logistic",), random_state=seed, verbose=0).frame
+                auc = np.maximum(f["worst_auc_fixed"], f["worst_auc_adaptive"])
+                cells.append([f"{100 * r:+.2f}% / {a:.3f}" for r, a in zip(f["rel_increase_released"], auc)])
+                print(f"  {data_name:20s} {name:40s} seed {seed}: {cells[-1]}", flush=True)
+            rows[f"{data_name}, {name}"] = [", ".join(c[i] for c in cells) for i in range(3)]
+    _table(f"RMSE increase / worst logistic AUC per protocol seed {list(seeds)} (cv={cv})",
+           ["0 bits", "0.01 bits", "0.03 bits"], rows)
+
+
+def _floors(cv):
+    """Where the cost comes from: training rows vs the test user's fold-in, and oracle releases (no privacy)."""
+    for data_name, (X, y) in _binary_sets().items():
+        split = _prepare_split(X, y, opt_in_fraction=0.5, cv=cv, heldout_fraction=0.1, rating_range=(1, 5),
+                               random_state=0)
+        m = _fit_mapper(QuantizedPrivacyMapper(random_state=0), split)
+        emb = m.embedding_
+
+        def own(rows, bias_only=False, taste_only=False):
+            """Prediction at the user's own taste point on the items of her cluster's profile (an oracle)."""
+            c = m._quantize(rows)
+            coef = emb.coefficients(rows)
+            centre = np.linalg.solve(emb.basis_chol_.T, m.cluster_centers_.T).T[c]
+            if bias_only:
+                coef[:, 1:] = 0.0
+            if taste_only:
+                coef[:, 0] = centre[:, 0]
+            pred = np.clip(emb.predicted_ratings(coef @ emb.basis_chol_), *m.rating_range_)
+            return sp.csr_matrix(np.where(m.release_profiles_[c].toarray() != 0, pred, 0.0))
+
+        rel = {"original": lambda r: r, "released": lambda r: _release(m, r, (1, 5)),
+               "nothing": lambda r: sp.csr_matrix(r.shape),
+               "oracle: own point": own, "oracle: own bias, no taste": lambda r: own(r, bias_only=True),
+               "oracle: own taste, centre's bias": lambda r: own(r, taste_only=True)}
+        res = {}
+        rec0 = _check_recommender(None)
+        for k in range(cv):
+            test = split.folds[k]
+            others = np.setdiff1d(np.arange(split.protected.size), test)
+            X_other, visible = split.X_prot[others], split.visible[test]
+            for train in ("original", "released", "nothing"):
+                rec = _with_seed(rec0, split.fold_seeds[k]).fit(
+                    sp.vstack([split.X_opt, rel[train](X_other)], format="csr"))
+                for name, f in rel.items():
+                    if train != "original" and name.startswith("oracle"):
+                        continue
+                    res.setdefault((train, name), []).append(rec.rmse(f(visible), split.heldout[test]))
+        base = np.mean(res[("original", "original")])
+        print(f"\n{data_name}: RMSE increase by what the other protected users release (rows) and what the "
+              "test user releases (columns), perfect privacy, one protocol draw\n")
+        names = list(rel)
+        print("| training rows \\ test user | " + " | ".join(names) + " |")
+        print("|---" * (len(names) + 1) + "|")
+        for train in ("original", "released", "nothing"):
+            print(f"| {train} | " + " | ".join(
+                f"{100 * (np.mean(res[(train, n)]) / base - 1):+.2f}%" if (train, n) in res else "-"
+                for n in names) + " |")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="two data sets, three configurations, 2 folds")
     parser.add_argument("--attacks", action="store_true", help="also the worst adaptive attacker's AUC (slower)")
+    parser.add_argument("--ideas", action="store_true", help="issue 13's binary-attribute ideas, paired over seeds")
+    parser.add_argument("--floors", action="store_true", help="where the RMSE cost comes from, oracle releases")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="protocol seeds for --ideas")
     args = parser.parse_args(argv)
     warnings.filterwarnings("ignore")
+    if args.ideas or args.floors:
+        if args.floors:
+            _floors(cv=3)
+        if args.ideas:
+            _ideas(args.seeds, cv=3)
+        return
     cv = 2 if args.quick else 3
     names = QUICK if args.quick else tuple(CONFIGS)
     rmse_rows, auc_rows = {}, {}
