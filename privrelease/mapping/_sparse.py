@@ -430,7 +430,11 @@ class _ColumnGeneration:
         rhs_free = not np.isfinite(delta) or delta >= prob.delta_max
         best = None
         mu = None
+        history = []
         for _ in range(max_iter):
+            # stalled: the best gap has not halved over the last 25 rounds
+            if len(history) > 25 and history[-1] > 0.5 * history[-26]:
+                break
             nu = self.master(delta)
             if nu is None:
                 break
@@ -444,6 +448,7 @@ class _ColumnGeneration:
             gap = max(f - lb, 0.0)
             if best is None or gap < best[1]:
                 best = (x, gap, mu)
+            history.append(best[1])
             if gap <= tol_nats:
                 break
             Vm = V + mu * Wb
@@ -465,26 +470,45 @@ class _ColumnGeneration:
         return best
 
 
-def column_generation(prob, delta, tol_bits):
+#: column generation is tried before the plain formulation when at most this many outputs are
+#: shared by several rows (measured: one shared output, 100,000 rows: 7 s certified, where the plain
+#: formulation stalls; 204 shared outputs: 200 master solves leave 2.8e-6 bits, the plain
+#: formulation certifies in 0.5 s)
+CG_FIRST_MAX_SHARED = 32
+
+
+def column_generation(prob, delta, tol_bits, max_iter=200):
     """Solve ``prob`` at the (internal) budget ``delta`` by column generation (pool kept on ``prob``)."""
     cg = getattr(prob, "_cg", None)
     if cg is None:
         cg = prob._cg = _ColumnGeneration(prob)
-    out = cg.solve(delta, tol_bits * np.log(2.0))
+    out = cg.solve(delta, tol_bits * np.log(2.0), max_iter=max_iter)
     return None if out is None else out[0]
 
 
 def sparse_candidates(prob, *, delta=None, target_nats=None, solvers=("CLARABEL", "SCS"), tol_bits=1e-6):
-    """Yield ``(name, x)`` candidates for a :class:`SparseProblem`: column generation first, then
-    the plain cvxpy formulation over the edges (in joint-mass units ``y_e = p(c) x_e``, which keeps
-    the interior-point solvers well scaled; private outputs enter linearly, shared outputs through
-    exponential cones)."""
-    import cvxpy as cp
-
-    if target_nats is None:
+    """Yield ``(name, x)`` candidates for a :class:`SparseProblem`: column generation and the plain
+    cvxpy formulation over the edges (in joint-mass units ``y_e = p(c) x_e``, which keeps the
+    interior-point solvers well scaled; private outputs enter linearly, shared outputs through
+    exponential cones), in the order that suits the number of shared outputs."""
+    # column generation's master grows with the outputs shared by several rows: first when they are
+    # few (one column of many categories: one shared output), last otherwise
+    n_shared = int(np.count_nonzero(np.bincount(prob.j, minlength=prob.kh) > 1))
+    cg_first = n_shared <= CG_FIRST_MAX_SHARED
+    if target_nats is None and cg_first:
         x = column_generation(prob, delta, tol_bits)
         if x is not None:
             yield "column-generation", x
+    yield from _edge_candidates(prob, delta, target_nats, solvers)
+    if target_nats is None and not cg_first:
+        x = column_generation(prob, delta, tol_bits, max_iter=60)
+        if x is not None:
+            yield "column-generation", x
+
+
+def _edge_candidates(prob, delta, target_nats, solvers):
+    import cvxpy as cp
+
     n, k = prob.n, prob.k
     private, s = _private_scores(prob)
     pce = prob.pc[prob.r]
