@@ -7,7 +7,7 @@ outputs, budgets from the smallest feasible one (exactly, and a hair above) to b
 the no-privacy point. Counted: fast-path certifications, fallbacks, flagged
 (``status="inaccurate"`` with a warning) and silent failures (claimed optimal but
 infeasible, or worse than the reference by more than the tolerance). Zero silent
-failures is asserted; the fallback count is reported (goal: zero).
+failures is asserted, and so is the goal: zero fallbacks (every instance on the fast path).
 """
 
 import math
@@ -134,5 +134,5 @@ def test_stress_no_silent_failure(stress_counts):
 
 def test_stress_fast_path_certifies_almost_everything(stress_counts):
     counts, _ = stress_counts
-    # goal: zero fallbacks; the floor enforced here is 99% on the fast path
-    assert counts["fast"] >= 0.99 * N_INSTANCES, counts
+    # the goal of issue 10, reached: every instance certified on the fast path (no fallback)
+    assert counts["fast"] == N_INSTANCES, counts
