@@ -79,11 +79,28 @@ def test_fit_matches_in_memory(client, data, fitted):
     # profile="posterior": row j rates E[prediction | c_hat=j] = sum_c W[c, j] pred_c with W = p(c | c_hat)
     # from mapping_, which agrees only to the solver's tolerance (above); since sum_c dW[c, j] = 0, each
     # rating moves by at most |dW[:, j]|_1 * (spread of pred_c) / 2 (clipping is 1-Lipschitz); same items
-    assert ((m.release_profiles_ != 0) != (fitted.release_profiles_ != 0)).nnz == 0
     pred = fitted.embedding_.predicted_ratings(fitted.cluster_centers_)
     dW = np.abs(m.profile_weights_ - fitted.profile_weights_).sum(axis=0)
+    # the items of profile j are its `length` items of largest rate_j(i) = sum_c W[c, j] share(c, i)
+    # (share: the part of cluster c's labeled users who rated i, in [0, 1]); W moves by dW_j, so
+    # each rate moves by at most dW_j and an item can enter or leave only within 2 dW_j of the cut
+    labeled = y != -1
+    rated = (R[labeled] != 0).astype(float)
+    onehot = np.eye(fitted.n_clusters_)[fitted.labels_]
+    share = (onehot.T @ rated) / onehot.sum(axis=0)[:, None]
+    rate = fitted.profile_weights_.T @ share  # (outputs, items)
+    Sm = (m.release_profiles_ != 0).toarray()[: rate.shape[0]]
+    Sf = (fitted.release_profiles_ != 0).toarray()[: rate.shape[0]]
+    np.testing.assert_array_equal(Sm.sum(axis=1), Sf.sum(axis=1))
+    for j in range(rate.shape[0]):
+        swapped = np.flatnonzero(Sm[j] != Sf[j])
+        if swapped.size:
+            cut = np.sort(rate[j][Sf[j]])[0]
+            assert np.all(np.abs(rate[j][swapped] - cut) <= 2 * dW[j] + 1e-12), (j, swapped)
     bound = np.vstack([np.outer(dW, 0.5 * (pred.max(axis=0) - pred.min(axis=0))), np.zeros((1, pred.shape[1]))])
-    assert np.all(np.abs((m.release_profiles_ - fitted.release_profiles_).toarray()) <= bound + 1e-12)
+    both = np.vstack([Sm & Sf, np.ones((m.release_profiles_.shape[0] - Sm.shape[0], Sm.shape[1]), bool)])
+    diff = np.abs((m.release_profiles_ - fitted.release_profiles_).toarray())
+    assert np.all(diff[both] <= bound[both] + 1e-12)  # on the items both release
     assert m.n_labeled_ == int(np.sum(y != -1))
 
 
