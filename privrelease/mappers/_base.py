@@ -38,7 +38,7 @@ from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin, 
 from sklearn.utils.validation import check_is_fitted
 
 from .. import _persistence
-from ..exceptions import PrivacyLeakWarning
+from ..exceptions import InfeasibleBudgetError, PrivacyLeakWarning
 from ..mapping import (
     MappingResult,
     expected_distortion,
@@ -335,6 +335,8 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                 "distortion under a leakage cap"
             )
         solver = getattr(self, "solver", "auto")
+        if min(prior.shape) < 2:
+            return _degenerate_result(prior, cost, delta, max_leakage, self.leakage)
         if delta is not None:
             return solve_mapping(prior, cost, float(delta), leakage=self.leakage, solver=solver)
         if max_leakage is None or max_leakage == 0:
@@ -780,6 +782,39 @@ def stack_marginal_priors(q_b, joints):
 
 def _norm(P):
     return P / P.sum()
+
+
+def _degenerate_result(prior, cost, delta, max_leakage, kind):
+    """One input symbol (one cluster, one distinct record) or one private value: every mapping
+    leaks exactly 0 bits, so the cheapest one (each input on its first cheapest output) is optimal.
+
+    The engine refuses such priors (there is nothing to protect); a mapper meets them on data
+    where every labeled user falls in one cluster, and releases at the smallest distortion.
+    """
+    p_in = prior.sum(axis=0)
+    if sp.issparse(cost):
+        C = check_distortion(cost, cost.shape[0])
+        rows = np.repeat(np.arange(C.shape[0]), np.diff(C.indptr))
+        row_min = np.minimum.reduceat(C.data, C.indptr[:-1])
+        pos = np.where(C.data <= row_min[rows], np.arange(C.nnz), C.nnz)
+        first = np.minimum.reduceat(pos, C.indptr[:-1])
+        data = np.zeros(C.nnz)
+        data[first] = 1.0
+        mapping = sp.csr_array((data, C.indices.copy(), C.indptr.copy()), shape=C.shape)
+    else:
+        C = np.asarray(cost, dtype=np.float64)
+        row_min = np.where(np.isfinite(C), C, np.inf).min(axis=1)
+        mapping = np.zeros(C.shape)
+        mapping[np.arange(C.shape[0]), np.argmin(np.where(np.isfinite(C), C, np.inf), axis=1)] = 1.0
+    smallest = float(np.sum(p_in * row_min))
+    if delta is not None and float(delta) < smallest * (1 - 1e-12):
+        raise InfeasibleBudgetError(f"delta={delta!r} is below the smallest feasible expected distortion "
+                                    f"{smallest!r}", smallest_feasible=smallest)
+    return MappingResult(mapping=mapping, leakage=0.0, distortion=smallest, status="optimal",
+                         certificate={"gap_bits": 0.0, "method": f"prior of shape {prior.shape}: every mapping "
+                                      "leaks 0 bits; the cheapest one"},
+                         solver="exact", delta=None if delta is None else float(delta),
+                         max_leakage=None if max_leakage is None else float(max_leakage), kind=kind)
 
 
 def _row_stochastic(mapping, cost):

@@ -83,6 +83,14 @@ _SOLVERS = ("auto", "fast", "cvxpy")
 def _check_problem(prior, distortion, leakage, solver):
     """Validate the inputs shared by :func:`solve_mapping` and the curve; returns ``(P, D)``."""
     P = check_prior(prior)
+    if P.shape[0] < 2:
+        raise ValueError(f"prior has {P.shape[0]} row (private value): with a single value of the private "
+                         "attribute there is nothing to protect; a mapping needs at least 2 rows, got shape "
+                         f"{P.shape}")
+    if P.shape[1] < 2:
+        raise ValueError(f"prior has {P.shape[1]} column (public symbol): a single input carries no "
+                         "information about the private attribute; a mapping needs at least 2 columns, got "
+                         f"shape {P.shape}")
     D = check_distortion(distortion, P.shape[1])
     if leakage not in _KINDS:
         raise ValueError(f"leakage must be one of {_KINDS}, got {leakage!r}")
@@ -569,6 +577,9 @@ def solve_mapping(prior, distortion, delta=None, *, max_leakage=None, leakage="m
 
     Raises
     ------
+    ValueError
+        A malformed prior or distortion (the message names the value), or a
+        prior with a single row or a single column (nothing to protect).
     InfeasibleBudgetError
         ``delta`` below the smallest feasible distortion (message and
         ``.smallest_feasible`` give it), a row of ``distortion`` without a finite

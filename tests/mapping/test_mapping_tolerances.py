@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from privrelease.exceptions import ConvergenceWarning, InfeasibleBudgetError, SolverError
-from privrelease.mapping import expected_distortion, leakage, maximal_leakage, solve_mapping
+from privrelease.mapping import expected_distortion, leakage, maximal_leakage, privacy_distortion_curve, solve_mapping
 
 PRIOR2 = np.array([[0.4, 0.1], [0.1, 0.4]])
 
@@ -150,10 +150,27 @@ def test_bad_input_names_the_value(name, prior, d, exc, match):
         solve_mapping(prior, d, max_leakage=0.1)
 
 
-@pytest.mark.parametrize("prior, d", [([[0.5], [0.5]], [[0.0, 1.0]]), ([[0.5, 0.5]], 1 - np.eye(2))],
+@pytest.mark.parametrize("prior, d, match", [([[0.5], [0.5]], [[0.0, 1.0]], r"1 column .*shape \(2, 1\)"),
+                                             ([[0.5, 0.5]], 1 - np.eye(2), r"1 row .*shape \(1, 2\)")],
                          ids=["k = 1", "|A| = 1"])
-def test_degenerate_sizes_leak_nothing(prior, d):
-    # kept working (not refused) because the mappers fit one-cluster / one-class data through the
-    # engine (scikit-learn's common checks); with one public or one private value I(A; C_hat) = 0
-    res = solve_mapping(prior, d, delta=0.5)
-    assert res.status == "optimal" and res.leakage == pytest.approx(0.0, abs=1e-12)
+def test_degenerate_sizes_are_refused(prior, d, match):
+    # issue 10: one public or one private value is a clear error that names the shape (there is
+    # nothing to protect); the mappers handle one-cluster data without the engine (next test)
+    for kw in (dict(delta=0.5), dict(max_leakage=0.1)):
+        with pytest.raises(ValueError, match=match):
+            solve_mapping(prior, d, **kw)
+    with pytest.raises(ValueError, match=match):
+        privacy_distortion_curve(prior, d, [0.5])
+
+
+def test_mappers_release_one_cluster_data_at_the_smallest_distortion():
+    from privrelease.mappers._base import _degenerate_result
+
+    prior = np.array([[0.4], [0.6]])
+    d = np.array([[2.0, 0.5, np.inf]])
+    res = _degenerate_result(prior, d, 1.0, None, "mutual_information")
+    np.testing.assert_array_equal(res.mapping, [[0.0, 1.0, 0.0]])
+    assert res.leakage == 0.0 and res.distortion == 0.5 and res.status == "optimal"
+    assert leakage(prior, res.mapping) == 0.0  # recomputed independently
+    with pytest.raises(InfeasibleBudgetError, match="0.5"):
+        _degenerate_result(prior, d, 0.4, None, "mutual_information")
