@@ -58,15 +58,7 @@ def check_distortion(distortion, n_public, *, name="distortion"):
         D = np.asarray(distortion, dtype=float)
     except (TypeError, ValueError) as exc:
         raise TypeError(f"{name} must be an array of numbers, got {type(distortion).__name__}: {exc}") from None
-    if D.ndim != 2:
-        raise ValueError(f"{name} must be a 2-D matrix d(c, c_hat), got an array of shape {D.shape}")
-    if D.shape[0] != n_public:
-        raise ValueError(
-            f"{name} has {D.shape[0]} rows but the prior has {n_public} public symbols "
-            f"(columns); expected shape ({n_public}, n_outputs), got {D.shape}"
-        )
-    if D.shape[1] == 0:
-        raise ValueError(f"{name} must have at least one output column, got shape {D.shape}")
+    _check_shape(D.shape, n_public, name)
     if np.any(np.isnan(D)):
         bad = tuple(int(i) for i in np.argwhere(np.isnan(D))[0])
         raise ValueError(f"{name} must not contain NaN (use np.inf to forbid a transition), got nan at {bad}")
@@ -75,17 +67,21 @@ def check_distortion(distortion, n_public, *, name="distortion"):
     return D
 
 
+def _check_shape(shape, n_public, name):
+    if len(shape) != 2:
+        raise ValueError(f"{name} must be a 2-D matrix d(c, c_hat), got an array of shape {shape}")
+    if shape[0] != n_public:
+        raise ValueError(
+            f"{name} has {shape[0]} rows but the prior has {n_public} public symbols "
+            f"(columns); expected shape ({n_public}, n_outputs), got {shape}"
+        )
+    if shape[1] == 0:
+        raise ValueError(f"{name} must have at least one output column, got shape {shape}")
+
+
 def _check_sparse_distortion(distortion, n_public, name):
     D = sp.coo_array(distortion)
-    if D.ndim != 2:
-        raise ValueError(f"{name} must be a 2-D matrix d(c, c_hat), got shape {D.shape}")
-    if D.shape[0] != n_public:
-        raise ValueError(
-            f"{name} has {D.shape[0]} rows but the prior has {n_public} public symbols "
-            f"(columns); expected shape ({n_public}, n_outputs), got {D.shape}"
-        )
-    if D.shape[1] == 0:
-        raise ValueError(f"{name} must have at least one output column, got shape {D.shape}")
+    _check_shape(D.shape, n_public, name)
     data = np.asarray(D.data, dtype=float)
     if np.any(np.isnan(data)):
         i = int(np.flatnonzero(np.isnan(data))[0])

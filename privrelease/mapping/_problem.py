@@ -38,25 +38,12 @@ __all__ = ["Problem", "lagrangian_bound"]
 LN2 = math.log(2.0)
 
 
-def lagrangian_bound(A, B, rhs, mu0=None, n_bisect=60):
-    """``max_{mu >= 0} sum_c min_j (A + mu B)[c, j] - mu rhs`` (concave, piecewise linear in mu).
-
-    ``A`` may hold ``+inf`` (forbidden entries), ``B`` must be finite there (use 0).
-    Every evaluated value is a valid bound; the best one is returned with its mu.
-    """
-    rows = np.arange(A.shape[0])
-    scale = max(abs(rhs), float(np.max(B)) if B.size else 0.0, 1e-300)
-
-    def ev(mu):
-        V = A + mu * B if mu > 0 else A
-        idx = np.argmin(V, axis=1)
-        val = float(V[rows, idx].sum()) - mu * rhs
-        slope = float(B[rows, idx].sum()) - rhs
-        return val, slope
-
-    best_val, best_mu = -np.inf, 0.0
-    val, slope = ev(0.0)
-    best_val = val
+def maximize_multiplier(ev, scale, mu0=None, n_bisect=60):
+    """Maximise a concave piecewise-linear ``g(mu)``, ``mu >= 0``, given ``ev(mu) -> (g, right slope)``:
+    geometric search for a non-positive slope, then bisection on its sign. Every evaluated value
+    is a valid bound (Lagrangian duality); the best one is returned with its ``mu``."""
+    best_val, slope = ev(0.0)
+    best_mu = 0.0
     if slope <= 1e-13 * scale:
         return best_val, 0.0
     lo = 0.0
@@ -82,6 +69,25 @@ def lagrangian_bound(A, B, rhs, mu0=None, n_bisect=60):
         else:
             hi = mid
     return best_val, best_mu
+
+
+def lagrangian_bound(A, B, rhs, mu0=None, n_bisect=60):
+    """``max_{mu >= 0} sum_c min_j (A + mu B)[c, j] - mu rhs`` (concave, piecewise linear in mu).
+
+    ``A`` may hold ``+inf`` (forbidden entries), ``B`` must be finite there (use 0).
+    Every evaluated value is a valid bound; the best one is returned with its mu.
+    """
+    rows = np.arange(A.shape[0])
+    scale = max(abs(rhs), float(np.max(B)) if B.size else 0.0, 1e-300)
+
+    def ev(mu):
+        V = A + mu * B if mu > 0 else A
+        idx = np.argmin(V, axis=1)
+        val = float(V[rows, idx].sum()) - mu * rhs
+        slope = float(B[rows, idx].sum()) - rhs
+        return val, slope
+
+    return maximize_multiplier(ev, scale, mu0, n_bisect)
 
 
 def _smoothed_pi(A, b, m, u0, max_newton=30, max_evals=3000):

@@ -54,6 +54,7 @@ import scipy.sparse as sp
 from ..exceptions import ConvergenceWarning, InfeasibleBudgetError, SolverError
 from ..utils import check_number
 from ._checks import check_budget, check_distortion, check_prior
+from ._cvx import solve_quietly
 from ._leakage import expected_distortion, leakage as _leakage
 from ._lp import perfect_privacy_mapping, solve_maximal_leakage_lp
 from ._problem import LN2, Problem
@@ -143,13 +144,7 @@ def _cvxpy_candidates(prob, *, delta=None, target_nats=None, solvers=("CLARABEL"
                     "max_iter": 500}
         else:
             opts = {}
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                problem.solve(solver=name, **opts)
-        except (cp.error.SolverError, ValueError, ArithmeticError):
-            continue
-        if problem.status in ("optimal", "optimal_inaccurate") and X.value is not None:
+        if solve_quietly(problem, name, opts) and X.value is not None:
             yield f"cvxpy-{name}", np.asarray(X.value, dtype=float)
 
 

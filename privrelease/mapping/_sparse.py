@@ -24,13 +24,13 @@ normalisation and the tolerance policy are those of the dense
 mirrors (a reduced mapping is an edge vector here, a matrix there).
 """
 
-import warnings
-
 import numpy as np
 import scipy.sparse as sp
 from scipy.special import rel_entr
 
 from ..exceptions import InfeasibleBudgetError
+from ._cvx import solve_quietly
+from ._problem import maximize_multiplier
 
 __all__ = ["SparseProblem", "sparse_candidates", "edge_lagrangian_bound"]
 
@@ -57,33 +57,7 @@ def edge_lagrangian_bound(A, B, indptr, rhs, mu0=None, n_bisect=60):
         slope_b = _segment_min(np.where(V <= m[row], B, np.inf), indptr)
         return float(m.sum()) - mu * rhs, float(slope_b.sum()) - rhs
 
-    best_val, best_mu = ev(0.0)[0], 0.0
-    val, slope = ev(0.0)
-    if slope <= 1e-13 * scale:
-        return best_val, 0.0
-    lo = 0.0
-    hi = mu0 if (mu0 is not None and np.isfinite(mu0) and mu0 > 0) else 1.0
-    for _ in range(400):
-        val, slope = ev(hi)
-        if val > best_val:
-            best_val, best_mu = val, hi
-        if slope <= 1e-13 * scale:
-            break
-        lo, hi = hi, hi * 4.0
-    else:
-        return best_val, best_mu
-    for _ in range(n_bisect):
-        mid = 0.5 * (lo + hi)
-        if not (lo < mid < hi):
-            break
-        val, slope = ev(mid)
-        if val > best_val:
-            best_val, best_mu = val, mid
-        if slope > 1e-13 * scale:
-            lo = mid
-        else:
-            hi = mid
-    return best_val, best_mu
+    return maximize_multiplier(ev, scale, mu0, n_bisect)
 
 
 class SparseProblem:
@@ -406,17 +380,11 @@ class _ColumnGeneration:
             Q = sp.csr_array(sp.csr_array(qcol[used % nc]).multiply(prob.pA[used // nc][:, None]))
             obj = obj + cp.sum(cp.rel_entr(G @ nu, Q @ nu))
         pr = cp.Problem(cp.Minimize(obj), cons)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            try:
-                pr.solve(solver="CLARABEL", tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12,
-                         tol_ktratio=1e-10, max_iter=300)
-            except Exception:  # noqa: BLE001 - any solver failure: try SCS, else give up
-                try:
-                    pr.solve(solver="SCS", eps_abs=1e-10, eps_rel=1e-10, max_iters=100000)
-                except Exception:  # noqa: BLE001
-                    return None
-        if nu.value is None:
+        tight = {"tol_gap_abs": 1e-12, "tol_gap_rel": 1e-12, "tol_feas": 1e-12, "tol_ktratio": 1e-10,
+                 "max_iter": 300}
+        solved = solve_quietly(pr, "CLARABEL", tight) or solve_quietly(
+            pr, "SCS", {"eps_abs": 1e-10, "eps_rel": 1e-10, "max_iters": 100000})
+        if not solved or nu.value is None:
             return None
         v = np.clip(np.asarray(nu.value, dtype=float), 0.0, None)
         return v / v.sum()
@@ -539,11 +507,5 @@ def _edge_candidates(prob, delta, target_nats, solvers):
             cons.append(info <= target_nats)
             problem = cp.Problem(cp.Minimize(dist), cons)
         opts = {"max_iters": 200000, "eps_abs": 1e-9, "eps_rel": 1e-9} if name == "SCS" else {}
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                problem.solve(solver=name, **opts)
-        except (cp.error.SolverError, ValueError, ArithmeticError):
-            continue
-        if problem.status in ("optimal", "optimal_inaccurate") and y.value is not None:
+        if solve_quietly(problem, name, opts) and y.value is not None:
             yield f"cvxpy-{name} (edges)", np.asarray(y.value, dtype=float) / pce
