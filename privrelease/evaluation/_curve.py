@@ -210,14 +210,20 @@ class PrivacyUtilityCurve:
         curves = [("no privacy", self.roc["original"].get(("fixed", model, features)))]
         curves += [(f"{a}, {self.param}={value:g}", self.roc[value].get((a, model, features)))
                    for a in ("fixed", "adaptive")]
+        drawn = 0
         for name, c in curves:
             if c is not None and len(c[0]):
                 ax.plot(c[0], c[1], label=name)
+                drawn += 1
         ax.plot([0, 1], [0, 1], color="grey", lw=1, ls=":")
         ax.set_xlabel("false positive rate")
         ax.set_ylabel("true positive rate")
         ax.set_title(f"ROC, {model} on {features}")
-        ax.legend(fontsize=8)
+        if drawn:
+            ax.legend(fontsize=8)
+        else:  # a multi-class or joint attribute: one ROC curve per class would not be one picture
+            ax.text(0.5, 0.5, "ROC curves are drawn for a binary attribute;\nsee the macro AUC tables",
+                    ha="center", va="center", transform=ax.transAxes, fontsize=9)
         return ax
 
 

@@ -16,13 +16,14 @@ SMALL = dict(max_leakages=(0.0,), blurme_fractions=(0.3,), n_clusters=3, cv=2,
              attack_models=("logistic",), n_jobs=1)
 
 
-def _fake_ml100k(folder, n_users=160, n_items=30, seed=0):
+def _fake_ml100k(folder, n_users=160, n_items=30, seed=0, ages=None):
     R, a, _ = make_ratings(n_users, n_items, attribute_strength=2.0, random_state=seed)
     coo = R.tocoo()
+    ages = np.full(n_users, 30) if ages is None else ages
     folder.mkdir(parents=True)
     (folder / "u.data").write_text("".join(f"{u + 1}\t{i + 1}\t{int(r)}\t88{k:07d}\n"
                                            for k, (u, i, r) in enumerate(zip(coo.row, coo.col, coo.data))))
-    (folder / "u.user").write_text("".join(f"{u + 1}|30|{'F' if a[u] else 'M'}|other|00000\n"
+    (folder / "u.user").write_text("".join(f"{u + 1}|{ages[u]}|{'F' if a[u] else 'M'}|other|00000\n"
                                            for u in range(n_users)))
     (folder / "u.item").write_bytes("".join(f"{i + 1}|Movie {i}|01-Jan-1995||http://x|0|0\n"
                                             for i in range(n_items)).encode("latin-1"))
@@ -42,6 +43,33 @@ def test_movielens_gender_on_a_small_stand_in(tmp_path):
     assert json.loads((tmp_path / "out" / "headline.json").read_text())["status"] == "ok"
     for png in ("movielens_frontier_adaptive.png", "movielens_roc.png", "movielens_leakage_rmse_frontier.png"):
         assert (tmp_path / "out" / png).stat().st_size > 1000
+
+
+def test_movielens_private_attributes(tmp_path):
+    import pandas as pd
+
+    users = pd.DataFrame({"age": [7, 24, 25, 34, 35, 73], "gender": ["F", "M", "M", "F", "F", "M"]})
+    a, text = movielens_gender.private_attribute(users, "age_band", (25, 35))
+    assert a.tolist() == [0, 0, 1, 1, 2, 2] and "under 25 (2 users)" in text and "35 and over (2 users)" in text
+    a, _ = movielens_gender.private_attribute(users, "gender_x_age_band", (25, 35))
+    assert a.tolist() == [[1, 0], [0, 0], [0, 1], [1, 1], [1, 2], [0, 2]]
+    a, _ = movielens_gender.private_attribute(users, "gender")
+    assert a.tolist() == [1, 0, 0, 1, 1, 0]
+    with pytest.raises(ValueError, match=r"age_cuts=\[80\].*'80 and over'.*oldest \(73\)"):
+        movielens_gender.private_attribute(users, "age_band", (80,))
+
+
+def test_movielens_joint_attribute_end_to_end(tmp_path):
+    ages = np.random.default_rng(1).integers(15, 60, size=160)
+    folder, R, a = _fake_ml100k(tmp_path / "ml-100k", ages=ages)
+    rep = Report(tmp_path / "out", title="ml")
+    head = movielens_gender.run(rep, path=str(folder), attribute="gender_x_age_band",
+                                recommender={"algorithm": "BaselineOnly"}, **SMALL)
+    rep.save()
+    assert head["status"] == "ok" and np.isfinite(head["movielens_rmse_original"])
+    assert "gender x age band, protected jointly" in rep.markdown()
+    table = (tmp_path / "out" / "movielens_comparison.csv").read_text()
+    assert "optimal mapping" in table and "BlurMore (greedy)" in table
 
 
 def test_movielens_gender_reports_missing_data(tmp_path, capsys):
