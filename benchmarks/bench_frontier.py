@@ -33,7 +33,7 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.base import BaseEstimator, TransformerMixin, clone
 
 from privrelease import datasets
 from privrelease.evaluation import privacy_utility_curve, rmse_cost
@@ -231,6 +231,50 @@ def _floors(cv):
                 for n in names) + " |")
 
 
+# ------------------------------------------------------------------ --rule (issue 13: n_clusters="heldout")
+_RULE_SET_NAMES = ("realistic, gender", "realistic, age band", "realistic, gender x age band", "Politics-and-TV")
+RULE_CONFIGS = {
+    "default": dict(),
+    "heldout": dict(n_clusters="heldout"),
+    "heldout, attribute_free": dict(n_clusters="heldout", clustering="attribute_free"),
+    "attribute_free": dict(clustering="attribute_free"),
+    "prior='model'": dict(prior="model"),
+}
+
+
+def _rule_sets():
+    X, A, _ = datasets.make_realistic_ratings(random_state=0)
+    return {"realistic, gender": (X, A["gender"].to_numpy(), None),
+            "realistic, age band": (X, A["age_band"].to_numpy(), None),
+            "realistic, gender x age band": (X, A[["gender", "age_band"]].to_numpy(), "joint"),
+            "Politics-and-TV": (*datasets.make_politics_tv(random_state=0)[:2], None)}
+
+
+def _rule(sets, configs, leakages, seeds, cv):
+    """Paired over protocol seeds: RMSE increase, release nothing, worst logistic AND forest AUC, clusters chosen."""
+    all_sets = _rule_sets()
+    for data_name in sets:
+        X, y, target = all_sets[data_name]
+        for name in configs:
+            for seed in seeds:
+                t0 = time.perf_counter()
+                mapper = QuantizedPrivacyMapper(random_state=seed, **RULE_CONFIGS[name])
+                f = privacy_utility_curve(mapper, X, y, max_leakages=list(leakages), cv=cv,
+                                          attack_models=("logistic", "forest"), random_state=seed, verbose=0,
+                                          mapper_target=target).frame
+                # the number of clusters the mapper chose on this draw's opted-in users
+                split = _prepare_split(X, y, opt_in_fraction=0.5, cv=cv, heldout_fraction=0.1, rating_range=(1, 5),
+                                       random_state=seed, mapper_target=target)
+                auc = np.maximum(f["worst_auc_fixed"], f["worst_auc_adaptive"])
+                cells = [f"{100 * r:+.2f}% / {a:.3f}" for r, a in zip(f["rel_increase_released"], auc)]
+                ks = []
+                for ml in leakages:
+                    ks.append(_fit_mapper(clone(mapper).set_params(max_leakage=ml), split).n_clusters_)
+                print(f"RULE | {data_name} | {name} | seed {seed} | nothing +{100 * f['rel_increase_release_nothing'][0]:.2f}% | "
+                      + " | ".join(f"{ml} bits: {c} (k={k})" for ml, c, k in zip(leakages, cells, ks))
+                      + f" | {time.perf_counter() - t0:.0f} s", flush=True)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="two data sets, three configurations, 2 folds")
@@ -238,8 +282,15 @@ def main(argv=None):
     parser.add_argument("--ideas", action="store_true", help="issue 13's binary-attribute ideas, paired over seeds")
     parser.add_argument("--floors", action="store_true", help="where the RMSE cost comes from, oracle releases")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="protocol seeds for --ideas")
+    parser.add_argument("--rule", action="store_true", help="n_clusters='heldout' against the default, paired")
+    parser.add_argument("--sets", nargs="+", default=list(_RULE_SET_NAMES), help="data sets for --rule")
+    parser.add_argument("--configs", nargs="+", default=["default", "heldout"], help="configurations for --rule")
+    parser.add_argument("--leakages", type=float, nargs="+", default=[0.0, 0.01], help="bits for --rule")
     args = parser.parse_args(argv)
     warnings.filterwarnings("ignore")
+    if args.rule:
+        _rule(args.sets, args.configs, args.leakages, args.seeds, cv=3)
+        return
     if args.ideas or args.floors:
         if args.floors:
             _floors(cv=3)
