@@ -124,7 +124,31 @@ class QuantizedPrivacyMapper(_BaseMapper):
         on its 1,218 survey users). When
         larger than the number of labeled users it is clipped to that number
         with a ``UserWarning``; clusters left empty by the clustering are dropped.
-    delta : float or None, default=None
+        ``"heldout"``: the number the labeled users themselves vouch for
+        (in-memory fits of one attribute or the joint attribute; needs 50
+        labeled users). Candidates: one cluster per 40, 28, 20, 14, 10, 7 and 5
+        labeled users (``heldout_n_clusters_``). For each, 5 stratified folds:
+        the clusters, prior and mapping are refitted on four folds exactly as
+        ``fit`` would (same ``max_leakage`` or ``delta``, ``prior``, ``clustering``,
+        ``smoothing``; same number of users per cluster), and the fifth fold's
+        users are sent through that mapping. Their leakage ``I(A; C_hat)`` (the
+        draw of ``c_hat`` integrated out) minus the leakage the fold's mapping
+        claims is the *excess*: what the prior's estimation error costs on
+        users it never saw. Its finite-sample bias is removed with the mean of
+        the same statistic under 200 permutations of the held-out labels, whose
+        standard deviation is the noise floor (``heldout_leakage_excess_``,
+        ``heldout_noise_``, averaged over the folds; ``heldout_distortion_``: the
+        held-out users' expected distortion). Scanning from the fewest clusters,
+        a candidate is accepted while ``excess + noise <= heldout_tolerance`` (the
+        first failure stops the scan: more clusters only make the prior worse);
+        the accepted candidate of least held-out distortion is used, the fewest
+        clusters when none is accepted. The taste embedding is shared by the
+        folds (it never sees the attribute). Costs about 35 extra clusterings
+        and solves. Measured in docs/frontier.md, section (h): it rejects
+        the large numbers of clusters that let the attacker through on
+        Politics-and-TV, but with about 500 labeled users its noise floor
+        (0.01 bits at 12 clusters, 0.02-0.025 at 100) makes its choice vary
+        between protocol draws; it is not the default.
         Budget on the expected distortion ``E[d(B, C_hat)]`` between a user's
         own point and the released symbol, averaged over the labeled users
         (the exact member-averaged cost, see ``cost_matrix_``; Theorem 2 bounds
@@ -247,6 +271,11 @@ class QuantizedPrivacyMapper(_BaseMapper):
         stacked measure is at least each marginal's maximal leakage (row
         ``(i, a_i)`` of the stack has the conditional ``p_i(c_hat | a_i)``), so a
         cap then bounds every marginal.
+    heldout_tolerance : float, default=0.02
+        ``n_clusters="heldout"`` only: the leakage excess (bits), one noise
+        standard deviation included, that a candidate number of clusters may
+        show on the held-out users. A larger tolerance never chooses a
+        candidate of larger held-out distortion.
 
     Attributes
     ----------
@@ -313,6 +342,16 @@ class QuantizedPrivacyMapper(_BaseMapper):
         reaches), the identity otherwise.
     n_refine_ : int
         Refinement steps kept (at most ``n_refine``).
+    heldout_n_clusters_ : ndarray of int
+        ``n_clusters="heldout"`` only (like the three below): the candidate
+        numbers of clusters, increasing.
+    heldout_leakage_excess_ : ndarray of float
+        Held-out leakage minus the claimed leakage, less the permutation null's
+        mean (bits; fold average), per candidate.
+    heldout_noise_ : ndarray of float
+        Standard deviation of the permutation null of that average (bits).
+    heldout_distortion_ : ndarray of float
+        The held-out users' expected distortion (units of ``delta``).
     attribute_directions_ : ndarray of shape (n_directions, n_dims)
         Orthonormal between-class directions projected out before clustering
         (``clustering="attribute_free"``; zero rows otherwise).
