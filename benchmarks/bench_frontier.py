@@ -238,7 +238,9 @@ RULE_CONFIGS = {
     "heldout": dict(n_clusters="heldout"),
     "heldout, attribute_free": dict(n_clusters="heldout", clustering="attribute_free"),
     "attribute_free": dict(clustering="attribute_free"),
+    "attribute_free, k=50": dict(clustering="attribute_free", n_clusters=50),
     "prior='model'": dict(prior="model"),
+    "heldout, prior='model'": dict(n_clusters="heldout", prior="model"),
 }
 
 
