@@ -5,6 +5,7 @@ Usage::
     python benchmarks/bench_frontier.py [--quick] [--attacks]
     python benchmarks/bench_frontier.py --ideas [--seeds 0 1 2]    # about 12 minutes
     python benchmarks/bench_frontier.py --floors                   # about 2 minutes
+    python benchmarks/bench_frontier.py --rule [--sets ...] [--configs ...] [--leakages 0 0.01]
 
 For every data set (``make_ratings`` with a 2-, 3- and 6-class attribute in the
 setting of docs/frontier.md, the Politics-and-TV preset, and
@@ -25,6 +26,14 @@ items that look uninformative), paired over protocol seeds, with the worst of th
 and adaptive logistic attackers. ``--floors``: where the RMSE cost comes from (what the
 other protected users release for training vs what the test user releases) and oracle
 releases at the user's own taste point. See docs/frontier.md, section (f).
+
+``--rule`` (issue 13, section (h)): ``n_clusters="heldout"`` against the default and the other
+configurations named by ``--configs`` (keys of ``RULE_CONFIGS``) on ``--sets`` (realistic gender, age
+band, gender x age band protected jointly, Politics-and-TV) at ``--leakages`` bits, paired over
+``--seeds``; the worst of the fixed and adaptive logistic AND random-forest attackers; each line also
+gives the number of clusters the mapper fitted on that draw's opted-in users. Example::
+
+    python benchmarks/bench_frontier.py --rule --sets "Politics-and-TV" --configs default heldout
 """
 
 import argparse

@@ -217,7 +217,12 @@ class QuantizedPrivacyMapper(_BaseMapper):
         that mix the classes leave the mapping less to scramble: it is a
         clustering chosen for privacy and utility together. The guarantee is
         unchanged (the release is a function of ``c_hat``; the directions are
-        learnt from opted-in users only). Measured in docs/frontier.md.
+        learnt from opted-in users only). Measured in docs/frontier.md, sections
+        (d) and (h): the setting to use for a joint attribute of several classes
+        (gender x age band, 6 classes, perfect privacy, three protocol draws: +6.06 /
+        +5.16 / +4.80 % RMSE against +7.07 / +6.36 / +6.77 % with ``"plain"``, the
+        same attacker AUC; with ``n_clusters=50``: +4.91 / +4.93 / +4.16 %, under half
+        of releasing nothing); a tie for a binary attribute and no gain for a 3-class one.
     prior : {"counts", "model"}, default="counts"
         How the class split ``q(a | c)`` of each cluster is estimated (in-memory
         fits; refused on a dask collection and for ``protect="marginal"`` with a
