@@ -173,3 +173,13 @@ def test_round_trip_and_tampering(independent, tmp_path):
     bad.heldout_noise_ = m.heldout_noise_[:-1]
     with pytest.raises(ValueError, match="heldout_noise_"):
         bad._check_fitted_state()
+
+
+def test_two_attributes_protected_jointly():
+    """A 2-D y with protect="joint": the rule measures the leakage of the tuple (4 classes here)."""
+    X, y = _points(attribute="sharp")
+    Y = np.column_stack([y, np.random.default_rng(1).integers(0, 2, y.size)])
+    m = _mapper().fit(X, Y)
+    assert m.prior_.shape[0] == 4 and m.leakage_ < 1e-6
+    assert m.n_clusters_ <= m.heldout_n_clusters_.max()
+    assert np.all(np.isfinite(m.heldout_leakage_excess_))
