@@ -241,7 +241,8 @@ def _floors(cv):
 
 
 # ------------------------------------------------------------------ --rule (issue 13: n_clusters="heldout")
-_RULE_SET_NAMES = ("realistic, gender", "realistic, age band", "realistic, gender x age band", "Politics-and-TV")
+_RULE_SET_NAMES = ("realistic, gender", "realistic, age band", "realistic, gender x age band", "Politics-and-TV",
+                   "make_ratings, 6 classes")
 RULE_CONFIGS = {
     "default": dict(),
     "heldout": dict(n_clusters="heldout"),
@@ -258,7 +259,8 @@ def _rule_sets():
     return {"realistic, gender": (X, A["gender"].to_numpy(), None),
             "realistic, age band": (X, A["age_band"].to_numpy(), None),
             "realistic, gender x age band": (X, A[["gender", "age_band"]].to_numpy(), "joint"),
-            "Politics-and-TV": (*datasets.make_politics_tv(random_state=0)[:2], None)}
+            "Politics-and-TV": (*datasets.make_politics_tv(random_state=0)[:2], None),
+            "make_ratings, 6 classes": (*_data_sets(False)["make_ratings, 6 classes"], None)}
 
 
 def _rule(sets, configs, leakages, seeds, cv):

@@ -222,7 +222,8 @@ class QuantizedPrivacyMapper(_BaseMapper):
         (gender x age band, 6 classes, perfect privacy, three protocol draws: +6.06 /
         +5.16 / +4.80 % RMSE against +7.07 / +6.36 / +6.77 % with ``"plain"``, the
         same attacker AUC; with ``n_clusters=50``: +4.91 / +4.93 / +4.16 %, under half
-        of releasing nothing); a tie for a binary attribute and no gain for a 3-class one.
+        of releasing nothing); a tie for a binary attribute, mixed for a 3-class one
+        (worse on two draws of three).
     prior : {"counts", "model"}, default="counts"
         How the class split ``q(a | c)`` of each cluster is estimated (in-memory
         fits; refused on a dask collection and for ``protect="marginal"`` with a
