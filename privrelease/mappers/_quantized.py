@@ -148,7 +148,9 @@ class QuantizedPrivacyMapper(_BaseMapper):
         the large numbers of clusters that let the attacker through on
         Politics-and-TV, but with about 500 labeled users its noise floor
         (0.01 bits at 12 clusters, 0.02-0.025 at 100) makes its choice vary
-        between protocol draws; it is not the default.
+        between protocol draws, and with several classes it keeps fewer
+        clusters (the noise grows with ``|A|``, the tolerance does not), which
+        costs RMSE at perfect privacy; it is not the default.
         Budget on the expected distortion ``E[d(B, C_hat)]`` between a user's
         own point and the released symbol, averaged over the labeled users
         (the exact member-averaged cost, see ``cost_matrix_``; Theorem 2 bounds
