@@ -16,6 +16,7 @@ from privrelease.mappers._quantized import (
     _HELDOUT_FOLDS,
     _HELDOUT_USERS_PER_CLUSTER,
     _heldout_choice,
+    _heldout_null,
     _heldout_statistic,
 )
 
@@ -67,6 +68,11 @@ def test_heldout_statistic_is_the_plug_in_leakage_with_the_draw_integrated_out()
     p = np.bincount(a, weights=w, minlength=3) / w.sum()
     entropy = -np.sum(p[p > 0] * np.log2(p[p > 0]))
     assert _heldout_statistic(a, a, w, np.eye(3), 3) == pytest.approx(entropy, abs=1e-12)
+    # the vectorised permutation null is the statistic of each permuted labelling
+    perms = np.array([rng.permutation(9) for _ in range(5)])
+    for kind in ("mutual_information", "maximal_leakage"):
+        np.testing.assert_allclose(_heldout_null(a, perms, c, w, M, 3, kind),
+                                   [_heldout_statistic(a[p], c, w, M, 3, kind) for p in perms], atol=1e-12)
 
 
 def test_choice_is_a_step_down_scan_and_monotone_in_the_tolerance():
