@@ -5,6 +5,7 @@ Usage::
     python benchmarks/bench_frontier.py [--quick] [--attacks]
     python benchmarks/bench_frontier.py --ideas [--seeds 0 1 2]    # about 12 minutes
     python benchmarks/bench_frontier.py --floors                   # about 2 minutes
+    python benchmarks/bench_frontier.py --rule [--sets ...] [--configs ...] [--leakages 0 0.01]
 
 For every data set (``make_ratings`` with a 2-, 3- and 6-class attribute in the
 setting of docs/frontier.md, the Politics-and-TV preset, and
@@ -25,6 +26,14 @@ items that look uninformative), paired over protocol seeds, with the worst of th
 and adaptive logistic attackers. ``--floors``: where the RMSE cost comes from (what the
 other protected users release for training vs what the test user releases) and oracle
 releases at the user's own taste point. See docs/frontier.md, section (f).
+
+``--rule`` (issue 13, section (h)): ``n_clusters="heldout"`` against the default and the other
+configurations named by ``--configs`` (keys of ``RULE_CONFIGS``) on ``--sets`` (realistic gender, age
+band, gender x age band protected jointly, Politics-and-TV) at ``--leakages`` bits, paired over
+``--seeds``; the worst of the fixed and adaptive logistic AND random-forest attackers; each line also
+gives the number of clusters the mapper fitted on that draw's opted-in users. Example::
+
+    python benchmarks/bench_frontier.py --rule --sets "Politics-and-TV" --configs default heldout
 """
 
 import argparse
@@ -33,7 +42,7 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.base import BaseEstimator, TransformerMixin, clone
 
 from privrelease import datasets
 from privrelease.evaluation import privacy_utility_curve, rmse_cost
@@ -231,6 +240,54 @@ def _floors(cv):
                 for n in names) + " |")
 
 
+# ------------------------------------------------------------------ --rule (issue 13: n_clusters="heldout")
+_RULE_SET_NAMES = ("realistic, gender", "realistic, age band", "realistic, gender x age band", "Politics-and-TV",
+                   "make_ratings, 6 classes")
+RULE_CONFIGS = {
+    "default": dict(),
+    "heldout": dict(n_clusters="heldout"),
+    "heldout, attribute_free": dict(n_clusters="heldout", clustering="attribute_free"),
+    "attribute_free": dict(clustering="attribute_free"),
+    "attribute_free, k=50": dict(clustering="attribute_free", n_clusters=50),
+    "prior='model'": dict(prior="model"),
+    "heldout, prior='model'": dict(n_clusters="heldout", prior="model"),
+}
+
+
+def _rule_sets():
+    X, A, _ = datasets.make_realistic_ratings(random_state=0)
+    return {"realistic, gender": (X, A["gender"].to_numpy(), None),
+            "realistic, age band": (X, A["age_band"].to_numpy(), None),
+            "realistic, gender x age band": (X, A[["gender", "age_band"]].to_numpy(), "joint"),
+            "Politics-and-TV": (*datasets.make_politics_tv(random_state=0)[:2], None),
+            "make_ratings, 6 classes": (*_data_sets(False)["make_ratings, 6 classes"], None)}
+
+
+def _rule(sets, configs, leakages, seeds, cv):
+    """Paired over protocol seeds: RMSE increase, release nothing, worst logistic AND forest AUC, clusters chosen."""
+    all_sets = _rule_sets()
+    for data_name in sets:
+        X, y, target = all_sets[data_name]
+        for name in configs:
+            for seed in seeds:
+                t0 = time.perf_counter()
+                mapper = QuantizedPrivacyMapper(random_state=seed, **RULE_CONFIGS[name])
+                f = privacy_utility_curve(mapper, X, y, max_leakages=list(leakages), cv=cv,
+                                          attack_models=("logistic", "forest"), random_state=seed, verbose=0,
+                                          mapper_target=target).frame
+                # the number of clusters the mapper chose on this draw's opted-in users
+                split = _prepare_split(X, y, opt_in_fraction=0.5, cv=cv, heldout_fraction=0.1, rating_range=(1, 5),
+                                       random_state=seed, mapper_target=target)
+                auc = np.maximum(f["worst_auc_fixed"], f["worst_auc_adaptive"])
+                cells = [f"{100 * r:+.2f}% / {a:.3f}" for r, a in zip(f["rel_increase_released"], auc)]
+                ks = []
+                for ml in leakages:
+                    ks.append(_fit_mapper(clone(mapper).set_params(max_leakage=ml), split).n_clusters_)
+                print(f"RULE | {data_name} | {name} | seed {seed} | nothing +{100 * f['rel_increase_release_nothing'][0]:.2f}% | "
+                      + " | ".join(f"{ml} bits: {c} (k={k})" for ml, c, k in zip(leakages, cells, ks))
+                      + f" | {time.perf_counter() - t0:.0f} s", flush=True)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="two data sets, three configurations, 2 folds")
@@ -238,8 +295,15 @@ def main(argv=None):
     parser.add_argument("--ideas", action="store_true", help="issue 13's binary-attribute ideas, paired over seeds")
     parser.add_argument("--floors", action="store_true", help="where the RMSE cost comes from, oracle releases")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="protocol seeds for --ideas")
+    parser.add_argument("--rule", action="store_true", help="n_clusters='heldout' against the default, paired")
+    parser.add_argument("--sets", nargs="+", default=list(_RULE_SET_NAMES), help="data sets for --rule")
+    parser.add_argument("--configs", nargs="+", default=["default", "heldout"], help="configurations for --rule")
+    parser.add_argument("--leakages", type=float, nargs="+", default=[0.0, 0.01], help="bits for --rule")
     args = parser.parse_args(argv)
     warnings.filterwarnings("ignore")
+    if args.rule:
+        _rule(args.sets, args.configs, args.leakages, args.seeds, cv=3)
+        return
     if args.ideas or args.floors:
         if args.floors:
             _floors(cv=3)
