@@ -109,10 +109,12 @@ def test_release_is_a_function_of_c_hat_and_of_opted_in_data_only(data):
 def test_refinement_never_worsens_the_certified_objective(data, metric, budget, k):
     X, y = data
     if budget == "delta":  # a distortion budget: the leakage is the objective
-        ref = QuantizedPrivacyMapper(n_clusters=k, metric=metric, random_state=0).fit(X, y)
+        ref = QuantizedPrivacyMapper(n_clusters=k, metric=metric, clustering="plain", random_state=0).fit(X, y)
         budget = dict(delta=float(0.5 * (ref.distortion_ + ref.smallest_delta_)))
-    m0 = QuantizedPrivacyMapper(n_clusters=k, metric=metric, random_state=0, **budget).fit(X, y)
-    m3 = QuantizedPrivacyMapper(n_clusters=k, metric=metric, n_refine=3, random_state=0, **budget).fit(X, y)
+    # plain clusters: attribute-free ones (the default with these three classes) can leave too little leakage
+    kw = dict(n_clusters=k, metric=metric, clustering="plain", random_state=0)
+    m0 = QuantizedPrivacyMapper(**kw, **budget).fit(X, y)
+    m3 = QuantizedPrivacyMapper(**kw, n_refine=3, **budget).fit(X, y)
     np.testing.assert_array_equal(m0.cluster_centers_, m3.cluster_centers_)
     if "delta" in budget:
         assert m3.leakage_ <= m0.leakage_
@@ -184,8 +186,10 @@ def test_bad_frontier_parameters(data):
 def test_without_privacy_the_posterior_profile_is_the_cluster_profile(data):
     """An identity mapping makes p(c | c_hat=j) one-hot: same items as cluster j's own profile, rated at its centre."""
     X, y = data
-    post = QuantizedPrivacyMapper(n_clusters=8, max_leakage=10.0, random_state=0).fit(X, y)
-    clus = QuantizedPrivacyMapper(n_clusters=8, max_leakage=10.0, profile="cluster", random_state=0).fit(X, y)
+    # plain k-means: each cluster's members are closest, on average, to their own centre
+    kw = dict(n_clusters=8, max_leakage=10.0, clustering="plain", random_state=0)
+    post = QuantizedPrivacyMapper(**kw).fit(X, y)
+    clus = QuantizedPrivacyMapper(**kw, profile="cluster").fit(X, y)
     k = post.n_clusters_
     np.testing.assert_allclose(post.mapping_[:, :k], np.eye(k), atol=1e-6)
     np.testing.assert_allclose(post.profile_weights_, np.eye(k), atol=1e-5)
@@ -231,7 +235,7 @@ def test_attribute_free_clusters_ignore_what_the_attribute_explains():
     a = QuantizedPrivacyMapper(**kw).fit(X, y)
     b = QuantizedPrivacyMapper(**kw).fit(X_shifted, y)
     np.testing.assert_array_equal(a.labels_, b.labels_)
-    plain = QuantizedPrivacyMapper(n_clusters=6, space="raw", random_state=0).fit(X, y)
+    plain = QuantizedPrivacyMapper(n_clusters=6, space="raw", clustering="plain", random_state=0).fit(X, y)
     # the plain clusters follow the classes; the attribute-free ones mix them (higher conditional entropy)
     def class_purity(labels):
         return sum(np.bincount(y[labels == j]).max() for j in np.unique(labels)) / y.size
@@ -256,3 +260,16 @@ def test_attribute_free_clustering_refused_on_dask(data):
     Xd = da.from_array(X.toarray(), chunks=(80, X.shape[1]))
     with pytest.raises(ValueError, match="clustering='attribute_free'"):
         QuantizedPrivacyMapper(n_clusters=5, clustering="attribute_free", random_state=0).fit(Xd, y)
+
+
+def test_auto_clustering_is_attribute_free_beyond_two_classes(data):
+    X, y = data                                                          # three classes
+    y2 = np.where(y >= 0, (y > 0).astype(int), -1)                       # merged into two
+    for labels, expected in ((y2, "plain"), (y, "attribute_free")):
+        auto = QuantizedPrivacyMapper(n_clusters=6, random_state=0).fit(X, labels)
+        same = QuantizedPrivacyMapper(n_clusters=6, clustering=expected, random_state=0).fit(X, labels)
+        np.testing.assert_array_equal(auto.labels_, same.labels_)
+        np.testing.assert_allclose(auto.mapping_, same.mapping_, atol=1e-12)
+        n_classes = np.unique(labels[labels >= 0]).size
+        # attribute_free: one direction per class beyond the first; none for plain
+        assert auto.attribute_directions_.shape[0] == (n_classes - 1 if expected == "attribute_free" else 0)

@@ -190,7 +190,7 @@ def test_joint_mode_equals_one_dimensional_mode_on_the_tuple_labels(make):
 
 def test_multi_class_one_dimensional_y_reports_one_attribute():
     R, Y = _ratings()
-    est = QuantizedPrivacyMapper(n_clusters=6, delta=0.6, random_state=0).fit(R, Y[:, 1])
+    est = QuantizedPrivacyMapper(n_clusters=6, delta=0.6, clustering="plain", random_state=0).fit(R, Y[:, 1])
     assert list(est.classes_) == [0, 1, 2]
     np.testing.assert_allclose(est.leakage_per_attribute_, [est.leakage_])
     assert est.joint_leakage_ == est.leakage_
