@@ -399,6 +399,7 @@ def _solve_mi_target(prob, target_bits, solver, tol):
     d_cur, f_cur, lam_cur = prob.delta_min, f0, lam0
     best_P, best_d = feasible()
     stalled = 0
+    fallbacks = 0
     for _ in range(MAX_TARGET_SOLVES):
         lb = lower()
         gap_before = best_d - lb
@@ -408,16 +409,27 @@ def _solve_mi_target(prob, target_bits, solver, tol):
         # only the rigorous bound: a solve above the target (f > L) bounds I* from above, it does
         # not prove that its budget is too small when it is not solved exactly
         lo_ok = lb
+        nxt = np.nan
         if lam_cur > 0 and np.isfinite(lam_cur) and f_cur > 0:
             # Newton on sqrt(f): d sqrt(f) / d delta = -lambda / (2 sqrt(f)); a hair to the right,
             # so that the solve tends to land on the feasible side
             nxt = d_cur + 2.0 * math.sqrt(f_cur) * (math.sqrt(f_cur) - sL) / lam_cur + 0.25 * dist_tol
+        if lo_ok < nxt < d_right:
+            fallbacks = 0
         else:
-            nxt = secant()
-        if not (lo_ok < nxt < d_right):
-            nxt = secant()
-            if not (lo_ok < nxt < d_right):
-                nxt = 0.5 * (lo_ok + d_right)
+            # Newton left the bracket. From below the target (f <= L) that means a steeper line (from
+            # a solve above the target) bounds the answer from below: the curve has a kink there (its
+            # slope jumps where the optimal support changes), and the answer is near that bound. Else
+            # the secant, kept off the bracket's ends; every second time a bisection, since a secant
+            # with one end fixed crawls
+            width = d_right - lo_ok
+            fallbacks += 1
+            if fallbacks % 2 == 0:
+                nxt = lo_ok + 0.5 * width
+            elif f_cur <= L and np.isfinite(lam_cur) and lam_cur > 0:
+                nxt = lo_ok + 0.05 * width
+            else:
+                nxt = min(max(secant(), lo_ok + 0.1 * width), d_right - 0.1 * width)
         # precision: what the next step needs (the distance to the target), and at least what the
         # certificate needs near the root (a gap of g nats moves the bound's root by g / lambda)
         lam_ref = lam_cur if (np.isfinite(lam_cur) and lam_cur > 0) else max(

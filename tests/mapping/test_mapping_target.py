@@ -84,3 +84,24 @@ def test_max_leakage_agrees_with_the_plain_cvxpy_formulation(seed):
     # both answers are feasible: each is within the other's certified slack plus cvxpy's accuracy
     assert abs(res.distortion - ref) <= res.certificate["distortion_gap"] + 1e-6 * rng_d
     assert res.certificate["distortion_lower_bound"] <= ref + 1e-6 * rng_d
+
+
+def test_max_leakage_at_a_kink_of_the_curve():
+    # a target at a kink of I*(delta) (the slope jumps from ~1 to ~0.025 bits per unit where the
+    # optimal support changes): Newton from the flat side overshoots the steep side's bound; the
+    # search must not crawl there (the first version took 34 solves)
+    prior = np.array([[1.39212005e-01, 1.98837154e-04, 4.83201104e-01],
+                      [3.22719650e-02, 1.83693100e-01, 8.59455101e-02],
+                      [1.84967058e-02, 5.15760393e-02, 5.40473326e-03]])
+    prior /= prior.sum()
+    d = np.array([[0.0, np.inf, np.inf], [5.01528965, 0.0, 5.03757538], [7.26049735, 5.03757538, 0.0]])
+    target = 5.170358340261281e-03
+    res = solve_mapping(prior, d, max_leakage=target)
+    cert = res.certificate
+    assert res.status == "optimal"
+    assert leakage(prior, res.mapping) <= target + 1e-15
+    assert cert["distortion_gap"] <= 1e-6 * 7.3
+    assert cert["n_delta_solves"] <= 12
+    # independently: any budget below the certified lower bound cannot reach the target
+    below = solve_mapping(prior, d, delta=cert["distortion_lower_bound"] - 1e-4, solver="cvxpy")
+    assert below.leakage > target
