@@ -210,7 +210,12 @@ def section_scale(ks, tol, cvxpy_max_k, kind):
             print(f"{'':>5} speed-up vs the better cvxpy: {tb / tf:.1f}x; leakage fast - best cvxpy {ff - fb:.1e} bits")
 
 
-def section_curve(k, n_points, tol):
+def section_curve(k, n_points, tol, cold=False):
+    """A 20-point curve (smallest feasible budget to 4x the scale section's budget) vs one solve
+    at the scale section's budget; with ``cold`` also every budget solved from scratch (what the
+    warm starts and the shared budgets buy)."""
+    from privrelease.mapping import solve_mapping
+
     print(f"\n== curve: {n_points} budgets at k = {k} (load {load():.1f})")
     prior, d, delta = scale_instance(k)
     t0 = time.perf_counter()
@@ -227,6 +232,15 @@ def section_curve(k, n_points, tol):
     print(f"one solve {t_one:.2f} s; curve {t_curve:.2f} s = {t_curve / t_one:.1f}x one solve; "
           f"certified {int((curve['status'] == 'optimal').sum())}/{n_points}; max gap {curve['gap_bits'].max():.1e} bits; "
           f"warnings {len(caught)}")
+    if cold:
+        times = []
+        for dl in deltas:
+            t0 = time.perf_counter()
+            solve_mapping(prior, d, delta=float(dl), solver="fast", tol=tol)
+            times.append(time.perf_counter() - t0)
+        print(f"cold: {sum(times):.2f} s for the {n_points} budgets solved from scratch "
+              f"(per budget: median {np.median(times):.2f} s, max {max(times):.2f} s at delta = "
+              f"{deltas[int(np.argmax(times))]:.3g})")
 
 
 def section_diagnose(n, tol, seed, reference):
@@ -303,6 +317,8 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--n-diagnose", type=int, default=40)
     ap.add_argument("--reference", action="store_true", help="diagnose: compare with tight cvxpy CLARABEL")
+    ap.add_argument("--curve-k", type=int, default=None, help="curve section's k (default 300; 60 with --quick)")
+    ap.add_argument("--curve-cold", action="store_true", help="curve: also solve every budget from scratch")
     ap.add_argument("--prior", choices=["logistic", "dirichlet"], default="logistic",
                     help="scale section's prior (see scale_instance)")
     args = ap.parse_args(argv)
@@ -312,7 +328,7 @@ def main(argv=None):
     if "scale" in args.sections:
         section_scale(ks, args.tol, args.cvxpy_max_k, args.prior)
     if "curve" in args.sections:
-        section_curve(60 if args.quick else 300, 20, args.tol)
+        section_curve(args.curve_k or (60 if args.quick else 300), 20, args.tol, args.curve_cold)
     if "diagnose" in args.sections:
         section_diagnose(5 if args.quick else args.n_diagnose, args.tol, args.seed, args.reference)
     return 0

@@ -1,5 +1,6 @@
 """The privacy-distortion curve: one certified solve per budget, warm-started along the sweep."""
 
+import dataclasses
 import warnings
 
 import numpy as np
@@ -22,7 +23,8 @@ def privacy_distortion_curve(prior, distortion, deltas, *, leakage="mutual_infor
     """Optimal leakage for each distortion budget (the paper's Fig. 4, 8, 10).
 
     The budgets are solved in increasing order, each warm-started from the
-    previous mapping. The end point "perfect privacy at minimum distortion" is a
+    previous mapping; budgets that pose the same problem (equal, or at most the
+    smallest feasible distortion) are solved once. The end point "perfect privacy at minimum distortion" is a
     linear program (``I(A; C_hat) = 0`` iff ``J(a, j) = p(a) q(j)``, linear in the
     mapping) solved once with HiGHS: every budget at or beyond its distortion
     (``df.attrs['perfect_privacy_delta']``) gets that mapping and zero leakage.
@@ -96,27 +98,34 @@ def privacy_distortion_curve(prior, distortion, deltas, *, leakage="mutual_infor
         )
 
     results = [None] * len(budgets)
-    todo = []
+    # budgets that pose the same problem are solved once: equal budgets, and every budget at or
+    # below the smallest feasible distortion (solve_mapping solves them all at delta_min)
+    groups = {}
     for i, d in enumerate(budgets):
         if Ppp is not None and d >= dpp:
             results[i] = pp_result(d)
         else:
-            todo.append(i)
-    todo.sort(key=lambda i: budgets[i])
+            groups.setdefault(-np.inf if prob.to_internal(d) <= prob.delta_min else d, []).append(i)
+    # one sweep in increasing budget, each solve warm-started from the previous mapping
+    todo = sorted(groups, key=lambda key: budgets[groups[key][0]])
     if n_jobs in (None, 1):
         prev = None
-        for i in todo:
-            res = solve_mapping(P, D, budgets[i], leakage=leakage, solver=solver, tol=tol,
+        solved = []
+        for key in todo:
+            res = solve_mapping(P, D, budgets[groups[key][0]], leakage=leakage, solver=solver, tol=tol,
                                 warm_start=prev if leakage == "mutual_information" else None)
-            results[i] = prev = res
+            solved.append(res)
+            prev = res
     else:
         from joblib import Parallel, delayed
 
-        out = Parallel(n_jobs=n_jobs, prefer="threads")(
-            delayed(solve_mapping)(P, D, budgets[i], leakage=leakage, solver=solver, tol=tol) for i in todo
+        solved = Parallel(n_jobs=n_jobs, prefer="threads")(
+            delayed(solve_mapping)(P, D, budgets[groups[key][0]], leakage=leakage, solver=solver, tol=tol)
+            for key in todo
         )
-        for i, res in zip(todo, out):
-            results[i] = res
+    for key, res in zip(todo, solved):
+        for i in groups[key]:
+            results[i] = res if budgets[i] == res.delta else dataclasses.replace(res, delta=float(budgets[i]))
     rows = []
     for d, res in zip(budgets, results):
         rows.append({

@@ -272,19 +272,29 @@ def _mix_to_target(f_of_J, JL, JR, L):
 
 
 def _solve_mi_target(prob, target_bits, solver, tol):
-    """Smallest distortion with ``I(A; C_hat) <= target_bits``: Newton on the convex curve.
+    """Smallest distortion with ``I(A; C_hat) <= target_bits``: safeguarded Newton on ``sqrt(I*)``.
 
-    ``delta -> I*(delta)`` is convex and non-increasing. Every delta solve at ``delta_k``
-    returns a feasible mapping ``P_k`` and a Lagrangian bound ``LB_k - lambda_k
-    (delta - delta_k) <= I*(delta)`` valid for *every* ``delta`` (the bound of
-    :mod:`._problem` is affine in the budget). Hence
+    ``delta -> I*(delta)`` is convex and non-increasing, and vanishes from the
+    perfect-privacy distortion ``d_pp`` on, like ``c (d_pp - delta)^2`` (the
+    information is quadratic in the distance to independence): ``sqrt(I*)`` is nearly
+    linear there, where plain Newton on ``I*`` only halves the distance per solve. Every
+    delta solve at ``delta_k`` returns a feasible mapping ``P_k`` and a Lagrangian bound
+    ``LB_k - lambda_k (delta - delta_k) <= I*(delta)`` valid for *every* ``delta`` (the
+    bound of :mod:`._problem` is affine in the budget). Hence
 
-    * lower bound on the answer: ``delta* >= delta_k + (LB_k - L) / lambda_k``;
+    * lower bound on the answer, from every solve (either side of the target):
+      ``delta* >= delta_k + (LB_k - L) / lambda_k``;
     * feasible point: ``f`` is convex, so the mixture of a mapping above the target and
       one below it reaches ``f = L`` exactly at a distortion found by bisection on the
       mixture weight (``f`` depends on the mapping through the joint ``J`` only);
-    * next budget: the Newton step ``delta_k + (f_k - L) / lambda_k`` (the multiplier is
-      the curve's slope), which converges quadratically from the left.
+    * bracket: the smallest distortion (exact) and the perfect-privacy LP (HiGHS), or
+      the no-privacy point when the LP has no solution;
+    * next budget: the Newton step on ``sqrt(f)`` from the last solve,
+      ``delta_k + 2 sqrt(f_k) (sqrt(f_k) - sqrt(L)) / lambda_k`` (the multiplier is
+      the curve's slope), else the secant in ``sqrt(f)`` between the bracket's ends;
+      each solve warm-started from the nearest mapping, and only as precise as its
+      step needs (``1e-2`` of the distance to the target; the last ones to
+      ``lambda * DIST_RTOL``, which the distortion certificate needs).
 
     ``distortion_gap`` = returned distortion minus the lower bound (rigorous); the
     answer is certified when it is at most ``DIST_RTOL`` times the distortion range.
@@ -295,49 +305,44 @@ def _solve_mi_target(prob, target_bits, solver, tol):
     lines = []  # (delta_k, LB_k, lambda_k): LB_k - lambda_k (delta - delta_k) <= I*(delta)
     lefts = []  # (distortion, P, f) with f > L
     rights = []  # (distortion, P, f) with f <= L
+    left_lbs = []  # the lower bound of each left solve (I* > L is proven where it exceeds L)
     names = set()
-    all_ok = True
 
-    inner = {"tol": tol}
-
-    def run(d, warm=None):
-        nonlocal all_ok
+    def run(d, tol_k, warm=None):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             try:  # "auto": the fast path first, whatever its certificate (only its bound matters here)
-                P, cert, name, ok, _ = _delta_best(prob, d, "fast" if solver == "auto" else solver,
-                                                   inner["tol"], warm)
+                P, cert, name, ok, _ = _delta_best(prob, d, "fast" if solver == "auto" else solver, tol_k, warm)
             except SolverError:
                 if solver != "auto":
                     raise
-                P, cert, name, ok, _ = _delta_best(prob, d, "cvxpy", inner["tol"], warm)
-        all_ok &= ok
-        lam_k = cert["multiplier"]
-        if np.isfinite(lam_k) and lam_k > 0:
-            # the bound's root is only as good as gap / slope: tighten the next solves
-            inner["tol"] = max(min(tol, 0.1 * lam_k * dist_tol / LN2), 1e-14)
+                P, cert, name, ok, _ = _delta_best(prob, d, "cvxpy", tol_k, warm)
         names.add(name)
         f = prob.objective(P)
         lam = cert["multiplier"]
         lines.append((max(d, prob.delta_min), cert["lower_bound"], lam if np.isfinite(lam) else 0.0))
         dist = prob.distortion(P)
         (rights if f <= L else lefts).append((dist, P, f))
+        if f > L:
+            left_lbs.append(cert["lower_bound"])
         return P, f, cert["lower_bound"], lam
 
     def lower():
+        # every line with a positive slope bounds the answer, whichever side of the target
+        # its solve fell on: below its root the line, hence I*, exceeds L
         lb = prob.delta_min
         for dk, lbk, lk in lines:
-            if lbk > L and lk > 0:
+            if lk > 0:
                 lb = max(lb, dk + (lbk - L) / lk)
         return lb
 
     def bound_at(d):
         return max([lbk - lk * (d - dk) for dk, lbk, lk in lines] + [0.0])
 
-    P0, f0, lb0, lam0 = run(prob.delta_min)
+    P0, f0, lb0, lam0 = run(prob.delta_min, tol)
     if f0 <= L:
         cert = {"gap_bits": float(max(f0 - lb0, 0.0) / LN2), "distortion_gap": 0.0,
-                "method": "the minimum distortion already meets the target"}
+                "method": "the minimum distortion already meets the target", "n_delta_solves": 1}
         return P0, cert, next(iter(names)), "optimal"
     Ppp, _ = perfect_privacy_mapping(prob)
     if L <= 0.0 and Ppp is not None and prob.objective(Ppp) <= tol * LN2:
@@ -349,7 +354,7 @@ def _solve_mi_target(prob, target_bits, solver, tol):
     if Ppp is not None and prob.objective(Ppp) <= L:
         rights.append((prob.distortion(Ppp), Ppp, prob.objective(Ppp)))
     else:
-        Pm, fm, lbm, _ = run(np.inf)
+        Pm, fm, lbm, _ = run(np.inf, tol)
         if lbm > L:
             raise InfeasibleBudgetError(
                 f"max_leakage={target_bits!r} bits cannot be reached by any allowed mapping; "
@@ -378,32 +383,62 @@ def _solve_mi_target(prob, target_bits, solver, tol):
         th = _mix_to_target(f_of_J, prob.joint(Pl), prob.joint(Pr), L)
         return (1 - th) * Pl + th * Pr, (1 - th) * dl + th * dr
 
-    d_cur, f_cur, lam_cur, P_cur = prob.delta_min, f0, lam0, P0
+    sL = math.sqrt(max(L, 0.0))
+
+    def secant():
+        """Root of the chord of ``sqrt(f)`` between the bracket's ends (a left end only where
+        the solve's own bound proves ``I* > L``; otherwise the midpoint of the bracket)."""
+        proven = [(dk, fk) for (dk, _, fk), lbk in zip(lefts, left_lbs) if lbk > L]
+        dr, _, fr = min(rights, key=lambda t: t[0])
+        if not proven:
+            return 0.5 * (lower() + dr)
+        dl, fl = max(proven)
+        sl, sr = math.sqrt(fl), math.sqrt(max(fr, 0.0))
+        return dl + (dr - dl) * (sl - sL) / max(sl - sr, 1e-300)
+
+    d_cur, f_cur, lam_cur = prob.delta_min, f0, lam0
     best_P, best_d = feasible()
-    step = 1.0  # fraction of the Newton step; halved after each overshoot past the target
     stalled = 0
+    fallbacks = 0
     for _ in range(MAX_TARGET_SOLVES):
         lb = lower()
         gap_before = best_d - lb
         if gap_before <= dist_tol:
             break
         d_right = min(t[0] for t in rights)
-        if lam_cur > 0 and np.isfinite(lam_cur):
-            nxt = d_cur + step * (f_cur - L) / lam_cur + 0.25 * dist_tol
+        # only the rigorous bound: a solve above the target (f > L) bounds I* from above, it does
+        # not prove that its budget is too small when it is not solved exactly
+        lo_ok = lb
+        nxt = np.nan
+        if lam_cur > 0 and np.isfinite(lam_cur) and f_cur > 0:
+            # Newton on sqrt(f): d sqrt(f) / d delta = -lambda / (2 sqrt(f)); a hair to the right,
+            # so that the solve tends to land on the feasible side
+            nxt = d_cur + 2.0 * math.sqrt(f_cur) * (math.sqrt(f_cur) - sL) / lam_cur + 0.25 * dist_tol
+        if lo_ok < nxt < d_right:
+            fallbacks = 0
         else:
-            nxt = 0.5 * (d_cur + d_right)
-        lo_ok = max(lb, max(t[0] for t in lefts))
-        if not (lo_ok < nxt < d_right):
-            nxt = 0.5 * (lo_ok + d_right)
-        P_cur, f_new, _, lam_new = run(nxt, warm=P_cur)
-        if f_new > L:
-            d_cur, f_cur, lam_cur = nxt, f_new, lam_new
-            step = 1.0
-        else:
-            # overshoot: the lower bound only improves from the left of the target, so the
-            # next budget approaches it from there with a shorter step (the same Newton step
-            # again would repeat the same solve)
-            step *= 0.5
+            # Newton left the bracket. From below the target (f <= L) that means a steeper line (from
+            # a solve above the target) bounds the answer from below: the curve has a kink there (its
+            # slope jumps where the optimal support changes), and the answer is near that bound. Else
+            # the secant, kept off the bracket's ends; every second time a bisection, since a secant
+            # with one end fixed crawls
+            width = d_right - lo_ok
+            fallbacks += 1
+            if fallbacks % 2 == 0:
+                nxt = lo_ok + 0.5 * width
+            elif f_cur <= L and np.isfinite(lam_cur) and lam_cur > 0:
+                nxt = lo_ok + 0.05 * width
+            else:
+                nxt = min(max(secant(), lo_ok + 0.1 * width), d_right - 0.1 * width)
+        # precision: what the next step needs (the distance to the target), and at least what the
+        # certificate needs near the root (a gap of g nats moves the bound's root by g / lambda)
+        lam_ref = lam_cur if (np.isfinite(lam_cur) and lam_cur > 0) else max(
+            [lk for _, _, lk in lines if lk > 0] + [0.0])
+        need = max(0.1 * lam_ref * dist_tol / LN2, 1e-14) if lam_ref > 0 else 1e-14
+        tol_k = min(tol, max(need, 1e-2 * abs(f_cur - L) / LN2))
+        near = min(lefts + rights, key=lambda t: abs(t[0] - nxt))[1]
+        _, f_new, _, lam_new = run(nxt, tol_k, warm=near)
+        d_cur, f_cur, lam_cur = nxt, f_new, lam_new
         best_P, best_d = feasible()
         # stop when the certified interval stops shrinking (the delta solves' own certificates
         # are then the limit): further solves would only repeat the same bounds
@@ -418,7 +453,7 @@ def _solve_mi_target(prob, target_bits, solver, tol):
         "distortion_gap": float(prob.to_user(gap_d)),
         "distortion_lower_bound": float(prob.to_user(lb)),
         "n_delta_solves": len(lines),
-        "method": "Newton on the privacy-distortion curve with Lagrangian lower bounds",
+        "method": "Newton on the square root of the privacy-distortion curve with Lagrangian lower bounds",
     }
     name = "+".join(sorted(names))
     if gap_d <= dist_tol:  # the bounds are rigorous whether or not each delta solve certified

@@ -63,3 +63,23 @@ def test_curve_bad_input():
         privacy_distortion_curve(prior, d, [])
     with pytest.raises(ValueError, match="delta"):
         privacy_distortion_curve(prior, d, [0.1, -1.0])
+
+
+def test_warm_started_curve_points_are_the_cold_solves():
+    # each point of the sweep is warm-started from the previous one: same certified optimum as a
+    # solve from scratch (both within tol of the true optimum), and repeated budgets / budgets at
+    # the smallest distortion are one problem each, returned with the user's budget
+    from privrelease.mapping import solve_mapping
+
+    prior, d = instance(2, k=7)
+    deltas = [0.3, 0.0, 0.15, 0.3, 0.6, 0.15]
+    curve, results = privacy_distortion_curve(prior, d, deltas, return_mappings=True)
+    tol = 1e-6
+    for delta, row, res in zip(deltas, curve.itertuples(), results):
+        cold = solve_mapping(prior, d, delta=delta)
+        assert row.status == "optimal" and cold.status == "optimal"
+        assert row.gap_bits <= tol and res.delta == delta
+        assert abs(row.leakage_bits - cold.leakage) <= tol
+        assert row.distortion <= delta + 1e-12
+        assert leakage(prior, res.mapping) == pytest.approx(row.leakage_bits, abs=1e-12)
+    assert results[0] is results[3] and results[2] is results[5]
