@@ -11,7 +11,8 @@ Sections (one run prints every table):
 2. ``scale``: |A| = 2, k random centres in R^2, squared-Euclidean distortion, a
    Dirichlet(0.5) prior, delta = 5% of the mean distortion (issue 10's k = 300 case),
    for k = 300 (side by side with cvxpy), 1000, 2000 and 5000 (fast only; time and
-   peak memory of the process, ``tracemalloc`` peak of Python allocations).
+   peak memory of the process, ``tracemalloc`` peak of Python allocations; Newton systems
+   factored and barrier rounds, the polish's included).
 3. ``curve``: a 20-point privacy-distortion curve at k = 300 vs one solve.
 4. ``diagnose``: a fixed seeded set of issue 10's wider families (:func:`wide_instance`:
    |A| = 2 .. 10, k = 8 .. 120, Dirichlet(0.1 .. 1) priors, squared-Euclidean / Hamming /
@@ -185,9 +186,35 @@ def section_families(n, tol, seed):
           f"min {np.min(np.minimum(r[:, 2], r[:, 4]) / r[:, 0]):.1f}x")
 
 
+class _Counts:
+    """Newton systems factored and barrier rounds of the fast path (wraps ``_Barrier``)."""
+
+    def __enter__(self):
+        from privrelease.mapping import _fast
+
+        self.cls, self.n = _fast._Barrier, {"newton": 0, "rounds": 0}
+        self.orig = (self.cls.factor, self.cls.solve)
+        factor, solve = self.orig
+
+        def counted_factor(bar, *a, **kw):
+            self.n["newton"] += 1
+            return factor(bar, *a, **kw)
+
+        def counted_solve(bar, *a, **kw):
+            self.n["rounds"] += 1
+            return solve(bar, *a, **kw)
+
+        self.cls.factor, self.cls.solve = counted_factor, counted_solve
+        return self.n
+
+    def __exit__(self, *exc):
+        self.cls.factor, self.cls.solve = self.orig
+
+
 def section_scale(ks, tol, cvxpy_max_k, kind):
     print(f"\n== scale ({kind} prior): |A|=2, sq-Euclidean, delta = 5% of mean (load {load():.1f})")
-    hdr = f"{'k':>5} {'solver':>15} {'time_s':>9} {'leakage_bits':>14} {'gap_bits':>9} {'peak_MB':>8}"
+    hdr = (f"{'k':>5} {'solver':>15} {'time_s':>9} {'leakage_bits':>14} {'gap_bits':>9} {'peak_MB':>8} "
+           f"{'newton':>6} {'rounds':>6}")
     print(hdr)
     print("-" * len(hdr))
     for k in ks:
@@ -195,10 +222,12 @@ def section_scale(ks, tol, cvxpy_max_k, kind):
         prob = Problem(prior, d)
         dl = prob.to_internal(delta)
         tracemalloc.start()
-        tf, ff, gf = run_fast(prob, dl, tol)
+        with _Counts() as n:
+            tf, ff, gf = run_fast(prob, dl, tol)
         peak = tracemalloc.get_traced_memory()[1] / 2**20
         tracemalloc.stop()
-        print(f"{k:>5} {'fast':>15} {tf:>9.2f} {ff:>14.8f} {gf:>9.1e} {peak:>8.0f}")
+        print(f"{k:>5} {'fast':>15} {tf:>9.2f} {ff:>14.8f} {gf:>9.1e} {peak:>8.0f} {n['newton']:>6} "
+              f"{n['rounds']:>6}  (load {load():.1f})", flush=True)
         if k <= cvxpy_max_k:
             res = []
             for name in ("CLARABEL", "SCS"):

@@ -38,10 +38,13 @@ __all__ = ["Problem", "lagrangian_bound"]
 LN2 = math.log(2.0)
 
 
-def maximize_multiplier(ev, scale, mu0=None, n_bisect=60):
+def maximize_multiplier(ev, scale, mu0=None, n_bisect=60, narrow=None):
     """Maximise a concave piecewise-linear ``g(mu)``, ``mu >= 0``, given ``ev(mu) -> (g, right slope)``:
     geometric search for a non-positive slope, then bisection on its sign. Every evaluated value
-    is a valid bound (Lagrangian duality); the best one is returned with its ``mu``."""
+    is a valid bound (Lagrangian duality); the best one is returned with its ``mu``.
+
+    ``narrow(lo, hi)``, if given, returns an evaluator equal to ``ev`` on ``[lo, hi]`` (cheaper:
+    see :func:`lagrangian_bound`), used for the bisection once the maximiser is bracketed."""
     best_val, slope = ev(0.0)
     best_mu = 0.0
     if slope <= 1e-13 * scale:
@@ -57,6 +60,8 @@ def maximize_multiplier(ev, scale, mu0=None, n_bisect=60):
         lo, hi = hi, hi * 4.0
     else:
         return best_val, best_mu
+    if narrow is not None:
+        ev = narrow(lo, hi)
     for _ in range(n_bisect):
         mid = 0.5 * (lo + hi)
         if not (lo < mid < hi):
@@ -76,18 +81,61 @@ def lagrangian_bound(A, B, rhs, mu0=None, n_bisect=60):
 
     ``A`` may hold ``+inf`` (forbidden entries), ``B`` must be finite there (use 0).
     Every evaluated value is a valid bound; the best one is returned with its mu.
+
+    Once the maximiser is bracketed in ``[lo, hi]``, the bisection evaluates only the entries
+    that can be a row's minimum somewhere in ``[lo, hi]``: entry ``j`` of row ``c`` is dropped
+    when its line lies above ``min(l_lo, l_hi)`` on the whole bracket (``l_lo``, ``l_hi``: the
+    lines of the row's minimisers at ``lo`` and ``hi``, whose minimum bounds the row's
+    minimum from above), with a relative margin of 1e-9; the difference is convex piecewise
+    linear, so three points (``lo``, ``hi`` and the lines' crossing) decide. The row minima,
+    hence the bounds, are the same numbers as over all entries.
     """
     rows = np.arange(A.shape[0])
     scale = max(abs(rhs), float(np.max(B)) if B.size else 0.0, 1e-300)
+    argmins = {}
 
     def ev(mu):
         V = A + mu * B if mu > 0 else A
         idx = np.argmin(V, axis=1)
+        argmins[mu] = idx
         val = float(V[rows, idx].sum()) - mu * rhs
         slope = float(B[rows, idx].sum()) - rhs
         return val, slope
 
-    return maximize_multiplier(ev, scale, mu0, n_bisect)
+    def narrow(lo, hi):
+        if A.shape[1] <= 16 or lo not in argmins or hi not in argmins:
+            return ev
+        a_lo, b_lo = A[rows, argmins[lo]], B[rows, argmins[lo]]
+        a_hi, b_hi = A[rows, argmins[hi]], B[rows, argmins[hi]]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            cross = np.where(b_lo != b_hi, (a_hi - a_lo) / (b_lo - b_hi), lo)
+        cross = np.clip(np.nan_to_num(cross, nan=lo), lo, hi)
+        keep = np.zeros(A.shape, dtype=bool)
+        for m in (lo, hi, cross):
+            m = np.asarray(m, dtype=float)
+            mc = m[:, None] if m.ndim else m
+            u = np.minimum(a_lo + m * b_lo, a_hi + m * b_hi)
+            margin = 1e-9 * (np.abs(a_lo) + np.abs(a_hi) + hi * (np.abs(b_lo) + np.abs(b_hi))) + 1e-300
+            with np.errstate(invalid="ignore"):
+                keep |= (A + mc * B) <= (u + margin)[:, None]
+        keep[rows, argmins[lo]] = True
+        keep[rows, argmins[hi]] = True
+        if keep.sum() > 0.5 * A.size:
+            return ev
+        rr, cc = np.nonzero(keep)
+        a, b = A[rr, cc], B[rr, cc]
+        starts = np.flatnonzero(np.r_[True, rr[1:] != rr[:-1]])
+
+        def ev_small(mu):
+            v = a + mu * b if mu > 0 else a
+            vmin = np.minimum.reduceat(v, starts)
+            hit = v == np.repeat(vmin, np.diff(np.r_[starts, v.size]))
+            slope_rows = np.minimum.reduceat(np.where(hit, b, np.inf), starts)
+            return float(vmin.sum()) - mu * rhs, float(slope_rows.sum()) - rhs
+
+        return ev_small
+
+    return maximize_multiplier(ev, scale, mu0, n_bisect, narrow=narrow)
 
 
 def _smoothed_pi(A, b, m, u0, max_newton=30, max_evals=3000):
@@ -364,21 +412,36 @@ class Problem:
 
         hurt = hurt_of(V[:, cand])
         # cheap first stage: offer each light output the posterior of every well-used output
-        # (duplicate or neighbouring outputs share posteriors at the optimum) and keep the best
+        # (duplicate or neighbouring outputs share posteriors at the optimum) and keep the best;
+        # when that is too many trials, the posteriors of the outputs that serve the rows it
+        # hurts most (the well-used output nearest to it, in the rows' own terms)
         used = np.flatnonzero(keep)
-        if used.size and cand.size and used.size * cand.size * self.k <= 5e7:
+        if used.size and cand.size:
             Lu = np.log(np.maximum(pi[:, used], 1e-300)) - np.log(self.pA)[:, None]
             Su = self.M.T @ Lu  # (k, n_used): S for pi = pi_used, before the output's own distortion
+            every = used.size * cand.size * self.k <= 5e7
+            if not every:
+                serve = np.argmin(V[:, used], axis=1)  # best well-used output of each row (index in used)
             for i, jj in enumerate(cand):
                 if hurt[i] <= 0:
                     continue
                 rows_ok = self.mask[:, jj]
-                Vc = np.where(rows_ok[:, None], Su + mu * Wb[:, jj][:, None], np.inf)
+                if every:
+                    trial = slice(None)
+                    Vc = np.where(rows_ok[:, None], Su + mu * Wb[:, jj][:, None], np.inf)
+                else:
+                    with np.errstate(invalid="ignore"):
+                        loss = np.nan_to_num(m_used - V[:, jj], nan=-np.inf, posinf=-np.inf, neginf=-np.inf)
+                    top = np.argpartition(-loss, min(16, self.k - 1))[:16]
+                    trial = np.unique(serve[top[loss[top] > 0]])
+                    if trial.size == 0:
+                        continue
+                    Vc = np.where(rows_ok[:, None], Su[:, trial] + mu * Wb[:, jj][:, None], np.inf)
                 h = hurt_of(Vc)
                 b_i = int(np.argmin(h))
                 if h[b_i] < hurt[i]:
                     hurt[i] = h[b_i]
-                    pi[:, jj] = pi[:, used[b_i]]
+                    pi[:, jj] = pi[:, used[trial][b_i]]
         if not lp:
             return pi
         srt = np.argsort(-hurt)
