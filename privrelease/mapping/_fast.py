@@ -423,7 +423,7 @@ def solve_fast(prob, delta, *, tol=1e-6, warm=None, n_neighbours=None, max_round
         gap = prob.certificate(P, delta)[0]
         if gap > 0.5 * tol:
             gap = prob.certificate(P, delta, target_bits=0.5 * tol)[0]
-        if gap > 0.5 * tol and delta > prob.delta_min + 1e-12:
+        if gap > tol and delta > prob.delta_min + 1e-12:
             P2, gap2 = _kkt_polish(prob, P, delta, tol=tol)
             if gap2 < gap:
                 P = P2
