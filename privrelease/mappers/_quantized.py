@@ -252,7 +252,11 @@ class QuantizedPrivacyMapper(_BaseMapper):
         than two classes only: averaged over the three draws, +5.34 against
         +6.73 % (joint, 6 classes), +4.61 against +4.90 % (3-class age band,
         meeting "half of releasing nothing" on 3 draws of 3 against 2 of 3),
-        +3.23 against +3.17 % (``make_ratings``' 6 classes).
+        +3.23 against +3.17 % (``make_ratings``' 6 classes); over seven draws
+        of the joint attribute +5.28 against +5.61 %, four wins of seven, a
+        difference smaller than the clustering seed's own effect. The number
+        of clusters matters more: with 50, attribute-free clusters stayed under
+        half of releasing nothing on all seven draws (docs/frontier.md, (h)).
     prior : {"counts", "model"}, default="counts"
         How the class split ``q(a | c)`` of each cluster is estimated (in-memory
         fits; refused on a dask collection and for ``protect="marginal"`` with a
