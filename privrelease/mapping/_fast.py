@@ -421,7 +421,7 @@ def solve_fast(prob, delta, *, tol=1e-6, warm=None, n_neighbours=None, max_round
         if np.isfinite(delta) and prob.distortion(P) > delta:
             P = prob.clean(P, delta)
         gap = prob.certificate(P, delta)[0]
-        if gap > 0.5 * tol:
+        if gap > tol:  # within tol needs no polish, hence no refined bound either (the caller certifies)
             gap = prob.certificate(P, delta, target_bits=0.5 * tol)[0]
         if gap > tol and delta > prob.delta_min + 1e-12:
             P2, gap2 = _kkt_polish(prob, P, delta, tol=tol)
