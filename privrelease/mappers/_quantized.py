@@ -778,15 +778,8 @@ class QuantizedPrivacyMapper(_BaseMapper):
         a_tr, w_tr = a_idx[train], w[train]
         E_tr, E_te = E[train], E[test]
         labels = work._cluster(E_tr, work._attribute_free(E_tr, a_tr, w_tr), k, seed, w_tr)
-        kk = work.n_clusters_
-        counts = np.zeros((self.classes_.size, kk))
-        np.add.at(counts, (a_tr, labels), w_tr)
-        work._model_counts = work._model_soft_counts(E_tr, a_tr, w_tr, labels) if self.prior == "model" else None
+        counts, _, cost = work._cluster_statistics(E_tr, a_tr, w_tr, labels)
         prior = work._prior_from_counts(counts)
-        pts = work._output_points()
-        size = np.bincount(labels, weights=w_tr, minlength=kk)
-        onehot = sp.csr_matrix((w_tr, (labels, np.arange(train.size))), shape=(kk, train.size))
-        cost = np.asarray(onehot @ work._distances(E_tr, pts)) / np.maximum(size, 1e-300)[:, None]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             mapping = _row_stochastic(work._solve(prior, cost).mapping, cost)
@@ -797,7 +790,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
         def stat(a):
             return _heldout_statistic(a, c_te, w_te, mapping, self.classes_.size, self.leakage)
 
-        D_te = work._distances(E_te, pts)
+        D_te = work._distances(E_te, work._output_points())
         dist = float(np.average(np.sum(mapping[c_te] * D_te, axis=1), weights=w_te))
         return stat(a_te), _heldout_null(a_te, perms, c_te, w_te, mapping, self.classes_.size, self.leakage), claimed, dist
 
@@ -814,18 +807,25 @@ class QuantizedPrivacyMapper(_BaseMapper):
             self._check_model_prior(a_idx)
         E, labels = self._learn_quantizer(X_lab, weights, a_idx)
         self.labels_ = labels
-        counts = np.zeros((self.classes_.size, self.n_clusters_))
-        np.add.at(counts, (a_idx, labels), weights)
-        self._model_counts = self._model_soft_counts(E, a_idx, weights, labels) if self.prior == "model" else None
-        D_users = self._distances(E, self._output_points())
+        counts, D_users, cost = self._cluster_statistics(E, a_idx, weights, labels)
         own = D_users[np.arange(n_labeled), labels]
         self.quantization_radius_ = float(own.max())
         self.quantization_distortion_ = float(np.average(own, weights=weights))
-        size = np.bincount(labels, weights=weights, minlength=self.n_clusters_)
-        onehot = sp.csr_matrix((weights, (labels, np.arange(n_labeled))), shape=(self.n_clusters_, n_labeled))
-        cost = np.asarray(onehot @ D_users) / size[:, None]
         return PriorEstimate(counts, cost, n_labeled, {"X_lab": X_lab, "w_lab": weights, "dtype": X.dtype,
                                                        "E": E, "labels": labels}, inputs=labels)
+
+    def _cluster_statistics(self, E, a_idx, w, labels):
+        """Class x cluster counts ``n(a, c)`` (eq. 20), the users' distances to the output
+        points and the member-averaged costs; sets ``_model_counts`` for ``prior="model"``.
+        Shared by ``fit`` and each fold of ``n_clusters="heldout"``."""
+        k, n = self.n_clusters_, E.shape[0]
+        counts = np.zeros((self.classes_.size, k))
+        np.add.at(counts, (a_idx, labels), w)
+        self._model_counts = self._model_soft_counts(E, a_idx, w, labels) if self.prior == "model" else None
+        D_users = self._distances(E, self._output_points())
+        size = np.bincount(labels, weights=w, minlength=k)
+        onehot = sp.csr_matrix((w, (labels, np.arange(n))), shape=(k, n))
+        return counts, D_users, np.asarray(onehot @ D_users) / np.maximum(size, 1e-300)[:, None]
 
     def _check_model_prior(self, a_idx):
         """``prior="model"`` needs one label per user and enough users of each class to cross-fit."""
