@@ -126,17 +126,17 @@ def scale_instance(k, seed=0, kind="logistic"):
     return prior, d, 0.05 * float(d.mean())
 
 
-def certify(prob, P, delta, tol):
+def certify(prob, P, delta, tol, pi_hint=None):
     P = prob.clean(P, delta)
-    gap, _, f = prob.certificate(P, delta, target_bits=tol)
+    gap, _, f = prob.certificate(P, delta, target_bits=tol, pi_hint=pi_hint)
     return f / LN2, gap
 
 
 def run_fast(prob, delta, tol):
     t0 = time.perf_counter()
-    P = solve_fast(prob, delta, tol=tol)
+    P, hint = solve_fast(prob, delta, tol=tol, return_hint=True)
     t = time.perf_counter() - t0
-    f, gap = certify(prob, P, delta, tol)
+    f, gap = certify(prob, P, delta, tol, hint)
     return t, f, gap
 
 

@@ -406,8 +406,14 @@ def _candidate_support(prob, n_neighbours, warm):
     return sup & mask
 
 
-def solve_fast(prob, delta, *, tol=1e-6, warm=None, n_neighbours=None, max_rounds=30):
+def solve_fast(prob, delta, *, tol=1e-6, warm=None, n_neighbours=None, max_rounds=30, return_hint=False):
     """Certified minimiser of I(A; C_hat) on the reduced problem; returns a dense reduced mapping.
+
+    With ``return_hint=True`` returns ``(P, pi_hint)``: ``pi_hint`` holds the posteriors of
+    the interior-point mapping (every output of the working set in use); pass it to
+    :meth:`Problem.certificate` so that the outputs an exact polish emptied are priced with
+    them rather than by the per-output search of :meth:`Problem.refine_pi` (k = 1000: 0.07 s
+    against 12.5 s, 2.2e-7 bits).
 
     BLAS runs single-threaded here: the dense factorisations are small and
     multi-threaded BLAS on a busy 2-core machine is many times slower.
@@ -420,14 +426,15 @@ def solve_fast(prob, delta, *, tol=1e-6, warm=None, n_neighbours=None, max_round
         P = _solve_fast(prob, delta, tol=tol, warm=warm, n_neighbours=n_neighbours, max_rounds=max_rounds)
         if np.isfinite(delta) and prob.distortion(P) > delta:
             P = prob.clean(P, delta)
+        hint = prob.posteriors(P)
         gap = prob.certificate(P, delta)[0]
         if gap > tol:  # within tol needs no polish, hence no refined bound either (the caller certifies)
             gap = prob.certificate(P, delta, target_bits=0.5 * tol)[0]
         if gap > tol and delta > prob.delta_min + 1e-12:
-            P2, gap2 = _kkt_polish(prob, P, delta, tol=tol)
+            P2, gap2 = _kkt_polish(prob, P, delta, tol=tol, pi_hint=hint)
             if gap2 < gap:
                 P = P2
-        return P
+        return (P, hint) if return_hint else P
 
 
 def _solve_fast(prob, delta, *, tol, warm, n_neighbours, max_rounds):
@@ -542,7 +549,7 @@ def _sparsify(prob, P, delta, tol):
     return best
 
 
-def _kkt_polish(prob, P, delta, *, tol, max_iter=30, max_outer=8):
+def _kkt_polish(prob, P, delta, *, tol, max_iter=30, max_outer=8, pi_hint=None):
     """Exact final polish on the support (projected Newton on the KKT equations).
 
     On the support ``S`` of an approximate optimum the optimality conditions are
@@ -557,7 +564,14 @@ def _kkt_polish(prob, P, delta, *, tol, max_iter=30, max_outer=8):
     first order in the distance to the optimum (it is a sum of row minima, so the
     ties must be exact), which is why this polish, not a smaller barrier
     parameter, closes the last digits. Returns the best ``(P, gap_bits)``.
+
+    ``pi_hint`` (default: the posteriors of the starting ``P``) prices the outputs the
+    polish empties (see :meth:`Problem.certificate`): the starting point of an
+    interior-point method uses every output, and its posteriors are close to the best
+    ``pi`` of the emptied ones, which otherwise needs a search per output.
     """
+    if pi_hint is None:
+        pi_hint = prob.posteriors(P)
     gap0, lam, _ = prob.certificate(P, delta)
     best = (P, gap0)
     has_con = np.isfinite(delta) and delta < prob.delta_max * (1 - 1e-12)
@@ -585,7 +599,7 @@ def _kkt_polish(prob, P, delta, *, tol, max_iter=30, max_outer=8):
                 break
             Qf = prob.clean(Q, delta) if has_con and prob.distortion(Q) > delta else Q
             # posterior bound with cheap choices for unused outputs (no LP)
-            g, lam_q, _ = prob.certificate(Qf, delta, target_bits=0.5 * tol, lp=False)
+            g, lam_q, _ = prob.certificate(Qf, delta, target_bits=0.5 * tol, lp=False, pi_hint=pi_hint)
             if DEBUG:
                 print("polish", c, "nnz", (Q > 0).sum(), "gap", g)
             if g < best[1]:
@@ -595,7 +609,8 @@ def _kkt_polish(prob, P, delta, *, tol, max_iter=30, max_outer=8):
             # the refined bound: the support identification and the Newton steps make outputs
             # unused, and an unused output's raw posterior (hence the cheap bound, however far
             # from tol) says nothing about the point; its best pi does (cutting planes, LP)
-            g, lam_q, _, pi_q = prob.certificate(Qf, delta, target_bits=0.5 * tol, return_pi=True)
+            g, lam_q, _, pi_q = prob.certificate(Qf, delta, target_bits=0.5 * tol, return_pi=True,
+                                                 pi_hint=pi_hint)
             if DEBUG:
                 print("polish", c, "refined gap", g)
             if g < best[1]:

@@ -329,8 +329,13 @@ class Problem:
         S = self.M.T @ L
         return np.where(self.mask, S, np.inf)
 
-    def certificate(self, P, delta, mu0=None, target_bits=None, lp=True, return_pi=False):
+    def certificate(self, P, delta, mu0=None, target_bits=None, lp=True, return_pi=False, pi_hint=None):
         """(gap in bits, multiplier, objective in nats) for a feasible reduced mapping.
+
+        ``pi_hint`` (``|A| x kh``, columns proper distributions), if given, offers its
+        columns for the outputs ``P`` leaves unused (their own posterior is meaningless),
+        and the better of the two bounds is kept: e.g. the posteriors of the mapping an
+        exact polish started from, whose outputs were all in use.
 
         With ``target_bits``, when the plain posterior choice of ``pi`` leaves a gap
         above it, ``pi`` is improved on lightly used outputs (:meth:`refine_pi`).
@@ -347,6 +352,14 @@ class Problem:
         Wb = np.zeros_like(self.W) if free else self.W
         rhs = 0.0 if free else rhs
         lb, mu = lagrangian_bound(self.scores(pi), Wb, rhs, None if free else mu0)
+        if pi_hint is not None and (f - lb) / LN2 > (0.0 if target_bits is None else target_bits):
+            unused = (self.pc @ P) <= 0
+            if unused.any():
+                pi_h = pi.copy()
+                pi_h[:, unused] = pi_hint[:, unused]
+                lb_h, mu_h = lagrangian_bound(self.scores(pi_h), Wb, rhs, None if free else mu0)
+                if lb_h > lb:
+                    pi, lb, mu = pi_h, lb_h, mu_h
         # outputs "light" relative to the largest: first 1e-2 (posteriors of barely used outputs
         # are unreliable), then 1e-9 (only the unused ones: a light but used output's posterior
         # is meaningful and must not be moved)

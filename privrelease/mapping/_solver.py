@@ -202,7 +202,9 @@ def _delta_best(prob, delta, solver, tol, warm=None):
             from ._fast import solve_fast
 
             try:
-                cands = [("fast", solve_fast(prob, delta, tol=tol, warm=warm))]
+                out = solve_fast(prob, delta, tol=tol, warm=warm, return_hint=True)
+                # (P, pi of the outputs the polish may empty); a bare mapping is accepted too
+                cands = [("fast", *out)] if isinstance(out, tuple) else [("fast", out)]
             except (SolverError, np.linalg.LinAlgError, ArithmeticError, ValueError) as exc:
                 # any numerical failure of the fast solver falls back to the reference
                 notes.append(f"fast: {type(exc).__name__}: {exc}")
@@ -211,9 +213,10 @@ def _delta_best(prob, delta, solver, tol, warm=None):
             cands = sparse_candidates(prob, delta=delta, tol_bits=tol)
         else:
             cands = _cvxpy_candidates(prob, delta=delta)
-        for name, P in cands:
+        for name, P, *hint in cands:  # the fast path adds the pi of the outputs it emptied
             P = prob.clean(P, delta)
-            gap, mu, f = prob.certificate(P, delta, target_bits=tol)
+            extra = {"pi_hint": hint[0]} if hint else {}
+            gap, mu, f = prob.certificate(P, delta, target_bits=tol, **extra)
             cert = {"gap_bits": float(gap), "multiplier": float(mu), "lower_bound": float(f - gap * LN2)}
             if best is None or gap < best[1]["gap_bits"]:
                 best = (P, cert, name)

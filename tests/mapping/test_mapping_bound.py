@@ -44,3 +44,69 @@ def test_multiplier_search_matches_enumeration(seed):
     assert val == _g(A, B, rhs, mu)  # the value is the bound at mu over every entry
     best = _exact_max(A, B, rhs)
     assert best - 1e-9 * (1 + abs(best)) <= val <= best + 1e-12 * (1 + abs(best))
+
+
+# ---- the certificate's pi_hint (posteriors offered for the outputs a mapping leaves unused) ----
+
+def _cvxpy_optimum(prior, d, delta):
+    import cvxpy as cp
+
+    P = cp.Variable(d.shape, nonneg=True)
+    J = prior @ P
+    q = cp.sum(J, axis=0)
+    pa = prior.sum(axis=1)
+    obj = cp.sum(cp.rel_entr(J, cp.reshape(pa, (pa.size, 1), order="F") @ cp.reshape(q, (1, q.size), order="F")))
+    cons = [cp.sum(P, axis=1) == 1, cp.sum(cp.multiply(prior.sum(axis=0)[:, None] * d, P)) <= delta]
+    cp.Problem(cp.Minimize(obj), cons).solve(solver="CLARABEL")
+    return obj.value  # nats
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_pi_hint_keeps_the_bound_valid(seed):
+    """Any hint gives a valid bound: the certified lower bound never exceeds the optimum."""
+    from privrelease.mapping._problem import LN2, Problem
+
+    rng = np.random.default_rng(seed)
+    na, k = 2 + seed % 2, 6
+    prior = rng.dirichlet(np.full(na * k, 0.7)).reshape(na, k)
+    d = rng.uniform(0, 1, size=(k, k))
+    np.fill_diagonal(d, 0.0)
+    prob = Problem(prior, d)
+    delta = prob.delta_min + 0.3 * (prob.delta_max - prob.delta_min)
+    opt = _cvxpy_optimum(prior, d, delta)
+    # a feasible mapping that leaves half of the outputs unused
+    P = np.zeros((k, k))
+    P[np.arange(k), np.arange(k) % (k // 2)] = 1.0
+    P = prob.clean(P, delta)
+    for _ in range(20):
+        hint = rng.dirichlet(np.full(na, 0.5), size=k).T
+        gap, _, f = prob.certificate(P, delta, pi_hint=hint)
+        assert f - gap * LN2 <= opt + 1e-7
+
+
+def test_pi_hint_prices_an_emptied_duplicate_output():
+    """Two identical outputs: the optimum may use either one. A mapping that leaves the twin
+    unused has a meaningless raw posterior there (a uniform fallback), which breaks the bound;
+    the twin's posterior as the hint certifies the optimum exactly."""
+    from privrelease.mapping import solve_mapping
+    from privrelease.mapping._problem import LN2, Problem
+
+    rng = np.random.default_rng(2)
+    k = 5
+    prior = rng.dirichlet(np.ones(2 * k)).reshape(2, k)
+    d = rng.uniform(0, 1, size=(k, k))
+    np.fill_diagonal(d, 0.0)
+    d = np.hstack([d, d[:, :1]])  # output k duplicates output 0
+    res = solve_mapping(prior, d, 0.05 * float(d.mean()))
+    prob = Problem(prior, d)
+    M = res.mapping[prob.rows].copy()
+    M[:, 0] += M[:, k]
+    M[:, k] = 0.0  # the twin emptied: the same mapping in every respect
+    delta = prob.to_internal(0.05 * float(d.mean()))
+    plain = prob.certificate(M, delta)[0]
+    hint = prob.posteriors(M)
+    hint[:, k] = hint[:, 0]
+    hinted = prob.certificate(M, delta, pi_hint=hint)[0]
+    assert plain > 1e-2  # the uniform fallback posterior of the emptied twin
+    assert hinted <= 1e-6
+    assert abs(prob.objective(M) / LN2 - res.leakage) < 1e-9
