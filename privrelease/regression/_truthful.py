@@ -21,6 +21,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..exceptions import PrivacyLeakWarning
 from ..noise import VectorLaplace
 from ..utils import check_number, check_random_source
+from ..utils._validation import check_real_target
 
 __all__ = [
     "TruthfulRegressionMechanism",
@@ -635,6 +636,7 @@ class TruthfulRegressionMechanism(RegressorMixin, BaseEstimator):
         self : object
         """
         X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
+        check_real_target(y, "y", "the reported responses as real numbers")
         n = X.shape[0]
         if n < 2:
             raise ValueError(

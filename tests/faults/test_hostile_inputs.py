@@ -1,0 +1,199 @@
+"""Hostile inputs found by the audit of the public surface: each used to pass silently or fail deep
+inside numpy / joblib / pandas. One test per finding; the loaders' findings are in
+tests/datasets/test_movielens_loader.py."""
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+
+from privrelease import DCLEFEstimator, ErasureMapper, TruthfulRegressionMechanism, load
+from privrelease.accounting import PrivacyAccountant
+from privrelease.auctions import nadaraya_watson_weights
+from privrelease.evaluation import privacy_utility_curve, rmse_cost
+from privrelease.mapping import privacy_distortion_curve
+from privrelease.recommender import RatingsFrame
+from privrelease.runner import load_pipeline
+from privrelease.utils import check_private_labels
+
+
+def _features(n=12, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3))
+    return X / (2 * np.linalg.norm(X, axis=1, keepdims=True))
+
+
+# --------------------------------------------------------------------------- private labels
+@pytest.mark.parametrize("y", [
+    np.array([0.0, 1.0, np.inf, 1.0]),
+    np.array([0, 1, -np.inf, 1], dtype=object),
+    pd.Series([0.0, 1.0, np.inf, 1.0]),
+])
+def test_infinite_label_is_refused_not_made_a_class(y):
+    # inf used to become a third class of the private attribute
+    with pytest.raises(ValueError, match=r"y holds 1 infinite label\(s\) .*at index 2"):
+        check_private_labels(y, 4)
+
+
+def test_infinite_label_reaches_the_mappers_error():
+    X = np.array([[0, 1], [1, 0], [0, 0], [1, 1]])
+    with pytest.raises(ValueError, match="infinite label"):
+        ErasureMapper(delta=0.5, random_state=0).fit(X, [0.0, 1.0, np.inf, 1.0])
+    # the markers of "not disclosed" (NaN, -1) are still accepted beside finite classes
+    y, labeled = check_private_labels(np.array([0.0, 1.0, np.nan, -1.0]), 4)
+    assert labeled.tolist() == [True, True, False, False]
+
+
+# --------------------------------------------------------------------------- numeric targets
+@pytest.mark.parametrize("make", [
+    lambda: DCLEFEstimator(data_range=(0, 1), random_state=0, accountant=PrivacyAccountant(epsilon=10)),
+    lambda: TruthfulRegressionMechanism(random_state=0),
+])
+def test_string_target_gets_a_type_error_naming_y(make):
+    X = _features()
+    # used to end in numpy's UFuncTypeError ("ufunc 'less' did not contain a loop ...")
+    with pytest.raises(TypeError, match=r"y must hold .* real numbers, got an array of dtype <U1 \(for example"):
+        make().fit(X, np.array(["a", "b"] * 6))
+
+
+def test_boolean_target_still_accepted_as_zero_one():
+    X = _features()
+    est = DCLEFEstimator(data_range=(0, 1), random_state=0, accountant=PrivacyAccountant(epsilon=10))
+    est.fit(X, np.array([True, False] * 6))
+    np.testing.assert_array_equal(est.d_, [1.0, 0.0] * 6)
+
+
+# --------------------------------------------------------------------------- Nadaraya-Watson
+def test_nadaraya_watson_tiny_bandwidth_is_nearest_neighbour_not_nan():
+    Y = np.array([[0.0], [1.0], [0.0]])
+    # h * h underflows to 0: the weights used to be 0 / 0 = NaN, refused later as "weights must be finite"
+    w = nadaraya_watson_weights(Y, [0.1], bandwidth=1e-300)
+    np.testing.assert_array_equal(w, [0.5, 0.0, 0.5])     # the limit h -> 0: uniform over the nearest
+    # the ordinary path is unchanged: closed form exp(-d^2 / 2h^2) normalised
+    w = nadaraya_watson_weights(Y, [0.1], bandwidth=0.5)
+    k = np.exp(-np.array([0.01, 0.81, 0.01]) / 0.5)
+    np.testing.assert_allclose(w, k / k.sum(), rtol=1e-12)
+
+
+# --------------------------------------------------------------------------- evaluation protocol
+def _ratings(seed=0, n=40, m=12):
+    rng = np.random.default_rng(seed)
+    R = rng.integers(1, 6, size=(n, m)) * (rng.random((n, m)) < 0.5)
+    return sp.csr_matrix(R.astype(float)), rng.integers(0, 2, n)
+
+
+class _Boom:
+    """A mapper whose fit must never run: the arguments are refused first."""
+
+    def get_params(self, deep=True):
+        return {}
+
+    def set_params(self, **params):
+        return self
+
+    def fit(self, X, y):  # pragma: no cover - reaching it is the failure
+        raise AssertionError("the mapper was fitted before the arguments were checked")
+
+    def transform(self, X):  # pragma: no cover
+        return X
+
+
+@pytest.mark.parametrize("n_jobs, exc, match", [
+    (0, ValueError, r"n_jobs must be None or a nonzero integer .*got 0"),      # joblib: "has no meaning"
+    ("x", TypeError, r"n_jobs must be None or a nonzero integer .*got 'x'"),  # joblib: "could not be converted"
+    (1.5, TypeError, r"got 1.5"),
+])
+def test_rmse_cost_refuses_bad_n_jobs_before_fitting(n_jobs, exc, match):
+    R, a = _ratings()
+    with pytest.raises(exc, match=match):
+        rmse_cost(_Boom(), R, a, cv=2, n_jobs=n_jobs, random_state=0)
+    with pytest.raises(exc, match=match):
+        privacy_utility_curve(_Boom(), R, a, cv=2, n_jobs=n_jobs, random_state=0)
+
+
+@pytest.mark.parametrize("rating_range", [(5, 1), (1, 1), (np.nan, 5), (1, np.inf)])
+def test_rmse_cost_refuses_a_reversed_or_empty_rating_range(rating_range):
+    R, a = _ratings()
+    # (5, 1) used to be reported as "ratings has 240 rating(s) outside the rating scale [5, 1]"
+    with pytest.raises(ValueError, match=r"rating_range must be \(low, high\) with finite low < high"):
+        rmse_cost(_Boom(), R, a, cv=2, rating_range=rating_range, random_state=0)
+
+
+def test_privacy_utility_curve_param_without_values_is_refused():
+    R, a = _ratings()
+    # param='nope' beside deltas used to be ignored silently
+    with pytest.raises(ValueError, match=r"param='nope' names the parameter that values sets, but values is None"):
+        privacy_utility_curve(_Boom(), R, a, deltas=[0.5], param="nope", cv=2, random_state=0)
+
+
+# --------------------------------------------------------------------------- privacy_distortion_curve
+@pytest.mark.parametrize("deltas", ["abc", "0.5", ["0.1", "0.2"], [True, False], [[0.1], [0.2, 0.3]]])
+def test_curve_budgets_must_be_numbers(deltas):
+    # 'abc' used to raise "could not convert string to float"; "0.5" was silently read as 0.5,
+    # while solve_mapping(delta='0.5') is a TypeError
+    with pytest.raises(TypeError, match="deltas must be a 1-D list of real-number budgets"):
+        privacy_distortion_curve([[0.25, 0.25], [0.4, 0.1]], 1 - np.eye(2), deltas)
+
+
+def test_curve_numeric_budgets_of_any_real_dtype_still_work():
+    prior, d = [[0.25, 0.25], [0.4, 0.1]], 1 - np.eye(2)
+    a = privacy_distortion_curve(prior, d, np.array([0.1, 0.2], dtype=np.float32))
+    b = privacy_distortion_curve(prior, d, [float(np.float32(0.1)), float(np.float32(0.2))])
+    np.testing.assert_allclose(a["leakage_bits"], b["leakage_bits"], rtol=0, atol=1e-12)
+
+
+# --------------------------------------------------------------------------- RatingsFrame
+def test_ratings_frame_from_matrix_refuses_non_finite_ratings():
+    df = pd.DataFrame({"user": [1, 1, 2], "item": ["a", "b", "a"], "rating": [5, 3, 4]})
+    rf = RatingsFrame().fit(df)
+    # NaN / inf used to be written out as ratings in the long form
+    for bad in (np.nan, np.inf):
+        with pytest.raises(ValueError, match=r"X holds 1 non-finite rating\(s\)"):
+            rf.from_matrix(np.array([[bad, 1.0], [1.0, 0.0]]))
+    with pytest.raises(ValueError, match=r"X must be a 2-D user x item matrix, got an array of shape \(2, 2, 1\)"):
+        rf.from_matrix(np.ones((2, 2, 1)))
+    with pytest.raises(TypeError, match="ratings\\['rating'\\] must hold real numbers, got dtype complex128"):
+        RatingsFrame().fit(df.assign(rating=[1 + 1j, 2, 3]))
+    # a valid round trip is unchanged
+    pd.testing.assert_frame_equal(rf.from_matrix(rf.to_matrix(df)), df.astype({"rating": float}))
+
+
+# --------------------------------------------------------------------------- pipeline files
+def test_pipeline_file_with_a_byte_order_mark_is_read(tmp_path):
+    body = 'experiment = "census_erasure"\n[params]\ntop = 3\n'
+    f = tmp_path / "p.toml"
+    f.write_bytes(b"\xef\xbb\xbf" + body.encode())   # used to be "not valid TOML: Invalid statement (line 1, col 1)"
+    spec = load_pipeline(f)
+    g = tmp_path / "q.toml"
+    g.write_text(body)
+    assert spec["params"] == load_pipeline(g)["params"] == {"top": 3}
+
+
+# --------------------------------------------------------------------------- persistence paths
+def _fitted_erasure():
+    X = np.array([[0, 1], [1, 0], [0, 0], [1, 1]] * 3)
+    return ErasureMapper(delta=0.5).fit(X, [0, 1, 1, 0] * 3)   # random_state=None: OS entropy
+
+
+def test_save_into_a_folder_or_a_missing_folder_says_so(tmp_path):
+    m = _fitted_erasure()
+    # used to be "[Errno 21] Is a directory: '/tmp/tmpXXXX.npz.tmp' -> '<folder>'"
+    with pytest.raises(IsADirectoryError, match=r"it is a folder; expected the path of a file .*mapper.npz"):
+        m.save(tmp_path)
+    with pytest.raises(FileNotFoundError, match=r"the folder .*no' does not exist"):
+        m.save(tmp_path / "no" / "m.npz")
+    assert sorted(p.name for p in tmp_path.iterdir()) == []      # no stray temporary file
+    with pytest.raises(IsADirectoryError, match="it is a folder, not a file saved by privrelease.save"):
+        load(tmp_path)
+    m.save(tmp_path / "m.npz")
+    back = load(tmp_path / "m.npz")
+    np.testing.assert_array_equal(back.mapping_, m.mapping_)
+
+
+def test_no_warning_on_the_valid_paths_touched():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        w = nadaraya_watson_weights([[0.0], [1.0]], [0.5], bandwidth=1.0)
+    assert w.tolist() == [0.5, 0.5]
