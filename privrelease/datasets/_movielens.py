@@ -142,7 +142,7 @@ def load_movielens_100k(path=None):
         raise FileNotFoundError(_missing_files_message(looked))
 
     data_file = folder / "u.data"
-    raw = _read_fields(data_file, "\t", 4, 4, "tab-separated 'user item rating timestamp'",
+    raw = _read_fields(data_file, "\t", 4, 4, "tab-separated 'user item rating timestamp' file",
                        encodings=("utf-8",))
     data = pd.DataFrame({
         "user_id": _integer_column(raw[0], data_file, "user id"),

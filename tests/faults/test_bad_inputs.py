@@ -70,13 +70,39 @@ def _out_dir(kind):
     return out
 
 
+def _bad_file(name, text):
+    """A file under a temporary folder (prefix ``badinput-``, shown as ``<tmpdir>``)."""
+    import tempfile
+
+    base = pathlib.Path(tempfile.mkdtemp(prefix="badinput-"))
+    (base / name).write_text(text)
+    return base / name
+
+
+def _ml100k_folder(data):
+    """A MovieLens 100k folder whose u.data is ``data`` (u.user and u.item well formed)."""
+    folder = _bad_file("u.data", data).parent
+    (folder / "u.user").write_text("1|24|M|technician|85711\n")
+    (folder / "u.item").write_text("1|Toy Story (1995)\n")
+    return folder
+
+
+def _ratings_and_labels():
+    rng = np.random.default_rng(0)
+    R = sp.csr_matrix(rng.integers(1, 6, size=(20, 6)).astype(float))
+    return R, np.array([0, 1] * 10)
+
+
 def _catalogue():
     """Rows ``(area, call, thunk, exception type, text the message must contain)``."""
     from privrelease import _persistence
-    from privrelease.auctions import DCLEF, fair_inner_product, ghosh_roth, optimal_dclef, privacy_index
+    from sklearn.preprocessing import FunctionTransformer
+
+    from privrelease.auctions import (DCLEF, DCLEFEstimator, fair_inner_product, ghosh_roth, optimal_dclef,
+                                      privacy_index)
     from privrelease.contracts import BiasedLaplaceMechanism, design_contract, design_menu
-    from privrelease.datasets import make_ratings
-    from privrelease.evaluation import check_privacy_grid
+    from privrelease.datasets import load_movielens_100k, load_ratings_csv, make_ratings
+    from privrelease.evaluation import check_privacy_grid, rmse_cost
     from privrelease.exceptions import InfeasibleBudgetError
     from privrelease.mappers import QuantizedPrivacyMapper, _dask
     from privrelease.mapping import empirical_prior, leakage, privacy_distortion_curve, solve_mapping
@@ -134,6 +160,8 @@ def _catalogue():
          lambda: solve_mapping(PRIOR, sp.csr_array(D2), 0.5, solver="fast"), ValueError, "'fast'"),
         ("mapping", "privacy_distortion_curve(prior, d, deltas=[-0.1, 0.5])",
          lambda: privacy_distortion_curve(PRIOR, D2, [-0.1, 0.5]), ValueError, "-0.1"),
+        ("mapping", "privacy_distortion_curve(prior, d, deltas='abc')",
+         lambda: privacy_distortion_curve(PRIOR, D2, "abc"), TypeError, "'abc'"),
         ("mapping", "leakage(prior, mapping=[[0.5, 0.6], [0, 1]])",
          lambda: leakage(PRIOR, [[0.5, 0.6], [0, 1]]), ValueError, "1.1"),
         ("mapping", "leakage(prior, kind='entropy')",
@@ -210,6 +238,8 @@ def _catalogue():
          lambda: check_rating_matrix(np.array([[7.0, 0], [1, 2]]), rating_range=(1, 5)), ValueError, "7"),
         ("utils", "check_private_labels([0, 1], n_samples=3)",
          lambda: check_private_labels([0, 1], 3), ValueError, "2"),
+        ("utils", "check_private_labels([0, 1, inf], n_samples=3)",
+         lambda: check_private_labels([0.0, 1.0, np.inf], 3), ValueError, "inf"),
         # --- auctions
         ("auctions", "fair_inner_product([1, 2], [1, 1, 1], 1)",
          lambda: fair_inner_product([1, 2], [1, 1, 1], 1), ValueError, "3"),
@@ -229,6 +259,8 @@ def _catalogue():
          lambda: DCLEF([1.0, 1.0], [1.0, 0.0], (0.0, 1.0)).sample([0.5, 2.0]), ValueError, "2"),
         ("auctions", "privacy_index([0.1, 0.2], [1, 1], threshold=-1)",
          lambda: privacy_index([0.1, 0.2], [1, 1], threshold=-1), ValueError, "-1"),
+        ("auctions", "DCLEFEstimator(data_range=(0, 1)).fit(X, y of strings)",
+         lambda: DCLEFEstimator(data_range=(0, 1)).fit(np.eye(2), np.array(["a", "b"])), TypeError, "<U1"),
         # --- contracts
         ("contracts", "BiasedLaplaceMechanism([1.5, 0.5], b=1)",
          lambda: BiasedLaplaceMechanism([1.5, 0.5], b=1), ValueError, "1.5"),
@@ -252,7 +284,20 @@ def _catalogue():
         # --- evaluation / datasets
         ("evaluation", "check_privacy_grid([0.5, 0.1])", lambda: check_privacy_grid([0.5, 0.1]), ValueError, "0.1"),
         ("evaluation", "check_privacy_grid([-1, 0])", lambda: check_privacy_grid([-1, 0]), ValueError, "-1"),
+        ("evaluation", "rmse_cost(mapper, R, a, n_jobs=0)",
+         lambda: rmse_cost(FunctionTransformer(), *_ratings_and_labels(), n_jobs=0), ValueError, "0"),
+        ("evaluation", "rmse_cost(mapper, R, a, rating_range=(5, 1))",
+         lambda: rmse_cost(FunctionTransformer(), *_ratings_and_labels(), rating_range=(5, 1)), ValueError,
+         "(5, 1)"),
         ("datasets", "make_ratings(n_users=0)", lambda: make_ratings(0, 10), ValueError, "0"),
+        ("datasets", "load_movielens_100k(folder whose u.data has a 5th field)",
+         lambda: load_movielens_100k(_ml100k_folder("1\t1\t5\t881250949\t7\n")), ValueError, "5 field(s)"),
+        ("datasets", "load_movielens_100k(folder whose u.data has a rating of 7)",
+         lambda: load_movielens_100k(_ml100k_folder("1\t1\t7\t881250949\n")), ValueError, "7.0"),
+        ("datasets", "load_ratings_csv(file whose row has more fields than the header)",
+         lambda: load_ratings_csv(_bad_file("r.csv", "user,item,rating\n1,2,5,9,9\n")), ValueError, "5 fields"),
+        ("datasets", "load_ratings_csv(file holding only a header)",
+         lambda: load_ratings_csv(_bad_file("r.csv", "user,item,rating\n")), ValueError, "r.csv"),
         ("datasets", "make_ratings(attribute_proportion=1.5)",
          lambda: make_ratings(10, 10, attribute_proportion=1.5), ValueError, "1.5"),
         # --- command line (runner): each prints on one line with exit status 2 (tests/runner/test_cli_safety.py)
@@ -315,6 +360,7 @@ def _excerpt(message, limit=150):
     text = " ".join(str(message).split())
     text = re.sub(r"'[^' ]*/mapper\.npz'", "'<tmpdir>/mapper.npz'", text)
     text = re.sub(r"'[^' ]*/badinput-[^/' ]*/", "'<tmpdir>/", text)
+    text = re.sub(r"(?<![\w'])/[^ ']*/badinput-[^/' ]*/", "<tmpdir>/", text)
     # sets print in hash order: sort their items so the document is reproducible
     text = re.sub(r"\{('[^{}]*')\}", lambda mo: "{" + ", ".join(sorted(mo.group(1).split(", "))) + "}", text)
     text = text.replace("|", "\\|")
