@@ -197,3 +197,59 @@ def test_no_warning_on_the_valid_paths_touched():
         warnings.simplefilter("error")
         w = nadaraya_watson_weights([[0.0], [1.0]], [0.5], bandwidth=1.0)
     assert w.tolist() == [0.5, 0.5]
+
+
+# --------------------------------------------------------------------------- noise sizes
+@pytest.mark.parametrize("draw", [
+    lambda size: __import__("privrelease.noise", fromlist=["x"]).laplace_noise(1.0, size=size, random_state=0),
+    lambda size: __import__("privrelease.noise", fromlist=["x"]).Laplace(epsilon=1, snapping_bound=100,
+                                                                          random_state=0).sample(size),
+    lambda size: __import__("privrelease.noise", fromlist=["x"]).VectorLaplace(
+        dimension=2, epsilon=1, sensitivity=1, random_state=0).sample_norm(size),
+])
+def test_negative_or_fractional_noise_size_is_refused(draw):
+    # size=-1 used to return an empty array (no noise drawn, no error); 2.7 drew 2 values
+    with pytest.raises(ValueError, match=r"size must be None, a non-negative integer or a tuple of them, got -1"):
+        draw(-1)
+    with pytest.raises(TypeError, match="got 2.7"):
+        draw(2.7)
+    assert np.shape(draw(3)) == (3,) and np.shape(draw((2, 3))) == (2, 3) and np.shape(draw(0)) == (0,)
+
+
+def test_biased_laplace_release_size_is_checked():
+    from privrelease.contracts import BiasedLaplaceMechanism
+
+    m = BiasedLaplaceMechanism([0.5, 0.5], 1.0, random_state=0)
+    with pytest.raises(ValueError, match="size must be None, a non-negative integer"):
+        m.release([0.0, 1.0], size=-1)
+    assert m.release([0.0, 1.0], size=4).shape == (4,)
+
+
+# --------------------------------------------------------------------------- accountant, contracts
+def test_accountant_refuses_nan_payments_and_unhashable_population():
+    acc = PrivacyAccountant(epsilon=10)
+    # NaN payments used to be recorded, making every later total NaN
+    with pytest.raises(ValueError, match=r"payments must be finite numbers, got np.float64\(nan\) at index 1"):
+        acc.spend(1.0, population="p", individual_epsilons=[1.0, 0.5], payments=[1.0, np.nan])
+    with pytest.raises(TypeError, match=r"population must be a hashable name .*got \[1\] of type list"):
+        acc.spend(1.0, population=[1], individual_epsilons=[1.0])
+    assert acc.spent == 0.0 and len(acc.records) == 0      # nothing recorded by the refused calls
+    acc.spend(1.0, population="p", individual_epsilons=[1.0, 0.5], payments=[2.0, 1.0])
+    assert acc.records["total_payment"].tolist() == [3.0]
+
+
+def test_privacy_cost_and_contract_valuations_are_checked():
+    from privrelease.contracts import design_contract, privacy_cost
+
+    # privacy_cost(1, nan) returned nan and privacy_cost(1, -1) a negative cost
+    with pytest.raises(ValueError, match=r"epsilon must be >= 0 \(and not NaN\), got np.float64\(nan\)"):
+        privacy_cost(1.0, np.nan)
+    with pytest.raises(ValueError, match=r"epsilon must be >= 0.*-1.0"):
+        privacy_cost(1.0, -1.0)
+    with pytest.raises(ValueError, match=r"valuation must be >= 0.*-2.0"):
+        privacy_cost(-2.0, 1.0)
+    with pytest.raises(TypeError, match=r"valuations must be real numbers, got \['a'\]"):
+        design_contract(["a"], 1.0)   # was "could not convert string to float: 'a'"
+    # the closed forms are unchanged: linear v * eps, exponential v * (exp(eps) - 1)
+    assert privacy_cost(5.0, 0.5) == 2.5
+    assert privacy_cost(5.0, 0.5, "exponential") == pytest.approx(5.0 * np.expm1(0.5), rel=1e-12)
