@@ -253,3 +253,41 @@ def test_privacy_cost_and_contract_valuations_are_checked():
     # the closed forms are unchanged: linear v * eps, exponential v * (exp(eps) - 1)
     assert privacy_cost(5.0, 0.5) == 2.5
     assert privacy_cost(5.0, 0.5, "exponential") == pytest.approx(5.0 * np.expm1(0.5), rel=1e-12)
+
+
+# --------------------------------------------------------------------------- SurpriseRecommender
+def _small_ratings():
+    rng = np.random.default_rng(0)
+    R = rng.integers(1, 6, (20, 10)).astype(float) * (rng.random((20, 10)) < 0.6)
+    return sp.csr_array(R)
+
+
+@pytest.mark.parametrize("params", [{"lr_all": 1e10}, {"reg_all": np.inf}, {"lr_all": np.nan}])
+def test_svd_that_diverges_is_refused_instead_of_predicting_nan(params):
+    from privrelease.recommender import SurpriseRecommender
+
+    # used to fit "successfully" and predict NaN for every rating (an RMSE of NaN in a report)
+    with pytest.raises(ValueError, match=r"SVD diverged: its user biases hold 20 non-finite value\(s\)"):
+        SurpriseRecommender(algo_params=params, random_state=0).fit(_small_ratings())
+
+
+@pytest.mark.parametrize("algorithm, params, exc, match", [
+    ("SVD", {"n_factors": -5}, ValueError, r"could not be fitted with algo_params=\{'n_factors': -5\}"),
+    ("SVD", {"init_std_dev": -1}, ValueError, r"algo_params=\{'init_std_dev': -1\}: ValueError: scale < 0"),
+    ("SVD", {"n_factors": "x"}, TypeError, r"algo_params=\{'n_factors': 'x'\}"),
+    ("KNNBaseline", {"sim_options": {"name": "nope"}}, ValueError, r"NameError: Wrong sim name nope"),
+    ("KNNBaseline", {"k": -1}, ValueError, r"KNNBaseline needs k >= 1 neighbours and min_k >= 0, got k=-1"),
+])
+def test_bad_algo_params_name_the_parameters(algorithm, params, exc, match):
+    from privrelease.recommender import SurpriseRecommender
+
+    with pytest.raises(exc, match=match):
+        SurpriseRecommender(algorithm=algorithm, algo_params=params, random_state=0).fit(_small_ratings())
+
+
+def test_valid_svd_still_fits_finite():
+    from privrelease.recommender import SurpriseRecommender
+
+    R = _small_ratings()
+    pred = SurpriseRecommender(algo_params={"n_epochs": 5}, random_state=0).fit(R).predict(R)
+    assert np.all(np.isfinite(pred.toarray() if sp.issparse(pred) else pred))
