@@ -265,6 +265,15 @@ class RatingsFrame:
         _check_scale(rating_scale)
         surprise = _surprise()
         df = self._as_frame(data)
+        r = df[self.rating].to_numpy(dtype=np.float64)
+        low, high = rating_scale
+        tol = 1e-9 * (high - low)  # a release averaged in floating point may sit an ulp outside
+        out = (r < low - tol) | (r > high + tol)
+        if out.any():
+            # surprise keeps such ratings as they are and clips only its predictions
+            raise ValueError(f"{int(out.sum())} rating(s) lie outside rating_scale {tuple(rating_scale)!r} (for "
+                             f"example {r[out][0]!r} at row {int(np.flatnonzero(out)[0])}); pass the scale the "
+                             "ratings are on")
         reader = surprise.Reader(rating_scale=tuple(rating_scale))
         return surprise.Dataset.load_from_df(df, reader)
 

@@ -291,3 +291,34 @@ def test_valid_svd_still_fits_finite():
     R = _small_ratings()
     pred = SurpriseRecommender(algo_params={"n_epochs": 5}, random_state=0).fit(R).predict(R)
     assert np.all(np.isfinite(pred.toarray() if sp.issparse(pred) else pred))
+
+
+# --------------------------------------------------------------------------- Surprise objects
+def _surprise_dataset():
+    surprise = pytest.importorskip("surprise")
+    df = pd.DataFrame({"user": [1, 1, 2, 3, 3, 4], "item": ["a", "b", "a", "b", "c", "c"],
+                       "rating": [5, 3, 4, 2, 1, 5]})
+    return df, surprise.Dataset.load_from_df(df, surprise.Reader(rating_scale=(1, 5)))
+
+
+@pytest.mark.parametrize("make", [
+    lambda: __import__("privrelease").QuantizedPrivacyMapper(n_clusters=2, delta=1.0, random_state=0),
+    lambda: ErasureMapper(delta=0.5, random_state=0),
+])
+@pytest.mark.parametrize("trainset", [False, True])
+def test_mapper_given_a_surprise_object_says_how_to_convert(make, trainset):
+    _, ds = _surprise_dataset()
+    data = ds.build_full_trainset() if trainset else ds
+    # was sklearn's "Expected 2D array, got scalar array instead: array=<surprise...>"
+    with pytest.raises(TypeError, match=r"X is a surprise \w+, not a user x item matrix; .*RatingsFrame.from_surprise"):
+        make().fit(data, [0, 1, 0, 1])
+
+
+def test_to_trainset_refuses_ratings_outside_the_scale():
+    df, _ = _surprise_dataset()
+    rf = RatingsFrame().fit(df)
+    # a rating of 9 on a (1, 5) scale used to enter the Trainset (surprise clips only its predictions)
+    with pytest.raises(ValueError, match=r"6 rating\(s\) lie outside rating_scale \(1, 5\) .*9.0"):
+        rf.to_trainset(df.assign(rating=9))
+    ts = rf.to_trainset(df, rating_scale=(1, 5))
+    assert ts.n_ratings == 6 and ts.global_mean == pytest.approx(df["rating"].mean(), rel=1e-12)
