@@ -87,6 +87,14 @@ def _ml100k_folder(data):
     return folder
 
 
+def _surprise_trainset():
+    import pandas as pd
+    import surprise
+
+    df = pd.DataFrame({"user": [1, 2], "item": [1, 1], "rating": [5, 3]})
+    return surprise.Dataset.load_from_df(df, surprise.Reader(rating_scale=(1, 5))).build_full_trainset()
+
+
 def _ratings_and_labels():
     rng = np.random.default_rng(0)
     R = sp.csr_matrix(rng.integers(1, 6, size=(20, 6)).astype(float))
@@ -107,6 +115,7 @@ def _catalogue():
     from privrelease.mappers import QuantizedPrivacyMapper, _dask
     from privrelease.mapping import empirical_prior, leakage, privacy_distortion_curve, solve_mapping
     from privrelease.noise import Laplace, VectorLaplace, laplace_noise
+    from privrelease.recommender import SurpriseRecommender
     from privrelease.regression import TruthfulRegressionMechanism, ridge_sensitivity
     from privrelease.runner import (OutputFolderError, ParameterTypeError, PipelineError, check_run, load_pipeline,
                                     prepare_output_folder)
@@ -194,6 +203,8 @@ def _catalogue():
          lambda: QuantizedPrivacyMapper().fit(X_SMALL, Y_SMALL[:3]), ValueError, "3"),
         ("mappers", "fitted.transform(X with 5 columns)",
          lambda: m.transform(np.zeros((2, 5))), ValueError, "5 features"),
+        ("mappers", "QuantizedPrivacyMapper().fit(a surprise Trainset, y)",
+         lambda: QuantizedPrivacyMapper().fit(_surprise_trainset(), [0, 1]), TypeError, "Trainset"),
         ("mappers", "QuantizedPrivacyMapper().transform(X) (not fitted)",
          lambda: QuantizedPrivacyMapper().transform(X_SMALL), ValueError, "not fitted"),
         ("mappers (dask)", "fitted.transform(dask array with 7 columns)",
@@ -226,6 +237,7 @@ def _catalogue():
         ("noise", "Laplace(epsilon=1, sensitivity=-1)", lambda: Laplace(epsilon=1, sensitivity=-1),
          ValueError, "-1"),
         ("noise", "laplace_noise(scale=-2)", lambda: laplace_noise(-2), ValueError, "-2"),
+        ("noise", "laplace_noise(1, size=-1)", lambda: laplace_noise(1, size=-1), ValueError, "-1"),
         ("noise", "VectorLaplace(dimension=0, epsilon=1, sensitivity=1)",
          lambda: VectorLaplace(dimension=0, epsilon=1, sensitivity=1), ValueError, "0"),
         # --- utils
@@ -281,6 +293,10 @@ def _catalogue():
          lambda: TruthfulRegressionMechanism().fit(np.array([[2.0, 0], [0, 0.5], [0.1, 0.1]]),
                                                    [0.1, 0.2, 0.3]), ValueError, "2"),
         ("regression", "ridge_sensitivity(0, 1)", lambda: ridge_sensitivity(0, 1.0), ValueError, "0"),
+        # --- recommender
+        ("recommender", "SurpriseRecommender(algo_params={'lr_all': 1e10}).fit(X) (diverges)",
+         lambda: SurpriseRecommender(algo_params={"lr_all": 1e10}, random_state=0).fit(_ratings_and_labels()[0]),
+         ValueError, "10000000000.0"),
         # --- evaluation / datasets
         ("evaluation", "check_privacy_grid([0.5, 0.1])", lambda: check_privacy_grid([0.5, 0.1]), ValueError, "0.1"),
         ("evaluation", "check_privacy_grid([-1, 0])", lambda: check_privacy_grid([-1, 0]), ValueError, "-1"),
