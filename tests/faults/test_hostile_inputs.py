@@ -322,3 +322,48 @@ def test_to_trainset_refuses_ratings_outside_the_scale():
         rf.to_trainset(df.assign(rating=9))
     ts = rf.to_trainset(df, rating_scale=(1, 5))
     assert ts.n_ratings == 6 and ts.global_mean == pytest.approx(df["rating"].mean(), rel=1e-12)
+
+
+# --------------------------------------------------------------------------- census prior, Brier payment, KDE prior
+def test_census_prior_refuses_values_outside_the_adult_coding():
+    from privrelease.datasets import load_adult
+    from privrelease.mapping import census_prior
+
+    adult = load_adult()
+    base = census_prior(adult)
+    # 'male' used to count as Female, 'PhD' as high-school, 'rich' as <=50K
+    for col, value in (("sex", "male"), ("education", "PhD"), ("income", "rich")):
+        bad = adult.astype({col: object}).copy()
+        bad.loc[bad.index[0], col] = value
+        with pytest.raises(ValueError, match=rf"data\['{col}'\] holds 1 value\(s\) outside the UCI Adult coding, "
+                                             rf"for example '{value}'"):
+            census_prior(bad)
+    with pytest.raises(ValueError, match=r"data has no column\(s\) \['income'\]"):
+        census_prior(adult.drop(columns="income"))
+    with pytest.raises(TypeError, match="data must be a pandas DataFrame"):
+        census_prior("adult.csv")
+    # the shipped table is unchanged: a joint distribution over (income, tuple) summing to 1
+    np.testing.assert_array_equal(census_prior()[0], base[0])
+    assert base[0].sum() == pytest.approx(1.0, abs=1e-12)
+
+
+def test_brier_payment_refuses_nan_and_mismatched_shapes():
+    from privrelease.regression import brier_payment
+
+    with pytest.raises(ValueError, match="outcome must not contain NaN"):
+        brier_payment(np.nan, 0.5)            # used to pay NaN
+    with pytest.raises(ValueError, match=r"same shape \(or broadcast\), got shapes \(2,\) and \(3,\)"):
+        brier_payment([0.1, 0.2], [0.1, 0.2, 0.3])
+    with pytest.raises(TypeError, match="prediction must hold real numbers"):
+        brier_payment(0.5, "a")
+    # closed form B(p, q) = 1 - (q - p)^2 - p (1 - p) on [0, 1] after t -> (t + 1) / 2
+    p, q = (0.2 + 1) / 2, (-0.4 + 1) / 2
+    assert brier_payment(0.2, -0.4) == pytest.approx(1 - (q - p) ** 2 - p * (1 - p), rel=1e-12)
+
+
+def test_kde_prior_non_finite_message_names_the_value():
+    from privrelease.mapping import kde_prior
+
+    # was "X must be a finite 2-D array with at least 2 rows, got shape (2, 2)": true of that shape
+    with pytest.raises(ValueError, match=r"X must be finite, got 1 non-finite value\(s\) \(for example np.float64\(nan\)\)"):
+        kde_prior(np.array([[np.nan, 1.0], [1.0, 2.0]]), [0, 1])
