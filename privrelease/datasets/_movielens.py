@@ -4,6 +4,7 @@ Nothing here downloads anything: the files must already be on disk.
 """
 
 import os
+import re
 import warnings
 from pathlib import Path
 
@@ -238,7 +239,9 @@ def _read_fields(file, sep, min_fields, max_fields, what, encodings=("utf-8", "l
     if n < min_fields or (max_fields is not None and n > max_fields):
         want = str(min_fields) if min_fields == max_fields else f"at least {min_fields}"
         raise ValueError(f"{file} is not a {what}: its lines have {n} field(s), expected {want}")
-    lines = [ln for ln in text.splitlines() if ln.strip()]
+    # only \n, \r\n and \r end a line (as for pandas): str.splitlines would also split at U+0085, which
+    # latin-1 decodes from the byte 0x85
+    lines = [ln for ln in re.split(r"\r\n|\r|\n", text) if ln.strip()]
     counts = np.fromiter((ln.count(sep) + 1 for ln in lines), dtype=np.int64, count=len(lines))
     if np.any(counts != n):
         row = int(np.flatnonzero(counts != n)[0])

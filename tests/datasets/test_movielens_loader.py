@@ -197,3 +197,11 @@ def test_load_ratings_csv_ids_too_large_for_int64_stay_strings(tmp_path):
     X, uids, iids = load_ratings_csv(f)
     assert uids.tolist() == ["1", "99999999999999999999999"] and iids.tolist() == [1]
     np.testing.assert_array_equal(X.toarray(), [[3.0], [5.0]])
+
+
+def test_latin1_title_holding_byte_0x85_is_not_a_line_break(tmp_path):
+    # latin-1 decodes 0x85 to U+0085, which str.splitlines treats as a line break (pandas does not)
+    write_ml100k(tmp_path)
+    (tmp_path / "u.item").write_bytes(b"1|A\x85B (1995)|x\n2|C|y\n3|D|z\n")
+    X, users, titles = load_movielens_100k(tmp_path)
+    assert titles == ["A\x85B (1995)", "C", "D"] and X.shape == (3, 3)
