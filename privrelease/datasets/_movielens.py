@@ -253,7 +253,12 @@ def _read_fields(file, sep, min_fields, max_fields, what, encodings=("utf-8", "l
 
 def _integer_column(values, file, what):
     """Integer ids, ages or timestamps; anything else is refused naming the file, the line and the value."""
-    text = pd.Series(values, dtype=str).str.strip()
+    text = pd.Series(values, dtype=str)
+    try:  # fast path: numpy parses decimal integer strings ('1.5', '1e3', '' and 'x' raise)
+        return text.to_numpy(dtype=str).astype(np.int64)
+    except (ValueError, OverflowError):
+        pass
+    text = text.str.strip()
     ok = text.str.fullmatch(r"[+-]?\d{1,18}")
     if not ok.all():
         row = int(np.flatnonzero(~ok.to_numpy())[0])
