@@ -310,9 +310,11 @@ def privacy_utility_curve(mapper, ratings, private, *, deltas=None, max_leakages
         )
     if values is not None and not isinstance(param, str):
         raise TypeError(f"param must name the mapper parameter that values sets, got {param!r}")
-    if param is not None and values is None:
-        raise ValueError(f"param={param!r} names the parameter that values sets, but values is None; pass "
-                         "values=[...] with it (deltas and max_leakages sweep delta and max_leakage)")
+    if param is not None and values is None and (deltas is not None or max_leakages is not None):
+        # it used to be ignored: the sweep ran over delta / max_leakage whatever param named
+        raise ValueError(f"param={param!r} names the parameter that values sets, but values is None while "
+                         "deltas or max_leakages is given (they sweep delta and max_leakage); pass values=[...] "
+                         "with param, or drop param")
     n_jobs = _check_n_jobs(n_jobs)
     if given:
         name, grid = given[0]

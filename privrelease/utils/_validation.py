@@ -71,6 +71,9 @@ def check_rating_matrix(X, *, name="X", rating_range=None, dtype=(np.float64, np
         The input's sparse format (``"csr"``, ``"csc"``, ``"coo"`` ...) or None for dense.
     """
     fmt = None
+    if getattr(getattr(X, "dtype", None), "kind", None) == "c":
+        # astype(float64) would drop the imaginary part with only a ComplexWarning
+        raise TypeError(f"{name} must hold real-number ratings, got complex dtype {X.dtype}")
     if sp.issparse(X):
         fmt = X.format
         Xc = X.tocsr(copy=True)

@@ -124,8 +124,11 @@ def test_rmse_cost_refuses_a_reversed_or_empty_rating_range(rating_range):
 def test_privacy_utility_curve_param_without_values_is_refused():
     R, a = _ratings()
     # param='nope' beside deltas used to be ignored silently
-    with pytest.raises(ValueError, match=r"param='nope' names the parameter that values sets, but values is None"):
+    with pytest.raises(ValueError, match=r"param='nope' names the parameter that values sets, but values is None "
+                                         r"while deltas or max_leakages is given"):
         privacy_utility_curve(_Boom(), R, a, deltas=[0.5], param="nope", cv=2, random_state=0)
+    with pytest.raises(ValueError, match=r"param='nope' names the parameter that values sets"):
+        privacy_utility_curve(_Boom(), R, a, max_leakages=[0.5], param="nope", cv=2, random_state=0)
 
 
 # --------------------------------------------------------------------------- privacy_distortion_curve
@@ -367,3 +370,14 @@ def test_kde_prior_non_finite_message_names_the_value():
     # was "X must be a finite 2-D array with at least 2 rows, got shape (2, 2)": true of that shape
     with pytest.raises(ValueError, match=r"X must be finite, got 1 non-finite value\(s\) \(for example np.float64\(nan\)\)"):
         kde_prior(np.array([[np.nan, 1.0], [1.0, 2.0]]), [0, 1])
+
+
+@pytest.mark.parametrize("X", [np.array([[1 + 2j, 0], [3, 4]]), sp.csr_array(np.array([[1 + 2j, 0], [3, 4]]))])
+def test_complex_rating_matrix_is_refused(X):
+    from privrelease.utils import check_rating_matrix
+
+    # the imaginary part used to be dropped with only a ComplexWarning
+    with pytest.raises(TypeError, match="X must hold real-number ratings, got complex dtype complex128"):
+        check_rating_matrix(X)
+    out, fmt = check_rating_matrix(X.real if not sp.issparse(X) else sp.csr_array(X.real))
+    assert (out.toarray() if sp.issparse(out) else out).tolist() == [[1.0, 0.0], [3.0, 4.0]]
