@@ -338,7 +338,7 @@ def load_ratings_csv(path, *, user_col="user", item_col="item", rating_col="rati
                          f"{exc.object[exc.start]:#04x}); pass encoding= (for example 'latin-1')") from None
     except (ValueError, pd.errors.ParserError) as exc:
         raise ValueError(f"rating file {str(path)!r} cannot be read as {sep!r}-separated text: {exc}") from None
-    _check_field_counts(p, sep, encoding, df.shape[1], header)
+    _check_field_counts(p, sep, encoding, df.shape[1])
     for c in cols:
         if c not in df.columns:
             raise ValueError(f"column {c!r} not in {str(path)!r}; columns are {list(df.columns)!r}")
@@ -370,7 +370,7 @@ def load_ratings_csv(path, *, user_col="user", item_col="item", rating_col="rati
     return ratings, user_ids, item_ids
 
 
-def _check_field_counts(p, sep, encoding, n_columns, header):
+def _check_field_counts(p, sep, encoding, n_columns):
     """Refuse a row with more fields than the columns (pandas drops the extra fields with index_col=False)."""
     import csv
 

@@ -368,7 +368,8 @@ def test_kde_prior_non_finite_message_names_the_value():
     from privrelease.mapping import kde_prior
 
     # was "X must be a finite 2-D array with at least 2 rows, got shape (2, 2)": true of that shape
-    with pytest.raises(ValueError, match=r"X must be finite, got 1 non-finite value\(s\) \(for example np.float64\(nan\)\)"):
+    with pytest.raises(ValueError,
+                       match=r"X must be finite, got 1 non-finite value\(s\) \(for example np.float64\(nan\)\)"):
         kde_prior(np.array([[np.nan, 1.0], [1.0, 2.0]]), [0, 1])
 
 
