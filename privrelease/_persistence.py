@@ -264,6 +264,12 @@ def _archive_bytes(meta, arrays, *, redigest=True):
 def _write_bytes(path, data):
     path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"cannot save to {path!r}: it is a folder; expected the path of a file "
+                                f"(for example {os.path.join(path, 'mapper.npz')!r})")
+    if not os.path.isdir(directory):
+        raise FileNotFoundError(f"cannot save to {path!r}: the folder {directory!r} does not exist "
+                                "(create it first)")
     fd, tmp = tempfile.mkstemp(dir=directory, suffix=".npz.tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -318,6 +324,10 @@ def _read(path, key=None, *, max_bytes=DEFAULT_MAX_BYTES):
     key = _check_key(key)
     max_bytes = _check_max_bytes(max_bytes)
     path = os.fspath(path)
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"cannot load {path!r}: it is a folder, not a file saved by privrelease.save")
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"cannot load {path!r}: no such file")
     size = os.path.getsize(path)
     if size > max_bytes:
         raise ValueError(f"{path!r} holds {size} bytes, more than max_bytes={max_bytes}; "

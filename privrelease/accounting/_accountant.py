@@ -223,11 +223,20 @@ class PrivacyAccountant:
             if eps_i.ndim != 1 or not np.all(np.isfinite(eps_i)) or np.any(eps_i < 0):
                 raise ValueError("individual_epsilons must be a 1-D array of finite numbers "
                                  f">= 0, got {individual_epsilons!r}")
+            try:
+                hash(population)
+            except TypeError:
+                raise TypeError(f"population must be a hashable name (a str, an int, a tuple), got {population!r} "
+                                f"of type {type(population).__name__}") from None
             if payments is not None:
                 pay = np.asarray(payments, dtype=np.float64)
                 if pay.shape != eps_i.shape:
                     raise ValueError(f"payments has shape {pay.shape} but individual_epsilons "
                                      f"has shape {eps_i.shape}")
+                if not np.all(np.isfinite(pay)):
+                    bad = pay[~np.isfinite(pay)][0]
+                    raise ValueError(f"payments must be finite numbers, got {bad!r} at index "
+                                     f"{int(np.flatnonzero(~np.isfinite(pay))[0])}")
             top = float(eps_i.max()) if eps_i.size else 0.0
             if epsilon is None:
                 epsilon = top

@@ -12,6 +12,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..accounting import PrivacyAccountant, check_accountant
 from ..exceptions import BudgetExceededError, PrivacyLeakWarning
 from ..utils import check_random_source
+from ..utils._validation import check_real_target
 from ._dclef import DCLEF, _check_vector, check_data_range
 from ._mechanism import fair_inner_product
 from ._predictors import knn_weights, nadaraya_watson_weights, ridge_weights
@@ -184,6 +185,7 @@ class DCLEFEstimator(RegressorMixin, BaseEstimator):
         self
         """
         X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
+        check_real_target(y, "y", "the private values d as real numbers")
         n = X.shape[0]
         if unit_costs is None:
             costs = np.ones(n)

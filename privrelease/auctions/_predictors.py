@@ -112,7 +112,15 @@ def nadaraya_watson_weights(Y, y, bandwidth=1.0):
     Y, q, single = _check_features(Y, y)
     h = check_number(bandwidth, "bandwidth", low=0, low_inclusive=False)
     D = _sq_distances(Y, q)
-    K = np.exp(-(D - D.min(axis=1, keepdims=True)) / (2.0 * h * h))
+    excess = D - D.min(axis=1, keepdims=True)
+    denom = 2.0 * h * h
+    if denom > 0.0:
+        K = np.exp(-excess / denom)
+    else:
+        # h * h underflows to 0 (h < ~1e-154): dividing by h twice keeps 0 / h^2 = 0 for the nearest
+        # points (weight 1) and sends the others to inf (weight 0) instead of 0 / 0 = NaN
+        with np.errstate(over="ignore"):
+            K = np.exp(-(excess / h / h) / 2.0)
     W = K / K.sum(axis=1, keepdims=True)
     return W[0] if single else W
 

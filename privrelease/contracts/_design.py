@@ -16,6 +16,7 @@ here find the contracts ``(p_i, epsilon_i)`` of least total payment:
 """
 
 from dataclasses import dataclass, field
+import numbers
 
 import numpy as np
 from scipy.optimize import minimize, minimize_scalar
@@ -127,6 +128,12 @@ def privacy_cost(valuation, epsilon, cost="linear"):
     >>> float(privacy_cost(5.0, 0.5)), round(float(privacy_cost(5.0, 0.5, "exponential")), 4)
     (2.5, 3.2436)
     """
+    v = _as_reals(valuation, "valuation")
+    eps = _as_reals(epsilon, "epsilon")
+    for arr, name in ((v, "valuation"), (eps, "epsilon")):
+        bad = np.isnan(arr) | (arr < 0)
+        if bad.any():
+            raise ValueError(f"{name} must be >= 0 (and not NaN), got {arr[bad].ravel()[0]!r}")
     return _resolve_cost(cost)(valuation, epsilon)[()]
 
 
@@ -145,8 +152,17 @@ def _check_accuracy(accuracy):
     return K
 
 
+def _as_reals(values, name):
+    """``values`` as a float array; strings, complex numbers and objects get a TypeError naming them."""
+    arr = np.asarray(values)
+    if arr.dtype.kind not in "biuf" and not (
+            arr.dtype.kind == "O" and all(isinstance(x, numbers.Real) for x in arr.ravel().tolist())):
+        raise TypeError(f"{name} must be real numbers, got {values!r}")
+    return arr.astype(float)
+
+
 def _check_valuations(valuations):
-    v = np.asarray(valuations, dtype=float)
+    v = _as_reals(valuations, "valuations")
     if v.ndim == 0:
         v = v[None]
     if v.ndim != 1 or v.size == 0:

@@ -16,6 +16,7 @@ from ._attacks import ATTACK_FEATURES, ATTACK_MODELS, evaluate_attacks
 from ._protocol import (
     RELEASES,
     _check_mapper,
+    _check_n_jobs,
     _check_recommender,
     _fit_mapper,
     _fold_rmse,
@@ -309,6 +310,12 @@ def privacy_utility_curve(mapper, ratings, private, *, deltas=None, max_leakages
         )
     if values is not None and not isinstance(param, str):
         raise TypeError(f"param must name the mapper parameter that values sets, got {param!r}")
+    if param is not None and values is None and (deltas is not None or max_leakages is not None):
+        # it used to be ignored: the sweep ran over delta / max_leakage whatever param named
+        raise ValueError(f"param={param!r} names the parameter that values sets, but values is None while "
+                         "deltas or max_leakages is given (they sweep delta and max_leakage); pass values=[...] "
+                         "with param, or drop param")
+    n_jobs = _check_n_jobs(n_jobs)
     if given:
         name, grid = given[0]
         label = {"delta": "deltas", "max_leakage": "max_leakages"}.get(name, "values")

@@ -52,7 +52,34 @@ def _check_mapper(mapper):
         )
 
 
+def _check_rating_range(rating_range):
+    """``(low, high)`` with finite low < high, checked before any fit (a reversed range used to be
+    reported as every rating lying outside ``[5, 1]``)."""
+    try:
+        low, high = rating_range
+    except (TypeError, ValueError):
+        raise ValueError(f"rating_range must be a pair (low, high), got {rating_range!r}") from None
+    for v in (low, high):
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real):
+            raise TypeError(f"rating_range must hold two real numbers, got {rating_range!r}")
+    if not (np.isfinite(low) and np.isfinite(high) and low < high):
+        raise ValueError(f"rating_range must be (low, high) with finite low < high, got {tuple(rating_range)!r}")
+    return low, high
+
+
+def _check_n_jobs(n_jobs):
+    """joblib's ``n_jobs``: None, or a nonzero integer (-1 = every core); checked before any fit."""
+    if n_jobs is None:
+        return None
+    if isinstance(n_jobs, (bool, np.bool_)) or not isinstance(n_jobs, numbers.Integral):
+        raise TypeError(f"n_jobs must be None or a nonzero integer (-1 = every core), got {n_jobs!r}")
+    if n_jobs == 0:
+        raise ValueError("n_jobs must be None or a nonzero integer (-1 = every core), got 0")
+    return int(n_jobs)
+
+
 def _check_recommender(recommender, rating_range=(1, 5)):
+    _check_rating_range(rating_range)
     if recommender is None:
         recommender = SurpriseRecommender(rating_scale=tuple(rating_range))
     if not (hasattr(recommender, "fit") and hasattr(recommender, "rmse")):
@@ -508,6 +535,7 @@ def rmse_cost(mapper, ratings, private, *, opt_in_fraction=0.5, cv=5, heldout_fr
     True
     """
     _check_mapper(mapper)
+    n_jobs = _check_n_jobs(n_jobs)
     recommender = _check_recommender(recommender, rating_range)
     split = _prepare_split(ratings, private, opt_in_fraction=opt_in_fraction, cv=cv,
                            heldout_fraction=heldout_fraction, rating_range=rating_range,

@@ -135,6 +135,19 @@ def _is_fitted_attr(name):
     return name.endswith("_") and not name.startswith("_")
 
 
+def _refuse_surprise_data(X):
+    """A Surprise ``Dataset`` / ``Trainset`` is not a matrix: say how to convert it.
+
+    sklearn would report "Expected 2D array, got scalar array instead".
+    """
+    if hasattr(X, "raw_ratings") or (hasattr(X, "all_ratings") and hasattr(X, "to_raw_uid")):
+        raise TypeError(
+            f"X is a surprise {type(X).__name__}, not a user x item matrix; convert it first: "
+            "rf, ratings = RatingsFrame.from_surprise(X); X = rf.to_matrix(ratings) "
+            "(privrelease.recommender.RatingsFrame), then rf.from_matrix(release) for the long form"
+        )
+
+
 class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     """Template of the privacy mappers (see the module notes)."""
 
@@ -200,6 +213,7 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                 f"{type(self).__name__} requires y to be passed, but the target y is None (y is the private "
                 "attribute, -1 for users who did not disclose it)"
             )
+        _refuse_surprise_data(X)
         work = copy.copy(self)  # shallow: shares random_state (a Generator advances as it would)
         for name in [k for k in vars(work) if _is_fitted_attr(k)]:
             delattr(work, name)

@@ -13,7 +13,7 @@ from ..exceptions import UnseenCategoryWarning
 from ..mapping import erasure_alphabet, erasure_distortion
 from ..utils import check_random_source
 from . import _dask
-from ._base import PriorEstimate, _BaseMapper
+from ._base import PriorEstimate, _BaseMapper, _refuse_surprise_data
 from ._common import BUDGET_CONSTRAINT, LEAKAGE_CONSTRAINT, PROTECT_CONSTRAINT, RANDOM_STATE_CONSTRAINT
 
 __all__ = ["ErasureMapper"]
@@ -209,6 +209,7 @@ class ErasureMapper(_BaseMapper):
 
     # ------------------------------------------------------------------ helpers
     def _check_X(self, X, reset):
+        _refuse_surprise_data(X)
         Xa = validate_data(self, X, dtype=None, ensure_all_finite=False, reset=reset)
         Xa = np.asarray(Xa)
         if Xa.dtype.kind in "cmMV":

@@ -12,6 +12,8 @@ CENSUS_LEVELS = [
 ]
 CENSUS_PRIVATE_LEVELS = ["<=50K", ">50K"]
 
+_ADULT_EDUCATION = ("Preschool", "1st-4th", "5th-6th", "7th-8th", "9th", "10th", "11th", "12th", "HS-grad",
+                    "Some-college", "Assoc-voc", "Assoc-acdm", "Bachelors", "Masters", "Prof-school", "Doctorate")
 _EDU_BAND = {
     "Some-college": 1, "Assoc-acdm": 1, "Assoc-voc": 1, "Bachelors": 1,
     "Masters": 2, "Prof-school": 2, "Doctorate": 3,
@@ -30,11 +32,31 @@ def census_codes(data=None):
         from ..datasets import load_adult
 
         data = load_adult()
+    if not (hasattr(data, "columns") and hasattr(data, "dropna")):
+        raise TypeError(f"data must be a pandas DataFrame like load_adult() returns, got {type(data).__name__}")
+    missing = [c for c in ("sex", "age", "education", "income") if c not in data.columns]
+    if missing:
+        raise ValueError(f"data has no column(s) {missing!r}; expected the UCI Adult columns sex, age, education "
+                         f"and income (its columns are {list(data.columns)[:20]!r})")
     df = data[["sex", "age", "education", "income"]].dropna()
-    sex = np.where(df["sex"].astype(str).to_numpy() == "Male", 0, 1)
-    age = df["age"].to_numpy()
+    # a value outside the Adult coding used to fall silently into a band ('male' -> Female,
+    # 'PhD' -> high-school, 'rich' -> <=50K)
+    for col, allowed in (("sex", {"Male", "Female"}), ("education", set(_ADULT_EDUCATION)),
+                         ("income", {"<=50K", ">50K", "<=50K.", ">50K."})):
+        values = df[col].astype(str).str.strip()
+        bad = ~values.isin(allowed)
+        if bad.any():
+            raise ValueError(f"data[{col!r}] holds {int(bad.sum())} value(s) outside the UCI Adult coding, for "
+                             f"example {values[bad].iloc[0]!r}; expected one of {sorted(allowed)!r}")
+    try:
+        age = np.asarray(df["age"].to_numpy(), dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError(f"data['age'] must hold numbers (years), got {df['age'].iloc[0]!r}") from None
+    if not np.all(np.isfinite(age)) or np.any(age < 0):
+        raise ValueError(f"data['age'] must hold finite ages >= 0, got {age[~(np.isfinite(age) & (age >= 0))][0]!r}")
+    sex = np.where(df["sex"].astype(str).str.strip().to_numpy() == "Male", 0, 1)
     age_band = np.where(age < 30, 0, np.where(age < 55, 1, 2))
-    edu = df["education"].astype(str).map(lambda e: _EDU_BAND.get(e, 0)).to_numpy().astype(int)
+    edu = df["education"].astype(str).str.strip().map(lambda e: _EDU_BAND.get(e, 0)).to_numpy().astype(int)
     income = np.where(df["income"].astype(str).str.strip().str.startswith(">50K"), 1, 0)
     return np.column_stack([sex, age_band, edu]).astype(np.int64), income.astype(np.int64)
 

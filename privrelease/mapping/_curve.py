@@ -1,6 +1,7 @@
 """The privacy-distortion curve: one certified solve per budget, warm-started along the sweep."""
 
 import dataclasses
+import numbers
 import warnings
 
 import numpy as np
@@ -70,7 +71,15 @@ def privacy_distortion_curve(prior, distortion, deltas, *, leakage="mutual_infor
     [0.2781, 0.1733, 0.0]
     """
     P, D = _check_problem(prior, distortion, leakage, solver)
-    arr = np.atleast_1d(np.asarray(deltas, dtype=float))
+    try:
+        raw = np.asarray(deltas)
+    except (TypeError, ValueError):  # ragged
+        raw = np.asarray([None])
+    items = raw.ravel().tolist() if raw.dtype.kind == "O" else []
+    if raw.dtype.kind not in "iufO" or not all(
+            isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_)) for v in items):
+        raise TypeError(f"deltas must be a 1-D list of real-number budgets, got {deltas!r}")
+    arr = np.atleast_1d(raw.astype(float))
     if arr.ndim != 1 or arr.size == 0:
         raise ValueError(f"deltas must be a non-empty 1-D list of budgets, got {deltas!r}")
     budgets = [check_budget(float(d), "delta") for d in arr]

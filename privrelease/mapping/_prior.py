@@ -145,8 +145,11 @@ def kde_prior(X, y, *, grid=None, n_grid=None, bandwidths=None, cv=5, random_sta
     X = np.asarray(X, dtype=float)
     if X.ndim == 1:
         X = X[:, None]
-    if X.ndim != 2 or X.shape[0] < 2 or not np.all(np.isfinite(X)):
+    if X.ndim != 2 or X.shape[0] < 2:
         raise ValueError(f"X must be a finite 2-D array with at least 2 rows, got shape {np.shape(X)}")
+    if not np.all(np.isfinite(X)):
+        raise ValueError(f"X must be finite, got {int(np.sum(~np.isfinite(X)))} non-finite value(s) (for example "
+                         f"{X[~np.isfinite(X)][0]!r})")
     y = np.asarray(y)
     if y.shape != (X.shape[0],):
         raise ValueError(f"y must have one label per row of X ({X.shape[0]}), got shape {y.shape}")

@@ -33,12 +33,14 @@ References
    ``SecureNoiseMath.uniformDouble``: a geometric exponent plus a uniform mantissa.
 """
 
+import numbers
 import warnings
 
 import numpy as np
 
 from ..exceptions import PrivacyLeakWarning
 from ..utils import check_number, check_random_source
+from ..utils._random import check_size
 
 __all__ = ["Laplace", "VectorLaplace", "laplace_noise", "uniform_full_precision"]
 
@@ -94,6 +96,12 @@ def uniform_full_precision(source, size=None):
     mant = np.asarray(source.integers(2**52, n), dtype=np.float64)
     u = np.ldexp(1.0 + mant / 2.0**52, -(geo + 1))
     return u.reshape(shape) if shape else u[0]
+
+
+def _size(size):
+    """``size`` checked (None, an int >= 0 or a tuple of them), in the form numpy takes."""
+    shape = check_size(size)
+    return None if size is None else shape
 
 
 def _standard_laplace(source, size):
@@ -171,6 +179,7 @@ class Laplace:
 
     def sample(self, size=None):
         """Draw noise alone (mean zero)."""
+        size = _size(size)
         if self.snapping_bound is not None:
             return self.randomise(np.zeros(() if size is None else size))
         if self.scale == 0:
@@ -267,13 +276,16 @@ class VectorLaplace:
 
     def sample_norm(self, size=None):
         """Draw only the norm ``||v||``: Gamma(d, sensitivity / epsilon)."""
+        size = _size(size)
         if self.scale == 0:
             return np.zeros(() if size is None else size)[()]
         return self.scale * self._source.gamma(self.dimension, size)
 
     def sample(self, size=None):
         """Draw noise vectors, shape ``(d,)`` or ``(size, d)``."""
-        n = 1 if size is None else int(size)
+        if size is not None and (isinstance(size, (bool, np.bool_)) or not isinstance(size, numbers.Integral)):
+            raise TypeError(f"size must be None or a non-negative integer (the number of vectors), got {size!r}")
+        n = 1 if size is None else int(_size(size)[0])
         d = self.dimension
         z = self._source.normal((n, d))
         norms = np.linalg.norm(z, axis=1, keepdims=True)

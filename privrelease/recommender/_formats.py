@@ -113,6 +113,9 @@ class RatingsFrame:
             row = int(np.flatnonzero(bad.to_numpy())[0])
             raise ValueError(f"ratings[{self.rating!r}] must hold numbers, got {ratings[self.rating].iloc[row]!r} "
                              f"at row {row}")
+        if r.dtype.kind not in "biuf":
+            raise TypeError(f"ratings[{self.rating!r}] must hold real numbers, got dtype {r.dtype} "
+                            f"(for example {ratings[self.rating].iloc[0]!r})")
         r = r.to_numpy(dtype=np.float64)
         if not np.all(np.isfinite(r)):
             row = int(np.flatnonzero(~np.isfinite(r))[0])
@@ -203,10 +206,19 @@ class RatingsFrame:
             Columns ``user``, ``item``, ``rating``, sorted by row then column.
         """
         self._check_fitted()
-        X = sp.csr_matrix(X, dtype=np.float64) if not sp.issparse(X) else sp.csr_matrix(X).astype(np.float64)
+        if not sp.issparse(X) and np.ndim(X) != 2:
+            raise ValueError(f"X must be a 2-D user x item matrix, got an array of shape {np.shape(X)}")
+        try:
+            X = sp.csr_matrix(X, dtype=np.float64) if not sp.issparse(X) else sp.csr_matrix(X).astype(np.float64)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"X must hold real-number ratings, got {exc}") from None
         if X.shape != self.shape:
             raise ValueError(f"X has shape {X.shape} but this RatingsFrame maps {self.shape[0]} users x "
                              f"{self.shape[1]} items")
+        if not np.all(np.isfinite(X.data)):
+            bad = X.data[~np.isfinite(X.data)][0]
+            raise ValueError(f"X holds {int(np.sum(~np.isfinite(X.data)))} non-finite rating(s) (for example "
+                             f"{bad!r}); a released rating is a finite number, 0 meaning 'not rated'")
         X = X.copy()
         X.eliminate_zeros()
         X.sort_indices()
@@ -253,6 +265,15 @@ class RatingsFrame:
         _check_scale(rating_scale)
         surprise = _surprise()
         df = self._as_frame(data)
+        r = df[self.rating].to_numpy(dtype=np.float64)
+        low, high = rating_scale
+        tol = 1e-9 * (high - low)  # a release averaged in floating point may sit an ulp outside
+        out = (r < low - tol) | (r > high + tol)
+        if out.any():
+            # surprise keeps such ratings as they are and clips only its predictions
+            raise ValueError(f"{int(out.sum())} rating(s) lie outside rating_scale {tuple(rating_scale)!r} (for "
+                             f"example {r[out][0]!r} at row {int(np.flatnonzero(out)[0])}); pass the scale the "
+                             "ratings are on")
         reader = surprise.Reader(rating_scale=tuple(rating_scale))
         return surprise.Dataset.load_from_df(df, reader)
 

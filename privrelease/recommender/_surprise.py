@@ -285,7 +285,17 @@ class SurpriseRecommender(BaseEstimator):
         reader = surprise.Reader(rating_scale=scale)
         trainset = surprise.Dataset.load_from_df(df, reader).build_full_trainset()
         algo = self._make_algorithm()
-        algo.fit(trainset)
+        if isinstance(self.algorithm, str):
+            try:
+                algo.fit(trainset)
+            except (ValueError, TypeError, NameError, ZeroDivisionError, OverflowError) as exc:
+                # a bad algo_params value (n_factors=-5, init_std_dev=-1, an unknown similarity) fails
+                # deep inside surprise / numpy
+                kind = TypeError if isinstance(exc, TypeError) else ValueError
+                raise kind(f"surprise.{self.algorithm} could not be fitted with algo_params="
+                           f"{self.algo_params!r}: {type(exc).__name__}: {exc}") from None
+        else:
+            algo.fit(trainset)
         self.algorithm_ = algo
         self.kind_ = type(algo).__name__
 
@@ -319,10 +329,25 @@ class SurpriseRecommender(BaseEstimator):
                 self.item_based_ = not algo.sim_options.get("user_based", True)
                 self.k_ = int(algo.k)
                 self.min_k_ = int(algo.min_k)
+                if self.k_ < 1 or self.min_k_ < 0:
+                    raise ValueError(f"KNNBaseline needs k >= 1 neighbours and min_k >= 0, got k={algo.k!r}, "
+                                     f"min_k={algo.min_k!r} (algo_params={self.algo_params!r})")
                 if self.item_based_:
                     sim = np.zeros((n_items, n_items))
                     sim[np.ix_(i_cols, i_cols)] = np.asarray(algo.sim)
                     self.item_similarity_ = sim
+        learned = [("global mean", np.array([self.global_mean_])), ("user biases", self.user_bias_),
+                   ("item biases", self.item_bias_), ("user factors", self.user_factors_),
+                   ("item factors", self.item_factors_), ("implicit factors", self.implicit_factors_),
+                   ("item similarities", self.item_similarity_)]
+        for what, arr in learned:
+            if arr is not None and not np.all(np.isfinite(arr)):
+                # lr_all=1e10, reg_all=inf or lr_all=nan used to give NaN for every predicted rating
+                raise ValueError(
+                    f"{self.kind_} diverged: its {what} hold {int(np.sum(~np.isfinite(arr)))} non-finite "
+                    f"value(s) with algo_params={self.algo_params!r}; every prediction would be NaN. Use a "
+                    "smaller learning rate (lr_all) or finite regularisation (reg_all)"
+                )
         self.X_fit_ = Xc
         return self
 

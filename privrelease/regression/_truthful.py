@@ -21,6 +21,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..exceptions import PrivacyLeakWarning
 from ..noise import VectorLaplace
 from ..utils import check_number, check_random_source
+from ..utils._validation import check_real_target
 
 __all__ = [
     "TruthfulRegressionMechanism",
@@ -149,8 +150,23 @@ def brier_payment(outcome, prediction, *, response_bound=1.0, scale=1.0, offset=
     Y = check_number(response_bound, "response_bound", low=0, low_inclusive=False)
     scale = check_number(scale, "scale", low=0)
     offset = check_number(offset, "offset", low=0)
-    p = (np.clip(np.asarray(outcome, dtype=float), -Y, Y) + Y) / (2 * Y)
-    q = (np.clip(np.asarray(prediction, dtype=float), -Y, Y) + Y) / (2 * Y)
+    arrays = []
+    for name, value in (("outcome", outcome), ("prediction", prediction)):
+        arr = np.asarray(value)
+        if arr.dtype.kind not in "biuf":
+            raise TypeError(f"{name} must hold real numbers, got {value!r}")
+        arr = arr.astype(float)
+        if np.any(np.isnan(arr)):
+            # clipping keeps NaN: the payment would be NaN
+            raise ValueError(f"{name} must not contain NaN, got {value!r}")
+        arrays.append(arr)
+    try:
+        np.broadcast_shapes(arrays[0].shape, arrays[1].shape)
+    except ValueError:
+        raise ValueError(f"outcome and prediction must have the same shape (or broadcast), got shapes "
+                         f"{arrays[0].shape} and {arrays[1].shape}") from None
+    p = (np.clip(arrays[0], -Y, Y) + Y) / (2 * Y)
+    q = (np.clip(arrays[1], -Y, Y) + Y) / (2 * Y)
     b = 1.0 - (p - 2.0 * p * q + q * q)
     # rounding can leave -1e-17; the exact value lies in [0, 1]
     return offset + scale * np.clip(b, 0.0, 1.0)
@@ -635,6 +651,7 @@ class TruthfulRegressionMechanism(RegressorMixin, BaseEstimator):
         self : object
         """
         X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
+        check_real_target(y, "y", "the reported responses as real numbers")
         n = X.shape[0]
         if n < 2:
             raise ValueError(

@@ -90,7 +90,9 @@ def load_pipeline(path):
         raise PipelineError(f"pipeline file {str(path)!r} is {path.stat().st_size} bytes: expected at most "
                             f"{_MAX_PIPELINE_BYTES} (a pipeline file is a few lines of TOML)")
     try:
-        spec = tomllib.loads(path.read_text(encoding="utf-8"))
+        # utf-8-sig: a byte-order mark (as some Windows editors write) is dropped, not reported as
+        # "Invalid statement (at line 1, column 1)"
+        spec = tomllib.loads(path.read_text(encoding="utf-8-sig"))
     except UnicodeDecodeError:
         raise PipelineError(f"pipeline file {str(path)!r} is not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:

@@ -28,6 +28,23 @@ __all__ = [
 _TWO53 = float(2**53)
 
 
+def check_size(size, name="size"):
+    """The shape a ``size`` argument asks for: None -> ``()``, an int ``n >= 0`` -> ``(n,)``, a tuple of them.
+
+    A negative or fractional size used to be read as an empty draw (``size=-1`` gave an array of
+    shape ``(0,)``) or truncated (``2.7`` gave 2 draws).
+    """
+    if size is None:
+        return ()
+    dims = tuple(size) if np.iterable(size) and not isinstance(size, (str, bytes)) else (size,)
+    for v in dims:
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Integral):
+            raise TypeError(f"{name} must be None, a non-negative integer or a tuple of them, got {size!r}")
+        if v < 0:
+            raise ValueError(f"{name} must be None, a non-negative integer or a tuple of them, got {size!r}")
+    return tuple(int(v) for v in dims)
+
+
 class RandomSource:
     """Base class: distributions built from 53-bit uniform integers.
 
@@ -42,7 +59,7 @@ class RandomSource:
         raise NotImplementedError
 
     def _draw(self, size, fn):
-        shape = () if size is None else (tuple(size) if np.iterable(size) else (int(size),))
+        shape = check_size(size)
         n = int(np.prod(shape, dtype=np.int64)) if shape else 1
         out = fn(n)
         return out.reshape(shape) if shape else out[0]

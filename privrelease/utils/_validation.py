@@ -71,6 +71,9 @@ def check_rating_matrix(X, *, name="X", rating_range=None, dtype=(np.float64, np
         The input's sparse format (``"csr"``, ``"csc"``, ``"coo"`` ...) or None for dense.
     """
     fmt = None
+    if getattr(getattr(X, "dtype", None), "kind", None) == "c":
+        # astype(float64) would drop the imaginary part with only a ComplexWarning
+        raise TypeError(f"{name} must hold real-number ratings, got complex dtype {X.dtype}")
     if sp.issparse(X):
         fmt = X.format
         Xc = X.tocsr(copy=True)
@@ -144,6 +147,7 @@ def check_private_labels(y, n_samples, *, name="y"):
     if y.shape[0] != n_samples:
         raise ValueError(f"{name} has {y.shape[0]} labels but X has {n_samples} users")
     labeled = ~undisclosed_mask(y)
+    _check_finite_labels(y, labeled, name)
     if y.dtype.kind == "O" and labeled.any():
         kinds = {}
         for v in y[labeled].tolist():
@@ -156,6 +160,37 @@ def check_private_labels(y, n_samples, *, name="y"):
                 "so that 1 and True, or '1' and 1, are never merged into one class"
             )
     return y, labeled
+
+
+def check_real_target(y, name="y", what="real numbers"):
+    """Refuse a target that is not made of real numbers (strings, complex, dates) with a message naming it.
+
+    ``validate_data(..., y_numeric=True)`` converts object arrays but lets a
+    string array through, which then fails deep inside numpy.
+    """
+    if y.dtype.kind not in "biuf":
+        first = y.ravel()[0] if y.size else None
+        raise TypeError(f"{name} must hold {what}, got an array of dtype {y.dtype} (for example {first!r})")
+    return y
+
+
+def _check_finite_labels(y, labeled, name):
+    """Refuse +-inf as a label: it is neither a class nor a "not disclosed" marker (NaN and -1 are)."""
+    if y.dtype.kind == "f":
+        bad = np.isinf(y) & labeled
+    elif y.dtype.kind == "O" and labeled.any():
+        bad = np.zeros(y.shape, dtype=bool)
+        for i, v in enumerate(y.tolist()):
+            if labeled[i] and isinstance(v, (numbers.Real, np.number)) and not isinstance(v, (bool, np.bool_)):
+                bad[i] = bool(np.isinf(float(v)))
+    else:
+        return
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(
+            f"{name} holds {int(bad.sum())} infinite label(s) (for example {y[i]!r} at index {i}); a private "
+            "attribute's values are finite classes, and a user who did not disclose it is marked -1 or NaN"
+        )
 
 
 #: The markers of "not disclosed", shared by every estimator of privrelease.

@@ -120,3 +120,88 @@ def test_load_ratings_csv_errors(tmp_path):
         load_ratings_csv(f, user_col="u", item_col="i", rating_col="r")
     with pytest.raises(ValueError, match="0-based positions"):
         load_ratings_csv(f, header=False)
+
+
+# --------------------------------------------------------------------------- hostile folders and files
+@pytest.mark.parametrize("data, match", [
+    # a fifth field used to shift every column (the item id read as the user, the timestamp as the rating)
+    ("1\t1\t5\t881250949\t7\n", r"u.data is not a tab-separated .*5 field\(s\), expected 4"),
+    ("1\t1\t5\n", r"3 field\(s\), expected 4"),
+    ("1\t1\t5\t1\n2\t1\t4\t2\t9\n", r"u.data is not a tab-separated"),          # one ragged line
+    ("", r"u.data is empty"),
+    ("1\t1\t7\t1\n", r"line 1: rating 7.0 is outside MovieLens' scale \[1, 5\]"),
+    ("1\t1\t1e308\t1\n", r"outside MovieLens' scale"),
+    ("99999999999999999999999\t1\t5\t1\n", r"user id '99999999999999999999999' is not an integer"),
+    ("1.5\t1\t5\t1\n", r"user id '1.5' is not an integer"),
+    (b"1\t1\t5\t1\n\xff\t1\t5\t1\n", r"u.data is not utf-8 text \(byte 0xff"),
+])
+def test_malformed_u_data_is_refused_naming_the_file(tmp_path, data, match):
+    write_ml100k(tmp_path)
+    (tmp_path / "u.data").write_bytes(data if isinstance(data, bytes) else data.encode())
+    with pytest.raises(ValueError, match=match):
+        load_movielens_100k(tmp_path)
+
+
+@pytest.mark.parametrize("user, match", [
+    ("1|24\n2|53\n3|23\n", r"u.user is not a .*2 field\(s\), expected 5"),        # used to give blank genders
+    ("1|24|M|technician|85711|x\n2|53|F|other|94043|y\n3|23|M|writer|32067|z\n", r"6 field\(s\), expected 5"),
+    ("", r"u.user is empty"),                                                      # used to give NaN demographics
+    ("1|24|M|technician|85711\n1|53|F|other|94043\n3|23|M|writer|32067\n", r"describes user 1 more than once"),
+    ("1|-5|M|technician|85711\n2|53|F|other|94043\n3|23|M|writer|32067\n", r"line 1: age -5 is negative"),
+    ("1|old|M|technician|85711\n2|53|F|other|94043\n3|23|M|writer|32067\n", r"line 1: age 'old' is not an integer"),
+])
+def test_malformed_u_user_is_refused(tmp_path, user, match):
+    write_ml100k(tmp_path, user=user)
+    with pytest.raises(ValueError, match=match):
+        load_movielens_100k(tmp_path)
+
+
+def test_repeated_identical_user_line_and_utf8_titles(tmp_path):
+    # an identical repeated line is harmless; a UTF-8 u.item is read as UTF-8 (latin-1 stays the fallback)
+    write_ml100k(tmp_path, user=U_USER + U_USER.splitlines(keepends=True)[0])
+    (tmp_path / "u.item").write_bytes("1|Am\u00e9lie (2001)\n2|B\n3|C\n".encode("utf-8"))
+    X, users, titles = load_movielens_100k(tmp_path)
+    assert X.shape == (3, 3) and users.shape == (3, 4)
+    assert titles[0] == "Am\u00e9lie (2001)"
+
+
+def test_path_of_the_wrong_type(tmp_path):
+    with pytest.raises(TypeError, match="path must be a str or path-like.*got 5 of type int"):
+        load_movielens_100k(5)
+    with pytest.raises(TypeError, match="path must be a str or path-like"):
+        load_ratings_csv(5)
+
+
+@pytest.mark.parametrize("text, kwargs, match", [
+    (b"", {}, r"r.csv' is empty"),
+    (b"user,item,rating\n", {}, r"holds no rating \(only a header line\)"),
+    (b"user,item,rating\n\xff,1,5\n", {}, r"is not utf-8 text \(it holds the byte 0xff\)"),
+    (b"user,item,rating\n1,1,5\n", {"encoding": "bogus"}, r"encoding 'bogus' is not a known text encoding"),
+    (b"user,item,rating\n1,1,5\n", {"sep": ""}, r"sep must be a non-empty string"),
+    # more fields than the header used to shift the columns: user 5, item 9, rating 9
+    (b"user,item,rating\n1,2,5,9,9\n", {}, r"line 2 has 5 fields but the file has 3 column\(s\)"),
+    (b"user,item,rating\n,1,5\n", {}, r"1 row\(s\) without a user id"),
+    (b"user,item,rating\n1, ,5\n", {}, r"1 row\(s\) without a item id"),
+    (b"1,1,5\n", {"header": False, "user_col": False, "item_col": True, "rating_col": 2}, r"0-based positions"),
+])
+def test_load_ratings_csv_hostile_files(tmp_path, text, kwargs, match):
+    f = tmp_path / "r.csv"
+    f.write_bytes(text)
+    with pytest.raises(ValueError, match=match):
+        load_ratings_csv(f, **kwargs)
+
+
+def test_load_ratings_csv_ids_too_large_for_int64_stay_strings(tmp_path):
+    f = tmp_path / "r.csv"
+    f.write_text("user,item,rating\n99999999999999999999999,1,5\n1,1,3\n")
+    X, uids, iids = load_ratings_csv(f)
+    assert uids.tolist() == ["1", "99999999999999999999999"] and iids.tolist() == [1]
+    np.testing.assert_array_equal(X.toarray(), [[3.0], [5.0]])
+
+
+def test_latin1_title_holding_byte_0x85_is_not_a_line_break(tmp_path):
+    # latin-1 decodes 0x85 to U+0085, which str.splitlines treats as a line break (pandas does not)
+    write_ml100k(tmp_path)
+    (tmp_path / "u.item").write_bytes(b"1|A\x85B (1995)|x\n2|C|y\n3|D|z\n")
+    X, users, titles = load_movielens_100k(tmp_path)
+    assert titles == ["A\x85B (1995)", "C", "D"] and X.shape == (3, 3)

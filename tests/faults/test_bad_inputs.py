@@ -70,17 +70,52 @@ def _out_dir(kind):
     return out
 
 
+def _bad_file(name, text):
+    """A file under a temporary folder (prefix ``badinput-``, shown as ``<tmpdir>``)."""
+    import tempfile
+
+    base = pathlib.Path(tempfile.mkdtemp(prefix="badinput-"))
+    (base / name).write_text(text)
+    return base / name
+
+
+def _ml100k_folder(data):
+    """A MovieLens 100k folder whose u.data is ``data`` (u.user and u.item well formed)."""
+    folder = _bad_file("u.data", data).parent
+    (folder / "u.user").write_text("1|24|M|technician|85711\n")
+    (folder / "u.item").write_text("1|Toy Story (1995)\n")
+    return folder
+
+
+def _surprise_trainset():
+    import pandas as pd
+    import surprise
+
+    df = pd.DataFrame({"user": [1, 2], "item": [1, 1], "rating": [5, 3]})
+    return surprise.Dataset.load_from_df(df, surprise.Reader(rating_scale=(1, 5))).build_full_trainset()
+
+
+def _ratings_and_labels():
+    rng = np.random.default_rng(0)
+    R = sp.csr_matrix(rng.integers(1, 6, size=(20, 6)).astype(float))
+    return R, np.array([0, 1] * 10)
+
+
 def _catalogue():
     """Rows ``(area, call, thunk, exception type, text the message must contain)``."""
     from privrelease import _persistence
-    from privrelease.auctions import DCLEF, fair_inner_product, ghosh_roth, optimal_dclef, privacy_index
+    from sklearn.preprocessing import FunctionTransformer
+
+    from privrelease.auctions import (DCLEF, DCLEFEstimator, fair_inner_product, ghosh_roth, optimal_dclef,
+                                      privacy_index)
     from privrelease.contracts import BiasedLaplaceMechanism, design_contract, design_menu
-    from privrelease.datasets import make_ratings
-    from privrelease.evaluation import check_privacy_grid
+    from privrelease.datasets import load_movielens_100k, load_ratings_csv, make_ratings
+    from privrelease.evaluation import check_privacy_grid, rmse_cost
     from privrelease.exceptions import InfeasibleBudgetError
     from privrelease.mappers import QuantizedPrivacyMapper, _dask
     from privrelease.mapping import empirical_prior, leakage, privacy_distortion_curve, solve_mapping
     from privrelease.noise import Laplace, VectorLaplace, laplace_noise
+    from privrelease.recommender import SurpriseRecommender
     from privrelease.regression import TruthfulRegressionMechanism, ridge_sensitivity
     from privrelease.runner import (OutputFolderError, ParameterTypeError, PipelineError, check_run, load_pipeline,
                                     prepare_output_folder)
@@ -134,6 +169,8 @@ def _catalogue():
          lambda: solve_mapping(PRIOR, sp.csr_array(D2), 0.5, solver="fast"), ValueError, "'fast'"),
         ("mapping", "privacy_distortion_curve(prior, d, deltas=[-0.1, 0.5])",
          lambda: privacy_distortion_curve(PRIOR, D2, [-0.1, 0.5]), ValueError, "-0.1"),
+        ("mapping", "privacy_distortion_curve(prior, d, deltas='abc')",
+         lambda: privacy_distortion_curve(PRIOR, D2, "abc"), TypeError, "'abc'"),
         ("mapping", "leakage(prior, mapping=[[0.5, 0.6], [0, 1]])",
          lambda: leakage(PRIOR, [[0.5, 0.6], [0, 1]]), ValueError, "1.1"),
         ("mapping", "leakage(prior, kind='entropy')",
@@ -166,6 +203,8 @@ def _catalogue():
          lambda: QuantizedPrivacyMapper().fit(X_SMALL, Y_SMALL[:3]), ValueError, "3"),
         ("mappers", "fitted.transform(X with 5 columns)",
          lambda: m.transform(np.zeros((2, 5))), ValueError, "5 features"),
+        ("mappers", "QuantizedPrivacyMapper().fit(a surprise Trainset, y)",
+         lambda: QuantizedPrivacyMapper().fit(_surprise_trainset(), [0, 1]), TypeError, "Trainset"),
         ("mappers", "QuantizedPrivacyMapper().transform(X) (not fitted)",
          lambda: QuantizedPrivacyMapper().transform(X_SMALL), ValueError, "not fitted"),
         ("mappers (dask)", "fitted.transform(dask array with 7 columns)",
@@ -198,6 +237,7 @@ def _catalogue():
         ("noise", "Laplace(epsilon=1, sensitivity=-1)", lambda: Laplace(epsilon=1, sensitivity=-1),
          ValueError, "-1"),
         ("noise", "laplace_noise(scale=-2)", lambda: laplace_noise(-2), ValueError, "-2"),
+        ("noise", "laplace_noise(1, size=-1)", lambda: laplace_noise(1, size=-1), ValueError, "-1"),
         ("noise", "VectorLaplace(dimension=0, epsilon=1, sensitivity=1)",
          lambda: VectorLaplace(dimension=0, epsilon=1, sensitivity=1), ValueError, "0"),
         # --- utils
@@ -210,6 +250,8 @@ def _catalogue():
          lambda: check_rating_matrix(np.array([[7.0, 0], [1, 2]]), rating_range=(1, 5)), ValueError, "7"),
         ("utils", "check_private_labels([0, 1], n_samples=3)",
          lambda: check_private_labels([0, 1], 3), ValueError, "2"),
+        ("utils", "check_private_labels([0, 1, inf], n_samples=3)",
+         lambda: check_private_labels([0.0, 1.0, np.inf], 3), ValueError, "inf"),
         # --- auctions
         ("auctions", "fair_inner_product([1, 2], [1, 1, 1], 1)",
          lambda: fair_inner_product([1, 2], [1, 1, 1], 1), ValueError, "3"),
@@ -229,6 +271,8 @@ def _catalogue():
          lambda: DCLEF([1.0, 1.0], [1.0, 0.0], (0.0, 1.0)).sample([0.5, 2.0]), ValueError, "2"),
         ("auctions", "privacy_index([0.1, 0.2], [1, 1], threshold=-1)",
          lambda: privacy_index([0.1, 0.2], [1, 1], threshold=-1), ValueError, "-1"),
+        ("auctions", "DCLEFEstimator(data_range=(0, 1)).fit(X, y of strings)",
+         lambda: DCLEFEstimator(data_range=(0, 1)).fit(np.eye(2), np.array(["a", "b"])), TypeError, "<U1"),
         # --- contracts
         ("contracts", "BiasedLaplaceMechanism([1.5, 0.5], b=1)",
          lambda: BiasedLaplaceMechanism([1.5, 0.5], b=1), ValueError, "1.5"),
@@ -249,10 +293,27 @@ def _catalogue():
          lambda: TruthfulRegressionMechanism().fit(np.array([[2.0, 0], [0, 0.5], [0.1, 0.1]]),
                                                    [0.1, 0.2, 0.3]), ValueError, "2"),
         ("regression", "ridge_sensitivity(0, 1)", lambda: ridge_sensitivity(0, 1.0), ValueError, "0"),
+        # --- recommender
+        ("recommender", "SurpriseRecommender(algo_params={'lr_all': 1e10}).fit(X) (diverges)",
+         lambda: SurpriseRecommender(algo_params={"lr_all": 1e10}, random_state=0).fit(_ratings_and_labels()[0]),
+         ValueError, "10000000000.0"),
         # --- evaluation / datasets
         ("evaluation", "check_privacy_grid([0.5, 0.1])", lambda: check_privacy_grid([0.5, 0.1]), ValueError, "0.1"),
         ("evaluation", "check_privacy_grid([-1, 0])", lambda: check_privacy_grid([-1, 0]), ValueError, "-1"),
+        ("evaluation", "rmse_cost(mapper, R, a, n_jobs=0)",
+         lambda: rmse_cost(FunctionTransformer(), *_ratings_and_labels(), n_jobs=0), ValueError, "0"),
+        ("evaluation", "rmse_cost(mapper, R, a, rating_range=(5, 1))",
+         lambda: rmse_cost(FunctionTransformer(), *_ratings_and_labels(), rating_range=(5, 1)), ValueError,
+         "(5, 1)"),
         ("datasets", "make_ratings(n_users=0)", lambda: make_ratings(0, 10), ValueError, "0"),
+        ("datasets", "load_movielens_100k(folder whose u.data has a 5th field)",
+         lambda: load_movielens_100k(_ml100k_folder("1\t1\t5\t881250949\t7\n")), ValueError, "5 field(s)"),
+        ("datasets", "load_movielens_100k(folder whose u.data has a rating of 7)",
+         lambda: load_movielens_100k(_ml100k_folder("1\t1\t7\t881250949\n")), ValueError, "7.0"),
+        ("datasets", "load_ratings_csv(file whose row has more fields than the header)",
+         lambda: load_ratings_csv(_bad_file("r.csv", "user,item,rating\n1,2,5,9,9\n")), ValueError, "5 fields"),
+        ("datasets", "load_ratings_csv(file holding only a header)",
+         lambda: load_ratings_csv(_bad_file("r.csv", "user,item,rating\n")), ValueError, "r.csv"),
         ("datasets", "make_ratings(attribute_proportion=1.5)",
          lambda: make_ratings(10, 10, attribute_proportion=1.5), ValueError, "1.5"),
         # --- command line (runner): each prints on one line with exit status 2 (tests/runner/test_cli_safety.py)
@@ -315,6 +376,7 @@ def _excerpt(message, limit=150):
     text = " ".join(str(message).split())
     text = re.sub(r"'[^' ]*/mapper\.npz'", "'<tmpdir>/mapper.npz'", text)
     text = re.sub(r"'[^' ]*/badinput-[^/' ]*/", "'<tmpdir>/", text)
+    text = re.sub(r"(?<![\w'])/[^ ']*/badinput-[^/' ]*/", "<tmpdir>/", text)
     # sets print in hash order: sort their items so the document is reproducible
     text = re.sub(r"\{('[^{}]*')\}", lambda mo: "{" + ", ".join(sorted(mo.group(1).split(", "))) + "}", text)
     text = text.replace("|", "\\|")
