@@ -133,13 +133,23 @@ class QuantizedPrivacyMapper(_BaseMapper):
     Parameters
     ----------
     n_clusters : int or "auto", default="auto"
-        Number of clusters ``|C|``. ``"auto"``: one cluster per 20 labeled
-        users, between 2 and 50. The prior ``q(a, c)`` is estimated from the
-        labeled users, and its L1 error grows like ``sqrt(|A||C| / n)``
-        (Proposition 1); about 20 users per cluster kept the adaptive
-        attacker's AUC at or below 0.53 at perfect privacy in our checks,
-        while 50 clusters on 600 users let it reach 0.57 (the paper uses 25
-        on its 1,218 survey users). When
+        Number of clusters ``|C|``. ``"auto"`` (counted prior): one cluster
+        per 20 labeled users with plain clustering (a binary attribute), one
+        per 10 when the clustering resolves to ``"attribute_free"`` (more than
+        two classes, see ``clustering``), between 2 and 50 either way
+        (``prior="model"``: see ``prior``). The prior ``q(a, c)`` is estimated
+        from the labeled users, and its L1 error grows like
+        ``sqrt(|A||C| / n)`` (Proposition 1); about 20 users per cluster kept
+        the adaptive attacker's AUC at or below 0.53 at perfect privacy in our
+        checks of a binary attribute, while 50 plain clusters on 600 users let
+        it reach 0.57 on Politics-and-TV (the paper uses 25 on its 1,218 survey
+        users). Attribute-free clusters mix the classes, and with several
+        classes perfect privacy needs the finer clusters: one per 10 labeled
+        users cost at most half of releasing nothing on every paired draw of
+        the realistic stand-in's 3- and 6-class attributes (500 and 250
+        labeled users), where one per 20 did not, with the worst logistic and
+        random-forest attacker at or below 0.55 (docs/frontier.md, section (i)).
+        When
         larger than the number of labeled users it is clipped to that number
         with a ``UserWarning``; clusters left empty by the clustering are dropped.
         ``"heldout"``: the number the labeled users themselves vouch for
@@ -256,7 +266,9 @@ class QuantizedPrivacyMapper(_BaseMapper):
         of the joint attribute +5.28 against +5.61 %, four wins of seven, a
         difference smaller than the clustering seed's own effect. The number
         of clusters matters more: with 50, attribute-free clusters stayed under
-        half of releasing nothing on all seven draws (docs/frontier.md, (h)).
+        half of releasing nothing on all seven draws (docs/frontier.md, (h)),
+        which is why ``n_clusters="auto"`` gives attribute-free clusterings one
+        cluster per 10 labeled users (section (i)).
     prior : {"counts", "model"}, default="counts"
         How the class split ``q(a | c)`` of each cluster is estimated (in-memory
         fits; refused on a dask collection and for ``protect="marginal"`` with a
@@ -645,6 +657,12 @@ class QuantizedPrivacyMapper(_BaseMapper):
         V = self.attribute_directions_
         return E - ((E - mean) @ V.T) @ V
 
+    def _auto_n_clusters(self, n_labeled, a_idx=None):
+        """``n_clusters="auto"`` with the counted prior: one cluster per 10 labeled users when the clustering
+        resolves to ``"attribute_free"``, per 20 otherwise; between 2 and 50 (docs/frontier.md, section (i))."""
+        per = 10 if self._clustering(a_idx) == "attribute_free" else 20
+        return int(np.clip(n_labeled // per, 2, 50))
+
     def _learn_quantizer(self, X_lab, w_lab, a_idx=None):
         """Taste embedding (if any) and cluster centres learnt on the labeled rows ``X_lab``.
 
@@ -658,7 +676,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
         if k == "auto" and self.prior == "model":
             k = int(np.clip(n_labeled // 5, 2, 200))
         elif k == "auto":
-            k = int(np.clip(n_labeled // 20, 2, 50))
+            k = self._auto_n_clusters(n_labeled, a_idx)
         if k != "heldout" and k > n_labeled:
             warnings.warn(
                 f"n_clusters={k} is larger than the number of labeled users ({n_labeled}); "
