@@ -27,7 +27,7 @@ and adaptive logistic attackers. ``--floors``: where the RMSE cost comes from (w
 other protected users release for training vs what the test user releases) and oracle
 releases at the user's own taste point. See docs/frontier.md, section (f).
 
-``--rule`` (issue 13, section (h)): ``n_clusters="heldout"`` against the default and the other
+``--rule`` (issue 13, sections (h) and (i)): ``n_clusters="heldout"`` against the default and the other
 configurations named by ``--configs`` (keys of ``RULE_CONFIGS``) on ``--sets`` (realistic gender, age
 band, gender x age band protected jointly, Politics-and-TV) at ``--leakages`` bits, paired over
 ``--seeds``; the worst of the fixed and adaptive logistic AND random-forest attackers; each line also
@@ -261,10 +261,12 @@ RULE_CONFIGS = {
 
 
 def _resolve_per(params, n_labeled):
-    """``n_clusters="perN"``: one cluster per N labeled users, between 2 and 50 (the rules compared in (i))."""
+    """``n_clusters="perN"``: one cluster per N labeled users, at least 2 and at most 50 (per 20) or 100 (per 10),
+    the rules compared in docs/frontier.md, section (i)."""
     k = params.get("n_clusters")
     if isinstance(k, str) and k.startswith("per"):
-        params = dict(params, n_clusters=int(np.clip(n_labeled // int(k[3:]), 2, 50)))
+        per = int(k[3:])
+        params = dict(params, n_clusters=int(np.clip(n_labeled // per, 2, 100 if per <= 10 else 50)))
     return params
 
 
