@@ -27,7 +27,7 @@ and adaptive logistic attackers. ``--floors``: where the RMSE cost comes from (w
 other protected users release for training vs what the test user releases) and oracle
 releases at the user's own taste point. See docs/frontier.md, section (f).
 
-``--rule`` (issue 13, section (h)): ``n_clusters="heldout"`` against the default and the other
+``--rule`` (issue 13, sections (h) and (i)): ``n_clusters="heldout"`` against the default and the other
 configurations named by ``--configs`` (keys of ``RULE_CONFIGS``) on ``--sets`` (realistic gender, age
 band, gender x age band protected jointly, Politics-and-TV) at ``--leakages`` bits, paired over
 ``--seeds``; the worst of the fixed and adaptive logistic AND random-forest attackers; each line also
@@ -251,33 +251,60 @@ RULE_CONFIGS = {
     "attribute_free, k=50": dict(clustering="attribute_free", n_clusters=50),
     "prior='model'": dict(prior="model"),
     "heldout, prior='model'": dict(n_clusters="heldout", prior="model"),
+    # section (i): one cluster per 20 / per 10 labeled users, attribute-free clustering (as "auto" resolves it
+    # for more than two classes), written out so the comparison does not depend on the current default
+    "attribute_free, per 20": dict(clustering="attribute_free", n_clusters="per20"),
+    "attribute_free, per 10": dict(clustering="attribute_free", n_clusters="per10"),
+    "attribute_free, k=100": dict(clustering="attribute_free", n_clusters=100),
+    "prior='counts'": dict(prior="counts"),
 }
 
 
+def _resolve_per(params, n_labeled):
+    """``n_clusters="perN"``: one cluster per N labeled users, at least 2 and at most 50 (per 20) or 100 (per 10),
+    the rules compared in docs/frontier.md, section (i)."""
+    k = params.get("n_clusters")
+    if isinstance(k, str) and k.startswith("per"):
+        per = int(k[3:])
+        params = dict(params, n_clusters=int(np.clip(n_labeled // per, 2, 100 if per <= 10 else 50)))
+    return params
+
+
+def _realistic(n_users, columns, target=None):
+    X, A, _ = datasets.make_realistic_ratings(n_users=n_users, random_state=0)
+    return X, A[columns].to_numpy(), target
+
+
 def _rule_sets():
-    X, A, _ = datasets.make_realistic_ratings(random_state=0)
-    return {"realistic, gender": (X, A["gender"].to_numpy(), None),
-            "realistic, age band": (X, A["age_band"].to_numpy(), None),
-            "realistic, gender x age band": (X, A[["gender", "age_band"]].to_numpy(), "joint"),
-            "Politics-and-TV": (*datasets.make_politics_tv(random_state=0)[:2], None),
-            "make_ratings, 6 classes": (*_data_sets(False)["make_ratings, 6 classes"], None)}
+    """Name -> a function building (ratings, attribute, mapper_target); only the sets asked for are built."""
+    return {"realistic, gender": lambda: _realistic(1000, "gender"),
+            "realistic, age band": lambda: _realistic(1000, "age_band"),
+            "realistic, gender x age band": lambda: _realistic(1000, ["gender", "age_band"], "joint"),
+            "Politics-and-TV": lambda: (*datasets.make_politics_tv(random_state=0)[:2], None),
+            "make_ratings, 6 classes": lambda: (*_data_sets(False)["make_ratings, 6 classes"], None),
+            "make_ratings, 3 classes": lambda: (*_data_sets(False)["make_ratings, 3 classes"], None),
+            # a smaller and a larger population (250 and 1,000 opted-in users), section (i)
+            "realistic 500 users, age band": lambda: _realistic(500, "age_band"),
+            "realistic 500 users, gender x age band": lambda: _realistic(500, ["gender", "age_band"], "joint"),
+            "realistic 2000 users, gender x age band": lambda: _realistic(2000, ["gender", "age_band"], "joint")}
 
 
 def _rule(sets, configs, leakages, seeds, cv):
     """Paired over protocol seeds: RMSE increase, release nothing, worst logistic AND forest AUC, clusters chosen."""
     all_sets = _rule_sets()
     for data_name in sets:
-        X, y, target = all_sets[data_name]
+        X, y, target = all_sets[data_name]()
         for name in configs:
             for seed in seeds:
                 t0 = time.perf_counter()
-                mapper = QuantizedPrivacyMapper(random_state=seed, **RULE_CONFIGS[name])
-                f = privacy_utility_curve(mapper, X, y, max_leakages=list(leakages), cv=cv,
-                                          attack_models=("logistic", "forest"), random_state=seed, verbose=0,
-                                          mapper_target=target).frame
                 # the number of clusters the mapper chose on this draw's opted-in users
                 split = _prepare_split(X, y, opt_in_fraction=0.5, cv=cv, heldout_fraction=0.1, rating_range=(1, 5),
                                        random_state=seed, mapper_target=target)
+                params = _resolve_per(RULE_CONFIGS[name], split.X_opt.shape[0])
+                mapper = QuantizedPrivacyMapper(random_state=seed, **params)
+                f = privacy_utility_curve(mapper, X, y, max_leakages=list(leakages), cv=cv,
+                                          attack_models=("logistic", "forest"), random_state=seed, verbose=0,
+                                          mapper_target=target).frame
                 auc = np.maximum(f["worst_auc_fixed"], f["worst_auc_adaptive"])
                 cells = [f"{100 * r:+.2f}% / {a:.3f}" for r, a in zip(f["rel_increase_released"], auc)]
                 ks = []
