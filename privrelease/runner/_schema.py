@@ -27,6 +27,7 @@ __all__ = [
     "OutputFolderError",
     "Spec",
     "Bool",
+    "Either",
     "Int",
     "Float",
     "Seed",
@@ -192,6 +193,28 @@ class Choice(Spec):
         if value not in self.options:
             raise self._value_error(name, value)
         return value
+
+
+class Either(Spec):
+    """A value accepted by one of ``specs`` (tried in order), e.g. ``Either(Choice(("auto",)), Int(1, 943))``."""
+
+    def __init__(self, *specs):
+        self.specs = specs
+
+    @property
+    def expected(self):
+        return " or ".join(s.expected for s in self.specs)
+
+    def check(self, name, value):
+        type_only = True
+        for spec in self.specs:
+            try:
+                return spec.check(name, value)
+            except ParameterTypeError:
+                continue
+            except PipelineError:
+                type_only = False  # the right type, a value out of range
+        raise self._type_error(name, value) if type_only else self._value_error(name, value)
 
 
 class Text(Spec):

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from privrelease.runner import ParameterTypeError, PipelineError, available_experiments, check_run, load_pipeline
-from privrelease.runner._schema import Bool, Float, Int, Seq, quick_values, resolve_quick, validate_params
+from privrelease.runner._schema import (Bool, Choice, Either, Float, Int, Seq, quick_values, resolve_quick,
+                                       validate_params)
 
 PIPELINES = Path(__file__).resolve().parents[2] / "pipelines"
 
@@ -98,6 +99,7 @@ def test_joint_constraints():
     (Float(0, 1, low_open=True), [1, 0.5, 1e-300], [0, 1.0000001, math.inf, math.nan, "0.5", False]),
     (Bool(), [True, False], ["no", "true", 0, 1, None]),
     (Seq(Int(0, 5), max_len=3, unique=True), [[0], [1, 2, 5]], [[], [1, 1], [0, 1, 2, 3], [6], "012", 3]),
+    (Either(Choice(("auto",)), Int(1, 943)), ["auto", 1, 943], ["Auto", 0, 944, 2.0, True, None, [5]]),
 ])
 def test_specs_accept_exactly_the_declared_values(spec, good, bad):
     for v in good:
@@ -105,6 +107,18 @@ def test_specs_accept_exactly_the_declared_values(spec, good, bad):
     for v in bad:
         with pytest.raises((PipelineError, ParameterTypeError)):
             spec.check("p", v)
+
+
+def test_either_names_every_alternative_and_tells_a_bad_value_from_a_bad_type():
+    spec = Either(Choice(("auto",)), Int(1, 943))
+    with pytest.raises(PipelineError, match=r"n_clusters = 0: expected one of 'auto' or an integer") as exc:
+        spec.check("n_clusters", 0)
+    assert not isinstance(exc.value, ParameterTypeError)  # an integer, out of range
+    with pytest.raises(ParameterTypeError, match=r"n_clusters = 2\.5 \(float\)"):
+        spec.check("n_clusters", 2.5)
+    with pytest.raises(PipelineError, match="n_clusters = 'many'"):
+        check_run("movielens_gender", {"n_clusters": "many"})
+    assert check_run("movielens_gender", {"n_clusters": "auto"})[1]["n_clusters"] == "auto"
 
 
 def test_quick_never_replaces_an_explicit_value():

@@ -19,7 +19,7 @@ import sys
 
 import numpy as np
 
-from .._schema import Bool, Choice, Float, Folder, Int, Seed, Seq, quick_values
+from .._schema import Bool, Choice, Either, Float, Folder, Int, Seed, Seq, quick_values
 from .synthetic_ratings import _LEVELS_CAP, PROTOCOL_PARAMETERS, RECOMMENDER, _one_dataset, _recommender
 
 __all__ = ["run"]
@@ -33,7 +33,7 @@ PARAMETERS = {
                     why="ages are cut into at most 10 bands, each cut above the previous one"),
     "max_leakages": Seq(Float(0), max_len=30, increasing=True, why=_LEVELS_CAP),
     "blurme_fractions": Seq(Float(0, 1), max_len=30, increasing=True, why=_LEVELS_CAP),
-    "n_clusters": Int(1, 943, why="MovieLens 100k has 943 users"),
+    "n_clusters": Either(Choice(("auto",)), Int(1, 943, why="MovieLens 100k has 943 users")),
     **PROTOCOL_PARAMETERS,
     "recommender": RECOMMENDER,
     "n_jobs": Int(1, 64),
@@ -44,7 +44,7 @@ PARAMETERS = {
                "attack_models": ("logistic",), "n_jobs": 1})
 def run(report, *, random_state=0, quick=False, path=None, attribute="gender", age_cuts=(25, 35),
         max_leakages=(0.0, 0.002, 0.01, 0.03, 0.1, 1.0), blurme_fractions=(0.05, 0.1, 0.2, 0.5),
-        n_clusters=25, opt_in_fraction=0.5, cv=5, heldout_fraction=0.1, target_auc=0.55,
+        n_clusters="auto", opt_in_fraction=0.5, cv=5, heldout_fraction=0.1, target_auc=0.55,
         attack_models=("logistic", "forest"), recommender=None, n_jobs=2):
     """Write the MovieLens-gender analysis into ``report``; returns headline numbers."""
     from ...datasets import load_movielens_100k

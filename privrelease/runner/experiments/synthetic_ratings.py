@@ -20,7 +20,7 @@ import pandas as pd
 
 from ...evaluation._attacks import ATTACK_MODELS
 from ...recommender._surprise import _ALGORITHMS
-from .._schema import Bool, Choice, Float, Int, Scalar, Seed, Seq, Table, quick_values
+from .._schema import Bool, Choice, Either, Float, Int, Scalar, Seed, Seq, Table, quick_values
 
 __all__ = ["run"]
 
@@ -45,7 +45,7 @@ PARAMETERS = {
                                    "features"),
     "max_leakages": Seq(Float(0), max_len=30, increasing=True, why=_LEVELS_CAP),
     "blurme_fractions": Seq(Float(0, 1), max_len=30, increasing=True, why=_LEVELS_CAP),
-    "n_clusters": Int(1, 2_000),
+    "n_clusters": Either(Choice(("auto",)), Int(1, 2_000)),
     **PROTOCOL_PARAMETERS,
     "politics_recommender": RECOMMENDER,
     "ratings_recommender": RECOMMENDER,
@@ -149,7 +149,8 @@ def _one_dataset(report, name, R, a, *, rec, max_leakages, fractions, n_clusters
     f = q.frame
     ref = f.iloc[0]
 
-    report.section(f"{name}: optimal mapping (QuantizedPrivacyMapper, {n_clusters} clusters)")
+    shown = "n_clusters='auto'" if n_clusters == "auto" else f"{n_clusters} clusters"
+    report.section(f"{name}: optimal mapping (QuantizedPrivacyMapper, {shown})")
     report.text(
         f"{R.shape[0]} users x {R.shape[1]} items, {R.nnz} ratings; {opt_in_fraction:.0%} of the users opt in "
         f"(they disclose the attribute; the mapper is fitted on them), the others are protected and split into "
