@@ -1,6 +1,7 @@
 """QuantizedPrivacyMapper: Algorithm 2 of Salamatian et al. as a scikit-learn transformer."""
 
 import copy
+import math
 import warnings
 from numbers import Integral, Real
 
@@ -13,7 +14,7 @@ from .. import _persistence
 from ..mapping import expected_distortion, leakage as heldout_leakage, mutual_information
 from ..utils import check_random_source
 from . import _dask
-from ._base import PriorEstimate, _BaseMapper, _matrix, _row_stochastic, stack_marginal_priors
+from ._base import PriorEstimate, _BaseMapper, _matrix, _refuse_surprise_data, _row_stochastic, stack_marginal_priors
 from ._common import BUDGET_CONSTRAINT, LEAKAGE_CONSTRAINT, PROTECT_CONSTRAINT, RANDOM_STATE_CONSTRAINT
 from ._quantize import (
     TasteEmbedding,
@@ -575,10 +576,19 @@ class QuantizedPrivacyMapper(_BaseMapper):
     # ------------------------------------------------------------------ helpers
     def _check_X(self, X, reset):
         """Validate ``X``; return it (CSR, CSC or dense) and the caller's sparse format."""
+        _refuse_surprise_data(X)
         fmt = X.format if sp.issparse(X) else None
         if fmt is not None and fmt not in ("csr", "csc"):
             X = X.tocsr()
-        X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype="numeric", reset=reset)
+        # float16 (and integer) ratings are computed in float64: scipy's sparse kernels refuse float16
+        X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32), reset=reset)
+        data = X.data if sp.issparse(X) else X
+        top = float(np.abs(data).max()) if data.size else 0.0
+        if top > math.sqrt(np.finfo(np.float64).max / max(X.shape[1], 1)):
+            raise ValueError(
+                f"X holds a value as large as {top!r}: squared distances between users over {X.shape[1]} "
+                "items would overflow float64; ratings are expected on a bounded scale (rescale them)"
+            )
         return X, fmt
 
     def _space(self):

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 import scipy.sparse as sp
 
-from privrelease import DCLEFEstimator, ErasureMapper, TruthfulRegressionMechanism, load
+from privrelease import DCLEFEstimator, ErasureMapper, QuantizedPrivacyMapper, TruthfulRegressionMechanism, load
 from privrelease.accounting import PrivacyAccountant
 from privrelease.auctions import nadaraya_watson_weights
 from privrelease.evaluation import privacy_utility_curve, rmse_cost
@@ -382,3 +382,38 @@ def test_complex_rating_matrix_is_refused(X):
         check_rating_matrix(X)
     out, fmt = check_rating_matrix(X.real if not sp.issparse(X) else sp.csr_array(X.real))
     assert (out.toarray() if sp.issparse(out) else out).tolist() == [[1.0, 0.0], [3.0, 4.0]]
+
+
+# --------------------------------------------------------------------------- QuantizedPrivacyMapper's own checks of X
+def _small_ratings():
+    from privrelease.datasets import make_ratings
+
+    X, y = make_ratings(n_users=120, n_items=30, random_state=0)[:2]
+    return X.toarray(), np.asarray(y)
+
+
+def test_quantized_transform_given_a_surprise_object_says_how_to_convert():
+    X, y = _small_ratings()
+    m = QuantizedPrivacyMapper(n_clusters=4, max_leakage=0.0, random_state=0).fit(X, y)
+    _, ds = _surprise_dataset()
+    with pytest.raises(TypeError, match=r"X is a surprise Trainset, not a user x item matrix"):
+        m.transform(ds.build_full_trainset())
+
+
+def test_quantized_float16_ratings_are_computed_in_float64():
+    X, y = _small_ratings()
+    # scipy's sparse kernels used to refuse float16 deep inside fit ("does not support dtype float16")
+    a = QuantizedPrivacyMapper(n_clusters=4, max_leakage=0.0, random_state=0).fit(X.astype(np.float16), y)
+    X64 = X.astype(np.float16).astype(np.float64)
+    b = QuantizedPrivacyMapper(n_clusters=4, max_leakage=0.0, random_state=0).fit(X64, y)
+    np.testing.assert_array_equal(a.mapping_, b.mapping_)
+    out = a.transform(X.astype(np.float16))
+    assert out.shape == X.shape and np.all(np.isfinite(out))
+
+
+def test_quantized_refuses_ratings_whose_squared_distances_overflow():
+    X, y = _small_ratings()
+    # 1e155 squared over 30 items overflowed float64: "distortion must not contain NaN" named no input
+    with pytest.raises(ValueError, match=r"X holds a value as large as 5e\+155: squared distances .*overflow float64"):
+        QuantizedPrivacyMapper(n_clusters=4, random_state=0).fit(X * 1e155, y)
+    QuantizedPrivacyMapper(n_clusters=4, max_leakage=0.0, random_state=0).fit(X * 1e100, y)  # large but safe
