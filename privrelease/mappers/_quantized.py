@@ -580,8 +580,9 @@ class QuantizedPrivacyMapper(_BaseMapper):
         fmt = X.format if sp.issparse(X) else None
         if fmt is not None and fmt not in ("csr", "csc"):
             X = X.tocsr()
-        # float16 (and integer) ratings are computed in float64: scipy's sparse kernels refuse float16
-        X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32), reset=reset)
+        X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype="numeric", reset=reset)
+        if X.dtype == np.float16:  # scipy's sparse kernels refuse float16: compute in float64
+            X = X.astype(np.float64)
         data = X.data if sp.issparse(X) else X
         top = float(np.abs(data).max()) if data.size else 0.0
         if top > math.sqrt(np.finfo(np.float64).max / max(X.shape[1], 1)):

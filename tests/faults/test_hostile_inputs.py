@@ -385,7 +385,7 @@ def test_complex_rating_matrix_is_refused(X):
 
 
 # --------------------------------------------------------------------------- QuantizedPrivacyMapper's own checks of X
-def _small_ratings():
+def _labelled_ratings():
     from privrelease.datasets import make_ratings
 
     X, y = make_ratings(n_users=120, n_items=30, random_state=0)[:2]
@@ -393,7 +393,7 @@ def _small_ratings():
 
 
 def test_quantized_transform_given_a_surprise_object_says_how_to_convert():
-    X, y = _small_ratings()
+    X, y = _labelled_ratings()
     m = QuantizedPrivacyMapper(n_clusters=4, max_leakage=0.0, random_state=0).fit(X, y)
     _, ds = _surprise_dataset()
     with pytest.raises(TypeError, match=r"X is a surprise Trainset, not a user x item matrix"):
@@ -401,7 +401,7 @@ def test_quantized_transform_given_a_surprise_object_says_how_to_convert():
 
 
 def test_quantized_float16_ratings_are_computed_in_float64():
-    X, y = _small_ratings()
+    X, y = _labelled_ratings()
     # scipy's sparse kernels used to refuse float16 deep inside fit ("does not support dtype float16")
     a = QuantizedPrivacyMapper(n_clusters=4, max_leakage=0.0, random_state=0).fit(X.astype(np.float16), y)
     X64 = X.astype(np.float16).astype(np.float64)
@@ -412,7 +412,7 @@ def test_quantized_float16_ratings_are_computed_in_float64():
 
 
 def test_quantized_refuses_ratings_whose_squared_distances_overflow():
-    X, y = _small_ratings()
+    X, y = _labelled_ratings()
     # 1e155 squared over 30 items overflowed float64: "distortion must not contain NaN" named no input
     with pytest.raises(ValueError, match=r"X holds a value as large as 5e\+155: squared distances .*overflow float64"):
         QuantizedPrivacyMapper(n_clusters=4, random_state=0).fit(X * 1e155, y)
