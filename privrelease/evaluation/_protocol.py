@@ -35,7 +35,7 @@ from joblib import Parallel, delayed
 from sklearn.base import clone
 
 from ..recommender import SurpriseRecommender, holdout_split
-from ..utils import check_number, check_random_source, check_rating_matrix
+from ..utils import check_number, check_random_source, check_rating_matrix, check_rating_scale
 from ._targets import check_attribute, joint_attribute
 
 __all__ = ["rmse_cost", "RMSECost"]
@@ -52,21 +52,6 @@ def _check_mapper(mapper):
         )
 
 
-def _check_rating_range(rating_range):
-    """``(low, high)`` with finite low < high, checked before any fit (a reversed range used to be
-    reported as every rating lying outside ``[5, 1]``)."""
-    try:
-        low, high = rating_range
-    except (TypeError, ValueError):
-        raise ValueError(f"rating_range must be a pair (low, high), got {rating_range!r}") from None
-    for v in (low, high):
-        if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real):
-            raise TypeError(f"rating_range must hold two real numbers, got {rating_range!r}")
-    if not (np.isfinite(low) and np.isfinite(high) and low < high):
-        raise ValueError(f"rating_range must be (low, high) with finite low < high, got {tuple(rating_range)!r}")
-    return low, high
-
-
 def _check_n_jobs(n_jobs):
     """joblib's ``n_jobs``: None, or a nonzero integer (-1 = every core); checked before any fit."""
     if n_jobs is None:
@@ -79,7 +64,7 @@ def _check_n_jobs(n_jobs):
 
 
 def _check_recommender(recommender, rating_range=(1, 5)):
-    _check_rating_range(rating_range)
+    check_rating_scale(rating_range, "rating_range")
     if recommender is None:
         recommender = SurpriseRecommender(rating_scale=tuple(rating_range))
     if not (hasattr(recommender, "fit") and hasattr(recommender, "rmse")):

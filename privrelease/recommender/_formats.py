@@ -9,11 +9,11 @@ matrix row or column always maps back to the caller's ids, and a released matrix
 can be written back in long form or handed to Surprise with the original ids.
 """
 
-import numbers
-
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
+
+from ..utils import check_rating_scale
 
 __all__ = ["RatingsFrame"]
 
@@ -262,7 +262,7 @@ class RatingsFrame:
         -------
         surprise.Dataset
         """
-        _check_scale(rating_scale)
+        check_rating_scale(rating_scale)
         surprise = _surprise()
         df = self._as_frame(data)
         r = df[self.rating].to_numpy(dtype=np.float64)
@@ -310,15 +310,3 @@ class RatingsFrame:
         df[rating] = df[rating].astype(np.float64)
         rf.fit(df)
         return rf, df
-
-
-def _check_scale(rating_scale):
-    try:
-        low, high = rating_scale
-    except (TypeError, ValueError):
-        raise ValueError(f"rating_scale must be a pair (low, high), got {rating_scale!r}") from None
-    for v in (low, high):
-        if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real):
-            raise TypeError(f"rating_scale must hold two numbers, got {rating_scale!r}")
-    if not low < high:
-        raise ValueError(f"rating_scale must be (low, high) with low < high, got {tuple(rating_scale)!r}")

@@ -20,7 +20,7 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import ThreadpoolController
 
-from ..utils import check_random_source, check_rating_matrix
+from ..utils import check_random_source, check_rating_matrix, check_rating_scale
 
 __all__ = ["SurpriseRecommender"]
 
@@ -192,18 +192,7 @@ class SurpriseRecommender(BaseEstimator):
 
     # ------------------------------------------------------------------ fit
     def _check_scale(self):
-        if self.rating_scale is None:
-            return None
-        try:
-            low, high = (float(v) for v in self.rating_scale)
-        except (TypeError, ValueError):
-            raise ValueError(
-                f"rating_scale must be a pair (low, high) of numbers, got {self.rating_scale!r}"
-            ) from None
-        if not (np.isfinite(low) and np.isfinite(high) and low < high):
-            raise ValueError(f"rating_scale must be (low, high) with low < high, got "
-                             f"{tuple(self.rating_scale)!r}")
-        return low, high
+        return None if self.rating_scale is None else check_rating_scale(self.rating_scale)
 
     def _make_algorithm(self):
         surprise = _surprise()

@@ -11,6 +11,7 @@ import scipy.sparse as sp
 __all__ = [
     "check_number",
     "check_rating_matrix",
+    "check_rating_scale",
     "restore_sparse_format",
     "check_private_labels",
     "undisclosed_mask",
@@ -46,6 +47,24 @@ def check_number(value, name, *, low=None, high=None, low_inclusive=True,
         op = "<=" if high_inclusive else "<"
         raise ValueError(f"{name} must be {op} {high}, got {value!r}")
     return int(v) if integer else v
+
+
+def check_rating_scale(value, name="rating_scale"):
+    """``(low, high)`` as two floats with finite ``low < high``, checked before any work is done.
+
+    A pair of anything else is a ``ValueError`` (a reversed or infinite scale, not a pair at all),
+    a pair of non-numbers (strings, booleans) a ``TypeError``; both quote ``value``.
+    """
+    try:
+        low, high = value
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a pair (low, high), got {value!r}") from None
+    for v in (low, high):
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real):
+            raise TypeError(f"{name} must hold two real numbers, got {value!r}")
+    if not (np.isfinite(low) and np.isfinite(high) and low < high):
+        raise ValueError(f"{name} must be (low, high) with finite low < high, got {tuple(value)!r}")
+    return float(low), float(high)
 
 
 def check_rating_matrix(X, *, name="X", rating_range=None, dtype=(np.float64, np.float32)):
