@@ -152,10 +152,7 @@ def brier_payment(outcome, prediction, *, response_bound=1.0, scale=1.0, offset=
     offset = check_number(offset, "offset", low=0)
     arrays = []
     for name, value in (("outcome", outcome), ("prediction", prediction)):
-        arr = np.asarray(value)
-        if arr.dtype.kind not in "biuf":
-            raise TypeError(f"{name} must hold real numbers, got {value!r}")
-        arr = arr.astype(float)
+        arr = check_real_target(np.asarray(value), name).astype(float)
         if np.any(np.isnan(arr)):
             # clipping keeps NaN: the payment would be NaN
             raise ValueError(f"{name} must not contain NaN, got {value!r}")
