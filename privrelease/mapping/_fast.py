@@ -24,7 +24,9 @@ Algorithm
    (an ``|A| x |A|`` Cholesky per output), the distortion barrier adds a rank-one
    term (Sherman-Morrison), and the row-sum constraints are eliminated through
    the ``k x k`` Schur complement ``E K^{-1} E^T`` (diagonal minus a Gram
-   matrix), factored by dense Cholesky; two steps of iterative refinement on the full
+   matrix), factored by dense Cholesky, or by a sparse LU with a fill-reducing ordering
+   (SuperLU, Cholesky's pattern) when it has under 2% nonzeros, as on the exact polish's
+   supports (k = 1000: 1.6 entries per row, 0.01 s instead of 0.28 s a factorisation); two steps of iterative refinement on the full
    KKT system restore the accuracy lost to cancellation at small ``mu`` (skipping
    them at large ``mu`` made the small families take up to 40% more Newton steps). The best
    certified iterate is kept; the method stops cleanly when the Newton systems
@@ -57,7 +59,8 @@ Algorithm
    off the support under the refined certificate's ``pi`` (an output the polish
    empties keeps a meaningless raw posterior). The Lagrangian bound is a sum of row minima, hence first order in
    the distance to the optimum: it needs the exact ties that only such a polish
-   gives (a barrier at ``mu m ~ tol`` leaves the ties off by ``O(mu)``).
+   gives (a barrier at ``mu m ~ tol`` leaves the ties off by ``O(mu)``). Its line search
+   evaluates the merit on the support's entries only (no dense ``k x kh`` work).
 
 The barrier is weighted by ``p(c) k`` per entry: every reduced cost of row ``c``
 scales with ``p(c)``, so an unweighted barrier keeps light rows far from their
@@ -75,6 +78,7 @@ import math
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
+from scipy.special import rel_entr
 
 from ..exceptions import SolverError
 from ._problem import LN2
@@ -84,7 +88,25 @@ __all__ = ["solve_fast"]
 _FULL_SUPPORT_LIMIT = 40000
 DEBUG = False  # print the interior-point iterations
 LOOSE = 1.0  # relative barrier gap of the working-set rounds before the set settles
+_SPARSE_SCHUR = 0.02  # the Schur complement is factored as sparse below this density
 REG = 1e-3  # proximal regularisation of the KKT polish, relative to the Hessian's diagonal
+
+
+def _sparse_spd_solver(S, diag):
+    """Solver for the sparse symmetric positive definite ``S + diag(diag)`` (sparse LU with a
+    fill-reducing ordering of ``S + S^T``, no pivoting off the diagonal: Cholesky's pattern);
+    a tiny diagonal shift, as for the dense Cholesky, when the factorisation meets a zero pivot."""
+    import scipy.sparse.linalg as spla
+
+    S = (S + sp.diags(diag)).tocsc()
+    try:
+        lu = spla.splu(S, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
+                       options={"SymmetricMode": True})
+    except RuntimeError:
+        shift = 1e-13 * float(np.abs(S.diagonal()).max())
+        lu = spla.splu((S + shift * sp.identity(S.shape[0], format="csc")).tocsc(), permc_spec="MMD_AT_PLUS_A",
+                       diag_pivot_thresh=0.0, options={"SymmetricMode": True})
+    return lu.solve
 
 
 class _Barrier:
@@ -183,6 +205,7 @@ class _Barrier:
             z = np.einsum("jab,bj->aj", T, y)
             return dv - Dinv * self.expand(z)
 
+        csolve = None
         if self.dense:
             D2 = Dinv.reshape(self.k, nc)
             S = np.zeros((self.k, self.k))
@@ -205,16 +228,21 @@ class _Barrier:
         else:
             Vs = sp.csr_matrix((V.ravel(), (np.repeat(self.r, na), (jc[:, None] * na + np.arange(na)).ravel())),
                                shape=(self.k, nc * na))
-            S = -(Vs @ Vs.T).toarray()
-            S[np.diag_indices(self.k)] += self.rowsum(Dinv)
-        try:
-            cf = sla.cho_factor(S, lower=True, check_finite=False)
-        except (np.linalg.LinAlgError, ValueError):
-            S[np.diag_indices(self.k)] += 1e-13 * np.abs(np.diag(S)).max()
-            cf = sla.cho_factor(S, lower=True, check_finite=False)
+            S = -(Vs @ Vs.T)
+            if S.nnz <= _SPARSE_SCHUR * self.k * self.k:
+                csolve = _sparse_spd_solver(S, self.rowsum(Dinv))
+            else:
+                S = S.toarray()
+                S[np.diag_indices(self.k)] += self.rowsum(Dinv)
+        if csolve is None:
+            try:
+                cf = sla.cho_factor(S, lower=True, check_finite=False)
+            except (np.linalg.LinAlgError, ValueError):
+                S[np.diag_indices(self.k)] += 1e-13 * np.abs(np.diag(S)).max()
+                cf = sla.cho_factor(S, lower=True, check_finite=False)
 
-        def csolve(b):
-            return sla.cho_solve(cf, b, check_finite=False)
+            def csolve(b):
+                return sla.cho_solve(cf, b, check_finite=False)
 
         if r1 is not None:
             ks = kinv(r1)
@@ -654,6 +682,18 @@ def _newton_on_support(prob, P, delta, lam_active, max_iter, lam=0.0):
         r, j = np.nonzero(P > 0)
         x = P[r, j]
         bar = _Barrier(prob, r, j, delta, False)
+
+        def merit_on_support(xn):
+            # merit(Pn) for Pn supported on (r, j): I(A; C_hat) from the column sums, no dense k x kh work
+            Jn = bar.J(xn)
+            qn = Jn.sum(axis=0)
+            val = float(rel_entr(Jn, prob.pA[:, None] * qn[None, :]).sum())
+            val = max(val, 0.0)
+            if lam_active:
+                val += lam * (float(bar.w @ xn) - delta)
+            return val
+
+        phi = merit_on_support(x)
         G, J = bar.grad(x)
         hdiag = np.einsum("ae,ae->e", bar.Mr, bar.Mr / np.where(bar.struct, J, np.inf)[:, bar.jc])
         reg = reg_rel * np.maximum(hdiag, 1e-300)
@@ -674,23 +714,23 @@ def _newton_on_support(prob, P, delta, lam_active, max_iter, lam=0.0):
         accepted = None
         for a in (1.0, 0.5, 0.25, 0.125, 0.0625):
             xn = np.maximum(x + a * dx, 0.0)
-            Pn = np.zeros_like(P)
-            Pn[r, j] = xn
-            rs = Pn.sum(axis=1, keepdims=True)
+            rs = bar.rowsum(xn)
             if np.any(rs <= 0):
                 continue
-            Pn /= rs
-            phin = merit(Pn)
+            xn = xn / rs[r]
+            phin = merit_on_support(xn)
             if DEBUG:
-                print("  newton", it, "reg", reg_rel, "a", a, "step", float(np.abs(Pn - P).max()), "nnz",
-                      (Pn > 0).sum(), "phi", phin - phi)
+                print("  newton", it, "reg", reg_rel, "a", a, "step", float(np.abs(xn - x).max()), "nnz",
+                      int((xn > 0).sum()), "phi", phin - phi)
             if phin <= phi + 1e-15 * max(abs(phi), 1e-300):
-                accepted = (a, Pn, phin)
+                accepted = (a, xn, phin)
                 break
         if accepted is not None:
-            a, Pn, phin = accepted
-            step = float(np.abs(Pn - P).max())
-            P, phi = Pn, phin
+            a, xn, phin = accepted
+            step = float(np.abs(xn - x).max())
+            P = np.zeros_like(P)
+            P[r, j] = xn
+            phi = phin
             if a == 1.0:
                 reg_rel = max(reg_rel * 0.1, 1e-9)
             fails = 0
