@@ -40,7 +40,10 @@ Algorithm
    row's mean). While the working set still grows (more than 1% new entries) the
    subproblem is solved loosely, to a barrier gap ``m mu`` of ``LOOSE = 1`` times
    its objective (two ``mu`` levels, ~10 Newton steps); once it has settled it is
-   solved to the requested precision, and priced again until no entry violates.
+   solved to the requested precision, and priced again until no entry violates. When
+   a precise round ends uncertified with few violators (the set has settled), the exact
+   polish of step 5 is tried once first (one support, the cheap bound): k = 1000 saves
+   two precise rounds that way (~110 Newton systems).
    Stop when the certified gap is below ``tol``. The certificate's multiplier
    search bisects only over the entries that can be a row's minimum in its
    bracket (:func:`~privrelease.mapping._problem.lagrangian_bound`).
@@ -439,7 +442,7 @@ def solve_fast(prob, delta, *, tol=1e-6, warm=None, n_neighbours=None, max_round
 
     With ``return_hint=True`` returns ``(P, pi_hint)``: ``pi_hint`` holds the posteriors of
     the interior-point mapping (every output of the working set in use) when the exact polish
-    ran, None otherwise; pass it to
+    ran (the final one, or the trial after a precise working-set round), None otherwise; pass it to
     :meth:`Problem.certificate` so that the outputs an exact polish emptied are priced with
     them rather than by the per-output search of :meth:`Problem.refine_pi` (k = 1000: 0.07 s
     against 12.5 s, 2.2e-7 bits).
@@ -452,15 +455,16 @@ def solve_fast(prob, delta, *, tol=1e-6, warm=None, n_neighbours=None, max_round
     if n_neighbours is None:
         n_neighbours = 8
     with threadpool_limits(limits=1, user_api="blas"):
-        P = _solve_fast(prob, delta, tol=tol, warm=warm, n_neighbours=n_neighbours, max_rounds=max_rounds)
+        P, hint = _solve_fast(prob, delta, tol=tol, warm=warm, n_neighbours=n_neighbours, max_rounds=max_rounds)
         if np.isfinite(delta) and prob.distortion(P) > delta:
             P = prob.clean(P, delta)
-        hint = None  # no polish, no emptied outputs: nothing to hint
-        gap = prob.certificate(P, delta)[0]
+        # hint: None unless a trial polish certified P (no polish, no emptied outputs)
+        gap = prob.certificate(P, delta, pi_hint=hint)[0]
         if gap > tol:  # within tol needs no polish, hence no refined bound either (the caller certifies)
-            gap = prob.certificate(P, delta, target_bits=0.5 * tol)[0]
+            gap = prob.certificate(P, delta, target_bits=0.5 * tol, pi_hint=hint)[0]
         if gap > tol and delta > prob.delta_min + 1e-12:
-            hint = prob.posteriors(P)
+            if hint is None:
+                hint = prob.posteriors(P)
             P2, gap2 = _kkt_polish(prob, P, delta, tol=tol, pi_hint=hint)
             if gap2 < gap:
                 P = P2
@@ -524,14 +528,14 @@ def _solve_fast(prob, delta, *, tol, warm, n_neighbours, max_rounds):
         if full or precise:  # loose rounds only price: their points are far from sparse optima
             P = _sparsify(prob, P, delta, tol)
         if full and at_min:
-            return P
+            return P, None
         gap, mu, f = prob.certificate(P, delta)
         if DEBUG:
             print(f"round n={r.size} full={full} precise={precise} gap={gap:.2e}")
         if gap < best[1]:
             best = (P, gap)
         if gap <= tol:
-            return P
+            return P, None
         if full and not polished:
             # polish: the barrier gap grows with the number of entries, so re-solve on the
             # active entries only (the certificate still ranges over every allowed entry). Not
@@ -544,23 +548,34 @@ def _solve_fast(prob, delta, *, tol, warm, n_neighbours, max_rounds):
                 support, precise, x_prev = keep, True, x_raw
                 continue
         if full:
-            return best[0]
+            return best[0], None
         # pricing over all allowed entries
         S = prob.scores(prob.posteriors(P))
         V = S + mu * prob.W
         best_in = np.where(support, V, np.inf).min(axis=1)
         spread = np.where(support, V, -np.inf).max(axis=1) - best_in
         viol = prob.mask & ~support & (V < (best_in + 0.2 * np.maximum(spread, 0.0))[:, None])
-        if not precise and viol.sum() <= 0.01 * support.sum():
+        settled = viol.sum() <= 0.01 * support.sum()
+        if (precise and round_gap <= gap_nats and viol.any() and settled
+                and delta > prob.delta_min + 1e-12):
+            # the working set has settled but a precise round on it is still uncertified: before
+            # another precise round (~55 Newton systems) try the exact polish once (one support,
+            # one Newton solve, the cheap bound with this interior point's posteriors for the
+            # outputs it empties; k = 1000: 0.6 s against ~20 s for the two rounds it saves)
+            hint = prob.posteriors(x_raw / x_raw.sum(axis=1, keepdims=True))
+            Pt, gt = _kkt_polish(prob, P, delta, tol=tol, pi_hint=hint, trial=True)
+            if gt <= tol:
+                return Pt, hint
+        if not precise and settled:
             precise = True  # the working set has settled: solve it to full precision next
         if not viol.any():
             if precise and round_gap <= gap_nats:
-                return best[0]
+                return best[0], None
             precise = True
             continue
         support |= viol
         x_prev = x_raw
-    return best[0] if best[0] is not None else P
+    return (best[0] if best[0] is not None else P), None
 
 
 def _sparsify(prob, P, delta, tol):
@@ -579,7 +594,7 @@ def _sparsify(prob, P, delta, tol):
     return best
 
 
-def _kkt_polish(prob, P, delta, *, tol, max_iter=30, max_outer=8, pi_hint=None):
+def _kkt_polish(prob, P, delta, *, tol, max_iter=30, max_outer=8, pi_hint=None, trial=False):
     """Exact final polish on the support (projected Newton on the KKT equations).
 
     On the support ``S`` of an approximate optimum the optimality conditions are
@@ -599,6 +614,10 @@ def _kkt_polish(prob, P, delta, *, tol, max_iter=30, max_outer=8, pi_hint=None):
     polish empties (see :meth:`Problem.certificate`): the starting point of an
     interior-point method uses every output, and its posteriors are close to the best
     ``pi`` of the emptied ones, which otherwise needs a search per output.
+
+    ``trial=True``: one support, one Newton solve on it, priced only with the cheap bound
+    (``pi_hint`` for the emptied outputs, no per-output search): the attempt the working-set
+    rounds make after each precise round (see :func:`solve_fast`).
     """
     if pi_hint is None:
         pi_hint = prob.posteriors(P)
@@ -610,7 +629,9 @@ def _kkt_polish(prob, P, delta, *, tol, max_iter=30, max_outer=8, pi_hint=None):
     V = S + lam * prob.W
     rc = np.maximum(V - V.min(axis=1, keepdims=True), 0.0) / prob.pc[:, None]
     tried = set()
-    for c in (1e-2, 1.0, 1e-4):
+    if trial:
+        max_outer = 1
+    for c in ((1e-2,) if trial else (1e-2, 1.0, 1e-4)):
         sup = prob.mask & ((P > c * rc) | (P == P.max(axis=1, keepdims=True)))
         key = sup.tobytes()
         if key in tried:
@@ -634,7 +655,7 @@ def _kkt_polish(prob, P, delta, *, tol, max_iter=30, max_outer=8, pi_hint=None):
                 print("polish", c, "nnz", (Q > 0).sum(), "gap", g)
             if g < best[1]:
                 best = (Qf, g)
-            if g <= 0.5 * tol:
+            if g <= 0.5 * tol or trial:
                 return best
             # the refined bound: the support identification and the Newton steps make outputs
             # unused, and an unused output's raw posterior (hence the cheap bound, however far
