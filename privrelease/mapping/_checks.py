@@ -1,5 +1,7 @@
 """Validation of priors, distortion matrices and mappings (shared by the mapping engine)."""
 
+import warnings
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -50,7 +52,9 @@ def check_distortion(distortion, n_public, *, name="distortion"):
     A scipy sparse matrix is the sparse form: its *stored* entries (explicit
     zeros included) are the allowed transitions, every other one is forbidden;
     it comes back as a ``csr_array`` with sorted indices (stored ``inf`` entries
-    are dropped as forbidden; a pair stored twice is refused).
+    are dropped as forbidden; a pair stored twice is refused). A square sparse distortion
+    that stores neither a zero nor any diagonal entry warns: ``scipy.sparse.csr_matrix(D)``
+    drops the zeros, which silently forbids the zero-cost transitions.
     """
     if sp.issparse(distortion):
         return _check_sparse_distortion(distortion, n_public, name)
@@ -99,6 +103,15 @@ def _check_sparse_distortion(distortion, n_public, name):
         raise ValueError(f"{name} stores the transition ({int(row[i])}, {int(col[i])}) more than once; "
                          "store each allowed transition once")
     row, col, data = row[order], col[order], data[keep][order]
+    if D.shape[0] == D.shape[1] and D.shape[0] > 1 and not np.any(row == col) and not np.any(data == 0):
+        # scipy.sparse.csr_matrix(dense) drops the zeros, and a sparse distortion forbids every
+        # pair it does not store: the typical zero-cost diagonal then silently becomes forbidden
+        warnings.warn(
+            f"{name} is sparse, square ({D.shape[0]} x {D.shape[1]}) and stores neither a zero nor any "
+            "diagonal entry, so every c -> c transition is forbidden (a sparse distortion allows only "
+            "the pairs it stores). If it was built from a dense matrix (scipy.sparse.csr_matrix(D) drops "
+            "the zeros), pass the dense matrix instead, or store the allowed zero-cost pairs explicitly.",
+            UserWarning, stacklevel=3)
     indptr = np.concatenate([[0], np.cumsum(np.bincount(row, minlength=D.shape[0]))]).astype(np.int64)
     return sp.csr_array((data, col.astype(np.int64), indptr), shape=D.shape)
 

@@ -200,3 +200,18 @@ def test_sparse_erasure_distortion_is_the_dense_one_on_its_pattern(n_features):
     full = np.full(dense.shape, np.inf)
     full[np.repeat(np.arange(S.shape[0]), np.diff(S.indptr)), S.indices] = S.data
     np.testing.assert_array_equal(full, dense)
+
+
+def test_sparse_distortion_without_zeros_or_diagonal_warns_that_the_diagonal_is_forbidden():
+    # csr_matrix(dense) drops the zero diagonal: every c -> c transition becomes forbidden
+    prior = np.array([[0.4, 0.1], [0.1, 0.4]])
+    with pytest.warns(UserWarning, match=r"stores neither a zero nor any diagonal entry"):
+        res = solve_mapping(prior, sp.csr_matrix(1.0 - np.eye(2)), delta=1.0)
+    # what the warning says happened: the mapping cannot keep any value
+    assert np.allclose(np.diag(res.mapping.toarray()), 0.0)
+    D = sp.csr_matrix(1.0 - np.eye(2))
+    D.setdiag(0.0)  # stored explicitly: allowed, no warning, the identity is reachable
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        res = solve_mapping(prior, D, delta=0.0)
+    assert np.allclose(res.mapping.toarray(), np.eye(2))
