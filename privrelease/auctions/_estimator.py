@@ -6,13 +6,14 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..accounting import PrivacyAccountant, check_accountant
 from ..exceptions import BudgetExceededError, PrivacyLeakWarning
 from ..utils import check_random_source
 from ..utils._validation import check_real_target
+from ..utils._constraints import NumberInterval
 from ._dclef import DCLEF, _check_vector, check_data_range
 from ._mechanism import fair_inner_product
 from ._predictors import knn_weights, nadaraya_watson_weights, ridge_weights
@@ -140,13 +141,13 @@ class DCLEFEstimator(RegressorMixin, BaseEstimator):
     """
 
     _parameter_constraints: dict = {
-        "budget": [Interval(Real, 0, None, closed="left")],
+        "budget": [NumberInterval(Real, 0, None, closed="left")],
         "predictor": [StrOptions({"knn", "nadaraya_watson", "ridge"})],
-        "n_neighbors": [Interval(Integral, 1, None, closed="left")],
-        "bandwidth": [Interval(Real, 0, None, closed="neither")],
-        "alpha": [Interval(Real, 0, None, closed="left")],
+        "n_neighbors": [NumberInterval(Integral, 1, None, closed="left")],
+        "bandwidth": [NumberInterval(Real, 0, None, closed="neither")],
+        "alpha": [NumberInterval(Real, 0, None, closed="left")],
         "data_range": ["array-like", None],
-        "epsilon_cap": [Interval(Real, 0, None, closed="left"), "array-like", None],
+        "epsilon_cap": [NumberInterval(Real, 0, None, closed="left"), "array-like", None],
         "cap_policy": [StrOptions({"exclude", "raise"})],
         "accountant": [PrivacyAccountant, None],
         "random_state": ["random_state", np.random.Generator],

@@ -15,11 +15,12 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.linear_model import LogisticRegression
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..utils import check_random_source, restore_sparse_format
+from ..utils._constraints import NumberInterval
 from ._targets import check_attribute, joint_attribute
 
 __all__ = ["BlurMe", "BlurMore"]
@@ -89,9 +90,9 @@ class BlurMe(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     """
 
     _parameter_constraints = {
-        "fraction": [Interval(numbers.Real, 0, None, closed="left")],
+        "fraction": [NumberInterval(numbers.Real, 0, None, closed="left")],
         "strategy": [StrOptions({"greedy", "random", "sampled"})],
-        "C": [Interval(numbers.Real, 0, None, closed="neither")],
+        "C": [NumberInterval(numbers.Real, 0, None, closed="neither")],
         "random_state": ["random_state", object],
     }
 

@@ -7,12 +7,13 @@ from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .. import _persistence
 from ..mapping import expected_distortion, leakage as heldout_leakage, mutual_information
 from ..utils import check_random_source
+from ..utils._constraints import NumberInterval
 from . import _dask
 from ._base import PriorEstimate, _BaseMapper, _matrix, _refuse_surprise_data, _row_stochastic, stack_marginal_priors
 from ._common import BUDGET_CONSTRAINT, LEAKAGE_CONSTRAINT, PROTECT_CONSTRAINT, RANDOM_STATE_CONSTRAINT
@@ -517,24 +518,24 @@ class QuantizedPrivacyMapper(_BaseMapper):
     """
 
     _parameter_constraints = {
-        "n_clusters": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto", "heldout"})],
+        "n_clusters": [NumberInterval(Integral, 1, None, closed="left"), StrOptions({"auto", "heldout"})],
         "delta": BUDGET_CONSTRAINT,
         "max_leakage": BUDGET_CONSTRAINT,
         "metric": [StrOptions({"euclidean", "sqeuclidean", "hamming"})],
         "space": [StrOptions({"auto", "taste", "raw"})],
-        "n_components": [Interval(Integral, 1, None, closed="left")],
+        "n_components": [NumberInterval(Integral, 1, None, closed="left")],
         "release": [StrOptions({"profile", "representative"})],
         "profile": [StrOptions({"posterior", "cluster"})],
-        "n_refine": [Interval(Integral, 0, None, closed="left")],
+        "n_refine": [NumberInterval(Integral, 0, None, closed="left")],
         "clustering": [StrOptions({"auto", "plain", "attribute_free"})],
         "prior": [StrOptions({"counts", "model"})],
-        "smoothing": [Interval(Real, 0, None, closed="left")],
+        "smoothing": [NumberInterval(Real, 0, None, closed="left")],
         "leakage": LEAKAGE_CONSTRAINT,
         "solver": [str],
         "random_state": RANDOM_STATE_CONSTRAINT,
-        "dask_sample_size": [Interval(Integral, 2, None, closed="left")],
+        "dask_sample_size": [NumberInterval(Integral, 2, None, closed="left")],
         "protect": PROTECT_CONSTRAINT,
-        "heldout_tolerance": [Interval(Real, 0, None, closed="left")],
+        "heldout_tolerance": [NumberInterval(Real, 0, None, closed="left")],
     }
 
     _saved_attributes = _BaseMapper._saved_attributes + (
@@ -933,7 +934,14 @@ class QuantizedPrivacyMapper(_BaseMapper):
         soft = getattr(self, "_model_counts", None)
         base = soft if self.prior == "model" and soft is not None and soft.shape == counts.shape else counts
         prior = base + self.smoothing * p_a[:, None]
-        return prior / prior.sum()
+        with np.errstate(over="ignore"):
+            total = prior.sum()
+        if not np.isfinite(total):
+            # a smoothing so large (1e308) that the total overflows: the same ratio computed as
+            # base / smoothing + p(a) (was a prior of sum 0 and "prior must sum to 1")
+            prior = base / float(self.smoothing) + p_a[:, None]
+            total = prior.sum()
+        return prior / total
 
     def _marginal_prior(self, common, blocks):
         """Smoothed stacked prior (base); ``empirical_prior_`` is the same stack unsmoothed."""

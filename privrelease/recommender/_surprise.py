@@ -16,11 +16,12 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator
-from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import ThreadpoolController
 
 from ..utils import check_random_source, check_rating_matrix, check_rating_scale
+from ..utils._constraints import NumberInterval
 
 __all__ = ["SurpriseRecommender"]
 
@@ -169,7 +170,7 @@ class SurpriseRecommender(BaseEstimator):
         "algorithm": [StrOptions(set(_ALGORITHMS)), HasMethods(["fit", "estimate"])],
         "rating_scale": [tuple, list, None],
         "algo_params": [dict, None],
-        "fold_in_reg": [StrOptions({"auto"}), Interval(numbers.Real, 0, None, closed="left")],
+        "fold_in_reg": [StrOptions({"auto"}), NumberInterval(numbers.Real, 0, None, closed="left")],
         "random_state": ["random_state", np.random.Generator],
     }
 

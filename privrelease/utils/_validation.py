@@ -33,9 +33,15 @@ def check_number(value, name, *, low=None, high=None, low_inclusive=True,
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         kind = "an integer" if integer else "a real number"
         raise TypeError(f"{name} must be {kind}, got {value!r} of type {type(value).__name__}")
-    if integer and not (isinstance(value, numbers.Integral) or float(value).is_integer()):
+    try:
+        v = float(value)
+    except OverflowError:  # an int (or Fraction) beyond float64, such as 10**400
+        v = np.inf if value > 0 else -np.inf
+        if integer or not allow_inf:
+            raise ValueError(f"{name} must be finite, got a number of {abs(int(value)).bit_length()} bits, "
+                             "beyond the float64 range") from None
+    if integer and not (isinstance(value, numbers.Integral) or v.is_integer()):
         raise TypeError(f"{name} must be an integer, got {value!r}")
-    v = float(value)
     if np.isnan(v):
         raise ValueError(f"{name} must be a number, got NaN")
     if np.isinf(v) and not allow_inf:
