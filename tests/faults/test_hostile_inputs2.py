@@ -1,0 +1,265 @@
+"""Hostile inputs, second audit: combinations of valid-looking inputs and numeric edges that used to
+pass silently with a wrong answer, exhaust memory, or fail deep inside numpy / scikit-learn / pandas.
+One test per finding (the first audit's are in test_hostile_inputs.py)."""
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+
+from privrelease import ErasureMapper, QuantizedPrivacyMapper, TruthfulRegressionMechanism
+from privrelease.auctions import (
+    DCLEFEstimator,
+    fair_inner_product,
+    knn_weights,
+    nadaraya_watson_weights,
+    privacy_index,
+    ridge_weights,
+)
+from privrelease.contracts import design_contract, design_menu, unbiased_contract
+from privrelease.mappers import _dask
+from privrelease.noise import Laplace, VectorLaplace
+from privrelease.regression import ridge_sensitivity
+from privrelease.runner import PipelineError, load_pipeline
+from privrelease.utils import check_number
+
+
+def _binary_ratings(n=120, m=12, seed=0):
+    """Ratings whose first three items reveal a binary attribute ``y``."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    R = rng.integers(1, 6, (n, m)) * (rng.random((n, m)) < 0.4)
+    R[:, :3] = np.where(y[:, None] == 1, 5, 1)
+    return R.astype(float), y
+
+
+# --------------------------------------------------------------------------- booleans as numbers
+@pytest.mark.parametrize("make, name", [
+    (lambda: QuantizedPrivacyMapper(n_clusters=True), "n_clusters"),     # used to fail inside k-means
+    (lambda: QuantizedPrivacyMapper(n_components=True), "n_components"),
+    (lambda: QuantizedPrivacyMapper(delta=True), "delta"),               # used to be a budget of 1.0
+    (lambda: QuantizedPrivacyMapper(max_leakage=np.True_), "max_leakage"),
+    (lambda: QuantizedPrivacyMapper(smoothing=False), "smoothing"),
+    (lambda: ErasureMapper(delta=True), "delta"),
+    (lambda: TruthfulRegressionMechanism(epsilon=True), "epsilon"),     # used to be epsilon = 1
+])
+def test_boolean_where_a_number_is_expected_is_refused(make, name):
+    R, y = _binary_ratings()
+    X = R if name != "epsilon" else R[:, :2] / (2 * np.abs(R[:, :2]).max())
+    with pytest.raises(ValueError, match=rf"The '{name}' parameter .* Got (np\.)?(True|False)_? instead"):
+        make().fit(X, y if name != "epsilon" else y * 0.5)
+
+
+def test_numpy_integers_and_floats_are_still_accepted():
+    R, y = _binary_ratings()
+    a = QuantizedPrivacyMapper(n_clusters=np.int64(4), delta=np.float32(5.0), random_state=0).fit(R, y)
+    b = QuantizedPrivacyMapper(n_clusters=4, delta=5.0, random_state=0).fit(R, y)
+    assert a.n_clusters_ == b.n_clusters_ == 4
+    np.testing.assert_allclose(a.mapping_, b.mapping_)
+
+
+def test_integer_beyond_float64_gets_a_value_error_not_overflow():
+    # float(10**400) raised OverflowError from inside check_number
+    with pytest.raises(ValueError, match=r"n_samples must be finite, got a number of 1329 bits"):
+        ridge_sensitivity(10**400, 1.0)
+    with pytest.raises(ValueError, match=r"budget must be finite"):
+        fair_inner_product([1.0, 2.0], [1.0, 1.0], 10**400)
+    assert check_number(-(10**400), "x", allow_inf=True) == -np.inf
+
+
+# --------------------------------------------------------------------------- quantized mapper
+def test_huge_smoothing_gives_the_independent_prior_not_a_sum_of_zero():
+    # smoothing=1e308 made the total overflow and the prior sum to 0 ("prior must sum to 1")
+    R, y = _binary_ratings()
+    m = QuantizedPrivacyMapper(n_clusters=4, space="raw", smoothing=1e308, random_state=0).fit(R, y)
+    p_a = m.empirical_prior_.sum(axis=1)
+    K = m.prior_.shape[1]
+    # q(a, c) ~ n(a, c) + s p(a) -> p(a) / K as s -> inf: independence, no leakage invented
+    np.testing.assert_allclose(m.prior_, np.outer(p_a, np.full(K, 1.0 / K)), rtol=1e-12)
+    assert m.prior_leakage_ == pytest.approx(0.0, abs=1e-12)
+
+
+# --------------------------------------------------------------------------- erasure mapper
+def test_erasure_keeps_integer_categories_beyond_2_to_the_53():
+    # 64-bit ids went through float64: 2**53 + 1 came back as 2**53 ("non-erased cells never change")
+    ids = np.array([2**53 + 1, 2**62 + 3, -(2**62) - 1], dtype=np.int64)
+    y = np.arange(300) % 2
+    X = np.column_stack([ids[np.arange(300) % 3], np.arange(300) % 2])
+    out = ErasureMapper(delta=0.5, random_state=0).fit(X, y).transform(X)
+    kept = np.array([[v is not None for v in row] for row in out])
+    assert kept.any() and not kept.all()
+    assert all(int(out[i, j]) == int(X[i, j]) for i, j in np.argwhere(kept))
+    # small integers still come back as floats with NaN for erased cells
+    small = ErasureMapper(delta=0.5, random_state=0).fit(X % 7, y).transform(X % 7)
+    assert small.dtype == np.float64
+
+
+def test_erasure_uint64_column_of_a_dataframe_is_released():
+    # astype("Int64") failed in pandas: "cannot safely cast non-equivalent uint64 to int64"
+    y = np.arange(200) % 2
+    X = pd.DataFrame({"id": np.array([2**64 - 1, 2**63 + 5], dtype=np.uint64)[np.arange(200) % 2],
+                      "b": np.arange(200) % 3})
+    out = ErasureMapper(delta=0.5, random_state=0).fit(X, y).transform(X)
+    assert str(out["id"].dtype) == "UInt64" and str(out["b"].dtype) == "Int64"
+    kept = out["id"].notna().to_numpy()
+    assert (out["id"][kept].astype("uint64").to_numpy() == X["id"][kept].to_numpy()).all()
+
+
+# --------------------------------------------------------------------------- dask blocks
+def test_dask_transform_of_a_filtered_collection_with_empty_blocks():
+    dask = pytest.importorskip("dask")
+    da = pytest.importorskip("dask.array")
+    dd = pytest.importorskip("dask.dataframe")
+    R, y = _binary_ratings()
+    m = QuantizedPrivacyMapper(n_clusters=4, random_state=0).fit(R, y)
+    keep = np.arange(R.shape[0]) >= 40                   # the first block is filtered out entirely
+    with dask.config.set(scheduler="synchronous"):
+        Xd = da.from_array(R, chunks=(40, R.shape[1]))[da.from_array(keep, chunks=40)]
+        out = m.transform(Xd).compute()                  # used to fail: "Found array with 0 sample(s)"
+        same = _dask.transform_in_blocks(m, R[keep], [0, 40, 40])
+        np.testing.assert_array_equal(out, same)
+        Xs = da.from_array(R, chunks=(40, R.shape[1])).map_blocks(sp.csr_matrix)[da.from_array(keep, chunks=40)]
+        assert m.transform(Xs).compute().shape == (80, R.shape[1])
+        X = pd.DataFrame({"a": np.arange(120) % 3, "b": np.arange(120) % 2})
+        em = ErasureMapper(delta=0.3, random_state=0).fit(X, y)
+        frame = dd.from_pandas(X, npartitions=3)
+        filtered = frame.map_partitions(lambda p: p[p.index >= 40], meta=X.iloc[:0])   # partition 0 empty
+        released = em.transform(filtered).compute()
+    assert released.shape == (80, 2) and (released.index == X.index[40:]).all()
+
+
+def test_transform_in_blocks_edge_sizes():
+    R, y = _binary_ratings()
+    m = QuantizedPrivacyMapper(n_clusters=4, random_state=0).fit(R, y)
+    assert _dask.transform_in_blocks(m, R[:0], 5).shape == (0, R.shape[1])   # was IndexError
+    with pytest.raises(ValueError, match=r"block sizes must be >= 0, got -20"):
+        _dask.transform_in_blocks(m, R, [140, -20])
+    for bad in (True, 2.5, "5"):                                              # True meant 1, 2.5 meant 2
+        with pytest.raises(TypeError, match=r"block_rows must be a positive integer .*got"):
+            _dask.transform_in_blocks(m, R, bad)
+
+
+# --------------------------------------------------------------------------- auctions
+def test_privacy_index_refuses_an_enumeration_that_cannot_fit_in_memory():
+    # max_exact=10**6 let 200 individuals into a 2**100 enumeration (the process was killed)
+    with pytest.raises(ValueError, match=r"at most 48 such individuals are enumerated whatever max_exact"):
+        privacy_index(np.full(200, 1e-3), np.ones(200), max_exact=10**6)
+    with pytest.raises(ValueError, match=r"2\*\*\(49/2\) enumeration .*about 2 GiB"):
+        privacy_index(np.full(49, 1e-3), np.ones(49), max_exact=49)
+    # below the limit a large max_exact is harmless and the index exact: all 12 sum below 1/2
+    assert privacy_index(np.full(12, 1e-3), np.arange(1.0, 13.0), max_exact=10**6) == pytest.approx(78.0)
+
+
+@pytest.mark.parametrize("s", [2.0**-700, 1e-200, 1e200, 1e300])
+def test_predictor_weights_do_not_depend_on_the_feature_units(s):
+    # squared distances overflowed (NaN) or underflowed (0): kNN picked individuals by index,
+    # Nadaraya-Watson gave NaN or uniform weights, ridge zero weights
+    Y = np.array([[5.0, 1.0], [4.0, 2.0], [3.0, 0.0], [2.0, 1.0], [1.0, 3.0], [0.0, 0.0]])
+    q = np.array([[0.5, 0.2], [3.0, 3.0]])
+    np.testing.assert_array_equal(knn_weights(Y * s, q * s, 2), knn_weights(Y, q, 2))
+    np.testing.assert_allclose(nadaraya_watson_weights(Y * s, q * s, 0.7 * s), nadaraya_watson_weights(Y, q, 0.7),
+                               rtol=1e-12, atol=1e-300)
+    # alpha = 0: the minimum-norm least squares weights, y^T pinv(Y), scale-free
+    np.testing.assert_allclose(ridge_weights(Y * s, q * s, 0.0), q @ np.linalg.pinv(Y), rtol=1e-10)
+
+
+def test_dclef_estimator_on_features_of_extreme_scale():
+    from privrelease.accounting import PrivacyAccountant
+
+    rng = np.random.default_rng(0)
+    Y = rng.normal(size=(30, 2))
+    d = np.clip(np.round(3 + Y[:, 0]), 1, 5)
+    for predictor in ("knn", "nadaraya_watson", "ridge"):
+        small = DCLEFEstimator(data_range=(1, 5), predictor=predictor, random_state=0).fit(Y, d)
+        big = DCLEFEstimator(data_range=(1, 5), predictor=predictor, random_state=0,
+                             bandwidth=1e200).fit(Y * 1e200, d)
+        # the weights the auction runs on (used to be NaN: "weights must be finite numbers")
+        W = big.auction_weights(Y[:3] * 1e200)
+        if predictor == "ridge":  # alpha = 1 is negligible beside Y^T Y ~ 1e400: least squares
+            np.testing.assert_allclose(W, Y[:3] @ np.linalg.pinv(Y), rtol=1e-10)
+        else:
+            np.testing.assert_allclose(W, small.auction_weights(Y[:3]), rtol=1e-10, atol=1e-300)
+        with PrivacyAccountant():
+            assert np.isfinite(big.predict(Y[:2] * 1e200)).all()
+
+
+def test_string_costs_are_refused_like_string_parameters():
+    # ["1", "2"] used to be read as the numbers 1 and 2
+    with pytest.raises(TypeError, match=r"unit_costs must be an array of real numbers, got an array of dtype <U1"):
+        fair_inner_product(["1", "2"], [1.0, 1.0], 1.0)
+    with pytest.raises(TypeError, match=r"weights must be an array of real numbers, .*holding 'a'"):
+        fair_inner_product([1.0, 2.0], np.array([1.0, "a"], dtype=object), 1.0)
+    res = fair_inner_product(np.array([1, 2], dtype=object), [True, True], 1.0)   # numbers in objects, bools
+    assert res.x.shape == (2,)
+
+
+def test_ragged_or_string_features_name_the_argument():
+    with pytest.raises(ValueError, match=r"Y must be a rectangular array of numbers"):
+        knn_weights([[0.0], [1.0, 2.0]], [0.0])
+    with pytest.raises(TypeError, match=r"y must hold real numbers, got an array of dtype <U1"):
+        knn_weights([[0.0], [1.0]], ["0"])
+
+
+# --------------------------------------------------------------------------- contracts
+@pytest.mark.parametrize("call", [
+    lambda K: design_contract([1.0, 2.0], K),          # SolverError: no feasible segment
+    lambda K: design_contract([1.0, 2.0], K, cost="exponential"),   # SolverError: K = nan > ...
+    lambda K: design_menu(1.0, 2.0, 0.5, K),           # SolverError: no feasible menu
+    lambda K: unbiased_contract([1.0, 2.0], K),
+])
+def test_subnormal_accuracy_is_a_value_error_not_a_solver_error(call):
+    with pytest.raises(ValueError, match=r"accuracy K = 5e-324 is below 4.45"):
+        call(5e-324)
+
+
+def test_tiny_normal_accuracy_still_gets_a_contract():
+    # K = 1e-300 is a normal float64: the closed form and the menu still meet it
+    c = design_contract([1.0, 2.0], 1e-300)
+    assert c.accuracy <= 1e-300 * (1 + 1e-7) and np.isfinite(c.total_payment)
+    assert design_menu(1.0, 2.0, 0.5, 1e-300).accuracy <= 1e-300 * (1 + 1e-7)
+
+
+def test_contract_with_a_cost_returning_nan_is_refused():
+    # a callable returning NaN gave a contract (a = 0, pay 0) and no error
+    with pytest.raises(ValueError, match=r"cost <lambda>\(v, eps\) returned nan at v="):
+        design_contract([1.0, 2.0], 0.5, cost=lambda v, e: np.nan * v * e)
+    c = design_contract([5.0, 10.0], 0.5, cost=lambda v, e: v * e**2)   # a valid custom cost still works
+    np.testing.assert_allclose(c.payments, c.valuations * c.epsilons**2)
+
+
+# --------------------------------------------------------------------------- noise and regression
+def test_noise_scale_that_overflows_is_refused():
+    # epsilon=5e-324 gave scale = inf: the release was inf / NaN without a word
+    for make in (lambda: Laplace(epsilon=5e-324), lambda: VectorLaplace(dimension=2, epsilon=1e-308,
+                                                                         sensitivity=1e308)):
+        with pytest.raises(ValueError, match=r"too small for sensitivity=.*overflows float64"):
+            make()
+    assert Laplace(epsilon=1e-300).scale == pytest.approx(1e300)
+
+
+def test_truthful_regression_extreme_alpha_and_epsilon():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 2))
+    X /= 2 * np.linalg.norm(X, axis=1, keepdims=True)
+    y = np.clip(X @ [0.5, -0.3], -1, 1)
+    # alpha = 1e308 raised OverflowError (alpha ** 1.5); the bound tends to 2 Y / alpha
+    assert ridge_sensitivity(40, 1e308) == pytest.approx(2.0 / 1e308)
+    TruthfulRegressionMechanism(alpha=1e308, random_state=0).fit(X, y)
+    with pytest.raises(ValueError, match=r"alpha=5e-324 is too small"):
+        TruthfulRegressionMechanism(alpha=5e-324, random_state=0).fit(X, y)
+    # epsilon = 5e-324 ended in "outcome must not contain NaN" from the payment rule
+    with pytest.raises(ValueError, match=r"epsilon=5e-324 is too small"):
+        TruthfulRegressionMechanism(epsilon=5e-324, random_state=0).fit(X, y)
+
+
+# --------------------------------------------------------------------------- pipelines
+def test_deeply_nested_pipeline_is_refused_as_a_pipeline_error(tmp_path):
+    # tomllib's RecursionError ended as "the run failed" (exit 1) instead of a refused file (exit 2)
+    path = tmp_path / "deep.toml"
+    path.write_text('experiment = "census_erasure"\n[params]\ntop = ' + "[" * 5000 + "]" * 5000 + "\n")
+    with pytest.raises(PipelineError, match=r"nests arrays or tables too deeply"):
+        load_pipeline(path)
+    shallow = tmp_path / "shallow.toml"
+    shallow.write_text('experiment = "census_erasure"\n[params]\ntop = ' + "[" * 50 + "]" * 50 + "\n")
+    with pytest.raises(PipelineError, match=r"parameter top = \[\[\[.* \(array\): expected an integer"):
+        load_pipeline(shallow)
