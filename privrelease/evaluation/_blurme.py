@@ -19,7 +19,7 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..utils import check_random_source, restore_sparse_format
+from ..utils import RandomSource, check_random_source, restore_sparse_format
 from ..utils._constraints import NumberInterval
 from ._targets import check_attribute, joint_attribute
 
@@ -93,7 +93,10 @@ class BlurMe(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         "fraction": [NumberInterval(numbers.Real, 0, None, closed="left")],
         "strategy": [StrOptions({"greedy", "random", "sampled"})],
         "C": [NumberInterval(numbers.Real, 0, None, closed="neither")],
-        "random_state": ["random_state", object],
+        # was ["random_state", object]: any object (random_state="x", -1) passed, and the greedy strategy,
+        # which draws nothing, never looked at it
+        "random_state": [None, NumberInterval(numbers.Integral, 0, None, closed="left"), np.random.RandomState,
+                         np.random.Generator, RandomSource],
     }
 
     def __init__(self, fraction=0.1, strategy="greedy", *, C=1.0, random_state=None):

@@ -101,6 +101,16 @@ def _ratings_and_labels():
     return R, np.array([0, 1] * 10)
 
 
+def _align_repeated_user():
+    """``RatingsFrame.align`` given a Series that names user ``'a'`` twice."""
+    import pandas as pd
+
+    from privrelease.recommender import RatingsFrame
+
+    rf = RatingsFrame().fit(pd.DataFrame({"user": ["a", "b"], "item": [1, 1], "rating": [4.0, 3.0]}))
+    return rf.align(pd.Series([0, 1], index=["a", "a"]))
+
+
 def _catalogue():
     """Rows ``(area, call, thunk, exception type, text the message must contain)``."""
     from privrelease import _persistence
@@ -209,6 +219,9 @@ def _catalogue():
          lambda: QuantizedPrivacyMapper().transform(X_SMALL), ValueError, "not fitted"),
         ("mappers", "QuantizedPrivacyMapper(n_clusters=True).fit(X, y)",
          lambda: QuantizedPrivacyMapper(n_clusters=True).fit(X_SMALL, Y_SMALL), ValueError, "Got True"),
+        ("mappers", "QuantizedPrivacyMapper().fit(X, y, sample_weight=[1e308] * n)",
+         lambda: QuantizedPrivacyMapper().fit(X_SMALL, Y_SMALL, sample_weight=np.full(Y_SMALL.size, 1e308)),
+         ValueError, "overflows"),
         ("mappers (dask)", "fitted.transform(dask array with 7 columns)",
          lambda: m.transform(_dask_zeros((4, 7))), ValueError, "7 features"),
         ("mappers (dask)", "QuantizedPrivacyMapper().fit(dask X of 4 rows, y of 3)",
@@ -311,6 +324,8 @@ def _catalogue():
         ("regression", "ridge_sensitivity(10, alpha=5e-324)", lambda: ridge_sensitivity(10, 5e-324), ValueError,
          "5e-324"),
         # --- recommender
+        ("recommender", "RatingsFrame().fit(df).align(Series with user 'a' twice)",
+         _align_repeated_user, ValueError, "'a'"),
         ("recommender", "SurpriseRecommender(algo_params={'lr_all': 1e10}).fit(X) (diverges)",
          lambda: SurpriseRecommender(algo_params={"lr_all": 1e10}, random_state=0).fit(_ratings_and_labels()[0]),
          ValueError, "10000000000.0"),

@@ -263,3 +263,69 @@ def test_deeply_nested_pipeline_is_refused_as_a_pipeline_error(tmp_path):
     shallow.write_text('experiment = "census_erasure"\n[params]\ntop = ' + "[" * 50 + "]" * 50 + "\n")
     with pytest.raises(PipelineError, match=r"parameter top = \[\[\[.* \(array\): expected an integer"):
         load_pipeline(shallow)
+
+
+# --------------------------------------------------------------------------- second batch
+@pytest.mark.parametrize("weights, exc, match", [
+    (np.full(120, 1e308), ValueError, r"sample_weight sums to inf: the total of 120 weights"),   # numpy / OverflowError
+    (np.full(120, 5e-324), ValueError, r"sample_weight holds a subnormal weight 5e-324 at row 0"),  # 'distortion ... NaN'
+    (["1"] * 120, TypeError, r"sample_weight must hold numbers, got <U1"),                        # parsed as 1.0
+])
+@pytest.mark.parametrize("make", [lambda: QuantizedPrivacyMapper(n_clusters=3, space="raw", random_state=0),
+                                  lambda: ErasureMapper(delta=0.3, random_state=0)])
+def test_sample_weights_that_overflow_underflow_or_are_strings(make, weights, exc, match):
+    R, y = _binary_ratings()
+    with pytest.raises(exc, match=match):
+        make().fit(R[:, :2] if isinstance(make(), ErasureMapper) else R, y, sample_weight=weights)
+
+
+def test_large_and_small_normal_weights_still_fit():
+    R, y = _binary_ratings()
+    for s in (1e-300, 1e300):
+        m = QuantizedPrivacyMapper(n_clusters=3, space="raw", random_state=0).fit(R, y, sample_weight=np.full(120, s))
+        assert m.n_labeled_ == 120 and np.isfinite(m.leakage_)
+
+
+def test_align_with_a_repeated_user_id_names_it():
+    from privrelease.recommender import RatingsFrame
+
+    rf = RatingsFrame().fit(pd.DataFrame({"user": ["a", "b"], "item": [1, 1], "rating": [4.0, 3.0]}))
+    # pandas said "cannot reindex on an axis with duplicate labels"
+    with pytest.raises(ValueError, match=r"labels gives user 'a' more than one value"):
+        rf.align(pd.Series([0, 1], index=["a", "a"]), name="labels")
+    assert rf.align(pd.Series([1], index=["b"])).tolist() == [-1, 1]
+
+
+def test_individual_spent_with_the_wrong_population_size_is_refused():
+    from privrelease.accounting import PrivacyAccountant
+
+    acc = PrivacyAccountant()
+    acc.spend(0.5, population="p", individual_epsilons=np.array([0.5, 0.25, 0.0]))
+    np.testing.assert_array_equal(acc.individual_spent("p", 3), [0.5, 0.25, 0.0])
+    # asking for 5 individuals returned the 3 of the ledger without a word
+    with pytest.raises(ValueError, match=r"population 'p' has 3 individuals in this ledger, but n_individuals=5"):
+        acc.individual_spent("p", 5)
+    with pytest.raises(TypeError, match=r"n_individuals must be an integer, got True"):
+        acc.individual_spent("q", True)
+    np.testing.assert_array_equal(acc.individual_spent("q", 4), np.zeros(4))
+
+
+@pytest.mark.parametrize("random_state", ["x", -1, 1.5])
+def test_blurme_random_state_is_checked_even_when_greedy(random_state):
+    from privrelease import BlurMe
+
+    R, y = _binary_ratings()
+    # the constraint was ["random_state", object]: anything passed, and greedy never drew from it
+    with pytest.raises(ValueError, match=r"The 'random_state' parameter of BlurMe must be None, an int"):
+        BlurMe(random_state=random_state).fit(R, y)
+
+
+def test_prior_or_distortion_given_as_strings_is_refused():
+    from privrelease.mapping import leakage, solve_mapping
+
+    # [["0.5", "0.5"], ...] was parsed as numbers while delta='0.5' is refused
+    with pytest.raises(TypeError, match=r"prior must be an array of probabilities, got strings"):
+        solve_mapping([["0.5", "0"], ["0", "0.5"]], 1 - np.eye(2), 0.5)
+    with pytest.raises(TypeError, match=r"distortion must be an array of numbers, got strings"):
+        solve_mapping([[0.5, 0.0], [0.0, 0.5]], [["0", "1"], ["1", "0"]], 0.5)
+    assert leakage(np.array([[0.5, 0.0], [0.0, 0.5]], dtype=object), np.eye(2)) == pytest.approx(1.0)
