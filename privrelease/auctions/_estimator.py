@@ -12,7 +12,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..accounting import PrivacyAccountant, check_accountant
 from ..exceptions import BudgetExceededError, PrivacyLeakWarning
 from ..utils import check_random_source
-from ..utils._validation import check_real_target
+from ..utils._validation import check_not_masked, check_real_target
 from ..utils._constraints import NumberInterval
 from ._dclef import DCLEF, _check_vector, check_data_range
 from ._mechanism import fair_inner_product
@@ -185,6 +185,8 @@ class DCLEFEstimator(RegressorMixin, BaseEstimator):
         -------
         self
         """
+        check_not_masked(X)
+        check_not_masked(y, "y")
         X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
         check_real_target(y, "y", "the private values d as real numbers")
         n = X.shape[0]

@@ -21,6 +21,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..utils import RandomSource, check_random_source, restore_sparse_format
 from ..utils._constraints import NumberInterval
+from ..utils._validation import check_not_masked
 from ._targets import check_attribute, joint_attribute
 
 __all__ = ["BlurMe", "BlurMore"]
@@ -129,6 +130,7 @@ class BlurMe(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                 "BlurMe requires y to be passed, but the target y is None: it learns from the users "
                 "who disclosed the private attribute"
             )
+        check_not_masked(X)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, ensure_all_finite=True)
         name = type(self).__name__
         y, labeled, _ = check_attribute(y, X.shape[0])
@@ -199,6 +201,7 @@ class BlurMe(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         """A validated CSR copy of ``X`` without stored zeros (sorted indices), and the caller's sparse format."""
         check_is_fitted(self, "classifier_")
         fmt = X.format if sp.issparse(X) else None
+        check_not_masked(X)
         X = validate_data(self, X, reset=False, accept_sparse="csr", dtype=np.float64,
                           ensure_all_finite=True)
         Xs = sp.csr_matrix(X, copy=True)

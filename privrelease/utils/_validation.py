@@ -55,6 +55,20 @@ def check_number(value, name, *, low=None, high=None, low_inclusive=True,
     return int(v) if integer else v
 
 
+def check_not_masked(X, name="X"):
+    """Refuse a numpy masked array with masked entries (ValueError naming ``name``).
+
+    numpy and scikit-learn read a masked array's data and ignore its mask, so a masked
+    ("missing") entry used to be taken at whatever value it hid: as a rating, a category or a
+    feature. A masked array with nothing masked is accepted (it is its data).
+    """
+    if isinstance(X, np.ma.MaskedArray) and np.ma.is_masked(X):
+        n = int(np.ma.count_masked(X))
+        raise ValueError(f"{name} is a masked array with {n} masked entr{'y' if n == 1 else 'ies'}; the mask would "
+                         f"be ignored and the hidden values used: fill it first ({name}.filled(0) for 'not "
+                         "rated' in a rating matrix)")
+
+
 def check_rating_scale(value, name="rating_scale"):
     """``(low, high)`` as two floats with finite ``low < high``, checked before any work is done.
 
@@ -96,6 +110,7 @@ def check_rating_matrix(X, *, name="X", rating_range=None, dtype=(np.float64, np
         The input's sparse format (``"csr"``, ``"csc"``, ``"coo"`` ...) or None for dense.
     """
     fmt = None
+    check_not_masked(X, name)
     if getattr(getattr(X, "dtype", None), "kind", None) == "c":
         # astype(float64) would drop the imaginary part with only a ComplexWarning
         raise TypeError(f"{name} must hold real-number ratings, got complex dtype {X.dtype}")

@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 import scipy.sparse as sp
 
-from privrelease import ErasureMapper, QuantizedPrivacyMapper, TruthfulRegressionMechanism
+from privrelease import (BlurMe, ErasureMapper, InferenceAttack, QuantizedPrivacyMapper, SurpriseRecommender,
+                         TruthfulRegressionMechanism)
 from privrelease.auctions import (
     DCLEFEstimator,
     fair_inner_product,
@@ -21,7 +22,7 @@ from privrelease.mappers import _dask
 from privrelease.noise import Laplace, VectorLaplace
 from privrelease.regression import ridge_sensitivity
 from privrelease.runner import PipelineError, load_pipeline
-from privrelease.utils import check_number
+from privrelease.utils import check_number, check_rating_matrix
 
 
 def _binary_ratings(n=120, m=12, seed=0):
@@ -312,8 +313,6 @@ def test_individual_spent_with_the_wrong_population_size_is_refused():
 
 @pytest.mark.parametrize("random_state", ["x", -1, 1.5])
 def test_blurme_random_state_is_checked_even_when_greedy(random_state):
-    from privrelease import BlurMe
-
     R, y = _binary_ratings()
     # the constraint was ["random_state", object]: anything passed, and greedy never drew from it
     with pytest.raises(ValueError, match=r"The 'random_state' parameter of BlurMe must be None, an int"):
@@ -329,3 +328,32 @@ def test_prior_or_distortion_given_as_strings_is_refused():
     with pytest.raises(TypeError, match=r"distortion must be an array of numbers, got strings"):
         solve_mapping([[0.5, 0.0], [0.0, 0.5]], [["0", "1"], ["1", "0"]], 0.5)
     assert leakage(np.array([[0.5, 0.0], [0.0, 0.5]], dtype=object), np.eye(2)) == pytest.approx(1.0)
+
+
+def _masked_ratings():
+    R, y = _binary_ratings()
+    hidden = np.random.default_rng(1).random(R.shape) < 0.5
+    return np.ma.masked_array(np.where(hidden, 99.0, R), mask=hidden), R, y
+
+
+@pytest.mark.parametrize("fit", [
+    lambda M, y: QuantizedPrivacyMapper(n_clusters=3, random_state=0).fit(M, y),
+    lambda M, y: ErasureMapper(random_state=0).fit(M[:, :2], y),
+    lambda M, y: BlurMe().fit(M, y),
+    lambda M, y: InferenceAttack().fit(M, y),
+    lambda M, y: SurpriseRecommender().fit(M),
+    lambda M, y: check_rating_matrix(M),
+])
+def test_masked_entries_are_refused_not_read_as_values(fit):
+    # numpy / scikit-learn ignore the mask: the hidden 99s were used as ratings
+    M, _, y = _masked_ratings()
+    with pytest.raises(ValueError, match=r"X is a masked array with \d+ masked entries; .*X\.filled\(0\)"):
+        fit(M, y)
+
+
+def test_masked_array_without_masked_entries_is_its_data():
+    _, R, y = _masked_ratings()
+    a = QuantizedPrivacyMapper(n_clusters=3, random_state=0).fit(np.ma.masked_array(R), y)
+    b = QuantizedPrivacyMapper(n_clusters=3, random_state=0).fit(R, y)
+    np.testing.assert_array_equal(a.mapping_, b.mapping_)
+    np.testing.assert_array_equal(a.transform(np.ma.masked_array(R)), b.transform(R))
