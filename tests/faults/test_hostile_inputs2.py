@@ -357,3 +357,31 @@ def test_masked_array_without_masked_entries_is_its_data():
     b = QuantizedPrivacyMapper(n_clusters=3, random_state=0).fit(R, y)
     np.testing.assert_array_equal(a.mapping_, b.mapping_)
     np.testing.assert_array_equal(a.transform(np.ma.masked_array(R)), b.transform(R))
+
+
+# --------------------------------------------------------------------------- evaluation protocol
+def test_rmse_cost_names_a_mapper_that_releases_nan():
+    from sklearn.preprocessing import FunctionTransformer
+
+    from privrelease.datasets import make_ratings
+    from privrelease.evaluation import rmse_cost
+
+    X, a, _ = make_ratings(80, 30, random_state=0)
+    nan_release = FunctionTransformer(lambda Z: Z.toarray() * np.nan)
+    # was the recommender's "Input X contains NaN. SurpriseRecommender does not accept missing values ..."
+    with pytest.raises(ValueError, match=r"FunctionTransformer.transform returned \d+ non-finite rating\(s\) "
+                                         r"\(for example nan\)"):
+        rmse_cost(nan_release, X, a, cv=2, random_state=0)
+
+
+def test_rmse_cost_says_why_a_fold_has_no_held_out_rating():
+    from sklearn.preprocessing import FunctionTransformer
+
+    from privrelease.datasets import make_ratings
+    from privrelease.evaluation import rmse_cost
+
+    X, a, _ = make_ratings(80, 30, random_state=0)
+    # one item: every user has one rating and keeps it; was "y has no held-out ratings" from the recommender
+    with pytest.raises(ValueError, match=r"fold 0: none of its \d+ protected user\(s\) has a held-out rating .*"
+                                         r"have a single rating"):
+        rmse_cost(FunctionTransformer(), X[:, :1], a, cv=2, random_state=0)
