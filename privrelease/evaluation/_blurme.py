@@ -200,7 +200,8 @@ class BlurMe(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     def _working_copy(self, X):
         """A validated CSR copy of ``X`` without stored zeros (sorted indices), and the caller's sparse format."""
         check_is_fitted(self, "classifier_")
-        fmt = X.format if sp.issparse(X) else None
+        # the caller's sparse format, and whether it was a sparse array (csr_array came back as csr_matrix)
+        fmt = (X.format, isinstance(X, sp.sparray)) if sp.issparse(X) else None
         check_not_masked(X)
         X = validate_data(self, X, reset=False, accept_sparse="csr", dtype=np.float64,
                           ensure_all_finite=True)
@@ -211,8 +212,12 @@ class BlurMe(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
     @staticmethod
     def _as_caller(out, fmt):
-        """``out`` (CSR) back in the caller's type: dense for dense input, else the input's sparse format."""
-        return out.toarray() if fmt is None else restore_sparse_format(out, fmt)
+        """``out`` (CSR) back in the caller's type: dense for dense input, else the input's sparse format
+        (a sparse array for a sparse array)."""
+        if fmt is None:
+            return out.toarray()
+        fmt, is_array = fmt
+        return restore_sparse_format(sp.csr_array(out) if is_array else out, fmt)
 
     def _scores(self):
         """``score[c, j] = max_{c' != c} w[c', j] - w[c, j]``: how indicative item j is of another class than c."""

@@ -385,3 +385,17 @@ def test_rmse_cost_says_why_a_fold_has_no_held_out_rating():
     with pytest.raises(ValueError, match=r"fold 0: none of its \d+ protected user\(s\) has a held-out rating .*"
                                          r"have a single rating"):
         rmse_cost(FunctionTransformer(), X[:, :1], a, cv=2, random_state=0)
+
+
+@pytest.mark.parametrize("make_sparse", [sp.csr_array, sp.coo_array, sp.csc_array])
+@pytest.mark.parametrize("cls", ["BlurMe", "BlurMore"])
+def test_blurme_keeps_a_sparse_array_a_sparse_array(cls, make_sparse):
+    from privrelease import evaluation
+
+    R, y = _binary_ratings()
+    X = make_sparse(R)
+    out = getattr(evaluation, cls)(fraction=0.2, random_state=0).fit(X, y).transform(X)
+    # csr_array came back as csr_matrix ("a transform keeps the sparse type")
+    assert type(out) is type(X) and out.shape == X.shape
+    ref = getattr(evaluation, cls)(fraction=0.2, random_state=0).fit(sp.csr_matrix(R), y).transform(sp.csr_matrix(R))
+    np.testing.assert_array_equal(out.toarray(), ref.toarray())
