@@ -1133,6 +1133,10 @@ class QuantizedPrivacyMapper(_BaseMapper):
                 "their distances to the moved output points); use n_refine=0 with a dask collection"
             )
         Xd, columns = _dask.as_row_chunked_array(X)
+        if Xd.dtype.kind in "OUS":
+            # a frame with object columns (numbers as strings): converted block by block as an in-memory fit
+            # converts them (was scipy's "sparse does not support dtype object" inside the quantizer)
+            Xd = Xd.astype(np.float64)
         y_parts = _dask.y_blocks(y, Xd)
         X_parts = list(Xd.to_delayed().ravel())
         summaries = dask.compute(*[dask.delayed(_dask.label_summary)(yb) for yb in y_parts])
@@ -1153,6 +1157,13 @@ class QuantizedPrivacyMapper(_BaseMapper):
         sample_seed = _dask.quantizer_sample_seed(self.random_state)
         size = int(self.dask_sample_size)
         takes = n_lab if total <= size else np.floor(n_lab * (size / total)).astype(np.int64)
+        if takes.sum() == 0:
+            # a sample smaller than the number of blocks floored every block's share to 0 (numpy's "need at
+            # least one array to concatenate"): one user from each of the blocks with the largest shares
+            share = n_lab * (size / total)
+            takes = np.zeros_like(n_lab)
+            takes[np.argsort(-share, kind="stable")[:size]] = 1
+            takes = np.minimum(takes, n_lab)
         picked = dask.compute(*[dask.delayed(_dask.sample_block)(xb, yb, int(t), sample_seed, i)
                                 for i, (xb, yb, t) in enumerate(zip(X_parts, y_parts, takes)) if t > 0])
         X_s = _dask.vstack([p[0] for p in picked])

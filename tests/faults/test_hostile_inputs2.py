@@ -399,3 +399,29 @@ def test_blurme_keeps_a_sparse_array_a_sparse_array(cls, make_sparse):
     assert type(out) is type(X) and out.shape == X.shape
     ref = getattr(evaluation, cls)(fraction=0.2, random_state=0).fit(sp.csr_matrix(R), y).transform(sp.csr_matrix(R))
     np.testing.assert_array_equal(out.toarray(), ref.toarray())
+
+
+def test_dask_frame_with_numbers_as_strings_fits_as_in_memory():
+    dask = pytest.importorskip("dask")
+    dd = pytest.importorskip("dask.dataframe")
+    R, y = _binary_ratings()
+    df = pd.DataFrame(R, columns=[f"i{j}" for j in range(R.shape[1])])
+    text = df.assign(i0=df["i0"].astype(str))             # an object column, as read from a text file
+    with dask.config.set(scheduler="synchronous"):
+        # was scipy's "sparse does not support dtype object" from inside the quantizer
+        a = QuantizedPrivacyMapper(n_clusters=3, random_state=0).fit(dd.from_pandas(text, npartitions=3), y)
+        b = QuantizedPrivacyMapper(n_clusters=3, random_state=0).fit(dd.from_pandas(df, npartitions=3), y)
+    np.testing.assert_array_equal(a.prior_, b.prior_)
+    np.testing.assert_array_equal(a.mapping_, b.mapping_)
+
+
+def test_dask_sample_smaller_than_the_number_of_blocks():
+    dask = pytest.importorskip("dask")
+    da = pytest.importorskip("dask.array")
+    R, y = _binary_ratings()
+    with dask.config.set(scheduler="synchronous"), pytest.warns(UserWarning, match="larger than the number"):
+        # 6 blocks of 20 labeled users and a sample of 2: every block's share floored to 0
+        # (numpy's "need at least one array to concatenate")
+        m = QuantizedPrivacyMapper(n_clusters=3, dask_sample_size=2, space="raw", random_state=0).fit(
+            da.from_array(R, chunks=(20, R.shape[1])), y)
+    assert m.n_clusters_ <= 2 and m.n_labeled_ == R.shape[0]   # the prior still counts every user
