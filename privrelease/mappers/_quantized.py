@@ -1214,7 +1214,25 @@ class QuantizedPrivacyMapper(_BaseMapper):
         X, _ = self._check_X(X, reset=False)
         return self._quantize(X.tocsr() if sp.issparse(X) else np.asarray(X))
 
+    def _check_space_unchanged(self):
+        """``metric`` / ``space`` changed by ``set_params`` after fit: say so (refit), before any distance.
+
+        The fitted centres live in the space of the fit: the taste space (``embedding_``) or the
+        input space (raw, binarized for Hamming). Measuring them in another one failed deep in
+        numpy ("matmul: ... mismatch in its core dimension") or with "no attribute 'embedding_'".
+        """
+        fitted_taste = getattr(self, "embedding_", None) is not None
+        space = self._space()
+        if (space == "taste") != fitted_taste or (
+                space == "hamming" and not np.isin(self.cluster_centers_, (0.0, 1.0)).all()):
+            raise ValueError(
+                f"metric={self.metric!r}, space={self.space!r} is not the space this mapper was fitted in "
+                f"({'the taste space' if fitted_taste else 'the input space'}); its clusters cannot be "
+                "measured there: call fit again after set_params"
+            )
+
     def _quantize(self, Xc):
+        self._check_space_unchanged()
         labels = np.empty(Xc.shape[0], dtype=np.int64)
         for start, stop in row_chunks(Xc.shape[0]):
             E = self._embed(Xc[start:stop], owned=True)

@@ -425,3 +425,26 @@ def test_dask_sample_smaller_than_the_number_of_blocks():
         m = QuantizedPrivacyMapper(n_clusters=3, dask_sample_size=2, space="raw", random_state=0).fit(
             da.from_array(R, chunks=(20, R.shape[1])), y)
     assert m.n_clusters_ <= 2 and m.n_labeled_ == R.shape[0]   # the prior still counts every user
+
+
+@pytest.mark.parametrize("fitted, changed", [
+    ({}, {"metric": "hamming"}),                      # was numpy's "matmul: ... mismatch in its core dimension"
+    ({}, {"space": "raw"}),
+    ({"space": "raw"}, {"space": "taste"}),          # was AttributeError: no attribute 'embedding_'
+    ({"metric": "hamming"}, {"metric": "euclidean"}),
+    ({"space": "raw"}, {"metric": "hamming"}),        # Euclidean means are not 0/1 Hamming centres
+])
+def test_transform_after_set_params_changed_the_space_says_refit(fitted, changed):
+    R, y = _binary_ratings()
+    m = QuantizedPrivacyMapper(n_clusters=3, random_state=0, **fitted).fit(R, y)
+    m.set_params(**changed)
+    with pytest.raises(ValueError, match=r"is not the space this mapper was fitted in .* call fit again"):
+        m.transform(R)
+
+
+def test_set_params_that_keep_the_space_still_transform_the_same():
+    R, y = _binary_ratings()
+    m = QuantizedPrivacyMapper(n_clusters=3, random_state=0).fit(R, y)
+    before = m.transform(R)
+    m.set_params(metric="sqeuclidean", delta=-5, smoothing=1e9)   # none of them moves the fitted clusters
+    np.testing.assert_array_equal(m.transform(R), before)
