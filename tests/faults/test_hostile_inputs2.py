@@ -448,3 +448,15 @@ def test_set_params_that_keep_the_space_still_transform_the_same():
     before = m.transform(R)
     m.set_params(metric="sqeuclidean", delta=-5, smoothing=1e9)   # none of them moves the fitted clusters
     np.testing.assert_array_equal(m.transform(R), before)
+
+
+def test_biased_laplace_refuses_weights_or_data_given_as_strings():
+    from privrelease.contracts import BiasedLaplaceMechanism
+
+    # ["0.5", "0.5"] was parsed as numbers; the scalar b = "1" is refused
+    with pytest.raises(TypeError, match=r"weights a must hold real numbers, got \['0.5', '0.5'\]"):
+        BiasedLaplaceMechanism(["0.5", "0.5"], 1.0)
+    mech = BiasedLaplaceMechanism([0.5, 1.0], 1.0, random_state=0)
+    with pytest.raises(TypeError, match=r"data must hold real numbers"):
+        mech.release(["0.5", "0.5"])
+    assert mech.bias([0.0, 1.0]) == pytest.approx(0.5 * 0.5)   # sum_i (1 - a_i) (1/2 - d_i)
