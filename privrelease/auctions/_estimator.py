@@ -12,7 +12,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..accounting import PrivacyAccountant, check_accountant
 from ..exceptions import BudgetExceededError, PrivacyLeakWarning
 from ..utils import check_random_source
-from ..utils._validation import check_not_masked, check_real_target
+from ..utils._validation import check_table, check_real_target
 from ..utils._constraints import NumberInterval
 from ._dclef import DCLEF, _check_vector, check_data_range
 from ._mechanism import fair_inner_product
@@ -185,8 +185,8 @@ class DCLEFEstimator(RegressorMixin, BaseEstimator):
         -------
         self
         """
-        check_not_masked(X)
-        check_not_masked(y, "y")
+        check_table(X)
+        check_table(y, "y")
         X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
         check_real_target(y, "y", "the private values d as real numbers")
         n = X.shape[0]
@@ -245,6 +245,7 @@ class DCLEFEstimator(RegressorMixin, BaseEstimator):
         W : ndarray of shape (n_queries, n_samples)
         """
         check_is_fitted(self)
+        check_table(X)
         X = validate_data(self, X, reset=False, dtype=np.float64)
         return self._weights(X)
 
@@ -316,6 +317,7 @@ class DCLEFEstimator(RegressorMixin, BaseEstimator):
             answered earlier in the same call stay recorded.
         """
         check_is_fitted(self)
+        check_table(X)
         X = validate_data(self, X, reset=False, dtype=np.float64)
         acc = check_accountant(self.accountant)
         Wq = self._weights(X)

@@ -21,7 +21,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..utils import RandomSource, check_random_source, restore_sparse_format
 from ..utils._constraints import NumberInterval
-from ..utils._validation import check_not_masked
+from ..utils._validation import check_table
 from ._targets import check_attribute, joint_attribute
 
 __all__ = ["BlurMe", "BlurMore"]
@@ -130,7 +130,7 @@ class BlurMe(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                 "BlurMe requires y to be passed, but the target y is None: it learns from the users "
                 "who disclosed the private attribute"
             )
-        check_not_masked(X)
+        check_table(X)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, ensure_all_finite=True)
         name = type(self).__name__
         y, labeled, _ = check_attribute(y, X.shape[0])
@@ -202,7 +202,7 @@ class BlurMe(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         check_is_fitted(self, "classifier_")
         # the caller's sparse format, and whether it was a sparse array (csr_array came back as csr_matrix)
         fmt = (X.format, isinstance(X, sp.sparray)) if sp.issparse(X) else None
-        check_not_masked(X)
+        check_table(X)
         X = validate_data(self, X, reset=False, accept_sparse="csr", dtype=np.float64,
                           ensure_all_finite=True)
         Xs = sp.csr_matrix(X, copy=True)

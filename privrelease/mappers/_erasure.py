@@ -12,7 +12,7 @@ from .. import _persistence
 from ..exceptions import UnseenCategoryWarning
 from ..mapping import erasure_alphabet, erasure_distortion
 from ..utils import check_random_source
-from ..utils._validation import check_not_masked
+from ..utils._validation import check_table
 from . import _dask
 from ._base import PriorEstimate, _BaseMapper, _refuse_surprise_data
 from ._common import BUDGET_CONSTRAINT, LEAKAGE_CONSTRAINT, PROTECT_CONSTRAINT, RANDOM_STATE_CONSTRAINT
@@ -228,7 +228,7 @@ class ErasureMapper(_BaseMapper):
     # ------------------------------------------------------------------ helpers
     def _check_X(self, X, reset):
         _refuse_surprise_data(X)
-        check_not_masked(X)
+        check_table(X)
         Xa = validate_data(self, X, dtype=None, ensure_all_finite=False, reset=reset)
         Xa = np.asarray(Xa)
         if Xa.dtype.kind in "cmMV":

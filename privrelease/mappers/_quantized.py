@@ -14,7 +14,7 @@ from .. import _persistence
 from ..mapping import expected_distortion, leakage as heldout_leakage, mutual_information
 from ..utils import check_random_source
 from ..utils._constraints import NumberInterval
-from ..utils._validation import check_not_masked
+from ..utils._validation import check_table
 from . import _dask
 from ._base import PriorEstimate, _BaseMapper, _matrix, _refuse_surprise_data, _row_stochastic, stack_marginal_priors
 from ._common import BUDGET_CONSTRAINT, LEAKAGE_CONSTRAINT, PROTECT_CONSTRAINT, RANDOM_STATE_CONSTRAINT
@@ -579,7 +579,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
     def _check_X(self, X, reset):
         """Validate ``X``; return it (CSR, CSC or dense) and the caller's sparse format."""
         _refuse_surprise_data(X)
-        check_not_masked(X)
+        check_table(X)
         fmt = X.format if sp.issparse(X) else None
         if fmt is not None and fmt not in ("csr", "csc"):
             X = X.tocsr()

@@ -22,7 +22,7 @@ from threadpoolctl import ThreadpoolController
 
 from ..utils import check_random_source, check_rating_matrix, check_rating_scale
 from ..utils._constraints import NumberInterval
-from ..utils._validation import check_not_masked
+from ..utils._validation import check_table
 
 __all__ = ["SurpriseRecommender"]
 
@@ -253,7 +253,7 @@ class SurpriseRecommender(BaseEstimator):
         if isinstance(self.algorithm, str) and self.algorithm not in _ALGORITHMS:
             raise ValueError(f"algorithm must be one of {_ALGORITHMS}, got {self.algorithm!r}")
         scale = self._check_scale()
-        check_not_masked(X)
+        check_table(X)
         X = validate_data(self, X, accept_sparse=("csr", "csc", "coo"), dtype=np.float64,
                           reset=True)
         Xc, _ = check_rating_matrix(X, rating_range=scale)
@@ -498,7 +498,7 @@ class SurpriseRecommender(BaseEstimator):
 
     def _check_X(self, X, name="X"):
         check_is_fitted(self)
-        check_not_masked(X)
+        check_table(X)
         X = validate_data(self, X, accept_sparse=("csr", "csc", "coo"), dtype=np.float64,
                           reset=False)
         Xc, _ = check_rating_matrix(X, name=name)

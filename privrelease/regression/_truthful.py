@@ -21,7 +21,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..exceptions import PrivacyLeakWarning
 from ..noise import VectorLaplace
 from ..utils import check_number, check_random_source
-from ..utils._validation import check_not_masked, check_real_target
+from ..utils._validation import check_table, check_real_target
 from ..utils._constraints import NumberInterval
 
 __all__ = [
@@ -654,8 +654,8 @@ class TruthfulRegressionMechanism(RegressorMixin, BaseEstimator):
         -------
         self : object
         """
-        check_not_masked(X)
-        check_not_masked(y, "y")
+        check_table(X)
+        check_table(y, "y")
         X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
         check_real_target(y, "y", "the reported responses as real numbers")
         n = X.shape[0]
@@ -704,5 +704,6 @@ class TruthfulRegressionMechanism(RegressorMixin, BaseEstimator):
         y_pred : ndarray of shape (n_samples,)
         """
         check_is_fitted(self)
+        check_table(X)
         X = validate_data(self, X, reset=False, dtype=np.float64)
         return X @ self.coef_ + self.intercept_

@@ -266,6 +266,8 @@ def _catalogue():
          ValueError, "NaN"),
         ("utils", "check_number(5, 'p', high=1)", lambda: check_number(5, "p", high=1), ValueError, "5"),
         ("utils", "check_number(10**400, 'n')", lambda: check_number(10**400, "n"), ValueError, "1329 bits"),
+        ("utils", "check_rating_matrix([[1, 2], [3]]) (ragged rows)",
+         lambda: check_rating_matrix([[1.0, 2.0], [3.0]]), ValueError, "rectangular"),
         ("utils", "check_rating_matrix(a masked array with masked entries)",
          lambda: check_rating_matrix(np.ma.masked_array(np.ones((2, 2)), mask=[[1, 0], [0, 0]])), ValueError,
          "masked"),

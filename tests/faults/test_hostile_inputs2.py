@@ -382,8 +382,9 @@ def test_rmse_cost_says_why_a_fold_has_no_held_out_rating():
 
     X, a, _ = make_ratings(80, 30, random_state=0)
     # one item: every user has one rating and keeps it; was "y has no held-out ratings" from the recommender
-    with pytest.raises(ValueError, match=r"fold 0: none of its \d+ protected user\(s\) has a held-out rating .*"
-                                         r"have a single rating"):
+    with pytest.warns(UserWarning, match=r"user\(s\) have no ratings"), \
+            pytest.raises(ValueError, match=r"fold 0: none of its \d+ protected user\(s\) has a held-out rating .*"
+                                            r"have a single rating"):
         rmse_cost(FunctionTransformer(), X[:, :1], a, cv=2, random_state=0)
 
 
@@ -460,3 +461,19 @@ def test_biased_laplace_refuses_weights_or_data_given_as_strings():
     with pytest.raises(TypeError, match=r"data must hold real numbers"):
         mech.release(["0.5", "0.5"])
     assert mech.bias([0.0, 1.0]) == pytest.approx(0.5 * 0.5)   # sum_i (1 - a_i) (1/2 - d_i)
+
+
+@pytest.mark.parametrize("call", [
+    lambda X, y: QuantizedPrivacyMapper(n_clusters=2).fit(X, y),
+    lambda X, y: ErasureMapper().fit(X, y),
+    lambda X, y: BlurMe().fit(X, y),
+    lambda X, y: InferenceAttack().fit(X, y),
+    lambda X, y: SurpriseRecommender().fit(X),
+    lambda X, y: DCLEFEstimator(data_range=(0, 1)).fit(X, y),
+    lambda X, y: check_rating_matrix(X),
+])
+def test_ragged_rows_name_the_table(call):
+    # numpy: "setting an array element with a sequence. The requested array has an inhomogeneous shape"
+    with pytest.raises(ValueError, match=r"X must be a rectangular table, got rows of different lengths: row 0 has "
+                                         r"2 value\(s\), row 1 has 1"):
+        call([[1.0, 2.0], [3.0]] * 10, [0, 1] * 10)
