@@ -29,6 +29,7 @@ import pandas as pd
 import scipy.sparse as sp
 
 from ..exceptions import BudgetExceededError
+from ..utils import check_number
 
 __all__ = [
     "PrivacyAccountant",
@@ -298,9 +299,16 @@ class PrivacyAccountant:
         -------
         ndarray of shape (n_individuals,)
         """
+        if n_individuals is not None:
+            n_individuals = check_number(n_individuals, "n_individuals", low=0, integer=True)
         if population not in self._populations and n_individuals is not None:
-            return np.zeros(int(n_individuals))
-        return np.asarray(self.individual_epsilons(population).sum(axis=0)).ravel()
+            return np.zeros(n_individuals)
+        spent = np.asarray(self.individual_epsilons(population).sum(axis=0)).ravel()
+        if n_individuals is not None and spent.size != n_individuals:
+            # the ledger of another population (or a refitted one) was returned with the wrong length
+            raise ValueError(f"population {population!r} has {spent.size} individuals in this ledger, "
+                             f"but n_individuals={n_individuals}")
+        return spent
 
     def individual_epsilons(self, population):
         """``eps_i`` of every release of ``population``: csr_matrix (n_releases, n)."""

@@ -17,12 +17,19 @@ References
    Definitions 3 and 4, eqs. (3)-(6) and (8).
 """
 
+import numbers
+
 import numpy as np
 
 from ..noise import Laplace
 from ..utils import check_number
 
 __all__ = ["DCLEF", "privacy_index", "check_data_range"]
+
+#: most individuals with ``0 < eps_i < threshold`` the exact privacy index enumerates, whatever
+#: ``max_exact`` says: two halves of ``2**24`` subset sums (about half a GiB of float64 arrays and
+#: their copies); one more individual doubles it
+_MAX_EXACT_LIMIT = 48
 
 
 def check_data_range(data_range, name="data_range"):
@@ -52,6 +59,12 @@ def check_data_range(data_range, name="data_range"):
 
 def _check_vector(values, name, *, allow_inf=False, nonnegative=False):
     arr = np.asarray(values)
+    if arr.dtype.kind in "USO" and not (arr.dtype.kind == "O" and all(
+            isinstance(v, numbers.Number) for v in arr.ravel().tolist())):
+        # "1.5" was read as 1.5 without a word, while every scalar parameter refuses strings
+        first = next((v for v in arr.ravel().tolist() if not isinstance(v, numbers.Number)), None)
+        raise TypeError(f"{name} must be an array of real numbers, got an array of dtype {arr.dtype} "
+                        f"holding {first!r}")
     if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
         try:
             arr = arr.astype(np.float64)
@@ -98,6 +111,8 @@ def privacy_index(epsilons, weights, *, threshold=0.5, max_exact=40):
     max_exact : int, default=40
         Refuse (ValueError) when more than this many individuals have
         ``0 < eps_i < threshold``: the enumeration would be too large.
+        More than 48 such individuals are refused whatever ``max_exact`` says
+        (the enumeration would need several GiB of memory).
 
     Returns
     -------
@@ -123,6 +138,12 @@ def privacy_index(epsilons, weights, *, threshold=0.5, max_exact=40):
     base = float(w[free].sum())
     items = np.flatnonzero((eps > 0) & (eps < threshold))
     m = items.size
+    if _MAX_EXACT_LIMIT < m <= max_exact:
+        raise ValueError(
+            f"the exact privacy index needs a 2**({m}/2) enumeration ({m} individuals with "
+            f"0 < eps_i < {threshold}): about {2 ** (m - m // 2) * 64 / 2**30:.3g} GiB of memory; at most "
+            f"{_MAX_EXACT_LIMIT} such individuals are enumerated whatever max_exact says (got max_exact={max_exact})"
+        )
     if m > max_exact:
         raise ValueError(
             f"the exact privacy index needs a 2**({m}/2) enumeration ({m} individuals with "

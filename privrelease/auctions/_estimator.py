@@ -6,13 +6,14 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..accounting import PrivacyAccountant, check_accountant
 from ..exceptions import BudgetExceededError, PrivacyLeakWarning
 from ..utils import check_random_source
-from ..utils._validation import check_real_target
+from ..utils._validation import check_table, check_real_target
+from ..utils._constraints import NumberInterval
 from ._dclef import DCLEF, _check_vector, check_data_range
 from ._mechanism import fair_inner_product
 from ._predictors import knn_weights, nadaraya_watson_weights, ridge_weights
@@ -140,13 +141,13 @@ class DCLEFEstimator(RegressorMixin, BaseEstimator):
     """
 
     _parameter_constraints: dict = {
-        "budget": [Interval(Real, 0, None, closed="left")],
+        "budget": [NumberInterval(Real, 0, None, closed="left")],
         "predictor": [StrOptions({"knn", "nadaraya_watson", "ridge"})],
-        "n_neighbors": [Interval(Integral, 1, None, closed="left")],
-        "bandwidth": [Interval(Real, 0, None, closed="neither")],
-        "alpha": [Interval(Real, 0, None, closed="left")],
+        "n_neighbors": [NumberInterval(Integral, 1, None, closed="left")],
+        "bandwidth": [NumberInterval(Real, 0, None, closed="neither")],
+        "alpha": [NumberInterval(Real, 0, None, closed="left")],
         "data_range": ["array-like", None],
-        "epsilon_cap": [Interval(Real, 0, None, closed="left"), "array-like", None],
+        "epsilon_cap": [NumberInterval(Real, 0, None, closed="left"), "array-like", None],
         "cap_policy": [StrOptions({"exclude", "raise"})],
         "accountant": [PrivacyAccountant, None],
         "random_state": ["random_state", np.random.Generator],
@@ -184,6 +185,8 @@ class DCLEFEstimator(RegressorMixin, BaseEstimator):
         -------
         self
         """
+        check_table(X)
+        check_table(y, "y")
         X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
         check_real_target(y, "y", "the private values d as real numbers")
         n = X.shape[0]
@@ -242,6 +245,7 @@ class DCLEFEstimator(RegressorMixin, BaseEstimator):
         W : ndarray of shape (n_queries, n_samples)
         """
         check_is_fitted(self)
+        check_table(X)
         X = validate_data(self, X, reset=False, dtype=np.float64)
         return self._weights(X)
 
@@ -313,6 +317,7 @@ class DCLEFEstimator(RegressorMixin, BaseEstimator):
             answered earlier in the same call stay recorded.
         """
         check_is_fitted(self)
+        check_table(X)
         X = validate_data(self, X, reset=False, dtype=np.float64)
         acc = check_accountant(self.accountant)
         Wq = self._weights(X)

@@ -10,6 +10,8 @@ All functions accept one query ``y`` of shape ``(m,)`` (returning ``(n,)``) or a
 batch of shape ``(n_queries, m)`` (returning ``(n_queries, n)``).
 """
 
+import numbers
+
 import numpy as np
 
 from ..utils import check_number
@@ -17,11 +19,27 @@ from ..utils import check_number
 __all__ = ["knn_weights", "nadaraya_watson_weights", "ridge_weights"]
 
 
+def _as_features(values, name):
+    """``values`` as a float64 array; ragged rows and non-numbers get errors naming ``name``."""
+    try:
+        arr = np.asarray(values)
+    except ValueError:  # numpy: "setting an array element with a sequence ... inhomogeneous shape"
+        raise ValueError(f"{name} must be a rectangular array of numbers, got rows of different lengths") from None
+    if arr.dtype.kind in "USOcmMV":
+        try:
+            if arr.dtype.kind in "USc" or not all(isinstance(v, numbers.Real) for v in arr.ravel().tolist()):
+                raise TypeError
+            arr = arr.astype(np.float64)
+        except (TypeError, ValueError):
+            raise TypeError(f"{name} must hold real numbers, got an array of dtype {arr.dtype}") from None
+    return arr.astype(np.float64, copy=False)
+
+
 def _check_features(Y, y):
-    Y = np.asarray(Y, dtype=np.float64)
+    Y = _as_features(Y, "Y")
     if Y.ndim != 2 or Y.shape[0] == 0:
         raise ValueError(f"Y must be 2-D (individuals x features) with at least one row, got shape {Y.shape}")
-    q = np.asarray(y, dtype=np.float64)
+    q = _as_features(y, "y")
     single = q.ndim == 1
     q = np.atleast_2d(q)
     if q.ndim != 2 or q.shape[1] != Y.shape[1]:
@@ -34,7 +52,27 @@ def _check_features(Y, y):
     return Y, q, single
 
 
-def _sq_distances(Y, q):
+#: features whose largest magnitude lies outside [2**-200, 2**200] are divided by a power of two first:
+#: their squares (and ``Y^T Y``) would overflow to inf or underflow to 0, and the order of the
+#: distances would be lost (kNN then picked individuals by index); inside it nothing changes
+_SAFE_EXPONENT = 200
+
+
+def _feature_scale(Y, q):
+    """A power of two ``s`` making the features O(1) when their magnitude is extreme, else 1.0.
+
+    Dividing by a power of two is exact, so scaled distances keep their order.
+    """
+    top = max(float(np.max(np.abs(Y), initial=0.0)), float(np.max(np.abs(q), initial=0.0)))
+    if top == 0.0 or 2.0 ** -_SAFE_EXPONENT <= top <= 2.0 ** _SAFE_EXPONENT:
+        return 1.0
+    return float(2.0 ** np.frexp(top)[1])
+
+
+def _sq_distances(Y, q, s=1.0):
+    """Squared Euclidean distances between ``q`` and ``Y``, in units of ``s**2`` (``s`` from ``_feature_scale``)."""
+    if s != 1.0:
+        Y, q = Y / s, q / s
     d = (q**2).sum(1)[:, None] + (Y**2).sum(1)[None, :] - 2.0 * q @ Y.T
     return np.maximum(d, 0.0)
 
@@ -70,7 +108,7 @@ def knn_weights(Y, y, n_neighbors=5):
     """
     Y, q, single = _check_features(Y, y)
     k = min(check_number(n_neighbors, "n_neighbors", low=1, integer=True), Y.shape[0])
-    D = _sq_distances(Y, q)
+    D = _sq_distances(Y, q, _feature_scale(Y, q))  # only the order matters
     nn = np.argsort(D, axis=1, kind="stable")[:, :k]
     W = np.zeros_like(D)
     np.put_along_axis(W, nn, 1.0 / k, axis=1)
@@ -111,8 +149,17 @@ def nadaraya_watson_weights(Y, y, bandwidth=1.0):
     """
     Y, q, single = _check_features(Y, y)
     h = check_number(bandwidth, "bandwidth", low=0, low_inclusive=False)
-    D = _sq_distances(Y, q)
+    s = _feature_scale(Y, q)
+    D = _sq_distances(Y, q, s)
     excess = D - D.min(axis=1, keepdims=True)
+    if s != 1.0:
+        # excess is in units of s**2: exp(-(excess * (s / h)**2) / 2), the nearest points
+        # (excess 0) keep weight 1 even when s / h overflows
+        r = s / h
+        with np.errstate(over="ignore", invalid="ignore"):
+            K = np.where(excess > 0, np.exp(-((excess * r) * r) / 2.0), 1.0)
+        W = K / K.sum(axis=1, keepdims=True)
+        return W[0] if single else W
     denom = 2.0 * h * h
     if denom > 0.0:
         K = np.exp(-excess / denom)
@@ -157,7 +204,15 @@ def ridge_weights(Y, y, alpha=1.0):
     """
     Y, q, single = _check_features(Y, y)
     alpha = check_number(alpha, "alpha", low=0)
-    if alpha == 0:
+    s = _feature_scale(Y, q)
+    if s != 1.0:
+        # w = y^T (Y^T Y + alpha I)^{-1} Y^T is unchanged when Y, y are divided by s and alpha by s**2
+        # (Y^T Y would overflow to inf or underflow to 0 unscaled)
+        Y, q = Y / s, q / s
+        alpha = alpha / s / s
+    if np.isinf(alpha):  # tiny features, alpha > 0: the weights y^T Y / alpha are below float64's range
+        W = np.zeros((q.shape[0], Y.shape[0]))
+    elif alpha == 0:
         W = q @ np.linalg.pinv(Y)
     else:
         G = Y.T @ Y + alpha * np.eye(Y.shape[1])

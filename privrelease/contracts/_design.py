@@ -52,7 +52,16 @@ class _Cost:
     def __call__(self, v, eps):
         v = np.asarray(v, dtype=float)
         eps = np.asarray(eps, dtype=float)
-        return np.where(eps > 0, self.fn(v, np.where(eps > 0, eps, 0.0)), 0.0)
+        out = np.where(eps > 0, self.fn(v, np.where(eps > 0, eps, 0.0)), 0.0)
+        bad = np.isnan(out) | (out < 0)
+        if np.any(bad):
+            # a callable cost returning NaN gave a contract paying 0 with a = 0 and no error
+            i = np.unravel_index(int(np.flatnonzero(bad)[0]), bad.shape)
+            vi, ei = np.broadcast_to(v, out.shape)[i], np.broadcast_to(eps, out.shape)[i]
+            raise ValueError(f"cost {self.name}(v, eps) returned {float(out[i])!r} at v={float(vi)!r}, "
+                             f"eps={float(ei)!r}; a privacy cost must be a non-negative number "
+                             "(increasing in v and eps, convex in eps, cost(v, 0) = 0)")
+        return out
 
     def deriv(self, v, eps):
         if self._deriv is not None:
@@ -140,6 +149,10 @@ def privacy_cost(valuation, epsilon, cost="linear"):
 # ----------------------------------------------------------------------------- validation
 
 
+#: smallest accuracy target: K / 2 must be a normal float64 (K = 5e-324 made K / 2 = 0)
+_SMALLEST_ACCURACY = 2.0 * float(np.finfo(np.float64).tiny)
+
+
 def _check_accuracy(accuracy):
     K = check_number(accuracy, "accuracy", allow_inf=False)
     if K <= 0:
@@ -148,6 +161,11 @@ def _check_accuracy(accuracy):
             "any differentially private mechanism (it would need Laplace scale b = 0 and "
             "every seller's data at full weight, i.e. epsilon = infinity)",
             smallest_feasible=None,
+        )
+    if K < _SMALLEST_ACCURACY:
+        raise ValueError(
+            f"accuracy K = {accuracy!r} is below {_SMALLEST_ACCURACY!r}: the Laplace scale b = sqrt(K / 2) "
+            "is computed from K / 2, which must be a normal float64; expected K >= 2 * (smallest normal float64)"
         )
     return K
 

@@ -1,5 +1,7 @@
 """The biased Laplace mechanism of Khalili, Zhang and Liu, beside the unbiased one."""
 
+import numbers
+
 import numpy as np
 
 from ..noise import Laplace
@@ -8,8 +10,17 @@ from ..utils import check_number, check_random_source
 __all__ = ["BiasedLaplaceMechanism"]
 
 
+def _real_array(values, name):
+    """``values`` as float64; strings ("0.5", parsed before) and other non-numbers are a TypeError."""
+    raw = np.asarray(values)
+    if raw.dtype.kind in "USV" or (raw.dtype.kind == "O" and not all(
+            isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_)) for v in raw.ravel().tolist())):
+        raise TypeError(f"{name} must hold real numbers, got {values!r:.80}")
+    return raw.astype(np.float64)
+
+
 def _check_weights(a):
-    a = np.asarray(a, dtype=np.float64)
+    a = _real_array(a, "weights a")
     if a.ndim == 0:
         a = a[None]
     if a.ndim != 1 or a.size == 0:
@@ -105,7 +116,7 @@ class BiasedLaplaceMechanism:
         return float(self.max_bias**2 + 2.0 * self.b**2)
 
     def _check_data(self, d):
-        d = np.asarray(d, dtype=np.float64)
+        d = _real_array(d, "data")
         if d.shape != (self.n_sellers,):
             raise ValueError(f"data must have shape ({self.n_sellers},), got {d.shape}")
         if not np.all(np.isfinite(d)) or np.any(d < 0) or np.any(d > 1):

@@ -35,6 +35,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..utils import check_private_labels, check_random_source
+from ..utils._validation import check_table
 from ._targets import attribute_targets
 
 __all__ = [
@@ -185,6 +186,7 @@ class InferenceAttack(ClassifierMixin, BaseEstimator):
         self.random_state = random_state
 
     def _validate_X(self, X, reset):
+        check_table(X)
         return validate_data(
             self, X, reset=reset, accept_sparse="csr", dtype=np.float64, ensure_all_finite=True
         )
@@ -212,6 +214,7 @@ class InferenceAttack(ClassifierMixin, BaseEstimator):
                 f"{type(self).__name__} requires y to be passed, but the target y is None: it learns the "
                 "private attribute from users who disclosed it"
             )
+        check_table(X)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, ensure_all_finite=True)
         shape = getattr(y, "shape", None) or np.asarray(y).shape
         if len(shape) == 2 and shape[1] == 1:

@@ -15,11 +15,13 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.linear_model import LogisticRegression
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..utils import check_random_source, restore_sparse_format
+from ..utils import RandomSource, check_random_source, restore_sparse_format
+from ..utils._constraints import NumberInterval
+from ..utils._validation import check_table
 from ._targets import check_attribute, joint_attribute
 
 __all__ = ["BlurMe", "BlurMore"]
@@ -89,10 +91,13 @@ class BlurMe(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     """
 
     _parameter_constraints = {
-        "fraction": [Interval(numbers.Real, 0, None, closed="left")],
+        "fraction": [NumberInterval(numbers.Real, 0, None, closed="left")],
         "strategy": [StrOptions({"greedy", "random", "sampled"})],
-        "C": [Interval(numbers.Real, 0, None, closed="neither")],
-        "random_state": ["random_state", object],
+        "C": [NumberInterval(numbers.Real, 0, None, closed="neither")],
+        # was ["random_state", object]: any object (random_state="x", -1) passed, and the greedy strategy,
+        # which draws nothing, never looked at it
+        "random_state": [None, NumberInterval(numbers.Integral, 0, None, closed="left"), np.random.RandomState,
+                         np.random.Generator, RandomSource],
     }
 
     def __init__(self, fraction=0.1, strategy="greedy", *, C=1.0, random_state=None):
@@ -125,6 +130,7 @@ class BlurMe(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                 "BlurMe requires y to be passed, but the target y is None: it learns from the users "
                 "who disclosed the private attribute"
             )
+        check_table(X)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, ensure_all_finite=True)
         name = type(self).__name__
         y, labeled, _ = check_attribute(y, X.shape[0])
@@ -194,7 +200,9 @@ class BlurMe(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     def _working_copy(self, X):
         """A validated CSR copy of ``X`` without stored zeros (sorted indices), and the caller's sparse format."""
         check_is_fitted(self, "classifier_")
-        fmt = X.format if sp.issparse(X) else None
+        # the caller's sparse format, and whether it was a sparse array (csr_array came back as csr_matrix)
+        fmt = (X.format, isinstance(X, sp.sparray)) if sp.issparse(X) else None
+        check_table(X)
         X = validate_data(self, X, reset=False, accept_sparse="csr", dtype=np.float64,
                           ensure_all_finite=True)
         Xs = sp.csr_matrix(X, copy=True)
@@ -204,8 +212,12 @@ class BlurMe(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
     @staticmethod
     def _as_caller(out, fmt):
-        """``out`` (CSR) back in the caller's type: dense for dense input, else the input's sparse format."""
-        return out.toarray() if fmt is None else restore_sparse_format(out, fmt)
+        """``out`` (CSR) back in the caller's type: dense for dense input, else the input's sparse format
+        (a sparse array for a sparse array)."""
+        if fmt is None:
+            return out.toarray()
+        fmt, is_array = fmt
+        return restore_sparse_format(sp.csr_array(out) if is_array else out, fmt)
 
     def _scores(self):
         """``score[c, j] = max_{c' != c} w[c', j] - w[c, j]``: how indicative item j is of another class than c."""

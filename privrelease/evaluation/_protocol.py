@@ -251,6 +251,17 @@ def _prepare_split(ratings, private, *, opt_in_fraction, cv, heldout_fraction, r
     fperm = rs.permutation(n_prot)
     folds = [np.sort(f) for f in np.array_split(fperm, cv)]
     visible, heldout = holdout_split(X[protected], heldout_fraction, random_state=rs)
+    held = np.diff(sp.csr_matrix(heldout).indptr)
+    for k, f in enumerate(folds):
+        if not held[f].any():
+            # the recommender's RMSE failed with "y has no held-out ratings", naming neither fold nor cause
+            single = int(np.sum(np.diff(X[protected].indptr)[f] < 2))
+            raise ValueError(
+                f"fold {k}: none of its {f.size} protected user(s) has a held-out rating "
+                f"(heldout_fraction={heldout_fraction!r}; every user keeps at least one rating, and {single} of "
+                "them have a single rating); the RMSE needs held-out ratings: raise heldout_fraction, lower cv, "
+                "or use users with more ratings"
+            )
     fold_seeds = [rs.spawn_seed() if fixed_seed else None for _ in range(cv)]
     attack_seed = rs.spawn_seed() if fixed_seed else None
     return _Split(X=X, y=y, users=users, opt_in=opt_in, protected=protected, folds=folds,
@@ -277,6 +288,11 @@ def _as_csr(X, shape, what):
         raise ValueError(f"{what} returned shape {X.shape}, expected {shape} (it must keep the shape)")
     X = X.astype(np.float64)
     X.eliminate_zeros()
+    if not np.all(np.isfinite(X.data)):
+        # the recommender said "Input X contains NaN", naming neither the mapper nor its release
+        bad = X.data[~np.isfinite(X.data)]
+        raise ValueError(f"{what} returned {bad.size} non-finite rating(s) (for example {float(bad[0])!r}); "
+                         "a release holds finite ratings, 0 meaning 'not rated'")
     return X
 
 

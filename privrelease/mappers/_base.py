@@ -116,6 +116,8 @@ def check_sample_weight(sample_weight, n_samples):
     if sample_weight is None:
         return np.ones(n_samples)
     try:
+        if np.asarray(sample_weight).dtype.kind in "US":  # "1" was parsed as 1.0
+            raise TypeError
         w = np.asarray(sample_weight, dtype=np.float64)
     except (TypeError, ValueError):
         raise TypeError(f"sample_weight must hold numbers, got {np.asarray(sample_weight).dtype}") from None
@@ -128,6 +130,16 @@ def check_sample_weight(sample_weight, n_samples):
         i = int(np.flatnonzero(bad)[0])
         raise ValueError(f"sample_weight must be finite and non-negative, got {float(w[i])!r} at row {i} "
                          f"({int(bad.sum())} such weight(s))")
+    tiny = (w > 0) & (w < np.finfo(np.float64).tiny)
+    if tiny.any():  # weighted means of such weights are 0 / 0 (was "distortion must not contain NaN")
+        i = int(np.flatnonzero(tiny)[0])
+        raise ValueError(f"sample_weight holds a subnormal weight {float(w[i])!r} at row {i}; expected 0 or a "
+                         "weight >= 2.2e-308 (rescale the weights)")
+    with np.errstate(over="ignore"):
+        total = w.sum()
+    if not np.isfinite(total):  # was numpy's "probabilities do not sum to 1" or an OverflowError
+        raise ValueError(f"sample_weight sums to {float(total)!r}: the total of {w.size} weights (largest "
+                         f"{float(w.max())!r}) overflows float64; rescale the weights")
     return w
 
 

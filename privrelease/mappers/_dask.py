@@ -113,14 +113,36 @@ def _with_source(mapper, source):
 
 
 # ----------------------------------------------------------------------------- transform
+def _empty_release(mapper, block):
+    """The release of a block with no rows (a filtered dask collection has such blocks).
+
+    A mapper's ``transform`` refuses zero rows (scikit-learn's "Found array with 0
+    sample(s)"); an empty block of a larger collection releases nothing, in the
+    released block type and dtypes (the mapper's ``_release_meta``).
+    """
+    n_features = getattr(mapper, "n_features_in_", None)
+    if n_features is not None and block.ndim == 2 and block.shape[1] != n_features:
+        raise ValueError(f"X has {block.shape[1]} features, but {type(mapper).__name__} is expecting "
+                         f"{n_features} features as input")
+    meta = mapper._release_meta(block)
+    return meta.copy() if meta is block else meta
+
+
 def _transform_block(block, mapper, seed, block_info=None):
     index = 0 if block_info is None else block_info[0]["chunk-location"][0]
+    if block.shape[0] == 0:
+        return _empty_release(mapper, block)
     return _with_source(mapper, block_random_state(seed, index)).transform(block)
 
 
 def _transform_partition(part, mapper, seed, partition_info=None):
     import pandas as pd
 
+    if len(part) == 0:
+        out = _empty_release(mapper, part)
+        if isinstance(out, pd.DataFrame):
+            return out
+        return pd.DataFrame(out, index=part.index, columns=part.columns).astype(part.dtypes.to_dict())
     index = 0 if partition_info is None else partition_info["number"]
     out = _with_source(mapper, block_random_state(seed, index)).transform(part)
     if isinstance(out, pd.DataFrame):
@@ -178,15 +200,29 @@ def transform(mapper, X):
     )
 
 
+def _is_count(value):
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
 def _row_bounds(n_rows, block_rows):
-    if np.iterable(block_rows):
-        sizes = [int(s) for s in block_rows]
+    if np.iterable(block_rows) and not isinstance(block_rows, (str, bytes)):
+        sizes = list(block_rows)
+        bad = [s for s in sizes if not _is_count(s)]
+        if bad:
+            raise TypeError(f"block sizes must be integers (as dask_array.chunks[0]), got {bad[0]!r} "
+                            f"in {tuple(sizes)!r}")
+        if any(s < 0 for s in sizes):
+            raise ValueError(f"block sizes must be >= 0, got {min(sizes)!r} in {tuple(sizes)!r}")
+        sizes = [int(s) for s in sizes]
         if sum(sizes) != n_rows:
             raise ValueError(f"block sizes {tuple(sizes)!r} add up to {sum(sizes)}, expected {n_rows} rows")
     else:
-        b = int(block_rows)
-        if b < 1:
+        if not _is_count(block_rows):
+            raise TypeError(f"block_rows must be a positive integer (or a sequence of block sizes), got "
+                            f"{block_rows!r} of type {type(block_rows).__name__}")
+        if block_rows < 1:
             raise ValueError(f"block_rows must be a positive integer, got {block_rows!r}")
+        b = int(block_rows)
         sizes = [min(b, n_rows - s) for s in range(0, n_rows, b)]
     edges = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     return list(zip(edges[:-1], edges[1:]))
@@ -213,7 +249,11 @@ def transform_in_blocks(mapper, X, block_rows):
     Xr = X.tocsr() if sp.issparse(X) else X
     parts = []
     for i, (start, stop) in enumerate(_row_bounds(X.shape[0], block_rows)):
-        parts.append(_with_source(mapper, block_random_state(seed, i)).transform(Xr[start:stop]))
+        block = Xr[start:stop]
+        parts.append(_empty_release(mapper, block) if stop == start
+                     else _with_source(mapper, block_random_state(seed, i)).transform(block))
+    if not parts:  # no rows at all: the empty release of X itself
+        parts.append(_empty_release(mapper, Xr))
     if hasattr(parts[0], "iloc"):  # dataframes (e.g. ErasureMapper on a DataFrame)
         import pandas as pd
 

@@ -12,6 +12,7 @@ from .. import _persistence
 from ..exceptions import UnseenCategoryWarning
 from ..mapping import erasure_alphabet, erasure_distortion
 from ..utils import check_random_source
+from ..utils._validation import check_table
 from . import _dask
 from ._base import PriorEstimate, _BaseMapper, _refuse_surprise_data
 from ._common import BUDGET_CONSTRAINT, LEAKAGE_CONSTRAINT, PROTECT_CONSTRAINT, RANDOM_STATE_CONSTRAINT
@@ -21,6 +22,23 @@ __all__ = ["ErasureMapper"]
 _UNSEEN = -2  # code of a category never seen in fit
 #: above this many (input, output) cells the alphabet is stored sparsely (only the reachable pairs)
 DENSE_CELLS_LIMIT = 2**22
+
+
+def _nullable_integer(dtype):
+    """The nullable dtype of a released integer column: ``Int64``, or ``UInt64`` for ``uint64``
+    (``Int64`` cannot hold values above 2**63 - 1)."""
+    return "UInt64" if np.dtype(dtype) == np.uint64 else "Int64"
+
+
+def _float_exact(Xa):
+    """True when float64 holds every value of ``Xa`` exactly (integers up to 2**53 in magnitude).
+
+    Larger integer categories (64-bit hashes, ids) are released in an object array instead:
+    through float64 they would come back as a different number.
+    """
+    if Xa.dtype.kind not in "iu" or Xa.dtype.itemsize < 8 or Xa.size == 0:
+        return True
+    return -(2**53) <= int(Xa.min()) and int(Xa.max()) <= 2**53
 
 
 def _is_missing(values):
@@ -210,6 +228,7 @@ class ErasureMapper(_BaseMapper):
     # ------------------------------------------------------------------ helpers
     def _check_X(self, X, reset):
         _refuse_surprise_data(X)
+        check_table(X)
         Xa = validate_data(self, X, dtype=None, ensure_all_finite=False, reset=reset)
         Xa = np.asarray(Xa)
         if Xa.dtype.kind in "cmMV":
@@ -351,9 +370,10 @@ class ErasureMapper(_BaseMapper):
         X_released : DataFrame or ndarray
             A DataFrame keeps its columns, index and (where possible) dtypes:
             categorical columns stay categorical, integer columns become pandas
-            nullable ``Int64``, erased cells are missing (NaN / pd.NA). An ndarray
-            comes back as a float array (numeric input, NaN = erased) or an
-            object array (None = erased). Non-erased cells are never changed. A
+            nullable ``Int64`` (``UInt64`` for ``uint64``), erased cells are missing
+            (NaN / pd.NA). An ndarray comes back as a float array (numeric input,
+            NaN = erased) or an object array (None = erased; also for integers
+            beyond 2**53, which float64 would change). Non-erased cells are never changed. A
             dask collection is released lazily, partition by partition.
         """
         if _dask.is_dask_collection(X):
@@ -373,10 +393,10 @@ class ErasureMapper(_BaseMapper):
                 if pd.api.types.is_bool_dtype(s.dtype):
                     s = s.astype("boolean")
                 elif pd.api.types.is_integer_dtype(s.dtype):
-                    s = s.astype("Int64")
+                    s = s.astype(_nullable_integer(s.dtype))
                 out[col] = s.mask(erased[:, col_idx])
             return out
-        if Xa.dtype.kind in "fiub":
+        if Xa.dtype.kind in "fiub" and _float_exact(Xa):
             out = Xa.astype(np.float64)
             out[erased] = np.nan
             return out
@@ -393,7 +413,7 @@ class ErasureMapper(_BaseMapper):
                 if pd.api.types.is_bool_dtype(s.dtype):
                     out[col] = s.astype("boolean")
                 elif pd.api.types.is_integer_dtype(s.dtype):
-                    out[col] = s.astype("Int64")
+                    out[col] = s.astype(_nullable_integer(s.dtype))
             return out
         dtype = np.dtype(np.float64) if meta.dtype.kind in "fiub" else np.dtype(object)
         return np.empty((0,) + tuple(meta.shape[1:]), dtype=dtype)

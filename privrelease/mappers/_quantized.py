@@ -7,12 +7,14 @@ from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .. import _persistence
 from ..mapping import expected_distortion, leakage as heldout_leakage, mutual_information
 from ..utils import check_random_source
+from ..utils._constraints import NumberInterval
+from ..utils._validation import check_table
 from . import _dask
 from ._base import PriorEstimate, _BaseMapper, _matrix, _refuse_surprise_data, _row_stochastic, stack_marginal_priors
 from ._common import BUDGET_CONSTRAINT, LEAKAGE_CONSTRAINT, PROTECT_CONSTRAINT, RANDOM_STATE_CONSTRAINT
@@ -517,24 +519,24 @@ class QuantizedPrivacyMapper(_BaseMapper):
     """
 
     _parameter_constraints = {
-        "n_clusters": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto", "heldout"})],
+        "n_clusters": [NumberInterval(Integral, 1, None, closed="left"), StrOptions({"auto", "heldout"})],
         "delta": BUDGET_CONSTRAINT,
         "max_leakage": BUDGET_CONSTRAINT,
         "metric": [StrOptions({"euclidean", "sqeuclidean", "hamming"})],
         "space": [StrOptions({"auto", "taste", "raw"})],
-        "n_components": [Interval(Integral, 1, None, closed="left")],
+        "n_components": [NumberInterval(Integral, 1, None, closed="left")],
         "release": [StrOptions({"profile", "representative"})],
         "profile": [StrOptions({"posterior", "cluster"})],
-        "n_refine": [Interval(Integral, 0, None, closed="left")],
+        "n_refine": [NumberInterval(Integral, 0, None, closed="left")],
         "clustering": [StrOptions({"auto", "plain", "attribute_free"})],
         "prior": [StrOptions({"counts", "model"})],
-        "smoothing": [Interval(Real, 0, None, closed="left")],
+        "smoothing": [NumberInterval(Real, 0, None, closed="left")],
         "leakage": LEAKAGE_CONSTRAINT,
         "solver": [str],
         "random_state": RANDOM_STATE_CONSTRAINT,
-        "dask_sample_size": [Interval(Integral, 2, None, closed="left")],
+        "dask_sample_size": [NumberInterval(Integral, 2, None, closed="left")],
         "protect": PROTECT_CONSTRAINT,
-        "heldout_tolerance": [Interval(Real, 0, None, closed="left")],
+        "heldout_tolerance": [NumberInterval(Real, 0, None, closed="left")],
     }
 
     _saved_attributes = _BaseMapper._saved_attributes + (
@@ -577,6 +579,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
     def _check_X(self, X, reset):
         """Validate ``X``; return it (CSR, CSC or dense) and the caller's sparse format."""
         _refuse_surprise_data(X)
+        check_table(X)
         fmt = X.format if sp.issparse(X) else None
         if fmt is not None and fmt not in ("csr", "csc"):
             X = X.tocsr()
@@ -933,7 +936,14 @@ class QuantizedPrivacyMapper(_BaseMapper):
         soft = getattr(self, "_model_counts", None)
         base = soft if self.prior == "model" and soft is not None and soft.shape == counts.shape else counts
         prior = base + self.smoothing * p_a[:, None]
-        return prior / prior.sum()
+        with np.errstate(over="ignore"):
+            total = prior.sum()
+        if not np.isfinite(total):
+            # a smoothing so large (1e308) that the total overflows: the same ratio computed as
+            # base / smoothing + p(a) (was a prior of sum 0 and "prior must sum to 1")
+            prior = base / float(self.smoothing) + p_a[:, None]
+            total = prior.sum()
+        return prior / total
 
     def _marginal_prior(self, common, blocks):
         """Smoothed stacked prior (base); ``empirical_prior_`` is the same stack unsmoothed."""
@@ -1123,6 +1133,10 @@ class QuantizedPrivacyMapper(_BaseMapper):
                 "their distances to the moved output points); use n_refine=0 with a dask collection"
             )
         Xd, columns = _dask.as_row_chunked_array(X)
+        if Xd.dtype.kind in "OUS":
+            # a frame with object columns (numbers as strings): converted block by block as an in-memory fit
+            # converts them (was scipy's "sparse does not support dtype object" inside the quantizer)
+            Xd = Xd.astype(np.float64)
         y_parts = _dask.y_blocks(y, Xd)
         X_parts = list(Xd.to_delayed().ravel())
         summaries = dask.compute(*[dask.delayed(_dask.label_summary)(yb) for yb in y_parts])
@@ -1143,6 +1157,13 @@ class QuantizedPrivacyMapper(_BaseMapper):
         sample_seed = _dask.quantizer_sample_seed(self.random_state)
         size = int(self.dask_sample_size)
         takes = n_lab if total <= size else np.floor(n_lab * (size / total)).astype(np.int64)
+        if takes.sum() == 0:
+            # a sample smaller than the number of blocks floored every block's share to 0 (numpy's "need at
+            # least one array to concatenate"): one user from each of the blocks with the largest shares
+            share = n_lab * (size / total)
+            takes = np.zeros_like(n_lab)
+            takes[np.argsort(-share, kind="stable")[:size]] = 1
+            takes = np.minimum(takes, n_lab)
         picked = dask.compute(*[dask.delayed(_dask.sample_block)(xb, yb, int(t), sample_seed, i)
                                 for i, (xb, yb, t) in enumerate(zip(X_parts, y_parts, takes)) if t > 0])
         X_s = _dask.vstack([p[0] for p in picked])
@@ -1193,7 +1214,25 @@ class QuantizedPrivacyMapper(_BaseMapper):
         X, _ = self._check_X(X, reset=False)
         return self._quantize(X.tocsr() if sp.issparse(X) else np.asarray(X))
 
+    def _check_space_unchanged(self):
+        """``metric`` / ``space`` changed by ``set_params`` after fit: say so (refit), before any distance.
+
+        The fitted centres live in the space of the fit: the taste space (``embedding_``) or the
+        input space (raw, binarized for Hamming). Measuring them in another one failed deep in
+        numpy ("matmul: ... mismatch in its core dimension") or with "no attribute 'embedding_'".
+        """
+        fitted_taste = getattr(self, "embedding_", None) is not None
+        space = self._space()
+        if (space == "taste") != fitted_taste or (
+                space == "hamming" and not np.isin(self.cluster_centers_, (0.0, 1.0)).all()):
+            raise ValueError(
+                f"metric={self.metric!r}, space={self.space!r} is not the space this mapper was fitted in "
+                f"({'the taste space' if fitted_taste else 'the input space'}); its clusters cannot be "
+                "measured there: call fit again after set_params"
+            )
+
     def _quantize(self, Xc):
+        self._check_space_unchanged()
         labels = np.empty(Xc.shape[0], dtype=np.int64)
         for start, stop in row_chunks(Xc.shape[0]):
             E = self._embed(Xc[start:stop], owned=True)

@@ -22,6 +22,7 @@ def check_prior(prior, *, name="prior"):
         Not 2-D, empty, non-finite, negative entries, or not summing to 1
         within ``1e-8`` (the message quotes the offending value).
     """
+    _refuse_strings(prior, name, "probabilities")
     try:
         P = np.asarray(prior, dtype=float)
     except (TypeError, ValueError) as exc:
@@ -58,6 +59,7 @@ def check_distortion(distortion, n_public, *, name="distortion"):
     """
     if sp.issparse(distortion):
         return _check_sparse_distortion(distortion, n_public, name)
+    _refuse_strings(distortion, name, "numbers")
     try:
         D = np.asarray(distortion, dtype=float)
     except (TypeError, ValueError) as exc:
@@ -69,6 +71,16 @@ def check_distortion(distortion, n_public, *, name="distortion"):
     if np.any(D < 0):
         raise ValueError(f"{name} must be non-negative, got a smallest entry of {float(D.min())!r}")
     return D
+
+
+def _refuse_strings(values, name, what):
+    """Strings of numbers ("0.5") were parsed by ``np.asarray(..., dtype=float)``; the scalar budgets refuse them."""
+    try:
+        kind = np.asarray(values).dtype.kind
+    except (TypeError, ValueError):
+        return  # ragged: the conversion below says so
+    if kind in "US":
+        raise TypeError(f"{name} must be an array of {what}, got strings (dtype {np.asarray(values).dtype})")
 
 
 def _check_shape(shape, n_public, name):

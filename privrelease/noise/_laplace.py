@@ -110,6 +110,22 @@ def _standard_laplace(source, size):
     return n1 * n2 + n3 * n4
 
 
+def _noise_scale(sensitivity, epsilon):
+    """``sensitivity / epsilon`` (0 for ``epsilon = inf``); a ratio that overflows float64 is refused.
+
+    ``epsilon = 5e-324`` with sensitivity 1 would give an infinite scale: noise of inf / NaN
+    released without a word (and NaN estimates downstream).
+    """
+    if np.isinf(epsilon):
+        return 0.0
+    scale = sensitivity / epsilon
+    if not np.isfinite(scale):
+        raise ValueError(f"epsilon={epsilon!r} is too small for sensitivity={sensitivity!r}: the noise scale "
+                         "sensitivity / epsilon overflows float64 (the release would be infinite); expected a "
+                         "ratio below 1.8e308")
+    return scale
+
+
 class Laplace:
     """Laplace mechanism: noise of scale ``sensitivity / epsilon`` (or a given ``scale``).
 
@@ -159,7 +175,7 @@ class Laplace:
         sensitivity = check_number(sensitivity, "sensitivity", low=0)
         if epsilon is not None:
             epsilon = check_number(epsilon, "epsilon", low=0, low_inclusive=False, allow_inf=True)
-            self.scale = 0.0 if np.isinf(epsilon) else sensitivity / epsilon
+            self.scale = _noise_scale(sensitivity, epsilon)
             if np.isinf(epsilon):
                 _warn_infinite_epsilon("Laplace")
         else:
@@ -269,7 +285,7 @@ class VectorLaplace:
         self.dimension = check_number(dimension, "dimension", low=1, integer=True)
         self.epsilon = check_number(epsilon, "epsilon", low=0, low_inclusive=False, allow_inf=True)
         self.sensitivity = check_number(sensitivity, "sensitivity", low=0)
-        self.scale = 0.0 if np.isinf(self.epsilon) else self.sensitivity / self.epsilon
+        self.scale = _noise_scale(self.sensitivity, self.epsilon)
         if np.isinf(self.epsilon):
             _warn_infinite_epsilon("VectorLaplace")
         self._source = check_random_source(random_state)

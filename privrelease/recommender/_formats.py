@@ -239,6 +239,10 @@ class RatingsFrame:
         if not isinstance(values, (pd.Series, pd.DataFrame)):
             raise TypeError(f"{name} must be a pandas Series (or DataFrame) indexed by user id, or a dict, got "
                             f"{type(values).__name__}")
+        dup = values.index.duplicated()
+        if dup.any():  # pandas' "cannot reindex on an axis with duplicate labels" did not say which
+            raise ValueError(f"{name} gives user {values.index[dup][0]!r} more than one value "
+                             f"({int(dup.sum())} repeated id(s)); expected one value per user id")
         out = values.reindex(self.user_ids_)
         return out.astype(object).where(out.notna(), -1).to_numpy()
 

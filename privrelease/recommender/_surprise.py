@@ -16,11 +16,13 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator
-from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import ThreadpoolController
 
 from ..utils import check_random_source, check_rating_matrix, check_rating_scale
+from ..utils._constraints import NumberInterval
+from ..utils._validation import check_table
 
 __all__ = ["SurpriseRecommender"]
 
@@ -169,7 +171,7 @@ class SurpriseRecommender(BaseEstimator):
         "algorithm": [StrOptions(set(_ALGORITHMS)), HasMethods(["fit", "estimate"])],
         "rating_scale": [tuple, list, None],
         "algo_params": [dict, None],
-        "fold_in_reg": [StrOptions({"auto"}), Interval(numbers.Real, 0, None, closed="left")],
+        "fold_in_reg": [StrOptions({"auto"}), NumberInterval(numbers.Real, 0, None, closed="left")],
         "random_state": ["random_state", np.random.Generator],
     }
 
@@ -251,6 +253,7 @@ class SurpriseRecommender(BaseEstimator):
         if isinstance(self.algorithm, str) and self.algorithm not in _ALGORITHMS:
             raise ValueError(f"algorithm must be one of {_ALGORITHMS}, got {self.algorithm!r}")
         scale = self._check_scale()
+        check_table(X)
         X = validate_data(self, X, accept_sparse=("csr", "csc", "coo"), dtype=np.float64,
                           reset=True)
         Xc, _ = check_rating_matrix(X, rating_range=scale)
@@ -495,6 +498,7 @@ class SurpriseRecommender(BaseEstimator):
 
     def _check_X(self, X, name="X"):
         check_is_fitted(self)
+        check_table(X)
         X = validate_data(self, X, accept_sparse=("csr", "csc", "coo"), dtype=np.float64,
                           reset=False)
         Xc, _ = check_rating_matrix(X, name=name)

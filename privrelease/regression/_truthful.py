@@ -15,13 +15,14 @@ from numbers import Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
-from sklearn.utils._param_validation import Interval, Options
+from sklearn.utils._param_validation import Options
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..exceptions import PrivacyLeakWarning
 from ..noise import VectorLaplace
 from ..utils import check_number, check_random_source
-from ..utils._validation import check_real_target
+from ..utils._validation import check_table, check_real_target
+from ..utils._constraints import NumberInterval
 
 __all__ = [
     "TruthfulRegressionMechanism",
@@ -106,7 +107,13 @@ def ridge_sensitivity(n_samples, alpha, response_bound=1.0):
     n = check_number(n_samples, "n_samples", low=1, integer=True)
     alpha = check_number(alpha, "alpha", low=0, low_inclusive=False)
     Y = check_number(response_bound, "response_bound", low=0)
-    return float(2.0 * Y / alpha + Y * np.sqrt(n) / alpha**1.5)
+    # numpy's power: Python's float ** raises OverflowError for alpha near 1e308 (the bound is then ~0)
+    with np.errstate(over="ignore", divide="ignore"):
+        sens = float(2.0 * Y / np.float64(alpha) + Y * np.sqrt(n) / np.float64(alpha) ** 1.5)
+    if not np.isfinite(sens):
+        raise ValueError(f"alpha={alpha!r} is too small: the sensitivity 2 Y / alpha + Y sqrt(n) / alpha^1.5 "
+                         f"(Y={Y!r}, n={n}) overflows float64; expected a larger alpha")
+    return sens
 
 
 def brier_payment(outcome, prediction, *, response_bound=1.0, scale=1.0, offset=0.0):
@@ -534,14 +541,14 @@ class TruthfulRegressionMechanism(RegressorMixin, BaseEstimator):
     """
 
     _parameter_constraints = {
-        "alpha": [Interval(Real, 0, None, closed="neither")],
-        "epsilon": [Interval(Real, 0, None, closed="neither"), Options(Real, {np.inf})],
-        "response_bound": [Interval(Real, 0, None, closed="neither")],
+        "alpha": [NumberInterval(Real, 0, None, closed="neither")],
+        "epsilon": [NumberInterval(Real, 0, None, closed="neither"), Options(Real, {np.inf})],
+        "response_bound": [NumberInterval(Real, 0, None, closed="neither")],
         "clip": ["boolean"],
-        "prior_variance": [Interval(Real, 0, None, closed="neither"), Options(Real, {np.inf})],
-        "noise_variance": [Interval(Real, 0, None, closed="neither")],
-        "payment_scale": [Interval(Real, 0, None, closed="left")],
-        "payment_offset": [Interval(Real, 0, None, closed="left")],
+        "prior_variance": [NumberInterval(Real, 0, None, closed="neither"), Options(Real, {np.inf})],
+        "noise_variance": [NumberInterval(Real, 0, None, closed="neither")],
+        "payment_scale": [NumberInterval(Real, 0, None, closed="left")],
+        "payment_offset": [NumberInterval(Real, 0, None, closed="left")],
         "random_state": ["random_state"],
     }
 
@@ -647,6 +654,8 @@ class TruthfulRegressionMechanism(RegressorMixin, BaseEstimator):
         -------
         self : object
         """
+        check_table(X)
+        check_table(y, "y")
         X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
         check_real_target(y, "y", "the reported responses as real numbers")
         n = X.shape[0]
@@ -695,5 +704,6 @@ class TruthfulRegressionMechanism(RegressorMixin, BaseEstimator):
         y_pred : ndarray of shape (n_samples,)
         """
         check_is_fitted(self)
+        check_table(X)
         X = validate_data(self, X, reset=False, dtype=np.float64)
         return X @ self.coef_ + self.intercept_

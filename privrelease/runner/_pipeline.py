@@ -97,6 +97,10 @@ def load_pipeline(path):
         raise PipelineError(f"pipeline file {str(path)!r} is not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
         raise PipelineError(f"pipeline file {str(path)!r} is not valid TOML: {exc}") from None
+    except RecursionError:
+        # tomllib parses nested arrays and inline tables recursively: a few thousand '[' exhaust the stack
+        raise PipelineError(f"pipeline file {str(path)!r} nests arrays or tables too deeply to be read; "
+                            "expected a few lines of TOML (parameters are numbers, strings or flat arrays)") from None
     except OSError as exc:
         raise PipelineError(f"cannot read pipeline file {str(path)!r}: {exc.strerror or exc}") from None
     unknown = set(spec) - _ALLOWED_KEYS

@@ -33,9 +33,15 @@ def check_number(value, name, *, low=None, high=None, low_inclusive=True,
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         kind = "an integer" if integer else "a real number"
         raise TypeError(f"{name} must be {kind}, got {value!r} of type {type(value).__name__}")
-    if integer and not (isinstance(value, numbers.Integral) or float(value).is_integer()):
+    try:
+        v = float(value)
+    except OverflowError:  # an int (or Fraction) beyond float64, such as 10**400
+        v = np.inf if value > 0 else -np.inf
+        if integer or not allow_inf:
+            raise ValueError(f"{name} must be finite, got a number of {abs(int(value)).bit_length()} bits, "
+                             "beyond the float64 range") from None
+    if integer and not (isinstance(value, numbers.Integral) or v.is_integer()):
         raise TypeError(f"{name} must be an integer, got {value!r}")
-    v = float(value)
     if np.isnan(v):
         raise ValueError(f"{name} must be a number, got NaN")
     if np.isinf(v) and not allow_inf:
@@ -47,6 +53,28 @@ def check_number(value, name, *, low=None, high=None, low_inclusive=True,
         op = "<=" if high_inclusive else "<"
         raise ValueError(f"{name} must be {op} {high}, got {value!r}")
     return int(v) if integer else v
+
+
+def check_table(X, name="X"):
+    """Refuse what numpy would misread as a table, before scikit-learn's ``validate_data`` (ValueError naming ``name``).
+
+    * a masked array with masked entries: numpy and scikit-learn read its data and ignore the
+      mask, so a masked ("missing") entry used to be taken at whatever value it hid (as a rating,
+      a category or a feature). A masked array with nothing masked is accepted (it is its data);
+    * a list of rows of different lengths: numpy's message was "setting an array element with a
+      sequence. The requested array has an inhomogeneous shape after 1 dimensions".
+    """
+    if isinstance(X, (list, tuple)) and X and all(isinstance(r, (list, tuple, np.ndarray)) for r in X):
+        lengths = [len(r) for r in X]
+        if len(set(lengths)) > 1:
+            i = next(i for i, n in enumerate(lengths) if n != lengths[0])
+            raise ValueError(f"{name} must be a rectangular table, got rows of different lengths: row 0 has "
+                             f"{lengths[0]} value(s), row {i} has {lengths[i]}")
+    if isinstance(X, np.ma.MaskedArray) and np.ma.is_masked(X):
+        n = int(np.ma.count_masked(X))
+        raise ValueError(f"{name} is a masked array with {n} masked entr{'y' if n == 1 else 'ies'}; the mask would "
+                         f"be ignored and the hidden values used: fill it first ({name}.filled(0) for 'not "
+                         "rated' in a rating matrix)")
 
 
 def check_rating_scale(value, name="rating_scale"):
@@ -90,6 +118,7 @@ def check_rating_matrix(X, *, name="X", rating_range=None, dtype=(np.float64, np
         The input's sparse format (``"csr"``, ``"csc"``, ``"coo"`` ...) or None for dense.
     """
     fmt = None
+    check_table(X, name)
     if getattr(getattr(X, "dtype", None), "kind", None) == "c":
         # astype(float64) would drop the imaginary part with only a ComplexWarning
         raise TypeError(f"{name} must hold real-number ratings, got complex dtype {X.dtype}")

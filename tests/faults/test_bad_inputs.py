@@ -101,6 +101,16 @@ def _ratings_and_labels():
     return R, np.array([0, 1] * 10)
 
 
+def _align_repeated_user():
+    """``RatingsFrame.align`` given a Series that names user ``'a'`` twice."""
+    import pandas as pd
+
+    from privrelease.recommender import RatingsFrame
+
+    rf = RatingsFrame().fit(pd.DataFrame({"user": ["a", "b"], "item": [1, 1], "rating": [4.0, 3.0]}))
+    return rf.align(pd.Series([0, 1], index=["a", "a"]))
+
+
 def _catalogue():
     """Rows ``(area, call, thunk, exception type, text the message must contain)``."""
     from privrelease import _persistence
@@ -207,6 +217,11 @@ def _catalogue():
          lambda: QuantizedPrivacyMapper().fit(_surprise_trainset(), [0, 1]), TypeError, "Trainset"),
         ("mappers", "QuantizedPrivacyMapper().transform(X) (not fitted)",
          lambda: QuantizedPrivacyMapper().transform(X_SMALL), ValueError, "not fitted"),
+        ("mappers", "QuantizedPrivacyMapper(n_clusters=True).fit(X, y)",
+         lambda: QuantizedPrivacyMapper(n_clusters=True).fit(X_SMALL, Y_SMALL), ValueError, "Got True"),
+        ("mappers", "QuantizedPrivacyMapper().fit(X, y, sample_weight=[1e308] * n)",
+         lambda: QuantizedPrivacyMapper().fit(X_SMALL, Y_SMALL, sample_weight=np.full(Y_SMALL.size, 1e308)),
+         ValueError, "overflows"),
         ("mappers (dask)", "fitted.transform(dask array with 7 columns)",
          lambda: m.transform(_dask_zeros((4, 7))), ValueError, "7 features"),
         ("mappers (dask)", "QuantizedPrivacyMapper().fit(dask X of 4 rows, y of 3)",
@@ -216,6 +231,8 @@ def _catalogue():
          ValueError, "ndarray"),
         ("mappers (dask)", "_dask.transform_in_blocks(fitted, X, block_rows=0)",
          lambda: _dask.transform_in_blocks(m, X_SMALL, 0), ValueError, "0"),
+        ("mappers (dask)", "_dask.transform_in_blocks(fitted, X, block_rows=2.5)",
+         lambda: _dask.transform_in_blocks(m, X_SMALL, 2.5), TypeError, "2.5"),
         # --- persistence
         ("persistence", "QuantizedPrivacyMapper().save(path) (not fitted)",
          lambda: QuantizedPrivacyMapper().save("/nonexistent/m.npz"), ValueError, "not fitted"),
@@ -240,12 +257,20 @@ def _catalogue():
         ("noise", "laplace_noise(1, size=-1)", lambda: laplace_noise(1, size=-1), ValueError, "-1"),
         ("noise", "VectorLaplace(dimension=0, epsilon=1, sensitivity=1)",
          lambda: VectorLaplace(dimension=0, epsilon=1, sensitivity=1), ValueError, "0"),
+        ("noise", "Laplace(epsilon=5e-324) (scale overflows)", lambda: Laplace(epsilon=5e-324), ValueError,
+         "5e-324"),
         # --- utils
         ("utils", "check_random_source(-1)", lambda: check_random_source(-1), ValueError, "-1"),
         ("utils", "check_random_source('seed')", lambda: check_random_source("seed"), TypeError, "'seed'"),
         ("utils", "check_number(float('nan'), 'epsilon')", lambda: check_number(float("nan"), "epsilon"),
          ValueError, "NaN"),
         ("utils", "check_number(5, 'p', high=1)", lambda: check_number(5, "p", high=1), ValueError, "5"),
+        ("utils", "check_number(10**400, 'n')", lambda: check_number(10**400, "n"), ValueError, "1329 bits"),
+        ("utils", "check_rating_matrix([[1, 2], [3]]) (ragged rows)",
+         lambda: check_rating_matrix([[1.0, 2.0], [3.0]]), ValueError, "rectangular"),
+        ("utils", "check_rating_matrix(a masked array with masked entries)",
+         lambda: check_rating_matrix(np.ma.masked_array(np.ones((2, 2)), mask=[[1, 0], [0, 0]])), ValueError,
+         "masked"),
         ("utils", "check_rating_matrix(X with 7 on a 1-5 scale, rating_range=(1, 5))",
          lambda: check_rating_matrix(np.array([[7.0, 0], [1, 2]]), rating_range=(1, 5)), ValueError, "7"),
         ("utils", "check_private_labels([0, 1], n_samples=3)",
@@ -271,6 +296,10 @@ def _catalogue():
          lambda: DCLEF([1.0, 1.0], [1.0, 0.0], (0.0, 1.0)).sample([0.5, 2.0]), ValueError, "2"),
         ("auctions", "privacy_index([0.1, 0.2], [1, 1], threshold=-1)",
          lambda: privacy_index([0.1, 0.2], [1, 1], threshold=-1), ValueError, "-1"),
+        ("auctions", "privacy_index(200 epsilons of 0.001, w, max_exact=10**6)",
+         lambda: privacy_index(np.full(200, 1e-3), np.ones(200), max_exact=10**6), ValueError, "1000000"),
+        ("auctions", "fair_inner_product(['1', '2'], [1, 1], 1)",
+         lambda: fair_inner_product(["1", "2"], [1, 1], 1), TypeError, "'1'"),
         ("auctions", "DCLEFEstimator(data_range=(0, 1)).fit(X, y of strings)",
          lambda: DCLEFEstimator(data_range=(0, 1)).fit(np.eye(2), np.array(["a", "b"])), TypeError, "<U1"),
         # --- contracts
@@ -284,6 +313,10 @@ def _catalogue():
          lambda: design_contract([1.0, 2.0], 1.0, cost="cubic"), ValueError, "'cubic'"),
         ("contracts", "design_menu(v_low=2, v_high=1, prob_high=0.5, accuracy=1)",
          lambda: design_menu(2.0, 1.0, 0.5, 1.0), ValueError, "2"),
+        ("contracts", "design_contract([1, 2], accuracy=5e-324)",
+         lambda: design_contract([1.0, 2.0], 5e-324), ValueError, "5e-324"),
+        ("contracts", "design_contract([1, 2], 0.5, cost=lambda v, e: nan * v * e)",
+         lambda: design_contract([1.0, 2.0], 0.5, cost=lambda v, e: np.nan * v * e), ValueError, "nan"),
         # --- regression
         ("regression", "TruthfulRegressionMechanism(epsilon=0).fit(X, y)",
          lambda: TruthfulRegressionMechanism(epsilon=0).fit(np.eye(3), [0.1, 0.2, 0.3]), ValueError, "0"),
@@ -293,7 +326,11 @@ def _catalogue():
          lambda: TruthfulRegressionMechanism().fit(np.array([[2.0, 0], [0, 0.5], [0.1, 0.1]]),
                                                    [0.1, 0.2, 0.3]), ValueError, "2"),
         ("regression", "ridge_sensitivity(0, 1)", lambda: ridge_sensitivity(0, 1.0), ValueError, "0"),
+        ("regression", "ridge_sensitivity(10, alpha=5e-324)", lambda: ridge_sensitivity(10, 5e-324), ValueError,
+         "5e-324"),
         # --- recommender
+        ("recommender", "RatingsFrame().fit(df).align(Series with user 'a' twice)",
+         _align_repeated_user, ValueError, "'a'"),
         ("recommender", "SurpriseRecommender(algo_params={'lr_all': 1e10}).fit(X) (diverges)",
          lambda: SurpriseRecommender(algo_params={"lr_all": 1e10}, random_state=0).fit(_ratings_and_labels()[0]),
          ValueError, "10000000000.0"),
@@ -341,6 +378,9 @@ def _catalogue():
          lambda: check_run("movielens_gender", {"path": "/no/such/folder"}), PipelineError, "/no/such/folder"),
         ("cli", "run no/such/pipeline.toml",
          lambda: load_pipeline("no/such/pipeline.toml"), PipelineError, "no/such/pipeline.toml"),
+        ("cli", "run <a file nesting 5000 arrays>",
+         lambda: load_pipeline(_bad_file("deep.toml", 'experiment = "census_erasure"\n[params]\ntop = '
+                                         + "[" * 5000 + "]" * 5000 + "\n")), PipelineError, "too deeply"),
         ("cli", "run P -o ''", lambda: prepare_output_folder(""), OutputFolderError, "''"),
         ("cli", "run P -o <a file>", lambda: prepare_output_folder(_out_dir("file")), OutputFolderError, "a_file"),
         ("cli", "run P -o <a path under a file> (unwritable)",
