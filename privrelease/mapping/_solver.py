@@ -53,7 +53,7 @@ import scipy.sparse as sp
 
 from ..exceptions import ConvergenceWarning, InfeasibleBudgetError, SolverError
 from ..utils import check_number
-from ._checks import check_budget, check_distortion, check_prior
+from ._checks import check_budget, check_distortion, check_mapping, check_prior
 from ._cvx import solve_quietly
 from ._leakage import expected_distortion, leakage as _leakage
 from ._lp import perfect_privacy_mapping, solve_maximal_leakage_lp
@@ -168,13 +168,17 @@ def _warm(prob, warm_start):
     if warm_start is None:
         return None
     W = warm_start.mapping if isinstance(warm_start, MappingResult) else warm_start
-    if prob.sparse:
-        return prob.reduce(W)
-    W = np.asarray(W, dtype=float)
-    if W.shape != (prob.n_public, prob.n_outputs):
-        raise ValueError(
-            f"warm_start must be a mapping of shape {(prob.n_public, prob.n_outputs)}, got {W.shape}"
-        )
+    if not sp.issparse(W):
+        try:
+            W = np.asarray(W, dtype=float)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"warm_start must be a mapping (an array of numbers), got {type(W).__name__}: {exc}") from None
+        if W.shape != (prob.n_public, prob.n_outputs):
+            raise ValueError(
+                f"warm_start must be a mapping of shape {(prob.n_public, prob.n_outputs)}, got {W.shape}"
+            )
+    # NaN, negative entries or rows not summing to 1 are refused (they were silently ignored)
+    W = check_mapping(W, prob.n_public, prob.n_outputs, name="warm_start")
     return prob.reduce(W)
 
 
