@@ -256,6 +256,7 @@ RULE_CONFIGS = {
     "attribute_free, per 20": dict(clustering="attribute_free", n_clusters="per20"),
     "attribute_free, per 10": dict(clustering="attribute_free", n_clusters="per10"),
     "attribute_free, k=100": dict(clustering="attribute_free", n_clusters=100),
+    "attribute_free, k=200": dict(clustering="attribute_free", n_clusters=200),
     "prior='counts'": dict(prior="counts"),
 }
 
@@ -286,7 +287,9 @@ def _rule_sets():
             # a smaller and a larger population (250 and 1,000 opted-in users), section (i)
             "realistic 500 users, age band": lambda: _realistic(500, "age_band"),
             "realistic 500 users, gender x age band": lambda: _realistic(500, ["gender", "age_band"], "joint"),
-            "realistic 2000 users, gender x age band": lambda: _realistic(2000, ["gender", "age_band"], "joint")}
+            "realistic 2000 users, gender x age band": lambda: _realistic(2000, ["gender", "age_band"], "joint"),
+            # 2,000 opted-in users: above the cap of "auto" (100 clusters), stop 19
+            "realistic 4000 users, gender x age band": lambda: _realistic(4000, ["gender", "age_band"], "joint")}
 
 
 def _rule(sets, configs, leakages, seeds, cv):

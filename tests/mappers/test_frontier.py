@@ -282,17 +282,17 @@ def test_auto_clustering_is_attribute_free_beyond_two_classes(data):
     (240, 2, "attribute_free"),   # ... also when asked for explicitly -> 24
     (40, 3, "auto"),              # 4
     (15, 3, "auto"),              # floor of 2
-    (1030, 3, "auto"),            # capped at 100
+    (2030, 3, "auto"),            # capped at 200
     (1030, 2, "auto"),            # capped at 50
 ])
 def test_auto_number_of_clusters_follows_the_clustering(n_users, n_classes, clustering):
-    """n_clusters='auto' (counted prior): n_labeled // 10 in [2, 100] for attribute-free clusters, n_labeled // 20
+    """n_clusters='auto' (counted prior): n_labeled // 10 in [2, 200] for attribute-free clusters, n_labeled // 20
     in [2, 50] otherwise, and the fit is exactly the fit with that integer."""
     X, y = _ratings(n=n_users, n_classes=n_classes, seed=1)
     auto = QuantizedPrivacyMapper(clustering=clustering, random_state=0).fit(X, y)
     free = auto.attribute_directions_.shape[0] > 0
     assert free == (clustering == "attribute_free" or (clustering == "auto" and n_classes > 2))
-    expected = min(max(n_users // 10, 2), 100) if free else min(max(n_users // 20, 2), 50)
+    expected = min(max(n_users // 10, 2), 200) if free else min(max(n_users // 20, 2), 50)
     assert auto.n_clusters_ == expected
     same = QuantizedPrivacyMapper(n_clusters=expected, clustering=clustering, random_state=0).fit(X, y)
     np.testing.assert_array_equal(auto.labels_, same.labels_)
