@@ -52,22 +52,36 @@ def perfect_privacy_mapping(prob):
         return None, float("inf")
     sel = np.flatnonzero(keep)
     r, c, n = r_all[sel], c_all[sel], sel.size
-    cost = prob.edge_weights()[sel]
+    # variables: the joint masses y(c, j) = p(c) P(c, j), not P itself. In P the independence
+    # coefficients p(c) (p(a | c) - p(a)) of a rare input are tiny (1e-10 for p(c) = 1e-10) and HiGHS
+    # drops matrix entries below 1e-9: such rows then leak freely through outputs they alone use
+    # (I = 6e-9 bits at "perfect privacy"). In y every coefficient is p(a | c) - p(a) or 1.
+    pc_r = prob.pc[r]
+    cost = prob.edge_weights()[sel] / pc_r
     blocks = [_row_sum_matrix(prob, r, n)]
-    b = [np.ones(prob.k)]
-    # independence: sum_c (p(a, c) - p(a) p(c)) P(c, j) = 0 for all j and all but one a
+    b = [prob.pc]
+    # independence: sum_c (p(a | c) - p(a)) y(c, j) = 0 for all j and all but one a
     for a in range(na - 1):
-        coef = prob.M[a, r] - prob.pA[a] * prob.pc[r]
+        coef = prob.M[a, r] / pc_r - prob.pA[a]
         blocks.append(sp.csr_matrix((coef, (c, np.arange(n))), shape=(prob.kh, n)))
         b.append(np.zeros(prob.kh))
     A_eq = sp.vstack(blocks, format="csr")
-    res = linprog(cost, A_eq=A_eq, b_eq=np.concatenate(b), bounds=(0, None), method="highs")
+    b_eq = np.concatenate(b)
+    # tight feasibility tolerances: HiGHS's default (1e-7, absolute) lets an output used only by
+    # rare inputs (q(j) ~ 1e-9) keep a posterior far from p(a); the leakage is zero only when the
+    # residuals are tiny relative to q(j). Without presolve: with inputs of mass 1e-7 .. 1e-10,
+    # HiGHS's presolve declares this always-feasible LP infeasible. Then the defaults.
+    tight = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
+    for opts in ({**tight, "presolve": False}, tight, {}):
+        res = linprog(cost, A_eq=A_eq, b_eq=b_eq, bounds=(0, None), method="highs", options=opts)
+        if res.status == 0:
+            break
     if res.status == 2:
         return None, float("inf")
     if res.status != 0:
         raise SolverError(f"HiGHS failed on the perfect-privacy LP: {res.message}")
     x = np.zeros(n_all)
-    x[sel] = res.x
+    x[sel] = res.x / pc_r
     P = prob.clean(prob.from_edges(x), None)
     return P, prob.to_user(prob.distortion(P))
 
