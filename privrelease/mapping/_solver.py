@@ -364,6 +364,17 @@ def _solve_mi_target(prob, target_bits, solver, tol):
                 f"the smallest achievable leakage is at least {lbm / LN2:.6g} bits (at most {fm / LN2:.6g})",
                 smallest_feasible=fm / LN2,
             )
+        if fm > L and Ppp is not None and prob.objective(Ppp) <= tol * LN2:
+            # a target below the rounding of the leakage itself (I(A; C) = 0 up to 1e-16 bits):
+            # no mapping shows f <= L in floating point, but the perfect-privacy LP's mapping is
+            # independent up to rounding; answered as a target of 0, its distortion certified
+            # by the bound of the first solve (gap 0 when the smallest distortion is private)
+            gap_d = max(prob.distortion(Ppp) - lower(), 0.0)
+            cert = {"gap_bits": float(prob.objective(Ppp) / LN2), "distortion_gap": float(prob.to_user(gap_d)),
+                    "distortion_lower_bound": float(prob.to_user(lower())),
+                    "method": "perfect-privacy LP (HiGHS): the target is below the leakage's rounding"}
+            if gap_d <= dist_tol:
+                return Ppp, cert, "highs", "optimal"
         if fm > L:
             raise SolverError(f"could not decide whether max_leakage={target_bits!r} bits is reachable: "
                               f"the smallest leakage found is {fm / LN2:.6g} bits, its lower bound {lbm / LN2:.6g}")

@@ -39,3 +39,19 @@ def test_perfect_privacy_with_rare_inputs():
     assert leakage(prior, res.mapping) <= 1e-12
     np.testing.assert_allclose(res.mapping.sum(axis=1), 1.0, atol=1e-12)
     assert math.isclose(expected_distortion(prior, res.mapping, d), ref, rel_tol=1e-7)
+
+
+def test_tiny_target_with_independent_prior():
+    # p(a, c) = p(a) p(c): every mapping leaks 0 bits, so the answer to any target is the cheapest
+    # mapping. Rounding leaves I(A; C) ~ 1e-16 bits, and targets between 0 and that rounding
+    # (1e-20, 1e-16 bits) raised SolverError with solver="auto" ("could not decide")
+    rng = np.random.default_rng(3)
+    prior = np.outer(rng.dirichlet(np.ones(3)), rng.dirichlet(np.ones(16)))
+    d = 0.1 + squared_euclidean_distortion(rng.normal(size=(16, 2)))
+    d_min = float(prior.sum(axis=0) @ d.min(axis=1))
+    for target in (1e-20, 1e-16, 1e-9):
+        res = solve_mapping(prior, d, max_leakage=target)
+        assert res.status == "optimal"
+        assert leakage(prior, res.mapping) <= 1e-12
+        np.testing.assert_allclose(res.mapping.sum(axis=1), 1.0, atol=1e-12)
+        assert math.isclose(expected_distortion(prior, res.mapping, d), d_min, rel_tol=1e-9)
