@@ -2,6 +2,7 @@
 stress suite), each checked against an independent plain cvxpy formulation."""
 
 import math
+import warnings
 
 import cvxpy as cp
 import numpy as np
@@ -55,3 +56,54 @@ def test_tiny_target_with_independent_prior():
         assert leakage(prior, res.mapping) <= 1e-12
         np.testing.assert_allclose(res.mapping.sum(axis=1), 1.0, atol=1e-12)
         assert math.isclose(expected_distortion(prior, res.mapping, d), d_min, rel_tol=1e-9)
+
+
+def _reference_leakage(prior, d, delta):
+    """min I(A; C_hat) in bits s.t. distortion <= delta, plain cvxpy (CLARABEL, tight)."""
+    pa, pc = prior.sum(axis=1), prior.sum(axis=0)
+    X = cp.Variable(d.shape, nonneg=True)
+    info = cp.sum(cp.rel_entr(prior @ X, np.outer(pa, pc) @ X))
+    scale = float(d.max())
+    cons = [cp.sum(X, axis=1) == 1, cp.sum(cp.multiply(pc[:, None] * d / scale, X)) <= delta / scale]
+    pr = cp.Problem(cp.Minimize(info), cons)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "inaccurate" here: the point is repaired below
+        pr.solve(solver="CLARABEL", tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
+    # the reference's point made feasible (mixed with the cheapest mapping: the smallest weight,
+    # by bisection), so that its leakage is an achievable value
+    Q = np.clip(X.value, 0.0, None)
+    Q /= Q.sum(axis=1, keepdims=True)
+    P_min = np.eye(d.shape[1])[d.argmin(axis=1)]
+    lo, hi = 0.0, 1.0
+    for _ in range(100):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (lo, mid) if expected_distortion(prior, (1 - mid) * Q + mid * P_min, d) <= delta else (mid, hi)
+    return leakage(prior, (1 - hi) * Q + hi * P_min)
+
+
+def test_budget_a_relative_1e9_above_the_smallest():
+    # delta = d_min (1 + 1e-9) with d_min = 1e-3 of the largest distortion: a slack of 1e-12 of the
+    # scale, thinner than an interior point resolves (the barrier spread 1e-13 over every entry
+    # and ended 2e-5 bits above the optimum; cvxpy too). The answer is the first-order step from
+    # the cheapest mapping, certified.
+    prior = np.array([
+        [4.648e-05, 0.007663, 8.044e-05, 0.08553, 0.005116, 0.0008521, 0.01066, 4.352e-11],
+        [0.01174, 0.002033, 1.686e-06, 0.0009993, 0.0338, 1.151e-08, 0.2029, 0.0281],
+        [0.0003897, 0.2279, 0.0001773, 0.00129, 0.004893, 0.006509, 0.3682, 0.001131]])
+    prior /= prior.sum()
+    d = np.array([
+        [3.486, 6.003, 1.236, 0.0, 0.8347, 1.324, 0.384, 4.811, 3.483, 1.825, 13.72],
+        [7.502, 11.25, 3.994, 0.8347, 0.0, 4.117, 0.09349, 3.025, 7.497, 1.195, 15.02],
+        [0.513, 2.492, 0.004266, 1.324, 4.117, 0.0, 2.97, 10.6, 0.5119, 3.951, 11.39],
+        [5.921, 9.419, 2.867, 0.384, 0.09349, 2.97, 0.0, 3.658, 5.917, 1.072, 13.91],
+        [3.166e-06, 1.624, 0.5728, 3.483, 7.497, 0.5119, 5.917, 15.52, 0.0, 6.629, 11.33],
+        [11.35, 21.5, 11.78, 13.72, 15.02, 11.39, 13.91, 31.53, 11.33, 7.916, 0.0],
+        [0.06844, 1.374, 0.3198, 2.795, 6.574, 0.2923, 5.102, 13.71, 0.06864, 6.231, 12.4],
+        [0.6027, 1.981, 0.03749, 1.33, 4.245, 0.06032, 3.091, 10.02, 0.6023, 4.578, 13.11]])
+    delta = float(prior.sum(axis=0) @ d.min(axis=1)) * (1 + 1e-9)
+    res = solve_mapping(prior, d, delta, solver="fast")
+    assert res.status == "optimal" and res.certificate["gap_bits"] <= 1e-6
+    np.testing.assert_allclose(res.mapping.sum(axis=1), 1.0, atol=1e-12)
+    assert res.mapping.min() >= 0 and expected_distortion(prior, res.mapping, d) <= delta
+    # the plain formulation's point, made feasible, is no better (its interior is as thin)
+    assert leakage(prior, res.mapping) <= _reference_leakage(prior, d, delta) + 1e-9
