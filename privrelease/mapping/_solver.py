@@ -199,19 +199,7 @@ def _delta_best(prob, delta, solver, tol, warm=None):
         notes.append(f"cvxpy fallback skipped ({prob.k * prob.kh} variables > {CVXPY_FALLBACK_MAX_VARIABLES})")
     for s in attempts:
         if s == "fast":
-            from ._fast import solve_fast
-
-            try:
-                out = solve_fast(prob, delta, tol=tol, warm=warm, return_hint=True)
-                # (P, pi of the outputs the polish may empty); a bare mapping is accepted too
-                cands = [("fast", *out)] if isinstance(out, tuple) else [("fast", out)]
-            except (SolverError, np.linalg.LinAlgError, ArithmeticError, ValueError) as exc:
-                # any numerical failure of the fast solver falls back to the reference
-                notes.append(f"fast: {type(exc).__name__}: {exc}")
-                cands = []
-            step = _first_order_step(prob, delta)  # only certified when the budget is nearly the smallest
-            if step is not None:
-                cands.append(("first-order", step))
+            cands = _fast_candidates(prob, delta, tol, warm, notes)
         elif s == "sparse":
             cands = sparse_candidates(prob, delta=delta, tol_bits=tol)
         else:
@@ -230,6 +218,24 @@ def _delta_best(prob, delta, solver, tol, warm=None):
         raise SolverError(f"no solver returned a mapping for delta={prob.to_user(delta)!r} "
                           f"({'; '.join(notes) or 'all failed'})")
     return best[0], best[1], best[2], False, notes
+
+
+def _fast_candidates(prob, delta, tol, warm, notes):
+    """The fast path's candidates, each computed only when the previous one did not certify: the
+    structured interior point, then :func:`_first_order_step`."""
+    from ._fast import solve_fast
+
+    try:
+        out = solve_fast(prob, delta, tol=tol, warm=warm, return_hint=True)
+    except (SolverError, np.linalg.LinAlgError, ArithmeticError, ValueError) as exc:
+        # any numerical failure of the fast solver falls back to the reference
+        notes.append(f"fast: {type(exc).__name__}: {exc}")
+    else:
+        # (P, pi of the outputs the polish may empty); a bare mapping is accepted too
+        yield ("fast", *out) if isinstance(out, tuple) else ("fast", out)
+    step = _first_order_step(prob, delta)  # certified only when the budget is nearly the smallest
+    if step is not None:
+        yield "first-order", step
 
 
 def _first_order_step(prob, delta):
