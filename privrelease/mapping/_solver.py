@@ -576,24 +576,30 @@ def _solve_ml(prob, delta, target_bits, solver):
         # LP feasibility tolerances can leave the target exceeded by ~1e-8: pull back inside
         Ppp, _ = perfect_privacy_mapping(prob)
         Pz = Ppp if Ppp is not None else prob.clean(solve_maximal_leakage_lp(prob)[0], None)
-        if ml_sum(Pz) > cap:
+        if Ppp is not None and cap < ml_sum(Ppp) <= 1.0 + 1e-12:
+            # a target of 0 (or below the rounding of 0): sum_j max_a p(j | a) >= 1 for every mapping,
+            # so the hair inside the target (cap < 1) refused even perfect privacy. The perfect-privacy
+            # LP's mapping is the answer (maximal leakage 0 up to rounding, reported as gap_bits)
+            P = Ppp
+        elif ml_sum(Pz) > cap:
             raise InfeasibleBudgetError(f"max_leakage={target_bits!r} bits cannot be reached by any allowed mapping",
                                         smallest_feasible=math.log2(max(ml_sum(Pz), 1.0)))
-        lo, hi = 0.0, 1.0
-        for _ in range(100):
-            mid = 0.5 * (lo + hi)
-            if not (lo < mid < hi):
-                break
-            if ml_sum((1 - mid) * P + mid * Pz) <= cap:
-                hi = mid
-            else:
-                lo = mid
-        P = (1 - hi) * P + hi * Pz
+        else:
+            lo, hi = 0.0, 1.0
+            for _ in range(100):
+                mid = 0.5 * (lo + hi)
+                if not (lo < mid < hi):
+                    break
+                if ml_sum((1 - mid) * P + mid * Pz) <= cap:
+                    hi = mid
+                else:
+                    lo = mid
+            P = (1 - hi) * P + hi * Pz
     _, info = solve_maximal_leakage_lp(prob, target_bits=target_bits)
     lb = info["lp_dual_objective"]
     gap = max(prob.distortion(P) - lb, 0.0)
     rng_ = max(prob.delta_max - prob.delta_min, 1e-300)
-    cert = {"gap_bits": 0.0, "distortion_gap": float(prob.to_user(gap)),
+    cert = {"gap_bits": max(math.log2(max(ml_sum(P), 1.0)) - target_bits, 0.0), "distortion_gap": float(prob.to_user(gap)),
             "distortion_lower_bound": float(prob.to_user(lb)), "method": "linear program (HiGHS), dual bound"}
     return P, cert, name, "optimal" if gap <= DIST_RTOL * rng_ else "inaccurate"
 

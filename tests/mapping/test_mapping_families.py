@@ -7,7 +7,7 @@ import warnings
 import cvxpy as cp
 import numpy as np
 
-from privrelease.mapping import leakage, privacy_distortion_curve, solve_mapping
+from privrelease.mapping import leakage, maximal_leakage, privacy_distortion_curve, solve_mapping
 from privrelease.mapping import expected_distortion, squared_euclidean_distortion
 
 
@@ -107,3 +107,18 @@ def test_budget_a_relative_1e9_above_the_smallest():
     assert res.mapping.min() >= 0 and expected_distortion(prior, res.mapping, d) <= delta
     # the plain formulation's point, made feasible, is no better (its interior is as thin)
     assert leakage(prior, res.mapping) <= _reference_leakage(prior, d, delta) + 1e-9
+
+
+def test_maximal_leakage_target_zero():
+    # sum_j max_a p(j | a) >= 1 for every mapping, and the target was enforced a hair inside
+    # (2^0 (1 - 1e-13) < 1): max_leakage=0 raised InfeasibleBudgetError even where perfect privacy
+    # is reachable. The answer is the cheapest perfectly private mapping (the independence LP)
+    rng = np.random.default_rng(0)
+    prior = rng.dirichlet(np.full(12, 0.5)).reshape(3, 4)
+    d = squared_euclidean_distortion(rng.normal(size=(4, 2)))
+    for p in (prior, np.array([[0.4, 0.1], [0.1, 0.4]])):
+        dd = d if p.shape[1] == 4 else 1.0 - np.eye(2)
+        res = solve_mapping(p, dd, max_leakage=0.0, leakage="maximal_leakage")
+        assert res.status == "optimal"
+        assert maximal_leakage(p, res.mapping) <= 1e-12
+        assert math.isclose(expected_distortion(p, res.mapping, dd), _independence_lp(p, dd), rel_tol=1e-7)
