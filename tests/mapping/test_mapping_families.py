@@ -122,3 +122,36 @@ def test_maximal_leakage_target_zero():
         assert res.status == "optimal"
         assert maximal_leakage(p, res.mapping) <= 1e-12
         assert math.isclose(expected_distortion(p, res.mapping, dd), _independence_lp(p, dd), rel_tol=1e-7)
+
+
+def test_refined_bound_never_beats_leaving_light_outputs_out():
+    # Problem.certificate skips refining the pi of lightly used outputs when the bound with those
+    # outputs left out of the row minima is already too low to certify: no choice of their pi can
+    # do better (each row minimum only falls when columns are added). Checked on a near-
+    # deterministic prior (p(a | c) within 1e-9 of 0/1), with the refinement and random pi
+    from privrelease.mapping._problem import Problem, lagrangian_bound
+
+    rng = np.random.default_rng(4)
+    k = 12
+    post = np.full((3, k), 1e-9)
+    post[rng.integers(3, size=k), np.arange(k)] = 1 - 2e-9
+    prior = post * rng.dirichlet(np.ones(k))[None, :]
+    prob = Problem(prior / prior.sum(), squared_euclidean_distortion(rng.normal(size=(k, 2))))
+    P = rng.dirichlet(np.ones(k), size=k)
+    P[:, :4] *= 1e-4  # four lightly used outputs
+    P /= P.sum(axis=1, keepdims=True)
+    delta = prob.distortion(P)  # a budget that binds at P
+    pi = prob.posteriors(P)
+    light = (prob.pc @ P) <= 1e-2 * (prob.pc @ P).max()
+    assert light.sum() == 4
+    S0 = prob.scores(pi)
+    S0[:, light] = np.inf
+    ub, mu = lagrangian_bound(S0, prob.W, delta)
+    candidates = [prob.refine_pi(P, pi, prob.W, mu, light_rel=1e-2)]
+    for _ in range(20):
+        pi_r = pi.copy()
+        pi_r[:, light] = rng.dirichlet(np.full(3, 0.3), size=int(light.sum())).T
+        candidates.append(pi_r)
+    for pi_c in candidates:
+        np.testing.assert_array_equal(pi_c[:, ~light], pi[:, ~light])
+        assert lagrangian_bound(prob.scores(pi_c), prob.W, delta)[0] <= ub + 1e-12 * (1 + abs(ub))
