@@ -10,7 +10,11 @@ Solvers
     answer is cleaned (clipped, forbidden entries set to exactly 0, rows
     renormalised, distortion restored to ``<= delta``) and certified.
 ``"fast"``
-    The structured interior-point solver of :mod:`privrelease.mapping._fast`.
+    The structured interior-point solver of :mod:`privrelease.mapping._fast`; when
+    its answer does not certify, the first-order step from the cheapest mapping
+    (:func:`_first_order_step`, the optimum within a relative slack of ~1e-9 of the
+    smallest budget, where an interior point cannot resolve the budget), used only
+    when it certifies.
 ``"auto"``
     ``"fast"``, then ``"cvxpy"`` if the fast answer does not certify.
 Sparse distortion (stored entries = allowed transitions)
@@ -203,16 +207,7 @@ def _delta_best(prob, delta, solver, tol, warm=None):
         notes.append(f"cvxpy fallback skipped ({prob.k * prob.kh} variables > {CVXPY_FALLBACK_MAX_VARIABLES})")
     for s in attempts:
         if s == "fast":
-            from ._fast import solve_fast
-
-            try:
-                out = solve_fast(prob, delta, tol=tol, warm=warm, return_hint=True)
-                # (P, pi of the outputs the polish may empty); a bare mapping is accepted too
-                cands = [("fast", *out)] if isinstance(out, tuple) else [("fast", out)]
-            except (SolverError, np.linalg.LinAlgError, ArithmeticError, ValueError) as exc:
-                # any numerical failure of the fast solver falls back to the reference
-                notes.append(f"fast: {type(exc).__name__}: {exc}")
-                cands = []
+            cands = _fast_candidates(prob, delta, tol, warm, notes)
         elif s == "sparse":
             cands = sparse_candidates(prob, delta=delta, tol_bits=tol)
         else:
@@ -220,6 +215,13 @@ def _delta_best(prob, delta, solver, tol, warm=None):
         for name, P, *hint in cands:  # the fast path adds the pi of the outputs it emptied
             P = prob.clean(P, delta)
             extra = {"pi_hint": hint[0]} if hint else {}
+            if name == "first-order":
+                # a shortcut, used only when it certifies with the plain bound: never the "best"
+                # uncertified answer (that is the solvers'), and no refined bound spent on it
+                gap, mu, f = prob.certificate(P, delta)
+                if gap > tol:
+                    notes.append(f"{name}: gap {gap:.3g} bits")
+                    continue
             gap, mu, f = prob.certificate(P, delta, target_bits=tol, **extra)
             cert = {"gap_bits": float(gap), "multiplier": float(mu), "lower_bound": float(f - gap * LN2)}
             if best is None or gap < best[1]["gap_bits"]:
@@ -231,6 +233,59 @@ def _delta_best(prob, delta, solver, tol, warm=None):
         raise SolverError(f"no solver returned a mapping for delta={prob.to_user(delta)!r} "
                           f"({'; '.join(notes) or 'all failed'})")
     return best[0], best[1], best[2], False, notes
+
+
+def _fast_candidates(prob, delta, tol, warm, notes):
+    """The fast path's candidates, each computed only when the previous one did not certify: the
+    structured interior point, then :func:`_first_order_step`."""
+    from ._fast import solve_fast
+
+    try:
+        out = solve_fast(prob, delta, tol=tol, warm=warm, return_hint=True)
+    except (SolverError, np.linalg.LinAlgError, ArithmeticError, ValueError) as exc:
+        # any numerical failure of the fast solver falls back to the reference
+        notes.append(f"fast: {type(exc).__name__}: {exc}")
+    else:
+        # (P, pi of the outputs the polish may empty); a bare mapping is accepted too
+        yield ("fast", *out) if isinstance(out, tuple) else ("fast", out)
+    step = _first_order_step(prob, delta)  # certified only when the budget is nearly the smallest
+    if step is not None:
+        yield "first-order", step
+
+
+def _first_order_step(prob, delta):
+    """The cheapest mapping moved, greedily, along the entries that buy the most leakage per unit
+    of distortion (first order at the cheapest mapping), until the budget is spent; None when
+    nothing is to be moved.
+
+    Within a relative slack of 1e-9 of the smallest budget the optimum is this step (the curve is
+    linear there, with the slope of the best ratio), but the slack is below what an interior
+    point can resolve: the barrier spreads 1e-13 over every entry and ends 2e-5 bits above the
+    optimum (so does cvxpy). The step is a candidate like any other: the certificate decides.
+    """
+    P = prob.P_min.copy()
+    slack = float(delta) - prob.distortion(P)
+    if not (0.0 < slack < np.inf):
+        return None
+    rows = np.arange(prob.k)
+    jstar = np.argmax(P, axis=1)
+    S = prob.scores(prob.posteriors(P))
+    with np.errstate(invalid="ignore"):
+        gain = S[rows, jstar][:, None] - S  # leakage removed per unit of mass moved (first order)
+    cost = prob.W - prob.W[rows, jstar][:, None]
+    ok = prob.mask & (cost > 0) & (gain > 0)
+    if not ok.any():
+        return None
+    cr, cj = np.nonzero(ok)
+    for i in np.argsort(-(gain[cr, cj] / cost[cr, cj]), kind="stable"):
+        c, j = cr[i], cj[i]
+        eps = min(slack / cost[c, j], P[c, jstar[c]])
+        P[c, jstar[c]] -= eps
+        P[c, j] += eps
+        slack -= eps * cost[c, j]
+        if slack <= 0:
+            break
+    return P
 
 
 def _user_cert(prob, cert):
@@ -368,6 +423,17 @@ def _solve_mi_target(prob, target_bits, solver, tol):
                 f"the smallest achievable leakage is at least {lbm / LN2:.6g} bits (at most {fm / LN2:.6g})",
                 smallest_feasible=fm / LN2,
             )
+        if fm > L and Ppp is not None and prob.objective(Ppp) <= tol * LN2:
+            # a target below the rounding of the leakage itself (I(A; C) = 0 up to 1e-16 bits):
+            # no mapping shows f <= L in floating point, but the perfect-privacy LP's mapping is
+            # independent up to rounding; answered as a target of 0, its distortion certified
+            # by the bound of the first solve (gap 0 when the smallest distortion is private)
+            gap_d = max(prob.distortion(Ppp) - lower(), 0.0)
+            cert = {"gap_bits": float(prob.objective(Ppp) / LN2), "distortion_gap": float(prob.to_user(gap_d)),
+                    "distortion_lower_bound": float(prob.to_user(lower())),
+                    "method": "perfect-privacy LP (HiGHS): the target is below the leakage's rounding"}
+            if gap_d <= dist_tol:
+                return Ppp, cert, "highs", "optimal"
         if fm > L:
             raise SolverError(f"could not decide whether max_leakage={target_bits!r} bits is reachable: "
                               f"the smallest leakage found is {fm / LN2:.6g} bits, its lower bound {lbm / LN2:.6g}")
@@ -525,24 +591,30 @@ def _solve_ml(prob, delta, target_bits, solver):
         # LP feasibility tolerances can leave the target exceeded by ~1e-8: pull back inside
         Ppp, _ = perfect_privacy_mapping(prob)
         Pz = Ppp if Ppp is not None else prob.clean(solve_maximal_leakage_lp(prob)[0], None)
-        if ml_sum(Pz) > cap:
+        if Ppp is not None and cap < ml_sum(Ppp) <= 1.0 + 1e-12:
+            # a target of 0 (or below the rounding of 0): sum_j max_a p(j | a) >= 1 for every mapping,
+            # so the hair inside the target (cap < 1) refused even perfect privacy. The perfect-privacy
+            # LP's mapping is the answer (maximal leakage 0 up to rounding, reported as gap_bits)
+            P = Ppp
+        elif ml_sum(Pz) > cap:
             raise InfeasibleBudgetError(f"max_leakage={target_bits!r} bits cannot be reached by any allowed mapping",
                                         smallest_feasible=math.log2(max(ml_sum(Pz), 1.0)))
-        lo, hi = 0.0, 1.0
-        for _ in range(100):
-            mid = 0.5 * (lo + hi)
-            if not (lo < mid < hi):
-                break
-            if ml_sum((1 - mid) * P + mid * Pz) <= cap:
-                hi = mid
-            else:
-                lo = mid
-        P = (1 - hi) * P + hi * Pz
+        else:
+            lo, hi = 0.0, 1.0
+            for _ in range(100):
+                mid = 0.5 * (lo + hi)
+                if not (lo < mid < hi):
+                    break
+                if ml_sum((1 - mid) * P + mid * Pz) <= cap:
+                    hi = mid
+                else:
+                    lo = mid
+            P = (1 - hi) * P + hi * Pz
     _, info = solve_maximal_leakage_lp(prob, target_bits=target_bits)
     lb = info["lp_dual_objective"]
     gap = max(prob.distortion(P) - lb, 0.0)
     rng_ = max(prob.delta_max - prob.delta_min, 1e-300)
-    cert = {"gap_bits": 0.0, "distortion_gap": float(prob.to_user(gap)),
+    cert = {"gap_bits": max(math.log2(max(ml_sum(P), 1.0)) - target_bits, 0.0), "distortion_gap": float(prob.to_user(gap)),
             "distortion_lower_bound": float(prob.to_user(lb)), "method": "linear program (HiGHS), dual bound"}
     return P, cert, name, "optimal" if gap <= DIST_RTOL * rng_ else "inaccurate"
 

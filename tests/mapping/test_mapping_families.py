@@ -1,0 +1,157 @@
+"""Regressions found by ``benchmarks/bench_solver_families.py`` (instance families beyond the
+stress suite), each checked against an independent plain cvxpy formulation."""
+
+import math
+import warnings
+
+import cvxpy as cp
+import numpy as np
+
+from privrelease.mapping import leakage, maximal_leakage, privacy_distortion_curve, solve_mapping
+from privrelease.mapping import expected_distortion, squared_euclidean_distortion
+
+
+def _independence_lp(prior, d):
+    """Smallest expected distortion of a mapping with I(A; C_hat) = 0: J(a, j) = p(a) q(j)."""
+    pa, pc = prior.sum(axis=1), prior.sum(axis=0)
+    X = cp.Variable(d.shape, nonneg=True)
+    q = pc @ X
+    cons = [cp.sum(X, axis=1) == 1,
+            prior @ X == cp.reshape(pa, (pa.size, 1), order="C") @ cp.reshape(q, (1, d.shape[1]), order="C")]
+    pr = cp.Problem(cp.Minimize(cp.sum(cp.multiply(pc[:, None] * d, X))), cons)
+    pr.solve(solver="CLARABEL", tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
+    return pr.value
+
+
+def test_perfect_privacy_with_rare_inputs():
+    # two inputs of mass 7e-10 and 5e-8: in the mapping variables their independence coefficients
+    # p(c) (p(a | c) - p(a)) fell below HiGHS's 1e-9 drop threshold, and the LP was declared
+    # infeasible (the curve said perfect privacy was unreachable; max_leakage=0 raised SolverError)
+    post = np.array([[0.06, 0.47, 0.037, 0.82], [0.94, 0.53, 0.963, 0.18]])
+    pc = np.array([0.51, 6.9e-10, 0.49, 4.8e-8])
+    prior = post * pc / (post * pc).sum()
+    X = np.array([[0.0, 0.0], [0.9, 0.2], [0.3, -0.1], [0.5, 0.1]])
+    d = squared_euclidean_distortion(X)
+    ref = _independence_lp(prior, d)
+    curve = privacy_distortion_curve(prior, d, [float(d.max())])
+    assert math.isclose(curve.attrs["perfect_privacy_delta"], ref, rel_tol=1e-7)
+    res = solve_mapping(prior, d, max_leakage=0.0)
+    assert res.status == "optimal"
+    assert leakage(prior, res.mapping) <= 1e-12
+    np.testing.assert_allclose(res.mapping.sum(axis=1), 1.0, atol=1e-12)
+    assert math.isclose(expected_distortion(prior, res.mapping, d), ref, rel_tol=1e-7)
+
+
+def test_tiny_target_with_independent_prior():
+    # p(a, c) = p(a) p(c): every mapping leaks 0 bits, so the answer to any target is the cheapest
+    # mapping. Rounding leaves I(A; C) ~ 1e-16 bits, and targets between 0 and that rounding
+    # (1e-20, 1e-16 bits) raised SolverError with solver="auto" ("could not decide")
+    rng = np.random.default_rng(3)
+    prior = np.outer(rng.dirichlet(np.ones(3)), rng.dirichlet(np.ones(16)))
+    d = 0.1 + squared_euclidean_distortion(rng.normal(size=(16, 2)))
+    d_min = float(prior.sum(axis=0) @ d.min(axis=1))
+    for target in (1e-20, 1e-16, 1e-9):
+        res = solve_mapping(prior, d, max_leakage=target)
+        assert res.status == "optimal"
+        assert leakage(prior, res.mapping) <= 1e-12
+        np.testing.assert_allclose(res.mapping.sum(axis=1), 1.0, atol=1e-12)
+        assert math.isclose(expected_distortion(prior, res.mapping, d), d_min, rel_tol=1e-9)
+
+
+def _reference_leakage(prior, d, delta):
+    """min I(A; C_hat) in bits s.t. distortion <= delta, plain cvxpy (CLARABEL, tight)."""
+    pa, pc = prior.sum(axis=1), prior.sum(axis=0)
+    X = cp.Variable(d.shape, nonneg=True)
+    info = cp.sum(cp.rel_entr(prior @ X, np.outer(pa, pc) @ X))
+    scale = float(d.max())
+    cons = [cp.sum(X, axis=1) == 1, cp.sum(cp.multiply(pc[:, None] * d / scale, X)) <= delta / scale]
+    pr = cp.Problem(cp.Minimize(info), cons)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "inaccurate" here: the point is repaired below
+        pr.solve(solver="CLARABEL", tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
+    # the reference's point made feasible (mixed with the cheapest mapping: the smallest weight,
+    # by bisection), so that its leakage is an achievable value
+    Q = np.clip(X.value, 0.0, None)
+    Q /= Q.sum(axis=1, keepdims=True)
+    P_min = np.eye(d.shape[1])[d.argmin(axis=1)]
+    lo, hi = 0.0, 1.0
+    for _ in range(100):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (lo, mid) if expected_distortion(prior, (1 - mid) * Q + mid * P_min, d) <= delta else (mid, hi)
+    return leakage(prior, (1 - hi) * Q + hi * P_min)
+
+
+def test_budget_a_relative_1e9_above_the_smallest():
+    # delta = d_min (1 + 1e-9) with d_min = 1e-3 of the largest distortion: a slack of 1e-12 of the
+    # scale, thinner than an interior point resolves (the barrier spread 1e-13 over every entry
+    # and ended 2e-5 bits above the optimum; cvxpy too). The answer is the first-order step from
+    # the cheapest mapping, certified.
+    prior = np.array([
+        [4.648e-05, 0.007663, 8.044e-05, 0.08553, 0.005116, 0.0008521, 0.01066, 4.352e-11],
+        [0.01174, 0.002033, 1.686e-06, 0.0009993, 0.0338, 1.151e-08, 0.2029, 0.0281],
+        [0.0003897, 0.2279, 0.0001773, 0.00129, 0.004893, 0.006509, 0.3682, 0.001131]])
+    prior /= prior.sum()
+    d = np.array([
+        [3.486, 6.003, 1.236, 0.0, 0.8347, 1.324, 0.384, 4.811, 3.483, 1.825, 13.72],
+        [7.502, 11.25, 3.994, 0.8347, 0.0, 4.117, 0.09349, 3.025, 7.497, 1.195, 15.02],
+        [0.513, 2.492, 0.004266, 1.324, 4.117, 0.0, 2.97, 10.6, 0.5119, 3.951, 11.39],
+        [5.921, 9.419, 2.867, 0.384, 0.09349, 2.97, 0.0, 3.658, 5.917, 1.072, 13.91],
+        [3.166e-06, 1.624, 0.5728, 3.483, 7.497, 0.5119, 5.917, 15.52, 0.0, 6.629, 11.33],
+        [11.35, 21.5, 11.78, 13.72, 15.02, 11.39, 13.91, 31.53, 11.33, 7.916, 0.0],
+        [0.06844, 1.374, 0.3198, 2.795, 6.574, 0.2923, 5.102, 13.71, 0.06864, 6.231, 12.4],
+        [0.6027, 1.981, 0.03749, 1.33, 4.245, 0.06032, 3.091, 10.02, 0.6023, 4.578, 13.11]])
+    delta = float(prior.sum(axis=0) @ d.min(axis=1)) * (1 + 1e-9)
+    res = solve_mapping(prior, d, delta, solver="fast")
+    assert res.status == "optimal" and res.certificate["gap_bits"] <= 1e-6
+    np.testing.assert_allclose(res.mapping.sum(axis=1), 1.0, atol=1e-12)
+    assert res.mapping.min() >= 0 and expected_distortion(prior, res.mapping, d) <= delta
+    # the plain formulation's point, made feasible, is no better (its interior is as thin)
+    assert leakage(prior, res.mapping) <= _reference_leakage(prior, d, delta) + 1e-9
+
+
+def test_maximal_leakage_target_zero():
+    # sum_j max_a p(j | a) >= 1 for every mapping, and the target was enforced a hair inside
+    # (2^0 (1 - 1e-13) < 1): max_leakage=0 raised InfeasibleBudgetError even where perfect privacy
+    # is reachable. The answer is the cheapest perfectly private mapping (the independence LP)
+    rng = np.random.default_rng(0)
+    prior = rng.dirichlet(np.full(12, 0.5)).reshape(3, 4)
+    d = squared_euclidean_distortion(rng.normal(size=(4, 2)))
+    for p in (prior, np.array([[0.4, 0.1], [0.1, 0.4]])):
+        dd = d if p.shape[1] == 4 else 1.0 - np.eye(2)
+        res = solve_mapping(p, dd, max_leakage=0.0, leakage="maximal_leakage")
+        assert res.status == "optimal"
+        assert maximal_leakage(p, res.mapping) <= 1e-12
+        assert math.isclose(expected_distortion(p, res.mapping, dd), _independence_lp(p, dd), rel_tol=1e-7)
+
+
+def test_refined_bound_never_beats_leaving_light_outputs_out():
+    # Problem.certificate skips refining the pi of lightly used outputs when the bound with those
+    # outputs left out of the row minima is already too low to certify: no choice of their pi can
+    # do better (each row minimum only falls when columns are added). Checked on a near-
+    # deterministic prior (p(a | c) within 1e-9 of 0/1), with the refinement and random pi
+    from privrelease.mapping._problem import Problem, lagrangian_bound
+
+    rng = np.random.default_rng(4)
+    k = 12
+    post = np.full((3, k), 1e-9)
+    post[rng.integers(3, size=k), np.arange(k)] = 1 - 2e-9
+    prior = post * rng.dirichlet(np.ones(k))[None, :]
+    prob = Problem(prior / prior.sum(), squared_euclidean_distortion(rng.normal(size=(k, 2))))
+    P = rng.dirichlet(np.ones(k), size=k)
+    P[:, :4] *= 1e-4  # four lightly used outputs
+    P /= P.sum(axis=1, keepdims=True)
+    delta = prob.distortion(P)  # a budget that binds at P
+    pi = prob.posteriors(P)
+    light = (prob.pc @ P) <= 1e-2 * (prob.pc @ P).max()
+    assert light.sum() == 4
+    S0 = prob.scores(pi)
+    S0[:, light] = np.inf
+    ub, mu = lagrangian_bound(S0, prob.W, delta)
+    candidates = [prob.refine_pi(P, pi, prob.W, mu, light_rel=1e-2)]
+    for _ in range(20):
+        pi_r = pi.copy()
+        pi_r[:, light] = rng.dirichlet(np.full(3, 0.3), size=int(light.sum())).T
+        candidates.append(pi_r)
+    for pi_c in candidates:
+        np.testing.assert_array_equal(pi_c[:, ~light], pi[:, ~light])
+        assert lagrangian_bound(prob.scores(pi_c), prob.W, delta)[0] <= ub + 1e-12 * (1 + abs(ub))
