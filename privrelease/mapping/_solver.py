@@ -600,15 +600,7 @@ def _solve_ml(prob, delta, target_bits, solver):
             raise InfeasibleBudgetError(f"max_leakage={target_bits!r} bits cannot be reached by any allowed mapping",
                                         smallest_feasible=math.log2(max(ml_sum(Pz), 1.0)))
         else:
-            lo, hi = 0.0, 1.0
-            for _ in range(100):
-                mid = 0.5 * (lo + hi)
-                if not (lo < mid < hi):
-                    break
-                if ml_sum((1 - mid) * P + mid * Pz) <= cap:
-                    hi = mid
-                else:
-                    lo = mid
+            hi = _mix_to_target(ml_sum, P, Pz, cap)  # ml_sum is convex in the mapping, as f in the joint
             P = (1 - hi) * P + hi * Pz
     _, info = solve_maximal_leakage_lp(prob, target_bits=target_bits)
     lb = info["lp_dual_objective"]
