@@ -693,11 +693,6 @@ def _kkt_polish(prob, P, delta, *, tol, max_iter=30, max_outer=8, pi_hint=None, 
 def _newton_on_support(prob, P, delta, lam_active, max_iter, lam=0.0):
     """Levenberg-Marquardt-safeguarded projected Newton on the support of ``P`` (see _kkt_polish)."""
     reg_rel = REG
-
-    def merit(Q):
-        return prob.objective(Q) + (lam * (prob.distortion(Q) - delta) if lam_active else 0.0)
-
-    phi = merit(P)
     fails = 0
     for it in range(max_iter):
         r, j = np.nonzero(P > 0)
@@ -705,7 +700,8 @@ def _newton_on_support(prob, P, delta, lam_active, max_iter, lam=0.0):
         bar = _Barrier(prob, r, j, delta, False)
 
         def merit_on_support(xn):
-            # merit(Pn) for Pn supported on (r, j): I(A; C_hat) from the column sums, no dense k x kh work
+            # I(A; C_hat) (+ lam (distortion - delta)) of the mapping with entries xn on (r, j), from the
+            # column sums: no dense k x kh work
             Jn = bar.J(xn)
             qn = Jn.sum(axis=0)
             val = float(rel_entr(Jn, prob.pA[:, None] * qn[None, :]).sum())
