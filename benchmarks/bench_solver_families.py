@@ -483,12 +483,15 @@ def check(prior, d, mode, value, res, with_ref):
     M = np.asarray(res.mapping.toarray() if hasattr(res.mapping, "toarray") else res.mapping)
     dmin, dmax = d_bounds(prior, d)
     ref = np.nan
-    if mode in ("delta", "curve"):
-        f = mi_bits(prior, M)
+    budget_modes = {"delta": (mi_bits, ref_delta, "leakage"), "curve": (mi_bits, ref_delta, "leakage"),
+                    "ml_delta": (ml_bits, ref_maxleak, "maximal leakage")}
+    if mode in budget_modes:
+        measure, reference, what = budget_modes[mode]
+        f = measure(prior, M)
         if with_ref:
-            ref = ref_delta(prior, d, value)
+            ref = reference(prior, d, value)
             if f - ref > TOL_BITS:
-                probs.append(f"leakage {f:.9g} > reference {ref:.9g} + 1e-6")
+                probs.append(f"{what} {f:.9g} > reference {ref:.9g} + 1e-6")
     elif mode == "target":
         f = mi_bits(prior, M)
         if f > value * (1 + 1e-9) + 1e-12:
@@ -499,12 +502,6 @@ def check(prior, d, mode, value, res, with_ref):
             if dist - ref > DIST_RTOL * (dmax - dmin) + 1e-12 * dmax:
                 probs.append(f"distortion {dist:.9g} > reference {ref:.9g} (+{(dist - ref) / (dmax - dmin):.2g} "
                              "of the range)")
-    elif mode == "ml_delta":
-        f = ml_bits(prior, M)
-        if with_ref:
-            ref = ref_maxleak(prior, d, value)
-            if f - ref > TOL_BITS:
-                probs.append(f"maximal leakage {f:.9g} > reference {ref:.9g}")
     elif mode == "ml_target":
         f = ml_bits(prior, M)
         if f > value + 1e-12:
