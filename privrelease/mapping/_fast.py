@@ -36,8 +36,11 @@ Algorithm
    entries with ``pi`` = the posteriors of the current mapping and the best
    multiplier ``lambda``. Entries whose reduced cost ``S_pi(c, j) + lambda w(c, j)``
    comes within 20% of the row's spread of the best in-set value are added and
-   step 2 restarts from the previous iterate (new entries at a tenth of their
-   row's mean). While the working set still grows (more than 1% new entries) the
+   step 2 continues from the previous round's primal-dual state (iterate, duals of
+   the entries and of the budget, barrier parameter ``mu``; after a precise round
+   from ``1e3`` times its final ``mu``), the new entries at ``1e-3`` of their row's
+   mean with central duals: restarting at the top ``mu`` first pulled the iterate back
+   to the centre (k = 300: 159 Newton systems cold, 96 warm). While the working set still grows (more than 1% new entries) the
    subproblem is solved loosely, to a barrier gap ``m mu`` of ``LOOSE = 1`` times
    its objective (two ``mu`` levels, ~10 Newton steps); once it has settled it is
    solved to the requested precision, and priced again until no entry violates. When
