@@ -14,6 +14,11 @@ Sections (one run prints every table):
    peak memory of the process, ``tracemalloc`` peak of Python allocations; Newton systems
    factored and barrier rounds, the polish's included).
 3. ``curve``: a 20-point privacy-distortion curve at k = 300 vs one solve.
+5. ``workingset``: instances beyond the full-support limit (k = 250 .. 1000) from several
+   families (2-D scale instances, ratings-like cluster profiles in R^30 with |A| = 2 .. 4,
+   L1 distances in R^5, Hamming), the fast solver with its warm-started column-generation
+   rounds against the same engine restarting every round at the top barrier parameter
+   (the engine before stop 20), paired in one run: time, Newton systems, certified gap.
 4. ``diagnose``: a fixed seeded set of issue 10's wider families (:func:`wide_instance`:
    |A| = 2 .. 10, k = 8 .. 120, Dirichlet(0.1 .. 1) priors, squared-Euclidean / Hamming /
    L1, forbidden entries, zero-probability inputs, duplicate outputs, budgets from the
@@ -335,10 +340,97 @@ def section_diagnose(n, tol, seed, reference):
     return counts
 
 
+def ratings_instance(k, na, seed, frac):
+    """Cluster-profile-like centres (rank-6 tastes in R^30 plus noise), squared-Euclidean
+    distortion, a Dirichlet(1) p(c) and a softmax posterior driven by the tastes."""
+    rng = np.random.default_rng(seed)
+    Z = rng.normal(size=(k, 6))
+    X = Z @ rng.normal(size=(6, 30)) + 0.3 * rng.normal(size=(k, 30))
+    d = squared_euclidean_distortion(X)
+    pc = rng.dirichlet(np.full(k, 1.0))
+    logits = np.stack([1.5 * Z[:, a % 6] for a in range(na)]) + 0.5 * rng.normal(size=(na, k))
+    post = np.exp(logits - logits.max(axis=0))
+    post /= post.sum(axis=0)
+    return post * pc, d, frac * float(d.mean())
+
+
+def l1_instance(k, seed, scale=1.0):
+    """Uniform points in [0, 1]^5, L1 distortion, a skewed Dirichlet(0.3) p(c), a logistic posterior."""
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(size=(k, 5))
+    d = np.abs(X[:, None, :] - X[None, :, :]).sum(axis=-1)
+    pc = rng.dirichlet(np.full(k, 0.3))
+    post = 1.0 / (1.0 + np.exp(-(3.0 * X[:, 0] - 1.5 + X[:, 1])))
+    return np.vstack([pc * (1 - post), pc * post]), d, 0.03 * scale * float(d.mean())
+
+
+def hamming_instance(k, seed):
+    """|A| = 3, a Dirichlet(0.7) joint, Hamming distortion, delta = 0.3."""
+    rng = np.random.default_rng(seed)
+    return rng.dirichlet(np.full(3 * k, 0.7)).reshape(3, k), 1.0 - np.eye(k), 0.3
+
+
+WORKINGSET = [
+    ("scale 300 logistic", lambda: scale_instance(300, 0, "logistic")),
+    ("scale 300 dirichlet", lambda: scale_instance(300, 0, "dirichlet")),
+    ("scale 400 logistic s1", lambda: scale_instance(400, 1, "logistic")),
+    ("scale 500 dirichlet s2", lambda: scale_instance(500, 2, "dirichlet")),
+    ("scale 600 logistic", lambda: scale_instance(600, 0, "logistic")),
+    ("scale 600 dirichlet", lambda: scale_instance(600, 0, "dirichlet")),
+    ("ratings 400 |A|=3", lambda: ratings_instance(400, 3, 1, 0.05)),
+    ("ratings 400 |A|=2 wide budget", lambda: ratings_instance(400, 2, 2, 0.2)),
+    ("ratings 500 |A|=4", lambda: ratings_instance(500, 4, 3, 0.05)),
+    ("ratings 300 |A|=2", lambda: ratings_instance(300, 2, 7, 0.05)),
+    ("ratings 600 |A|=3", lambda: ratings_instance(600, 3, 9, 0.1)),
+    ("L1 500", lambda: l1_instance(500, 3)),
+    ("L1 400", lambda: l1_instance(400, 5)),
+    ("L1 300 3x budget", lambda: l1_instance(300, 8, 3.0)),
+    ("Hamming 300 |A|=3", lambda: hamming_instance(300, 4)),
+    ("Hamming 250 |A|=3", lambda: hamming_instance(250, 6)),
+    ("scale 1000 logistic", lambda: scale_instance(1000, 0, "logistic")),
+    ("scale 1000 dirichlet", lambda: scale_instance(1000, 0, "dirichlet")),
+]
+
+
+def section_workingset(tol, quick=False):
+    """Warm-started column-generation rounds against cold restarts, paired instance by instance."""
+    import privrelease.mapping._fast as fast
+
+    print(f"\n== working-set instances: warm-started rounds vs cold restarts (load {load():.1f})")
+    print(f"{'instance':>30} {'warm s':>7} {'newton':>6} {'gap':>8} {'cold s':>7} {'newton':>6} {'gap':>8} {'|dleak| bits':>12}")
+    count = [0]
+    factor = fast._Barrier.factor
+
+    def counting(self, *a, **kw):
+        count[0] += 1
+        return factor(self, *a, **kw)
+
+    fast._Barrier.factor = counting
+    tot = {True: 0.0, False: 0.0}
+    try:
+        for label, make in WORKINGSET[:4] if quick else WORKINGSET:
+            prior, d, delta = make()
+            prob = Problem(prior, d)
+            di = prob.to_internal(delta)
+            row = {}
+            for warm in (True, False):
+                fast.WARM_ROUNDS = warm
+                count[0] = 0
+                t, f, gap = run_fast(prob, di, tol)
+                tot[warm] += t
+                row[warm] = (t, count[0], gap, f)
+            print(f"{label:>30} {row[True][0]:>7.2f} {row[True][1]:>6d} {row[True][2]:>8.1e} "
+                  f"{row[False][0]:>7.2f} {row[False][1]:>6d} {row[False][2]:>8.1e} {abs(row[True][3] - row[False][3]):>12.1e}")
+    finally:
+        fast._Barrier.factor = factor
+        fast.WARM_ROUNDS = True
+    print(f"total: warm {tot[True]:.1f} s, cold {tot[False]:.1f} s")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small smoke run")
-    ap.add_argument("--sections", nargs="*", default=["families", "scale", "curve"])
+    ap.add_argument("--sections", nargs="*", default=["families", "scale", "curve", "workingset"])
     ap.add_argument("--ks", type=int, nargs="*", default=None)
     ap.add_argument("--n-families", type=int, default=20)
     ap.add_argument("--tol", type=float, default=1e-6, help="certified gap (bits) asked of every answer")
@@ -358,6 +450,8 @@ def main(argv=None):
         section_scale(ks, args.tol, args.cvxpy_max_k, args.prior)
     if "curve" in args.sections:
         section_curve(args.curve_k or (60 if args.quick else 300), 20, args.tol, args.curve_cold)
+    if "workingset" in args.sections:
+        section_workingset(args.tol, args.quick)
     if "diagnose" in args.sections:
         section_diagnose(5 if args.quick else args.n_diagnose, args.tol, args.seed, args.reference)
     return 0

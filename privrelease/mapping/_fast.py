@@ -95,6 +95,7 @@ _FULL_SUPPORT_LIMIT = 40000
 DEBUG = False  # print the interior-point iterations
 LOOSE = 1.0  # relative barrier gap of the working-set rounds before the set settles
 _SPARSE_SCHUR = 0.02  # the Schur complement is factored as sparse below this density
+WARM_ROUNDS = True  # warm-started working-set rounds (benchmarks/bench_solver.py flips it for the cold baseline)
 WARM_MU = 1e3  # a round after a precise one restarts at this multiple of its final barrier parameter
 WARM_NEW = 1e-3  # entries priced in start at this fraction of their row's mean (warm-started rounds)
 REG = 1e-3  # proximal regularisation of the KKT polish, relative to the Hessian's diagonal
@@ -510,7 +511,7 @@ def _solve_fast(prob, delta, *, tol, warm, n_neighbours, max_rounds):
             old = x_prev[r, j]
             new = old <= 0
             rowmean = bar.rowsum(old) / np.maximum(bar.rowsum((~new).astype(float)), 1.0)
-            x1 = np.where(new, (0.1 if warm is None else WARM_NEW) * rowmean[r], old)
+            x1 = np.where(new, (WARM_NEW if warm is not None and WARM_ROUNDS else 0.1) * rowmean[r], old)
             x1 = x1 / bar.rowsum(x1)[r]
             if np.all(x1 > 0) and (not has_con or float(bar.w @ x1) < delta):
                 x0 = x1
@@ -535,7 +536,7 @@ def _solve_fast(prob, delta, *, tol, warm, n_neighbours, max_rounds):
         # while the working set still grows, solve the restricted problem loosely
         round_gap = gap_nats if (full or precise) else max(gap_nats, LOOSE * max(bar.f(bar.J(x0)), 1e-6))
         kw = {}
-        if warm is not None and x_prev is not None and not full:
+        if warm is not None and x_prev is not None and not full and WARM_ROUNDS:
             # warm start (working sets): continue from the previous round's barrier parameter and
             # duals instead of restarting at the top (10 x the objective), where the iterate is
             # first pulled back to the centre; after a precise round from 1e3 x its final mu
