@@ -3,7 +3,9 @@
 * :func:`perfect_privacy_mapping`: the smallest distortion of a mapping whose
   output is independent of A. ``I(A; C_hat) = 0`` iff ``J(a, j) = p(a) q(j)``,
   which is linear in the mapping, so this end point of the privacy-distortion
-  curve is an LP.
+  curve is an LP. With two classes it is a transportation problem between the
+  inputs on either side of ``p(a)``, solved by column generation over paths
+  (:func:`_two_class_transport`).
 * :func:`solve_maximal_leakage_lp`: minimise the maximal leakage
   ``log2 sum_j max_a p(j | a)`` under a distortion budget (or the distortion
   under a maximal-leakage target). ``sum_j max_a`` is convex piecewise linear:
@@ -52,6 +54,12 @@ def perfect_privacy_mapping(prob):
     keep = ~(private & (dev > 1e-12 * prob.pc[r_all]))
     if not np.all(np.bincount(r_all[keep], minlength=prob.k) > 0):
         return None, float("inf")
+    if na == 2 and not prob.sparse:
+        # two classes: the same LP as a transportation problem on paths, by column generation
+        # (k = 1000: 6 s against 79 s for the plain LP below; the plain LP stays the fallback)
+        P = _two_class_transport(prob)
+        if P is not None and prob.objective(P) <= 1e-12 * math.log(2.0):
+            return P, prob.to_user(prob.distortion(P))
     sel = np.flatnonzero(keep)
     r, c, n = r_all[sel], c_all[sel], sel.size
     pc_r = prob.pc[r]
@@ -79,6 +87,128 @@ def perfect_privacy_mapping(prob):
                 return None, float("inf")
             raise SolverError(f"HiGHS failed on the perfect-privacy LP (statuses {statuses})")
     return P, prob.to_user(prob.distortion(P))
+
+
+def _north_west(s, t):
+    """Pairs of the north-west corner plan of supplies ``s`` against demands ``t``."""
+    i = l = 0
+    s, t = s.copy(), t.copy()
+    ri, cl = [], []
+    while i < s.size and l < t.size:
+        ri.append(i)
+        cl.append(l)
+        if s[i] <= t[l]:
+            t[l] -= s[i]
+            i += 1
+        else:
+            s[i] -= t[l]
+            l += 1
+    return np.array(ri, dtype=np.int64), np.array(cl, dtype=np.int64)
+
+
+def _two_class_transport(prob, max_rounds=200):
+    """The perfect-privacy LP for ``|A| = 2`` by column generation on its paths; the mapping or None.
+
+    With two classes independence is one equation per output, ``sum_c g_c P(c, j) = 0`` with
+    ``g_c = p(a_0, c) - p(a_0) p(c)`` (which sum to 0 over c). In the masses ``z(c, j) =
+    |g_c| P(c, j)`` every output balances the mass of the inputs with ``g > 0`` against that of
+    the inputs with ``g < 0``; splitting each output's balance into paths, the perfectly private
+    mappings are the flows ``f(i, l, j) >= 0`` on paths from an input ``i`` with ``g > 0`` through
+    an output ``j`` to an input ``l`` with ``g < 0`` with supplies ``|g_c|`` (a transportation
+    problem), at the price ``Cp(i, j) + Cn(l, j)``, ``Cp = W / |g|`` on either side; the
+    inputs with ``g = 0`` take their cheapest output. The LP is solved on a working set of
+    paths (a north-west-corner plan, so that it is feasible, and the cheapest path of every
+    output and of every input); with the duals ``u, v`` of the supplies, a path prices out iff
+    ``min_i (Cp(i, j) - u_i) + min_l (Cn(l, j) - v_l) < 0`` for its output ``j``
+    (``O(k |C_hat|)``, no ``k^2 |C_hat|`` table), and the cheapest such paths of every output
+    and of every input are added until none is left: the optimality condition of the full LP
+    (up to HiGHS's dual tolerance). k = 1000: 16 LPs of at most 2 10^4 paths instead of one
+    of 10^6 entries.
+    None when a side is empty, HiGHS fails or the working set cannot carry the supplies
+    (forbidden entries): the caller then solves the plain LP."""
+    g = prob.M[0] - prob.pA[0] * prob.pc
+    pos, neg = np.flatnonzero(g > 0), np.flatnonzero(g < 0)
+    if pos.size == 0 or neg.size == 0:
+        return None
+    Wm = np.where(prob.mask, prob.W, np.inf)
+    Cp, Cn = Wm[pos] / g[pos, None], Wm[neg] / -g[neg, None]
+    npos, nneg, kh = pos.size, neg.size, prob.kh
+    # supplies normalised to sum 1 on each side (the sides' sums agree up to rounding)
+    b = np.concatenate([g[pos] / g[pos].sum(), g[neg] / g[neg].sum()])
+    fin = np.concatenate([Cp[np.isfinite(Cp)], Cn[np.isfinite(Cn)]])
+    tol = 1e-10 * float(np.abs(fin).max()) if fin.size else 0.0
+
+    def key(i, l, j):
+        return (i * nneg + l) * kh + j
+
+    # a feasible start: the north-west-corner plan of the two sides ordered by cheapest output
+    oi = np.argsort(Cp.argmin(axis=1), kind="stable")
+    ol = np.argsort(Cn.argmin(axis=1), kind="stable")
+    ri, cl = _north_west(b[:npos][oi], b[npos:][ol])
+    ri, cl = oi[ri], ol[cl]
+    jn = (Cp[ri] + Cn[cl]).argmin(axis=1)
+    keys = [key(ri, cl, jn)]
+    u, v = np.zeros(npos), np.zeros(nneg)
+    tight = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
+    res = None
+    for _ in range(max_rounds):
+        # the cheapest path of every output, of every input i and of every input l under the
+        # current duals (O(k |C_hat|)): reduced cost A(i, j) + B(l, j)
+        A, B = Cp - u[:, None], Cn - v[:, None]
+        ia, lb = A.argmin(axis=0), B.argmin(axis=0)
+        Am, Bm = A[ia, np.arange(kh)], B[lb, np.arange(kh)]
+        ji, jl = (A + Bm[None, :]).argmin(axis=1), (B + Am[None, :]).argmin(axis=1)
+        ii = np.concatenate([ia, np.arange(npos), ia[jl]])
+        jj = np.concatenate([np.arange(kh), ji, jl])
+        ll = np.concatenate([lb, lb[ji], np.arange(nneg)])
+        with np.errstate(invalid="ignore"):
+            red = A[ii, jj] + B[ll, jj]
+        new = np.isfinite(red) & ((red < -tol) | (res is None))  # first round: every cheapest path
+        if not new.any():
+            break
+        cand = key(ii[new], ll[new], jj[new])
+        if res is not None and np.all(np.isin(cand, keys[0])):
+            break  # only paths already in the working set price out: HiGHS's tolerance
+        keys.append(cand)
+        allk = np.unique(np.concatenate(keys))
+        keys = [allk]
+        si, rem = np.divmod(allk, nneg * kh)
+        sl, sj = np.divmod(rem, kh)
+        ok = np.isfinite(Cp[si, sj] + Cn[sl, sj])
+        si, sl, sj = si[ok], sl[ok], sj[ok]
+        n = si.size
+        Aeq = sp.csr_matrix((np.ones(2 * n), (np.concatenate([si, npos + sl]), np.tile(np.arange(n), 2))),
+                            shape=(npos + nneg, n))
+        res = linprog(Cp[si, sj] + Cn[sl, sj], A_eq=Aeq, b_eq=b, bounds=(0, None), method="highs", options=tight)
+        if res.status != 0:
+            return None
+        y = res.eqlin.marginals
+        u, v = y[:npos], y[npos:]
+    else:
+        return None
+    if res is None:
+        return None
+    f = np.maximum(res.x, 0.0)
+    P = np.zeros((prob.k, prob.kh))
+    # P(c, j) = z(c, j) / |g_c|, z in units of each side's total
+    np.add.at(P, (pos[si], sj), f * (g[pos].sum() / g[pos[si]]))
+    np.add.at(P, (neg[sl], sj), f * (g[neg].sum() / g[neg[sl]]))
+    zero = np.flatnonzero(g == 0)
+    P[zero, Wm[zero].argmin(axis=1)] = 1.0
+    if np.any(P.sum(axis=1) <= 0):
+        return None
+    P = prob.clean(P, None)
+    # certificate, independent of HiGHS's tolerances: for any t, sum_c min_j (W(c, j) - g_c t_j)
+    # bounds the LP from below (weak duality, the row sums' duals eliminated); t_j = min_i (Cp(i, j)
+    # - u_i) from the supply duals makes it tight at the optimum
+    with np.errstate(invalid="ignore"):
+        t = (Cp - u[:, None]).min(axis=0)
+        t = np.where(np.isfinite(t), t, 0.0)
+        lower = float(np.min(Wm - g[:, None] * t[None, :], axis=1).sum())
+    dist = prob.distortion(P)
+    if not dist - lower <= 1e-9 * dist + 1e-15:
+        return None
+    return P
 
 
 def _independence_lp(prob, r, c, n, sel, n_all, w, s, opts):
