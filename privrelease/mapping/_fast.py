@@ -40,9 +40,10 @@ Algorithm
    the entries and of the budget, barrier parameter ``mu``; after a precise round
    from ``1e3`` times its final ``mu``), the new entries at ``1e-3`` of their row's
    mean with central duals: restarting at the top ``mu`` first pulled the iterate back
-   to the centre (k = 300: 159 Newton systems cold, 96 warm). While the working set still grows (more than 1% new entries) the
-   subproblem is solved loosely, to a barrier gap ``m mu`` of ``LOOSE = 1`` times
-   its objective (two ``mu`` levels, ~10 Newton steps); once it has settled it is
+   to the centre (k = 300: 159 Newton systems cold, 96 warm). While the working set
+   still grows (more than 1% new entries) the subproblem is solved loosely, to a
+   barrier gap ``m mu`` of ``LOOSE = 1`` times its objective (two ``mu`` levels,
+   ~10 Newton steps); once it has settled it is
    solved to the requested precision, and priced again until no entry violates. When
    a precise round ends uncertified with few violators (the set has settled), the exact
    polish of step 5 is tried once first (one support, the cheap bound): k = 1000 saves
@@ -320,8 +321,8 @@ class _Barrier:
 
         ``mu0``, ``z0``, ``lam0``: a warm start (the barrier parameter, the duals of the entries and
         of the budget) carried over from the previous column-generation round. On a clean stop
-        (``check`` accepted a point) ``self.state = (x, z, lam, mu)`` holds that point's
-        primal-dual state.
+        (``check`` accepted a point) ``self.state = (z, lam, mu)`` holds the duals and the barrier
+        parameter of the returned point.
         """
         con = self.has_con
         w = self.w
@@ -402,7 +403,7 @@ class _Barrier:
                 if gap < best_gap:
                     best_x, best_gap = x.copy(), gap
                 if gap <= 0:
-                    self.state = (x.copy(), z.copy(), lam, mub)
+                    self.state = (z.copy(), lam, mub)
                     break
             if last and mub * m <= 1e-4 * gap_nats:
                 break
@@ -497,7 +498,7 @@ def _solve_fast(prob, delta, *, tol, warm, n_neighbours, max_rounds):
         has_con = np.isfinite(delta) and delta < prob.delta_max * (1 - 1e-12)
     gap_nats = 0.2 * tol * LN2
     x_prev = None
-    warm = None  # primal-dual state of the last working-set round: (z, lam, mu, precise)
+    resume = None  # duals and mu of the last working-set round: (z, lam, mu, precise)
     precise = False
     polished = False
     best = (None, np.inf)
@@ -511,7 +512,7 @@ def _solve_fast(prob, delta, *, tol, warm, n_neighbours, max_rounds):
             old = x_prev[r, j]
             new = old <= 0
             rowmean = bar.rowsum(old) / np.maximum(bar.rowsum((~new).astype(float)), 1.0)
-            x1 = np.where(new, (WARM_NEW if warm is not None and WARM_ROUNDS else 0.1) * rowmean[r], old)
+            x1 = np.where(new, (WARM_NEW if resume is not None and WARM_ROUNDS else 0.1) * rowmean[r], old)
             x1 = x1 / bar.rowsum(x1)[r]
             if np.all(x1 > 0) and (not has_con or float(bar.w @ x1) < delta):
                 x0 = x1
@@ -536,24 +537,24 @@ def _solve_fast(prob, delta, *, tol, warm, n_neighbours, max_rounds):
         # while the working set still grows, solve the restricted problem loosely
         round_gap = gap_nats if (full or precise) else max(gap_nats, LOOSE * max(bar.f(bar.J(x0)), 1e-6))
         kw = {}
-        if warm is not None and x_prev is not None and not full and WARM_ROUNDS:
+        if resume is not None and x_prev is not None and not full and WARM_ROUNDS:
             # warm start (working sets): continue from the previous round's barrier parameter and
             # duals instead of restarting at the top (10 x the objective), where the iterate is
             # first pulled back to the centre; after a precise round from 1e3 x its final mu
             # (new entries move the optimum: from the final mu itself the fraction-to-boundary rule
             # cuts every step). New entries get central duals. Measured on 18 working-set instances
             # (k = 250..1000; 2-D, ratings-like, L1, Hamming; docs/benchmarks.md, stop 20).
-            z_prev, lam_prev, mu_prev, was_precise = warm
+            z_prev, lam_prev, mu_prev, was_precise = resume
             mu0 = mu_prev * (WARM_MU if was_precise else 1.0)
             z_old = z_prev[r, j]
             kw = dict(mu0=mu0, z0=np.where(z_old > 0, z_old, mu0 * bar.om / x0), lam0=lam_prev)
         x, _ = bar.solve(x0, gap_nats=round_gap, check=check, **kw)
         if bar.state is not None and not full:
             z_full = np.zeros((prob.k, prob.kh))
-            z_full[r, j] = bar.state[1]
-            warm = (z_full, bar.state[2], bar.state[3], precise)
+            z_full[r, j] = bar.state[0]
+            resume = (z_full, *bar.state[1:], precise)
         else:
-            warm = None
+            resume = None
         x_raw = np.zeros((prob.k, prob.kh))
         x_raw[r, j] = x
         P = np.zeros((prob.k, prob.kh))
