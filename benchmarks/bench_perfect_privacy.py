@@ -13,7 +13,8 @@ difference to the plain LP's optimum is printed.
 
 Usage::
 
-    python benchmarks/bench_perfect_privacy.py            # k = 300, 1000, 2000
+    python benchmarks/bench_perfect_privacy.py            # k = 300, 1000, 2000 (the plain LP: ~20 min at 2000)
+    python benchmarks/bench_perfect_privacy.py --quick    # k = 300
     python benchmarks/bench_perfect_privacy.py --k 300 1000
 """
 
@@ -38,7 +39,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--k", type=int, nargs="*", default=[300, 1000, 2000])
     ap.add_argument("--kinds", nargs="*", default=["logistic", "dirichlet"])
+    ap.add_argument("--quick", action="store_true", help="k = 300 only")
     args = ap.parse_args()
+    if args.quick:
+        args.k = [300]
     print(f"{'k':>5} {'prior':>9} {'plain s':>8} {'ours s':>7} {'speed-up':>8} {'plain leak':>10} {'ours leak':>10} "
           f"{'rel. diff':>10}", flush=True)
     for k in args.k:
