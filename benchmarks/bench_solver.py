@@ -398,14 +398,6 @@ def section_workingset(tol, quick=False):
 
     print(f"\n== working-set instances: warm-started rounds vs cold restarts (load {load():.1f})")
     print(f"{'instance':>30} {'warm s':>7} {'newton':>6} {'gap':>8} {'cold s':>7} {'newton':>6} {'gap':>8} {'|dleak| bits':>12}")
-    count = [0]
-    factor = fast._Barrier.factor
-
-    def counting(self, *a, **kw):
-        count[0] += 1
-        return factor(self, *a, **kw)
-
-    fast._Barrier.factor = counting
     tot = {True: 0.0, False: 0.0}
     try:
         for label, make in WORKINGSET[:4] if quick else WORKINGSET:
@@ -415,14 +407,13 @@ def section_workingset(tol, quick=False):
             row = {}
             for warm in (True, False):
                 fast.WARM_ROUNDS = warm
-                count[0] = 0
-                t, f, gap = run_fast(prob, di, tol)
+                with _Counts() as n:
+                    t, f, gap = run_fast(prob, di, tol)
                 tot[warm] += t
-                row[warm] = (t, count[0], gap, f)
+                row[warm] = (t, n["newton"], gap, f)
             print(f"{label:>30} {row[True][0]:>7.2f} {row[True][1]:>6d} {row[True][2]:>8.1e} "
                   f"{row[False][0]:>7.2f} {row[False][1]:>6d} {row[False][2]:>8.1e} {abs(row[True][3] - row[False][3]):>12.1e}")
     finally:
-        fast._Barrier.factor = factor
         fast.WARM_ROUNDS = True
     print(f"total: warm {tot[True]:.1f} s, cold {tot[False]:.1f} s")
 
