@@ -506,13 +506,16 @@ def _solve_fast(prob, delta, *, tol, warm, n_neighbours, max_rounds):
         r, j = np.nonzero(support)
         bar = _Barrier(prob, r, j, delta, has_con)
         x0 = _start(prob, r, j, delta, has_con)
+        full = support.sum() == prob.mask.sum() or at_min
+        # resume the previous working-set round's primal-dual state (see the barrier call below)
+        resuming = resume is not None and x_prev is not None and not full and WARM_ROUNDS
         if x_prev is not None:
             # warm start: the previous (central) iterate; new entries start at a tenth of
-            # their row's mean
+            # their row's mean (WARM_NEW of it when the round resumes)
             old = x_prev[r, j]
             new = old <= 0
             rowmean = bar.rowsum(old) / np.maximum(bar.rowsum((~new).astype(float)), 1.0)
-            x1 = np.where(new, (WARM_NEW if resume is not None and WARM_ROUNDS else 0.1) * rowmean[r], old)
+            x1 = np.where(new, (WARM_NEW if resuming else 0.1) * rowmean[r], old)
             x1 = x1 / bar.rowsum(x1)[r]
             if np.all(x1 > 0) and (not has_con or float(bar.w @ x1) < delta):
                 x0 = x1
@@ -520,7 +523,6 @@ def _solve_fast(prob, delta, *, tol, warm, n_neighbours, max_rounds):
                 x1 = 0.1 * x0 + 0.9 * old
                 if not has_con or float(bar.w @ x1) < delta:
                     x0 = x1
-        full = support.sum() == prob.mask.sum() or at_min
 
         def check(x, barrier_gap):
             P = np.zeros((prob.k, prob.kh))
@@ -537,7 +539,7 @@ def _solve_fast(prob, delta, *, tol, warm, n_neighbours, max_rounds):
         # while the working set still grows, solve the restricted problem loosely
         round_gap = gap_nats if (full or precise) else max(gap_nats, LOOSE * max(bar.f(bar.J(x0)), 1e-6))
         kw = {}
-        if resume is not None and x_prev is not None and not full and WARM_ROUNDS:
+        if resuming:
             # warm start (working sets): continue from the previous round's barrier parameter and
             # duals instead of restarting at the top (10 x the objective), where the iterate is
             # first pulled back to the centre; after a precise round from 1e3 x its final mu
