@@ -20,7 +20,7 @@ from scipy.optimize import linprog
 
 from ..exceptions import InfeasibleBudgetError, SolverError
 
-__all__ = ["perfect_privacy_mapping", "solve_maximal_leakage_lp"]
+__all__ = ["perfect_privacy_mapping", "independence_lower_bound", "solve_maximal_leakage_lp"]
 
 
 def _entries(prob):
@@ -41,9 +41,20 @@ def _dual_bound(res, b_ub, b_eq):
     return val
 
 
-def perfect_privacy_mapping(prob):
+def perfect_privacy_mapping(prob, return_duals=False):
     """Cheapest reduced mapping with ``I(A; C_hat) = 0``; returns ``(P, distortion)`` (user units)
-    or ``(None, inf)``."""
+    or ``(None, inf)``.
+
+    ``return_duals=True`` appends the multipliers ``t`` (``(|A| - 1) x |C_hat|``, or None) of the
+    independence equations ``sum_c g_a(c) P(c, j) = 0``, ``g_a(c) = p(a, c) - p(a) p(c)``, read from
+    the LP: :func:`independence_lower_bound` turns them into a lower bound on the distortion of every
+    mapping that leaks at most a given amount.
+    """
+    out = _perfect_privacy_mapping(prob)
+    return out if return_duals else out[:2]
+
+
+def _perfect_privacy_mapping(prob):
     r_all, c_all, n_all = _entries(prob)
     na = prob.M.shape[0]
     # an output reached by a single row c (with mass) is independent of A only if p(. | c) = p_A:
@@ -53,19 +64,19 @@ def perfect_privacy_mapping(prob):
     dev = np.abs(prob.M[:, r_all] - prob.pA[:, None] * prob.pc[r_all][None, :]).max(axis=0)
     keep = ~(private & (dev > 1e-12 * prob.pc[r_all]))
     if not np.all(np.bincount(r_all[keep], minlength=prob.k) > 0):
-        return None, float("inf")
+        return None, float("inf"), None
     if na == 2 and not prob.sparse:
         # two classes: the same LP as a transportation problem on paths, by column generation
         # (k = 1000: 6 s against 79 s for the plain LP below; the plain LP stays the fallback)
-        P = _two_class_transport(prob)
+        P, t = _two_class_transport(prob)
         if P is not None and prob.objective(P) <= 1e-12 * math.log(2.0):
-            return P, prob.to_user(prob.distortion(P))
+            return P, prob.to_user(prob.distortion(P)), t
     sel = np.flatnonzero(keep)
     r, c, n = r_all[sel], c_all[sel], sel.size
     pc_r = prob.pc[r]
     w = prob.edge_weights()[sel]
     # first in the mapping variables P (HiGHS's defaults): fast (k = 1000: ~60 s; in y, 4x that)
-    P, status = _independence_lp(prob, r, c, n, sel, n_all, w, np.ones(n), {})
+    P, status, t = _independence_lp(prob, r, c, n, sel, n_all, w, np.ones(n), {})
     if P is None or prob.objective(P) > 1e-12 * math.log(2.0):
         # in P the independence coefficients p(c) (p(a | c) - p(a)) of a rare input are tiny (1e-10
         # for p(c) = 1e-10): HiGHS drops matrix entries below 1e-9 and its feasibility tolerance is
@@ -76,17 +87,78 @@ def perfect_privacy_mapping(prob):
         tight = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
         statuses = [status]
         for opts in ({**tight, "presolve": False}, tight):
-            Py, status_y = _independence_lp(prob, r, c, n, sel, n_all, w, pc_r, opts)
+            Py, status_y, ty = _independence_lp(prob, r, c, n, sel, n_all, w, pc_r, opts)
             statuses.append(status_y)
             if Py is not None:
                 if P is None or prob.objective(Py) < prob.objective(P):
-                    P = Py
+                    P, t = Py, ty
                 break
         if P is None:
             if 2 in statuses:  # infeasible
-                return None, float("inf")
+                return None, float("inf"), None
             raise SolverError(f"HiGHS failed on the perfect-privacy LP (statuses {statuses})")
-    return P, prob.to_user(prob.distortion(P))
+    return P, prob.to_user(prob.distortion(P)), t
+
+
+def independence_lower_bound(prob, t, leak_nats):
+    """Lower bound on the distortion (internal units) of every allowed mapping that leaks at most
+    ``leak_nats`` (mutual information, nats); ``-inf`` without multipliers.
+
+    Lagrangian duality of the perfect-privacy LP, relaxed by Pinsker's inequality: for any
+    multipliers ``t`` (``(|A| - 1) x |C_hat|``) and any row-stochastic allowed ``P``,
+    ``<W, P> = sum_{c,j} P(c, j) (W(c, j) - sum_a g_a(c) t(a, j)) + sum_{a,j} t(a, j) r(a, j)``
+    with ``g_a(c) = p(a, c) - p(a) p(c)`` and ``r = J - p_A q`` the joint's departure from
+    independence. The first sum is at least ``sum_c min_j (W(c, j) - sum_a g_a(c) t(a, j))`` and
+    ``|sum t r| <= max |t| ||J - p_A q||_1 <= max |t| sqrt(2 I(A; C_hat))``. With the LP's own
+    multipliers the first term is the LP's optimum (up to its tolerances), so the bound is
+    ``d_pp - max |t| sqrt(2 I)``: it certifies the distortion of the perfect-privacy mapping for
+    targets below the leakage's rounding (a target of ``1e-30`` bits), where a solve cannot tell
+    ``I`` from 0. An output that a single input can reach (the non-erased tuple of an erasure
+    alphabet) is forced to 0 by independence; its multiplier is raised so that its entry prices at
+    the row's best other entry (when that is higher), the better of the two bounds is returned.
+    """
+    if t is None:
+        return -math.inf
+    t = np.asarray(t, dtype=float)
+    na = prob.M.shape[0]
+    if t.shape != (na - 1, prob.kh) or not np.all(np.isfinite(t)):
+        return -math.inf
+    r, c, n = prob.edges()
+    if n == 0:
+        return -math.inf
+    w = prob.edge_weights()
+    G = prob.M[: na - 1] - prob.pA[: na - 1, None] * prob.pc[None, :]
+    ordered = bool(np.all(np.diff(r) >= 0))
+    starts = np.flatnonzero(np.r_[True, r[1:] != r[:-1]]) if ordered else None
+
+    def row_min(v):
+        if ordered and starts.size == prob.k:
+            return np.minimum.reduceat(v, starts)
+        m = np.full(prob.k, np.inf)
+        np.minimum.at(m, r, v)
+        return m
+
+    slack = math.sqrt(2.0 * max(float(leak_nats), 0.0))
+    best = -math.inf
+    v = w - np.einsum("ae,ae->e", G[:, r], t[:, c])
+    cands = [(v, t)]
+    private = np.bincount(c, minlength=prob.kh)[c] == 1
+    gr = G[:, r]
+    if private.any():
+        m_other = row_min(np.where(private, np.inf, v))
+        ga = np.abs(gr).argmax(axis=0)
+        gmax = gr[ga, np.arange(n)]
+        raise_ = private & (v < m_other[r]) & np.isfinite(m_other[r]) & (gmax != 0)
+        if raise_.any():
+            t2 = t.copy()
+            e = np.flatnonzero(raise_)
+            t2[ga[e], c[e]] += (v[e] - m_other[r[e]]) / gmax[e]
+            cands.append((w - np.einsum("ae,ae->e", gr, t2[:, c]), t2))
+    for vv, tt in cands:
+        m = row_min(vv)
+        if np.all(np.isfinite(m)):
+            best = max(best, float(m.sum()) - float(np.abs(tt).max(initial=0.0)) * slack)
+    return best
 
 
 def _north_west(s, t):
@@ -124,12 +196,13 @@ def _two_class_transport(prob, max_rounds=200):
     and of every input are added until none is left: the optimality condition of the full LP
     (up to HiGHS's dual tolerance). k = 1000: 16 LPs of at most 2 10^4 paths instead of one
     of 10^6 entries.
-    None when a side is empty, HiGHS fails or the working set cannot carry the supplies
-    (forbidden entries): the caller then solves the plain LP."""
+    ``(None, None)`` when a side is empty, HiGHS fails or the working set cannot carry the supplies
+    (forbidden entries): the caller then solves the plain LP. Otherwise ``(P, t)``, ``t`` (``1 x
+    |C_hat|``) the multipliers of the independence equations of the certificate below."""
     g = prob.M[0] - prob.pA[0] * prob.pc
     pos, neg = np.flatnonzero(g > 0), np.flatnonzero(g < 0)
     if pos.size == 0 or neg.size == 0:
-        return None
+        return None, None
     Wm = np.where(prob.mask, prob.W, np.inf)
     Cp, Cn = Wm[pos] / g[pos, None], Wm[neg] / -g[neg, None]
     npos, nneg, kh = pos.size, neg.size, prob.kh
@@ -181,13 +254,13 @@ def _two_class_transport(prob, max_rounds=200):
                             shape=(npos + nneg, n))
         res = linprog(Cp[si, sj] + Cn[sl, sj], A_eq=Aeq, b_eq=b, bounds=(0, None), method="highs", options=tight)
         if res.status != 0:
-            return None
+            return None, None
         y = res.eqlin.marginals
         u, v = y[:npos], y[npos:]
     else:
-        return None
+        return None, None
     if res is None:
-        return None
+        return None, None
     f = np.maximum(res.x, 0.0)
     P = np.zeros((prob.k, prob.kh))
     # P(c, j) = z(c, j) / |g_c|, z in units of each side's total
@@ -196,7 +269,7 @@ def _two_class_transport(prob, max_rounds=200):
     zero = np.flatnonzero(g == 0)
     P[zero, Wm[zero].argmin(axis=1)] = 1.0
     if np.any(P.sum(axis=1) <= 0):
-        return None
+        return None, None
     P = prob.clean(P, None)
     # certificate, independent of HiGHS's tolerances: for any t, sum_c min_j (W(c, j) - g_c t_j)
     # bounds the LP from below (weak duality, the row sums' duals eliminated); t_j = min_i (Cp(i, j)
@@ -207,13 +280,15 @@ def _two_class_transport(prob, max_rounds=200):
         lower = float(np.min(Wm - g[:, None] * t[None, :], axis=1).sum())
     dist = prob.distortion(P)
     if not dist - lower <= 1e-9 * dist + 1e-15:
-        return None
-    return P
+        return None, None
+    return P, t[None, :]
 
 
 def _independence_lp(prob, r, c, n, sel, n_all, w, s, opts):
     """The perfect-privacy LP in the variables ``P(c, j) s(c)`` (``s = 1``: the mapping; ``s = p(c)``:
-    the joint masses); ``(P, 0)`` or ``(None, HiGHS status)``."""
+    the joint masses); ``(P, 0, t)`` or ``(None, HiGHS status, None)``, ``t`` (``(|A| - 1) x
+    |C_hat|``) HiGHS's marginals of the independence equations (the same equations in either
+    variables, so the same Lagrangian: ``W(c, j) - sum_a g_a(c) t(a, j)`` per entry)."""
     na = prob.M.shape[0]
     blocks = [_row_sum_matrix(prob, r, n)]
     b = [np.ones(prob.k) if np.all(s == 1) else prob.pc]
@@ -225,10 +300,13 @@ def _independence_lp(prob, r, c, n, sel, n_all, w, s, opts):
     res = linprog(w / s, A_eq=sp.vstack(blocks, format="csr"), b_eq=np.concatenate(b), bounds=(0, None),
                   method="highs", options=opts)
     if res.status != 0:
-        return None, res.status
+        return None, res.status, None
     x = np.zeros(n_all)
     x[sel] = res.x / s
-    return prob.clean(prob.from_edges(x), None), 0
+    t = None
+    if res.eqlin is not None and res.eqlin.marginals is not None:
+        t = np.asarray(res.eqlin.marginals, dtype=float)[prob.k:].reshape(na - 1, prob.kh)
+    return prob.clean(prob.from_edges(x), None), 0, t
 
 
 def solve_maximal_leakage_lp(prob, *, delta=None, target_bits=None):

@@ -60,7 +60,7 @@ from ..utils import check_number
 from ._checks import check_budget, check_distortion, check_mapping, check_prior
 from ._cvx import solve_quietly
 from ._leakage import expected_distortion, leakage as _leakage
-from ._lp import perfect_privacy_mapping, solve_maximal_leakage_lp
+from ._lp import independence_lower_bound, perfect_privacy_mapping, solve_maximal_leakage_lp
 from ._problem import LN2, Problem
 from ._result import MappingResult
 from ._sparse import SparseProblem, sparse_candidates
@@ -345,7 +345,11 @@ def _solve_mi_target(prob, target_bits, solver, tol):
     bound of :mod:`._problem` is affine in the budget). Hence
 
     * lower bound on the answer, from every solve (either side of the target):
-      ``delta* >= delta_k + (LB_k - L) / lambda_k``;
+      ``delta* >= delta_k + (LB_k - L) / lambda_k``; and from the perfect-privacy LP's
+      multipliers ``t``, relaxed to the target by Pinsker's inequality,
+      ``delta* >= d_pp - max |t| sqrt(2 L)`` (:func:`~._lp.independence_lower_bound`): the lines'
+      slopes vanish at perfect privacy, so for targets below the solves' precision (down to
+      ``1e-300`` bits, below the leakage's rounding) only this bound certifies the distortion;
     * feasible point: ``f`` is convex, so the mixture of a mapping above the target and
       one below it reaches ``f = L`` exactly at a distortion found by bisection on the
       mixture weight (``f`` depends on the mapping through the joint ``J`` only);
@@ -389,10 +393,12 @@ def _solve_mi_target(prob, target_bits, solver, tol):
             left_lbs.append(cert["lower_bound"])
         return P, f, cert["lower_bound"], lam
 
+    lb_pp = [-np.inf]  # the perfect-privacy LP's bound relaxed to the target (set below)
+
     def lower():
         # every line with a positive slope bounds the answer, whichever side of the target
         # its solve fell on: below its root the line, hence I*, exceeds L
-        lb = prob.delta_min
+        lb = max(prob.delta_min, lb_pp[0])
         for dk, lbk, lk in lines:
             if lk > 0:
                 lb = max(lb, dk + (lbk - L) / lk)
@@ -406,7 +412,10 @@ def _solve_mi_target(prob, target_bits, solver, tol):
         cert = {"gap_bits": float(max(f0 - lb0, 0.0) / LN2), "distortion_gap": 0.0,
                 "method": "the minimum distortion already meets the target", "n_delta_solves": 1}
         return P0, cert, next(iter(names)), "optimal"
-    Ppp, _ = perfect_privacy_mapping(prob)
+    Ppp, _, t_pp = perfect_privacy_mapping(prob, return_duals=True)
+    # the LP's multipliers bound the distortion of every mapping leaking at most the target
+    # (Pinsker's inequality, see independence_lower_bound): tight for targets far below tol
+    lb_pp[0] = independence_lower_bound(prob, t_pp, target_bits * LN2)
     if L <= 0.0 and Ppp is not None and prob.objective(Ppp) <= tol * LN2:
         # perfect privacy: the LP's mapping is the answer (HiGHS certifies the LP optimum); its
         # leakage is zero up to the LP's rounding (reported as the gap, within tol)

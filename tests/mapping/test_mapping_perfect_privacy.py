@@ -5,6 +5,8 @@ import math
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
+from scipy.optimize import linprog
 
 import privrelease.mapping._lp as lp
 from privrelease.mapping import leakage
@@ -14,7 +16,7 @@ from privrelease.mapping._problem import Problem
 def _plain(prob, monkeypatch):
     """``perfect_privacy_mapping`` with the transport path switched off (the plain LP)."""
     with monkeypatch.context() as m:
-        m.setattr(lp, "_two_class_transport", lambda prob: None)
+        m.setattr(lp, "_two_class_transport", lambda prob: (None, None))
         return lp.perfect_privacy_mapping(prob)
 
 
@@ -46,7 +48,7 @@ def test_two_class_transport_matches_the_plain_lp(monkeypatch):
         if P_ref is None:  # no perfectly private mapping: the transport path must not find one
             assert P is None and dist == math.inf
             continue
-        used += lp._two_class_transport(prob) is not None
+        used += lp._two_class_transport(prob)[0] is not None
         full = prob.expand(P)
         assert np.allclose(full.sum(axis=1), 1.0, atol=1e-12) and full.min() >= 0.0
         assert np.all(full[~np.isfinite(d)] == 0.0)
@@ -66,15 +68,13 @@ def test_two_class_transport_column_generation_is_exact():
     post = 1 / (1 + np.exp(-3 * X[:, 0]))
     pc = rng.dirichlet(np.full(k, 2.0))
     prob = Problem(np.vstack([pc * post, pc * (1 - post)]), d)
-    P = lp._two_class_transport(prob)
-    assert P is not None
+    P, t = lp._two_class_transport(prob)
+    assert P is not None and t.shape == (1, prob.kh)
     # the full path LP: every (i, l, j)
     g = prob.M[0] - prob.pA[0] * prob.pc
     pos, neg = np.flatnonzero(g > 0), np.flatnonzero(g < 0)
     cost = (prob.W[pos] / g[pos, None])[:, None, :] + (prob.W[neg] / -g[neg, None])[None, :, :]
     ii, ll, jj = np.unravel_index(np.arange(cost.size), cost.shape)
-    import scipy.sparse as sp
-    from scipy.optimize import linprog
     n = cost.size
     A = sp.csr_matrix((np.ones(2 * n), (np.concatenate([ii, pos.size + ll]), np.tile(np.arange(n), 2))))
     b = np.concatenate([g[pos] / g[pos].sum(), g[neg] / g[neg].sum()])
@@ -84,3 +84,66 @@ def test_two_class_transport_column_generation_is_exact():
     zero = prob.W[g == 0].min(axis=1).sum() if np.any(g == 0) else 0.0
     assert prob.distortion(P) == pytest.approx(res.fun * g[pos].sum() + zero, rel=1e-9)
     assert prob.objective(P) <= 1e-12
+
+
+def _mi_nats(prob, P):
+    return prob.objective(P)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_independence_lower_bound_holds_for_every_mapping(seed):
+    # Lagrange + Pinsker: for ANY multipliers t and any allowed mapping P,
+    # <W, P> >= independence_lower_bound(prob, t, I(P)); checked on random t (of every scale)
+    # and random mappings (dense, deterministic, and mixtures with the perfect-privacy
+    # mapping, whose leakage is tiny), |A| = 2..4, rectangular, forbidden entries, private
+    # outputs (reachable from one input only, as an erasure alphabet's non-erased tuples)
+    rng = np.random.default_rng(100 + seed)
+    na = 2 + seed % 3
+    k, kh = int(rng.integers(3, 9)), int(rng.integers(3, 12))
+    prior = rng.dirichlet(np.full(na * k, 0.7)).reshape(na, k)
+    d = rng.random((k, kh)) * 3.0
+    forb = rng.random((k, kh)) < 0.3
+    forb[np.arange(k), rng.integers(kh, size=k)] = False
+    if seed % 2:  # output 0 private to input 0, and free for it
+        forb[1:, 0] = True
+        forb[0, 0] = False
+        d[0, 0] = 0.0
+    d = np.where(forb, np.inf, d)
+    prob = Problem(prior, d)
+    Ppp, _, t_pp = lp.perfect_privacy_mapping(prob, return_duals=True)
+    ts = [rng.normal(size=(na - 1, prob.kh)) * 10.0 ** rng.uniform(-2, 3) for _ in range(6)]
+    if t_pp is not None:
+        ts.append(t_pp)
+    for _ in range(40):
+        kind = rng.integers(3)
+        P = rng.random((prob.k, prob.kh)) ** (1 + 8 * rng.random())
+        if kind == 1:
+            P = (P == P.max(axis=1, keepdims=True)).astype(float)
+        P = np.where(prob.mask, P, 0.0)
+        P[P.sum(axis=1) == 0, :] = prob.mask[P.sum(axis=1) == 0, :]
+        P /= P.sum(axis=1, keepdims=True)
+        if kind == 2 and Ppp is not None:
+            P = (1 - 10.0 ** -rng.uniform(1, 8)) * Ppp + 10.0 ** -rng.uniform(1, 8) * P
+            P /= P.sum(axis=1, keepdims=True)
+        I = _mi_nats(prob, P)
+        for t in ts:
+            assert lp.independence_lower_bound(prob, t, I) <= prob.distortion(P) + 1e-12
+
+
+def test_independence_lower_bound_is_tight_at_perfect_privacy():
+    # with the LP's own multipliers the bound at leakage 0 is the LP's optimum (the perfectly
+    # private mapping's distortion), for the transport path (|A| = 2) and the plain LP (|A| = 3),
+    # and it decreases like sqrt(I)
+    rng = np.random.default_rng(7)
+    for na in (2, 3):
+        k = 30
+        X = rng.normal(size=(k, 2))
+        d = ((X[:, None, :] - X[None, :, :]) ** 2).sum(axis=2)
+        prior = rng.dirichlet(np.full(na * k, 1.0)).reshape(na, k)
+        prob = Problem(prior, d)
+        P, _, t = lp.perfect_privacy_mapping(prob, return_duals=True)
+        dpp = prob.distortion(P)
+        b0 = lp.independence_lower_bound(prob, t, 0.0)
+        assert dpp * (1 - 1e-7) <= b0 <= dpp * (1 + 1e-9)
+        b1, b2 = (lp.independence_lower_bound(prob, t, v) for v in (1e-8, 4e-8))
+        assert b0 - b1 == pytest.approx((b1 - b2), rel=1e-6)  # sqrt(4 I) = 2 sqrt(I)
