@@ -125,3 +125,28 @@ def test_adaptive_attacker_learns_from_the_release():
     assert f["auc_fixed_logistic_values"][0] > 0.9 and f["auc_adaptive_logistic_values"][0] > 0.9
     assert f["auc_fixed_logistic_values"][1] < 0.7
     assert f["auc_adaptive_logistic_values"][1] > 0.9
+
+
+def test_reference_reuses_the_mapper_free_figures_and_gives_the_same_curve(curve):
+    # every figure that does not depend on the mapper is taken from the reference; the curve is the one
+    # computed from scratch (an independent computation of the very same figures)
+    kwargs = dict(cv=2, recommender=BiasRecommender(), random_state=0, n_jobs=1, verbose=0)
+    fresh = privacy_utility_curve(RollingMapper(), X, Y, param="shift", values=[0, 1], **kwargs)
+    reused = privacy_utility_curve(RollingMapper(), X, Y, param="shift", values=[0, 1], reference=curve, **kwargs)
+    assert fresh.frame.equals(reused.frame) and fresh.per_fold.equals(reused.per_fold)
+    assert fresh.attacks.equals(reused.attacks) and fresh.reference_attacks.equals(reused.reference_attacks)
+    assert reused._shared["fixed"] is curve._shared["fixed"]  # the fixed attackers were not refitted
+
+
+@pytest.mark.parametrize("change, match", [
+    ({"random_state": 1}, "another draw of the protocol"),
+    ({"cv": 3}, "another draw of the protocol"),
+    ({"attack_models": ["logistic"]}, "other attackers"),
+    ({"random_state": None}, "needs an integer random_state"),
+])
+def test_reference_from_another_draw_is_refused(curve, change, match):
+    kwargs = dict(cv=2, recommender=BiasRecommender(), random_state=0, n_jobs=1, verbose=0) | change
+    with pytest.raises(ValueError, match=match):
+        privacy_utility_curve(ErasingMapper(), X, Y, deltas=[0], reference=curve, **kwargs)
+    with pytest.raises(TypeError, match="reference must be a PrivacyUtilityCurve"):
+        privacy_utility_curve(ErasingMapper(), X, Y, deltas=[0], reference=curve.frame, verbose=0)
