@@ -101,6 +101,9 @@ class BlurMe(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                          np.random.Generator, RandomSource],
     }
 
+    #: parameters only transform reads: privacy_utility_curve fits once for a sweep over one of them
+    _transform_only_params = ("fraction", "strategy")
+
     def __init__(self, fraction=0.1, strategy="greedy", *, C=1.0, random_state=None):
         self.fraction = fraction
         self.strategy = strategy

@@ -355,7 +355,12 @@ def privacy_utility_curve(mapper, ratings, private, *, deltas=None, max_leakages
                            random_state=random_state, mapper_target=mapper_target)
     models, feats = list(attack_models), list(attack_features)
     shared = _check_reference(reference, split, recommender, models, feats)
-    fitted = _run_jobs([(_fit_mapper, (m, split)) for m in settings], n_jobs, verbose, "fitting mappers")
+    if name in getattr(type(mapper), "_transform_only_params", ()):
+        # the swept parameter is read by transform only (BlurMe's fraction): one fit serves every value
+        base = _fit_mapper(settings[0], split)
+        fitted = [_with_param(base, name, v) for v in raw]
+    else:
+        fitted = _run_jobs([(_fit_mapper, (m, split)) for m in settings], n_jobs, verbose, "fitting mappers")
 
     if shared is not None:
         fixed, ref_table, ref_roc = shared["fixed"], shared["ref_table"], shared["ref_roc"]
@@ -417,6 +422,16 @@ def privacy_utility_curve(mapper, ratings, private, *, deltas=None, max_leakages
     return PrivacyUtilityCurve(frame=pd.DataFrame(rows), per_fold=pd.DataFrame(pf_rows), attacks=attacks,
                                reference_attacks=ref_table, roc=roc, param=name, mappers=list(fitted),
                                _shared=shared)
+
+
+def _with_param(fitted, name, value):
+    """A copy of a fitted mapper with ``name`` set to ``value``, sharing the fitted state (read by transform only)."""
+    import copy
+
+    out = copy.copy(fitted).set_params(**{name: value})
+    if hasattr(out, "_validate_params"):
+        out._validate_params()  # what fit would have checked
+    return out
 
 
 def _same_matrix(A, B):

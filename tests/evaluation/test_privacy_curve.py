@@ -150,3 +150,24 @@ def test_reference_from_another_draw_is_refused(curve, change, match):
         privacy_utility_curve(ErasingMapper(), X, Y, deltas=[0], reference=curve, **kwargs)
     with pytest.raises(TypeError, match="reference must be a PrivacyUtilityCurve"):
         privacy_utility_curve(ErasingMapper(), X, Y, deltas=[0], reference=curve.frame, verbose=0)
+
+
+def test_a_transform_only_parameter_is_swept_on_one_fit(monkeypatch):
+    # BlurMe's fraction is read by transform only: one fit serves the whole sweep, and every value's
+    # release is the one of a mapper fitted with that value (an independent fit per value)
+    fits = []
+    original_fit = BlurMe.fit
+    monkeypatch.setattr(BlurMe, "fit", lambda self, X, y: fits.append(self.fraction) or original_fit(self, X, y))
+    values = [0.1, 0.3, 0.6]
+    c = privacy_utility_curve(BlurMe(), X, Y, param="fraction", values=values, cv=2, attack_models=[],
+                              recommender=BiasRecommender(), random_state=0, n_jobs=1, verbose=0)
+    assert fits == [0.1]
+    assert [m.fraction for m in c.mappers] == values
+    monkeypatch.setattr(BlurMe, "fit", original_fit)
+    from privrelease.evaluation._protocol import _prepare_split
+
+    split = _prepare_split(X, Y, opt_in_fraction=0.5, cv=2, heldout_fraction=0.1, rating_range=(1, 5),
+                           random_state=0)
+    for v, m in zip(values, c.mappers):
+        alone = BlurMe(fraction=v, random_state=m.random_state).fit(split.X_opt, split.mapper_y)
+        assert (m.transform(X) != alone.transform(X)).nnz == 0
