@@ -21,6 +21,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..utils import RandomSource, check_random_source, restore_sparse_format
 from ..utils._constraints import NumberInterval
+from ..utils._threads import single_threaded_blas
 from ..utils._validation import check_table
 from ._targets import check_attribute, joint_attribute
 
@@ -100,6 +101,9 @@ class BlurMe(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                          np.random.Generator, RandomSource],
     }
 
+    #: parameters only transform reads: privacy_utility_curve fits once for a sweep over one of them
+    _transform_only_params = ("fraction", "strategy")
+
     def __init__(self, fraction=0.1, strategy="greedy", *, C=1.0, random_state=None):
         self.fraction = fraction
         self.strategy = strategy
@@ -156,7 +160,8 @@ class BlurMe(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         overall = s.sum() / max(n.sum(), 1)
         self.item_mean_ = np.where(n > 0, s / np.maximum(n, 1), overall)
         clf = LogisticRegression(C=self.C, max_iter=2000)
-        clf.fit(Xs[labeled], y_lab)
+        with single_threaded_blas():  # L-BFGS on sparse rows (see privrelease.utils._threads)
+            clf.fit(Xs[labeled], y_lab)
         self.classifier_ = clf
         coef = clf.coef_
         self.coef_ = np.vstack([-coef[0] / 2, coef[0] / 2]) if self.classes_.size == 2 else coef.copy()
@@ -174,7 +179,8 @@ class BlurMe(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         X_blurred : same type and shape as ``X``
         """
         Xs, fmt = self._working_copy(X)
-        cls = np.searchsorted(self.classes_, self.classifier_.predict(Xs))
+        with single_threaded_blas():
+            cls = np.searchsorted(self.classes_, self.classifier_.predict(Xs))
         n_add = np.floor(self.fraction * np.diff(Xs.indptr) + 0.5).astype(np.int64)
         rs = check_random_source(self.random_state) if self.strategy != "greedy" else None
         score = self._scores()
@@ -339,7 +345,8 @@ class BlurMore(BlurMe):
         """
         Xs, fmt = self._working_copy(X)
         n_users = Xs.shape[0]
-        cls = np.searchsorted(self.classes_, self.classifier_.predict(Xs)) if n_users else np.zeros(0, int)
+        with single_threaded_blas():
+            cls = np.searchsorted(self.classes_, self.classifier_.predict(Xs)) if n_users else np.zeros(0, int)
         n_u = np.diff(Xs.indptr)
         n_add = np.floor(self.fraction * n_u + 0.5).astype(np.int64)
         m = np.asarray(Xs.getnnz(axis=0)).ravel()

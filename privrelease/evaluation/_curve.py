@@ -136,6 +136,11 @@ class PrivacyUtilityCurve:
         The swept parameter.
     mappers : list
         The fitted mappers, one per value.
+
+    Pass a curve as ``reference=`` to a later :func:`privacy_utility_curve` on the
+    same data and protocol: what does not depend on the mapper (the reference
+    attackers, the fixed attackers, the RMSE of the original and release-nothing
+    releases in every fold) is reused instead of recomputed.
     """
 
     frame: pd.DataFrame
@@ -145,6 +150,8 @@ class PrivacyUtilityCurve:
     roc: dict = field(repr=False)
     param: str = "delta"
     mappers: list = field(default_factory=list, repr=False)
+    # what a later call may reuse (see ``reference`` of privacy_utility_curve)
+    _shared: dict = field(default=None, repr=False, compare=False)
 
     # ------------------------------------------------------------------ plots
     @staticmethod
@@ -232,7 +239,7 @@ def privacy_utility_curve(mapper, ratings, private, *, deltas=None, max_leakages
                           values=None, opt_in_fraction=0.5, cv=5, heldout_fraction=0.1,
                           recommender=None, attack_models=ATTACK_MODELS, attack_features=ATTACK_FEATURES,
                           rating_range=(1, 5), random_state=None, n_jobs=None, verbose=1,
-                          mapper_target=None):
+                          mapper_target=None, reference=None):
     """Sweep a mapper's privacy parameter and measure leakage, attacks and RMSE at every value.
 
     Parameters
@@ -270,6 +277,16 @@ def privacy_utility_curve(mapper, ratings, private, *, deltas=None, max_leakages
         For a 2-D private attribute, what the mapper is fitted on (see
         :func:`rmse_cost`); the attackers always score the joint attribute and
         every column.
+    reference : PrivacyUtilityCurve or None, default=None
+        A curve computed earlier on the same ratings and attribute with the same
+        protocol (``opt_in_fraction``, ``cv``, ``heldout_fraction``,
+        ``rating_range``, integer ``random_state``, ``mapper_target``),
+        recommender and attackers: its reference attackers, fixed attackers and
+        per-fold RMSE of the ``original`` and ``release_nothing`` releases are
+        reused, which gives the very same figures without refitting them
+        (the split is redrawn and compared with the reference's; any
+        difference is refused with a ``ValueError``). Comparing several
+        mappers on one draw thus fits those once.
 
     Returns
     -------
@@ -336,11 +353,20 @@ def privacy_utility_curve(mapper, ratings, private, *, deltas=None, max_leakages
     split = _prepare_split(ratings, private, opt_in_fraction=opt_in_fraction, cv=cv,
                            heldout_fraction=heldout_fraction, rating_range=rating_range,
                            random_state=random_state, mapper_target=mapper_target)
-    fitted = _run_jobs([(_fit_mapper, (m, split)) for m in settings], n_jobs, verbose, "fitting mappers")
-
     models, feats = list(attack_models), list(attack_features)
-    fixed, ref_table, ref_roc = {}, pd.DataFrame(), {}
-    if models and feats:
+    shared = _check_reference(reference, split, recommender, models, feats)
+    if name in getattr(type(mapper), "_transform_only_params", ()):
+        # the swept parameter is read by transform only (BlurMe's fraction): one fit serves every value
+        base = _fit_mapper(settings[0], split)
+        fitted = [_with_param(base, name, v) for v in raw]
+    else:
+        fitted = _run_jobs([(_fit_mapper, (m, split)) for m in settings], n_jobs, verbose, "fitting mappers")
+
+    if shared is not None:
+        fixed, ref_table, ref_roc = shared["fixed"], shared["ref_table"], shared["ref_roc"]
+    else:
+        fixed, ref_table, ref_roc = {}, pd.DataFrame(), {}
+    if models and feats and shared is None:
         ref_table, ref_res = evaluate_attacks(split.X_opt, None, split.y_opt, split.X_prot, split.y_prot,
                                               models=models, features=feats, random_state=split.attack_seed,
                                               attribute_names=split.names, verbose=verbose)
@@ -351,8 +377,9 @@ def privacy_utility_curve(mapper, ratings, private, *, deltas=None, max_leakages
     keys, jobs = [], []
     for k in range(n_folds):
         for rel in ("original", "release_nothing"):
-            keys.append((rel, None, k))
-            jobs.append((_fold_rmse, (split, k, rel, recommender, None)))
+            if shared is None:
+                keys.append((rel, None, k))
+                jobs.append((_fold_rmse, (split, k, rel, recommender, None)))
     for i, m in enumerate(fitted):
         for k in range(n_folds):
             keys.append(("released", i, k))
@@ -361,6 +388,8 @@ def privacy_utility_curve(mapper, ratings, private, *, deltas=None, max_leakages
             keys.append(("attacks", i, None))
             jobs.append((_attack_job, (m, split, fixed, models, feats)))
     out = dict(zip(keys, _run_jobs(jobs, n_jobs, verbose, f"{len(grid)} x {name}")))
+    if shared is not None:
+        out.update(shared["rmse"])
 
     pf_rows, rows, attack_rows, roc = [], [], [], {"original": ref_roc}
     for i, (v, m) in enumerate(zip(grid, fitted)):
@@ -387,5 +416,56 @@ def privacy_utility_curve(mapper, ratings, private, *, deltas=None, max_leakages
     attacks = pd.concat(attack_rows, ignore_index=True) if attack_rows else pd.DataFrame()
     if len(attacks):
         attacks = attacks[[name] + [c for c in attacks.columns if c != name]]
+    shared = {"split": split, "recommender": recommender, "models": models, "features": feats, "fixed": fixed,
+              "ref_table": ref_table, "ref_roc": ref_roc,
+              "rmse": {key: out[key] for key in out if key[0] in ("original", "release_nothing")}}
     return PrivacyUtilityCurve(frame=pd.DataFrame(rows), per_fold=pd.DataFrame(pf_rows), attacks=attacks,
-                               reference_attacks=ref_table, roc=roc, param=name, mappers=list(fitted))
+                               reference_attacks=ref_table, roc=roc, param=name, mappers=list(fitted),
+                               _shared=shared)
+
+
+def _with_param(fitted, name, value):
+    """A copy of a fitted mapper with ``name`` set to ``value``, sharing the fitted state (read by transform only)."""
+    import copy
+
+    out = copy.copy(fitted).set_params(**{name: value})
+    if hasattr(out, "_validate_params"):
+        out._validate_params()  # what fit would have checked
+    return out
+
+
+def _same_matrix(A, B):
+    return A.shape == B.shape and (A != B).nnz == 0
+
+
+def _same_split(a, b):
+    """Whether two draws of the protocol are the same (data, users, folds, held-out ratings, seeds)."""
+    arrays = ("y", "users", "opt_in", "protected")
+    return (_same_matrix(a.X, b.X) and all(np.array_equal(getattr(a, n), getattr(b, n)) for n in arrays)
+            and len(a.folds) == len(b.folds) and all(np.array_equal(f, g) for f, g in zip(a.folds, b.folds))
+            and _same_matrix(a.visible, b.visible) and _same_matrix(a.heldout, b.heldout)
+            and a.fold_seeds == b.fold_seeds and a.attack_seed == b.attack_seed
+            and a.rating_range == b.rating_range and a.names == b.names)
+
+
+def _check_reference(reference, split, recommender, models, feats):
+    """The reusable parts of ``reference``, after checking it was computed on the same draw and settings."""
+    if reference is None:
+        return None
+    if not isinstance(reference, PrivacyUtilityCurve) or reference._shared is None:
+        raise TypeError(f"reference must be a PrivacyUtilityCurve returned by privacy_utility_curve, got "
+                        f"{type(reference).__name__}")
+    shared = reference._shared
+    if split.attack_seed is None:
+        raise ValueError("reference needs an integer random_state: with random_state=None every call draws "
+                         "new opted-in users, folds and held-out ratings, so nothing can be reused")
+    if not _same_split(shared["split"], split):
+        raise ValueError("reference was computed on other data or another draw of the protocol (ratings, "
+                         "private attribute, opt_in_fraction, cv, heldout_fraction, rating_range or "
+                         "random_state differ); pass the same ones, or reference=None")
+    rec = shared["recommender"]
+    same_rec = type(rec) is type(recommender) and rec.get_params() == recommender.get_params()
+    if not same_rec or shared["models"] != models or shared["features"] != feats:
+        raise ValueError("reference was computed with another recommender or other attackers (attack_models, "
+                         "attack_features); pass the same ones, or reference=None")
+    return shared

@@ -344,13 +344,40 @@ def _check_verbose(verbose):
     return int(verbose)
 
 
+#: seconds between two progress lines when stderr is not a terminal (a log file, a pipe)
+_LOG_EVERY = 60.0
+
+
+def _logged(iterable, total, desc, stream, every=_LOG_EVERY):
+    """``iterable``, writing ``desc: i/total done, t s`` to ``stream`` at most every ``every`` seconds.
+
+    What a long stage shows in a log, where a progress bar would not be drawn;
+    a stage shorter than ``every`` writes nothing.
+    """
+    import time
+
+    start = last = time.perf_counter()
+    i = 0
+    for i, item in enumerate(iterable, 1):
+        yield item
+        now = time.perf_counter()
+        if now - last >= every or (i == total and last > start):
+            print(f"[progress] {desc}: {i}/{total} done, {now - start:.0f} s", file=stream, flush=True)
+            last = now
+
+
 def _progress(iterable, total, verbose, desc):
-    """A tqdm progress bar on stderr when ``verbose`` and stderr is a terminal; else ``iterable`` itself."""
+    """A tqdm progress bar on stderr when ``verbose`` and stderr is a terminal.
+
+    When stderr is not a terminal (a log file), a line every minute on a long
+    stage (:func:`_logged`); ``verbose=0``: ``iterable`` itself.
+    """
     verbose = _check_verbose(verbose)
     stream = sys.stderr
-    disable = (not verbose) or not (hasattr(stream, "isatty") and stream.isatty())
-    if disable:
+    if not verbose:
         return iterable
+    if not (hasattr(stream, "isatty") and stream.isatty()):
+        return _logged(iterable, total, desc, stream)
     from tqdm import tqdm
 
     return tqdm(iterable, total=total, desc=desc, leave=False, file=stream)

@@ -18,10 +18,10 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
-from threadpoolctl import ThreadpoolController
 
 from ..utils import check_random_source, check_rating_matrix, check_rating_scale
 from ..utils._constraints import NumberInterval
+from ..utils._threads import single_threaded_blas
 from ..utils._validation import check_table
 
 __all__ = ["SurpriseRecommender"]
@@ -29,20 +29,6 @@ __all__ = ["SurpriseRecommender"]
 _ALGORITHMS = ("SVD", "SVDpp", "BaselineOnly", "KNNBaseline")
 # bound on the (users x d*d) / (items x d*d) scratch arrays of the fold-in
 _FOLD_CELLS = 4_000_000
-
-
-_CONTROLLER = None
-
-
-def _single_threaded_blas():
-    """Context limiting BLAS to one thread (library scan done once per process).
-
-    Batches of many small solves are far slower with multithreaded OpenBLAS.
-    """
-    global _CONTROLLER
-    if _CONTROLLER is None:
-        _CONTROLLER = ThreadpoolController()
-    return _CONTROLLER.limit(limits=1, user_api="blas")
 
 
 def _surprise():
@@ -408,7 +394,7 @@ class SurpriseRecommender(BaseEstimator):
         counts = np.diff(Xr.indptr)
         bucket = np.where(counts > 0, np.ceil(np.log2(np.maximum(counts, 1))), -1).astype(int)
         idx = np.arange(d)
-        with _single_threaded_blas():
+        with single_threaded_blas():
             for bkt in np.unique(bucket):
                 members = np.flatnonzero(bucket == bkt)
                 if bkt < 0:  # users without ratings: z = 0 (the baseline)

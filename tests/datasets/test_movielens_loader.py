@@ -4,8 +4,10 @@ import pytest
 
 from privrelease.datasets import (
     load_movielens_100k,
+    load_movielens_1m,
     load_ratings_csv,
     movielens_100k_search_paths,
+    movielens_1m_search_paths,
 )
 
 U_DATA = "1\t2\t5\t881250949\n3\t1\t3\t891717742\n1\t1\t4\t878887116\n2\t3\t2\t880606923\n"
@@ -205,3 +207,123 @@ def test_latin1_title_holding_byte_0x85_is_not_a_line_break(tmp_path):
     (tmp_path / "u.item").write_bytes(b"1|A\x85B (1995)|x\n2|C|y\n3|D|z\n")
     X, users, titles = load_movielens_100k(tmp_path)
     assert titles == ["A\x85B (1995)", "C", "D"] and X.shape == (3, 3)
+
+
+# --------------------------------------------------------------------------- MovieLens 1M
+RATINGS_DAT = "1::20::5::978300760\n3::10::3::978302109\n1::10::4::978301968\n2::30::2::978300275\n"
+USERS_DAT = "1::F::1::10::48067\n2::M::56::16::70072\n3::M::25::15::55117\n"
+MOVIES_DAT = ("10::Toy Story (1995)::Animation|Children's|Comedy\n"
+              "20::Star Wars: Episode IV - A New Hope (1977)::Action|Sci-Fi\n"
+              "30::Caf\xe9 au lait (1994)::Comedy\n"
+              "40::Never Rated (1999)::Drama\n")
+
+
+def write_ml1m(folder, ratings=RATINGS_DAT, users=USERS_DAT, movies=MOVIES_DAT):
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "ratings.dat").write_text(ratings)
+    (folder / "users.dat").write_text(users)
+    (folder / "movies.dat").write_bytes(movies.encode("latin-1"))  # latin-1, as in the archive
+    return folder
+
+
+def test_reads_small_ml1m(tmp_path):
+    write_ml1m(tmp_path)
+    X, users, titles = load_movielens_1m(tmp_path)
+    assert X.format == "csr" and X.shape == (3, 3)  # movie 40 has no rating: no column
+    np.testing.assert_array_equal(X.toarray(), [[4, 5, 0], [0, 0, 2], [3, 0, 0]])
+    assert list(users.index) == [1, 2, 3] and users.index.name == "user_id"
+    assert list(users.columns) == ["age", "gender", "occupation", "zip_code"]
+    assert users["age"].tolist() == [1, 56, 25]  # the codes, as in users.dat
+    assert users["gender"].tolist() == ["F", "M", "M"]
+    assert isinstance(users["gender"].dtype, pd.CategoricalDtype)
+    assert users["zip_code"].tolist() == ["48067", "70072", "55117"]
+    # a title holding ':' (not the '::' separator) and a latin-1 title
+    assert titles == ["Toy Story (1995)", "Star Wars: Episode IV - A New Hope (1977)", "Caf\xe9 au lait (1994)"]
+
+
+def test_ml1m_agrees_with_the_100k_reader_on_the_same_ratings(tmp_path):
+    # the same ratings written in both formats give the same matrix (an independent reader of the same data)
+    rng = np.random.default_rng(0)
+    n = 200
+    users, items = rng.integers(1, 30, n), rng.integers(1, 50, n)
+    stars, stamps = rng.integers(1, 6, n), rng.permutation(n) + 10**9  # distinct times: 'latest' is defined
+    body = list(zip(users, items, stars, stamps))
+    write_ml1m(tmp_path / "a", ratings="".join(f"{u}::{i}::{r}::{t}\n" for u, i, r, t in body),
+               users="".join(f"{u}::M::18::0::0\n" for u in range(1, 30)),
+               movies="".join(f"{i}::m{i}::Drama\n" for i in np.unique(items)))
+    write_ml100k(tmp_path / "b", data="".join(f"{u}\t{i}\t{r}\t{t}\n" for u, i, r, t in body),
+                 user="".join(f"{u}|20|M|x|0\n" for u in range(1, 30)),
+                 item="".join(f"{i}|m{i}|x\n" for i in np.unique(items)))
+    X1, _, t1 = load_movielens_1m(tmp_path / "a")
+    X2, _, t2 = load_movielens_100k(tmp_path / "b")
+    assert (X1 != X2).nnz == 0 and t1 == t2
+    # and the latest rating of every pair wins (brute force over the lines)
+    latest = {}
+    for u, i, r, t in sorted(body, key=lambda b: b[3]):
+        latest[(u, i)] = r
+    uids = np.unique(np.arange(1, 30))
+    iids = np.unique(items)
+    dense = np.zeros((uids.size, iids.size))
+    for (u, i), r in latest.items():
+        dense[np.searchsorted(uids, u), np.searchsorted(iids, i)] = r
+    np.testing.assert_array_equal(X1.toarray(), dense)
+
+
+def test_ml1m_duplicates_keep_the_latest(tmp_path):
+    write_ml1m(tmp_path, ratings=RATINGS_DAT + "1::20::1::999999999\n1::20::3::100\n")
+    X, _, _ = load_movielens_1m(tmp_path)
+    assert X[0, 1] == 1.0 and X.nnz == 4
+
+
+def test_ml1m_search_order(tmp_path, monkeypatch):
+    monkeypatch.setenv("SURPRISE_DATA_FOLDER", str(tmp_path / "sdata"))
+    assert movielens_1m_search_paths() == [tmp_path / "sdata" / "ml-1m" / "ml-1m"]
+    assert movielens_1m_search_paths(tmp_path) == [tmp_path, tmp_path / "ml-1m"]
+    write_ml1m(tmp_path / "sdata" / "ml-1m" / "ml-1m")
+    assert load_movielens_1m()[0].shape == (3, 3)
+    # the named folder comes before its ml-1m sub-folder
+    write_ml1m(tmp_path / "named" / "ml-1m")
+    assert load_movielens_1m(tmp_path / "named")[0].nnz == 4
+    write_ml1m(tmp_path / "named", ratings="1::10::5::1\n")
+    assert load_movielens_1m(tmp_path / "named")[0].nnz == 1
+
+
+def test_ml1m_missing_files_message(tmp_path, monkeypatch):
+    monkeypatch.setenv("SURPRISE_DATA_FOLDER", str(tmp_path / "nowhere"))
+    with pytest.raises(FileNotFoundError) as info:
+        load_movielens_1m()
+    msg = str(info.value)
+    assert str(tmp_path / "nowhere" / "ml-1m" / "ml-1m") in msg
+    assert "load_builtin('ml-1m')" in msg and "ml-1m.zip" in msg and "load_movielens_1m(path=...)" in msg
+    (tmp_path / "partial").mkdir()
+    (tmp_path / "partial" / "ratings.dat").write_text(RATINGS_DAT)
+    with pytest.raises(FileNotFoundError) as info:
+        load_movielens_1m(tmp_path / "partial")
+    msg = str(info.value)
+    assert str(tmp_path / "partial" / "ml-1m") in msg and "missing: users.dat, movies.dat" in msg
+    with pytest.raises(NotADirectoryError, match="ratings.dat, users.dat and movies.dat, got the file"):
+        load_movielens_1m(tmp_path / "partial" / "ratings.dat")
+    with pytest.raises(TypeError, match="path must be a str or path-like"):
+        load_movielens_1m(5)
+
+
+@pytest.mark.parametrize("file, text, match", [
+    ("ratings.dat", "1::10::5::1\n2::10::4\n", r"ratings.dat line 2 has 3 field\(s\) where the others have 4"),
+    ("ratings.dat", "1::10::5::1::9\n", r"ratings.dat is not a .*5 field\(s\), expected 4"),
+    ("ratings.dat", "1::x::5::1\n", r"ratings.dat line 1: movie id 'x' is not an integer"),
+    ("ratings.dat", "1::10::5::1\nu2::10::4::1\n", r"ratings.dat line 2: user id 'u2' is not an integer"),
+    ("ratings.dat", "1::10::6::1\n", r"ratings.dat line 1: rating 6.0 is outside MovieLens' scale \[1, 5\]"),
+    ("ratings.dat", "1::10::0::1\n", r"ratings.dat has 1 rating\(s\) that are not positive"),
+    ("ratings.dat", "1::10::5::1\n7::10::4::1\n", r"ratings.dat line 2: user 7 is not in .*users.dat"),
+    ("users.dat", "1::F::1::10\n", r"users.dat is not a .*4 field\(s\), expected 5"),
+    ("users.dat", USERS_DAT.replace("::56::", "::60::"), r"users.dat line 2: age 60 is not one of .*age codes"),
+    ("users.dat", USERS_DAT.replace("::F::", "::female::"), r"users.dat line 1: gender 'female' is not"),
+    ("users.dat", USERS_DAT + "1::M::1::10::48067\n", r"users.dat describes user 1 more than once"),
+    ("movies.dat", "10::Toy Story (1995)\n", r"movies.dat is not a .*2 field\(s\), expected 3"),
+    ("movies.dat", "ten::Toy Story::Comedy\n", r"movies.dat line 1: movie id 'ten' is not an integer"),
+])
+def test_malformed_ml1m_is_refused_naming_file_and_line(tmp_path, file, text, match):
+    write_ml1m(tmp_path)
+    (tmp_path / file).write_bytes(text.encode("latin-1"))
+    with pytest.raises(ValueError, match=match):
+        load_movielens_1m(tmp_path)

@@ -72,6 +72,35 @@ def test_movielens_joint_attribute_end_to_end(tmp_path):
     assert "optimal mapping" in table and "BlurMore (greedy)" in table
 
 
+def _fake_ml1m(folder, n_users=160, n_items=30, seed=0):
+    R, a, _ = make_ratings(n_users, n_items, attribute_strength=2.0, random_state=seed)
+    coo = R.tocoo()
+    codes = np.array([1, 18, 25, 35, 45, 50, 56])[np.random.default_rng(seed).integers(0, 7, n_users)]
+    folder.mkdir(parents=True)
+    (folder / "ratings.dat").write_text("".join(f"{u + 1}::{3 * i + 1}::{int(r)}::97{k:07d}\n"
+                                                for k, (u, i, r) in enumerate(zip(coo.row, coo.col, coo.data))))
+    (folder / "users.dat").write_text("".join(f"{u + 1}::{'F' if a[u] else 'M'}::{codes[u]}::0::00000\n"
+                                              for u in range(n_users)))
+    (folder / "movies.dat").write_bytes("".join(f"{3 * i + 1}::Movie {i}::Drama\n"
+                                                for i in range(n_items)).encode("latin-1"))
+    return folder, R, a, codes
+
+
+def test_movielens_1m_joint_attribute_end_to_end(tmp_path):
+    folder, R, a, codes = _fake_ml1m(tmp_path / "ml-1m")
+    rep = Report(tmp_path / "out", title="ml")
+    head = movielens_gender.run(rep, dataset="ml-1m", path=str(tmp_path), attribute="gender_x_age_band",
+                                recommender={"algorithm": "BaselineOnly"}, **SMALL)
+    rep.save()
+    assert head["status"] == "ok"
+    text = rep.markdown()
+    assert f"MovieLens 1M: 160 users, 30 movies, {R.nnz} ratings" in text
+    # the default cuts 25 and 35 on the codes: {1, 18} under 25, {25} 25 to 34, {35, ..., 56} 35 and over
+    expected = np.bincount(np.searchsorted([25, 35], codes, side="right"), minlength=3)
+    assert (f"under 25 ({expected[0]} users), 25 to 34 ({expected[1]} users), 35 and over ({expected[2]} users)"
+            in text)
+
+
 def test_movielens_gender_reports_missing_data(tmp_path, capsys):
     rep = Report(tmp_path / "out", title="ml")
     head = movielens_gender.run(rep, path=str(tmp_path / "nowhere"), quick=True)

@@ -125,3 +125,49 @@ def test_adaptive_attacker_learns_from_the_release():
     assert f["auc_fixed_logistic_values"][0] > 0.9 and f["auc_adaptive_logistic_values"][0] > 0.9
     assert f["auc_fixed_logistic_values"][1] < 0.7
     assert f["auc_adaptive_logistic_values"][1] > 0.9
+
+
+def test_reference_reuses_the_mapper_free_figures_and_gives_the_same_curve(curve):
+    # every figure that does not depend on the mapper is taken from the reference; the curve is the one
+    # computed from scratch (an independent computation of the very same figures)
+    kwargs = dict(cv=2, recommender=BiasRecommender(), random_state=0, n_jobs=1, verbose=0)
+    fresh = privacy_utility_curve(RollingMapper(), X, Y, param="shift", values=[0, 1], **kwargs)
+    reused = privacy_utility_curve(RollingMapper(), X, Y, param="shift", values=[0, 1], reference=curve, **kwargs)
+    assert fresh.frame.equals(reused.frame) and fresh.per_fold.equals(reused.per_fold)
+    assert fresh.attacks.equals(reused.attacks) and fresh.reference_attacks.equals(reused.reference_attacks)
+    assert reused._shared["fixed"] is curve._shared["fixed"]  # the fixed attackers were not refitted
+
+
+@pytest.mark.parametrize("change, match", [
+    ({"random_state": 1}, "another draw of the protocol"),
+    ({"cv": 3}, "another draw of the protocol"),
+    ({"attack_models": ["logistic"]}, "other attackers"),
+    ({"random_state": None}, "needs an integer random_state"),
+])
+def test_reference_from_another_draw_is_refused(curve, change, match):
+    kwargs = dict(cv=2, recommender=BiasRecommender(), random_state=0, n_jobs=1, verbose=0) | change
+    with pytest.raises(ValueError, match=match):
+        privacy_utility_curve(ErasingMapper(), X, Y, deltas=[0], reference=curve, **kwargs)
+    with pytest.raises(TypeError, match="reference must be a PrivacyUtilityCurve"):
+        privacy_utility_curve(ErasingMapper(), X, Y, deltas=[0], reference=curve.frame, verbose=0)
+
+
+def test_a_transform_only_parameter_is_swept_on_one_fit(monkeypatch):
+    # BlurMe's fraction is read by transform only: one fit serves the whole sweep, and every value's
+    # release is the one of a mapper fitted with that value (an independent fit per value)
+    fits = []
+    original_fit = BlurMe.fit
+    monkeypatch.setattr(BlurMe, "fit", lambda self, X, y: fits.append(self.fraction) or original_fit(self, X, y))
+    values = [0.1, 0.3, 0.6]
+    c = privacy_utility_curve(BlurMe(), X, Y, param="fraction", values=values, cv=2, attack_models=[],
+                              recommender=BiasRecommender(), random_state=0, n_jobs=1, verbose=0)
+    assert fits == [0.1]
+    assert [m.fraction for m in c.mappers] == values
+    monkeypatch.setattr(BlurMe, "fit", original_fit)
+    from privrelease.evaluation._protocol import _prepare_split
+
+    split = _prepare_split(X, Y, opt_in_fraction=0.5, cv=2, heldout_fraction=0.1, rating_range=(1, 5),
+                           random_state=0)
+    for v, m in zip(values, c.mappers):
+        alone = BlurMe(fraction=v, random_state=m.random_state).fit(split.X_opt, split.mapper_y)
+        assert (m.transform(X) != alone.transform(X)).nnz == 0

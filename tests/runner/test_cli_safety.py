@@ -182,6 +182,18 @@ def test_argparse_errors_are_one_line(capsys):
         _assert_usage_error(rc, err)
 
 
+def test_unknown_movielens_dataset_is_refused_before_anything_runs(tmp_path, capsys):
+    out = tmp_path / "o"
+    rc, _, err = _run(["run", str(PIPELINES / "movielens_joint.toml"), "-o", str(out), "--set", "dataset=ml-10m"],
+                      capsys)
+    _assert_usage_error(rc, err, "dataset = 'ml-10m'", "'ml-100k', 'ml-1m'")
+    assert not out.exists()
+    rc, _, err = _run(["run", str(PIPELINES / "movielens_1m_joint.toml"), "-o", str(out), "--set",
+                       "age_cuts=[30]"], capsys)
+    _assert_usage_error(rc, err, "age_cuts = [30]", "age codes")
+    assert not out.exists()
+
+
 def test_missing_data_set_exits_nonzero(tmp_path, monkeypatch, capsys):
     # named folder missing: refused before anything runs
     rc, _, err = _run(["run", str(PIPELINES / "movielens_gender.toml"), "--quick", "-o", str(tmp_path / "a"),
@@ -195,6 +207,13 @@ def test_missing_data_set_exits_nonzero(tmp_path, monkeypatch, capsys):
     assert err.strip().splitlines()[-1].startswith("privrelease: error: experiment 'movielens_gender' could not")
     assert "data missing" in err
     assert "Data missing" in (tmp_path / "b" / "report.md").read_text()
+    # the same for ml-1m: the report names its files and Surprise's ml-1m download
+    rc, _, err = _run(["run", str(PIPELINES / "movielens_1m_joint.toml"), "--quick", "-o", str(tmp_path / "c")],
+                      capsys)
+    assert rc == 1 and "data missing" in err
+    text = (tmp_path / "c" / "report.md").read_text()
+    assert "MovieLens 1M was not found" in text and "ratings.dat, users.dat, movies.dat" in text
+    assert "load_builtin('ml-1m')" in text
 
 
 # ---------------------------------------------------------------- the HTML page (issue 13)

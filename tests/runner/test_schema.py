@@ -69,6 +69,8 @@ CASES = [
     ("truthful_regression", "n_players", list(range(10, 40)), PipelineError, "has 30 items"),
     ("truthful_regression", "privacy_exponent", 0.5, PipelineError, "in (0.5, 1)"),
     ("movielens_gender", "path", "/no/such/folder", PipelineError, "does not exist"),
+    ("movielens_gender", "dataset", "ml-10m", PipelineError, "expected one of 'ml-100k', 'ml-1m'"),
+    ("movielens_gender", "dataset", 1, ParameterTypeError, "dataset = 1 (integer)"),
     ("politics_tv_ratings", "cv", True, ParameterTypeError, "cv = true (boolean)"),
     ("census_erasure", "no_such_param", 1, PipelineError, "unknown parameter(s) ['no_such_param']"),
 ]
@@ -92,6 +94,22 @@ def test_joint_constraints():
         check_run("truthful_regression", {"n_players": [2_000_000], "n_features": 20})
     # at the boundary: 1,000,000 x 20 = 2e7 cells is allowed
     check_run("truthful_regression", {"n_players": [1_000_000], "n_features": 20})
+
+
+def test_movielens_dataset_constraints():
+    # the n_clusters cap follows the data set: 943 users in ml-100k, 6,040 in ml-1m
+    check_run("movielens_gender", {"n_clusters": 943})
+    with pytest.raises(PipelineError, match=r"n_clusters = 944: expected at most the 943 users of MovieLens 100k"):
+        check_run("movielens_gender", {"n_clusters": 944})
+    check_run("movielens_gender", {"dataset": "ml-1m", "n_clusters": 6040})
+    with pytest.raises(PipelineError, match=r"n_clusters = 6041: expected one of .auto. or an integer in \[1, 6040\]"):
+        check_run("movielens_gender", {"dataset": "ml-1m", "n_clusters": 6041})
+    # ml-1m's ages are band codes: a cut must be a code (the defaults 25 and 35 are)
+    check_run("movielens_gender", {"dataset": "ml-1m", "age_cuts": [18, 25, 35, 45, 50, 56]})
+    assert check_run("movielens_gender", {"dataset": "ml-1m"})[1]["dataset"] == "ml-1m"
+    with pytest.raises(PipelineError, match=r"age_cuts = \[25, 30\]: with dataset = 'ml-1m' .* a cut at 30"):
+        check_run("movielens_gender", {"dataset": "ml-1m", "age_cuts": [25, 30]})
+    check_run("movielens_gender", {"age_cuts": [25, 30]})  # years in ml-100k: any cut
 
 
 @pytest.mark.parametrize("spec, good, bad", [

@@ -1,4 +1,4 @@
-"""MovieLens 100k with a private demographic attribute: curves, attacks, RMSE, BlurMe and BlurMore.
+"""MovieLens (100k or 1M) with a private demographic attribute: curves, attacks, RMSE, BlurMe and BlurMore.
 
 The private attribute is ``attribute``: ``"gender"`` (binary, the default),
 ``"age_band"`` (the users' ages cut at ``age_cuts``: three bands by default,
@@ -6,65 +6,103 @@ under 25, 25 to 34, 35 and over) or ``"gender_x_age_band"`` (both at once: every
 method protects the joint attribute, six classes by default, and the attackers
 are scored by their macro one-vs-rest AUC).
 
-The same analysis as ``synthetic_ratings`` on real ratings (943 users, 1682
-movies): the optimal quantized mapping over a grid of leakage caps, the naive
+``dataset`` names the archive: ``"ml-100k"`` (943 users, 1,682 movies, ages in
+years) or ``"ml-1m"`` (6,040 users, 3,706 rated movies, 1,000,209 ratings;
+``users.dat`` gives an age CODE, the first age of the user's band: 1 = under
+18, 18, 25, 35, 45, 50, 56 = 56 and over). The age cuts compare with what the
+file holds, so with ml-1m every cut must be one of the codes 18, 25, 35, 45, 50,
+56 (a cut inside a band, say 30, cannot be told from the code 25); the default
+cuts 25 and 35 give the same three bands on both archives.
+
+The same analysis as ``synthetic_ratings`` on real ratings: the optimal quantized mapping over a grid of leakage caps, the naive
 release of cluster representatives and BlurMe (which was designed for exactly
 this data and attribute: Weinsberg et al., RecSys 2012), all scored by fixed and
 adaptive attackers and by the Table I RMSE protocol. The data is never
 downloaded: it is read from ``path`` (the folder holding ``u.data``, ``u.user``,
-``u.item``) or from Surprise's cache; when it is missing the report says so.
+``u.item`` for ml-100k, ``ratings.dat``, ``users.dat``, ``movies.dat`` for
+ml-1m, or its ``ml-100k`` / ``ml-1m`` sub-folder) or from Surprise's cache; when
+it is missing the report says so.
 """
 
 import sys
+import time
 
 import numpy as np
 
-from .._schema import Bool, Choice, Either, Float, Folder, Int, Seed, Seq, quick_values
+from .._schema import Bool, Choice, Either, Float, Folder, Int, PipelineError, Seed, Seq, quick_values
 from .synthetic_ratings import _LEVELS_CAP, PROTOCOL_PARAMETERS, RECOMMENDER, _one_dataset, _recommender
 
 __all__ = ["run"]
 
+#: the archives this experiment reads: name -> (loader name, users, what its files are)
+DATASETS = {
+    "ml-100k": ("load_movielens_100k", 943, "MovieLens 100k", "u.data, u.user, u.item"),
+    "ml-1m": ("load_movielens_1m", 6040, "MovieLens 1M", "ratings.dat, users.dat, movies.dat"),
+}
+
 PARAMETERS = {
     "random_state": Seed(),
     "quick": Bool(),
+    "dataset": Choice(tuple(DATASETS)),
     "path": Folder(),
     "attribute": Choice(("gender", "age_band", "gender_x_age_band")),
     "age_cuts": Seq(Int(1, 120), min_len=1, max_len=9, increasing=True,
                     why="ages are cut into at most 10 bands, each cut above the previous one"),
     "max_leakages": Seq(Float(0), max_len=30, increasing=True, why=_LEVELS_CAP),
     "blurme_fractions": Seq(Float(0, 1), max_len=30, increasing=True, why=_LEVELS_CAP),
-    "n_clusters": Either(Choice(("auto",)), Int(1, 943, why="MovieLens 100k has 943 users")),
+    "n_clusters": Either(Choice(("auto",)), Int(1, 6040, why="MovieLens 1M has 6,040 users")),
     **PROTOCOL_PARAMETERS,
     "recommender": RECOMMENDER,
     "n_jobs": Int(1, 64),
 }
 
 
+def check_together(params):
+    """Constraints between parameters, checked before anything runs."""
+    from ...datasets import ML1M_AGE_CODES
+
+    dataset = params.get("dataset", "ml-100k")
+    _, n_users, label, _ = DATASETS[dataset]
+    n_clusters = params.get("n_clusters", "auto")
+    if n_clusters != "auto" and n_clusters > n_users:
+        raise PipelineError(f"parameter n_clusters = {n_clusters}: expected at most the {n_users} users of "
+                            f"{label} (dataset = {dataset!r})")
+    cuts = params.get("age_cuts")
+    if dataset == "ml-1m" and cuts is not None and not set(cuts) <= set(ML1M_AGE_CODES[1:]):
+        off = [c for c in cuts if c not in ML1M_AGE_CODES[1:]]
+        raise PipelineError(f"parameter age_cuts = {list(cuts)}: with dataset = 'ml-1m' every cut must be one of "
+                            f"the age codes {list(ML1M_AGE_CODES[1:])} (users.dat holds the first age of each "
+                            f"user's band, so a cut at {off[0]} would fall inside a band)")
+
+
 @quick_values({"max_leakages": (0.0, 0.02), "blurme_fractions": (0.2,), "cv": 2,
                "attack_models": ("logistic",), "n_jobs": 1})
-def run(report, *, random_state=0, quick=False, path=None, attribute="gender", age_cuts=(25, 35),
-        max_leakages=(0.0, 0.002, 0.01, 0.03, 0.1, 1.0), blurme_fractions=(0.05, 0.1, 0.2, 0.5),
+def run(report, *, random_state=0, quick=False, dataset="ml-100k", path=None, attribute="gender",
+        age_cuts=(25, 35), max_leakages=(0.0, 0.002, 0.01, 0.03, 0.1, 1.0), blurme_fractions=(0.05, 0.1, 0.2, 0.5),
         n_clusters="auto", opt_in_fraction=0.5, cv=5, heldout_fraction=0.1, target_auc=0.55,
         attack_models=("logistic", "forest"), recommender=None, n_jobs=2):
     """Write the MovieLens-gender analysis into ``report``; returns headline numbers."""
-    from ...datasets import load_movielens_100k
+    from ... import datasets
 
+    loader, _, label, files = DATASETS[dataset]
     seed = 0 if random_state is None else int(random_state)
+    t0 = time.perf_counter()
     try:
-        R, users, _ = load_movielens_100k(path)
+        R, users, _ = getattr(datasets, loader)(path)
     except FileNotFoundError as exc:
-        msg = ("MovieLens 100k was not found, so this experiment did not run (privrelease never downloads "
-               "data). Put the GroupLens ml-100k folder (u.data, u.user, u.item) somewhere and name it in "
+        msg = (f"{label} was not found, so this experiment did not run (privrelease never downloads "
+               f"data). Put the GroupLens {dataset} folder ({files}) somewhere and name it in "
                "the pipeline file (`path = \"...\"` under [params]), or let Surprise cache it "
-               "(`python -c \"import surprise; surprise.Dataset.load_builtin('ml-100k')\"`).")
+               f"(`python -c \"import surprise; surprise.Dataset.load_builtin('{dataset}')\"`).")
         print(f"movielens_gender: {msg}\n  ({exc})", file=sys.stderr, flush=True)
         report.section("Data missing")
         report.text(msg + f"\n\nDetails: {exc}")
         return {"status": "data missing"}
+    print(f"[stage] movielens: reading {label}: {time.perf_counter() - t0:.1f} s", flush=True)
     a, described = private_attribute(users, attribute, age_cuts)
     spec = recommender if recommender is not None else {"algorithm": "SVD"}
     report.text(
-        f"{R.shape[0]} users, {R.shape[1]} movies, {R.nnz} ratings. Private attribute: {described}. "
+        f"{label}: {R.shape[0]} users, {R.shape[1]} movies, {R.nnz} ratings. Private attribute: {described}. "
         f"Recommender: Surprise {spec}, test users folded in from what they release.")
     headline = {"status": "ok"}
     headline.update(_one_dataset(
@@ -80,7 +118,9 @@ def private_attribute(users, attribute="gender", age_cuts=(25, 35)):
     """The private attribute of MovieLens users as class codes, and a sentence describing it.
 
     ``"gender"``: 1 for women, 0 for men. ``"age_band"``: the number of cuts in
-    ``age_cuts`` at or below the user's age (band 0 is under the first cut).
+    ``age_cuts`` at or below the user's ``age`` column (band 0 is under the first
+    cut): the age in years for ml-100k, the age code for ml-1m (the first age of
+    the user's band, so a cut equal to a code separates whole bands).
     ``"gender_x_age_band"``: a 2-column array (gender, age band), protected jointly.
     A band that no user falls in is refused (the classes would not all occur).
     """

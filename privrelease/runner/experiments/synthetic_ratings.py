@@ -128,6 +128,21 @@ def _frontier_figure(curves, ref, x, title):
     return fig
 
 
+class _Stages:
+    """``[stage] <data set>: <what>: <s> s`` lines on stdout, one per stage as it ends (the run's log)."""
+
+    def __init__(self, name):
+        import time
+
+        self.name, self._clock = name, time.perf_counter
+        self._last = self._clock()
+
+    def done(self, what):
+        now = self._clock()
+        print(f"[stage] {self.name}: {what}: {now - self._last:.1f} s", flush=True)
+        self._last = now
+
+
 def _one_dataset(report, name, R, a, *, rec, max_leakages, fractions, n_clusters, opt_in_fraction, cv,
                  heldout_fraction, attack_models, target_auc, seed, n_jobs, blurmore_fractions=None):
     import matplotlib.pyplot as plt
@@ -139,13 +154,21 @@ def _one_dataset(report, name, R, a, *, rec, max_leakages, fractions, n_clusters
                   recommender=rec, attack_models=attack_models, random_state=seed, n_jobs=n_jobs, verbose=1)
     if getattr(a, "ndim", 1) == 2:  # several attributes: every method protects the joint attribute
         common["mapper_target"] = "joint"
+    stages = _Stages(name)
     q = privacy_utility_curve(QuantizedPrivacyMapper(n_clusters=n_clusters), R, a,
                               max_leakages=max_leakages, **common)
+    stages.done(f"optimal mapping, {len(max_leakages)} leakage cap(s)")
+    # the reference attackers and the original / release-nothing RMSE do not depend on the mapper: fitted once
+    common["reference"] = q
     naive = privacy_utility_curve(QuantizedPrivacyMapper(n_clusters=n_clusters, release="representative"),
                                   R, a, max_leakages=[0.0], **common)
+    stages.done("naive representatives")
     blur = privacy_utility_curve(BlurMe(strategy="greedy"), R, a, param="fraction", values=fractions, **common)
-    more = privacy_utility_curve(BlurMore(strategy="greedy"), R, a, param="fraction",
-                                 values=fractions if blurmore_fractions is None else blurmore_fractions, **common)
+    stages.done(f"BlurMe, {len(fractions)} fraction(s)")
+    more_fractions = fractions if blurmore_fractions is None else blurmore_fractions
+    more = privacy_utility_curve(BlurMore(strategy="greedy"), R, a, param="fraction", values=more_fractions,
+                                 **common)
+    stages.done(f"BlurMore, {len(more_fractions)} fraction(s)")
     f = q.frame
     ref = f.iloc[0]
 
@@ -234,6 +257,7 @@ def _one_dataset(report, name, R, a, *, rec, max_leakages, fractions, n_clusters
     out[f"{name}_blurmore_worst_auc_adaptive_at_max_fraction"] = float(bm["worst_auc_adaptive"].iloc[-1])
     out[f"{name}_blurmore_worst_auc_fixed_at_max_fraction"] = float(bm["worst_auc_fixed"].iloc[-1])
     out[f"{name}_blurmore_rel_increase_at_max_fraction"] = float(bm["rel_increase_released"].iloc[-1])
+    stages.done("tables and figures")
     return out
 
 
