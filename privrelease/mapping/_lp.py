@@ -12,7 +12,10 @@
   with epigraph variables ``z_j >= p(j | a)`` it is an LP.
 """
 
+import hashlib
 import math
+import threading
+from collections import OrderedDict
 
 import numpy as np
 import scipy.sparse as sp
@@ -50,8 +53,44 @@ def perfect_privacy_mapping(prob, return_duals=False):
     the LP: :func:`independence_lower_bound` turns them into a lower bound on the distortion of every
     mapping that leaks at most a given amount.
     """
-    out = _perfect_privacy_mapping(prob)
+    key = _problem_key(prob)
+    with _PP_LOCK:
+        hit = _PP_CACHE.get(key)
+        if hit is not None:
+            _PP_CACHE.move_to_end(key)
+    if hit is None:
+        P, _, t = _perfect_privacy_mapping(prob)
+        hit = (P, t)
+        with _PP_LOCK:
+            _PP_CACHE[key] = hit
+            while len(_PP_CACHE) > _PP_CACHE_SIZE:
+                _PP_CACHE.popitem(last=False)
+    P, t = hit
+    if P is None:
+        out = (None, float("inf"), None)
+    else:  # copies: callers own what they get; the distortion in this problem's own units
+        out = (P.copy(), prob.to_user(prob.distortion(P)), None if t is None else t.copy())
     return out if return_duals else out[:2]
+
+
+#: the perfect-privacy LP of the last few reduced problems: one QuantizedPrivacyMapper fit per leakage cap
+#: solves it again on the same prior and costs (6 classes, 200 clusters: 38 s a solve, 7 solves a curve)
+_PP_CACHE = OrderedDict()
+_PP_CACHE_SIZE = 4
+_PP_LOCK = threading.Lock()
+
+
+def _problem_key(prob):
+    """Digest of what the LP depends on: the reduced joint ``M``, the costs and the allowed entries (in
+    the problem's normalised units: ``D`` and ``1e-13 D`` share an LP, each reports in its own units)."""
+    h = hashlib.blake2b(digest_size=20)
+    r, c, _ = prob.edges()
+    for a in (prob.M, r, c, prob.edge_weights()):
+        a = np.ascontiguousarray(a)
+        h.update(str((a.dtype.str, a.shape)).encode())
+        h.update(a.tobytes())
+    h.update(str((prob.k, prob.kh, bool(prob.sparse))).encode())
+    return h.hexdigest()
 
 
 def _perfect_privacy_mapping(prob):

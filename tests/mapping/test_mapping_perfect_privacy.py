@@ -14,10 +14,14 @@ from privrelease.mapping._problem import Problem
 
 
 def _plain(prob, monkeypatch):
-    """``perfect_privacy_mapping`` with the transport path switched off (the plain LP)."""
+    """``perfect_privacy_mapping`` with the transport path switched off (the plain LP), solved afresh
+    (the cache of recent problems is emptied before and after)."""
+    lp._PP_CACHE.clear()
     with monkeypatch.context() as m:
         m.setattr(lp, "_two_class_transport", lambda prob: (None, None))
-        return lp.perfect_privacy_mapping(prob)
+        out = lp.perfect_privacy_mapping(prob)
+    lp._PP_CACHE.clear()
+    return out
 
 
 def _instance(rng, i):
@@ -147,3 +151,30 @@ def test_independence_lower_bound_is_tight_at_perfect_privacy():
         assert dpp * (1 - 1e-7) <= b0 <= dpp * (1 + 1e-9)
         b1, b2 = (lp.independence_lower_bound(prob, t, v) for v in (1e-8, 4e-8))
         assert b0 - b1 == pytest.approx((b1 - b2), rel=1e-6)  # sqrt(4 I) = 2 sqrt(I)
+
+
+def test_perfect_privacy_lp_is_solved_once_per_problem(monkeypatch):
+    # a leakage curve fits one mapper per cap on the same prior and costs: the LP of a reduced
+    # problem is kept (the last few), each caller gets its own copy and the distortion in its own units
+    rng = np.random.default_rng(3)
+    prior, d = _instance(rng, 4)
+    lp._PP_CACHE.clear()
+    calls = []
+    real = lp._perfect_privacy_mapping
+    monkeypatch.setattr(lp, "_perfect_privacy_mapping", lambda prob: calls.append(1) or real(prob))
+    P1, d1, t1 = lp.perfect_privacy_mapping(Problem(prior, d), return_duals=True)
+    P2, d2, t2 = lp.perfect_privacy_mapping(Problem(prior, d), return_duals=True)
+    assert len(calls) == 1
+    assert np.array_equal(P1, P2) and np.array_equal(t1, t2) and d2 == d1
+    P2[:] = -1.0  # a caller's copy: the kept answer is untouched
+    assert np.array_equal(lp.perfect_privacy_mapping(Problem(prior, d))[0], P1)
+    assert len(calls) == 1
+    # another problem (one cost changed) is solved afresh
+    d4 = d.copy()
+    d4[0, np.flatnonzero(np.isfinite(d4[0]))[0]] += 0.5
+    lp.perfect_privacy_mapping(Problem(prior, d4))
+    assert len(calls) == 2
+    # the distortion in each problem's own units (1e-13 D normalises to D up to rounding)
+    P3, d3 = lp.perfect_privacy_mapping(Problem(prior, 1e-13 * d))
+    assert np.allclose(P3, P1, atol=1e-9) and d3 == pytest.approx(1e-13 * d1, rel=1e-9)
+    lp._PP_CACHE.clear()
