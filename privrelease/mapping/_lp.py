@@ -179,10 +179,10 @@ def independence_lower_bound(prob, t, leak_nats):
 
     slack = math.sqrt(2.0 * max(float(leak_nats), 0.0))
     best = -math.inf
-    v = w - np.einsum("ae,ae->e", G[:, r], t[:, c])
+    gr = G[:, r]
+    v = w - np.einsum("ae,ae->e", gr, t[:, c])
     cands = [(v, t)]
     private = np.bincount(c, minlength=prob.kh)[c] == 1
-    gr = G[:, r]
     if private.any():
         m_other = row_min(np.where(private, np.inf, v))
         ga = np.abs(gr).argmax(axis=0)
@@ -311,12 +311,12 @@ def _two_class_transport(prob, max_rounds=200):
         return None, None
     P = prob.clean(P, None)
     # certificate, independent of HiGHS's tolerances: for any t, sum_c min_j (W(c, j) - g_c t_j)
-    # bounds the LP from below (weak duality, the row sums' duals eliminated); t_j = min_i (Cp(i, j)
-    # - u_i) from the supply duals makes it tight at the optimum
+    # bounds the LP from below (weak duality, the row sums' duals eliminated; independence_lower_bound
+    # at leakage 0); t_j = min_i (Cp(i, j) - u_i) from the supply duals makes it tight at the optimum
     with np.errstate(invalid="ignore"):
         t = (Cp - u[:, None]).min(axis=0)
         t = np.where(np.isfinite(t), t, 0.0)
-        lower = float(np.min(Wm - g[:, None] * t[None, :], axis=1).sum())
+    lower = independence_lower_bound(prob, t[None, :], 0.0)
     dist = prob.distortion(P)
     if not dist - lower <= 1e-9 * dist + 1e-15:
         return None, None

@@ -393,12 +393,12 @@ def _solve_mi_target(prob, target_bits, solver, tol):
             left_lbs.append(cert["lower_bound"])
         return P, f, cert["lower_bound"], lam
 
-    lb_pp = [-np.inf]  # the perfect-privacy LP's bound relaxed to the target (set below)
+    lb_pp = -np.inf  # the perfect-privacy LP's bound relaxed to the target (set below)
 
     def lower():
         # every line with a positive slope bounds the answer, whichever side of the target
         # its solve fell on: below its root the line, hence I*, exceeds L
-        lb = max(prob.delta_min, lb_pp[0])
+        lb = max(prob.delta_min, lb_pp)
         for dk, lbk, lk in lines:
             if lk > 0:
                 lb = max(lb, dk + (lbk - L) / lk)
@@ -415,7 +415,7 @@ def _solve_mi_target(prob, target_bits, solver, tol):
     Ppp, _, t_pp = perfect_privacy_mapping(prob, return_duals=True)
     # the LP's multipliers bound the distortion of every mapping leaking at most the target
     # (Pinsker's inequality, see independence_lower_bound): tight for targets far below tol
-    lb_pp[0] = independence_lower_bound(prob, t_pp, target_bits * LN2)
+    lb_pp = independence_lower_bound(prob, t_pp, target_bits * LN2)
     if L <= 0.0 and Ppp is not None and prob.objective(Ppp) <= tol * LN2:
         # perfect privacy: the LP's mapping is the answer (HiGHS certifies the LP optimum); its
         # leakage is zero up to the LP's rounding (reported as the gap, within tol)
