@@ -88,6 +88,7 @@ import scipy.sparse as sp
 from scipy.special import rel_entr
 
 from ..exceptions import SolverError
+from ..utils._threads import single_threaded_blas
 from ._problem import LN2
 
 __all__ = ["solve_fast"]
@@ -466,11 +467,9 @@ def solve_fast(prob, delta, *, tol=1e-6, warm=None, n_neighbours=None, max_round
     BLAS runs single-threaded here: the dense factorisations are small and
     multi-threaded BLAS on a busy 2-core machine is many times slower.
     """
-    from threadpoolctl import threadpool_limits
-
     if n_neighbours is None:
         n_neighbours = 8
-    with threadpool_limits(limits=1, user_api="blas"):
+    with single_threaded_blas():
         P, hint = _solve_fast(prob, delta, tol=tol, warm=warm, n_neighbours=n_neighbours, max_rounds=max_rounds)
         if np.isfinite(delta) and prob.distortion(P) > delta:
             P = prob.clean(P, delta)
