@@ -108,7 +108,10 @@ class ErasureMapper(_BaseMapper):
         pairs (``2^n_features`` per input, explicit zeros included); every
         other transition is forbidden. The engine then solves over those pairs
         (:func:`~privrelease.mapping.solve_mapping` with a sparse distortion),
-        in memory proportional to their number.
+        in memory proportional to their number. Either way the engine first
+        drops the outputs another output dominates (those erasing more than
+        needed to leave the same tuples compatible, and a tuple's outputs that
+        no other tuple can produce), an exact presolve: many features stay fast.
     mapping_ : ndarray or scipy.sparse.csr_array of shape (n_inputs, n_outputs)
         ``p(b_hat | b)``; sparse with the same stored entries as ``cost_matrix_``
         when that is sparse.

@@ -21,6 +21,18 @@ Sparse distortion (stored entries = allowed transitions)
     Column generation over the allowed transitions, then the plain formulation
     written over them (:mod:`privrelease.mapping._sparse`); same certificate.
 
+Presolve
+--------
+Before any solver, the outputs that another output dominates (every input that
+can reach it reaches the other at no greater distortion) are removed
+(:mod:`privrelease.mapping._presolve`). This is exact: moving their mass to the
+dominating output never increases the distortion or either leakage measure, so
+the reduced program has the same optimum and its certificate is the whole
+program's. The returned mapping has the original shape (and, for a sparse
+distortion, its stored entries), with no mass on the removed outputs. An erasure
+alphabet shrinks the most (eight features: 56,795 outputs to 5,571), and a sparse
+distortion whose reduced program is small enough is solved by the dense fast path.
+
 Certification
 -------------
 Every answer is checked independently of the solver that produced it: the
@@ -61,6 +73,7 @@ from ._checks import check_budget, check_distortion, check_mapping, check_prior
 from ._cvx import solve_quietly
 from ._leakage import expected_distortion, leakage as _leakage
 from ._lp import independence_lower_bound, perfect_privacy_mapping, solve_maximal_leakage_lp
+from ._presolve import reduce_outputs
 from ._problem import LN2, Problem
 from ._result import MappingResult
 from ._sparse import SparseProblem, sparse_candidates
@@ -153,8 +166,11 @@ def _cvxpy_candidates(prob, *, delta=None, target_nats=None, solvers=("CLARABEL"
 
 
 # ---------------------------------------------------------------------------- helpers
-def _make_result(prob, P_red, *, prior, distortion, status, certificate, solver, delta, max_leakage, kind):
+def _make_result(prob, P_red, *, prior, distortion, status, certificate, solver, delta, max_leakage, kind,
+                 reduction=None):
     full = prob.expand(P_red)
+    if reduction is not None:  # back to the whole output alphabet (no mass on dominated outputs)
+        full = reduction.expand(full)
     return MappingResult(
         mapping=full,
         leakage=float(_leakage(prior, full, kind=kind)),
@@ -168,7 +184,7 @@ def _make_result(prob, P_red, *, prior, distortion, status, certificate, solver,
     )
 
 
-def _warm(prob, warm_start):
+def _warm(prob, warm_start, reduction=None):
     if warm_start is None:
         return None
     W = warm_start.mapping if isinstance(warm_start, MappingResult) else warm_start
@@ -177,12 +193,13 @@ def _warm(prob, warm_start):
             W = np.asarray(W, dtype=float)
         except (TypeError, ValueError) as exc:
             raise TypeError(f"warm_start must be a mapping (an array of numbers), got {type(W).__name__}: {exc}") from None
-        if W.shape != (prob.n_public, prob.n_outputs):
-            raise ValueError(
-                f"warm_start must be a mapping of shape {(prob.n_public, prob.n_outputs)}, got {W.shape}"
-            )
+    shape = (prob.n_public, prob.n_outputs) if reduction is None else reduction.shape
+    if not sp.issparse(W) and W.shape != shape:
+        raise ValueError(f"warm_start must be a mapping of shape {shape}, got {W.shape}")
     # NaN, negative entries or rows not summing to 1 are refused (they were silently ignored)
-    W = check_mapping(W, prob.n_public, prob.n_outputs, name="warm_start")
+    W = check_mapping(W, *shape, name="warm_start")
+    if reduction is not None:  # the dominated outputs' mass moves to their dominators
+        W = reduction.reduce(W)
     return prob.reduce(W)
 
 
@@ -654,8 +671,10 @@ def solve_mapping(prior, distortion, delta=None, *, max_leakage=None, leakage="m
         (an erasure alphabet: :func:`erasure_distortion` with ``sparse=True``).
         Beware that ``csr_array(dense)`` drops zero costs; build the matrix from
         its entries (``csr_array((d, (rows, cols)), shape=...)``). The mapping is
-        then returned as a ``csr_array`` with the same stored entries, and is
-        computed by column generation over the allowed transitions (see
+        then returned as a ``csr_array`` with the same stored entries. After the
+        presolve (module notes) removes dominated outputs, a reduced program of at
+        most ``DENSE_CELLS_LIMIT`` (4,194,304) cells is solved by the dense fast
+        path; a larger one by column generation over the allowed transitions (see
         :mod:`privrelease.mapping._sparse`), certified by the same bound.
     delta : float, optional
         Distortion budget ``Delta >= 0`` (``np.inf`` allowed). Below the smallest
@@ -725,7 +744,9 @@ def solve_mapping(prior, distortion, delta=None, *, max_leakage=None, leakage="m
             "give exactly one of delta (a distortion budget) and max_leakage (a privacy target in bits); "
             f"got delta={delta!r}, max_leakage={max_leakage!r}"
         )
-    prob = _make_problem(P, D)
+    # exact presolve: outputs that another output dominates get no mass (see _presolve)
+    reduction = reduce_outputs(D)
+    prob = _make_problem(P, D if reduction is None else reduction.distortion)
     if delta is not None:
         delta = check_budget(delta, "delta")
         d_int = prob.to_internal(delta)
@@ -739,13 +760,14 @@ def solve_mapping(prior, distortion, delta=None, *, max_leakage=None, leakage="m
         if leakage == "maximal_leakage":
             Pr, cert, name, status = _ml_policy(_solve_ml(prob, delta_eff, None, solver), solver)
         else:
-            Pr, cert, name, status = _solve_mi_delta(prob, delta_eff, solver, tol, _warm(prob, warm_start))
+            Pr, cert, name, status = _solve_mi_delta(prob, delta_eff, solver, tol,
+                                                     _warm(prob, warm_start, reduction))
         return _make_result(prob, Pr, prior=P, distortion=D, status=status, certificate=cert, solver=name,
-                            delta=float(delta), max_leakage=None, kind=leakage)
+                            delta=float(delta), max_leakage=None, kind=leakage, reduction=reduction)
     target = check_budget(max_leakage, "max_leakage")
     if leakage == "maximal_leakage":
         Pr, cert, name, status = _ml_policy(_solve_ml(prob, None, min(target, 1e3), solver), solver)
     else:
         Pr, cert, name, status = _solve_mi_target(prob, min(target, 1e3), solver, tol)
     return _make_result(prob, Pr, prior=P, distortion=D, status=status, certificate=cert, solver=name,
-                        delta=None, max_leakage=float(target), kind=leakage)
+                        delta=None, max_leakage=float(target), kind=leakage, reduction=reduction)
