@@ -75,17 +75,16 @@ def _dominators(D):
     rng = np.random.default_rng(0x5EED)
     w1 = rng.integers(0, 2**63, n, dtype=np.uint64)
     w2 = rng.integers(0, 2**63, n, dtype=np.uint64)
-    h1 = np.zeros(m, dtype=np.uint64)
-    h2 = np.zeros(m, dtype=np.uint64)
-    with np.errstate(over="ignore"):
-        np.add.at(h1, col, w1[rows])
-        np.add.at(h2, col, w2[rows])
-    total = np.bincount(col, weights=cost, minlength=m)
     live = np.flatnonzero(nnz > 0)
+    total = np.bincount(col, weights=cost, minlength=m)
     if live.size:
-        keys = np.stack([nnz[live].astype(np.uint64), h1[live], h2[live]], axis=1)
-        _, group = np.unique(keys, axis=0, return_inverse=True)
-        group = group.ravel()
+        h1 = np.add.reduceat(w1[rows], indptr[live])  # uint64 sums wrap: a hash of the set
+        h2 = np.add.reduceat(w2[rows], indptr[live])
+        by = np.lexsort((h2, h1, nnz[live]))
+        new = np.ones(live.size, dtype=bool)
+        new[1:] = (np.diff(nnz[live][by]) != 0) | (np.diff(h1[by]) != 0) | (np.diff(h2[by]) != 0)
+        group = np.empty(live.size, dtype=np.int64)
+        group[by] = np.cumsum(new) - 1
         order = np.lexsort((live, total[live], group))  # by group, then total, then index
         first = np.ones(order.size, dtype=bool)
         first[1:] = group[order][1:] != group[order][:-1]
@@ -228,7 +227,11 @@ def _lookup(A, r, c):
 
 def reduce_outputs(D):
     """The :class:`OutputReduction` of a checked distortion, or None when no output is
-    dominated (or fewer than two outputs would remain)."""
+    dominated (or fewer than two outputs would remain, or an input has no allowed output:
+    the problem itself reports that)."""
+    reach = (np.diff(sp.csr_array(D).indptr) > 0) if sp.issparse(D) else np.isfinite(D).any(axis=1)
+    if not reach.all():
+        return None
     target = _dominators(D)
     kept = int(np.count_nonzero(target == np.arange(D.shape[1])))
     if kept == D.shape[1] or kept < 2:

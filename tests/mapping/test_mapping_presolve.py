@@ -170,3 +170,17 @@ def test_warm_start_and_curve_go_through_the_presolve():
     assert abs(df["leakage_bits"][1] - cold.leakage) <= 2e-6 and df["leakage_bits"][2] <= 1e-6
     with pytest.raises(ValueError, match=r"warm_start must be a mapping of shape \(\d+, \d+\)"):
         solve_mapping(prior, D, delta=0.5, warm_start=first.mapping[:, :-1])
+
+
+def test_an_input_without_allowed_outputs_is_reported_by_the_problem_not_the_presolve():
+    from privrelease.exceptions import InfeasibleBudgetError
+
+    prior = np.array([[0.3, 0.2, 0.1], [0.1, 0.2, 0.1]])
+    # column 1 (cost 1 from row 0) is dominated; row 2 has no allowed output
+    Ds = sp.csr_array((np.array([0.0, 1.0, 0.0, 2.0]), (np.array([0, 0, 1, 1]), np.array([0, 1, 1, 2]))),
+                      shape=(3, 3))
+    assert reduce_outputs(Ds) is None
+    with pytest.raises(InfeasibleBudgetError, match="row 2 of distortion has no allowed"):
+        solve_mapping(prior, Ds, 0.5)
+    with pytest.raises(InfeasibleBudgetError, match="row 2 of distortion has no finite entry"):
+        solve_mapping(prior, np.array([[0.0, 1.0, INF], [INF, 0.0, 2.0], [INF, INF, INF]]), 0.5)
