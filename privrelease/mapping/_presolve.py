@@ -62,9 +62,27 @@ def _allowed_csc(D):
     return indptr, rows.astype(np.int64), D[rows, cols].astype(float)
 
 
+def _dominators_full(D):
+    """:func:`_dominators` for a dense distortion without a forbidden entry: every output reaches every
+    input (one reach set, no output of a single input, as ``n >= 2``), so the only test is against the
+    output of least total distortion, done in column blocks (no copy of ``D`` beyond a block)."""
+    n, m = D.shape
+    target = np.arange(m)
+    lead = int(np.argmin(D.sum(axis=0)))  # ties: the lowest index, as in the general case
+    step = max(1, DENSE_CELLS_LIMIT // max(n, 1))
+    for start in range(0, m, step):
+        cols = np.arange(start, min(start + step, m))
+        ok = np.all(D[:, cols] >= D[:, lead][:, None], axis=0)
+        ok &= cols != lead
+        target[cols[ok]] = lead
+    return target
+
+
 def _dominators(D):
     """For every output, the output that replaces it (itself when kept; -1 when no input reaches it)."""
     n, m = D.shape
+    if not sp.issparse(D) and n >= 2 and np.isfinite(D).all():
+        return _dominators_full(D)
     indptr, rows, cost = _allowed_csc(D)
     nnz = np.diff(indptr)
     col = np.repeat(np.arange(m), nnz)

@@ -184,3 +184,19 @@ def test_an_input_without_allowed_outputs_is_reported_by_the_problem_not_the_pre
         solve_mapping(prior, Ds, 0.5)
     with pytest.raises(InfeasibleBudgetError, match="row 2 of distortion has no finite entry"):
         solve_mapping(prior, np.array([[0.0, 1.0, INF], [INF, 0.0, 2.0], [INF, INF, INF]]), 0.5)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_blockwise_test_of_a_full_distortion_agrees_with_the_general_one(seed, monkeypatch):
+    from privrelease.mapping import _presolve
+
+    rng = np.random.default_rng(seed)
+    D = rng.integers(0, 3, size=(6, 40)).astype(float)  # ties: duplicates and dominated columns
+    D[:, 7] = D.min(axis=1)  # a least column
+    monkeypatch.setattr(_presolve, "DENSE_CELLS_LIMIT", 13)  # blocks of two columns
+    fast = _presolve._dominators(D)
+    S = sp.coo_array(np.ones_like(D))
+    S.data = D[S.row, S.col]  # the same entries, every one stored (zeros included): the general path
+    assert np.array_equal(fast, _presolve._dominators(sp.csr_array(S)))
+    dropped = np.flatnonzero(fast != np.arange(40))
+    assert dropped.size > 0 and np.all(D[:, fast[dropped]] <= D[:, dropped])
