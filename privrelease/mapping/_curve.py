@@ -86,7 +86,7 @@ def privacy_distortion_curve(prior, distortion, deltas, *, leakage="mutual_infor
     budgets = [check_budget(float(d), "delta") for d in arr]
     reduction = reduce_outputs(D)  # the exact presolve solve_mapping applies (dominated outputs)
     prob = _make_problem(P, D if reduction is None else reduction.distortion)
-    low = [d for d in budgets if prob.to_internal(d) < prob.delta_min - BUDGET_RTOL]
+    low = [d for d in budgets if prob.to_internal(d) < prob.delta_min * (1 - BUDGET_RTOL)]
     if low:
         raise InfeasibleBudgetError(
             f"delta={min(low)!r} is below the smallest feasible expected distortion "

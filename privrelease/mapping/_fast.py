@@ -477,7 +477,7 @@ def solve_fast(prob, delta, *, tol=1e-6, warm=None, n_neighbours=None, max_round
         gap = prob.certificate(P, delta, pi_hint=hint)[0]
         if gap > tol:  # within tol needs no polish, hence no refined bound either (the caller certifies)
             gap = prob.certificate(P, delta, target_bits=0.5 * tol, pi_hint=hint)[0]
-        if gap > tol and delta > prob.delta_min + 1e-12:
+        if gap > tol and delta > prob.delta_min * (1 + 1e-12):
             if hint is None:
                 hint = prob.posteriors(P)
             P2, gap2 = _kkt_polish(prob, P, delta, tol=tol, pi_hint=hint)
@@ -593,7 +593,7 @@ def _solve_fast(prob, delta, *, tol, warm, n_neighbours, max_rounds):
         viol = prob.mask & ~support & (V < (best_in + 0.2 * np.maximum(spread, 0.0))[:, None])
         settled = viol.sum() <= 0.01 * support.sum()
         if (precise and round_gap <= gap_nats and viol.any() and settled
-                and delta > prob.delta_min + 1e-12):
+                and delta > prob.delta_min * (1 + 1e-12)):
             # the working set has settled but a precise round on it is still uncertified: before
             # another precise round (~55 Newton systems) try the exact polish once (one support,
             # one Newton solve, the cheap bound with this interior point's posteriors for the

@@ -91,7 +91,10 @@ def lagrangian_bound(A, B, rhs, mu0=None, n_bisect=60):
     hence the bounds, are the same numbers as over all entries.
     """
     rows = np.arange(A.shape[0])
-    scale = max(abs(rhs), float(np.max(B)) if B.size else 0.0, 1e-300)
+    # the slope's zero is judged relative to the budget (the slope is the argmins' distortion minus
+    # it, two numbers of that size near the maximiser), not to the largest entry of B: with D over
+    # many decades a budget of 1e-12 of it was taken as "slope 0" at a multiplier far too small
+    scale = max(abs(rhs), 1e-300)
     argmins = {}
 
     def ev(mu):
@@ -269,7 +272,9 @@ class Problem:
         # the cheapest mapping: each row on its first cheapest output
         self.P_min = np.zeros((self.k, self.kh))
         self.P_min[np.arange(self.k), self.argmin_full[self.rows]] = 1.0
-        tie_tol = 1e-12 * (1.0 + np.abs(self.row_min_full[self.rows]))
+        # relative to the row's own minimum (an absolute part would tie a 1e-12 entry with a 0 when D spans
+        # many decades: the issue-10 dyn_range family, whose d_min mapping then exceeded d_min by 7 %)
+        tie_tol = 1e-12 * np.abs(self.row_min_full[self.rows])
         self.argmin_mask = self.mask & (self.d <= (self.row_min_full[self.rows] + tie_tol)[:, None])
         #: number of cheapest outputs of each row (a unique minimum-distortion mapping when all are 1)
         self.n_argmin = self.argmin_mask.sum(axis=1)

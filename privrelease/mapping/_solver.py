@@ -52,7 +52,10 @@ Tolerance policy
 * Distortion: ``D`` is divided by ``scale`` = its largest finite entry before
   anything is compared, so every distortion tolerance is relative and ``D`` and
   ``c * D`` (budget ``c * delta``) give the same mapping. A budget below
-  ``(delta_min - BUDGET_RTOL) * scale`` is infeasible; within it, ``delta_min``.
+  ``delta_min * (1 - BUDGET_RTOL)`` is infeasible; within it, ``delta_min``. That
+  tolerance, and the one that decides which outputs tie for a row's cheapest, are
+  relative to the smallest distortion itself (not to ``scale``), so a ``D`` whose
+  entries span many decades keeps them apart.
 * ``max_leakage`` mode (every solver): the returned mapping's leakage is at most
   the target (up to 1e-12 relative rounding) and ``certificate['distortion_gap']``
   is a rigorous bound on its distance to the smallest distortion reaching the
@@ -84,7 +87,7 @@ _KINDS = ("mutual_information", "maximal_leakage")
 #: ``solver="auto"`` does not fall back to the plain formulation above this many variables
 #: (it needs minutes and gigabytes there); it returns the fast answer with a warning instead.
 CVXPY_FALLBACK_MAX_VARIABLES = 250_000
-#: tolerance policy (see the module notes): budgets within ``BUDGET_RTOL * scale`` of the
+#: tolerance policy (see the module notes): budgets within ``BUDGET_RTOL * delta_min`` of the
 #: smallest feasible distortion count as that distortion
 BUDGET_RTOL = 1e-12
 #: max_leakage mode: certified when the distortion is within ``DIST_RTOL`` times the
@@ -211,7 +214,7 @@ def _delta_best(prob, delta, solver, tol, warm=None):
     if f_min <= 0.0:
         cert = {"gap_bits": 0.0, "multiplier": 0.0, "lower_bound": 0.0, "method": "zero leakage at minimum distortion"}
         return prob.P_min.copy(), cert, "exact", True, []
-    if prob.n_argmin.max() == 1 and delta <= prob.delta_min + BUDGET_RTOL:
+    if prob.n_argmin.max() == 1 and delta <= prob.delta_min * (1 + BUDGET_RTOL):
         cert = {"gap_bits": 0.0, "multiplier": float("inf"), "lower_bound": f_min, "method": "unique feasible mapping"}
         return prob.P_min.copy(), cert, "exact", True, []
     attempts = ["fast", "cvxpy"] if solver == "auto" else [solver]
@@ -750,7 +753,7 @@ def solve_mapping(prior, distortion, delta=None, *, max_leakage=None, leakage="m
     if delta is not None:
         delta = check_budget(delta, "delta")
         d_int = prob.to_internal(delta)
-        if d_int < prob.delta_min - BUDGET_RTOL:
+        if d_int < prob.delta_min * (1 - BUDGET_RTOL):
             raise InfeasibleBudgetError(
                 f"delta={delta!r} is below the smallest feasible expected distortion "
                 f"{prob.to_user(prob.delta_min)!r} (= sum_c p(c) min_c_hat d(c, c_hat))",

@@ -48,7 +48,7 @@ def edge_lagrangian_bound(A, B, indptr, rhs, mu0=None, n_bisect=60):
     bound and the best one is returned with its ``mu``). ``A`` may hold ``+inf``.
     """
     row = np.repeat(np.arange(indptr.size - 1), np.diff(indptr))
-    scale = max(abs(rhs), float(np.max(B)) if B.size else 0.0, 1e-300)
+    scale = max(abs(rhs), 1e-300)  # relative to the budget, as in lagrangian_bound
 
     def ev(mu):
         V = A + mu * B if mu > 0 else A
@@ -115,7 +115,7 @@ class SparseProblem:
         first = _segment_min(np.where(self.d <= row_min[self.r], np.arange(self.n), self.n), self.indptr)
         self.P_min = np.zeros(self.n)
         self.P_min[first] = 1.0
-        tie_tol = 1e-12 * (1.0 + np.abs(row_min))
+        tie_tol = 1e-12 * np.abs(row_min)  # relative, as in Problem
         self.argmin_edges = self.d <= (row_min + tie_tol)[self.r]
         #: number of cheapest outputs of each row (a unique minimum-distortion mapping when all are 1)
         self.n_argmin = np.bincount(self.r, weights=self.argmin_edges, minlength=self.k).astype(np.int64)

@@ -61,6 +61,58 @@ def test_budget_a_hair_above_the_minimum_is_solved_and_certified():
     assert at_min.leakage - 1e-6 <= res.leakage <= at_min.leakage + 1e-9
 
 
+# entries over twelve decades: 1e-8 and 2e-8 are 1e-12 and 2e-12 of the largest entry, which an
+# absolute tolerance in units of the largest entry counted as a tie (issue 10's dyn_range family)
+DECADES = np.array([[1e-8, 2e-8, 1e4], [1e4, 1e-8, 2e-8], [2e-8, 1e4, 1e-8]])
+PRIOR3 = np.array([[0.3, 0.1, 0.15], [0.05, 0.25, 0.15]])
+
+
+def test_smallest_budget_over_many_decades_is_the_cheapest_mapping():
+    d_min = float(PRIOR3.sum(axis=0) @ DECADES.min(axis=1))
+    res = solve_mapping(PRIOR3, DECADES, delta=d_min)
+    # the only mapping within d_min: each input on its 1e-8 entry (the identity), I(A; C) bits
+    assert res.status == "optimal"
+    np.testing.assert_array_equal(res.mapping, np.eye(3))
+    assert res.leakage == pytest.approx(leakage(PRIOR3, np.eye(3)), abs=1e-12)
+    assert res.distortion <= d_min * (1 + 1e-12)
+
+
+def test_budget_below_the_minimum_over_many_decades_is_refused():
+    d_min = float(PRIOR3.sum(axis=0) @ DECADES.min(axis=1))  # 1e-8: 1e-12 of the largest entry
+    with pytest.raises(InfeasibleBudgetError, match="below the smallest feasible"):
+        solve_mapping(PRIOR3, DECADES, delta=0.5 * d_min)
+    with pytest.raises(InfeasibleBudgetError, match="below the smallest feasible"):
+        privacy_distortion_curve(PRIOR3, DECADES, [0.5 * d_min, 1.0])
+
+
+def test_budget_a_hair_above_the_minimum_over_many_decades_is_certified():
+    # a slack of 1e-9 of d_min: the curve is linear there with the slope of the best move (first
+    # order at the cheapest mapping); the certificate's multiplier is that slope, ~1e8 bits per unit
+    # (second-cheapest entries 1e-3 above the cheapest, 1e-15 of the largest entry: a slope beyond
+    # 4^23, where the multiplier search, judging the slope's zero against the largest entry, stopped)
+    D = np.where(DECADES == 2e-8, 1.001e-8, DECADES)
+    pc = PRIOR3.sum(axis=0)
+    d_min = float(pc @ D.min(axis=1))
+    delta = d_min * (1 + 1e-9)
+    res = solve_mapping(PRIOR3, D, delta=delta, solver="fast")
+    assert res.status == "optimal" and res.certificate["gap_bits"] <= 1e-6
+    assert res.distortion <= delta * (1 + 1e-12)
+    # independent: the best ratio of leakage removed to distortion added by moving a little mass off
+    # the cheapest mapping (finite differences of the public functions); the curve's slope at d_min
+    f_min = leakage(PRIOR3, np.eye(3))
+    ratios = []
+    for c in range(3):
+        for j in range(3):
+            if j != c:
+                M = np.eye(3)
+                M[c, c], M[c, j] = 1 - 1e-6, 1e-6
+                gain = f_min - leakage(PRIOR3, M)
+                ratios.append(gain / (expected_distortion(PRIOR3, M, D) - expected_distortion(PRIOR3, np.eye(3), D)))
+    drop = max(ratios) * (delta - d_min)
+    assert drop > 1e-7  # not negligible against tol: the slope matters
+    assert f_min - 1.001 * drop - 1e-12 <= res.leakage <= f_min - 0.999 * drop + 1e-12
+
+
 def _check_target_answer(res, prior, d, target, kind="mutual_information"):
     assert res.status == "optimal"
     lk = leakage(prior, res.mapping, kind=kind)
