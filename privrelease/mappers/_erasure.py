@@ -10,7 +10,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .. import _persistence
 from ..exceptions import UnseenCategoryWarning
-from ..mapping import erasure_alphabet, erasure_distortion
+from ..mapping import _presolve, erasure_alphabet, erasure_distortion
 from ..utils import check_random_source
 from ..utils._validation import check_table
 from . import _dask
@@ -20,8 +20,9 @@ from ._common import BUDGET_CONSTRAINT, LEAKAGE_CONSTRAINT, PROTECT_CONSTRAINT, 
 __all__ = ["ErasureMapper"]
 
 _UNSEEN = -2  # code of a category never seen in fit
-#: above this many (input, output) cells the alphabet is stored sparsely (only the reachable pairs)
-DENSE_CELLS_LIMIT = 2**22
+#: above this many (input, output) cells the alphabet is stored sparsely (only the reachable pairs): the
+#: engine's own limit, above which a (presolved) program is solved over its allowed transitions
+DENSE_CELLS_LIMIT = _presolve.DENSE_CELLS_LIMIT
 
 
 def _nullable_integer(dtype):
