@@ -191,12 +191,22 @@ def _ideas(seeds, cv):
            ["0 bits", "0.01 bits", "0.03 bits"], rows)
 
 
-def _floors(cv):
-    """Where the cost comes from: training rows vs the test user's fold-in, and oracle releases (no privacy)."""
-    for data_name, (X, y) in _binary_sets().items():
+def _floors(cv, sets=None, configs=("default",), seed=0):
+    """Where the cost comes from: training rows vs the test user's fold-in, and oracle releases (no privacy).
+
+    ``sets``: names of ``_rule_sets()`` (default: the two binary sets); ``configs``: keys of ``RULE_CONFIGS``.
+    """
+    if sets is None:
+        todo = [(n, (X, y, None), "default") for n, (X, y) in _binary_sets().items()]
+    else:
+        all_sets = _rule_sets()
+        todo = [(n, all_sets[n](), c) for n in sets for c in configs]
+    for data_name, (X, y, target), config in todo:
         split = _prepare_split(X, y, opt_in_fraction=0.5, cv=cv, heldout_fraction=0.1, rating_range=(1, 5),
-                               random_state=0)
-        m = _fit_mapper(QuantizedPrivacyMapper(random_state=0), split)
+                               random_state=seed, mapper_target=target)
+        params = _resolve_per(RULE_CONFIGS[config], split.X_opt.shape[0])
+        m = _fit_mapper(QuantizedPrivacyMapper(random_state=seed, **params), split)
+        data_name = f"{data_name} ({config}, k={m.n_clusters_}, seed {seed})"
         emb = m.embedding_
 
         def own(rows, bias_only=False, taste_only=False):
@@ -258,6 +268,8 @@ RULE_CONFIGS = {
     "attribute_free, k=100": dict(clustering="attribute_free", n_clusters=100),
     "attribute_free, k=200": dict(clustering="attribute_free", n_clusters=200),
     "prior='counts'": dict(prior="counts"),
+    # section (j): the defaults before sections (a), (d) and (i), written out
+    "old default": dict(profile="cluster", clustering="plain", n_clusters="per20"),
 }
 
 
@@ -276,6 +288,11 @@ def _realistic(n_users, columns, target=None):
     return X, A[columns].to_numpy(), target
 
 
+def _entangled(columns, target=None):
+    X, A, _ = datasets.make_realistic_ratings(**datasets.REALISTIC_ENTANGLED, random_state=0)
+    return X, A[columns].to_numpy(), target
+
+
 def _rule_sets():
     """Name -> a function building (ratings, attribute, mapper_target); only the sets asked for are built."""
     return {"realistic, gender": lambda: _realistic(1000, "gender"),
@@ -289,7 +306,11 @@ def _rule_sets():
             "realistic 500 users, gender x age band": lambda: _realistic(500, ["gender", "age_band"], "joint"),
             "realistic 2000 users, gender x age band": lambda: _realistic(2000, ["gender", "age_band"], "joint"),
             # 2,000 opted-in users: above the cap of "auto" (100 clusters), stop 19
-            "realistic 4000 users, gender x age band": lambda: _realistic(4000, ["gender", "age_band"], "joint")}
+            "realistic 4000 users, gender x age band": lambda: _realistic(4000, ["gender", "age_band"], "joint"),
+            # the attributes also shift the class means of bias and taste (REALISTIC_ENTANGLED), section (j)
+            "entangled, gender": lambda: _entangled("gender"),
+            "entangled, age band": lambda: _entangled("age_band"),
+            "entangled, gender x age band": lambda: _entangled(["gender", "age_band"], "joint")}
 
 
 def _rule(sets, configs, leakages, seeds, cv):
@@ -318,6 +339,43 @@ def _rule(sets, configs, leakages, seeds, cv):
                       + f" | {time.perf_counter() - t0:.0f} s", flush=True)
 
 
+# ------------------------------------------------------------------ --calibrate (issue 13: the entangled preset)
+OLD_DEFAULT = RULE_CONFIGS["old default"]
+
+
+def _calibrate(bias_shifts, taste_shifts, seeds, cv, shifted=None, fixed=()):
+    """RMSE cost of the OLD defaults at perfect privacy on make_realistic_ratings with the attributes shifting the
+    class means of the user bias and taste: gender and age band as a share of releasing nothing (section (j))."""
+    for b in bias_shifts:
+        for t in taste_shifts:
+            cells = []
+            for seed in seeds:
+                bs, ts = (b, t) if shifted is None else ({k: b for k in shifted}, {k: t for k in shifted})
+                for spec in fixed:  # NAME:BIAS:TASTE, a fixed shift of another attribute
+                    name, fb, ft = spec.split(":")
+                    bs, ts = dict(bs, **{name: float(fb)}), dict(ts, **{name: float(ft)})
+                X, A, _ = datasets.make_realistic_ratings(attribute_bias_shift=bs, attribute_taste_shift=ts,
+                                                          random_state=seed)
+                out = {}
+                for col in ("gender", "age_band"):
+                    y = A[col].to_numpy()
+                    split = _prepare_split(X, y, opt_in_fraction=0.5, cv=cv, heldout_fraction=0.1,
+                                           rating_range=(1, 5), random_state=seed)
+                    params = _resolve_per(OLD_DEFAULT, split.X_opt.shape[0])
+                    s = rmse_cost(QuantizedPrivacyMapper(random_state=seed, **params), X, y, cv=cv,
+                                  random_state=seed).summary
+                    out["nothing"] = s["rel_increase_release_nothing"]
+                    out[col] = s["rel_increase_released"]
+                cells.append(out)
+                print(f"CAL | bias {b} | taste {t} | seed {seed} | nothing {100 * out['nothing']:+.2f}% | gender "
+                      f"{100 * out['gender']:+.2f}% ({out['gender'] / out['nothing']:.0%}) | age band "
+                      f"{100 * out['age_band']:+.2f}% ({out['age_band'] / out['nothing']:.0%})", flush=True)
+            m = {k: np.mean([c[k] for c in cells]) for k in cells[0]}
+            print(f"CALMEAN | bias {b} | taste {t} | {' '.join(fixed)} | nothing {100 * m['nothing']:+.2f}% | gender {100 * m['gender']:+.2f}%"
+                  f" ({np.mean([c['gender'] / c['nothing'] for c in cells]):.0%}) | age band {100 * m['age_band']:+.2f}%"
+                  f" ({np.mean([c['age_band'] / c['nothing'] for c in cells]):.0%})", flush=True)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="two data sets, three configurations, 2 folds")
@@ -329,14 +387,26 @@ def main(argv=None):
     parser.add_argument("--sets", nargs="+", default=list(_RULE_SET_NAMES), help="data sets for --rule")
     parser.add_argument("--configs", nargs="+", default=["default", "heldout"], help="configurations for --rule")
     parser.add_argument("--leakages", type=float, nargs="+", default=[0.0, 0.01], help="bits for --rule")
+    parser.add_argument("--calibrate", action="store_true", help="grid of the entangled preset's shifts (old defaults)")
+    parser.add_argument("--bias-shifts", type=float, nargs="+", default=[0.0, 0.15, 0.3])
+    parser.add_argument("--taste-shifts", type=float, nargs="+", default=[0.0, 0.3, 0.6])
+    parser.add_argument("--shifted", nargs="+", default=None, help="attributes the shifts apply to (default: all)")
+    parser.add_argument("--fixed", nargs="+", default=(), help="NAME:BIAS:TASTE fixed shifts of other attributes")
     args = parser.parse_args(argv)
     warnings.filterwarnings("ignore")
+    if args.calibrate:
+        _calibrate(args.bias_shifts, args.taste_shifts, args.seeds, cv=3, shifted=args.shifted, fixed=args.fixed)
+        return
     if args.rule:
         _rule(args.sets, args.configs, args.leakages, args.seeds, cv=3)
         return
     if args.ideas or args.floors:
         if args.floors:
-            _floors(cv=3)
+            if "--sets" in (argv if argv is not None else __import__("sys").argv):
+                for seed in args.seeds:
+                    _floors(cv=3, sets=args.sets, configs=args.configs, seed=seed)
+            else:
+                _floors(cv=3)
         if args.ideas:
             _ideas(args.seeds, cv=3)
         return
