@@ -205,7 +205,7 @@ def _floors(cv, sets=None, configs=("default",), seed=0):
         split = _prepare_split(X, y, opt_in_fraction=0.5, cv=cv, heldout_fraction=0.1, rating_range=(1, 5),
                                random_state=seed, mapper_target=target)
         params = _resolve_per(RULE_CONFIGS[config], split.X_opt.shape[0])
-        m = _fit_mapper(QuantizedPrivacyMapper(random_state=seed, **params), split)
+        m = _fit_mapper(_make_mapper(params, random_state=seed), split)
         data_name = f"{data_name} ({config}, k={m.n_clusters_}, seed {seed})"
         emb = m.embedding_
 
@@ -250,6 +250,20 @@ def _floors(cv, sets=None, configs=("default",), seed=0):
                 for n in names) + " |")
 
 
+class _WholeSpaceAssignment(QuantizedPrivacyMapper):
+    """The mapper before section (j)'s fix: users join the nearest centre in the WHOLE space even when the clusters
+    were formed attribute-free (a partition other than the one the prior counts). For the paired comparison only."""
+
+    def _nearest_centers(self, E, centers=None):
+        return self._distances(E, self.cluster_centers_ if centers is None else centers).argmin(axis=1)
+
+
+def _make_mapper(params, **kw):
+    params = dict(params)
+    cls = params.pop("_class", QuantizedPrivacyMapper)
+    return cls(**params, **kw)
+
+
 # ------------------------------------------------------------------ --rule (issue 13: n_clusters="heldout")
 _RULE_SET_NAMES = ("realistic, gender", "realistic, age band", "realistic, gender x age band", "Politics-and-TV",
                    "make_ratings, 6 classes")
@@ -270,6 +284,10 @@ RULE_CONFIGS = {
     "prior='counts'": dict(prior="counts"),
     # section (j): the defaults before sections (a), (d) and (i), written out
     "old default": dict(profile="cluster", clustering="plain", n_clusters="per20"),
+    # section (j): the default with the whole-space assignment it had before the fix (same clusters and prior)
+    "default, whole-space assignment": dict(_class=_WholeSpaceAssignment),
+    "attribute_free, per 10, whole-space assignment": dict(clustering="attribute_free", n_clusters="per10",
+                                                          _class=_WholeSpaceAssignment),
 }
 
 
@@ -325,7 +343,7 @@ def _rule(sets, configs, leakages, seeds, cv):
                 split = _prepare_split(X, y, opt_in_fraction=0.5, cv=cv, heldout_fraction=0.1, rating_range=(1, 5),
                                        random_state=seed, mapper_target=target)
                 params = _resolve_per(RULE_CONFIGS[name], split.X_opt.shape[0])
-                mapper = QuantizedPrivacyMapper(random_state=seed, **params)
+                mapper = _make_mapper(params, random_state=seed)
                 f = privacy_utility_curve(mapper, X, y, max_leakages=list(leakages), cv=cv,
                                           attack_models=("logistic", "forest"), random_state=seed, verbose=0,
                                           mapper_target=target).frame
@@ -362,7 +380,7 @@ def _calibrate(bias_shifts, taste_shifts, seeds, cv, shifted=None, fixed=()):
                     split = _prepare_split(X, y, opt_in_fraction=0.5, cv=cv, heldout_fraction=0.1,
                                            rating_range=(1, 5), random_state=seed)
                     params = _resolve_per(OLD_DEFAULT, split.X_opt.shape[0])
-                    s = rmse_cost(QuantizedPrivacyMapper(random_state=seed, **params), X, y, cv=cv,
+                    s = rmse_cost(_make_mapper(params, random_state=seed), X, y, cv=cv,
                                   random_state=seed).summary
                     out["nothing"] = s["rel_increase_release_nothing"]
                     out[col] = s["rel_increase_released"]

@@ -632,6 +632,24 @@ class QuantizedPrivacyMapper(_BaseMapper):
             return _sq_dist(E, points)
         return np.sqrt(_sq_dist(E, points))
 
+    def _nearest_centers(self, E, centers=None):
+        """``psi(b)``: the nearest centre in the space the clusters were formed in.
+
+        With ``clustering="attribute_free"`` the clusters are the k-means cells of the rows with the
+        between-class directions ``attribute_directions_`` projected out, so a row joins the centre nearest
+        after the same projection; the centres are held in the whole space, and the projection's constant
+        (the overall mean) cancels in the differences. This is the partition whose class split the prior
+        counts: assigning in the whole space instead would apply a different, class-dependent partition
+        (the whole-space centres still differ along those directions), and the certificate would not hold
+        for it (docs/frontier.md, section (j)).
+        """
+        centers = self.cluster_centers_ if centers is None else centers
+        V = getattr(self, "attribute_directions_", None)
+        if V is None or V.shape[0] == 0 or self._space() == "hamming":
+            return self._distances(E, centers).argmin(axis=1)
+        E = np.asarray(E.toarray() if sp.issparse(E) else E, dtype=np.float64)
+        return self._distances(E - (E @ V.T) @ V, centers - (centers @ V.T) @ V).argmin(axis=1)
+
     def _output_points(self):
         """Points of the output alphabet in the clustering space (``output_points_``, then origin).
 
@@ -829,7 +847,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
             warnings.simplefilter("ignore")
             mapping = _row_stochastic(work._solve(prior, cost).mapping, cost)
         claimed = float(heldout_leakage(prior, mapping, kind=self.leakage))
-        c_te = work._distances(E_te, work.cluster_centers_).argmin(axis=1)
+        c_te = work._nearest_centers(E_te)
         a_te, w_te = a_idx[test], w[test]
 
         def stat(a):
@@ -1105,7 +1123,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
     def _assign(self, X):
         """Distances of the rows of ``X`` to the output points, and their clusters ``psi(b)``."""
         E = self._embed(X)
-        return self._distances(E, self._output_points()), self._distances(E, self.cluster_centers_).argmin(axis=1)
+        return self._distances(E, self._output_points()), self._nearest_centers(E)
 
     def _fit_prior_dask(self, X, y):
         """Algorithm 2 out of core: a quantizer learnt on a sample, the prior counted over every block.
@@ -1239,7 +1257,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
         labels = np.empty(Xc.shape[0], dtype=np.int64)
         for start, stop in row_chunks(Xc.shape[0]):
             E = self._embed(Xc[start:stop], owned=True)
-            labels[start:stop] = self._distances(E, self.cluster_centers_).argmin(axis=1)
+            labels[start:stop] = self._nearest_centers(E)
         return labels
 
     def _profiles_as(self, dtype):
