@@ -209,8 +209,14 @@ def _floors(cv, sets=None, configs=("default",), seed=0):
         data_name = f"{data_name} ({config}, k={m.n_clusters_}, seed {seed})"
         emb = m.embedding_
 
-        def own(rows, bias_only=False, taste_only=False):
-            """Prediction at the user's own taste point on the items of her cluster's profile (an oracle)."""
+        E_lab = m._embed(split.X_opt)
+        E_mean = np.asarray(E_lab.toarray() if sp.issparse(E_lab) else E_lab).mean(axis=0)
+
+        def own(rows, bias_only=False, taste_only=False, class_free=False):
+            """Prediction at the user's own taste point on the items of her cluster's profile (an oracle).
+
+            ``class_free``: with the between-class directions (``attribute_directions_``) set to the labeled
+            users' mean, what a release of unlimited resolution keeps when it must not carry them."""
             c = m._quantize(rows)
             coef = emb.coefficients(rows)
             centre = np.linalg.solve(emb.basis_chol_.T, m.cluster_centers_.T).T[c]
@@ -218,13 +224,19 @@ def _floors(cv, sets=None, configs=("default",), seed=0):
                 coef[:, 1:] = 0.0
             if taste_only:
                 coef[:, 0] = centre[:, 0]
-            pred = np.clip(emb.predicted_ratings(coef @ emb.basis_chol_), *m.rating_range_)
+            E = coef @ emb.basis_chol_
+            if class_free:
+                V = m.attribute_directions_
+                E = E - ((E - E_mean) @ V.T) @ V
+            pred = np.clip(emb.predicted_ratings(E), *m.rating_range_)
             return sp.csr_matrix(np.where(m.release_profiles_[c].toarray() != 0, pred, 0.0))
 
         rel = {"original": lambda r: r, "released": lambda r: _release(m, r, (1, 5)),
                "nothing": lambda r: sp.csr_matrix(r.shape),
                "oracle: own point": own, "oracle: own bias, no taste": lambda r: own(r, bias_only=True),
                "oracle: own taste, centre's bias": lambda r: own(r, taste_only=True)}
+        if m.attribute_directions_.shape[0]:
+            rel["oracle: own point, class directions at the mean"] = lambda r: own(r, class_free=True)
         res = {}
         rec0 = _check_recommender(None)
         for k in range(cv):
@@ -258,6 +270,33 @@ class _WholeSpaceAssignment(QuantizedPrivacyMapper):
         return self._distances(E, self.cluster_centers_ if centers is None else centers).argmin(axis=1)
 
 
+class _PartialProjection(QuantizedPrivacyMapper):
+    """Attribute-free clustering that removes only a share ``lam`` of the between-class directions (1: the
+    library's attribute-free clustering, 0: plain k-means); users join the nearest centre after the same partial
+    projection. An experiment of section (j), not in the library."""
+
+    lam = 0.5
+
+    def _attribute_free(self, E, a_idx, w_lab):
+        E_free = super()._attribute_free(E, a_idx, w_lab)
+        if not self.attribute_directions_.shape[0]:
+            return E_free
+        E = np.asarray(E.toarray() if sp.issparse(E) else E, dtype=np.float64)
+        return E + self.lam * (E_free - E)
+
+    def _nearest_centers(self, E, centers=None):
+        centers = self.cluster_centers_ if centers is None else centers
+        V = self.attribute_directions_
+        if not V.shape[0]:
+            return super()._nearest_centers(E, centers)
+        E = np.asarray(E.toarray() if sp.issparse(E) else E, dtype=np.float64)
+        return self._distances(E - self.lam * (E @ V.T) @ V, centers - self.lam * (centers @ V.T) @ V).argmin(axis=1)
+
+
+class _PartialProjection75(_PartialProjection):
+    lam = 0.75
+
+
 def _make_mapper(params, **kw):
     params = dict(params)
     cls = params.pop("_class", QuantizedPrivacyMapper)
@@ -284,6 +323,11 @@ RULE_CONFIGS = {
     "prior='counts'": dict(prior="counts"),
     # section (j): the defaults before sections (a), (d) and (i), written out
     "old default": dict(profile="cluster", clustering="plain", n_clusters="per20"),
+    # section (j): plain k-means with posterior profiles (the default for a binary attribute), more clusters
+    "plain, per 20": dict(clustering="plain", n_clusters="per20"),
+    "plain, per 10": dict(clustering="plain", n_clusters="per10"),
+    "partial 0.5, per 10": dict(clustering="attribute_free", n_clusters="per10", _class=_PartialProjection),
+    "partial 0.75, per 10": dict(clustering="attribute_free", n_clusters="per10", _class=_PartialProjection75),
     # section (j): the default with the whole-space assignment it had before the fix (same clusters and prior)
     "default, whole-space assignment": dict(_class=_WholeSpaceAssignment),
     "attribute_free, per 10, whole-space assignment": dict(clustering="attribute_free", n_clusters="per10",
