@@ -326,7 +326,9 @@ def _check_attributes(attributes):
 #: QuantizedPrivacyMapper's old defaults at perfect privacy, hiding the age band costs most of what
 #: releasing nothing costs and hiding gender about half, the shape measured on issue 13's held-out data.
 #: Only the age band is entangled (0.15 stars of bias, 0.4 of taste between its classes); gender acts, as
-#: before, through the weak item preferences alone.
+#: before, through the weak item preferences alone. Measured (old defaults, perfect privacy, seeds 0-3): the
+#: age band costs 85-98 % of releasing nothing (held-out: 88 %), gender 34-56 % (held-out: 56 %); releasing
+#: nothing costs about +12.7 % (held-out: +9.3 %).
 REALISTIC_ENTANGLED = {"attribute_bias_shift": {"age_band": 0.15}, "attribute_taste_shift": {"age_band": 0.4}}
 
 
