@@ -191,16 +191,32 @@ def _ideas(seeds, cv):
            ["0 bits", "0.01 bits", "0.03 bits"], rows)
 
 
-def _floors(cv):
-    """Where the cost comes from: training rows vs the test user's fold-in, and oracle releases (no privacy)."""
-    for data_name, (X, y) in _binary_sets().items():
+def _floors(cv, sets=None, configs=("default",), seed=0):
+    """Where the cost comes from: training rows vs the test user's fold-in, and oracle releases (no privacy).
+
+    ``sets``: names of ``_rule_sets()`` (default: the two binary sets); ``configs``: keys of ``RULE_CONFIGS``.
+    """
+    if sets is None:
+        todo = [(n, (X, y, None), "default") for n, (X, y) in _binary_sets().items()]
+    else:
+        all_sets = _rule_sets()
+        todo = [(n, all_sets[n](), c) for n in sets for c in configs]
+    for data_name, (X, y, target), config in todo:
         split = _prepare_split(X, y, opt_in_fraction=0.5, cv=cv, heldout_fraction=0.1, rating_range=(1, 5),
-                               random_state=0)
-        m = _fit_mapper(QuantizedPrivacyMapper(random_state=0), split)
+                               random_state=seed, mapper_target=target)
+        params = _resolve_per(RULE_CONFIGS[config], split.X_opt.shape[0])
+        m = _fit_mapper(_make_mapper(params, random_state=seed), split)
+        data_name = f"{data_name} ({config}, k={m.n_clusters_}, seed {seed})"
         emb = m.embedding_
 
-        def own(rows, bias_only=False, taste_only=False):
-            """Prediction at the user's own taste point on the items of her cluster's profile (an oracle)."""
+        E_lab = m._embed(split.X_opt)
+        E_mean = np.asarray(E_lab.toarray() if sp.issparse(E_lab) else E_lab).mean(axis=0)
+
+        def own(rows, bias_only=False, taste_only=False, class_free=False):
+            """Prediction at the user's own taste point on the items of her cluster's profile (an oracle).
+
+            ``class_free``: with the between-class directions (``attribute_directions_``) set to the labeled
+            users' mean, what a release of unlimited resolution keeps when it must not carry them."""
             c = m._quantize(rows)
             coef = emb.coefficients(rows)
             centre = np.linalg.solve(emb.basis_chol_.T, m.cluster_centers_.T).T[c]
@@ -208,13 +224,19 @@ def _floors(cv):
                 coef[:, 1:] = 0.0
             if taste_only:
                 coef[:, 0] = centre[:, 0]
-            pred = np.clip(emb.predicted_ratings(coef @ emb.basis_chol_), *m.rating_range_)
+            E = coef @ emb.basis_chol_
+            if class_free:
+                V = m.attribute_directions_
+                E = E - ((E - E_mean) @ V.T) @ V
+            pred = np.clip(emb.predicted_ratings(E), *m.rating_range_)
             return sp.csr_matrix(np.where(m.release_profiles_[c].toarray() != 0, pred, 0.0))
 
         rel = {"original": lambda r: r, "released": lambda r: _release(m, r, (1, 5)),
                "nothing": lambda r: sp.csr_matrix(r.shape),
                "oracle: own point": own, "oracle: own bias, no taste": lambda r: own(r, bias_only=True),
                "oracle: own taste, centre's bias": lambda r: own(r, taste_only=True)}
+        if m.attribute_directions_.shape[0]:
+            rel["oracle: own point, class directions at the mean"] = lambda r: own(r, class_free=True)
         res = {}
         rec0 = _check_recommender(None)
         for k in range(cv):
@@ -240,6 +262,47 @@ def _floors(cv):
                 for n in names) + " |")
 
 
+class _WholeSpaceAssignment(QuantizedPrivacyMapper):
+    """The mapper before section (j)'s fix: users join the nearest centre in the WHOLE space even when the clusters
+    were formed attribute-free (a partition other than the one the prior counts). For the paired comparison only."""
+
+    def _nearest_centers(self, E, centers=None):
+        return self._distances(E, self.cluster_centers_ if centers is None else centers).argmin(axis=1)
+
+
+class _PartialProjection(QuantizedPrivacyMapper):
+    """Attribute-free clustering that removes only a share ``lam`` of the between-class directions (1: the
+    library's attribute-free clustering, 0: plain k-means); users join the nearest centre after the same partial
+    projection. An experiment of section (j), not in the library."""
+
+    lam = 0.5
+
+    def _attribute_free(self, E, a_idx, w_lab):
+        E_free = super()._attribute_free(E, a_idx, w_lab)
+        if not self.attribute_directions_.shape[0]:
+            return E_free
+        E = np.asarray(E.toarray() if sp.issparse(E) else E, dtype=np.float64)
+        return E + self.lam * (E_free - E)
+
+    def _nearest_centers(self, E, centers=None):
+        centers = self.cluster_centers_ if centers is None else centers
+        V = self.attribute_directions_
+        if not V.shape[0]:
+            return super()._nearest_centers(E, centers)
+        E = np.asarray(E.toarray() if sp.issparse(E) else E, dtype=np.float64)
+        return self._distances(E - self.lam * (E @ V.T) @ V, centers - self.lam * (centers @ V.T) @ V).argmin(axis=1)
+
+
+class _PartialProjection75(_PartialProjection):
+    lam = 0.75
+
+
+def _make_mapper(params, **kw):
+    params = dict(params)
+    cls = params.pop("_class", QuantizedPrivacyMapper)
+    return cls(**params, **kw)
+
+
 # ------------------------------------------------------------------ --rule (issue 13: n_clusters="heldout")
 _RULE_SET_NAMES = ("realistic, gender", "realistic, age band", "realistic, gender x age band", "Politics-and-TV",
                    "make_ratings, 6 classes")
@@ -258,6 +321,17 @@ RULE_CONFIGS = {
     "attribute_free, k=100": dict(clustering="attribute_free", n_clusters=100),
     "attribute_free, k=200": dict(clustering="attribute_free", n_clusters=200),
     "prior='counts'": dict(prior="counts"),
+    # section (j): the defaults before sections (a), (d) and (i), written out
+    "old default": dict(profile="cluster", clustering="plain", n_clusters="per20"),
+    # section (j): plain k-means with posterior profiles (the default for a binary attribute), more clusters
+    "plain, per 20": dict(clustering="plain", n_clusters="per20"),
+    "plain, per 10": dict(clustering="plain", n_clusters="per10"),
+    "partial 0.5, per 10": dict(clustering="attribute_free", n_clusters="per10", _class=_PartialProjection),
+    "partial 0.75, per 10": dict(clustering="attribute_free", n_clusters="per10", _class=_PartialProjection75),
+    # section (j): the default with the whole-space assignment it had before the fix (same clusters and prior)
+    "default, whole-space assignment": dict(_class=_WholeSpaceAssignment),
+    "attribute_free, per 10, whole-space assignment": dict(clustering="attribute_free", n_clusters="per10",
+                                                          _class=_WholeSpaceAssignment),
 }
 
 
@@ -276,6 +350,11 @@ def _realistic(n_users, columns, target=None):
     return X, A[columns].to_numpy(), target
 
 
+def _entangled(columns, target=None):
+    X, A, _ = datasets.make_realistic_ratings(**datasets.REALISTIC_ENTANGLED, random_state=0)
+    return X, A[columns].to_numpy(), target
+
+
 def _rule_sets():
     """Name -> a function building (ratings, attribute, mapper_target); only the sets asked for are built."""
     return {"realistic, gender": lambda: _realistic(1000, "gender"),
@@ -289,7 +368,11 @@ def _rule_sets():
             "realistic 500 users, gender x age band": lambda: _realistic(500, ["gender", "age_band"], "joint"),
             "realistic 2000 users, gender x age band": lambda: _realistic(2000, ["gender", "age_band"], "joint"),
             # 2,000 opted-in users: above the cap of "auto" (100 clusters), stop 19
-            "realistic 4000 users, gender x age band": lambda: _realistic(4000, ["gender", "age_band"], "joint")}
+            "realistic 4000 users, gender x age band": lambda: _realistic(4000, ["gender", "age_band"], "joint"),
+            # the attributes also shift the class means of bias and taste (REALISTIC_ENTANGLED), section (j)
+            "entangled, gender": lambda: _entangled("gender"),
+            "entangled, age band": lambda: _entangled("age_band"),
+            "entangled, gender x age band": lambda: _entangled(["gender", "age_band"], "joint")}
 
 
 def _rule(sets, configs, leakages, seeds, cv):
@@ -304,7 +387,7 @@ def _rule(sets, configs, leakages, seeds, cv):
                 split = _prepare_split(X, y, opt_in_fraction=0.5, cv=cv, heldout_fraction=0.1, rating_range=(1, 5),
                                        random_state=seed, mapper_target=target)
                 params = _resolve_per(RULE_CONFIGS[name], split.X_opt.shape[0])
-                mapper = QuantizedPrivacyMapper(random_state=seed, **params)
+                mapper = _make_mapper(params, random_state=seed)
                 f = privacy_utility_curve(mapper, X, y, max_leakages=list(leakages), cv=cv,
                                           attack_models=("logistic", "forest"), random_state=seed, verbose=0,
                                           mapper_target=target).frame
@@ -318,6 +401,43 @@ def _rule(sets, configs, leakages, seeds, cv):
                       + f" | {time.perf_counter() - t0:.0f} s", flush=True)
 
 
+# ------------------------------------------------------------------ --calibrate (issue 13: the entangled preset)
+OLD_DEFAULT = RULE_CONFIGS["old default"]
+
+
+def _calibrate(bias_shifts, taste_shifts, seeds, cv, shifted=None, fixed=()):
+    """RMSE cost of the OLD defaults at perfect privacy on make_realistic_ratings with the attributes shifting the
+    class means of the user bias and taste: gender and age band as a share of releasing nothing (section (j))."""
+    for b in bias_shifts:
+        for t in taste_shifts:
+            cells = []
+            for seed in seeds:
+                bs, ts = (b, t) if shifted is None else ({k: b for k in shifted}, {k: t for k in shifted})
+                for spec in fixed:  # NAME:BIAS:TASTE, a fixed shift of another attribute
+                    name, fb, ft = spec.split(":")
+                    bs, ts = dict(bs, **{name: float(fb)}), dict(ts, **{name: float(ft)})
+                X, A, _ = datasets.make_realistic_ratings(attribute_bias_shift=bs, attribute_taste_shift=ts,
+                                                          random_state=seed)
+                out = {}
+                for col in ("gender", "age_band"):
+                    y = A[col].to_numpy()
+                    split = _prepare_split(X, y, opt_in_fraction=0.5, cv=cv, heldout_fraction=0.1,
+                                           rating_range=(1, 5), random_state=seed)
+                    params = _resolve_per(OLD_DEFAULT, split.X_opt.shape[0])
+                    s = rmse_cost(_make_mapper(params, random_state=seed), X, y, cv=cv,
+                                  random_state=seed).summary
+                    out["nothing"] = s["rel_increase_release_nothing"]
+                    out[col] = s["rel_increase_released"]
+                cells.append(out)
+                print(f"CAL | bias {b} | taste {t} | seed {seed} | nothing {100 * out['nothing']:+.2f}% | gender "
+                      f"{100 * out['gender']:+.2f}% ({out['gender'] / out['nothing']:.0%}) | age band "
+                      f"{100 * out['age_band']:+.2f}% ({out['age_band'] / out['nothing']:.0%})", flush=True)
+            m = {k: np.mean([c[k] for c in cells]) for k in cells[0]}
+            print(f"CALMEAN | bias {b} | taste {t} | {' '.join(fixed)} | nothing {100 * m['nothing']:+.2f}% | gender {100 * m['gender']:+.2f}%"
+                  f" ({np.mean([c['gender'] / c['nothing'] for c in cells]):.0%}) | age band {100 * m['age_band']:+.2f}%"
+                  f" ({np.mean([c['age_band'] / c['nothing'] for c in cells]):.0%})", flush=True)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="two data sets, three configurations, 2 folds")
@@ -329,14 +449,26 @@ def main(argv=None):
     parser.add_argument("--sets", nargs="+", default=list(_RULE_SET_NAMES), help="data sets for --rule")
     parser.add_argument("--configs", nargs="+", default=["default", "heldout"], help="configurations for --rule")
     parser.add_argument("--leakages", type=float, nargs="+", default=[0.0, 0.01], help="bits for --rule")
+    parser.add_argument("--calibrate", action="store_true", help="grid of the entangled preset's shifts (old defaults)")
+    parser.add_argument("--bias-shifts", type=float, nargs="+", default=[0.0, 0.15, 0.3])
+    parser.add_argument("--taste-shifts", type=float, nargs="+", default=[0.0, 0.3, 0.6])
+    parser.add_argument("--shifted", nargs="+", default=None, help="attributes the shifts apply to (default: all)")
+    parser.add_argument("--fixed", nargs="+", default=(), help="NAME:BIAS:TASTE fixed shifts of other attributes")
     args = parser.parse_args(argv)
     warnings.filterwarnings("ignore")
+    if args.calibrate:
+        _calibrate(args.bias_shifts, args.taste_shifts, args.seeds, cv=3, shifted=args.shifted, fixed=args.fixed)
+        return
     if args.rule:
         _rule(args.sets, args.configs, args.leakages, args.seeds, cv=3)
         return
     if args.ideas or args.floors:
         if args.floors:
-            _floors(cv=3)
+            if "--sets" in (argv if argv is not None else __import__("sys").argv):
+                for seed in args.seeds:
+                    _floors(cv=3, sets=args.sets, configs=args.configs, seed=seed)
+            else:
+                _floors(cv=3)
         if args.ideas:
             _ideas(args.seeds, cv=3)
         return

@@ -12,6 +12,7 @@ from ._movielens import (
 from ._synthetic import (
     POLITICS_TV_GENRES,
     REALISTIC_ATTRIBUTES,
+    REALISTIC_ENTANGLED,
     make_politics_tv,
     make_ratings,
     make_realistic_ratings,
@@ -22,6 +23,7 @@ __all__ = [
     "ML1M_AGE_CODES",
     "POLITICS_TV_GENRES",
     "REALISTIC_ATTRIBUTES",
+    "REALISTIC_ENTANGLED",
     "load_adult",
     "load_movielens_100k",
     "load_movielens_1m",

@@ -259,7 +259,9 @@ class QuantizedPrivacyMapper(_BaseMapper):
         from the overall mean, ``attribute_directions_``), so that clusters
         group users by the part of their taste the attribute does not explain;
         the centres are then the members' means in the whole space, and every
-        cost, output point and profile is measured there as usual. Clusters
+        cost, output point and profile is measured there as usual; every user
+        (labeled or not) joins the nearest centre after the same projection, the
+        partition whose class split the prior counts. Clusters
         that mix the classes leave the mapping less to scramble: it is a
         clustering chosen for privacy and utility together. The guarantee is
         unchanged (the release is a function of ``c_hat``; the directions are
@@ -279,7 +281,10 @@ class QuantizedPrivacyMapper(_BaseMapper):
         of clusters matters more: with 50, attribute-free clusters stayed under
         half of releasing nothing on all seven draws (docs/frontier.md, (h)),
         which is why ``n_clusters="auto"`` gives attribute-free clusterings one
-        cluster per 10 labeled users (section (i)).
+        cluster per 10 labeled users (section (i)). The figures above were
+        measured before users were assigned after the projection (they joined
+        the nearest centre in the whole space, a class-dependent partition the
+        certificate did not cover); the figures since: section (j).
     prior : {"counts", "model"}, default="counts"
         How the class split ``q(a | c)`` of each cluster is estimated (in-memory
         fits; refused on a dask collection and for ``protect="marginal"`` with a
@@ -632,6 +637,24 @@ class QuantizedPrivacyMapper(_BaseMapper):
             return _sq_dist(E, points)
         return np.sqrt(_sq_dist(E, points))
 
+    def _nearest_centers(self, E, centers=None):
+        """``psi(b)``: the nearest centre in the space the clusters were formed in.
+
+        With ``clustering="attribute_free"`` the clusters are the k-means cells of the rows with the
+        between-class directions ``attribute_directions_`` projected out, so a row joins the centre nearest
+        after the same projection; the centres are held in the whole space, and the projection's constant
+        (the overall mean) cancels in the differences. This is the partition whose class split the prior
+        counts: assigning in the whole space instead would apply a different, class-dependent partition
+        (the whole-space centres still differ along those directions), and the certificate would not hold
+        for it (docs/frontier.md, section (j)).
+        """
+        centers = self.cluster_centers_ if centers is None else centers
+        V = getattr(self, "attribute_directions_", None)
+        if V is None or V.shape[0] == 0 or self._space() == "hamming":
+            return self._distances(E, centers).argmin(axis=1)
+        E = np.asarray(E.toarray() if sp.issparse(E) else E, dtype=np.float64)
+        return self._distances(E - (E @ V.T) @ V, centers - (centers @ V.T) @ V).argmin(axis=1)
+
     def _output_points(self):
         """Points of the output alphabet in the clustering space (``output_points_``, then origin).
 
@@ -829,7 +852,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
             warnings.simplefilter("ignore")
             mapping = _row_stochastic(work._solve(prior, cost).mapping, cost)
         claimed = float(heldout_leakage(prior, mapping, kind=self.leakage))
-        c_te = work._distances(E_te, work.cluster_centers_).argmin(axis=1)
+        c_te = work._nearest_centers(E_te)
         a_te, w_te = a_idx[test], w[test]
 
         def stat(a):
@@ -1105,7 +1128,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
     def _assign(self, X):
         """Distances of the rows of ``X`` to the output points, and their clusters ``psi(b)``."""
         E = self._embed(X)
-        return self._distances(E, self._output_points()), self._distances(E, self.cluster_centers_).argmin(axis=1)
+        return self._distances(E, self._output_points()), self._nearest_centers(E)
 
     def _fit_prior_dask(self, X, y):
         """Algorithm 2 out of core: a quantizer learnt on a sample, the prior counted over every block.
@@ -1239,7 +1262,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
         labels = np.empty(Xc.shape[0], dtype=np.int64)
         for start, stop in row_chunks(Xc.shape[0]):
             E = self._embed(Xc[start:stop], owned=True)
-            labels[start:stop] = self._distances(E, self.cluster_centers_).argmin(axis=1)
+            labels[start:stop] = self._nearest_centers(E)
         return labels
 
     def _profiles_as(self, dtype):

@@ -295,3 +295,97 @@ def test_realistic_reproducible_custom_attributes_and_errors():
         make_realistic_ratings(10, 15)
     with pytest.raises(ValueError, match="activity_tail"):
         make_realistic_ratings(10, 300, activity_tail=0)
+
+
+# ---------------------------------------------------------------- attributes entangled with bias and taste
+from privrelease.datasets._synthetic import _check_attributes, _check_shift, _realistic_latents  # noqa: E402
+
+
+def _digest(X, A):
+    import hashlib
+    h = hashlib.sha256()
+    for a in (X.indptr, X.indices, X.data, A.to_numpy()):
+        h.update(np.ascontiguousarray(a).tobytes())
+    return h.hexdigest()[:16]
+
+
+@pytest.mark.parametrize("seed, kwargs, digest", [
+    # digests of make_realistic_ratings before the shifts existed (commit 9b00077)
+    (0, dict(n_users=300, n_items=400), "bd112ca90d1506f2"),
+    (1, dict(n_users=300, n_items=400), "604a547f1ff84ba2"),
+    (7, dict(n_users=200, n_items=250, attributes={"x": (1, 2, 3)}), "2bdcb2c97e68c3e4"),
+])
+def test_realistic_zero_shift_is_the_unshifted_generator(seed, kwargs, digest):
+    X, A, _ = make_realistic_ratings(random_state=seed, **kwargs)
+    assert _digest(X, A) == digest
+    X0, A0, _ = make_realistic_ratings(random_state=seed, attribute_bias_shift=0.0, attribute_taste_shift={},
+                                       **kwargs)
+    assert _digest(X0, A0) == digest
+
+
+def test_realistic_shift_changes_only_what_it_shifts():
+    # a nonzero shift is drawn from a spawned child stream: the attributes and the item preferences are the
+    # same draws, the latent tastes differ exactly by the class shifts
+    w = _check_attributes({"g": (0.7, 0.3), "age": (0.3, 0.45, 0.25)})
+    zero = {k: 0.0 for k in w}
+    base = _realistic_latents(500, 80, w, 6, 0.3, 0.25, 0.45, zero, zero, np.random.default_rng(4))
+    bs, ts = {"g": 0.2, "age": 0.3}, {"g": 0.0, "age": 0.5}
+    shifted = _realistic_latents(500, 80, w, 6, 0.3, 0.25, 0.45, bs, ts, np.random.default_rng(4))
+    A = base[0]
+    np.testing.assert_array_equal(shifted[0], A)
+    for d0, d1 in zip(base[1], shifted[1]):
+        np.testing.assert_array_equal(d0, d1)
+    np.testing.assert_array_equal(base[3], shifted[3])  # item tastes
+    np.testing.assert_array_equal(base[5], shifted[5])  # item biases
+    sh = shifted[6]
+    expect_b = sh["g"][0][A[:, 0]] + sh["age"][0][A[:, 1]]
+    expect_t = sh["g"][1][A[:, 0]] + sh["age"][1][A[:, 1]]
+    np.testing.assert_allclose(shifted[4] - base[4], expect_b, atol=1e-12)
+    np.testing.assert_allclose(shifted[2] - base[2], expect_t, atol=1e-12)
+    for name, wk in w.items():
+        beta, t = sh[name]
+        # centred with the class weights, weighted root mean square equal to the requested shift
+        assert abs(wk @ beta) < 1e-12 and np.allclose(wk @ t, 0.0, atol=1e-12)
+        assert np.sqrt(wk @ beta ** 2) == pytest.approx(bs[name])
+        assert np.sqrt(wk @ (t ** 2).sum(axis=1)) == pytest.approx(ts[name], abs=1e-12)
+
+
+def test_realistic_class_means_of_bias_and_taste_match_the_shift():
+    # large n: each class's mean bias and mean taste, minus the population's, is the class shift (sampling
+    # error: sd 0.45 / sqrt(n_c) for the bias, sqrt(1/f) / sqrt(n_c) per taste coordinate)
+    w = _check_attributes({"age": (0.3, 0.45, 0.25)})
+    n, f = 60_000, 5
+    A, _, P, _, b, _, sh = _realistic_latents(n, 20, w, f, 0.3, 0.25, 0.45, {"age": 0.25}, {"age": 0.4},
+                                              np.random.default_rng(11))
+    beta, t = sh["age"]
+    for c in range(3):
+        members = A[:, 0] == c
+        se_b, se_t = 0.45 / np.sqrt(members.sum()), np.sqrt(1 / f / members.sum())
+        assert abs(b[members].mean() - b.mean() - beta[c]) < 5 * se_b
+        assert np.all(np.abs(P[members].mean(axis=0) - P.mean(axis=0) - t[c]) < 5 * se_t)
+    assert np.abs(beta).max() > 0.1 and np.linalg.norm(t, axis=1).max() > 0.2  # the shifts are not tiny
+
+
+def test_realistic_class_dependent_shift_raises_the_attackers_auc():
+    # no item preferences: only the shifts tie the ratings to gender
+    kw = dict(n_users=700, n_items=300, preference_scale=0.0, random_state=5)
+    X0, A0, _ = make_realistic_ratings(**kw)
+    X1, A1, _ = make_realistic_ratings(attribute_bias_shift={"gender": 0.4}, attribute_taste_shift=0.6, **kw)
+    np.testing.assert_array_equal(A0.to_numpy(), A1.to_numpy())
+    g = A1["gender"].to_numpy()
+    auc0, auc1 = cv_auc(X0, g, cv=3), cv_auc(X1, g, cv=3)
+    assert auc1 > auc0 + 0.05 and auc1 > 0.6
+
+
+def test_realistic_shift_errors():
+    w = _check_attributes({"g": (1, 1)})
+    assert _check_shift({"g": 0.5}, "attribute_bias_shift", w) == {"g": 0.5}
+    assert _check_shift(0.2, "attribute_bias_shift", w) == {"g": 0.2}
+    with pytest.raises(ValueError, match="attribute_bias_shift must be >= 0, got -0.1"):
+        make_realistic_ratings(10, 30, attribute_bias_shift=-0.1)
+    with pytest.raises(TypeError, match="attribute_taste_shift must be a real number, got 'big'"):
+        make_realistic_ratings(10, 30, attribute_taste_shift="big")
+    with pytest.raises(ValueError, match=r"attribute_taste_shift names unknown attributes \['age'\]"):
+        make_realistic_ratings(10, 30, attributes={"g": (1, 1)}, attribute_taste_shift={"age": 0.3})
+    with pytest.raises(ValueError, match=r"attribute_bias_shift\['g'\] must be a number, got NaN"):
+        make_realistic_ratings(10, 30, attributes={"g": (1, 1)}, attribute_bias_shift={"g": float("nan")})

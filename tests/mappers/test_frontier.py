@@ -254,6 +254,39 @@ def test_attribute_free_centres_are_member_means_and_the_guarantee_holds(data):
     assert {tuple(r) for r in released.toarray()} <= profiles               # a function of c_hat alone
 
 
+def test_attribute_free_users_join_the_partition_the_prior_counts(data):
+    """The quantizer applied at transform time is the k-means partition whose class split the prior counts.
+
+    Section (j): with class-dependent tastes, the whole-space centres of attribute-free clusters still differ
+    along the between-class directions, so the nearest centre in the whole space is another, class-dependent
+    partition. Users must join the nearest centre after the same projection as the clustering.
+    """
+    X, y = data
+    m = QuantizedPrivacyMapper(n_clusters=10, clustering="attribute_free", random_state=0).fit(X, y)
+    E, V, C = m._embed(X), m.attribute_directions_, m.cluster_centers_
+    assert V.shape[0] == 2
+    # independent computation: nearest centre once both are projected (the constant cancels)
+    proj = ((E - E @ V.T @ V)[:, None, :] - (C - C @ V.T @ V)[None]) ** 2
+    np.testing.assert_array_equal(m._quantize(X), proj.sum(axis=2).argmin(axis=1))
+    np.testing.assert_array_equal(m._quantize(X), m.labels_)    # the labeled users' own clusters
+    whole = ((E[:, None, :] - C[None]) ** 2).sum(axis=2).argmin(axis=1)
+    assert np.mean(whole != m.labels_) > 0.05   # the whole-space rule would be another partition on these data
+    # so the class split the certificate is computed for is the one transform applies
+    counts = np.zeros((3, m.n_clusters_))
+    np.add.at(counts, (y, m._quantize(X)), 1.0)
+    lab = np.zeros_like(counts)
+    np.add.at(lab, (y, m.labels_), 1.0)
+    np.testing.assert_array_equal(counts, lab)
+
+
+def test_plain_clusters_join_the_nearest_centre_in_the_whole_space(data):
+    X, y = data
+    m = QuantizedPrivacyMapper(n_clusters=10, clustering="plain", random_state=0).fit(X, y)
+    assert m.attribute_directions_.shape[0] == 0
+    E, C = m._embed(X), m.cluster_centers_
+    np.testing.assert_array_equal(m._quantize(X), ((E[:, None, :] - C[None]) ** 2).sum(axis=2).argmin(axis=1))
+
+
 def test_attribute_free_clustering_refused_on_dask(data):
     da = pytest.importorskip("dask.array")
     X, y = data
