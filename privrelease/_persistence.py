@@ -418,14 +418,16 @@ def save(estimator, path, key=None):
 
     Examples
     --------
-    >>> import numpy as np, tempfile, os, privrelease
+    >>> import numpy as np, tempfile, os, shutil, privrelease
     >>> from privrelease.mappers import QuantizedPrivacyMapper
     >>> X = np.repeat(np.eye(4) * 5, 10, axis=0); y = np.tile([0, 1], 20)
     >>> m = QuantizedPrivacyMapper(n_clusters=4, space="raw", random_state=None).fit(X, y)
-    >>> path = m.save(os.path.join(tempfile.mkdtemp(), "mapper.npz"), key=b"0123456789abcdef")
+    >>> folder = tempfile.mkdtemp()
+    >>> path = m.save(os.path.join(folder, "mapper.npz"), key=b"0123456789abcdef")
     >>> m2 = privrelease.load(path, key=b"0123456789abcdef")
     >>> bool(np.array_equal(m2.mapping_, m.mapping_))
     True
+    >>> shutil.rmtree(folder)
     """
     cls = _REGISTRY.get(type(estimator).__name__)
     if cls is not type(estimator):

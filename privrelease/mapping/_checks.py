@@ -136,9 +136,8 @@ def check_mapping(mapping, n_public, n_outputs=None, *, name="mapping", atol=1e-
         if M.ndim != 2 or M.shape[0] != n_public or (n_outputs is not None and M.shape[1] != n_outputs):
             want = f"({n_public}, {'n_outputs' if n_outputs is None else n_outputs})"
             raise ValueError(f"{name} must have shape {want}, got {M.shape}")
-        if not np.all(np.isfinite(M.data)) or np.any(M.data < -atol):
-            raise ValueError(f"{name} must have finite non-negative entries, got a smallest entry of "
-                             f"{float(np.nanmin(M.data)) if M.nnz else 0.0!r}")
+        rows = np.repeat(np.arange(M.shape[0]), np.diff(M.indptr))  # the stored entries only
+        _check_mapping_entries(M.data, name, atol, lambda e: (int(rows[e]), int(M.indices[e])))
         rs = np.asarray(M.sum(axis=1)).ravel()
         if np.any(np.abs(rs - 1) > atol):
             bad = int(np.argmax(np.abs(rs - 1)))
@@ -150,13 +149,25 @@ def check_mapping(mapping, n_public, n_outputs=None, *, name="mapping", atol=1e-
     if M.ndim != 2 or M.shape[0] != n_public or (n_outputs is not None and M.shape[1] != n_outputs):
         want = f"({n_public}, {'n_outputs' if n_outputs is None else n_outputs})"
         raise ValueError(f"{name} must have shape {want}, got {M.shape}")
-    if not np.all(np.isfinite(M)) or np.any(M < -atol):
-        raise ValueError(f"{name} must have finite non-negative entries, got a smallest entry of {np.nanmin(M)!r}")
+    _check_mapping_entries(M.ravel(), name, atol, lambda e: tuple(int(i) for i in np.unravel_index(e, M.shape)))
     rs = M.sum(axis=1)
     if np.any(np.abs(rs - 1) > atol):
         bad = int(np.argmax(np.abs(rs - 1)))
         raise ValueError(f"{name} rows must sum to 1 (a conditional distribution), row {bad} sums to {rs[bad]!r}")
     return np.clip(M, 0.0, None)
+
+
+def _check_mapping_entries(values, name, atol, position):
+    """Finite and non-negative ``values`` (a mapping's entries), or a ValueError naming the first bad one
+    and its cell (``position(i)`` of the ``i``-th value)."""
+    bad = np.flatnonzero(~np.isfinite(values))
+    if bad.size:
+        raise ValueError(f"{name} must have finite entries (probabilities), got {float(values[bad[0]])!r} "
+                         f"at {position(bad[0])}")
+    if values.size and values.min() < -atol:
+        e = int(np.argmin(values))
+        raise ValueError(f"{name} must have non-negative entries (probabilities), got {float(values[e])!r} "
+                         f"at {position(e)}")
 
 
 def check_budget(value, name):

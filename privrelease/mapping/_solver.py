@@ -203,6 +203,8 @@ def _warm(prob, warm_start, reduction=None):
     W = check_mapping(W, *shape, name="warm_start")
     if reduction is not None:  # the dominated outputs' mass moves to their dominators
         W = reduction.reduce(W)
+    if sp.issparse(W) and not prob.sparse:  # a sparse mapping as the start of a dense problem
+        W = W.toarray()
     return prob.reduce(W)
 
 

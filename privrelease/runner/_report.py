@@ -336,14 +336,16 @@ class Report:
 
     Examples
     --------
-    >>> import tempfile, pandas as pd
+    >>> import shutil, tempfile, pandas as pd
     >>> from privrelease.runner import Report
-    >>> rep = Report(tempfile.mkdtemp(), title="demo")
+    >>> folder = tempfile.mkdtemp()
+    >>> rep = Report(folder, title="demo")
     >>> rep.section("Numbers")
     >>> rep.table(pd.DataFrame({"delta": [0.0, 1.0], "leakage": [0.1, 0.0]}), "curve").name
     'curve.csv'
     >>> rep.save().name
     'report.md'
+    >>> shutil.rmtree(folder)
     """
 
     def __init__(self, output_dir, title="privrelease report", *, overwrite=False):

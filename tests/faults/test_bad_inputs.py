@@ -8,9 +8,12 @@ stale. Regenerate it with::
     .venv/bin/python tests/faults/test_bad_inputs.py --write
 """
 
+import atexit
 import pathlib
 import re
+import shutil
 import sys
+import tempfile
 import warnings
 
 import numpy as np
@@ -26,6 +29,21 @@ X_SMALL = np.array([[5.0, 0, 1], [4, 1, 0], [0, 5, 5], [1, 4, 5]])
 Y_SMALL = np.array([0, 0, 1, 1])
 
 
+_CREATED = []  # temporary folders of the rows, removed when the process ends (pytest or --write)
+
+
+def _tempdir(prefix=None):
+    folder = pathlib.Path(tempfile.mkdtemp(prefix=prefix))
+    _CREATED.append(folder)
+    return folder
+
+
+@atexit.register
+def _remove_tempdirs():
+    for folder in _CREATED:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def _fitted_mapper():
     from privrelease.mappers import QuantizedPrivacyMapper
 
@@ -34,26 +52,21 @@ def _fitted_mapper():
 
 def _pickle_file():
     import pickle
-    import tempfile
 
-    path = pathlib.Path(tempfile.mkdtemp()) / "mapper.npz"
+    path = _tempdir() / "mapper.npz"
     path.write_bytes(pickle.dumps({"not": "a mapper"}))
     return path
 
 
 def _text_file():
-    import tempfile
-
-    path = pathlib.Path(tempfile.mkdtemp()) / "mapper.npz"
+    path = _tempdir() / "mapper.npz"
     path.write_text("hello")
     return path
 
 
 def _out_dir(kind):
     """A temporary folder (prefix ``badinput-``, shown as ``<tmpdir>``) for the output-folder rows."""
-    import tempfile
-
-    base = pathlib.Path(tempfile.mkdtemp(prefix="badinput-"))
+    base = _tempdir(prefix="badinput-")
     if kind == "file":
         (base / "a_file").write_text("x")
         return base / "a_file"
@@ -72,9 +85,7 @@ def _out_dir(kind):
 
 def _bad_file(name, text):
     """A file under a temporary folder (prefix ``badinput-``, shown as ``<tmpdir>``)."""
-    import tempfile
-
-    base = pathlib.Path(tempfile.mkdtemp(prefix="badinput-"))
+    base = _tempdir(prefix="badinput-")
     (base / name).write_text(text)
     return base / name
 
@@ -162,6 +173,10 @@ def _catalogue():
          lambda: solve_mapping(PRIOR, D2, max_leakage=-1), ValueError, "-1"),
         ("mapping", "solve_mapping(prior, d, 0.5, warm_start=np.eye(3))",
          lambda: solve_mapping(PRIOR, D2, 0.5, warm_start=np.eye(3)), ValueError, "(3, 3)"),
+        ("mapping", "solve_mapping(prior, d, 0.5, warm_start=[[1, nan], [0, 1]])",
+         lambda: solve_mapping(PRIOR, D2, 0.5, warm_start=[[1.0, np.nan], [0.0, 1.0]]), ValueError, "nan at (0, 1)"),
+        ("mapping", "solve_mapping(prior, d, 0.5, warm_start=[[1.5, -0.5], [0, 1]])",
+         lambda: solve_mapping(PRIOR, D2, 0.5, warm_start=[[1.5, -0.5], [0.0, 1.0]]), ValueError, "-0.5 at (0, 1)"),
         ("mapping", "solve_mapping(prior=[[0.5], [0.5]], d=[[0, 1]], 0.5) (k = 1)",
          lambda: solve_mapping([[0.5], [0.5]], [[0.0, 1.0]], 0.5), ValueError, "(2, 1)"),
         ("mapping", "solve_mapping(prior=[[0.5, 0.5]], d, 0.5) (|A| = 1)",

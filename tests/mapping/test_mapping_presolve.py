@@ -170,6 +170,16 @@ def test_warm_start_and_curve_go_through_the_presolve():
     assert abs(df["leakage_bits"][1] - cold.leakage) <= 2e-6 and df["leakage_bits"][2] <= 1e-6
     with pytest.raises(ValueError, match=r"warm_start must be a mapping of shape \(\d+, \d+\)"):
         solve_mapping(prior, D, delta=0.5, warm_start=first.mapping[:, :-1])
+    # a sparse mapping is a valid start of a dense problem, through the presolve or not
+    sparse_warm = solve_mapping(prior, D, delta=0.5, warm_start=sp.csr_array(first.mapping))
+    assert sparse_warm.status == "optimal" and abs(sparse_warm.leakage - cold.leakage) <= 2e-6
+    C = rng.normal(size=(4, 2))
+    Dsq = ((C[:, None] - C[None]) ** 2).sum(axis=2)  # nothing dominated
+    p4 = rng.dirichlet(np.ones(8)).reshape(2, 4)
+    assert reduce_outputs(Dsq) is None
+    r0 = solve_mapping(p4, Dsq, delta=0.3)
+    r1 = solve_mapping(p4, Dsq, delta=0.35, warm_start=sp.csr_matrix(r0.mapping))
+    assert r1.status == "optimal"
 
 
 def test_an_input_without_allowed_outputs_is_reported_by_the_problem_not_the_presolve():

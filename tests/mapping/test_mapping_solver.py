@@ -204,7 +204,7 @@ def test_bad_prior_and_distortion():
     with pytest.raises(ValueError, match="warm_start"):
         solve_mapping([[0.4, 0.1], [0.1, 0.4]], d, 0.1, warm_start=np.eye(3))
     # a warm start with NaN, negative entries or rows off the simplex is refused, not ignored
-    for bad, msg in [([[np.nan, 1.0], [0.0, 1.0]], "finite non-negative"), ([[1.5, -0.5], [0.0, 1.0]], "non-negative"),
+    for bad, msg in [([[np.nan, 1.0], [0.0, 1.0]], "finite entries"), ([[1.5, -0.5], [0.0, 1.0]], "non-negative"),
                      ([[0.5, 0.4], [0.0, 1.0]], "sum to 1")]:
         with pytest.raises(ValueError, match=f"warm_start.*{msg}"):
             solve_mapping([[0.4, 0.1], [0.1, 0.4]], d, 0.1, warm_start=np.array(bad))
