@@ -10,6 +10,7 @@ operating-system entropy and only the profile of ``c_hat`` leaves the device.
 """
 
 import os
+import shutil
 import tempfile
 import warnings
 
@@ -24,7 +25,8 @@ R, a, _ = make_ratings(2000, 60, random_state=0)
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     server_mapper = QuantizedPrivacyMapper(n_clusters=10, max_leakage=0.01).fit(R, a)  # random_state=None
-path = os.path.join(tempfile.mkdtemp(), "mapping.npz")
+folder = tempfile.mkdtemp()  # stands for the server's download area; removed at the end
+path = os.path.join(folder, "mapping.npz")
 server_mapper.save(path)
 print(f"server: leakage {server_mapper.leakage_:.4f} bits, saved {os.path.getsize(path) / 1024:.1f} KiB to {path}")
 
@@ -36,3 +38,5 @@ cluster = device_mapper.quantize(my_ratings)[0]
 print(f"device: my cluster {cluster}, output distribution {np.round(device_mapper.mapping_[cluster], 3)}")
 print(f"device: I rated {my_ratings.nnz} items, I release {released.nnz} ratings:",
       dict(zip(released.indices.tolist(), released.data.tolist())))
+
+shutil.rmtree(folder)
