@@ -226,3 +226,24 @@ def test_mappers_release_one_cluster_data_at_the_smallest_distortion():
     assert leakage(prior, res.mapping) == 0.0  # recomputed independently
     with pytest.raises(InfeasibleBudgetError, match="0.5"):
         _degenerate_result(prior, d, 0.4, None, "mutual_information")
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 32])
+def test_a_hair_above_the_minimum_with_a_free_row_is_certified_on_the_fast_path(seed):
+    # an input whose every output costs 0 (a free row; issue 10's zero_row family): at d_min (1 + 1e-9)
+    # the barrier cannot resolve the slack and the first-order step from the cheapest mapping ignores
+    # free moves (54 of 60 such draws raised with solver="fast"). The optimum at d_min itself is
+    # feasible and within slope x slack; when the slope is steep (seed 32) the first-order step from
+    # that optimum spends the slack
+    rng = np.random.default_rng(seed)
+    prior = rng.dirichlet(np.full(30, rng.uniform(0.1, 1.0))).reshape(5, 6)
+    d = rng.random((6, 6)) * 10
+    d[5] = 0.0
+    d_min = float(prior.sum(axis=0) @ d.min(axis=1))
+    res = solve_mapping(prior, d, delta=d_min * (1 + 1e-9), solver="fast")
+    assert res.status == "optimal" and res.certificate["gap_bits"] <= 1e-6
+    assert res.distortion <= d_min * (1 + 1e-9) * (1 + 1e-12)
+    at_min = solve_mapping(prior, d, delta=d_min, solver="fast")
+    # the optimum is non-increasing in the budget: res's certified lower bound is at most the leakage
+    # of a mapping feasible at d_min, and res is within its gap of an optimum below at_min's
+    assert res.leakage - res.certificate["gap_bits"] <= at_min.leakage + 1e-12
+    assert res.leakage <= at_min.leakage + res.certificate["gap_bits"] + 1e-12
