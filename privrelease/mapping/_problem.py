@@ -334,7 +334,8 @@ class Problem:
         S = self.M.T @ L
         return np.where(self.mask, S, np.inf)
 
-    def certificate(self, P, delta, mu0=None, target_bits=None, lp=True, return_pi=False, pi_hint=None):
+    def certificate(self, P, delta, mu0=None, target_bits=None, lp=True, return_pi=False, pi_hint=None,
+                    both_starts=False):
         """(gap in bits, multiplier, objective in nats) for a feasible reduced mapping.
 
         ``pi_hint`` (``|A| x kh``, columns proper distributions), if given, offers its
@@ -346,7 +347,9 @@ class Problem:
         above it, ``pi`` is improved on lightly used outputs (:meth:`refine_pi`).
         ``return_pi=True`` appends the ``pi`` of the returned bound (its reduced costs
         ``S_pi + mu W`` are the ones to price with: an unused output's raw posterior is
-        meaningless).
+        meaningless). ``both_starts=True`` (the final certification of an answer): when the hint
+        won the cheap bound but its refinement stays above ``target_bits``, refine from the
+        mapping's own posteriors too (twice the work, so not inside the solvers' loops).
         """
         f = self.objective(P)
         pi = self.posteriors(P)
@@ -376,7 +379,7 @@ class Problem:
             if lb_h > lb:
                 pi, lb, mu = pi_hint, lb_h, mu_h
         lb, best_mu, best_pi = self._refine_bound(P, f, pi, lb, mu, Wb, rhs, free, target_bits, lp)
-        if target_bits is not None and (f - lb) / LN2 > target_bits and own[0] is not pi:
+        if both_starts and target_bits is not None and (f - lb) / LN2 > target_bits and own[0] is not pi:
             # the hint won the cheap bound but its refinement stopped short: refine from the mapping's
             # own posteriors too (a point cleaned onto the budget can hold 1e-15 entries on outputs the
             # hint prices badly: |A| = 10, k = 10, 1.1e-6 bits from the hint against 6e-12 from its own)

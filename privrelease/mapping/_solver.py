@@ -246,7 +246,7 @@ def _delta_best(prob, delta, solver, tol, warm=None):
                 if gap > tol:
                     notes.append(f"{name}: gap {gap:.3g} bits")
                     continue
-            gap, mu, f = prob.certificate(P, delta, target_bits=tol, **extra)
+            gap, mu, f = prob.certificate(P, delta, target_bits=tol, both_starts=True, **extra)
             cert = {"gap_bits": float(gap), "multiplier": float(mu), "lower_bound": float(f - gap * LN2)}
             if best is None or gap < best[1]["gap_bits"]:
                 best = (P, cert, name)

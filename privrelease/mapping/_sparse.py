@@ -198,9 +198,10 @@ class SparseProblem:
         out[:, better] = cand[:, better]
         return out
 
-    def certificate(self, x, delta, mu0=None, target_bits=None, lp=True):
+    def certificate(self, x, delta, mu0=None, target_bits=None, lp=True, both_starts=False):
         """(gap in bits, multiplier, objective in nats): the Lagrangian bound of
-        :meth:`privrelease.mapping._problem.Problem.certificate` over the edges."""
+        :meth:`privrelease.mapping._problem.Problem.certificate` over the edges (``both_starts`` is
+        accepted for the same call; with no hint here there is one start)."""
         f = self.objective(x)
         if f <= 0.0:
             return 0.0, 0.0, 0.0

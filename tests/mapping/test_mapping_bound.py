@@ -134,6 +134,6 @@ def test_a_hint_never_costs_the_certificate_a_bound_it_reaches_without(seed):
     if hint is None:  # the posteriors of the uniform mapping: any columns on the simplex will do
         hint = prob.posteriors(prob.mask / prob.mask.sum(axis=1, keepdims=True))
     Pc = (1 - 1e-15) * P + 1e-15 * prob.P_min
-    with_hint = prob.certificate(Pc, delta, target_bits=1e-6, pi_hint=hint)[0]
+    with_hint = prob.certificate(Pc, delta, target_bits=1e-6, pi_hint=hint, both_starts=True)[0]
     without = prob.certificate(Pc, delta, target_bits=1e-6)[0]
     assert with_hint <= max(without, 1e-6) + 1e-12
