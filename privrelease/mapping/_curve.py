@@ -12,8 +12,7 @@ from ._checks import check_budget
 from ._leakage import expected_distortion, leakage as _leakage, map_attack_accuracy
 from ._lp import perfect_privacy_mapping
 from ._result import MappingResult
-from ._presolve import reduce_outputs
-from ._solver import BUDGET_RTOL, _check_problem, _make_problem, solve_mapping
+from ._solver import BUDGET_RTOL, _check_problem, _full_mapping, _presolved_problem, solve_mapping
 
 __all__ = ["privacy_distortion_curve"]
 
@@ -84,8 +83,7 @@ def privacy_distortion_curve(prior, distortion, deltas, *, leakage="mutual_infor
     if arr.ndim != 1 or arr.size == 0:
         raise ValueError(f"deltas must be a non-empty 1-D list of budgets, got {deltas!r}")
     budgets = [check_budget(float(d), "delta") for d in arr]
-    reduction = reduce_outputs(D)  # the exact presolve solve_mapping applies (dominated outputs)
-    prob = _make_problem(P, D if reduction is None else reduction.distortion)
+    prob, reduction = _presolved_problem(P, D)  # the exact presolve solve_mapping applies
     low = [d for d in budgets if prob.to_internal(d) < prob.delta_min * (1 - BUDGET_RTOL)]
     if low:
         raise InfeasibleBudgetError(
@@ -96,9 +94,7 @@ def privacy_distortion_curve(prior, distortion, deltas, *, leakage="mutual_infor
     Ppp, dpp = perfect_privacy_mapping(prob)
 
     def pp_result(d):
-        full = prob.expand(Ppp)
-        if reduction is not None:
-            full = reduction.expand(full)
+        full = _full_mapping(prob, reduction, Ppp)
         lk = float(_leakage(P, full, kind=leakage))
         if lk > tol:
             warnings.warn(f"the perfect-privacy mapping used for delta={d!r} leaks {lk:.3g} bits (> tol={tol!r}); "

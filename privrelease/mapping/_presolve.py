@@ -33,6 +33,8 @@ another case.
 import numpy as np
 import scipy.sparse as sp
 
+from ._sparse import check_warm_pattern
+
 __all__ = ["OutputReduction", "reduce_outputs"]
 
 #: a sparse distortion whose reduced problem has at most this many input x output cells is
@@ -211,10 +213,7 @@ class OutputReduction:
             W = sp.csr_array(mapping, copy=True) if sp.issparse(mapping) else None
             if W is not None:
                 W.sort_indices()
-            if (W is None or W.shape != self.shape or W.nnz != self._D.nnz
-                    or not np.array_equal(W.indptr, self._D.indptr) or not np.array_equal(W.indices, self._D.indices)):
-                raise ValueError("warm_start must be a sparse mapping with the distortion's sparsity pattern "
-                                 f"(shape {self.shape}, {self._D.nnz} stored entries)")
+            check_warm_pattern(W, self.shape, self._D.indptr, self._D.indices)
         ok = self.position >= 0
         T = sp.csr_array((np.ones(int(ok.sum())), (np.flatnonzero(ok), self.position[ok])),
                          shape=(m, self.keep.size))

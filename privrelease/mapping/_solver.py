@@ -131,6 +131,19 @@ def _make_problem(P, D):
     return SparseProblem(P, D) if sp.issparse(D) else Problem(P, D)
 
 
+def _presolved_problem(P, D):
+    """``(problem, reduction)``: the exact presolve (dominated outputs removed, or ``reduction`` None)
+    and the reduced problem of what remains."""
+    reduction = reduce_outputs(D)
+    return _make_problem(P, D if reduction is None else reduction.distortion), reduction
+
+
+def _full_mapping(prob, reduction, P_red):
+    """A solver's reduced mapping as a mapping of the whole problem (every input, every output)."""
+    full = prob.expand(P_red)
+    return full if reduction is None else reduction.expand(full)
+
+
 def _cvxpy_candidates(prob, *, delta=None, target_nats=None, solvers=("CLARABEL", "SCS"), tight=True):
     """Yield ``(name, P)`` for each cvxpy solver that returns a point (plain formulation).
 
@@ -173,9 +186,7 @@ def _cvxpy_candidates(prob, *, delta=None, target_nats=None, solvers=("CLARABEL"
 # ---------------------------------------------------------------------------- helpers
 def _make_result(prob, P_red, *, prior, distortion, status, certificate, solver, delta, max_leakage, kind,
                  reduction=None):
-    full = prob.expand(P_red)
-    if reduction is not None:  # back to the whole output alphabet (no mass on dominated outputs)
-        full = reduction.expand(full)
+    full = _full_mapping(prob, reduction, P_red)
     return MappingResult(
         mapping=full,
         leakage=float(_leakage(prior, full, kind=kind)),
@@ -769,8 +780,7 @@ def solve_mapping(prior, distortion, delta=None, *, max_leakage=None, leakage="m
             f"got delta={delta!r}, max_leakage={max_leakage!r}"
         )
     # exact presolve: outputs that another output dominates get no mass (see _presolve)
-    reduction = reduce_outputs(D)
-    prob = _make_problem(P, D if reduction is None else reduction.distortion)
+    prob, reduction = _presolved_problem(P, D)
     if delta is not None:
         delta = check_budget(delta, "delta")
         d_int = prob.to_internal(delta)

@@ -254,12 +254,16 @@ class SparseProblem:
 
     def reduce(self, P_full):
         P_full = sp.csr_array(P_full)
-        if (P_full.shape != (self.n_public, self.n_outputs) or P_full.nnz != self._indices_full.size
-                or not np.array_equal(P_full.indptr, self._indptr_full)
-                or not np.array_equal(P_full.indices, self._indices_full)):
-            raise ValueError("warm_start must be a sparse mapping with the distortion's sparsity pattern "
-                             f"(shape {(self.n_public, self.n_outputs)}, {self._indices_full.size} stored entries)")
+        check_warm_pattern(P_full, (self.n_public, self.n_outputs), self._indptr_full, self._indices_full)
         return np.asarray(P_full.data, dtype=float)[self.edge_full]
+
+
+def check_warm_pattern(W, shape, indptr, indices):
+    """A sparse warm start ``W`` (csr) must store exactly the distortion's entries (``indptr``, ``indices``)."""
+    if (W is None or W.shape != shape or W.nnz != indices.size or not np.array_equal(W.indptr, indptr)
+            or not np.array_equal(W.indices, indices)):
+        raise ValueError("warm_start must be a sparse mapping with the distortion's sparsity pattern "
+                         f"(shape {shape}, {indices.size} stored entries)")
 
 
 def _private_scores(prob):
