@@ -30,7 +30,7 @@ from scipy.special import rel_entr
 
 from ..exceptions import InfeasibleBudgetError
 from ._cvx import solve_quietly
-from ._problem import maximize_multiplier
+from ._problem import bound_rounding, maximize_multiplier
 
 __all__ = ["SparseProblem", "sparse_candidates", "edge_lagrangian_bound"]
 
@@ -217,6 +217,7 @@ class SparseProblem:
                 lb2, mu2 = edge_lagrangian_bound(self.scores(pi2), Wb, self.indptr, rhs, None if free else mu)
                 if lb2 > lb:
                     pi, lb, mu = pi2, lb2, mu2
+        lb -= bound_rounding(self.pA, self.k, lb, mu, rhs)
         return max(f - lb, 0.0) / np.log(2.0), mu, f
 
     # ---- feasibility helpers ------------------------------------------------------------
