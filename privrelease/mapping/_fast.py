@@ -190,11 +190,19 @@ class _Barrier:
         na, nc = self.na, self.nc
         q = J.sum(axis=0)
         Js = np.where(self.struct, J, 1.0)
-        # Hessian factors per output: H_j = R_j^T R_j, R_j = (I - u u^T) diag(J^-1/2)
+        # Hessian factors per output: H_j = R_j^T R_j with R_j = B_j^T diag(J^-1/2), B_j an orthonormal
+        # basis of the complement of the unit vector u_j = sqrt(J_j / q_j) (H_j = diag(J^-1/2) (I - u u^T)
+        # diag(J^-1/2) has rank |A| - 1): the last |A| - 1 columns of the Householder reflector that maps u_j
+        # to a multiple of e_1. One Gram product fewer in the Schur complement than with the |A| x |A|
+        # factor (I - u u^T) diag(J^-1/2) (half of them for two classes)
         u = np.where(self.struct, np.sqrt(Js / q[None, :]), 0.0)  # (na, nc)
         jm = np.where(self.struct, 1.0 / np.sqrt(Js), 0.0)
-        eye = np.eye(na)
-        R = (eye[None, :, :] - np.einsum("aj,bj->jab", u, u)) * jm.T[:, None, :]
+        hv = u.T.copy()  # (nc, na): Householder vectors u + sign(u_1) e_1
+        hv[:, 0] += np.where(hv[:, 0] >= 0, 1.0, -1.0)
+        B = np.eye(na)[None, :, 1:] - (2.0 / (hv * hv).sum(axis=1))[:, None, None] * hv[:, :, None] * hv[:, None, 1:]
+        R = np.transpose(B, (0, 2, 1)) * jm.T[:, None, :]  # (nc, na - 1, na)
+        nb = na - 1
+        eye = np.eye(nb)
         N = np.empty((nc, na, na))
         for a in range(na):
             for b in range(a, na):
@@ -220,7 +228,7 @@ class _Barrier:
         if self.dense:
             D2 = Dinv.reshape(self.k, nc)
             S = np.zeros((self.k, self.k))
-            for i in range(na):
+            for i in range(nb):
                 Vd = D2 * (self.M.T @ F[:, i, :].T)
                 Vd[np.abs(Vd) < 1e-150] = 0.0
                 S -= Vd @ Vd.T
@@ -232,13 +240,13 @@ class _Barrier:
         elif self.n > 0.2 * self.k * nc:
             S = np.zeros((self.k, self.k))
             Vd = np.zeros((self.k, nc))
-            for i in range(na):
+            for i in range(nb):
                 Vd[self.r, jc] = V[:, i]
                 S -= Vd @ Vd.T
             S[np.diag_indices(self.k)] += self.rowsum(Dinv)
         else:
-            Vs = sp.csr_matrix((V.ravel(), (np.repeat(self.r, na), (jc[:, None] * na + np.arange(na)).ravel())),
-                               shape=(self.k, nc * na))
+            Vs = sp.csr_matrix((V.ravel(), (np.repeat(self.r, nb), (jc[:, None] * nb + np.arange(nb)).ravel())),
+                               shape=(self.k, nc * nb))
             S = -(Vs @ Vs.T)
             if S.nnz <= _SPARSE_SCHUR * self.k * self.k:
                 csolve = _sparse_spd_solver(S, self.rowsum(Dinv))

@@ -20,38 +20,51 @@ def _support(rng, k, per_row):
 
 
 def _hessian(M, r, j, x):
-    """Hessian of I(A; C_hat) (nats) in the support entries, written out entry by entry."""
-    na, n = M.shape[0], r.size
+    """Hessian of I(A; C_hat) (nats) in the support entries, written out in full:
+    ``H[e, f] = sum_a M[a, r_e] M[a, r_f] / J[a, j] - (sum_a M[a, r_e]) (sum_a M[a, r_f]) / q_j`` when
+    ``e`` and ``f`` share the output ``j`` (terms with ``J[a, j] = 0`` left out), 0 otherwise."""
+    na = M.shape[0]
     J = np.zeros((na, j.max() + 1))
     np.add.at(J.T, j, (M[:, r] * x).T)
     q = J.sum(axis=0)
-    H = np.zeros((n, n))
-    for e in range(n):
-        for f in range(n):
-            if j[e] != j[f]:
-                continue
-            col = j[e]
-            ok = J[:, col] > 0
-            H[e, f] = float((M[ok, r[e]] * M[ok, r[f]] / J[ok, col]).sum()) - M[:, r[e]].sum() * M[:, r[f]].sum() / q[col]
-    return H
+    Mr = M[:, r]
+    invJ = np.where(J > 0, 1.0 / np.where(J > 0, J, 1.0), 0.0)[:, j]
+    m = Mr.sum(axis=0)
+    same = j[:, None] == j[None, :]
+    return np.where(same, (Mr * invJ).T @ Mr - np.outer(m, m) / q[j][:, None], 0.0)
 
 
-@pytest.mark.parametrize("schur", ["dense", "sparse"])
+@pytest.mark.parametrize("schur", ["dense", "sparse", "gram", "full"])
 @pytest.mark.parametrize("seed", [0, 1, 2])
 @pytest.mark.parametrize("rank_one", [False, True])
-def test_structured_newton_solve_matches_the_full_kkt_system(monkeypatch, schur, seed, rank_one):
+@pytest.mark.parametrize("na", [2, 3, 5])
+def test_structured_newton_solve_matches_the_full_kkt_system(monkeypatch, schur, seed, rank_one, na):
+    # every way the Schur complement is built and factored: a sparse Gram product factored densely
+    # ("dense") or by sparse LU ("sparse"), a dense Gram product on a denser support ("gram"), the full
+    # support's matrix products ("full"); |A| = 2, 3, 5 (the Hessian blocks' rank |A| - 1 factors);
+    # some p(a, c) = 0, so that some outputs are reached by one class only
     rng = np.random.default_rng(seed)
-    k, na = 40, 3
+    k = 12 if schur == "full" else 40
     prior = rng.dirichlet(np.full(na * k, 0.7)).reshape(na, k)
+    prior[rng.random(prior.shape) < 0.2] = 0.0
+    prior[0, prior.sum(axis=0) == 0] = 1e-3
+    prior /= prior.sum()
     d = squared_euclidean_distortion(rng.normal(size=(k, 2)))
     prob = Problem(prior, d)
-    sup = _support(rng, prob.k, 2)
-    sup[np.arange(prob.k), np.arange(prob.k)] = True
+    if schur == "full":
+        sup = np.ones((prob.k, prob.kh), dtype=bool)
+    else:
+        sup = _support(rng, prob.k, 12 if schur == "gram" else 2)
+        sup[np.arange(prob.k), np.arange(prob.k)] = True
     r, j = np.nonzero(sup)
     # the sparse path is taken below the density threshold; force one path or the other
     monkeypatch.setattr(_fast, "_SPARSE_SCHUR", 1.0 if schur == "sparse" else -1.0)
     bar = _fast._Barrier(prob, r, j, 0.5, False)
-    assert bar.n < 0.2 * bar.k * bar.nc  # the Gram product is built sparse
+    assert bar.dense == (schur == "full")
+    if schur in ("dense", "sparse"):
+        assert bar.n < 0.2 * bar.k * bar.nc  # the Gram product is built sparse
+    elif schur == "gram":
+        assert bar.n > 0.2 * bar.k * bar.nc  # the Gram product is built dense
     x = rng.uniform(0.1, 1.0, size=r.size)
     x /= np.bincount(r, weights=x)[r]
     Dinv = rng.uniform(0.01, 1.0, size=r.size)
