@@ -100,6 +100,7 @@ _SPARSE_SCHUR = 0.02  # the Schur complement is factored as sparse below this de
 WARM_ROUNDS = True  # warm-started working-set rounds (benchmarks/bench_solver.py flips it for the cold baseline)
 WARM_MU = 1e3  # a round after a precise one restarts at this multiple of its final barrier parameter
 WARM_NEW = 1e-3  # entries priced in start at this fraction of their row's mean (warm-started rounds)
+FULL_POLISH_GAP = 10.0  # after a precise round this close (times tol) the full exact polish is tried
 REG = 1e-3  # proximal regularisation of the KKT polish, relative to the Hessian's diagonal
 
 
@@ -603,16 +604,23 @@ def _solve_fast(prob, delta, *, tol, warm, n_neighbours, max_rounds):
         spread = np.where(support, V, -np.inf).max(axis=1) - best_in
         viol = prob.mask & ~support & (V < (best_in + 0.2 * np.maximum(spread, 0.0))[:, None])
         settled = viol.sum() <= 0.01 * support.sum()
-        if (precise and round_gap <= gap_nats and viol.any() and settled
-                and delta > prob.delta_min * (1 + 1e-12)):
-            # the working set has settled but a precise round on it is still uncertified: before
-            # another precise round (~55 Newton systems) try the exact polish once (one support,
-            # one Newton solve, the cheap bound with this interior point's posteriors for the
-            # outputs it empties; k = 1000: 0.6 s against ~20 s for the two rounds it saves)
+        if (precise and round_gap <= gap_nats and viol.any() and delta > prob.delta_min * (1 + 1e-12)
+                and (settled or gap <= FULL_POLISH_GAP * tol)):
+            # the working set has settled (or the point is close) but a precise round on it is still
+            # uncertified: before another precise round (~55 Newton systems) try the exact polish once
+            # (one support, one Newton solve, the cheap bound with this interior point's posteriors for
+            # the outputs it empties; k = 1000: 0.6 s against ~20 s for the two rounds it saves)
             hint = prob.posteriors(x_raw / x_raw.sum(axis=1, keepdims=True))
             Pt, gt = _kkt_polish(prob, P, delta, tol=tol, pi_hint=hint, trial=True)
             if gt <= tol:
                 return Pt, hint
+            if gap <= FULL_POLISH_GAP * tol:
+                # close enough for the full polish (pricing, the refined bound) to finish from here:
+                # another precise round costs ~60 Newton systems on the whole working set (k = 2000:
+                # ~25 s), and from such a point it ended no closer (7.8e-6 -> 1.2e-5 bits)
+                Pf, gf = _kkt_polish(prob, P, delta, tol=tol, pi_hint=hint)
+                if gf <= tol:
+                    return Pf, hint
         if not precise and settled:
             precise = True  # the working set has settled: solve it to full precision next
         if not viol.any():
