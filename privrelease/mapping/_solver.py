@@ -468,11 +468,17 @@ def _solve_mi_target(prob, target_bits, solver, tol):
     # the LP's multipliers bound the distortion of every mapping leaking at most the target
     # (Pinsker's inequality, see independence_lower_bound): tight for targets far below tol
     lb_pp = independence_lower_bound(prob, t_pp, target_bits * LN2)
+    # the LP's own bound on d_pp (its multipliers at zero leakage): the distortion gap of its mapping
+    # (HiGHS's tolerances, and the light outputs merged after it, see _lp._merge_leaky_outputs)
+    gap_pp = 0.0 if Ppp is None else max(prob.distortion(Ppp) - independence_lower_bound(prob, t_pp, 0.0), 0.0)
+    if not np.isfinite(gap_pp):  # no multipliers: HiGHS's own optimality (as before)
+        gap_pp = 0.0
     if L <= 0.0 and Ppp is not None and prob.objective(Ppp) <= tol * LN2:
         # perfect privacy: the LP's mapping is the answer (HiGHS certifies the LP optimum); its
         # leakage is zero up to the LP's rounding (reported as the gap, within tol)
         fpp = prob.objective(Ppp)
-        cert = {"gap_bits": float(fpp / LN2), "distortion_gap": 0.0, "method": "perfect-privacy LP (HiGHS)"}
+        cert = {"gap_bits": float(fpp / LN2), "distortion_gap": float(prob.to_user(gap_pp)),
+                "method": "perfect-privacy LP (HiGHS)"}
         return Ppp, cert, "highs", "optimal"
     if Ppp is not None and prob.objective(Ppp) <= L:
         rights.append((prob.distortion(Ppp), Ppp, prob.objective(Ppp)))
@@ -500,7 +506,7 @@ def _solve_mi_target(prob, target_bits, solver, tol):
                               f"the smallest leakage found is {fm / LN2:.6g} bits, its lower bound {lbm / LN2:.6g}")
     if L <= 0.0 and Ppp is not None:
         # perfect privacy: the LP's mapping is the answer (HiGHS certifies the LP optimum)
-        cert = {"gap_bits": 0.0, "distortion_gap": 0.0, "method": "perfect-privacy LP (HiGHS)"}
+        cert = {"gap_bits": 0.0, "distortion_gap": float(prob.to_user(gap_pp)), "method": "perfect-privacy LP (HiGHS)"}
         return Ppp, cert, "highs", "optimal"
 
     def f_of_J(J):
