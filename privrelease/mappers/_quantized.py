@@ -67,6 +67,19 @@ def _heldout_choice(excess, noise, distortion, tolerance):
     return int(np.argmin(np.asarray(distortion)[:stop]))
 
 
+def _removal_choice(excess, distortion, tolerance):
+    """Index of the share chosen by ``class_removal="heldout"`` (candidates in ``_REMOVAL_GRID`` order, the full
+    removal first).
+
+    :func:`_heldout_choice` on the excess measured against the full removal's: the full removal (the fit
+    without the parameter) is always accepted, and the scan goes on to smaller shares while their held-out
+    excess exceeds the full removal's by at most ``tolerance`` bits; the accepted share of least held-out
+    distortion is chosen. Both excesses are measured on the same folds and held-out users.
+    """
+    excess = np.asarray(excess, dtype=np.float64)
+    return _heldout_choice(excess - excess[0], np.zeros_like(excess), distortion, tolerance)
+
+
 def _heldout_statistic(a, c, w, mapping, n_classes, kind="mutual_information"):
     """Leakage (bits) of ``mapping`` on users of classes ``a`` in clusters ``c`` (weights ``w``).
 
@@ -375,12 +388,18 @@ class QuantizedPrivacyMapper(_BaseMapper):
         distortion (``class_removal_distortion_``) is measured to the points
         the release stands for (with ``profile="posterior"`` the mixture mean
         ``sum_c p(c | c_hat) centre_c`` of each output, otherwise the output
-        points), in the units of ``delta``. Scanning from the full removal
-        down, shares are accepted while ``excess + noise <= heldout_tolerance``
-        (the first failure stops the scan: a smaller share keeps more of the
-        class signal in the partition, so the counted prior has more to get
-        wrong); the accepted share of least held-out distortion is used, the
-        full removal when even it fails. The choice depends only on the
+        points), in the units of ``delta``. The full removal (the fit
+        without this parameter) is always accepted; scanning down from it,
+        smaller shares are accepted while their excess is at most the full
+        removal's plus ``heldout_tolerance`` (measured on the same folds and
+        held-out users; the first failure stops the scan: a smaller share
+        keeps more of the class signal in the partition, so the counted
+        prior has more to get wrong); the accepted share of least held-out
+        distortion is used. (An absolute test, ``excess + noise <=
+        heldout_tolerance`` as for ``n_clusters``, stopped at the full
+        removal itself on most draws at perfect privacy: with about 500
+        labeled users its noise alone is about the tolerance; docs/frontier.md,
+        section (k).) The choice depends only on the
         labeled users' points (ratings through the taste embedding), their
         classes and weights, the fitted parameters and the seed; the release
         stays a function of ``c_hat`` alone. Not combined with
@@ -962,7 +981,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
         self.class_removal_excess_ = excess
         self.class_removal_noise_ = noise
         self.class_removal_distortion_ = dist
-        return float(grid[_heldout_choice(excess, noise, dist, self.heldout_tolerance)])
+        return float(grid[_removal_choice(excess, dist, self.heldout_tolerance)])
 
     def _heldout_fold(self, E, a_idx, w, train, test, k, seed, perms, removal=None):
         """One fold of a rule: (held-out leakage, its permutation null, claimed leakage, held-out distortion).
@@ -1548,8 +1567,8 @@ class QuantizedPrivacyMapper(_BaseMapper):
                 v = getattr(self, name)
                 if not isinstance(v, np.ndarray) or v.shape != grid.shape or not np.all(np.isfinite(v)):
                     raise ValueError(f"fitted.{name} must be {grid.size} finite numbers like class_removal_grid_")
-            chosen = float(grid[_heldout_choice(self.class_removal_excess_, self.class_removal_noise_,
-                                                self.class_removal_distortion_, self.heldout_tolerance)])
+            chosen = float(grid[_removal_choice(self.class_removal_excess_, self.class_removal_distortion_,
+                                                self.heldout_tolerance)])
             if lam != chosen:
                 raise ValueError(f"fitted.class_removal_ = {lam!r} but the held-out figures choose {chosen!r} "
                                  f"(heldout_tolerance={self.heldout_tolerance!r})")

@@ -16,7 +16,7 @@ from sklearn.utils._param_validation import InvalidParameterError
 import privrelease
 from privrelease.mappers import QuantizedPrivacyMapper
 from privrelease.mappers._quantize import kmeans
-from privrelease.mappers._quantized import _REMOVAL_GRID, _heldout_choice
+from privrelease.mappers._quantized import _REMOVAL_GRID, _heldout_choice, _removal_choice
 from privrelease.utils import check_random_source
 
 
@@ -196,6 +196,23 @@ def _heldout(X, y, **kw):
                                   random_state=0, **kw).fit(X, y)
 
 
+def test_removal_choice_is_a_step_down_scan_relative_to_the_full_removal():
+    """Brute force over random figures: the full removal is always accepted (even with a large excess of its
+    own), the accepted shares are the prefix whose excess stays within the tolerance of the full removal's, the
+    least distortion among them is chosen, and a larger tolerance never chooses a larger distortion."""
+    rng = np.random.default_rng(0)
+    for _ in range(500):
+        excess = rng.normal(0.02, 0.02, 5)
+        dist = rng.random(5)
+        tol = rng.choice([0.0, 0.01, 0.02, 0.05])
+        prefix = 1
+        while prefix < 5 and excess[prefix] - excess[0] <= tol:
+            prefix += 1
+        i = _removal_choice(excess, dist, tol)
+        assert i == int(np.argmin(dist[:prefix]))
+        assert dist[_removal_choice(excess, dist, tol + 0.03)] <= dist[i]
+
+
 def test_heldout_share_is_a_grid_value_chosen_from_its_figures_and_reproducible():
     X, y = _shift_along_the_main_axis()
     m, again = _heldout(X, y), _heldout(X, y)
@@ -203,9 +220,12 @@ def test_heldout_share_is_a_grid_value_chosen_from_its_figures_and_reproducible(
     for name in ("class_removal_excess_", "class_removal_noise_", "class_removal_distortion_"):
         np.testing.assert_array_equal(getattr(m, name), getattr(again, name))
     assert m.class_removal_ == again.class_removal_ in _REMOVAL_GRID
-    i = _heldout_choice(m.class_removal_excess_, m.class_removal_noise_, m.class_removal_distortion_,
-                        m.heldout_tolerance)
+    i = _removal_choice(m.class_removal_excess_, m.class_removal_distortion_, m.heldout_tolerance)
     assert m.class_removal_ == m.class_removal_grid_[i]
+    # the scan: the full removal always accepted, then a prefix of shares within the tolerance of its excess
+    ok = m.class_removal_excess_ - m.class_removal_excess_[0] <= m.heldout_tolerance
+    stop = int(np.argmin(ok)) if not ok.all() else ok.size
+    assert i == int(np.argmin(m.class_removal_distortion_[:stop]))
     # the fit is the fit with the chosen share as a number
     fixed = QuantizedPrivacyMapper(n_clusters=8, space="raw", clustering="attribute_free",
                                    class_removal=m.class_removal_, random_state=0).fit(X, y)
@@ -218,13 +238,12 @@ def test_removing_all_of_the_main_axis_costs_the_most_held_out_distortion():
     """With a budget that lets the mapping keep the clusters (0.05 bits), removing the whole between-class
     component removes each user's own position along the main axis (clusters are then formed on the noise
     coordinates), while any smaller share keeps the axis, scaled: the full removal has the largest held-out
-    distortion, so once the scan accepts the first two shares the rule keeps part of the axis."""
+    distortion, so once the scan accepts the second share the rule keeps part of the axis."""
     X, y = _shift_along_the_main_axis()
     m = _heldout(X, y, max_leakage=0.05)
     d = m.class_removal_distortion_
     assert d[0] > d[1:].max()
-    ok = m.class_removal_excess_ + m.class_removal_noise_ <= m.heldout_tolerance
-    if ok[0] and ok[1]:
+    if m.class_removal_excess_[1] - m.class_removal_excess_[0] <= m.heldout_tolerance:
         assert m.class_removal_ < 1.0
     assert m.leakage_ <= 0.05 + 1e-6
 
@@ -238,7 +257,7 @@ def test_heldout_figures_are_saved_and_rechecked(tmp_path):
     # figures that choose another share than the one fitted are refused
     other = next(v for v in _REMOVAL_GRID if v not in (m.class_removal_, 0.0))
     m.class_removal_distortion_ = np.where(m.class_removal_grid_ == other, -1.0, m.class_removal_distortion_)
-    m.class_removal_excess_ = np.full_like(m.class_removal_excess_, -1.0)
+    m.class_removal_excess_ = np.zeros_like(m.class_removal_excess_)
     with pytest.raises(ValueError, match="the held-out figures choose"):
         m.save(os.path.join(tmp_path, "m2.npz"))
 
