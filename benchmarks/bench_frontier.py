@@ -270,33 +270,6 @@ class _WholeSpaceAssignment(QuantizedPrivacyMapper):
         return self._distances(E, self.cluster_centers_ if centers is None else centers).argmin(axis=1)
 
 
-class _PartialProjection(QuantizedPrivacyMapper):
-    """Attribute-free clustering that removes only a share ``lam`` of the between-class directions (1: the
-    library's attribute-free clustering, 0: plain k-means); users join the nearest centre after the same partial
-    projection. An experiment of section (j), not in the library."""
-
-    lam = 0.5
-
-    def _attribute_free(self, E, a_idx, w_lab):
-        E_free = super()._attribute_free(E, a_idx, w_lab)
-        if not self.attribute_directions_.shape[0]:
-            return E_free
-        E = np.asarray(E.toarray() if sp.issparse(E) else E, dtype=np.float64)
-        return E + self.lam * (E_free - E)
-
-    def _nearest_centers(self, E, centers=None):
-        centers = self.cluster_centers_ if centers is None else centers
-        V = self.attribute_directions_
-        if not V.shape[0]:
-            return super()._nearest_centers(E, centers)
-        E = np.asarray(E.toarray() if sp.issparse(E) else E, dtype=np.float64)
-        return self._distances(E - self.lam * (E @ V.T) @ V, centers - self.lam * (centers @ V.T) @ V).argmin(axis=1)
-
-
-class _PartialProjection75(_PartialProjection):
-    lam = 0.75
-
-
 def _make_mapper(params, **kw):
     params = dict(params)
     cls = params.pop("_class", QuantizedPrivacyMapper)
@@ -326,8 +299,13 @@ RULE_CONFIGS = {
     # section (j): plain k-means with posterior profiles (the default for a binary attribute), more clusters
     "plain, per 20": dict(clustering="plain", n_clusters="per20"),
     "plain, per 10": dict(clustering="plain", n_clusters="per10"),
-    "partial 0.5, per 10": dict(clustering="attribute_free", n_clusters="per10", _class=_PartialProjection),
-    "partial 0.75, per 10": dict(clustering="attribute_free", n_clusters="per10", _class=_PartialProjection75),
+    # section (j): remove only a share of the between-class component (the library's class_removal; it was the
+    # benchmark's _PartialProjection), section (k): the share chosen on held-out labeled users
+    "partial 0.5, per 10": dict(clustering="attribute_free", n_clusters="per10", class_removal=0.5),
+    "partial 0.75, per 10": dict(clustering="attribute_free", n_clusters="per10", class_removal=0.75),
+    "partial 0.25, per 10": dict(clustering="attribute_free", n_clusters="per10", class_removal=0.25),
+    "removal heldout, per 10": dict(clustering="attribute_free", n_clusters="per10", class_removal="heldout"),
+    "removal heldout": dict(class_removal="heldout"),
     # section (j): the default with the whole-space assignment it had before the fix (same clusters and prior)
     "default, whole-space assignment": dict(_class=_WholeSpaceAssignment),
     "attribute_free, per 10, whole-space assignment": dict(clustering="attribute_free", n_clusters="per10",
@@ -395,7 +373,11 @@ def _rule(sets, configs, leakages, seeds, cv):
                 cells = [f"{100 * r:+.2f}% / {a:.3f}" for r, a in zip(f["rel_increase_released"], auc)]
                 ks = []
                 for ml in leakages:
-                    ks.append(_fit_mapper(clone(mapper).set_params(max_leakage=ml), split).n_clusters_)
+                    fitted = _fit_mapper(clone(mapper).set_params(max_leakage=ml), split)
+                    # the share of the between-class component removed (class_removal_, section (k))
+                    share = getattr(fitted, "class_removal_", 0.0)
+                    ks.append(f"{fitted.n_clusters_}" + (f", removal={share:g}"
+                                                         if "class_removal" in RULE_CONFIGS[name] else ""))
                 print(f"RULE | {data_name} | {name} | seed {seed} | nothing +{100 * f['rel_increase_release_nothing'][0]:.2f}% | "
                       + " | ".join(f"{ml} bits: {c} (k={k})" for ml, c, k in zip(leakages, cells, ks))
                       + f" | {time.perf_counter() - t0:.0f} s", flush=True)

@@ -46,6 +46,8 @@ _HELDOUT_FOLDS = 5
 _HELDOUT_USERS_PER_CLUSTER = (40, 28, 20, 14, 10, 7, 5)
 _HELDOUT_PERMUTATIONS = 200
 _HELDOUT_MIN_FOLD = 10
+#: class_removal="heldout": the shares tried, in the order of the step-down scan (the full removal first)
+_REMOVAL_GRID = (1.0, 0.75, 0.5, 0.25, 0.0)
 
 
 def _heldout_choice(excess, noise, distortion, tolerance):
@@ -63,6 +65,19 @@ def _heldout_choice(excess, noise, distortion, tolerance):
     if stop == 0:
         return 0
     return int(np.argmin(np.asarray(distortion)[:stop]))
+
+
+def _removal_choice(excess, distortion, tolerance):
+    """Index of the share chosen by ``class_removal="heldout"`` (candidates in ``_REMOVAL_GRID`` order, the full
+    removal first).
+
+    :func:`_heldout_choice` on the excess measured against the full removal's: the full removal (the fit
+    without the parameter) is always accepted, and the scan goes on to smaller shares while their held-out
+    excess exceeds the full removal's by at most ``tolerance`` bits; the accepted share of least held-out
+    distortion is chosen. Both excesses are measured on the same folds and held-out users.
+    """
+    excess = np.asarray(excess, dtype=np.float64)
+    return _heldout_choice(excess - excess[0], np.zeros_like(excess), distortion, tolerance)
 
 
 def _heldout_statistic(a, c, w, mapping, n_classes, kind="mutual_information"):
@@ -345,7 +360,57 @@ class QuantizedPrivacyMapper(_BaseMapper):
         ``n_clusters="heldout"`` only: the leakage excess (bits), one noise
         standard deviation included, that a candidate number of clusters may
         show on the held-out users. A larger tolerance never chooses a
-        candidate of larger held-out distortion.
+        candidate of larger held-out distortion. Also the tolerance of
+        ``class_removal="heldout"``.
+    class_removal : float in [0, 1] or "heldout", default=1.0
+        Share of the between-class component that attribute-free clustering
+        removes before k-means: the users' points ``e`` are clustered as
+        ``e - class_removal * P (e - mean)``, with ``P`` the projection on the
+        between-class directions (``attribute_directions_``), and every user
+        (labeled or not) joins the nearest centre after the same partial
+        projection, the partition whose class split the prior counts (so the
+        certificate covers the release whatever the share). ``1.0``: the
+        attribute-free clustering described under ``clustering``; ``0.0``: plain
+        k-means (no directions are kept: ``attribute_directions_`` has no rows).
+        It applies only when the clustering resolves to ``"attribute_free"``:
+        ignored when ``"auto"`` resolves to plain clusters (a binary attribute,
+        the Hamming space, a dask collection), refused with an explicit
+        ``clustering="plain"`` (a value other than 1.0 there asks for
+        something that clustering does not do). ``"heldout"``: the share
+        chosen among 1, 0.75, 0.5, 0.25 and 0 by the held-out machinery of
+        ``n_clusters="heldout"`` at the number of clusters of the fit: 5
+        stratified folds of the labeled users; on four, the clusters (after
+        that share's partial projection), the prior and the mapping are refitted
+        as ``fit`` would; the fifth fold's users join the nearest centre after
+        the same projection and go through the mapping. The leakage excess and
+        its noise floor are those of ``n_clusters="heldout"``
+        (``class_removal_excess_``, ``class_removal_noise_``); the held-out
+        distortion (``class_removal_distortion_``) is measured to the points
+        the release stands for (with ``profile="posterior"`` the mixture mean
+        ``sum_c p(c | c_hat) centre_c`` of each output, otherwise the output
+        points), in the units of ``delta``. The full removal (the fit
+        without this parameter) is always accepted; scanning down from it,
+        smaller shares are accepted while their excess is at most the full
+        removal's plus ``heldout_tolerance`` (measured on the same folds and
+        held-out users; the first failure stops the scan: a smaller share
+        keeps more of the class signal in the partition, so the counted
+        prior has more to get wrong); the accepted share of least held-out
+        distortion is used. (An absolute test, ``excess + noise <=
+        heldout_tolerance`` as for ``n_clusters``, stopped at the full
+        removal itself on most draws at perfect privacy: with about 500
+        labeled users its noise alone is about the tolerance; docs/frontier.md,
+        section (k).) The choice depends only on the
+        labeled users' points (ratings through the taste embedding), their
+        classes and weights, the fitted parameters and the seed; the release
+        stays a function of ``c_hat`` alone. Not combined with
+        ``n_clusters="heldout"`` (give one of the two a value). Costs about
+        25 extra clusterings and solves. Measured in docs/frontier.md,
+        section (k), paired over three protocol draws: a fixed 0.5 lowers the
+        cost at perfect privacy on the realistic stand-in (gender x age band
+        +4.84 against +7.03 %, 3 draws of 3) but not on the entangled preset
+        (age band +7.41 against +6.83 %, 0 of 3), and ``"heldout"`` wins on
+        some draws and loses on others there, with the attacker at 0.586 once
+        at 0.01 bits; the default stays the full removal.
 
     Attributes
     ----------
@@ -424,7 +489,23 @@ class QuantizedPrivacyMapper(_BaseMapper):
         The held-out users' expected distortion (units of ``delta``).
     attribute_directions_ : ndarray of shape (n_directions, n_dims)
         Orthonormal between-class directions projected out before clustering
-        (``clustering="attribute_free"``; zero rows otherwise).
+        (``clustering="attribute_free"``; zero rows otherwise, and when
+        ``class_removal_`` is 0).
+    class_removal_ : float
+        Share of the between-class component removed before clustering and
+        assignment (``class_removal``, or the held-out choice); 0.0 when the
+        clusters are plain.
+    class_removal_grid_ : ndarray of float
+        ``class_removal="heldout"`` only (like the three below): the shares
+        tried, in the order of the scan (1.0 first).
+    class_removal_excess_ : ndarray of float
+        Held-out leakage minus the claimed leakage, less the permutation
+        null's mean (bits; fold average), per share.
+    class_removal_noise_ : ndarray of float
+        Standard deviation of the permutation null of that average (bits).
+    class_removal_distortion_ : ndarray of float
+        The held-out users' expected distortion to the released points (units
+        of ``delta``), per share.
     release_profiles_ : sparse matrix of shape (n_outputs, n_features_in_)
         Row ``j`` is what a user whose ``c_hat = j`` releases (last row empty
         for ``release="profile"``).
@@ -545,6 +626,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
         "dask_sample_size": [NumberInterval(Integral, 2, None, closed="left")],
         "protect": PROTECT_CONSTRAINT,
         "heldout_tolerance": [NumberInterval(Real, 0, None, closed="left")],
+        "class_removal": [NumberInterval(Real, 0, 1, closed="both"), StrOptions({"heldout"})],
     }
 
     _saved_attributes = _BaseMapper._saved_attributes + (
@@ -552,18 +634,21 @@ class QuantizedPrivacyMapper(_BaseMapper):
         "embedding_", "quantization_radius_", "quantization_distortion_", "center_distortion_",
         "empirical_prior_", "empirical_leakage_", "output_points_", "profile_weights_", "n_refine_",
         "attribute_directions_", "heldout_n_clusters_", "heldout_leakage_excess_", "heldout_noise_",
-        "heldout_distortion_",
+        "heldout_distortion_", "class_removal_", "class_removal_grid_", "class_removal_excess_",
+        "class_removal_noise_", "class_removal_distortion_",
     )
     #: files written before the frontier parameters lack the last three (read as: centres, one-hot, 0)
     _optional_attributes = _BaseMapper._optional_attributes + (
         "embedding_", "output_points_", "profile_weights_", "n_refine_", "attribute_directions_",
-        "heldout_n_clusters_", "heldout_leakage_excess_", "heldout_noise_", "heldout_distortion_")
+        "heldout_n_clusters_", "heldout_leakage_excess_", "heldout_noise_", "heldout_distortion_",
+        "class_removal_", "class_removal_grid_", "class_removal_excess_", "class_removal_noise_",
+        "class_removal_distortion_")
 
     def __init__(self, n_clusters="auto", delta=None, *, max_leakage=None, metric="euclidean",
                  space="auto", n_components=20, release="profile", profile="posterior", n_refine=0,
                  clustering="auto", prior="counts", smoothing=1.0, leakage="mutual_information", solver="auto",
                  random_state=None, dask_sample_size=_dask.DEFAULT_SAMPLE_SIZE, protect="joint",
-                 heldout_tolerance=0.02):
+                 heldout_tolerance=0.02, class_removal=1.0):
         self.n_clusters = n_clusters
         self.delta = delta
         self.max_leakage = max_leakage
@@ -582,6 +667,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
         self.dask_sample_size = dask_sample_size
         self.protect = protect
         self.heldout_tolerance = heldout_tolerance
+        self.class_removal = class_removal
 
     # ------------------------------------------------------------------ helpers
     def _check_X(self, X, reset):
@@ -646,14 +732,16 @@ class QuantizedPrivacyMapper(_BaseMapper):
         (the overall mean) cancels in the differences. This is the partition whose class split the prior
         counts: assigning in the whole space instead would apply a different, class-dependent partition
         (the whole-space centres still differ along those directions), and the certificate would not hold
-        for it (docs/frontier.md, section (j)).
+        for it (docs/frontier.md, section (j)). With ``class_removal_`` below 1 the projection removes that
+        share of the between-class component only, as the clustering did.
         """
         centers = self.cluster_centers_ if centers is None else centers
         V = getattr(self, "attribute_directions_", None)
         if V is None or V.shape[0] == 0 or self._space() == "hamming":
             return self._distances(E, centers).argmin(axis=1)
+        lam = float(getattr(self, "class_removal_", 1.0))  # files written before class_removal: the full removal
         E = np.asarray(E.toarray() if sp.issparse(E) else E, dtype=np.float64)
-        return self._distances(E - (E @ V.T) @ V, centers - (centers @ V.T) @ V).argmin(axis=1)
+        return self._distances(E - lam * ((E @ V.T) @ V), centers - lam * ((centers @ V.T) @ V)).argmin(axis=1)
 
     def _output_points(self):
         """Points of the output alphabet in the clustering space (``output_points_``, then origin).
@@ -687,10 +775,16 @@ class QuantizedPrivacyMapper(_BaseMapper):
 
         The directions are an orthonormal basis of the span of the weighted class
         means minus the overall mean (at most ``n_classes - 1`` of them), learnt on
-        the labeled rows; they are stored in ``attribute_directions_``.
+        the labeled rows; they are stored in ``attribute_directions_``. Only the
+        share ``class_removal_`` of the component along them is removed (none,
+        and no directions kept, when it is 0: plain k-means).
         """
         self.attribute_directions_ = np.zeros((0, E.shape[1]))
         if self._clustering(a_idx) != "attribute_free":
+            self.class_removal_ = 0.0
+            return E
+        lam = float(self.class_removal_)
+        if lam == 0.0:
             return E
         E = np.asarray(E.toarray() if sp.issparse(E) else E, dtype=np.float64)
         mean = np.average(E, axis=0, weights=w_lab)
@@ -703,7 +797,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
         keep = s > 1e-10 * max(float(s.max()), np.finfo(float).tiny) if s.size else np.zeros(0, bool)
         self.attribute_directions_ = Vt[keep]
         V = self.attribute_directions_
-        return E - ((E - mean) @ V.T) @ V
+        return E - lam * (((E - mean) @ V.T) @ V)
 
     def _auto_n_clusters(self, n_labeled, a_idx=None):
         """``n_clusters="auto"`` with the counted prior: one cluster per 10 labeled users (between 2 and 200) when
@@ -739,8 +833,12 @@ class QuantizedPrivacyMapper(_BaseMapper):
             X_lab_s = X_lab if sp.issparse(X_lab) else sp.csr_matrix(X_lab)
             self.embedding_ = TasteEmbedding(n_components=self.n_components, random_state=seed).fit(X_lab_s)
         E = self._embed(X_lab)
+        removal = self._check_class_removal(a_idx)
+        self.class_removal_ = 1.0 if removal == "heldout" else removal
         if k == "heldout":
             k = self._heldout_n_clusters(E, a_idx, w_lab, seed)
+        elif removal == "heldout":
+            self.class_removal_ = self._heldout_class_removal(E, a_idx, w_lab, seed, k)
         E_cluster = self._attribute_free(E, a_idx, w_lab)
         labels = self._cluster(E, E_cluster, k, seed, w_lab)
         return E, labels
@@ -804,44 +902,102 @@ class QuantizedPrivacyMapper(_BaseMapper):
         attribute); everything that does (clusters with
         ``clustering="attribute_free"``, prior, mapping) is refitted per fold.
         """
-        from sklearn.model_selection import StratifiedKFold
-
-        if a_idx is None or self.classes_.size < 2:
-            raise ValueError("n_clusters='heldout' checks the leakage of one attribute (or of the joint attribute) "
-                             "on held-out labeled users; it cannot run with protect='marginal' on a 2-D y: give "
-                             "an integer n_clusters or 'auto'")
-        n = E.shape[0]
-        per_class = np.bincount(a_idx, minlength=self.classes_.size)
-        if n < _HELDOUT_FOLDS * _HELDOUT_MIN_FOLD or np.sum(per_class >= _HELDOUT_FOLDS) < 2:
-            raise ValueError(f"n_clusters='heldout' needs at least {_HELDOUT_FOLDS * _HELDOUT_MIN_FOLD} labeled users "
-                             f"and two classes with {_HELDOUT_FOLDS} or more each for its {_HELDOUT_FOLDS} folds; got "
-                             f"{n} labeled users, class sizes {per_class.tolist()}. Give an integer n_clusters or 'auto'")
-        grid = self._heldout_grid(n)
-        rng = np.random.default_rng([seed, 1])
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message="The least populated class")
-            folds = list(StratifiedKFold(_HELDOUT_FOLDS, shuffle=True, random_state=seed % 2**32).split(E, a_idx))
-        perms = [[rng.permutation(test.size) for _ in range(_HELDOUT_PERMUTATIONS)] for _, test in folds]
-        sizes = np.array([w[test].sum() for _, test in folds])
-        fw = sizes / sizes.sum()
-        excess, noise, dist = (np.zeros(grid.size) for _ in range(3))
-        for i, k in enumerate(grid):
-            stats = [self._heldout_fold(E, a_idx, w, train, test, k * train.size / n, seed, pf)
-                     for (train, test), pf in zip(folds, perms)]
-            obs = np.array([s[0] for s in stats])
-            null = np.array([s[1] for s in stats])  # folds x permutations
-            excess[i] = fw @ (obs - null.mean(axis=1) - np.array([s[2] for s in stats]))
-            noise[i] = float(np.std(fw @ null))
-            dist[i] = fw @ np.array([s[3] for s in stats])
+        folds, perms, fw = self._heldout_folds(E, a_idx, w, seed, "n_clusters='heldout'")
+        grid = self._heldout_grid(E.shape[0])
+        figures = np.array([self._heldout_figures(E, a_idx, w, folds, perms, fw, k, seed) for k in grid])
+        excess, noise, dist = figures.T
         self.heldout_n_clusters_ = grid
         self.heldout_leakage_excess_ = excess
         self.heldout_noise_ = noise
         self.heldout_distortion_ = dist
         return int(grid[_heldout_choice(excess, noise, dist, self.heldout_tolerance)])
 
-    def _heldout_fold(self, E, a_idx, w, train, test, k, seed, perms):
-        """One fold of the rule: (held-out leakage, its permutation null, claimed leakage, held-out distortion)."""
+    def _heldout_folds(self, E, a_idx, w, seed, what):
+        """Folds, label permutations and fold weights shared by the held-out rules (``what`` names the rule)."""
+        from sklearn.model_selection import StratifiedKFold
+
+        if a_idx is None or self.classes_.size < 2:
+            raise ValueError(f"{what} checks the leakage of one attribute (or of the joint attribute) "
+                             "on held-out labeled users; it cannot run with protect='marginal' on a 2-D y: "
+                             + ("give an integer n_clusters or 'auto'" if what.startswith("n_clusters")
+                                else "give class_removal a number in [0, 1]"))
+        n = E.shape[0]
+        per_class = np.bincount(a_idx, minlength=self.classes_.size)
+        if n < _HELDOUT_FOLDS * _HELDOUT_MIN_FOLD or np.sum(per_class >= _HELDOUT_FOLDS) < 2:
+            raise ValueError(f"{what} needs at least {_HELDOUT_FOLDS * _HELDOUT_MIN_FOLD} labeled users "
+                             f"and two classes with {_HELDOUT_FOLDS} or more each for its {_HELDOUT_FOLDS} folds; got "
+                             f"{n} labeled users, class sizes {per_class.tolist()}. "
+                             + ("Give an integer n_clusters or 'auto'" if what.startswith("n_clusters")
+                                else "Give class_removal a number in [0, 1]"))
+        rng = np.random.default_rng([seed, 1])
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="The least populated class")
+            folds = list(StratifiedKFold(_HELDOUT_FOLDS, shuffle=True, random_state=seed % 2**32).split(E, a_idx))
+        perms = [[rng.permutation(test.size) for _ in range(_HELDOUT_PERMUTATIONS)] for _, test in folds]
+        sizes = np.array([w[test].sum() for _, test in folds])
+        return folds, perms, sizes / sizes.sum()
+
+    def _heldout_figures(self, E, a_idx, w, folds, perms, fw, k, seed, removal=None):
+        """One candidate of a held-out rule: (excess, noise, distortion) averaged over the folds (weights ``fw``).
+
+        ``k`` clusters for all the labeled users (each fold's training part gets as many users per cluster);
+        ``removal``: the share of the between-class component removed (``class_removal="heldout"``), None for
+        the fit's own (``n_clusters="heldout"``).
+        """
+        n = E.shape[0]
+        stats = [self._heldout_fold(E, a_idx, w, train, test, k * train.size / n, seed, pf, removal)
+                 for (train, test), pf in zip(folds, perms)]
+        obs = np.array([s[0] for s in stats])
+        null = np.array([s[1] for s in stats])  # folds x permutations
+        excess = fw @ (obs - null.mean(axis=1) - np.array([s[2] for s in stats]))
+        return float(excess), float(np.std(fw @ null)), float(fw @ np.array([s[3] for s in stats]))
+
+    def _check_class_removal(self, a_idx):
+        """``class_removal`` as this fit uses it (a float or ``"heldout"``); refuses what it cannot mean."""
+        value = self.class_removal
+        if self.clustering == "plain" and not (isinstance(value, Real) and value == 1.0):
+            raise ValueError(f"class_removal={value!r} is the share of the between-class component that "
+                             "attribute-free clustering removes; clustering='plain' removes none: leave "
+                             "class_removal=1.0 or use clustering='attribute_free' (or 'auto')")
+        if value == "heldout":
+            if self.n_clusters == "heldout" and self._clustering(a_idx) == "attribute_free":
+                raise ValueError("class_removal='heldout' chooses the share at the fit's number of clusters; it "
+                                 "cannot be combined with n_clusters='heldout': give one of the two a value")
+            return value
+        return float(value)
+
+    def _heldout_class_removal(self, E, a_idx, w, seed, k):
+        """The share of the between-class component removed, chosen on held-out labeled users
+        (``class_removal="heldout"``, see the class).
+
+        The folds, permutations and figures are those of ``n_clusters="heldout"``
+        (:meth:`_heldout_folds`, :meth:`_heldout_figures`, :func:`_heldout_choice`) with the number of
+        clusters fixed at ``k`` and the candidates ``_REMOVAL_GRID`` (full removal first); the distortion is
+        measured to the points the release stands for. Without attribute-free clustering nothing is removed.
+        """
+        if self._clustering(a_idx) != "attribute_free":
+            return 0.0
+        folds, perms, fw = self._heldout_folds(E, a_idx, w, seed, "class_removal='heldout'")
+        grid = np.array(_REMOVAL_GRID, dtype=np.float64)
+        figures = np.array([self._heldout_figures(E, a_idx, w, folds, perms, fw, k, seed, removal=lam)
+                            for lam in grid])
+        excess, noise, dist = figures.T
+        self.class_removal_grid_ = grid
+        self.class_removal_excess_ = excess
+        self.class_removal_noise_ = noise
+        self.class_removal_distortion_ = dist
+        return float(grid[_removal_choice(excess, dist, self.heldout_tolerance)])
+
+    def _heldout_fold(self, E, a_idx, w, train, test, k, seed, perms, removal=None):
+        """One fold of a rule: (held-out leakage, its permutation null, claimed leakage, held-out distortion).
+
+        ``removal`` (``class_removal="heldout"``): the share of the between-class component removed, and the
+        distortion is measured to the points the release stands for (``profile_weights_``-mixtures of the
+        centres); None: the fit's share, the distortion to the output points (``n_clusters="heldout"``).
+        """
         work = copy.copy(self)  # scratch: the fold's clusters, prior and mapping never touch self
+        if removal is not None:
+            work.class_removal_ = float(removal)
         k = int(np.clip(round(k), 2, train.size))
         a_tr, w_tr = a_idx[train], w[train]
         E_tr, E_te = E[train], E[test]
@@ -858,7 +1014,14 @@ class QuantizedPrivacyMapper(_BaseMapper):
         def stat(a):
             return _heldout_statistic(a, c_te, w_te, mapping, self.classes_.size, self.leakage)
 
-        D_te = work._distances(E_te, work._output_points())
+        if removal is None:
+            points = work._output_points()
+        else:
+            work.prior_, work.mapping_ = prior, mapping
+            points = work._profile_weights().T @ work.cluster_centers_
+            if self.release == "profile":
+                points = np.vstack([points, np.zeros((1, points.shape[1]))])
+        D_te = work._distances(E_te, points)
         dist = float(np.average(np.sum(mapping[c_te] * D_te, axis=1), weights=w_te))
         return stat(a_te), _heldout_null(a_te, perms, c_te, w_te, mapping, self.classes_.size, self.leakage), claimed, dist
 
@@ -1367,6 +1530,59 @@ class QuantizedPrivacyMapper(_BaseMapper):
             raise ValueError(f"fitted.n_clusters_ = {self.n_clusters_} but the held-out figures choose {chosen} "
                              f"clusters (heldout_tolerance={self.heldout_tolerance!r})")
 
+    def _check_class_removal_state(self, n_dims):
+        """``class_removal_`` and the partition it implies: a share in [0, 1], the parameter's value (or the
+        held-out figures' choice), orthonormal ``attribute_directions_`` in the clustering space, present
+        exactly when the share is above 0 (files written before ``class_removal``: the full removal)."""
+        V = getattr(self, "attribute_directions_", None)
+        if V is not None:
+            if not isinstance(V, np.ndarray) or V.ndim != 2 or not np.all(np.isfinite(V)):
+                raise ValueError(f"fitted.attribute_directions_ must be a 2-D array of finite numbers, got {V!r:.60}")
+            if V.shape[0] and (V.shape[1] != n_dims
+                               or np.max(np.abs(V @ V.T - np.eye(V.shape[0]))) > 1e-8):
+                raise ValueError(f"fitted.attribute_directions_ must be orthonormal rows of {n_dims} coordinates "
+                                 f"(the clustering space), got shape {V.shape}")
+        has_dirs = V is not None and V.shape[0] > 0
+        lam = getattr(self, "class_removal_", None)
+        if lam is None:
+            if self.class_removal != 1.0 and has_dirs:
+                raise ValueError(f"fitted.class_removal_ is missing: class_removal={self.class_removal!r} "
+                                 "records the share removed")
+            return
+        if isinstance(lam, bool) or not isinstance(lam, Real) or not 0.0 <= lam <= 1.0:
+            raise ValueError(f"fitted.class_removal_ must be a number in [0, 1], got {lam!r:.60}")
+        if has_dirs and lam == 0.0:
+            raise ValueError("fitted.class_removal_ = 0 but attribute_directions_ has rows: a share of 0 keeps "
+                             "no between-class directions (plain k-means)")
+        if not has_dirs and lam != 0.0:
+            raise ValueError(f"fitted.class_removal_ = {lam!r} but there are no attribute_directions_ to remove "
+                             "a share of")
+        names = ("class_removal_grid_", "class_removal_excess_", "class_removal_noise_", "class_removal_distortion_")
+        present = [getattr(self, n, None) is not None for n in names]
+        if any(present):
+            if self.class_removal != "heldout":
+                raise ValueError(f"fitted.class_removal_grid_ is present but class_removal="
+                                 f"{self.class_removal!r}: only class_removal='heldout' records held-out figures")
+            if not all(present):
+                raise ValueError(f"fitted.{names[present.index(False)]} is missing beside the other figures")
+            grid = self.class_removal_grid_
+            if not isinstance(grid, np.ndarray) or not np.array_equal(grid, np.array(_REMOVAL_GRID)):
+                raise ValueError(f"fitted.class_removal_grid_ must be {list(_REMOVAL_GRID)}, got {grid!r:.80}")
+            for name in names[1:]:
+                v = getattr(self, name)
+                if not isinstance(v, np.ndarray) or v.shape != grid.shape or not np.all(np.isfinite(v)):
+                    raise ValueError(f"fitted.{name} must be {grid.size} finite numbers like class_removal_grid_")
+            chosen = float(grid[_removal_choice(self.class_removal_excess_, self.class_removal_distortion_,
+                                                self.heldout_tolerance)])
+            if lam != chosen:
+                raise ValueError(f"fitted.class_removal_ = {lam!r} but the held-out figures choose {chosen!r} "
+                                 f"(heldout_tolerance={self.heldout_tolerance!r})")
+        elif self.class_removal == "heldout":
+            if has_dirs:
+                raise ValueError("fitted.class_removal_grid_ is missing: class_removal='heldout' records its figures")
+        elif has_dirs and lam != float(self.class_removal):
+            raise ValueError(f"fitted.class_removal_ = {lam!r} but class_removal={self.class_removal!r}")
+
     def _check_structure(self):
         self._check_heldout()
         k = self.n_clusters_
@@ -1388,6 +1604,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
         elif centers.shape[1] != self.n_features_in_:
             raise ValueError(f"fitted.cluster_centers_ has {centers.shape[1]} columns, expected "
                              f"n_features_in_={self.n_features_in_}")
+        self._check_class_removal_state(centers.shape[1])
         n_out = k + (self.release == "profile")
         if self.mapping_.shape[1] != n_out:
             raise ValueError(f"fitted.mapping_ has {self.mapping_.shape[1]} columns, expected {n_out} output symbols")
