@@ -37,9 +37,14 @@ from ._sparse import check_warm_pattern
 
 __all__ = ["OutputReduction", "reduce_outputs"]
 
-#: a sparse distortion whose reduced problem has at most this many input x output cells is
-#: solved as a dense one (forbidden cells ``inf``) by the structured fast solver
+#: the blockwise dominance test's block size (cells), and ErasureMapper's limit for a dense alphabet
 DENSE_CELLS_LIMIT = 2**22
+#: a sparse distortion whose reduced problem has at most this many input x output cells is solved as a
+#: dense one (forbidden cells ``inf``) by the structured fast solver; above it by column generation over
+#: the allowed transitions (``_sparse``), much slower on erasure alphabets: 300 rows of twelve six-valued
+#: fields reduce to 300 x 17,218 cells (5.2 million), fitted (cap 0.01 bits) in 189 s and 1.8 GB resident
+#: dense, not finished in 900 s sparse (benchmarks/bench_erasure_features.py, stop 23)
+REDUCED_DENSE_CELLS_LIMIT = 2**23
 
 
 def _segment_all(flags, indptr):
@@ -159,7 +164,7 @@ class OutputReduction:
         For every original output, the column of the reduced problem that takes its mass
         (itself when kept; -1 for an output no input can reach).
     distortion : ndarray or csr_array
-        The reduced distortion (dense with ``inf`` when small enough, see ``DENSE_CELLS_LIMIT``).
+        The reduced distortion (dense with ``inf`` when small enough, see ``REDUCED_DENSE_CELLS_LIMIT``).
     """
 
     def __init__(self, D, target):
@@ -174,7 +179,7 @@ class OutputReduction:
             self._D.sort_indices()
             red = sp.csr_array(sp.csc_array(D)[:, self.keep])
             red.sort_indices()
-            if D.shape[0] * self.keep.size <= DENSE_CELLS_LIMIT:
+            if D.shape[0] * self.keep.size <= REDUCED_DENSE_CELLS_LIMIT:
                 dense = np.full((D.shape[0], self.keep.size), np.inf)
                 r = np.repeat(np.arange(red.shape[0]), np.diff(red.indptr))
                 dense[r, red.indices] = red.data

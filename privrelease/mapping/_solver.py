@@ -714,7 +714,7 @@ def solve_mapping(prior, distortion, delta=None, *, max_leakage=None, leakage="m
         its entries (``csr_array((d, (rows, cols)), shape=...)``). The mapping is
         then returned as a ``csr_array`` with the same stored entries. After the
         presolve (module notes) removes dominated outputs, a reduced program of at
-        most ``DENSE_CELLS_LIMIT`` (4,194,304) cells is solved by the dense fast
+        most ``REDUCED_DENSE_CELLS_LIMIT`` (8,388,608) cells is solved by the dense fast
         path; a larger one by column generation over the allowed transitions (see
         :mod:`privrelease.mapping._sparse`), certified by the same bound.
     delta : float, optional

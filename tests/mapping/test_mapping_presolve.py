@@ -23,7 +23,7 @@ from privrelease.mapping import (
     solve_mapping,
 )
 from privrelease.mapping import _solver
-from privrelease.mapping._presolve import DENSE_CELLS_LIMIT, reduce_outputs
+from privrelease.mapping._presolve import REDUCED_DENSE_CELLS_LIMIT, reduce_outputs
 
 INF = np.inf
 
@@ -139,7 +139,7 @@ def test_sparse_erasure_solved_through_the_presolve_matches_the_unreduced_engine
     prior = rng.dirichlet(np.full(2 * X.shape[0], 0.5)).reshape(2, -1)
     red = reduce_outputs(Ds)
     assert not sp.issparse(red.distortion)  # small enough: solved dense, by the fast path
-    assert X.shape[0] * red.n_outputs <= DENSE_CELLS_LIMIT
+    assert X.shape[0] * red.n_outputs <= REDUCED_DENSE_CELLS_LIMIT
     res = solve_mapping(prior, Ds, **mode)
     assert sp.issparse(res.mapping)  # the distortion's stored entries, as before
     Dc = sp.csr_array(Ds)
