@@ -67,6 +67,15 @@ def _heldout_choice(excess, noise, distortion, tolerance):
     return int(np.argmin(np.asarray(distortion)[:stop]))
 
 
+def _check_figures_like(fitted, names):
+    """A saved held-out rule's figures ``names[1:]``: finite arrays of the grid ``names[0]``'s shape."""
+    grid = getattr(fitted, names[0])
+    for name in names[1:]:
+        v = getattr(fitted, name)
+        if not isinstance(v, np.ndarray) or v.shape != grid.shape or not np.all(np.isfinite(v)):
+            raise ValueError(f"fitted.{name} must be {grid.size} finite numbers like {names[0]}")
+
+
 def _removal_choice(excess, distortion, tolerance):
     """Index of the share chosen by ``class_removal="heldout"`` (candidates in ``_REMOVAL_GRID`` order, the full
     removal first).
@@ -1520,10 +1529,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
         if (not isinstance(grid, np.ndarray) or grid.ndim != 1 or grid.size == 0 or grid.dtype.kind not in "iu"
                 or np.any(grid < 2) or np.any(np.diff(grid) <= 0)):
             raise ValueError(f"fitted.heldout_n_clusters_ must be increasing integers >= 2, got {grid!r:.80}")
-        for name in names[1:]:
-            v = getattr(self, name)
-            if not isinstance(v, np.ndarray) or v.shape != grid.shape or not np.all(np.isfinite(v)):
-                raise ValueError(f"fitted.{name} must be {grid.size} finite numbers like heldout_n_clusters_")
+        _check_figures_like(self, names)
         chosen = int(grid[_heldout_choice(self.heldout_leakage_excess_, self.heldout_noise_,
                                           self.heldout_distortion_, self.heldout_tolerance)])
         if self.n_clusters_ > chosen:
@@ -1568,10 +1574,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
             grid = self.class_removal_grid_
             if not isinstance(grid, np.ndarray) or not np.array_equal(grid, np.array(_REMOVAL_GRID)):
                 raise ValueError(f"fitted.class_removal_grid_ must be {list(_REMOVAL_GRID)}, got {grid!r:.80}")
-            for name in names[1:]:
-                v = getattr(self, name)
-                if not isinstance(v, np.ndarray) or v.shape != grid.shape or not np.all(np.isfinite(v)):
-                    raise ValueError(f"fitted.{name} must be {grid.size} finite numbers like class_removal_grid_")
+            _check_figures_like(self, names)
             chosen = float(grid[_removal_choice(self.class_removal_excess_, self.class_removal_distortion_,
                                                 self.heldout_tolerance)])
             if lam != chosen:

@@ -20,22 +20,9 @@ from privrelease.mappers._quantized import _REMOVAL_GRID, _heldout_choice, _remo
 from privrelease.utils import check_random_source
 
 
-def _ratings(n=240, m=40, seed=0, strength=1.5, n_classes=3):
-    """Ratings 1-5 whose tastes depend on an n_classes attribute (as in test_frontier.py)."""
-    rng = np.random.default_rng(seed)
-    y = rng.integers(0, n_classes, n)
-    shift = rng.normal(size=(n_classes, 3)) * strength
-    taste = rng.normal(size=(n, 3)) + shift[y]
-    items = rng.normal(size=(3, m))
-    R = np.clip(np.rint(3 + 0.6 * taste @ items / np.sqrt(3) + rng.normal(0, 0.5, (n, m))), 1, 5)
-    mask = rng.random((n, m)) < 0.35
-    mask[np.arange(n), rng.integers(0, m, n)] = True
-    return sp.csr_matrix(np.where(mask, R, 0.0)), y
-
-
 @pytest.fixture(scope="module")
-def data():
-    return _ratings()                       # 240 users, 3 classes whose tastes differ
+def data(class_shifted_ratings):
+    return class_shifted_ratings()          # 240 users, 3 classes whose tastes differ
 
 
 class _FullRemovalBeforeTheParameter(QuantizedPrivacyMapper):

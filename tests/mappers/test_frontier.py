@@ -11,22 +11,9 @@ from privrelease.mappers import QuantizedPrivacyMapper
 from privrelease.mapping import mutual_information
 
 
-def _ratings(n=240, m=40, seed=0, strength=1.5, n_classes=3):
-    """Ratings 1-5 whose tastes depend on an n_classes attribute."""
-    rng = np.random.default_rng(seed)
-    y = rng.integers(0, n_classes, n)
-    shift = rng.normal(size=(n_classes, 3)) * strength
-    taste = rng.normal(size=(n, 3)) + shift[y]
-    items = rng.normal(size=(3, m))
-    R = np.clip(np.rint(3 + 0.6 * taste @ items / np.sqrt(3) + rng.normal(0, 0.5, (n, m))), 1, 5)
-    mask = rng.random((n, m)) < 0.35
-    mask[np.arange(n), rng.integers(0, m, n)] = True
-    return sp.csr_matrix(np.where(mask, R, 0.0)), y
-
-
 @pytest.fixture(scope="module")
-def data():
-    return _ratings()
+def data(class_shifted_ratings):
+    return class_shifted_ratings()
 
 
 @pytest.fixture(scope="module")
@@ -318,10 +305,10 @@ def test_auto_clustering_is_attribute_free_beyond_two_classes(data):
     (2030, 3, "auto"),            # capped at 200
     (1030, 2, "auto"),            # capped at 50
 ])
-def test_auto_number_of_clusters_follows_the_clustering(n_users, n_classes, clustering):
+def test_auto_number_of_clusters_follows_the_clustering(n_users, n_classes, clustering, class_shifted_ratings):
     """n_clusters='auto' (counted prior): n_labeled // 10 in [2, 200] for attribute-free clusters, n_labeled // 20
     in [2, 50] otherwise, and the fit is exactly the fit with that integer."""
-    X, y = _ratings(n=n_users, n_classes=n_classes, seed=1)
+    X, y = class_shifted_ratings(n=n_users, n_classes=n_classes, seed=1)
     auto = QuantizedPrivacyMapper(clustering=clustering, random_state=0).fit(X, y)
     free = auto.attribute_directions_.shape[0] > 0
     assert free == (clustering == "attribute_free" or (clustering == "auto" and n_classes > 2))

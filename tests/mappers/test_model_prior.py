@@ -2,7 +2,6 @@
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import StratifiedKFold
 from sklearn.preprocessing import StandardScaler
@@ -14,22 +13,9 @@ from privrelease.mapping import mutual_information
 from privrelease.utils import check_random_source
 
 
-def _ratings(n=200, m=30, seed=0, strength=1.5, n_classes=2):
-    """Ratings 1-5 whose tastes are shifted by an n_classes attribute (strength 0: independent of it)."""
-    rng = np.random.default_rng(seed)
-    y = rng.integers(0, n_classes, n)
-    shift = rng.normal(size=(n_classes, 3)) * strength
-    taste = rng.normal(size=(n, 3)) + shift[y]
-    items = rng.normal(size=(3, m))
-    R = np.clip(np.rint(3 + 0.6 * taste @ items / np.sqrt(3) + rng.normal(0, 0.5, (n, m))), 1, 5)
-    mask = rng.random((n, m)) < 0.35
-    mask[np.arange(n), rng.integers(0, m, n)] = True
-    return sp.csr_matrix(np.where(mask, R, 0.0)), y
-
-
 @pytest.fixture(scope="module")
-def data():
-    return _ratings()
+def data(class_shifted_ratings):
+    return class_shifted_ratings(n=200, m=30, n_classes=2)
 
 
 @pytest.fixture(scope="module")
