@@ -42,8 +42,8 @@ DENSE_CELLS_LIMIT = 2**22
 #: a sparse distortion whose reduced problem has at most this many input x output cells is solved as a
 #: dense one (forbidden cells ``inf``) by the structured fast solver; above it by column generation over
 #: the allowed transitions (``_sparse``), much slower on erasure alphabets: 300 rows of twelve six-valued
-#: fields reduce to 300 x 17,218 cells (5.2 million), fitted (cap 0.01 bits) in 189 s and 1.8 GB resident
-#: dense, not finished in 900 s sparse (benchmarks/bench_erasure_features.py, stop 23)
+#: fields reduce to 300 x 17,218 cells (5.2 million), fitted (cap 0.01 bits) in 75 s and 1.7 GB dense, not
+#: finished in 900 s sparse (benchmarks/bench_erasure_features.py, stop 23)
 REDUCED_DENSE_CELLS_LIMIT = 2**23
 
 
