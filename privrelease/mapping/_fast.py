@@ -19,9 +19,10 @@ Algorithm
    merit. The Newton system is solved exactly in ``O(nnz |A|^2 + k^3 / 3)`` by
    exploiting the structure of the Hessian: ``f`` depends on ``x`` only through
    ``J = M P``, so its Hessian is block diagonal over outputs ``j`` with blocks
-   ``M^T H_j M`` of rank ``|A| - 1``, ``H_j = diag(1/J_j) - 11^T / q_j = R_j^T R_j``.
+   ``M^T H_j M`` of rank ``|A| - 1``, ``H_j = diag(1/J_j) - 11^T / q_j = R_j^T R_j`` with
+   ``R_j`` of ``|A| - 1`` rows (a Householder basis of the complement of ``sqrt(J_j / q_j)``).
    Each block of ``K = Z X^{-1} + M^T H M`` is inverted by the Woodbury identity
-   (an ``|A| x |A|`` Cholesky per output), the distortion barrier adds a rank-one
+   (an ``(|A| - 1) x (|A| - 1)`` Cholesky per output), the distortion barrier adds a rank-one
    term (Sherman-Morrison), and the row-sum constraints are eliminated through
    the ``k x k`` Schur complement ``E K^{-1} E^T`` (diagonal minus a Gram
    matrix), factored by dense Cholesky, or by a sparse LU with a fill-reducing ordering
@@ -47,7 +48,9 @@ Algorithm
    solved to the requested precision, and priced again until no entry violates. When
    a precise round ends uncertified with few violators (the set has settled), the exact
    polish of step 5 is tried once first (one support, the cheap bound): k = 1000 saves
-   two precise rounds that way (~110 Newton systems).
+   two precise rounds that way (~110 Newton systems). So is it, whether or not the set has
+   settled, after a precise round within ``FULL_POLISH_GAP`` times ``tol``, followed by the
+   refined bound when the trial moved the bound (k = 2000: one precise round fewer).
    Stop when the certified gap is below ``tol``. The certificate's multiplier
    search bisects only over the entries that can be a row's minimum in its
    bracket (:func:`~privrelease.mapping._problem.lagrangian_bound`).
@@ -100,7 +103,7 @@ _SPARSE_SCHUR = 0.02  # the Schur complement is factored as sparse below this de
 WARM_ROUNDS = True  # warm-started working-set rounds (benchmarks/bench_solver.py flips it for the cold baseline)
 WARM_MU = 1e3  # a round after a precise one restarts at this multiple of its final barrier parameter
 WARM_NEW = 1e-3  # entries priced in start at this fraction of their row's mean (warm-started rounds)
-FULL_POLISH_GAP = 10.0  # after a precise round this close (times tol) the full exact polish is tried
+FULL_POLISH_GAP = 10.0  # after a precise round this close (times tol) the trial polish runs, and its refined bound
 REG = 1e-3  # proximal regularisation of the KKT polish, relative to the Hessian's diagonal
 
 
