@@ -172,7 +172,7 @@ def _merge_leaky_outputs(prob, P, rtol=1e-7):
     def col(v):  # one column's share of I(A; C_hat), nats
         return float(rel_entr(v, prob.pA * v.sum()).sum())
 
-    contrib = np.array([col(J[:, j]) for j in range(prob.kh)])
+    contrib = rel_entr(J, prob.pA[:, None] * q[None, :]).sum(axis=0)
     W = np.where(prob.mask, prob.W, np.inf)
     spent = 0.0
     # work: the LP's mapping is sparse (a basic solution), and each output costs its rows times kh
@@ -220,7 +220,7 @@ def independence_lower_bound(prob, t, leak_nats):
     ``r`` sums to 0 over all the classes (the last one's multiplier being 0), ``max |t|`` is replaced by the
     largest half-range ``max_j (max_a t~(a, j) - min_a t~(a, j)) / 2`` of ``t~ = (t, 0)`` (up to twice smaller). With the LP's own
     multipliers the first term is the LP's optimum (up to its tolerances), so the bound is
-    ``d_pp - max |t| sqrt(2 I)``: it certifies the distortion of the perfect-privacy mapping for
+    ``d_pp - h(t) sqrt(2 I)`` (``h``: that half-range): it certifies the distortion of the perfect-privacy mapping for
     targets below the leakage's rounding (a target of ``1e-30`` bits), where a solve cannot tell
     ``I`` from 0. An output that a single input can reach (the non-erased tuple of an erasure
     alphabet) is forced to 0 by independence; its multiplier is raised so that its entry prices at

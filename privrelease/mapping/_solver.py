@@ -399,7 +399,8 @@ def _solve_mi_target(prob, target_bits, solver, tol):
     * lower bound on the answer, from every solve (either side of the target):
       ``delta* >= delta_k + (LB_k - L) / lambda_k``; and from the perfect-privacy LP's
       multipliers ``t``, relaxed to the target by Pinsker's inequality,
-      ``delta* >= d_pp - max |t| sqrt(2 L)`` (:func:`~._lp.independence_lower_bound`): the lines'
+      ``delta* >= d_pp - h(t) sqrt(2 L)``, ``h(t) <= max |t|`` the largest half-range of the multipliers
+      over an output (:func:`~._lp.independence_lower_bound`): the lines'
       slopes vanish at perfect privacy, so for targets below the solves' precision (down to
       ``1e-300`` bits, below the leakage's rounding) only this bound certifies the distortion;
     * feasible point: ``f`` is convex, so the mixture of a mapping above the target and
