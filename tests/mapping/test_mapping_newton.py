@@ -147,3 +147,42 @@ def test_warm_started_working_set_rounds_agree_with_cold_restarts(monkeypatch, s
         assert gap <= 1e-6
         out[warm] = f / np.log(2)
     assert abs(out[True] - out[False]) <= 1e-6
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_restore_slack_mixes_the_least_cheapest_mapping_back_inside_the_budget(seed):
+    """A warm start that overshoots the budget (the entries pricing added) is mixed with the
+    cheapest mapping by the smallest share that leaves the central slack: the result is a
+    strictly positive row-stochastic point with ``delta - <w, x>`` equal to the target slack
+    (``mu / lam`` of the resumed round, at most half the cheapest mapping's room), and the
+    share is the closed form ``(<w, x> - delta + target) / (<w, x> - d_cheap)``."""
+    rng = np.random.default_rng(seed)
+    k = 40
+    X = rng.normal(size=(k, 2))
+    d = squared_euclidean_distortion(X)
+    pc = rng.dirichlet(np.full(k, 1.0))
+    post = 1.0 / (1.0 + np.exp(-X[:, 0]))
+    prob = Problem(np.vstack([pc * (1 - post), pc * post]), d)
+    support = rng.random((k, k)) < 0.3
+    support[np.arange(k), prob.argmin_full[prob.rows]] = True
+    r, j = np.nonzero(support)
+    bar = _fast._Barrier(prob, r, j, 1.0, True)
+    x = rng.random(r.size) + 1e-3
+    x /= bar.rowsum(x)[r]
+    cheap = (j == prob.argmin_full[prob.rows][r]).astype(float)
+    d_x, d_c = float(bar.w @ x), float(bar.w @ cheap)
+    assert d_x > d_c
+    delta = d_c + 0.9 * (d_x - d_c)  # the point overshoots this budget
+    bar.delta = delta
+    for resume, target in [(None, 0.5 * (delta - d_c)),
+                           ((None, 2.0, 1e-4, False), 1e-4 / 2.0),          # mu / lam of a loose round
+                           ((None, 2.0, 1e-9, True), 1e-9 * _fast.WARM_MU / 2.0)]:  # after a precise one
+        y = _fast._restore_slack(prob, bar, x, delta, resume)
+        assert y.min() > 0
+        np.testing.assert_allclose(bar.rowsum(y), 1.0, atol=1e-12)
+        np.testing.assert_allclose(delta - float(bar.w @ y), target, rtol=1e-6, atol=1e-15)
+        theta = (d_x - delta + target) / (d_x - d_c)
+        np.testing.assert_allclose(y, (1 - theta) * x + theta * cheap, rtol=1e-12, atol=1e-15)
+    # a point inside the budget, or a budget at the cheapest mapping's distortion, is left alone
+    np.testing.assert_array_equal(_fast._restore_slack(prob, bar, x, d_c, None), x)
+    np.testing.assert_array_equal(_fast._restore_slack(prob, bar, x, d_x + 1.0, None), x)
