@@ -159,88 +159,142 @@ def lagrangian_bound(A, B, rhs, mu0=None, n_bisect=60):
 
 
 def _smoothed_pi(A, b, m, u0, max_newton=30, max_evals=3000):
-    """Approximate maximiser of ``h(u) = sum_c min(m_c, A_c u + b_c)`` over ``logsumexp(u) <= 0``
-    (the best ``log pi_j`` of one output, see :meth:`Problem.refine_pi`) and whether the
-    last (sharpest) stage converged; ``None`` when there is no row.
+    """One output's :func:`_smoothed_pi_batch` (every row present): ``(u, converged)``, ``None``
+    for ``u`` when there is no row."""
+    A = np.asarray(A, dtype=float)
+    if A.shape[0] == 0:
+        return None, False
+    U, conv = _smoothed_pi_batch(A, np.asarray(b, dtype=float)[:, None], np.ones((A.shape[0], 1), dtype=bool),
+                                 np.asarray(m, dtype=float), np.asarray(u0, dtype=float)[:, None],
+                                 max_newton=max_newton, max_evals=max_evals)
+    return U[:, 0], bool(conv[0])
+
+
+def _smoothed_pi_batch(A, B, OK, m, U0, max_newton=30, max_evals=3000):
+    """Approximate maximisers of ``h_n(u) = sum_{c: OK[c, n]} min(m_c, A_c u + B[c, n])`` over
+    ``logsumexp(u) <= 0``, one per column ``n`` (the best ``log pi_j`` of each light output, see
+    :meth:`Problem.refine_pi`; the outputs are independent there, as ``m`` holds the rows' best
+    values over the *other*, well-used outputs), and whether each one's last (sharpest) stage
+    converged. ``A``: (R, na), ``B`` and ``OK``: (R, n), ``m``: (R,) (``inf``: no such value),
+    ``U0``: (na, n) starting points. Returns ``(U, converged)`` of shapes (na, n) and (n,).
 
     ``min(m, z)`` is replaced by the concave soft minimum ``m - tau log(1 + exp((m - z) / tau))``
     and ``u = v - logsumexp(v)``: the composition is concave in ``v`` (a concave non-decreasing
     function of a concave map), so damped Newton steps in ``v`` with backtracking converge;
-    ``tau`` decreases by 10 per stage (continuation). Any ``u`` gives a valid bound: the caller
-    evaluates the exact ``h`` and keeps the best point.
+    ``tau`` decreases by 10 per stage (continuation), from each column's spread ``max |m - z|``
+    to ``1e-13`` of its values. Any ``u`` gives a valid bound: the caller evaluates the exact
+    ``h`` and keeps the best point. The columns run together (one batched Newton system per
+    step; each column its own ``tau``, step length and stopping test): one output at a time,
+    the search spent ~20 microseconds of Python per evaluation and ~580 evaluations per output
+    (|A| = 6, k = 49, ``max_leakage=0.001``: 63 of 80 s).
     """
     from scipy.special import expit
 
-    def logsumexp(v):  # plain numpy: scipy's is ~1 ms per call here
-        top = float(v.max())
-        return top + math.log(float(np.exp(v - top).sum()))
-
-    fin = np.isfinite(m)
-    mm = np.where(fin, m, 0.0)
+    A = np.asarray(A, dtype=float)
     R, na = A.shape
-    if R == 0:
-        return None, False
+    n = B.shape[1]
+    fin = np.isfinite(m)
+    mm = np.where(fin, m, 0.0)[:, None]
+    finc = np.broadcast_to(fin[:, None], (R, n))
+    Bz = np.where(OK, B, 0.0)
+    okf = OK.astype(float)
 
-    evals = [0]
+    def point(V, cols):
+        """``u = v - logsumexp(v)`` and ``z = A u + b`` of the given columns."""
+        top = V.max(axis=0)
+        U = V - (top + np.log(np.exp(V - top).sum(axis=0)))
+        return U, A @ U + Bz[:, cols]
 
-    def val(v, tau):
-        evals[0] += 1
-        u = v - logsumexp(v)
-        z = A @ u + b
+    def soft(Z, tau, cols):
         with np.errstate(over="ignore"):
-            sm = np.where(fin, mm - tau * np.logaddexp(0.0, (mm - z) / tau), z)
-        return float(sm.sum()), u, z
+            sm = np.where(finc[:, cols], mm - tau * np.logaddexp(0.0, (mm - Z) / tau), Z)
+        return (sm * okf[:, cols]).sum(axis=0)
 
-    def exact(u):
-        return float(np.minimum(np.where(fin, mm, np.inf), A @ u + b).sum())
+    def exact(Z, cols):
+        return (np.where(finc[:, cols], np.minimum(mm, Z), Z) * okf[:, cols]).sum(axis=0)
 
-    v = np.array(u0, dtype=float)
-    z0 = A @ (v - logsumexp(v)) + b
-    spread = np.abs(np.where(fin, mm - z0, 0.0))
-    tau = max(float(spread.max()) if spread.size else 0.0, 1e-12)
-    floor = 1e-13 * (1.0 + float(np.abs(np.where(fin, mm, z0)).sum())) / R
-    best_u, best_h = v - logsumexp(v), exact(v - logsumexp(v))
-    while True:
-        converged = False
+    every = np.arange(n)
+    V = np.array(U0, dtype=float)
+    U, Z0 = point(V, every)
+    spread = np.where(finc & OK, np.abs(mm - Z0), 0.0)
+    tau = np.maximum(spread.max(axis=0) if R else np.zeros(n), 1e-12)
+    floor = 1e-13 * (1.0 + (np.abs(np.where(finc, mm, Z0)) * okf).sum(axis=0)) / np.maximum(OK.sum(axis=0), 1)
+    best_u, best_h = U.copy(), exact(Z0, every)
+    evals = np.zeros(n, dtype=int)
+    running = OK.any(axis=0)  # columns still in their continuation
+    converged = np.zeros(n, dtype=bool)
+    eye = np.eye(na)
+    while running.any():
+        conv_stage = np.zeros(n, dtype=bool)
+        newton = running.copy()  # columns still stepping in this stage
         for _ in range(max_newton):
-            if evals[0] > max_evals:  # a bounded cost per output; Kelley's cuts take over
-                return best_u, False
-            G, u, z = val(v, tau)
-            pi = np.exp(u)
-            s_ = np.where(fin, expit((mm - z) / tau), 1.0)  # d softmin / dz
-            g = A.T @ s_  # gradient in u
-            sg = float(g.sum())
+            over = newton & (evals > max_evals)  # a bounded cost per output: Kelley's cuts take over
+            running &= ~over
+            converged[over] = False
+            newton &= ~over
+            if not newton.any():
+                break
+            idx = np.flatnonzero(newton)
+            Vi, ti = V[:, idx], tau[idx]
+            Ui, Zi = point(Vi, idx)
+            Gi = soft(Zi, ti, idx)
+            evals[idx] += 1
+            pi = np.exp(Ui)
+            with np.errstate(over="ignore"):
+                s_ = np.where(finc[:, idx], expit((mm - Zi) / ti), 1.0) * okf[:, idx]  # d softmin / dz
+            g = A.T @ s_  # gradient in u, (na, ni)
+            sg = g.sum(axis=0)
             grad = g - pi * sg
-            Dz = s_ * (1.0 - s_) / tau
-            Hu = -(A.T * Dz) @ A
-            Jm = np.eye(na) - np.outer(np.ones(na), pi)  # du/dv
-            Hv = Jm.T @ Hu @ Jm - sg * (np.diag(pi) - np.outer(pi, pi))
+            Hu = -np.einsum("cn,ca,cb->nab", s_ * (1.0 - s_) / ti, A, A)
+            P = pi.T  # (ni, na)
+            Jm = eye[None] - np.ones((1, na, 1)) * P[:, None, :]  # du/dv = I - 1 pi^T
+            outer = P[:, :, None] * P[:, None, :]
+            Hv = np.transpose(Jm, (0, 2, 1)) @ Hu @ Jm - sg[:, None, None] * (P[:, :, None] * eye[None] - outer)
             # the gauge direction (1, ..., 1) is a null direction: fix it with a rank-one term
-            Hv -= np.outer(pi, pi) + 1e-12 * max(float(np.abs(np.diag(Hv)).max()), 1e-300) * np.eye(na)
+            diag = np.abs(np.diagonal(Hv, axis1=1, axis2=2)).max(axis=1)
+            Hv = Hv - outer - (1e-12 * np.maximum(diag, 1e-300))[:, None, None] * eye[None]
             try:
-                dv = np.linalg.solve(Hv, -grad)
+                dv = np.linalg.solve(Hv, -grad.T[:, :, None])[:, :, 0].T
             except np.linalg.LinAlgError:
+                dv = np.full((na, idx.size), np.nan)
+                for t in range(idx.size):  # a singular system: the others one by one
+                    try:
+                        dv[:, t] = np.linalg.solve(Hv[t], -grad[:, t])
+                    except np.linalg.LinAlgError:
+                        pass
+            slope = (grad * dv).sum(axis=0)
+            bad = ~np.isfinite(slope)
+            flat = ~bad & (slope <= 1e-15 * (1.0 + np.abs(Gi)))
+            conv_stage[idx[flat]] = True
+            newton[idx[bad | flat]] = False
+            go = ~(bad | flat)
+            if not go.any():
                 break
-            slope = float(grad @ dv)
-            if not np.isfinite(slope) or slope <= 1e-15 * (1.0 + abs(G)):
-                converged = np.isfinite(slope)
-                break
-            a = 1.0
-            while a > 1e-12:
-                Gn = val(v + a * dv, tau)[0]
-                if Gn >= G + 1e-4 * a * slope:
-                    break
-                a *= 0.5
-            else:
-                break
-            v = v + a * dv
-        u = v - logsumexp(v)
-        hu = exact(u)
-        if hu > best_h:
-            best_u, best_h = u, hu
-        if tau <= floor:
-            break
-        tau = max(tau / 10.0, floor)
+            idx, Vi, dv, Gi, slope = idx[go], Vi[:, go], dv[:, go], Gi[go], slope[go]
+            a = np.ones(idx.size)
+            pending = np.ones(idx.size, dtype=bool)
+            while pending.any():  # backtracking, each column its own step
+                p = np.flatnonzero(pending)
+                _, Zt = point(Vi[:, p] + a[p] * dv[:, p], idx[p])
+                ok = soft(Zt, tau[idx[p]], idx[p]) >= Gi[p] + 1e-4 * a[p] * slope[p]
+                evals[idx[p]] += 1
+                pending[p[ok]] = False
+                a[p[~ok]] *= 0.5
+                dead = pending & (a <= 1e-12)  # no acceptable step: this column's stage ends
+                newton[idx[dead]] = False
+                pending &= ~dead
+                a[dead] = 0.0
+            V[:, idx] = Vi + a * dv
+        # the end of a stage: each column's exact value, the best point kept
+        r_idx = np.flatnonzero(running)
+        Ur, Zr = point(V[:, r_idx], r_idx)
+        hr = exact(Zr, r_idx)
+        better = hr > best_h[r_idx]
+        best_u[:, r_idx[better]] = Ur[:, better]
+        best_h[r_idx[better]] = hr[better]
+        converged[r_idx] = conv_stage[r_idx]
+        running[r_idx[tau[r_idx] <= floor[r_idx]]] = False
+        tau[r_idx] = np.maximum(tau[r_idx] / 10.0, floor[r_idx])
     return best_u, converged
 
 
@@ -458,9 +512,11 @@ class Problem:
         other outputs fixed, the best ``pi_j`` maximises the concave
         ``sum_c min(m_c, S_pi(c, j) + mu w(c, j))`` (``m_c``: the row's best value over
         the other outputs). In ``u = log pi`` the terms are linear and the constraint
-        ``logsumexp(u) <= 0`` is convex: solved by Newton's method on a smoothed version
-        (:func:`_smoothed_pi`), and by Kelley's cutting planes (HiGHS) when that does not
-        converge (cutting planes alone stall when several rows tie at the optimum).
+        ``logsumexp(u) <= 0`` is convex: solved by Newton's method on a smoothed version, for
+        every light output at once (:func:`_smoothed_pi_batch`: the ``m_c`` are the well-used
+        outputs' values, so the outputs' programs are independent), and by Kelley's cutting
+        planes (HiGHS) for those where that does not converge (cutting planes alone stall when
+        several rows tie at the optimum).
         """
         from scipy.optimize import linprog
         from scipy.special import logsumexp
@@ -521,7 +577,12 @@ class Problem:
         tail = np.cumsum(hs[::-1])[::-1]
         order = [j for j, h, t in zip(order, hs, tail) if h > 0 and t > budget]
         na = self.M.shape[0]
-        for j in order:
+        if order:
+            # the smoothed problems of every output at once (they are independent: m_used is fixed)
+            with np.errstate(invalid="ignore"):
+                U_n, conv_n = _smoothed_pi_batch(self.M.T, const[:, None] + mu * Wb[:, order], self.mask[:, order],
+                                                 m_used, np.log(pi[:, order]))
+        for i_j, j in enumerate(order):
             mj = m_used
             rows = np.flatnonzero(self.mask[:, j])
             A = self.M[:, rows].T  # (R, na)
@@ -536,7 +597,7 @@ class Problem:
             # the smoothed problem by Newton's method first (Kelley's cutting planes alone need
             # hundreds of cuts when several rows tie at the optimum); then cuts at both points
             cuts = [pi[:, j].copy()]
-            u_n, converged = _smoothed_pi(A, b, mr, u_best)
+            u_n, converged = (U_n[:, i_j], bool(conv_n[i_j])) if rows.size else (None, False)
             if u_n is not None:
                 hn = h(u_n)
                 cuts.append(np.exp(u_n))

@@ -105,3 +105,47 @@ def test_smoothed_pi_reaches_the_concave_optimum(seed):
     best = h(v.value - np.log(np.exp(v.value).sum()))
     assert h(u) >= best - 1e-8 * (1 + abs(best))
     assert h(u) >= h(u0) - 1e-15
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_smoothed_pi_batch_solves_each_output_as_alone(seed):
+    """The batched search of the light outputs' ``pi`` (one Newton system per step for all of
+    them): each column, with its own rows (``OK``) among the batch's, reaches the concave optimum
+    of its own program (cvxpy, exponential cone) and the point the search reaches on that column
+    alone, its rows only (rows outside ``OK`` must change nothing)."""
+    from privrelease.mapping._problem import _smoothed_pi, _smoothed_pi_batch
+
+    rng = np.random.default_rng(100 + seed)
+    R, na, n = int(rng.integers(8, 30)), int(rng.integers(2, 7)), 5
+    A = rng.dirichlet(np.full(na, 0.5), size=R) * rng.uniform(0.01, 1.0, size=(R, 1))
+    m = A @ np.log(rng.dirichlet(np.ones(na))) + rng.normal(scale=0.1, size=R)
+    m[rng.random(R) < 0.15] = np.inf
+    B = rng.normal(scale=0.1, size=(R, n))
+    OK = rng.random((R, n)) < 0.7
+    OK[0] = True  # every column has a row
+    B[~OK] = np.inf  # forbidden entries, as refine_pi passes them
+    U0 = np.log(rng.dirichlet(np.ones(na), size=n).T)
+    U, conv = _smoothed_pi_batch(A, B, OK, m, U0)
+    assert U.shape == (na, n) and conv.shape == (n,)
+    for col in range(n):
+        rows = np.flatnonzero(OK[:, col])
+        Ar, br, mr = A[rows], B[rows, col], m[rows]
+        u = U[:, col]
+        assert abs(np.log(np.exp(u).sum())) <= 1e-12
+
+        def h(v):
+            return float(np.minimum(mr, Ar @ v + br).sum())
+
+        alone, conv_alone = _smoothed_pi(Ar, br, mr, U0[:, col])
+        np.testing.assert_allclose(u, alone, rtol=1e-9, atol=1e-9)
+        assert bool(conv[col]) == conv_alone
+        v = cp.Variable(na)
+        t = cp.Variable(rows.size)
+        fin = np.isfinite(mr)
+        cons = [t <= Ar @ v + br, cp.log_sum_exp(v) <= 0]
+        if fin.any():
+            cons.append(t[np.flatnonzero(fin)] <= mr[fin])
+        cp.Problem(cp.Maximize(cp.sum(t)), cons).solve(solver="CLARABEL")
+        best = h(v.value - np.log(np.exp(v.value).sum()))
+        assert h(u) >= best - 1e-8 * (1 + abs(best))
+        assert h(u) >= h(U0[:, col]) - 1e-15
