@@ -170,7 +170,7 @@ def _smoothed_pi(A, b, m, u0, max_newton=30, max_evals=3000):
     return U[:, 0], bool(conv[0])
 
 
-def _smoothed_pi_batch(A, B, OK, m, U0, max_newton=30, max_evals=3000):
+def _smoothed_pi_batch(A, B, OK, m, U0, max_newton=30, max_evals=3000, stop=0.0):
     """Approximate maximisers of ``h_n(u) = sum_{c: OK[c, n]} min(m_c, A_c u + B[c, n])`` over
     ``logsumexp(u) <= 0``, one per column ``n`` (the best ``log pi_j`` of each light output, see
     :meth:`Problem.refine_pi`; the outputs are independent there, as ``m`` holds the rows' best
@@ -183,7 +183,9 @@ def _smoothed_pi_batch(A, B, OK, m, U0, max_newton=30, max_evals=3000):
     function of a concave map), so damped Newton steps in ``v`` with backtracking converge;
     ``tau`` decreases by 10 per stage (continuation), from each column's spread ``max |m - z|``
     to ``1e-13`` of its values. Any ``u`` gives a valid bound: the caller evaluates the exact
-    ``h`` and keeps the best point. The columns run together (one batched Newton system per
+    ``h`` and keeps the best point. A column whose rows all have an ``m_c`` is done (and
+    converged) once its best point is within ``stop`` of ``sum_c m_c``, an upper bound of ``h``
+    (the caller's tolerance per output; 0: only at that bound). The columns run together (one batched Newton system per
     step; each column its own ``tau``, step length and stopping test): one output at a time,
     the search spent ~20 microseconds of Python per evaluation and ~580 evaluations per output
     (|A| = 6, k = 49, ``max_leakage=0.001``: 63 of 80 s).
@@ -221,8 +223,12 @@ def _smoothed_pi_batch(A, B, OK, m, U0, max_newton=30, max_evals=3000):
     floor = 1e-13 * (1.0 + (np.abs(np.where(finc, mm, Z0)) * okf).sum(axis=0)) / np.maximum(OK.sum(axis=0), 1)
     best_u, best_h = U.copy(), exact(Z0, every)
     evals = np.zeros(n, dtype=int)
-    running = OK.any(axis=0)  # columns still in their continuation
-    converged = np.zeros(n, dtype=bool)
+    # sum_c m_c bounds h when every row of the column has an m_c: reaching it (within stop) ends the search
+    capped = ~(OK & ~finc).any(axis=0)
+    cap = np.where(capped, (mm * okf).sum(axis=0), np.inf)
+    stop = np.broadcast_to(np.asarray(stop, dtype=float), (n,))
+    converged = best_h >= cap - stop
+    running = OK.any(axis=0) & ~converged  # columns still in their continuation
     eye = np.eye(na)
     while running.any():
         conv_stage = np.zeros(n, dtype=bool)
@@ -293,7 +299,9 @@ def _smoothed_pi_batch(A, B, OK, m, U0, max_newton=30, max_evals=3000):
         best_u[:, r_idx[better]] = Ur[:, better]
         best_h[r_idx[better]] = hr[better]
         converged[r_idx] = conv_stage[r_idx]
-        running[r_idx[tau[r_idx] <= floor[r_idx]]] = False
+        reached = best_h[r_idx] >= cap[r_idx] - stop[r_idx]
+        converged[r_idx[reached]] = True
+        running[r_idx[(tau[r_idx] <= floor[r_idx]) | reached]] = False
         tau[r_idx] = np.maximum(tau[r_idx] / 10.0, floor[r_idx])
     return best_u, converged
 
@@ -581,7 +589,8 @@ class Problem:
             # the smoothed problems of every output at once (they are independent: m_used is fixed)
             with np.errstate(invalid="ignore"):
                 U_n, conv_n = _smoothed_pi_batch(self.M.T, const[:, None] + mu * Wb[:, order], self.mask[:, order],
-                                                 m_used, np.log(pi[:, order]))
+                                                 m_used, np.log(pi[:, order]),
+                                                 stop=max(1e-2 * budget / max(len(order), 1), 0.0))
         for i_j, j in enumerate(order):
             mj = m_used
             rows = np.flatnonzero(self.mask[:, j])

@@ -149,3 +149,30 @@ def test_smoothed_pi_batch_solves_each_output_as_alone(seed):
         best = h(v.value - np.log(np.exp(v.value).sum()))
         assert h(u) >= best - 1e-8 * (1 + abs(best))
         assert h(u) >= h(U0[:, col]) - 1e-15
+
+
+def test_smoothed_pi_batch_stops_at_the_rows_bound():
+    """``sum_c m_c`` bounds ``h`` when every row has an ``m_c``: a column whose start reaches it
+    (within ``stop``) is returned as it is, converged, while another column is still searched."""
+    from privrelease.mapping._problem import _smoothed_pi_batch
+
+    rng = np.random.default_rng(7)
+    R, na = 12, 3
+    A = rng.dirichlet(np.ones(na), size=R)
+    U0 = np.log(np.full((na, 2), 1.0 / na))
+    B = rng.normal(scale=0.1, size=(R, 2))
+    z0 = A @ U0[:, 0] + B[:, 0]
+    m = z0 - 0.01  # column 0 already attains min(m, z) = m on every row
+    B[:, 1] = B[:, 1] - 1.0  # column 1 lies below m on every row: it must move
+    U, conv = _smoothed_pi_batch(A, B, np.ones((R, 2), dtype=bool), m, U0)
+    np.testing.assert_array_equal(U[:, 0], U0[:, 0])
+    assert conv[0]
+    h = np.minimum(m[:, None], A @ U + B).sum(axis=0)
+    h0 = np.minimum(m[:, None], A @ U0 + B).sum(axis=0)
+    assert h[1] > h0[1]
+    # within stop of the bound: done at once as well
+    B2 = B.copy()
+    B2[:, 0] = B[:, 0] - 0.02  # now 0.01 below m on every row: hurt 0.12
+    U, conv = _smoothed_pi_batch(A, B2, np.ones((R, 2), dtype=bool), m, U0, stop=0.13)
+    np.testing.assert_array_equal(U[:, 0], U0[:, 0])
+    assert conv[0]
