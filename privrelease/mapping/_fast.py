@@ -41,10 +41,7 @@ Algorithm
    the entries and of the budget, barrier parameter ``mu``; after a precise round
    from ``1e3`` times its final ``mu``), the new entries at ``1e-3`` of their row's
    mean with central duals: restarting at the top ``mu`` first pulled the iterate back
-   to the centre (k = 300: 159 Newton systems cold, 96 warm). When the new entries push the
-   expected distortion past the budget, the start is mixed with the cheapest mapping by the
-   least share that leaves the central slack (:func:`_restore_slack`; mixing in 10% of the cold
-   start instead undid the warm start: k = 1000, 258 -> 242 Newton systems). While the working set
+   to the centre (k = 300: 159 Newton systems cold, 96 warm). While the working set
    still grows (more than 1% new entries) the subproblem is solved loosely, to a
    barrier gap ``m mu`` of ``LOOSE = 1`` times its objective (two ``mu`` levels,
    ~10 Newton steps); once it has settled it is
@@ -431,31 +428,6 @@ class _Barrier:
         return (x if best_x is None else best_x), it
 
 
-def _restore_slack(prob, bar, x, delta, resume):
-    """Move a warm start that overshoots the budget back inside it, as little as possible.
-
-    A round's central point sits at a slack ``mu / lam`` of the budget; the entries pricing adds
-    start at a small positive value and can push the expected distortion just past ``delta``
-    (k = 1000: by 1e-7 in five of nine rounds). The point is mixed with the cheapest mapping
-    (distortion ``d_min < delta``) by the smallest share that leaves the slack central for the
-    resumed barrier parameter (``mu / lam``, at most half the distance of the cheapest mapping
-    to the budget). The former fallback mixed in 10 % of the cold start, which undid the warm
-    start: the next round spent 35-40 Newton systems at steps of 1e-3 to 1e-2 recentring.
-    """
-    cheap = (bar.cols[bar.jc] == prob.argmin_full[prob.rows][bar.r]).astype(float)
-    d_x, d_c = float(bar.w @ x), float(bar.w @ cheap)
-    room = delta - d_c
-    if not room > 0 or not d_x > d_c:
-        return x
-    target = 0.5 * room
-    if resume is not None and resume[1] > 0:  # (z, lam, mu, precise) of the previous round
-        target = min(target, resume[2] * (WARM_MU if resume[3] else 1.0) / resume[1])
-    theta = min(1.0, (d_x - (delta - target)) / (d_x - d_c))
-    if theta <= 0:  # already inside the budget by the target slack
-        return x
-    return (1.0 - theta) * x + theta * cheap
-
-
 def _start(prob, r, j, delta, has_con):
     """Strictly feasible interior point on the support: cheapest mapping mixed with uniform."""
     k = prob.k
@@ -559,8 +531,6 @@ def _solve_fast(prob, delta, *, tol, warm, n_neighbours, max_rounds):
             rowmean = bar.rowsum(old) / np.maximum(bar.rowsum((~new).astype(float)), 1.0)
             x1 = np.where(new, (WARM_NEW if resuming else 0.1) * rowmean[r], old)
             x1 = x1 / bar.rowsum(x1)[r]
-            if np.all(x1 > 0) and has_con and float(bar.w @ x1) >= delta:
-                x1 = _restore_slack(prob, bar, x1, delta, resume if resuming else None)
             if np.all(x1 > 0) and (not has_con or float(bar.w @ x1) < delta):
                 x0 = x1
             else:
