@@ -34,6 +34,13 @@ band, gender x age band protected jointly, Politics-and-TV) at ``--leakages`` bi
 gives the number of clusters the mapper fitted on that draw's opted-in users. Example::
 
     python benchmarks/bench_frontier.py --rule --sets "Politics-and-TV" --configs default heldout
+
+Section (l) (issue 13, where the multi-class cost at perfect privacy comes from): ``--rule`` also prints the
+fitted mapping's ``distortion_`` (the LP's objective); the configurations ``"oracle, ..."`` and ``"oracle
+(protected), ..."`` count the class x cluster prior on the TRUE labels of all users / of the protected users (oracles,
+``_OraclePrior``: floors for a better prior estimate, never releases), ``"split xN, ..."`` cut each attribute-free
+cell into N bins along the first between-class direction (``_SplitCells``, certified), and ``--floors`` adds an
+oracle release at the user's own point less her TRUE class's mean offset.
 """
 
 import argparse
@@ -210,9 +217,16 @@ def _floors(cv, sets=None, configs=("default",), seed=0):
         emb = m.embedding_
 
         E_lab = m._embed(split.X_opt)
-        E_mean = np.asarray(E_lab.toarray() if sp.issparse(E_lab) else E_lab).mean(axis=0)
+        E_lab = np.asarray(E_lab.toarray() if sp.issparse(E_lab) else E_lab)
+        E_mean = E_lab.mean(axis=0)
+        # section (l): the labeled users' class means in the embedding (the mapper's label space), and the TRUE
+        # class of the test users of the current fold (set in the loop below): an oracle that knows the class
+        y_all = _oracle_population(split)[1]
+        a_lab = np.searchsorted(m.classes_, y_all[split.opt_in])
+        offsets = np.array([E_lab[a_lab == a].mean(axis=0) - E_mean for a in range(m.classes_.size)])
+        state = {}
 
-        def own(rows, bias_only=False, taste_only=False, class_free=False):
+        def own(rows, bias_only=False, taste_only=False, class_free=False, class_offset=False):
             """Prediction at the user's own taste point on the items of her cluster's profile (an oracle).
 
             ``class_free``: with the between-class directions (``attribute_directions_``) set to the labeled
@@ -228,6 +242,8 @@ def _floors(cv, sets=None, configs=("default",), seed=0):
             if class_free:
                 V = m.attribute_directions_
                 E = E - ((E - E_mean) @ V.T) @ V
+            if class_offset:  # her own point less her TRUE class's mean offset (what a class-blind release keeps)
+                E = E - offsets[state["a"]]
             pred = np.clip(emb.predicted_ratings(E), *m.rating_range_)
             return sp.csr_matrix(np.where(m.release_profiles_[c].toarray() != 0, pred, 0.0))
 
@@ -237,12 +253,14 @@ def _floors(cv, sets=None, configs=("default",), seed=0):
                "oracle: own taste, centre's bias": lambda r: own(r, taste_only=True)}
         if m.attribute_directions_.shape[0]:
             rel["oracle: own point, class directions at the mean"] = lambda r: own(r, class_free=True)
+        rel["oracle: own point less her class's mean offset"] = lambda r: own(r, class_offset=True)
         res = {}
         rec0 = _check_recommender(None)
         for k in range(cv):
             test = split.folds[k]
             others = np.setdiff1d(np.arange(split.protected.size), test)
             X_other, visible = split.X_prot[others], split.visible[test]
+            state["a"] = np.searchsorted(m.classes_, y_all[split.protected[test]])
             for train in ("original", "released", "nothing"):
                 rec = _with_seed(rec0, split.fold_seeds[k]).fit(
                     sp.vstack([split.X_opt, rel[train](X_other)], format="csr"))
@@ -268,6 +286,115 @@ class _WholeSpaceAssignment(QuantizedPrivacyMapper):
 
     def _nearest_centers(self, E, centers=None):
         return self._distances(E, self.cluster_centers_ if centers is None else centers).argmin(axis=1)
+
+
+class _OraclePrior(QuantizedPrivacyMapper):
+    """An ORACLE (section (l)): the default mapper except that the class x cluster counts are taken over the TRUE
+    labels of ALL users of the draw, opted-in and protected (``population``: their rows and their labels in the
+    mapper's label space, set by ``_rule`` before each draw). It uses the protected users' attribute, so it is a
+    floor for what a better prior estimate could buy, never a release: the benchmark only.
+
+    The clusters, the costs (member-averaged over the labeled users) and the profiles are the default's; only the
+    counts the prior is smoothed from change (every user sent to her cluster by ``_quantize``, as ``transform``
+    sends her; the protected users' full rows)."""
+
+    population = None  # (X_all, labels_all)
+
+    def _prior_from_counts(self, counts):
+        if _OraclePrior.population is None:
+            raise RuntimeError("_OraclePrior.population is not set: the oracle needs the draw's users and labels")
+        X_all, y_all = _OraclePrior.population
+        a = np.searchsorted(self.classes_, y_all)
+        if not np.array_equal(np.asarray(self.classes_)[np.minimum(a, self.classes_.size - 1)], y_all):
+            raise ValueError("the oracle population has a class the mapper did not see")
+        c = self._quantize(X_all)
+        oracle = np.zeros_like(counts)
+        np.add.at(oracle, (a, c), 1.0)
+        self._oracle_counts = oracle
+        return super()._prior_from_counts(oracle)
+
+
+class _SplitCells(QuantizedPrivacyMapper):
+    """A design-side idea (section (l)), certified like the default: each attribute-free cell is cut into
+    ``n_splits`` bins along the first between-class direction (``attribute_directions_[0]``: on the entangled
+    preset, mostly the bias axis), at the quantiles of its labeled members' coordinate there. The partition
+    ``psi(b) = (projected nearest coarse centre, bin of b's coordinate among that cell's thresholds)`` is a fixed
+    function of the user's point learnt on the labeled users; the prior is the labeled users' class x fine-cell
+    count and the mapping, profiles and release are the library's on those fine cells, so the certificate of
+    ``max_leakage`` applies to this partition. The idea: the clusters keep resolving the within-cell bias that
+    the projection removed, and the LP decides how much of it each class-balanced output may carry. The benchmark
+    only (``n_splits`` is a class attribute so that ``clone`` keeps it)."""
+
+    n_splits = 2
+
+    def _fine_labels(self, E):
+        coarse = QuantizedPrivacyMapper._nearest_centers(self, E, self.coarse_centers_)
+        t = np.asarray(E.toarray() if sp.issparse(E) else E) @ self.attribute_directions_[0]
+        b = (t[:, None] > self.split_thresholds_[coarse]).sum(axis=1)
+        return self.fine_of_[coarse, b]
+
+    def _cluster(self, E, E_cluster, k, seed, w):
+        labels = super()._cluster(E, E_cluster, k, seed, w)
+        if not self.attribute_directions_.shape[0]:
+            return labels
+        s, kc = int(self.n_splits), self.n_clusters_
+        self.coarse_centers_ = self.cluster_centers_.copy()
+        coarse = QuantizedPrivacyMapper._nearest_centers(self, E, self.coarse_centers_)
+        Ed = np.asarray(E.toarray() if sp.issparse(E) else E, dtype=np.float64)
+        t = Ed @ self.attribute_directions_[0]
+        thr = np.full((kc, s - 1), np.inf)
+        for c in range(kc):
+            tc = np.sort(t[coarse == c])
+            if tc.size >= s:
+                # a threshold halfway between the order statistics around each quantile (no member on it)
+                cut = (np.arange(1, s) * tc.size) // s
+                thr[c] = 0.5 * (tc[cut - 1] + tc[cut])
+        self.split_thresholds_ = thr
+        raw = coarse * s + (t[:, None] > thr[coarse]).sum(axis=1)
+        used = np.unique(raw)
+        fine_of = np.full(kc * s, -1)
+        fine_of[used] = np.arange(used.size)
+        fine_of = fine_of.reshape(kc, s)
+        for c in range(kc):  # an empty bin (ties, few members) joins the nearest non-empty bin of its cell
+            ok = np.flatnonzero(fine_of[c] >= 0)
+            for b in np.flatnonzero(fine_of[c] < 0):
+                fine_of[c, b] = fine_of[c, ok[np.argmin(np.abs(ok - b))]] if ok.size else -1
+        self.fine_of_ = fine_of
+        fine = fine_of.ravel()[raw]
+        n = E.shape[0]
+        onehot = sp.csr_matrix((w, (fine, np.arange(n))), shape=(used.size, n))
+        self.cluster_centers_ = np.asarray(onehot @ Ed) / np.asarray(onehot.sum(axis=1))
+        self.n_clusters_ = int(used.size)
+        self.output_points_ = self.cluster_centers_.copy()
+        self.center_cost_matrix_ = self._center_costs()
+        return fine
+
+    def _nearest_centers(self, E, centers=None):
+        if centers is None and getattr(self, "fine_of_", None) is not None:
+            return self._fine_labels(E)
+        return super()._nearest_centers(E, centers)
+
+
+class _OracleProtected(_OraclePrior):
+    """The oracle counted on the PROTECTED users only (the population whose releases are attacked): perfect privacy
+    then holds for them exactly, and the opted-in users' releases, on which the adaptive attacker trains, carry no
+    sampling deviation mirrored in the protected ones (with all users counted, the two halves' deviations from the
+    counted joint are opposite, which a folded AUC reads as leakage)."""
+
+
+class _SplitCellsOracle(_SplitCells, _OracleProtected):
+    """``_SplitCells`` with the protected users' oracle prior: how much of the split's gain survives an exact
+    prior."""
+
+
+def _oracle_population(split, protected_only=False):
+    """Every user's row and TRUE label in the mapper's label space (the joint code for ``mapper_target="joint"``);
+    ``protected_only``: the protected users' only."""
+    from privrelease.evaluation._targets import joint_attribute
+    y = np.asarray(joint_attribute(split.y)[0] if split.mapper_target == "joint" else split.y)
+    if protected_only:
+        return split.X_prot, y[split.protected]
+    return split.X, y
 
 
 def _make_mapper(params, **kw):
@@ -310,6 +437,23 @@ RULE_CONFIGS = {
     "default, whole-space assignment": dict(_class=_WholeSpaceAssignment),
     "attribute_free, per 10, whole-space assignment": dict(clustering="attribute_free", n_clusters="per10",
                                                           _class=_WholeSpaceAssignment),
+    # section (l): the same clusterings with the prior counted on the TRUE labels of ALL users (an oracle)
+    **{f"oracle, attribute_free, k={k}": dict(clustering="attribute_free", n_clusters=k, _class=_OraclePrior)
+       for k in (25, 50, 100, 200)},
+    **{f"oracle, plain, k={k}": dict(clustering="plain", n_clusters=k, _class=_OraclePrior)
+       for k in (25, 50, 100, 200)},
+    # section (l): attribute-free cells cut in two (or three) along the first between-class direction
+    "split x2, attribute_free, k=25": dict(clustering="attribute_free", n_clusters=25, _class=_SplitCells),
+    "split x2, attribute_free, k=50": dict(clustering="attribute_free", n_clusters=50, _class=_SplitCells),
+    "split x3, attribute_free, k=25": dict(clustering="attribute_free", n_clusters=25,
+                                           _class=type("_SplitCells3", (_SplitCells,), {"n_splits": 3})),
+    **{f"oracle (protected), {c}, k={k}": dict(clustering=c, n_clusters=k, _class=_OracleProtected)
+       for c in ("attribute_free", "plain") for k in (50, 100, 200)},
+    "oracle (protected), split x2, attribute_free, k=50": dict(clustering="attribute_free", n_clusters=50,
+                                                               _class=_SplitCellsOracle),
+    "plain, k=100": dict(clustering="plain", n_clusters=100),
+    "plain, k=200": dict(clustering="plain", n_clusters=200),
+    "attribute_free, k=25": dict(clustering="attribute_free", n_clusters=25),
 }
 
 
@@ -366,6 +510,8 @@ def _rule(sets, configs, leakages, seeds, cv):
                                        random_state=seed, mapper_target=target)
                 params = _resolve_per(RULE_CONFIGS[name], split.X_opt.shape[0])
                 mapper = _make_mapper(params, random_state=seed)
+                _OraclePrior.population = (_oracle_population(split, isinstance(mapper, _OracleProtected))
+                                           if isinstance(mapper, _OraclePrior) else None)
                 f = privacy_utility_curve(mapper, X, y, max_leakages=list(leakages), cv=cv,
                                           attack_models=("logistic", "forest"), random_state=seed, verbose=0,
                                           mapper_target=target).frame
@@ -376,8 +522,10 @@ def _rule(sets, configs, leakages, seeds, cv):
                     fitted = _fit_mapper(clone(mapper).set_params(max_leakage=ml), split)
                     # the share of the between-class component removed (class_removal_, section (k))
                     share = getattr(fitted, "class_removal_", 0.0)
+                    # the LP's objective at this budget (section (l): does the RMSE follow it?)
                     ks.append(f"{fitted.n_clusters_}" + (f", removal={share:g}"
-                                                         if "class_removal" in RULE_CONFIGS[name] else ""))
+                                                         if "class_removal" in RULE_CONFIGS[name] else "")
+                              + f", distortion={fitted.distortion_:.4f}")
                 print(f"RULE | {data_name} | {name} | seed {seed} | nothing +{100 * f['rel_increase_release_nothing'][0]:.2f}% | "
                       + " | ".join(f"{ml} bits: {c} (k={k})" for ml, c, k in zip(leakages, cells, ks))
                       + f" | {time.perf_counter() - t0:.0f} s", flush=True)
