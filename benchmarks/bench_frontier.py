@@ -41,6 +41,9 @@ fitted mapping's ``distortion_`` (the LP's objective); the configurations ``"ora
 ``_OraclePrior``: floors for a better prior estimate, never releases), ``"split xN, ..."`` cut each attribute-free
 cell into N bins along the first between-class direction (``_SplitCells``, certified), and ``--floors`` adds an
 oracle release at the user's own point less her TRUE class's mean offset.
+
+Section (n): ``"default, n_refine=3"`` and ``"split x2, attribute_free, k=50, n_refine=3"`` add section (b)'s
+free-support barycenter refinement of the output points; ``--rule`` then also prints the refinement steps kept.
 """
 
 import argparse
@@ -454,6 +457,11 @@ RULE_CONFIGS = {
     "plain, k=100": dict(clustering="plain", n_clusters=100),
     "plain, k=200": dict(clustering="plain", n_clusters=200),
     "attribute_free, k=25": dict(clustering="attribute_free", n_clusters=25),
+    # section (n): free-support barycenter refinement (section (b)), the LP's objective measured at the moved output
+    # points, alone and with the split cells
+    "default, n_refine=3": dict(n_refine=3),
+    "split x2, attribute_free, k=50, n_refine=3": dict(clustering="attribute_free", n_clusters=50, n_refine=3,
+                                                       _class=_SplitCells),
 }
 
 
@@ -525,7 +533,9 @@ def _rule(sets, configs, leakages, seeds, cv):
                     # the LP's objective at this budget (section (l): does the RMSE follow it?)
                     ks.append(f"{fitted.n_clusters_}" + (f", removal={share:g}"
                                                          if "class_removal" in RULE_CONFIGS[name] else "")
-                              + f", distortion={fitted.distortion_:.4f}")
+                              + f", distortion={fitted.distortion_:.4f}"
+                              # refinement steps kept (section (n))
+                              + (f", refined={fitted.n_refine_}" if params.get("n_refine") else ""))
                 print(f"RULE | {data_name} | {name} | seed {seed} | nothing +{100 * f['rel_increase_release_nothing'][0]:.2f}% | "
                       + " | ".join(f"{ml} bits: {c} (k={k})" for ml, c, k in zip(leakages, cells, ks))
                       + f" | {time.perf_counter() - t0:.0f} s", flush=True)
