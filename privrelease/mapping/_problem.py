@@ -158,18 +158,6 @@ def lagrangian_bound(A, B, rhs, mu0=None, n_bisect=60):
     return maximize_multiplier(ev, scale, mu0, n_bisect, narrow=narrow)
 
 
-def _smoothed_pi(A, b, m, u0, max_newton=30, max_evals=3000):
-    """One output's :func:`_smoothed_pi_batch` (every row present): ``(u, converged)``, ``None``
-    for ``u`` when there is no row."""
-    A = np.asarray(A, dtype=float)
-    if A.shape[0] == 0:
-        return None, False
-    U, conv = _smoothed_pi_batch(A, np.asarray(b, dtype=float)[:, None], np.ones((A.shape[0], 1), dtype=bool),
-                                 np.asarray(m, dtype=float), np.asarray(u0, dtype=float)[:, None],
-                                 max_newton=max_newton, max_evals=max_evals)
-    return U[:, 0], bool(conv[0])
-
-
 def _smoothed_pi_batch(A, B, OK, m, U0, max_newton=30, max_evals=3000, stop=0.0):
     """Approximate maximisers of ``h_n(u) = sum_{c: OK[c, n]} min(m_c, A_c u + B[c, n])`` over
     ``logsumexp(u) <= 0``, one per column ``n`` (the best ``log pi_j`` of each light output, see
@@ -587,10 +575,9 @@ class Problem:
         na = self.M.shape[0]
         if order:
             # the smoothed problems of every output at once (they are independent: m_used is fixed)
-            with np.errstate(invalid="ignore"):
-                U_n, conv_n = _smoothed_pi_batch(self.M.T, const[:, None] + mu * Wb[:, order], self.mask[:, order],
-                                                 m_used, np.log(pi[:, order]),
-                                                 stop=max(1e-2 * budget / max(len(order), 1), 0.0))
+            U_n, conv_n = _smoothed_pi_batch(self.M.T, const[:, None] + mu * Wb[:, order], self.mask[:, order],
+                                             m_used, np.log(pi[:, order]),
+                                             stop=max(1e-2 * budget / max(len(order), 1), 0.0))
         for i_j, j in enumerate(order):
             mj = m_used
             rows = np.flatnonzero(self.mask[:, j])

@@ -79,7 +79,7 @@ def test_smoothed_pi_reaches_the_concave_optimum(seed):
     """The certificate's choice of ``pi`` for an unused output maximises the concave
     ``sum_c min(m_c, A_c u + b_c)`` over ``logsumexp(u) <= 0``; compared with the same program
     solved by cvxpy (exponential cone), any ``u`` being a valid point."""
-    from privrelease.mapping._problem import _smoothed_pi
+    from privrelease.mapping._problem import _smoothed_pi_batch
 
     rng = np.random.default_rng(seed)
     R, na = int(rng.integers(5, 40)), int(rng.integers(2, 9))
@@ -89,7 +89,7 @@ def test_smoothed_pi_reaches_the_concave_optimum(seed):
     m = A @ u_true + b + rng.normal(scale=0.05, size=R)  # several rows tie near the optimum
     m[rng.random(R) < 0.1] = np.inf  # rows without another output
     u0 = np.log(np.full(na, 1.0 / na))
-    u, _ = _smoothed_pi(A, b, m, u0)
+    u = _smoothed_pi_batch(A, b[:, None], np.ones((R, 1), dtype=bool), m, u0[:, None])[0][:, 0]
     assert abs(np.log(np.exp(u).sum())) <= 1e-12  # on the simplex
 
     def h(v):
@@ -119,7 +119,7 @@ def test_smoothed_pi_batch_solves_each_output_as_alone(seed):
     them): each column, with its own rows (``OK``) among the batch's, reaches the concave optimum
     of its own program (cvxpy, exponential cone) and the point the search reaches on that column
     alone, its rows only (rows outside ``OK`` must change nothing)."""
-    from privrelease.mapping._problem import _smoothed_pi, _smoothed_pi_batch
+    from privrelease.mapping._problem import _smoothed_pi_batch
 
     rng = np.random.default_rng(100 + seed)
     R, na, n = int(rng.integers(8, 30)), int(rng.integers(2, 7)), 5
@@ -142,9 +142,10 @@ def test_smoothed_pi_batch_solves_each_output_as_alone(seed):
         def h(v):
             return float(np.minimum(mr, Ar @ v + br).sum())
 
-        alone, conv_alone = _smoothed_pi(Ar, br, mr, U0[:, col])
-        np.testing.assert_allclose(u, alone, rtol=1e-9, atol=1e-9)
-        assert bool(conv[col]) == conv_alone
+        alone, conv_alone = _smoothed_pi_batch(Ar, br[:, None], np.ones((rows.size, 1), dtype=bool), mr,
+                                               U0[:, col:col + 1])
+        np.testing.assert_allclose(u, alone[:, 0], rtol=1e-9, atol=1e-9)
+        assert conv[col] == conv_alone[0]
         best = h(_concave_pi_optimum(Ar, br, mr))
         assert h(u) >= best - 1e-8 * (1 + abs(best))
         assert h(u) >= h(U0[:, col]) - 1e-15
