@@ -925,19 +925,18 @@ class QuantizedPrivacyMapper(_BaseMapper):
         """Folds, label permutations and fold weights shared by the held-out rules (``what`` names the rule)."""
         from sklearn.model_selection import StratifiedKFold
 
+        instead = ("an integer n_clusters or 'auto'" if what.startswith("n_clusters")
+                   else "class_removal a number in [0, 1]")
         if a_idx is None or self.classes_.size < 2:
             raise ValueError(f"{what} checks the leakage of one attribute (or of the joint attribute) "
                              "on held-out labeled users; it cannot run with protect='marginal' on a 2-D y: "
-                             + ("give an integer n_clusters or 'auto'" if what.startswith("n_clusters")
-                                else "give class_removal a number in [0, 1]"))
+                             f"give {instead}")
         n = E.shape[0]
         per_class = np.bincount(a_idx, minlength=self.classes_.size)
         if n < _HELDOUT_FOLDS * _HELDOUT_MIN_FOLD or np.sum(per_class >= _HELDOUT_FOLDS) < 2:
             raise ValueError(f"{what} needs at least {_HELDOUT_FOLDS * _HELDOUT_MIN_FOLD} labeled users "
                              f"and two classes with {_HELDOUT_FOLDS} or more each for its {_HELDOUT_FOLDS} folds; got "
-                             f"{n} labeled users, class sizes {per_class.tolist()}. "
-                             + ("Give an integer n_clusters or 'auto'" if what.startswith("n_clusters")
-                                else "Give class_removal a number in [0, 1]"))
+                             f"{n} labeled users, class sizes {per_class.tolist()}. Give {instead}")
         rng = np.random.default_rng([seed, 1])
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="The least populated class")
