@@ -160,6 +160,38 @@ def _refuse_surprise_data(X):
         )
 
 
+#: column names (lower case, letters and digits only) that mark a table of ratings in long form
+_USER_COLUMNS = ("user", "userid", "uid", "users", "username", "customer", "customerid", "reviewerid")
+_ITEM_COLUMNS = ("item", "itemid", "iid", "items", "movie", "movieid", "product", "productid", "asin", "isbn",
+                 "book", "bookid", "show", "showid", "track", "trackid")
+
+
+def _refuse_long_form(X):
+    """A pandas table with a user column and an item column holds ratings in long form, not a user x item
+    matrix: say how to convert it.
+
+    Without this a numeric long-form table (user, item, rating ids as numbers) is read as a matrix of three
+    "items" per row, one row per rating, and fitted without a word.
+    """
+    columns = getattr(X, "columns", None)
+    if columns is None or not hasattr(X, "iloc"):
+        return
+    names = {}
+    for c in columns:
+        names["".join(ch for ch in str(c).lower() if ch.isalnum())] = c
+    user = next((names[n] for n in _USER_COLUMNS if n in names), None)
+    item = next((names[n] for n in _ITEM_COLUMNS if n in names), None)
+    if user is not None and item is not None:
+        rating = next((c for c in columns if c not in (user, item)), "rating")
+        raise TypeError(
+            f"X looks like ratings in long form (columns {list(map(str, columns))}: one row per rating, "
+            f"users in {user!r}, items in {item!r}), not a user x item matrix; convert it first: "
+            f"rf = RatingsFrame(user={user!r}, item={item!r}, rating={rating!r}).fit(X); "
+            "ratings = rf.to_matrix(X) (privrelease.recommender.RatingsFrame), then rf.from_matrix(release) "
+            "for the long form"
+        )
+
+
 class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     """Template of the privacy mappers (see the module notes)."""
 

@@ -16,7 +16,7 @@ from ..utils import check_random_source
 from ..utils._constraints import NumberInterval
 from ..utils._validation import check_table
 from . import _dask
-from ._base import PriorEstimate, _BaseMapper, _matrix, _refuse_surprise_data, _row_stochastic, stack_marginal_priors
+from ._base import PriorEstimate, _BaseMapper, _matrix, _refuse_long_form, _refuse_surprise_data, _row_stochastic, stack_marginal_priors
 from ._common import BUDGET_CONSTRAINT, LEAKAGE_CONSTRAINT, PROTECT_CONSTRAINT, RANDOM_STATE_CONSTRAINT
 from ._quantize import (
     TasteEmbedding,
@@ -682,6 +682,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
     def _check_X(self, X, reset):
         """Validate ``X``; return it (CSR, CSC or dense) and the caller's sparse format."""
         _refuse_surprise_data(X)
+        _refuse_long_form(X)
         check_table(X)
         fmt = X.format if sp.issparse(X) else None
         if fmt is not None and fmt not in ("csr", "csc"):

@@ -196,6 +196,7 @@ def check_private_labels(y, n_samples, *, name="y"):
         raise ValueError(f"{name} has {y.shape[0]} labels but X has {n_samples} users")
     labeled = ~undisclosed_mask(y)
     _check_finite_labels(y, labeled, name)
+    _check_categorical_labels(y, labeled, name)
     if y.dtype.kind == "O" and labeled.any():
         kinds = {}
         for v in y[labeled].tolist():
@@ -238,6 +239,32 @@ def _check_finite_labels(y, labeled, name):
         raise ValueError(
             f"{name} holds {int(bad.sum())} infinite label(s) (for example {y[i]!r} at index {i}); a private "
             "attribute's values are finite classes, and a user who did not disclose it is marked -1 or NaN"
+        )
+
+
+def _check_categorical_labels(y, labeled, name):
+    """Refuse non-integer numbers as labels (scikit-learn's "continuous" target).
+
+    Every distinct value would become a class of its own (an income in dollars: one class per user), and
+    a prior over such classes is an estimate of nothing. Integer-valued floats (``1.0``) are classes.
+    """
+    if y.dtype.kind == "f":
+        vals = y[labeled]
+        bad_at = np.flatnonzero(labeled)[vals != np.round(vals)]
+    elif y.dtype.kind == "O" and labeled.any():
+        bad_at = [i for i, v in enumerate(y.tolist())
+                  if labeled[i] and isinstance(v, (numbers.Real, np.number)) and not isinstance(v, (bool, np.bool_))
+                  and float(v) != round(float(v))]
+    else:
+        return
+    if len(bad_at):
+        i = int(bad_at[0])
+        v = y[i].item() if isinstance(y[i], np.generic) else y[i]
+        raise ValueError(
+            f"{name} holds {len(bad_at)} non-integer number(s) (for example {v!r} at index {i}); a private "
+            "attribute is a category (scikit-learn's classifiers refuse such a continuous target too): bin a "
+            "numeric attribute into bands first (for example with numpy.digitize), or give the classes as "
+            "integers or strings"
         )
 
 

@@ -2,6 +2,8 @@
 pass silently with a wrong answer, exhaust memory, or fail deep inside numpy / scikit-learn / pandas.
 One test per finding (the first audit's are in test_hostile_inputs.py)."""
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -477,3 +479,62 @@ def test_ragged_rows_name_the_table(call):
     with pytest.raises(ValueError, match=r"X must be a rectangular table, got rows of different lengths: row 0 has "
                                          r"2 value\(s\), row 1 has 1"):
         call([[1.0, 2.0], [3.0]] * 10, [0, 1] * 10)
+
+
+# --------------------------------------------------------------------------- a continuous "attribute"
+@pytest.mark.parametrize("make", [
+    lambda: QuantizedPrivacyMapper(n_clusters=4, random_state=0),
+    lambda: ErasureMapper(random_state=0),
+])
+@pytest.mark.parametrize("labels", ["floats", "object floats"])
+def test_continuous_private_attribute_is_refused(make, labels):
+    # an income in dollars used to become one class per user (a prior over 60 singleton classes) silently
+    X, y = _binary_ratings()
+    if isinstance(make(), ErasureMapper):
+        X = (X[:, :4] > 2).astype(int)
+    yc = np.where(y == 1, 1.5, 0.0) + np.arange(y.size) * 1e-3
+    yc[::3] = -1  # undisclosed markers stay allowed
+    if labels == "object floats":
+        yc = yc.astype(object)
+    expected = rf"y holds {np.sum(yc != -1)} non-integer number\(s\) \(for example {re.escape(repr(float(yc[1])))} at index 1\)"
+    with pytest.raises(ValueError, match=expected):
+        make().fit(X, yc)
+
+
+def test_integer_valued_float_labels_are_classes():
+    X, y = _binary_ratings()
+    yf = y.astype(float)
+    yf[::3] = np.nan
+    ints = QuantizedPrivacyMapper(n_clusters=4, random_state=0).fit(X, np.where(np.isnan(yf), -1, y))
+    floats = QuantizedPrivacyMapper(n_clusters=4, random_state=0).fit(X, yf)
+    np.testing.assert_array_equal(floats.classes_, [0.0, 1.0])
+    np.testing.assert_array_equal(floats.mapping_, ints.mapping_)
+
+
+# --------------------------------------------------------------------------- ratings in long form given as X
+@pytest.mark.parametrize("columns", [("user", "item", "rating"), ("userId", "movieId", "rating", "timestamp"),
+                                     ("user_id", "item_id", "score")])
+@pytest.mark.parametrize("numeric", [True, False])
+def test_long_form_ratings_are_refused_with_the_converter(columns, numeric):
+    # numeric ids used to be read as a matrix of 3-4 "items", one row per rating, and fitted without a word
+    rng = np.random.default_rng(0)
+    n = 40
+    cols = {columns[0]: rng.integers(0, 10, n), columns[1]: rng.integers(0, 8, n), columns[2]: rng.integers(1, 6, n)}
+    if len(columns) > 3:
+        cols[columns[3]] = rng.integers(10**9, 2 * 10**9, n)
+    if not numeric:
+        cols[columns[0]] = [f"u{u}" for u in cols[columns[0]]]
+    df = pd.DataFrame(cols)
+    y = rng.integers(0, 2, n)
+    with pytest.raises(TypeError, match=rf"X looks like ratings in long form .*users in '{columns[0]}', items in "
+                                        rf"'{columns[1]}'.*RatingsFrame\(user='{columns[0]}', item='{columns[1]}', "
+                                        rf"rating='{columns[2]}'\)"):
+        QuantizedPrivacyMapper(n_clusters=2, random_state=0).fit(df, y)
+
+
+def test_wide_rating_table_with_item_columns_is_a_matrix():
+    # a user x item table (items as columns) is what the mapper takes: no false alarm
+    X, y = _binary_ratings()
+    df = pd.DataFrame(X, columns=[f"movie {i}" for i in range(X.shape[1])])
+    Z = QuantizedPrivacyMapper(n_clusters=4, random_state=0).fit(df, y).transform(df)
+    assert Z.shape == X.shape
