@@ -188,12 +188,19 @@ def _set(name, index, value):
     return edit
 
 
+def _shift_row(name, row):
+    def edit(arrays):
+        arrays[f"fitted/{name}"][row] -= 1
+    return edit
+
+
 @pytest.mark.parametrize("edit, message", [
     (_set("split_thresholds_", (3, 0), np.inf), r"split_thresholds_ has a non-finite entry at \(3, 0\): inf"),
     (_set("split_thresholds_", (1, 0), np.nan), r"split_thresholds_ has a non-finite entry at \(1, 0\)"),
     (_set("coarse_centers_", (0, 1), np.nan), r"coarse_centers_ has a non-finite entry at \(0, 1\)"),
     (_set("fine_cells_", (0, 1), 5), "fine_cells_ must number"),
     (_set("fine_cells_", (0, 0), 1), "fine_cells_ must number"),
+    (_shift_row("fine_cells_", 1), "fine_cells_ must number"),     # a fine cell shared by two coarse cells
 ])
 def test_a_tampered_file_is_refused(split, tmp_path, edit, message):
     path = split.save(os.path.join(tmp_path, "m.npz"))
