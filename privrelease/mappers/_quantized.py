@@ -568,7 +568,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
         space, the members' weighted means); ``cluster_centers_`` are then
         the fine cells' centres.
     split_thresholds_ : ndarray of shape (n_coarse, class_bins - 1)
-        Row ``c``: the increasing thresholds on ``b . attribute_directions_[0]``
+        Row ``c``: the non-decreasing thresholds on ``b . attribute_directions_[0]``
         that cut coarse cell ``c`` into its bins (bin ``j``: above ``j`` of them).
     fine_cells_ : ndarray of int, shape (n_coarse, class_bins)
         ``fine_cells_[c, j]``: the fitted cell (row of ``mapping_``) of bin
@@ -1735,7 +1735,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
 
     def _check_class_bins_state(self, n_dims):
         """The cut cells of ``class_bins`` above 1: ``coarse_centers_`` (finite, in the clustering space),
-        ``split_thresholds_`` (finite, one row of ``class_bins - 1`` increasing thresholds per coarse cell) and
+        ``split_thresholds_`` (finite, one row of ``class_bins - 1`` non-decreasing thresholds per coarse cell) and
         ``fine_cells_`` (one row of ``class_bins`` fine cells per coarse cell, numbered 0 .. ``n_clusters_ - 1``
         by coarse cell, then bin: every fine cell in one coarse cell, its bins adjacent), present exactly when
         the cells were cut (``class_bins`` above 1 and between-class directions to cut along)."""
@@ -1768,7 +1768,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
             raise ValueError(f"fitted.split_thresholds_ has a non-finite entry at {tuple(int(i) for i in bad)}: "
                              f"{float(thr[tuple(bad)])!r}")
         if np.any(np.diff(thr, axis=1) < 0):
-            raise ValueError("fitted.split_thresholds_ must increase along each row (the bins of a cell in order)")
+            raise ValueError("fitted.split_thresholds_ must not decrease along a row (the bins of a cell in order)")
         fine = self.fine_cells_
         if not isinstance(fine, np.ndarray) or fine.shape != (kc, bins) or fine.dtype.kind not in "iu":
             raise ValueError(f"fitted.fine_cells_ must be an integer array of shape {(kc, bins)} (one fine cell per "
