@@ -39,8 +39,8 @@ Section (l) (issue 13, where the multi-class cost at perfect privacy comes from)
 fitted mapping's ``distortion_`` (the LP's objective); the configurations ``"oracle, ..."`` and ``"oracle
 (protected), ..."`` count the class x cluster prior on the TRUE labels of all users / of the protected users (oracles,
 ``_OraclePrior``: floors for a better prior estimate, never releases), ``"split xN, ..."`` cut each attribute-free
-cell into N bins along the first between-class direction (``_SplitCells``, certified), and ``--floors`` adds an
-oracle release at the user's own point less her TRUE class's mean offset.
+cell into N bins along the first between-class direction (the library's ``class_bins=N``, certified), and
+``--floors`` adds an oracle release at the user's own point less her TRUE class's mean offset.
 
 Section (n): ``"default, n_refine=3"`` and ``"split x2, attribute_free, k=50, n_refine=3"`` add section (b)'s
 free-support barycenter refinement of the output points; ``--rule`` then also prints the refinement steps kept.
@@ -317,77 +317,11 @@ class _OraclePrior(QuantizedPrivacyMapper):
         return super()._prior_from_counts(oracle)
 
 
-class _SplitCells(QuantizedPrivacyMapper):
-    """A design-side idea (section (l)), certified like the default: each attribute-free cell is cut into
-    ``n_splits`` bins along the first between-class direction (``attribute_directions_[0]``: on the entangled
-    preset, mostly the bias axis), at the quantiles of its labeled members' coordinate there. The partition
-    ``psi(b) = (projected nearest coarse centre, bin of b's coordinate among that cell's thresholds)`` is a fixed
-    function of the user's point learnt on the labeled users; the prior is the labeled users' class x fine-cell
-    count and the mapping, profiles and release are the library's on those fine cells, so the certificate of
-    ``max_leakage`` applies to this partition. The idea: the clusters keep resolving the within-cell bias that
-    the projection removed, and the LP decides how much of it each class-balanced output may carry. The benchmark
-    only (``n_splits`` is a class attribute so that ``clone`` keeps it)."""
-
-    n_splits = 2
-
-    def _fine_labels(self, E):
-        coarse = QuantizedPrivacyMapper._nearest_centers(self, E, self.coarse_centers_)
-        t = np.asarray(E.toarray() if sp.issparse(E) else E) @ self.attribute_directions_[0]
-        b = (t[:, None] > self.split_thresholds_[coarse]).sum(axis=1)
-        return self.fine_of_[coarse, b]
-
-    def _cluster(self, E, E_cluster, k, seed, w):
-        labels = super()._cluster(E, E_cluster, k, seed, w)
-        if not self.attribute_directions_.shape[0]:
-            return labels
-        s, kc = int(self.n_splits), self.n_clusters_
-        self.coarse_centers_ = self.cluster_centers_.copy()
-        coarse = QuantizedPrivacyMapper._nearest_centers(self, E, self.coarse_centers_)
-        Ed = np.asarray(E.toarray() if sp.issparse(E) else E, dtype=np.float64)
-        t = Ed @ self.attribute_directions_[0]
-        thr = np.full((kc, s - 1), np.inf)
-        for c in range(kc):
-            tc = np.sort(t[coarse == c])
-            if tc.size >= s:
-                # a threshold halfway between the order statistics around each quantile (no member on it)
-                cut = (np.arange(1, s) * tc.size) // s
-                thr[c] = 0.5 * (tc[cut - 1] + tc[cut])
-        self.split_thresholds_ = thr
-        raw = coarse * s + (t[:, None] > thr[coarse]).sum(axis=1)
-        used = np.unique(raw)
-        fine_of = np.full(kc * s, -1)
-        fine_of[used] = np.arange(used.size)
-        fine_of = fine_of.reshape(kc, s)
-        for c in range(kc):  # an empty bin (ties, few members) joins the nearest non-empty bin of its cell
-            ok = np.flatnonzero(fine_of[c] >= 0)
-            for b in np.flatnonzero(fine_of[c] < 0):
-                fine_of[c, b] = fine_of[c, ok[np.argmin(np.abs(ok - b))]] if ok.size else -1
-        self.fine_of_ = fine_of
-        fine = fine_of.ravel()[raw]
-        n = E.shape[0]
-        onehot = sp.csr_matrix((w, (fine, np.arange(n))), shape=(used.size, n))
-        self.cluster_centers_ = np.asarray(onehot @ Ed) / np.asarray(onehot.sum(axis=1))
-        self.n_clusters_ = int(used.size)
-        self.output_points_ = self.cluster_centers_.copy()
-        self.center_cost_matrix_ = self._center_costs()
-        return fine
-
-    def _nearest_centers(self, E, centers=None):
-        if centers is None and getattr(self, "fine_of_", None) is not None:
-            return self._fine_labels(E)
-        return super()._nearest_centers(E, centers)
-
-
 class _OracleProtected(_OraclePrior):
     """The oracle counted on the PROTECTED users only (the population whose releases are attacked): perfect privacy
     then holds for them exactly, and the opted-in users' releases, on which the adaptive attacker trains, carry no
     sampling deviation mirrored in the protected ones (with all users counted, the two halves' deviations from the
     counted joint are opposite, which a folded AUC reads as leakage)."""
-
-
-class _SplitCellsOracle(_SplitCells, _OracleProtected):
-    """``_SplitCells`` with the protected users' oracle prior: how much of the split's gain survives an exact
-    prior."""
 
 
 def _oracle_population(split, protected_only=False):
@@ -446,14 +380,14 @@ RULE_CONFIGS = {
     **{f"oracle, plain, k={k}": dict(clustering="plain", n_clusters=k, _class=_OraclePrior)
        for k in (25, 50, 100, 200)},
     # section (l): attribute-free cells cut in two (or three) along the first between-class direction
-    "split x2, attribute_free, k=25": dict(clustering="attribute_free", n_clusters=25, _class=_SplitCells),
-    "split x2, attribute_free, k=50": dict(clustering="attribute_free", n_clusters=50, _class=_SplitCells),
-    "split x3, attribute_free, k=25": dict(clustering="attribute_free", n_clusters=25,
-                                           _class=type("_SplitCells3", (_SplitCells,), {"n_splits": 3})),
+    # (the benchmark's _SplitCells until the library's class_bins replaced it, with the same partition)
+    "split x2, attribute_free, k=25": dict(clustering="attribute_free", n_clusters=25, class_bins=2),
+    "split x2, attribute_free, k=50": dict(clustering="attribute_free", n_clusters=50, class_bins=2),
+    "split x3, attribute_free, k=25": dict(clustering="attribute_free", n_clusters=25, class_bins=3),
     **{f"oracle (protected), {c}, k={k}": dict(clustering=c, n_clusters=k, _class=_OracleProtected)
        for c in ("attribute_free", "plain") for k in (50, 100, 200)},
     "oracle (protected), split x2, attribute_free, k=50": dict(clustering="attribute_free", n_clusters=50,
-                                                               _class=_SplitCellsOracle),
+                                                               class_bins=2, _class=_OracleProtected),
     "plain, k=100": dict(clustering="plain", n_clusters=100),
     "plain, k=200": dict(clustering="plain", n_clusters=200),
     "attribute_free, k=25": dict(clustering="attribute_free", n_clusters=25),
@@ -461,7 +395,7 @@ RULE_CONFIGS = {
     # points, alone and with the split cells
     "default, n_refine=3": dict(n_refine=3),
     "split x2, attribute_free, k=50, n_refine=3": dict(clustering="attribute_free", n_clusters=50, n_refine=3,
-                                                       _class=_SplitCells),
+                                                       class_bins=2),
 }
 
 
