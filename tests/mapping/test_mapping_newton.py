@@ -147,3 +147,37 @@ def test_warm_started_working_set_rounds_agree_with_cold_restarts(monkeypatch, s
         assert gap <= 1e-6
         out[warm] = f / np.log(2)
     assert abs(out[True] - out[False]) <= 1e-6
+
+
+@pytest.mark.parametrize("na", [2, 3, 5])
+def test_sparse_product_sums_are_the_bincount_sums_exactly(monkeypatch, na):
+    # large supports sum over columns, rows and entries through CSR products built once per barrier; each row
+    # of a CSR matrix adds its entries in increasing entry index, as np.bincount does, so the numbers (and the
+    # barrier's path) are the same to the last bit; some p(a, c) = 0 (explicit zeros in the matrices)
+    rng = np.random.default_rng(na)
+    k = 60
+    prior = rng.dirichlet(np.full(na * k, 0.7)).reshape(na, k)
+    prior[rng.random(prior.shape) < 0.2] = 0.0
+    prior[0, prior.sum(axis=0) == 0] = 1e-3
+    prior /= prior.sum()
+    prob = Problem(prior, squared_euclidean_distortion(rng.normal(size=(k, 2))))
+    sup = _support(rng, k, 20)
+    sup[np.arange(k), np.arange(k)] = True
+    r, j = np.nonzero(sup)
+    bars = {}
+    for mode, threshold in (("sparse", 0), ("bincount", 10**12)):
+        monkeypatch.setattr(_fast, "_SPARSE_SUMS", threshold)
+        bars[mode] = _fast._Barrier(prob, r, j, 0.5, False)
+    assert bars["sparse"]._C is not None and bars["bincount"]._C is None
+    v = rng.normal(size=r.size) * np.exp(rng.normal(size=r.size) * 5)  # values over many decades
+    Z = rng.normal(size=(na, bars["sparse"].nc))
+    for name, arg in (("colsum", v), ("rowsum", v), ("expand", Z)):
+        np.testing.assert_array_equal(getattr(bars["sparse"], name)(arg), getattr(bars["bincount"], name)(arg))
+    x = rng.uniform(0.1, 1.0, size=r.size)
+    x /= np.bincount(r, weights=x)[r]
+    Dinv = rng.uniform(0.01, 1.0, size=r.size)
+    out = {}
+    for mode, bar in bars.items():
+        g, J = bar.grad(x)
+        out[mode] = bar.factor(J, Dinv, None)(g)
+    np.testing.assert_array_equal(out["sparse"][0], out["bincount"][0])
