@@ -35,53 +35,26 @@ def split(data):
     return QuantizedPrivacyMapper(n_clusters=10, class_bins=2, random_state=0).fit(X, y)
 
 
-class _BeforeTheParameter(QuantizedPrivacyMapper):
-    """The clustering and the assignment exactly as written before ``class_bins`` existed."""
-
-    def _nearest_centers(self, E, centers=None):
-        centers = self.cluster_centers_ if centers is None else centers
-        V = self.attribute_directions_
-        if V.shape[0] == 0:
-            return self._distances(E, centers).argmin(axis=1)
-        lam = float(self.class_removal_)
-        E = np.asarray(E.toarray() if sp.issparse(E) else E, dtype=np.float64)
-        return self._distances(E - lam * ((E @ V.T) @ V), centers - lam * ((centers @ V.T) @ V)).argmin(axis=1)
-
-    def _cluster(self, E, E_cluster, k, seed, w):
-        from privrelease.mappers._quantize import kmeans
-        n = E.shape[0]
-        centers, labels = kmeans(E_cluster, k, seed, sample_weight=w)
-        used = np.unique(labels)
-        relabel = np.full(centers.shape[0], -1)
-        relabel[used] = np.arange(used.size)
-        if self.attribute_directions_.shape[0]:
-            onehot = sp.csr_matrix((w, (relabel[labels], np.arange(n))), shape=(used.size, n))
-            E_whole = E.toarray() if sp.issparse(E) else np.asarray(E)
-            centers = np.asarray(onehot @ E_whole) / np.asarray(onehot.sum(axis=1))
-            used = np.arange(used.size)
-        self.cluster_centers_ = np.asarray(centers)[used]
-        self.n_clusters_ = int(used.size)
-        self.output_points_ = self.cluster_centers_.copy()
-        self.center_cost_matrix_ = self._center_costs()
-        return relabel[labels]
-
-
 def _coordinates(m, X):
     E = m._embed(X)
     return np.asarray(E.toarray() if sp.issparse(E) else E)
 
 
-def test_one_bin_is_the_mapper_before_the_parameter_bit_for_bit(data):
+def test_one_bin_leaves_the_cells_of_the_clustering(data):
     X, y = data
-    old = _BeforeTheParameter(n_clusters=10, random_state=0).fit(X, y)
-    for kw in ({}, {"class_bins": 1}):
-        new = QuantizedPrivacyMapper(n_clusters=10, random_state=0, **kw).fit(X, y)
-        assert new.attribute_directions_.shape[0] == 2
-        assert not any(hasattr(new, n) for n in ("coarse_centers_", "split_thresholds_", "fine_cells_"))
-        for name in ("labels_", "cluster_centers_", "prior_", "mapping_"):
-            np.testing.assert_array_equal(getattr(new, name), getattr(old, name), err_msg=name)
-        assert (new.release_profiles_ != old.release_profiles_).nnz == 0
-        assert (new.transform(X) != old.transform(X)).nnz == 0
+    default = QuantizedPrivacyMapper(n_clusters=10, random_state=0).fit(X, y)
+    one = QuantizedPrivacyMapper(n_clusters=10, random_state=0, class_bins=1).fit(X, y)
+    for m in (default, one):
+        assert m.attribute_directions_.shape[0] == 2
+        assert not any(hasattr(m, n) for n in ("coarse_centers_", "split_thresholds_", "fine_cells_"))
+        # every user's cell is the nearest centre after the clustering's projection, computed here independently
+        E, V, C = _coordinates(m, X), m.attribute_directions_, m.cluster_centers_
+        d = (((E - E @ V.T @ V)[:, None, :] - (C - C @ V.T @ V)[None]) ** 2).sum(axis=2)
+        np.testing.assert_array_equal(m._quantize(X), d.argmin(axis=1))
+        np.testing.assert_array_equal(m._quantize(X[y >= 0]), m.labels_)
+    for name in ("labels_", "cluster_centers_", "prior_", "mapping_"):
+        np.testing.assert_array_equal(getattr(one, name), getattr(default, name), err_msg=name)
+    assert (one.transform(X) != default.transform(X)).nnz == 0
 
 
 def test_the_partition_the_prior_counts_is_the_one_every_user_gets(data, split):
