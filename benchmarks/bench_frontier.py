@@ -473,6 +473,10 @@ RULE_CONFIGS = {
     "default, n_refine=3": dict(n_refine=3),
     "split x2, attribute_free, k=50, n_refine=3": dict(clustering="attribute_free", n_clusters=50, n_refine=3,
                                                        _class=_SplitCells),
+    # section (o): does the split's excess leakage on the protected users follow the prior's smoothing?
+    **{f"split x2, attribute_free, k=50, smoothing={s:g}": dict(clustering="attribute_free", n_clusters=50,
+                                                                smoothing=s, _class=_SplitCells)
+       for s in (0.25, 4.0)},
 }
 
 
