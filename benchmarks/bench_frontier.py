@@ -42,6 +42,16 @@ fitted mapping's ``distortion_`` (the LP's objective); the configurations ``"ora
 cell into N bins along the first between-class direction (the library's ``class_bins=N``, certified), and
 ``--floors`` adds an oracle release at the user's own point less her TRUE class's mean offset.
 
+Section (o) (issue 13, does the split leak more on the attacked users?): ``--excess`` prints, per draw, set, budget
+and configuration, the fitted mapping's claimed ``leakage_``, the plug-in leakage ``I(A; C_hat)`` on the PROTECTED
+users under their TRUE labels (the draw of ``c_hat`` integrated out) less its mean under ``--n-perms`` label
+permutations (the finite-sample bias), in bits, its permutation p-value and the number of cells; then, per set and
+budget, each configuration's excess paired against the first one's (mean, 95 % t interval, sign count, Wilcoxon).
+No recommender and no attacker: fast. Example::
+
+    python benchmarks/bench_frontier.py --excess --sets "entangled, age band" --configs default \
+        "split x2, attribute_free, k=50" "plain, k=100" --seeds $(seq 0 19)
+
 Section (n): ``"default, n_refine=3"`` and ``"split x2, attribute_free, k=50, n_refine=3"`` add section (b)'s
 free-support barycenter refinement of the output points; ``--rule`` then also prints the refinement steps kept.
 """
@@ -58,6 +68,7 @@ from privrelease import datasets
 from privrelease.evaluation import privacy_utility_curve, rmse_cost
 from privrelease.evaluation._protocol import _check_recommender, _fit_mapper, _prepare_split, _release, _with_seed
 from privrelease.mappers import QuantizedPrivacyMapper
+from privrelease.mappers._quantized import _heldout_null, _heldout_statistic
 from privrelease.utils import check_random_source
 
 PROPORTIONS = {2: [0.6, 0.4], 3: [0.45, 0.35, 0.2], 6: [0.25, 0.2, 0.2, 0.15, 0.1, 0.1]}
@@ -396,6 +407,10 @@ RULE_CONFIGS = {
     "default, n_refine=3": dict(n_refine=3),
     "split x2, attribute_free, k=50, n_refine=3": dict(clustering="attribute_free", n_clusters=50, n_refine=3,
                                                        class_bins=2),
+    # section (o): does the split's excess leakage on the protected users follow the prior's smoothing?
+    **{f"split x2, attribute_free, k=50, smoothing={s:g}": dict(clustering="attribute_free", n_clusters=50,
+                                                                smoothing=s, class_bins=2)
+       for s in (0.25, 4.0)},
 }
 
 
@@ -475,6 +490,82 @@ def _rule(sets, configs, leakages, seeds, cv):
                       + f" | {time.perf_counter() - t0:.0f} s", flush=True)
 
 
+def _protected_excess(fitted, split, n_perms, seed):
+    """(plug-in leakage on the protected users, mean of its permutation null, p-value) of ``fitted``, in bits.
+
+    ``p(a, j) = sum_u 1[a_u = a] mapping_[c_u, j] / n`` over the protected users ``u`` (``c_u`` the fitted
+    partition's cell of u's full row, the row the attackers see released; ``a_u`` her TRUE label in the mapper's label
+    space): the library's held-out statistic with the protected users as the held-out set."""
+    X_prot, y_prot = _oracle_population(split, protected_only=True)
+    classes = np.asarray(fitted.classes_)
+    a = np.searchsorted(classes, y_prot)
+    if not np.array_equal(classes[np.minimum(a, classes.size - 1)], y_prot):
+        raise ValueError("a protected user has a class the mapper did not see")
+    c = fitted._quantize(sp.csr_matrix(X_prot))
+    w = np.ones(a.size)
+    stat = _heldout_statistic(a, c, w, fitted.mapping_, classes.size)
+    rs = np.random.default_rng([seed, 20261124])
+    perms = np.array([rs.permutation(a.size) for _ in range(n_perms)])
+    null = _heldout_null(a, perms, c, w, fitted.mapping_, classes.size)
+    return stat, float(null.mean()), float((1 + np.sum(null >= stat)) / (1 + n_perms))
+
+
+def _paired(diff):
+    """Mean, 95 % t interval, positive / negative counts and Wilcoxon p-value of paired differences."""
+    from scipy import stats
+    d = np.asarray(diff, dtype=np.float64)
+    m = d.mean()
+    h = stats.t.ppf(0.975, d.size - 1) * d.std(ddof=1) / np.sqrt(d.size) if d.size > 1 else np.nan
+    p = stats.wilcoxon(d).pvalue if d.size > 1 and np.any(d != 0) else np.nan
+    return m, m - h, m + h, int(np.sum(d > 0)), int(np.sum(d < 0)), p
+
+
+def _excess(sets, configs, leakages, seeds, n_perms):
+    """Section (o): per draw, the protected users' excess leakage of each configuration; then paired summaries."""
+    all_sets = _rule_sets()
+    res = {}  # (set, leakage, config) -> list over seeds of (claimed, excess, p, cells)
+    for data_name in sets:
+        X, y, target = all_sets[data_name]()
+        for seed in seeds:
+            split = _prepare_split(X, y, opt_in_fraction=0.5, cv=3, heldout_fraction=0.1, rating_range=(1, 5),
+                                   random_state=seed, mapper_target=target)
+            for name in configs:
+                t0 = time.perf_counter()
+                params = _resolve_per(RULE_CONFIGS[name], split.X_opt.shape[0])
+                mapper = _make_mapper(params, random_state=seed)
+                _OraclePrior.population = (_oracle_population(split, isinstance(mapper, _OracleProtected))
+                                           if isinstance(mapper, _OraclePrior) else None)
+                cells = []
+                for ml in leakages:
+                    fitted = _fit_mapper(clone(mapper).set_params(max_leakage=ml), split)
+                    stat, null, p = _protected_excess(fitted, split, n_perms, seed)
+                    res.setdefault((data_name, ml, name), []).append(
+                        (float(fitted.leakage_), stat - null, p, fitted.n_clusters_))
+                    cells.append(f"{ml} bits: claimed {fitted.leakage_:.4f}, protected {stat:.4f} - null {null:.4f}"
+                                 f" = excess {stat - null:+.4f} (p={p:.3f}, k={fitted.n_clusters_})")
+                print(f"EXCESS | {data_name} | {name} | seed {seed} | n_prot {split.protected.size} | "
+                      + " | ".join(cells) + f" | {time.perf_counter() - t0:.0f} s", flush=True)
+    ref = configs[0]
+    print(f"\nProtected users' excess leakage (bits, {len(seeds)} draws, {n_perms} permutations), paired against "
+          f"{ref!r}\n")
+    print("| set | bits | configuration | mean claimed | mean excess | p < 0.05 | excess - ref: mean [95% CI] "
+          "| higher / lower | Wilcoxon p |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for data_name in sets:
+        for ml in leakages:
+            r = np.array(res[(data_name, ml, ref)])
+            for name in configs:
+                v = np.array(res[(data_name, ml, name)])
+                row = (f"| {data_name} | {ml:g} | {name} | {v[:, 0].mean():.4f} | {v[:, 1].mean():+.4f} | "
+                       f"{int(np.sum(v[:, 2] < 0.05))} of {len(v)} | ")
+                if name == ref:
+                    row += "- | - | - |"
+                else:
+                    m, lo, hi, up, down, p = _paired(v[:, 1] - r[:, 1])
+                    row += f"{m:+.4f} [{lo:+.4f}, {hi:+.4f}] | {up} / {down} | {p:.3f} |"
+                print(row, flush=True)
+
+
 # ------------------------------------------------------------------ --calibrate (issue 13: the entangled preset)
 OLD_DEFAULT = RULE_CONFIGS["old default"]
 
@@ -523,6 +614,8 @@ def main(argv=None):
     parser.add_argument("--sets", nargs="+", default=list(_RULE_SET_NAMES), help="data sets for --rule")
     parser.add_argument("--configs", nargs="+", default=["default", "heldout"], help="configurations for --rule")
     parser.add_argument("--leakages", type=float, nargs="+", default=[0.0, 0.01], help="bits for --rule")
+    parser.add_argument("--excess", action="store_true", help="protected users' excess leakage, paired (section (o))")
+    parser.add_argument("--n-perms", type=int, default=1000, help="label permutations for --excess")
     parser.add_argument("--calibrate", action="store_true", help="grid of the entangled preset's shifts (old defaults)")
     parser.add_argument("--bias-shifts", type=float, nargs="+", default=[0.0, 0.15, 0.3])
     parser.add_argument("--taste-shifts", type=float, nargs="+", default=[0.0, 0.3, 0.6])
@@ -532,6 +625,9 @@ def main(argv=None):
     warnings.filterwarnings("ignore")
     if args.calibrate:
         _calibrate(args.bias_shifts, args.taste_shifts, args.seeds, cv=3, shifted=args.shifted, fixed=args.fixed)
+        return
+    if args.excess:
+        _excess(args.sets, args.configs, args.leakages, args.seeds, args.n_perms)
         return
     if args.rule:
         _rule(args.sets, args.configs, args.leakages, args.seeds, cv=3)
