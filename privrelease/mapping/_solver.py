@@ -400,7 +400,8 @@ def _solve_mi_target(prob, target_bits, solver, tol):
       ``delta* >= delta_k + (LB_k - L) / lambda_k``; and from the perfect-privacy LP's
       multipliers ``t``, relaxed to the target by Pinsker's inequality,
       ``delta* >= d_pp - h(t) sqrt(2 L)``, ``h(t) <= max |t|`` the largest half-range of the multipliers
-      over an output (:func:`~._lp.independence_lower_bound`): the lines'
+      over an output, or by the tighter Donsker-Varadhan bound (about ``sqrt(2 L)`` times the multipliers'
+      spread weighted by the classes' probabilities; :func:`~._lp.independence_lower_bound`): the lines'
       slopes vanish at perfect privacy, so for targets below the solves' precision (down to
       ``1e-300`` bits, below the leakage's rounding) only this bound certifies the distortion;
     * feasible point: ``f`` is convex, so the mixture of a mapping above the target and
@@ -467,7 +468,7 @@ def _solve_mi_target(prob, target_bits, solver, tol):
         return P0, cert, next(iter(names)), "optimal"
     Ppp, _, t_pp = perfect_privacy_mapping(prob, return_duals=True)
     # the LP's multipliers bound the distortion of every mapping leaking at most the target
-    # (Pinsker's inequality, see independence_lower_bound): tight for targets far below tol
+    # (Pinsker's or the Donsker-Varadhan inequality, see independence_lower_bound): tight for targets far below tol
     lb_pp = independence_lower_bound(prob, t_pp, target_bits * LN2)
     # the LP's own bound on d_pp (its multipliers at zero leakage): the distortion gap of its mapping
     # (HiGHS's tolerances, and the light outputs merged after it, see _lp._merge_leaky_outputs)
