@@ -470,8 +470,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
         their true labels, less its permutation null, exceeds the default's
         by 0.015-0.032 bits on the entangled sets (every 95 % interval above
         0; equal on the realistic sets), and at 0.01 bits the attackers'
-        mean worst AUC rises by 0.014-0.015 over 28 draws there. Check it
-        on the data at hand (``benchmarks/bench_frontier.py --excess``).
+        mean worst AUC rises by 0.014-0.015 over 28 draws there.
 
     Attributes
     ----------
