@@ -223,21 +223,30 @@ def check_real_target(y, name="y", what="real numbers"):
     return y
 
 
+def _numeric_labels(y, labeled):
+    """Indices and float values of the disclosed labels that are numbers (booleans excluded): the whole labeled
+    part of a float array, the real numbers among an object array's labels; ``None`` when there are none to check."""
+    if y.dtype.kind == "f":
+        at = np.flatnonzero(labeled)
+        return at, y[at]
+    if y.dtype.kind == "O" and labeled.any():
+        at = [i for i, v in enumerate(y.tolist())
+              if labeled[i] and isinstance(v, (numbers.Real, np.number)) and not isinstance(v, (bool, np.bool_))]
+        return np.asarray(at, dtype=np.intp), np.array([float(y[i]) for i in at], dtype=np.float64)
+    return None
+
+
 def _check_finite_labels(y, labeled, name):
     """Refuse +-inf as a label: it is neither a class nor a "not disclosed" marker (NaN and -1 are)."""
-    if y.dtype.kind == "f":
-        bad = np.isinf(y) & labeled
-    elif y.dtype.kind == "O" and labeled.any():
-        bad = np.zeros(y.shape, dtype=bool)
-        for i, v in enumerate(y.tolist()):
-            if labeled[i] and isinstance(v, (numbers.Real, np.number)) and not isinstance(v, (bool, np.bool_)):
-                bad[i] = bool(np.isinf(float(v)))
-    else:
+    numeric = _numeric_labels(y, labeled)
+    if numeric is None:
         return
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
+    at, vals = numeric
+    bad_at = at[np.isinf(vals)]
+    if bad_at.size:
+        i = int(bad_at[0])
         raise ValueError(
-            f"{name} holds {int(bad.sum())} infinite label(s) (for example {y[i]!r} at index {i}); a private "
+            f"{name} holds {bad_at.size} infinite label(s) (for example {y[i]!r} at index {i}); a private "
             "attribute's values are finite classes, and a user who did not disclose it is marked -1 or NaN"
         )
 
@@ -247,21 +256,18 @@ def _check_categorical_labels(y, labeled, name):
 
     Every distinct value would become a class of its own (an income in dollars: one class per user), and
     a prior over such classes is an estimate of nothing. Integer-valued floats (``1.0``) are classes.
+    Runs after :func:`_check_finite_labels` (the labels are finite).
     """
-    if y.dtype.kind == "f":
-        vals = y[labeled]
-        bad_at = np.flatnonzero(labeled)[vals != np.round(vals)]
-    elif y.dtype.kind == "O" and labeled.any():
-        bad_at = [i for i, v in enumerate(y.tolist())
-                  if labeled[i] and isinstance(v, (numbers.Real, np.number)) and not isinstance(v, (bool, np.bool_))
-                  and float(v) != round(float(v))]
-    else:
+    numeric = _numeric_labels(y, labeled)
+    if numeric is None:
         return
-    if len(bad_at):
+    at, vals = numeric
+    bad_at = at[vals != np.round(vals)]
+    if bad_at.size:
         i = int(bad_at[0])
         v = y[i].item() if isinstance(y[i], np.generic) else y[i]
         raise ValueError(
-            f"{name} holds {len(bad_at)} non-integer number(s) (for example {v!r} at index {i}); a private "
+            f"{name} holds {bad_at.size} non-integer number(s) (for example {v!r} at index {i}); a private "
             "attribute is a category (scikit-learn's classifiers refuse such a continuous target too): bin a "
             "numeric attribute into bands first (for example with numpy.digitize), or give the classes as "
             "integers or strings"
