@@ -119,6 +119,11 @@ def _heldout_null(a, perms, c, w, mapping, n_classes, kind="mutual_information")
     return np.maximum(terms.sum(axis=(1, 2)), 0.0)
 
 
+def _dense(E):
+    """Rows of the clustering space (dense or sparse) as a dense float64 array."""
+    return np.asarray(E.toarray() if sp.issparse(E) else E, dtype=np.float64)
+
+
 def _sq_dist(A, C):
     """Squared Euclidean distances between rows of A (dense or CSR) and dense C."""
     if sp.issparse(A):
@@ -819,7 +824,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
         if V is None or V.shape[0] == 0 or self._space() == "hamming":
             return self._distances(E, centers).argmin(axis=1)
         lam = float(getattr(self, "class_removal_", 1.0))  # files written before class_removal: the full removal
-        E = np.asarray(E.toarray() if sp.issparse(E) else E, dtype=np.float64)
+        E = _dense(E)
         return self._distances(E - lam * ((E @ V.T) @ V), centers - lam * ((centers @ V.T) @ V)).argmin(axis=1)
 
     def _fine_cells(self, E):
@@ -828,7 +833,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
         between-class direction ``v`` among that cell's ``split_thresholds_`` (``t`` above ``j`` of them: bin
         ``j``), then the fine cell of that bin (``fine_cells_``)."""
         coarse = self._nearest_centers(E, self.coarse_centers_)
-        t = np.asarray(E.toarray() if sp.issparse(E) else E, dtype=np.float64) @ self.attribute_directions_[0]
+        t = _dense(E) @ self.attribute_directions_[0]
         b = (t[:, None] > self.split_thresholds_[coarse]).sum(axis=1)
         return self.fine_cells_[coarse, b]
 
@@ -875,7 +880,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
         lam = float(self.class_removal_)
         if lam == 0.0:
             return E
-        E = np.asarray(E.toarray() if sp.issparse(E) else E, dtype=np.float64)
+        E = _dense(E)
         mean = np.average(E, axis=0, weights=w_lab)
         offsets = []
         for a in np.unique(a_idx):
@@ -983,7 +988,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
         self.coarse_centers_ = self.cluster_centers_[kept]
         coarse = np.searchsorted(kept, coarse)          # the dropped centres had no row: nobody's nearest moves
         kc = kept.size
-        Ed = np.asarray(E.toarray() if sp.issparse(E) else E, dtype=np.float64)
+        Ed = _dense(E)
         t = Ed @ self.attribute_directions_[0]
         thr = np.empty((kc, s - 1))
         for c in range(kc):
@@ -1249,7 +1254,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
         from sklearn.preprocessing import StandardScaler
         from threadpoolctl import threadpool_limits
 
-        E = np.asarray(E.toarray() if sp.issparse(E) else E, dtype=np.float64)
+        E = _dense(E)
         E = StandardScaler().fit_transform(E)
         seed = check_random_source(self.random_state).spawn_seed()
         folds = list(StratifiedKFold(_MODEL_PRIOR_FOLDS, shuffle=True, random_state=seed).split(E, a_idx))
