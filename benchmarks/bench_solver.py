@@ -48,7 +48,7 @@ import numpy as np
 from privrelease.mapping import privacy_distortion_curve, squared_euclidean_distortion
 from privrelease.mapping._fast import solve_fast
 from privrelease.mapping._problem import LN2, Problem
-from privrelease.mapping._solver import _cvxpy_candidates
+from privrelease.mapping._solver import _cvxpy_candidates, feasible_candidate
 
 
 def family_instance(seed, na_range=(2, 10), k_range=(8, 120)):
@@ -133,8 +133,10 @@ def scale_instance(k, seed=0, kind="logistic"):
 
 
 def certify(prob, P, delta, tol, pi_hint=None):
-    P = prob.clean(P, delta)
-    gap, _, f = prob.certificate(P, delta, target_bits=tol, pi_hint=pi_hint)
+    """The certified gap of a solver's point, as ``solve_mapping`` certifies it (the same pull onto the
+    budget, hint and refined bound from both starts)."""
+    P, pi_hint = feasible_candidate(prob, P, delta, pi_hint)
+    gap, _, f = prob.certificate(P, delta, target_bits=tol, pi_hint=pi_hint, both_starts=True)
     return f / LN2, gap
 
 

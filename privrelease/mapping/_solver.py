@@ -248,16 +248,8 @@ def _delta_best(prob, delta, solver, tol, warm=None):
         else:
             cands = _cvxpy_candidates(prob, delta=delta)
         for name, P, *hint in cands:  # the fast path adds the pi of the outputs it emptied
-            P_own = prob.clean(P, None)  # clipped and renormalised: the solver's own point
-            P = prob.clean(P_own, delta)
-            if not hint and prob.distortion(P_own) > delta:
-                # pulled back onto the budget: the solver's own posteriors bound better than the pulled
-                # point's (the bound is a function of pi alone). Mixing in a share of ~1e-8 of the
-                # cheapest mapping moves the posteriors of outputs used at ~1e-8 (families seed 27,
-                # pc_range: CLARABEL's point 8.2e-8 bits from its own bound, 2.1e-6 once pulled back
-                # with its own posteriors, 8.7e-8 with the point's)
-                hint = [prob.posteriors(P_own)]
-            extra = {"pi_hint": hint[0]} if hint else {}
+            P, pi_hint = feasible_candidate(prob, P, delta, hint[0] if hint else None)
+            extra = {"pi_hint": pi_hint} if pi_hint is not None else {}
             if name == "first-order":
                 # a shortcut, used only when it certifies with the plain bound: never the "best"
                 # uncertified answer (that is the solvers'), and no refined bound spent on it
@@ -276,6 +268,23 @@ def _delta_best(prob, delta, solver, tol, warm=None):
         raise SolverError(f"no solver returned a mapping for delta={prob.to_user(delta)!r} "
                           f"({'; '.join(notes) or 'all failed'})")
     return best[0], best[1], best[2], False, notes
+
+
+def feasible_candidate(prob, P, delta, pi_hint=None):
+    """A solver's point made a feasible mapping (clipped, renormalised, pulled onto the budget) and the
+    ``pi_hint`` to certify it with: ``(P, pi_hint)``.
+
+    When the point had to be pulled back onto the budget and brings no hint of its own, the hint is its
+    own posteriors: the bound is a function of ``pi`` alone, and mixing in a share of ~1e-8 of the cheapest
+    mapping moves the posteriors of outputs used at ~1e-8 by O(1) (families seed 27, pc_range: CLARABEL's
+    point 8.2e-8 bits from its own bound, 2.1e-6 once pulled back with the pulled point's posteriors,
+    8.7e-8 with its own).
+    """
+    P_own = prob.clean(P, None)
+    P = prob.clean(P_own, delta)
+    if pi_hint is None and prob.distortion(P_own) > delta:
+        pi_hint = prob.posteriors(P_own)
+    return P, pi_hint
 
 
 def _fast_candidates(prob, delta, tol, warm, notes):
