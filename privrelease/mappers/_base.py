@@ -51,6 +51,7 @@ from ..mapping import (
 )
 from ..mapping._checks import check_distortion
 from ..utils import check_private_labels
+from ..utils._validation import check_label_input
 from . import _dask
 
 __all__ = ["PriorEstimate", "theorem1_bound", "check_sample_weight", "stack_marginal_priors"]
@@ -948,6 +949,7 @@ def _check_claim(est, name, expected):
 
 def _label_columns(y, n_samples):
     """The columns of a 2-D ``y`` with at least two columns (one per private attribute), else None."""
+    check_label_input(y)
     if hasattr(y, "iloc") and getattr(y, "ndim", 1) == 2:  # DataFrame: keep each column's dtype and pd.NA
         if y.shape[1] < 2:
             return None

@@ -14,7 +14,7 @@ from .. import _persistence
 from ..mapping import expected_distortion, leakage as heldout_leakage, mutual_information
 from ..utils import check_random_source
 from ..utils._constraints import NumberInterval
-from ..utils._validation import check_table
+from ..utils._validation import as_float_if_object, check_table, is_sparse_frame, sparse_frame_like
 from . import _dask
 from ._base import PriorEstimate, _BaseMapper, _matrix, _refuse_long_form, _refuse_surprise_data, _row_stochastic, stack_marginal_priors
 from ._common import BUDGET_CONSTRAINT, LEAKAGE_CONSTRAINT, PROTECT_CONSTRAINT, RANDOM_STATE_CONSTRAINT
@@ -758,6 +758,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
         if fmt is not None and fmt not in ("csr", "csc"):
             X = X.tocsr()
         X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype="numeric", reset=reset)
+        X = as_float_if_object(X)  # a DataFrame of categorical columns stays object (scipy refused it deep inside)
         if X.dtype == np.float16:  # scipy's sparse kernels refuse float16: compute in float64
             X = X.astype(np.float64)
         data = X.data if sp.issparse(X) else X
@@ -1625,10 +1626,13 @@ class QuantizedPrivacyMapper(_BaseMapper):
         if _dask.is_dask_collection(X):
             return _dask.transform(self, X)
         check_is_fitted(self)
+        frame = X if is_sparse_frame(X) else None
         X, fmt = self._check_X(X, reset=False)
         Xc = X.tocsr() if sp.issparse(X) else np.asarray(X)
         c_hat = self._sample(self._quantize(Xc), check_random_source(self.random_state))
         profiles = self._profiles_as(X.dtype)
+        if frame is not None:  # a sparse DataFrame stays one (same index and columns), never densified
+            return sparse_frame_like(profiles[c_hat], frame)
         if fmt is None:
             return profiles.toarray()[c_hat]
         out = profiles[c_hat]

@@ -1,0 +1,182 @@
+"""Hostile inputs, third audit: inputs that used to pass with a wrong answer (a lost user, a label taken
+as disclosed, a densified sparse frame, a dropped imaginary part) or fail deep inside numpy / scipy /
+pandas / scikit-learn. One test per finding (earlier audits: test_hostile_inputs.py and
+test_hostile_inputs2.py)."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+
+from privrelease import (BlurMe, BlurMore, ErasureMapper, InferenceAttack, QuantizedPrivacyMapper,
+                         TruthfulRegressionMechanism)
+from privrelease.auctions import DCLEFEstimator
+from privrelease.noise import Laplace
+from privrelease.recommender import RatingsFrame
+from privrelease.regression import ridge_sensitivity
+from privrelease.utils import undisclosed_mask
+
+
+def _ratings(n=120, m=10, seed=0):
+    """Sparse-ish 1-5 ratings whose first three items reveal a binary attribute ``y``."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    R = rng.integers(1, 6, (n, m)) * (rng.random((n, m)) < 0.5)
+    R[:, :3] = np.where(y[:, None] == 1, 5, 1)
+    return R.astype(float), y
+
+
+def _qpm():
+    return QuantizedPrivacyMapper(n_clusters=3, random_state=0)
+
+
+# --------------------------------------------------------------------------- labels numpy would misread
+@pytest.mark.parametrize("fit", [
+    lambda X, y: _qpm().fit(X, y),
+    lambda X, y: _qpm().fit(X, np.ma.column_stack([y, y])),            # 2-D: several attributes
+    lambda X, y: ErasureMapper(random_state=0).fit(X[:, :2], y),
+    lambda X, y: InferenceAttack().fit(X, y),
+    lambda X, y: undisclosed_mask(y),
+])
+def test_masked_labels_are_refused_not_taken_as_disclosed(fit):
+    # np.asarray dropped the mask: the 60 masked (not disclosed) users entered the prior with their hidden labels
+    X, y = _ratings()
+    ym = np.ma.masked_array(y, mask=np.arange(y.size) >= 60)
+    with pytest.raises(ValueError, match=r"y is a masked array with (60|120) masked entries; .*"
+                                         r"astype\(object\)\.filled"):
+        fit(X, ym)
+
+
+def test_masked_labels_filled_as_advised_are_undisclosed():
+    X, y = _ratings()
+    ym = np.ma.masked_array(y, mask=np.arange(y.size) >= 60)
+    assert _qpm().fit(X, ym.astype(object).filled("")).n_labeled_ == 60
+    assert _qpm().fit(X, ym.filled(-1)).n_labeled_ == 60
+    # a masked array with nothing masked is its data
+    np.testing.assert_array_equal(_qpm().fit(X, np.ma.masked_array(y)).mapping_, _qpm().fit(X, y).mapping_)
+
+
+def test_sparse_labels_get_a_type_error_naming_y():
+    # np.asarray(sparse) is a 0-d object array: the message was "y must be 1-D ..., got shape ()"
+    X, y = _ratings()
+    with pytest.raises(TypeError, match=r"y must be an array of labels .* got a scipy sparse csr_matrix of shape "
+                                        r"\(120, 1\)"):
+        _qpm().fit(X, sp.csr_matrix(y[:, None]))
+
+
+def test_ragged_labels_name_y():
+    # numpy: "setting an array element with a sequence. The requested array has an inhomogeneous shape"
+    X, _ = _ratings()
+    with pytest.raises(ValueError, match=r"y must be a rectangular table, got rows of different lengths: row 0 has "
+                                         r"1 value\(s\), row 1 has 2"):
+        _qpm().fit(X, [[0], [1, 0]] + [[1]] * 118)
+
+
+# --------------------------------------------------------------------------- ids pandas would merge
+@pytest.mark.parametrize("column, values", [
+    ("user", [1, True, 2]),
+    ("user", [0, False, 2]),
+    ("item", [7, 8, True]),
+])
+def test_ids_mixing_booleans_and_numbers_are_refused(column, values):
+    # pandas hashes True like 1 (False like 0): users 1 and True became ONE row, one user lost
+    df = pd.DataFrame({"user": [1, 3, 2], "item": [7, 8, 1], "rating": [3.0, 4.0, 5.0]})
+    df[column] = pd.Series(values, dtype=object)
+    with pytest.raises(TypeError, match=rf"ratings\['{column}'\] mixes booleans and numbers .* would be merged "
+                                        rf"into one {column} id"):
+        RatingsFrame(sort_ids=False).fit(df)
+
+
+def test_ids_of_one_kind_keep_every_user():
+    df = pd.DataFrame({"user": [1, "1", 2], "item": ["a", "b", "a"], "rating": [3.0, 4.0, 5.0]})
+    rf = RatingsFrame(sort_ids=False).fit(df)
+    assert rf.shape == (3, 2) and rf.to_matrix(df).nnz == 3      # 1 and "1" stay two users
+    flags = pd.DataFrame({"user": [True, False], "item": [1, 1], "rating": [3.0, 4.0]})
+    assert RatingsFrame().fit(flags).shape == (2, 1)               # all-boolean ids are fine
+
+
+def test_unhashable_ids_name_the_column():
+    # pandas: "TypeError: unhashable type: 'list'" from its hash table
+    df = pd.DataFrame({"user": [[1, 2], [1, 3]], "item": ["a", "b"], "rating": [3.0, 4.0]})
+    with pytest.raises(TypeError, match=r"ratings\['user'\] must hold hashable ids .* got \[1, 2\] of type list"):
+        RatingsFrame().fit(df)
+
+
+# --------------------------------------------------------------------------- complex numbers
+def _rf():
+    return RatingsFrame().fit(pd.DataFrame({"user": [1, 2], "item": ["a", "b"], "rating": [3.0, 4.0]}))
+
+
+@pytest.mark.parametrize("call", [
+    lambda X, y: _qpm().fit(X, y),
+    lambda X, y: ErasureMapper().fit(X[:, :2], y),
+    lambda X, y: DCLEFEstimator(data_range=(0, 5)).fit(X, y),
+    lambda X, y: TruthfulRegressionMechanism().fit(X, np.zeros(y.size)),
+    lambda X, y: _rf().from_matrix(X[:2, :2]),
+    lambda X, y: _rf().from_matrix(sp.csr_matrix(X[:2, :2])),
+    lambda X, y: _qpm().fit(pd.DataFrame(X), y),
+])
+def test_complex_values_are_refused_naming_the_table(call):
+    # scikit-learn: "Complex data not supported" followed by the whole array, X never named;
+    # RatingsFrame.from_matrix dropped the imaginary part and returned the real parts as ratings
+    X, y = _ratings()
+    Xc = X.astype(complex)
+    Xc[0, 0] += 1j
+    with pytest.raises(TypeError, match=r"X must hold real numbers, got complex dtype complex128") as info:
+        call(Xc, y)
+    assert isinstance(info.value, ValueError)   # what scikit-learn's estimator checks expect for complex data
+
+
+# --------------------------------------------------------------------------- sparse DataFrames
+@pytest.mark.parametrize("make", [_qpm, lambda: BlurMe(random_state=0), lambda: BlurMore(random_state=0)])
+def test_sparse_frame_is_released_as_a_sparse_frame(make):
+    # used to come back as a dense ndarray: the sparse type, the user index and the item names were lost
+    X, y = _ratings()
+    frame = pd.DataFrame.sparse.from_spmatrix(sp.csr_matrix(X), index=[f"u{i}" for i in range(X.shape[0])],
+                                              columns=[f"i{j}" for j in range(X.shape[1])])
+    out = make().fit(frame, y).transform(frame)
+    assert isinstance(out, pd.DataFrame) and all(isinstance(d, pd.SparseDtype) for d in out.dtypes)
+    assert out.index.equals(frame.index) and out.columns.equals(frame.columns)
+    ref = make().fit(sp.csr_matrix(X), y).transform(sp.csr_matrix(X))   # the same seed on the CSR input
+    np.testing.assert_array_equal(out.sparse.to_coo().toarray(), ref.toarray())
+
+
+def test_sparse_frame_of_integers_keeps_its_dtype():
+    X, y = _ratings()
+    frame = pd.DataFrame.sparse.from_spmatrix(sp.csr_matrix(X.astype(np.int64)))
+    out = _qpm().fit(frame, y).transform(frame)
+    assert out.dtypes.iloc[0] == pd.SparseDtype(np.int64, 0)
+
+
+# --------------------------------------------------------------------------- categorical rating columns
+def test_rating_frame_of_categorical_columns_is_read_as_numbers():
+    # scikit-learn left the frame as an object array and scipy refused it deep inside:
+    # "scipy.sparse does not support dtype object"
+    X, y = _ratings()
+    a = _qpm().fit(pd.DataFrame(X).astype("category"), y)
+    b = _qpm().fit(X, y)
+    np.testing.assert_array_equal(a.mapping_, b.mapping_)
+    np.testing.assert_array_equal(a.transform(pd.DataFrame(X).astype("category")), b.transform(X))
+    with pytest.raises(TypeError, match=r"X must hold numbers, got object: could not convert string to float"):
+        _qpm().fit(pd.DataFrame(np.where(X > 2, "a", "b")).astype("category"), y)
+
+
+# --------------------------------------------------------------------------- noise and regression
+@pytest.mark.parametrize("value", ["1", ["1.5", "2"], np.array([1 + 2j])])
+def test_laplace_randomise_refuses_strings_and_complex_values(value):
+    # "1" was read as 1.0 and noised; the imaginary part of 1+2j was dropped with a ComplexWarning
+    with pytest.raises(TypeError, match=r"value must hold real numbers"):
+        Laplace(epsilon=1.0, random_state=0).randomise(value)
+
+
+def test_laplace_randomise_still_takes_numbers():
+    assert np.shape(Laplace(epsilon=1.0, random_state=0).randomise([1, 2])) == (2,)
+    assert Laplace(scale=0.0).randomise(True) == 1.0
+
+
+def test_ridge_sensitivity_of_a_population_beyond_int64():
+    # np.sqrt(10**30) (a Python int beyond 2**64, an object) failed: "no callable sqrt method"
+    n = 10**30
+    assert ridge_sensitivity(n, alpha=1e20) == pytest.approx(2.0 / 1e20 + math.sqrt(n) / 1e30)
