@@ -232,6 +232,12 @@ class ErasureMapper(_BaseMapper):
     def _check_X(self, X, reset):
         _refuse_surprise_data(X)
         check_table(X)
+        for name, dtype in getattr(X, "dtypes", pd.Series(dtype=object)).items():
+            # a date column beside a number column failed inside scikit-learn ("DTypePromotionError: The DType
+            # <class 'numpy.dtypes.DateTime64DType'> could not be promoted"); alone it was refused here
+            if getattr(dtype, "kind", None) in "mM":
+                raise TypeError(f"ErasureMapper needs categorical values, got column {name!r} of dtype {dtype} "
+                                "(bin dates into categories first, for example as strings)")
         Xa = validate_data(self, X, dtype=None, ensure_all_finite=False, reset=reset)
         Xa = np.asarray(Xa)
         if Xa.dtype.kind in "cmMV":
