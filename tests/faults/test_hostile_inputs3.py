@@ -13,6 +13,7 @@ import scipy.sparse as sp
 from privrelease import (BlurMe, BlurMore, ErasureMapper, InferenceAttack, QuantizedPrivacyMapper,
                          TruthfulRegressionMechanism)
 from privrelease.auctions import DCLEFEstimator
+from privrelease.mapping import leakage, solve_mapping
 from privrelease.noise import Laplace
 from privrelease.recommender import RatingsFrame
 from privrelease.regression import ridge_sensitivity
@@ -241,3 +242,55 @@ def test_contract_accuracy_below_the_contracts_floor_is_refused_before_running()
     with pytest.raises(PipelineError, match=r"parameter k_min = 1e-320: expected a finite number >= 4\.45015e-308"):
         check_run("contract_design", {"k_min": 1e-320})
     assert check_run("contract_design", {"k_min": 1e-3})[1]["k_min"] == 1e-3
+
+
+# --------------------------------------------------------------------------- the convex program's inputs
+@pytest.mark.parametrize("call", [
+    lambda P, D, M: solve_mapping(P + 1j * np.eye(2), D, 0.5),
+    lambda P, D, M: solve_mapping(P, D + 1j, 0.5),
+    lambda P, D, M: solve_mapping(P, sp.csr_array(D + 1j), 0.5),
+    lambda P, D, M: leakage(P, M + 1j),
+])
+def test_complex_prior_distortion_or_mapping_is_refused(call):
+    # np.asarray(..., dtype=float) dropped the imaginary part with only a ComplexWarning
+    P, D, M = np.array([[0.4, 0.1], [0.1, 0.4]]), 1.0 - np.eye(2), np.eye(2)
+    with pytest.raises(TypeError, match=r"(prior|distortion|mapping) must hold real numbers, got complex dtype"):
+        call(P, D, M)
+
+
+# --------------------------------------------------------------------------- rating files
+def test_csv_ids_that_only_look_alike_as_numbers_stay_distinct(tmp_path):
+    # numpy reads "01", "+1" and "1_0" as 1, 1 and 10: users "1", "01" and "+1" became ONE user
+    from privrelease.datasets import load_ratings_csv
+
+    f = tmp_path / "r.csv"
+    f.write_text("user,item,rating\n1,007,3\n01,7,4\n+1,7,5\n1_0,7,2\n10,7,1\n")
+    R, users, items = load_ratings_csv(f, user_col="user", item_col="item", rating_col="rating")
+    assert sorted(users.tolist()) == sorted(["1", "01", "+1", "1_0", "10"]) and R.shape == (5, 2)
+    assert R.nnz == 5                                    # every rating kept
+    g = tmp_path / "s.csv"
+    g.write_text("user,item,rating\n1, 10,3\n -5,20 ,4\n")   # plain integers (spaces around them) stay numbers
+    _, users, items = load_ratings_csv(g, user_col="user", item_col="item", rating_col="rating")
+    assert users.tolist() == [-5, 1] and items.tolist() == [10, 20]
+
+
+# --------------------------------------------------------------------------- auctions
+def test_dclef_refuses_private_values_given_as_strings():
+    # DCLEF.sample / mean read "1" as 1.0 without a word
+    from privrelease.auctions import DCLEF
+
+    est = DCLEF([0.5, 0.3, 0.2], [1, 0, 1], (1, 5))
+    with pytest.raises(TypeError, match=r"d must hold the private values as real numbers, got an array of dtype <U1"):
+        est.mean(["1", "2", "3"])
+    assert est.mean([1, 2, 3]) == pytest.approx(0.5 * 1 + 0.2 * 3 + 3.0 * 0.3)   # R_bar = 3 for the unbought
+
+
+def test_data_range_whose_width_overflows_is_refused_by_name():
+    # Delta = R_max - R_min was inf and the error came from the noise: "scale must be finite, got inf"
+    from privrelease.auctions import DCLEF, check_data_range
+
+    with pytest.raises(ValueError, match=r"data_range must have a finite width R_max - R_min"):
+        check_data_range((-1e308, 1e308))
+    with pytest.raises(ValueError, match=r"data_range must have a finite width"):
+        DCLEF([0.5, 0.5], [0, 1], (-1e308, 1e308))
+    assert check_data_range((-1e307, 1e307)) == (-1e307, 1e307)
