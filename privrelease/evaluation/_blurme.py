@@ -22,7 +22,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..utils import RandomSource, check_random_source, restore_sparse_format
 from ..utils._constraints import NumberInterval
 from ..utils._threads import single_threaded_blas
-from ..utils._validation import check_table, is_sparse_frame, sparse_frame_like
+from ..utils._validation import check_same_index, check_table, is_sparse_frame, sparse_frame_like
 from ._targets import check_attribute, joint_attribute
 
 __all__ = ["BlurMe", "BlurMore"]
@@ -135,6 +135,7 @@ class BlurMe(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                 "who disclosed the private attribute"
             )
         check_table(X)
+        check_same_index(X, y)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, ensure_all_finite=True)
         name = type(self).__name__
         y, labeled, _ = check_attribute(y, X.shape[0])

@@ -51,7 +51,7 @@ from ..mapping import (
 )
 from ..mapping._checks import check_distortion
 from ..utils import check_private_labels
-from ..utils._validation import check_label_input
+from ..utils._validation import check_label_input, check_same_index
 from . import _dask
 
 __all__ = ["PriorEstimate", "theorem1_bound", "check_sample_weight", "stack_marginal_priors"]
@@ -259,6 +259,7 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                 "attribute, -1 for users who did not disclose it)"
             )
         _refuse_surprise_data(X)
+        check_same_index(X, y)
         work = copy.copy(self)  # shallow: shares random_state (a Generator advances as it would)
         for name in [k for k in vars(work) if _is_fitted_attr(k)]:
             delattr(work, name)

@@ -22,7 +22,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..exceptions import PrivacyLeakWarning
 from ..noise import VectorLaplace
 from ..utils import check_number, check_random_source
-from ..utils._validation import check_table, check_real_target
+from ..utils._validation import check_real_target, check_same_index, check_table
 from ..utils._constraints import NumberInterval
 
 __all__ = [
@@ -658,6 +658,7 @@ class TruthfulRegressionMechanism(RegressorMixin, BaseEstimator):
         """
         check_table(X)
         check_table(y, "y")
+        check_same_index(X, y)
         X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
         check_real_target(y, "y", "the reported responses as real numbers")
         n = X.shape[0]

@@ -240,6 +240,31 @@ def sparse_frame_like(X_sparse, like):
     return pd.DataFrame.sparse.from_spmatrix(X_sparse, index=like.index, columns=like.columns)
 
 
+def check_same_index(X, y, name="y", *, x_name="X"):
+    """Refuse a pandas ``y`` whose index labels its rows differently from a pandas ``X`` (ValueError).
+
+    scikit-learn pairs the rows of ``X`` and ``y`` by position and ignores their indexes, so a ``y``
+    indexed by user id in another order than ``X`` silently gave every user another user's label
+    (a shuffled private attribute: the fitted prior, and the leakage claimed from it, described
+    nobody). Checked only when both carry a meaningful index (not the default ``0, 1, 2 ...``):
+    a default index on either side is read as "paired by position".
+    """
+    import pandas as pd
+
+    ix, iy = getattr(X, "index", None), getattr(y, "index", None)
+    if not (isinstance(ix, pd.Index) and isinstance(iy, pd.Index)) or len(ix) != len(iy) or ix.equals(iy):
+        return
+    if any(isinstance(i, pd.RangeIndex) and i.start == 0 and i.step == 1 for i in (ix, iy)):
+        return
+    k = int(np.flatnonzero(ix.to_numpy(dtype=object) != iy.to_numpy(dtype=object))[0])
+    same = "the same labels in another order" if ix.sort_values().equals(iy.sort_values()) else "other labels"
+    raise ValueError(
+        f"{name} is indexed differently from {x_name} ({same}: row {k} is {ix[k]!r} in {x_name} but {iy[k]!r} in "
+        f"{name}); rows are paired by position, so users would get other users' labels: align it first "
+        f"({name}.reindex({x_name}.index)), or pass {name}.to_numpy() if the positions already match"
+    )
+
+
 def check_private_labels(y, n_samples, *, name="y"):
     """Validate the private attribute: one label per user, undisclosed ones marked.
 

@@ -122,6 +122,16 @@ def _align_repeated_user():
     return rf.align(pd.Series([0, 1], index=["a", "a"]))
 
 
+def _misaligned_labels():
+    """A mapper fitted on ratings indexed a-d and labels indexed d-a (rows are paired by position)."""
+    import pandas as pd
+
+    from privrelease.mappers import QuantizedPrivacyMapper
+
+    X, y = pd.DataFrame(X_SMALL, index=list("abcd")), pd.Series(Y_SMALL, index=list("dcba"))
+    return QuantizedPrivacyMapper(n_clusters=2).fit(X, y)
+
+
 def _ratings_frame_fit(users):
     """``RatingsFrame().fit`` on two ratings by ``users``, items 1 and 2."""
     import pandas as pd
@@ -213,6 +223,8 @@ def _catalogue():
         ("mapping", "empirical_prior([0, 1], [0, 1, 1])",
          lambda: empirical_prior([0, 1], [0, 1, 1]), ValueError, "3"),
         # --- mappers
+        ("mappers", "QuantizedPrivacyMapper().fit(DataFrame X indexed a-d, Series y indexed d-a)",
+         _misaligned_labels, ValueError, "'d'"),
         ("mappers", "QuantizedPrivacyMapper(n_clusters=0).fit(X, y)",
          lambda: QuantizedPrivacyMapper(n_clusters=0).fit(X_SMALL, Y_SMALL), ValueError, "0"),
         ("mappers", "QuantizedPrivacyMapper(delta=-1).fit(X, y)",

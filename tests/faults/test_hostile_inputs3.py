@@ -294,3 +294,35 @@ def test_data_range_whose_width_overflows_is_refused_by_name():
     with pytest.raises(ValueError, match=r"data_range must have a finite width"):
         DCLEF([0.5, 0.5], [0, 1], (-1e308, 1e308))
     assert check_data_range((-1e307, 1e307)) == (-1e307, 1e307)
+
+
+# --------------------------------------------------------------------------- pandas indexes
+def _indexed(shuffle):
+    X, y = _ratings()
+    users = [f"u{i}" for i in range(X.shape[0])]
+    frame, labels = pd.DataFrame(X, index=users), pd.Series(y, index=users)
+    return frame, labels.sample(frac=1, random_state=0) if shuffle else labels
+
+
+@pytest.mark.parametrize("fit", [
+    lambda X, y: _qpm().fit(X, y),
+    lambda X, y: ErasureMapper(random_state=0).fit(X.iloc[:, :2], y),
+    lambda X, y: InferenceAttack().fit(X, y),
+    lambda X, y: BlurMe().fit(X, y),
+    lambda X, y: DCLEFEstimator(data_range=(0, 1)).fit(X, y),
+])
+def test_labels_indexed_in_another_order_than_the_ratings_are_refused(fit):
+    # rows are paired by position: a y indexed by user id in another order gave every user someone else's
+    # label, and the prior (with every leakage claimed from it) described a shuffled attribute
+    X, y = _indexed(shuffle=True)
+    with pytest.raises(ValueError, match=r"y is indexed differently from X \(the same labels in another order: row 0 "
+                                         r"is 'u0' in X but 'u\d+' in y\)"):
+        fit(X, y)
+
+
+def test_labels_indexed_like_the_ratings_or_by_position_are_accepted():
+    X, y = _indexed(shuffle=False)
+    ref = _qpm().fit(X.to_numpy(), y.to_numpy())
+    for labels in (y, y.reset_index(drop=True), y.sample(frac=1, random_state=0).reindex(X.index)):
+        np.testing.assert_array_equal(_qpm().fit(X, labels).prior_, ref.prior_)
+    assert _qpm().fit(X.reset_index(drop=True), y.sample(frac=1, random_state=0)).n_labeled_ == 120   # by position
