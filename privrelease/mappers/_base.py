@@ -260,6 +260,7 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             )
         _refuse_surprise_data(X)
         check_same_index(X, y)
+        check_same_index(X, sample_weight, "sample_weight")
         work = copy.copy(self)  # shallow: shares random_state (a Generator advances as it would)
         for name in [k for k in vars(work) if _is_fitted_attr(k)]:
             delattr(work, name)

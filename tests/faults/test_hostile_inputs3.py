@@ -310,13 +310,14 @@ def _indexed(shuffle):
     lambda X, y: InferenceAttack().fit(X, y),
     lambda X, y: BlurMe().fit(X, y),
     lambda X, y: DCLEFEstimator(data_range=(0, 1)).fit(X, y),
+    lambda X, y: _qpm().fit(X, y.to_numpy(), sample_weight=pd.Series(1.0, index=y.index)),   # weights too
 ])
 def test_labels_indexed_in_another_order_than_the_ratings_are_refused(fit):
     # rows are paired by position: a y indexed by user id in another order gave every user someone else's
     # label, and the prior (with every leakage claimed from it) described a shuffled attribute
     X, y = _indexed(shuffle=True)
-    with pytest.raises(ValueError, match=r"y is indexed differently from X \(the same labels in another order: row 0 "
-                                         r"is 'u0' in X but 'u\d+' in y\)"):
+    with pytest.raises(ValueError, match=r"(y|sample_weight) is indexed differently from X \(the same labels in "
+                                         r"another order: row 0 is 'u0' in X but 'u\d+' in (y|sample_weight)\)"):
         fit(X, y)
 
 
