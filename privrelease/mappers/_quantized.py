@@ -1598,6 +1598,13 @@ class QuantizedPrivacyMapper(_BaseMapper):
         if np.issubdtype(dtype, np.integer) and not np.issubdtype(P.dtype, np.integer):
             P = P.copy()
             P.data = np.rint(P.data)
+        if np.issubdtype(dtype, np.integer) and P.nnz:
+            # astype wrapped around: a mapper fitted on a 100-200 scale released -119 into an int8 X
+            info, lo, hi = np.iinfo(dtype), float(P.data.min()), float(P.data.max())
+            if lo < info.min or hi > info.max:
+                raise ValueError(f"X has dtype {np.dtype(dtype)}, which cannot hold the released ratings (from {lo:g} "
+                                 f"to {hi:g}, on the scale the mapper was fitted on); pass X as float64 or a wider "
+                                 "integer type")
         return P.astype(dtype, copy=False)
 
     def transform(self, X):

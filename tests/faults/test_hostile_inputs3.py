@@ -327,3 +327,18 @@ def test_labels_indexed_like_the_ratings_or_by_position_are_accepted():
     for labels in (y, y.reset_index(drop=True), y.sample(frac=1, random_state=0).reindex(X.index)):
         np.testing.assert_array_equal(_qpm().fit(X, labels).prior_, ref.prior_)
     assert _qpm().fit(X.reset_index(drop=True), y.sample(frac=1, random_state=0)).n_labeled_ == 120   # by position
+
+
+# --------------------------------------------------------------------------- integer dtypes
+def test_release_into_an_integer_dtype_too_narrow_for_the_scale_is_refused():
+    # a mapper fitted on a 100-200 scale released -119 into an int8 X (astype wrapped around)
+    X, y = _ratings()
+    X = np.where(X > 0, X * 10 + 100, 0)                       # ratings 110 .. 150
+    m = QuantizedPrivacyMapper(n_clusters=3, max_leakage=1.0, random_state=0).fit(X, y)   # releases profiles
+    small = (X > 0).astype(np.int8)
+    with pytest.raises(ValueError, match=r"X has dtype int8, which cannot hold the released ratings \(from 1\d\d to "
+                                         r"1\d\d, on the scale the mapper was fitted on\)"):
+        m.transform(small)
+    for dtype in (np.uint8, np.int16):                         # wide enough: rounded ratings on the training scale
+        out = m.transform(small.astype(dtype))
+        assert out.dtype == dtype and out[out != 0].min() >= 110 and out.max() <= 150
