@@ -22,7 +22,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..utils import RandomSource, check_random_source, restore_sparse_format
 from ..utils._constraints import NumberInterval
 from ..utils._threads import single_threaded_blas
-from ..utils._validation import check_same_index, check_table, is_sparse_frame, sparse_frame_like
+from ..utils._validation import (canonical_sparse, check_same_index, check_table, is_sparse_frame,
+                                 sparse_frame_like)
 from ._targets import check_attribute, joint_attribute
 
 __all__ = ["BlurMe", "BlurMore"]
@@ -136,7 +137,7 @@ class BlurMe(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             )
         check_table(X)
         check_same_index(X, y)
-        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, ensure_all_finite=True)
+        X = canonical_sparse(validate_data(self, X, accept_sparse="csr", dtype=np.float64, ensure_all_finite=True))
         name = type(self).__name__
         y, labeled, _ = check_attribute(y, X.shape[0])
         if not np.any(labeled):
@@ -214,8 +215,7 @@ class BlurMe(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         check_table(X)
         X = validate_data(self, X, reset=False, accept_sparse="csr", dtype=np.float64,
                           ensure_all_finite=True)
-        Xs = sp.csr_matrix(X, copy=True)
-        Xs.eliminate_zeros()
+        Xs = canonical_sparse(sp.csr_matrix(X, copy=True))
         Xs.sort_indices()
         return Xs, fmt
 

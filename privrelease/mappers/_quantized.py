@@ -14,7 +14,8 @@ from .. import _persistence
 from ..mapping import expected_distortion, leakage as heldout_leakage, mutual_information
 from ..utils import check_random_source
 from ..utils._constraints import NumberInterval
-from ..utils._validation import as_float_if_object, check_table, is_sparse_frame, sparse_frame_like
+from ..utils._validation import (as_float_if_object, canonical_sparse, check_table, is_sparse_frame,
+                                 sparse_frame_like)
 from . import _dask
 from ._base import PriorEstimate, _BaseMapper, _matrix, _refuse_long_form, _refuse_surprise_data, _row_stochastic, stack_marginal_priors
 from ._common import BUDGET_CONSTRAINT, LEAKAGE_CONSTRAINT, PROTECT_CONSTRAINT, RANDOM_STATE_CONSTRAINT
@@ -759,6 +760,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
             X = X.tocsr()
         X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype="numeric", reset=reset)
         X = as_float_if_object(X)  # a DataFrame of categorical columns stays object (scipy refused it deep inside)
+        X = canonical_sparse(X)  # a pair stored twice counted twice (negative distances), a stored 0 as a rating
         if X.dtype == np.float16:  # scipy's sparse kernels refuse float16: compute in float64
             X = X.astype(np.float64)
         data = X.data if sp.issparse(X) else X

@@ -165,9 +165,7 @@ def check_rating_matrix(X, *, name="X", rating_range=None, dtype=(np.float64, np
         Xc = X.tocsr(copy=True)
         if Xc.dtype not in dtype:
             Xc = Xc.astype(np.float64)
-        Xc.sum_duplicates()
-        data = Xc.data
-        Xc.eliminate_zeros()
+        Xc = canonical_sparse(Xc)
         data = Xc.data
     else:
         Xc = as_float_if_object(np.asarray(X), name)
@@ -210,6 +208,22 @@ def as_float_if_object(X, name="X"):
         return X.astype(np.float64)
     except (TypeError, ValueError) as exc:
         raise TypeError(f"{name} must hold numbers, got {X.dtype}: {exc}") from None
+
+
+def canonical_sparse(X):
+    """A sparse CSR / CSC rating matrix with its duplicates summed and its stored zeros dropped (0 = not rated).
+
+    scipy sums a pair stored twice and a stored 0 is "not rated", but code reading ``indptr`` / ``data``
+    directly (rating counts, distances to the cluster centres, item means) took a non-canonical matrix
+    at its word: duplicates counted twice, a stored 0 as a rating. Returns ``X`` itself when it is
+    already canonical (or dense), else a canonical copy: the caller's matrix is never modified.
+    """
+    if not sp.issparse(X) or (X.has_canonical_format and not np.any(X.data == 0)):
+        return X
+    X = X.copy()
+    X.sum_duplicates()
+    X.eliminate_zeros()
+    return X
 
 
 def restore_sparse_format(X_csr, sparse_format):

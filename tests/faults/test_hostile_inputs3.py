@@ -342,3 +342,40 @@ def test_release_into_an_integer_dtype_too_narrow_for_the_scale_is_refused():
     for dtype in (np.uint8, np.int16):                         # wide enough: rounded ratings on the training scale
         out = m.transform(small.astype(dtype))
         assert out.dtype == dtype and out[out != 0].min() >= 110 and out.max() <= 150
+
+
+# --------------------------------------------------------------------------- non-canonical sparse matrices
+def _non_canonical(X, seed=0):
+    """``X`` as a CSR matrix that stores every rating as two summands (v - 0.5 and 0.5), in shuffled order
+    within each row, plus 20 explicit zeros: scipy reads it as ``X``."""
+    rng = np.random.default_rng(seed)
+    C = sp.coo_matrix(X)
+    zr, zc = np.nonzero(X == 0)
+    r = np.concatenate([C.row, C.row, zr[:20]])
+    c = np.concatenate([C.col, C.col, zc[:20]])
+    v = np.concatenate([C.data - 0.5, np.full(C.nnz, 0.5), np.zeros(20)])
+    order = np.lexsort((rng.random(r.size), r))
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(r, minlength=X.shape[0]))])
+    N = sp.csr_matrix((v[order], c[order], indptr), shape=X.shape)
+    assert not N.has_canonical_format and (N != sp.csr_matrix(X)).nnz == 0
+    return N
+
+
+@pytest.mark.parametrize("make", [
+    lambda: QuantizedPrivacyMapper(n_clusters=3, max_leakage=1.0, random_state=0),
+    lambda: QuantizedPrivacyMapper(n_clusters=3, max_leakage=1.0, space="raw", random_state=0),
+    lambda: QuantizedPrivacyMapper(n_clusters=3, max_leakage=1.0, metric="hamming", random_state=0),
+    lambda: BlurMe(random_state=0),
+    lambda: BlurMore(random_state=0),
+])
+def test_non_canonical_csr_is_read_as_scipy_reads_it(make):
+    # duplicates were counted twice and stored zeros as ratings: another prior and release (taste space,
+    # BlurMe's item means), or "distortion must be non-negative, got a smallest entry of -4.68" (hamming)
+    X, y = _ratings()
+    N = _non_canonical(X)
+    before = N.copy()
+    a, b = make().fit(sp.csr_matrix(X), y), make().fit(N, y)
+    np.testing.assert_allclose(a.transform(sp.csr_matrix(X)).toarray(), b.transform(N).toarray())
+    if hasattr(a, "prior_"):
+        np.testing.assert_allclose(a.prior_, b.prior_)
+    assert (N != before).nnz == 0 and N.nnz == before.nnz            # the caller's matrix is left as it was
