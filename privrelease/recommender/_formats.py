@@ -16,7 +16,7 @@ import pandas as pd
 import scipy.sparse as sp
 
 from ..utils import check_rating_scale
-from ..utils._validation import check_bool_number_mix, check_table
+from ..utils._validation import canonical_sparse, check_bool_number_mix, check_table
 
 __all__ = ["RatingsFrame"]
 
@@ -225,12 +225,11 @@ class RatingsFrame:
         if X.shape != self.shape:
             raise ValueError(f"X has shape {X.shape} but this RatingsFrame maps {self.shape[0]} users x "
                              f"{self.shape[1]} items")
+        X = canonical_sparse(X).copy()  # a rating stored as two summands was two long-form rows
         if not np.all(np.isfinite(X.data)):
             bad = X.data[~np.isfinite(X.data)][0]
             raise ValueError(f"X holds {int(np.sum(~np.isfinite(X.data)))} non-finite rating(s) (for example "
                              f"{bad!r}); a released rating is a finite number, 0 meaning 'not rated'")
-        X = X.copy()
-        X.eliminate_zeros()
         X.sort_indices()
         rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
         return pd.DataFrame({self.user: self.user_ids_[rows], self.item: self.item_ids_[X.indices],

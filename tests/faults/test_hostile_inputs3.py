@@ -379,3 +379,15 @@ def test_non_canonical_csr_is_read_as_scipy_reads_it(make):
     if hasattr(a, "prior_"):
         np.testing.assert_allclose(a.prior_, b.prior_)
     assert (N != before).nnz == 0 and N.nnz == before.nnz            # the caller's matrix is left as it was
+
+
+def test_from_matrix_gives_one_row_per_rated_pair_of_a_non_canonical_matrix():
+    # a rating stored as two summands (1 + 2) came back as two long-form rows for the same (user, item)
+    X, _ = _ratings(n=6, m=4)
+    users = [f"u{i}" for i in range(6)]
+    items = [f"i{j}" for j in range(4)]
+    r, c = np.nonzero(X)
+    df = pd.DataFrame({"user": np.array(users)[r], "item": np.array(items)[c], "rating": X[r, c]})
+    rf = RatingsFrame().fit(df)
+    pd.testing.assert_frame_equal(rf.from_matrix(_non_canonical(X)), rf.from_matrix(sp.csr_matrix(X)))
+    assert len(rf.from_matrix(_non_canonical(X))) == np.count_nonzero(X)
