@@ -391,3 +391,21 @@ def test_from_matrix_gives_one_row_per_rated_pair_of_a_non_canonical_matrix():
     rf = RatingsFrame().fit(df)
     pd.testing.assert_frame_equal(rf.from_matrix(_non_canonical(X)), rf.from_matrix(sp.csr_matrix(X)))
     assert len(rf.from_matrix(_non_canonical(X))) == np.count_nonzero(X)
+
+
+# --------------------------------------------------------------------------- the accountant
+@pytest.mark.parametrize("kwargs, name", [
+    ({"individual_epsilons": ["0.5", "1"]}, "individual_epsilons"),
+    ({"individual_epsilons": [0.5, 1.0], "payments": ["1", "2"]}, "payments"),
+    ({"individual_epsilons": [0.5, 1.0], "payments": np.array([1 + 1j, 2])}, "payments"),
+])
+def test_accountant_refuses_epsilons_or_payments_given_as_strings_or_complex(kwargs, name):
+    # "0.5" was read as 0.5 and a complex payment lost its imaginary part, while scalar budgets refuse both
+    from privrelease.accounting import PrivacyAccountant
+
+    acc = PrivacyAccountant(epsilon=10.0)
+    with pytest.raises(TypeError, match=rf"{name} must hold real numbers"):
+        acc.spend(1.0, population="p", **kwargs)
+    assert acc.spent == 0.0                                            # nothing was recorded
+    acc.spend(1.0, population="p", individual_epsilons=[0.5, 1.0], payments=[1, 2])
+    assert acc.payments("p").toarray().tolist() == [[1.0, 2.0]]
