@@ -315,10 +315,16 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             )
         labeled &= w > 0
         if not labeled.any():
-            what = ("no user disclosed every column of y (protect='joint' needs them; protect='marginal' uses "
-                    "every user who disclosed any column)" if columns is not None and self.protect == "joint"
-                    else "the prior is estimated from users who disclosed the private attribute")
-            raise ValueError(f"no labeled users: all {n} entries of y are missing (-1 or NaN); {what}")
+            if columns is not None and self.protect == "joint":
+                # "all 120 entries of y are missing" was false when one column was disclosed by everybody
+                empty = [j for j in range(masks.shape[1]) if not masks[:, j].any()]
+                which = (f"y[:, {empty[0]}] is undisclosed for every user" if empty
+                         else "every user left at least one column undisclosed")
+                raise ValueError(f"no labeled users: no user disclosed every column of y ({which}); "
+                                 "protect='joint' needs them, protect='marginal' uses every user who disclosed "
+                                 "any column")
+            raise ValueError(f"no labeled users: all {n} entries of y are missing (-1 or NaN); the prior is "
+                             "estimated from users who disclosed the private attribute")
         if columns is not None:
             return self._fit_multi(Xv, columns, masks & (w > 0)[:, None], labeled, w)
         self.classes_, a_idx = np.unique(y[labeled], return_inverse=True)

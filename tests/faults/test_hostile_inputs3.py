@@ -409,3 +409,14 @@ def test_accountant_refuses_epsilons_or_payments_given_as_strings_or_complex(kwa
     assert acc.spent == 0.0                                            # nothing was recorded
     acc.spend(1.0, population="p", individual_epsilons=[0.5, 1.0], payments=[1, 2])
     assert acc.payments("p").toarray().tolist() == [[1.0, 2.0]]
+
+
+def test_joint_attribute_with_a_column_nobody_disclosed_names_the_column():
+    # the message said "all 120 entries of y are missing" although every user disclosed column 0
+    X, y = _ratings()
+    Y = np.column_stack([y, np.full(y.size, -1)])
+    with pytest.raises(ValueError, match=r"no user disclosed every column of y \(y\[:, 1\] is undisclosed for every "
+                                         r"user\)"):
+        _qpm().fit(X, Y)
+    with pytest.raises(ValueError, match=r"y\[:, 1\] is undisclosed for every user"):
+        QuantizedPrivacyMapper(n_clusters=3, protect="marginal", random_state=0).fit(X, Y)
