@@ -97,7 +97,7 @@ class _Encoder:
                 return {"t": "objarray", "items": [self.encode(v, f"{key}/{i}") for i, v in enumerate(a)]}
             a = a.astype(str)
             node["object"] = True
-        if a.dtype.kind not in "biufcU":
+        if a.dtype.kind not in "biufcUS":
             raise TypeError(f"cannot save {key!r}: unsupported dtype {a.dtype}")
         self.arrays[key] = np.ascontiguousarray(a)
         return node

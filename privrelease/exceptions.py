@@ -13,6 +13,7 @@ __all__ = [
     "SolverError",
     "BudgetExceededError",
     "UnseenCategoryWarning",
+    "ComplexDataError",
 ]
 
 
@@ -53,3 +54,11 @@ class SolverError(RuntimeError):
 
 class BudgetExceededError(ValueError):
     """A query would spend more privacy than an individual's cap allows."""
+
+
+class ComplexDataError(TypeError, ValueError):
+    """Complex numbers where real numbers are expected (ratings, features, categories).
+
+    A ``TypeError`` (the wrong kind of number) and a ``ValueError`` (what scikit-learn's
+    estimator checks expect for complex data), so callers catching either keep working.
+    """

@@ -30,6 +30,7 @@ import scipy.sparse as sp
 
 from ..exceptions import BudgetExceededError
 from ..utils import check_number
+from ..utils._validation import check_real_target
 
 __all__ = [
     "PrivacyAccountant",
@@ -220,7 +221,8 @@ class PrivacyAccountant:
                                  "got population=None")
             if individual_epsilons is None:
                 raise ValueError("payments were given without individual_epsilons")
-            eps_i = np.asarray(individual_epsilons, dtype=np.float64)
+            # strings ("0.5" was read as 0.5) and complex numbers (the imaginary part was dropped) are refused
+            eps_i = check_real_target(np.asarray(individual_epsilons), "individual_epsilons").astype(np.float64)
             if eps_i.ndim != 1 or not np.all(np.isfinite(eps_i)) or np.any(eps_i < 0):
                 raise ValueError("individual_epsilons must be a 1-D array of finite numbers "
                                  f">= 0, got {individual_epsilons!r}")
@@ -230,7 +232,7 @@ class PrivacyAccountant:
                 raise TypeError(f"population must be a hashable name (a str, an int, a tuple), got {population!r} "
                                 f"of type {type(population).__name__}") from None
             if payments is not None:
-                pay = np.asarray(payments, dtype=np.float64)
+                pay = check_real_target(np.asarray(payments), "payments").astype(np.float64)
                 if pay.shape != eps_i.shape:
                     raise ValueError(f"payments has shape {pay.shape} but individual_epsilons "
                                      f"has shape {eps_i.shape}")

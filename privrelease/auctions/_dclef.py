@@ -23,6 +23,7 @@ import numpy as np
 
 from ..noise import Laplace
 from ..utils import check_number
+from ..utils._validation import check_real_target
 
 __all__ = ["DCLEF", "privacy_index", "check_data_range"]
 
@@ -54,6 +55,10 @@ def check_data_range(data_range, name="data_range"):
         raise ValueError(
             f"{name} must satisfy R_min < R_max (a non-empty interval), got {data_range!r}"
         )
+    if not np.isfinite(high - low):
+        # the noise scale Delta sum |w_i| (1 - x_i) with Delta = R_max - R_min was inf: "scale must be finite"
+        raise ValueError(f"{name} must have a finite width R_max - R_min (the sensitivity Delta), got "
+                         f"{data_range!r}, whose width overflows float64")
     return low, high
 
 
@@ -254,7 +259,8 @@ class DCLEF:
         return bool(np.all((self.x == 0) | (self.x == 1)))
 
     def _check_d(self, d):
-        d = np.asarray(d, dtype=np.float64)
+        # strings ("1" was read as 1.0) and complex numbers (the imaginary part was dropped) are refused
+        d = check_real_target(np.asarray(d), "d", "the private values as real numbers").astype(np.float64)
         n = self.weights.shape[0]
         if d.ndim not in (1, 2) or d.shape[-1] != n:
             raise ValueError(

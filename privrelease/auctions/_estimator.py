@@ -12,7 +12,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..accounting import PrivacyAccountant, check_accountant
 from ..exceptions import BudgetExceededError, PrivacyLeakWarning
 from ..utils import check_random_source
-from ..utils._validation import check_table, check_real_target
+from ..utils._validation import check_real_target, check_same_index, check_table
 from ..utils._constraints import NumberInterval
 from ._dclef import DCLEF, _check_vector, check_data_range
 from ._mechanism import fair_inner_product
@@ -187,6 +187,7 @@ class DCLEFEstimator(RegressorMixin, BaseEstimator):
         """
         check_table(X)
         check_table(y, "y")
+        check_same_index(X, y)
         X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
         check_real_target(y, "y", "the private values d as real numbers")
         n = X.shape[0]

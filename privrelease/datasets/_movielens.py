@@ -561,10 +561,17 @@ def _check_field_counts(p, sep, encoding, n_columns):
 
 
 def _maybe_numeric(series):
-    """Integer ids when every id is an integer, else the strings."""
+    """Integer ids when every id is an integer written plainly (``str(int(id)) == id`` up to surrounding
+    spaces), else the strings.
+
+    numpy's parser reads ``"01"``, ``"+1"`` and ``"1_0"`` as 1, 1 and 10: users ``"1"`` and ``"01"`` (or
+    zip-code items ``"7"`` and ``"007"``) used to become one user, silently.
+    """
     values = series.to_numpy(dtype=object).astype(str)
     try:
         as_int = values.astype(np.int64)
     except (ValueError, OverflowError):
+        return values
+    if not np.array_equal(as_int.astype(str), np.char.strip(values)):
         return values
     return as_int

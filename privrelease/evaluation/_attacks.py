@@ -36,7 +36,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..utils import check_private_labels, check_random_source
 from ..utils._threads import single_threaded_blas
-from ..utils._validation import check_table
+from ..utils._validation import check_same_index, check_table
 from ._targets import attribute_targets
 
 __all__ = [
@@ -216,6 +216,7 @@ class InferenceAttack(ClassifierMixin, BaseEstimator):
                 "private attribute from users who disclosed it"
             )
         check_table(X)
+        check_same_index(X, y)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, ensure_all_finite=True)
         shape = getattr(y, "shape", None) or np.asarray(y).shape
         if len(shape) == 2 and shape[1] == 1:

@@ -22,7 +22,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..utils import RandomSource, check_random_source, restore_sparse_format
 from ..utils._constraints import NumberInterval
 from ..utils._threads import single_threaded_blas
-from ..utils._validation import check_table
+from ..utils._validation import (canonical_sparse, check_same_index, check_table, is_sparse_frame,
+                                 sparse_frame_like)
 from ._targets import check_attribute, joint_attribute
 
 __all__ = ["BlurMe", "BlurMore"]
@@ -135,7 +136,8 @@ class BlurMe(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                 "who disclosed the private attribute"
             )
         check_table(X)
-        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, ensure_all_finite=True)
+        check_same_index(X, y)
+        X = canonical_sparse(validate_data(self, X, accept_sparse="csr", dtype=np.float64, ensure_all_finite=True))
         name = type(self).__name__
         y, labeled, _ = check_attribute(y, X.shape[0])
         if not np.any(labeled):
@@ -207,12 +209,13 @@ class BlurMe(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         """A validated CSR copy of ``X`` without stored zeros (sorted indices), and the caller's sparse format."""
         check_is_fitted(self, "classifier_")
         # the caller's sparse format, and whether it was a sparse array (csr_array came back as csr_matrix)
+        # (a DataFrame of sparse columns comes back as one, with its index and columns)
         fmt = (X.format, isinstance(X, sp.sparray)) if sp.issparse(X) else None
+        fmt = ("frame", X) if is_sparse_frame(X) else fmt
         check_table(X)
         X = validate_data(self, X, reset=False, accept_sparse="csr", dtype=np.float64,
                           ensure_all_finite=True)
-        Xs = sp.csr_matrix(X, copy=True)
-        Xs.eliminate_zeros()
+        Xs = canonical_sparse(sp.csr_matrix(X, copy=True))
         Xs.sort_indices()
         return Xs, fmt
 
@@ -222,6 +225,8 @@ class BlurMe(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         (a sparse array for a sparse array)."""
         if fmt is None:
             return out.toarray()
+        if fmt[0] == "frame":  # a sparse DataFrame stays one (same index and columns)
+            return sparse_frame_like(out, fmt[1])
         fmt, is_array = fmt
         return restore_sparse_format(sp.csr_array(out) if is_array else out, fmt)
 

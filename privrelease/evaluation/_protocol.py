@@ -36,6 +36,7 @@ from sklearn.base import clone
 
 from ..recommender import SurpriseRecommender, holdout_split
 from ..utils import check_number, check_random_source, check_rating_matrix, check_rating_scale
+from ..utils._validation import check_same_index
 from ._targets import check_attribute, joint_attribute
 
 __all__ = ["rmse_cost", "RMSECost"]
@@ -200,6 +201,7 @@ def _check_mapper_target(mapper_target, y, names):
 
 def _prepare_split(ratings, private, *, opt_in_fraction, cv, heldout_fraction, rating_range,
                    random_state, mapper_target=None):
+    check_same_index(ratings, private, "private", x_name="ratings")
     X, _ = check_rating_matrix(ratings, name="ratings", rating_range=rating_range)
     X = sp.csr_matrix(X, dtype=np.float64)
     y, names = _check_private(private, X.shape[0])

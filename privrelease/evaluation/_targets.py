@@ -11,6 +11,7 @@ label per distinct tuple) and every MARGINAL (each column on its own).
 import numpy as np
 
 from ..utils import check_private_labels, undisclosed_mask
+from ..utils._validation import check_label_input
 
 __all__ = ["joint_attribute", "attribute_targets", "check_attribute"]
 
@@ -49,6 +50,7 @@ def check_attribute(y, n_samples, *, name="y"):
     """
     if y is None:
         raise ValueError(f"{name} is None; expected the private attribute, one label per user")
+    check_label_input(y, name)
     if hasattr(y, "columns") and hasattr(y, "iloc"):  # DataFrame: one column per attribute
         if y.shape[1] == 1:
             return (*check_private_labels(y.iloc[:, 0], n_samples, name=name), None)

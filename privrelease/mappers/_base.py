@@ -51,6 +51,7 @@ from ..mapping import (
 )
 from ..mapping._checks import check_distortion
 from ..utils import check_private_labels
+from ..utils._validation import check_label_input, check_same_index
 from . import _dask
 
 __all__ = ["PriorEstimate", "theorem1_bound", "check_sample_weight", "stack_marginal_priors"]
@@ -258,6 +259,8 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                 "attribute, -1 for users who did not disclose it)"
             )
         _refuse_surprise_data(X)
+        check_same_index(X, y)
+        check_same_index(X, sample_weight, "sample_weight")
         work = copy.copy(self)  # shallow: shares random_state (a Generator advances as it would)
         for name in [k for k in vars(work) if _is_fitted_attr(k)]:
             delattr(work, name)
@@ -312,10 +315,16 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             )
         labeled &= w > 0
         if not labeled.any():
-            what = ("no user disclosed every column of y (protect='joint' needs them; protect='marginal' uses "
-                    "every user who disclosed any column)" if columns is not None and self.protect == "joint"
-                    else "the prior is estimated from users who disclosed the private attribute")
-            raise ValueError(f"no labeled users: all {n} entries of y are missing (-1 or NaN); {what}")
+            if columns is not None and self.protect == "joint":
+                # "all 120 entries of y are missing" was false when one column was disclosed by everybody
+                empty = [j for j in range(masks.shape[1]) if not masks[:, j].any()]
+                which = (f"y[:, {empty[0]}] is undisclosed for every user" if empty
+                         else "every user left at least one column undisclosed")
+                raise ValueError(f"no labeled users: no user disclosed every column of y ({which}); "
+                                 "protect='joint' needs them, protect='marginal' uses every user who disclosed "
+                                 "any column")
+            raise ValueError(f"no labeled users: all {n} entries of y are missing (-1 or NaN); the prior is "
+                             "estimated from users who disclosed the private attribute")
         if columns is not None:
             return self._fit_multi(Xv, columns, masks & (w > 0)[:, None], labeled, w)
         self.classes_, a_idx = np.unique(y[labeled], return_inverse=True)
@@ -948,6 +957,7 @@ def _check_claim(est, name, expected):
 
 def _label_columns(y, n_samples):
     """The columns of a 2-D ``y`` with at least two columns (one per private attribute), else None."""
+    check_label_input(y)
     if hasattr(y, "iloc") and getattr(y, "ndim", 1) == 2:  # DataFrame: keep each column's dtype and pd.NA
         if y.shape[1] < 2:
             return None

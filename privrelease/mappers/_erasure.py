@@ -1,6 +1,5 @@
 """ErasureMapper: erasure-only privacy mapping of categorical features (Salamatian et al., Sec. VI-A)."""
 
-import numbers
 import warnings
 
 import numpy as np
@@ -12,7 +11,7 @@ from .. import _persistence
 from ..exceptions import UnseenCategoryWarning
 from ..mapping import _presolve, erasure_alphabet, erasure_distortion
 from ..utils import check_random_source
-from ..utils._validation import check_table
+from ..utils._validation import check_bool_number_mix, check_table
 from . import _dask
 from ._base import PriorEstimate, _BaseMapper, _refuse_surprise_data
 from ._common import BUDGET_CONSTRAINT, LEAKAGE_CONSTRAINT, PROTECT_CONSTRAINT, RANDOM_STATE_CONSTRAINT
@@ -233,6 +232,12 @@ class ErasureMapper(_BaseMapper):
     def _check_X(self, X, reset):
         _refuse_surprise_data(X)
         check_table(X)
+        for name, dtype in getattr(X, "dtypes", pd.Series(dtype=object)).items():
+            # a date column beside a number column failed inside scikit-learn ("DTypePromotionError: The DType
+            # <class 'numpy.dtypes.DateTime64DType'> could not be promoted"); alone it was refused here
+            if getattr(dtype, "kind", None) in "mM":
+                raise TypeError(f"ErasureMapper needs categorical values, got column {name!r} of dtype {dtype} "
+                                "(bin dates into categories first, for example as strings)")
         Xa = validate_data(self, X, dtype=None, ensure_all_finite=False, reset=reset)
         Xa = np.asarray(Xa)
         if Xa.dtype.kind in "cmMV":
@@ -250,17 +255,8 @@ class ErasureMapper(_BaseMapper):
                 f"X contains {int(missing.sum())} missing value(s) (for example row {r}, column {c}: "
                 f"{Xa[r, c]!r}); ErasureMapper needs every category present (NaN/None are refused)"
             )
-        if Xa.dtype == object:
-            for j in range(Xa.shape[1]):
-                col = Xa[:, j].tolist()
-                flags = [isinstance(v, (bool, np.bool_)) for v in col]
-                nums = [not f and isinstance(v, (numbers.Number, np.number)) for v, f in zip(col, flags)]
-                if any(flags) and any(nums):
-                    b, n = col[flags.index(True)], col[nums.index(True)]
-                    raise TypeError(
-                        f"column {j} of X mixes booleans and numbers (for example {b!r} and {n!r}); "
-                        "1 and True would be merged into one category: give the column one kind of value"
-                    )
+        for j in range(Xa.shape[1]) if Xa.dtype == object else ():
+            check_bool_number_mix(Xa[:, j], f"column {j} of X")
         return Xa
 
     def _encode(self, Xa):

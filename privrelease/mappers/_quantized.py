@@ -14,7 +14,8 @@ from .. import _persistence
 from ..mapping import expected_distortion, leakage as heldout_leakage, mutual_information
 from ..utils import check_random_source
 from ..utils._constraints import NumberInterval
-from ..utils._validation import check_table
+from ..utils._validation import (as_float_if_object, canonical_sparse, check_table, is_sparse_frame,
+                                 sparse_frame_like)
 from . import _dask
 from ._base import PriorEstimate, _BaseMapper, _matrix, _refuse_long_form, _refuse_surprise_data, _row_stochastic, stack_marginal_priors
 from ._common import BUDGET_CONSTRAINT, LEAKAGE_CONSTRAINT, PROTECT_CONSTRAINT, RANDOM_STATE_CONSTRAINT
@@ -758,6 +759,8 @@ class QuantizedPrivacyMapper(_BaseMapper):
         if fmt is not None and fmt not in ("csr", "csc"):
             X = X.tocsr()
         X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype="numeric", reset=reset)
+        X = as_float_if_object(X)  # a DataFrame of categorical columns stays object (scipy refused it deep inside)
+        X = canonical_sparse(X)  # a pair stored twice counted twice (negative distances), a stored 0 as a rating
         if X.dtype == np.float16:  # scipy's sparse kernels refuse float16: compute in float64
             X = X.astype(np.float64)
         data = X.data if sp.issparse(X) else X
@@ -1597,6 +1600,13 @@ class QuantizedPrivacyMapper(_BaseMapper):
         if np.issubdtype(dtype, np.integer) and not np.issubdtype(P.dtype, np.integer):
             P = P.copy()
             P.data = np.rint(P.data)
+        if np.issubdtype(dtype, np.integer) and P.nnz:
+            # astype wrapped around: a mapper fitted on a 100-200 scale released -119 into an int8 X
+            info, lo, hi = np.iinfo(dtype), float(P.data.min()), float(P.data.max())
+            if lo < info.min or hi > info.max:
+                raise ValueError(f"X has dtype {np.dtype(dtype)}, which cannot hold the released ratings (from {lo:g} "
+                                 f"to {hi:g}, on the scale the mapper was fitted on); pass X as float64 or a wider "
+                                 "integer type")
         return P.astype(dtype, copy=False)
 
     def transform(self, X):
@@ -1625,10 +1635,13 @@ class QuantizedPrivacyMapper(_BaseMapper):
         if _dask.is_dask_collection(X):
             return _dask.transform(self, X)
         check_is_fitted(self)
+        frame = X if is_sparse_frame(X) else None
         X, fmt = self._check_X(X, reset=False)
         Xc = X.tocsr() if sp.issparse(X) else np.asarray(X)
         c_hat = self._sample(self._quantize(Xc), check_random_source(self.random_state))
         profiles = self._profiles_as(X.dtype)
+        if frame is not None:  # a sparse DataFrame stays one (same index and columns), never densified
+            return sparse_frame_like(profiles[c_hat], frame)
         if fmt is None:
             return profiles.toarray()[c_hat]
         out = profiles[c_hat]

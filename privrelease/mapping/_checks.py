@@ -6,6 +6,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..utils import check_number
+from ..utils._validation import check_table
 
 __all__ = ["check_prior", "check_distortion", "check_mapping", "check_budget"]
 
@@ -22,6 +23,7 @@ def check_prior(prior, *, name="prior"):
         Not 2-D, empty, non-finite, negative entries, or not summing to 1
         within ``1e-8`` (the message quotes the offending value).
     """
+    check_table(prior, name)  # complex values (the imaginary part was dropped), masked entries, ragged rows
     _refuse_strings(prior, name, "probabilities")
     try:
         P = np.asarray(prior, dtype=float)
@@ -57,6 +59,7 @@ def check_distortion(distortion, n_public, *, name="distortion"):
     that stores neither a zero nor any diagonal entry warns: ``scipy.sparse.csr_matrix(D)``
     drops the zeros, which silently forbids the zero-cost transitions.
     """
+    check_table(distortion, name)
     if sp.issparse(distortion):
         return _check_sparse_distortion(distortion, n_public, name)
     _refuse_strings(distortion, name, "numbers")
@@ -131,6 +134,7 @@ def _check_sparse_distortion(distortion, n_public, name):
 def check_mapping(mapping, n_public, n_outputs=None, *, name="mapping", atol=1e-6):
     """Return a row-stochastic mapping of shape (n_public, n_outputs) as a float array
     (a ``csr_array`` for a sparse mapping)."""
+    check_table(mapping, name)
     if sp.issparse(mapping):
         M = sp.csr_array(mapping, dtype=float)
         if M.ndim != 2 or M.shape[0] != n_public or (n_outputs is not None and M.shape[1] != n_outputs):

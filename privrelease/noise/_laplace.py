@@ -41,6 +41,7 @@ import numpy as np
 from ..exceptions import PrivacyLeakWarning
 from ..utils import check_number, check_random_source
 from ..utils._random import check_size
+from ..utils._validation import check_real_target
 
 __all__ = ["Laplace", "VectorLaplace", "laplace_noise", "uniform_full_precision"]
 
@@ -204,7 +205,8 @@ class Laplace:
 
     def randomise(self, value):
         """Return ``value`` plus Laplace noise (elementwise for arrays)."""
-        value = np.asarray(value, dtype=np.float64)
+        # strings ("1" was read as 1.0) and complex numbers (the imaginary part was dropped) are refused
+        value = check_real_target(np.asarray(value), "value").astype(np.float64)
         if not np.all(np.isfinite(value)):
             raise ValueError(f"value must be finite, got {value!r}")
         if self.snapping_bound is None:

@@ -9,11 +9,14 @@ matrix row or column always maps back to the caller's ids, and a released matrix
 can be written back in long form or handed to Surprise with the original ids.
 """
 
+from collections.abc import Hashable
+
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
 from ..utils import check_rating_scale
+from ..utils._validation import canonical_sparse, check_bool_number_mix, check_table
 
 __all__ = ["RatingsFrame"]
 
@@ -107,6 +110,12 @@ class RatingsFrame:
                 row = int(np.flatnonzero(ratings[col].isna().to_numpy())[0])
                 raise ValueError(f"ratings[{col!r}] has a missing id (row {row}); every rating needs a user "
                                  "and an item")
+            check_bool_number_mix(ratings[col].to_numpy(), f"ratings[{col!r}]", what=f"{col} id")
+            values = ratings[col].tolist() if ratings[col].dtype == object else ()
+            unhashable = next((v for v in values if not isinstance(v, Hashable)), None)
+            if unhashable is not None:  # pandas' "unhashable type: 'list'" did not say where
+                raise TypeError(f"ratings[{col!r}] must hold hashable ids (numbers, strings, tuples), got "
+                                f"{unhashable!r} of type {type(unhashable).__name__}")
         r = pd.to_numeric(ratings[self.rating], errors="coerce")
         bad = r.isna()
         if bad.any():
@@ -206,6 +215,7 @@ class RatingsFrame:
             Columns ``user``, ``item``, ``rating``, sorted by row then column.
         """
         self._check_fitted()
+        check_table(X)  # complex values, masked entries, ragged rows
         if not sp.issparse(X) and np.ndim(X) != 2:
             raise ValueError(f"X must be a 2-D user x item matrix, got an array of shape {np.shape(X)}")
         try:
@@ -215,12 +225,11 @@ class RatingsFrame:
         if X.shape != self.shape:
             raise ValueError(f"X has shape {X.shape} but this RatingsFrame maps {self.shape[0]} users x "
                              f"{self.shape[1]} items")
+        X = canonical_sparse(X).copy()  # a rating stored as two summands was two long-form rows
         if not np.all(np.isfinite(X.data)):
             bad = X.data[~np.isfinite(X.data)][0]
             raise ValueError(f"X holds {int(np.sum(~np.isfinite(X.data)))} non-finite rating(s) (for example "
                              f"{bad!r}); a released rating is a finite number, 0 meaning 'not rated'")
-        X = X.copy()
-        X.eliminate_zeros()
         X.sort_indices()
         rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
         return pd.DataFrame({self.user: self.user_ids_[rows], self.item: self.item_ids_[X.indices],

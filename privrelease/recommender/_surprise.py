@@ -22,7 +22,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..utils import check_random_source, check_rating_matrix, check_rating_scale
 from ..utils._constraints import NumberInterval
 from ..utils._threads import single_threaded_blas
-from ..utils._validation import check_table
+from ..utils._validation import check_bool_number_mix, check_table
 
 __all__ = ["SurpriseRecommender"]
 
@@ -337,6 +337,7 @@ class SurpriseRecommender(BaseEstimator):
         if ids.ndim != 1 or ids.shape[0] != n:
             raise ValueError(f"{name} must have one id per {'row' if name == 'user_ids' else 'column'} "
                              f"({n}), got shape {ids.shape}")
+        check_bool_number_mix(ids, name, what="id", whole="the ids")
         if pd.Index(ids).has_duplicates:
             raise ValueError(f"{name} must be unique, got duplicates such as "
                              f"{pd.Index(ids)[pd.Index(ids).duplicated()][0]!r}")

@@ -10,6 +10,7 @@ Notation used throughout: ``n`` players, ``d`` features, features ``x_i`` with
 ridge objective ``||y - X w||^2 + alpha ||w||^2``.
 """
 
+import math
 import warnings
 from numbers import Real
 
@@ -21,7 +22,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..exceptions import PrivacyLeakWarning
 from ..noise import VectorLaplace
 from ..utils import check_number, check_random_source
-from ..utils._validation import check_table, check_real_target
+from ..utils._validation import check_real_target, check_same_index, check_table
 from ..utils._constraints import NumberInterval
 
 __all__ = [
@@ -109,7 +110,8 @@ def ridge_sensitivity(n_samples, alpha, response_bound=1.0):
     Y = check_number(response_bound, "response_bound", low=0)
     # numpy's power: Python's float ** raises OverflowError for alpha near 1e308 (the bound is then ~0)
     with np.errstate(over="ignore", divide="ignore"):
-        sens = float(2.0 * Y / np.float64(alpha) + Y * np.sqrt(n) / np.float64(alpha) ** 1.5)
+        # math.sqrt: numpy's sqrt of an int beyond 2**64 (an object) failed with "no callable sqrt method"
+        sens = float(2.0 * Y / np.float64(alpha) + Y * math.sqrt(n) / np.float64(alpha) ** 1.5)
     if not np.isfinite(sens):
         raise ValueError(f"alpha={alpha!r} is too small: the sensitivity 2 Y / alpha + Y sqrt(n) / alpha^1.5 "
                          f"(Y={Y!r}, n={n}) overflows float64; expected a larger alpha")
@@ -656,6 +658,7 @@ class TruthfulRegressionMechanism(RegressorMixin, BaseEstimator):
         """
         check_table(X)
         check_table(y, "y")
+        check_same_index(X, y)
         X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
         check_real_target(y, "y", "the reported responses as real numbers")
         n = X.shape[0]

@@ -8,6 +8,8 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 
+from ..exceptions import ComplexDataError
+
 __all__ = [
     "check_number",
     "check_rating_matrix",
@@ -62,7 +64,11 @@ def check_table(X, name="X"):
       mask, so a masked ("missing") entry used to be taken at whatever value it hid (as a rating,
       a category or a feature). A masked array with nothing masked is accepted (it is its data);
     * a list of rows of different lengths: numpy's message was "setting an array element with a
-      sequence. The requested array has an inhomogeneous shape after 1 dimensions".
+      sequence. The requested array has an inhomogeneous shape after 1 dimensions";
+    * complex numbers (:class:`~privrelease.exceptions.ComplexDataError`, a TypeError and a ValueError):
+      ``astype(float64)`` drops the imaginary part with only a
+      ``ComplexWarning``, and scikit-learn's "Complex data not supported" printed the whole array
+      without naming it.
     """
     if isinstance(X, (list, tuple)) and X and all(isinstance(r, (list, tuple, np.ndarray)) for r in X):
         lengths = [len(r) for r in X]
@@ -75,6 +81,41 @@ def check_table(X, name="X"):
         raise ValueError(f"{name} is a masked array with {n} masked entr{'y' if n == 1 else 'ies'}; the mask would "
                          f"be ignored and the hidden values used: fill it first ({name}.filled(0) for 'not "
                          "rated' in a rating matrix)")
+    complex_dtype = _complex_dtype(X)
+    if complex_dtype is not None:
+        raise ComplexDataError(f"Complex data not supported: {name} must hold real numbers, got complex dtype "
+                               f"{complex_dtype}")
+
+
+def _complex_dtype(X):
+    """The complex dtype of an array, a sparse matrix, a DataFrame's column or a list of numbers; else None."""
+    dtypes = [X.dtype] if hasattr(X, "dtype") else list(getattr(X, "dtypes", []))
+    if not dtypes and isinstance(X, (list, tuple)):
+        try:
+            dtypes = [np.asarray(X).dtype]
+        except (TypeError, ValueError):
+            return None
+    return next((d for d in dtypes if getattr(d, "kind", None) == "c"), None)
+
+
+def check_bool_number_mix(values, name, *, what="category", whole="the column"):
+    """Refuse booleans beside numbers in one object array (TypeError naming ``name``).
+
+    ``True == 1`` and ``False == 0`` hash alike, so numpy, pandas and dictionaries merge them:
+    a category ``True`` beside ``1``, or a user id ``True`` beside a user ``1``, silently
+    became one. Arrays of another dtype cannot mix them.
+    """
+    if getattr(values, "dtype", None) != object:
+        return
+    col = values.ravel().tolist()
+    flags = [isinstance(v, (bool, np.bool_)) for v in col]
+    nums = [not f and isinstance(v, (numbers.Number, np.number)) for v, f in zip(col, flags)]
+    if any(flags) and any(nums):
+        b, n = col[flags.index(True)], col[nums.index(True)]
+        raise TypeError(
+            f"{name} mixes booleans and numbers (for example {b!r} and {n!r}); 1 and True (0 and False) would be "
+            f"merged into one {what}: give {whole} one kind of value"
+        )
 
 
 def check_rating_scale(value, name="rating_scale"):
@@ -119,25 +160,15 @@ def check_rating_matrix(X, *, name="X", rating_range=None, dtype=(np.float64, np
     """
     fmt = None
     check_table(X, name)
-    if getattr(getattr(X, "dtype", None), "kind", None) == "c":
-        # astype(float64) would drop the imaginary part with only a ComplexWarning
-        raise TypeError(f"{name} must hold real-number ratings, got complex dtype {X.dtype}")
     if sp.issparse(X):
         fmt = X.format
         Xc = X.tocsr(copy=True)
         if Xc.dtype not in dtype:
             Xc = Xc.astype(np.float64)
-        Xc.sum_duplicates()
-        data = Xc.data
-        Xc.eliminate_zeros()
+        Xc = canonical_sparse(Xc)
         data = Xc.data
     else:
-        Xc = np.asarray(X)
-        if Xc.dtype == object:
-            try:
-                Xc = Xc.astype(np.float64)
-            except (TypeError, ValueError) as exc:
-                raise TypeError(f"{name} must hold numbers, got {Xc.dtype}: {exc}") from None
+        Xc = as_float_if_object(np.asarray(X), name)
         if not np.issubdtype(Xc.dtype, np.number) and Xc.dtype != bool:
             raise TypeError(f"{name} must hold numbers, got dtype {Xc.dtype}")
         if Xc.dtype not in dtype:
@@ -166,11 +197,86 @@ def check_rating_matrix(X, *, name="X", rating_range=None, dtype=(np.float64, np
     return Xc, fmt
 
 
+def as_float_if_object(X, name="X"):
+    """An object array (numbers as strings, pandas categorical columns) as float64; other arrays unchanged.
+
+    Raises a TypeError naming ``name`` when an entry is not a number.
+    """
+    if X.dtype != object:
+        return X
+    try:
+        return X.astype(np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must hold numbers, got {X.dtype}: {exc}") from None
+
+
+def canonical_sparse(X):
+    """A sparse CSR / CSC rating matrix with its duplicates summed and its stored zeros dropped (0 = not rated).
+
+    scipy sums a pair stored twice and a stored 0 is "not rated", but code reading ``indptr`` / ``data``
+    directly (rating counts, distances to the cluster centres, item means) took a non-canonical matrix
+    at its word: duplicates counted twice, a stored 0 as a rating. Returns ``X`` itself when it is
+    already canonical (or dense), else a canonical copy: the caller's matrix is never modified.
+    """
+    if not sp.issparse(X) or (X.has_canonical_format and not np.any(X.data == 0)):
+        return X
+    X = X.copy()
+    X.sum_duplicates()
+    X.eliminate_zeros()
+    return X
+
+
 def restore_sparse_format(X_csr, sparse_format):
     """Convert a CSR result back to the caller's sparse format (no-op for CSR or dense)."""
     if sparse_format is None or sparse_format == "csr" or not sp.issparse(X_csr):
         return X_csr
     return X_csr.asformat(sparse_format)
+
+
+def is_sparse_frame(X):
+    """Whether ``X`` is a pandas DataFrame whose columns are all sparse (``pd.SparseDtype``).
+
+    scikit-learn's ``validate_data`` reads such a frame as a scipy sparse matrix; a transform that
+    returns the caller's type gives it back with :func:`sparse_frame_like` (dense output would
+    densify it).
+    """
+    import pandas as pd
+
+    return (isinstance(X, pd.DataFrame) and X.shape[1] > 0
+            and all(isinstance(d, pd.SparseDtype) for d in X.dtypes))
+
+
+def sparse_frame_like(X_sparse, like):
+    """``X_sparse`` (a scipy sparse matrix) as a DataFrame of sparse columns (fill value 0) with ``like``'s
+    index and column labels."""
+    import pandas as pd
+
+    return pd.DataFrame.sparse.from_spmatrix(X_sparse, index=like.index, columns=like.columns)
+
+
+def check_same_index(X, y, name="y", *, x_name="X"):
+    """Refuse a pandas ``y`` whose index labels its rows differently from a pandas ``X`` (ValueError).
+
+    scikit-learn pairs the rows of ``X`` and ``y`` by position and ignores their indexes, so a ``y``
+    indexed by user id in another order than ``X`` silently gave every user another user's label
+    (a shuffled private attribute: the fitted prior, and the leakage claimed from it, described
+    nobody). Checked only when both carry a meaningful index (not the default ``0, 1, 2 ...``):
+    a default index on either side is read as "paired by position".
+    """
+    import pandas as pd
+
+    ix, iy = getattr(X, "index", None), getattr(y, "index", None)
+    if not (isinstance(ix, pd.Index) and isinstance(iy, pd.Index)) or len(ix) != len(iy) or ix.equals(iy):
+        return
+    if any(isinstance(i, pd.RangeIndex) and i.start == 0 and i.step == 1 for i in (ix, iy)):
+        return
+    k = int(np.flatnonzero(ix.to_numpy(dtype=object) != iy.to_numpy(dtype=object))[0])
+    same = "the same labels in another order" if ix.sort_values().equals(iy.sort_values()) else "other labels"
+    raise ValueError(
+        f"{name} is indexed differently from {x_name} ({same}: row {k} is {ix[k]!r} in {x_name} but {iy[k]!r} in "
+        f"{name}); rows are paired by position, so users would get other users' labels: align it first "
+        f"({name}.reindex({x_name}.index)), or pass {name}.to_numpy() if the positions already match"
+    )
 
 
 def check_private_labels(y, n_samples, *, name="y"):
@@ -187,7 +293,7 @@ def check_private_labels(y, n_samples, *, name="y"):
     labeled : ndarray of bool
         Which users disclosed the attribute.
     """
-    y = _as_label_array(y)
+    y = _as_label_array(y, name)
     if y.ndim != 1:
         y = y.ravel() if y.ndim == 2 and 1 in y.shape else y
     if y.ndim != 1:
@@ -347,8 +453,29 @@ def _is_scalar_na(v, pd):
         return False
 
 
-def _as_label_array(y):
+def check_label_input(y, name="y"):
+    """Refuse what numpy would misread as labels, before any ``np.asarray(y)`` (ValueError / TypeError naming ``name``).
+
+    * a masked array with masked entries: ``np.asarray`` drops the mask, so a masked ("missing")
+      label used to be taken at whatever value it hid, and a user who had not disclosed the
+      attribute entered the prior as if she had;
+    * a scipy sparse matrix: ``np.asarray`` wraps it in a 0-d object array ("got shape ()");
+    * a list of rows of different lengths (:func:`check_table`).
+    """
+    if isinstance(y, np.ma.MaskedArray) and np.ma.is_masked(y):
+        n = int(np.ma.count_masked(y))
+        raise ValueError(f"{name} is a masked array with {n} masked entr{'y' if n == 1 else 'ies'}; the mask would "
+                         f"be ignored and the hidden values used as disclosed labels: mark them not disclosed "
+                         f"first (for example {name}.astype(object).filled(\"\"), or {name}.filled(-1) for numbers)")
+    if sp.issparse(y):
+        raise TypeError(f"{name} must be an array of labels (one per user), got a scipy sparse {type(y).__name__} "
+                        f"of shape {y.shape}; pass {name}.toarray() (or .ravel() of it for one attribute)")
+    check_table(y, name)
+
+
+def _as_label_array(y, name="y"):
     """An ndarray of labels; pandas' nullable and categorical labels become objects (pd.NA kept)."""
+    check_label_input(y, name)
     if hasattr(y, "to_numpy") and not isinstance(y, np.ndarray):
         dtype = getattr(y, "dtype", None)
         if isinstance(dtype, np.dtype):

@@ -122,6 +122,26 @@ def _align_repeated_user():
     return rf.align(pd.Series([0, 1], index=["a", "a"]))
 
 
+def _misaligned_labels():
+    """A mapper fitted on ratings indexed a-d and labels indexed d-a (rows are paired by position)."""
+    import pandas as pd
+
+    from privrelease.mappers import QuantizedPrivacyMapper
+
+    X, y = pd.DataFrame(X_SMALL, index=list("abcd")), pd.Series(Y_SMALL, index=list("dcba"))
+    return QuantizedPrivacyMapper(n_clusters=2).fit(X, y)
+
+
+def _ratings_frame_fit(users):
+    """``RatingsFrame().fit`` on two ratings by ``users``, items 1 and 2."""
+    import pandas as pd
+
+    from privrelease.recommender import RatingsFrame
+
+    return RatingsFrame().fit(pd.DataFrame({"user": pd.Series(users, dtype=object), "item": [1, 2],
+                                            "rating": [4.0, 3.0]}))
+
+
 def _catalogue():
     """Rows ``(area, call, thunk, exception type, text the message must contain)``."""
     from privrelease import _persistence
@@ -203,6 +223,8 @@ def _catalogue():
         ("mapping", "empirical_prior([0, 1], [0, 1, 1])",
          lambda: empirical_prior([0, 1], [0, 1, 1]), ValueError, "3"),
         # --- mappers
+        ("mappers", "QuantizedPrivacyMapper().fit(DataFrame X indexed a-d, Series y indexed d-a)",
+         _misaligned_labels, ValueError, "'d'"),
         ("mappers", "QuantizedPrivacyMapper(n_clusters=0).fit(X, y)",
          lambda: QuantizedPrivacyMapper(n_clusters=0).fit(X_SMALL, Y_SMALL), ValueError, "0"),
         ("mappers", "QuantizedPrivacyMapper(delta=-1).fit(X, y)",
@@ -274,6 +296,7 @@ def _catalogue():
          lambda: VectorLaplace(dimension=0, epsilon=1, sensitivity=1), ValueError, "0"),
         ("noise", "Laplace(epsilon=5e-324) (scale overflows)", lambda: Laplace(epsilon=5e-324), ValueError,
          "5e-324"),
+        ("noise", "Laplace(epsilon=1).randomise('1')", lambda: Laplace(epsilon=1).randomise("1"), TypeError, "'1'"),
         # --- utils
         ("utils", "check_random_source(-1)", lambda: check_random_source(-1), ValueError, "-1"),
         ("utils", "check_random_source('seed')", lambda: check_random_source("seed"), TypeError, "'seed'"),
@@ -292,6 +315,12 @@ def _catalogue():
          lambda: check_private_labels([0, 1], 3), ValueError, "2"),
         ("utils", "check_private_labels([0, 1, inf], n_samples=3)",
          lambda: check_private_labels([0.0, 1.0, np.inf], 3), ValueError, "inf"),
+        ("utils", "check_private_labels(a masked array with masked entries, n_samples=3)",
+         lambda: check_private_labels(np.ma.masked_array([0, 1, 1], mask=[0, 0, 1]), 3), ValueError, "1 masked"),
+        ("utils", "check_private_labels(csr_matrix of shape (3, 1), n_samples=3)",
+         lambda: check_private_labels(sp.csr_matrix(np.ones((3, 1))), 3), TypeError, "(3, 1)"),
+        ("utils", "check_rating_matrix(complex X)", lambda: check_rating_matrix(np.array([[1 + 2j, 0], [3, 4]])),
+         TypeError, "complex128"),
         # --- auctions
         ("auctions", "fair_inner_product([1, 2], [1, 1, 1], 1)",
          lambda: fair_inner_product([1, 2], [1, 1, 1], 1), ValueError, "3"),
@@ -346,6 +375,10 @@ def _catalogue():
         # --- recommender
         ("recommender", "RatingsFrame().fit(df).align(Series with user 'a' twice)",
          _align_repeated_user, ValueError, "'a'"),
+        ("recommender", "RatingsFrame().fit(df with users 1 and True)",
+         lambda: _ratings_frame_fit([1, True]), TypeError, "True"),
+        ("recommender", "RatingsFrame().fit(df with list user ids)",
+         lambda: _ratings_frame_fit([[1, 2], [3]]), TypeError, "[1, 2]"),
         ("recommender", "SurpriseRecommender(algo_params={'lr_all': 1e10}).fit(X) (diverges)",
          lambda: SurpriseRecommender(algo_params={"lr_all": 1e10}, random_state=0).fit(_ratings_and_labels()[0]),
          ValueError, "10000000000.0"),
@@ -447,7 +480,8 @@ def render():
         "asserts each row and fails when this file is out of date; regenerate it with",
         "`.venv/bin/python tests/faults/test_bad_inputs.py --write`). Errors subclass `ValueError` or",
         "`TypeError` (`InfeasibleBudgetError` is a `ValueError` carrying `.smallest_feasible`;",
-        "`NotFittedError` is both a `ValueError` and an `AttributeError`) and quote the value received.",
+        "`NotFittedError` is both a `ValueError` and an `AttributeError`, `ComplexDataError` both a `TypeError`",
+        "and a `ValueError`) and quote the value received.",
         "Solver failures (`SolverError`, a `RuntimeError`) are covered in `tests/faults/test_solver_faults.py`.",
         "The `cli` rows are what `privrelease run` checks before anything runs: it prints the message on one",
         "line and exits with status 2 (`--debug` shows the traceback); see `tests/runner/test_cli_safety.py`.",

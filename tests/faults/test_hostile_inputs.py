@@ -378,7 +378,7 @@ def test_complex_rating_matrix_is_refused(X):
     from privrelease.utils import check_rating_matrix
 
     # the imaginary part used to be dropped with only a ComplexWarning
-    with pytest.raises(TypeError, match="X must hold real-number ratings, got complex dtype complex128"):
+    with pytest.raises(TypeError, match="X must hold real numbers, got complex dtype complex128"):
         check_rating_matrix(X)
     out, fmt = check_rating_matrix(X.real if not sp.issparse(X) else sp.csr_array(X.real))
     assert (out.toarray() if sp.issparse(out) else out).tolist() == [[1.0, 0.0], [3.0, 4.0]]

@@ -19,6 +19,7 @@ Reproduces the numerical examples of the slides with
 import numpy as np
 import pandas as pd
 
+from ...contracts._design import _SMALLEST_ACCURACY
 from .._schema import Bool, Float, Int, PipelineError, Seed, Seq, quick_values
 
 __all__ = ["run"]
@@ -31,7 +32,8 @@ PARAMETERS = {
     "v_low": Float(0, low_open=True),
     "v_high": Float(0, low_open=True),
     "prob_high": Float(0, 1, low_open=True, high_open=True),
-    "k_min": Float(0, low_open=True),
+    # the contracts' own floor: the Laplace scale sqrt(K / 2) needs K / 2 normal (1e-320 used to fail mid-run)
+    "k_min": Float(_SMALLEST_ACCURACY),
     "k_max": Float(0, low_open=True),
     "n_points": Int(2, 10_000, why="every target designs one contract and two menus; a finer grid does not "
                                    "change the curves and only slows the run"),
