@@ -280,6 +280,8 @@ def feasible_candidate(prob, P, delta, pi_hint=None):
     point 8.2e-8 bits from its own bound, 2.1e-6 once pulled back with the pulled point's posteriors,
     8.7e-8 with its own).
     """
+    if prob.sparse:  # the edge-based problem's bound takes no hint (its column generation mixes vertices)
+        return prob.clean(P, delta), pi_hint
     P_own = prob.clean(P, None)
     P = prob.clean(P_own, delta)
     if pi_hint is None and prob.distortion(P_own) > delta:
