@@ -411,6 +411,8 @@ RULE_CONFIGS = {
     **{f"split x2, attribute_free, k=50, smoothing={s:g}": dict(clustering="attribute_free", n_clusters=50,
                                                                 smoothing=s, class_bins=2)
        for s in (0.25, 4.0)},
+    # section (o): the split guarded by the held-out rule (class_bins="heldout": 1-4 bins, paired against the unsplit)
+    "split heldout, attribute_free, k=50": dict(clustering="attribute_free", n_clusters=50, class_bins="heldout"),
 }
 
 
@@ -482,6 +484,8 @@ def _rule(sets, configs, leakages, seeds, cv):
                     # the LP's objective at this budget (section (l): does the RMSE follow it?)
                     ks.append(f"{fitted.n_clusters_}" + (f", removal={share:g}"
                                                          if "class_removal" in RULE_CONFIGS[name] else "")
+                              # the bins class_bins="heldout" chose (section (o))
+                              + (f", bins={fitted.class_bins_}" if params.get("class_bins") == "heldout" else "")
                               + f", distortion={fitted.distortion_:.4f}"
                               # refinement steps kept (section (n))
                               + (f", refined={fitted.n_refine_}" if params.get("n_refine") else ""))
@@ -542,7 +546,9 @@ def _excess(sets, configs, leakages, seeds, n_perms):
                     res.setdefault((data_name, ml, name), []).append(
                         (float(fitted.leakage_), stat - null, p, fitted.n_clusters_))
                     cells.append(f"{ml} bits: claimed {fitted.leakage_:.4f}, protected {stat:.4f} - null {null:.4f}"
-                                 f" = excess {stat - null:+.4f} (p={p:.3f}, k={fitted.n_clusters_})")
+                                 f" = excess {stat - null:+.4f} (p={p:.3f}, k={fitted.n_clusters_}"
+                                 + (f", bins={fitted.class_bins_}" if params.get("class_bins") == "heldout" else "")
+                                 + ")")
                 print(f"EXCESS | {data_name} | {name} | seed {seed} | n_prot {split.protected.size} | "
                       + " | ".join(cells) + f" | {time.perf_counter() - t0:.0f} s", flush=True)
     ref = configs[0]
