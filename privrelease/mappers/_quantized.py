@@ -78,6 +78,27 @@ def _check_figures_like(fitted, names):
             raise ValueError(f"fitted.{name} must be {grid.size} finite numbers like {names[0]}")
 
 
+def _check_rule_figures(fitted, param, names, grid_values, choose):
+    """A held-out rule's saved figures ``names`` (the grid first, then excess, noise and distortion) for the
+    parameter ``param``: absent (returns None), or all present with ``param="heldout"``, the grid ``grid_values``
+    and finite figures like it; returns the grid value ``choose(excess, noise, distortion, heldout_tolerance)``
+    picks, the choice the fitted state must hold."""
+    present = [getattr(fitted, n, None) is not None for n in names]
+    if not any(present):
+        return None
+    value = getattr(fitted, param)
+    if not (isinstance(value, str) and value == "heldout"):
+        raise ValueError(f"fitted.{names[0]} is present but {param}={value!r}: only {param}='heldout' records "
+                         "held-out figures")
+    if not all(present):
+        raise ValueError(f"fitted.{names[present.index(False)]} is missing beside the other figures")
+    grid = getattr(fitted, names[0])
+    if not isinstance(grid, np.ndarray) or not np.array_equal(grid, np.array(grid_values)):
+        raise ValueError(f"fitted.{names[0]} must be {list(grid_values)}, got {grid!r:.80}")
+    _check_figures_like(fitted, names)
+    return grid[choose(*(getattr(fitted, n) for n in names[1:]), fitted.heldout_tolerance)].item()
+
+
 def _removal_choice(excess, distortion, tolerance):
     """Index of the share chosen by ``class_removal="heldout"`` (candidates in ``_REMOVAL_GRID`` order, the full
     removal first).
@@ -393,7 +414,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
         standard deviation included, that a candidate number of clusters may
         show on the held-out users. A larger tolerance never chooses a
         candidate of larger held-out distortion. Also the tolerance of
-        ``class_removal="heldout"``.
+        ``class_removal="heldout"`` and ``class_bins="heldout"``.
     class_removal : float in [0, 1] or "heldout", default=1.0
         Share of the between-class component that attribute-free clustering
         removes before k-means: the users' points ``e`` are clustered as
@@ -443,7 +464,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
         (age band +7.41 against +6.83 %, 0 of 3), and ``"heldout"`` wins on
         some draws and loses on others there, with the attacker at 0.586 once
         at 0.01 bits; the default stays the full removal.
-    class_bins : int >= 1, default=1
+    class_bins : int >= 1 or "heldout", default=1
         Bins each attribute-free cell is cut into along the first
         between-class direction ``v = attribute_directions_[0]``. ``1``: the
         cells of the clustering, unchanged. ``N > 1``: the clustering's cells
@@ -492,6 +513,30 @@ class QuantizedPrivacyMapper(_BaseMapper):
         by 0.015-0.032 bits on the entangled sets (every 95 % interval above
         0; equal on the realistic sets), and at 0.01 bits the attackers'
         mean worst AUC rises by 0.014-0.015 over 28 draws there.
+        ``"heldout"``: the split guarded by the held-out users. The
+        candidates 1, 2, 3 and 4 bins are scored by the machinery of
+        ``class_removal="heldout"`` at the fit's number of coarse cells and
+        share removed: the same 5 stratified folds and held-out users for
+        every candidate (paired), each fold's cut cells, prior and mapping
+        refitted on the other four, the held-out leakage excess and its
+        noise floor (``class_bins_excess_``, ``class_bins_noise_``), the
+        held-out distortion to the points the release stands for
+        (``class_bins_distortion_``). The unsplit cells (the fit without this
+        parameter) are always accepted; scanning up from them, a number of
+        bins is accepted while its excess exceeds the unsplit cells' by at
+        most ``heldout_tolerance`` bits, one noise standard deviation included
+        (the first failure stops the scan: more bins carry more of the class,
+        so the counted prior has more to get wrong); the accepted number of
+        least held-out distortion is used (``class_bins_``). The fit is then
+        the fit with ``class_bins=class_bins_`` (same seed, bit for bit).
+        Refused beside ``n_clusters="heldout"`` or ``class_removal="heldout"``
+        (each rule scans its candidates at the others' fixed values: give
+        one of them a value), with ``clustering="plain"`` or
+        ``class_removal=0``, and on a dask collection (clustered plainly,
+        nothing to cut); 1 without a rule run when ``"auto"`` resolves to
+        plain clusters. Costs about 20 extra clusterings and solves; needs
+        50 labeled users. Measured in docs/frontier.md, section (o):
+        MEASURED_PLACEHOLDER
 
     Attributes
     ----------
@@ -587,6 +632,21 @@ class QuantizedPrivacyMapper(_BaseMapper):
     class_removal_distortion_ : ndarray of float
         The held-out users' expected distortion to the released points (units
         of ``delta``), per share.
+    class_bins_ : int
+        Bins each attribute-free cell was cut into (``class_bins``, or the
+        held-out choice); 1 when no cell was cut along a direction (plain
+        clusters).
+    class_bins_grid_ : ndarray of int
+        ``class_bins="heldout"`` only (like the three below): the numbers of
+        bins tried, in the order of the scan (1 first).
+    class_bins_excess_ : ndarray of float
+        Held-out leakage minus the claimed leakage, less the permutation
+        null's mean (bits; fold average), per number of bins.
+    class_bins_noise_ : ndarray of float
+        Standard deviation of the permutation null of that average (bits).
+    class_bins_distortion_ : ndarray of float
+        The held-out users' expected distortion to the released points (units
+        of ``delta``), per number of bins.
     coarse_centers_ : ndarray of shape (n_coarse, n_dims)
         ``class_bins`` above 1 only (like the two below; absent otherwise):
         the centres of the clustering's cells before they were cut (whole
@@ -1074,15 +1134,21 @@ class QuantizedPrivacyMapper(_BaseMapper):
         attribute); everything that does (clusters with
         ``clustering="attribute_free"``, prior, mapping) is refitted per fold.
         """
-        folds, perms, fw = self._heldout_folds(E, a_idx, w, seed, "n_clusters='heldout'")
-        grid = self._heldout_grid(E.shape[0])
-        figures = np.array([self._heldout_figures(E, a_idx, w, folds, perms, fw, k, seed) for k in grid])
-        excess, noise, dist = figures.T
-        self.heldout_n_clusters_ = grid
-        self.heldout_leakage_excess_ = excess
-        self.heldout_noise_ = noise
-        self.heldout_distortion_ = dist
-        return int(grid[_heldout_choice(excess, noise, dist, self.heldout_tolerance)])
+        names = ("heldout_n_clusters_", "heldout_leakage_excess_", "heldout_noise_", "heldout_distortion_")
+        return self._run_rule(E, a_idx, w, seed, "n_clusters='heldout'", names, self._heldout_grid(E.shape[0]),
+                              _heldout_choice, lambda k: {"k": k})
+
+    def _run_rule(self, E, a_idx, w, seed, what, names, grid, choose, candidate):
+        """A held-out rule (``what`` names it): the shared folds (:meth:`_heldout_folds`), every value of ``grid``
+        scored on them by :meth:`_heldout_figures` with the keywords ``candidate(value)``; records the grid and
+        the (excess, noise, distortion) figures under ``names`` and returns the grid value
+        ``choose(excess, noise, distortion, heldout_tolerance)`` picks."""
+        folds, perms, fw = self._heldout_folds(E, a_idx, w, seed, what)
+        figures = np.array([self._heldout_figures(E, a_idx, w, folds, perms, fw, seed=seed, **candidate(v))
+                            for v in grid])
+        for name, value in zip(names, (grid, *figures.T)):
+            setattr(self, name, value)
+        return grid[choose(*figures.T, self.heldout_tolerance)].item()
 
     def _heldout_folds(self, E, a_idx, w, seed, what):
         """Folds, label permutations and fold weights shared by the held-out rules (``what`` names the rule)."""
@@ -1173,15 +1239,9 @@ class QuantizedPrivacyMapper(_BaseMapper):
         """
         if self._clustering(a_idx) != "attribute_free":
             return 1
-        folds, perms, fw = self._heldout_folds(E, a_idx, w, seed, "class_bins='heldout'")
-        grid = np.array(_BINS_GRID, dtype=np.int64)
-        figures = np.array([self._heldout_figures(E, a_idx, w, folds, perms, fw, k, seed, bins=b) for b in grid])
-        excess, noise, dist = figures.T
-        self.class_bins_grid_ = grid
-        self.class_bins_excess_ = excess
-        self.class_bins_noise_ = noise
-        self.class_bins_distortion_ = dist
-        return int(grid[_bins_choice(excess, noise, dist, self.heldout_tolerance)])
+        names = ("class_bins_grid_", "class_bins_excess_", "class_bins_noise_", "class_bins_distortion_")
+        return self._run_rule(E, a_idx, w, seed, "class_bins='heldout'", names, np.array(_BINS_GRID, dtype=np.int64),
+                              _bins_choice, lambda b: {"k": k, "bins": int(b)})
 
     def _heldout_class_removal(self, E, a_idx, w, seed, k):
         """The share of the between-class component removed, chosen on held-out labeled users
@@ -1194,16 +1254,11 @@ class QuantizedPrivacyMapper(_BaseMapper):
         """
         if self._clustering(a_idx) != "attribute_free":
             return 0.0
-        folds, perms, fw = self._heldout_folds(E, a_idx, w, seed, "class_removal='heldout'")
-        grid = np.array(_REMOVAL_GRID, dtype=np.float64)
-        figures = np.array([self._heldout_figures(E, a_idx, w, folds, perms, fw, k, seed, removal=lam)
-                            for lam in grid])
-        excess, noise, dist = figures.T
-        self.class_removal_grid_ = grid
-        self.class_removal_excess_ = excess
-        self.class_removal_noise_ = noise
-        self.class_removal_distortion_ = dist
-        return float(grid[_removal_choice(excess, dist, self.heldout_tolerance)])
+        names = ("class_removal_grid_", "class_removal_excess_", "class_removal_noise_", "class_removal_distortion_")
+        return self._run_rule(E, a_idx, w, seed, "class_removal='heldout'", names,
+                              np.array(_REMOVAL_GRID, dtype=np.float64),
+                              lambda excess, noise, dist, tol: _removal_choice(excess, dist, tol),
+                              lambda lam: {"k": k, "removal": lam})
 
     def _heldout_fold(self, E, a_idx, w, train, test, k, seed, perms, removal=None, bins=None):
         """One fold of a rule: (held-out leakage, its permutation null, claimed leakage, held-out distortion).
@@ -1784,19 +1839,9 @@ class QuantizedPrivacyMapper(_BaseMapper):
             raise ValueError(f"fitted.class_removal_ = {lam!r} but there are no attribute_directions_ to remove "
                              "a share of")
         names = ("class_removal_grid_", "class_removal_excess_", "class_removal_noise_", "class_removal_distortion_")
-        present = [getattr(self, n, None) is not None for n in names]
-        if any(present):
-            if self.class_removal != "heldout":
-                raise ValueError(f"fitted.class_removal_grid_ is present but class_removal="
-                                 f"{self.class_removal!r}: only class_removal='heldout' records held-out figures")
-            if not all(present):
-                raise ValueError(f"fitted.{names[present.index(False)]} is missing beside the other figures")
-            grid = self.class_removal_grid_
-            if not isinstance(grid, np.ndarray) or not np.array_equal(grid, np.array(_REMOVAL_GRID)):
-                raise ValueError(f"fitted.class_removal_grid_ must be {list(_REMOVAL_GRID)}, got {grid!r:.80}")
-            _check_figures_like(self, names)
-            chosen = float(grid[_removal_choice(self.class_removal_excess_, self.class_removal_distortion_,
-                                                self.heldout_tolerance)])
+        chosen = _check_rule_figures(self, "class_removal", names, _REMOVAL_GRID,
+                                     lambda excess, noise, dist, tol: _removal_choice(excess, dist, tol))
+        if chosen is not None:
             if lam != chosen:
                 raise ValueError(f"fitted.class_removal_ = {lam!r} but the held-out figures choose {chosen!r} "
                                  f"(heldout_tolerance={self.heldout_tolerance!r})")
@@ -1813,21 +1858,10 @@ class QuantizedPrivacyMapper(_BaseMapper):
         chosen = getattr(self, "class_bins_", None)
         heldout = self.class_bins == "heldout"
         names = ("class_bins_grid_", "class_bins_excess_", "class_bins_noise_", "class_bins_distortion_")
-        present = [getattr(self, n, None) is not None for n in names]
         if chosen is not None and (isinstance(chosen, bool) or not isinstance(chosen, Integral) or chosen < 1):
             raise ValueError(f"fitted.class_bins_ must be an integer >= 1, got {chosen!r:.60}")
-        if any(present):
-            if not heldout:
-                raise ValueError(f"fitted.class_bins_grid_ is present but class_bins={self.class_bins!r}: only "
-                                 "class_bins='heldout' records held-out figures")
-            if not all(present):
-                raise ValueError(f"fitted.{names[present.index(False)]} is missing beside the other figures")
-            grid = self.class_bins_grid_
-            if not isinstance(grid, np.ndarray) or not np.array_equal(grid, np.array(_BINS_GRID)):
-                raise ValueError(f"fitted.class_bins_grid_ must be {list(_BINS_GRID)}, got {grid!r:.80}")
-            _check_figures_like(self, names)
-            rule = int(grid[_bins_choice(self.class_bins_excess_, self.class_bins_noise_,
-                                         self.class_bins_distortion_, self.heldout_tolerance)])
+        rule = _check_rule_figures(self, "class_bins", names, _BINS_GRID, _bins_choice)
+        if rule is not None:
             if chosen is not None and chosen != rule:
                 raise ValueError(f"fitted.class_bins_ = {chosen!r} but the held-out figures choose {rule} bins "
                                  f"(heldout_tolerance={self.heldout_tolerance!r})")

@@ -10,7 +10,6 @@ distortion. The rule is recomputed here from the recorded figures, written indep
 import copy
 import os
 import re
-import warnings
 
 import numpy as np
 import pytest
@@ -21,6 +20,7 @@ import privrelease
 from privrelease._persistence import _read, _write
 from privrelease.mappers import QuantizedPrivacyMapper
 from privrelease.mappers._quantized import _bins_choice
+from test_class_bins import _save_load
 
 FIGURES = ("class_bins_grid_", "class_bins_excess_", "class_bins_noise_", "class_bins_distortion_")
 
@@ -158,12 +158,6 @@ def test_the_fit_is_the_fit_with_the_chosen_bins_bit_for_bit(which, shifted, fit
     assert not hasattr(direct, "class_bins_grid_")
 
 
-def _save_load(m, path):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")          # the integer random_state's PrivacyLeakWarning
-        return privrelease.load(m.save(path))
-
-
 def test_the_choice_and_its_figures_survive_save_and_load(shifted, fitted, tmp_path):
     X, _ = shifted
     m2 = _save_load(fitted, os.path.join(tmp_path, "m.npz"))
@@ -206,10 +200,13 @@ def _other_choice(m):
     (lambda m: setattr(m, "class_bins", m.class_bins_), "only class_bins='heldout' records held-out figures"),
 ])
 def test_a_state_whose_choice_does_not_hold_is_refused(fitted, tmp_path, edit, message):
-    m = copy.deepcopy(fitted)
-    edit(m)
+    """``save`` runs the load-time checks: the edited state is refused and no file is written."""
+    path = os.path.join(tmp_path, "edited.npz")
+    edited = copy.deepcopy(fitted)
+    edit(edited)
     with pytest.raises(ValueError, match=message):
-        m.save(os.path.join(tmp_path, "m.npz"))   # save runs the load-time checks and writes nothing
+        edited.save(path)
+    assert not os.path.exists(path)
 
 
 def test_a_tampered_file_is_refused(fitted, tmp_path):
@@ -226,23 +223,27 @@ def test_a_tampered_file_is_refused(fitted, tmp_path):
         privrelease.load(path)
 
 
-@pytest.mark.parametrize("bad", ["Heldout", "auto", "heldout ", "2", ""])
-def test_other_strings_are_refused_naming_the_value(shifted, bad):
+def test_heldout_is_accepted_and_other_strings_are_refused_naming_the_value(shifted, fitted):
+    assert fitted.get_params()["class_bins"] == "heldout"
     X, y = shifted
-    with pytest.raises(InvalidParameterError, match=rf"class_bins.*Got {re.escape(repr(bad))} instead"):
-        QuantizedPrivacyMapper(n_clusters=5, class_bins=bad).fit(X, y)
+    for bad in ("Heldout", "auto", "heldout ", "2", ""):
+        with pytest.raises(InvalidParameterError, match=rf"class_bins.*Got {re.escape(repr(bad))} instead"):
+            QuantizedPrivacyMapper(n_clusters=5, class_bins=bad).fit(X, y)
+
+
+REFUSED = [
+    (dict(clustering="plain"), r"class_bins='heldout' .*clustering='plain'"),
+    (dict(clustering="attribute_free", class_removal=0.0), r"class_bins='heldout' .*class_removal=0\.0"),
+    (dict(n_clusters="heldout"), "cannot be combined with n_clusters='heldout': give one of the two"),
+    (dict(class_removal="heldout"), "cannot be combined with class_removal='heldout': give one of the two"),
+]
 
 
 def test_refusals_and_the_cases_with_no_direction(shifted):
     X, y = shifted
-    with pytest.raises(ValueError, match=r"class_bins='heldout' .*clustering='plain'"):
-        QuantizedPrivacyMapper(n_clusters=5, clustering="plain", class_bins="heldout").fit(X, y)
-    with pytest.raises(ValueError, match=r"class_bins='heldout' .*class_removal=0\.0"):
-        QuantizedPrivacyMapper(n_clusters=5, clustering="attribute_free", class_removal=0.0,
-                               class_bins="heldout").fit(X, y)
-    for name in ("n_clusters", "class_removal"):
-        with pytest.raises(ValueError, match=rf"cannot be combined with {name}='heldout': give one of the two"):
-            QuantizedPrivacyMapper(class_bins="heldout", **{name: "heldout"}).fit(X, y)
+    for kw, message in REFUSED:
+        with pytest.raises(ValueError, match=message):
+            QuantizedPrivacyMapper(**{"n_clusters": 5, **kw}, class_bins="heldout").fit(X, y)
     with pytest.raises(ValueError, match="class_bins='heldout' needs at least 50 labeled users.*class_bins an integer"):
         QuantizedPrivacyMapper(n_clusters=3, class_bins="heldout").fit(X[:40], y[:40])
     # a binary attribute: "auto" resolves to plain clusters, nothing to cut, no rule run: the default fit
