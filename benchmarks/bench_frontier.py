@@ -484,14 +484,22 @@ def _rule(sets, configs, leakages, seeds, cv):
                     # the LP's objective at this budget (section (l): does the RMSE follow it?)
                     ks.append(f"{fitted.n_clusters_}" + (f", removal={share:g}"
                                                          if "class_removal" in RULE_CONFIGS[name] else "")
-                              # the bins class_bins="heldout" chose (section (o))
-                              + (f", bins={fitted.class_bins_}" if params.get("class_bins") == "heldout" else "")
+                              + _bins_note(fitted, params)
                               + f", distortion={fitted.distortion_:.4f}"
                               # refinement steps kept (section (n))
                               + (f", refined={fitted.n_refine_}" if params.get("n_refine") else ""))
                 print(f"RULE | {data_name} | {name} | seed {seed} | nothing +{100 * f['rel_increase_release_nothing'][0]:.2f}% | "
                       + " | ".join(f"{ml} bits: {c} (k={k})" for ml, c, k in zip(leakages, cells, ks))
                       + f" | {time.perf_counter() - t0:.0f} s", flush=True)
+
+
+def _bins_note(fitted, params):
+    """``class_bins="heldout"`` (section (o)): the bins chosen, and per candidate above 1 its held-out excess minus the
+    unsplit cells' plus its noise (what the rule holds against ``heldout_tolerance``); empty otherwise."""
+    if params.get("class_bins") != "heldout" or getattr(fitted, "class_bins_grid_", None) is None:
+        return ""
+    test = fitted.class_bins_excess_ - fitted.class_bins_excess_[0] + fitted.class_bins_noise_
+    return f", bins={fitted.class_bins_} (excess - unsplit + noise: " + " ".join(f"{v:+.4f}" for v in test[1:]) + ")"
 
 
 def _protected_excess(fitted, split, n_perms, seed):
@@ -547,8 +555,7 @@ def _excess(sets, configs, leakages, seeds, n_perms):
                         (float(fitted.leakage_), stat - null, p, fitted.n_clusters_))
                     cells.append(f"{ml} bits: claimed {fitted.leakage_:.4f}, protected {stat:.4f} - null {null:.4f}"
                                  f" = excess {stat - null:+.4f} (p={p:.3f}, k={fitted.n_clusters_}"
-                                 + (f", bins={fitted.class_bins_}" if params.get("class_bins") == "heldout" else "")
-                                 + ")")
+                                 + _bins_note(fitted, params) + ")")
                 print(f"EXCESS | {data_name} | {name} | seed {seed} | n_prot {split.protected.size} | "
                       + " | ".join(cells) + f" | {time.perf_counter() - t0:.0f} s", flush=True)
     ref = configs[0]
