@@ -48,8 +48,10 @@ _HELDOUT_PERMUTATIONS = 200
 _HELDOUT_MIN_FOLD = 10
 #: class_removal="heldout": the shares tried, in the order of the step-down scan (the full removal first)
 _REMOVAL_GRID = (1.0, 0.75, 0.5, 0.25, 0.0)
-#: class_bins="heldout": the numbers of bins tried, in the order of the step-up scan (the unsplit cells first)
-_BINS_GRID = (1, 2, 3, 4)
+#: class_bins="heldout": the numbers of bins tried, in the order of the scan (the unsplit cells first); 3 and 4 bins
+#: were tried too and dropped (docs/frontier.md, section (o): the one guarded fit that leaked clearly more than the
+#: default on the protected users had chosen 4 bins, about 3 labeled users a cell)
+_BINS_GRID = (1, 2)
 
 
 def _heldout_choice(excess, noise, distortion, tolerance):
@@ -514,7 +516,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
         0; equal on the realistic sets), and at 0.01 bits the attackers'
         mean worst AUC rises by 0.014-0.015 over 28 draws there.
         ``"heldout"``: the split guarded by the held-out users. The
-        candidates 1, 2, 3 and 4 bins are scored by the machinery of
+        candidates 1 and 2 bins are scored by the machinery of
         ``class_removal="heldout"`` at the fit's number of coarse cells and
         share removed: the same 5 stratified folds and held-out users for
         every candidate (paired), each fold's cut cells, prior and mapping
@@ -522,19 +524,20 @@ class QuantizedPrivacyMapper(_BaseMapper):
         noise floor (``class_bins_excess_``, ``class_bins_noise_``), the
         held-out distortion to the points the release stands for
         (``class_bins_distortion_``). The unsplit cells (the fit without this
-        parameter) are always accepted; scanning up from them, a number of
-        bins is accepted while its excess exceeds the unsplit cells' by at
-        most ``heldout_tolerance`` bits, one noise standard deviation included
-        (the first failure stops the scan: more bins carry more of the class,
-        so the counted prior has more to get wrong); the accepted number of
-        least held-out distortion is used (``class_bins_``). The fit is then
+        parameter) are always accepted; the 2 bins are accepted when their
+        excess exceeds the unsplit cells' by at most ``heldout_tolerance``
+        bits, one noise standard deviation included, and then used if their
+        held-out distortion is the lower (``class_bins_``; the rule is a
+        step-down scan like the other held-out rules, ready for a longer
+        grid: 3 and 4 bins were tried, and the one guarded fit that leaked
+        clearly more than the default on the protected users had chosen 4). The fit is then
         the fit with ``class_bins=class_bins_`` (same seed, bit for bit).
         Refused beside ``n_clusters="heldout"`` or ``class_removal="heldout"``
         (each rule scans its candidates at the others' fixed values: give
         one of them a value), with ``clustering="plain"`` or
         ``class_removal=0``, and on a dask collection (clustered plainly,
         nothing to cut); 1 without a rule run when ``"auto"`` resolves to
-        plain clusters. Costs about 20 extra clusterings and solves; needs
+        plain clusters. Costs 10 extra clusterings and solves; needs
         50 labeled users. Measured in docs/frontier.md, section (o):
         MEASURED_PLACEHOLDER
 

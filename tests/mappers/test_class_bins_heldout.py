@@ -1,7 +1,7 @@
 """QuantizedPrivacyMapper(class_bins="heldout"): the attribute-free cells are cut only while the held-out users vouch
 for it (docs/frontier.md, section (o)).
 
-The rule: the candidates 1, 2, 3, 4 bins are scored on the SAME 5 stratified folds and held-out users; a candidate's
+The rule: the candidates (1 and 2 bins) are scored on the SAME 5 stratified folds and held-out users; a candidate's
 held-out excess leakage minus the unsplit cells' (paired), plus one noise standard deviation, must stay within
 ``heldout_tolerance``; the scan stops at the first failure and keeps the accepted candidate of least held-out
 distortion. The rule is recomputed here from the recorded figures, written independently of the library.
@@ -19,7 +19,7 @@ from sklearn.utils._param_validation import InvalidParameterError
 import privrelease
 from privrelease._persistence import _read, _write
 from privrelease.mappers import QuantizedPrivacyMapper
-from privrelease.mappers._quantized import _bins_choice
+from privrelease.mappers._quantized import _BINS_GRID, _bins_choice
 from test_class_bins import _save_load
 
 FIGURES = ("class_bins_grid_", "class_bins_excess_", "class_bins_noise_", "class_bins_distortion_")
@@ -90,10 +90,10 @@ def test_the_rule_matches_its_description_on_random_figures():
 
 def test_the_choice_is_the_rule_applied_to_the_recorded_figures(fitted):
     m = fitted
-    np.testing.assert_array_equal(m.class_bins_grid_, [1, 2, 3, 4])
-    assert m.class_bins_grid_.dtype.kind == "i"
+    np.testing.assert_array_equal(m.class_bins_grid_, _BINS_GRID)
+    assert m.class_bins_grid_.dtype.kind == "i" and m.class_bins_grid_[0] == 1
     for name in FIGURES[1:]:
-        assert getattr(m, name).shape == (4,) and np.all(np.isfinite(getattr(m, name)))
+        assert getattr(m, name).shape == (len(_BINS_GRID),) and np.all(np.isfinite(getattr(m, name)))
     assert np.all(m.class_bins_noise_ >= 0) and np.all(m.class_bins_distortion_ > 0)
     best, _ = _rule(m.class_bins_excess_, m.class_bins_noise_, m.class_bins_distortion_, m.heldout_tolerance)
     assert m.class_bins_ == m.class_bins_grid_[best] and isinstance(m.class_bins_, int)
@@ -182,17 +182,19 @@ def test_files_without_class_bins_load_as_the_parameter_says(shifted, tmp_path):
 
 def _other_choice(m):
     """Figures edited so that the rule chooses another number of bins than the fitted one."""
-    other = 2 if m.class_bins_ != 2 else 3
-    m.class_bins_excess_ = np.zeros(4)
-    m.class_bins_noise_ = np.zeros(4)
+    other = 2 if m.class_bins_ == 1 else 1
+    m.class_bins_excess_ = np.zeros(len(_BINS_GRID))
+    m.class_bins_noise_ = np.zeros(len(_BINS_GRID))
     m.class_bins_distortion_ = np.where(m.class_bins_grid_ == other, 0.0, 1.0)
 
 
 @pytest.mark.parametrize("edit, message", [
     (_other_choice, "class_bins_ = .* but the held-out figures choose"),
-    (lambda m: setattr(m, "class_bins_grid_", np.array([1, 2, 3, 5])), re.escape("class_bins_grid_ must be [1, 2, 3, 4]")),
-    (lambda m: setattr(m, "class_bins_noise_", np.array([0.0, np.nan, 0.0, 0.0])), "class_bins_noise_ must be 4 finite"),
-    (lambda m: setattr(m, "class_bins_excess_", m.class_bins_excess_[:3]), "class_bins_excess_ must be 4 finite"),
+    (lambda m: setattr(m, "class_bins_grid_", np.array([1, 3])), re.escape(f"class_bins_grid_ must be {list(_BINS_GRID)}")),
+    (lambda m: setattr(m, "class_bins_noise_", np.where(m.class_bins_grid_ == 2, np.nan, 0.0)),
+     f"class_bins_noise_ must be {len(_BINS_GRID)} finite"),
+    (lambda m: setattr(m, "class_bins_excess_", m.class_bins_excess_[:-1]),
+     f"class_bins_excess_ must be {len(_BINS_GRID)} finite"),
     (lambda m: delattr(m, "class_bins_distortion_"), "class_bins_distortion_ is missing beside the other figures"),
     (lambda m: [delattr(m, n) for n in FIGURES], "class_bins_grid_ is missing: class_bins='heldout' records"),
     (lambda m: delattr(m, "class_bins_"), "class_bins_ is missing: class_bins='heldout' records"),
@@ -214,9 +216,9 @@ def test_a_tampered_file_is_refused(fitted, tmp_path):
     (the file's digest redone) is refused."""
     path = fitted.save(os.path.join(tmp_path, "m.npz"))
     meta, arrays = _read(path)
-    other = 2 if fitted.class_bins_ != 2 else 1
-    arrays["fitted/class_bins_excess_"] = np.zeros(4)
-    arrays["fitted/class_bins_noise_"] = np.zeros(4)
+    other = 2 if fitted.class_bins_ == 1 else 1
+    arrays["fitted/class_bins_excess_"] = np.zeros(len(_BINS_GRID))
+    arrays["fitted/class_bins_noise_"] = np.zeros(len(_BINS_GRID))
     arrays["fitted/class_bins_distortion_"] = np.where(fitted.class_bins_grid_ == other, 0.0, 1.0)
     _write(path, meta, arrays, redigest=True)
     with pytest.raises(ValueError, match="the held-out figures choose"):
@@ -254,7 +256,7 @@ def test_refusals_and_the_cases_with_no_direction(shifted):
     np.testing.assert_array_equal(a.mapping_, b.mapping_)
     # a fixed share above 0 is combined: the rule runs at that share
     r = QuantizedPrivacyMapper(n_clusters=8, class_removal=0.5, class_bins="heldout", random_state=0).fit(X, y)
-    assert r.class_removal_ == 0.5 and r.class_bins_ in (1, 2, 3, 4)
+    assert r.class_removal_ == 0.5 and r.class_bins_ in _BINS_GRID
 
 
 def test_a_dask_collection_is_refused(shifted):
