@@ -539,7 +539,15 @@ class QuantizedPrivacyMapper(_BaseMapper):
         nothing to cut); 1 without a rule run when ``"auto"`` resolves to
         plain clusters. Costs 10 extra clusterings and solves; needs
         50 labeled users. Measured in docs/frontier.md, section (o):
-        MEASURED_PLACEHOLDER
+        over 10 draws at 0 and 0.01 bits it kept 1 bin on all 20 fits of
+        the entangled age band (the default's fit, bit for bit: the split's
+        extra protected excess of +0.024 to +0.034 bits gone, and its RMSE
+        gain with it) and cut 6 of 20 fits of the realistic age band, the
+        protected users' excess the default's (paired -0.0004 and -0.0001
+        bits); with about 500 labeled users the 2-bin candidate's noise
+        (0.01-0.02 bits) is close to the tolerance, so on 3 draws it gave
+        back most of the split's RMSE gain there (+4.68 against +4.06 % at
+        perfect privacy, the default +4.78 %). Not the default.
 
     Attributes
     ----------
