@@ -47,7 +47,9 @@ and configuration, the fitted mapping's claimed ``leakage_``, the plug-in leakag
 users under their TRUE labels (the draw of ``c_hat`` integrated out) less its mean under ``--n-perms`` label
 permutations (the finite-sample bias), in bits, its permutation p-value and the number of cells; then, per set and
 budget, each configuration's excess paired against the first one's (mean, 95 % t interval, sign count, Wilcoxon).
-No recommender and no attacker: fast. Example::
+No recommender and no attacker: fast. ``"split heldout, attribute_free, k=50"`` is the split guarded by
+``class_bins="heldout"``; its lines also give the bins kept and each candidate's test (excess over the unsplit cells
+plus noise, held against ``heldout_tolerance``). Example::
 
     python benchmarks/bench_frontier.py --excess --sets "entangled, age band" --configs default \
         "split x2, attribute_free, k=50" "plain, k=100" --seeds $(seq 0 19)

@@ -458,7 +458,8 @@ class QuantizedPrivacyMapper(_BaseMapper):
         labeled users' points (ratings through the taste embedding), their
         classes and weights, the fitted parameters and the seed; the release
         stays a function of ``c_hat`` alone. Not combined with
-        ``n_clusters="heldout"`` (give one of the two a value). Costs about
+        ``n_clusters="heldout"`` nor ``class_bins="heldout"`` (give one of
+        the two a value). Costs about
         25 extra clusterings and solves. Measured in docs/frontier.md,
         section (k), paired over three protocol draws: a fixed 0.5 lowers the
         cost at perfect privacy on the realistic stand-in (gender x age band
