@@ -47,7 +47,9 @@ and configuration, the fitted mapping's claimed ``leakage_``, the plug-in leakag
 users under their TRUE labels (the draw of ``c_hat`` integrated out) less its mean under ``--n-perms`` label
 permutations (the finite-sample bias), in bits, its permutation p-value and the number of cells; then, per set and
 budget, each configuration's excess paired against the first one's (mean, 95 % t interval, sign count, Wilcoxon).
-No recommender and no attacker: fast. Example::
+No recommender and no attacker: fast. ``"split heldout, attribute_free, k=50"`` is the split guarded by
+``class_bins="heldout"``; its lines also give the bins kept and each candidate's test (excess over the unsplit cells
+plus noise, held against ``heldout_tolerance``). Example::
 
     python benchmarks/bench_frontier.py --excess --sets "entangled, age band" --configs default \
         "split x2, attribute_free, k=50" "plain, k=100" --seeds $(seq 0 19)
@@ -411,6 +413,8 @@ RULE_CONFIGS = {
     **{f"split x2, attribute_free, k=50, smoothing={s:g}": dict(clustering="attribute_free", n_clusters=50,
                                                                 smoothing=s, class_bins=2)
        for s in (0.25, 4.0)},
+    # section (o): the split guarded by the held-out rule (class_bins="heldout": 1-4 bins, paired against the unsplit)
+    "split heldout, attribute_free, k=50": dict(clustering="attribute_free", n_clusters=50, class_bins="heldout"),
 }
 
 
@@ -482,12 +486,22 @@ def _rule(sets, configs, leakages, seeds, cv):
                     # the LP's objective at this budget (section (l): does the RMSE follow it?)
                     ks.append(f"{fitted.n_clusters_}" + (f", removal={share:g}"
                                                          if "class_removal" in RULE_CONFIGS[name] else "")
+                              + _bins_note(fitted, params)
                               + f", distortion={fitted.distortion_:.4f}"
                               # refinement steps kept (section (n))
                               + (f", refined={fitted.n_refine_}" if params.get("n_refine") else ""))
                 print(f"RULE | {data_name} | {name} | seed {seed} | nothing +{100 * f['rel_increase_release_nothing'][0]:.2f}% | "
                       + " | ".join(f"{ml} bits: {c} (k={k})" for ml, c, k in zip(leakages, cells, ks))
                       + f" | {time.perf_counter() - t0:.0f} s", flush=True)
+
+
+def _bins_note(fitted, params):
+    """``class_bins="heldout"`` (section (o)): the bins chosen, and per candidate above 1 its held-out excess minus the
+    unsplit cells' plus its noise (what the rule holds against ``heldout_tolerance``); empty otherwise."""
+    if params.get("class_bins") != "heldout" or getattr(fitted, "class_bins_grid_", None) is None:
+        return ""
+    test = fitted.class_bins_excess_ - fitted.class_bins_excess_[0] + fitted.class_bins_noise_
+    return f", bins={fitted.class_bins_} (excess - unsplit + noise: " + " ".join(f"{v:+.4f}" for v in test[1:]) + ")"
 
 
 def _protected_excess(fitted, split, n_perms, seed):
@@ -542,7 +556,8 @@ def _excess(sets, configs, leakages, seeds, n_perms):
                     res.setdefault((data_name, ml, name), []).append(
                         (float(fitted.leakage_), stat - null, p, fitted.n_clusters_))
                     cells.append(f"{ml} bits: claimed {fitted.leakage_:.4f}, protected {stat:.4f} - null {null:.4f}"
-                                 f" = excess {stat - null:+.4f} (p={p:.3f}, k={fitted.n_clusters_})")
+                                 f" = excess {stat - null:+.4f} (p={p:.3f}, k={fitted.n_clusters_}"
+                                 + _bins_note(fitted, params) + ")")
                 print(f"EXCESS | {data_name} | {name} | seed {seed} | n_prot {split.protected.size} | "
                       + " | ".join(cells) + f" | {time.perf_counter() - t0:.0f} s", flush=True)
     ref = configs[0]

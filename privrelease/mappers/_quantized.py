@@ -49,6 +49,10 @@ _HELDOUT_PERMUTATIONS = 200
 _HELDOUT_MIN_FOLD = 10
 #: class_removal="heldout": the shares tried, in the order of the step-down scan (the full removal first)
 _REMOVAL_GRID = (1.0, 0.75, 0.5, 0.25, 0.0)
+#: class_bins="heldout": the numbers of bins tried, in the order of the scan (the unsplit cells first); 3 and 4 bins
+#: were tried too and dropped (docs/frontier.md, section (o): the one guarded fit that leaked clearly more than the
+#: default on the protected users had chosen 4 bins, about 3 labeled users a cell)
+_BINS_GRID = (1, 2)
 
 
 def _heldout_choice(excess, noise, distortion, tolerance):
@@ -77,6 +81,27 @@ def _check_figures_like(fitted, names):
             raise ValueError(f"fitted.{name} must be {grid.size} finite numbers like {names[0]}")
 
 
+def _check_rule_figures(fitted, param, names, grid_values, choose):
+    """A held-out rule's saved figures ``names`` (the grid first, then excess, noise and distortion) for the
+    parameter ``param``: absent (returns None), or all present with ``param="heldout"``, the grid ``grid_values``
+    and finite figures like it; returns the grid value ``choose(excess, noise, distortion, heldout_tolerance)``
+    picks, the choice the fitted state must hold."""
+    present = [getattr(fitted, n, None) is not None for n in names]
+    if not any(present):
+        return None
+    value = getattr(fitted, param)
+    if not (isinstance(value, str) and value == "heldout"):
+        raise ValueError(f"fitted.{names[0]} is present but {param}={value!r}: only {param}='heldout' records "
+                         "held-out figures")
+    if not all(present):
+        raise ValueError(f"fitted.{names[present.index(False)]} is missing beside the other figures")
+    grid = getattr(fitted, names[0])
+    if not isinstance(grid, np.ndarray) or not np.array_equal(grid, np.array(grid_values)):
+        raise ValueError(f"fitted.{names[0]} must be {list(grid_values)}, got {grid!r:.80}")
+    _check_figures_like(fitted, names)
+    return grid[choose(*(getattr(fitted, n) for n in names[1:]), fitted.heldout_tolerance)].item()
+
+
 def _removal_choice(excess, distortion, tolerance):
     """Index of the share chosen by ``class_removal="heldout"`` (candidates in ``_REMOVAL_GRID`` order, the full
     removal first).
@@ -88,6 +113,20 @@ def _removal_choice(excess, distortion, tolerance):
     """
     excess = np.asarray(excess, dtype=np.float64)
     return _heldout_choice(excess - excess[0], np.zeros_like(excess), distortion, tolerance)
+
+
+def _bins_choice(excess, noise, distortion, tolerance):
+    """Index of the number of bins chosen by ``class_bins="heldout"`` (candidates in ``_BINS_GRID`` order, the
+    unsplit cells first).
+
+    :func:`_heldout_choice` on the excess measured against the unsplit cells' (paired: the same folds and
+    held-out users), one noise standard deviation of the candidate included as for ``n_clusters="heldout"``:
+    the unsplit cells (the fit without the parameter) are always accepted, and the scan goes on to more bins
+    while ``excess - excess[0] + noise <= tolerance``; the accepted number of least held-out distortion is chosen.
+    """
+    excess = np.asarray(excess, dtype=np.float64)
+    noise = np.where(np.arange(excess.size) == 0, 0.0, np.asarray(noise, dtype=np.float64))
+    return _heldout_choice(excess - excess[0], noise, distortion, tolerance)
 
 
 def _heldout_statistic(a, c, w, mapping, n_classes, kind="mutual_information"):
@@ -378,7 +417,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
         standard deviation included, that a candidate number of clusters may
         show on the held-out users. A larger tolerance never chooses a
         candidate of larger held-out distortion. Also the tolerance of
-        ``class_removal="heldout"``.
+        ``class_removal="heldout"`` and ``class_bins="heldout"``.
     class_removal : float in [0, 1] or "heldout", default=1.0
         Share of the between-class component that attribute-free clustering
         removes before k-means: the users' points ``e`` are clustered as
@@ -420,7 +459,8 @@ class QuantizedPrivacyMapper(_BaseMapper):
         labeled users' points (ratings through the taste embedding), their
         classes and weights, the fitted parameters and the seed; the release
         stays a function of ``c_hat`` alone. Not combined with
-        ``n_clusters="heldout"`` (give one of the two a value). Costs about
+        ``n_clusters="heldout"`` nor ``class_bins="heldout"`` (give one of
+        the two a value). Costs about
         25 extra clusterings and solves. Measured in docs/frontier.md,
         section (k), paired over three protocol draws: a fixed 0.5 lowers the
         cost at perfect privacy on the realistic stand-in (gender x age band
@@ -428,7 +468,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
         (age band +7.41 against +6.83 %, 0 of 3), and ``"heldout"`` wins on
         some draws and loses on others there, with the attacker at 0.586 once
         at 0.01 bits; the default stays the full removal.
-    class_bins : int >= 1, default=1
+    class_bins : int >= 1 or "heldout", default=1
         Bins each attribute-free cell is cut into along the first
         between-class direction ``v = attribute_directions_[0]``. ``1``: the
         cells of the clustering, unchanged. ``N > 1``: the clustering's cells
@@ -477,6 +517,39 @@ class QuantizedPrivacyMapper(_BaseMapper):
         by 0.015-0.032 bits on the entangled sets (every 95 % interval above
         0; equal on the realistic sets), and at 0.01 bits the attackers'
         mean worst AUC rises by 0.014-0.015 over 28 draws there.
+        ``"heldout"``: the split guarded by the held-out users. The
+        candidates 1 and 2 bins are scored by the machinery of
+        ``class_removal="heldout"`` at the fit's number of coarse cells and
+        share removed: the same 5 stratified folds and held-out users for
+        every candidate (paired), each fold's cut cells, prior and mapping
+        refitted on the other four, the held-out leakage excess and its
+        noise floor (``class_bins_excess_``, ``class_bins_noise_``), the
+        held-out distortion to the points the release stands for
+        (``class_bins_distortion_``). The unsplit cells (the fit without this
+        parameter) are always accepted; the 2 bins are accepted when their
+        excess exceeds the unsplit cells' by at most ``heldout_tolerance``
+        bits, one noise standard deviation included, and then used if their
+        held-out distortion is the lower (``class_bins_``; the rule is a
+        step-down scan like the other held-out rules, ready for a longer
+        grid: 3 and 4 bins were tried, and the one guarded fit that leaked
+        clearly more than the default on the protected users had chosen 4). The fit is then
+        the fit with ``class_bins=class_bins_`` (same seed, bit for bit).
+        Refused beside ``n_clusters="heldout"`` or ``class_removal="heldout"``
+        (each rule scans its candidates at the others' fixed values: give
+        one of them a value), with ``clustering="plain"`` or
+        ``class_removal=0``, and on a dask collection (clustered plainly,
+        nothing to cut); 1 without a rule run when ``"auto"`` resolves to
+        plain clusters. Costs 10 extra clusterings and solves; needs
+        50 labeled users. Measured in docs/frontier.md, section (o):
+        over 10 draws at 0 and 0.01 bits it kept 1 bin on all 20 fits of
+        the entangled age band (the default's fit, bit for bit: the split's
+        extra protected excess of +0.024 to +0.034 bits gone, and its RMSE
+        gain with it) and cut 6 of 20 fits of the realistic age band, the
+        protected users' excess the default's (paired -0.0004 and -0.0001
+        bits); with about 500 labeled users the 2-bin candidate's noise
+        (0.01-0.02 bits) is close to the tolerance, so on 3 draws it gave
+        back most of the split's RMSE gain there (+4.68 against +4.06 % at
+        perfect privacy, the default +4.78 %). Not the default.
 
     Attributes
     ----------
@@ -572,6 +645,21 @@ class QuantizedPrivacyMapper(_BaseMapper):
     class_removal_distortion_ : ndarray of float
         The held-out users' expected distortion to the released points (units
         of ``delta``), per share.
+    class_bins_ : int
+        Bins each attribute-free cell was cut into (``class_bins``, or the
+        held-out choice); 1 when no cell was cut along a direction (plain
+        clusters).
+    class_bins_grid_ : ndarray of int
+        ``class_bins="heldout"`` only (like the three below): the numbers of
+        bins tried, in the order of the scan (1 first).
+    class_bins_excess_ : ndarray of float
+        Held-out leakage minus the claimed leakage, less the permutation
+        null's mean (bits; fold average), per number of bins.
+    class_bins_noise_ : ndarray of float
+        Standard deviation of the permutation null of that average (bits).
+    class_bins_distortion_ : ndarray of float
+        The held-out users' expected distortion to the released points (units
+        of ``delta``), per number of bins.
     coarse_centers_ : ndarray of shape (n_coarse, n_dims)
         ``class_bins`` above 1 only (like the two below; absent otherwise):
         the centres of the clustering's cells before they were cut (whole
@@ -705,7 +793,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
         "protect": PROTECT_CONSTRAINT,
         "heldout_tolerance": [NumberInterval(Real, 0, None, closed="left")],
         "class_removal": [NumberInterval(Real, 0, 1, closed="both"), StrOptions({"heldout"})],
-        "class_bins": [NumberInterval(Integral, 1, None, closed="left")],
+        "class_bins": [NumberInterval(Integral, 1, None, closed="left"), StrOptions({"heldout"})],
     }
 
     _saved_attributes = _BaseMapper._saved_attributes + (
@@ -715,13 +803,15 @@ class QuantizedPrivacyMapper(_BaseMapper):
         "attribute_directions_", "heldout_n_clusters_", "heldout_leakage_excess_", "heldout_noise_",
         "heldout_distortion_", "class_removal_", "class_removal_grid_", "class_removal_excess_",
         "class_removal_noise_", "class_removal_distortion_", "coarse_centers_", "split_thresholds_", "fine_cells_",
+        "class_bins_", "class_bins_grid_", "class_bins_excess_", "class_bins_noise_", "class_bins_distortion_",
     )
     #: files written before the frontier parameters lack the last three (read as: centres, one-hot, 0)
     _optional_attributes = _BaseMapper._optional_attributes + (
         "embedding_", "output_points_", "profile_weights_", "n_refine_", "attribute_directions_",
         "heldout_n_clusters_", "heldout_leakage_excess_", "heldout_noise_", "heldout_distortion_",
         "class_removal_", "class_removal_grid_", "class_removal_excess_", "class_removal_noise_",
-        "class_removal_distortion_", "coarse_centers_", "split_thresholds_", "fine_cells_")
+        "class_removal_distortion_", "coarse_centers_", "split_thresholds_", "fine_cells_", "class_bins_",
+        "class_bins_grid_", "class_bins_excess_", "class_bins_noise_", "class_bins_distortion_")
 
     def __init__(self, n_clusters="auto", delta=None, *, max_leakage=None, metric="euclidean",
                  space="auto", n_components=20, release="profile", profile="posterior", n_refine=0,
@@ -931,14 +1021,19 @@ class QuantizedPrivacyMapper(_BaseMapper):
             self.embedding_ = TasteEmbedding(n_components=self.n_components, random_state=seed).fit(X_lab_s)
         E = self._embed(X_lab)
         removal = self._check_class_removal(a_idx)
-        self._check_class_bins(a_idx, removal)
+        bins = self._check_class_bins(a_idx, removal)
         self.class_removal_ = 1.0 if removal == "heldout" else removal
+        self.class_bins_ = 1 if bins == "heldout" else bins
         if k == "heldout":
             k = self._heldout_n_clusters(E, a_idx, w_lab, seed)
         elif removal == "heldout":
             self.class_removal_ = self._heldout_class_removal(E, a_idx, w_lab, seed, k)
+        elif bins == "heldout":
+            self.class_bins_ = self._heldout_class_bins(E, a_idx, w_lab, seed, k)
         E_cluster = self._attribute_free(E, a_idx, w_lab)
         labels = self._cluster(E, E_cluster, k, seed, w_lab)
+        if not self.attribute_directions_.shape[0]:
+            self.class_bins_ = 1  # no direction to cut along: the cells of the clustering
         return E, labels
 
     def _cluster(self, E, E_cluster, k, seed, w):
@@ -965,7 +1060,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
         self.n_clusters_ = int(used.size)
         for name in ("coarse_centers_", "split_thresholds_", "fine_cells_"):
             self.__dict__.pop(name, None)
-        if int(self.class_bins) > 1 and self.attribute_directions_.shape[0]:
+        if self.class_bins_ > 1 and self.attribute_directions_.shape[0]:
             return self._split_cells(E, w)
         self.output_points_ = self.cluster_centers_.copy()
         self.center_cost_matrix_ = self._center_costs()
@@ -985,7 +1080,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
         ``fine_cells_``, the fine ``cluster_centers_``, ``n_clusters_``, ``output_points_`` and
         ``center_cost_matrix_``; returns the rows' fine cells (which :meth:`_nearest_centers` gives them).
         """
-        s = int(self.class_bins)
+        s = int(self.class_bins_)
         coarse = self._nearest_centers(E, self.cluster_centers_)
         kept = np.unique(coarse)
         self.coarse_centers_ = self.cluster_centers_[kept]
@@ -1054,22 +1149,28 @@ class QuantizedPrivacyMapper(_BaseMapper):
         attribute); everything that does (clusters with
         ``clustering="attribute_free"``, prior, mapping) is refitted per fold.
         """
-        folds, perms, fw = self._heldout_folds(E, a_idx, w, seed, "n_clusters='heldout'")
-        grid = self._heldout_grid(E.shape[0])
-        figures = np.array([self._heldout_figures(E, a_idx, w, folds, perms, fw, k, seed) for k in grid])
-        excess, noise, dist = figures.T
-        self.heldout_n_clusters_ = grid
-        self.heldout_leakage_excess_ = excess
-        self.heldout_noise_ = noise
-        self.heldout_distortion_ = dist
-        return int(grid[_heldout_choice(excess, noise, dist, self.heldout_tolerance)])
+        names = ("heldout_n_clusters_", "heldout_leakage_excess_", "heldout_noise_", "heldout_distortion_")
+        return self._run_rule(E, a_idx, w, seed, "n_clusters='heldout'", names, self._heldout_grid(E.shape[0]),
+                              _heldout_choice, lambda k: {"k": k})
+
+    def _run_rule(self, E, a_idx, w, seed, what, names, grid, choose, candidate):
+        """A held-out rule (``what`` names it): the shared folds (:meth:`_heldout_folds`), every value of ``grid``
+        scored on them by :meth:`_heldout_figures` with the keywords ``candidate(value)``; records the grid and
+        the (excess, noise, distortion) figures under ``names`` and returns the grid value
+        ``choose(excess, noise, distortion, heldout_tolerance)`` picks."""
+        folds, perms, fw = self._heldout_folds(E, a_idx, w, seed, what)
+        figures = np.array([self._heldout_figures(E, a_idx, w, folds, perms, fw, seed=seed, **candidate(v))
+                            for v in grid])
+        for name, value in zip(names, (grid, *figures.T)):
+            setattr(self, name, value)
+        return grid[choose(*figures.T, self.heldout_tolerance)].item()
 
     def _heldout_folds(self, E, a_idx, w, seed, what):
         """Folds, label permutations and fold weights shared by the held-out rules (``what`` names the rule)."""
         from sklearn.model_selection import StratifiedKFold
 
-        instead = ("an integer n_clusters or 'auto'" if what.startswith("n_clusters")
-                   else "class_removal a number in [0, 1]")
+        instead = {"n_clusters": "an integer n_clusters or 'auto'", "class_removal": "class_removal a number in [0, 1]",
+                   "class_bins": "class_bins an integer"}[what.split("=")[0]]
         if a_idx is None or self.classes_.size < 2:
             raise ValueError(f"{what} checks the leakage of one attribute (or of the joint attribute) "
                              "on held-out labeled users; it cannot run with protect='marginal' on a 2-D y: "
@@ -1088,15 +1189,15 @@ class QuantizedPrivacyMapper(_BaseMapper):
         sizes = np.array([w[test].sum() for _, test in folds])
         return folds, perms, sizes / sizes.sum()
 
-    def _heldout_figures(self, E, a_idx, w, folds, perms, fw, k, seed, removal=None):
+    def _heldout_figures(self, E, a_idx, w, folds, perms, fw, k, seed, removal=None, bins=None):
         """One candidate of a held-out rule: (excess, noise, distortion) averaged over the folds (weights ``fw``).
 
         ``k`` clusters for all the labeled users (each fold's training part gets as many users per cluster);
-        ``removal``: the share of the between-class component removed (``class_removal="heldout"``), None for
-        the fit's own (``n_clusters="heldout"``).
+        ``removal``: the share of the between-class component removed (``class_removal="heldout"``), ``bins``:
+        the bins each cell is cut into (``class_bins="heldout"``); None for the fit's own (``n_clusters="heldout"``).
         """
         n = E.shape[0]
-        stats = [self._heldout_fold(E, a_idx, w, train, test, k * train.size / n, seed, pf, removal)
+        stats = [self._heldout_fold(E, a_idx, w, train, test, k * train.size / n, seed, pf, removal, bins)
                  for (train, test), pf in zip(folds, perms)]
         obs = np.array([s[0] for s in stats])
         null = np.array([s[1] for s in stats])  # folds x permutations
@@ -1118,11 +1219,13 @@ class QuantizedPrivacyMapper(_BaseMapper):
         return float(value)
 
     def _check_class_bins(self, a_idx, removal):
-        """``class_bins`` above 1 cuts attribute-free cells along the first between-class direction; refuses it
-        where the fit asks for no such direction (``clustering="plain"``, or ``class_removal=0``)."""
-        bins = int(self.class_bins)
+        """``class_bins`` as this fit uses it (an integer or ``"heldout"``). Above 1 (or ``"heldout"``) it cuts
+        attribute-free cells along the first between-class direction; refuses it where the fit asks for no such
+        direction (``clustering="plain"``, or ``class_removal=0``), and ``"heldout"`` beside another held-out
+        rule of an attribute-free fit (each rule scans its candidates at the others' fixed values)."""
+        bins = self.class_bins if self.class_bins == "heldout" else int(self.class_bins)
         if bins == 1:
-            return
+            return bins
         if self.clustering == "plain":
             raise ValueError(f"class_bins={self.class_bins!r} cuts each attribute-free cell along the first "
                              "between-class direction; clustering='plain' learns no such direction: leave "
@@ -1131,6 +1234,29 @@ class QuantizedPrivacyMapper(_BaseMapper):
             raise ValueError(f"class_bins={self.class_bins!r} cuts each cell along the first between-class "
                              "direction; class_removal=0.0 keeps no between-class directions (plain k-means): "
                              "leave class_bins=1 or give class_removal a share above 0")
+        if bins == "heldout" and self._clustering(a_idx) == "attribute_free":
+            for name in ("n_clusters", "class_removal"):
+                if getattr(self, name) == "heldout":
+                    raise ValueError(f"class_bins='heldout' chooses the bins at the fit's number of clusters and "
+                                     f"share removed; it cannot be combined with {name}='heldout': give one of the "
+                                     "two a value")
+        return bins
+
+    def _heldout_class_bins(self, E, a_idx, w, seed, k):
+        """The number of bins each attribute-free cell is cut into, chosen on held-out labeled users
+        (``class_bins="heldout"``, see the class).
+
+        The folds, permutations and figures are those of ``class_removal="heldout"`` (:meth:`_heldout_folds`,
+        :meth:`_heldout_figures`; the distortion measured to the points the release stands for) with the number
+        of coarse cells fixed at ``k``, the fit's share removed, and the candidates ``_BINS_GRID`` (the unsplit
+        cells first, scored on the same folds and held-out users as every other candidate); the choice is
+        :func:`_bins_choice`. Without attribute-free clustering no cell is cut.
+        """
+        if self._clustering(a_idx) != "attribute_free":
+            return 1
+        names = ("class_bins_grid_", "class_bins_excess_", "class_bins_noise_", "class_bins_distortion_")
+        return self._run_rule(E, a_idx, w, seed, "class_bins='heldout'", names, np.array(_BINS_GRID, dtype=np.int64),
+                              _bins_choice, lambda b: {"k": k, "bins": int(b)})
 
     def _heldout_class_removal(self, E, a_idx, w, seed, k):
         """The share of the between-class component removed, chosen on held-out labeled users
@@ -1143,27 +1269,25 @@ class QuantizedPrivacyMapper(_BaseMapper):
         """
         if self._clustering(a_idx) != "attribute_free":
             return 0.0
-        folds, perms, fw = self._heldout_folds(E, a_idx, w, seed, "class_removal='heldout'")
-        grid = np.array(_REMOVAL_GRID, dtype=np.float64)
-        figures = np.array([self._heldout_figures(E, a_idx, w, folds, perms, fw, k, seed, removal=lam)
-                            for lam in grid])
-        excess, noise, dist = figures.T
-        self.class_removal_grid_ = grid
-        self.class_removal_excess_ = excess
-        self.class_removal_noise_ = noise
-        self.class_removal_distortion_ = dist
-        return float(grid[_removal_choice(excess, dist, self.heldout_tolerance)])
+        names = ("class_removal_grid_", "class_removal_excess_", "class_removal_noise_", "class_removal_distortion_")
+        return self._run_rule(E, a_idx, w, seed, "class_removal='heldout'", names,
+                              np.array(_REMOVAL_GRID, dtype=np.float64),
+                              lambda excess, noise, dist, tol: _removal_choice(excess, dist, tol),
+                              lambda lam: {"k": k, "removal": lam})
 
-    def _heldout_fold(self, E, a_idx, w, train, test, k, seed, perms, removal=None):
+    def _heldout_fold(self, E, a_idx, w, train, test, k, seed, perms, removal=None, bins=None):
         """One fold of a rule: (held-out leakage, its permutation null, claimed leakage, held-out distortion).
 
-        ``removal`` (``class_removal="heldout"``): the share of the between-class component removed, and the
-        distortion is measured to the points the release stands for (``profile_weights_``-mixtures of the
-        centres); None: the fit's share, the distortion to the output points (``n_clusters="heldout"``).
+        ``removal`` (``class_removal="heldout"``): the share of the between-class component removed; ``bins``
+        (``class_bins="heldout"``): the bins each cell is cut into. With either, the distortion is measured to the
+        points the release stands for (``profile_weights_``-mixtures of the centres); with neither: the fit's
+        share and bins, the distortion to the output points (``n_clusters="heldout"``).
         """
         work = copy.copy(self)  # scratch: the fold's clusters, prior and mapping never touch self
         if removal is not None:
             work.class_removal_ = float(removal)
+        if bins is not None:
+            work.class_bins_ = int(bins)
         k = int(np.clip(round(k), 2, train.size))
         a_tr, w_tr = a_idx[train], w[train]
         E_tr, E_te = E[train], E[test]
@@ -1180,7 +1304,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
         def stat(a):
             return _heldout_statistic(a, c_te, w_te, mapping, self.classes_.size, self.leakage)
 
-        if removal is None:
+        if removal is None and bins is None:
             points = work._output_points()
         else:
             work.prior_, work.mapping_ = prior, mapping
@@ -1479,6 +1603,12 @@ class QuantizedPrivacyMapper(_BaseMapper):
         if self.n_clusters == "heldout":
             raise ValueError("n_clusters='heldout' refits the clusters and the mapping on folds of the labeled users "
                              "in memory; give an integer n_clusters or 'auto' with a dask collection")
+        if self.class_bins == "heldout":
+            # in memory the rule runs wherever the clustering is attribute-free, which a dask fit never is: refused
+            # rather than answered with a choice (1) the same users in memory might not get
+            raise ValueError("class_bins='heldout' refits the cut cells and the mapping on folds of the labeled "
+                             "users in memory, and a dask collection is clustered plainly (nothing to cut): give "
+                             "class_bins=1 with a dask collection")
         if self.prior == "model":
             raise ValueError("prior='model' cross-fits a model on the labeled users' coordinates in memory; "
                              "use prior='counts' with a dask collection")
@@ -1734,19 +1864,9 @@ class QuantizedPrivacyMapper(_BaseMapper):
             raise ValueError(f"fitted.class_removal_ = {lam!r} but there are no attribute_directions_ to remove "
                              "a share of")
         names = ("class_removal_grid_", "class_removal_excess_", "class_removal_noise_", "class_removal_distortion_")
-        present = [getattr(self, n, None) is not None for n in names]
-        if any(present):
-            if self.class_removal != "heldout":
-                raise ValueError(f"fitted.class_removal_grid_ is present but class_removal="
-                                 f"{self.class_removal!r}: only class_removal='heldout' records held-out figures")
-            if not all(present):
-                raise ValueError(f"fitted.{names[present.index(False)]} is missing beside the other figures")
-            grid = self.class_removal_grid_
-            if not isinstance(grid, np.ndarray) or not np.array_equal(grid, np.array(_REMOVAL_GRID)):
-                raise ValueError(f"fitted.class_removal_grid_ must be {list(_REMOVAL_GRID)}, got {grid!r:.80}")
-            _check_figures_like(self, names)
-            chosen = float(grid[_removal_choice(self.class_removal_excess_, self.class_removal_distortion_,
-                                                self.heldout_tolerance)])
+        chosen = _check_rule_figures(self, "class_removal", names, _REMOVAL_GRID,
+                                     lambda excess, noise, dist, tol: _removal_choice(excess, dist, tol))
+        if chosen is not None:
             if lam != chosen:
                 raise ValueError(f"fitted.class_removal_ = {lam!r} but the held-out figures choose {chosen!r} "
                                  f"(heldout_tolerance={self.heldout_tolerance!r})")
@@ -1756,26 +1876,56 @@ class QuantizedPrivacyMapper(_BaseMapper):
         elif has_dirs and lam != float(self.class_removal):
             raise ValueError(f"fitted.class_removal_ = {lam!r} but class_removal={self.class_removal!r}")
 
+    def _check_class_bins_choice(self, has_dirs):
+        """``class_bins_`` and the held-out figures of ``class_bins="heldout"``; returns the bins the cells were cut
+        into by the parameter's value (or the figures' choice). ``class_bins_`` is that number where there are
+        between-class directions to cut along, 1 where there are none; files written before it: the parameter."""
+        chosen = getattr(self, "class_bins_", None)
+        heldout = self.class_bins == "heldout"
+        names = ("class_bins_grid_", "class_bins_excess_", "class_bins_noise_", "class_bins_distortion_")
+        if chosen is not None and (isinstance(chosen, bool) or not isinstance(chosen, Integral) or chosen < 1):
+            raise ValueError(f"fitted.class_bins_ must be an integer >= 1, got {chosen!r:.60}")
+        rule = _check_rule_figures(self, "class_bins", names, _BINS_GRID, _bins_choice)
+        if rule is not None:
+            if chosen is not None and chosen != rule:
+                raise ValueError(f"fitted.class_bins_ = {chosen!r} but the held-out figures choose {rule} bins "
+                                 f"(heldout_tolerance={self.heldout_tolerance!r})")
+        elif heldout and has_dirs:
+            raise ValueError("fitted.class_bins_grid_ is missing: class_bins='heldout' records its figures")
+        if chosen is None:
+            if heldout:
+                raise ValueError("fitted.class_bins_ is missing: class_bins='heldout' records the bins it chose")
+            return int(self.class_bins)
+        if not has_dirs and chosen != 1:
+            raise ValueError(f"fitted.class_bins_ = {chosen!r} but there are no attribute_directions_ to cut along "
+                             "(1: the cells of the clustering)")
+        if has_dirs and not heldout and chosen != self.class_bins:
+            raise ValueError(f"fitted.class_bins_ = {chosen!r} but class_bins={self.class_bins!r}")
+        return chosen
+
     def _check_class_bins_state(self, n_dims):
         """The cut cells of ``class_bins`` above 1: ``coarse_centers_`` (finite, in the clustering space),
         ``split_thresholds_`` (finite, one row of ``class_bins - 1`` non-decreasing thresholds per coarse cell) and
         ``fine_cells_`` (one row of ``class_bins`` fine cells per coarse cell, numbered 0 .. ``n_clusters_ - 1``
         by coarse cell, then bin: every fine cell in one coarse cell, its bins adjacent), present exactly when
-        the cells were cut (``class_bins`` above 1 and between-class directions to cut along)."""
+        the cells were cut (``class_bins`` above 1 and between-class directions to cut along); with
+        ``class_bins="heldout"`` the bins are ``class_bins_``, the choice its figures make
+        (:meth:`_check_class_bins_choice`)."""
         names = ("coarse_centers_", "split_thresholds_", "fine_cells_")
         present = [getattr(self, n, None) is not None for n in names]
         V = getattr(self, "attribute_directions_", None)
         has_dirs = V is not None and V.shape[0] > 0
-        bins = self.class_bins
+        bins = self._check_class_bins_choice(has_dirs)
+        what = "class_bins_" if self.class_bins == "heldout" else "class_bins"
         if not any(present):
             if bins > 1 and has_dirs:
-                raise ValueError(f"fitted.fine_cells_ is missing: class_bins={bins!r} cuts each attribute-free "
+                raise ValueError(f"fitted.fine_cells_ is missing: {what}={bins!r} cuts each attribute-free "
                                  "cell along the first between-class direction")
             return
         if not all(present):
             raise ValueError(f"fitted.{names[present.index(False)]} is missing beside the other cut cells")
         if bins == 1 or not has_dirs:
-            raise ValueError(f"fitted.fine_cells_ is present but class_bins={bins!r}"
+            raise ValueError(f"fitted.fine_cells_ is present but {what}={bins!r}"
                              + ("" if bins == 1 else " and there are no attribute_directions_ to cut along"))
         coarse = _matrix(self.coarse_centers_, "coarse_centers_")
         kc = coarse.shape[0]

@@ -195,8 +195,12 @@ def test_a_tampered_shape_is_refused(split, tmp_path):
 
 
 @pytest.mark.parametrize("edit, message", [
-    (lambda m: setattr(m, "class_bins", 3), r"split_thresholds_ must be a float array of shape"),
-    (lambda m: setattr(m, "class_bins", 1), "fine_cells_ is present but class_bins=1"),
+    (lambda m: setattr(m, "class_bins", 3), r"class_bins_ = 2 but class_bins=3"),
+    (lambda m: [setattr(m, "class_bins", 3), setattr(m, "class_bins_", 3)],
+     r"split_thresholds_ must be a float array of shape"),
+    (lambda m: setattr(m, "class_bins", 1), "class_bins_ = 2 but class_bins=1"),
+    (lambda m: [setattr(m, "class_bins", 1), setattr(m, "class_bins_", 1)], "fine_cells_ is present but class_bins=1"),
+    (lambda m: delattr(m, "class_bins_") or setattr(m, "class_bins", 1), "fine_cells_ is present but class_bins=1"),
     (lambda m: delattr(m, "fine_cells_"), "fine_cells_ is missing"),
     (lambda m: [delattr(m, n) for n in ("coarse_centers_", "split_thresholds_", "fine_cells_")],
      "fine_cells_ is missing: class_bins=2"),
