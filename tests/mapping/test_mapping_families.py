@@ -193,15 +193,23 @@ def test_newton_direction_kept_when_its_refinement_diverges():
     # longer one of descent and the barrier stopped 5.9e-5 bits from certified; the polish stalled at 1.4e-5
     # and solver="fast" raised. The unrefined direction (its decrement within 3 % of the full KKT solve's)
     # carries the barrier on, and the fast path certifies
-    z = np.load(Path(__file__).parent / "data" / "ratings_k40_a5_refinement.npz")
+    res, ref = _certified_fixture("ratings_k40_a5_refinement.npz", "fast")
+    assert res.leakage >= ref - 2e-6  # the reference is itself certified only to CLARABEL's tolerances
+
+
+def _certified_fixture(name, solver):
+    """Solve the saved instance ``name`` (tests/mapping/data) with ``solver``; check that the answer is
+    certified, within the budget and no worse than the plain cvxpy reference's feasible point; return the
+    result and the reference's leakage (bits)."""
+    z = np.load(Path(__file__).parent / "data" / name)
     prior, d, delta = z["prior"], z["d"], float(z["delta"])
-    res = solve_mapping(prior, d, delta=delta, solver="fast")
+    res = solve_mapping(prior, d, delta=delta, solver=solver)
     assert res.status == "optimal"
     assert res.certificate["gap_bits"] <= 1e-6
     assert expected_distortion(prior, res.mapping, d) <= delta * (1 + 1e-9)
     ref = _reference_leakage(prior, d, delta)
     assert res.leakage <= ref + 1e-6
-    assert res.leakage >= ref - 2e-6  # the reference is itself certified only to CLARABEL's tolerances
+    return res, ref
 
 
 def test_cvxpy_point_pulled_onto_the_budget_keeps_its_own_bound():
@@ -211,13 +219,6 @@ def test_cvxpy_point_pulled_onto_the_budget_keeps_its_own_bound():
     # outputs move by O(1), and the bound from the pulled point's own posteriors was 2.1e-6 bits below it:
     # solver="cvxpy" returned "inaccurate" (and "auto", after the fast path, 107 s). The bound is a function
     # of pi alone: the solver's own point's posteriors bound the pulled point within 1e-7 bits
-    z = np.load(Path(__file__).parent / "data" / "pc_range_k48_a4_pullback.npz")
-    prior, d, delta = z["prior"], z["d"], float(z["delta"])
-    res = solve_mapping(prior, d, delta=delta, solver="cvxpy")
-    assert res.status == "optimal"
-    assert res.certificate["gap_bits"] <= 1e-6
-    assert expected_distortion(prior, res.mapping, d) <= delta * (1 + 1e-9)
-    ref = _reference_leakage(prior, d, delta)  # an achievable leakage, computed independently
-    assert res.leakage <= ref + 1e-6
-    # the certified lower bound (nats) lies below every achievable leakage, the reference's included
+    res, ref = _certified_fixture("pc_range_k48_a4_pullback.npz", "cvxpy")
+    # the certified lower bound lies below every achievable leakage, the reference's (computed independently)
     assert res.leakage - res.certificate["gap_bits"] <= ref + 1e-12
