@@ -112,14 +112,21 @@ def _ratings_and_labels():
     return R, np.array([0, 1] * 10)
 
 
-def _align_repeated_user():
-    """``RatingsFrame.align`` given a Series that names user ``'a'`` twice."""
+def _align(values):
+    """``RatingsFrame.align(values)`` on a frame of users ``'a'`` and ``'b'``."""
     import pandas as pd
 
     from privrelease.recommender import RatingsFrame
 
     rf = RatingsFrame().fit(pd.DataFrame({"user": ["a", "b"], "item": [1, 1], "rating": [4.0, 3.0]}))
-    return rf.align(pd.Series([0, 1], index=["a", "a"]))
+    return rf.align(values)
+
+
+def _align_repeated_user():
+    """``RatingsFrame.align`` given a Series that names user ``'a'`` twice."""
+    import pandas as pd
+
+    return _align(pd.Series([0, 1], index=["a", "a"]))
 
 
 def _misaligned_labels():
@@ -375,6 +382,8 @@ def _catalogue():
         # --- recommender
         ("recommender", "RatingsFrame().fit(df).align(Series with user 'a' twice)",
          _align_repeated_user, ValueError, "'a'"),
+        ("recommender", "RatingsFrame().fit(df of users 'a', 'b').align({'x': 0}) (no id is a user)",
+         lambda: _align({"x": 0}), ValueError, "'x'"),
         ("recommender", "RatingsFrame().fit(df with users 1 and True)",
          lambda: _ratings_frame_fit([1, True]), TypeError, "True"),
         ("recommender", "RatingsFrame().fit(df with list user ids)",

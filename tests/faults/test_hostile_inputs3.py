@@ -420,3 +420,21 @@ def test_joint_attribute_with_a_column_nobody_disclosed_names_the_column():
         _qpm().fit(X, Y)
     with pytest.raises(ValueError, match=r"y\[:, 1\] is undisclosed for every user"):
         QuantizedPrivacyMapper(n_clusters=3, protect="marginal", random_state=0).fit(X, Y)
+
+
+# --------------------------------------------------------------------------- "left alone" by the audit, fixed
+def test_align_warns_when_some_label_ids_match_no_user():
+    # labels keyed "1" (a string) for integer user ids were dropped without a word: those users became
+    # "not disclosed"; when NO id matched, every user was silently undisclosed until fit said "no labeled users"
+    rf = RatingsFrame().fit(pd.DataFrame({"user": [1, 2, 3], "item": ["a", "b", "a"], "rating": [3.0, 4.0, 5.0]}))
+    with pytest.warns(UserWarning, match=r"2 of the 3 ids of gender match no user .* for example '1'; '1' \(str\) "
+                                         r"differs from user 1 \(int\) only in type"):
+        y = rf.align(pd.Series({"1": 0, "2": 1, 3: 1}), name="gender")
+    assert y.tolist() == [-1, -1, 1]
+    with pytest.raises(ValueError, match=r"3 of the 3 ids of values match no user .* for example '1'"):
+        rf.align({"1": 0, "2": 1, "3": 1})
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert rf.align({1: 0, 3: 1}).tolist() == [0, -1, 1]           # a subset of the users: no warning
+        assert rf.align(pd.Series(dtype=float)).tolist() == [-1, -1, -1]
