@@ -438,3 +438,40 @@ def test_align_warns_when_some_label_ids_match_no_user():
         warnings.simplefilter("error")
         assert rf.align({1: 0, 3: 1}).tolist() == [0, -1, 1]           # a subset of the users: no warning
         assert rf.align(pd.Series(dtype=float)).tolist() == [-1, -1, -1]
+
+
+@pytest.mark.parametrize("make", [lambda: BlurMe(fraction=0.3), lambda: BlurMore(fraction=0.3)])
+@pytest.mark.parametrize("dtype", [np.int64, np.uint8, np.float32])
+def test_blurme_release_keeps_the_callers_dtype(make, dtype):
+    # integer ratings came back as float64 with added item means such as 2.8611: every other mapper keeps
+    # the dtype (QuantizedPrivacyMapper rounds its profiles to an integer dtype)
+    X, y = _ratings()
+    ref = make().fit(X, y).transform(X)                                # float64: the item means as they are
+    for Xd in (X.astype(dtype), sp.csr_array(X.astype(dtype))):
+        out = make().fit(X, y).transform(Xd)
+        assert out.dtype == dtype
+        dense = out.toarray() if sp.issparse(out) else out
+        expected = np.rint(ref) if np.issubdtype(dtype, np.integer) else ref.astype(dtype)
+        np.testing.assert_array_equal(dense, expected)                 # the same users and items, rounded
+
+
+def test_blurme_integer_release_never_rounds_an_added_rating_to_not_rated():
+    # on a scale around 0 an item mean of -0.2 rounds to 0, "not rated": the added rating would be lost
+    X, y = _ratings()
+    X = np.where(X > 0, X - 3.4, 0)
+    m = BlurMore(fraction=0.3).fit(X, y)
+    Xi = np.sign(X).astype(np.int64)
+    out = m.transform(Xi)
+    added = (out != 0) & (Xi == 0)
+    assert np.any(np.abs(m.item_mean_[np.nonzero(added)[1]]) < 0.5)       # some added mean rounds to 0
+    assert np.array_equal((out != 0).sum(axis=1), (X != 0).sum(axis=1))   # profile sizes kept
+    np.testing.assert_array_equal(out[added], np.where(np.abs(m.item_mean_) < 0.5, np.sign(m.item_mean_),
+                                                       np.rint(m.item_mean_))[np.nonzero(added)[1]])
+
+
+def test_blurme_refuses_an_integer_dtype_too_narrow_for_the_added_ratings():
+    X, y = _ratings()
+    X = np.where(X > 0, X * 10 + 100, 0)                               # item means around 130
+    with pytest.raises(ValueError, match=r"X has dtype int8, which cannot hold the added ratings \(from 1\d\d to "
+                                         r"1\d\d, item means of the data BlurMe was fitted on\)"):
+        BlurMe(fraction=0.3).fit(X, y).transform((X > 0).astype(np.int8))
