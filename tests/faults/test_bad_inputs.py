@@ -160,7 +160,9 @@ def _catalogue():
     from privrelease.datasets import load_movielens_100k, load_ratings_csv, make_ratings
     from privrelease.evaluation import check_privacy_grid, rmse_cost
     from privrelease.exceptions import InfeasibleBudgetError
-    from privrelease.mappers import QuantizedPrivacyMapper, _dask
+    import pandas as pd
+
+    from privrelease.mappers import ErasureMapper, QuantizedPrivacyMapper, _dask
     from privrelease.mapping import empirical_prior, leakage, privacy_distortion_curve, solve_mapping
     from privrelease.noise import Laplace, VectorLaplace, laplace_noise
     from privrelease.recommender import SurpriseRecommender
@@ -266,6 +268,9 @@ def _catalogue():
         ("mappers", "QuantizedPrivacyMapper().fit(X, y, sample_weight=[1e308] * n)",
          lambda: QuantizedPrivacyMapper().fit(X_SMALL, Y_SMALL, sample_weight=np.full(Y_SMALL.size, 1e308)),
          ValueError, "overflows"),
+        ("mappers", "ErasureMapper().fit(DataFrame of sparse columns, y)",
+         lambda: ErasureMapper().fit(pd.DataFrame.sparse.from_spmatrix(sp.csr_matrix(X_SMALL)), Y_SMALL),
+         TypeError, "X.sparse.to_dense()"),
         ("mappers (dask)", "fitted.transform(dask array with 7 columns)",
          lambda: m.transform(_dask_zeros((4, 7))), ValueError, "7 features"),
         ("mappers (dask)", "QuantizedPrivacyMapper().fit(dask X of 4 rows, y of 3)",

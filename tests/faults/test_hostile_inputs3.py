@@ -475,3 +475,23 @@ def test_blurme_refuses_an_integer_dtype_too_narrow_for_the_added_ratings():
     with pytest.raises(ValueError, match=r"X has dtype int8, which cannot hold the added ratings \(from 1\d\d to "
                                          r"1\d\d, item means of the data BlurMe was fitted on\)"):
         BlurMe(fraction=0.3).fit(X, y).transform((X > 0).astype(np.int8))
+
+
+@pytest.mark.parametrize("sparse, advice", [
+    (lambda X: pd.DataFrame.sparse.from_spmatrix(sp.csr_matrix(X)), r"X\.sparse\.to_dense\(\)"),
+    (sp.csr_array, r"X\.toarray\(\)"),
+])
+def test_erasure_sparse_table_gets_advice_that_works(sparse, advice):
+    # scikit-learn's "Use '.toarray()' to convert to a dense numpy array": a DataFrame has no .toarray()
+    rng = np.random.default_rng(0)
+    X = rng.integers(0, 3, (60, 2))
+    y = X[:, 0] % 2
+    with pytest.raises(TypeError, match=r"ErasureMapper needs a dense table of categorical fields, got .* of "
+                                        rf"shape \(60, 2\): densify it first with {advice}"):
+        ErasureMapper(random_state=0).fit(sparse(X), y)
+    fitted = ErasureMapper(random_state=0).fit(X, y)
+    with pytest.raises(TypeError, match=advice):
+        fitted.transform(sparse(X))
+    frame = pd.DataFrame.sparse.from_spmatrix(sp.csr_matrix(X))
+    pd.testing.assert_frame_equal(ErasureMapper(random_state=0).fit(frame.sparse.to_dense(), y)   # the advice works
+                                  .transform(frame.sparse.to_dense()), fitted.transform(pd.DataFrame(X)))
