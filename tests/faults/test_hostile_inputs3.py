@@ -495,3 +495,58 @@ def test_erasure_sparse_table_gets_advice_that_works(sparse, advice):
     frame = pd.DataFrame.sparse.from_spmatrix(sp.csr_matrix(X))
     pd.testing.assert_frame_equal(ErasureMapper(random_state=0).fit(frame.sparse.to_dense(), y)   # the advice works
                                   .transform(frame.sparse.to_dense()), fitted.transform(pd.DataFrame(X)))
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: __import__("privrelease.contracts", fromlist=["x"]).design_contract([1e308], 0.02),
+     r"valuations = 1e\+308: .* overflows float64; expected valuations <= 1\.79769e\+307 with cost 'linear'"),
+    (lambda: __import__("privrelease.contracts", fromlist=["x"]).design_contract([5.0, 1e308], 0.02, "exponential"),
+     r"valuations summing to 1e\+308 .* expected a sum of valuations <= 8\.16188e\+303 with cost 'exponential'"),
+    (lambda: __import__("privrelease.contracts", fromlist=["x"]).design_menu(1.0, 1e308, 0.5, 0.02),
+     r"v_high = 1e\+308: .* expected v_high <= 8\.98847e\+306 with cost 'linear'"),
+    (lambda: __import__("privrelease.contracts", fromlist=["x"]).design_contract([5.0, 10.0], 1e-6, "exponential"),
+     r"exp\(sqrt\(2/K\)\) overflows for K < 3\.9699e-06"),
+])
+def test_contract_valuations_whose_payments_overflow_are_refused(call, match):
+    # [1e308] reported inf payments and a NaN saving (exponential), or "no feasible segment" (linear);
+    # design_menu(v_high=1e308) ended in "no feasible menu found"
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+@pytest.mark.parametrize("cost", ["linear", "exponential"])
+@pytest.mark.parametrize("K", [0.02, 0.3])
+def test_contracts_at_the_largest_valuation_are_the_scaled_contracts(cost, K):
+    # c(v, eps) = v g(eps): a design scales with the valuations, up to the largest one accepted
+    from privrelease.contracts import design_contract, design_menu
+    from privrelease.contracts._design import largest_valuation
+
+    L = largest_valuation(K, cost)
+    assert float(L * np.expm1(np.sqrt(2 / K)) if cost == "exponential" else L * np.sqrt(2 / K)) <= np.finfo(float).max
+    for shares in ([1.0], [0.5, 0.5], [1e-10, 1 - 1e-10]):
+        big, unit = design_contract(np.multiply(shares, L), K, cost), design_contract(shares, K, cost)
+        np.testing.assert_allclose(big.a, unit.a, atol=1e-12)
+        np.testing.assert_allclose(big.payments / L, unit.payments, rtol=1e-9)
+        assert np.isfinite(big.unbiased_payment)
+    with pytest.raises(ValueError, match="overflows float64"):
+        design_contract([np.nextafter(L, np.inf) * 1.000001], K, cost)
+    if cost == "exponential":
+        return                                                          # (the menus' search is slow with it)
+    vh = largest_valuation(K, cost, menu_option=1)
+    big, unit = design_menu(vh / 2, vh, 0.5, K, cost=cost), design_menu(0.5, 1.0, 0.5, K, cost=cost)
+    assert big.regime == unit.regime
+    assert big.expected_payment / vh == pytest.approx(unit.expected_payment, rel=1e-6)
+
+
+def test_contract_experiment_refuses_valuations_whose_payments_overflow_before_running():
+    # v_high = 1e308 ended with a SolverError mid-run, valuations = [1e308] with inf payments and NaN savings
+    from privrelease.runner import PipelineError, check_run
+
+    with pytest.raises(PipelineError, match=r"parameter v_high = 1e\+308: expected v_high <= 8\.98847e\+306"):
+        check_run("contract_design", {"v_high": 1e308})
+    with pytest.raises(PipelineError, match=r"parameter valuations = \[1e\+308\]: expected valuations summing to at "
+                                            r"most 8\.16188e\+303"):
+        check_run("contract_design", {"valuations": [1e308]})
+    with pytest.raises(PipelineError, match=r"parameter k_min = 1e-06: expected k_min >= 3\.9699e-06"):
+        check_run("contract_design", {"k_min": 1e-6})
+    assert check_run("contract_design", {"v_high": 8e306, "valuations": [1e300, 2e300]})[1]["v_high"] == 8e306
