@@ -550,3 +550,32 @@ def test_contract_experiment_refuses_valuations_whose_payments_overflow_before_r
     with pytest.raises(PipelineError, match=r"parameter k_min = 1e-06: expected k_min >= 3\.9699e-06"):
         check_run("contract_design", {"k_min": 1e-6})
     assert check_run("contract_design", {"v_high": 8e306, "valuations": [1e300, 2e300]})[1]["v_high"] == 8e306
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: __import__("privrelease.noise", fromlist=["x"]).VectorLaplace(dimension=10**12, epsilon=1.0,
+                                                                            sensitivity=1.0, random_state=0).sample(),
+     r"dimension=1000000000000: the noise vectors would need 7\.28 TiB"),
+    (lambda: __import__("privrelease.noise", fromlist=["x"]).VectorLaplace(dimension=10**6, epsilon=1.0,
+                                                                            sensitivity=1.0, random_state=0).sample(10**7),
+     r"dimension=1000000, size=10000000: the noise vectors would need 72\.8 TiB"),
+    (lambda: Laplace(epsilon=1.0, random_state=0).sample((10**7, 10**7)),
+     r"size=\(10000000, 10000000\): the draws would need 728 TiB"),
+    (lambda: __import__("privrelease.accounting", fromlist=["x"]).PrivacyAccountant().individual_spent(
+        "p", n_individuals=10**12), r"n_individuals=1000000000000: one guarantee per individual would need 7\.28 TiB"),
+    (lambda: __import__("privrelease.accounting", fromlist=["x"]).PrivacyAccountant().individual_spent(
+        "p", n_individuals=10**20), r"n_individuals=100000000000000000000: .* would need 7\.28e\+08 TiB"),
+])
+def test_allocations_beyond_memory_name_the_argument(call, match):
+    # numpy: "MemoryError: Unable to allocate 7.28 TiB for an array with shape (1000000000000,)" (no argument
+    # named), or "ValueError: Maximum allowed dimension exceeded" for 10**20
+    with pytest.raises(ValueError, match=match + r" \(.* values of 8 bytes\)"):
+        call()
+
+
+def test_vector_laplace_norm_of_a_huge_dimension_needs_no_allocation():
+    from privrelease.noise import VectorLaplace
+
+    vl = VectorLaplace(dimension=10**12, epsilon=1.0, sensitivity=1.0, random_state=0)
+    assert vl.sample_norm() == pytest.approx(1e12, rel=1e-3)              # Gamma(d, 1): mean d, sd sqrt(d)
+    assert VectorLaplace(dimension=1000, epsilon=1.0, sensitivity=1.0, random_state=0).sample(3).shape == (3, 1000)
