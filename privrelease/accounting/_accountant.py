@@ -30,7 +30,7 @@ import scipy.sparse as sp
 
 from ..exceptions import BudgetExceededError
 from ..utils import check_number
-from ..utils._validation import check_real_target
+from ..utils._validation import check_allocation, check_real_target
 
 __all__ = [
     "PrivacyAccountant",
@@ -304,6 +304,7 @@ class PrivacyAccountant:
         if n_individuals is not None:
             n_individuals = check_number(n_individuals, "n_individuals", low=0, integer=True)
         if population not in self._populations and n_individuals is not None:
+            check_allocation(n_individuals, f"n_individuals={n_individuals}: one guarantee per individual")
             return np.zeros(n_individuals)
         spent = np.asarray(self.individual_epsilons(population).sum(axis=0)).ravel()
         if n_individuals is not None and spent.size != n_individuals:

@@ -43,9 +43,12 @@ _REL_TOL = 1e-9
 class _Cost:
     """A privacy cost ``c(v, eps)``: increasing in ``v`` and ``eps``, convex in ``eps``, ``c(v, 0) = 0``."""
 
-    def __init__(self, name, fn, deriv=None, inv_deriv=None):
+    def __init__(self, name, fn, deriv=None, inv_deriv=None, *, builtin=False):
         self.name = name
         self.fn = fn
+        # a built-in cost is v g(eps): designs scale with v, so they are computed on v / max(v) (v near
+        # float64's max overflowed inside the searches) and a valuation limit follows from g alone
+        self.builtin = builtin
         self._deriv = deriv
         self._inv = inv_deriv
 
@@ -105,12 +108,12 @@ def _resolve_cost(cost):
         return cost
     if cost == "linear":
         return _Cost("linear", _linear, deriv=lambda v, e: v * np.ones_like(e),
-                     inv_deriv=None)
+                     inv_deriv=None, builtin=True)
     if cost == "exponential":
         def inv(v, mu):
-            with np.errstate(divide="ignore"):
+            with np.errstate(divide="ignore", over="ignore"):
                 return np.log(np.maximum(mu, 0.0) / v)
-        return _Cost("exponential", _exponential, deriv=_exponential_deriv, inv_deriv=inv)
+        return _Cost("exponential", _exponential, deriv=_exponential_deriv, inv_deriv=inv, builtin=True)
     if callable(cost):
         return _Cost(getattr(cost, "__name__", "custom"), cost)
     raise ValueError(
@@ -194,6 +197,70 @@ def _check_valuations(valuations):
     return v
 
 
+_MAX = float(np.finfo(np.float64).max)
+#: exp(eps) - 1 is finite up to eps = log(MAX): the exponential cost's unbiased contract (eps = sqrt(2 / K))
+#: overflows for every valuation below this accuracy target
+SMALLEST_EXPONENTIAL_ACCURACY = 2.0 / float(np.log(_MAX)) ** 2
+
+
+def largest_valuation(accuracy, cost="linear", *, menu_option=None):
+    """Largest valuation whose contracts' payments are finite float64 numbers, at accuracy ``K``.
+
+    Built-in costs ``c(v, eps) = v g(eps)`` only. Full information (``menu_option=None``): the largest
+    SUM of valuations; the unbiased contract pays ``sum_i c(v_i, sqrt(2 / K))``, and the designed
+    contract less (``A_u`` is one of the contracts it chooses from). Menus (``menu_option`` 1 or 2): the
+    largest ``v_high``; ``A_u`` pays ``2 c(v_high, sqrt(2 / K))``, at least what option 1 pays, and
+    option 2 (one seller) pays at most the pooled contract ``a = 1``, ``b = sqrt((K - 1/4) / 2)``:
+    ``c(v_high, sqrt(2 / (K - 1/4)))``. ``0.0`` when ``g`` itself overflows (the exponential cost
+    below :data:`SMALLEST_EXPONENTIAL_ACCURACY`).
+    """
+    K = _check_accuracy(accuracy)
+    cost = _resolve_cost(cost)
+    with np.errstate(over="ignore", divide="ignore"):
+        g = float(cost(1.0, _unbiased_epsilon(K))) * (1.0 if menu_option is None else 2.0)
+        if menu_option == 2 and K > 0.25:
+            g = max(g, float(cost(1.0, np.sqrt(2.0 / (K - 0.25)))))
+    if not np.isfinite(g):
+        return 0.0
+    limit = min(_MAX, _MAX / g)
+    while not np.isfinite(limit * g):  # the division may round up by an ulp
+        limit = float(np.nextafter(limit, 0.0))
+    return limit
+
+
+def _unbiased_epsilon(K):
+    """``sqrt(2 / K)`` as the unbiased contract (``1 / b``, ``b = sqrt(K / 2)``) and the menus compute it
+    (the two roundings differ by an ulp)."""
+    return max(float(np.sqrt(2.0 / K)), float(1.0 / np.sqrt(K / 2.0)))
+
+
+def _check_payable(values, K, cost, *, name, menu_option=None):
+    """Refuse valuations whose payments overflow float64, by the bounds of :func:`largest_valuation`
+    (``[1e308]`` gave inf payments and NaN savings, the linear closed form and the menus a SolverError)."""
+    eps0 = _unbiased_epsilon(K)
+    with np.errstate(over="ignore", divide="ignore"):
+        total = float(np.sum(values))
+        pay = float(np.sum(cost(values, eps0))) * (1.0 if menu_option is None else 2.0)
+        if menu_option == 2 and K > 0.25:
+            pay = max(pay, float(np.sum(cost(values, np.sqrt(2.0 / (K - 0.25))))))
+    if np.isfinite(total) and np.isfinite(pay):
+        return
+    what = f"{name} = {float(values[0])!r}" if values.size == 1 else (
+        f"{name} summing to {total!r} (largest {float(np.max(values))!r})")
+    bound = ("the unbiased contract's payment " + ("sum_i c(v_i, sqrt(2/K))" if menu_option is None else
+             "2 c(v_high, sqrt(2/K))" if menu_option == 1 else
+             "2 c(v_high, sqrt(2/K)) or option 2's bound c(v_high, sqrt(2/(K - 1/4)))"))
+    head = f"{what}: {bound} at accuracy K = {K!r} overflows float64"
+    if not cost.builtin:
+        raise ValueError(f"{head} (cost {cost.name}); expected smaller valuations (another currency unit)")
+    limit = largest_valuation(K, cost, menu_option=menu_option)
+    if limit == 0.0:
+        raise ValueError(f"{head}: exp(sqrt(2/K)) overflows for K < {SMALLEST_EXPONENTIAL_ACCURACY:.6g}; expected "
+                         f"K >= {SMALLEST_EXPONENTIAL_ACCURACY:.6g} with the exponential cost")
+    raise ValueError(f"{head}; expected {'a sum of ' if values.size > 1 else ''}{name} <= {limit:.6g} with "
+                     f"cost {cost.name!r} at this K (rescale them, for example to another currency unit)")
+
+
 # ----------------------------------------------------------------------------- full information
 
 
@@ -271,6 +338,7 @@ def unbiased_contract(valuations, accuracy, cost="linear"):
     v = _check_valuations(valuations)
     K = _check_accuracy(accuracy)
     cost = _resolve_cost(cost)
+    _check_payable(v, K, cost, name="valuations")
     out = _make_contract(v, np.ones(v.size), np.sqrt(K / 2.0), K, cost)
     out.unbiased_payment = out.total_payment
     return out
@@ -303,7 +371,7 @@ def _linear_closed_form(v, K):
             continue
         vk = vs[k]
         c0 = V[k] + (n - k) * vk
-        s = float(np.clip(2.0 * vk * K / c0, s_lo, s_hi))
+        s = float(np.clip(2.0 * K * (vk / c0), s_lo, s_hi))  # 2 vk K overflowed for vk near float64's max
         b2 = (K - s * s) / 2.0
         if b2 <= 0:
             continue
@@ -337,7 +405,7 @@ def _water_fill(cost, v, required, upper):
     mu_hi = np.max(cost.deriv(v, np.broadcast_to(upper, (upper.shape[0], v.shape[1]))),
                    axis=1, keepdims=True) * (1 + 1e-9) + 1e-300
     for _ in range(80):
-        mu = 0.5 * (mu_lo + mu_hi)
+        mu = 0.5 * mu_lo + 0.5 * mu_hi  # mu_lo + mu_hi overflowed near float64's max
         total = cost.inv_deriv(v, mu, upper).sum(axis=1, keepdims=True)
         short = total < required
         mu_lo = np.where(short, mu, mu_lo)
@@ -366,14 +434,16 @@ def _numeric_full_info(v, K, cost):
         s = np.sqrt(np.maximum(K - 2.0 * bs**2, 0.0))
         A = np.maximum(n - 2.0 * s, 0.0)
         eps = _water_fill(cost, v, A / bs, 1.0 / bs)
-        return cost(v[None, :], eps).sum(axis=1), eps
+        with np.errstate(over="ignore"):  # a tiny b can cost more than float64 holds: inf, never the optimum
+            return cost(v[None, :], eps).sum(axis=1), eps
 
     grid = b_max * np.linspace(1.0 / 200, 1.0, 200)
     pay, _ = payments(grid)
     j = int(np.argmin(pay))
     lo, hi = grid[max(j - 1, 0)], grid[min(j + 1, grid.size - 1)]
-    res = minimize_scalar(lambda b: payments(b)[0][0], bounds=(lo, hi), method="bounded",
-                          options={"xatol": 1e-12 * b_max})
+    with np.errstate(over="ignore", invalid="ignore"):  # inf payments (tiny b, exponential cost): no optimum
+        res = minimize_scalar(lambda b: payments(b)[0][0], bounds=(lo, hi), method="bounded",
+                              options={"xatol": 1e-12 * b_max})
     b = float(res.x) if res.fun <= pay[j] else float(grid[j])
     eps = payments(b)[1][0]
     return np.clip(eps * b, 0.0, 1.0), b
@@ -443,14 +513,16 @@ def design_contract(valuations, accuracy, cost="linear"):
     v = _check_valuations(valuations)
     K = _check_accuracy(accuracy)
     cost = _resolve_cost(cost)
+    _check_payable(v, K, cost, name="valuations")
     n = v.size
     if K >= n * n / 4.0:
         out = _make_contract(v, np.zeros(n), np.sqrt((K - n * n / 4.0) / 2.0), K, cost)
     else:
-        if cost.name == "linear":
-            a, b = _linear_closed_form(v, K)
+        w = v / v.max() if cost.builtin else v  # the same a and b; no overflow inside the search
+        if cost.builtin and cost.name == "linear":  # (a callable named 'linear' is not v * eps)
+            a, b = _linear_closed_form(w, K)
         else:
-            a, b = _numeric_full_info(v, K, cost)
+            a, b = _numeric_full_info(w, K, cost)
         out = _make_contract(v, a, b, K, cost)
     if not out.accuracy <= K * (1 + 1e-7):
         raise SolverError(f"contract misses the accuracy target: K = {out.accuracy!r} > {K!r}")
@@ -513,13 +585,19 @@ class Menu:
     cost: str
     _cost: object = field(default=None, repr=False, compare=False)
 
-    def utilities(self):
-        """Utility of each type for each contract: ``{(type, contract): p - c(v_type, eps)}``."""
+    def utilities(self, *, unit=1.0):
+        """Utility of each type for each contract: ``{(type, contract): p - c(v_type, eps)}``.
+
+        ``unit`` divides valuations and payments (built-in costs scale with ``v``): the high type's
+        cost of the low contract may exceed float64 (then ``-inf``) where its utility in units of
+        ``v_high`` does not.
+        """
         c = self._cost
         out = {}
         for t, v in (("high", self.v_high), ("low", self.v_low)):
             for k, p, e in (("high", self.p_high, self.eps_high), ("low", self.p_low, self.eps_low)):
-                out[(t, k)] = float(p - c(v, e))
+                with np.errstate(over="ignore"):
+                    out[(t, k)] = float(p / unit - c(v / unit, e))
         return out
 
 
@@ -640,19 +718,23 @@ def design_menu(v_low, v_high, prob_high, accuracy, *, option=1, cost="linear"):
         raise ValueError(f"option must be 1 (menu to both sellers) or 2 (menu to one seller), "
                          f"got {option!r}")
     cost = _resolve_cost(cost)
+    if option in (1, 2) and not isinstance(option, bool):
+        _check_payable(np.array([vh]), K, cost, name="v_high", menu_option=option)
     q_min = 0.0 if option == 1 else 0.25
     if K <= q_min:
         raise InfeasibleBudgetError(
             f"option 2 leaves one seller out, so its expected MSE exceeds 1/4 + 2 b^2; "
             f"accuracy K = {accuracy!r} <= 0.25 cannot be met", smallest_feasible=0.25)
     weight = 2.0 if option == 1 else 1.0
+    # the search on valuations scaled by v_high (the same menu for a built-in cost v g(eps)): no overflow
+    sl, sh = (vl / vh, 1.0) if cost.builtin else (vl, vh)
 
     def expected_payment(a_h, a_l, b):
         with np.errstate(divide="ignore", invalid="ignore"):
             e_h = np.where(a_h > 0, a_h / b, 0.0)
             e_l = np.where(a_l > 0, a_l / b, 0.0)
-        p_h = cost(vh, e_h)
-        p_l = cost(vl, e_l) + p_h - cost(vl, e_h)
+        p_h = cost(sh, e_h)
+        p_l = cost(sl, e_l) + p_h - cost(sl, e_h)
         return weight * (pi * p_h + (1 - pi) * p_l)
 
     def evaluate(t, u):
@@ -694,14 +776,22 @@ def design_menu(v_low, v_high, prob_high, accuracy, *, option=1, cost="linear"):
 
     menu = _build_menu(option, pi, vl, vh, a_h, a_l, b, K, cost, weight)
     _verify_menu(menu)
+    figures = [menu.p_high, menu.p_low, menu.expected_payment, menu.unbiased_payment]
+    if not np.all(np.isfinite(figures)):  # p_low = expected / (1 - pi) at most: beyond the bound above
+        unit = _build_menu(option, pi, vl / vh, 1.0, a_h, a_l, b, K, cost, weight)
+        largest = _MAX / max(unit.p_high, unit.p_low, unit.expected_payment, unit.unbiased_payment)
+        raise ValueError(f"v_high = {v_high!r}: this menu's payments (p_high, p_low) overflow float64 at "
+                         f"K = {K!r}, prob_high = {prob_high!r}; expected v_high <= {largest:.6g} for these "
+                         "parameters (rescale the valuations, for example to another currency unit)")
     return menu
 
 
 def _build_menu(option, pi, vl, vh, a_h, a_l, b, K, cost, weight):
     e_h = a_h / b if a_h > 0 else 0.0
     e_l = a_l / b if a_l > 0 else 0.0
-    p_h = float(cost(vh, e_h))
-    p_l = float(cost(vl, e_l) + p_h - cost(vl, e_h))
+    with np.errstate(over="ignore"):  # inf: refused by design_menu, naming the largest v_high accepted
+        p_h = float(cost(vh, e_h))
+        p_l = float((cost(vl, e_l) - cost(vl, e_h)) + p_h)  # each step <= p_l: no overflow below the max
     tol = 1e-9
     if a_l <= tol and a_h <= tol:
         regime = "pure noise"
@@ -711,9 +801,11 @@ def _build_menu(option, pi, vl, vh, a_h, a_l, b, K, cost, weight):
         regime = "pooling"
     else:
         regime = "menu"
-    unbiased = 2.0 * float(cost(vh, np.sqrt(2.0 / K)))
+    with np.errstate(over="ignore"):
+        unbiased = 2.0 * float(cost(vh, np.sqrt(2.0 / K)))
+        expected = weight * (pi * p_h + (1 - pi) * p_l)
     return Menu(option=option, a_high=a_h, a_low=a_l, b=b, eps_high=e_h, eps_low=e_l,
-                p_high=p_h, p_low=p_l, expected_payment=weight * (pi * p_h + (1 - pi) * p_l),
+                p_high=p_h, p_low=p_l, expected_payment=expected,
                 accuracy=float(_menu_accuracy(option, pi, a_h, a_l, b)), target_accuracy=K,
                 unbiased_payment=unbiased, regime=regime, v_low=vl, v_high=vh, prob_high=pi,
                 cost=cost.name, _cost=cost)
@@ -721,8 +813,10 @@ def _build_menu(option, pi, vl, vh, a_h, a_l, b, K, cost, weight):
 
 def _verify_menu(m):
     """IR, IC and AC at the returned menu; a violated constraint is a solver failure."""
-    u = m.utilities()
-    scale = max(1.0, abs(m.p_high), abs(m.p_low))
+    # in units of v_high for a built-in cost (the same menu): no overflow near float64's max
+    unit = m.v_high if m._cost.builtin else 1.0
+    u = m.utilities(unit=unit)
+    scale = max(1.0, abs(m.p_high) / unit, abs(m.p_low) / unit)
     tol = 1e-8 * scale
     problems = []
     if u[("high", "high")] < -tol or u[("low", "low")] < -tol:

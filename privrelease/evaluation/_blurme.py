@@ -178,9 +178,10 @@ class BlurMe(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
         Returns
         -------
-        X_blurred : same type and shape as ``X``
+        X_blurred : same type, shape and dtype as ``X``
+            Added ratings (item means) are rounded for an integer dtype.
         """
-        Xs, fmt = self._working_copy(X)
+        Xs, fmt, dtype = self._working_copy(X)
         with single_threaded_blas():
             cls = np.searchsorted(self.classes_, self.classifier_.predict(Xs))
         n_add = np.floor(self.fraction * np.diff(Xs.indptr) + 0.5).astype(np.int64)
@@ -201,28 +202,51 @@ class BlurMe(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             cols.append(pick)
         if rows:
             r, cidx = np.concatenate(rows), np.concatenate(cols)
-            add = sp.csr_matrix((self.item_mean_[cidx], (r, cidx)), shape=Xs.shape)
+            add = sp.csr_matrix((self._added(cidx, dtype), (r, cidx)), shape=Xs.shape)
             Xs = (Xs + add).tocsr()
-        return self._as_caller(Xs, fmt)
+        return self._as_caller(Xs, fmt, dtype)
 
     def _working_copy(self, X):
-        """A validated CSR copy of ``X`` without stored zeros (sorted indices), and the caller's sparse format."""
+        """A validated float64 CSR copy of ``X`` without stored zeros (sorted indices), the caller's sparse
+        format and the caller's dtype (that of the release)."""
         check_is_fitted(self, "classifier_")
         # the caller's sparse format, and whether it was a sparse array (csr_array came back as csr_matrix)
         # (a DataFrame of sparse columns comes back as one, with its index and columns)
         fmt = (X.format, isinstance(X, sp.sparray)) if sp.issparse(X) else None
         fmt = ("frame", X) if is_sparse_frame(X) else fmt
         check_table(X)
-        X = validate_data(self, X, reset=False, accept_sparse="csr", dtype=np.float64,
-                          ensure_all_finite=True)
-        Xs = canonical_sparse(sp.csr_matrix(X, copy=True))
+        # dtype="numeric" keeps the caller's dtype (integer ratings came back as float64 means)
+        X = validate_data(self, X, reset=False, accept_sparse="csr", dtype="numeric", ensure_all_finite=True)
+        dtype = X.dtype
+        Xs = canonical_sparse(sp.csr_matrix(X, dtype=np.float64, copy=True))
         Xs.sort_indices()
-        return Xs, fmt
+        return Xs, fmt, dtype
+
+    def _added(self, items, dtype):
+        """The ratings added for ``items`` (their training means) as the release's ``dtype`` holds them:
+        rounded for an integer dtype (as QuantizedPrivacyMapper rounds its profiles), never to 0 (0 is
+        'not rated': the added rating would be lost); refused if ``dtype`` cannot hold them."""
+        values = self.item_mean_[items]
+        if values.size == 0:
+            return values
+        if np.issubdtype(dtype, np.integer) or dtype == np.bool_:
+            rounded = np.rint(values)
+            values = np.where((rounded == 0) & (values != 0), np.sign(values), rounded)
+        info = np.iinfo(dtype) if np.issubdtype(dtype, np.integer) else (
+            np.finfo(dtype) if np.issubdtype(dtype, np.floating) else None)
+        lo, hi = float(values.min()), float(values.max())
+        low, high = (0, 1) if info is None else (info.min, info.max)
+        if lo < low or hi > high:
+            raise ValueError(f"X has dtype {np.dtype(dtype)}, which cannot hold the added ratings (from {lo:g} to "
+                             f"{hi:g}, item means of the data {type(self).__name__} was fitted on); pass X as "
+                             "float64 or a wider type")
+        return values
 
     @staticmethod
-    def _as_caller(out, fmt):
-        """``out`` (CSR) back in the caller's type: dense for dense input, else the input's sparse format
-        (a sparse array for a sparse array)."""
+    def _as_caller(out, fmt, dtype):
+        """``out`` (CSR) back in the caller's type and dtype: dense for dense input, else the input's sparse
+        format (a sparse array for a sparse array)."""
+        out = out.astype(dtype, copy=False)
         if fmt is None:
             return out.toarray()
         if fmt[0] == "frame":  # a sparse DataFrame stays one (same index and columns)
@@ -252,7 +276,7 @@ class BlurMe(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
         tags.target_tags.required = True
-        tags.transformer_tags.preserves_dtype = ["float64"]
+        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
         return tags
 
 
@@ -345,10 +369,11 @@ class BlurMore(BlurMe):
 
         Returns
         -------
-        X_blurred : same type and shape as ``X``
-            Every user has as many ratings as in ``X``.
+        X_blurred : same type, shape and dtype as ``X``
+            Every user has as many ratings as in ``X``; added ratings (item
+            means) are rounded for an integer dtype.
         """
-        Xs, fmt = self._working_copy(X)
+        Xs, fmt, dtype = self._working_copy(X)
         n_users = Xs.shape[0]
         with single_threaded_blas():
             cls = np.searchsorted(self.classes_, self.classifier_.predict(Xs)) if n_users else np.zeros(0, int)
@@ -387,7 +412,7 @@ class BlurMore(BlurMe):
         if add_rows:
             r, cidx = np.concatenate(add_rows), np.concatenate(add_cols)
             rows, cols = np.concatenate([rows, r]), np.concatenate([cols, cidx])
-            vals = np.concatenate([vals, self.item_mean_[cidx]])
+            vals = np.concatenate([vals, self._added(cidx, dtype)])
         out = sp.csr_matrix((vals, (rows, cols)), shape=Xs.shape)
         out.sort_indices()
-        return self._as_caller(out, fmt)
+        return self._as_caller(out, fmt, dtype)

@@ -11,7 +11,7 @@ from .. import _persistence
 from ..exceptions import UnseenCategoryWarning
 from ..mapping import _presolve, erasure_alphabet, erasure_distortion
 from ..utils import check_random_source
-from ..utils._validation import check_bool_number_mix, check_table
+from ..utils._validation import check_bool_number_mix, check_table, is_sparse_frame
 from . import _dask
 from ._base import PriorEstimate, _BaseMapper, _refuse_surprise_data
 from ._common import BUDGET_CONSTRAINT, LEAKAGE_CONSTRAINT, PROTECT_CONSTRAINT, RANDOM_STATE_CONSTRAINT
@@ -231,6 +231,13 @@ class ErasureMapper(_BaseMapper):
     # ------------------------------------------------------------------ helpers
     def _check_X(self, X, reset):
         _refuse_surprise_data(X)
+        if sp.issparse(X) or is_sparse_frame(X):
+            # scikit-learn's "Use '.toarray()' to convert to a dense numpy array": a DataFrame has no .toarray()
+            how = "X.sparse.to_dense()" if is_sparse_frame(X) else "X.toarray()"
+            kind = "a DataFrame of sparse columns" if is_sparse_frame(X) else f"a scipy sparse {type(X).__name__}"
+            raise TypeError(f"ErasureMapper needs a dense table of categorical fields, got {kind} of shape "
+                            f"{X.shape}: densify it first with {how} (every cell is a category, 0 included, and "
+                            "an erased field is missing in the release)")
         check_table(X)
         for name, dtype in getattr(X, "dtypes", pd.Series(dtype=object)).items():
             # a date column beside a number column failed inside scikit-learn ("DTypePromotionError: The DType

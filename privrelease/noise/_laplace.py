@@ -33,6 +33,7 @@ References
    ``SecureNoiseMath.uniformDouble``: a geometric exponent plus a uniform mantissa.
 """
 
+import math
 import numbers
 import warnings
 
@@ -41,7 +42,7 @@ import numpy as np
 from ..exceptions import PrivacyLeakWarning
 from ..utils import check_number, check_random_source
 from ..utils._random import check_size
-from ..utils._validation import check_real_target
+from ..utils._validation import check_allocation, check_real_target
 
 __all__ = ["Laplace", "VectorLaplace", "laplace_noise", "uniform_full_precision"]
 
@@ -102,6 +103,7 @@ def uniform_full_precision(source, size=None):
 def _size(size):
     """``size`` checked (None, an int >= 0 or a tuple of them), in the form numpy takes."""
     shape = check_size(size)
+    check_allocation(math.prod(shape), f"size={size!r}: the draws")
     return None if size is None else shape
 
 
@@ -305,6 +307,8 @@ class VectorLaplace:
             raise TypeError(f"size must be None or a non-negative integer (the number of vectors), got {size!r}")
         n = 1 if size is None else int(_size(size)[0])
         d = self.dimension
+        # the normal draws, their norms and the result: numpy's MemoryError named neither d nor size
+        check_allocation(n * d, f"dimension={d}" + ("" if size is None else f", size={n}") + ": the noise vectors")
         z = self._source.normal((n, d))
         norms = np.linalg.norm(z, axis=1, keepdims=True)
         norms[norms == 0] = 1.0

@@ -9,6 +9,7 @@ matrix row or column always maps back to the caller's ids, and a released matrix
 can be written back in long form or handed to Surprise with the original ids.
 """
 
+import warnings
 from collections.abc import Hashable
 
 import numpy as np
@@ -19,6 +20,11 @@ from ..utils import check_rating_scale
 from ..utils._validation import canonical_sparse, check_bool_number_mix, check_table
 
 __all__ = ["RatingsFrame"]
+
+
+def _plain(v):
+    """A numpy scalar as the Python value it holds (so messages read ``1``, not ``np.int64(1)``)."""
+    return v.item() if isinstance(v, np.generic) else v
 
 
 def _surprise():
@@ -241,6 +247,19 @@ class RatingsFrame:
         Users without a value get ``-1`` (the "not disclosed" marker of
         :func:`privrelease.utils.undisclosed_mask`), so private labels can be
         aligned with :meth:`to_matrix`'s rows directly.
+
+        Raises
+        ------
+        ValueError
+            No id of ``values`` is a user id of this RatingsFrame (every user
+            would be "not disclosed"), or an id is given more than once.
+
+        Warns
+        -----
+        UserWarning
+            Some ids of ``values`` match no user (for example the string
+            ``'1'`` when the user ids are integers): their values are not in
+            the result, so say how many and give an example.
         """
         self._check_fitted()
         if isinstance(values, dict):
@@ -252,8 +271,29 @@ class RatingsFrame:
         if dup.any():  # pandas' "cannot reindex on an axis with duplicate labels" did not say which
             raise ValueError(f"{name} gives user {values.index[dup][0]!r} more than one value "
                              f"({int(dup.sum())} repeated id(s)); expected one value per user id")
+        self._check_label_ids(values.index, name)
         out = values.reindex(self.user_ids_)
         return out.astype(object).where(out.notna(), -1).to_numpy()
+
+    def _check_label_ids(self, ids, name):
+        """Refuse labels none of whose ids is a user id; warn when some are not (their labels would be lost)."""
+        unknown = ids[self.user_ids_.get_indexer(ids) < 0]
+        if len(unknown) == 0:
+            return
+        example = _plain(unknown[0])
+        hint = ""
+        as_text = pd.Index([str(u) for u in self.user_ids_])
+        if as_text.get_indexer([str(example)])[0] >= 0:
+            match = _plain(self.user_ids_[as_text.get_indexer([str(example)])[0]])
+            hint = (f"; {example!r} ({type(example).__name__}) differs from user {match!r} "
+                    f"({type(match).__name__}) only in type")
+        what = (f"{len(unknown)} of the {len(ids)} ids of {name} match no user of this RatingsFrame, for "
+                f"example {example!r}{hint}")
+        if len(unknown) == len(ids):
+            raise ValueError(f"{what}; every user would be 'not disclosed' (expected ids among the user ids, "
+                             f"for example {_plain(self.user_ids_[0])!r})")
+        warnings.warn(f"{what}; their values are left out and users without a value get -1 ('not disclosed')",
+                      UserWarning, stacklevel=3)
 
     # ------------------------------------------------------------------ Surprise
     def _as_frame(self, data):

@@ -57,6 +57,39 @@ def check_number(value, name, *, low=None, high=None, low_inclusive=True,
     return int(v) if integer else v
 
 
+def _physical_memory():
+    """Bytes of physical memory of this machine, or None where the system does not say."""
+    import os
+
+    try:
+        pages, page = os.sysconf("SC_PHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return None
+    return pages * page if pages > 0 and page > 0 else None
+
+
+def _format_bytes(n):
+    for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            return f"{n / size:.3g} {unit}"
+    return f"{n} bytes"
+
+
+def check_allocation(n_values, what, *, itemsize=8):
+    """Refuse an array of ``n_values`` entries that cannot fit in this machine's physical memory.
+
+    numpy's ``MemoryError`` ("Unable to allocate 7.28 TiB for an array with shape (1000000000000,)")
+    did not name the argument, and a shape beyond numpy's limits was "Maximum allowed dimension
+    exceeded". ``what`` names it (for example ``"dimension=10**12: the noise vector"``).
+    """
+    need = int(n_values) * itemsize
+    total = _physical_memory()
+    if need > np.iinfo(np.intp).max or (total is not None and need > total):
+        have = f"this machine has {_format_bytes(total)} of memory" if total is not None else "beyond numpy's limits"
+        raise ValueError(f"{what} would need {_format_bytes(need)} ({int(n_values):,} values of {itemsize} bytes); "
+                         f"{have}")
+
+
 def check_table(X, name="X"):
     """Refuse what numpy would misread as a table, before scikit-learn's ``validate_data`` (ValueError naming ``name``).
 

@@ -112,14 +112,21 @@ def _ratings_and_labels():
     return R, np.array([0, 1] * 10)
 
 
-def _align_repeated_user():
-    """``RatingsFrame.align`` given a Series that names user ``'a'`` twice."""
+def _align(values):
+    """``RatingsFrame.align(values)`` on a frame of users ``'a'`` and ``'b'``."""
     import pandas as pd
 
     from privrelease.recommender import RatingsFrame
 
     rf = RatingsFrame().fit(pd.DataFrame({"user": ["a", "b"], "item": [1, 1], "rating": [4.0, 3.0]}))
-    return rf.align(pd.Series([0, 1], index=["a", "a"]))
+    return rf.align(values)
+
+
+def _align_repeated_user():
+    """``RatingsFrame.align`` given a Series that names user ``'a'`` twice."""
+    import pandas as pd
+
+    return _align(pd.Series([0, 1], index=["a", "a"]))
 
 
 def _misaligned_labels():
@@ -153,7 +160,9 @@ def _catalogue():
     from privrelease.datasets import load_movielens_100k, load_ratings_csv, make_ratings
     from privrelease.evaluation import check_privacy_grid, rmse_cost
     from privrelease.exceptions import InfeasibleBudgetError
-    from privrelease.mappers import QuantizedPrivacyMapper, _dask
+    import pandas as pd
+
+    from privrelease.mappers import ErasureMapper, QuantizedPrivacyMapper, _dask
     from privrelease.mapping import empirical_prior, leakage, privacy_distortion_curve, solve_mapping
     from privrelease.noise import Laplace, VectorLaplace, laplace_noise
     from privrelease.recommender import SurpriseRecommender
@@ -259,6 +268,9 @@ def _catalogue():
         ("mappers", "QuantizedPrivacyMapper().fit(X, y, sample_weight=[1e308] * n)",
          lambda: QuantizedPrivacyMapper().fit(X_SMALL, Y_SMALL, sample_weight=np.full(Y_SMALL.size, 1e308)),
          ValueError, "overflows"),
+        ("mappers", "ErasureMapper().fit(DataFrame of sparse columns, y)",
+         lambda: ErasureMapper().fit(pd.DataFrame.sparse.from_spmatrix(sp.csr_matrix(X_SMALL)), Y_SMALL),
+         TypeError, "X.sparse.to_dense()"),
         ("mappers (dask)", "fitted.transform(dask array with 7 columns)",
          lambda: m.transform(_dask_zeros((4, 7))), ValueError, "7 features"),
         ("mappers (dask)", "QuantizedPrivacyMapper().fit(dask X of 4 rows, y of 3)",
@@ -361,6 +373,10 @@ def _catalogue():
          lambda: design_contract([1.0, 2.0], 5e-324), ValueError, "5e-324"),
         ("contracts", "design_contract([1, 2], 0.5, cost=lambda v, e: nan * v * e)",
          lambda: design_contract([1.0, 2.0], 0.5, cost=lambda v, e: np.nan * v * e), ValueError, "nan"),
+        ("contracts", "design_contract([1e308], 0.02) (payments overflow float64)",
+         lambda: design_contract([1e308], 0.02), ValueError, "1e+308"),
+        ("contracts", "design_menu(1, 1e308, 0.5, 0.02) (payments overflow float64)",
+         lambda: design_menu(1.0, 1e308, 0.5, 0.02), ValueError, "v_high = 1e+308"),
         # --- regression
         ("regression", "TruthfulRegressionMechanism(epsilon=0).fit(X, y)",
          lambda: TruthfulRegressionMechanism(epsilon=0).fit(np.eye(3), [0.1, 0.2, 0.3]), ValueError, "0"),
@@ -375,6 +391,8 @@ def _catalogue():
         # --- recommender
         ("recommender", "RatingsFrame().fit(df).align(Series with user 'a' twice)",
          _align_repeated_user, ValueError, "'a'"),
+        ("recommender", "RatingsFrame().fit(df of users 'a', 'b').align({'x': 0}) (no id is a user)",
+         lambda: _align({"x": 0}), ValueError, "'x'"),
         ("recommender", "RatingsFrame().fit(df with users 1 and True)",
          lambda: _ratings_frame_fit([1, True]), TypeError, "True"),
         ("recommender", "RatingsFrame().fit(df with list user ids)",
@@ -422,6 +440,8 @@ def _catalogue():
          lambda: check_run("census_erasure", {"no_such_param": 1}), PipelineError, "no_such_param"),
         ("cli", "run contract_design.toml --set v_low=6 (above v_high = 5)",
          lambda: check_run("contract_design", {"v_low": 6.0}), PipelineError, "v_low = 6.0"),
+        ("cli", "run contract_design.toml --set v_high=1e308",
+         lambda: check_run("contract_design", {"v_high": 1e308}), PipelineError, "v_high = 1e+308"),
         ("cli", "run movielens_gender.toml --set path='/no/such/folder'",
          lambda: check_run("movielens_gender", {"path": "/no/such/folder"}), PipelineError, "/no/such/folder"),
         ("cli", "run no/such/pipeline.toml",

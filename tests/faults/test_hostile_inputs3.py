@@ -412,3 +412,162 @@ def test_joint_attribute_with_a_column_nobody_disclosed_names_the_column():
         _qpm().fit(X, Y)
     with pytest.raises(ValueError, match=r"y\[:, 1\] is undisclosed for every user"):
         QuantizedPrivacyMapper(n_clusters=3, protect="marginal", random_state=0).fit(X, Y)
+
+
+# --------------------------------------------------------------------------- "left alone" by the audit, fixed
+def test_align_warns_when_some_label_ids_match_no_user():
+    # labels keyed "1" (a string) for integer user ids were dropped without a word: those users became
+    # "not disclosed"; when NO id matched, every user was silently undisclosed until fit said "no labeled users"
+    rf = RatingsFrame().fit(pd.DataFrame({"user": [1, 2, 3], "item": ["a", "b", "a"], "rating": [3.0, 4.0, 5.0]}))
+    with pytest.warns(UserWarning, match=r"2 of the 3 ids of gender match no user .* for example '1'; '1' \(str\) "
+                                         r"differs from user 1 \(int\) only in type"):
+        y = rf.align(pd.Series({"1": 0, "2": 1, 3: 1}), name="gender")
+    assert y.tolist() == [-1, -1, 1]
+    with pytest.raises(ValueError, match=r"3 of the 3 ids of values match no user .* for example '1'"):
+        rf.align({"1": 0, "2": 1, "3": 1})
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert rf.align({1: 0, 3: 1}).tolist() == [0, -1, 1]           # a subset of the users: no warning
+        assert rf.align(pd.Series(dtype=float)).tolist() == [-1, -1, -1]
+
+
+@pytest.mark.parametrize("make", [lambda: BlurMe(fraction=0.3), lambda: BlurMore(fraction=0.3)])
+@pytest.mark.parametrize("dtype", [np.int64, np.uint8, np.float32])
+def test_blurme_release_keeps_the_callers_dtype(make, dtype):
+    # integer ratings came back as float64 with added item means such as 2.8611: every other mapper keeps
+    # the dtype (QuantizedPrivacyMapper rounds its profiles to an integer dtype)
+    X, y = _ratings()
+    ref = make().fit(X, y).transform(X)                                # float64: the item means as they are
+    for Xd in (X.astype(dtype), sp.csr_array(X.astype(dtype))):
+        out = make().fit(X, y).transform(Xd)
+        assert out.dtype == dtype
+        dense = out.toarray() if sp.issparse(out) else out
+        expected = np.rint(ref) if np.issubdtype(dtype, np.integer) else ref.astype(dtype)
+        np.testing.assert_array_equal(dense, expected)                 # the same users and items, rounded
+
+
+def test_blurme_integer_release_never_rounds_an_added_rating_to_not_rated():
+    # on a scale around 0 an item mean of -0.2 rounds to 0, "not rated": the added rating would be lost
+    X, y = _ratings()
+    X = np.where(X > 0, X - 3.4, 0)
+    m = BlurMore(fraction=0.3).fit(X, y)
+    Xi = np.sign(X).astype(np.int64)
+    out = m.transform(Xi)
+    added = (out != 0) & (Xi == 0)
+    assert np.any(np.abs(m.item_mean_[np.nonzero(added)[1]]) < 0.5)       # some added mean rounds to 0
+    assert np.array_equal((out != 0).sum(axis=1), (X != 0).sum(axis=1))   # profile sizes kept
+    np.testing.assert_array_equal(out[added], np.where(np.abs(m.item_mean_) < 0.5, np.sign(m.item_mean_),
+                                                       np.rint(m.item_mean_))[np.nonzero(added)[1]])
+
+
+def test_blurme_refuses_an_integer_dtype_too_narrow_for_the_added_ratings():
+    X, y = _ratings()
+    X = np.where(X > 0, X * 10 + 100, 0)                               # item means around 130
+    with pytest.raises(ValueError, match=r"X has dtype int8, which cannot hold the added ratings \(from 1\d\d to "
+                                         r"1\d\d, item means of the data BlurMe was fitted on\)"):
+        BlurMe(fraction=0.3).fit(X, y).transform((X > 0).astype(np.int8))
+
+
+@pytest.mark.parametrize("sparse, advice", [
+    (lambda X: pd.DataFrame.sparse.from_spmatrix(sp.csr_matrix(X)), r"X\.sparse\.to_dense\(\)"),
+    (sp.csr_array, r"X\.toarray\(\)"),
+])
+def test_erasure_sparse_table_gets_advice_that_works(sparse, advice):
+    # scikit-learn's "Use '.toarray()' to convert to a dense numpy array": a DataFrame has no .toarray()
+    rng = np.random.default_rng(0)
+    X = rng.integers(0, 3, (60, 2))
+    y = X[:, 0] % 2
+    with pytest.raises(TypeError, match=r"ErasureMapper needs a dense table of categorical fields, got .* of "
+                                        rf"shape \(60, 2\): densify it first with {advice}"):
+        ErasureMapper(random_state=0).fit(sparse(X), y)
+    fitted = ErasureMapper(random_state=0).fit(X, y)
+    with pytest.raises(TypeError, match=advice):
+        fitted.transform(sparse(X))
+    frame = pd.DataFrame.sparse.from_spmatrix(sp.csr_matrix(X))
+    pd.testing.assert_frame_equal(ErasureMapper(random_state=0).fit(frame.sparse.to_dense(), y)   # the advice works
+                                  .transform(frame.sparse.to_dense()), fitted.transform(pd.DataFrame(X)))
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: __import__("privrelease.contracts", fromlist=["x"]).design_contract([1e308], 0.02),
+     r"valuations = 1e\+308: .* overflows float64; expected valuations <= 1\.79769e\+307 with cost 'linear'"),
+    (lambda: __import__("privrelease.contracts", fromlist=["x"]).design_contract([5.0, 1e308], 0.02, "exponential"),
+     r"valuations summing to 1e\+308 .* expected a sum of valuations <= 8\.16188e\+303 with cost 'exponential'"),
+    (lambda: __import__("privrelease.contracts", fromlist=["x"]).design_menu(1.0, 1e308, 0.5, 0.02),
+     r"v_high = 1e\+308: .* expected v_high <= 8\.98847e\+306 with cost 'linear'"),
+    (lambda: __import__("privrelease.contracts", fromlist=["x"]).design_contract([5.0, 10.0], 1e-6, "exponential"),
+     r"exp\(sqrt\(2/K\)\) overflows for K < 3\.9699e-06"),
+])
+def test_contract_valuations_whose_payments_overflow_are_refused(call, match):
+    # [1e308] reported inf payments and a NaN saving (exponential), or "no feasible segment" (linear);
+    # design_menu(v_high=1e308) ended in "no feasible menu found"
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+@pytest.mark.parametrize("cost", ["linear", "exponential"])
+@pytest.mark.parametrize("K", [0.02, 0.3])
+def test_contracts_at_the_largest_valuation_are_the_scaled_contracts(cost, K):
+    # c(v, eps) = v g(eps): a design scales with the valuations, up to the largest one accepted
+    from privrelease.contracts import design_contract, design_menu
+    from privrelease.contracts._design import largest_valuation
+
+    L = largest_valuation(K, cost)
+    assert float(L * np.expm1(np.sqrt(2 / K)) if cost == "exponential" else L * np.sqrt(2 / K)) <= np.finfo(float).max
+    for shares in ([1.0], [0.5, 0.5], [1e-10, 1 - 1e-10]):
+        big, unit = design_contract(np.multiply(shares, L), K, cost), design_contract(shares, K, cost)
+        np.testing.assert_allclose(big.a, unit.a, atol=1e-12)
+        np.testing.assert_allclose(big.payments / L, unit.payments, rtol=1e-9)
+        assert np.isfinite(big.unbiased_payment)
+    with pytest.raises(ValueError, match="overflows float64"):
+        design_contract([np.nextafter(L, np.inf) * 1.000001], K, cost)
+    if cost == "exponential":
+        return                                                          # (the menus' search is slow with it)
+    vh = largest_valuation(K, cost, menu_option=1)
+    big, unit = design_menu(vh / 2, vh, 0.5, K, cost=cost), design_menu(0.5, 1.0, 0.5, K, cost=cost)
+    assert big.regime == unit.regime
+    assert big.expected_payment / vh == pytest.approx(unit.expected_payment, rel=1e-6)
+
+
+def test_contract_experiment_refuses_valuations_whose_payments_overflow_before_running():
+    # v_high = 1e308 ended with a SolverError mid-run, valuations = [1e308] with inf payments and NaN savings
+    from privrelease.runner import PipelineError, check_run
+
+    with pytest.raises(PipelineError, match=r"parameter v_high = 1e\+308: expected v_high <= 8\.98847e\+306"):
+        check_run("contract_design", {"v_high": 1e308})
+    with pytest.raises(PipelineError, match=r"parameter valuations = \[1e\+308\]: expected valuations summing to at "
+                                            r"most 8\.16188e\+303"):
+        check_run("contract_design", {"valuations": [1e308]})
+    with pytest.raises(PipelineError, match=r"parameter k_min = 1e-06: expected k_min >= 3\.9699e-06"):
+        check_run("contract_design", {"k_min": 1e-6})
+    assert check_run("contract_design", {"v_high": 8e306, "valuations": [1e300, 2e300]})[1]["v_high"] == 8e306
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: __import__("privrelease.noise", fromlist=["x"]).VectorLaplace(dimension=10**12, epsilon=1.0,
+                                                                            sensitivity=1.0, random_state=0).sample(),
+     r"dimension=1000000000000: the noise vectors would need 7\.28 TiB"),
+    (lambda: __import__("privrelease.noise", fromlist=["x"]).VectorLaplace(dimension=10**6, epsilon=1.0,
+                                                                            sensitivity=1.0, random_state=0).sample(10**7),
+     r"dimension=1000000, size=10000000: the noise vectors would need 72\.8 TiB"),
+    (lambda: Laplace(epsilon=1.0, random_state=0).sample((10**7, 10**7)),
+     r"size=\(10000000, 10000000\): the draws would need 728 TiB"),
+    (lambda: __import__("privrelease.accounting", fromlist=["x"]).PrivacyAccountant().individual_spent(
+        "p", n_individuals=10**12), r"n_individuals=1000000000000: one guarantee per individual would need 7\.28 TiB"),
+    (lambda: __import__("privrelease.accounting", fromlist=["x"]).PrivacyAccountant().individual_spent(
+        "p", n_individuals=10**20), r"n_individuals=100000000000000000000: .* would need 7\.28e\+08 TiB"),
+])
+def test_allocations_beyond_memory_name_the_argument(call, match):
+    # numpy: "MemoryError: Unable to allocate 7.28 TiB for an array with shape (1000000000000,)" (no argument
+    # named), or "ValueError: Maximum allowed dimension exceeded" for 10**20
+    with pytest.raises(ValueError, match=match + r" \(.* values of 8 bytes\)"):
+        call()
+
+
+def test_vector_laplace_norm_of_a_huge_dimension_needs_no_allocation():
+    from privrelease.noise import VectorLaplace
+
+    vl = VectorLaplace(dimension=10**12, epsilon=1.0, sensitivity=1.0, random_state=0)
+    assert vl.sample_norm() == pytest.approx(1e12, rel=1e-3)              # Gamma(d, 1): mean d, sd sqrt(d)
+    assert VectorLaplace(dimension=1000, epsilon=1.0, sensitivity=1.0, random_state=0).sample(3).shape == (3, 1000)

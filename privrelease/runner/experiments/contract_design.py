@@ -16,10 +16,12 @@ Reproduces the numerical examples of the slides with
    accuracy ``K`` (variance plus squared bias at the worst-case data set).
 """
 
+import math
+
 import numpy as np
 import pandas as pd
 
-from ...contracts._design import _SMALLEST_ACCURACY
+from ...contracts._design import _SMALLEST_ACCURACY, SMALLEST_EXPONENTIAL_ACCURACY, largest_valuation
 from .._schema import Bool, Float, Int, PipelineError, Seed, Seq, quick_values
 
 __all__ = ["run"]
@@ -43,14 +45,45 @@ PARAMETERS = {
 
 
 def check_together(params):
-    """Constraints between parameters: ``v_low < v_high`` and ``k_min < k_max``."""
+    """Constraints between parameters: ``v_low < v_high``, ``k_min < k_max``, and valuations whose payments
+    are finite float64 numbers at every accuracy target (``v_high = 1e308`` ended in a SolverError
+    mid-run, ``valuations = [1e308]`` reported inf payments and NaN savings)."""
     for lo, hi, default_lo, default_hi in (("v_low", "v_high", 1.0, 5.0), ("k_min", "k_max", 0.02, 1.2)):
         a, b = params.get(lo, default_lo), params.get(hi, default_hi)
         if not a < b:
             raise PipelineError(f"parameters {lo} = {a!r} and {hi} = {b!r}: expected {lo} < {hi}")
+    k_min, k_max = params.get("k_min", 0.02), params.get("k_max", 1.2)
+    # full information, cost v (exp(eps) - 1), at every K of the grid and at the Monte Carlo check's 0.3:
+    # the payments decrease with K, so the smallest K is the binding one
+    k_full = min(k_min, _K_MONTE_CARLO)
+    if k_full < SMALLEST_EXPONENTIAL_ACCURACY:
+        raise PipelineError(f"parameter k_min = {k_min!r}: expected k_min >= {SMALLEST_EXPONENTIAL_ACCURACY:.6g}; the "
+                            "full-information contracts use the cost v (exp(eps) - 1), and exp(sqrt(2/K)) "
+                            "overflows float64 below it")
+    valuations = params.get("valuations", (5.0, 10.0))
+    largest = largest_valuation(k_full, "exponential")
+    if math.fsum(valuations) > largest:
+        raise PipelineError(f"parameter valuations = {list(valuations)!r:.80}: expected valuations summing to at "
+                            f"most {largest:.6g}; at K = {k_full:g} their payments (cost v (exp(eps) - 1)) "
+                            "overflow float64 beyond it (rescale them)")
+    # menus (linear cost): option 1 at k_min, option 2 at the smallest target above 1/4 of the grid
+    grids = {params["n_points"]} if "n_points" in params else {40, QUICK_N_POINTS}
+    above = [K for n in grids for K in np.linspace(k_min, k_max, n) if K > 0.25]
+    largest = min([largest_valuation(k_min, "linear", menu_option=1)]
+                  + ([largest_valuation(min(above), "linear", menu_option=2)] if above else []))
+    v_high = params.get("v_high", 5.0)
+    if v_high > largest:
+        raise PipelineError(f"parameter v_high = {v_high!r}: expected v_high <= {largest:.6g}; the menus' payments "
+                            f"overflow float64 beyond it at the accuracy targets from k_min = {k_min:g} "
+                            "(rescale the valuations)")
 
 
-@quick_values({"n_points": 10, "monte_carlo": 20_000})
+QUICK_N_POINTS = 10
+#: accuracy target of the Monte Carlo check of a designed contract
+_K_MONTE_CARLO = 0.3
+
+
+@quick_values({"n_points": QUICK_N_POINTS, "monte_carlo": 20_000})
 def run(report, *, random_state=0, quick=False, valuations=(5.0, 10.0), v_low=1.0, v_high=5.0,
         prob_high=0.5, k_min=0.02, k_max=1.2, n_points=40, monte_carlo=200_000):
     """Run the experiment; returns headline numbers.
@@ -173,7 +206,7 @@ def run(report, *, random_state=0, quick=False, valuations=(5.0, 10.0), v_low=1.
     plt.close(fig)
 
     # 4. Monte Carlo check of K
-    K0 = 0.3
+    K0 = _K_MONTE_CARLO
     c = design_contract(v, K0, cost="exponential")
     mech = c.mechanism(random_state=random_state)
     worst = np.zeros(v.size)  # bias is largest at D = 0 (or 1)
