@@ -1749,7 +1749,9 @@ class QuantizedPrivacyMapper(_BaseMapper):
         ----------
         X : {array-like, sparse matrix} or dask collection of shape (n_users, n_items)
             Any sparse format is accepted (CSR internally); the output has the
-            input's format and dtype (profiles are rounded for an integer dtype).
+            input's format and dtype (profiles are rounded for an integer or bool
+            dtype, never to 0 = not rated; float16 is computed in float64). A dtype
+            that cannot hold the released ratings (bool for ratings 1-5) is refused.
             Sparse input is processed in row chunks and never densified. A dask
             collection is released lazily, block by block.
 
