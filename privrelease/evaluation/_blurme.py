@@ -23,7 +23,7 @@ from ..utils import RandomSource, check_random_source, restore_sparse_format
 from ..utils._constraints import NumberInterval
 from ..utils._threads import single_threaded_blas
 from ..utils._validation import (canonical_sparse, check_same_index, check_table, is_sparse_frame,
-                                 sparse_frame_like)
+                                 ratings_in_dtype, sparse_frame_like)
 from ._targets import check_attribute, joint_attribute
 
 __all__ = ["BlurMe", "BlurMore"]
@@ -223,32 +223,20 @@ class BlurMe(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         return Xs, fmt, dtype
 
     def _added(self, items, dtype):
-        """The ratings added for ``items`` (their training means) as the release's ``dtype`` holds them:
-        rounded for an integer dtype (as QuantizedPrivacyMapper rounds its profiles), never to 0 (0 is
-        'not rated': the added rating would be lost); refused if ``dtype`` cannot hold them."""
-        values = self.item_mean_[items]
-        if values.size == 0:
-            return values
-        if np.issubdtype(dtype, np.integer) or dtype == np.bool_:
-            rounded = np.rint(values)
-            values = np.where((rounded == 0) & (values != 0), np.sign(values), rounded)
-        info = np.iinfo(dtype) if np.issubdtype(dtype, np.integer) else (
-            np.finfo(dtype) if np.issubdtype(dtype, np.floating) else None)
-        lo, hi = float(values.min()), float(values.max())
-        low, high = (0, 1) if info is None else (info.min, info.max)
-        if lo < low or hi > high:
-            raise ValueError(f"X has dtype {np.dtype(dtype)}, which cannot hold the added ratings (from {lo:g} to "
-                             f"{hi:g}, item means of the data {type(self).__name__} was fitted on); pass X as "
-                             "float64 or a wider type")
-        return values
+        """The ratings added for ``items`` (their training means) as the release's ``dtype`` holds them
+        (``ratings_in_dtype``): rounded for an integer dtype (as QuantizedPrivacyMapper rounds its
+        profiles), never to 0 (0 is 'not rated': the added rating would be lost); refused if ``dtype``
+        cannot hold them."""
+        return ratings_in_dtype(self.item_mean_[items], dtype, what="added ratings",
+                                source=f"item means of the data {type(self).__name__} was fitted on")
 
     @staticmethod
     def _as_caller(out, fmt, dtype):
         """``out`` (CSR) back in the caller's type and dtype: dense for dense input, else the input's sparse
         format (a sparse array for a sparse array)."""
+        if fmt is None:  # float16 too (scipy's sparse matrices cannot store it: cast the dense release)
+            return out.toarray().astype(dtype, copy=False)
         out = out.astype(dtype, copy=False)
-        if fmt is None:
-            return out.toarray()
         if fmt[0] == "frame":  # a sparse DataFrame stays one (same index and columns)
             return sparse_frame_like(out, fmt[1])
         fmt, is_array = fmt

@@ -15,7 +15,7 @@ from ..mapping import expected_distortion, leakage as heldout_leakage, mutual_in
 from ..utils import check_random_source
 from ..utils._constraints import NumberInterval
 from ..utils._validation import (as_float_if_object, canonical_sparse, check_table, is_sparse_frame,
-                                 sparse_frame_like)
+                                 ratings_in_dtype, sparse_frame_like)
 from . import _dask
 from ._base import PriorEstimate, _BaseMapper, _matrix, _refuse_long_form, _refuse_surprise_data, _row_stochastic, stack_marginal_priors
 from ._common import BUDGET_CONSTRAINT, LEAKAGE_CONSTRAINT, PROTECT_CONSTRAINT, RANDOM_STATE_CONSTRAINT
@@ -841,7 +841,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
 
     # ------------------------------------------------------------------ helpers
     def _check_X(self, X, reset):
-        """Validate ``X``; return it (CSR, CSC or dense) and the caller's sparse format."""
+        """Validate ``X``; return it (CSR, CSC or dense), the caller's sparse format and the caller's dtype."""
         _refuse_surprise_data(X)
         _refuse_long_form(X)
         check_table(X)
@@ -851,6 +851,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
         X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype="numeric", reset=reset)
         X = as_float_if_object(X)  # a DataFrame of categorical columns stays object (scipy refused it deep inside)
         X = canonical_sparse(X)  # a pair stored twice counted twice (negative distances), a stored 0 as a rating
+        dtype = X.dtype  # the release's (float16 included: computed in float64, released as float16)
         if X.dtype == np.float16:  # scipy's sparse kernels refuse float16: compute in float64
             X = X.astype(np.float64)
         data = X.data if sp.issparse(X) else X
@@ -860,7 +861,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
                 f"X holds a value as large as {top!r}: squared distances between users over {X.shape[1]} "
                 "items would overflow float64; ratings are expected on a bounded scale (rescale them)"
             )
-        return X, fmt
+        return X, fmt, dtype
 
     def _space(self):
         if self.metric == "hamming":
@@ -946,7 +947,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
 
     # ------------------------------------------------------------ fit hooks
     def _validate_X(self, X, reset):
-        X, _ = self._check_X(X, reset=reset)
+        X, _, _ = self._check_X(X, reset=reset)
         return X.tocsr() if sp.issparse(X) else np.asarray(X)
 
     def _clustering(self, a_idx):
@@ -1696,7 +1697,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
         labels : ndarray of shape (n_users,)
         """
         check_is_fitted(self)
-        X, _ = self._check_X(X, reset=False)
+        X, _, _ = self._check_X(X, reset=False)
         return self._quantize(X.tocsr() if sp.issparse(X) else np.asarray(X))
 
     def _check_space_unchanged(self):
@@ -1725,19 +1726,13 @@ class QuantizedPrivacyMapper(_BaseMapper):
         return labels
 
     def _profiles_as(self, dtype):
-        """``release_profiles_`` in ``dtype``; rounded (not truncated) to an integer dtype."""
-        P = self.release_profiles_
-        if np.issubdtype(dtype, np.integer) and not np.issubdtype(P.dtype, np.integer):
-            P = P.copy()
-            P.data = np.rint(P.data)
-        if np.issubdtype(dtype, np.integer) and P.nnz:
-            # astype wrapped around: a mapper fitted on a 100-200 scale released -119 into an int8 X
-            info, lo, hi = np.iinfo(dtype), float(P.data.min()), float(P.data.max())
-            if lo < info.min or hi > info.max:
-                raise ValueError(f"X has dtype {np.dtype(dtype)}, which cannot hold the released ratings (from {lo:g} "
-                                 f"to {hi:g}, on the scale the mapper was fitted on); pass X as float64 or a wider "
-                                 "integer type")
-        return P.astype(dtype, copy=False)
+        """``release_profiles_`` as an ``X`` of ``dtype`` holds them (see ``ratings_in_dtype``): rounded, never
+        to 0, for an integer or bool dtype; refused when ``dtype`` cannot hold them. float16 (which scipy's
+        sparse matrices cannot store) stays float64 here: the caller casts the dense rows it releases."""
+        P = self.release_profiles_.copy()
+        P.data = ratings_in_dtype(P.data, dtype, what="released ratings",
+                                  source="on the scale the mapper was fitted on")
+        return P.astype(np.float64 if np.dtype(dtype) == np.float16 else dtype, copy=False)
 
     def transform(self, X):
         """Release each row through the mapping (eq. 21).
@@ -1754,7 +1749,9 @@ class QuantizedPrivacyMapper(_BaseMapper):
         ----------
         X : {array-like, sparse matrix} or dask collection of shape (n_users, n_items)
             Any sparse format is accepted (CSR internally); the output has the
-            input's format and dtype (profiles are rounded for an integer dtype).
+            input's format and dtype (profiles are rounded for an integer or bool
+            dtype, never to 0 = not rated; float16 is computed in float64). A dtype
+            that cannot hold the released ratings (bool for ratings 1-5) is refused.
             Sparse input is processed in row chunks and never densified. A dask
             collection is released lazily, block by block.
 
@@ -1766,14 +1763,14 @@ class QuantizedPrivacyMapper(_BaseMapper):
             return _dask.transform(self, X)
         check_is_fitted(self)
         frame = X if is_sparse_frame(X) else None
-        X, fmt = self._check_X(X, reset=False)
+        X, fmt, dtype = self._check_X(X, reset=False)
         Xc = X.tocsr() if sp.issparse(X) else np.asarray(X)
         c_hat = self._sample(self._quantize(Xc), check_random_source(self.random_state))
-        profiles = self._profiles_as(X.dtype)
+        profiles = self._profiles_as(dtype)
         if frame is not None:  # a sparse DataFrame stays one (same index and columns), never densified
             return sparse_frame_like(profiles[c_hat], frame)
         if fmt is None:
-            return profiles.toarray()[c_hat]
+            return profiles.toarray()[c_hat].astype(dtype, copy=False)
         out = profiles[c_hat]
         X_is_array = isinstance(X, sp.sparray)
         if X_is_array and not isinstance(out, sp.sparray):

@@ -17,7 +17,7 @@ import pandas as pd
 import scipy.sparse as sp
 
 from ..utils import check_rating_scale
-from ..utils._validation import canonical_sparse, check_bool_number_mix, check_table
+from ..utils._validation import canonical_sparse, check_bool_number_mix, check_table, ratings_in_dtype
 
 __all__ = ["RatingsFrame"]
 
@@ -218,12 +218,16 @@ class RatingsFrame:
         Returns
         -------
         pandas.DataFrame
-            Columns ``user``, ``item``, ``rating``, sorted by row then column.
+            Columns ``user``, ``item``, ``rating``, sorted by row then column. The
+            ratings keep ``X``'s dtype (float64 for a list or an object array).
         """
         self._check_fitted()
         check_table(X)  # complex values, masked entries, ragged rows
         if not sp.issparse(X) and np.ndim(X) != 2:
             raise ValueError(f"X must be a 2-D user x item matrix, got an array of shape {np.shape(X)}")
+        # the ratings' dtype: an int8 or float32 release came back as float64 ratings
+        dtype = getattr(X, "dtype", None)
+        dtype = dtype if isinstance(dtype, np.dtype) and dtype.kind in "biuf" else np.dtype(np.float64)
         try:
             X = sp.csr_matrix(X, dtype=np.float64) if not sp.issparse(X) else sp.csr_matrix(X).astype(np.float64)
         except (TypeError, ValueError) as exc:
@@ -238,8 +242,12 @@ class RatingsFrame:
                              f"{bad!r}); a released rating is a finite number, 0 meaning 'not rated'")
         X.sort_indices()
         rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+        # a rating stored as two summands summed in float64: refused if an integer dtype cannot hold the sum
+        # (scipy wrapped it around); a bool one holds True whatever the sum, as scipy reads it
+        ratings = X.data if dtype.kind == "b" else ratings_in_dtype(
+            X.data, dtype, what="ratings", source="summing the entries stored twice")
         return pd.DataFrame({self.user: self.user_ids_[rows], self.item: self.item_ids_[X.indices],
-                             self.rating: X.data})
+                             self.rating: ratings.astype(dtype)})
 
     def align(self, values, *, name="values"):
         """Per-user values (a pandas Series indexed by user id, or a dict) in the matrix's row order.

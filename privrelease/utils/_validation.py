@@ -243,6 +243,40 @@ def as_float_if_object(X, name="X"):
         raise TypeError(f"{name} must hold numbers, got {X.dtype}: {exc}") from None
 
 
+def ratings_in_dtype(values, dtype, *, what, source, name="X"):
+    """Released ratings ``values`` (floats) as an ``X`` of ``dtype`` holds them, or a ValueError.
+
+    Rounded (not truncated) for an integer or boolean dtype, never to 0 (0 is "not rated": the rating
+    would be lost; a mean of -0.2 becomes -1); kept as they are for a float dtype (the caller casts
+    them, float16 and float32 at their own precision). Refused when ``dtype`` cannot hold them: astype
+    wrapped around (a 100-200 scale released -119 into int8), made every rating True in a bool ``X``
+    or ``inf`` in a float16 one. The message names the dtype, the values' range (``what``, from
+    ``source``) and a dtype that holds them.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    dtype = np.dtype(dtype)
+    if values.size == 0:
+        return values
+    if dtype.kind in "iub":
+        rounded = np.rint(values)
+        values = np.where((rounded == 0) & (values != 0), np.sign(values), rounded)
+    lo, hi = float(values.min()), float(values.max())
+    if dtype.kind == "b":
+        low, high = 0, 1
+    else:
+        info = np.iinfo(dtype) if dtype.kind in "iu" else np.finfo(dtype)
+        low, high = info.min, info.max
+    if lo < low or hi > high:
+        if dtype.kind in "iub" and max(abs(lo), abs(hi)) < 2**63:
+            wide = np.result_type(np.min_scalar_type(int(lo)), np.min_scalar_type(int(hi)))
+            instead = f"float64, or {wide} to keep whole-number ratings"
+        else:
+            instead = "float64"
+        raise ValueError(f"{name} has dtype {dtype}, which cannot hold the {what} (from {lo:g} to {hi:g}, "
+                         f"{source}); pass {name} as {instead}")
+    return values
+
+
 def canonical_sparse(X):
     """A sparse CSR / CSC rating matrix with its duplicates summed and its stored zeros dropped (0 = not rated).
 

@@ -259,6 +259,8 @@ def _catalogue():
          lambda: QuantizedPrivacyMapper().fit(X_SMALL, Y_SMALL[:3]), ValueError, "3"),
         ("mappers", "fitted.transform(X with 5 columns)",
          lambda: m.transform(np.zeros((2, 5))), ValueError, "5 features"),
+        ("mappers", "fitted.transform(X of dtype bool) (fitted on ratings 1-5)",
+         lambda: m.transform(X_SMALL > 0), ValueError, "dtype bool"),
         ("mappers", "QuantizedPrivacyMapper().fit(a surprise Trainset, y)",
          lambda: QuantizedPrivacyMapper().fit(_surprise_trainset(), [0, 1]), TypeError, "Trainset"),
         ("mappers", "QuantizedPrivacyMapper().transform(X) (not fitted)",

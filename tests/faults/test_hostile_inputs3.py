@@ -13,6 +13,7 @@ import scipy.sparse as sp
 from privrelease import (BlurMe, BlurMore, ErasureMapper, InferenceAttack, QuantizedPrivacyMapper,
                          TruthfulRegressionMechanism)
 from privrelease.auctions import DCLEFEstimator
+from privrelease.datasets import make_ratings
 from privrelease.mapping import leakage, solve_mapping
 from privrelease.noise import Laplace
 from privrelease.recommender import RatingsFrame
@@ -571,3 +572,87 @@ def test_vector_laplace_norm_of_a_huge_dimension_needs_no_allocation():
     vl = VectorLaplace(dimension=10**12, epsilon=1.0, sensitivity=1.0, random_state=0)
     assert vl.sample_norm() == pytest.approx(1e12, rel=1e-3)              # Gamma(d, 1): mean d, sd sqrt(d)
     assert VectorLaplace(dimension=1000, epsilon=1.0, sensitivity=1.0, random_state=0).sample(3).shape == (3, 1000)
+
+
+# --------------------------------------------------------------------------- dtype audit
+def _never_zero(values):
+    """Ratings as an integer X holds them: rounded, never to 0 ('not rated')."""
+    r = np.rint(values)
+    return np.where((r == 0) & (values != 0), np.sign(values), r)
+
+
+@pytest.mark.parametrize("make", [sp.csr_matrix, sp.csc_matrix, np.asarray, pd.DataFrame])
+def test_bool_release_of_ratings_is_refused_not_every_rating_true(make):
+    # QuantizedPrivacyMapper cast its released profiles (ratings 1-5) to True without any check
+    X, y = _ratings()
+    m = QuantizedPrivacyMapper(n_clusters=3, max_leakage=1.0, random_state=0).fit(X, y)
+    with pytest.raises(ValueError, match=r"X has dtype bool, which cannot hold the released ratings \(from \d to "
+                                         r"5, on the scale the mapper was fitted on\); pass X as float64, or uint8"):
+        m.transform(make(X > 0))
+    # a mapper fitted on rated / not rated releases profiles a bool X holds: kept, every released rating True
+    m = QuantizedPrivacyMapper(n_clusters=3, max_leakage=1.0, space="raw", random_state=0).fit(X > 0, y)
+    ref = m.transform((X > 0).astype(float))
+    out = m.transform(make(X > 0))
+    out = out.toarray() if sp.issparse(out) else np.asarray(out)
+    assert out.dtype == bool
+    np.testing.assert_array_equal(out, ref != 0)
+
+
+def test_integer_release_never_rounds_a_profile_rating_to_not_rated():
+    # on a -2..2 scale, profile means within 0.5 of 0 were rounded to 0 = not rated: 114 of 1266 released
+    # ratings were lost in an int16 X (BlurMe / BlurMore already kept them)
+    X, y = make_ratings(n_users=120, n_items=40, random_state=0, return_dense=True)[:2]
+    X = np.where(X > 0, X - 3.0, 0)
+    m = QuantizedPrivacyMapper(n_clusters=3, max_leakage=1.0, random_state=0).fit(X, y)
+    assert np.any(np.abs(m.release_profiles_.data) < 0.5)               # some profile rating rounds to 0
+    ref = m.transform(X)                                                 # same seed: the same draws
+    out = m.transform(X.astype(np.int16))
+    assert out.dtype == np.int16
+    np.testing.assert_array_equal(out, _never_zero(ref))                 # the same ratings, none lost
+
+
+@pytest.mark.parametrize("make", [
+    lambda: QuantizedPrivacyMapper(n_clusters=3, max_leakage=1.0, random_state=0),
+    lambda: BlurMe(fraction=0.3), lambda: BlurMore(fraction=0.3)])
+@pytest.mark.parametrize("frame", [False, True])
+def test_float16_release_is_float16(make, frame):
+    # computed in float64 (scipy's sparse matrices cannot store float16) and released as float16: the
+    # mappers returned float64, BlurMe / BlurMore failed with "scipy.sparse does not support dtype float16"
+    X, y = _ratings()
+    m = make().fit(X, y)
+    ref = m.transform(X)
+    X16 = pd.DataFrame(X.astype(np.float16)) if frame else X.astype(np.float16)
+    out = np.asarray(m.transform(X16))
+    assert out.dtype == np.float16
+    np.testing.assert_array_equal(out, ref.astype(np.float16))
+
+
+def test_narrow_dtype_message_names_one_that_holds_the_ratings():
+    X, y = _ratings()
+    X = np.where(X > 0, X - 3.0, 0)                                     # ratings -2 .. 2
+    with pytest.raises(ValueError, match=r"X has dtype uint8, which cannot hold the added ratings \(from -\d to "
+                                         r"\d, .*\); pass X as float64, or int16 to keep whole-number ratings"):
+        BlurMore(fraction=0.3).fit(X, y).transform(np.sign(X).astype(np.uint8))
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint16, np.float32, np.float16, bool])
+def test_from_matrix_keeps_the_ratings_dtype(dtype):
+    # the long form's ratings were float64 whatever X held
+    df = pd.DataFrame({"user": [1, 1, 2], "item": ["a", "b", "a"], "rating": [5, 3, 4]})
+    rf = RatingsFrame().fit(df)
+    X = rf.to_matrix(df).toarray().astype(dtype)
+    for Xd in ((X,) if dtype is np.float16 else (X, sp.csr_matrix(X), sp.csc_array(X))):
+        out = rf.from_matrix(Xd)
+        assert out["rating"].dtype == dtype
+        assert out["rating"].tolist() == df["rating"].astype(dtype).tolist()
+
+
+def test_from_matrix_refuses_summed_entries_its_integer_dtype_cannot_hold():
+    # scipy sums a rating stored twice in the matrix's dtype: 100 + 100 wrapped to -56 in int8
+    df = pd.DataFrame({"user": [1, 2], "item": ["a", "b"], "rating": [5, 3]})
+    rf = RatingsFrame().fit(df)
+    X = sp.csr_matrix((np.array([100, 100, 3], np.int8), [0, 0, 1], [0, 2, 3]), shape=(2, 2))
+    with pytest.raises(ValueError, match=r"X has dtype int8, which cannot hold the ratings \(from 3 to 200, summing "
+                                         r"the entries stored twice\); pass X as float64, or uint8"):
+        rf.from_matrix(X)
+    assert rf.from_matrix(X.astype(np.int16))["rating"].tolist() == [200, 3]
