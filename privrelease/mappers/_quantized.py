@@ -460,7 +460,8 @@ class QuantizedPrivacyMapper(_BaseMapper):
         classes and weights, the fitted parameters and the seed; the release
         stays a function of ``c_hat`` alone. Not combined with
         ``n_clusters="heldout"`` nor ``class_bins="heldout"`` (give one of
-        the two a value). Costs about
+        the two a value); refused on a dask collection (clustered plainly: no
+        share to choose). Costs about
         25 extra clusterings and solves. Measured in docs/frontier.md,
         section (k), paired over three protocol draws: a fixed 0.5 lowers the
         cost at perfect privacy on the realistic stand-in (gender x age band
@@ -1604,6 +1605,12 @@ class QuantizedPrivacyMapper(_BaseMapper):
         if self.n_clusters == "heldout":
             raise ValueError("n_clusters='heldout' refits the clusters and the mapping on folds of the labeled users "
                              "in memory; give an integer n_clusters or 'auto' with a dask collection")
+        if self.class_removal == "heldout":
+            # like the other held-out rules: in memory it chooses a share for attribute-free clusters, which a dask fit
+            # never forms; it used to resolve silently to 0 (plain clusters) where the same users in memory got 1.0
+            raise ValueError("class_removal='heldout' refits the clusters and the mapping on folds of the labeled users "
+                             "in memory, and a dask collection is clustered plainly (no share to choose): give "
+                             "class_removal a number with a dask collection")
         if self.class_bins == "heldout":
             # in memory the rule runs wherever the clustering is attribute-free, which a dask fit never is: refused
             # rather than answered with a choice (1) the same users in memory might not get

@@ -253,3 +253,16 @@ def test_heldout_share_needs_enough_labeled_users():
     X, y = _shift_along_the_main_axis(n=40)
     with pytest.raises(ValueError, match="class_removal='heldout' needs at least 50 labeled users"):
         _heldout(X, y)
+
+
+def test_heldout_is_refused_on_a_dask_collection():
+    # a dask fit clusters plainly, so there is no share to choose: "heldout" used to resolve silently to 0 (plain
+    # clusters) where the same users in memory got the rule's choice; refused like the other two held-out rules
+    da = pytest.importorskip("dask.array")
+    X, y = _shift_along_the_main_axis()
+    Xd = da.from_array(X, chunks=(100, X.shape[1]))
+    with pytest.raises(ValueError, match="class_removal='heldout' refits .* in memory.*class_removal a number with a dask"):
+        QuantizedPrivacyMapper(n_clusters=8, space="raw", class_removal="heldout", random_state=0).fit(Xd, y)
+    # a number is still ignored there, as documented (plain clusters)
+    m = QuantizedPrivacyMapper(n_clusters=8, space="raw", class_removal=0.5, random_state=0).fit(Xd, y)
+    assert m.class_removal_ == 0.0
