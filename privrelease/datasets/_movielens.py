@@ -564,7 +564,7 @@ def load_ratings_csv(path, *, user_col="user", item_col="item", rating_col="rati
     for c in cols:
         if c not in df.columns:
             raise ValueError(f"column {c!r} not in {str(path)!r}; columns are {list(df.columns)!r} (name them "
-                             "with user_col=, item_col=, rating_col=; a file without a header line needs "
+                             "with user_col=, item_col=, rating_col=, timestamp_col=; a file without a header line needs "
                              "header=False and 0-based positions)")
     if len(df) == 0:
         raise ValueError(f"rating file {str(path)!r} holds no rating (only a header line)")
@@ -589,11 +589,11 @@ def load_ratings_csv(path, *, user_col="user", item_col="item", rating_col="rati
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
         first = df[rating_col].iloc[row]
-        why = ("0, which means 'not rated' in a rating matrix" if rating[row] == 0
-               else "missing" if not first.strip() else "not a finite number")
+        why = ("is 0, and 0 is reserved for 'not rated' in a rating matrix" if rating[row] == 0
+               else "is missing" if not first.strip() else "is not a finite number")
         raise ValueError(
-            f"rating file {str(path)!r} {where(row)}, column {rating_col!r}: rating {first!r} is {why} "
-            f"({int(bad.sum())} such rating(s)). Pass drop_ratings=[...] to leave those rows out (for example "
+            f"rating file {str(path)!r} {where(row)}, column {rating_col!r}: rating {first!r} {why}; "
+            f"{int(bad.sum())} rating(s) of the file are 0, missing or not numbers. Pass drop_ratings=[...] to leave those rows out (for example "
             f"drop_ratings=[0] for Book-Crossing's implicit 0, drop_ratings=['NA', '', '?'] for missing ones); "
             "a scale where 0 is a real rating (-10..10) must be shifted first (read the file with pandas, add a "
             "constant, use privrelease.recommender.RatingsFrame)")

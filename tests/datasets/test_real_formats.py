@@ -157,8 +157,8 @@ def test_rerating_keeps_the_latest_by_timestamp(tmp_path):
 def test_missing_ratings_are_named_and_can_be_dropped(tmp_path):
     f = tmp_path / "r.csv"
     f.write_text("user,item,rating\n1,2,4\n\n1,3,NA\n1,4,\n2,2,?\n2,3,4.5\n")
-    with pytest.raises(ValueError, match=r"line 4, column 'rating': rating 'NA' is not a finite number "
-                                         r"\(3 such"):
+    with pytest.raises(ValueError, match=r"line 4, column 'rating': rating 'NA' is not a finite number; "
+                                         r"3 rating\(s\)"):
         load_ratings_csv(f)
     X, users, items = load_ratings_csv(f, drop_ratings=["NA", "", "?"])
     assert list(users) == [1, 2] and list(items) == [2, 3]  # item 4 had only a missing rating
