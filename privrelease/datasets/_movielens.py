@@ -101,6 +101,16 @@ def _missing_files_message(looked, label, files, builtin, url, loader):
     )
 
 
+def _ratings_alone_hint(looked, data_name):
+    """A hint for a folder holding the ratings file but not the others (MovieLens 10M has no users.dat)."""
+    alone = [folder for folder, missing in looked if data_name not in missing]
+    if not alone:
+        return ""
+    return (f"\n{alone[0] / data_name} exists without the users table (as in MovieLens 10M, which has no "
+            "users.dat): read the ratings alone with load_ratings_csv(path, sep='::', header=False, user_col=0, "
+            "item_col=1, rating_col=2, timestamp_col=3).")
+
+
 def _find_folder(path, search_paths, files, message):
     """The first of ``search_paths`` holding every one of ``files``; else FileNotFoundError(message(looked))."""
     if path is not None:
@@ -273,7 +283,8 @@ def load_movielens_1m(path=None):
     """
     folder = _find_folder(path, movielens_1m_search_paths(path), _ML1M_FILES,
                           lambda looked: _missing_files_message(looked, "MovieLens 1M", _ML1M_FILES, "ml-1m",
-                                                                _GROUPLENS_1M_URL, "load_movielens_1m"))
+                                                                _GROUPLENS_1M_URL, "load_movielens_1m")
+                          + _ratings_alone_hint(looked, "ratings.dat"))
     data_file, users_file, movies_file = (folder / f for f in _ML1M_FILES)
     raw = _read_fields(data_file, "::", 4, 4, "'::'-separated 'UserID::MovieID::Rating::Timestamp' file",
                        encodings=("utf-8",))
@@ -442,7 +453,7 @@ def _integer_column(values, file, what):
 
 
 def load_ratings_csv(path, *, user_col="user", item_col="item", rating_col="rating",
-                     sep=",", header=True, encoding="utf-8"):
+                     sep=",", header=True, encoding="utf-8", timestamp_col=None, drop_ratings=()):
     """Read a long-format rating file (one ``user, item, rating`` row each) into CSR.
 
     Parameters
@@ -456,16 +467,34 @@ def load_ratings_csv(path, *, user_col="user", item_col="item", rating_col="rati
     header : bool, default=True
         Whether the first line holds column names.
     encoding : str, default="utf-8"
+        A UTF-8 byte-order mark is skipped. Book-Crossing's
+        ``BX-Book-Ratings.csv`` needs ``encoding="cp1252"`` (or ``"latin-1"``).
+    timestamp_col : str or int or None, default=None
+        A column of numeric timestamps: a repeated (user, item) pair (a user
+        re-rating an item) then keeps its LATEST rating, ties broken by file
+        order. None: the last rating in file order.
+    drop_ratings : collection of str or numbers, default=()
+        Rows whose rating is one of these are left out: a string matches the
+        rating's text (surrounding spaces ignored, so ``"NA"``, ``""``, ``"?"``
+        for missing ratings), a number matches the rating's value (``0``
+        matches ``"0"`` and ``"0.0"``; Book-Crossing's implicit rating 0 needs
+        ``drop_ratings=[0]``). Ratings are never shifted: a scale holding 0 as a
+        real rating (Jester's -10..10) is refused, as 0 means "not rated" in the
+        matrix; read it with pandas, shift it (``rating + 11``) and convert with
+        :class:`privrelease.recommender.RatingsFrame`.
 
     Returns
     -------
     ratings : scipy.sparse.csr_matrix of shape (n_users, n_items), dtype float64
         Rows follow ``user_ids``, columns ``item_ids``. A repeated
-        (user, item) pair keeps its last rating in file order.
+        (user, item) pair keeps its last rating in file order (its latest by
+        ``timestamp_col`` when given).
     user_ids : ndarray of shape (n_users,)
-        The raw user ids, sorted.
+        The raw user ids, sorted: integers when every id is written as a plain
+        integer, else strings (``"0486411435"`` keeps its leading zero).
+        Spaces around an id, and around a header's column names, are ignored.
     item_ids : ndarray of shape (n_items,)
-        The raw item ids, sorted.
+        The raw item ids, sorted, as ``user_ids``.
 
     Raises
     ------
@@ -473,7 +502,8 @@ def load_ratings_csv(path, *, user_col="user", item_col="item", rating_col="rati
         ``path`` does not exist.
     ValueError
         A named column is missing, or a rating is 0, NaN or not a number
-        (0 means "not rated" in a rating matrix, so shift such scales first).
+        (0 means "not rated" in a rating matrix): the message names the line
+        and the column, and ``drop_ratings`` leaves such rows out.
     """
     _check_path(path, "path")
     p = Path(path).expanduser()
@@ -492,7 +522,8 @@ def load_ratings_csv(path, *, user_col="user", item_col="item", rating_col="rati
     except LookupError:
         raise ValueError(f"encoding {encoding!r} is not a known text encoding (for example 'utf-8' or "
                          "'latin-1')") from None
-    cols = [user_col, item_col, rating_col]
+    cols = [user_col, item_col, rating_col] + ([] if timestamp_col is None else [timestamp_col])
+    drop_ratings = _check_drop_ratings(drop_ratings)
     if not header and not all(isinstance(c, (int, np.integer)) and not isinstance(c, (bool, np.bool_))
                               for c in cols):
         raise ValueError(f"with header=False the columns must be 0-based positions, got {cols!r}")
@@ -512,10 +543,29 @@ def load_ratings_csv(path, *, user_col="user", item_col="item", rating_col="rati
                          f"{exc.object[exc.start]:#04x}); pass encoding= (for example 'latin-1')") from None
     except (ValueError, pd.errors.ParserError) as exc:
         raise ValueError(f"rating file {str(path)!r} cannot be read as {sep!r}-separated text: {exc}") from None
-    _check_field_counts(p, sep, encoding, df.shape[1])
+    lines = _check_field_counts(p, sep, encoding, df.shape[1])
+    if header:
+        # "user id, item id, rating": the names ' item id' and ' rating' are matched by 'item id', 'rating'
+        df.columns = [c.strip() if isinstance(c, str) else c for c in df.columns]
+        user_col, item_col, rating_col, timestamp_col = (c.strip() if isinstance(c, str) else c for c in
+                                                         (user_col, item_col, rating_col, timestamp_col))
+        cols = [c.strip() if isinstance(c, str) else c for c in cols]
+        repeated = sorted({c for c in cols if list(df.columns).count(c) > 1})
+        if repeated:
+            raise ValueError(f"column(s) {repeated!r} are named more than once in {str(path)!r}'s header "
+                             f"(spaces around names are ignored); columns are {list(df.columns)!r}")
+    # the file line of each data row (blank lines skipped, as pandas does), else None
+    lines = lines[1:] if header else lines
+    lines = lines if len(lines) == len(df) else None
+
+    def where(row):
+        return f"line {lines[row]}" if lines is not None else f"data row {row + 1}"
+
     for c in cols:
         if c not in df.columns:
-            raise ValueError(f"column {c!r} not in {str(path)!r}; columns are {list(df.columns)!r}")
+            raise ValueError(f"column {c!r} not in {str(path)!r}; columns are {list(df.columns)!r} (name them "
+                             "with user_col=, item_col=, rating_col=, timestamp_col=; a file without a header line needs "
+                             "header=False and 0-based positions)")
     if len(df) == 0:
         raise ValueError(f"rating file {str(path)!r} holds no rating (only a header line)")
     for c, what in ((user_col, "user"), (item_col, "item")):
@@ -523,15 +573,42 @@ def load_ratings_csv(path, *, user_col="user", item_col="item", rating_col="rati
         if empty.any():
             row = int(np.flatnonzero(empty.to_numpy())[0])
             raise ValueError(f"rating file {str(path)!r} has {int(empty.sum())} row(s) without a {what} id "
-                             f"(the first is data row {row + 1}); every rating needs a user and an item")
-    rating = pd.to_numeric(df[rating_col], errors="coerce").to_numpy(dtype=np.float64)
+                             f"(the first is {where(row)}, column {c!r}); every rating needs a user and an item")
+    raw = df[rating_col].str.strip()
+    rating = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=np.float64)
+    if drop_ratings:
+        texts = [v.strip() for v in drop_ratings if isinstance(v, str)]
+        values = [float(v) for v in drop_ratings if not isinstance(v, str)]
+        keep_rows = ~(raw.isin(texts).to_numpy() | np.isin(rating, values))
+        df, raw, rating = df[keep_rows], raw[keep_rows], rating[keep_rows]
+        lines = None if lines is None else [ln for ln, k in zip(lines, keep_rows) if k]
+        if len(df) == 0:
+            raise ValueError(f"rating file {str(path)!r} holds no rating once drop_ratings={drop_ratings!r} "
+                             "left its rows out")
     bad = ~np.isfinite(rating) | (rating == 0)
     if bad.any():
-        first = df[rating_col].to_numpy()[bad][0]
-        raise ValueError(f"{str(path)!r} has {int(bad.sum())} rating(s) that are 0, missing or "
-                         f"not numbers, e.g. {first!r}; 0 is reserved for 'not rated'")
-    users = _maybe_numeric(df[user_col])
-    items = _maybe_numeric(df[item_col])
+        row = int(np.flatnonzero(bad)[0])
+        first = df[rating_col].iloc[row]
+        why = ("is 0, and 0 is reserved for 'not rated' in a rating matrix" if rating[row] == 0
+               else "is missing" if not first.strip() else "is not a finite number")
+        raise ValueError(
+            f"rating file {str(path)!r} {where(row)}, column {rating_col!r}: rating {first!r} {why}; "
+            f"{int(bad.sum())} rating(s) of the file are 0, missing or not numbers. Pass drop_ratings=[...] to leave those rows out (for example "
+            f"drop_ratings=[0] for Book-Crossing's implicit 0, drop_ratings=['NA', '', '?'] for missing ones); "
+            "a scale where 0 is a real rating (-10..10) must be shifted first (read the file with pandas, add a "
+            "constant, use privrelease.recommender.RatingsFrame)")
+    order = np.arange(len(df))
+    if timestamp_col is not None:
+        ts = pd.to_numeric(df[timestamp_col].str.strip(), errors="coerce").to_numpy(dtype=np.float64)
+        if not np.all(np.isfinite(ts)):
+            row = int(np.flatnonzero(~np.isfinite(ts))[0])
+            raise ValueError(f"rating file {str(path)!r} {where(row)}, column {timestamp_col!r}: timestamp "
+                             f"{df[timestamp_col].iloc[row]!r} is not a number; expected numeric timestamps "
+                             "(or timestamp_col=None to keep the last rating of a pair in file order)")
+        order = np.lexsort((order, ts))  # by timestamp, ties in file order
+    users = _maybe_numeric(df[user_col])[order]
+    items = _maybe_numeric(df[item_col])[order]
+    rating = rating[order]
     user_ids, rows = np.unique(users, return_inverse=True)
     item_ids, cols_ = np.unique(items, return_inverse=True)
     # keep the last rating of a repeated pair
@@ -553,21 +630,41 @@ def _check_field_counts(p, sep, encoding, n_columns):
             rows = csv.reader(fh, delimiter=sep)
         else:
             rows = (line.rstrip("\r\n").split(sep) for line in fh)
+        lines = []
         for i, fields in enumerate(rows):
             if len(fields) > n_columns and any(f.strip() for f in fields[n_columns:]):
                 raise ValueError(f"rating file {str(p)!r} line {i + 1} has {len(fields)} fields but the "
                                  f"file has {n_columns} column(s); a row must not hold more fields than the "
                                  "header names")
+            if fields and fields != [""]:
+                lines.append(rows.line_num if len(sep) == 1 else i + 1)
+    return lines
+
+
+def _check_drop_ratings(drop_ratings):
+    """``drop_ratings`` as a tuple of str and finite real numbers."""
+    if isinstance(drop_ratings, (str, bytes)) or not hasattr(drop_ratings, "__iter__"):
+        raise TypeError(f"drop_ratings must be a list of ratings to leave out (for example [0] or ['NA', '']), "
+                        f"got {drop_ratings!r}")
+    out = tuple(drop_ratings)
+    for v in out:
+        ok = isinstance(v, str) or (isinstance(v, (int, float, np.integer, np.floating))
+                                    and not isinstance(v, (bool, np.bool_)) and np.isfinite(v))
+        if not ok:
+            raise TypeError(f"drop_ratings holds {v!r}; expected strings (matched against the rating's text) or "
+                            "finite numbers (matched against its value)")
+    return out
 
 
 def _maybe_numeric(series):
     """Integer ids when every id is an integer written plainly (``str(int(id)) == id`` up to surrounding
-    spaces), else the strings.
+    spaces), else the strings, without their surrounding spaces (``" A1"`` and ``"A1"`` are one id, as
+    ``" 1"`` and ``"1"`` always were).
 
     numpy's parser reads ``"01"``, ``"+1"`` and ``"1_0"`` as 1, 1 and 10: users ``"1"`` and ``"01"`` (or
     zip-code items ``"7"`` and ``"007"``) used to become one user, silently.
     """
-    values = series.to_numpy(dtype=object).astype(str)
+    values = np.char.strip(series.to_numpy(dtype=object).astype(str))
     try:
         as_int = values.astype(np.int64)
     except (ValueError, OverflowError):

@@ -419,6 +419,11 @@ def _catalogue():
          lambda: load_ratings_csv(_bad_file("r.csv", "user,item,rating\n1,2,5,9,9\n")), ValueError, "5 fields"),
         ("datasets", "load_ratings_csv(file holding only a header)",
          lambda: load_ratings_csv(_bad_file("r.csv", "user,item,rating\n")), ValueError, "r.csv"),
+        ("datasets", "load_ratings_csv(file with a rating 0, e.g. Book-Crossing's implicit 0)",
+         lambda: load_ratings_csv(_bad_file("r.csv", "user,item,rating\n1,2,5\n1,3,0\n")), ValueError,
+         "drop_ratings=[0]"),
+        ("datasets", "load_ratings_csv(file with a rating 'NA')",
+         lambda: load_ratings_csv(_bad_file("r.csv", "user,item,rating\n1,2,NA\n")), ValueError, "'NA'"),
         ("datasets", "make_ratings(attribute_proportion=1.5)",
          lambda: make_ratings(10, 10, attribute_proportion=1.5), ValueError, "1.5"),
         # --- command line (runner): each prints on one line with exit status 2 (tests/runner/test_cli_safety.py)
