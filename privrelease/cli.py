@@ -59,6 +59,11 @@ def _parse_override(text):
         raise argparse.ArgumentTypeError(f"--set expects KEY=VALUE, got {text!r}")
     key, value = text.split("=", 1)
     if not key.strip().isidentifier():
+        table, _, sub = key.strip().partition(".")
+        if table.isidentifier() and sub.isidentifier():  # a table's key: the whole table is given inline
+            raise argparse.ArgumentTypeError(
+                f"--set expects KEY=VALUE with KEY a parameter name, got {key!r}; --set replaces a whole table, "
+                f"written inline: --set '{table}={{{sub} = ...}}'")
         raise argparse.ArgumentTypeError(f"--set expects KEY=VALUE with KEY a parameter name, got {key!r}")
     from .runner._pipeline import tomllib
 

@@ -37,6 +37,7 @@ __all__ = [
     "Folder",
     "Seq",
     "Table",
+    "EstimatorOptions",
     "validate_params",
     "resolve_quick",
     "quick_values",
@@ -325,6 +326,48 @@ class Table(Spec):
                 out[k] = self.free.check(f"{name}.{k}", v)
             else:
                 raise PipelineError(f"parameter {name} has an unknown key {k!r}: expected {self.expected}")
+        return out
+
+
+class EstimatorOptions(Spec):
+    """A table of keyword arguments passed through to an estimator (``[params.mapper]``).
+
+    ``make`` builds the estimator from keyword arguments; ``accepted`` names the
+    keys a user may set; ``reserved`` maps each key the experiment sets itself to
+    the sentence telling what to use instead. Each value is checked by the
+    estimator's own parameter validation (scikit-learn's ``_validate_params``
+    against its ``_parameter_constraints``), so the constraints live in one place.
+    """
+
+    def __init__(self, make, accepted, reserved=None, *, label=None):
+        self.make, self.accepted = make, tuple(sorted(accepted))
+        self.reserved = dict(reserved or {})
+        self.label = label or getattr(make, "__name__", "estimator")
+
+    @property
+    def expected(self):
+        return f"a table of {self.label} options among " + ", ".join(self.accepted)
+
+    def check(self, name, value):
+        from sklearn.utils._param_validation import InvalidParameterError
+
+        if not isinstance(value, dict):
+            raise self._type_error(name, value)
+        out = {}
+        for k, v in value.items():
+            if k in self.reserved:
+                raise PipelineError(f"parameter {name}.{k} is set by the experiment itself: "
+                                    f"{self.reserved[k]}")
+            if k not in self.accepted:
+                raise PipelineError(f"parameter {name} has an unknown key {k!r}: expected keys among "
+                                    + ", ".join(self.accepted))
+            v = Scalar().check(f"{name}.{k}", v)
+            try:
+                self.make(**{k: v})._validate_params()
+            except InvalidParameterError as exc:
+                text = str(exc).replace(f"The {k!r} parameter of {self.label} must be ", "expected ")
+                raise PipelineError(f"parameter {name}.{k} = {_show(v)}: {text}") from None
+            out[k] = v
         return out
 
 

@@ -30,7 +30,8 @@ import time
 import numpy as np
 
 from .._schema import Bool, Choice, Either, Float, Folder, Int, PipelineError, Seed, Seq, quick_values
-from .synthetic_ratings import _LEVELS_CAP, PROTOCOL_PARAMETERS, RECOMMENDER, _one_dataset, _recommender
+from .synthetic_ratings import (_LEVELS_CAP, MAPPER, N_CLUSTERS_RULES, PROTOCOL_PARAMETERS, RECOMMENDER,
+                                _one_dataset, _recommender)
 
 __all__ = ["run"]
 
@@ -50,9 +51,10 @@ PARAMETERS = {
                     why="ages are cut into at most 10 bands, each cut above the previous one"),
     "max_leakages": Seq(Float(0), max_len=30, increasing=True, why=_LEVELS_CAP),
     "blurme_fractions": Seq(Float(0, 1), max_len=30, increasing=True, why=_LEVELS_CAP),
-    "n_clusters": Either(Choice(("auto",)), Int(1, 6040, why="MovieLens 1M has 6,040 users")),
+    "n_clusters": Either(Choice(N_CLUSTERS_RULES), Int(1, 6040, why="MovieLens 1M has 6,040 users")),
     **PROTOCOL_PARAMETERS,
     "recommender": RECOMMENDER,
+    "mapper": MAPPER,
     "n_jobs": Int(1, 64),
 }
 
@@ -64,7 +66,7 @@ def check_together(params):
     dataset = params.get("dataset", "ml-100k")
     _, n_users, label, _ = DATASETS[dataset]
     n_clusters = params.get("n_clusters", "auto")
-    if n_clusters != "auto" and n_clusters > n_users:
+    if not isinstance(n_clusters, str) and n_clusters > n_users:
         raise PipelineError(f"parameter n_clusters = {n_clusters}: expected at most the {n_users} users of "
                             f"{label} (dataset = {dataset!r})")
     cuts = params.get("age_cuts")
@@ -80,7 +82,7 @@ def check_together(params):
 def run(report, *, random_state=0, quick=False, dataset="ml-100k", path=None, attribute="gender",
         age_cuts=(25, 35), max_leakages=(0.0, 0.002, 0.01, 0.03, 0.1, 1.0), blurme_fractions=(0.05, 0.1, 0.2, 0.5),
         n_clusters="auto", opt_in_fraction=0.5, cv=5, heldout_fraction=0.1, target_auc=0.55,
-        attack_models=("logistic", "forest"), recommender=None, n_jobs=2):
+        attack_models=("logistic", "forest"), recommender=None, mapper=None, n_jobs=2):
     """Write the MovieLens-gender analysis into ``report``; returns headline numbers."""
     from ... import datasets
 
@@ -109,7 +111,7 @@ def run(report, *, random_state=0, quick=False, dataset="ml-100k", path=None, at
         report, "movielens", R, a, rec=_recommender(spec, (1, 5)), max_leakages=list(max_leakages),
         fractions=list(blurme_fractions), n_clusters=n_clusters, opt_in_fraction=opt_in_fraction, cv=cv,
         heldout_fraction=heldout_fraction, attack_models=list(attack_models), target_auc=target_auc, seed=seed,
-        n_jobs=n_jobs))
+        n_jobs=n_jobs, mapper=mapper))
     report.json(headline, "headline")
     return headline
 

@@ -6,8 +6,8 @@ three-class age band: the mappers protect the JOINT attribute, the attackers sco
 attribute and each column):
 
 1. the privacy-utility curve of :class:`~privrelease.mappers.QuantizedPrivacyMapper`
-   (defaults) over a grid of leakage caps: leakage, distortion, fixed and adaptive
-   attackers, RMSE of the paper's Table I protocol with the two reference releases;
+   (its defaults, or the options given as ``mapper``) over a grid of leakage caps: leakage,
+   distortion, fixed and adaptive attackers, RMSE of the paper's Table I protocol with the two reference releases;
 2. the paper's naive release of cluster representatives at perfect privacy;
 3. BlurMe (Weinsberg et al. 2012, greedy) over a grid of added-rating fractions, and
    BlurMore (Strucks, Slokom, Larson 2019: as many removals as additions) over the same grid;
@@ -20,12 +20,41 @@ import pandas as pd
 
 from ...evaluation._attacks import ATTACK_MODELS
 from ...recommender._surprise import _ALGORITHMS
-from .._schema import Bool, Choice, Either, Float, Int, Scalar, Seed, Seq, Table, quick_values
+from .._schema import Bool, Choice, Either, EstimatorOptions, Float, Int, Scalar, Seed, Seq, Table, quick_values
 
 __all__ = ["run"]
 
 #: a recommender as a pipeline table: ``{algorithm = "SVD", algo_params = {reg_all = 0.1}}``
 RECOMMENDER = Table({"algorithm": Choice(_ALGORITHMS), "algo_params": Table(free=Scalar())})
+
+
+def _quantized_mapper(**kwargs):
+    from ...mappers import QuantizedPrivacyMapper
+
+    return QuantizedPrivacyMapper(**kwargs)
+
+
+#: options of every QuantizedPrivacyMapper an experiment builds, as a pipeline table:
+#: ``[params.mapper]`` / ``class_bins = "heldout"``; each value checked by the mapper's own validation
+MAPPER = EstimatorOptions(
+    _quantized_mapper, label="QuantizedPrivacyMapper",
+    accepted=("class_bins", "class_removal", "clustering", "heldout_tolerance", "metric", "n_components",
+              "n_refine", "prior", "profile", "smoothing", "space"),
+    reserved={
+        "n_clusters": "use the experiment parameter n_clusters (it takes \"auto\", \"heldout\" or a count)",
+        "max_leakage": "use the experiment parameter max_leakages (the caps of the curve)",
+        "delta": "use the experiment parameter max_leakages (the curve sweeps the leakage cap, not delta)",
+        "random_state": "use the experiment parameter random_state",
+        "protect": "a 2-column attribute is protected jointly by every method (one attribute: nothing to set)",
+        "release": "the experiment fits both releases (the optimal mapping's profiles and the naive "
+                   "representatives)",
+        "solver": "the experiment uses the mapper's default solver (\"auto\")",
+        "leakage": "the leakage caps and the reported leakage_bits are mutual information",
+        "dask_sample_size": "the experiment fits in memory (no dask collection)",
+    })
+#: the experiment parameter n_clusters: a count, "auto" or "heldout" (the mapper's rules)
+N_CLUSTERS_RULES = ("auto", "heldout")
+
 #: the evaluation protocol's parameters, shared by every experiment that runs it
 PROTOCOL_PARAMETERS = {
     "opt_in_fraction": Float(0, 1, low_open=True, high_open=True),
@@ -45,10 +74,11 @@ PARAMETERS = {
                                    "features"),
     "max_leakages": Seq(Float(0), max_len=30, increasing=True, why=_LEVELS_CAP),
     "blurme_fractions": Seq(Float(0, 1), max_len=30, increasing=True, why=_LEVELS_CAP),
-    "n_clusters": Either(Choice(("auto",)), Int(1, 2_000)),
+    "n_clusters": Either(Choice(N_CLUSTERS_RULES), Int(1, 2_000)),
     **PROTOCOL_PARAMETERS,
     "politics_recommender": RECOMMENDER,
     "ratings_recommender": RECOMMENDER,
+    "mapper": MAPPER,
     "n_jobs": Int(1, 64),
 }
 _QUICK = {"datasets": ("politics_tv",), "max_leakages": (0.0, 0.02, 0.1), "blurme_fractions": (0.1, 0.5),
@@ -144,7 +174,7 @@ class _Stages:
 
 
 def _one_dataset(report, name, R, a, *, rec, max_leakages, fractions, n_clusters, opt_in_fraction, cv,
-                 heldout_fraction, attack_models, target_auc, seed, n_jobs, blurmore_fractions=None):
+                 heldout_fraction, attack_models, target_auc, seed, n_jobs, blurmore_fractions=None, mapper=None):
     import matplotlib.pyplot as plt
 
     from ...evaluation import BlurMe, BlurMore, privacy_utility_curve
@@ -155,12 +185,13 @@ def _one_dataset(report, name, R, a, *, rec, max_leakages, fractions, n_clusters
     if getattr(a, "ndim", 1) == 2:  # several attributes: every method protects the joint attribute
         common["mapper_target"] = "joint"
     stages = _Stages(name)
-    q = privacy_utility_curve(QuantizedPrivacyMapper(n_clusters=n_clusters), R, a,
+    options = dict(mapper or {})  # [params.mapper]: passed to every QuantizedPrivacyMapper built here
+    q = privacy_utility_curve(QuantizedPrivacyMapper(n_clusters=n_clusters, **options), R, a,
                               max_leakages=max_leakages, **common)
     stages.done(f"optimal mapping, {len(max_leakages)} leakage cap(s)")
     # the reference attackers and the original / release-nothing RMSE do not depend on the mapper: fitted once
     common["reference"] = q
-    naive = privacy_utility_curve(QuantizedPrivacyMapper(n_clusters=n_clusters, release="representative"),
+    naive = privacy_utility_curve(QuantizedPrivacyMapper(n_clusters=n_clusters, release="representative", **options),
                                   R, a, max_leakages=[0.0], **common)
     stages.done("naive representatives")
     blur = privacy_utility_curve(BlurMe(strategy="greedy"), R, a, param="fraction", values=fractions, **common)
@@ -172,7 +203,8 @@ def _one_dataset(report, name, R, a, *, rec, max_leakages, fractions, n_clusters
     f = q.frame
     ref = f.iloc[0]
 
-    shown = "n_clusters='auto'" if n_clusters == "auto" else f"{n_clusters} clusters"
+    shown = f"n_clusters={n_clusters!r}" if isinstance(n_clusters, str) else f"{n_clusters} clusters"
+    shown += "".join(f", {k}={v!r}" for k, v in options.items())
     report.section(f"{name}: optimal mapping (QuantizedPrivacyMapper, {shown})")
     report.text(
         f"{R.shape[0]} users x {R.shape[1]} items, {R.nnz} ratings; {opt_in_fraction:.0%} of the users opt in "
@@ -266,7 +298,7 @@ def run(report, *, random_state=0, quick=False, datasets=("politics_tv", "make_r
         n_items=200, max_leakages=(0.0, 0.002, 0.01, 0.03, 0.1, 1.0), blurme_fractions=(0.05, 0.1, 0.2, 0.5),
         n_clusters=25, opt_in_fraction=0.5, cv=5, heldout_fraction=0.1, target_auc=0.55,
         attack_models=("logistic", "forest"), politics_recommender=None, ratings_recommender=None,
-        n_jobs=2):
+        mapper=None, n_jobs=2):
     """Curves, frontier, ROC and the BlurMe comparison; returns headline numbers."""
     from ...datasets import make_politics_tv, make_ratings, make_realistic_ratings
 
@@ -296,6 +328,7 @@ def run(report, *, random_state=0, quick=False, datasets=("politics_tv", "make_r
             report, name, R, a, rec=_recommender(spec, (1, 5)), max_leakages=list(max_leakages),
             fractions=list(blurme_fractions), n_clusters=n_clusters, opt_in_fraction=opt_in_fraction, cv=cv,
             heldout_fraction=heldout_fraction, attack_models=list(attack_models), target_auc=target_auc,
-            seed=seed, n_jobs=n_jobs, blurmore_fractions=list(blurme_fractions)[-1:] if quick else None))
+            seed=seed, n_jobs=n_jobs, blurmore_fractions=list(blurme_fractions)[-1:] if quick else None,
+            mapper=mapper))
     report.json(headline, "headline")
     return headline
