@@ -102,8 +102,11 @@ def test_movielens_dataset_constraints():
     with pytest.raises(PipelineError, match=r"n_clusters = 944: expected at most the 943 users of MovieLens 100k"):
         check_run("movielens_gender", {"n_clusters": 944})
     check_run("movielens_gender", {"dataset": "ml-1m", "n_clusters": 6040})
-    with pytest.raises(PipelineError, match=r"n_clusters = 6041: expected one of .auto. or an integer in \[1, 6040\]"):
+    with pytest.raises(PipelineError,
+                       match=r"n_clusters = 6041: expected one of .auto., .heldout. or an integer in \[1, 6040\]"):
         check_run("movielens_gender", {"dataset": "ml-1m", "n_clusters": 6041})
+    # the mapper's held-out rule is a choice, not a count (no comparison with the number of users)
+    assert check_run("movielens_gender", {"dataset": "ml-1m", "n_clusters": "heldout"})[1]["n_clusters"] == "heldout"
     # ml-1m's ages are band codes: a cut must be a code (the defaults 25 and 35 are)
     check_run("movielens_gender", {"dataset": "ml-1m", "age_cuts": [18, 25, 35, 45, 50, 56]})
     assert check_run("movielens_gender", {"dataset": "ml-1m"})[1]["dataset"] == "ml-1m"
