@@ -522,6 +522,9 @@ def load_ratings_csv(path, *, user_col="user", item_col="item", rating_col="rati
     except LookupError:
         raise ValueError(f"encoding {encoding!r} is not a known text encoding (for example 'utf-8' or "
                          "'latin-1')") from None
+    # "user id, item id, rating": the names ' item id' and ' rating' are matched by 'item id', 'rating'
+    user_col, item_col, rating_col, timestamp_col = (c.strip() if isinstance(c, str) else c for c in
+                                                     (user_col, item_col, rating_col, timestamp_col))
     cols = [user_col, item_col, rating_col] + ([] if timestamp_col is None else [timestamp_col])
     drop_ratings = _check_drop_ratings(drop_ratings)
     if not header and not all(isinstance(c, (int, np.integer)) and not isinstance(c, (bool, np.bool_))
@@ -545,11 +548,7 @@ def load_ratings_csv(path, *, user_col="user", item_col="item", rating_col="rati
         raise ValueError(f"rating file {str(path)!r} cannot be read as {sep!r}-separated text: {exc}") from None
     lines = _check_field_counts(p, sep, encoding, df.shape[1])
     if header:
-        # "user id, item id, rating": the names ' item id' and ' rating' are matched by 'item id', 'rating'
-        df.columns = [c.strip() if isinstance(c, str) else c for c in df.columns]
-        user_col, item_col, rating_col, timestamp_col = (c.strip() if isinstance(c, str) else c for c in
-                                                         (user_col, item_col, rating_col, timestamp_col))
-        cols = [c.strip() if isinstance(c, str) else c for c in cols]
+        df.columns = [c.strip() if isinstance(c, str) else c for c in df.columns]  # the header's names (above)
         repeated = sorted({c for c in cols if list(df.columns).count(c) > 1})
         if repeated:
             raise ValueError(f"column(s) {repeated!r} are named more than once in {str(path)!r}'s header "
@@ -669,6 +668,6 @@ def _maybe_numeric(series):
         as_int = values.astype(np.int64)
     except (ValueError, OverflowError):
         return values
-    if not np.array_equal(as_int.astype(str), np.char.strip(values)):
+    if not np.array_equal(as_int.astype(str), values):
         return values
     return as_int
