@@ -290,9 +290,9 @@ class RatingsFrame:
             return
         example = _plain(unknown[0])
         hint = ""
-        as_text = pd.Index([str(u) for u in self.user_ids_])
-        if as_text.get_indexer([str(example)])[0] >= 0:
-            match = _plain(self.user_ids_[as_text.get_indexer([str(example)])[0]])
+        at = pd.Index([str(u) for u in self.user_ids_]).get_indexer([str(example)])[0]
+        if at >= 0:
+            match = _plain(self.user_ids_[at])
             hint = (f"; {example!r} ({type(example).__name__}) differs from user {match!r} "
                     f"({type(match).__name__}) only in type")
         what = (f"{len(unknown)} of the {len(ids)} ids of {name} match no user of this RatingsFrame, for "
