@@ -216,10 +216,7 @@ def largest_valuation(accuracy, cost="linear", *, menu_option=None):
     """
     K = _check_accuracy(accuracy)
     cost = _resolve_cost(cost)
-    with np.errstate(over="ignore", divide="ignore"):
-        g = float(cost(1.0, _unbiased_epsilon(K))) * (1.0 if menu_option is None else 2.0)
-        if menu_option == 2 and K > 0.25:
-            g = max(g, float(cost(1.0, np.sqrt(2.0 / (K - 0.25)))))
+    g = _payment_bound(np.array([1.0]), K, cost, menu_option)
     if not np.isfinite(g):
         return 0.0
     limit = min(_MAX, _MAX / g)
@@ -234,15 +231,23 @@ def _unbiased_epsilon(K):
     return max(float(np.sqrt(2.0 / K)), float(1.0 / np.sqrt(K / 2.0)))
 
 
+def _payment_bound(values, K, cost, menu_option):
+    """The bound of :func:`largest_valuation` on what the contracts pay for ``values`` (inf when it
+    overflows): ``sum_i c(v_i, sqrt(2 / K))`` (full information), twice it (menus), and for option 2 also
+    the pooled contract's ``c(v_high, sqrt(2 / (K - 1/4)))``."""
+    with np.errstate(over="ignore", divide="ignore"):
+        pay = float(np.sum(cost(values, _unbiased_epsilon(K)))) * (1.0 if menu_option is None else 2.0)
+        if menu_option == 2 and K > 0.25:
+            pay = max(pay, float(np.sum(cost(values, np.sqrt(2.0 / (K - 0.25))))))
+    return pay
+
+
 def _check_payable(values, K, cost, *, name, menu_option=None):
     """Refuse valuations whose payments overflow float64, by the bounds of :func:`largest_valuation`
     (``[1e308]`` gave inf payments and NaN savings, the linear closed form and the menus a SolverError)."""
-    eps0 = _unbiased_epsilon(K)
-    with np.errstate(over="ignore", divide="ignore"):
+    with np.errstate(over="ignore"):
         total = float(np.sum(values))
-        pay = float(np.sum(cost(values, eps0))) * (1.0 if menu_option is None else 2.0)
-        if menu_option == 2 and K > 0.25:
-            pay = max(pay, float(np.sum(cost(values, np.sqrt(2.0 / (K - 0.25))))))
+    pay = _payment_bound(values, K, cost, menu_option)
     if np.isfinite(total) and np.isfinite(pay):
         return
     what = f"{name} = {float(values[0])!r}" if values.size == 1 else (
