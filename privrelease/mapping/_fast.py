@@ -799,6 +799,7 @@ def _newton_on_support(prob, P, delta, lam_active, max_iter, lam=0.0):
     """Levenberg-Marquardt-safeguarded projected Newton on the support of ``P`` (see _kkt_polish)."""
     reg_rel = REG
     fails = 0
+    rho = lam
     for it in range(max_iter):
         r, j = np.nonzero(P > 0)
         x = P[r, j]
@@ -812,10 +813,9 @@ def _newton_on_support(prob, P, delta, lam_active, max_iter, lam=0.0):
             val = float(rel_entr(Jn, prob.pA[:, None] * qn[None, :]).sum())
             val = max(val, 0.0)
             if lam_active:
-                val += lam * (float(bar.w @ xn) - delta)
+                val += rho * abs(float(bar.w @ xn) - delta)
             return val
 
-        phi = merit_on_support(x)
         G, J = bar.grad(x)
         hdiag = np.einsum("ae,ae->e", bar.Mr, bar.Mr / np.where(bar.struct, J, np.inf)[:, bar.jc])
         reg = reg_rel * np.maximum(hdiag, 1e-300)
@@ -828,8 +828,15 @@ def _newton_on_support(prob, P, delta, lam_active, max_iter, lam=0.0):
                 return None
             theta = (delta - float(bar.w @ x) - float(bar.w @ dx)) / wd
             dx = dx + theta * dw
+            # the exact (l1) penalty on the budget, its weight above the step's multiplier estimate theta:
+            # the Newton step is then a descent direction of the merit also from a point off the budget
+            # (weighted by lam alone, a point above the budget whose return costs theta >> lam per unit
+            # of distortion rejected every step: the polish stalled there near perfect privacy)
+            if np.isfinite(theta):
+                rho = max(rho, 1.5 * abs(theta))
         if not np.all(np.isfinite(dx)):
             return None
+        phi = merit_on_support(x)
         # backtracking along the projection arc max(x + a dx, 0): entries the step drives
         # negative leave the support while the others still move (rejecting the whole step and
         # raising the regularisation instead stalls where several entries must leave at once)
