@@ -54,24 +54,31 @@ def _pipelines_dir():
 
 
 def _parse_override(text):
-    """``KEY=VALUE`` with a TOML value; a value that is not TOML (``x``) is taken as a string."""
+    """``KEY=VALUE`` with a TOML value; a value that is not TOML (``x``) is taken as a string.
+
+    ``KEY`` is a parameter name, or ``TABLE.KEY``: one key of a table parameter
+    (merged into the pipeline file's table by :func:`~privrelease.runner.pipeline_params`).
+    """
     if "=" not in text:
         raise argparse.ArgumentTypeError(f"--set expects KEY=VALUE, got {text!r}")
     key, value = text.split("=", 1)
-    if not key.strip().isidentifier():
-        table, _, sub = key.strip().partition(".")
-        if table.isidentifier() and sub.isidentifier():  # a table's key: the whole table is given inline
+    key = key.strip()
+    if not key.isidentifier():
+        parts = key.split(".")
+        if len(parts) > 2 and all(p.isidentifier() for p in parts):  # a table inside a table: given inline
             raise argparse.ArgumentTypeError(
-                f"--set expects KEY=VALUE with KEY a parameter name, got {key!r}; --set replaces a whole table, "
-                f"written inline: --set '{table}={{{sub} = ...}}'")
-        raise argparse.ArgumentTypeError(f"--set expects KEY=VALUE with KEY a parameter name, got {key!r}")
+                f"--set expects KEY=VALUE with KEY a parameter name or TABLE.KEY, got {key!r}; give the inner "
+                f"table inline: --set '{'.'.join(parts[:2])}={{{'.'.join(parts[2:])} = ...}}'")
+        if len(parts) != 2 or not all(p.isidentifier() for p in parts):
+            raise argparse.ArgumentTypeError(
+                f"--set expects KEY=VALUE with KEY a parameter name or TABLE.KEY, got {key!r}")
     from .runner._pipeline import tomllib
 
     try:
         parsed = tomllib.loads(f"v = {value}")["v"]
     except Exception:
         parsed = value
-    return key.strip(), parsed
+    return key, parsed
 
 
 def _log(msg):
@@ -161,7 +168,8 @@ def cmd_run(args):
     overrides = {}
     for key, value in args.set or []:
         if key in overrides:
-            raise UsageError(f"--set {key}=... is given twice; expected each parameter at most once")
+            raise UsageError(f"--set {key}=... is given twice; expected each parameter (or table key) at "
+                             "most once")
         overrides[key] = value
     _log(f"running {args.pipeline} ...")
     path, headline, secs = run_pipeline(args.pipeline, args.output, quick=True if args.quick else None,
@@ -236,7 +244,8 @@ def build_parser():
     p.add_argument("--output", "-o", default=None, help="report folder (default: reports/<name>)")
     p.add_argument("--set", action="append", type=_parse_override, metavar="KEY=VALUE",
                    help="override a [params] entry (TOML value syntax: 3, 0.5, true, \"text\", [1, 2]), "
-                        "repeatable")
+                        "repeatable; TABLE.KEY=VALUE sets one key of a table parameter (mapper.class_bins=heldout), "
+                        "keeping the file's other keys")
     _add_common(p)
     p.set_defaults(func=cmd_run)
 

@@ -137,13 +137,52 @@ def pipeline_params(spec, *, quick=False, overrides=None):
     A pipeline file's ``[quick]`` table says what ``--quick`` means for it (the
     shipped files mirror the experiments' quick values); the experiment's own
     quick values then fill only the parameters set nowhere, and a value given
-    with ``--set`` always wins (:func:`check_run` notes it).
+    with ``--set`` always wins (:func:`check_run` notes it). An override named
+    ``TABLE.KEY`` sets that one key of the table parameter ``TABLE`` (``[params.TABLE]``
+    of the file, or a new table), keeping its other keys.
     """
     params = dict(spec["params"])
     if quick:
         params.update(spec.get("quick", {}))
-    params.update(overrides or {})
+    overrides = dict(overrides or {})
+    dotted = {k: v for k, v in overrides.items() if isinstance(k, str) and "." in k}
+    params.update({k: v for k, v in overrides.items() if k not in dotted})
+    if dotted:
+        _merge_table_keys(_experiment_module(spec["experiment"]), params, dotted, overrides)
     return params
+
+
+def _merge_table_keys(module, params, dotted, overrides):
+    """``--set TABLE.KEY=VALUE``: set (or add) ``KEY`` in the table parameter ``TABLE``, keeping its other keys.
+
+    Only parameters the experiment declares as tables take a dotted key; a table
+    given whole (``--set TABLE={...}``) and by one of its keys is refused. The
+    merged table is then validated like any other (its own unknown / reserved
+    keys and values).
+    """
+    from ._schema import EstimatorOptions, Table
+
+    name = module.__name__.rsplit(".", 1)[-1]
+    tables = sorted(k for k, s in module.PARAMETERS.items() if isinstance(s, (Table, EstimatorOptions)))
+    takes = (f"its table parameters are {', '.join(tables)}" if tables
+             else "it has no table parameter")
+    for key, value in dotted.items():
+        table, _, sub = key.partition(".")
+        spec = module.PARAMETERS.get(table)
+        if spec is None:
+            raise PipelineError(f"--set {key}=...: experiment {name!r} has no parameter {table!r}; "
+                                f"--set TABLE.KEY sets one key of a table parameter ({takes})")
+        if not isinstance(spec, (Table, EstimatorOptions)):
+            raise PipelineError(f"--set {key}=...: parameter {table} is not a table (expected {spec.expected}); "
+                                f"--set TABLE.KEY sets one key of a table parameter ({takes}); "
+                                f"use --set {table}=...")
+        if table in overrides:
+            raise PipelineError(f"--set {table}=... and --set {key}=... both set {table}; expected the whole "
+                                f"table or some of its keys, not both")
+        current = params.get(table)
+        merged = dict(current) if isinstance(current, dict) else {}
+        merged[sub] = value
+        params[table] = merged
 
 
 def check_run(name, params=None, *, quick=None):
@@ -197,8 +236,8 @@ def run_experiment(name, output_dir, *, title=None, description="", params=None,
 def run_pipeline(path, output_dir=None, *, quick=None, overrides=None, overwrite=False, log=None):
     """Run a pipeline file; the report goes to ``output_dir`` (default ``reports/<stem>``).
 
-    ``overrides`` (from ``--set``) replace entries of ``[params]`` and are
-    validated like them.
+    ``overrides`` (from ``--set``) replace entries of ``[params]`` (``TABLE.KEY``:
+    one key of a table, see :func:`pipeline_params`) and are validated like them.
     """
     spec = load_pipeline(path)
     params = pipeline_params(spec, quick=bool(quick), overrides=overrides)

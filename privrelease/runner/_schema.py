@@ -344,6 +344,19 @@ class EstimatorOptions(Spec):
         self.reserved = dict(reserved or {})
         self.label = label or getattr(make, "__name__", "estimator")
 
+    def derive(self, *, accept=(), reserve=None):
+        """The same options for another experiment: ``accept`` keys move to the accepted ones (no longer
+        reserved); ``reserve`` maps keys to the sentence telling what to use instead (no longer accepted,
+        the sentence replaces an earlier one). The validation is this class's, with the same ``make``."""
+        reserve = dict(reserve or {})
+        unknown = sorted((set(accept) | set(reserve)) - set(self.accepted) - set(self.reserved))
+        if unknown:  # pragma: no cover - a typo in an experiment's declaration
+            raise ValueError(f"derive names keys {unknown} that {self.label} neither accepts nor reserves")
+        accepted = (set(self.accepted) | set(accept)) - set(reserve)
+        reserved = {k: v for k, v in self.reserved.items() if k not in accept}
+        reserved.update(reserve)
+        return type(self)(self.make, accepted, reserved, label=self.label)
+
     @property
     def expected(self):
         return f"a table of {self.label} options among " + ", ".join(self.accepted)

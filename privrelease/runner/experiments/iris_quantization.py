@@ -16,6 +16,13 @@ measurements and the released point.
 Theorem 2 says quantization leaves the achievable leakage unchanged and costs
 at most the quantization radius in distortion; the curves show how much less
 that is in practice (the paper: k = 50 is nearly identical to no quantization).
+
+No ``[params.mapper]`` table: the comparison needs the quantized curves to share
+the unquantized curve's prior and distortion (the KDE masses aggregated by
+eq. (20), so no ``prior`` or ``smoothing``; the L2 distance in the raw space, so
+no ``metric``, ``space`` or ``n_components``) and the paper's k-means cells, whose
+quantization radius Theorem 2 bounds; the other options would change what the
+figure compares.
 """
 
 import numpy as np

@@ -17,13 +17,20 @@ Each point reports the engine's leakage, the leakage of each attribute and of
 the pair under the fitted priors, and the RMSE of the paper's Table I protocol
 (:func:`~privrelease.evaluation.rmse_cost`, Surprise SVD) next to releasing
 nothing (the protected users withheld from the recommender).
+
+``mapper`` (``[params.mapper]``): :class:`~privrelease.mappers.QuantizedPrivacyMapper`
+options given to every mapper fitted, in both modes and at every cap, so the two
+modes are compared with the same mapper (``protect``, ``n_clusters`` and the caps
+are the experiment's own parameters). ``prior = "model"`` is refused with
+``protect = "marginal"`` (the mapper fits one model of the joint attribute).
 """
 
 import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator, TransformerMixin, clone
 
-from .._schema import Bool, Choice, Float, Int, Seed, Seq, quick_values
+from .._schema import Bool, Choice, Float, Int, PipelineError, Seed, Seq, quick_values
+from .synthetic_ratings import MAPPER as _RATINGS_MAPPER
 
 __all__ = ["run", "AttributeColumns"]
 
@@ -41,8 +48,25 @@ PARAMETERS = {
     "opt_in_fraction": Float(0, 1, low_open=True, high_open=True),
     "cv": Int(2, 10),
     "heldout_fraction": Float(0, 1, low_open=True, high_open=True),
+    "mapper": _RATINGS_MAPPER.derive(accept=("release",), reserve={
+        "protect": "use the experiment parameter protect (the modes compared, each with these options)",
+        "n_clusters": "use the experiment parameter n_clusters",
+        "max_leakage": "use the experiment parameter max_leakages (the caps of each mode)",
+        "delta": "use the experiment parameter max_leakages (each mode sweeps the leakage cap, not delta)",
+    }),
     "n_jobs": Int(1, 64),
 }
+
+
+def check_together(params):
+    """``mapper.prior = "model"`` needs ``protect = ["joint"]``: the mapper refuses it for the marginals."""
+    protect = params.get("protect", ("joint", "marginal"))
+    if (params.get("mapper") or {}).get("prior") == "model" and "marginal" in protect:
+        raise PipelineError(f"parameter mapper.prior = 'model': refused with protect = {list(protect)} (the "
+                            "mapper fits one model of the joint attribute, not of each marginal); expected "
+                            "protect = [\"joint\"] or mapper.prior = \"counts\"")
+
+
 _QUICK = {"n_users": 300, "n_items": 60, "max_leakages": (0.0,), "n_clusters": 6, "cv": 2, "n_jobs": 1}
 
 #: the two attributes read from the six generated classes: class = 3 * gender + age band
@@ -90,7 +114,7 @@ class AttributeColumns(TransformerMixin, BaseEstimator):
 @quick_values(_QUICK)
 def run(report, *, random_state=0, quick=False, n_users=1000, n_items=200, attribute_strength=1.5,
         max_leakages=(0.0, 0.01, 0.05), protect=("joint", "marginal"), n_clusters=25, opt_in_fraction=0.5,
-        cv=5, heldout_fraction=0.1, n_jobs=1):
+        cv=5, heldout_fraction=0.1, mapper=None, n_jobs=1):
     """Joint vs marginal protection of two private attributes: leakage of each, of the pair, and RMSE."""
     import matplotlib.pyplot as plt
 
@@ -105,10 +129,11 @@ def run(report, *, random_state=0, quick=False, n_users=1000, n_items=200, attri
                            random_state=random_state)
     recommender = SurpriseRecommender(rating_scale=(1, 5))
     rows = []
+    options = dict(mapper or {})  # [params.mapper]: every mapper, both modes
     for mode in protect:
         for cap in max_leakages:
             mapper = QuantizedPrivacyMapper(n_clusters=n_clusters, max_leakage=float(cap), protect=mode,
-                                            random_state=random_state)
+                                            random_state=random_state, **options)
             cost = rmse_cost(AttributeColumns(mapper), R, a, opt_in_fraction=opt_in_fraction, cv=cv,
                              heldout_fraction=heldout_fraction, recommender=recommender,
                              random_state=random_state, n_jobs=n_jobs)
@@ -126,11 +151,13 @@ def run(report, *, random_state=0, quick=False, n_users=1000, n_items=200, attri
     jp = m.joint_prior_  # users who disclosed both attributes (the same in both modes)
     prior_joint = float("nan") if jp is None else float(mutual_information(jp))
 
+    shown = (", ".join(f"{k}={v!r}" for k, v in options.items()) + ", the defaults otherwise" if options
+             else "taste space, profile release")
     report.section("Setting")
     report.text(
         f"make_ratings: {n_users} users x {n_items} items, six taste classes (attribute_strength "
         f"{attribute_strength:g}) read as gender (2) x age band (3); {opt_in_fraction:.0%} of the users disclose "
-        f"both attributes. QuantizedPrivacyMapper ({n_clusters} clusters, taste space, profile release) at each "
+        f"both attributes. QuantizedPrivacyMapper ({n_clusters} clusters, {shown}) at each "
         "leakage cap, protect='joint' (the cap bounds I(gender, age band; C_hat)) and protect='marginal' (the "
         "cap bounds the average of I(gender; C_hat) and I(age band; C_hat)). Leakages in bits under the "
         f"priors fitted on the opted-in users; RMSE: Table I protocol, Surprise SVD, {cv}-fold."
