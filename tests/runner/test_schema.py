@@ -204,3 +204,36 @@ def test_fuzz_every_parameter_is_accepted_in_range_or_refused_cleanly(name):
             assert isinstance(out, bool)
 
     check()
+
+
+@pytest.mark.parametrize("experiment,extra", [
+    ("synthetic_ratings", {"datasets": ["make_ratings"]}),
+    ("synthetic_ratings_describe", {}),
+    ("multi_attribute", {}),
+    ("privacy_auction", {}),
+])
+def test_the_smallest_accepted_n_items_generates_its_ratings(tmp_path, monkeypatch, experiment, extra):
+    # every n_items the schema accepts must build the experiment's data: make_ratings refuses fewer items than
+    # the mean ratings per user the experiment asks for (n_items 10..19 passed the checks, then the run failed)
+    import privrelease.datasets as datasets
+    from privrelease.runner import Report, check_run
+
+    real = datasets.make_ratings
+    made = []
+
+    class _Made(Exception):
+        pass
+
+    def recording(*args, **kwargs):
+        made.append(real(*args, **kwargs))
+        raise _Made
+
+    monkeypatch.setattr(datasets, "make_ratings", recording)
+    module = check_run(experiment, {})[0]
+    low = module.PARAMETERS["n_items"].low
+    _, params, _ = check_run(experiment, {"n_items": low, **extra}, quick=True)
+    with pytest.raises(_Made):
+        module.run(Report(tmp_path / "r", title="t"), **params)
+    assert made and made[0][0].shape[1] == low
+    with pytest.raises(Exception, match="n_items"):
+        check_run(experiment, {"n_items": low - 1, **extra})

@@ -40,7 +40,7 @@ PARAMETERS = {
     "quick": Bool(),
     "n_users": Int(60, 20_000, why="every level refits the mapper and the recommender in each fold on all "
                                    "users (time grows with n_users)"),
-    "n_items": Int(10, 5_000, why="the clustering and the recommender work on users x items"),
+    "n_items": Int(20, 5_000, why="the clustering and the recommender work on users x items"),
     "attribute_strength": Float(0, 5),
     "max_leakages": Seq(Float(0), max_len=12, increasing=True, why=_LEVELS_CAP),
     "protect": Seq(Choice(("joint", "marginal")), max_len=2, unique=True),

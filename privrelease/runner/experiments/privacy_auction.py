@@ -30,7 +30,7 @@ PARAMETERS = {
     "quick": Bool(),
     "n_users": Int(50, 200_000, why="the SVD embedding and the Nadaraya-Watson weights of every query "
                                    "against all training raters are held in memory"),
-    "n_items": Int(11, 20_000, why="the synthetic rating matrix and its 10-dimensional SVD are held in memory"),
+    "n_items": Int(30, 20_000, why="the synthetic rating matrix and its 10-dimensional SVD are held in memory"),
     "budgets": Seq(Float(0), max_len=50, why="every budget runs one auction per query"),
     "test_fraction": Float(0, 1, low_open=True, high_open=True),
     "bandwidth": Float(0, low_open=True),

@@ -70,7 +70,7 @@ PARAMETERS = {
     "datasets": Seq(Choice(("politics_tv", "make_ratings", "realistic")), max_len=3, unique=True),
     "n_users": Int(50, 50_000, why="every privacy level refits the mapper, the recommender and the "
                                    "attackers in each fold on all users (time and memory grow with n_users)"),
-    "n_items": Int(10, 10_000, why="the attackers and the mapper's clustering work on users x items "
+    "n_items": Int(20, 10_000, why="the attackers and the mapper's clustering work on users x items "
                                    "features"),
     "max_leakages": Seq(Float(0), max_len=30, increasing=True, why=_LEVELS_CAP),
     "blurme_fractions": Seq(Float(0, 1), max_len=30, increasing=True, why=_LEVELS_CAP),

@@ -26,7 +26,7 @@ PARAMETERS = {
     "strengths": Seq(Float(0, 20), max_len=20, why="each strength draws one data set and fits attackers"),
     "n_users": Int(50, 100_000, why="the recommender is cross-validated on every user (time and memory grow "
                                     "with n_users)"),
-    "n_items": Int(10, 10_000, why="the attackers work on users x items features"),
+    "n_items": Int(20, 10_000, why="the attackers work on users x items features"),
     "n_folds": Int(2, 20),
     "heldout_fraction": Float(0, 1, low_open=True, high_open=True),
 }
