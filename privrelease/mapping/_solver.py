@@ -561,6 +561,7 @@ def _solve_mi_target(prob, target_bits, solver, tol):
     best_P, best_d = feasible()
     stalled = 0
     fallbacks = 0
+    solved = {}  # budget -> the precision it was solved to, by the search below
     for _ in range(MAX_TARGET_SOLVES):
         lb = lower()
         gap_before = best_d - lb
@@ -597,6 +598,11 @@ def _solve_mi_target(prob, target_bits, solver, tol):
             [lk for _, _, lk in lines if lk > 0] + [0.0])
         need = max(0.1 * lam_ref * dist_tol / LN2, 1e-14) if lam_ref > 0 else 1e-14
         tol_k = min(tol, max(need, 1e-2 * abs(f_cur - L) / LN2))
+        if solved.get(nxt, np.inf) <= tol_k:
+            # the same budget, asked no more precisely: the solve would repeat its line (the bounds did not
+            # move since, so the search came back to it); the certified interval cannot shrink further
+            break
+        solved[nxt] = tol_k
         near = min(lefts + rights, key=lambda t: abs(t[0] - nxt))[1]
         _, f_new, _, lam_new = run(nxt, tol_k, warm=near)
         d_cur, f_cur, lam_cur = nxt, f_new, lam_new
