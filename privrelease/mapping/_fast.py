@@ -106,6 +106,10 @@ WARM_MU = 1e3  # a round after a precise one restarts at this multiple of its fi
 WARM_NEW = 1e-3  # entries priced in start at this fraction of their row's mean (warm-started rounds)
 FULL_POLISH_GAP = 10.0  # after a precise round this close (times tol) the trial polish runs, and its refined bound
 REG = 1e-3  # proximal regularisation of the KKT polish, relative to the Hessian's diagonal
+# the barrier checks its points from this barrier gap (nats) on, however small the tolerance: a target search near
+# perfect privacy asks for 1e-12 bits, which the barrier's last levels cannot reach (their Newton systems lose
+# their accuracy), and a point it passed at 1e-10 nats had the better certificate (8e-12 bits against 6e-10)
+CHECK_FROM = 1e-9
 
 
 def _sparse_spd_solver(S, diag):
@@ -444,9 +448,12 @@ class _Barrier:
                     print(f"it {it} mu {mub:.2e} dec {dec:.2e} a {a:.2e} amax {amax:.2e} f {self.f(J):.10e}")
                 if dec <= (0.1 if not last else 1e-3) * mub or it >= max_iter:
                     break
-            if mub * m <= 100 * gap_nats or broken:
+            if mub * m <= max(100 * gap_nats, CHECK_FROM) or broken:
                 gap = check(x, 0.0 if broken else mub * m)
-                if gap < best_gap:
+                # the point returned is the best checked one of the last levels (a point of an earlier level
+                # returns only when it certifies: its leakage is higher, and a target search needs both its
+                # bound, which check() records, and the lowest leakage)
+                if gap < best_gap and (mub * m <= 100 * gap_nats or broken or gap <= 0):
                     best_x, best_gap = x.copy(), gap
                 if gap <= 0:
                     self.state = (z.copy(), lam, mub)
@@ -499,7 +506,8 @@ def _candidate_support(prob, n_neighbours, warm):
     return sup & mask
 
 
-def solve_fast(prob, delta, *, tol=1e-6, warm=None, n_neighbours=None, max_rounds=30, return_hint=False):
+def solve_fast(prob, delta, *, tol=1e-6, warm=None, n_neighbours=None, max_rounds=30, return_hint=False,
+               bounds=None):
     """Certified minimiser of I(A; C_hat) on the reduced problem; returns a dense reduced mapping.
 
     With ``return_hint=True`` returns ``(P, pi_hint)``: ``pi_hint`` holds the posteriors of
@@ -509,13 +517,20 @@ def solve_fast(prob, delta, *, tol=1e-6, warm=None, n_neighbours=None, max_round
     them rather than by the per-output search of :meth:`Problem.refine_pi` (k = 1000: 0.07 s
     against 12.5 s, 2.2e-7 bits).
 
+    ``bounds``: a list to which the Lagrangian bounds computed along the way are appended, as
+    ``(lower_bound_nats, multiplier)``. Each bounds ``I*(delta)`` whatever point it was computed at (the
+    bound is a function of the posteriors and the multiplier alone), so a caller may certify the returned
+    point with the best of them: near perfect privacy the barrier's earlier levels have the better bounds
+    and its last ones the lower leakage (families seed 29, tiny_class, a 1e-9-bit target).
+
     BLAS runs single-threaded here: the dense factorisations are small and
     multi-threaded BLAS on a busy 2-core machine is many times slower.
     """
     if n_neighbours is None:
         n_neighbours = 8
     with single_threaded_blas():
-        P, hint = _solve_fast(prob, delta, tol=tol, warm=warm, n_neighbours=n_neighbours, max_rounds=max_rounds)
+        P, hint = _solve_fast(prob, delta, tol=tol, warm=warm, n_neighbours=n_neighbours, max_rounds=max_rounds,
+                              bounds=bounds)
         if np.isfinite(delta) and prob.distortion(P) > delta:
             P = prob.clean(P, delta)
         # hint: None unless a trial polish certified P (no polish, no emptied outputs)
@@ -531,8 +546,10 @@ def solve_fast(prob, delta, *, tol=1e-6, warm=None, n_neighbours=None, max_round
         return (P, hint) if return_hint else P
 
 
-def _solve_fast(prob, delta, *, tol, warm, n_neighbours, max_rounds):
+def _solve_fast(prob, delta, *, tol, warm, n_neighbours, max_rounds, bounds=None):
     delta = float(delta)
+    if bounds is None:
+        bounds = []
     at_min = delta <= prob.delta_min * (1 + 1e-12) + 1e-300
     if at_min:
         support = prob.argmin_mask.copy()
@@ -575,9 +592,10 @@ def _solve_fast(prob, delta, *, tol, warm, n_neighbours, max_rounds):
             if not full:
                 # restricted problem: done once the barrier gap is below the target
                 return -1.0 if barrier_gap <= round_gap else 1.0
-            gap = prob.certificate(P, delta)[0]
+            gap, mu_c, f_c = prob.certificate(P, delta)
             if 0.5 * tol < gap <= 1e3 * tol and barrier_gap <= gap_nats:  # light outputs may need a better pi
-                gap = prob.certificate(P, delta, target_bits=0.5 * tol)[0]
+                gap, mu_c, f_c = prob.certificate(P, delta, target_bits=0.5 * tol)
+            bounds.append((f_c - gap * LN2, mu_c))
             return gap - 0.5 * tol
 
         # while the working set still grows, solve the restricted problem loosely

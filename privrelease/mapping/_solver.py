@@ -247,8 +247,9 @@ def _delta_best(prob, delta, solver, tol, warm=None):
             cands = sparse_candidates(prob, delta=delta, tol_bits=tol)
         else:
             cands = _cvxpy_candidates(prob, delta=delta)
-        for name, P, *hint in cands:  # the fast path adds the pi of the outputs it emptied
+        for name, P, *hint in cands:  # the fast path adds the pi of the outputs it emptied, and its bounds
             P, pi_hint = feasible_candidate(prob, P, delta, hint[0] if hint else None)
+            more = hint[1] if len(hint) > 1 else ()
             extra = {"pi_hint": pi_hint} if pi_hint is not None else {}
             if name == "first-order":
                 # a shortcut, used only when it certifies with the plain bound: never the "best"
@@ -258,6 +259,12 @@ def _delta_best(prob, delta, solver, tol, warm=None):
                     notes.append(f"{name}: gap {gap:.3g} bits")
                     continue
             gap, mu, f = prob.certificate(P, delta, target_bits=tol, both_starts=True, **extra)
+            if more:
+                # a bound the solver computed at another of its points bounds I*(delta) as well (it depends on
+                # the posteriors and the multiplier alone): the returned point is certified with the best one
+                lb_more, mu_more = max(more)
+                if lb_more > f - gap * LN2:
+                    gap, mu = max(f - lb_more, 0.0) / LN2, mu_more
             cert = {"gap_bits": float(gap), "multiplier": float(mu), "lower_bound": float(f - gap * LN2)}
             if best is None or gap < best[1]["gap_bits"]:
                 best = (P, cert, name)
@@ -295,14 +302,16 @@ def _fast_candidates(prob, delta, tol, warm, notes):
     smallest budget, with tied cheapest outputs) the optimum at the smallest budget."""
     from ._fast import solve_fast
 
+    bounds = []
     try:
-        out = solve_fast(prob, delta, tol=tol, warm=warm, return_hint=True)
+        out = solve_fast(prob, delta, tol=tol, warm=warm, return_hint=True, bounds=bounds)
     except (SolverError, np.linalg.LinAlgError, ArithmeticError, ValueError) as exc:
         # any numerical failure of the fast solver falls back to the reference
         notes.append(f"fast: {type(exc).__name__}: {exc}")
     else:
-        # (P, pi of the outputs the polish may empty); a bare mapping is accepted too
-        yield ("fast", *out) if isinstance(out, tuple) else ("fast", out)
+        # (P, pi of the outputs the polish may empty, the bounds computed on the way); a bare mapping is
+        # accepted too
+        yield ("fast", *out, bounds) if isinstance(out, tuple) else ("fast", out, None, bounds)
     step = _first_order_step(prob, delta)  # certified only when the budget is nearly the smallest
     if step is not None:
         yield "first-order", step

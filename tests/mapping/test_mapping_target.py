@@ -184,3 +184,29 @@ def test_tiny_target_certified_when_the_polish_starts_above_the_budget():
         warnings.simplefilter("ignore", UserWarning)
         ref = _cvxpy_target(prior, d, target)
     assert abs(res.distortion - ref) <= res.certificate["distortion_gap"] + 1e-6 * rng_d
+
+
+def test_a_tighter_tolerance_never_loosens_a_delta_solves_bound():
+    # families seed 29, tiny_class: k = 25, |A| = 4, a budget where I* is ~1e-9 bits (a 1e-9-bit target's search).
+    # Asked for 1e-11 bits the fast path certified 8.4e-12; asked for 1e-12 it ran the barrier to smaller
+    # parameters, whose Newton systems lost their accuracy, and returned a lower leakage with a bound 6.4e-10 bits
+    # below it: the target search's lines came from the worse bound. The barrier now checks its points from
+    # CHECK_FROM on whatever the tolerance, and the solve is certified with the best bound it met
+    from privrelease.mapping._solver import _delta_best, _presolved_problem
+
+    z = np.load(Path(__file__).parent / "data" / "tiny_class_k25_a4_near_pp.npz")
+    prob, _ = _presolved_problem(z["prior"] / z["prior"].sum(), z["d"])
+    delta = float(z["delta"])
+    out = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        for tol in (1e-11, 1e-12):
+            P, cert, name, ok, _ = _delta_best(prob, delta, "fast", tol)
+            f = prob.objective(P)
+            assert cert["lower_bound"] == pytest.approx(f - cert["gap_bits"] * math.log(2), abs=1e-22)
+            assert prob.distortion(P) <= delta * (1 + 1e-12)
+            out[tol] = (f, cert)
+    assert out[1e-12][1]["gap_bits"] <= out[1e-11][1]["gap_bits"]
+    assert out[1e-12][1]["lower_bound"] >= out[1e-11][1]["lower_bound"] - 1e-13
+    # every bound lies below every feasible leakage (the other solve's point included)
+    assert max(c["lower_bound"] for _, c in out.values()) <= min(f for f, _ in out.values()) + 1e-18
