@@ -6,6 +6,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from ..utils import check_number, check_random_source
+from ..utils._validation import as_int64_codes, check_allocation
 
 __all__ = ["empirical_prior", "kde_prior", "KDEPrior"]
 
@@ -14,10 +15,9 @@ def _codes(x, name, n):
     x = np.asarray(x)
     if x.ndim != 1:
         raise ValueError(f"{name} must be 1-D integer codes, got shape {x.shape}")
-    if x.size and not np.issubdtype(x.dtype, np.integer):
-        if not np.issubdtype(x.dtype, np.number) or np.any(x != np.round(x)):
-            raise ValueError(f"{name} must hold integer codes 0..n-1, got dtype {x.dtype}")
-    x = x.astype(np.int64)
+    if x.size and x.dtype.kind not in "iuf":
+        raise ValueError(f"{name} must hold integer codes 0..n-1, got dtype {x.dtype}")
+    x = as_int64_codes(x, name, "integer codes 0..n-1")
     if x.size and x.min() < 0:
         raise ValueError(f"{name} codes must be >= 0, got {x.min()!r}")
     if n is None:
@@ -62,9 +62,13 @@ def empirical_prior(private, public, *, n_private=None, n_public=None, smoothing
     s = check_number(smoothing, "smoothing", low=0.0)
     if a.size == 0 and s == 0:
         raise ValueError("empirical_prior needs at least one sample (or smoothing > 0)")
+    check_allocation(na * nc, f"n_private={na} x n_public={nc}: the prior")
     counts = np.zeros((na, nc))
     np.add.at(counts, (a, c), 1.0)
-    counts += s
+    # divided by the larger of 1 and s first: a huge smoothing (1e308) made the total overflow to inf and
+    # the "prior" all zeros; the independent (uniform) prior it tends to is returned instead
+    scale = max(s, 1.0)
+    counts = counts / scale + s / scale
     return counts / counts.sum()
 
 

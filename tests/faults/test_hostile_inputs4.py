@@ -1,0 +1,92 @@
+"""Hostile inputs, fourth audit: numeric extremes of the mapping engine's public functions, degenerate data
+in the evaluation layer, the data generators and loaders, dask collections of unknown chunk sizes, and
+epsilons composed a million times. One test per finding (earlier audits: test_hostile_inputs.py to
+test_hostile_inputs3.py)."""
+
+import math
+import re
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from privrelease.mapping import (empirical_prior, erasure_alphabet, privacy_distortion_curve, solve_mapping,
+                                 squared_euclidean_distortion)
+
+PRIOR = np.array([[0.4, 0.1], [0.1, 0.4]])
+D = 1.0 - np.eye(2)
+
+
+# --------------------------------------------------------------------------- the mapping engine
+def test_float32_prior_normalised_in_float32_is_accepted():
+    # a prior normalised in float32 sums to 1 + 1.5e-8 in float64: it was refused ("must sum to 1")
+    P = np.array([[0.3, 0.2], [0.1, 0.4]], dtype=np.float32) / np.float32(1.0000001)
+    P = P / P.sum(dtype=np.float32)
+    assert abs(P.astype(np.float64).sum() - 1) > 1e-8
+    res = solve_mapping(P, D, 0.1)
+    ref = solve_mapping(P.astype(np.float64) / P.astype(np.float64).sum(), D, 0.1)
+    assert res.status == "optimal" and res.leakage == pytest.approx(ref.leakage, abs=1e-6)
+    with pytest.raises(ValueError, match="must sum to 1"):  # a float64 prior keeps its 1e-8 tolerance
+        solve_mapping(PRIOR * (1 + 1e-7), D, 0.1)
+    with pytest.raises(ValueError, match="must sum to 1"):  # and float32 is not a licence for any sum
+        solve_mapping((PRIOR * 1.001).astype(np.float32), D, 0.1)
+
+
+@pytest.mark.parametrize("make", [sp.csr_matrix, sp.csr_array, sp.coo_array])
+def test_sparse_prior_is_densified_not_a_type_error(make):
+    # np.asarray wrapped it in an object scalar: "setting an array element with a sequence"
+    res = solve_mapping(make(PRIOR), D, 0.1)
+    assert res.leakage == pytest.approx(solve_mapping(PRIOR, D, 0.1).leakage, abs=1e-9)
+
+
+def test_curve_budget_beyond_float64_is_the_infinite_budget():
+    # raw.astype(float) raised OverflowError; solve_mapping takes 10**400 as np.inf
+    curve = privacy_distortion_curve(PRIOR, D, [0.1, 10**400])
+    assert curve["delta"].tolist()[1] == np.inf and curve["leakage_bits"].iloc[1] == pytest.approx(0, abs=1e-9)
+    assert solve_mapping(PRIOR, D, 10**400).leakage == pytest.approx(0, abs=1e-9)
+
+
+def test_squared_euclidean_distortion_of_points_far_from_the_origin():
+    # ||a||^2 + ||b||^2 - 2 a.b cancelled: points 1e8 and 1e8 + 1 were at distance 0 (one point to the mapping)
+    np.testing.assert_array_equal(squared_euclidean_distortion([[1e8], [1e8 + 1]]), [[0, 1], [1, 0]])
+    np.testing.assert_array_equal(squared_euclidean_distortion([[1e8, 0]], [[1e8 + 3, 4]]), [[25]])
+
+
+def test_squared_euclidean_distortion_overflow_and_non_numbers_are_named():
+    with pytest.raises(ValueError, match=r"centers_in\[0\] and centers_in\[1\] overflows float64"):
+        squared_euclidean_distortion([[0.0], [1e200]])  # was inf, and nan (inf - inf) with centers_out
+    with pytest.raises(ValueError, match=r"centers_out\[0\] overflows"):
+        squared_euclidean_distortion([[1e200]], [[-1e200]])
+    with pytest.raises(TypeError, match="centers_in must hold real coordinates.*'a'"):
+        squared_euclidean_distortion([["a"], ["b"]])  # numpy's "could not convert string to float"
+    with pytest.raises(TypeError, match="centers_out must hold real numbers"):
+        squared_euclidean_distortion([[1.0]], [[1j]])  # float() argument must be ... not 'complex'
+    np.testing.assert_array_equal(squared_euclidean_distortion(sp.csr_matrix(np.eye(2))), [[0, 2], [2, 0]])
+
+
+@pytest.mark.parametrize("codes, shown", [
+    (np.array([[2**64 - 1, 0]], dtype=np.uint64), "18446744073709551615"),  # wrapped to -1: "codes >= 0, got -1"
+    ([[1e300, 0]], "1e+300"),                                                # cast to -9223372036854775808
+])
+def test_codes_beyond_int64_are_named_as_given(codes, shown):
+    with pytest.raises(ValueError, match=f"input_symbols must hold integer category codes.*got {re.escape(shown)}"):
+        erasure_alphabet(codes)
+    with pytest.raises(ValueError, match=f"private must hold integer codes.*got {re.escape(shown)}"):
+        empirical_prior(np.asarray(codes)[0], [0, 1])
+    with pytest.raises(ValueError, match="private must hold integer codes.*got inf"):
+        empirical_prior([np.inf, 1.0], [0, 1])
+
+
+def test_empirical_prior_too_large_for_memory_is_refused_before_allocating():
+    with pytest.raises(ValueError, match=r"n_private=1000000000001 x n_public=2: the prior would need 14\.6 TiB"):
+        empirical_prior([0, 10**12], [0, 1])  # numpy's MemoryError did not name the argument
+    with pytest.raises(ValueError, match="n_private=1000000000 x n_public=1000000000"):
+        empirical_prior([0, 1], [0, 1], n_private=10**9, n_public=10**9)
+
+
+def test_empirical_prior_huge_smoothing_is_the_uniform_prior_not_zeros():
+    # counts.sum() overflowed to inf: every entry of the "prior" was 0
+    q = empirical_prior([0, 0, 1], [0, 1, 1], smoothing=1e308)
+    np.testing.assert_allclose(q, np.full((2, 2), 0.25), rtol=1e-12)
+    np.testing.assert_allclose(empirical_prior([0, 0, 1], [0, 1, 1], smoothing=2.0), np.array([[3, 3], [2, 3]]) / 11)
