@@ -90,3 +90,41 @@ def test_empirical_prior_huge_smoothing_is_the_uniform_prior_not_zeros():
     q = empirical_prior([0, 0, 1], [0, 1, 1], smoothing=1e308)
     np.testing.assert_allclose(q, np.full((2, 2), 0.25), rtol=1e-12)
     np.testing.assert_allclose(empirical_prior([0, 0, 1], [0, 1, 1], smoothing=2.0), np.array([[3, 3], [2, 3]]) / 11)
+
+
+# --------------------------------------------------------------------------- the evaluation layer
+class _ItemMean:
+    """A tiny deterministic recommender (the rmse_cost docstring's)."""
+
+    def get_params(self, deep=True):
+        return {}
+
+    def set_params(self, **params):
+        return self
+
+    def fit(self, X):
+        X = sp.csr_matrix(X)
+        self.mean_ = np.asarray(X.sum(axis=0)).ravel() / np.maximum(X.getnnz(axis=0), 1)
+        return self
+
+    def rmse(self, X, y):
+        y = sp.coo_matrix(y)
+        return float(np.sqrt(np.mean((y.data - self.mean_[y.col]) ** 2)))
+
+
+def test_rmse_cost_when_every_rating_is_equal():
+    # the original RMSE is 0: "rel_increase_released" was a float ZeroDivisionError that stopped the evaluation,
+    # after a RuntimeWarning of scikit-learn's TruncatedSVD (0 / 0 explained variance) in the mapper's fit
+    from privrelease.evaluation import rmse_cost
+    from privrelease.mappers import QuantizedPrivacyMapper
+
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 60)
+    X = 3.0 * (rng.random((60, 12)) < 0.6)
+    X[:, 0] = 3.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        res = rmse_cost(QuantizedPrivacyMapper(n_clusters=3, random_state=0), X, y, recommender=_ItemMean(),
+                        random_state=0)
+    assert res["rmse_original"] == 0 and res["rmse_released"] == 0
+    assert res["rel_increase_released"] == 0 and (res.per_fold["rel_increase_released"] == 0).all()
