@@ -128,3 +128,31 @@ def test_rmse_cost_when_every_rating_is_equal():
                         random_state=0)
     assert res["rmse_original"] == 0 and res["rmse_released"] == 0
     assert res["rel_increase_released"] == 0 and (res.per_fold["rel_increase_released"] == 0).all()
+
+
+# --------------------------------------------------------------------------- the accountant
+def test_accountant_composes_a_million_releases_exactly():
+    from privrelease.accounting import PrivacyAccountant
+    from privrelease.exceptions import BudgetExceededError
+
+    # a plain running sum drifted with the number of releases (10**6 spends of 0.1 added up past 10**5 and the last
+    # one of that exact budget was refused); the compensated sum is the exact sum of the spends, rounded once
+    n = 2 * 10**5
+    acc = PrivacyAccountant(0.1 * n)
+    for _ in range(n):
+        acc.spend(0.1)
+    assert acc.spent == math.fsum([0.1] * n)
+    # and spends below half an ulp of the total were lost: 1.0 + 10**4 x 1e-17 was "spent 1.0"
+    acc = PrivacyAccountant(1.0 + 1e-9)
+    acc.spend(1.0)
+    for _ in range(10**4):
+        acc.spend(1e-17)
+    assert acc.spent == pytest.approx(1.0 + 1e-13, rel=0, abs=1e-16)
+
+
+@pytest.mark.parametrize("call", [lambda A: A(10**400), lambda A: A().spend(10**400)])
+def test_accountant_epsilon_beyond_float64_is_infinite_not_an_overflow_error(call):
+    from privrelease.accounting import PrivacyAccountant
+
+    out = call(PrivacyAccountant)
+    assert (out.epsilon if out.spent == 0 else out.spent) == math.inf
