@@ -156,3 +156,38 @@ def test_accountant_epsilon_beyond_float64_is_infinite_not_an_overflow_error(cal
 
     out = call(PrivacyAccountant)
     assert (out.epsilon if out.spent == 0 else out.spent) == math.inf
+
+
+# --------------------------------------------------------------------------- the data generators
+def test_class_weights_whose_sum_overflows_are_weights_all_the_same():
+    # w.sum() overflowed to inf: numpy's "probabilities do not sum to 1" from inside rng.choice
+    from privrelease.datasets import make_ratings, make_realistic_ratings
+
+    a = make_ratings(50, 40, attribute_proportion=[1e308, 1e308], random_state=0)
+    b = make_ratings(50, 40, attribute_proportion=[1, 1], random_state=0)
+    assert (a[0] != b[0]).nnz == 0 and np.array_equal(a[1], b[1])
+    c = make_realistic_ratings(30, 60, attributes={"g": [1e308, 1e308]}, random_state=0)
+    d = make_realistic_ratings(30, 60, attributes={"g": [0.5, 0.5]}, random_state=0)
+    assert (c[0] != d[0]).nnz == 0 and c[1].equals(d[1])
+
+
+def test_activity_skew_whose_square_overflows_is_named():
+    from privrelease.datasets import make_ratings
+
+    with pytest.raises(ValueError, match=r"activity_skew must be <= 1\.34e\+154.*got 1e\+300"):
+        make_ratings(10, 40, activity_skew=1e300, random_state=0)  # OverflowError (34, 'Numerical result ...')
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda m, r: m(n_users=10**9, n_items=10**6), r"n_users=1000000000, n_items=1000000, n_factors=5: .* would need"),
+    (lambda m, r: m(n_users=10, n_factors=10**10), r"n_factors=10000000000: .* would need"),
+    (lambda m, r: m(n_users=10, n_items=10**11), r"n_items=100000000000, .* would need"),
+    (lambda m, r: r(n_users=10**10, n_items=10**5), r"n_users=10000000000, .* would need"),
+    (lambda m, r: r(n_users=100, n_items=10**11), r"n_items=100000000000, .* would need"),
+])
+def test_generator_sizes_beyond_memory_are_refused_before_drawing(call, match):
+    # numpy's MemoryError ("Unable to allocate 37.3 GiB for an array with shape (1000000000, 5)") named no argument
+    from privrelease.datasets import make_ratings, make_realistic_ratings
+
+    with pytest.raises(ValueError, match=match):
+        call(make_ratings, make_realistic_ratings)
