@@ -191,3 +191,29 @@ def test_generator_sizes_beyond_memory_are_refused_before_drawing(call, match):
 
     with pytest.raises(ValueError, match=match):
         call(make_ratings, make_realistic_ratings)
+
+
+# --------------------------------------------------------------------------- rating files
+def test_csv_with_a_byte_order_mark_read_as_latin1_is_refused_not_a_new_user(tmp_path):
+    # the mark decoded as 'ï»¿' glued to the first id: user 'ï»¿1' was another user than '1' (user 1 split in two)
+    from privrelease.datasets import load_ratings_csv
+
+    p = tmp_path / "r.csv"
+    p.write_bytes(b"\xef\xbb\xbf1,1,5\n2,1,4\n1,2,3\n")
+    kw = dict(header=False, user_col=0, item_col=1, rating_col=2)
+    with pytest.raises(ValueError, match="starts with a UTF-8 byte-order mark.*encoding='latin-1'.*encoding='utf-8'"):
+        load_ratings_csv(p, encoding="latin-1", **kw)
+    X, users, _ = load_ratings_csv(p, **kw)  # the default encoding skips the mark
+    assert users.tolist() == [1, 2] and X.toarray().tolist() == [[5, 3], [4, 0]]
+
+
+def test_truncated_last_line_with_a_multi_character_separator_names_the_line(tmp_path):
+    # pandas' python engine (sep='::') filled the missing field with NaN: AttributeError 'float' ... 'strip'
+    from privrelease.datasets import load_ratings_csv
+
+    p = tmp_path / "r.dat"
+    p.write_text("user::item::rating\n1::1::5\n2::1::4\n3::2")
+    with pytest.raises(ValueError, match=r"line 4, column 'rating': rating '' is missing"):
+        load_ratings_csv(p, sep="::")
+    X, users, _ = load_ratings_csv(p, sep="::", drop_ratings=[""])
+    assert users.tolist() == [1, 2] and X.toarray().ravel().tolist() == [5, 4]
