@@ -217,3 +217,35 @@ def test_truncated_last_line_with_a_multi_character_separator_names_the_line(tmp
         load_ratings_csv(p, sep="::")
     X, users, _ = load_ratings_csv(p, sep="::", drop_ratings=[""])
     assert users.tolist() == [1, 2] and X.toarray().ravel().tolist() == [5, 4]
+
+
+# --------------------------------------------------------------------------- dask collections
+def _dask_data():
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 80)
+    X = rng.integers(1, 6, (80, 6)) * (rng.random((80, 6)) < 0.7)
+    X[:, 0] = np.where(y == 1, 5, 1)
+    return X.astype(float), y
+
+
+def test_dask_labels_filtered_like_the_ratings_fit_as_in_memory():
+    # X[keep] and y[keep] with a dask mask have unknown chunk sizes: y was refused ("got (nan,)")
+    da = pytest.importorskip("dask.array")
+    import dask
+
+    from privrelease.mappers import QuantizedPrivacyMapper
+
+    X, y = _dask_data()
+    keep = np.arange(80) % 3 != 0
+    Xd, yd, kd = da.from_array(X, chunks=(20, 6)), da.from_array(y, chunks=20), da.from_array(keep, chunks=20)
+    with dask.config.set(scheduler="synchronous"):
+        mem = QuantizedPrivacyMapper(n_clusters=3, random_state=0).fit(X[keep], y[keep])
+        lazy = QuantizedPrivacyMapper(n_clusters=3, random_state=0).fit(Xd[kd], yd[kd])
+        np.testing.assert_allclose(lazy.prior_, mem.prior_, atol=1e-12)
+        # a dask y chunked otherwise than X, and of unknown chunk sizes, is aligned too
+        other = QuantizedPrivacyMapper(n_clusters=3, random_state=0).fit(
+            Xd, da.from_array(y, chunks=13)[da.from_array(np.ones(80, bool), chunks=13)])
+        full = QuantizedPrivacyMapper(n_clusters=3, random_state=0).fit(Xd, yd)
+        np.testing.assert_allclose(other.prior_, full.prior_, atol=1e-12)
+        with pytest.raises(ValueError, match="unknown number of columns.*compute_chunk_sizes"):
+            full.transform(Xd[:, da.from_array(np.ones(6, bool), chunks=6)])  # "X has nan features"
