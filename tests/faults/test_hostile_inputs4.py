@@ -112,10 +112,10 @@ class _ItemMean:
         return float(np.sqrt(np.mean((y.data - self.mean_[y.col]) ** 2)))
 
 
-def test_rmse_cost_when_every_rating_is_equal():
+def test_rmse_cost_and_curve_when_every_rating_is_equal():
     # the original RMSE is 0: "rel_increase_released" was a float ZeroDivisionError that stopped the evaluation,
     # after a RuntimeWarning of scikit-learn's TruncatedSVD (0 / 0 explained variance) in the mapper's fit
-    from privrelease.evaluation import rmse_cost
+    from privrelease.evaluation import privacy_utility_curve, rmse_cost
     from privrelease.mappers import QuantizedPrivacyMapper
 
     rng = np.random.default_rng(0)
@@ -128,6 +128,9 @@ def test_rmse_cost_when_every_rating_is_equal():
                         random_state=0)
     assert res["rmse_original"] == 0 and res["rmse_released"] == 0
     assert res["rel_increase_released"] == 0 and (res.per_fold["rel_increase_released"] == 0).all()
+    curve = privacy_utility_curve(QuantizedPrivacyMapper(n_clusters=3, random_state=0), X, y, deltas=[0.0, 1.0],
+                                  recommender=_ItemMean(), attack_models=(), random_state=0, verbose=0)  # same division
+    assert (curve.frame["rel_increase_released"] == 0).all()
 
 
 # --------------------------------------------------------------------------- the accountant
