@@ -92,6 +92,38 @@ def test_empirical_prior_huge_smoothing_is_the_uniform_prior_not_zeros():
     np.testing.assert_allclose(empirical_prior([0, 0, 1], [0, 1, 1], smoothing=2.0), np.array([[3, 3], [2, 3]]) / 11)
 
 
+
+def _kde_data():
+    rng = np.random.default_rng(0)
+    return np.r_[rng.normal(0, 1, (20, 2)), rng.normal(3, 1, (20, 2))], np.r_[np.zeros(20), np.ones(20)]
+
+
+@pytest.mark.parametrize("scale", [1e300, 1e-300])
+def test_kde_prior_does_not_depend_on_the_unit_of_the_coordinates(scale):
+    # 1e300: X.std overflowed and the default bandwidths were refused ("bandwidths must be positive finite numbers");
+    # 1e-300: X.std underflowed to 0 and the bandwidths were 1e300 times the spread of the data
+    from privrelease.mapping import kde_prior
+
+    X, y = _kde_data()
+    ref, got = kde_prior(X, y, cv=3), kde_prior(X * scale, y, cv=3)
+    np.testing.assert_allclose(got.prior, ref.prior, rtol=1e-9)
+    np.testing.assert_allclose(got.bandwidths, ref.bandwidths * scale, rtol=1e-12)
+    np.testing.assert_allclose(got.points, ref.points * scale, rtol=1e-12)
+
+
+def test_kde_prior_whose_kernel_underflows_everywhere_is_refused_not_nan():
+    # bandwidths=[1e-300]: every log-density was -inf and the returned prior was all NaN, silently
+    from privrelease.mapping import kde_prior
+
+    X, y = _kde_data()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # scikit-learn's own "non-finite test scores" during the search
+        with pytest.raises(ValueError, match=r"class np\.float64\(0\.0\) \(bandwidth 1e-300\) has no finite density"):
+            kde_prior(X, y, cv=3, bandwidths=[1e-300])
+    with pytest.raises(ValueError, match=r"n_grid=1000000000000: the grid points would need"):
+        kde_prior(X, y, cv=3, n_grid=10**12)  # numpy's MemoryError
+
+
 # --------------------------------------------------------------------------- the evaluation layer
 class _ItemMean:
     """A tiny deterministic recommender (the rmse_cost docstring's)."""
