@@ -467,7 +467,8 @@ def load_ratings_csv(path, *, user_col="user", item_col="item", rating_col="rati
     header : bool, default=True
         Whether the first line holds column names.
     encoding : str, default="utf-8"
-        A UTF-8 byte-order mark is skipped. Book-Crossing's
+        A UTF-8 byte-order mark is skipped (a file that starts with one is UTF-8:
+        refused under another encoding, which would glue it to the first id). Book-Crossing's
         ``BX-Book-Ratings.csv`` needs ``encoding="cp1252"`` (or ``"latin-1"``).
     timestamp_col : str or int or None, default=None
         A column of numeric timestamps: a repeated (user, item) pair (a user
@@ -522,6 +523,14 @@ def load_ratings_csv(path, *, user_col="user", item_col="item", rating_col="rati
     except LookupError:
         raise ValueError(f"encoding {encoding!r} is not a known text encoding (for example 'utf-8' or "
                          "'latin-1')") from None
+    if codecs.lookup(encoding).name not in ("utf-8", "utf-8-sig"):
+        with open(p, "rb") as fh:
+            if fh.read(3) == codecs.BOM_UTF8:
+                # decoded as 'ï»¿' glued to the first field: a header's first name no longer matched, and without
+                # a header user 'ï»¿1' was another user than '1' (one user split in two, every id made a string)
+                raise ValueError(f"rating file {str(path)!r} starts with a UTF-8 byte-order mark, so it is UTF-8 "
+                                 f"text, but encoding={encoding!r}: the mark would be read as part of the first "
+                                 "field; pass encoding='utf-8' (the default)")
     # "user id, item id, rating": the names ' item id' and ' rating' are matched by 'item id', 'rating'
     user_col, item_col, rating_col, timestamp_col = (c.strip() if isinstance(c, str) else c for c in
                                                      (user_col, item_col, rating_col, timestamp_col))
@@ -546,6 +555,9 @@ def load_ratings_csv(path, *, user_col="user", item_col="item", rating_col="rati
                          f"{exc.object[exc.start]:#04x}); pass encoding= (for example 'latin-1')") from None
     except (ValueError, pd.errors.ParserError) as exc:
         raise ValueError(f"rating file {str(path)!r} cannot be read as {sep!r}-separated text: {exc}") from None
+    # a line with fewer fields than the columns (a truncated last line): the c engine fills '' in, the python
+    # engine (a multi-character sep such as '::') NaN, which crashed below ("'float' object has no attribute 'strip'")
+    df = df.fillna("")
     lines = _check_field_counts(p, sep, encoding, df.shape[1])
     if header:
         df.columns = [c.strip() if isinstance(c, str) else c for c in df.columns]  # the header's names (above)

@@ -23,6 +23,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..utils import check_number
+from ..utils._validation import check_allocation
 
 __all__ = ["make_ratings", "make_realistic_ratings", "make_politics_tv", "POLITICS_TV_GENRES",
            "REALISTIC_ATTRIBUTES", "REALISTIC_ENTANGLED"]
@@ -30,6 +31,10 @@ __all__ = ["make_ratings", "make_realistic_ratings", "make_politics_tv", "POLITI
 # Chunk of users processed at once when drawing which items they rate; bounds the
 # dense (users x items) scratch array to about this many float64 cells.
 _CHUNK_CELLS = 2_000_000
+
+
+#: largest activity_skew whose square is finite
+_MAX_SKEW = float(np.sqrt(np.finfo(np.float64).max))
 
 
 def _check_rng(random_state):
@@ -78,7 +83,21 @@ def _check_class_weights(attribute_proportion):
         )
     w = np.array([check_number(v, f"attribute_proportion[{k}]", low=0, low_inclusive=False)
                   for k, v in enumerate(w)])
+    w = w / w.max()  # weights of 1e308 summed to inf: numpy's "probabilities do not sum to 1"
     return w / w.sum()
+
+
+def _check_generated_size(n_users, n_items, n_factors, n_ratings, *, dense=False):
+    """Refuse sizes whose latent factors and ratings cannot fit in memory, before drawing anything.
+
+    ``n_ratings`` is (at least) the number of ratings drawn; each costs its row, column, value and the two
+    ``n_factors``-vectors of its user and item the rating is computed from.
+    """
+    n_values = (n_users + n_items) * (n_factors + 2) + n_ratings * (6 + 2 * n_factors)
+    if dense:
+        n_values += n_users * n_items
+    check_allocation(n_values, f"n_users={n_users}, n_items={n_items}, n_factors={n_factors}: the latent factors "
+                     f"and at least {n_ratings:,} ratings")
 
 
 def _cover_every_item(indptr, indices, counts, n_items, rng):
@@ -249,9 +268,14 @@ def make_ratings(n_users=1000, n_items=200, *, n_factors=5, attribute_strength=1
         )
     popularity_skew = check_number(popularity_skew, "popularity_skew", low=0)
     activity_skew = check_number(activity_skew, "activity_skew", low=0)
+    if activity_skew > _MAX_SKEW:  # the log-normal's location log(m) - s**2 / 2 overflowed (OverflowError)
+        raise ValueError(f"activity_skew must be <= {_MAX_SKEW:.3g} (its square overflows float64), "
+                         f"got {activity_skew!r}")
     selection_strength = check_number(selection_strength, "selection_strength", low=0)
     noise = check_number(noise, "noise", low=0)
     low, high = _check_rating_scale(rating_scale)
+    _check_generated_size(n_users, n_items, n_factors, int(n_users * min(mean_ratings_per_user, n_items)),
+                          dense=return_dense)
     rng = _check_rng(random_state)
 
     f = n_factors
@@ -569,6 +593,7 @@ def make_realistic_ratings(n_users=1000, n_items=1700, *, attributes=None, n_fac
     low, high = _check_rating_scale(rating_scale)
     bias_shift = _check_shift(attribute_bias_shift, "attribute_bias_shift", weights)
     taste_shift = _check_shift(attribute_taste_shift, "attribute_taste_shift", weights)
+    _check_generated_size(n_users, n_items, n_factors, n_users * min_ratings_per_user)
     rng = _check_rng(random_state)
 
     names = list(weights)

@@ -22,6 +22,7 @@ from ._protocol import (
     _fold_rmse,
     _mapper_figures,
     _prepare_split,
+    _relative_increase,
     _release,
     _run_jobs,
 )
@@ -410,8 +411,8 @@ def privacy_utility_curve(mapper, ratings, private, *, deltas=None, max_leakages
         for rel in RELEASES:
             row[f"rmse_{rel}"] = float(pf[f"rmse_{rel}"].mean())
         row["rmse_released_std"] = float(pf["rmse_released"].std(ddof=1)) if n_folds > 1 else 0.0
-        row["rel_increase_released"] = row["rmse_released"] / row["rmse_original"] - 1.0
-        row["rel_increase_release_nothing"] = row["rmse_release_nothing"] / row["rmse_original"] - 1.0
+        row["rel_increase_released"] = _relative_increase(row["rmse_released"], row["rmse_original"])
+        row["rel_increase_release_nothing"] = _relative_increase(row["rmse_release_nothing"], row["rmse_original"])
         rows.append(row)
     attacks = pd.concat(attack_rows, ignore_index=True) if attack_rows else pd.DataFrame()
     if len(attacks):

@@ -24,6 +24,7 @@ same held-out ratings, with the very same recommender seed:
 """
 
 from dataclasses import dataclass, field
+import math
 import numbers
 import sys
 import warnings
@@ -421,8 +422,8 @@ def _fold_table(split, rmse):
             "n_test_users": int(test.size),
             "n_heldout": int(split.heldout[test].nnz),
             **{f"rmse_{rel}": r[rel] for rel in RELEASES},
-            "rel_increase_released": r["released"] / r["original"] - 1.0,
-            "rel_increase_release_nothing": r["release_nothing"] / r["original"] - 1.0,
+            "rel_increase_released": _relative_increase(r["released"], r["original"]),
+            "rel_increase_release_nothing": _relative_increase(r["release_nothing"], r["original"]),
         })
     return pd.DataFrame(rows)
 
@@ -431,9 +432,17 @@ def _summarise(per_fold):
     s = {f"rmse_{rel}": float(per_fold[f"rmse_{rel}"].mean()) for rel in RELEASES}
     s.update({f"rmse_{rel}_std": float(per_fold[f"rmse_{rel}"].std(ddof=1)) if len(per_fold) > 1 else 0.0
               for rel in ("original", "released", "release_nothing")})
-    s["rel_increase_released"] = s["rmse_released"] / s["rmse_original"] - 1.0
-    s["rel_increase_release_nothing"] = s["rmse_release_nothing"] / s["rmse_original"] - 1.0
+    s["rel_increase_released"] = _relative_increase(s["rmse_released"], s["rmse_original"])
+    s["rel_increase_release_nothing"] = _relative_increase(s["rmse_release_nothing"], s["rmse_original"])
     return s
+
+
+def _relative_increase(rmse, reference):
+    """``rmse / reference - 1``; over a perfect reference (RMSE 0: every rating equal, say) 0 when ``rmse`` is 0
+    too, else ``inf`` (a float ZeroDivisionError stopped the whole evaluation)."""
+    if reference == 0:
+        return 0.0 if rmse == 0 else math.inf
+    return rmse / reference - 1.0
 
 
 @dataclass

@@ -153,6 +153,10 @@ def _transform_partition(part, mapper, seed, partition_info=None):
 def _check_row_chunked(X, mapper):
     if X.ndim != 2:
         raise ValueError(f"expected a 2-D dask array of users x items, got {X.ndim} dimension(s)")
+    if any(np.isnan(c) for c in X.chunks[1]):
+        # columns selected by a dask mask: "X has nan features, but ... is expecting 6" said nothing useful
+        raise ValueError("X has an unknown number of columns (dask chunks of unknown size, as after selecting "
+                         "columns with a dask boolean mask); compute them first: X = X.compute_chunk_sizes()")
     n_features = getattr(mapper, "n_features_in_", None)
     if n_features is not None and X.shape[1] != n_features:
         raise ValueError(
@@ -297,6 +301,10 @@ def y_blocks(y, X):
     if hasattr(y, "to_dask_array"):
         y = y.to_dask_array(lengths=True)
     if isinstance(y, da.Array):
+        if y.ndim == 1 and any(np.isnan(c) for c in y.chunks[0]):
+            # filtered by a dask mask (y[keep], like X[keep]): its length is unknown until computed, and the
+            # shape check below refused it as "got (nan,)"
+            y = y.compute_chunk_sizes()
         if y.ndim != 1 or y.shape[0] != n:
             raise ValueError(f"y must have shape ({n},) to match X, got {y.shape}")
         return list(y.rechunk((X.chunks[0],)).to_delayed().ravel())

@@ -107,7 +107,10 @@ class TasteEmbedding:
         if k >= 1 and E.nnz > 0:
             svd = TruncatedSVD(n_components=k, algorithm="randomized", n_iter=7,
                                random_state=self.random_state)
-            svd.fit(E)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                # residuals all 0 (every rating equal): scikit-learn's explained_variance_ratio_ is 0 / 0,
+                # a RuntimeWarning about a figure nothing here reads
+                svd.fit(E)
             return svd.components_
         return np.zeros((0, X.shape[1]))
 

@@ -12,10 +12,16 @@ __all__ = ["check_prior", "check_distortion", "check_mapping", "check_budget"]
 
 #: absolute tolerance on ``sum(prior) == 1``
 PRIOR_SUM_TOL = 1e-8
+#: a float32 / float16 prior may miss 1 by this many of its own epsilons (it was normalised at its precision)
+PRIOR_SUM_EPS = 8
 
 
 def check_prior(prior, *, name="prior"):
     """Return ``prior`` as a 2-D float array after checking it is a joint distribution.
+
+    A scipy sparse prior is densified (a joint distribution is small: ``n_private x n_public``).
+    A float32 (float16) prior only has to sum to 1 within ``8`` epsilons of its dtype
+    (``9.5e-7`` for float32): normalised at that precision it missed ``1e-8``.
 
     Raises
     ------
@@ -24,7 +30,13 @@ def check_prior(prior, *, name="prior"):
         within ``1e-8`` (the message quotes the offending value).
     """
     check_table(prior, name)  # complex values (the imaginary part was dropped), masked entries, ragged rows
+    if sp.issparse(prior):  # np.asarray wrapped it in a 0-d object array ("setting an array element ...")
+        prior = prior.toarray()
     _refuse_strings(prior, name, "probabilities")
+    dtypes = [prior.dtype] if hasattr(prior, "dtype") else list(getattr(prior, "dtypes", []))  # array / DataFrame
+    tol = PRIOR_SUM_TOL
+    if dtypes and all(isinstance(d, np.dtype) and d.kind == "f" and d.itemsize < 8 for d in dtypes):
+        tol = max(tol, PRIOR_SUM_EPS * max(float(np.finfo(d).eps) for d in dtypes))
     try:
         P = np.asarray(prior, dtype=float)
     except (TypeError, ValueError) as exc:
@@ -41,7 +53,7 @@ def check_prior(prior, *, name="prior"):
     if np.any(P < 0):
         raise ValueError(f"{name} must be non-negative, got a smallest entry of {float(P.min())!r}")
     total = P.sum()
-    if abs(total - 1.0) > PRIOR_SUM_TOL:
+    if abs(total - 1.0) > tol:
         raise ValueError(f"{name} must sum to 1 (a joint distribution), got a sum of {float(total)!r}")
     return P / total
 

@@ -79,10 +79,11 @@ def privacy_distortion_curve(prior, distortion, deltas, *, leakage="mutual_infor
     if raw.dtype.kind not in "iufO" or not all(
             isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_)) for v in items):
         raise TypeError(f"deltas must be a 1-D list of real-number budgets, got {deltas!r}")
-    arr = np.atleast_1d(raw.astype(float))
-    if arr.ndim != 1 or arr.size == 0:
+    if raw.ndim > 1 or raw.size == 0:
         raise ValueError(f"deltas must be a non-empty 1-D list of budgets, got {deltas!r}")
-    budgets = [check_budget(float(d), "delta") for d in arr]
+    # each budget checked as given: an int beyond float64 (10**400) is the infinite budget, as for
+    # solve_mapping, where raw.astype(float) raised OverflowError
+    budgets = [check_budget(d, "delta") for d in np.atleast_1d(raw).tolist()]
     prob, reduction = _presolved_problem(P, D)  # the exact presolve solve_mapping applies
     low = [d for d in budgets if prob.to_internal(d) < prob.delta_min * (1 - BUDGET_RTOL)]
     if low:

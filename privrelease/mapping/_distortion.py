@@ -1,7 +1,12 @@
 """Distortion matrices: squared Euclidean between representative points, and erasures."""
 
+import numbers
+
 import numpy as np
 import scipy.sparse as sp
+from scipy.spatial.distance import cdist
+
+from ..utils._validation import as_int64_codes, check_table
 
 __all__ = ["squared_euclidean_distortion", "erasure_alphabet", "erasure_distortion", "ERASED"]
 
@@ -27,12 +32,8 @@ def squared_euclidean_distortion(centers_in, centers_out=None):
     array([[ 0., 25.],
            [25.,  0.]])
     """
-    A = np.asarray(centers_in, dtype=float)
-    B = A if centers_out is None else np.asarray(centers_out, dtype=float)
-    if A.ndim == 1:
-        A = A[:, None]
-    if B.ndim == 1:
-        B = B[:, None]
+    A = _check_centers(centers_in, "centers_in")
+    B = A if centers_out is None else _check_centers(centers_out, "centers_out")
     if A.ndim != 2 or B.ndim != 2 or A.shape[1] != B.shape[1]:
         raise ValueError(
             f"centers_in and centers_out must be 2-D with the same number of features, got shapes "
@@ -40,11 +41,32 @@ def squared_euclidean_distortion(centers_in, centers_out=None):
         )
     if not (np.all(np.isfinite(A)) and np.all(np.isfinite(B))):
         raise ValueError("centers must be finite")
-    D = (A * A).sum(1)[:, None] + (B * B).sum(1)[None, :] - 2.0 * A @ B.T
-    D = np.maximum(D, 0.0)
+    # differences first (scipy's cdist): ||a||^2 + ||b||^2 - 2 a.b cancelled to 0 between points far from
+    # the origin (1e8 and 1e8 + 1 were at distance 0, so the mapping took them for one point)
+    with np.errstate(over="ignore"):
+        D = cdist(A, B, "sqeuclidean") if A.size and B.size else np.zeros((A.shape[0], B.shape[0]))
+    if not np.all(np.isfinite(D)):
+        i, j = (int(v) for v in np.argwhere(~np.isfinite(D))[0])
+        raise ValueError(f"the squared distance between centers_in[{i}] and "
+                         f"{'centers_in' if centers_out is None else 'centers_out'}[{j}] overflows float64 "
+                         f"(largest coordinate {max(np.abs(A).max(), np.abs(B).max()):.3g}); rescale the centers")
     if centers_out is None:
         np.fill_diagonal(D, 0.0)
     return D
+
+
+def _check_centers(x, name):
+    """Points as a float array; strings, complex numbers and sparse matrices refused naming ``name``."""
+    check_table(x, name)
+    if sp.issparse(x):
+        x = x.toarray()
+    X = np.asarray(x)
+    if X.dtype.kind not in "biuf" and not (X.dtype.kind == "O" and all(
+            isinstance(v, numbers.Real) for v in X.ravel().tolist())):
+        raise TypeError(f"{name} must hold real coordinates, got an array of dtype {X.dtype}"
+                        + (f" (for example {X.ravel()[0]!r})" if X.size else ""))
+    X = X.astype(np.float64)
+    return X[:, None] if X.ndim == 1 else X
 
 
 def _check_symbols(x, name):
@@ -53,11 +75,9 @@ def _check_symbols(x, name):
         X = X[:, None]
     if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
         raise ValueError(f"{name} must be a non-empty 2-D array (n_tuples, n_features), got shape {np.shape(x)}")
-    if not np.issubdtype(X.dtype, np.integer):
-        if not np.issubdtype(X.dtype, np.number) or not np.all(np.isfinite(X)) or np.any(X != np.round(X)):
-            raise ValueError(f"{name} must hold integer category codes, got dtype {X.dtype}")
-        X = X.astype(np.int64)
-    return X.astype(np.int64)
+    if X.dtype.kind not in "iuf":
+        raise ValueError(f"{name} must hold integer category codes, got dtype {X.dtype}")
+    return as_int64_codes(X, name, "integer category codes")
 
 
 #: largest number of (input, erased subset) pairs erasure_alphabet enumerates

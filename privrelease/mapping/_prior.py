@@ -6,6 +6,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from ..utils import check_number, check_random_source
+from ..utils._validation import as_int64_codes, check_allocation
 
 __all__ = ["empirical_prior", "kde_prior", "KDEPrior"]
 
@@ -14,10 +15,9 @@ def _codes(x, name, n):
     x = np.asarray(x)
     if x.ndim != 1:
         raise ValueError(f"{name} must be 1-D integer codes, got shape {x.shape}")
-    if x.size and not np.issubdtype(x.dtype, np.integer):
-        if not np.issubdtype(x.dtype, np.number) or np.any(x != np.round(x)):
-            raise ValueError(f"{name} must hold integer codes 0..n-1, got dtype {x.dtype}")
-    x = x.astype(np.int64)
+    if x.size and x.dtype.kind not in "iuf":
+        raise ValueError(f"{name} must hold integer codes 0..n-1, got dtype {x.dtype}")
+    x = as_int64_codes(x, name, "integer codes 0..n-1")
     if x.size and x.min() < 0:
         raise ValueError(f"{name} codes must be >= 0, got {x.min()!r}")
     if n is None:
@@ -62,10 +62,18 @@ def empirical_prior(private, public, *, n_private=None, n_public=None, smoothing
     s = check_number(smoothing, "smoothing", low=0.0)
     if a.size == 0 and s == 0:
         raise ValueError("empirical_prior needs at least one sample (or smoothing > 0)")
+    check_allocation(na * nc, f"n_private={na} x n_public={nc}: the prior")
     counts = np.zeros((na, nc))
     np.add.at(counts, (a, c), 1.0)
-    counts += s
+    # divided by the larger of 1 and s first: a huge smoothing (1e308) made the total overflow to inf and
+    # the "prior" all zeros; the independent (uniform) prior it tends to is returned instead
+    scale = max(s, 1.0)
+    counts = counts / scale + s / scale
     return counts / counts.sum()
+
+
+#: kde_prior works in units of a power of two when the largest |x| is beyond 1e50 or below 1e-50
+_UNIT_RANGE = 1e50
 
 
 class KDEPrior(NamedTuple):
@@ -155,12 +163,19 @@ def kde_prior(X, y, *, grid=None, n_grid=None, bandwidths=None, cv=5, random_sta
         raise ValueError(f"y must have one label per row of X ({X.shape[0]}), got shape {y.shape}")
     cv = check_number(cv, "cv", low=2, integer=True)
     classes, y_idx = np.unique(y, return_inverse=True)
+    if bandwidths is not None:
+        bandwidths = np.asarray(bandwidths, dtype=float).ravel()
+        if bandwidths.size == 0 or np.any(~np.isfinite(bandwidths)) or np.any(bandwidths <= 0):
+            raise ValueError(f"bandwidths must be positive finite numbers, got {bandwidths!r}")
+    # coordinates of extreme magnitude are worked on in units of a power of two (exact; the discretised prior
+    # does not depend on the unit): X.std of coordinates near 1e300 overflowed (the default bandwidths were
+    # refused as "bandwidths must be positive finite numbers" though none was given), near 1e-300 it underflowed
+    # to 0 (bandwidths 1e300 times the data's spread), and scikit-learn's kernel underflowed at such bandwidths
+    top = float(np.abs(X).max())
+    unit = 2.0 ** np.round(np.log2(top)) if top > _UNIT_RANGE or 0 < top < 1 / _UNIT_RANGE else 1.0
+    X = X / unit
     std = float(np.mean(X.std(axis=0))) or 1.0
-    if bandwidths is None:
-        bandwidths = std * np.geomspace(0.02, 2.0, 25)
-    bandwidths = np.asarray(bandwidths, dtype=float).ravel()
-    if bandwidths.size == 0 or np.any(~np.isfinite(bandwidths)) or np.any(bandwidths <= 0):
-        raise ValueError(f"bandwidths must be positive finite numbers, got {bandwidths!r}")
+    bandwidths = std * np.geomspace(0.02, 2.0, 25) if bandwidths is None else bandwidths / unit
     kdes, bws = [], []
     for i, _ in enumerate(classes):
         Xa = X[y_idx == i]
@@ -178,8 +193,10 @@ def kde_prior(X, y, *, grid=None, n_grid=None, bandwidths=None, cv=5, random_sta
             points = points[:, None]
         if points.ndim != 2 or points.shape[1] != X.shape[1] or points.shape[0] == 0:
             raise ValueError(f"grid must have shape (n_points, {X.shape[1]}), got {np.shape(grid)}")
+        points = points / unit
     elif n_grid is not None:
         n_grid = check_number(n_grid, "n_grid", low=1, integer=True)
+        check_allocation(n_grid * X.shape[1], f"n_grid={n_grid}: the grid points")
         rs = check_random_source(random_state)
         comp = rs.categorical(np.tile(pa, (n_grid, 1)))
         points = np.empty((n_grid, X.shape[1]))
@@ -190,7 +207,14 @@ def kde_prior(X, y, *, grid=None, n_grid=None, bandwidths=None, cv=5, random_sta
     else:
         points = np.unique(X, axis=0)
     logf = np.stack([kde.score_samples(points) for kde in kdes])
+    dead = np.flatnonzero(~np.any(np.isfinite(logf), axis=1) | np.any(np.isnan(logf), axis=1))
+    if dead.size:
+        # every log-density -inf (a bandwidth so small the kernel underflows at each point): the prior was all NaN
+        i = int(dead[0])
+        raise ValueError(f"the KDE of class {classes[i]!r} (bandwidth {float(bws[i] * unit)!r}) has no finite density at any of "
+                         f"the {points.shape[0]} grid point(s): its kernel underflows; give larger bandwidths (or "
+                         "leave bandwidths=None) or grid points closer to the data")
     cond = np.exp(logf - logsumexp(logf, axis=1, keepdims=True))
     prior = pa[:, None] * cond
     prior /= prior.sum()
-    return KDEPrior(prior=prior, points=points, classes=classes, bandwidths=np.asarray(bws))
+    return KDEPrior(prior=prior, points=points * unit, classes=classes, bandwidths=np.asarray(bws) * unit)

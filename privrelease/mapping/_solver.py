@@ -738,7 +738,8 @@ def solve_mapping(prior, distortion, delta=None, *, max_leakage=None, leakage="m
     Parameters
     ----------
     prior : array-like of shape (n_private, n_public)
-        Joint ``p(a, c)``; non-negative and summing to 1 (within 1e-8).
+        Joint ``p(a, c)``; non-negative and summing to 1 (within 1e-8; a float32
+        prior within 8 float32 epsilons). A scipy sparse prior is densified.
     distortion : array-like or scipy sparse matrix of shape (n_public, n_outputs)
         Non-negative ``d(c, c_hat)``; ``np.inf`` forbids a transition exactly
         (the mapping is exactly 0 there), e.g. erasure-only outputs. A scipy

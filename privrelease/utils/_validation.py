@@ -90,6 +90,28 @@ def check_allocation(n_values, what, *, itemsize=8):
                          f"{have}")
 
 
+def as_int64_codes(X, name, what="integer codes"):
+    """Whole numbers (integer or float dtype) as int64, or a ValueError naming the first value that is not one.
+
+    ``astype(np.int64)`` turned ``inf``, ``1e300`` or ``2**63`` into ``-9223372036854775808`` and a uint64
+    ``2**64 - 1`` into ``-1`` (a valid-looking code, or an "erased" marker), so the message quoted a value the
+    caller never gave. Other dtypes (strings, objects, booleans) are refused by the caller.
+    """
+    X = np.asarray(X)
+    if X.dtype.kind == "i":
+        return X.astype(np.int64)
+    flat = X.ravel()
+    if X.dtype.kind == "u":
+        bad = flat > np.iinfo(np.int64).max
+    else:
+        with np.errstate(invalid="ignore"):
+            bad = ~np.isfinite(flat) | (flat != np.round(flat)) | (np.abs(flat) >= 2.0**63)
+    if np.any(bad):
+        v = flat[np.flatnonzero(bad)[0]].item()
+        raise ValueError(f"{name} must hold {what} (whole numbers within the int64 range), got {v!r}")
+    return X.astype(np.int64)
+
+
 def check_table(X, name="X"):
     """Refuse what numpy would misread as a table, before scikit-learn's ``validate_data`` (ValueError naming ``name``).
 

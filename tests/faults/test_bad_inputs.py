@@ -90,6 +90,20 @@ def _bad_file(name, text):
     return base / name
 
 
+def _bom_file():
+    """A UTF-8 rating file starting with a byte-order mark."""
+    path = _bad_file("r.csv", "")
+    path.write_bytes(b"\xef\xbb\xbfuser,item,rating\n1,2,5\n")
+    return path
+
+
+def _dask_columns_unknown():
+    import dask.array as da
+
+    X = da.from_array(X_SMALL, chunks=(2, 3))
+    return X[:, da.from_array(np.ones(3, dtype=bool), chunks=3)]
+
+
 def _ml100k_folder(data):
     """A MovieLens 100k folder whose u.data is ``data`` (u.user and u.item well formed)."""
     folder = _bad_file("u.data", data).parent
@@ -163,7 +177,8 @@ def _catalogue():
     import pandas as pd
 
     from privrelease.mappers import ErasureMapper, QuantizedPrivacyMapper, _dask
-    from privrelease.mapping import empirical_prior, leakage, privacy_distortion_curve, solve_mapping
+    from privrelease.mapping import (empirical_prior, erasure_alphabet, leakage, privacy_distortion_curve,
+                                     solve_mapping, squared_euclidean_distortion)
     from privrelease.noise import Laplace, VectorLaplace, laplace_noise
     from privrelease.recommender import SurpriseRecommender
     from privrelease.regression import TruthfulRegressionMechanism, ridge_sensitivity
@@ -231,6 +246,14 @@ def _catalogue():
          lambda: leakage(PRIOR, kind="entropy"), ValueError, "'entropy'"),
         ("mapping", "empirical_prior([0, 1], [0, 1, 1])",
          lambda: empirical_prior([0, 1], [0, 1, 1]), ValueError, "3"),
+        ("mapping", "empirical_prior([inf, 1], [0, 1])",
+         lambda: empirical_prior([np.inf, 1.0], [0, 1]), ValueError, "inf"),
+        ("mapping", "erasure_alphabet(uint64 codes [[2**64 - 1, 0]])",
+         lambda: erasure_alphabet(np.array([[2**64 - 1, 0]], dtype=np.uint64)), ValueError, "18446744073709551615"),
+        ("mapping", "squared_euclidean_distortion([[0], [1e200]]) (squared distance overflows)",
+         lambda: squared_euclidean_distortion([[0.0], [1e200]]), ValueError, "1e+200"),
+        ("mapping", "squared_euclidean_distortion([['a'], ['b']])",
+         lambda: squared_euclidean_distortion([["a"], ["b"]]), TypeError, "'a'"),
         # --- mappers
         ("mappers", "QuantizedPrivacyMapper().fit(DataFrame X indexed a-d, Series y indexed d-a)",
          _misaligned_labels, ValueError, "'d'"),
@@ -284,6 +307,8 @@ def _catalogue():
          lambda: _dask.transform_in_blocks(m, X_SMALL, 0), ValueError, "0"),
         ("mappers (dask)", "_dask.transform_in_blocks(fitted, X, block_rows=2.5)",
          lambda: _dask.transform_in_blocks(m, X_SMALL, 2.5), TypeError, "2.5"),
+        ("mappers (dask)", "fitted.transform(dask X whose columns were selected by a dask mask)",
+         lambda: m.transform(_dask_columns_unknown()), ValueError, "compute_chunk_sizes"),
         # --- persistence
         ("persistence", "QuantizedPrivacyMapper().save(path) (not fitted)",
          lambda: QuantizedPrivacyMapper().save("/nonexistent/m.npz"), ValueError, "not fitted"),
@@ -426,6 +451,10 @@ def _catalogue():
          lambda: load_ratings_csv(_bad_file("r.csv", "user,item,rating\n1,2,NA\n")), ValueError, "'NA'"),
         ("datasets", "make_ratings(attribute_proportion=1.5)",
          lambda: make_ratings(10, 10, attribute_proportion=1.5), ValueError, "1.5"),
+        ("datasets", "make_ratings(activity_skew=1e300)",
+         lambda: make_ratings(10, 10, mean_ratings_per_user=5, activity_skew=1e300), ValueError, "1e+300"),
+        ("datasets", "load_ratings_csv(file starting with a UTF-8 byte-order mark, encoding='latin-1')",
+         lambda: load_ratings_csv(_bom_file(), encoding="latin-1"), ValueError, "'latin-1'"),
         # --- command line (runner): each prints on one line with exit status 2 (tests/runner/test_cli_safety.py)
         ("cli", "run census_erasure.toml --set top=-1",
          lambda: check_run("census_erasure", {"top": -1}), PipelineError, "top = -1"),
