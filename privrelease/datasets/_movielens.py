@@ -89,7 +89,10 @@ def _check_path(path, name):
 
 
 def _missing_files_message(looked, label, files, builtin, url, loader):
-    lines = [f"  - {folder} (missing: {', '.join(missing)})" for folder, missing in looked]
+    def what(folder, name):  # a FIFO or a folder named u.data is there, but is not a file to read
+        return f"{name} [not a regular file]" if os.path.lexists(Path(folder) / name) else name
+
+    lines = [f"  - {folder} (missing: {', '.join(what(folder, m) for m in missing)})" for folder, missing in looked]
     return (
         f"{label} files ({', '.join(files)}) not found. Looked in:\n"
         + "\n".join(lines)
@@ -642,13 +645,19 @@ def _check_field_counts(p, sep, encoding, n_columns):
         else:
             rows = (line.rstrip("\r\n").split(sep) for line in fh)
         lines = []
-        for i, fields in enumerate(rows):
-            if len(fields) > n_columns and any(f.strip() for f in fields[n_columns:]):
-                raise ValueError(f"rating file {str(p)!r} line {i + 1} has {len(fields)} fields but the "
-                                 f"file has {n_columns} column(s); a row must not hold more fields than the "
-                                 "header names")
-            if fields and fields != [""]:
-                lines.append(rows.line_num if len(sep) == 1 else i + 1)
+        try:
+            for i, fields in enumerate(rows):
+                if len(fields) > n_columns and any(f.strip() for f in fields[n_columns:]):
+                    raise ValueError(f"rating file {str(p)!r} line {i + 1} has {len(fields)} fields but the "
+                                     f"file has {n_columns} column(s); a row must not hold more fields than the "
+                                     "header names")
+                if fields and fields != [""]:
+                    lines.append(rows.line_num if len(sep) == 1 else i + 1)
+        except csv.Error as exc:
+            # a field beyond csv.field_size_limit() (131,072 characters): was the bare '_csv.Error: field
+            # larger than field limit (131072)', naming neither the file nor the line
+            raise ValueError(f"rating file {str(p)!r} line {rows.line_num}: {exc}; expected user, item and "
+                             f"rating fields of at most {csv.field_size_limit()} characters") from None
     return lines
 
 
