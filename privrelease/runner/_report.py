@@ -59,8 +59,8 @@ def _fmt(v):
 #: shown as escapes (``\\x00``, ``\\n``, ``\\u202e``) wherever report text is written: C0 and C1 controls (NUL,
 #: ESC, line breaks of a value...), the bidirectional embeddings, overrides and isolates and the marks that
 #: silently reorder what a reader sees ("Trojan Source", CVE-2021-42574), line / paragraph separators and the
-#: byte-order mark
-_HIDDEN = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]")
+#: byte-order mark, and lone surrogates (a path that is not UTF-8, as Python decodes it from the command line)
+_HIDDEN = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff\ufeff]")
 # markdown's inline syntax, escaped with a backslash in plain text (CommonMark: any escaped ASCII punctuation
 # is that character); '_' only where it can open or close emphasis (not inside leakage_bits)
 _MD_ACTIVE = re.compile(r"[\\`*\[\]<>|&~#]|(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])")
