@@ -169,7 +169,7 @@ def load_movielens_100k(path=None):
     NotADirectoryError
         ``path`` names a file, not a folder.
     ValueError
-        A file is malformed (the message names the file).
+        A file is malformed, or a gender is not F or M (the message names the file).
 
     References
     ----------
@@ -208,6 +208,8 @@ def load_movielens_100k(path=None):
         row = int(np.flatnonzero(users["age"].to_numpy() < 0)[0])
         raise ValueError(f"{folder / 'u.user'} line {row + 1}: age {int(users['age'].iloc[row])} is negative; "
                          "expected an age in years")
+    # an 'f', 'X' or '<script>' gender was counted as a man by the gender attribute (a silent wrong answer)
+    _check_gender(users, folder / "u.user")
     _refuse_conflicting_users(users, folder / "u.user")
 
     _check_ratings(data["rating"].to_numpy(), raw[2], data_file)
@@ -309,10 +311,7 @@ def load_movielens_1m(path=None):
         row = int(np.flatnonzero(bad)[0])
         raise ValueError(f"{users_file} line {row + 1}: age {int(users['age'].iloc[row])} is not one of "
                          f"MovieLens 1M's age codes {list(ML1M_AGE_CODES)}")
-    bad = ~users["gender"].isin(("F", "M")).to_numpy()
-    if bad.any():
-        row = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"{users_file} line {row + 1}: gender {users['gender'].iloc[row]!r} is not 'F' or 'M'")
+    _check_gender(users, users_file)
     _refuse_conflicting_users(users, users_file)
     items = _read_fields(movies_file, "::", 3, 3, "'::'-separated 'MovieID::Title::Genres' table")
     items.columns = ["item_id", "title", "genres"]
@@ -396,6 +395,14 @@ def _decode(file, encodings):
                 raise ValueError(f"{file} is not {enc} text (byte {data[exc.start]:#04x} at offset "
                                  f"{exc.start})") from None
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _check_gender(users, file):
+    """Every gender is 'F' or 'M' (the private attribute codes 'F' as 1 and everything else as 0)."""
+    bad = ~users["gender"].isin(("F", "M")).to_numpy()
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"{file} line {row + 1}: gender {users['gender'].iloc[row]!r} is not 'F' or 'M'")
 
 
 def _read_fields(file, sep, min_fields, max_fields, what, encodings=("utf-8", "latin-1")):

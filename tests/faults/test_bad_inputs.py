@@ -138,6 +138,13 @@ def _ml100k_folder(data):
     return folder
 
 
+def _ml100k_user(line):
+    """A MovieLens 100k folder whose u.user is ``line`` (u.data and u.item well formed)."""
+    folder = _ml100k_folder("1\t1\t5\t881250949\n")
+    (folder / "u.user").write_text(line)
+    return folder
+
+
 def _surprise_trainset():
     import pandas as pd
     import surprise
@@ -488,6 +495,8 @@ def _catalogue():
         ("datasets", "load_ratings_csv(file with a user id of 200,000 characters)",
          lambda: load_ratings_csv(_bad_file("r.csv", "user,item,rating\n" + "u" * 200_000 + ",1,5\n")), ValueError,
          "r.csv' line 2"),
+        ("datasets", "load_movielens_100k(u.user with gender 'f')",
+         lambda: load_movielens_100k(_ml100k_user("1|24|f|technician|85711\n")), ValueError, "gender 'f'"),
         ("datasets", "load_movielens_100k(folder whose u.data is a FIFO)",
          lambda: load_movielens_100k(_fifo("ml/u.data").parent), FileNotFoundError, "u.data [not a regular file]"),
         # --- command line (runner): each prints on one line with exit status 2 (tests/runner/test_cli_safety.py)

@@ -241,3 +241,15 @@ def test_movielens_files_that_are_folders_or_fifos_are_named(tmp_path):
     with _deadline(5), pytest.raises(FileNotFoundError) as info:
         load_movielens_100k(tmp_path)
     assert "(missing: u.data [not a regular file], u.user [not a regular file], u.item)" in str(info.value)
+
+
+@pytest.mark.parametrize("gender", ["f", "X", "<script>", ""])
+def test_movielens_100k_gender_other_than_f_or_m_is_refused(tmp_path, gender):
+    # the gender attribute codes 'F' as 1 and anything else as 0: 'f' was silently a man (ml-1m refused it)
+    from privrelease.datasets import load_movielens_100k
+
+    (tmp_path / "u.data").write_text("1\t1\t5\t881250949\n2\t1\t3\t881250949\n")
+    (tmp_path / "u.user").write_text(f"1|24|M|technician|85711\n2|53|{gender}|other|94043\n")
+    (tmp_path / "u.item").write_text("1|Toy Story (1995)\n")
+    with pytest.raises(ValueError, match=rf"u\.user line 2: gender {re.escape(repr(gender))} is not 'F' or 'M'"):
+        load_movielens_100k(tmp_path)
