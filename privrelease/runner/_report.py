@@ -481,16 +481,31 @@ class Report:
         return path
 
     def json(self, obj, name):
-        """Save ``obj`` (numbers, lists, dicts; numpy values converted) as ``name.json``."""
+        """Save ``obj`` (numbers, lists, dicts; numpy values converted) as ``name.json``.
+
+        The file is strict JSON: NaN and infinities are written as ``null`` (as
+        pandas' ``to_json`` does; ``json.dumps`` wrote ``NaN``, which JavaScript,
+        ``jq`` and most other parsers refuse).
+        """
+
+        def plain(o):
+            if isinstance(o, dict):
+                return {(k.item() if isinstance(k, np.generic) else k): plain(v) for k, v in o.items()}
+            if isinstance(o, (list, tuple)):
+                return [plain(v) for v in o]
+            if isinstance(o, np.ndarray):
+                return plain(o.tolist())
+            if isinstance(o, np.generic):
+                o = o.item()
+            if isinstance(o, float) and not math.isfinite(o):
+                return None
+            return o
 
         def default(o):
-            if isinstance(o, np.generic):
-                return o.item()
-            if isinstance(o, np.ndarray):
-                return o.tolist()
             raise TypeError(f"cannot serialise {type(o).__name__}")
 
-        return self._write(f"{name}.json", json.dumps(obj, indent=2, default=default).encode("utf-8"))
+        text = json.dumps(plain(obj), indent=2, default=default, allow_nan=False)
+        return self._write(f"{name}.json", text.encode("utf-8"))
 
     def markdown(self):
         """The report as markdown (plots linked to their PNG files)."""

@@ -253,3 +253,20 @@ def test_movielens_100k_gender_other_than_f_or_m_is_refused(tmp_path, gender):
     (tmp_path / "u.item").write_text("1|Toy Story (1995)\n")
     with pytest.raises(ValueError, match=rf"u\.user line 2: gender {re.escape(repr(gender))} is not 'F' or 'M'"):
         load_movielens_100k(tmp_path)
+
+
+def test_report_json_is_strict_json(tmp_path):
+    # json.dumps wrote NaN / Infinity, which JavaScript's JSON.parse, jq and most parsers refuse
+    import json
+
+    import numpy as np
+
+    rep, out = _report(tmp_path, title="t")
+    rep.json({"auc": float("nan"), "gap": np.float64("inf"), "curve": np.array([1.0, np.nan]),
+              np.int64(3): [np.float32(-np.inf), 2]}, "headline")
+
+    def refuse(constant):
+        raise ValueError(f"not strict JSON: {constant}")
+
+    got = json.loads((out / "headline.json").read_text(), parse_constant=refuse)
+    assert got == {"auc": None, "gap": None, "curve": [1.0, None], "3": [None, 2]}
