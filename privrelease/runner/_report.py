@@ -269,7 +269,18 @@ def prepare_output_folder(output_dir, *, overwrite=False):
         With the folder and the reason.
     """
     _refuse_empty(output_dir)
-    path = Path(output_dir)
+    if "\x00" in str(output_dir):
+        raise OutputFolderError(f"output folder {str(output_dir)!r} holds a NUL character: expected a path")
+    try:
+        return _prepare(Path(output_dir), overwrite)
+    except OutputFolderError:
+        raise
+    except OSError as exc:  # a name too long for the file system, an unreadable parent ...
+        raise OutputFolderError(f"cannot use the output folder ({exc.strerror or exc}): {str(output_dir)!r}; "
+                                "expected a folder path the file system accepts") from None
+
+
+def _prepare(path, overwrite):
     if path.is_symlink():
         raise OutputFolderError(
             f"output folder {str(path)!r} is a symbolic link (to {os.readlink(path)!r}); reports are only "

@@ -537,6 +537,8 @@ def _catalogue():
          lambda: prepare_output_folder(_out_dir("report")), OutputFolderError, "--overwrite"),
         ("cli", "run P -o <folder whose report.md links outside> --overwrite",
          lambda: prepare_output_folder(_out_dir("symlink"), overwrite=True), OutputFolderError, "report.md"),
+        ("cli", "run P -o <a folder name of 300 characters>",
+         lambda: prepare_output_folder("x" * 300), OutputFolderError, "File name too long"),
         ("cli", "run P -o <folder holding the user's own curve.csv, no report>",
          _own_file_in_output, OutputFolderError, "curve.csv"),
     ]

@@ -187,6 +187,16 @@ def test_a_file_the_report_did_not_write_is_never_replaced(tmp_path):
     assert pd.read_csv(own)["a"].tolist() == [3]
 
 
+@pytest.mark.parametrize("name, message", [("a\x00b", "NUL character"), ("x" * 300, "File name too long")])
+def test_an_impossible_output_path_is_an_output_folder_error(tmp_path, name, message):
+    # was a bare ValueError 'embedded null byte' / OSError [Errno 36]: the command line called it a failed run
+    # (exit 1) instead of a refused folder (exit 2), and neither named the folder
+    with pytest.raises(OutputFolderError, match=message) as info:
+        Report(tmp_path / name, title="t")
+    assert repr(str(tmp_path / name))[:40] in str(info.value)
+    assert list(tmp_path.iterdir()) == []
+
+
 # --------------------------------------------------------------------------- loaders
 @contextlib.contextmanager
 def _deadline(seconds):
