@@ -27,6 +27,7 @@ import os
 import re
 import secrets
 import stat
+import urllib.parse
 from pathlib import Path
 
 import numpy as np
@@ -150,9 +151,10 @@ def _safe_href(url):
     """Links stay relative to the report folder: sub-reports point at their HTML page; others are dropped."""
     url = html.unescape(url)
     # a browser drops leading controls and spaces and reads a backslash as '/': '\x01javascript:' is a script
-    # link. A relative link needs none of them, nor a ':' (a scheme)
-    if (not url.isprintable() or any(c.isspace() for c in url) or "\\" in url or ":" in url
-            or url.startswith("/") or ".." in url.split("/")):
+    # link. A relative link needs none of them, nor a ':' (a scheme); '.%2e' is a '..' segment to a browser
+    decoded = urllib.parse.unquote(url)
+    if any(not u.isprintable() or any(c.isspace() for c in u) or "\\" in u or ":" in u or u.startswith("/")
+           or ".." in u.split("/") for u in (url, decoded)):
         return None
     if url.endswith("report.md"):
         url = url[: -len("report.md")] + "report.html"

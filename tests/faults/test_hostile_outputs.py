@@ -71,7 +71,8 @@ def _report(tmp_path, **kw):
 
 # --------------------------------------------------------------------------- report text
 @pytest.mark.parametrize("href", ["\x01javascript:alert(document.domain)", "\x1fjavascript:alert(1)",
-                                  "\u202ejavascript:alert(1)", "..\\..\\secret", "\\\\host\\share"])
+                                  "\u202ejavascript:alert(1)", "..\\..\\secret", "\\\\host\\share",
+                                  ".%2e/.%2e/etc/passwd", "%2E%2E/x", "javascript%3Aalert(1)"])
 def test_a_control_character_before_a_scheme_makes_no_link(tmp_path, href):
     # a browser drops leading C0 controls from a URL: '\x01javascript:...' (a pipeline description, TOML
     # "\u0001") was written as <a href="\x01javascript:..."> in report.html, a script link
