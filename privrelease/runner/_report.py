@@ -104,11 +104,12 @@ def escape_text(value, markup, *, keep_lines=False, max_chars=None):
 def _md_text(text):
     """A markdown paragraph for report.md as report.html shows it: controls shown as escapes, raw HTML (``<``)
     escaped and links :func:`_safe_href` refuses reduced to their text, outside `code` spans."""
-    parts = re.split(r"(`[^`]*`)", escape_text(text, None, keep_lines=True))
+    # a backslash-escaped backtick opens no code span, and an escaped '<' (markdown_table's) is not escaped twice
+    parts = re.split(r"((?<!\\)`[^`]*`)", escape_text(text, None, keep_lines=True))
 
     def plain(part):
         part = _LINK.sub(lambda m: m.group(0) if _safe_href(m.group(2)) else m.group(1), part)
-        return part.replace("<", "\\<")
+        return re.sub(r"(?<!\\)((?:\\\\)*)<", lambda m: m.group(1) + "\\<", part)
 
     return "".join(p if i % 2 else plain(p) for i, p in enumerate(parts))
 

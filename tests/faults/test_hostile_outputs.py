@@ -281,3 +281,16 @@ def test_report_json_is_strict_json(tmp_path):
 
     got = json.loads((out / "headline.json").read_text(), parse_constant=refuse)
     assert got == {"auc": None, "gap": None, "curve": [1.0, None], "3": [None, 2]}
+
+
+def test_a_markdown_table_given_as_text_is_escaped_once(tmp_path):
+    # the demo's index writes markdown_table(...) through Report.text: its '\<' must not become '\\<' (a
+    # visible backslash and a live '<'), and its escaped backticks open no code span
+    from privrelease.runner import markdown_table
+
+    rep, out = _report(tmp_path, title="t")
+    rep.text(markdown_table(pd.DataFrame({"status": ["<b>x</b>", "`<i>`"]})))
+    rep.save()
+    md = (out / "report.md").read_text(encoding="utf-8")
+    assert "| \\<b\\>x\\</b\\> |" in md and "| \\`\\<i\\>\\` |" in md
+    assert all(len(m.group(1)) % 2 for m in re.finditer(r"(\\*)<", md))
