@@ -38,6 +38,7 @@ import hmac
 import io
 import json
 import os
+import stat
 import tempfile
 import zipfile
 from numbers import Integral, Real
@@ -327,7 +328,14 @@ def _read(path, key=None, *, max_bytes=DEFAULT_MAX_BYTES):
     if os.path.isdir(path):
         raise IsADirectoryError(f"cannot load {path!r}: it is a folder, not a file saved by privrelease.save")
     if not os.path.exists(path):
+        if os.path.islink(path):
+            raise FileNotFoundError(f"cannot load {path!r}: it is a symbolic link to {os.readlink(path)!r}, "
+                                    "which leads to no file (a missing target or a loop of links)")
         raise FileNotFoundError(f"cannot load {path!r}: no such file")
+    if not stat.S_ISREG(os.stat(path).st_mode):
+        # a FIFO blocked the read forever; /dev/zero (size 0) was read up to max_bytes
+        raise ValueError(f"cannot load {path!r}: it is not a regular file (a FIFO, socket or device); expected "
+                         "a file saved by privrelease.save")
     size = os.path.getsize(path)
     if size > max_bytes:
         raise ValueError(f"{path!r} holds {size} bytes, more than max_bytes={max_bytes}; "

@@ -263,6 +263,21 @@ def _one_line(exc):
 
 def main(argv=None):
     """Run the command line; returns the exit status (0 done, 1 run failed, 2 usage error)."""
+    # a path that is not valid UTF-8 ('-o $'bad\\xffname'') reaches Python as lone surrogates: a strict stdout
+    # raised UnicodeEncodeError after the report was written, and the run was called failed (exit 1)
+    restore = []
+    for stream in (sys.stdout, sys.stderr):
+        if getattr(stream, "errors", None) == "strict" and hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
+            restore.append(stream)
+    try:
+        return _main(argv)
+    finally:
+        for stream in restore:
+            stream.reconfigure(errors="strict")
+
+
+def _main(argv):
     from .runner import PipelineError, RunIncomplete
 
     parser = build_parser()

@@ -89,7 +89,10 @@ def _check_path(path, name):
 
 
 def _missing_files_message(looked, label, files, builtin, url, loader):
-    lines = [f"  - {folder} (missing: {', '.join(missing)})" for folder, missing in looked]
+    def what(folder, name):  # a FIFO or a folder named u.data is there, but is not a file to read
+        return f"{name} [not a regular file]" if os.path.lexists(Path(folder) / name) else name
+
+    lines = [f"  - {folder} (missing: {', '.join(what(folder, m) for m in missing)})" for folder, missing in looked]
     return (
         f"{label} files ({', '.join(files)}) not found. Looked in:\n"
         + "\n".join(lines)
@@ -166,7 +169,7 @@ def load_movielens_100k(path=None):
     NotADirectoryError
         ``path`` names a file, not a folder.
     ValueError
-        A file is malformed (the message names the file).
+        A file is malformed, or a gender is not F or M (the message names the file).
 
     References
     ----------
@@ -205,6 +208,8 @@ def load_movielens_100k(path=None):
         row = int(np.flatnonzero(users["age"].to_numpy() < 0)[0])
         raise ValueError(f"{folder / 'u.user'} line {row + 1}: age {int(users['age'].iloc[row])} is negative; "
                          "expected an age in years")
+    # an 'f', 'X' or '<script>' gender was counted as a man by the gender attribute (a silent wrong answer)
+    _check_gender(users, folder / "u.user")
     _refuse_conflicting_users(users, folder / "u.user")
 
     _check_ratings(data["rating"].to_numpy(), raw[2], data_file)
@@ -306,10 +311,7 @@ def load_movielens_1m(path=None):
         row = int(np.flatnonzero(bad)[0])
         raise ValueError(f"{users_file} line {row + 1}: age {int(users['age'].iloc[row])} is not one of "
                          f"MovieLens 1M's age codes {list(ML1M_AGE_CODES)}")
-    bad = ~users["gender"].isin(("F", "M")).to_numpy()
-    if bad.any():
-        row = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"{users_file} line {row + 1}: gender {users['gender'].iloc[row]!r} is not 'F' or 'M'")
+    _check_gender(users, users_file)
     _refuse_conflicting_users(users, users_file)
     items = _read_fields(movies_file, "::", 3, 3, "'::'-separated 'MovieID::Title::Genres' table")
     items.columns = ["item_id", "title", "genres"]
@@ -393,6 +395,14 @@ def _decode(file, encodings):
                 raise ValueError(f"{file} is not {enc} text (byte {data[exc.start]:#04x} at offset "
                                  f"{exc.start})") from None
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _check_gender(users, file):
+    """Every gender is 'F' or 'M' (the private attribute codes 'F' as 1 and everything else as 0)."""
+    bad = ~users["gender"].isin(("F", "M")).to_numpy()
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"{file} line {row + 1}: gender {users['gender'].iloc[row]!r} is not 'F' or 'M'")
 
 
 def _read_fields(file, sep, min_fields, max_fields, what, encodings=("utf-8", "latin-1")):
@@ -642,13 +652,19 @@ def _check_field_counts(p, sep, encoding, n_columns):
         else:
             rows = (line.rstrip("\r\n").split(sep) for line in fh)
         lines = []
-        for i, fields in enumerate(rows):
-            if len(fields) > n_columns and any(f.strip() for f in fields[n_columns:]):
-                raise ValueError(f"rating file {str(p)!r} line {i + 1} has {len(fields)} fields but the "
-                                 f"file has {n_columns} column(s); a row must not hold more fields than the "
-                                 "header names")
-            if fields and fields != [""]:
-                lines.append(rows.line_num if len(sep) == 1 else i + 1)
+        try:
+            for i, fields in enumerate(rows):
+                if len(fields) > n_columns and any(f.strip() for f in fields[n_columns:]):
+                    raise ValueError(f"rating file {str(p)!r} line {i + 1} has {len(fields)} fields but the "
+                                     f"file has {n_columns} column(s); a row must not hold more fields than the "
+                                     "header names")
+                if fields and fields != [""]:
+                    lines.append(rows.line_num if len(sep) == 1 else i + 1)
+        except csv.Error as exc:
+            # a field beyond csv.field_size_limit() (131,072 characters): was the bare '_csv.Error: field
+            # larger than field limit (131072)', naming neither the file nor the line
+            raise ValueError(f"rating file {str(p)!r} line {rows.line_num}: {exc}; expected user, item and "
+                             f"rating fields of at most {csv.field_size_limit()} characters") from None
     return lines
 
 

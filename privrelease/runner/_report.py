@@ -7,7 +7,15 @@ symbolic link, every file is written to a fresh temporary file in it
 (``O_CREAT | O_EXCL | O_NOFOLLOW``) and renamed over its target with
 :func:`os.replace`, and a target that is a symbolic link (or anything but a
 regular file) is refused. A folder holding an earlier report is refused unless
-``overwrite=True``.
+``overwrite=True``, and without it no file the report did not write itself is
+ever replaced.
+
+Text is escaped by one function, :func:`escape_text`: data-derived plain text
+(titles, headings, table cells, captions) cannot add HTML or markdown syntax or
+break a table, controls and bidirectional overrides are shown as escapes, and
+links in markdown paragraphs stay relative to the report folder. CSV tables hold
+the values exactly as pandas writes them (no spreadsheet-formula mangling: a
+cell starting with ``=`` is data, as in ``DataFrame.to_csv``).
 """
 
 import base64
@@ -19,6 +27,7 @@ import os
 import re
 import secrets
 import stat
+import urllib.parse
 from pathlib import Path
 
 import numpy as np
@@ -48,13 +57,71 @@ def _fmt(v):
     return str(v)
 
 
+#: shown as escapes (``\\x00``, ``\\n``, ``\\u202e``) wherever report text is written: C0 and C1 controls (NUL,
+#: ESC, line breaks of a value...), the bidirectional embeddings, overrides and isolates and the marks that
+#: silently reorder what a reader sees ("Trojan Source", CVE-2021-42574), line / paragraph separators and the
+#: byte-order mark, and lone surrogates (a path that is not UTF-8, as Python decodes it from the command line)
+_HIDDEN = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff\ufeff]")
+# markdown's inline syntax, escaped with a backslash in plain text (CommonMark: any escaped ASCII punctuation
+# is that character); '_' only where it can open or close emphasis (not inside leakage_bits)
+_MD_ACTIVE = re.compile(r"[\\`*\[\]<>|&~#]|(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])")
+#: table cells longer than this are cut in report.md / report.html (the CSV keeps the whole value)
+MAX_CELL_CHARS = 200
+
+
+def escape_text(value, markup, *, keep_lines=False, max_chars=None):
+    """``value`` as plain text in ``markup`` (``"markdown"`` or ``"html"``): the report writer's one escaping function.
+
+    Everything data-derived that a report shows as plain text (titles, headings,
+    table headers and cells, captions) goes through here. Control characters,
+    bidirectional overrides and the other characters of ``_HIDDEN`` are shown as
+    Python escapes (``keep_lines=True`` keeps line breaks and tabs, for markdown
+    paragraphs); a value longer than ``max_chars`` is cut and says how long it
+    was; then markdown's inline syntax (``|``, backticks, ``*``, ``[``, ``<``,
+    ``&`` ...) is escaped with a backslash, or HTML's with entities, so the text
+    can neither break a table nor add markup.
+    """
+    text = str(value)
+    if max_chars is not None and len(text) > max_chars:
+        text = f"{text[:max_chars]}... ({len(text)} characters)"
+
+    def show(m):
+        ch = m.group(0)
+        if keep_lines and ch in "\n\t":
+            return ch
+        return ch.encode("unicode_escape").decode("ascii")
+
+    text = _HIDDEN.sub(show, text.replace("\r\n", "\n") if keep_lines else text)
+    if markup == "html":
+        return html.escape(text, quote=True)
+    if markup == "markdown":
+        return _MD_ACTIVE.sub(lambda m: "\\" + m.group(0), text)
+    if markup is None:
+        return text
+    raise ValueError(f"markup must be 'markdown', 'html' or None, got {markup!r}")
+
+
+def _md_text(text):
+    """A markdown paragraph for report.md as report.html shows it: controls shown as escapes, raw HTML (``<``)
+    escaped and links :func:`_safe_href` refuses reduced to their text, outside `code` spans."""
+    # a backslash-escaped backtick opens no code span, and an escaped '<' (markdown_table's) is not escaped twice
+    parts = re.split(r"((?<!\\)`[^`]*`)", escape_text(text, None, keep_lines=True))
+
+    def plain(part):
+        part = _LINK.sub(lambda m: m.group(0) if _safe_href(m.group(2)) else m.group(1), part)
+        return re.sub(r"(?<!\\)((?:\\\\)*)<", lambda m: m.group(1) + "\\<", part)
+
+    return "".join(p if i % 2 else plain(p) for i, p in enumerate(parts))
+
+
 def markdown_table(df, max_rows=60):
-    """Render a DataFrame as a GitHub-flavoured markdown table (no extra dependency)."""
+    """Render a DataFrame as a GitHub-flavoured markdown table (no extra dependency; cells escaped)."""
     df = df.reset_index(drop=True) if not isinstance(df.index, pd.RangeIndex) else df
-    cols = [str(c).replace("|", "\\|") for c in df.columns]
+    cols = [escape_text(c, "markdown", max_chars=MAX_CELL_CHARS) for c in df.columns]
     lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
     for row in df.head(max_rows).itertuples(index=False):
-        lines.append("| " + " | ".join(_fmt(v).replace("|", "\\|") for v in row) + " |")
+        lines.append("| " + " | ".join(escape_text(_fmt(v), "markdown", max_chars=MAX_CELL_CHARS)
+                                       for v in row) + " |")
     if len(df) > max_rows:
         lines.append(f"\n*({len(df) - max_rows} more rows in the CSV)*")
     return "\n".join(lines)
@@ -63,8 +130,10 @@ def markdown_table(df, max_rows=60):
 def html_table(df, max_rows=60):
     """Render a DataFrame as an HTML ``<table>`` (every cell escaped)."""
     df = df.reset_index(drop=True) if not isinstance(df.index, pd.RangeIndex) else df
-    esc = html.escape
-    head = "".join(f"<th>{esc(str(c))}</th>" for c in df.columns)
+    def esc(v):
+        return escape_text(v, "html", max_chars=MAX_CELL_CHARS)
+
+    head = "".join(f"<th>{esc(c)}</th>" for c in df.columns)
     body = "".join("<tr>" + "".join(f"<td>{esc(_fmt(v))}</td>" for v in row) + "</tr>\n"
                    for row in df.head(max_rows).itertuples(index=False))
     more = f"<p><em>({len(df) - max_rows} more rows in the CSV)</em></p>\n" if len(df) > max_rows else ""
@@ -82,7 +151,11 @@ _LINK = re.compile(r"\[([^\]]+)\]\(([^)\s]+)\)")
 def _safe_href(url):
     """Links stay relative to the report folder: sub-reports point at their HTML page; others are dropped."""
     url = html.unescape(url)
-    if re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*:", url) or url.startswith(("/", "\\")) or ".." in url.split("/"):
+    # a browser drops leading controls and spaces and reads a backslash as '/': '\x01javascript:' is a script
+    # link. A relative link needs none of them, nor a ':' (a scheme); '.%2e' is a '..' segment to a browser
+    decoded = urllib.parse.unquote(url)
+    if any(not u.isprintable() or any(c.isspace() for c in u) or "\\" in u or ":" in u or u.startswith("/")
+           or ".." in u.split("/") for u in (url, decoded)):
         return None
     if url.endswith("report.md"):
         url = url[: -len("report.md")] + "report.html"
@@ -91,7 +164,8 @@ def _safe_href(url):
 
 def _inline(text):
     """Escape ``text`` and render `code`, **bold**, *italic* and [links](relative) inside it."""
-    out = html.escape(text, quote=False)
+    # controls shown as escapes first: a NUL of the text would collide with the place-holders of `code` spans
+    out = html.escape(escape_text(text, None, keep_lines=True), quote=False)
     codes = []
 
     def keep_code(m):
@@ -113,6 +187,8 @@ def _inline(text):
 def markdown_to_html(text):
     """The markdown subset of report paragraphs (paragraphs, ``-`` lists, headings, rules) as HTML."""
     blocks = []
+    # controls (NUL would also collide with _inline's place-holders) and bidi overrides shown as escapes
+    text = escape_text(text, None, keep_lines=True)
     for block in re.split(r"\n\s*\n", text.strip()):
         lines = block.splitlines()
         if not lines:
@@ -196,7 +272,18 @@ def prepare_output_folder(output_dir, *, overwrite=False):
         With the folder and the reason.
     """
     _refuse_empty(output_dir)
-    path = Path(output_dir)
+    if "\x00" in str(output_dir):
+        raise OutputFolderError(f"output folder {str(output_dir)!r} holds a NUL character: expected a path")
+    try:
+        return _prepare(Path(output_dir), overwrite)
+    except OutputFolderError:
+        raise
+    except OSError as exc:  # a name too long for the file system, an unreadable parent ...
+        raise OutputFolderError(f"cannot use the output folder ({exc.strerror or exc}): {str(output_dir)!r}; "
+                                "expected a folder path the file system accepts") from None
+
+
+def _prepare(path, overwrite):
     if path.is_symlink():
         raise OutputFolderError(
             f"output folder {str(path)!r} is a symbolic link (to {os.readlink(path)!r}); reports are only "
@@ -236,11 +323,13 @@ def prepare_output_folder(output_dir, *, overwrite=False):
 class _Folder:
     """Writes plain file names into one folder without ever following a symbolic link."""
 
-    def __init__(self, path):
+    def __init__(self, path, overwrite=False):
         self.path = Path(path)
         st = os.lstat(self.path)
         self._id = (st.st_dev, st.st_ino)
         self._fd = None
+        self.overwrite = bool(overwrite)
+        self._written = set()
 
     def _dir_fd(self):
         if self._fd is None:
@@ -288,6 +377,7 @@ class _Folder:
                 f"{os.readlink(name, dir_fd=fd)!r}); a report never writes through a link")
         if st is not None and not stat.S_ISREG(st.st_mode):
             raise OutputFolderError(f"refusing to write {str(target)!r}: it exists and is not a regular file")
+        self._check_replace(name, target, st is not None)
         tmp = f".{name}.{secrets.token_hex(8)}.tmp"
         try:
             tfd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC, 0o644, dir_fd=fd)
@@ -311,12 +401,23 @@ class _Folder:
     def _write_by_path(self, target, data):  # pragma: no cover - platforms without dir_fd
         if target.is_symlink():
             raise OutputFolderError(f"refusing to write {str(target)!r}: it is a symbolic link")
+        self._check_replace(target.name, target, target.exists())
         tmp = target.with_name(f".{target.name}.{secrets.token_hex(8)}.tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW, 0o644)
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
         os.replace(tmp, target)
         return target
+
+    def _check_replace(self, name, target, exists):
+        """Without ``overwrite`` a file this writer did not write is never replaced (``-o`` naming a folder of
+        the user's own files: a ``headline.json`` or ``curve.csv`` of theirs was silently replaced)."""
+        if exists and not self.overwrite and name not in self._written:
+            raise OutputFolderError(
+                f"refusing to replace {str(target)!r}: the output folder already holds a file of that name that "
+                "this report did not write; pass --overwrite (overwrite=True) to replace it, or choose another "
+                "folder")
+        self._written.add(name)
 
 
 class Report:
@@ -332,7 +433,9 @@ class Report:
     title : str
         First heading of the report.
     overwrite : bool, default=False
-        Allow writing into a folder that holds an earlier report.
+        Allow writing into a folder that holds an earlier report, and replacing
+        files of the names the report writes (without it such a file, if the
+        report did not write it, is refused with :class:`OutputFolderError`).
 
     Examples
     --------
@@ -350,7 +453,7 @@ class Report:
 
     def __init__(self, output_dir, title="privrelease report", *, overwrite=False):
         self.output_dir = prepare_output_folder(output_dir, overwrite=overwrite)
-        self._folder = _Folder(self.output_dir)
+        self._folder = _Folder(self.output_dir, overwrite=overwrite)
         self.title = title
         self._parts = []
         self.files = []
@@ -392,41 +495,61 @@ class Report:
         return path
 
     def json(self, obj, name):
-        """Save ``obj`` (numbers, lists, dicts; numpy values converted) as ``name.json``."""
+        """Save ``obj`` (numbers, lists, dicts; numpy values converted) as ``name.json``.
+
+        The file is strict JSON: NaN and infinities are written as ``null`` (as
+        pandas' ``to_json`` does; ``json.dumps`` wrote ``NaN``, which JavaScript,
+        ``jq`` and most other parsers refuse).
+        """
+
+        def plain(o):
+            if isinstance(o, dict):
+                return {(k.item() if isinstance(k, np.generic) else k): plain(v) for k, v in o.items()}
+            if isinstance(o, (list, tuple)):
+                return [plain(v) for v in o]
+            if isinstance(o, np.ndarray):
+                return plain(o.tolist())
+            if isinstance(o, np.generic):
+                o = o.item()
+            if isinstance(o, float) and not math.isfinite(o):
+                return None
+            return o
 
         def default(o):
-            if isinstance(o, np.generic):
-                return o.item()
-            if isinstance(o, np.ndarray):
-                return o.tolist()
             raise TypeError(f"cannot serialise {type(o).__name__}")
 
-        return self._write(f"{name}.json", json.dumps(obj, indent=2, default=default).encode("utf-8"))
+        text = json.dumps(plain(obj), indent=2, default=default, allow_nan=False)
+        return self._write(f"{name}.json", text.encode("utf-8"))
 
     def markdown(self):
         """The report as markdown (plots linked to their PNG files)."""
-        out = [f"# {self.title}\n"]
+        def esc(text):
+            return escape_text(text, "markdown")
+
+        out = [f"# {esc(self.title)}\n"]
         for part in self._parts:
             kind = part[0]
             if kind == "heading":
-                out.append(f"\n{'#' * part[1]} {part[2]}\n")
+                out.append(f"\n{'#' * part[1]} {esc(part[2])}\n")
             elif kind == "text":
-                out.append(f"\n{part[1]}\n")
+                out.append(f"\n{_md_text(part[1])}\n")
             elif kind == "table":
                 _, df, caption, fname, max_rows = part
                 if caption:
-                    out.append(f"\n{caption}\n")
+                    out.append(f"\n{_md_text(caption)}\n")
                 out.append("\n" + markdown_table(df, max_rows=max_rows) + f"\n\n(`{fname}`)\n")
             elif kind == "figure":
                 _, _, caption, fname = part
-                out.append(f"\n![{caption or fname[:-4]}]({fname})\n")
+                out.append(f"\n![{esc(caption or fname[:-4])}]({fname})\n")
                 if caption:
-                    out.append(f"\n*{caption}*\n")
+                    out.append(f"\n*{esc(caption)}*\n")
         return "".join(out)
 
     def html(self):
         """The report as one self-contained HTML page: plots inline (base64 PNG), text escaped."""
-        esc = html.escape
+        def esc(text, quote=True):
+            return escape_text(text, "html")
+
         out = ["<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n",
                f"<title>{esc(self.title)}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n",
                f"<h1>{esc(self.title)}</h1>\n"]

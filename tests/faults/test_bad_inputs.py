@@ -97,6 +97,32 @@ def _bom_file():
     return path
 
 
+def _fifo(name):
+    """A FIFO (named pipe) under a temporary folder: reading it would block until someone writes."""
+    import os
+
+    base = _tempdir(prefix="badinput-")
+    (base / name).parent.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(base / name)
+    return base / name
+
+
+def _symlink_loop(name):
+    base = _tempdir(prefix="badinput-")
+    (base / name).symlink_to(base / name)
+    return base / name
+
+
+def _own_file_in_output():
+    """A Report into a folder holding the user's own curve.csv (no earlier report), asked to write curve.csv."""
+    import pandas as pd
+
+    from privrelease.runner import Report
+
+    folder = _bad_file("curve.csv", "my own data\n").parent
+    Report(folder, title="t").table(pd.DataFrame({"a": [1]}), "curve")
+
+
 def _dask_columns_unknown():
     import dask.array as da
 
@@ -109,6 +135,13 @@ def _ml100k_folder(data):
     folder = _bad_file("u.data", data).parent
     (folder / "u.user").write_text("1|24|M|technician|85711\n")
     (folder / "u.item").write_text("1|Toy Story (1995)\n")
+    return folder
+
+
+def _ml100k_user(line):
+    """A MovieLens 100k folder whose u.user is ``line`` (u.data and u.item well formed)."""
+    folder = _ml100k_folder("1\t1\t5\t881250949\n")
+    (folder / "u.user").write_text(line)
     return folder
 
 
@@ -322,6 +355,10 @@ def _catalogue():
          lambda: _persistence.load(_pickle_file()), ValueError, "pickle"),
         ("persistence", "load(a text file)",
          lambda: _persistence.load(_text_file()), ValueError, "b'hell'"),
+        ("persistence", "load(a FIFO named mapper.npz)",
+         lambda: _persistence.load(_fifo("mapper.npz")), ValueError, "not a regular file"),
+        ("persistence", "load(a symbolic link to itself)",
+         lambda: _persistence.load(_symlink_loop("mapper.npz")), FileNotFoundError, "loop of links"),
         # --- noise
         ("noise", "Laplace(epsilon=0)", lambda: Laplace(epsilon=0), ValueError, "0"),
         ("noise", "Laplace(epsilon=-1)", lambda: Laplace(epsilon=-1), ValueError, "-1"),
@@ -455,6 +492,13 @@ def _catalogue():
          lambda: make_ratings(10, 10, mean_ratings_per_user=5, activity_skew=1e300), ValueError, "1e+300"),
         ("datasets", "load_ratings_csv(file starting with a UTF-8 byte-order mark, encoding='latin-1')",
          lambda: load_ratings_csv(_bom_file(), encoding="latin-1"), ValueError, "'latin-1'"),
+        ("datasets", "load_ratings_csv(file with a user id of 200,000 characters)",
+         lambda: load_ratings_csv(_bad_file("r.csv", "user,item,rating\n" + "u" * 200_000 + ",1,5\n")), ValueError,
+         "r.csv' line 2"),
+        ("datasets", "load_movielens_100k(u.user with gender 'f')",
+         lambda: load_movielens_100k(_ml100k_user("1|24|f|technician|85711\n")), ValueError, "gender 'f'"),
+        ("datasets", "load_movielens_100k(folder whose u.data is a FIFO)",
+         lambda: load_movielens_100k(_fifo("ml/u.data").parent), FileNotFoundError, "u.data [not a regular file]"),
         # --- command line (runner): each prints on one line with exit status 2 (tests/runner/test_cli_safety.py)
         ("cli", "run census_erasure.toml --set top=-1",
          lambda: check_run("census_erasure", {"top": -1}), PipelineError, "top = -1"),
@@ -493,6 +537,10 @@ def _catalogue():
          lambda: prepare_output_folder(_out_dir("report")), OutputFolderError, "--overwrite"),
         ("cli", "run P -o <folder whose report.md links outside> --overwrite",
          lambda: prepare_output_folder(_out_dir("symlink"), overwrite=True), OutputFolderError, "report.md"),
+        ("cli", "run P -o <a folder name of 300 characters>",
+         lambda: prepare_output_folder("x" * 300), OutputFolderError, "File name too long"),
+        ("cli", "run P -o <folder holding the user's own curve.csv, no report>",
+         _own_file_in_output, OutputFolderError, "curve.csv"),
     ]
     return rows
 
