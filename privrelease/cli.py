@@ -87,7 +87,7 @@ def _log(msg):
 
 def cmd_demo(args):
     from .runner import available_experiments, check_run, load_pipeline, pipeline_params, run_experiment
-    from .runner._report import Report, markdown_table, prepare_output_folder
+    from .runner._report import Report, prepare_output_folder
 
     import pandas as pd
 
@@ -145,7 +145,7 @@ def cmd_demo(args):
             index.text("\n".join(f"- **{k}**: {_fmt(v)}" for k, v in headline.items()))
         index.text(f"[Full report]({name}/report.md)")
     index.section("Run summary")
-    index.text(markdown_table(pd.DataFrame(rows)))
+    index.table(pd.DataFrame(rows), "run_summary")  # a table in both pages (as text it was a paragraph in the HTML)
     path = index.save()
     _log(f"\nReport written to {path.resolve()} and {path.with_suffix('.html').resolve()} "
          f"({time.perf_counter() - t_all:.0f} s)")

@@ -98,6 +98,12 @@ def test_demo_quick_writes_a_readable_report(demo_quick):
         assert f'href="{name}/report.html"' in (tmp_path / "demo" / "report.html").read_text()
     assert "failed" not in index
     assert "Report written to" in out
+    # the run summary is a table on both pages (the HTML page showed its markdown as one paragraph of pipes)
+    summary = pd.read_csv(tmp_path / "demo" / "run_summary.csv")
+    assert sorted(summary["experiment"]) == sorted(name for name, _ in DEMO_EXPERIMENTS)
+    assert (summary["status"] == "ok").all()
+    home = (tmp_path / "demo" / "report.html").read_text()
+    assert home.count("<table") == 1 and "| experiment |" not in home
 
 
 def test_census_experiment_quick(demo_quick):
