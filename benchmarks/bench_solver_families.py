@@ -37,9 +37,15 @@ Usage::
 
     python benchmarks/bench_solver_families.py --n 10 --seed 0 --reference
     python benchmarks/bench_solver_families.py --families ties budgets --n 20
+    python benchmarks/bench_solver_families.py --n 10 --seed 7 --reference --dump findings/
+
+``--dump DIR`` saves every instance with a finding (not certified by the fast path, fell back,
+flagged, silent, crashed) as ``DIR/<family>_<seed>_<draw>_<case>.npz`` (keys ``prior``, ``d``,
+``mode``, ``value``): the file a regression test in ``tests/mapping/data/`` starts from.
 """
 
 import argparse
+import os
 import math
 import signal
 import time
@@ -509,6 +515,14 @@ def check(prior, d, mode, value, res, with_ref):
     return probs, ref
 
 
+def _dump(folder, name, prior, d, mode, value):
+    """Save one instance (``--dump``) for a regression test: ``folder/name.npz``."""
+    if folder:
+        os.makedirs(folder, exist_ok=True)
+        np.savez(os.path.join(folder, f"{name}.npz"), prior=prior, d=d, mode=np.asarray(mode),
+                 value=np.asarray(value, dtype=float))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--n", type=int, default=8, help="draws per family")
@@ -517,6 +531,7 @@ def main():
     ap.add_argument("--reference", action="store_true", help="check optimality against plain cvxpy (CLARABEL)")
     ap.add_argument("--no-fast", action="store_true", help="skip the solver='fast' run")
     ap.add_argument("--verbose", action="store_true", help="print every instance")
+    ap.add_argument("--dump", metavar="DIR", help="save every instance with a finding as DIR/<family>_<seed>_<draw>_<case>.npz")
     args = ap.parse_args()
     signal.signal(signal.SIGALRM, _alarm)
     hdr = (f"{'family':>13} {'n':>4} {'fast cert':>9} {'fell back':>9} {'flagged':>7} {'silent':>6} "
@@ -527,7 +542,8 @@ def main():
         rng = np.random.default_rng([args.seed, zlib.crc32(fam.encode()), 19])
         c = dict(n=0, fast=0, back=0, flag=0, silent=0, crash=0, unwarned=0, tmax=0.0)
         for i in range(args.n):
-            for prior, d, mode, value, label, want_ref in cases(fam, rng):
+            for case, (prior, d, mode, value, label, want_ref) in enumerate(cases(fam, rng)):
+                n_findings = len(findings)
                 out, warned, t, err = run_one(prior, d, mode, value, "auto")
                 outs = out if out is not None else [None]
                 c["n"] += len(outs)
@@ -541,6 +557,7 @@ def main():
                     c["crash"] += 1
                     findings.append(f"CRASH {tag}: {type(err).__name__}: {err}"
                                     + (f"\n{err.tb}" if hasattr(err, "tb") else ""))
+                    _dump(args.dump, f"{fam}_{args.seed}_{i}_{case}", prior, d, mode, value)
                     continue
                 fast_ok = None
                 if not args.no_fast:
@@ -574,6 +591,8 @@ def main():
                               f" ref={ref:.6g} t={t:.2f}", flush=True)
                 if fast_ok:
                     c["fast"] += len(outs)
+                if len(findings) > n_findings:
+                    _dump(args.dump, f"{fam}_{args.seed}_{i}_{case}", prior, d, mode, value)
         rows.append((fam, c))
         print(f"{fam:>13} {c['n']:>4} {c['fast']:>9} {c['back']:>9} {c['flag']:>7} {c['silent']:>6} "
               f"{c['crash']:>5} {c['unwarned']:>8} {c['tmax']:>7.2f}", flush=True)
