@@ -230,8 +230,9 @@ def test_fast_path_certifies_the_pullback_instance():
     # rows on its support where the optimum spreads ~1e-9 over many rows; their own posteriors are O(1) off the
     # optimum's. The refined bound moved either the outputs below 1e-2 of the largest (which includes the
     # well-used ones at 1e-5..1e-2, and its per-output search stopped at 2.0e-6 bits) or the unused ones only
-    # (1.3e-3 bits): solver="fast" raised and "auto" fell back to cvxpy. The smallest light set that can still
-    # certify (1e-5 here) certifies it
+    # (1.3e-3 bits): solver="fast" raised and "auto" fell back to cvxpy. Refining the smallest light set whose
+    # upper bound can still certify (here the outputs below 1e-3 of the largest at the polish's first point,
+    # 6.1e-7 bits; below 1e-6 at its last one, 5e-8) certifies it
     res, ref = _certified_fixture("pc_range_k48_a4_pullback.npz", "fast")
     assert res.solver == "fast"
     assert res.leakage - res.certificate["gap_bits"] <= ref + 1e-12
