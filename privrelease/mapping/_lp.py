@@ -175,28 +175,36 @@ def _merge_leaky_outputs(prob, P, rtol=1e-7):
     contrib = rel_entr(J, prob.pA[:, None] * q[None, :]).sum(axis=0)
     W = np.where(prob.mask, prob.W, np.inf)
     spent = 0.0
-    # work: the LP's mapping is sparse (a basic solution), and each output costs its rows times kh
-    for j in np.argsort(-contrib):
-        if contrib[j] <= 0.0:
+    # passes until one merges nothing (the budget shared by all): a merge changes the targets' weights and
+    # contributions, and an output passed over in the first pass can merge in the next (families seed 33,
+    # pc_range, k = 45: 1.1e-12 nats left after one pass, 7.6e-17 after two, 4.6e-11 more of the distortion)
+    for _ in range(10):
+        merged_any = False
+        # work: the LP's mapping is sparse (a basic solution), and each output costs its rows times kh
+        for j in np.argsort(-contrib):
+            if contrib[j] <= 0.0:
+                break
+            if q[j] <= 0.0:
+                continue
+            rows = np.flatnonzero(P[:, j] > 0)
+            cost = P[rows, j] @ (W[rows] - W[rows, j][:, None])  # per target output (W = p(c) d)
+            cost[j] = np.inf
+            cost[q < q[j]] = np.inf  # into heavier outputs only
+            t = int(np.argmin(cost))
+            if not np.isfinite(cost[t]) or spent + max(cost[t], 0.0) > budget:
+                continue
+            merged = J[:, j] + J[:, t]
+            gain = contrib[j] + contrib[t] - col(merged)
+            if gain > 0.0:
+                P[rows, t] += P[rows, j]
+                P[rows, j] = 0.0
+                J[:, t], J[:, j] = merged, 0.0
+                q[t], q[j] = merged.sum(), 0.0
+                contrib[t], contrib[j] = col(merged), 0.0
+                spent += max(cost[t], 0.0)
+                merged_any = True
+        if not merged_any:
             break
-        if q[j] <= 0.0:
-            continue
-        rows = np.flatnonzero(P[:, j] > 0)
-        cost = P[rows, j] @ (W[rows] - W[rows, j][:, None])  # per target output (W = p(c) d)
-        cost[j] = np.inf
-        cost[q < q[j]] = np.inf  # into heavier outputs only
-        t = int(np.argmin(cost))
-        if not np.isfinite(cost[t]) or spent + max(cost[t], 0.0) > budget:
-            continue
-        merged = J[:, j] + J[:, t]
-        gain = contrib[j] + contrib[t] - col(merged)
-        if gain > 0.0:
-            P[rows, t] += P[rows, j]
-            P[rows, j] = 0.0
-            J[:, t], J[:, j] = merged, 0.0
-            q[t], q[j] = merged.sum(), 0.0
-            contrib[t], contrib[j] = col(merged), 0.0
-            spent += max(cost[t], 0.0)
     return P
 
 
