@@ -4,7 +4,6 @@ One test per finding (earlier audits of the estimators' inputs: test_hostile_inp
 test_hostile_inputs4.py; the save format: test_persistence_format.py; the command line: tests/runner)."""
 
 import contextlib
-import html.parser
 import io
 import os
 import re
@@ -19,31 +18,9 @@ import pytest
 from privrelease.runner import OutputFolderError, Report
 from privrelease.runner._report import markdown_to_html
 
+from html_pages import HTMLPage  # tests/html_pages.py
+
 PIPELINES = Path(__file__).resolve().parents[2] / "pipelines"
-
-
-class _Page(html.parser.HTMLParser):
-    """Links, tags and table cells of an HTML page, as a browser would read them."""
-
-    def __init__(self, page):
-        super().__init__(convert_charrefs=True)
-        self.hrefs, self.tags, self.cells, self._cell = [], set(), [], None
-        self.feed(page)
-
-    def handle_starttag(self, tag, attrs):
-        self.tags.add(tag)
-        self.hrefs += [v for k, v in attrs if k in ("href", "src") and not v.startswith("data:image/png")]
-        if tag in ("td", "th"):
-            self._cell = ""
-
-    def handle_data(self, data):
-        if self._cell is not None:
-            self._cell += data
-
-    def handle_endtag(self, tag):
-        if tag in ("td", "th"):
-            self.cells.append(self._cell)
-            self._cell = None
 
 
 def _gfm_cells(line):
@@ -79,7 +56,7 @@ def test_a_control_character_before_a_scheme_makes_no_link(tmp_path, href):
     rep, out = _report(tmp_path, title="t")
     rep.text(f"see [here]({href}) and [the sub-report](sub/report.md)")
     rep.save()
-    page = _Page((out / "report.html").read_text(encoding="utf-8"))
+    page = HTMLPage((out / "report.html").read_text(encoding="utf-8"))
     assert page.hrefs == ["sub/report.html"]
     md = (out / "report.md").read_text(encoding="utf-8")
     assert "[here](" not in md and "[the sub-report](sub/report.md)" in md
@@ -106,7 +83,7 @@ def test_plain_text_cannot_break_report_md_or_add_markup(tmp_path):
     assert len(rows) == 2 + len(cells)  # header, rule and one line per row
     assert all(len(_gfm_cells(ln)) == 2 for ln in rows), rows
     # report.html shows every value as it is (controls as escapes), nothing as markup
-    page = _Page((out / "report.html").read_text(encoding="utf-8"))
+    page = HTMLPage((out / "report.html").read_text(encoding="utf-8"))
     assert "script" not in page.tags and "strong" not in page.tags and page.hrefs == []
     shown = page.cells[2::2]
     assert page.cells[0] == "c|\\nd" and shown == [c.replace("\n", "\\n") for c in cells]

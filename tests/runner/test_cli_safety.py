@@ -6,7 +6,6 @@ that really runs is ``census_erasure`` in its quick mode (a few seconds).
 """
 
 import base64
-import html.parser
 import os
 import warnings
 from pathlib import Path
@@ -16,6 +15,8 @@ import pytest
 
 from privrelease.cli import main
 from privrelease.runner import OutputFolderError, Report
+
+from html_pages import HTMLPage  # tests/html_pages.py
 
 PIPELINES = Path(__file__).resolve().parents[2] / "pipelines"
 CENSUS = str(PIPELINES / "census_erasure.toml")
@@ -217,42 +218,9 @@ def test_missing_data_set_exits_nonzero(tmp_path, monkeypatch, capsys):
 
 
 # ---------------------------------------------------------------- the HTML page (issue 13)
-class _Collect(html.parser.HTMLParser):
-    def __init__(self):
-        super().__init__()
-        self.tags, self.imgs, self.tables, self.refs = [], [], [], []
-        self._cell, self._row = None, None
-
-    def handle_starttag(self, tag, attrs):
-        attrs = dict(attrs)
-        self.tags.append(tag)
-        if tag == "img":
-            self.imgs.append(attrs)
-        for key in ("src", "href", "action", "data", "poster"):
-            if key in attrs and not (tag == "img" and key == "src"):
-                self.refs.append((tag, key, attrs[key]))
-        if tag == "table":
-            self.tables.append([])
-        if tag == "tr":
-            self._row = []
-        if tag in ("td", "th"):
-            self._cell = ""
-
-    def handle_data(self, data):
-        if self._cell is not None:
-            self._cell += data
-
-    def handle_endtag(self, tag):
-        if tag in ("td", "th"):
-            self._row.append(self._cell)
-            self._cell = None
-        if tag == "tr":
-            self.tables[-1].append(self._row)
-
-
 def test_html_report_is_self_contained(census_report):
     page = (census_report / "report.html").read_text()
-    p = _Collect()
+    p = HTMLPage()
     p.feed(page)
     # every plot of the folder is embedded, byte for byte, and nothing is loaded from elsewhere
     pngs = sorted(census_report.glob("*.png"))
@@ -283,7 +251,7 @@ def test_html_escapes_text_and_links_stay_relative(tmp_path):
     rep.table(pd.DataFrame({"<th>": ["<td>&"]}), "t")
     rep.save()
     page = (tmp_path / "r" / "report.html").read_text()
-    p = _Collect()
+    p = HTMLPage()
     p.feed(page)
     assert "script" not in p.tags and "b" not in p.tags and p.imgs == []
     assert "&lt;script&gt;alert(1)&lt;/script&gt; &amp; co" in page
