@@ -70,3 +70,17 @@ def test_readme_figures_hold(namespace):
     acc, est = namespace["accountant"], namespace["est"]
     assert len(acc) == 5 and acc.spent <= acc.epsilon
     assert est.epsilon_spent().max() <= 2.0 * (1 + 1e-9)
+
+
+def test_readme_several_attributes_figures(namespace):
+    import numpy as np
+
+    # the 2-D example leaves some users undisclosed, as its comment says, and the rest
+    # of its namespace (ratings, gender) has one row per user
+    Y, m = namespace["Y"], namespace["m"]
+    assert Y.shape[0] == namespace["ratings"].shape[0]
+    undisclosed = np.isnan(Y).all(axis=1)
+    assert 0 < undisclosed.sum() < Y.shape[0]
+    # "I(A_i; C_hat) of each column under its fitted prior: both 0 here" (perfect privacy)
+    assert len(m.leakage_per_attribute_) == 2
+    assert np.all(np.abs(m.leakage_per_attribute_) <= 1e-9)
