@@ -13,7 +13,7 @@ from ..accounting import PrivacyAccountant, check_accountant
 from ..exceptions import BudgetExceededError, PrivacyLeakWarning
 from ..utils import check_random_source
 from ..utils._validation import check_real_target, check_same_index, check_table
-from ..utils._constraints import NumberInterval
+from ..utils._constraints import RANDOM_STATE_CONSTRAINT, NumberInterval
 from ._dclef import DCLEF, _check_vector, check_data_range
 from ._mechanism import fair_inner_product
 from ._predictors import knn_weights, nadaraya_watson_weights, ridge_weights
@@ -84,7 +84,7 @@ class DCLEFEstimator(RegressorMixin, BaseEstimator):
         ``predict``. A query that would take the accountant past its budget
         ``epsilon`` raises :class:`~privrelease.exceptions.BudgetExceededError`
         before anything is released. Cloning the estimator shares the accountant.
-    random_state : None, int or numpy Generator, default=None
+    random_state : None, int, numpy Generator or RandomState, or RandomSource, default=None
         Source of the Laplace noise. ``None`` reads the operating system's
         entropy (use this in production). An integer makes the noise
         reproducible from ``fit`` on: for tests and experiments only.
@@ -150,7 +150,7 @@ class DCLEFEstimator(RegressorMixin, BaseEstimator):
         "epsilon_cap": [NumberInterval(Real, 0, None, closed="left"), "array-like", None],
         "cap_policy": [StrOptions({"exclude", "raise"})],
         "accountant": [PrivacyAccountant, None],
-        "random_state": ["random_state", np.random.Generator],
+        "random_state": RANDOM_STATE_CONSTRAINT,
     }
 
     def __init__(self, *, budget=1.0, predictor="knn", n_neighbors=5, bandwidth=1.0, alpha=1.0,

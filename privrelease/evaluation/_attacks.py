@@ -17,7 +17,6 @@ Two threat models matter (see :func:`evaluate_attacks`):
 """
 
 from dataclasses import dataclass, field
-import numbers
 import warnings
 
 import numpy as np
@@ -35,6 +34,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..utils import check_private_labels, check_random_source
+from ..utils._constraints import RANDOM_STATE_CONSTRAINT
 from ..utils._threads import single_threaded_blas
 from ..utils._validation import check_same_index, check_table
 from ._targets import attribute_targets
@@ -139,7 +139,7 @@ class InferenceAttack(ClassifierMixin, BaseEstimator):
     features : {"values", "indicators"}, default="values"
         ``"values"``: the rating values (0 = not rated). ``"indicators"``: only
         whether each item was rated (the paper's binarized ratings).
-    random_state : None or int, default=None
+    random_state : None, int, numpy Generator or RandomState, or RandomSource, default=None
         Seed of the nonlinear model (not a privacy path: the attacker is ours).
         ``None`` draws a seed from the operating system's entropy.
 
@@ -178,7 +178,7 @@ class InferenceAttack(ClassifierMixin, BaseEstimator):
     _parameter_constraints = {
         "model": [StrOptions(set(ATTACK_MODELS)), HasMethods(["fit", "predict_proba"])],
         "features": [StrOptions(set(ATTACK_FEATURES))],
-        "random_state": [None, numbers.Integral, np.random.Generator],
+        "random_state": RANDOM_STATE_CONSTRAINT,
     }
 
     def __init__(self, model="logistic", features="values", *, random_state=None):

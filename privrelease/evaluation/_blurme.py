@@ -19,8 +19,8 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..utils import RandomSource, check_random_source, restore_sparse_format
-from ..utils._constraints import NumberInterval
+from ..utils import check_random_source, restore_sparse_format
+from ..utils._constraints import RANDOM_STATE_CONSTRAINT, NumberInterval
 from ..utils._threads import single_threaded_blas
 from ..utils._validation import (canonical_sparse, check_same_index, check_table, is_sparse_frame,
                                  ratings_in_dtype, sparse_frame_like)
@@ -98,8 +98,7 @@ class BlurMe(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         "C": [NumberInterval(numbers.Real, 0, None, closed="neither")],
         # was ["random_state", object]: any object (random_state="x", -1) passed, and the greedy strategy,
         # which draws nothing, never looked at it
-        "random_state": [None, NumberInterval(numbers.Integral, 0, None, closed="left"), np.random.RandomState,
-                         np.random.Generator, RandomSource],
+        "random_state": RANDOM_STATE_CONSTRAINT,
     }
 
     #: parameters only transform reads: privacy_utility_curve fits once for a sweep over one of them

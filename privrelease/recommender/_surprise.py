@@ -20,7 +20,7 @@ from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..utils import check_random_source, check_rating_matrix, check_rating_scale
-from ..utils._constraints import NumberInterval
+from ..utils._constraints import RANDOM_STATE_CONSTRAINT, NumberInterval
 from ..utils._threads import single_threaded_blas
 from ..utils._validation import check_bool_number_mix, check_table
 
@@ -92,7 +92,7 @@ class SurpriseRecommender(BaseEstimator):
         contain ``random_state`` (use the estimator's parameter).
     fold_in_reg : "auto" or float >= 0, default="auto"
         Regularisation of the fold-in (see above); only for SVD / SVD++.
-    random_state : None, int or numpy Generator, default=None
+    random_state : None, int, numpy Generator or RandomState, or RandomSource, default=None
         Seed of Surprise's factor initialisation. ``None`` takes a seed from
         the operating system's entropy; an int makes fits reproducible.
 
@@ -158,7 +158,7 @@ class SurpriseRecommender(BaseEstimator):
         "rating_scale": [tuple, list, None],
         "algo_params": [dict, None],
         "fold_in_reg": [StrOptions({"auto"}), NumberInterval(numbers.Real, 0, None, closed="left")],
-        "random_state": ["random_state", np.random.Generator],
+        "random_state": RANDOM_STATE_CONSTRAINT,
     }
 
     def __init__(self, algorithm="SVD", *, rating_scale=None, algo_params=None,

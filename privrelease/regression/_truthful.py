@@ -23,7 +23,7 @@ from ..exceptions import PrivacyLeakWarning
 from ..noise import VectorLaplace
 from ..utils import check_number, check_random_source
 from ..utils._validation import check_real_target, check_same_index, check_table
-from ..utils._constraints import NumberInterval
+from ..utils._constraints import RANDOM_STATE_CONSTRAINT, NumberInterval
 
 __all__ = [
     "TruthfulRegressionMechanism",
@@ -475,7 +475,7 @@ class TruthfulRegressionMechanism(RegressorMixin, BaseEstimator):
         ``scale`` of the Brier payment, >= 0.
     payment_offset : float, default=0.0
         ``offset`` added to every payment, >= 0 (pays for privacy costs, Theorem 5).
-    random_state : None, int or Generator, default=None
+    random_state : None, int, numpy Generator or RandomState, or RandomSource, default=None
         ``None`` (the default) draws the split and the noise from the operating
         system's entropy. An integer seed is for tests and reproducible
         experiments only: it makes the privacy noise predictable.
@@ -551,7 +551,7 @@ class TruthfulRegressionMechanism(RegressorMixin, BaseEstimator):
         "noise_variance": [NumberInterval(Real, 0, None, closed="neither")],
         "payment_scale": [NumberInterval(Real, 0, None, closed="left")],
         "payment_offset": [NumberInterval(Real, 0, None, closed="left")],
-        "random_state": ["random_state"],
+        "random_state": RANDOM_STATE_CONSTRAINT,
     }
 
     def __init__(self, *, alpha=1.0, epsilon=1.0, response_bound=1.0, clip=False,

@@ -7,10 +7,14 @@ budget of 1.0 without a word. :class:`NumberInterval` is the same interval with 
 refused, as :func:`privrelease.utils.check_number` refuses them for the functions.
 """
 
+from numbers import Integral
+
 import numpy as np
 from sklearn.utils._param_validation import Interval
 
-__all__ = ["NumberInterval"]
+from ._random import RandomSource
+
+__all__ = ["NumberInterval", "RANDOM_STATE_CONSTRAINT"]
 
 
 class NumberInterval(Interval):
@@ -24,3 +28,16 @@ class NumberInterval(Interval):
         if isinstance(val, (bool, np.bool_)):
             return False
         return super().is_satisfied_by(val)
+
+
+#: what every public estimator's ``random_state`` accepts: everything
+#: :func:`privrelease.utils.check_random_source` turns into a source (scikit-learn's
+#: ``"random_state"`` constraint less numpy's Generator and privrelease's RandomSource;
+#: negative seeds are refused here rather than at fit)
+RANDOM_STATE_CONSTRAINT = [
+    None,
+    NumberInterval(Integral, 0, None, closed="left"),
+    np.random.RandomState,
+    np.random.Generator,
+    RandomSource,
+]
