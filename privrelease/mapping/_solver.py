@@ -503,6 +503,17 @@ def _solve_mi_target(prob, target_bits, solver, tol):
     gap_pp = 0.0 if Ppp is None else max(prob.distortion(Ppp) - independence_lower_bound(prob, t_pp, 0.0), 0.0)
     if not np.isfinite(gap_pp):  # no multipliers: HiGHS's own optimality (as before)
         gap_pp = 0.0
+    def below_rounding():
+        """The perfect-privacy LP's mapping as the answer to a target no solve can tell from 0, when the lower
+        bound certifies its distortion (None otherwise)."""
+        gap_d = max(prob.distortion(Ppp) - lower(), 0.0)
+        if gap_d > dist_tol:
+            return None
+        cert = {"gap_bits": float(prob.objective(Ppp) / LN2), "distortion_gap": float(prob.to_user(gap_d)),
+                "distortion_lower_bound": float(prob.to_user(lower())),
+                "method": "perfect-privacy LP (HiGHS): the target is below the leakage's rounding"}
+        return Ppp, cert, "highs", "optimal"
+
     if 0.0 < L <= bound_rounding(prob.pA, prob.k, 0.0, 0.0, 0.0) and Ppp is not None \
             and prob.objective(Ppp) <= tol * LN2:
         # a target below the rounding of the certificate itself (4 ulps of H(A) per summation level): no solve can
@@ -510,12 +521,9 @@ def _solve_mi_target(prob, target_bits, solver, tol):
         # bits, 1e-3 of an I(A; C) that is itself rounding, ended "inaccurate" at distortion 0.59 where the
         # search happened to meet mappings of computed leakage 0 before). Answered as a target of 0 when the
         # perfect-privacy LP's multipliers, relaxed to the target, certify its distortion
-        gap_d = max(prob.distortion(Ppp) - max(prob.delta_min, lb_pp), 0.0)
-        if gap_d <= dist_tol:
-            cert = {"gap_bits": float(prob.objective(Ppp) / LN2), "distortion_gap": float(prob.to_user(gap_d)),
-                    "distortion_lower_bound": float(prob.to_user(max(prob.delta_min, lb_pp))),
-                    "method": "perfect-privacy LP (HiGHS): the target is below the leakage's rounding"}
-            return Ppp, cert, "highs", "optimal"
+        answer = below_rounding()
+        if answer is not None:
+            return answer
     if L <= 0.0 and Ppp is not None and prob.objective(Ppp) <= tol * LN2:
         # perfect privacy: the LP's mapping is the answer (HiGHS certifies the LP optimum); its
         # leakage is zero up to the LP's rounding (reported as the gap, within tol)
@@ -538,12 +546,9 @@ def _solve_mi_target(prob, target_bits, solver, tol):
             # no mapping shows f <= L in floating point, but the perfect-privacy LP's mapping is
             # independent up to rounding; answered as a target of 0, its distortion certified
             # by the bound of the first solve (gap 0 when the smallest distortion is private)
-            gap_d = max(prob.distortion(Ppp) - lower(), 0.0)
-            cert = {"gap_bits": float(prob.objective(Ppp) / LN2), "distortion_gap": float(prob.to_user(gap_d)),
-                    "distortion_lower_bound": float(prob.to_user(lower())),
-                    "method": "perfect-privacy LP (HiGHS): the target is below the leakage's rounding"}
-            if gap_d <= dist_tol:
-                return Ppp, cert, "highs", "optimal"
+            answer = below_rounding()
+            if answer is not None:
+                return answer
         if fm > L:
             raise SolverError(f"could not decide whether max_leakage={target_bits!r} bits is reachable: "
                               f"the smallest leakage found is {fm / LN2:.6g} bits, its lower bound {lbm / LN2:.6g}")
