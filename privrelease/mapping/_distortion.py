@@ -75,8 +75,6 @@ def _check_symbols(x, name):
         X = X[:, None]
     if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
         raise ValueError(f"{name} must be a non-empty 2-D array (n_tuples, n_features), got shape {np.shape(x)}")
-    if X.dtype.kind not in "iuf":
-        raise ValueError(f"{name} must hold integer category codes, got dtype {X.dtype}")
     return as_int64_codes(X, name, "integer category codes")
 
 

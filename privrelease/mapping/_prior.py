@@ -15,8 +15,6 @@ def _codes(x, name, n):
     x = np.asarray(x)
     if x.ndim != 1:
         raise ValueError(f"{name} must be 1-D integer codes, got shape {x.shape}")
-    if x.size and x.dtype.kind not in "iuf":
-        raise ValueError(f"{name} must hold integer codes 0..n-1, got dtype {x.dtype}")
     x = as_int64_codes(x, name, "integer codes 0..n-1")
     if x.size and x.min() < 0:
         raise ValueError(f"{name} codes must be >= 0, got {x.min()!r}")

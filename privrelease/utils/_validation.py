@@ -95,9 +95,12 @@ def as_int64_codes(X, name, what="integer codes"):
 
     ``astype(np.int64)`` turned ``inf``, ``1e300`` or ``2**63`` into ``-9223372036854775808`` and a uint64
     ``2**64 - 1`` into ``-1`` (a valid-looking code, or an "erased" marker), so the message quoted a value the
-    caller never gave. Other dtypes (strings, objects, booleans) are refused by the caller.
+    caller never gave. Other dtypes (strings, objects, booleans) are refused naming the dtype; an empty array
+    of any dtype is the empty code array.
     """
     X = np.asarray(X)
+    if X.dtype.kind not in "iuf" and X.size:
+        raise ValueError(f"{name} must hold {what}, got dtype {X.dtype}")
     if X.dtype.kind == "i":
         return X.astype(np.int64)
     flat = X.ravel()
