@@ -8,6 +8,8 @@ Sections (one run prints every table):
    tolerances; every answer goes through the same certificate (rigorous duality gap
    in bits). Reports certification counts, median / max times and the worst leakage
    difference to the best cvxpy answer.
+1b. ``classes`` (not run by default): the same families with |A| = 11 .. 21 private classes
+   (an occupation, or gender x seven age bands), k = 30 .. 120, side by side with cvxpy.
 2. ``scale``: |A| = 2, k random centres in R^2, squared-Euclidean distortion, a
    Dirichlet(0.5) prior, delta = 5% of the mean distortion (issue 10's k = 300 case),
    for k = 300 (side by side with cvxpy), 1000, 2000 and 5000 (fast only; time untraced,
@@ -170,14 +172,15 @@ def load():
         return float("nan")
 
 
-def section_families(n, tol, seed):
-    print(f"\n== families: {n} random instances (load average {load():.1f} on {os.cpu_count()} cores)")
+def section_families(n, tol, seed, na_range=(2, 10), k_range=(8, 120), title="families"):
+    print(f"\n== {title}: {n} random instances, |A| = {na_range[0]}..{na_range[1]}, k = {k_range[0]}..{k_range[1]} "
+          f"(load average {load():.1f} on {os.cpu_count()} cores)")
     rows = []
     hdr = f"{'instance':>28} {'fast_s':>7} {'gap':>8} {'CLARABEL_s':>10} {'gap':>8} {'SCS_s':>7} {'gap':>8} {'dL_bits':>9}"
     print(hdr)
     print("-" * len(hdr))
     for i in range(n):
-        prior, d, delta, label = family_instance(seed + i)
+        prior, d, delta, label = family_instance(seed + i, na_range, k_range)
         prob = Problem(prior, d)
         dl = prob.to_internal(delta)
         tf, ff, gf = run_fast(prob, dl, tol)
@@ -448,6 +451,9 @@ def main(argv=None):
     ks = args.ks or ([30, 60] if args.quick else [300, 1000, 2000, 5000])
     if "families" in args.sections:
         section_families(3 if args.quick else args.n_families, args.tol, args.seed)
+    if "classes" in args.sections:  # many private classes (an occupation; gender x seven age bands)
+        section_families(3 if args.quick else args.n_families, args.tol, args.seed, (11, 21),
+                         (20, 60) if args.quick else (30, 120), title="classes")
     if "scale" in args.sections:
         section_scale(ks, args.tol, args.cvxpy_max_k, args.prior)
     if "curve" in args.sections:

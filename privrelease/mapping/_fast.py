@@ -99,7 +99,9 @@ __all__ = ["solve_fast"]
 _FULL_SUPPORT_LIMIT = 40000
 DEBUG = False  # print the interior-point iterations
 LOOSE = 1.0  # relative barrier gap of the working-set rounds before the set settles
-_SPARSE_SUMS = 8192  # supports of at least this many entries sum through sparse products (same numbers)
+_SPARSE_SUMS = 8192  # supports of at least this many entries (x |A| / 2) sum through sparse products (same numbers)
+_MANY_CLASSES = 10  # above this many classes the Newton systems batch their per-class work in matrix products
+_PAIR_CHUNK = 1 << 22  # the Hessian's per-output class-pair sums in chunks of this many weights (32 MB)
 _SPARSE_SCHUR = 0.02  # the Schur complement is factored as sparse below this density
 WARM_ROUNDS = True  # warm-started working-set rounds (benchmarks/bench_solver.py flips it for the cold baseline)
 WARM_MU = 1e3  # a round after a precise one restarts at this multiple of its final barrier parameter
@@ -157,12 +159,19 @@ class _Barrier:
         # barrier pushes the entries of light rows far from their optimum (weighted barrier)
         self.om = prob.pc[r] * prob.k
         self._C = None
-        if not self.dense and self.n >= _SPARSE_SUMS:
+        # class pairs (a <= b) of the Hessian's per-output blocks, and beyond _MANY_CLASSES classes their
+        # products M[a] M[b]: one matrix product per factorisation instead of one sum per pair (|A| = 21
+        # has 231 pairs). Up to _MANY_CLASSES the Newton systems compute the same numbers as before
+        # (the families audit's paths); the products sum in another order (paths move in their last bits)
+        self._ia, self._ib = np.triu_indices(self.na)
+        self._MM = self.M[self._ia] * self.M[self._ib] if self.na > _MANY_CLASSES else None
+        if not self.dense and self.n * self.na >= 2 * _SPARSE_SUMS:
             # the sums over a column's entries (per class), over a row's entries, and the expansion back to the
             # entries as sparse products: the same additions in the same order as np.bincount (each row of a CSR
             # matrix sums its entries in increasing entry index), so the same numbers, 2-5x faster (k = 2000).
             # Not on small supports, where building the matrices (~0.2 ms) costs more than the sums save
-            # (the exact polish builds a barrier per Newton step)
+            # (the exact polish builds a barrier per Newton step); the threshold counts the |A| sums a
+            # product replaces (two classes: 8192 entries)
             e = np.arange(self.n)
             ca = (np.arange(self.na)[:, None] * self.nc + jc[None, :]).ravel()
             self._C = sp.csr_matrix((self.Mr.ravel(), (ca, np.tile(e, self.na))), shape=(self.na * self.nc, self.n))
@@ -217,6 +226,34 @@ class _Barrier:
         L = np.where(self.struct, np.log(Js) - np.log(q)[None, :] - self.logpA[:, None], 0.0)
         return self.expand(L), J
 
+    def _pair_sums(self, Dinv):
+        """``out[p, j] = sum_{e in column j} M[a_p, r_e] M[b_p, r_e] Dinv_e`` over the class pairs ``a_p <= b_p``.
+
+        More than ``_MANY_CLASSES`` classes, on a support of at least 5% of the ``k x nc`` rectangle: one
+        matrix product ``(M[a] M[b])_p @ Dinv`` (``Dinv`` scattered into the rectangle). Otherwise one
+        ``np.bincount`` for all pairs (chunked), whose bins add the same products in increasing entry index
+        as per-pair bincounts do, or on a full support one product per pair: the numbers before.
+        """
+        ia, ib, nc = self._ia, self._ib, self.nc
+        if self._MM is not None and (self.dense or self.n >= 0.05 * self.k * nc):
+            if self.dense:
+                D2 = Dinv.reshape(self.k, nc)
+            else:
+                D2 = np.zeros((self.k, nc))
+                D2[self.r, self.jc] = Dinv
+            return self._MM @ D2
+        if self.dense:
+            D2 = Dinv.reshape(self.k, nc)
+            return np.stack([(self.M[a] * self.M[b]) @ D2 for a, b in zip(ia, ib)])
+        out = np.empty((ia.size, nc))
+        step = max(1, _PAIR_CHUNK // max(self.n, 1))
+        for s in range(0, ia.size, step):
+            a, b = ia[s:s + step], ib[s:s + step]
+            w = Dinv[None, :] * self.Mr[a] * self.Mr[b]
+            idx = (np.arange(a.size)[:, None] * nc + self.jc[None, :]).ravel()
+            out[s:s + step] = np.bincount(idx, weights=w.ravel(), minlength=a.size * nc).reshape(a.size, nc)
+        return out
+
     def factor(self, J, Dinv, r1):
         """Solver for ``min 1/2 dx' K dx + g' dx  s.t.  E dx = 0`` with
         ``K = hess f + diag(1/Dinv) + r1 r1'``; returns ``solve(g) -> (dx, nu)``."""
@@ -237,14 +274,7 @@ class _Barrier:
         nb = na - 1
         eye = np.eye(nb)
         N = np.empty((nc, na, na))
-        for a in range(na):
-            for b in range(a, na):
-                if self.dense:
-                    v = (self.M[a] * self.M[b]) @ Dinv.reshape(self.k, nc)
-                else:
-                    v = np.bincount(self.jc, weights=Dinv * self.Mr[a] * self.Mr[b], minlength=nc)
-                N[:, a, b] = v
-                N[:, b, a] = v
+        N[:, self._ia, self._ib] = N[:, self._ib, self._ia] = self._pair_sums(Dinv).T
         Q = eye[None] + R @ N @ np.transpose(R, (0, 2, 1))
         Lq = np.linalg.cholesky(Q)
         F = np.linalg.solve(Lq, R)  # (nc, na, na): T_j = F_j^T F_j
@@ -260,22 +290,40 @@ class _Barrier:
         csolve = None
         if self.dense:
             D2 = Dinv.reshape(self.k, nc)
-            S = np.zeros((self.k, self.k))
-            for i in range(nb):
-                Vd = D2 * (self.M.T @ F[:, i, :].T)
+            if self._MM is not None:  # one product F_j M for all outputs and factors, one Gram product
+                Vd = (F.reshape(nc * nb, na) @ self.M).reshape(nc, nb, self.k).transpose(2, 0, 1) * D2[:, :, None]
                 Vd[np.abs(Vd) < 1e-150] = 0.0
-                S -= Vd @ Vd.T
+                Vd = Vd.reshape(self.k, nc * nb)
+                S = -(Vd @ Vd.T)
+            else:
+                S = np.zeros((self.k, self.k))
+                for i in range(nb):
+                    Vd = D2 * (self.M.T @ F[:, i, :].T)
+                    Vd[np.abs(Vd) < 1e-150] = 0.0
+                    S -= Vd @ Vd.T
         else:
-            V = np.einsum("eab,be->ea", F[jc], Mr) * Dinv[:, None]
+            if self._MM is not None and nc * nb * self.k <= 4 * self.n * nb + (1 << 16):
+                # many classes: F_j M for every output (one matrix product), then each entry's
+                # column, instead of gathering an |A| - 1 x |A| block per entry (|A| = 21: 420 numbers each)
+                G = (F.reshape(nc * nb, na) @ self.M).reshape(nc, nb, self.k)
+                V = G[jc, :, self.r] * Dinv[:, None]
+            else:
+                V = np.einsum("eab,be->ea", F[jc], Mr) * Dinv[:, None]
             V[np.abs(V) < 1e-150] = 0.0  # no denormals in the factorisation
         if self.dense:
             S[np.diag_indices(self.k)] += self.rowsum(Dinv)
         elif self.n > 0.2 * self.k * nc:
-            S = np.zeros((self.k, self.k))
-            Vd = np.zeros((self.k, nc))
-            for i in range(nb):
-                Vd[self.r, jc] = V[:, i]
-                S -= Vd @ Vd.T
+            if self._MM is not None:  # one scatter and one product for all |A| - 1 factors
+                Vd = np.zeros((self.k, nc, nb))
+                Vd[self.r, jc] = V
+                Vd = Vd.reshape(self.k, nc * nb)
+                S = -(Vd @ Vd.T)
+            else:
+                S = np.zeros((self.k, self.k))
+                Vd = np.zeros((self.k, nc))
+                for i in range(nb):
+                    Vd[self.r, jc] = V[:, i]
+                    S -= Vd @ Vd.T
             S[np.diag_indices(self.k)] += self.rowsum(Dinv)
         else:
             Vs = sp.csr_matrix((V.ravel(), (np.repeat(self.r, nb), (jc[:, None] * nb + np.arange(nb)).ravel())),

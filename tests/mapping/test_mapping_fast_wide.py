@@ -176,3 +176,24 @@ def test_smoothed_pi_batch_stops_at_the_rows_bound():
     U, conv = _smoothed_pi_batch(A, B2, np.ones((R, 2), dtype=bool), m, U0, stop=0.13)
     np.testing.assert_array_equal(U[:, 0], U0[:, 0])
     assert conv[0]
+
+
+@pytest.mark.parametrize("na,k,kind", [(12, 14, 0), (16, 10, 1), (21, 12, 2)])
+def test_many_classes_certify_and_agree_with_plain_cvxpy(na, k, kind):
+    # more classes than _MANY_CLASSES (an occupation, or gender x seven age bands): the Newton systems
+    # batch their per-class work in matrix products; certified on the fast path, and within the tolerance
+    # of the plain formulation; some p(a, c) = 0
+    rng = np.random.default_rng([na, k, kind])
+    prior = rng.dirichlet(np.full(na * k, 0.5)).reshape(na, k)
+    prior[rng.random(prior.shape) < 0.15] = 0.0
+    prior /= prior.sum()
+    X = rng.normal(size=(k, 2))
+    d = (((X[:, None] - X[None]) ** 2).sum(axis=2), (np.abs(X[:, None] - X[None]).sum(axis=2) > 0.8) * 1.0,
+         np.abs(X[:, None] - X[None]).sum(axis=2))[kind]
+    pc = prior.sum(axis=0)
+    dmin, dmax = float((pc * d.min(axis=1)).sum()), float((pc * d.max(axis=1)).sum())
+    delta = dmin + 0.3 * (dmax - dmin)
+    res = solve_mapping(prior, d, delta, solver="fast", tol=TOL)
+    assert res.solver == "fast" and res.status == "optimal" and res.certificate["gap_bits"] <= TOL
+    assert expected_distortion(prior, res.mapping, d) <= delta * (1 + 1e-12)
+    assert abs(res.leakage - plain_cvxpy_bits(prior, d, delta)) <= TOL + 1e-7

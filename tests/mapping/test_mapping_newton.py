@@ -37,11 +37,12 @@ def _hessian(M, r, j, x):
 @pytest.mark.parametrize("schur", ["dense", "sparse", "gram", "full"])
 @pytest.mark.parametrize("seed", [0, 1, 2])
 @pytest.mark.parametrize("rank_one", [False, True])
-@pytest.mark.parametrize("na", [2, 3, 5])
+@pytest.mark.parametrize("na", [2, 3, 5, 12])
 def test_structured_newton_solve_matches_the_full_kkt_system(monkeypatch, schur, seed, rank_one, na):
     # every way the Schur complement is built and factored: a sparse Gram product factored densely
     # ("dense") or by sparse LU ("sparse"), a dense Gram product on a denser support ("gram"), the full
-    # support's matrix products ("full"); |A| = 2, 3, 5 (the Hessian blocks' rank |A| - 1 factors);
+    # support's matrix products ("full"); |A| = 2, 3, 5 (the Hessian blocks' rank |A| - 1 factors) and
+    # 12 (beyond _MANY_CLASSES: the per-class work batched in matrix products);
     # some p(a, c) = 0, so that some outputs are reached by one class only
     rng = np.random.default_rng(seed)
     k = 12 if schur == "full" else 40
@@ -61,6 +62,7 @@ def test_structured_newton_solve_matches_the_full_kkt_system(monkeypatch, schur,
     monkeypatch.setattr(_fast, "_SPARSE_SCHUR", 1.0 if schur == "sparse" else -1.0)
     bar = _fast._Barrier(prob, r, j, 0.5, False)
     assert bar.dense == (schur == "full")
+    assert (bar._MM is not None) == (na > _fast._MANY_CLASSES)
     if schur in ("dense", "sparse"):
         assert bar.n < 0.2 * bar.k * bar.nc  # the Gram product is built sparse
     elif schur == "gram":
@@ -181,3 +183,35 @@ def test_sparse_product_sums_are_the_bincount_sums_exactly(monkeypatch, na):
         g, J = bar.grad(x)
         out[mode] = bar.factor(J, Dinv, None)(g)
     np.testing.assert_array_equal(out["sparse"][0], out["bincount"][0])
+
+
+@pytest.mark.parametrize("na", [3, 5, 10, 12])
+@pytest.mark.parametrize("support", ["sparse", "full"])
+def test_class_pair_sums(na, support):
+    # the Hessian blocks' sums over each output's entries for every class pair a <= b: up to _MANY_CLASSES
+    # classes the same numbers as one np.bincount (sparse supports) or one product (full support) per pair,
+    # to the last bit (the barrier's paths, which the families audit ran, are unchanged); beyond it one matrix
+    # product for all pairs, equal to rounding
+    rng = np.random.default_rng(na)
+    k = 30
+    prior = rng.dirichlet(np.full(na * k, 0.7)).reshape(na, k)
+    prior[rng.random(prior.shape) < 0.2] = 0.0
+    prior[0, prior.sum(axis=0) == 0] = 1e-3
+    prior /= prior.sum()
+    prob = Problem(prior, squared_euclidean_distortion(rng.normal(size=(k, 2))))
+    sup = np.ones((k, k), dtype=bool) if support == "full" else _support(rng, k, 6)
+    r, j = np.nonzero(sup)
+    bar = _fast._Barrier(prob, r, j, 0.5, False)
+    assert bar.dense == (support == "full")
+    Dinv = rng.uniform(0.01, 1.0, size=r.size) * np.exp(rng.normal(size=r.size) * 3)
+    got = bar._pair_sums(Dinv)
+    ia, ib = np.triu_indices(na)
+    if support == "full":
+        want = np.stack([(prob.M[a] * prob.M[b]) @ Dinv.reshape(k, k) for a, b in zip(ia, ib)])
+    else:
+        want = np.stack([np.bincount(bar.jc, weights=Dinv * bar.Mr[a] * bar.Mr[b], minlength=bar.nc)
+                         for a, b in zip(ia, ib)])
+    if na <= _fast._MANY_CLASSES:
+        np.testing.assert_array_equal(got, want)
+    else:
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15 * np.abs(want).max())
