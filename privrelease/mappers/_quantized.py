@@ -1020,6 +1020,19 @@ class QuantizedPrivacyMapper(_BaseMapper):
         space = self._space()
         if space == "taste":
             X_lab_s = X_lab if sp.issparse(X_lab) else sp.csr_matrix(X_lab)
+            values = X_lab_s.data[X_lab_s.data != 0]
+            if values.size and values.min() == values.max():
+                # implicit feedback (every stored rating 1): the taste model predicts that one value for every
+                # user and item, so every user sat at one point and the fit silently made ONE cluster (the same
+                # release for everybody, whatever the budget)
+                warnings.warn(
+                    f"every rating of the {n_labeled} labeled users is {float(values[0])!r} (implicit "
+                    "feedback?): the taste space (space='auto' or 'taste') is built from differences between "
+                    "rating values, so it cannot tell these users apart and they all fall into one cluster "
+                    "(the same release for everybody); use metric='hamming' (clusters on which items each "
+                    "user rated) or space='raw'",
+                    UserWarning,
+                )
             self.embedding_ = TasteEmbedding(n_components=self.n_components, random_state=seed).fit(X_lab_s)
         E = self._embed(X_lab)
         removal = self._check_class_removal(a_idx)

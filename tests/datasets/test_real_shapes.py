@@ -1,0 +1,50 @@
+"""The user path on small stand-ins of real data sets' shapes (benchmarks/bench_real_shapes.py runs them at size).
+
+Each test is a problem found on a stand-in: it fails on the code before its fix.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from privrelease import QuantizedPrivacyMapper
+
+
+def _implicit(n_users=240, n_items=60, seed=0):
+    """Implicit feedback: every stored rating is 1; which items a user picks depends on a binary attribute."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n_users)
+    taste = rng.integers(0, 3, n_users)          # three tastes, each its own block of 20 items
+    p = np.full((n_users, n_items), 0.03)
+    for t in range(3):
+        p[taste == t, 20 * t:20 * (t + 1)] = 0.5
+    p[:, :5] += 0.3 * y[:, None]                 # the attribute shows in the first items
+    X = sp.csr_matrix((rng.random((n_users, n_items)) < p).astype(float))
+    X[np.flatnonzero(X.getnnz(axis=1) == 0), 0] = 1.0
+    return X, y
+
+
+def test_implicit_feedback_warns_that_the_taste_space_sees_one_user():
+    # every rating 1: the taste model predicts 1 for every user and item, so every user sat at one point and the
+    # default fit made ONE cluster (the same release for everybody) without a word
+    X, y = _implicit()
+    with pytest.warns(UserWarning, match=r"every rating of the 240 labeled users is 1\.0.*metric='hamming'"):
+        m = QuantizedPrivacyMapper(random_state=0).fit(X, y)
+    assert m.n_clusters_ == 1
+    # what the warning advises tells the users apart (and still meets perfect privacy)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        for kw in ({"metric": "hamming"}, {"space": "raw"}):
+            m = QuantizedPrivacyMapper(random_state=0, **kw).fit(X, y)
+            assert m.n_clusters_ > 1 and m.leakage_ <= 1e-12
+            assert len({tuple(r) for r in (m.transform(X) != 0).toarray().astype(int)}) > 1
+
+
+def test_ratings_on_a_scale_are_not_warned_about():
+    X, y = _implicit()
+    X.data = 1.0 + (np.arange(X.nnz) % 5)        # the same items, now rated 1..5
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        assert QuantizedPrivacyMapper(random_state=0).fit(X, y).n_clusters_ > 1
