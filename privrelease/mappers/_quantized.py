@@ -17,7 +17,8 @@ from ..utils._constraints import NumberInterval
 from ..utils._validation import (as_float_if_object, canonical_sparse, check_table, is_sparse_frame,
                                  ratings_in_dtype, sparse_frame_like)
 from . import _dask
-from ._base import PriorEstimate, _BaseMapper, _matrix, _refuse_long_form, _refuse_surprise_data, _row_stochastic, stack_marginal_priors
+from ._base import (PriorEstimate, _BaseMapper, _matrix, _refuse_long_form, _refuse_nan_ratings, _refuse_surprise_data,
+                    _row_stochastic, stack_marginal_priors)
 from ._common import BUDGET_CONSTRAINT, LEAKAGE_CONSTRAINT, PROTECT_CONSTRAINT, RANDOM_STATE_CONSTRAINT
 from ._quantize import (
     TasteEmbedding,
@@ -846,6 +847,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
         _refuse_surprise_data(X)
         _refuse_long_form(X)
         check_table(X)
+        _refuse_nan_ratings(X)
         fmt = X.format if sp.issparse(X) else None
         if fmt is not None and fmt not in ("csr", "csc"):
             X = X.tocsr()

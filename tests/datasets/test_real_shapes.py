@@ -78,3 +78,27 @@ def test_many_class_perfect_privacy_lp_is_solved_by_the_interior_point(monkeypat
     ref = solve_mapping(prior, D, max_leakage=0.0)
     assert abs(res.distortion - ref.distortion) <= 1e-9 * D.max()
     lp._PP_CACHE.clear()
+
+
+@pytest.mark.parametrize("as_frame", [False, True])
+def test_a_pivoted_rating_table_with_nan_for_unrated_is_refused_saying_zero_means_unrated(as_frame):
+    # the dense form of Jester-like ratings, as DataFrame.pivot gives it: NaN in every unrated cell. scikit-learn's
+    # message sent the user to HistGradientBoostingClassifier
+    import pandas as pd
+
+    from privrelease import BlurMe, BlurMore
+
+    X, y = _implicit()
+    D = X.toarray() * (1.0 + np.arange(X.shape[1]) % 3)
+    D[D == 0] = np.nan
+    D = pd.DataFrame(D) if as_frame else D
+    first = np.argwhere(np.isnan(np.asarray(D, dtype=float)))[0]
+    for est in (QuantizedPrivacyMapper(random_state=0), BlurMe(random_state=0), BlurMore(random_state=0)):
+        with pytest.raises(ValueError, match=rf"NaN entries \(the first at row {first[0]}, column {first[1]}\); in "
+                                             r"a rating matrix 0 means 'not rated'.*fillna\(0\)"):
+            est.fit(D, y)
+    filled = D.fillna(0) if as_frame else np.nan_to_num(D, nan=0.0)   # what the message says works
+    fitted = QuantizedPrivacyMapper(random_state=0).fit(filled, y)
+    with pytest.raises(ValueError, match="NaN entries"):
+        fitted.transform(D)
+    assert fitted.transform(filled).shape == D.shape
