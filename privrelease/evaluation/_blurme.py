@@ -19,6 +19,7 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ..mappers._base import _refuse_nan_ratings
 from ..utils import check_random_source, restore_sparse_format
 from ..utils._constraints import RANDOM_STATE_CONSTRAINT, NumberInterval
 from ..utils._threads import single_threaded_blas
@@ -135,6 +136,7 @@ class BlurMe(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                 "who disclosed the private attribute"
             )
         check_table(X)
+        _refuse_nan_ratings(X)
         check_same_index(X, y)
         X = canonical_sparse(validate_data(self, X, accept_sparse="csr", dtype=np.float64, ensure_all_finite=True))
         name = type(self).__name__
@@ -214,6 +216,7 @@ class BlurMe(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         fmt = (X.format, isinstance(X, sp.sparray)) if sp.issparse(X) else None
         fmt = ("frame", X) if is_sparse_frame(X) else fmt
         check_table(X)
+        _refuse_nan_ratings(X)
         # dtype="numeric" keeps the caller's dtype (integer ratings came back as float64 means)
         X = validate_data(self, X, reset=False, accept_sparse="csr", dtype="numeric", ensure_all_finite=True)
         dtype = X.dtype

@@ -193,6 +193,41 @@ def _refuse_long_form(X):
         )
 
 
+def _refuse_nan_ratings(X, name="X"):
+    """A rating matrix whose unrated cells are NaN (what ``DataFrame.pivot`` of a long table gives): say that
+    0 means "not rated" here.
+
+    scikit-learn's own message ("does not accept missing values encoded as NaN natively ... consider
+    HistGradientBoostingClassifier") pointed a user with the commonest form of a dense rating table elsewhere.
+    """
+    if type(X).__module__.startswith("dask"):
+        return  # never computed here: each block is checked where it lives
+    if sp.issparse(X):
+        data = getattr(X, "data", None)   # a DOK or LIL matrix has no array of stored values: validated later
+        nan = np.isnan(data) if isinstance(data, np.ndarray) and np.issubdtype(data.dtype, np.floating) else None
+        where = None
+    elif hasattr(X, "isna") and hasattr(X, "iloc"):
+        nan = np.asarray(X.isna(), dtype=bool)
+        where = nan
+    else:
+        arr = np.asarray(X) if not isinstance(X, np.ndarray) else X
+        if not np.issubdtype(arr.dtype, np.floating):
+            return
+        nan = np.isnan(arr)
+        where = nan
+    if nan is None or not nan.any():
+        return
+    at = ""
+    if where is not None and where.ndim == 2:
+        r, c = np.argwhere(where)[0]
+        at = f" (the first at row {int(r)}, column {int(c)})"
+    raise ValueError(
+        f"{name} holds {int(nan.sum())} NaN entries{at}; in a rating matrix 0 means 'not rated' (a NaN "
+        f"is what a pandas pivot of ratings gives for unrated cells): fill them with 0 ({name}.fillna(0) or "
+        f"np.nan_to_num({name}, nan=0.0)), or convert long-form ratings with privrelease.recommender.RatingsFrame"
+    )
+
+
 class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     """Template of the privacy mappers (see the module notes)."""
 

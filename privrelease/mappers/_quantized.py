@@ -17,7 +17,8 @@ from ..utils._constraints import NumberInterval
 from ..utils._validation import (as_float_if_object, canonical_sparse, check_table, is_sparse_frame,
                                  ratings_in_dtype, sparse_frame_like)
 from . import _dask
-from ._base import PriorEstimate, _BaseMapper, _matrix, _refuse_long_form, _refuse_surprise_data, _row_stochastic, stack_marginal_priors
+from ._base import (PriorEstimate, _BaseMapper, _matrix, _refuse_long_form, _refuse_nan_ratings, _refuse_surprise_data,
+                    _row_stochastic, stack_marginal_priors)
 from ._common import BUDGET_CONSTRAINT, LEAKAGE_CONSTRAINT, PROTECT_CONSTRAINT, RANDOM_STATE_CONSTRAINT
 from ._quantize import (
     TasteEmbedding,
@@ -846,6 +847,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
         _refuse_surprise_data(X)
         _refuse_long_form(X)
         check_table(X)
+        _refuse_nan_ratings(X)
         fmt = X.format if sp.issparse(X) else None
         if fmt is not None and fmt not in ("csr", "csc"):
             X = X.tocsr()
@@ -1020,6 +1022,19 @@ class QuantizedPrivacyMapper(_BaseMapper):
         space = self._space()
         if space == "taste":
             X_lab_s = X_lab if sp.issparse(X_lab) else sp.csr_matrix(X_lab)
+            values = X_lab_s.data[X_lab_s.data != 0]
+            if values.size and values.min() == values.max():
+                # implicit feedback (every stored rating 1): the taste model predicts that one value for every
+                # user and item, so every user sat at one point and the fit silently made ONE cluster (the same
+                # release for everybody, whatever the budget)
+                warnings.warn(
+                    f"every rating of the {n_labeled} labeled users is {float(values[0])!r} (implicit "
+                    "feedback?): the taste space (space='auto' or 'taste') is built from differences between "
+                    "rating values, so it cannot tell these users apart and they all fall into one cluster "
+                    "(the same release for everybody); use metric='hamming' (clusters on which items each "
+                    "user rated) or space='raw'",
+                    UserWarning,
+                )
             self.embedding_ = TasteEmbedding(n_components=self.n_components, random_state=seed).fit(X_lab_s)
         E = self._embed(X_lab)
         removal = self._check_class_removal(a_idx)
