@@ -236,3 +236,14 @@ def test_fast_path_certifies_the_pullback_instance():
     res, ref = _certified_fixture("pc_range_k48_a4_pullback.npz", "fast")
     assert res.solver == "fast"
     assert res.leakage - res.certificate["gap_bits"] <= ref + 1e-12
+
+
+def test_denormal_budget_above_a_zero_smallest_budget_is_near_the_minimum():
+    # families2 seed 0, curve_odd on float_limits: |A| = 5, k = 19, entries from 0 (underflowed) and denormals
+    # to 5e-151 over 300 decades, a zero entry in every row (smallest budget 0), delta = 5e-324 (1e-173 of the
+    # largest entry). The "near the smallest budget" candidate was tried only within a slack relative to the
+    # smallest budget, i.e. never when that is 0; the barrier's budget term lam / s overflowed and left it 2.8
+    # bits from certified, cvxpy 0.4 bits ("inaccurate" with a warning). The slack is now relative to the
+    # budget's range as well, and the optimum at the smallest budget certifies on the fast path
+    res, ref = _certified_fixture("float_limits_k19_a5_denormal_budget.npz", "fast")
+    assert res.distortion <= 5e-324
