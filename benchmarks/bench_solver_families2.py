@@ -12,9 +12,11 @@ Families:
    clusters, metric euclidean / sqeuclidean / hamming, delta or max_leakage, both leakage
    kinds), ``mapper_e`` (``ErasureMapper`` on random categorical columns);
 2. priors: ``zero_class`` (a private class of zero mass), ``one_heavy`` (one entry holds
-   ``1 - 1e-12`` of the mass), ``big_a`` (``|A|`` = 10..21, k = 5..40);
+   ``1 - 1e-12`` of the mass), ``big_a`` (``|A|`` = 10..21, k = 5..40), ``tiny_sizes`` (k and
+   ``|A|`` of 2 or 3, 1 to 3 outputs);
 3. distortions with structure: ``hamming_codes`` (Hamming distance between binary codes,
-   massive ties), ``block_const`` (block-constant), ``rank_one`` (``d(c, j) = u_c + v_j``),
+   massive ties), ``dup_outputs`` (duplicated inputs and outputs), ``block_const`` (block-constant),
+   ``rank_one`` (``d(c, j) = u_c + v_j``),
    ``free_col`` (a column of zeros: a free output for everybody), ``huge_entry`` (one
    ``1e12`` per row next to ``[0, 1]`` entries), ``float_limits`` (entries from 1e-300 to
    1, times 1e-300 .. 1e300), ``inf_but_two`` (inf except the diagonal and one entry per row);
@@ -184,10 +186,26 @@ def gen_inf_but_two(rng):
     return base._dirichlet_prior(rng, na, k), d
 
 
-PRIORS = {"zero_class": gen_zero_class, "one_heavy": gen_one_heavy, "big_a": gen_big_a}
+def gen_tiny_sizes(rng):
+    """k and |A| of 2 or 3, 1 to 3 outputs (a single output too)."""
+    na, k, kh = int(rng.integers(2, 4)), int(rng.integers(2, 4)), int(rng.integers(1, 4))  # |A| = 1, k = 1 refused
+    d = rng.integers(0, 3, size=(k, kh)).astype(float) if rng.random() < 0.5 else rng.random((k, kh))
+    return base._dirichlet_prior(rng, na, k), d
+
+
+def gen_dup_outputs(rng):
+    """Every output and input duplicated (identical rows and columns of the distortion)."""
+    prior, d = (base.gen_asym, base.gen_ties, base.gen_free)[rng.integers(3)](rng)
+    k = d.shape[0]
+    idx = rng.integers(k, size=min(2 * k, 60))
+    return base._dirichlet_prior(rng, prior.shape[0], idx.size), d[idx][:, idx]
+
+
+PRIORS = {"zero_class": gen_zero_class, "one_heavy": gen_one_heavy, "big_a": gen_big_a,
+          "tiny_sizes": gen_tiny_sizes}
 STRUCT = {"hamming_codes": gen_hamming_codes, "block_const": gen_block_const, "rank_one": gen_rank_one,
           "free_col": gen_free_col, "huge_entry": gen_huge_entry, "float_limits": gen_float_limits,
-          "inf_but_two": gen_inf_but_two}
+          "inf_but_two": gen_inf_but_two, "dup_outputs": gen_dup_outputs}
 BASE2 = {**PRIORS, **STRUCT}
 MAPPERS = {"mapper_q": gen_mapper_q, "mapper_e": gen_mapper_e}
 SPECIAL = ("breakpoints", "vertex_targets", "ml_struct", "curve_odd")
@@ -220,6 +238,8 @@ def cases(family, rng):
         yield prior, d, "target", float(rng.uniform(0.05, 0.6)) * iac, lab + " target", True
         if d.shape[0] <= 60:
             yield prior, d, "ml_delta", base._mid(rng, prior, d), lab + " ml delta", True
+            iml = base.ml_bits(prior, base._argmin_mapping(d))
+            yield prior, d, "ml_target", float(rng.uniform(0.05, 0.6)) * iml, lab + " ml target", True
     elif family in BASE2:
         prior, d = BASE2[family](rng)
         yield prior, d, "delta", base._mid(rng, prior, d), f"k={d.shape[0]}x{d.shape[1]} |A|={prior.shape[0]}", True
@@ -260,7 +280,11 @@ def cases(family, rng):
         prior, d = gen(rng)
         yield prior, d, "ml_delta", base._mid(rng, prior, d), f"{name} k={d.shape[0]} delta", True
         iac = base.ml_bits(prior, base._argmin_mapping(d) if d.shape[0] != d.shape[1] else np.eye(d.shape[0]))
-        yield prior, d, "ml_target", float(rng.uniform(0.1, 0.6)) * iac, f"{name} k={d.shape[0]} target", True
+        # forbidden entries can keep every mapping above a positive maximal leakage (no constant mapping):
+        # the target then lies between that least value (the epigraph LP) and the identity's
+        lo = base.ref_maxleak(prior, d, np.inf) if np.isinf(d).any() else 0.0
+        yield prior, d, "ml_target", lo + float(rng.uniform(0.1, 0.6)) * max(iac - lo, 0.0), \
+            f"{name} k={d.shape[0]} target", True
     elif family == "curve_odd":
         name, gen = _pick(rng, {**BASE2, **{n: base.BASE[n] for n in ("asym", "ties", "ratings")}})
         prior, d = gen(rng)
