@@ -11,17 +11,20 @@ Families:
    ``QuantizedPrivacyMapper`` builds on ``make_ratings`` data, 2-10 classes, 10-150
    clusters, metric euclidean / sqeuclidean / hamming, delta or max_leakage, both leakage
    kinds), ``mapper_e`` (``ErasureMapper`` on random categorical columns);
-2. priors: ``zero_class`` (a private class of zero mass), ``one_heavy`` (one entry holds
-   ``1 - 1e-12`` of the mass), ``big_a`` (``|A|`` = 10..21, k = 5..40), ``tiny_sizes`` (k and
-   ``|A|`` of 2 or 3, 1 to 3 outputs);
+2. priors: ``denormal_prior`` (a third of the entries 1e-320 .. 1e-300), ``zero_class`` (a
+   private class of zero mass), ``one_heavy`` (one entry holds ``1 - 1e-12`` of the mass),
+   ``big_a`` (``|A|`` = 10..21, k = 5..40), ``tiny_sizes`` (k and ``|A|`` of 2 or 3, 1 to 3
+   outputs);
 3. distortions with structure: ``hamming_codes`` (Hamming distance between binary codes,
    massive ties), ``dup_outputs`` (duplicated inputs and outputs), ``block_const`` (block-constant),
    ``rank_one`` (``d(c, j) = u_c + v_j``),
    ``free_col`` (a column of zeros: a free output for everybody), ``huge_entry`` (one
    ``1e12`` per row next to ``[0, 1]`` entries), ``float_limits`` (entries from 1e-300 to
    1, times 1e-300 .. 1e300), ``inf_but_two`` (inf except the diagonal and one entry per row);
-4. budgets and targets on breakpoints: ``breakpoints`` (delta = the distortion of the
-   nearest-output mapping, of the perfect-privacy LP, of a random deterministic mapping,
+4. budgets and targets on breakpoints and at the ends: ``near_min`` (delta = d_min + 1e-15 ..
+   1e-5 of the range, d_min (1 + 1e-13), d_min (1 + 1e-11)), ``odd_values`` (delta = inf, 1e308;
+   targets of 5e-324 .. 1e-12 bits, both leakage kinds), ``breakpoints`` (delta = the
+   distortion of the nearest-output mapping, of the perfect-privacy LP, of a random deterministic mapping,
    each +- 1 ulp), ``vertex_targets`` (max_leakage = the leakage of a deterministic mapping
    that merges outputs, +- 1 ulp);
 5. ``ml_struct``: leakage="maximal_leakage" (both modes) on the families of 2 and 3;
@@ -201,14 +204,23 @@ def gen_dup_outputs(rng):
     return base._dirichlet_prior(rng, prior.shape[0], idx.size), d[idx][:, idx]
 
 
-PRIORS = {"zero_class": gen_zero_class, "one_heavy": gen_one_heavy, "big_a": gen_big_a,
+def gen_denormal_prior(rng):
+    """A third of the prior's entries denormal (1e-320 .. 1e-308) or at 1e-300."""
+    prior, d = (base.gen_asym, base.gen_ties, base.gen_ratings)[rng.integers(3)](rng)
+    tiny = rng.random(prior.shape) < 0.33
+    prior[tiny] = rng.choice([1e-320, 1e-310, 1e-300], size=int(tiny.sum()))
+    return prior / prior.sum(), d
+
+
+PRIORS = {"denormal_prior": gen_denormal_prior, "zero_class": gen_zero_class, "one_heavy": gen_one_heavy,
+          "big_a": gen_big_a,
           "tiny_sizes": gen_tiny_sizes}
 STRUCT = {"hamming_codes": gen_hamming_codes, "block_const": gen_block_const, "rank_one": gen_rank_one,
           "free_col": gen_free_col, "huge_entry": gen_huge_entry, "float_limits": gen_float_limits,
           "inf_but_two": gen_inf_but_two, "dup_outputs": gen_dup_outputs}
 BASE2 = {**PRIORS, **STRUCT}
 MAPPERS = {"mapper_q": gen_mapper_q, "mapper_e": gen_mapper_e}
-SPECIAL = ("breakpoints", "vertex_targets", "ml_struct", "curve_odd")
+SPECIAL = ("breakpoints", "near_min", "odd_values", "vertex_targets", "ml_struct", "curve_odd")
 ALL = list(MAPPERS) + list(BASE2) + list(SPECIAL)
 
 
@@ -256,6 +268,25 @@ def cases(family, rng):
             for u, b in _ulps(float(x)):
                 if np.isfinite(b) and b >= dnear:
                     yield prior, d, "delta", b, f"{name} k={d.shape[0]} {what}{u}", True
+    elif family == "near_min":
+        name, gen = _pick(rng, {**BASE2, **{n: base.BASE[n] for n in ("asym", "dyn_range", "pc_range")}})
+        prior, d = gen(rng)
+        dmin, dmax = base.d_bounds(prior, d)
+        for r in (1e-15, 1e-12, 1e-10, 1e-8, 1e-7, 1e-5):
+            yield prior, d, "delta", dmin + r * (dmax - dmin), f"{name} k={d.shape[0]} dmin+{r:g} range", True
+        if dmin > 0:
+            for r in (1e-13, 1e-11):
+                yield prior, d, "delta", dmin * (1 + r), f"{name} k={d.shape[0]} dmin(1+{r:g})", True
+    elif family == "odd_values":
+        name, gen = _pick(rng, {**BASE2, **{n: base.BASE[n] for n in ("asym", "ties", "ratings")}})
+        prior, d = gen(rng)
+        lab = f"{name} k={d.shape[0]}"
+        for b in (np.inf, 1e308):
+            yield prior, d, "delta", b, f"{lab} delta={b:g}", True
+        if not np.isinf(d).any():  # a constant mapping reaches every target
+            for t in (5e-324, 1e-300, 1e-15, 1e-12):
+                yield prior, d, "target", t, f"{lab} L={t:g}", True
+                yield prior, d, "ml_target", t, f"{lab} ML={t:g}", True
     elif family == "vertex_targets":
         name, gen = _pick(rng, {**BASE2, **{n: base.BASE[n] for n in ("asym", "ties", "ratings")}})
         prior, d = gen(rng)
