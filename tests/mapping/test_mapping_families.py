@@ -252,7 +252,7 @@ def test_denormal_budget_above_a_zero_smallest_budget_is_near_the_minimum():
 
 
 @pytest.mark.xfail(strict=True, raises=SolverError, reason=(
-    "families2 seed 0, near_min on denormal_prior (asym distortion, unique cheapest outputs): |A| = 3, k = 12, "
+    "families2 seed 0, near_min on denormal_prior (a random non-integer distortion, unique cheapest outputs): |A| = 3, k = 12, "
     "delta = d_min + 1e-5 of the range. The fast path ends 7.2e-6 bits from certified (the first-order step "
     "0.053; with the denormal prior entries set to 0, 1.4e-6), 'auto' falls back to CLARABEL, which certifies. "
     "solve_fast alone stays 5e-6 to 8e-5 bits above tol from 1e-6 to 1e-3 of the range above d_min and "
