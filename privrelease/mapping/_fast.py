@@ -110,6 +110,10 @@ REG = 1e-3  # proximal regularisation of the KKT polish, relative to the Hessian
 # perfect privacy asks for 1e-12 bits, which the barrier's last levels cannot reach (their Newton systems lose
 # their accuracy), and a point it passed at 1e-10 nats had the better certificate (8e-12 bits against 6e-10)
 CHECK_FROM = 1e-9
+# the barrier weights p(c) k stay above the square root of the smallest normal double (1.5e-154): a weight near the
+# bottom of the range (p(c) = 2.7e-310) overflowed the Newton systems' reciprocals, 0.62 bits from certified; any
+# positive weights keep the barrier's limit (the optimum), and a row this light carries no measurable leakage
+_OM_FLOOR = math.sqrt(np.finfo(float).tiny)
 
 
 def _sparse_spd_solver(S, diag):
@@ -155,7 +159,7 @@ class _Barrier:
         self.M = prob.M
         # barrier weights p(c) k: every row's reduced costs scale with p(c), so an unweighted
         # barrier pushes the entries of light rows far from their optimum (weighted barrier)
-        self.om = prob.pc[r] * prob.k
+        self.om = np.maximum(prob.pc[r] * prob.k, _OM_FLOOR)
         self._C = None
         if not self.dense and self.n >= _SPARSE_SUMS:
             # the sums over a column's entries (per class), over a row's entries, and the expansion back to the

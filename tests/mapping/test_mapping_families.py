@@ -263,13 +263,11 @@ def test_near_minimum_budget_with_unique_cheapest_outputs_certified_by_the_fast_
     _certified_fixture("denormal_prior_k12_a3_near_min.npz", "fast")
 
 
-@pytest.mark.xfail(strict=True, raises=SolverError, reason=(
-    "families2 seed 0, curve_odd on denormal_prior (ties distortion, 5 to 12 zeros a row): |A| = 3, k = 22, "
-    "delta = d_min = 0 (and 5e-324). One input has p(c) = 2.7e-310 (subnormal). The fast path ends 0.62 bits "
-    "from certified and 'auto' falls back to CLARABEL. With that column's entries set to 1e-320 or 1e-308 each "
-    "(p(c) 3e-320 .. 3e-308) it fails too (0.62, 0.10 bits); at 1e-300 .. 1e-30, or 0 (the input dropped as of "
-    "zero mass), it certifies at 1.1e-7 bits. The barrier's rows are weighted by p(c): near the bottom of the "
-    "double range its Newton systems overflow. Dropping subnormal inputs only moves the threshold (3e-308 still "
-    "fails); the fix belongs in the barrier's scaling of light rows"))
 def test_a_subnormal_input_mass_at_the_smallest_budget_certified_by_the_fast_path():
-    _certified_fixture("denormal_prior_k22_a3_subnormal_column.npz", "fast")
+    # families2 seed 0, curve_odd on denormal_prior (ties distortion, 5 to 12 zeros a row): |A| = 3, k = 22,
+    # delta = d_min = 0 (and 5e-324), one input of mass p(c) = 2.7e-310 (subnormal). The barrier's weight p(c) k of
+    # that row was subnormal too and the reciprocals in its Newton systems overflowed: 0.62 bits from certified
+    # (0.10 with p(c) = 3e-308), "auto" fell back to CLARABEL; at p(c) = 3e-300 or 0 it certified. The weights now
+    # stay above sqrt(tiny) = 1.5e-154 (any positive weights keep the barrier's limit)
+    res, _ = _certified_fixture("denormal_prior_k22_a3_subnormal_column.npz", "fast")
+    assert res.solver == "fast"
