@@ -111,7 +111,8 @@ REG = 1e-3  # proximal regularisation of the KKT polish, relative to the Hessian
 # their accuracy), and a point it passed at 1e-10 nats had the better certificate (8e-12 bits against 6e-10)
 CHECK_FROM = 1e-9
 # the barrier weights p(c) k stay above the square root of the smallest normal double (1.5e-154): a weight near the
-# bottom of the range (p(c) = 2.7e-310) overflowed the Newton systems' reciprocals, 0.62 bits from certified; any
+# bottom of the range (p(c) = 2.7e-310) made the duals z ~ mu om / x subnormal and x / z overflow in the Newton
+# systems (families2, curve_odd on denormal_prior: 0.62 bits from certified); any
 # positive weights keep the barrier's limit (the optimum), and a row this light carries no measurable leakage
 _OM_FLOOR = math.sqrt(np.finfo(float).tiny)
 
