@@ -72,7 +72,8 @@ Algorithm
    gives (a barrier at ``mu m ~ tol`` leaves the ties off by ``O(mu)``). Its line search
    evaluates the merit on the support's entries only (no dense ``k x kh`` work).
 
-The barrier is weighted by ``p(c) k`` per entry: every reduced cost of row ``c``
+The barrier is weighted by ``p(c) k`` per entry (at least ``sqrt(tiny)``, 1.5e-154: a
+subnormal weight overflows the Newton systems): every reduced cost of row ``c``
 scales with ``p(c)``, so an unweighted barrier keeps light rows far from their
 optimum. All distortions are in units of the problem's ``scale`` (see
 :class:`~privrelease.mapping._problem.Problem`), so the tolerances are relative.
@@ -112,8 +113,8 @@ REG = 1e-3  # proximal regularisation of the KKT polish, relative to the Hessian
 CHECK_FROM = 1e-9
 # the barrier weights p(c) k stay above the square root of the smallest normal double (1.5e-154): a weight near the
 # bottom of the range (p(c) = 2.7e-310) made the duals z ~ mu om / x subnormal and x / z overflow in the Newton
-# systems (families2, curve_odd on denormal_prior: 0.62 bits from certified); any
-# positive weights keep the barrier's limit (the optimum), and a row this light carries no measurable leakage
+# systems (families2, curve_odd on denormal_prior: 0.62 bits from certified); any positive weights keep the
+# barrier's limit (the optimum), and a row this light carries no measurable leakage
 _OM_FLOOR = math.sqrt(np.finfo(float).tiny)
 
 
