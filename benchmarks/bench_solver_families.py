@@ -523,11 +523,12 @@ def _dump(folder, name, prior, d, mode, value):
                  value=np.asarray(value, dtype=float))
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def main(cases=cases, families=ALL, doc=__doc__):
+    """Run the families (``cases(family, rng)`` yields their instances; another script passes its own)."""
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
     ap.add_argument("--n", type=int, default=8, help="draws per family")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--families", nargs="*", default=ALL, choices=ALL)
+    ap.add_argument("--families", nargs="*", default=families, choices=families)
     ap.add_argument("--reference", action="store_true", help="check optimality against plain cvxpy (CLARABEL)")
     ap.add_argument("--no-fast", action="store_true", help="skip the solver='fast' run")
     ap.add_argument("--verbose", action="store_true", help="print every instance")

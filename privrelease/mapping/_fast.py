@@ -72,7 +72,8 @@ Algorithm
    gives (a barrier at ``mu m ~ tol`` leaves the ties off by ``O(mu)``). Its line search
    evaluates the merit on the support's entries only (no dense ``k x kh`` work).
 
-The barrier is weighted by ``p(c) k`` per entry: every reduced cost of row ``c``
+The barrier is weighted by ``p(c) k`` per entry (at least ``sqrt(tiny)``, 1.5e-154: a
+subnormal weight overflows the Newton systems): every reduced cost of row ``c``
 scales with ``p(c)``, so an unweighted barrier keeps light rows far from their
 optimum. All distortions are in units of the problem's ``scale`` (see
 :class:`~privrelease.mapping._problem.Problem`), so the tolerances are relative.
@@ -112,6 +113,11 @@ REG = 1e-3  # proximal regularisation of the KKT polish, relative to the Hessian
 # perfect privacy asks for 1e-12 bits, which the barrier's last levels cannot reach (their Newton systems lose
 # their accuracy), and a point it passed at 1e-10 nats had the better certificate (8e-12 bits against 6e-10)
 CHECK_FROM = 1e-9
+# the barrier weights p(c) k stay above the square root of the smallest normal double (1.5e-154): a weight near the
+# bottom of the range (p(c) = 2.7e-310) made the duals z ~ mu om / x subnormal and x / z overflow in the Newton
+# systems (families2, curve_odd on denormal_prior: 0.62 bits from certified); any positive weights keep the
+# barrier's limit (the optimum), and a row this light carries no measurable leakage
+_OM_FLOOR = math.sqrt(np.finfo(float).tiny)
 
 
 def _sparse_spd_solver(S, diag):
@@ -157,7 +163,7 @@ class _Barrier:
         self.M = prob.M
         # barrier weights p(c) k: every row's reduced costs scale with p(c), so an unweighted
         # barrier pushes the entries of light rows far from their optimum (weighted barrier)
-        self.om = prob.pc[r] * prob.k
+        self.om = np.maximum(prob.pc[r] * prob.k, _OM_FLOOR)
         self._C = None
         # class pairs (a <= b) of the Hessian's per-output blocks, and beyond _MANY_CLASSES classes their
         # products M[a] M[b]: one matrix product per factorisation instead of one sum per pair (|A| = 21

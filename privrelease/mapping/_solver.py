@@ -90,7 +90,8 @@ CVXPY_FALLBACK_MAX_VARIABLES = 250_000
 #: tolerance policy (see the module notes): budgets within ``BUDGET_RTOL * delta_min`` of the
 #: smallest feasible distortion count as that distortion
 BUDGET_RTOL = 1e-12
-#: budgets within this relative slack of the smallest also try the optimum at the smallest budget
+#: budgets within this slack of the smallest, relative to the larger of the smallest budget and the
+#: budget's range ``delta_max - delta_min``, also try the optimum at the smallest budget
 NEAR_MIN_RTOL = 1e-6
 #: max_leakage mode: certified when the distortion is within ``DIST_RTOL`` times the
 #: distortion range ``(delta_max - delta_min)`` of a rigorous lower bound
@@ -315,12 +316,17 @@ def _fast_candidates(prob, delta, tol, warm, notes):
     step = _first_order_step(prob, delta)  # certified only when the budget is nearly the smallest
     if step is not None:
         yield "first-order", step
-    if prob.n_argmin.max() > 1 and prob.delta_min < delta <= prob.delta_min * (1 + NEAR_MIN_RTOL):
+    near = NEAR_MIN_RTOL * max(prob.delta_min, prob.delta_max - prob.delta_min)
+    if prob.n_argmin.max() > 1 and prob.delta_min < delta <= prob.delta_min + near:
         # a hair above the smallest budget with tied cheapest outputs (a row of equal costs): the
         # optimum at the smallest budget (the program on the cheapest entries only, no budget to
         # resolve) is feasible here and within slope x slack of the optimum; the barrier cannot
         # resolve a slack of 1e-9 of the budget, and the first-order step ignores free moves
-        # (families, seed 10: a row of zeros, 0.18 bits from the barrier, 1.85 from the step)
+        # (families, seed 10: a row of zeros, 0.18 bits from the barrier, 1.85 from the step). "A hair" is
+        # relative to the budget's range as well: with a free output in every row the smallest budget is 0,
+        # and delta = 1e-173 of the largest distortion (families2, curve_odd: a denormal budget, entries
+        # over 300 decades) left the barrier 2.8 bits from certified (its budget term lam / s overflows),
+        # where the optimum at the smallest budget certifies (2.7e-7 bits)
         try:
             P_at_min = solve_fast(prob, prob.delta_min, tol=tol)
         except (SolverError, np.linalg.LinAlgError, ArithmeticError, ValueError) as exc:
