@@ -130,7 +130,7 @@ def test_ten_point_scale_and_a_joint_attribute_with_cuts(tmp_path, monkeypatch):
     ids = list(range(1, 121))
     rows, classes = _ratings(ids, np.arange(2, 10), seed=2)  # the data runs 2..9 of a 1..10 scale
     ratings = _write(tmp_path / "r.tsv", ["u", "i", "r"], [(u, i, int(r)) for u, i, r in rows], sep="\t")
-    users = [(u, "FM"[classes[u]], 18 + (u * 7) % 50) for u in ids]
+    users = [(u, "FM"[classes[u]] if u % 15 else "", 18 + (u * 7) % 50) for u in ids]  # 8 without a gender
     users_file = _write(tmp_path / "u.csv", ["user", "gender", "age"], users)
     seen = _spy_scales(monkeypatch)
     assert _run(tmp_path, f'path="{ratings}"', 'sep="\\t"', 'user_col="u"', 'item_col="i"', 'rating_col="r"',
@@ -139,9 +139,10 @@ def test_ten_point_scale_and_a_joint_attribute_with_cuts(tmp_path, monkeypatch):
     data, head, curve = _outputs(tmp_path / "out")
     assert data["rating_range"] == [1.0, 10.0] and data["rating_range_from"] == "rating_range"
     assert set(seen["recommender"]) == {(1.0, 10.0)} and set(seen["protocol"]) == {(1.0, 10.0)}
-    ages = np.array([a for _, _, a in users])
-    assert data["n_classes"] == 4 and data["n_disclosed"] == 120
-    assert f"age: under 40 = 0 ({int(np.sum(ages < 40))} users), 40 and over = 1" in data["described"]
+    ages = np.array([a for _, g, a in users if g])  # the evaluated users: both columns disclosed
+    assert data["n_classes"] == 4 and data["n_disclosed"] == 112 and data["n_undisclosed_missing"] == 8
+    assert (f"age: under 40 = 0 ({int(np.sum(ages < 40))} users), 40 and over = 1 ({int(np.sum(ages >= 40))} "
+            "users)") in data["described"]
     assert curve["max_leakage"].tolist() == [0.0, 0.02]
     # joint perfect privacy: the pair leaks nothing
     assert curve["leakage_bits"].iloc[0] == pytest.approx(0.0, abs=1e-6)

@@ -152,11 +152,15 @@ def read_data(path=None, users_path=None, **options):
     for c in columns:
         values = users[c].to_numpy(dtype=object)[np.maximum(row_of, 0)]
         values = np.where(row_of >= 0, values, "")  # no row: not disclosed
-        code, text = _encode(c, values, cuts.get(c), users_path)
+        code, names = _encode(c, values, cuts.get(c), users_path)
         codes.append(code)
-        described.append(text)
+        described.append((c, names))
     a = codes[0] if len(codes) == 1 else np.column_stack(codes)
     disclosed = np.all(a >= 0, axis=1) if a.ndim == 2 else a >= 0
+    # the classes of each column among the evaluated users (those who disclose every column)
+    described = [f"{c}: " + ", ".join(f"{n} = {i} ({k} users)" for i, (n, k) in
+                                      enumerate(zip(names, np.bincount(code[disclosed], minlength=len(names)))))
+                 for (c, names), code in zip(described, codes)]
     n_disclosed = int(disclosed.sum())
     if n_disclosed == 0:
         raise PipelineError(f"the attribute {columns} is disclosed by none of the {user_ids.size} users of "
@@ -252,7 +256,7 @@ def _match_ids(ids, user_ids):
 
 
 def _encode(column, values, cuts, path):
-    """Class codes of one attribute column (-1: not disclosed) and a sentence naming the classes."""
+    """Class codes of one attribute column (-1: not disclosed) and the classes' names."""
     values = np.asarray(values, dtype=object).astype(str)
     missing = np.isin(values, MISSING) | (pd.to_numeric(pd.Series(values), errors="coerce").to_numpy() == -1)
     shown = values[~missing]
@@ -281,12 +285,10 @@ def _encode(column, values, cuts, path):
         lookup = {v: i for i, v in enumerate(classes)}
         code[~missing] = [lookup[v] for v in shown]
         names = [str(v) for v in classes]
-    counts = np.bincount(code[code >= 0], minlength=len(names))
     if code.max(initial=-1) < 0:
         raise PipelineError(f"attribute column {column!r} of {path!r} is empty: no user with ratings discloses it "
                             f"(every value is missing: {', '.join(repr(m) for m in MISSING)}, or no row)")
-    text = ", ".join(f"{n} = {i} ({c} users)" for i, (n, c) in enumerate(zip(names, counts)))
-    return code, f"{column}: {text}"
+    return code, names
 
 
 @quick_values({"max_leakages": (0.0, 0.02), "blurme_fractions": (0.2,), "cv": 2,
