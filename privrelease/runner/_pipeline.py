@@ -190,11 +190,21 @@ def check_run(name, params=None, *, quick=None):
 
     ``params`` are checked against the experiment's schema (unknown names,
     types, ranges, size caps); ``quick`` fills the experiment's quick values the
-    user did not set, and ``notes`` lists the explicit values it left alone.
+    user did not set, and ``notes`` lists the explicit values it left alone. An
+    experiment's optional ``check_ready(params)`` then checks the complete set
+    (a required data file, what the files hold) and raises :class:`PipelineError`.
     """
     module = _experiment_module(name)
     params = validate_params(module, dict(params or {}))
     params, notes = resolve_quick(module, params, bool(quick))
+    ready = getattr(module, "check_ready", None)
+    if ready is not None:
+        # checks of the parameters the run really runs with ([params], [quick] and --set merged): a
+        # parameter a pipeline file leaves to --set (a data file) is missing from its [params] alone
+        try:
+            ready(params)
+        except PipelineError as exc:
+            raise type(exc)(f"experiment {name!r}: {exc}") from None
     return module, params, notes
 
 

@@ -34,6 +34,7 @@ __all__ = [
     "Choice",
     "Text",
     "Scalar",
+    "File",
     "Folder",
     "Seq",
     "Table",
@@ -263,6 +264,20 @@ class Folder(Spec):
             raise self._type_error(name, value)
         if not value or not os.path.isdir(os.path.expanduser(value)):
             raise self._value_error(name, value, " (it does not exist or is not a folder)")
+        return value
+
+
+class File(Spec):
+    """The path of an existing file (a data file the experiment reads)."""
+
+    expected = "the path of an existing file"
+
+    def check(self, name, value):
+        if not isinstance(value, str):
+            raise self._type_error(name, value)
+        if not value or not os.path.isfile(os.path.expanduser(value)):
+            what = "is a folder" if value and os.path.isdir(os.path.expanduser(value)) else "does not exist"
+            raise self._value_error(name, value, f" (it {what})")
         return value
 
 

@@ -90,6 +90,12 @@ def _bad_file(name, text):
     return base / name
 
 
+def _rating_files():
+    """A rating file and a users file (columns user, sex) for the ratings_file experiment."""
+    return {"path": str(_bad_file("r.csv", "user,item,rating\n1,1,5\n2,1,3\n")),
+            "users_path": str(_bad_file("u.csv", "user,sex\n1,F\n2,M\n"))}
+
+
 def _bom_file():
     """A UTF-8 rating file starting with a byte-order mark."""
     path = _bad_file("r.csv", "")
@@ -524,6 +530,14 @@ def _catalogue():
          lambda: check_run("contract_design", {"v_high": 1e308}), PipelineError, "v_high = 1e+308"),
         ("cli", "run movielens_gender.toml --set path='/no/such/folder'",
          lambda: check_run("movielens_gender", {"path": "/no/such/folder"}), PipelineError, "/no/such/folder"),
+        ("cli", "run ratings_file.toml (no --set path=...)",
+         lambda: check_run("ratings_file", {}), PipelineError, "path is not set"),
+        ("cli", "run ratings_file.toml --set attribute='gender' (users file columns: user, sex)",
+         lambda: check_run("ratings_file", {**_rating_files(), "attribute": "gender"}), PipelineError,
+         "column 'gender'"),
+        ("cli", "run ratings_file.toml --set rating_range=[-10, 10]",
+         lambda: check_run("ratings_file", {**_rating_files(), "attribute": "sex", "rating_range": [-10, 10]}),
+         PipelineError, "holds 0"),
         ("cli", "run no/such/pipeline.toml",
          lambda: load_pipeline("no/such/pipeline.toml"), PipelineError, "no/such/pipeline.toml"),
         ("cli", "run <a file nesting 5000 arrays>",

@@ -32,9 +32,17 @@ def test_schema_declares_exactly_the_run_parameters(name):
 
 
 @pytest.mark.parametrize("path", sorted(PIPELINES.glob("*.toml")), ids=lambda p: p.stem)
-def test_shipped_pipelines_validate_and_quick_means_the_experiment_quick_values(path):
+def test_shipped_pipelines_validate_and_quick_means_the_experiment_quick_values(path, monkeypatch):
     spec = load_pipeline(path)
     module = _module(spec["experiment"])
+    if hasattr(module, "check_ready"):
+        # a file that ships no data (ratings_file) is refused until its files are named with --set
+        # (tests/runner/test_ratings_file.py); its [quick] table is checked here without them
+        from privrelease.runner import pipeline_params as merged
+
+        with pytest.raises(PipelineError, match="is not set"):
+            check_run(spec["experiment"], merged(spec, quick=True), quick=True)
+        monkeypatch.setattr(module, "check_ready", lambda params: None)
     quick = dict(module.run.quick_values)
     # the file's [quick] table holds exactly the experiment's quick values for the keys it covers,
     # and covers every quick key the file's [params] sets: --quick on a shipped file is really quick

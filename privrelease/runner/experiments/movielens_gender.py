@@ -33,7 +33,7 @@ from .._schema import Bool, Choice, Either, Float, Folder, Int, PipelineError, S
 from .synthetic_ratings import (_LEVELS_CAP, MAPPER, N_CLUSTERS_RULES, PROTOCOL_PARAMETERS, RECOMMENDER,
                                 _one_dataset, _recommender)
 
-__all__ = ["run"]
+__all__ = ["run", "analyse_ratings"]
 
 #: the archives this experiment reads: name -> (loader name, users, what its files are)
 DATASETS = {
@@ -102,16 +102,36 @@ def run(report, *, random_state=0, quick=False, dataset="ml-100k", path=None, at
         return {"status": "data missing"}
     print(f"[stage] movielens: reading {label}: {time.perf_counter() - t0:.1f} s", flush=True)
     a, described = private_attribute(users, attribute, age_cuts)
+    return analyse_ratings(
+        report, "movielens", f"{label}: {R.shape[0]} users, {R.shape[1]} movies, {R.nnz} ratings", R, a, described,
+        rating_range=(1, 5), recommender=recommender, max_leakages=max_leakages, blurme_fractions=blurme_fractions,
+        n_clusters=n_clusters, opt_in_fraction=opt_in_fraction, cv=cv, heldout_fraction=heldout_fraction,
+        target_auc=target_auc, attack_models=attack_models, mapper=mapper, n_jobs=n_jobs, seed=seed)
+
+
+def analyse_ratings(report, name, data, R, a, described, *, rating_range, recommender, max_leakages,
+                    blurme_fractions, n_clusters, opt_in_fraction, cv, heldout_fraction, target_auc, attack_models,
+                    mapper, n_jobs, seed):
+    """The analysis of one rating matrix ``R`` with private attribute ``a`` (codes, 1-D or 2-D), into ``report``.
+
+    What ``movielens_gender`` and ``ratings_file`` run once their data is read:
+    the optimal mapping at each leakage cap, the naive release, BlurMe and
+    BlurMore, fixed and adaptive attackers, the Table I RMSE protocol, tables and
+    plots. ``data`` and ``described`` are sentences (the data, the attribute);
+    ``rating_range`` is the recommender's scale and the protocol's (released
+    values are clipped to it). Returns the headline numbers (also written as
+    ``headline.json``).
+    """
     spec = recommender if recommender is not None else {"algorithm": "SVD"}
     report.text(
-        f"{label}: {R.shape[0]} users, {R.shape[1]} movies, {R.nnz} ratings. Private attribute: {described}. "
+        f"{data}. Private attribute: {described}. "
         f"Recommender: Surprise {spec}, test users folded in from what they release.")
     headline = {"status": "ok"}
     headline.update(_one_dataset(
-        report, "movielens", R, a, rec=_recommender(spec, (1, 5)), max_leakages=list(max_leakages),
+        report, name, R, a, rec=_recommender(spec, rating_range), max_leakages=list(max_leakages),
         fractions=list(blurme_fractions), n_clusters=n_clusters, opt_in_fraction=opt_in_fraction, cv=cv,
         heldout_fraction=heldout_fraction, attack_models=list(attack_models), target_auc=target_auc, seed=seed,
-        n_jobs=n_jobs, mapper=mapper))
+        n_jobs=n_jobs, mapper=mapper, rating_range=rating_range))
     report.json(headline, "headline")
     return headline
 

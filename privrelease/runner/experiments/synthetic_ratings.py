@@ -174,14 +174,16 @@ class _Stages:
 
 
 def _one_dataset(report, name, R, a, *, rec, max_leakages, fractions, n_clusters, opt_in_fraction, cv,
-                 heldout_fraction, attack_models, target_auc, seed, n_jobs, blurmore_fractions=None, mapper=None):
+                 heldout_fraction, attack_models, target_auc, seed, n_jobs, blurmore_fractions=None, mapper=None,
+                 rating_range=(1, 5)):
     import matplotlib.pyplot as plt
 
     from ...evaluation import BlurMe, BlurMore, privacy_utility_curve
     from ...mappers import QuantizedPrivacyMapper
 
     common = dict(opt_in_fraction=opt_in_fraction, cv=cv, heldout_fraction=heldout_fraction,
-                  recommender=rec, attack_models=attack_models, random_state=seed, n_jobs=n_jobs, verbose=1)
+                  recommender=rec, attack_models=attack_models, random_state=seed, n_jobs=n_jobs, verbose=1,
+                  rating_range=tuple(rating_range))
     if getattr(a, "ndim", 1) == 2:  # several attributes: every method protects the joint attribute
         common["mapper_target"] = "joint"
     stages = _Stages(name)

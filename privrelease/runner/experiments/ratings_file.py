@@ -1,0 +1,327 @@
+"""Your own rating file: a private attribute from a users file, curves, attacks, RMSE and BlurMe.
+
+The ratings are read by :func:`~privrelease.datasets.load_ratings_csv` (one
+``user, item, rating`` row each: ``path``, ``user_col``, ``item_col``,
+``rating_col``, ``sep``, ``header``, ``encoding``, ``timestamp_col``,
+``drop_ratings``), the private attribute from a users file read with pandas
+(``users_path``, ``users_sep``, ``users_encoding``; a header line naming
+``users_id_col`` and the ``attribute`` column(s)). Ids are matched as
+``load_ratings_csv`` returns them: integers when every rating id is a plain
+integer (a users id ``"007"`` then matches no user: ``7`` is written ``7``),
+else strings, leading zeros kept.
+
+``attribute`` is one column or a list of columns (protected jointly, as
+``multi_attribute`` and ``movielens_gender``'s ``gender_x_age_band`` do); a
+numeric column named in ``cuts`` (``cuts = {age = [25, 35]}``) is cut into
+bands, any other column's distinct values are its classes. A missing value
+(``''``, ``NA``, ``None``, ``-1`` and the like) means "not disclosed", and so
+does a user without a row. The evaluation needs every evaluated user's TRUE
+attribute (the attackers are scored on it), so it runs on the users who
+disclose every attribute column; the others are counted in the report. Users of
+the users file without any rating are ignored (counted).
+
+The rating scale is the data's (its smallest and largest rating) unless
+``rating_range = [low, high]`` is given; it is the recommender's scale and the
+protocol's (released values are clipped to it). Then the analysis of
+``movielens_gender`` runs (:func:`.movielens_gender.analyse_ratings`).
+
+Everything is checked before the run starts (``check_ready``): the files, the
+columns, the attribute's classes and the scale.
+"""
+
+import os
+
+import numpy as np
+import pandas as pd
+
+from .._schema import (Bool, Choice, Either, File, Float, Int, PipelineError, Seed, Seq, Table, Text,
+                       quick_values)
+from .movielens_gender import analyse_ratings
+from .synthetic_ratings import _LEVELS_CAP, MAPPER, N_CLUSTERS_RULES, PROTOCOL_PARAMETERS, RECOMMENDER
+
+__all__ = ["run", "read_data"]
+
+_COLUMN = Either(Text(200), Int(0, 10_000))
+PARAMETERS = {
+    "random_state": Seed(),
+    "quick": Bool(),
+    "path": File(),
+    "user_col": _COLUMN,
+    "item_col": _COLUMN,
+    "rating_col": _COLUMN,
+    "sep": Text(10),
+    "header": Bool(),
+    "encoding": Text(40),
+    "timestamp_col": _COLUMN,
+    "drop_ratings": Seq(Either(Float(), Text(40)), min_len=0, max_len=20),
+    "users_path": File(),
+    "users_id_col": Text(200),
+    "users_sep": Text(10),
+    "users_encoding": Text(40),
+    "attribute": Either(Text(200), Seq(Text(200), max_len=4, unique=True)),
+    "cuts": Table(free=Seq(Float(), max_len=9, increasing=True,
+                           why="a column is cut into at most 10 bands, each cut above the previous one")),
+    "rating_range": Seq(Float(), min_len=2, max_len=2, increasing=True),
+    "max_leakages": Seq(Float(0), max_len=30, increasing=True, why=_LEVELS_CAP),
+    "blurme_fractions": Seq(Float(0, 1), max_len=30, increasing=True, why=_LEVELS_CAP),
+    "n_clusters": Either(Choice(N_CLUSTERS_RULES), Int(1, 1_000_000)),
+    **PROTOCOL_PARAMETERS,
+    "recommender": RECOMMENDER,
+    "mapper": MAPPER,
+    "n_jobs": Int(1, 64),
+}
+
+#: a users file's value that means "not disclosed" (compared after stripping spaces)
+MISSING = ("", "NA", "N/A", "NaN", "nan", "None", "null", "-1")
+#: at most this many classes per attribute column: more is an id or a number to cut (``cuts``)
+MAX_CLASSES = 30
+
+_READER = ("path", "user_col", "item_col", "rating_col", "sep", "header", "encoding", "timestamp_col",
+           "drop_ratings")
+_DEFAULTS = {"user_col": "user", "item_col": "item", "rating_col": "rating", "sep": ",", "header": True,
+             "encoding": "utf-8", "timestamp_col": None, "drop_ratings": (), "users_id_col": "user",
+             "users_sep": ",", "users_encoding": "utf-8", "attribute": None, "cuts": None, "rating_range": None}
+_CACHE = {}  # one entry: the data read by check_ready, reused by run (the files' sizes and times in the key)
+
+# load_ratings_csv's words for a scale holding 0 (0 means "not rated" in a rating matrix)
+_ZERO = ("0 is reserved for 'not rated' in a rating matrix; a scale where 0 is a real rating (-10..10) must be "
+         "shifted first (read the file with pandas, add a constant, use privrelease.recommender.RatingsFrame)")
+
+
+def check_ready(params):
+    """Read and check the files before anything runs: :class:`PipelineError` names what is wrong."""
+    R, _, info = read_data(**{k: params[k] for k in (*_READER, *_DEFAULTS, "users_path") if k in params})
+    n = info["n_disclosed"]
+    n_clusters = params.get("n_clusters", "auto")
+    if not isinstance(n_clusters, str) and n_clusters > n:
+        raise PipelineError(f"parameter n_clusters = {n_clusters}: expected at most the {n} users who disclose "
+                            "the attribute (the evaluated users)")
+    cv, fraction = params.get("cv", 5), params.get("opt_in_fraction", 0.5)
+    n_opt = int(np.floor(fraction * n + 0.5))  # the protocol's split (privrelease.evaluation.rmse_cost)
+    if n_opt < 2 or n - n_opt < cv:
+        raise PipelineError(f"{n} user(s) disclose the attribute: with opt_in_fraction = {fraction:g} that is "
+                            f"{n_opt} opted-in and {n - n_opt} protected user(s); expected at least 2 opted-in "
+                            f"users and at least cv = {cv} protected ones (one per fold)")
+
+
+def _key(params):
+    stats = tuple((os.path.realpath(os.path.expanduser(params[k])), os.stat(params[k]).st_mtime_ns,
+                   os.stat(params[k]).st_size) for k in ("path", "users_path"))
+    return repr((stats, sorted((k, repr(v)) for k, v in params.items())))
+
+
+def read_data(path=None, users_path=None, **options):
+    """The rating matrix of the users who disclose the attribute, their codes, and what was read.
+
+    Returns ``(R, a, info)``: ``R`` CSR (evaluated users x items), ``a`` the
+    class codes (1-D, or one column per attribute), ``info`` a dict of counts,
+    the scale, and sentences for the report. Raises :class:`PipelineError`.
+    """
+    opts = {**_DEFAULTS, **options}
+    if path is None:
+        raise PipelineError("parameter path is not set: expected the rating file (--set path=\"ratings.csv\", "
+                            "or path = \"...\" under [params])")
+    if users_path is None:
+        raise PipelineError("parameter users_path is not set: expected the users file holding the private "
+                            "attribute (--set users_path=\"users.csv\")")
+    if opts["attribute"] is None:
+        raise PipelineError("parameter attribute is not set: expected the users file's column holding the "
+                            "private attribute (or a list of columns, protected jointly)")
+    key = _key({"path": path, "users_path": users_path, **opts})
+    if key in _CACHE:
+        return _CACHE[key]
+    from ...datasets import load_ratings_csv
+
+    try:
+        R, user_ids, item_ids = load_ratings_csv(path, **{k: opts[k] for k in _READER if k != "path"})
+    except (ValueError, TypeError, OSError) as exc:
+        raise PipelineError(f"parameter path = {path!r}: {exc}") from None
+    scale = _scale(R, opts["rating_range"])
+    columns = [opts["attribute"]] if isinstance(opts["attribute"], str) else list(opts["attribute"])
+    users = _read_users(users_path, opts["users_id_col"], columns, opts["users_sep"], opts["users_encoding"])
+    cuts = dict(opts["cuts"] or {})
+    unknown = sorted(set(cuts) - set(columns))
+    if unknown:
+        raise PipelineError(f"parameter cuts names column(s) {unknown} that are not attribute columns "
+                            f"{columns}; expected cuts for the attribute's numeric columns")
+    ids = users.pop("__id__")
+    matched = _match_ids(ids, user_ids)
+    row_of = -np.ones(user_ids.size, dtype=np.int64)
+    row_of[matched[matched >= 0]] = np.flatnonzero(matched >= 0)
+    codes, described = [], []
+    for c in columns:
+        values = users[c].to_numpy(dtype=object)[np.maximum(row_of, 0)]
+        values = np.where(row_of >= 0, values, "")  # no row: not disclosed
+        code, names = _encode(c, values, cuts.get(c), users_path)
+        codes.append(code)
+        described.append((c, names))
+    a = codes[0] if len(codes) == 1 else np.column_stack(codes)
+    disclosed = np.all(a >= 0, axis=1) if a.ndim == 2 else a >= 0
+    # the classes of each column among the evaluated users (those who disclose every column)
+    described = [f"{c}: " + ", ".join(f"{n} = {i} ({k} users)" for i, (n, k) in
+                                      enumerate(zip(names, np.bincount(code[disclosed], minlength=len(names)))))
+                 for (c, names), code in zip(described, codes)]
+    n_disclosed = int(disclosed.sum())
+    if n_disclosed == 0:
+        raise PipelineError(f"the attribute {columns} is disclosed by none of the {user_ids.size} users of "
+                            f"{path!r} (users file {users_path!r}: {int((matched >= 0).sum())} of its rows "
+                            "match a rating user); check users_id_col and the ids' form (integers vs strings)")
+    joint = a[disclosed] if a.ndim == 1 else np.unique(a[disclosed], axis=0, return_inverse=True)[1].ravel()
+    present = np.unique(joint)
+    if present.size < 2:
+        raise PipelineError(f"the attribute {columns} has one class only among the {n_disclosed} users who "
+                            f"disclose it: expected at least two classes to protect")
+    info = {
+        "n_users_ratings": int(user_ids.size), "n_items": int(item_ids.size), "n_ratings": int(R.nnz),
+        "n_disclosed": n_disclosed,
+        "n_undisclosed_missing": int(np.sum((row_of >= 0) & ~disclosed)),
+        "n_undisclosed_no_row": int(np.sum(row_of < 0)),
+        "n_users_file_rows": int(ids.size),
+        "n_users_without_ratings": int(np.sum(matched < 0)),
+        "n_classes": int(present.size),
+        "rating_range": [float(scale[0]), float(scale[1])],
+        "rating_range_from": "data" if opts["rating_range"] is None else "rating_range",
+        "attribute": columns, "described": "; ".join(described),
+    }
+    out = (R[np.flatnonzero(disclosed)].tocsr(), a[disclosed], info)
+    _CACHE.clear()
+    _CACHE[key] = out
+    return out
+
+
+def _scale(R, given):
+    low, high = float(R.data.min()), float(R.data.max())
+    if given is None:
+        if low == high:
+            raise PipelineError(f"every rating of the file is {low:g}, so the data gives no rating scale; "
+                                "expected rating_range = [low, high] (or ratings of more than one value)")
+        if low < 0 < high:
+            raise PipelineError(f"the ratings run from {low:g} to {high:g}, a scale that holds 0: {_ZERO}")
+        return low, high
+    lo, hi = (float(v) for v in given)
+    if lo <= 0 <= hi:
+        raise PipelineError(f"parameter rating_range = {list(given)} holds 0: {_ZERO}")
+    out = int(np.sum((R.data < lo) | (R.data > hi)))
+    if out:
+        raise PipelineError(f"parameter rating_range = {list(given)}: {out} rating(s) of the file lie outside "
+                            f"it (the ratings run from {low:g} to {high:g})")
+    return lo, hi
+
+
+def _read_users(path, id_col, columns, sep, encoding):
+    try:
+        df = pd.read_csv(os.path.expanduser(path), sep=sep, dtype=str, keep_default_na=False, encoding=encoding,
+                         engine="python" if len(sep) > 1 else "c", index_col=False)
+    except pd.errors.EmptyDataError:
+        raise PipelineError(f"parameter users_path = {path!r}: the users file is empty; expected a header line "
+                            "naming the id and attribute columns") from None
+    except UnicodeDecodeError as exc:
+        raise PipelineError(f"parameter users_path = {path!r}: not {encoding} text (byte "
+                            f"{exc.object[exc.start]:#04x}); set users_encoding (for example 'latin-1')") from None
+    except (ValueError, LookupError, pd.errors.ParserError) as exc:
+        raise PipelineError(f"parameter users_path = {path!r} cannot be read as {sep!r}-separated text: "
+                            f"{exc}") from None
+    df = df.fillna("")
+    df.columns = [str(c).strip() for c in df.columns]
+    for name, c in [("users_id_col", id_col)] + [("attribute", c) for c in columns]:
+        if c not in df.columns:
+            raise PipelineError(f"parameter {name}: column {c!r} not in the users file {path!r}; its columns "
+                                f"are {list(df.columns)!r}")
+    ids = df[id_col].astype(str).str.strip()
+    repeated = ids[ids.duplicated()]
+    if not repeated.empty:
+        raise PipelineError(f"the users file {path!r} names user {repeated.iloc[0]!r} more than once "
+                            f"({repeated.size} repeated id(s) in column {id_col!r}); expected one row per user")
+    out = pd.DataFrame({c: df[c].astype(str).str.strip() for c in columns})
+    out["__id__"] = ids.to_numpy()
+    return out
+
+
+def _match_ids(ids, user_ids):
+    """For each users-file id, the row of ``user_ids`` it names (-1: no rating).
+
+    Ids are compared as :func:`~privrelease.datasets.load_ratings_csv` reads them.
+    """
+    ids = np.asarray(ids, dtype=str)
+    if user_ids.dtype.kind in "iu":
+        # an integer id is written plainly ("7", not "007" nor "7.0"): the rule that made the rating ids integers
+        plain = np.array([s.lstrip("-").isdigit() and str(int(s)) == s for s in ids], dtype=bool)
+        keys = np.zeros(ids.size, dtype=np.int64)
+        keys[plain] = [int(s) for s in ids[plain]]
+    else:
+        keys, plain = ids, np.ones(ids.size, dtype=bool)
+    pos = np.minimum(np.searchsorted(user_ids, keys), user_ids.size - 1)
+    hit = plain & (user_ids[pos] == keys)
+    return np.where(hit, pos, -1)
+
+
+def _encode(column, values, cuts, path):
+    """Class codes of one attribute column (-1: not disclosed) and the classes' names."""
+    values = np.asarray(values, dtype=object).astype(str)
+    missing = np.isin(values, MISSING) | (pd.to_numeric(pd.Series(values), errors="coerce").to_numpy() == -1)
+    shown = values[~missing]
+    code = -np.ones(values.size, dtype=np.int64)
+    if cuts is not None:
+        num = pd.to_numeric(pd.Series(shown), errors="coerce").to_numpy(dtype=np.float64)
+        if np.any(~np.isfinite(num)):
+            bad = str(shown[~np.isfinite(num)][0])
+            raise PipelineError(f"parameter cuts.{column}: column {column!r} of {path!r} holds {bad!r}, not a "
+                                "number; expected numbers to cut into bands (or a missing marker: "
+                                f"{', '.join(repr(m) for m in MISSING)})")
+        cuts = [float(c) for c in cuts]
+        band = np.searchsorted(np.asarray(cuts), num, side="right").astype(np.int64)
+        g = [f"{c:g}" for c in cuts]
+        names = [f"under {g[0]}"] + [f"{lo} to under {hi}" for lo, hi in zip(g[:-1], g[1:])] + [f"{g[-1]} and over"]
+        code[~missing] = band
+    else:
+        num = pd.to_numeric(pd.Series(np.unique(shown)), errors="coerce").to_numpy(dtype=np.float64)
+        classes = np.unique(shown)
+        if classes.size and np.all(np.isfinite(num)):
+            classes = classes[np.argsort(num, kind="stable")]
+        if classes.size > MAX_CLASSES:
+            raise PipelineError(f"attribute column {column!r} of {path!r} has {classes.size} distinct values: "
+                                f"expected at most {MAX_CLASSES} classes (a numeric column is cut into bands "
+                                f"with cuts = {{{column} = [...]}})")
+        lookup = {v: i for i, v in enumerate(classes)}
+        code[~missing] = [lookup[v] for v in shown]
+        names = [str(v) for v in classes]
+    if code.max(initial=-1) < 0:
+        raise PipelineError(f"attribute column {column!r} of {path!r} is empty: no user with ratings discloses it "
+                            f"(every value is missing: {', '.join(repr(m) for m in MISSING)}, or no row)")
+    return code, names
+
+
+@quick_values({"max_leakages": (0.0, 0.02), "blurme_fractions": (0.2,), "cv": 2,
+               "attack_models": ("logistic",), "n_jobs": 1})
+def run(report, *, random_state=0, quick=False, path=None, user_col="user", item_col="item", rating_col="rating",
+        sep=",", header=True, encoding="utf-8", timestamp_col=None, drop_ratings=(), users_path=None,
+        users_id_col="user", users_sep=",", users_encoding="utf-8", attribute=None, cuts=None, rating_range=None,
+        max_leakages=(0.0, 0.002, 0.01, 0.03, 0.1, 1.0), blurme_fractions=(0.05, 0.1, 0.2, 0.5), n_clusters="auto",
+        opt_in_fraction=0.5, cv=5, heldout_fraction=0.1, target_auc=0.55, attack_models=("logistic", "forest"),
+        recommender=None, mapper=None, n_jobs=2):
+    """Write the analysis of the user's rating file into ``report``; returns headline numbers."""
+    R, a, info = read_data(path, users_path, user_col=user_col, item_col=item_col, rating_col=rating_col, sep=sep,
+                           header=header, encoding=encoding, timestamp_col=timestamp_col,
+                           drop_ratings=drop_ratings, users_id_col=users_id_col, users_sep=users_sep,
+                           users_encoding=users_encoding, attribute=attribute, cuts=cuts,
+                           rating_range=rating_range)
+    lo, hi = info["rating_range"]
+    report.section("Data")
+    source = "the data's smallest and largest rating" if info["rating_range_from"] == "data" else "rating_range"
+    report.text(
+        f"Ratings: `{path}`: {info['n_users_ratings']} users, {info['n_items']} items, {info['n_ratings']} "
+        f"ratings; rating scale {lo:g} to {hi:g} ({source}). Users file: `{users_path}` "
+        f"({info['n_users_file_rows']} rows). Of the {info['n_users_ratings']} users with ratings, "
+        f"{info['n_disclosed']} disclose the attribute and are evaluated; {info['n_undisclosed_missing']} have a "
+        f"missing value and {info['n_undisclosed_no_row']} have no row in the users file (not disclosed: the "
+        "evaluation needs every evaluated user's true attribute to score the attackers, so they are left out). "
+        f"{info['n_users_without_ratings']} row(s) of the users file have no rating and are ignored.")
+    report.json(info, "data")
+    seed = 0 if random_state is None else int(random_state)
+    headline = analyse_ratings(
+        report, "ratings", f"Evaluated: {R.shape[0]} users, {R.shape[1]} items, {R.nnz} ratings", R, a,
+        info["described"], rating_range=(lo, hi), recommender=recommender, max_leakages=max_leakages,
+        blurme_fractions=blurme_fractions, n_clusters=n_clusters, opt_in_fraction=opt_in_fraction, cv=cv,
+        heldout_fraction=heldout_fraction, target_auc=target_auc, attack_models=attack_models, mapper=mapper,
+        n_jobs=n_jobs, seed=seed)
+    return headline
