@@ -67,7 +67,8 @@ def _show(value):
     if isinstance(value, float) and value.is_integer() and abs(value) >= 1e6:
         return f"{value:g}"
     text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
+    # a long value keeps both ends: a path's file name is at its end (a deep temporary folder hid it)
+    return text if len(text) <= 80 else text[:38] + "..." + text[-39:]
 
 
 def _type_name(value):

@@ -245,3 +245,14 @@ def test_the_smallest_accepted_n_items_generates_its_ratings(tmp_path, monkeypat
     assert made and made[0][0].shape[1] == low
     with pytest.raises(Exception, match="n_items"):
         check_run(experiment, {"n_items": low - 1, **extra})
+
+
+def test_a_long_value_in_a_message_keeps_both_ends():
+    # a missing data file under a deep folder: the message showed the folder's first 77 characters and hid
+    # the file name (a pytest-xdist temporary path did it); both ends are kept now
+    from privrelease.runner._schema import File, PipelineError
+
+    path = "/" + "deep/" * 40 + "nope.csv"
+    with pytest.raises(PipelineError) as info:
+        File().check("path", path)
+    assert "nope.csv'" in str(info.value) and "'/deep/deep" in str(info.value) and "..." in str(info.value)
