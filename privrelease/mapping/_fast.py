@@ -582,7 +582,10 @@ def solve_fast(prob, delta, *, tol=1e-6, warm=None, n_neighbours=None, max_round
     """
     if n_neighbours is None:
         n_neighbours = 8
-    with single_threaded_blas():
+    # numpy's floating-point warnings stay inside: on extreme instances (subnormal masses, a budget of 1e-173 of
+    # the largest distortion) a Newton system overflows on the way and the answer still ends certified; an
+    # overflow that matters shows as an uncertified point, which the caller reports (or falls back from)
+    with single_threaded_blas(), np.errstate(over="ignore", divide="ignore", invalid="ignore", under="ignore"):
         P, hint = _solve_fast(prob, delta, tol=tol, warm=warm, n_neighbours=n_neighbours, max_rounds=max_rounds,
                               bounds=bounds)
         if np.isfinite(delta) and prob.distortion(P) > delta:
