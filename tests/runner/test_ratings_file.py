@@ -209,3 +209,15 @@ def test_empty_attribute_and_a_scale_holding_zero_are_refused(tmp_path, capsys, 
              "from -2 to 2", zero)
     _refused(tmp_path, capsys, [f'path="{ratings}"', f'users_path="{ok_users}"', 'attribute="sex"',
                                 "rating_range=[2, 5]"], "lie outside it")
+
+
+def test_float_written_integer_ids_match_and_question_mark_is_missing():
+    # pandas writes an integer id column holding a missing value as floats ("7.0"): those rows matched no user
+    # and the users were silently counted as undisclosed; "?" (the UCI files' marker) became a class of its own
+    from privrelease.runner.experiments.ratings_file import _encode, _match_ids
+
+    user_ids = np.array([3, 7, 12])
+    np.testing.assert_array_equal(_match_ids(["7.0", "3", "12.0", "007", "7.5", "4.0"], user_ids), [1, 0, 2, -1, -1, -1])
+    np.testing.assert_array_equal(_match_ids(["7.0", "7"], np.array(["7", "x"])), [-1, 0])  # string ids: as written
+    code, _ = _encode("sex", ["F", "?", "M", "F"], None, "u.csv")
+    assert code[1] == -1 and len(set(code[[0, 2]])) == 2 and code[0] == code[3]

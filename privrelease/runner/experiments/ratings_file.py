@@ -7,14 +7,15 @@ The ratings are read by :func:`~privrelease.datasets.load_ratings_csv` (one
 (``users_path``, ``users_sep``, ``users_encoding``; a header line naming
 ``users_id_col`` and the ``attribute`` column(s)). Ids are matched as
 ``load_ratings_csv`` returns them: integers when every rating id is a plain
-integer (a users id ``"007"`` then matches no user: ``7`` is written ``7``),
-else strings, leading zeros kept.
+integer (a users id ``"007"`` then matches no user: ``7`` is written ``7``;
+``"7.0"``, what pandas writes for an integer column holding a missing value,
+matches ``7``), else strings, leading zeros kept.
 
 ``attribute`` is one column or a list of columns (protected jointly, as
 ``multi_attribute`` and ``movielens_gender``'s ``gender_x_age_band`` do); a
 numeric column named in ``cuts`` (``cuts = {age = [25, 35]}``) is cut into
 bands, any other column's distinct values are its classes. A missing value
-(``''``, ``NA``, ``None``, ``-1`` and the like) means "not disclosed", and so
+(``''``, ``NA``, ``None``, ``-1``, ``?`` and the like) means "not disclosed", and so
 does a user without a row. The evaluation needs every evaluated user's TRUE
 attribute (the attackers are scored on it), so it runs on the users who
 disclose every attribute column; the others are counted in the report. Users of
@@ -72,7 +73,7 @@ PARAMETERS = {
 }
 
 #: a users file's value that means "not disclosed" (compared after stripping spaces)
-MISSING = ("", "NA", "N/A", "NaN", "nan", "None", "null", "-1")
+MISSING = ("", "NA", "N/A", "NaN", "nan", "None", "null", "-1", "?")  # "?": the UCI files' marker
 #: at most this many classes per attribute column: more is an id or a number to cut (``cuts``)
 MAX_CLASSES = 30
 
@@ -244,7 +245,9 @@ def _match_ids(ids, user_ids):
     """
     ids = np.asarray(ids, dtype=str)
     if user_ids.dtype.kind in "iu":
-        # an integer id is written plainly ("7", not "007" nor "7.0"): the rule that made the rating ids integers
+        # an integer id is written plainly ("7", not "007"): the rule that made the rating ids integers; "7.0" too,
+        # what pandas writes for an integer column that holds a missing value (it becomes float)
+        ids = np.array([s[:-2] if s.endswith(".0") else s for s in ids], dtype=str)
         plain = np.array([s.lstrip("-").isdigit() and str(int(s)) == s for s in ids], dtype=bool)
         keys = np.zeros(ids.size, dtype=np.int64)
         keys[plain] = [int(s) for s in ids[plain]]
