@@ -341,7 +341,7 @@ def attack(X_train, y_train, X_test, y_test, *, model="logistic", features="valu
 
 def evaluate_attacks(X_train_original, X_train_released, y_train, X_test_released, y_test, *,
                      models=ATTACK_MODELS, features=ATTACK_FEATURES, fixed_attackers=None,
-                     random_state=None, attribute_names=None, verbose=0):
+                     random_state=None, attribute_names=None, verbose=1):
     """Fixed and adaptive attackers against released ratings.
 
     Parameters
@@ -371,8 +371,8 @@ def evaluate_attacks(X_train_original, X_train_released, y_train, X_test_release
     attribute_names : sequence of str or None
         Names of the columns of a 2-D attribute (default: a DataFrame's
         column names, else ``attr0, attr1, ...``).
-    verbose : int, default=0
-        A progress bar over the attackers (tqdm, on stderr, only when stderr is a terminal).
+    verbose : int, default=1
+        A progress bar over the attackers (tqdm, on stderr, only when stderr is a terminal); 0 for none.
 
     Returns
     -------

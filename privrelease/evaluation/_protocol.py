@@ -476,7 +476,7 @@ class RMSECost:
 
 
 def rmse_cost(mapper, ratings, private, *, opt_in_fraction=0.5, cv=5, heldout_fraction=0.1,
-              recommender=None, rating_range=(1, 5), random_state=None, n_jobs=None, verbose=0,
+              recommender=None, rating_range=(1, 5), random_state=None, n_jobs=None, verbose=1,
               mapper_target=None):
     """Measure the recommendation RMSE a privacy mapper costs (Table I protocol).
 
@@ -518,9 +518,10 @@ def rmse_cost(mapper, ratings, private, *, opt_in_fraction=0.5, cv=5, heldout_fr
         ``random_state`` is None. ``None`` uses operating-system entropy.
     n_jobs : int or None
         Folds and releases run in parallel with joblib.
-    verbose : int, default=0
+    verbose : int, default=1
         A tqdm progress bar over the folds and releases, on stderr, shown only
-        when stderr is a terminal (never in logs or pipes).
+        when stderr is a terminal (in logs or pipes: a line a minute on a long
+        stage); 0 for none. The default of :func:`privacy_utility_curve` too.
     mapper_target : None, "joint" or str, default=None
         For a 2-D private attribute, what the mapper is fitted on: ``None``
         the 2-D labels as given (a mapper that protects several attributes),

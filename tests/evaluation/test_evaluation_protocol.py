@@ -220,3 +220,19 @@ def test_verbose_must_be_a_count():
     with pytest.raises(TypeError, match="verbose must be a non-negative int or a bool.*'yes'"):
         rmse_cost(FunctionTransformer(accept_sparse=True), X, y, cv=2, recommender=BiasRecommender(),
                   random_state=0, verbose="yes")
+
+
+def test_progress_is_on_by_default_on_a_terminal(monkeypatch):
+    # issue 13: a progress bar on every evaluation that runs longer than a few seconds, off when not a terminal;
+    # rmse_cost and evaluate_attacks showed none unless asked (privacy_utility_curve's default is 1 too)
+    import sys
+
+    from privrelease.evaluation import evaluate_attacks
+
+    fake = _Terminal(True)
+    monkeypatch.setattr(sys, "stderr", fake)
+    X, y = planted_ratings(n_users=60, seed=9)
+    rmse_cost(FunctionTransformer(accept_sparse=True), X, y, cv=2, recommender=BiasRecommender(), random_state=0)
+    evaluate_attacks(X[:30], None, y[:30], X[30:], y[30:], models=["logistic"], random_state=0)
+    text = "".join(fake.text)
+    assert "rmse folds" in text and "attackers" in text
