@@ -19,6 +19,14 @@ def _support(rng, k, per_row):
     return sup
 
 
+def _sparse_prior(rng, na, k):
+    """A Dirichlet joint with some p(a, c) = 0 (some outputs reached by one class only), every input in use."""
+    prior = rng.dirichlet(np.full(na * k, 0.7)).reshape(na, k)
+    prior[rng.random(prior.shape) < 0.2] = 0.0
+    prior[0, prior.sum(axis=0) == 0] = 1e-3
+    return prior / prior.sum()
+
+
 def _hessian(M, r, j, x):
     """Hessian of I(A; C_hat) (nats) in the support entries, written out in full:
     ``H[e, f] = sum_a M[a, r_e] M[a, r_f] / J[a, j] - (sum_a M[a, r_e]) (sum_a M[a, r_f]) / q_j`` when
@@ -46,10 +54,7 @@ def test_structured_newton_solve_matches_the_full_kkt_system(monkeypatch, schur,
     # some p(a, c) = 0, so that some outputs are reached by one class only
     rng = np.random.default_rng(seed)
     k = 12 if schur == "full" else 40
-    prior = rng.dirichlet(np.full(na * k, 0.7)).reshape(na, k)
-    prior[rng.random(prior.shape) < 0.2] = 0.0
-    prior[0, prior.sum(axis=0) == 0] = 1e-3
-    prior /= prior.sum()
+    prior = _sparse_prior(rng, na, k)
     d = squared_euclidean_distortion(rng.normal(size=(k, 2)))
     prob = Problem(prior, d)
     if schur == "full":
@@ -158,10 +163,7 @@ def test_sparse_product_sums_are_the_bincount_sums_exactly(monkeypatch, na):
     # barrier's path) are the same to the last bit; some p(a, c) = 0 (explicit zeros in the matrices)
     rng = np.random.default_rng(na)
     k = 60
-    prior = rng.dirichlet(np.full(na * k, 0.7)).reshape(na, k)
-    prior[rng.random(prior.shape) < 0.2] = 0.0
-    prior[0, prior.sum(axis=0) == 0] = 1e-3
-    prior /= prior.sum()
+    prior = _sparse_prior(rng, na, k)
     prob = Problem(prior, squared_euclidean_distortion(rng.normal(size=(k, 2))))
     sup = _support(rng, k, 20)
     sup[np.arange(k), np.arange(k)] = True
@@ -194,10 +196,7 @@ def test_class_pair_sums(na, support):
     # product for all pairs, equal to rounding
     rng = np.random.default_rng(na)
     k = 30
-    prior = rng.dirichlet(np.full(na * k, 0.7)).reshape(na, k)
-    prior[rng.random(prior.shape) < 0.2] = 0.0
-    prior[0, prior.sum(axis=0) == 0] = 1e-3
-    prior /= prior.sum()
+    prior = _sparse_prior(rng, na, k)
     prob = Problem(prior, squared_euclidean_distortion(rng.normal(size=(k, 2))))
     sup = np.ones((k, k), dtype=bool) if support == "full" else _support(rng, k, 6)
     r, j = np.nonzero(sup)
