@@ -69,6 +69,7 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.special import rel_entr
 
 from ..exceptions import ConvergenceWarning, InfeasibleBudgetError, SolverError
 from ..utils import check_number
@@ -563,11 +564,11 @@ def _solve_mi_target(prob, target_bits, solver, tol):
         cert = {"gap_bits": 0.0, "distortion_gap": float(prob.to_user(gap_pp)), "method": "perfect-privacy LP (HiGHS)"}
         return Ppp, cert, "highs", "optimal"
 
-    def f_of_J(J):
-        q = J.sum(axis=0)
-        from scipy.special import rel_entr
+    def leakage_terms(J):
+        return rel_entr(J, prob.pA[:, None] * J.sum(axis=0)[None, :])
 
-        return max(float(rel_entr(J, prob.pA[:, None] * q[None, :]).sum()), 0.0)
+    def f_of_J(J):
+        return max(float(leakage_terms(J).sum()), 0.0)
 
     def feasible():
         dl, Pl, fl = max(lefts, key=lambda t: t[0])
@@ -579,9 +580,7 @@ def _solve_mi_target(prob, target_bits, solver, tol):
         # (eps in all, as J sums to 1) plus the sum's own rounding. Mixed to L exactly, the answer recomputed any
         # other faithful way (from the user's prior through the presolve, in another order) exceeded the target
         # about every other time (|A| = 11, k = 5, a 1e-9-bit target: by 4e-16 bits)
-        from scipy.special import rel_entr
-
-        terms = np.abs(rel_entr(JL, prob.pA[:, None] * JL.sum(axis=0)[None, :])).sum()
+        terms = np.abs(leakage_terms(JL)).sum()
         th = _mix_to_target(f_of_J, JL, prob.joint(Pr), L - 8 * np.finfo(float).eps * (1.0 + terms))
         return (1 - th) * Pl + th * Pr, (1 - th) * dl + th * dr
 
