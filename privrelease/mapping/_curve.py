@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from ..exceptions import ConvergenceWarning, InfeasibleBudgetError
+from ..utils._threads import single_threaded_blas
 from ._checks import check_budget
 from ._leakage import expected_distortion, leakage as _leakage, map_attack_accuracy
 from ._lp import perfect_privacy_mapping
@@ -129,10 +130,14 @@ def privacy_distortion_curve(prior, distortion, deltas, *, leakage="mutual_infor
     else:
         from joblib import Parallel, delayed
 
-        solved = Parallel(n_jobs=n_jobs, prefer="threads")(
-            delayed(solve_mapping)(P, D, budgets[groups[key][0]], leakage=leakage, solver=solver, tol=tol)
-            for key in todo
-        )
+        # BLAS's thread count is one setting of the whole process (OpenBLAS): set here, in the calling thread,
+        # for all the workers. Each worker's own limit in the solver, opened and closed at other times, left the
+        # process on one BLAS thread after the curve (and a worker on every thread while another's had closed)
+        with single_threaded_blas():
+            solved = Parallel(n_jobs=n_jobs, prefer="threads")(
+                delayed(solve_mapping)(P, D, budgets[groups[key][0]], leakage=leakage, solver=solver, tol=tol)
+                for key in todo
+            )
     for key, res in zip(todo, solved):
         for i in groups[key]:
             results[i] = res if budgets[i] == res.delta else dataclasses.replace(res, delta=float(budgets[i]))

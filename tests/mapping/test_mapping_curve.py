@@ -57,6 +57,43 @@ def test_curve_order_and_parallel_agree():
     np.testing.assert_allclose(seq["leakage_bits"], par["leakage_bits"], atol=1e-6)
 
 
+def test_parallel_curve_keeps_the_process_blas_threads():
+    # BLAS's thread count is one setting of the process (OpenBLAS; threadpoolctl lets one Python thread control
+    # it): the solver's one-thread limit, opened and closed by each worker thread of a parallel curve, left the
+    # process on one thread after the curve (a user's later numpy work ran single-threaded), and the workers
+    # on every thread while another's limit had closed. Every call inside the workers sees one thread, the
+    # process gets its count back
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    import privrelease.mapping._curve as curve_module
+
+    def blas():
+        return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+
+    prior, d = instance(3, k=8)
+    seen = []
+    solve = curve_module.solve_mapping
+
+    def spy(*args, **kwargs):
+        seen.append(max(blas()))
+        res = solve(*args, **kwargs)
+        seen.append(max(blas()))
+        return res
+
+    with threadpool_limits(limits=2, user_api="blas"):
+        before = blas()
+        if max(before, default=1) < 2:
+            pytest.skip("no BLAS library that takes two threads")
+        curve_module.solve_mapping = spy
+        try:
+            for _ in range(3):
+                privacy_distortion_curve(prior, d, np.linspace(0.05, 0.6, 6), n_jobs=2)
+                assert blas() == before
+        finally:
+            curve_module.solve_mapping = solve
+    assert seen and set(seen) == {1}
+
+
 def test_curve_bad_input():
     prior, d = instance()
     with pytest.raises(ValueError, match="deltas"):
