@@ -132,12 +132,23 @@ def privacy_distortion_curve(prior, distortion, deltas, *, leakage="mutual_infor
 
         # BLAS's thread count is one setting of the whole process (OpenBLAS): set here, in the calling thread,
         # for all the workers. Each worker's own limit in the solver, opened and closed at other times, left the
-        # process on one BLAS thread after the curve (and a worker on every thread while another's had closed)
-        with single_threaded_blas():
+        # process on one BLAS thread after the curve (and a worker on every thread while another's had closed).
+        # So are the warning filters (Python < 3.14): a worker that quiets a cvxpy solve (catch_warnings) also
+        # quieted another worker's ConvergenceWarning meanwhile, an uncertified point with no warning. The
+        # workers' ConvergenceWarnings are held back here and the uncertified points warned below, from this
+        # thread; the caller's filters are restored after the workers
+        with single_threaded_blas(), warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
             solved = Parallel(n_jobs=n_jobs, prefer="threads")(
                 delayed(solve_mapping)(P, D, budgets[groups[key][0]], leakage=leakage, solver=solver, tol=tol)
                 for key in todo
             )
+        for key, res in zip(todo, solved):
+            if res.status != "optimal":
+                gap = res.certificate.get("gap_bits", np.nan)
+                warnings.warn(f"the mapping for delta={budgets[groups[key][0]]!r} is not certified to tol={tol!r} "
+                              f"bits (certified gap {gap:.3g} bits, solver {res.solver!r}); status='inaccurate'",
+                              ConvergenceWarning, stacklevel=2)
     for key, res in zip(todo, solved):
         for i in groups[key]:
             results[i] = res if budgets[i] == res.delta else dataclasses.replace(res, delta=float(budgets[i]))

@@ -94,6 +94,49 @@ def test_parallel_curve_keeps_the_process_blas_threads():
     assert seen and set(seen) == {1}
 
 
+def test_parallel_curve_warns_every_uncertified_point():
+    # warning filters are one setting of the process (Python < 3.14): while one worker thread quiets a cvxpy
+    # solve (catch_warnings + "ignore"), another worker's ConvergenceWarning for an uncertified point was
+    # dropped. The curve warns its uncertified points from the calling thread. Forced interleaving: worker 1
+    # holds an "ignore" filter while worker 2 returns an uncertified point
+    import dataclasses
+    import threading
+    import warnings
+
+    import privrelease.mapping._curve as curve_module
+    from privrelease.exceptions import ConvergenceWarning
+
+    prior, d = instance(4, k=5)
+    solve = curve_module.solve_mapping
+    inside, warned = threading.Event(), threading.Event()
+
+    def interleaved(P, D, delta, **kwargs):
+        res = solve(P, D, delta, **kwargs)
+        if delta == 0.3:  # a cvxpy solve run quietly
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                inside.set()
+                assert warned.wait(10)
+            return res
+        assert inside.wait(10)
+        warnings.warn("uncertified", ConvergenceWarning)
+        warned.set()
+        return dataclasses.replace(res, status="inaccurate")
+
+    filters = list(warnings.filters)
+    curve_module.solve_mapping = interleaved
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            curve = privacy_distortion_curve(prior, d, [0.3, 0.6], n_jobs=2)
+    finally:
+        curve_module.solve_mapping = solve
+    assert curve["status"].tolist() == ["optimal", "inaccurate"]
+    msgs = [str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning)]
+    assert len(msgs) == 1 and "delta=0.6" in msgs[0] and "status='inaccurate'" in msgs[0]
+    assert warnings.filters == filters
+
+
 def test_curve_bad_input():
     prior, d = instance()
     with pytest.raises(ValueError, match="deltas"):
