@@ -42,7 +42,9 @@ def privacy_distortion_curve(prior, distortion, deltas, *, leakage="mutual_infor
         Passed to :func:`solve_mapping`.
     n_jobs : int or None
         ``None`` or 1: sequential with warm starts; otherwise the budgets are
-        solved in parallel with joblib threads (no warm start).
+        solved in parallel with joblib threads (no warm start), BLAS on one
+        thread meanwhile (restored after), and each uncertified point warned
+        once the workers are done.
     tol : float, default=1e-6
         Certified gap in bits required at each point.
     return_mappings : bool, default=False
