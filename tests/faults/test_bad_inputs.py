@@ -498,6 +498,9 @@ def _catalogue():
          lambda: make_ratings(10, 10, mean_ratings_per_user=5, activity_skew=1e300), ValueError, "1e+300"),
         ("datasets", "load_ratings_csv(file starting with a UTF-8 byte-order mark, encoding='latin-1')",
          lambda: load_ratings_csv(_bom_file(), encoding="latin-1"), ValueError, "'latin-1'"),
+        ("datasets", "load_ratings_csv(path, encoding='rot13') (a codec, not a text encoding)",
+         lambda: load_ratings_csv(_bad_file("r.csv", "user,item,rating\n1,2,5\n"), encoding="rot13"), ValueError,
+         "'rot13'"),
         ("datasets", "load_ratings_csv(file with a user id of 200,000 characters)",
          lambda: load_ratings_csv(_bad_file("r.csv", "user,item,rating\n" + "u" * 200_000 + ",1,5\n")), ValueError,
          "r.csv' line 2"),
@@ -538,6 +541,17 @@ def _catalogue():
         ("cli", "run ratings_file.toml --set rating_range=[-10, 10]",
          lambda: check_run("ratings_file", {**_rating_files(), "attribute": "sex", "rating_range": [-10, 10]}),
          PipelineError, "holds 0"),
+        ("cli", "run ratings_file.toml --set cuts={age=[30, 100]} (users aged 21 to 60)",
+         lambda: check_run("ratings_file", {**_rating_files(), "users_path": str(_bad_file(
+             "u.csv", "user,age\n1,21\n2,60\n")), "attribute": "age", "cuts": {"age": [30, 100]}}),
+         PipelineError, "[30, 100]"),
+        ("cli", "run ratings_file.toml (users file naming user 1 as '1' and '1.0')",
+         lambda: check_run("ratings_file", {**_rating_files(), "users_path": str(_bad_file(
+             "u.csv", "user,sex\n1,F\n2,M\n1.0,M\n")), "attribute": "sex"}), PipelineError, "'1.0'"),
+        ("cli", "run ratings_file.toml (users file row with more fields than its header)",
+         lambda: check_run("ratings_file", {**_rating_files(), "users_path": str(_bad_file(
+             "u.csv", "user,city,sex\n1,Paris, France,F\n2,Lyon,M\n")), "attribute": "sex"}), PipelineError,
+         "line 2"),
         ("cli", "run no/such/pipeline.toml",
          lambda: load_pipeline("no/such/pipeline.toml"), PipelineError, "no/such/pipeline.toml"),
         ("cli", "run <a file nesting 5000 arrays>",

@@ -31,6 +31,7 @@ columns, the attribute's classes and the scale.
 """
 
 import os
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -91,7 +92,7 @@ _ZERO = ("0 is reserved for 'not rated' in a rating matrix; a scale where 0 is a
 
 def check_ready(params):
     """Read and check the files before anything runs: :class:`PipelineError` names what is wrong."""
-    R, _, info = read_data(**{k: params[k] for k in (*_READER, *_DEFAULTS, "users_path") if k in params})
+    R, a, info = read_data(**{k: params[k] for k in (*_READER, *_DEFAULTS, "users_path") if k in params})
     n = info["n_disclosed"]
     n_clusters = params.get("n_clusters", "auto")
     if not isinstance(n_clusters, str) and n_clusters > n:
@@ -103,6 +104,18 @@ def check_ready(params):
         raise PipelineError(f"{n} user(s) disclose the attribute: with opt_in_fraction = {fraction:g} that is "
                             f"{n_opt} opted-in and {n - n_opt} protected user(s); expected at least 2 opted-in "
                             f"users and at least cv = {cv} protected ones (one per fold)")
+    # the protocol's own split, as the run draws it (same seed): a class that no opted-in user has (a class of
+    # one user drawn among the protected ones), a fold without a held-out rating, failed after minutes of running
+    from ...evaluation._protocol import _prepare_split
+
+    seed = params.get("random_state", 0)
+    try:
+        _prepare_split(R, a, opt_in_fraction=fraction, cv=cv, heldout_fraction=params.get("heldout_fraction", 0.1),
+                       rating_range=tuple(info["rating_range"]), random_state=0 if seed is None else int(seed),
+                       mapper_target="joint" if a.ndim == 2 else None)
+    except ValueError as exc:
+        raise PipelineError(f"the evaluation protocol's split of the {n} users who disclose the attribute "
+                            f"(random_state = {seed}): {exc}") from None
 
 
 def _key(params):
@@ -147,26 +160,43 @@ def read_data(path=None, users_path=None, **options):
                             f"{columns}; expected cuts for the attribute's numeric columns")
     ids = users.pop("__id__")
     matched = _match_ids(ids, user_ids)
+    hit, count = np.unique(matched[matched >= 0], return_counts=True)
+    if np.any(count > 1):
+        # "7" and "7.0" both name the integer user 7: the later row silently won
+        twice = int(hit[count > 1][0])
+        raise PipelineError(f"the users file {users_path!r} names user {user_ids[twice].item()!r} more than once (as "
+                            f"{', '.join(repr(str(v)) for v in ids[matched == twice])} in column "
+                            f"{opts['users_id_col']!r}); expected one row per user")
     row_of = -np.ones(user_ids.size, dtype=np.int64)
     row_of[matched[matched >= 0]] = np.flatnonzero(matched >= 0)
-    codes, described = [], []
+    codes, classes, read = [], [], []
     for c in columns:
         values = users[c].to_numpy(dtype=object)[np.maximum(row_of, 0)]
         values = np.where(row_of >= 0, values, "")  # no row: not disclosed
         code, names = _encode(c, values, cuts.get(c), users_path)
         codes.append(code)
-        described.append((c, names))
+        classes.append(names)
+        read.append(values)
     a = codes[0] if len(codes) == 1 else np.column_stack(codes)
     disclosed = np.all(a >= 0, axis=1) if a.ndim == 2 else a >= 0
     # the classes of each column among the evaluated users (those who disclose every column)
-    described = [f"{c}: " + ", ".join(f"{n} = {i} ({k} users)" for i, (n, k) in
-                                      enumerate(zip(names, np.bincount(code[disclosed], minlength=len(names)))))
-                 for (c, names), code in zip(described, codes)]
+    counts = [np.bincount(code[disclosed], minlength=len(names)) for code, names in zip(codes, classes)]
+    described = [f"{c}: " + ", ".join(f"{n} = {i} ({k} users)" for i, (n, k) in enumerate(zip(names, count)))
+                 for c, names, count in zip(columns, classes, counts)]
     n_disclosed = int(disclosed.sum())
     if n_disclosed == 0:
         raise PipelineError(f"the attribute {columns} is disclosed by none of the {user_ids.size} users of "
                             f"{path!r} (users file {users_path!r}: {int((matched >= 0).sum())} of its rows "
                             "match a rating user); check users_id_col and the ids' form (integers vs strings)")
+    for c, names, count, values in zip(columns, classes, counts, read):
+        if c in cuts and np.any(count == 0):
+            # a band nobody falls in was a class of the attribute that no user has (as movielens_gender's age_cuts)
+            num = pd.to_numeric(pd.Series(values[disclosed]), errors="coerce")
+            raise PipelineError(
+                f"parameter cuts.{c} = [{', '.join(f'{v:g}' for v in cuts[c])}] leaves the band(s) "
+                f"{[names[i] for i in np.flatnonzero(count == 0)]} without any of the {n_disclosed} evaluated "
+                f"users (column {c!r} runs from {num.min():g} to {num.max():g} among them); expected cuts "
+                "between their smallest and largest value, each band holding a user")
     joint = a[disclosed] if a.ndim == 1 else np.unique(a[disclosed], axis=0, return_inverse=True)[1].ravel()
     present = np.unique(joint)
     if present.size < 2:
@@ -210,9 +240,22 @@ def _scale(R, given):
 
 
 def _read_users(path, id_col, columns, sep, encoding):
+    from ...datasets._movielens import _check_encoding, _check_field_counts
+
+    file, what = os.path.expanduser(path), f"the users file {path!r}"
+    if not sep:
+        raise PipelineError("parameter users_sep = '': expected the users file's field separator (for example "
+                            "',' or '\\t')")
     try:
-        df = pd.read_csv(os.path.expanduser(path), sep=sep, dtype=str, keep_default_na=False, encoding=encoding,
-                         engine="python" if len(sep) > 1 else "c", index_col=False)
+        _check_encoding(file, encoding, what, name="users_encoding")
+    except (ValueError, TypeError) as exc:  # "users_encoding 'hex' is ..." or "the users file ... starts with"
+        raise PipelineError(str(exc) if str(exc).startswith(what) else f"parameter {exc}") from None
+    try:
+        with warnings.catch_warnings():
+            # a row longer than the header: refused below by _check_field_counts, naming the line
+            warnings.simplefilter("ignore", pd.errors.ParserWarning)
+            df = pd.read_csv(file, sep=sep, dtype=str, keep_default_na=False, encoding=encoding,
+                             engine="python" if len(sep) > 1 else "c", index_col=False)
     except pd.errors.EmptyDataError:
         raise PipelineError(f"parameter users_path = {path!r}: the users file is empty; expected a header line "
                             "naming the id and attribute columns") from None
@@ -222,12 +265,26 @@ def _read_users(path, id_col, columns, sep, encoding):
     except (ValueError, LookupError, pd.errors.ParserError) as exc:
         raise PipelineError(f"parameter users_path = {path!r} cannot be read as {sep!r}-separated text: "
                             f"{exc}") from None
+    try:
+        # a row with more fields than the header: pandas dropped the extra ones (a warning only), and a value
+        # holding an unquoted separator ('Paris, France') shifted the attribute of that row
+        _check_field_counts(file, sep, encoding, df.shape[1], what=what)
+    except ValueError as exc:
+        raise PipelineError(f"parameter users_path: {exc}") from None
     df = df.fillna("")
     df.columns = [str(c).strip() for c in df.columns]
     for name, c in [("users_id_col", id_col)] + [("attribute", c) for c in columns]:
         if c not in df.columns:
             raise PipelineError(f"parameter {name}: column {c!r} not in the users file {path!r}; its columns "
                                 f"are {list(df.columns)!r}")
+        if list(df.columns).count(c) > 1:
+            # 'sex' and ' sex': one name once spaces are ignored (df[c] was a table: AttributeError)
+            raise PipelineError(f"parameter {name}: column {c!r} is named more than once in the header of the "
+                                f"users file {path!r} (spaces around names are ignored); its columns are "
+                                f"{list(df.columns)!r}")
+    if df.empty:
+        raise PipelineError(f"the users file {path!r} holds no row, only a header line; expected one row per "
+                            f"user (its id in column {id_col!r}, the attribute in {columns!r})")
     ids = df[id_col].astype(str).str.strip()
     repeated = ids[ids.duplicated()]
     if not repeated.empty:
@@ -248,7 +305,7 @@ def _match_ids(ids, user_ids):
         # an integer id is written plainly ("7", not "007"): the rule that made the rating ids integers; "7.0" too,
         # what pandas writes for an integer column that holds a missing value (it becomes float)
         ids = np.array([s[:-2] if s.endswith(".0") else s for s in ids], dtype=str)
-        plain = np.array([s.lstrip("-").isdigit() and str(int(s)) == s for s in ids], dtype=bool)
+        plain = np.array([_plain_int64(s) for s in ids], dtype=bool)
         keys = np.zeros(ids.size, dtype=np.int64)
         keys[plain] = [int(s) for s in ids[plain]]
     else:
@@ -256,6 +313,15 @@ def _match_ids(ids, user_ids):
     pos = np.minimum(np.searchsorted(user_ids, keys), user_ids.size - 1)
     hit = plain & (user_ids[pos] == keys)
     return np.where(hit, pos, -1)
+
+
+def _plain_int64(s):
+    """Whether ``s`` is an int64 written plainly (``"7"``, ``"-7"``; not ``"007"``, ``"+7"``, ``"²"``, ``"1e3"``),
+    as :func:`~privrelease.datasets.load_ratings_csv` reads an integer id (an id beyond int64 is a string there:
+    int64 raised OverflowError, and ``"²"``, a digit to ``str.isdigit``, a ValueError of ``int``)."""
+    digits = s[1:] if s.startswith("-") else s
+    return (digits.isascii() and digits.isdigit() and str(int(s)) == s
+            and -2**63 <= int(s) < 2**63)
 
 
 def _encode(column, values, cuts, path):

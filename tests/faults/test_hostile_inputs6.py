@@ -1,0 +1,140 @@
+"""Hostile inputs, sixth audit: the ``ratings_file`` command-line path for a user's own exports (its users
+file, ids, attribute columns, cuts, the checks before the run), the report folder, and the user path on
+rating shapes the real-data stand-ins (benchmarks/bench_real_shapes.py) do not cover. One test per finding
+(earlier audits: test_hostile_inputs.py to test_hostile_inputs4.py, test_hostile_outputs.py; the experiment's
+own tests: tests/runner/test_ratings_file.py)."""
+
+import os
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from privrelease.runner import PipelineError, check_run
+
+
+def _ratings(n_users=40, n_items=30, per_user=12, seed=0):
+    """``user,item,rating`` lines (1..5 stars) of users 1..n_users whose tastes follow a binary class."""
+    rng = np.random.default_rng(seed)
+    lines = ["user,item,rating"]
+    for u in range(1, n_users + 1):
+        for i in rng.choice(n_items, per_user, replace=False):
+            liked = (i < n_items // 2) == bool(u % 2)
+            lines.append(f"{u},i{i},{int(np.clip(round(3 + (1.5 if liked else -1.5) + rng.normal()), 1, 5))}")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture
+def ratings(tmp_path):
+    path = tmp_path / "r.csv"
+    path.write_text(_ratings())
+    return str(path)
+
+
+def _users(tmp_path, text, name="u.csv", encoding="utf-8"):
+    path = tmp_path / name
+    path.write_bytes(text.encode(encoding) if isinstance(text, str) else text)
+    return str(path)
+
+
+def _sex_rows(skip=()):
+    return "".join(f"{u},{'FM'[u % 2]}\n" for u in range(1, 41) if u not in skip)
+
+
+def _check(ratings, users, **params):
+    """What ``privrelease run ratings_file.toml`` checks before anything runs (nothing is run)."""
+    return check_run("ratings_file", {"path": ratings, "users_path": users, "attribute": "sex", **params},
+                     quick=True)
+
+
+# --------------------------------------------------------------------------- the users file
+def test_users_ids_beyond_int64_or_unicode_digits_match_no_user_instead_of_crashing():
+    # integer rating ids: a users id of 20 digits raised OverflowError, '²' (a digit to str.isdigit) a ValueError
+    # of int(), both as tracebacks; neither can name a user whose id load_ratings_csv read as an int64
+    from privrelease.runner.experiments.ratings_file import _match_ids
+
+    user_ids = np.array([-3, 7, 12])
+    got = _match_ids(["99999999999999999999", "²", "7", "-3", "٧", "-99999999999999999999"], user_ids)
+    np.testing.assert_array_equal(got, [-1, -1, 1, 0, -1, -1])
+
+
+def test_one_user_named_twice_as_7_and_7_0_is_refused(tmp_path, ratings):
+    # '7' and '7.0' (pandas' float export) both name user 7: the later row won silently, whatever its class
+    users = _users(tmp_path, "user,sex\n" + _sex_rows() + "7.0,M\n")
+    with pytest.raises(PipelineError, match=r"names user 7 more than once \(as '7', '7.0' in column 'user'\)"):
+        _check(ratings, users)
+
+
+def test_users_file_of_a_header_line_only_is_refused(tmp_path, ratings):
+    # was IndexError: index 0 is out of bounds for axis 0 with size 0
+    users = _users(tmp_path, "user,sex\n")
+    with pytest.raises(PipelineError, match="holds no row, only a header line"):
+        _check(ratings, users)
+
+
+def test_users_header_naming_a_column_twice_is_refused(tmp_path, ratings):
+    # 'sex' and ' sex' are one name once spaces are ignored: was AttributeError: 'DataFrame' object has no
+    # attribute 'str'
+    users = _users(tmp_path, "user,sex, sex\n" + "".join(f"{u},F,M\n" for u in range(1, 41)))
+    with pytest.raises(PipelineError, match="column 'sex' is named more than once"):
+        _check(ratings, users)
+
+
+def test_users_row_with_more_fields_than_the_header_is_refused_naming_the_line(tmp_path, ratings):
+    # an unquoted separator inside a value shifts the row: in the first data row pandas dropped the extra field
+    # with a warning only (index_col=False), and user 1's sex became ' France' (a class of its own; a later row
+    # was a tokenizing error); a rating file's such row was already refused
+    rows = "".join(f"{u},Paris,{'FM'[u % 2]}\n" if u != 1 else "1,Paris, France,F\n" for u in range(1, 41))
+    users = _users(tmp_path, "user,city,sex\n" + rows)
+    with pytest.raises(PipelineError, match="users file .*u.csv' line 2 has 4 fields but the file has 3 column"):
+        _check(ratings, users)
+
+
+def test_an_encoding_that_is_not_a_text_encoding_is_named(tmp_path, ratings):
+    # 'rot13', 'base64' and 'hex' are codecs: load_ratings_csv let pandas' LookupError escape (a traceback)
+    from privrelease.datasets import load_ratings_csv
+
+    with pytest.raises(ValueError, match="encoding 'rot13' is a codec, but not a text encoding"):
+        load_ratings_csv(ratings, encoding="rot13")
+    users = _users(tmp_path, "user,sex\n" + _sex_rows())
+    with pytest.raises(PipelineError, match="users_encoding 'hex' is a codec, but not a text encoding"):
+        _check(ratings, users, users_encoding="hex")
+
+
+def test_users_file_with_a_byte_order_mark_under_latin1_is_refused_as_the_ratings_are(tmp_path, ratings):
+    # the mark read as 'ï»¿' glued to the first column's name: "column 'user' not in the users file; its
+    # columns are ['ï»¿user', 'sex']"; the rating file's reader already said what happened
+    users = _users(tmp_path, b"\xef\xbb\xbf" + ("user,sex\n" + _sex_rows()).encode())
+    with pytest.raises(PipelineError, match="byte-order mark.*users_encoding='latin-1'.*users_encoding='utf-8'"):
+        _check(ratings, users, users_encoding="latin-1")
+    _check(ratings, users)  # read as UTF-8 (the default), the mark is skipped
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_a_fifo_as_a_data_file_is_not_called_missing(tmp_path, ratings):
+    fifo = tmp_path / "users.csv"
+    os.mkfifo(fifo)
+    with pytest.raises(PipelineError, match="users_path = .*users.csv.*a FIFO, socket or device"):
+        _check(ratings, str(fifo))
+
+
+# --------------------------------------------------------------------------- the attribute
+def test_cuts_leaving_a_band_without_users_are_refused(tmp_path, ratings):
+    # movielens_gender refuses age cuts that leave a band empty; here the empty band became a class nobody has
+    users = _users(tmp_path, "user,age\n" + "".join(f"{u},{20 + u}\n" for u in range(1, 41)))
+    with pytest.raises(PipelineError, match=r"cuts.age = \[30, 100\] leaves the band\(s\) \['100 and over'\] "
+                                            r"without any of the 40 evaluated users \(column 'age' runs from 21 "
+                                            "to 60"):
+        _check(ratings, users, attribute="age", cuts={"age": [30, 100]})
+    _check(ratings, users, attribute="age", cuts={"age": [30, 50]})
+
+
+def test_more_classes_than_the_opted_in_users_can_hold_are_refused_before_running(tmp_path, ratings):
+    # 30 classes over 40 users, 20 of them opted in: at least 10 classes only among the protected users. The check
+    # before the run passed and the run failed in the protocol ("class(es) ... that no opted-in user has") after
+    # reading and fitting; the protocol's own split is now drawn before the run, with the run's seed
+    users = _users(tmp_path, "user,job\n" + "".join(f"{u},j{u % 30}\n" for u in range(1, 41)))
+    with pytest.raises(PipelineError, match=r"random_state = 0\): the private attribute has class\(es\) .* that "
+                                            "no opted-in user has"):
+        _check(ratings, users, attribute="job")
