@@ -558,6 +558,7 @@ def _catalogue():
          lambda: load_pipeline(_bad_file("deep.toml", 'experiment = "census_erasure"\n[params]\ntop = '
                                          + "[" * 5000 + "]" * 5000 + "\n")), PipelineError, "too deeply"),
         ("cli", "run P -o ''", lambda: prepare_output_folder(""), OutputFolderError, "''"),
+        ("cli", "run P -o /", lambda: prepare_output_folder("/"), OutputFolderError, "'/'"),
         ("cli", "run P -o <a file>", lambda: prepare_output_folder(_out_dir("file")), OutputFolderError, "a_file"),
         ("cli", "run P -o <a path under a file> (unwritable)",
          lambda: prepare_output_folder(_out_dir("under_file")), OutputFolderError, "a_file"),

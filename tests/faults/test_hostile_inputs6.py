@@ -6,12 +6,14 @@ own tests: tests/runner/test_ratings_file.py)."""
 
 import os
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from privrelease.runner import PipelineError, check_run
+from privrelease.runner import OutputFolderError, PipelineError, Report, check_run
+from privrelease.runner._report import prepare_output_folder
 
 
 def _ratings(n_users=40, n_items=30, per_user=12, seed=0):
@@ -138,3 +140,38 @@ def test_more_classes_than_the_opted_in_users_can_hold_are_refused_before_runnin
     with pytest.raises(PipelineError, match=r"random_state = 0\): the private attribute has class\(es\) .* that "
                                             "no opted-in user has"):
         _check(ratings, users, attribute="job")
+
+
+# --------------------------------------------------------------------------- the report folder
+def test_the_root_or_the_home_folder_is_not_a_report_folder(tmp_path, monkeypatch):
+    # '-o "$OUT/"' with OUT unset is '-o /': accepted, the report's ~30 files written beside the system's
+    with pytest.raises(OutputFolderError, match="'/' is the root of the file system"):
+        prepare_output_folder("/")
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    with pytest.raises(OutputFolderError, match="is your home folder"):
+        prepare_output_folder(home)
+    assert prepare_output_folder(home / "reports") == home / "reports"
+
+
+def test_a_file_created_while_the_report_is_written_is_not_replaced(tmp_path, monkeypatch):
+    # the name was checked free, then os.replace put the report's file over whatever appeared there meanwhile
+    from privrelease.runner._report import _Folder
+
+    check = _Folder._check_replace
+
+    def racing(self, name, target, exists):
+        check(self, name, target, exists)
+        if name == "curve.csv":
+            Path(target).write_text("written by another program\n")
+
+    monkeypatch.setattr(_Folder, "_check_replace", racing)
+    rep = Report(tmp_path / "out", title="t")
+    with pytest.raises(OutputFolderError, match="appeared in the output folder while the report was being written"):
+        rep.table(pd.DataFrame({"a": [1]}), "curve")
+    assert (tmp_path / "out" / "curve.csv").read_text() == "written by another program\n"
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["curve.csv"]  # no temporary file left
+    rep.table(pd.DataFrame({"a": [1]}), "other")
+    rep.table(pd.DataFrame({"a": [2]}), "other")  # its own file: replaced
+    assert pd.read_csv(tmp_path / "out" / "other.csv")["a"].tolist() == [2]
