@@ -175,3 +175,61 @@ def test_a_file_created_while_the_report_is_written_is_not_replaced(tmp_path, mo
     rep.table(pd.DataFrame({"a": [1]}), "other")
     rep.table(pd.DataFrame({"a": [2]}), "other")  # its own file: replaced
     assert pd.read_csv(tmp_path / "out" / "other.csv")["a"].tolist() == [2]
+
+
+# --------------------------------------------------------------------------- NaN for "not rated"
+X_NAN = np.array([[5.0, np.nan, 1], [4, 1, np.nan], [np.nan, 5, 5], [1, 4, 5]])
+Y4 = np.array([0, 0, 1, 1])
+
+
+def _dok_with_nan():
+    import scipy.sparse as sp
+
+    D = sp.dok_matrix(np.nan_to_num(X_NAN))
+    D[2, 0] = np.nan
+    return D
+
+
+@pytest.mark.parametrize("make, count, first", [
+    (lambda: [[None if np.isnan(v) else v for v in r] for r in X_NAN], 3, (0, 1)),  # None in a list of lists
+    (lambda: X_NAN.astype(object), 3, (0, 1)),
+    (_dok_with_nan, 1, (2, 0)),                                             # DOK / LIL: no array of values
+])
+@pytest.mark.parametrize("estimator", ["QuantizedPrivacyMapper", "BlurMe"])
+def test_nan_for_not_rated_in_a_list_object_array_or_dok_gets_the_rating_matrix_advice(make, count, first,
+                                                                                       estimator):
+    # these got scikit-learn's "Input X contains NaN ... consider HistGradientBoostingClassifier"
+    import privrelease
+
+    est = getattr(privrelease, estimator)(random_state=0)
+    with pytest.raises(ValueError, match=rf"X holds {count} NaN entries \(the first at row {first[0]}, column "
+                                         rf"{first[1]}\); in a rating matrix 0 means 'not rated'"):
+        est.fit(make(), Y4)
+
+
+def test_nan_check_of_a_sparse_frame_allocates_no_dense_table():
+    # the check read X.isna() of a DataFrame of sparse columns as one array: a boolean of every cell (1 GB for
+    # 100,000 users x 10,000 items) before a fit that itself works on the stored ratings only
+    import tracemalloc
+
+    import scipy.sparse as sp
+
+    from privrelease.mappers._base import _refuse_nan_ratings
+
+    n, m = 20_000, 500
+    X = sp.random(n, m, density=0.01, format="csr", random_state=0, data_rvs=lambda k: np.full(k, 3.0))
+    frame = pd.DataFrame.sparse.from_spmatrix(X)
+    tracemalloc.start()
+    try:
+        _refuse_nan_ratings(frame)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < n * m / 10, peak  # a dense boolean table is n * m bytes
+    # NaN-filled sparse columns (a pivot cast with astype(pd.SparseDtype(float))): every unstored cell is NaN
+    pivot = pd.DataFrame(X_NAN).astype(pd.SparseDtype("float64"))
+    with pytest.raises(ValueError, match=r"X holds 3 NaN entries \(the first at row 0, column 1\)"):
+        _refuse_nan_ratings(pivot)
+    stored = pd.DataFrame(X_NAN).astype(pd.SparseDtype("float64", 0.0))  # NaN stored beside a fill value 0
+    with pytest.raises(ValueError, match=r"X holds 3 NaN entries \(the first at row 0, column 1\)"):
+        _refuse_nan_ratings(stored)
