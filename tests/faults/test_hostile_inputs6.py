@@ -233,3 +233,22 @@ def test_nan_check_of_a_sparse_frame_allocates_no_dense_table():
     stored = pd.DataFrame(X_NAN).astype(pd.SparseDtype("float64", 0.0))  # NaN stored beside a fill value 0
     with pytest.raises(ValueError, match=r"X holds 3 NaN entries \(the first at row 0, column 1\)"):
         _refuse_nan_ratings(stored)
+
+
+def test_book_crossing_users_file_with_null_ages_is_read(tmp_path, ratings):
+    # BX-Users.csv: ';'-separated, quoted, cp1252, a missing age written NULL: refused as "holds 'NULL', not a
+    # number" with no way to name another marker, so the data set the pipeline names could not be used
+    lines = ['"User-ID";"Location";"Age"'] + [
+        f'"{u}";"münchen, bayern, germany";{"NULL" if u % 5 == 0 else f"{chr(34)}{15 + u}{chr(34)}"}'
+        for u in range(1, 41)]
+    users = _users(tmp_path, "\n".join(lines) + "\n", encoding="cp1252")
+    _, params, _ = _check(ratings, users, users_sep=";", users_id_col="User-ID", users_encoding="cp1252",
+                          attribute="Age", cuts={"Age": [30, 45]})
+    from privrelease.runner.experiments.ratings_file import read_data
+
+    _, a, info = read_data(**{k: v for k, v in params.items() if k in (
+        "path", "users_path", "users_sep", "users_id_col", "users_encoding", "attribute", "cuts")})
+    assert info["n_disclosed"] == 32 and info["n_undisclosed_missing"] == 8
+    assert np.bincount(a).tolist() == [sum(15 + u < 30 for u in range(1, 41) if u % 5),
+                                       sum(30 <= 15 + u < 45 for u in range(1, 41) if u % 5),
+                                       sum(15 + u >= 45 for u in range(1, 41) if u % 5)]

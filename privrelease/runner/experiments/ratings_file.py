@@ -15,7 +15,7 @@ matches ``7``), else strings, leading zeros kept.
 ``multi_attribute`` and ``movielens_gender``'s ``gender_x_age_band`` do); a
 numeric column named in ``cuts`` (``cuts = {age = [25, 35]}``) is cut into
 bands, any other column's distinct values are its classes. A missing value
-(``''``, ``NA``, ``None``, ``-1``, ``?`` and the like) means "not disclosed", and so
+(``''``, ``NA``, ``None``, ``NULL``, ``-1``, ``?`` and the like, in any case) means "not disclosed", and so
 does a user without a row. The evaluation needs every evaluated user's TRUE
 attribute (the attackers are scored on it), so it runs on the users who
 disclose every attribute column; the others are counted in the report. Users of
@@ -73,8 +73,9 @@ PARAMETERS = {
     "n_jobs": Int(1, 64),
 }
 
-#: a users file's value that means "not disclosed" (compared after stripping spaces)
-MISSING = ("", "NA", "N/A", "NaN", "nan", "None", "null", "-1", "?")  # "?": the UCI files' marker
+#: a users file's value that means "not disclosed" (compared after stripping spaces, ignoring case: Book-Crossing's
+#: BX-Users.csv writes a missing age NULL)
+MISSING = ("", "NA", "N/A", "NaN", "None", "null", "-1", "?")  # "?": the UCI files' marker
 #: at most this many classes per attribute column: more is an id or a number to cut (``cuts``)
 MAX_CLASSES = 30
 
@@ -327,7 +328,8 @@ def _plain_int64(s):
 def _encode(column, values, cuts, path):
     """Class codes of one attribute column (-1: not disclosed) and the classes' names."""
     values = np.asarray(values, dtype=object).astype(str)
-    missing = np.isin(values, MISSING) | (pd.to_numeric(pd.Series(values), errors="coerce").to_numpy() == -1)
+    missing = (np.isin(np.char.lower(values), [m.lower() for m in MISSING])
+               | (pd.to_numeric(pd.Series(values), errors="coerce").to_numpy() == -1))
     shown = values[~missing]
     code = -np.ones(values.size, dtype=np.int64)
     if cuts is not None:
@@ -336,7 +338,7 @@ def _encode(column, values, cuts, path):
             bad = str(shown[~np.isfinite(num)][0])
             raise PipelineError(f"parameter cuts.{column}: column {column!r} of {path!r} holds {bad!r}, not a "
                                 "number; expected numbers to cut into bands (or a missing marker: "
-                                f"{', '.join(repr(m) for m in MISSING)})")
+                                f"{', '.join(repr(m) for m in MISSING)}, in any case)")
         cuts = [float(c) for c in cuts]
         band = np.searchsorted(np.asarray(cuts), num, side="right").astype(np.int64)
         g = [f"{c:g}" for c in cuts]
@@ -356,7 +358,7 @@ def _encode(column, values, cuts, path):
         names = [str(v) for v in classes]
     if code.max(initial=-1) < 0:
         raise PipelineError(f"attribute column {column!r} of {path!r} is empty: no user with ratings discloses it "
-                            f"(every value is missing: {', '.join(repr(m) for m in MISSING)}, or no row)")
+                            f"(every value is missing: {', '.join(repr(m) for m in MISSING)} in any case, or no row)")
     return code, names
 
 
