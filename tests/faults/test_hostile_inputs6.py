@@ -252,3 +252,12 @@ def test_book_crossing_users_file_with_null_ages_is_read(tmp_path, ratings):
     assert np.bincount(a).tolist() == [sum(15 + u < 30 for u in range(1, 41) if u % 5),
                                        sum(30 <= 15 + u < 45 for u in range(1, 41) if u % 5),
                                        sum(15 + u >= 45 for u in range(1, 41) if u % 5)]
+
+
+def test_data_files_named_from_the_home_folder_are_read(tmp_path, monkeypatch):
+    # path="~/ratings.csv" passed the file check (which expands '~'), then the reader's cache key ran
+    # os.stat('~/ratings.csv'): FileNotFoundError, a traceback
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / "r.csv").write_text(_ratings())
+    _users(tmp_path, "user,sex\n" + _sex_rows())
+    _check("~/r.csv", "~/u.csv")

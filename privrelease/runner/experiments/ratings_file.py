@@ -120,8 +120,10 @@ def check_ready(params):
 
 
 def _key(params):
-    stats = tuple((os.path.realpath(os.path.expanduser(params[k])), os.stat(params[k]).st_mtime_ns,
-                   os.stat(params[k]).st_size) for k in ("path", "users_path"))
+    files = [os.path.realpath(os.path.expanduser(params[k])) for k in ("path", "users_path")]
+    # '~/ratings.csv' passed the file check (which expands '~') and os.stat('~/ratings.csv') raised
+    # FileNotFoundError here: the files are named by their real paths
+    stats = tuple((f, os.stat(f).st_mtime_ns, os.stat(f).st_size) for f in files)
     return repr((stats, sorted((k, repr(v)) for k, v in params.items())))
 
 
