@@ -261,3 +261,18 @@ def test_data_files_named_from_the_home_folder_are_read(tmp_path, monkeypatch):
     (tmp_path / "r.csv").write_text(_ratings())
     _users(tmp_path, "user,sex\n" + _sex_rows())
     _check("~/r.csv", "~/u.csv")
+
+
+def test_implicit_feedback_without_a_space_that_separates_users_is_refused_before_running(tmp_path):
+    # every rating 1 (clicks) with rating_range = [1, 2]: the check passed and the report showed the optimal
+    # mapping at 0 bits, 0 distortion and attacker AUC 0.5 (every user at one point of the taste space: one
+    # cluster, one release for everybody); the mapper's warning reached stderr only
+    ratings = tmp_path / "r.csv"
+    ratings.write_text(_ratings().replace(",2\n", ",1\n").replace(",3\n", ",1\n").replace(",4\n", ",1\n")
+                       .replace(",5\n", ",1\n"))
+    users = _users(tmp_path, "user,sex\n" + _sex_rows())
+    with pytest.raises(PipelineError, match=r"every rating of the 40 evaluated users is 1 \(implicit feedback\).*"
+                                            "mapper.metric = \"hamming\""):
+        _check(str(ratings), users, rating_range=[1, 2])
+    _check(str(ratings), users, rating_range=[1, 2], mapper={"metric": "hamming"})
+    _check(str(ratings), users, rating_range=[1, 2], mapper={"space": "raw"})

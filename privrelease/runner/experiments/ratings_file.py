@@ -95,6 +95,15 @@ def check_ready(params):
     """Read and check the files before anything runs: :class:`PipelineError` names what is wrong."""
     R, a, info = read_data(**{k: params[k] for k in (*_READER, *_DEFAULTS, "users_path") if k in params})
     n = info["n_disclosed"]
+    options = params.get("mapper") or {}
+    if R.data.min() == R.data.max() and options.get("metric") != "hamming" and options.get("space") != "raw":
+        # implicit feedback: the mapper warned on stderr, and the report showed 0 bits at 0 distortion and AUC 0.5
+        # for the optimal mapping (every user at one point of the taste space: one cluster, one release)
+        raise PipelineError(f"every rating of the {n} evaluated users is {R.data[0]:g} (implicit feedback): the "
+                            "mapper's default taste space is built from differences between rating values, so it "
+                            "puts every user at one point (one cluster, the same release for everybody); set "
+                            "mapper.metric = \"hamming\" (clusters on which items each user rated: --set "
+                            "mapper.metric=hamming) or mapper.space = \"raw\"")
     n_clusters = params.get("n_clusters", "auto")
     if not isinstance(n_clusters, str) and n_clusters > n:
         raise PipelineError(f"parameter n_clusters = {n_clusters}: expected at most the {n} users who disclose "
@@ -228,7 +237,8 @@ def _scale(R, given):
     if given is None:
         if low == high:
             raise PipelineError(f"every rating of the file is {low:g}, so the data gives no rating scale; "
-                                "expected rating_range = [low, high] (or ratings of more than one value)")
+                                "expected rating_range = [low, high] (or ratings of more than one value; implicit "
+                                "feedback also needs mapper.metric = \"hamming\")")
         if low < 0 < high:
             raise PipelineError(f"the ratings run from {low:g} to {high:g}, a scale that holds 0: {_ZERO}")
         return low, high
