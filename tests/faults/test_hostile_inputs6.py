@@ -276,3 +276,12 @@ def test_implicit_feedback_without_a_space_that_separates_users_is_refused_befor
         _check(str(ratings), users, rating_range=[1, 2])
     _check(str(ratings), users, rating_range=[1, 2], mapper={"metric": "hamming"})
     _check(str(ratings), users, rating_range=[1, 2], mapper={"space": "raw"})
+
+
+@pytest.mark.parametrize("blank", [1, 2])
+def test_users_rows_without_an_id_are_refused_as_such(tmp_path, ratings, blank):
+    # one row with an empty id was counted as a user without ratings, two as "user '' named more than once"
+    users = _users(tmp_path, "user,sex\n" + _sex_rows() + ",F\n" * blank)
+    with pytest.raises(PipelineError, match=rf"has {blank} row\(s\) without an id in column 'user' \(the first is "
+                                            r"data row 41\)"):
+        _check(ratings, users)

@@ -299,6 +299,11 @@ def _read_users(path, id_col, columns, sep, encoding):
         raise PipelineError(f"the users file {path!r} holds no row, only a header line; expected one row per "
                             f"user (its id in column {id_col!r}, the attribute in {columns!r})")
     ids = df[id_col].astype(str).str.strip()
+    blank = np.flatnonzero(ids.to_numpy() == "")
+    if blank.size:
+        # one blank id was a user without ratings, two were "user '' named more than once"
+        raise PipelineError(f"the users file {path!r} has {blank.size} row(s) without an id in column {id_col!r} "
+                            f"(the first is data row {blank[0] + 1}); expected every row to name its user")
     repeated = ids[ids.duplicated()]
     if not repeated.empty:
         raise PipelineError(f"the users file {path!r} names user {repeated.iloc[0]!r} more than once "
