@@ -554,13 +554,15 @@ def load_ratings_csv(path, *, user_col="user", item_col="item", rating_col="rati
     # a line with fewer fields than the columns (a truncated last line): the c engine fills '' in, the python
     # engine (a multi-character sep such as '::') NaN, which crashed below ("'float' object has no attribute 'strip'")
     df = df.fillna("")
-    lines = _check_field_counts(p, sep, encoding, df.shape[1])
+    lines, names = _check_field_counts(p, sep, encoding, df.shape[1])
     if header:
         df.columns = [c.strip() if isinstance(c, str) else c for c in df.columns]  # the header's names (above)
-        repeated = sorted({c for c in cols if list(df.columns).count(c) > 1})
+        # the names as written: pandas renames an exact repeat ('rating', 'rating.1') and the first was read
+        names = names if len(names) == df.shape[1] else list(df.columns)
+        repeated = sorted({c for c in cols if names.count(c) > 1})
         if repeated:
             raise ValueError(f"column(s) {repeated!r} are named more than once in {str(path)!r}'s header "
-                             f"(spaces around names are ignored); columns are {list(df.columns)!r}")
+                             f"(spaces around names are ignored); columns are {names!r}")
     # the file line of each data row (blank lines skipped, as pandas does), else None
     lines = lines[1:] if header else lines
     lines = lines if len(lines) == len(df) else None
@@ -658,7 +660,9 @@ def _check_encoding(p, encoding, what, name="encoding"):
 def _check_field_counts(p, sep, encoding, n_columns, what=None):
     """Refuse a row with more fields than the columns (pandas drops the extra fields with index_col=False).
 
-    Returns the file line of each non-blank row. ``what`` names the file in messages (default: the rating file).
+    Returns the file line of each non-blank row and the first such row's fields as written (the header's
+    names, spaces and a byte-order mark stripped). ``what`` names the file in messages (default: the rating
+    file).
     """
     import csv
 
@@ -668,7 +672,7 @@ def _check_field_counts(p, sep, encoding, n_columns, what=None):
             rows = csv.reader(fh, delimiter=sep)
         else:
             rows = (line.rstrip("\r\n").split(sep) for line in fh)
-        lines = []
+        lines, first = [], None
         try:
             for i, fields in enumerate(rows):
                 if len(fields) > n_columns and any(f.strip() for f in fields[n_columns:]):
@@ -677,12 +681,14 @@ def _check_field_counts(p, sep, encoding, n_columns, what=None):
                                      "header names")
                 if fields and fields != [""]:
                     lines.append(rows.line_num if len(sep) == 1 else i + 1)
+                    if first is None:
+                        first = [f.strip().lstrip("\ufeff").strip() for f in fields]
         except csv.Error as exc:
             # a field beyond csv.field_size_limit() (131,072 characters): was the bare '_csv.Error: field
             # larger than field limit (131072)', naming neither the file nor the line
             raise ValueError(f"{what} line {rows.line_num}: {exc}; expected fields of at most "
                              f"{csv.field_size_limit()} characters") from None
-    return lines
+    return lines, first or []
 
 
 def _check_drop_ratings(drop_ratings):

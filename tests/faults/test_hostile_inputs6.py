@@ -75,12 +75,25 @@ def test_users_file_of_a_header_line_only_is_refused(tmp_path, ratings):
         _check(ratings, users)
 
 
-def test_users_header_naming_a_column_twice_is_refused(tmp_path, ratings):
+@pytest.mark.parametrize("header", ["user,sex, sex", "user,sex,sex"])
+def test_users_header_naming_a_column_twice_is_refused(tmp_path, ratings, header):
     # 'sex' and ' sex' are one name once spaces are ignored: was AttributeError: 'DataFrame' object has no
-    # attribute 'str'
-    users = _users(tmp_path, "user,sex, sex\n" + "".join(f"{u},F,M\n" for u in range(1, 41)))
-    with pytest.raises(PipelineError, match="column 'sex' is named more than once"):
+    # attribute 'str'; 'sex' twice exactly: pandas renamed the second 'sex.1' and the first was read, silently
+    users = _users(tmp_path, header + "\n" + "".join(f"{u},F,M\n" for u in range(1, 41)))
+    with pytest.raises(PipelineError, match=r"column 'sex' is named more than once.*\['user', 'sex', 'sex'\]"):
         _check(ratings, users)
+
+
+def test_rating_file_naming_its_rating_column_twice_is_refused(tmp_path):
+    # load_ratings_csv refused 'rating' and ' rating', but pandas renamed an exact repeat 'rating.1' first, so
+    # the check never saw it and the first column was read, silently
+    from privrelease.datasets import load_ratings_csv
+
+    path = tmp_path / "r.csv"
+    path.write_text("user,item,rating,rating\n1,a,5,1\n2,a,4,2\n")
+    with pytest.raises(ValueError, match=r"column\(s\) \['rating'\] are named more than once.*columns are "
+                                         r"\['user', 'item', 'rating', 'rating'\]"):
+        load_ratings_csv(path)
 
 
 def test_users_row_with_more_fields_than_the_header_is_refused_naming_the_line(tmp_path, ratings):

@@ -281,11 +281,12 @@ def _read_users(path, id_col, columns, sep, encoding):
     try:
         # a row with more fields than the header: pandas dropped the extra ones (a warning only), and a value
         # holding an unquoted separator ('Paris, France') shifted the attribute of that row
-        _check_field_counts(file, sep, encoding, df.shape[1], what=what)
+        _, names = _check_field_counts(file, sep, encoding, df.shape[1], what=what)
     except ValueError as exc:
         raise PipelineError(f"parameter users_path: {exc}") from None
     df = df.fillna("")
-    df.columns = [str(c).strip() for c in df.columns]
+    # the names as written ('sex' twice: pandas renamed the second 'sex.1' and the first was read)
+    df.columns = names if len(names) == df.shape[1] else [str(c).strip() for c in df.columns]
     for name, c in [("users_id_col", id_col)] + [("attribute", c) for c in columns]:
         if c not in df.columns:
             raise PipelineError(f"parameter {name}: column {c!r} not in the users file {path!r}; its columns "
