@@ -120,12 +120,28 @@ def check_ready(params):
 
     seed = params.get("random_state", 0)
     try:
-        _prepare_split(R, a, opt_in_fraction=fraction, cv=cv, heldout_fraction=params.get("heldout_fraction", 0.1),
-                       rating_range=tuple(info["rating_range"]), random_state=0 if seed is None else int(seed),
-                       mapper_target="joint" if a.ndim == 2 else None)
+        split = _prepare_split(R, a, opt_in_fraction=fraction, cv=cv,
+                               heldout_fraction=params.get("heldout_fraction", 0.1),
+                               rating_range=tuple(info["rating_range"]), random_state=0 if seed is None else int(seed),
+                               mapper_target="joint" if a.ndim == 2 else None)
     except ValueError as exc:
         raise PipelineError(f"the evaluation protocol's split of the {n} users who disclose the attribute "
                             f"(random_state = {seed}): {exc}") from None
+    # the mapper's held-out rules (n_clusters = "heldout", mapper.class_bins / class_removal = "heldout") on the
+    # opted-in users it is fitted on: too few failed after the run had started
+    from ...mappers import QuantizedPrivacyMapper
+    from ...mappers._quantized import _check_heldout_size
+
+    codes = np.unique(a[split.opt_in], axis=0, return_inverse=True)[1].ravel() if a.ndim == 2 else \
+        np.unique(a[split.opt_in], return_inverse=True)[1]
+    mapper = QuantizedPrivacyMapper(n_clusters=n_clusters, **options)
+    for rule in mapper._heldout_rules(codes):
+        try:
+            _check_heldout_size(np.bincount(codes), rule)
+        except ValueError as exc:
+            where = "n_clusters" if rule.startswith("n_clusters") else f"mapper.{rule.split('=')[0]}"
+            raise PipelineError(f"parameter {where} = 'heldout' on the {split.opt_in.size} opted-in users the mapper "
+                                f"is fitted on (opt_in_fraction = {fraction:g}): {exc}") from None
 
 
 def _key(params):
