@@ -73,6 +73,18 @@ def _check_heldout_size(per_class, what):
                          f"{n} labeled users, class sizes {per_class.tolist()}. Give {_heldout_instead(what)}")
 
 
+def _check_model_prior_size(per_class, classes):
+    """Refuse ``prior="model"`` on labeled users of these class sizes (``classes`` names them): its cross-fit
+    needs ``_MODEL_PRIOR_MIN_CLASS`` users of each class (ValueError)."""
+    per_class = np.asarray(per_class)
+    if per_class.min() < _MODEL_PRIOR_MIN_CLASS:
+        c = int(np.argmin(per_class))
+        raise ValueError(f"prior='model' cross-fits a model of the attribute over {_MODEL_PRIOR_FOLDS} folds "
+                         f"and needs at least {_MODEL_PRIOR_MIN_CLASS} labeled users per class; class "
+                         f"{np.asarray(classes)[c:c + 1].tolist()[0]!r} has {int(per_class[c])}. "
+                         "Use prior='counts'")
+
+
 def _heldout_choice(excess, noise, distortion, tolerance):
     """Index chosen by the held-out rule (candidates in increasing order of clusters).
 
@@ -1388,16 +1400,10 @@ class QuantizedPrivacyMapper(_BaseMapper):
     def _check_model_prior(self, a_idx):
         """``prior="model"`` needs one label per user and enough users of each class to cross-fit."""
         n_classes = self.classes_.size
-        per_class = np.bincount(a_idx, minlength=n_classes)
-        if n_classes < 2 or per_class.min() < _MODEL_PRIOR_MIN_CLASS:
-            if n_classes < 2:
-                raise ValueError("prior='model' fits one model of the attribute (or of the joint attribute); "
-                                 "it cannot fit the marginal attributes of protect='marginal': use prior='counts'")
-            c = int(np.argmin(per_class))
-            raise ValueError(f"prior='model' cross-fits a model of the attribute over {_MODEL_PRIOR_FOLDS} folds "
-                             f"and needs at least {_MODEL_PRIOR_MIN_CLASS} labeled users per class; class "
-                             f"{np.asarray(self.classes_)[c:c + 1].tolist()[0]!r} has {int(per_class[c])}. "
-                             "Use prior='counts'")
+        if n_classes < 2:
+            raise ValueError("prior='model' fits one model of the attribute (or of the joint attribute); "
+                             "it cannot fit the marginal attributes of protect='marginal': use prior='counts'")
+        _check_model_prior_size(np.bincount(a_idx, minlength=n_classes), self.classes_)
 
     def _model_soft_counts(self, E, a_idx, weights, labels):
         """Soft counts ``n~(a, c) = sum_{u in c} w_u p~(a | e_u)`` of a cross-fitted model (``prior="model"``).

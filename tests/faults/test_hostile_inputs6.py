@@ -300,14 +300,17 @@ def test_users_rows_without_an_id_are_refused_as_such(tmp_path, ratings, blank):
         _check(ratings, users)
 
 
-def test_held_out_rules_on_too_few_opted_in_users_are_refused_before_running(tmp_path, ratings):
-    # n_clusters = "heldout" (or mapper.class_bins = "heldout" with three classes) on 20 opted-in users: the
-    # check passed and the run failed in the mapper's first fit ("needs at least 50 labeled users")
+def test_held_out_rules_or_a_model_prior_on_too_few_opted_in_users_are_refused_before_running(tmp_path, ratings):
+    # n_clusters = "heldout", mapper.class_bins = "heldout" (three classes) or mapper.prior = "model" on 20 opted-in
+    # users: the check passed and the run failed in the mapper's first fit ("needs at least 50 labeled users")
     users = _users(tmp_path, "user,sex\n" + _sex_rows())
-    with pytest.raises(PipelineError, match=r"parameter n_clusters = 'heldout' on the 20 opted-in users .*needs at "
-                                            "least 50 labeled users"):
+    fitted_on = r"the mapper is fitted on the 20 opted-in users \(opt_in_fraction = 0.5, random_state = 0\): "
+    with pytest.raises(PipelineError, match=fitted_on + "n_clusters='heldout' needs at least 50 labeled users"):
         _check(ratings, users, n_clusters="heldout")
     three = _users(tmp_path, "user,sex\n" + "".join(f"{u},{'FMX'[u % 3]}\n" for u in range(1, 41)), name="t.csv")
-    with pytest.raises(PipelineError, match=r"parameter mapper.class_bins = 'heldout' on the 20 opted-in users"):
+    with pytest.raises(PipelineError, match=fitted_on + "class_bins='heldout' needs at least 50"):
         _check(ratings, three, mapper={"class_bins": "heldout"})
     _check(ratings, users, mapper={"class_bins": "heldout"})  # two classes: plain clusters, the rule never runs
+    with pytest.raises(PipelineError, match=fitted_on + r"prior='model' .* needs at least 10 labeled users per "
+                                                        r"class; class \d has 9"):
+        _check(ratings, users, mapper={"prior": "model"})

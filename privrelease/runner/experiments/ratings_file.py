@@ -127,21 +127,24 @@ def check_ready(params):
     except ValueError as exc:
         raise PipelineError(f"the evaluation protocol's split of the {n} users who disclose the attribute "
                             f"(random_state = {seed}): {exc}") from None
-    # the mapper's held-out rules (n_clusters = "heldout", mapper.class_bins / class_removal = "heldout") on the
-    # opted-in users it is fitted on: too few failed after the run had started
+    # what the mapper needs of the opted-in users it is fitted on: its held-out rules' folds (n_clusters =
+    # "heldout", mapper.class_bins / class_removal = "heldout"), prior = "model"'s cross-fit; too few failed in
+    # the mapper's first fit, after the run had started
     from ...mappers import QuantizedPrivacyMapper
-    from ...mappers._quantized import _check_heldout_size
+    from ...mappers._quantized import _check_heldout_size, _check_model_prior_size
 
-    codes = np.unique(a[split.opt_in], axis=0, return_inverse=True)[1].ravel() if a.ndim == 2 else \
-        np.unique(a[split.opt_in], return_inverse=True)[1]
-    mapper = QuantizedPrivacyMapper(n_clusters=n_clusters, **options)
-    for rule in mapper._heldout_rules(codes):
-        try:
-            _check_heldout_size(np.bincount(codes), rule)
-        except ValueError as exc:
-            where = "n_clusters" if rule.startswith("n_clusters") else f"mapper.{rule.split('=')[0]}"
-            raise PipelineError(f"parameter {where} = 'heldout' on the {split.opt_in.size} opted-in users the mapper "
-                                f"is fitted on (opt_in_fraction = {fraction:g}): {exc}") from None
+    classes, codes = np.unique(a[split.opt_in], axis=0, return_inverse=True) if a.ndim == 2 else \
+        np.unique(a[split.opt_in], return_inverse=True)
+    codes = codes.ravel()
+    per_class = np.bincount(codes)
+    try:
+        for rule in QuantizedPrivacyMapper(n_clusters=n_clusters, **options)._heldout_rules(codes):
+            _check_heldout_size(per_class, rule)
+        if options.get("prior") == "model":
+            _check_model_prior_size(per_class, classes.tolist())
+    except ValueError as exc:
+        raise PipelineError(f"the mapper is fitted on the {split.opt_in.size} opted-in users (opt_in_fraction = "
+                            f"{fraction:g}, random_state = {seed}): {exc}") from None
 
 
 def _key(params):
