@@ -477,8 +477,9 @@ def load_ratings_csv(path, *, user_col="user", item_col="item", rating_col="rati
     header : bool, default=True
         Whether the first line holds column names.
     encoding : str, default="utf-8"
-        A UTF-8 byte-order mark is skipped (a file that starts with one is UTF-8:
-        refused under another encoding, which would glue it to the first id). Book-Crossing's
+        A text encoding (a codec such as ``"rot13"`` is refused). A UTF-8 byte-order mark is skipped
+        (a file that starts with one is UTF-8: refused under another encoding, which would glue it to the
+        first id). Book-Crossing's
         ``BX-Book-Ratings.csv`` needs ``encoding="cp1252"`` (or ``"latin-1"``).
     timestamp_col : str or int or None, default=None
         A column of numeric timestamps: a repeated (user, item) pair (a user
@@ -489,7 +490,8 @@ def load_ratings_csv(path, *, user_col="user", item_col="item", rating_col="rati
         rating's text (surrounding spaces ignored, so ``"NA"``, ``""``, ``"?"``
         for missing ratings), a number matches the rating's value (``0``
         matches ``"0"`` and ``"0.0"``; Book-Crossing's implicit rating 0 needs
-        ``drop_ratings=[0]``). Ratings are never shifted: a scale holding 0 as a
+        ``drop_ratings=[0]``, Jester's "not rated" marker 99 ``drop_ratings=[99]``).
+        Ratings are never shifted: a scale holding 0 as a
         real rating (Jester's -10..10) is refused, as 0 means "not rated" in the
         matrix; read it with pandas, shift it (``rating + 11``) and convert with
         :class:`privrelease.recommender.RatingsFrame`.
@@ -524,23 +526,7 @@ def load_ratings_csv(path, *, user_col="user", item_col="item", rating_col="rati
         raise TypeError(f"header must be a bool, got {header!r}")
     if not isinstance(sep, str) or not sep:
         raise ValueError(f"sep must be a non-empty string (for example ',' or '\\t'), got {sep!r}")
-    if not isinstance(encoding, str):
-        raise TypeError(f"encoding must be the name of a text encoding, got {encoding!r}")
-    import codecs
-
-    try:
-        codecs.lookup(encoding)
-    except LookupError:
-        raise ValueError(f"encoding {encoding!r} is not a known text encoding (for example 'utf-8' or "
-                         "'latin-1')") from None
-    if codecs.lookup(encoding).name not in ("utf-8", "utf-8-sig"):
-        with open(p, "rb") as fh:
-            if fh.read(3) == codecs.BOM_UTF8:
-                # decoded as 'ï»¿' glued to the first field: a header's first name no longer matched, and without
-                # a header user 'ï»¿1' was another user than '1' (one user split in two, every id made a string)
-                raise ValueError(f"rating file {str(path)!r} starts with a UTF-8 byte-order mark, so it is UTF-8 "
-                                 f"text, but encoding={encoding!r}: the mark would be read as part of the first "
-                                 "field; pass encoding='utf-8' (the default)")
+    _check_encoding(p, encoding, f"rating file {str(path)!r}")
     # "user id, item id, rating": the names ' item id' and ' rating' are matched by 'item id', 'rating'
     user_col, item_col, rating_col, timestamp_col = (c.strip() if isinstance(c, str) else c for c in
                                                      (user_col, item_col, rating_col, timestamp_col))
@@ -568,13 +554,15 @@ def load_ratings_csv(path, *, user_col="user", item_col="item", rating_col="rati
     # a line with fewer fields than the columns (a truncated last line): the c engine fills '' in, the python
     # engine (a multi-character sep such as '::') NaN, which crashed below ("'float' object has no attribute 'strip'")
     df = df.fillna("")
-    lines = _check_field_counts(p, sep, encoding, df.shape[1])
+    lines, names = _check_field_counts(p, sep, encoding, df.shape[1])
     if header:
         df.columns = [c.strip() if isinstance(c, str) else c for c in df.columns]  # the header's names (above)
-        repeated = sorted({c for c in cols if list(df.columns).count(c) > 1})
+        # the names as written: pandas renames an exact repeat ('rating', 'rating.1') and the first was read
+        names = names if len(names) == df.shape[1] else list(df.columns)
+        repeated = sorted({c for c in cols if names.count(c) > 1})
         if repeated:
             raise ValueError(f"column(s) {repeated!r} are named more than once in {str(path)!r}'s header "
-                             f"(spaces around names are ignored); columns are {list(df.columns)!r}")
+                             f"(spaces around names are ignored); columns are {names!r}")
     # the file line of each data row (blank lines skipped, as pandas does), else None
     lines = lines[1:] if header else lines
     lines = lines if len(lines) == len(df) else None
@@ -642,30 +630,65 @@ def load_ratings_csv(path, *, user_col="user", item_col="item", rating_col="rati
     return ratings, user_ids, item_ids
 
 
-def _check_field_counts(p, sep, encoding, n_columns):
-    """Refuse a row with more fields than the columns (pandas drops the extra fields with index_col=False)."""
+def _check_encoding(p, encoding, what, name="encoding"):
+    """Refuse an ``encoding`` that cannot read the file ``p`` (``what`` names it in messages) as text.
+
+    ``encoding`` must name a TEXT encoding (``'rot13'``, ``'base64'`` and ``'hex'`` are codecs of another
+    kind: pandas' LookupError escaped as a traceback), and a file that starts with a UTF-8 byte-order mark
+    is UTF-8 text: read under another encoding the mark was glued to the first field (a header's first
+    name no longer matched; without a header user 'ï»¿1' was another user than '1').
+    """
+    import codecs
+
+    if not isinstance(encoding, str):
+        raise TypeError(f"{name} must be the name of a text encoding, got {encoding!r}")
+    try:
+        info = codecs.lookup(encoding)
+    except LookupError:
+        info = None
+    if info is None or not getattr(info, "_is_text_encoding", True):
+        kind = "not a known text encoding" if info is None else "a codec, but not a text encoding"
+        raise ValueError(f"{name} {encoding!r} is {kind} (for example 'utf-8' or 'latin-1')")
+    if info.name not in ("utf-8", "utf-8-sig"):
+        with open(p, "rb") as fh:
+            if fh.read(3) == codecs.BOM_UTF8:
+                raise ValueError(f"{what} starts with a UTF-8 byte-order mark, so it is UTF-8 text, but "
+                                 f"{name}={encoding!r}: the mark would be read as part of the first field; pass "
+                                 f"{name}='utf-8' (the default)")
+
+
+def _check_field_counts(p, sep, encoding, n_columns, what=None):
+    """Refuse a row with more fields than the columns (pandas drops the extra fields with index_col=False).
+
+    Returns the file line of each non-blank row and the first such row's fields as written (the header's
+    names, spaces and a byte-order mark stripped). ``what`` names the file in messages (default: the rating
+    file).
+    """
     import csv
 
+    what = what or f"rating file {str(p)!r}"
     with open(p, encoding=encoding, newline="") as fh:
         if len(sep) == 1:
             rows = csv.reader(fh, delimiter=sep)
         else:
             rows = (line.rstrip("\r\n").split(sep) for line in fh)
-        lines = []
+        lines, first = [], None
         try:
             for i, fields in enumerate(rows):
                 if len(fields) > n_columns and any(f.strip() for f in fields[n_columns:]):
-                    raise ValueError(f"rating file {str(p)!r} line {i + 1} has {len(fields)} fields but the "
+                    raise ValueError(f"{what} line {i + 1} has {len(fields)} fields but the "
                                      f"file has {n_columns} column(s); a row must not hold more fields than the "
                                      "header names")
                 if fields and fields != [""]:
                     lines.append(rows.line_num if len(sep) == 1 else i + 1)
+                    if first is None:
+                        first = [f.strip().lstrip("\ufeff").strip() for f in fields]
         except csv.Error as exc:
             # a field beyond csv.field_size_limit() (131,072 characters): was the bare '_csv.Error: field
             # larger than field limit (131072)', naming neither the file nor the line
-            raise ValueError(f"rating file {str(p)!r} line {rows.line_num}: {exc}; expected user, item and "
-                             f"rating fields of at most {csv.field_size_limit()} characters") from None
-    return lines
+            raise ValueError(f"{what} line {rows.line_num}: {exc}; expected fields of at most "
+                             f"{csv.field_size_limit()} characters") from None
+    return lines, first or []
 
 
 def _check_drop_ratings(drop_ratings):

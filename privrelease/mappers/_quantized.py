@@ -56,6 +56,35 @@ _REMOVAL_GRID = (1.0, 0.75, 0.5, 0.25, 0.0)
 _BINS_GRID = (1, 2)
 
 
+def _heldout_instead(what):
+    """What to give instead of the held-out rule ``what`` (``"class_bins='heldout'"``)."""
+    return {"n_clusters": "an integer n_clusters or 'auto'", "class_removal": "class_removal a number in [0, 1]",
+            "class_bins": "class_bins an integer"}[what.split("=")[0]]
+
+
+def _check_heldout_size(per_class, what):
+    """Refuse the held-out rule ``what`` on labeled users of these class sizes: its folds need at least
+    ``_HELDOUT_FOLDS * _HELDOUT_MIN_FOLD`` users and two classes with ``_HELDOUT_FOLDS`` or more each (ValueError)."""
+    per_class = np.asarray(per_class)
+    n = int(per_class.sum())
+    if n < _HELDOUT_FOLDS * _HELDOUT_MIN_FOLD or np.sum(per_class >= _HELDOUT_FOLDS) < 2:
+        raise ValueError(f"{what} needs at least {_HELDOUT_FOLDS * _HELDOUT_MIN_FOLD} labeled users "
+                         f"and two classes with {_HELDOUT_FOLDS} or more each for its {_HELDOUT_FOLDS} folds; got "
+                         f"{n} labeled users, class sizes {per_class.tolist()}. Give {_heldout_instead(what)}")
+
+
+def _check_model_prior_size(per_class, classes):
+    """Refuse ``prior="model"`` on labeled users of these class sizes (``classes`` names them): its cross-fit
+    needs ``_MODEL_PRIOR_MIN_CLASS`` users of each class (ValueError)."""
+    per_class = np.asarray(per_class)
+    if per_class.min() < _MODEL_PRIOR_MIN_CLASS:
+        c = int(np.argmin(per_class))
+        raise ValueError(f"prior='model' cross-fits a model of the attribute over {_MODEL_PRIOR_FOLDS} folds "
+                         f"and needs at least {_MODEL_PRIOR_MIN_CLASS} labeled users per class; class "
+                         f"{np.asarray(classes)[c:c + 1].tolist()[0]!r} has {int(per_class[c])}. "
+                         "Use prior='counts'")
+
+
 def _heldout_choice(excess, noise, distortion, tolerance):
     """Index chosen by the held-out rule (candidates in increasing order of clusters).
 
@@ -1182,22 +1211,25 @@ class QuantizedPrivacyMapper(_BaseMapper):
             setattr(self, name, value)
         return grid[choose(*figures.T, self.heldout_tolerance)].item()
 
+    def _heldout_rules(self, a_idx):
+        """The held-out rules an in-memory fit on labeled users of class codes ``a_idx`` runs (``"n_clusters=
+        'heldout'"`` ...), each refused by :func:`_check_heldout_size` on too few users: a caller that knows the
+        labeled users before fitting (the command line's check before a run) asks the same question."""
+        rules = ["n_clusters='heldout'"] if self.n_clusters == "heldout" else []
+        if self._clustering(a_idx) == "attribute_free":
+            rules += [f"{name}='heldout'" for name in ("class_removal", "class_bins")
+                      if getattr(self, name) == "heldout"]
+        return rules
+
     def _heldout_folds(self, E, a_idx, w, seed, what):
         """Folds, label permutations and fold weights shared by the held-out rules (``what`` names the rule)."""
         from sklearn.model_selection import StratifiedKFold
 
-        instead = {"n_clusters": "an integer n_clusters or 'auto'", "class_removal": "class_removal a number in [0, 1]",
-                   "class_bins": "class_bins an integer"}[what.split("=")[0]]
         if a_idx is None or self.classes_.size < 2:
             raise ValueError(f"{what} checks the leakage of one attribute (or of the joint attribute) "
                              "on held-out labeled users; it cannot run with protect='marginal' on a 2-D y: "
-                             f"give {instead}")
-        n = E.shape[0]
-        per_class = np.bincount(a_idx, minlength=self.classes_.size)
-        if n < _HELDOUT_FOLDS * _HELDOUT_MIN_FOLD or np.sum(per_class >= _HELDOUT_FOLDS) < 2:
-            raise ValueError(f"{what} needs at least {_HELDOUT_FOLDS * _HELDOUT_MIN_FOLD} labeled users "
-                             f"and two classes with {_HELDOUT_FOLDS} or more each for its {_HELDOUT_FOLDS} folds; got "
-                             f"{n} labeled users, class sizes {per_class.tolist()}. Give {instead}")
+                             f"give {_heldout_instead(what)}")
+        _check_heldout_size(np.bincount(a_idx, minlength=self.classes_.size), what)
         rng = np.random.default_rng([seed, 1])
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="The least populated class")
@@ -1368,16 +1400,10 @@ class QuantizedPrivacyMapper(_BaseMapper):
     def _check_model_prior(self, a_idx):
         """``prior="model"`` needs one label per user and enough users of each class to cross-fit."""
         n_classes = self.classes_.size
-        per_class = np.bincount(a_idx, minlength=n_classes)
-        if n_classes < 2 or per_class.min() < _MODEL_PRIOR_MIN_CLASS:
-            if n_classes < 2:
-                raise ValueError("prior='model' fits one model of the attribute (or of the joint attribute); "
-                                 "it cannot fit the marginal attributes of protect='marginal': use prior='counts'")
-            c = int(np.argmin(per_class))
-            raise ValueError(f"prior='model' cross-fits a model of the attribute over {_MODEL_PRIOR_FOLDS} folds "
-                             f"and needs at least {_MODEL_PRIOR_MIN_CLASS} labeled users per class; class "
-                             f"{np.asarray(self.classes_)[c:c + 1].tolist()[0]!r} has {int(per_class[c])}. "
-                             "Use prior='counts'")
+        if n_classes < 2:
+            raise ValueError("prior='model' fits one model of the attribute (or of the joint attribute); "
+                             "it cannot fit the marginal attributes of protect='marginal': use prior='counts'")
+        _check_model_prior_size(np.bincount(a_idx, minlength=n_classes), self.classes_)
 
     def _model_soft_counts(self, E, a_idx, weights, labels):
         """Soft counts ``n~(a, c) = sum_{u in c} w_u p~(a | e_u)`` of a cross-fitted model (``prior="model"``).

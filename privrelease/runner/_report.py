@@ -258,7 +258,8 @@ def prepare_output_folder(output_dir, *, overwrite=False):
     Parameters
     ----------
     output_dir : str or Path
-        The folder. Refused: an empty string, a symbolic link, a path naming a
+        The folder. Refused: an empty string, the root of the file system or the
+        home folder, a symbolic link, a path naming a
         file or passing through one, a folder the process cannot write into, and
         (unless ``overwrite``) a folder that already holds ``report.md`` or
         ``report.html``.
@@ -284,6 +285,18 @@ def prepare_output_folder(output_dir, *, overwrite=False):
 
 
 def _prepare(path, overwrite):
+    real = Path(os.path.realpath(path))
+    try:
+        home = Path(os.path.realpath(Path.home()))
+    except (RuntimeError, KeyError, OSError):  # no HOME and no password entry
+        home = None
+    if real == Path(real.anchor) or real == home:
+        # '-o "$OUT/"' with OUT unset, or '-o ~ /reports': a report's ~30 files landed beside the system's or the
+        # user's own files (none replaced, but never cleaned up)
+        where = "the root of the file system" if real == Path(real.anchor) else "your home folder"
+        raise OutputFolderError(
+            f"output folder {str(path)!r} is {where}: a report writes its tables, plots and pages into the folder "
+            "itself; expected a folder of its own (for example reports/<name>)")
     if path.is_symlink():
         raise OutputFolderError(
             f"output folder {str(path)!r} is a symbolic link (to {os.readlink(path)!r}); reports are only "
@@ -387,7 +400,10 @@ class _Folder:
         try:
             with os.fdopen(tfd, "wb") as fh:
                 fh.write(data)
-            os.replace(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)
+            if st is None and not self.overwrite:
+                self._link_new(tmp, name, target, fd)
+            else:
+                os.replace(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)
         except BaseException as exc:
             try:
                 os.unlink(tmp, dir_fd=fd)
@@ -397,6 +413,22 @@ class _Folder:
                 raise OutputFolderError(f"cannot write {str(target)!r}: {exc.strerror or exc}") from None
             raise
         return target
+
+    def _link_new(self, tmp, name, target, fd):
+        """Give the written ``tmp`` the name ``name`` only if nothing holds it yet (a hard link fails when the
+        name exists): a file created under that name after the check above (another program writing into the
+        folder) was silently replaced by ``os.replace``. A file system without hard links falls back to it."""
+        try:
+            os.link(tmp, name, src_dir_fd=fd, dst_dir_fd=fd, follow_symlinks=False)
+        except FileExistsError:
+            raise OutputFolderError(
+                f"refusing to replace {str(target)!r}: a file of that name appeared in the output folder while "
+                "the report was being written; pass --overwrite (overwrite=True) to replace it, or choose "
+                "another folder") from None
+        except OSError:  # pragma: no cover - no hard links here (some network or FAT file systems)
+            os.replace(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)
+            return
+        os.unlink(tmp, dir_fd=fd)
 
     def _write_by_path(self, target, data):  # pragma: no cover - platforms without dir_fd
         if target.is_symlink():

@@ -276,8 +276,12 @@ class File(Spec):
     def check(self, name, value):
         if not isinstance(value, str):
             raise self._type_error(name, value)
-        if not value or not os.path.isfile(os.path.expanduser(value)):
-            what = "is a folder" if value and os.path.isdir(os.path.expanduser(value)) else "does not exist"
+        path = os.path.expanduser(value)
+        if not value or not os.path.isfile(path):
+            # a FIFO or a device (/dev/null) exists: "it does not exist" sent the user looking for a typo
+            what = ("is a folder" if value and os.path.isdir(path) else
+                    "is a FIFO, socket or device, not a regular file" if value and os.path.exists(path) else
+                    "does not exist")
             raise self._value_error(name, value, f" (it {what})")
         return value
 

@@ -15,7 +15,7 @@ matches ``7``), else strings, leading zeros kept.
 ``multi_attribute`` and ``movielens_gender``'s ``gender_x_age_band`` do); a
 numeric column named in ``cuts`` (``cuts = {age = [25, 35]}``) is cut into
 bands, any other column's distinct values are its classes. A missing value
-(``''``, ``NA``, ``None``, ``-1``, ``?`` and the like) means "not disclosed", and so
+(``''``, ``NA``, ``None``, ``NULL``, ``-1``, ``?`` and the like, in any case) means "not disclosed", and so
 does a user without a row. The evaluation needs every evaluated user's TRUE
 attribute (the attackers are scored on it), so it runs on the users who
 disclose every attribute column; the others are counted in the report. Users of
@@ -31,6 +31,7 @@ columns, the attribute's classes and the scale.
 """
 
 import os
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -72,8 +73,9 @@ PARAMETERS = {
     "n_jobs": Int(1, 64),
 }
 
-#: a users file's value that means "not disclosed" (compared after stripping spaces)
-MISSING = ("", "NA", "N/A", "NaN", "nan", "None", "null", "-1", "?")  # "?": the UCI files' marker
+#: a users file's value that means "not disclosed" (compared after stripping spaces, ignoring case: Book-Crossing's
+#: BX-Users.csv writes a missing age NULL)
+MISSING = ("", "NA", "N/A", "NaN", "None", "null", "-1", "?")  # "?": the UCI files' marker
 #: at most this many classes per attribute column: more is an id or a number to cut (``cuts``)
 MAX_CLASSES = 30
 
@@ -91,8 +93,17 @@ _ZERO = ("0 is reserved for 'not rated' in a rating matrix; a scale where 0 is a
 
 def check_ready(params):
     """Read and check the files before anything runs: :class:`PipelineError` names what is wrong."""
-    R, _, info = read_data(**{k: params[k] for k in (*_READER, *_DEFAULTS, "users_path") if k in params})
+    R, a, info = read_data(**{k: params[k] for k in (*_READER, *_DEFAULTS, "users_path") if k in params})
     n = info["n_disclosed"]
+    options = params.get("mapper") or {}
+    if R.data.min() == R.data.max() and options.get("metric") != "hamming" and options.get("space") != "raw":
+        # implicit feedback: the mapper warned on stderr, and the report showed 0 bits at 0 distortion and AUC 0.5
+        # for the optimal mapping (every user at one point of the taste space: one cluster, one release)
+        raise PipelineError(f"every rating of the {n} evaluated users is {R.data[0]:g} (implicit feedback): the "
+                            "mapper's default taste space is built from differences between rating values, so it "
+                            "puts every user at one point (one cluster, the same release for everybody); set "
+                            "mapper.metric = \"hamming\" (clusters on which items each user rated: --set "
+                            "mapper.metric=hamming) or mapper.space = \"raw\"")
     n_clusters = params.get("n_clusters", "auto")
     if not isinstance(n_clusters, str) and n_clusters > n:
         raise PipelineError(f"parameter n_clusters = {n_clusters}: expected at most the {n} users who disclose "
@@ -103,11 +114,44 @@ def check_ready(params):
         raise PipelineError(f"{n} user(s) disclose the attribute: with opt_in_fraction = {fraction:g} that is "
                             f"{n_opt} opted-in and {n - n_opt} protected user(s); expected at least 2 opted-in "
                             f"users and at least cv = {cv} protected ones (one per fold)")
+    # the protocol's own split, as the run draws it (same seed): a class that no opted-in user has (a class of
+    # one user drawn among the protected ones), a fold without a held-out rating, failed after minutes of running
+    from ...evaluation._protocol import _prepare_split
+
+    seed = params.get("random_state", 0)
+    try:
+        split = _prepare_split(R, a, opt_in_fraction=fraction, cv=cv,
+                               heldout_fraction=params.get("heldout_fraction", 0.1),
+                               rating_range=tuple(info["rating_range"]), random_state=0 if seed is None else int(seed),
+                               mapper_target="joint" if a.ndim == 2 else None)
+    except ValueError as exc:
+        raise PipelineError(f"the evaluation protocol's split of the {n} users who disclose the attribute "
+                            f"(random_state = {seed}): {exc}") from None
+    # what the mapper needs of the opted-in users it is fitted on: its held-out rules' folds (n_clusters =
+    # "heldout", mapper.class_bins / class_removal = "heldout"), prior = "model"'s cross-fit; too few failed in
+    # the mapper's first fit, after the run had started
+    from ...mappers import QuantizedPrivacyMapper
+    from ...mappers._quantized import _check_heldout_size, _check_model_prior_size
+
+    classes, codes = np.unique(a[split.opt_in], axis=0, return_inverse=True) if a.ndim == 2 else \
+        np.unique(a[split.opt_in], return_inverse=True)
+    codes = codes.ravel()
+    per_class = np.bincount(codes)
+    try:
+        for rule in QuantizedPrivacyMapper(n_clusters=n_clusters, **options)._heldout_rules(codes):
+            _check_heldout_size(per_class, rule)
+        if options.get("prior") == "model":
+            _check_model_prior_size(per_class, classes.tolist())
+    except ValueError as exc:
+        raise PipelineError(f"the mapper is fitted on the {split.opt_in.size} opted-in users (opt_in_fraction = "
+                            f"{fraction:g}, random_state = {seed}): {exc}") from None
 
 
 def _key(params):
-    stats = tuple((os.path.realpath(os.path.expanduser(params[k])), os.stat(params[k]).st_mtime_ns,
-                   os.stat(params[k]).st_size) for k in ("path", "users_path"))
+    files = [os.path.realpath(os.path.expanduser(params[k])) for k in ("path", "users_path")]
+    # '~/ratings.csv' passed the file check (which expands '~') and os.stat('~/ratings.csv') raised
+    # FileNotFoundError here: the files are named by their real paths
+    stats = tuple((f, os.stat(f).st_mtime_ns, os.stat(f).st_size) for f in files)
     return repr((stats, sorted((k, repr(v)) for k, v in params.items())))
 
 
@@ -147,26 +191,43 @@ def read_data(path=None, users_path=None, **options):
                             f"{columns}; expected cuts for the attribute's numeric columns")
     ids = users.pop("__id__")
     matched = _match_ids(ids, user_ids)
+    hit, count = np.unique(matched[matched >= 0], return_counts=True)
+    if np.any(count > 1):
+        # "7" and "7.0" both name the integer user 7: the later row silently won
+        twice = int(hit[count > 1][0])
+        raise PipelineError(f"the users file {users_path!r} names user {user_ids[twice].item()!r} more than once (as "
+                            f"{', '.join(repr(str(v)) for v in ids[matched == twice])} in column "
+                            f"{opts['users_id_col']!r}); expected one row per user")
     row_of = -np.ones(user_ids.size, dtype=np.int64)
     row_of[matched[matched >= 0]] = np.flatnonzero(matched >= 0)
-    codes, described = [], []
+    codes, classes, read = [], [], []
     for c in columns:
         values = users[c].to_numpy(dtype=object)[np.maximum(row_of, 0)]
         values = np.where(row_of >= 0, values, "")  # no row: not disclosed
         code, names = _encode(c, values, cuts.get(c), users_path)
         codes.append(code)
-        described.append((c, names))
+        classes.append(names)
+        read.append(values)
     a = codes[0] if len(codes) == 1 else np.column_stack(codes)
     disclosed = np.all(a >= 0, axis=1) if a.ndim == 2 else a >= 0
     # the classes of each column among the evaluated users (those who disclose every column)
-    described = [f"{c}: " + ", ".join(f"{n} = {i} ({k} users)" for i, (n, k) in
-                                      enumerate(zip(names, np.bincount(code[disclosed], minlength=len(names)))))
-                 for (c, names), code in zip(described, codes)]
+    counts = [np.bincount(code[disclosed], minlength=len(names)) for code, names in zip(codes, classes)]
+    described = [f"{c}: " + ", ".join(f"{n} = {i} ({k} users)" for i, (n, k) in enumerate(zip(names, count)))
+                 for c, names, count in zip(columns, classes, counts)]
     n_disclosed = int(disclosed.sum())
     if n_disclosed == 0:
         raise PipelineError(f"the attribute {columns} is disclosed by none of the {user_ids.size} users of "
                             f"{path!r} (users file {users_path!r}: {int((matched >= 0).sum())} of its rows "
                             "match a rating user); check users_id_col and the ids' form (integers vs strings)")
+    for c, names, count, values in zip(columns, classes, counts, read):
+        if c in cuts and np.any(count == 0):
+            # a band nobody falls in was a class of the attribute that no user has (as movielens_gender's age_cuts)
+            num = pd.to_numeric(pd.Series(values[disclosed]), errors="coerce")
+            raise PipelineError(
+                f"parameter cuts.{c} = [{', '.join(f'{v:g}' for v in cuts[c])}] leaves the band(s) "
+                f"{[names[i] for i in np.flatnonzero(count == 0)]} without any of the {n_disclosed} evaluated "
+                f"users (column {c!r} runs from {num.min():g} to {num.max():g} among them); expected cuts "
+                "between their smallest and largest value, each band holding a user")
     joint = a[disclosed] if a.ndim == 1 else np.unique(a[disclosed], axis=0, return_inverse=True)[1].ravel()
     present = np.unique(joint)
     if present.size < 2:
@@ -195,7 +256,8 @@ def _scale(R, given):
     if given is None:
         if low == high:
             raise PipelineError(f"every rating of the file is {low:g}, so the data gives no rating scale; "
-                                "expected rating_range = [low, high] (or ratings of more than one value)")
+                                "expected rating_range = [low, high] (or ratings of more than one value; implicit "
+                                "feedback also needs mapper.metric = \"hamming\")")
         if low < 0 < high:
             raise PipelineError(f"the ratings run from {low:g} to {high:g}, a scale that holds 0: {_ZERO}")
         return low, high
@@ -210,9 +272,22 @@ def _scale(R, given):
 
 
 def _read_users(path, id_col, columns, sep, encoding):
+    from ...datasets._movielens import _check_encoding, _check_field_counts
+
+    file, what = os.path.expanduser(path), f"the users file {path!r}"
+    if not sep:
+        raise PipelineError("parameter users_sep = '': expected the users file's field separator (for example "
+                            "',' or '\\t')")
     try:
-        df = pd.read_csv(os.path.expanduser(path), sep=sep, dtype=str, keep_default_na=False, encoding=encoding,
-                         engine="python" if len(sep) > 1 else "c", index_col=False)
+        _check_encoding(file, encoding, what, name="users_encoding")
+    except (ValueError, TypeError) as exc:  # "users_encoding 'hex' is ..." or "the users file ... starts with"
+        raise PipelineError(str(exc) if str(exc).startswith(what) else f"parameter {exc}") from None
+    try:
+        with warnings.catch_warnings():
+            # a row longer than the header: refused below by _check_field_counts, naming the line
+            warnings.simplefilter("ignore", pd.errors.ParserWarning)
+            df = pd.read_csv(file, sep=sep, dtype=str, keep_default_na=False, encoding=encoding,
+                             engine="python" if len(sep) > 1 else "c", index_col=False)
     except pd.errors.EmptyDataError:
         raise PipelineError(f"parameter users_path = {path!r}: the users file is empty; expected a header line "
                             "naming the id and attribute columns") from None
@@ -222,13 +297,33 @@ def _read_users(path, id_col, columns, sep, encoding):
     except (ValueError, LookupError, pd.errors.ParserError) as exc:
         raise PipelineError(f"parameter users_path = {path!r} cannot be read as {sep!r}-separated text: "
                             f"{exc}") from None
+    try:
+        # a row with more fields than the header: pandas dropped the extra ones (a warning only), and a value
+        # holding an unquoted separator ('Paris, France') shifted the attribute of that row
+        _, names = _check_field_counts(file, sep, encoding, df.shape[1], what=what)
+    except ValueError as exc:
+        raise PipelineError(f"parameter users_path: {exc}") from None
     df = df.fillna("")
-    df.columns = [str(c).strip() for c in df.columns]
+    # the names as written ('sex' twice: pandas renamed the second 'sex.1' and the first was read)
+    df.columns = names if len(names) == df.shape[1] else [str(c).strip() for c in df.columns]
     for name, c in [("users_id_col", id_col)] + [("attribute", c) for c in columns]:
         if c not in df.columns:
             raise PipelineError(f"parameter {name}: column {c!r} not in the users file {path!r}; its columns "
                                 f"are {list(df.columns)!r}")
+        if list(df.columns).count(c) > 1:
+            # 'sex' and ' sex': one name once spaces are ignored (df[c] was a table: AttributeError)
+            raise PipelineError(f"parameter {name}: column {c!r} is named more than once in the header of the "
+                                f"users file {path!r} (spaces around names are ignored); its columns are "
+                                f"{list(df.columns)!r}")
+    if df.empty:
+        raise PipelineError(f"the users file {path!r} holds no row, only a header line; expected one row per "
+                            f"user (its id in column {id_col!r}, the attribute in {columns!r})")
     ids = df[id_col].astype(str).str.strip()
+    blank = np.flatnonzero(ids.to_numpy() == "")
+    if blank.size:
+        # one blank id was a user without ratings, two were "user '' named more than once"
+        raise PipelineError(f"the users file {path!r} has {blank.size} row(s) without an id in column {id_col!r} "
+                            f"(the first is data row {blank[0] + 1}); expected every row to name its user")
     repeated = ids[ids.duplicated()]
     if not repeated.empty:
         raise PipelineError(f"the users file {path!r} names user {repeated.iloc[0]!r} more than once "
@@ -248,7 +343,7 @@ def _match_ids(ids, user_ids):
         # an integer id is written plainly ("7", not "007"): the rule that made the rating ids integers; "7.0" too,
         # what pandas writes for an integer column that holds a missing value (it becomes float)
         ids = np.array([s[:-2] if s.endswith(".0") else s for s in ids], dtype=str)
-        plain = np.array([s.lstrip("-").isdigit() and str(int(s)) == s for s in ids], dtype=bool)
+        plain = np.array([_plain_int64(s) for s in ids], dtype=bool)
         keys = np.zeros(ids.size, dtype=np.int64)
         keys[plain] = [int(s) for s in ids[plain]]
     else:
@@ -258,10 +353,20 @@ def _match_ids(ids, user_ids):
     return np.where(hit, pos, -1)
 
 
+def _plain_int64(s):
+    """Whether ``s`` is an int64 written plainly (``"7"``, ``"-7"``; not ``"007"``, ``"+7"``, ``"²"``, ``"1e3"``),
+    as :func:`~privrelease.datasets.load_ratings_csv` reads an integer id (an id beyond int64 is a string there:
+    int64 raised OverflowError, and ``"²"``, a digit to ``str.isdigit``, a ValueError of ``int``)."""
+    digits = s[1:] if s.startswith("-") else s
+    return (digits.isascii() and digits.isdigit() and str(int(s)) == s
+            and -2**63 <= int(s) < 2**63)
+
+
 def _encode(column, values, cuts, path):
     """Class codes of one attribute column (-1: not disclosed) and the classes' names."""
     values = np.asarray(values, dtype=object).astype(str)
-    missing = np.isin(values, MISSING) | (pd.to_numeric(pd.Series(values), errors="coerce").to_numpy() == -1)
+    missing = (np.isin(np.char.lower(values), [m.lower() for m in MISSING])
+               | (pd.to_numeric(pd.Series(values), errors="coerce").to_numpy() == -1))
     shown = values[~missing]
     code = -np.ones(values.size, dtype=np.int64)
     if cuts is not None:
@@ -270,7 +375,7 @@ def _encode(column, values, cuts, path):
             bad = str(shown[~np.isfinite(num)][0])
             raise PipelineError(f"parameter cuts.{column}: column {column!r} of {path!r} holds {bad!r}, not a "
                                 "number; expected numbers to cut into bands (or a missing marker: "
-                                f"{', '.join(repr(m) for m in MISSING)})")
+                                f"{', '.join(repr(m) for m in MISSING)}, in any case)")
         cuts = [float(c) for c in cuts]
         band = np.searchsorted(np.asarray(cuts), num, side="right").astype(np.int64)
         g = [f"{c:g}" for c in cuts]
@@ -290,7 +395,7 @@ def _encode(column, values, cuts, path):
         names = [str(v) for v in classes]
     if code.max(initial=-1) < 0:
         raise PipelineError(f"attribute column {column!r} of {path!r} is empty: no user with ratings discloses it "
-                            f"(every value is missing: {', '.join(repr(m) for m in MISSING)}, or no row)")
+                            f"(every value is missing: {', '.join(repr(m) for m in MISSING)} in any case, or no row)")
     return code, names
 
 
