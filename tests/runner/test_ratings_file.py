@@ -221,3 +221,33 @@ def test_float_written_integer_ids_match_and_question_mark_is_missing():
     np.testing.assert_array_equal(_match_ids(["7.0", "7"], np.array(["7", "x"])), [-1, 0])  # string ids: as written
     code, _ = _encode("sex", ["F", "?", "M", "F"], None, "u.csv")
     assert code[1] == -1 and len(set(code[[0, 2]])) == 2 and code[0] == code[3]
+
+
+def test_users_file_without_a_header_line_named_by_users_columns(tmp_path):
+    # MovieLens's u.user: 'id|age|gender|occupation|zip', no header line. users_columns names the columns; the
+    # same data with a header line gives the same matrix and classes
+    from privrelease.runner._schema import PipelineError
+    from privrelease.runner.experiments.ratings_file import read_data
+
+    ids = list(range(1, 61))
+    rows, classes = _ratings(ids, [1, 2, 3, 4, 5])
+    ratings = _write(tmp_path / "u.data", ["user", "item", "rating"], rows, sep="\t")
+    body = [(u, 20 + u % 30, "MF"[classes[u]], "other", f"{u:05d}") for u in ids]
+    plain = tmp_path / "u.user"
+    plain.write_text("\n".join("|".join(str(v) for v in r) for r in body) + "\n")
+    named = _write(tmp_path / "users.csv", ["user", "age", "gender", "occupation", "zip"], body, sep="|")
+    common = dict(sep="\t", users_sep="|", attribute="gender")
+    R1, a1, info1 = read_data(ratings, str(plain), users_columns=["user", "age", "gender", "occupation", "zip"],
+                              **common)
+    R2, a2, _ = read_data(ratings, named, **common)
+    assert info1["n_disclosed"] == 60 and (R1 != R2).nnz == 0
+    np.testing.assert_array_equal(a1, a2)
+    # the first line is a user, not a header: user 1 is read (a header-less read without users_columns
+    # took '1|21|F|other|00001' for the column names)
+    with pytest.raises(PipelineError, match=r"column 'user' not in the users file .*users_columns"):
+        read_data(ratings, str(plain), **common)
+    # a row longer than users_columns names the line
+    bad = tmp_path / "bad.user"
+    bad.write_text(plain.read_text() + "61|30|F|writer|12345|extra\n")
+    with pytest.raises(PipelineError, match=r"line 61 has 6 fields .*users_columns names"):
+        read_data(ratings, str(bad), users_columns=["user", "age", "gender", "occupation", "zip"], **common)

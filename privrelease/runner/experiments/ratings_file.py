@@ -5,7 +5,10 @@ The ratings are read by :func:`~privrelease.datasets.load_ratings_csv` (one
 ``rating_col``, ``sep``, ``header``, ``encoding``, ``timestamp_col``,
 ``drop_ratings``), the private attribute from a users file read with pandas
 (``users_path``, ``users_sep``, ``users_encoding``; a header line naming
-``users_id_col`` and the ``attribute`` column(s)). Ids are matched as
+``users_id_col`` and the ``attribute`` column(s), or, for a file without one,
+``users_columns``: the columns' names in order, as MovieLens's ``u.user``
+needs: ``users_columns = ["user", "age", "gender", "occupation", "zip"]``,
+``users_sep = "|"``). Ids are matched as
 ``load_ratings_csv`` returns them: integers when every rating id is a plain
 integer (a users id ``"007"`` then matches no user: ``7`` is written ``7``;
 ``"7.0"``, what pandas writes for an integer column holding a missing value,
@@ -60,6 +63,7 @@ PARAMETERS = {
     "users_id_col": Text(200),
     "users_sep": Text(10),
     "users_encoding": Text(40),
+    "users_columns": Seq(Text(200), min_len=1, max_len=200, unique=True),
     "attribute": Either(Text(200), Seq(Text(200), max_len=4, unique=True)),
     "cuts": Table(free=Seq(Float(), max_len=9, increasing=True,
                            why="a column is cut into at most 10 bands, each cut above the previous one")),
@@ -83,7 +87,7 @@ _READER = ("path", "user_col", "item_col", "rating_col", "sep", "header", "encod
            "drop_ratings")
 _DEFAULTS = {"user_col": "user", "item_col": "item", "rating_col": "rating", "sep": ",", "header": True,
              "encoding": "utf-8", "timestamp_col": None, "drop_ratings": (), "users_id_col": "user",
-             "users_sep": ",", "users_encoding": "utf-8", "attribute": None, "cuts": None, "rating_range": None}
+             "users_sep": ",", "users_encoding": "utf-8", "users_columns": None, "attribute": None, "cuts": None, "rating_range": None}
 _CACHE = {}  # one entry: the data read by check_ready, reused by run (the files' sizes and times in the key)
 
 # load_ratings_csv's words for a scale holding 0 (0 means "not rated" in a rating matrix)
@@ -183,7 +187,8 @@ def read_data(path=None, users_path=None, **options):
         raise PipelineError(f"parameter path = {path!r}: {exc}") from None
     scale = _scale(R, opts["rating_range"])
     columns = [opts["attribute"]] if isinstance(opts["attribute"], str) else list(opts["attribute"])
-    users = _read_users(users_path, opts["users_id_col"], columns, opts["users_sep"], opts["users_encoding"])
+    users = _read_users(users_path, opts["users_id_col"], columns, opts["users_sep"], opts["users_encoding"],
+                        opts["users_columns"])
     cuts = dict(opts["cuts"] or {})
     unknown = sorted(set(cuts) - set(columns))
     if unknown:
@@ -271,7 +276,9 @@ def _scale(R, given):
     return lo, hi
 
 
-def _read_users(path, id_col, columns, sep, encoding):
+def _read_users(path, id_col, columns, sep, encoding, names=None):
+    """The users file's id and attribute columns as stripped text (``__id__``: the id); ``names``: the columns'
+    names of a file without a header line (its first line is a user's)."""
     from ...datasets._movielens import _check_encoding, _check_field_counts
 
     file, what = os.path.expanduser(path), f"the users file {path!r}"
@@ -282,42 +289,56 @@ def _read_users(path, id_col, columns, sep, encoding):
         _check_encoding(file, encoding, what, name="users_encoding")
     except (ValueError, TypeError) as exc:  # "users_encoding 'hex' is ..." or "the users file ... starts with"
         raise PipelineError(str(exc) if str(exc).startswith(what) else f"parameter {exc}") from None
+    if names is not None:  # a row longer than users_columns: pandas' "Error tokenizing data" otherwise
+        try:
+            _check_field_counts(file, sep, encoding, len(names), what=what)
+        except ValueError as exc:
+            raise PipelineError(f"parameter users_path: {str(exc).replace('the header names', 'users_columns names')}"
+                                ) from None
     try:
         with warnings.catch_warnings():
             # a row longer than the header: refused below by _check_field_counts, naming the line
             warnings.simplefilter("ignore", pd.errors.ParserWarning)
             df = pd.read_csv(file, sep=sep, dtype=str, keep_default_na=False, encoding=encoding,
-                             engine="python" if len(sep) > 1 else "c", index_col=False)
+                             engine="python" if len(sep) > 1 else "c", index_col=False,
+                             **({} if names is None else {"header": None, "names": list(names)}))
     except pd.errors.EmptyDataError:
-        raise PipelineError(f"parameter users_path = {path!r}: the users file is empty; expected a header line "
-                            "naming the id and attribute columns") from None
+        raise PipelineError(f"parameter users_path = {path!r}: the users file is empty; expected "
+                            + ("a row per user" if names is not None else
+                               "a header line naming the id and attribute columns (or users_columns naming "
+                               "them, for a file without one)")) from None
     except UnicodeDecodeError as exc:
         raise PipelineError(f"parameter users_path = {path!r}: not {encoding} text (byte "
                             f"{exc.object[exc.start]:#04x}); set users_encoding (for example 'latin-1')") from None
     except (ValueError, LookupError, pd.errors.ParserError) as exc:
         raise PipelineError(f"parameter users_path = {path!r} cannot be read as {sep!r}-separated text: "
                             f"{exc}") from None
-    try:
-        # a row with more fields than the header: pandas dropped the extra ones (a warning only), and a value
-        # holding an unquoted separator ('Paris, France') shifted the attribute of that row
-        _, names = _check_field_counts(file, sep, encoding, df.shape[1], what=what)
-    except ValueError as exc:
-        raise PipelineError(f"parameter users_path: {exc}") from None
-    df = df.fillna("")
-    # the names as written ('sex' twice: pandas renamed the second 'sex.1' and the first was read)
-    df.columns = names if len(names) == df.shape[1] else [str(c).strip() for c in df.columns]
+    df = df.fillna("")  # a row shorter than users_columns: its last columns are missing
+    if names is not None:
+        df.columns = [str(c).strip() for c in names]
+    else:
+        try:
+            # a row with more fields than the header: pandas dropped the extra ones (a warning only), and a value
+            # holding an unquoted separator ('Paris, France') shifted the attribute of that row
+            _, first = _check_field_counts(file, sep, encoding, df.shape[1], what=what)
+        except ValueError as exc:
+            raise PipelineError(f"parameter users_path: {exc}") from None
+        # the names as written ('sex' twice: pandas renamed the second 'sex.1' and the first was read)
+        df.columns = first if len(first) == df.shape[1] else [str(c).strip() for c in df.columns]
     for name, c in [("users_id_col", id_col)] + [("attribute", c) for c in columns]:
         if c not in df.columns:
             raise PipelineError(f"parameter {name}: column {c!r} not in the users file {path!r}; its columns "
-                                f"are {list(df.columns)!r}")
+                                f"are {list(df.columns)!r}" + ("" if names is not None else
+                                " (a file without a header line: name its columns with users_columns)"))
         if list(df.columns).count(c) > 1:
             # 'sex' and ' sex': one name once spaces are ignored (df[c] was a table: AttributeError)
             raise PipelineError(f"parameter {name}: column {c!r} is named more than once in the header of the "
                                 f"users file {path!r} (spaces around names are ignored); its columns are "
                                 f"{list(df.columns)!r}")
     if df.empty:
-        raise PipelineError(f"the users file {path!r} holds no row, only a header line; expected one row per "
-                            f"user (its id in column {id_col!r}, the attribute in {columns!r})")
+        raise PipelineError(f"the users file {path!r} holds no row" + ("" if names is not None else
+                            ", only a header line") + f"; expected one row per user (its id in column {id_col!r}, "
+                            f"the attribute in {columns!r})")
     ids = df[id_col].astype(str).str.strip()
     blank = np.flatnonzero(ids.to_numpy() == "")
     if blank.size:
@@ -403,7 +424,7 @@ def _encode(column, values, cuts, path):
                "attack_models": ("logistic",), "n_jobs": 1})
 def run(report, *, random_state=0, quick=False, path=None, user_col="user", item_col="item", rating_col="rating",
         sep=",", header=True, encoding="utf-8", timestamp_col=None, drop_ratings=(), users_path=None,
-        users_id_col="user", users_sep=",", users_encoding="utf-8", attribute=None, cuts=None, rating_range=None,
+        users_id_col="user", users_sep=",", users_encoding="utf-8", users_columns=None, attribute=None, cuts=None, rating_range=None,
         max_leakages=(0.0, 0.002, 0.01, 0.03, 0.1, 1.0), blurme_fractions=(0.05, 0.1, 0.2, 0.5), n_clusters="auto",
         opt_in_fraction=0.5, cv=5, heldout_fraction=0.1, target_auc=0.55, attack_models=("logistic", "forest"),
         recommender=None, mapper=None, n_jobs=2):
@@ -411,7 +432,7 @@ def run(report, *, random_state=0, quick=False, path=None, user_col="user", item
     R, a, info = read_data(path, users_path, user_col=user_col, item_col=item_col, rating_col=rating_col, sep=sep,
                            header=header, encoding=encoding, timestamp_col=timestamp_col,
                            drop_ratings=drop_ratings, users_id_col=users_id_col, users_sep=users_sep,
-                           users_encoding=users_encoding, attribute=attribute, cuts=cuts,
+                           users_encoding=users_encoding, users_columns=users_columns, attribute=attribute, cuts=cuts,
                            rating_range=rating_range)
     lo, hi = info["rating_range"]
     report.section("Data")
