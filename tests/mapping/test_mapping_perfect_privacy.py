@@ -306,6 +306,36 @@ def test_deviation_slack_weights_the_multipliers_by_the_classes():
     assert dv >= math.sqrt(2 * L * 1e-7) * 1e4 * 0.9  # the rare class's own share of the spread remains
 
 
+def test_a_constant_per_class_in_the_multipliers_does_not_loosen_the_bound():
+    # each class's row of J - p_A q sums to 0 over the outputs and sum_c g_a(c) = 0: a constant per class added to the
+    # multipliers changes neither the Lagrangian's row minima nor the deviation they bound, only its bound (the
+    # weighted spread of each output's multipliers over the classes). The LP's multipliers carry such constants
+    # (|A| = 19, families2 odd_values: 100 .. 300 per class, a spread of ~10 within one; a 1e-15-bit target bound
+    # 3.9e-6 below d_pp instead of 1.9e-7). independence_lower_bound removes them: the same bound with or without
+    rng = np.random.default_rng(11)
+    na, k = 5, 14
+    X = rng.normal(size=(k, 2))
+    prior = rng.dirichlet(np.full(na * k, 1.0)).reshape(na, k)
+    prob = Problem(prior, ((X[:, None, :] - X[None, :, :]) ** 2).sum(axis=2))
+    P, _, t = lp.perfect_privacy_mapping(prob, return_duals=True)
+    dpp = prob.distortion(P)
+    shifted = t + rng.uniform(100.0, 300.0, size=(na - 1, 1))
+    for L in (1e-15, 1e-12, 1e-9):
+        b, b2 = lp.independence_lower_bound(prob, t, L), lp.independence_lower_bound(prob, shifted, L)
+        assert b <= dpp * (1 + 1e-12) and b2 <= dpp * (1 + 1e-12)
+        assert dpp - b2 <= 1.1 * (dpp - b) + 1e-12 * dpp
+    # the shift is (about) the centre of the smallest ball around the columns t~(., j) in the p-weighted spread:
+    # no larger than the one the multipliers came with (within the iteration's 1 / sqrt(200))
+
+    def spread(tt):
+        full = np.vstack([tt, np.zeros((1, tt.shape[1]))])
+        g = full - prob.pA @ full
+        return float(np.sqrt((prob.pA[:, None] * g * g).sum(axis=0).max()))
+
+    assert spread(lp._shift_classes(shifted, prob.pA)) <= spread(t) * (1 + 1 / math.sqrt(200))
+    assert spread(shifted) > 10 * spread(t)
+
+
 def test_merging_runs_until_no_output_merges():
     # families seed 33, pc_range: k = 45, |A| = 3, p(c) from 8e-11 to 0.4. One pass of the merge left 1.55e-12
     # bits at max_leakage=0 (above the 1e-12 the README promises): a merge changes the weights and shares of
