@@ -524,6 +524,11 @@ def _solve_mi_target(prob, target_bits, solver, tol):
         if t_best is not None:
             lb_pp = max(lb_pp, independence_lower_bound(prob, t_best, target_bits * LN2))
 
+    def bound_note():
+        # which bound certifies, when it is the LP's multipliers re-optimised by the cone program (CLARABEL)
+        return "; distortion bound: the perfect-privacy LP's multipliers re-optimised for the target (CLARABEL)" \
+            if sharpened and lb_pp >= lower() else ""
+
     if Ppp is not None and t_pp is not None and target_bits > 0 \
             and prob.distortion(Ppp) - lb_pp <= SHARPEN_WITHIN * dist_tol:
         # the LP's bound is within reach of the tolerance: near perfect privacy (targets down to the leakage's
@@ -542,7 +547,7 @@ def _solve_mi_target(prob, target_bits, solver, tol):
             return None
         cert = {"gap_bits": float(prob.objective(Ppp) / LN2), "distortion_gap": float(prob.to_user(gap_d)),
                 "distortion_lower_bound": float(prob.to_user(lower())),
-                "method": "perfect-privacy LP (HiGHS): the target is below the leakage's rounding"}
+                "method": "perfect-privacy LP (HiGHS): the target is below the leakage's rounding" + bound_note()}
         return Ppp, cert, "highs", "optimal"
 
     if 0.0 < L <= bound_rounding(prob.pA, prob.k, 0.0, 0.0, 0.0) and Ppp is not None \
@@ -680,7 +685,8 @@ def _solve_mi_target(prob, target_bits, solver, tol):
         "distortion_gap": float(prob.to_user(gap_d)),
         "distortion_lower_bound": float(prob.to_user(lb)),
         "n_delta_solves": len(lines),
-        "method": "Newton on the square root of the privacy-distortion curve with Lagrangian lower bounds",
+        "method": "Newton on the square root of the privacy-distortion curve with Lagrangian lower bounds"
+                  + bound_note(),
     }
     name = "+".join(sorted(names))
     if gap_d <= dist_tol:  # the bounds are rigorous whether or not each delta solve certified
