@@ -513,21 +513,23 @@ def _solve_mi_target(prob, target_bits, solver, tol):
     # the LP's multipliers bound the distortion of every mapping leaking at most the target
     # (Pinsker's or the Donsker-Varadhan inequality, see independence_lower_bound): tight for targets far below tol
     lb_pp = independence_lower_bound(prob, t_pp, target_bits * LN2)
-    sharpened = False
+    sharpened = sharp_gain = False
 
     def sharpen():
         """The bound with the multipliers that maximise it at the target (a cone program, see
         sharpest_independence_multipliers): the LP's own are the best at leakage 0 only."""
-        nonlocal lb_pp, sharpened
+        nonlocal lb_pp, sharpened, sharp_gain
         sharpened = True
         t_best = sharpest_independence_multipliers(prob, target_bits * LN2)
         if t_best is not None:
-            lb_pp = max(lb_pp, independence_lower_bound(prob, t_best, target_bits * LN2))
+            lb_best = independence_lower_bound(prob, t_best, target_bits * LN2)
+            if lb_best > lb_pp:
+                lb_pp, sharp_gain = lb_best, True
 
     def bound_note():
         # which bound certifies, when it is the LP's multipliers re-optimised by the cone program (CLARABEL)
         return "; distortion bound: the perfect-privacy LP's multipliers re-optimised for the target (CLARABEL)" \
-            if sharpened and lb_pp >= lower() else ""
+            if sharp_gain and lb_pp >= lower() else ""
 
     if Ppp is not None and t_pp is not None and target_bits > 0 \
             and prob.distortion(Ppp) - lb_pp <= SHARPEN_WITHIN * dist_tol:
