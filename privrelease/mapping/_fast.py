@@ -873,8 +873,8 @@ def _kkt_polish(prob, P, delta, *, tol, max_iter=30, max_outer=8, pi_hint=None, 
             # objective is like x log x (curvature 1 / x): Newton's step from x0 > e x* lands below 0 and the
             # projection empties it (families2 seed 0, near_min on denormal_prior: optimum 8e-8, start 1e-6, the
             # polish stuck at 1.15e-6 bits on the support without it). Restarted 1e-3 lower, where the step grows
-            # it towards x* (4e-9 bits)
-            again = viol & (start > 0)
+            # it towards x* (4e-9 bits); three times at most (down to 1e-15), each a Newton solve and a refined bound
+            again = viol & (start > 1e-13)
             if DEBUG:
                 print("polish pricing", np.argwhere(viol).tolist(), "again", int(again.sum()))
             if not viol.any() or (g > 0.9 * g_prev and not again.any()):
