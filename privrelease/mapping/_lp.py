@@ -393,8 +393,8 @@ def sharpest_independence_multipliers(prob, leak_nats, max_entries=SHARPEN_MAX_E
 
     G = prob.M[:m] - prob.pA[:m, None] * prob.pc[None, :]
     # the Lagrangian's entries: u_{r_e} + sum_a g_a(r_e) t(a, c_e) <= w_e, t in column-major order (a + m j)
-    A = sp.csr_matrix((G[:, r].T.ravel(), (np.repeat(np.arange(n), m), (np.arange(m)[None, :] + m * c[:, None]).ravel())),
-                      shape=(n, m * kh))
+    cols = (np.arange(m)[None, :] + m * c[:, None]).ravel()
+    A = sp.csr_matrix((G[:, r].T.ravel(), (np.repeat(np.arange(n), m), cols)), shape=(n, m * kh))
     R = sp.csr_matrix((np.ones(n), (np.arange(n), r)), shape=(n, prob.k))
     p = np.asarray(prob.pA, dtype=float)
     # sqrt(p) (t~_j - p . t~_j) for t~ = (t, 0): the last class's column of (I - 1 p^T) meets the zero row
