@@ -23,7 +23,8 @@ from scipy.optimize import linprog
 
 from ..exceptions import InfeasibleBudgetError, SolverError
 
-__all__ = ["perfect_privacy_mapping", "independence_lower_bound", "solve_maximal_leakage_lp"]
+__all__ = ["perfect_privacy_mapping", "independence_lower_bound", "sharpest_independence_multipliers",
+           "solve_maximal_leakage_lp"]
 
 
 def _entries(prob):
@@ -259,6 +260,32 @@ def _deviation_slack(t, pA, leak_nats):
     return min(pinsker, dv) if math.isfinite(dv) else pinsker
 
 
+def _shift_classes(t, pA, n_iter=200):
+    """``t`` shifted by a constant per class, ``t(a, j) + s_a - s_{|A| - 1}``, that makes the largest weighted spread
+    ``max_j sum_a p(a) (t~(a, j) - m_j)^2`` of :func:`_deviation_slack` (about) the smallest.
+
+    Each class's column of the joint's departure from independence sums to 0 (``sum_j J(a, j) = p(a) = sum_j p(a)
+    q(j)``), so a constant per class changes neither the Lagrangian's row minima (``sum_c g_a(c) = 0``) nor the
+    deviation ``sum_{a,j} t~(a, j) (J - p_A q)(a, j)`` it bounds: only the bound of that deviation, which sees each
+    column's spread over the classes, where a multiplier common to a class's outputs adds to it (the LP's
+    multipliers are defined up to such constants; at |A| = 19 they sat at 100 .. 300 per class and spread by about
+    10 within one). The columns ``t~(., j)`` are points in ``R^|A|`` under the seminorm ``sum_a p(a) (y_a -
+    sum_b p(b) y_b)^2``; the shift is the centre of their smallest enclosing ball (Badoiu and Clarkson's
+    iteration from their mean: within ``1 / sqrt(n_iter)`` of the radius). Any shift leaves the bound valid
+    (:func:`independence_lower_bound` evaluates the shifted multipliers as they are).
+    """
+    tt = np.vstack([t, np.zeros((1, t.shape[1]))])
+    p = np.asarray(pA, dtype=float)
+    X = tt - (p @ tt)[None, :]  # weighted-centred columns: the seminorm is p-weighted Euclidean on them
+    z = X.mean(axis=1)
+    for i in range(1, n_iter + 1):
+        D = X - z[:, None]
+        far = int(np.argmax(p @ (D * D)))
+        z += D[:, far] / (i + 1)
+    z -= p @ z
+    return t - z[:-1, None] + z[-1]
+
+
 def independence_lower_bound(prob, t, leak_nats):
     """Lower bound on the distortion (internal units) of every allowed mapping that leaks at most
     ``leak_nats`` (mutual information, nats); ``-inf`` without multipliers.
@@ -273,7 +300,8 @@ def independence_lower_bound(prob, t, leak_nats):
     largest half-range ``max_j (max_a t~(a, j) - min_a t~(a, j)) / 2`` of ``t~ = (t, 0)`` (up to twice smaller),
     and sharper still by the Donsker-Varadhan bound of :func:`_deviation_slack` (about
     ``sqrt(2 I max_j sum_a p(a) (t~(a, j) - m_j)^2)``: the multipliers' spread weighted by the classes'
-    probabilities). With the LP's own
+    probabilities). At a leakage above 0 the multipliers are also tried shifted by a constant per class
+    (:func:`_shift_classes`: the same row minima, a smaller spread). With the LP's own
     multipliers the first term is the LP's optimum (up to its tolerances), so the bound is
     ``d_pp - h(t) sqrt(2 I)`` or better (``h``: that half-range): it certifies the distortion of the perfect-privacy mapping for
     targets below the leakage's rounding (a target of ``1e-30`` bits), where a solve cannot tell
@@ -317,11 +345,69 @@ def independence_lower_bound(prob, t, leak_nats):
             e = np.flatnonzero(raise_)
             t2[ga[e], c[e]] += (v[e] - m_other[r[e]]) / gmax[e]
             cands.append((w - np.einsum("ae,ae->e", gr, t2[:, c]), t2))
+    if leak_nats > 0.0 and na > 1:
+        # the same multipliers shifted by a constant per class: the same row minima (up to rounding), a smaller
+        # slack (see _shift_classes); the better bound is kept, each evaluated as it is
+        for vv, tt in list(cands):
+            ts = _shift_classes(tt, prob.pA)
+            cands.append((w - np.einsum("ae,ae->e", gr, ts[:, c]), ts))
     for vv, tt in cands:
         m = row_min(vv)
         if np.all(np.isfinite(m)):
             best = max(best, float(m.sum()) - _deviation_slack(tt, prob.pA, leak_nats))
     return best
+
+
+#: largest Lagrangian (allowed entries x (|A| - 1)) for which sharpest_independence_multipliers solves its cone program
+SHARPEN_MAX_ENTRIES = 400_000
+
+
+def sharpest_independence_multipliers(prob, leak_nats, max_entries=SHARPEN_MAX_ENTRIES):
+    """Multipliers ``t`` (``(|A| - 1) x |C_hat|``) that (nearly) maximise :func:`independence_lower_bound` at a
+    leakage of ``leak_nats`` > 0 (nats); None when the cone program is too large, cvxpy is missing or it fails.
+
+    The bound is ``sum_c min_j (W(c, j) - sum_a g_a(c) t(a, j))`` minus a slack that grows with the multipliers'
+    spread over the classes, about ``sqrt(2 L max_j V_j(t))`` with ``V_j = sum_a p(a) (t~(a, j) - m_j)^2``
+    (:func:`_deviation_slack`): concave in ``t``. The perfect-privacy LP's own multipliers maximise the first term
+    alone; at ``L > 0`` trading a little of it for a smaller spread pays, like ``sqrt(L)``. Maximising the row
+    minima minus ``sqrt(2 L) z`` with ``z >= sqrt(V_j(t))`` for every output is a second-order cone program (the LP
+    dual plus one cone per output), solved by CLARABEL. Whatever its accuracy, the caller evaluates the returned
+    multipliers by :func:`independence_lower_bound`, which is valid for any ``t``: |A| = 19, k = 24 (families2,
+    odd_values on big_a), the bound 8.9e-7 below the LP's distortion at 1e-13 bits (the LP's own multipliers,
+    shifted by a constant per class: 1.9e-6), 8.87e-5 at 1e-9 bits where the curve itself is 8.6e-5 below it;
+    0.1 s.
+    """
+    L = float(leak_nats)
+    na = prob.M.shape[0]
+    if not L > 0.0 or na < 2 or prob.sparse:
+        return None
+    r, c, n = prob.edges()
+    m, kh = na - 1, prob.kh
+    if n == 0 or n * m > max_entries:
+        return None
+    try:
+        import cvxpy as cp
+    except ImportError:  # pragma: no cover - cvxpy is a dependency of the reference path
+        return None
+    from ._cvx import solve_quietly
+
+    G = prob.M[:m] - prob.pA[:m, None] * prob.pc[None, :]
+    # the Lagrangian's entries: u_{r_e} + sum_a g_a(r_e) t(a, c_e) <= w_e, t in column-major order (a + m j)
+    cols = (np.arange(m)[None, :] + m * c[:, None]).ravel()
+    A = sp.csr_matrix((G[:, r].T.ravel(), (np.repeat(np.arange(n), m), cols)), shape=(n, m * kh))
+    R = sp.csr_matrix((np.ones(n), (np.arange(n), r)), shape=(n, prob.k))
+    p = np.asarray(prob.pA, dtype=float)
+    # sqrt(p) (t~_j - p . t~_j) for t~ = (t, 0): the last class's column of (I - 1 p^T) meets the zero row
+    C = (np.sqrt(p)[:, None] * (np.eye(na) - np.outer(np.ones(na), p)))[:, :m]
+    T = cp.Variable((m, kh))
+    u = cp.Variable(prob.k)
+    z = cp.Variable()
+    cons = [R @ u + A @ cp.vec(T, order="F") <= prob.edge_weights(), cp.norm(C @ T, 2, axis=0) <= z]
+    problem = cp.Problem(cp.Maximize(cp.sum(u) - math.sqrt(2.0 * L) * z), cons)
+    if not solve_quietly(problem, "CLARABEL", {}) or T.value is None:
+        return None
+    t = np.asarray(T.value, dtype=float)
+    return t if np.all(np.isfinite(t)) else None
 
 
 def _north_west(s, t):

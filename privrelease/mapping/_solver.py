@@ -76,7 +76,8 @@ from ..utils import check_number
 from ._checks import check_budget, check_distortion, check_mapping, check_prior
 from ._cvx import solve_quietly
 from ._leakage import expected_distortion, leakage as _leakage
-from ._lp import independence_lower_bound, perfect_privacy_mapping, solve_maximal_leakage_lp
+from ._lp import (independence_lower_bound, perfect_privacy_mapping, sharpest_independence_multipliers,
+                  solve_maximal_leakage_lp)
 from ._presolve import reduce_outputs
 from ._problem import LN2, Problem, bound_rounding
 from ._result import MappingResult
@@ -97,6 +98,11 @@ NEAR_MIN_RTOL = 1e-6
 #: max_leakage mode: certified when the distortion is within ``DIST_RTOL`` times the
 #: distortion range ``(delta_max - delta_min)`` of a rigorous lower bound
 DIST_RTOL = 1e-6
+#: max_leakage mode: the perfect-privacy LP's bound is sharpened (its multipliers re-optimised for the target) up
+#: front when it lies within this many tolerances of the LP's distortion, and always before an answer is given up.
+#: Up front it narrows the search's bracket, which changes the delta solves' path: at 1e3 a pc_range target of
+#: 1e-9 bits (k = 30, |A| = 5, the LP's bound 46 tolerances away) took 31 polish Newton solves instead of 12
+SHARPEN_WITHIN = 10.0
 #: maximal-leakage mode, delta budget: certified LP gap in bits
 ML_GAP_BITS = 1e-7
 #: max_leakage mode: at most this many delta solves (Newton usually needs 3 to 8)
@@ -436,9 +442,13 @@ def _solve_mi_target(prob, target_bits, solver, tol):
       multipliers ``t``, relaxed to the target by Pinsker's inequality,
       ``delta* >= d_pp - h(t) sqrt(2 L)``, ``h(t) <= max |t|`` the largest half-range of the multipliers
       over an output, or by the tighter Donsker-Varadhan bound (about ``sqrt(2 L)`` times the multipliers'
-      spread weighted by the classes' probabilities; :func:`~._lp.independence_lower_bound`): the lines'
+      spread weighted by the classes' probabilities; :func:`~._lp.independence_lower_bound`, which also
+      shifts ``t`` by the constant per class that makes that spread smallest): the lines'
       slopes vanish at perfect privacy, so for targets below the solves' precision (down to
-      ``1e-300`` bits, below the leakage's rounding) only this bound certifies the distortion;
+      ``1e-300`` bits, below the leakage's rounding) only this bound certifies the distortion. The LP's
+      ``t`` maximises the bound at ``L = 0`` only; when the bound comes within ``SHARPEN_WITHIN``
+      tolerances of ``d_pp``, and before an answer is given up, ``t`` is re-optimised for the target
+      (:func:`~._lp.sharpest_independence_multipliers`, a cone program): ~2x tighter with many classes;
     * feasible point: ``f`` is convex, so the mixture of a mapping above the target and
       one below it reaches ``f = L`` exactly at a distortion found by bisection on the
       mixture weight (``f`` depends on the mapping through the joint ``J`` only);
@@ -505,6 +515,29 @@ def _solve_mi_target(prob, target_bits, solver, tol):
     # the LP's multipliers bound the distortion of every mapping leaking at most the target
     # (Pinsker's or the Donsker-Varadhan inequality, see independence_lower_bound): tight for targets far below tol
     lb_pp = independence_lower_bound(prob, t_pp, target_bits * LN2)
+    sharpened = sharp_gain = False
+
+    def sharpen():
+        """The bound with the multipliers that maximise it at the target (a cone program, see
+        sharpest_independence_multipliers): the LP's own are the best at leakage 0 only."""
+        nonlocal lb_pp, sharpened, sharp_gain
+        sharpened = True
+        t_best = sharpest_independence_multipliers(prob, target_bits * LN2)
+        if t_best is not None:
+            lb_best = independence_lower_bound(prob, t_best, target_bits * LN2)
+            if lb_best > lb_pp:
+                lb_pp, sharp_gain = lb_best, True
+
+    def bound_note():
+        # which bound certifies, when it is the LP's multipliers re-optimised by the cone program (CLARABEL)
+        return "; distortion bound: the perfect-privacy LP's multipliers re-optimised for the target (CLARABEL)" \
+            if sharp_gain and lb_pp >= lower() else ""
+
+    if Ppp is not None and t_pp is not None and target_bits > 0 \
+            and prob.distortion(Ppp) - lb_pp <= SHARPEN_WITHIN * dist_tol:
+        # the LP's bound is within reach of the tolerance: near perfect privacy (targets down to the leakage's
+        # rounding) it is the only bound that certifies, and the sharpest one narrows the search's bracket
+        sharpen()
     # the LP's own bound on d_pp (its multipliers at zero leakage): the distortion gap of its mapping
     # (HiGHS's tolerances, and the light outputs merged after it, see _lp._merge_leaky_outputs)
     gap_pp = 0.0 if Ppp is None else max(prob.distortion(Ppp) - independence_lower_bound(prob, t_pp, 0.0), 0.0)
@@ -518,7 +551,7 @@ def _solve_mi_target(prob, target_bits, solver, tol):
             return None
         cert = {"gap_bits": float(prob.objective(Ppp) / LN2), "distortion_gap": float(prob.to_user(gap_d)),
                 "distortion_lower_bound": float(prob.to_user(lower())),
-                "method": "perfect-privacy LP (HiGHS): the target is below the leakage's rounding"}
+                "method": "perfect-privacy LP (HiGHS): the target is below the leakage's rounding" + bound_note()}
         return Ppp, cert, "highs", "optimal"
 
     if 0.0 < L <= bound_rounding(prob.pA, prob.k, 0.0, 0.0, 0.0) and Ppp is not None \
@@ -646,6 +679,8 @@ def _solve_mi_target(prob, target_bits, solver, tol):
         stalled = stalled + 1 if (best_d - lower()) > 0.99 * gap_before else 0
         if stalled >= 4:
             break
+    if best_d - lower() > dist_tol and not sharpened and t_pp is not None and target_bits > 0:
+        sharpen()  # not certified: the sharpest bound of the LP's multipliers before giving up
     lb = lower()
     gap_d = max(best_d - lb, 0.0)
     f_best = prob.objective(best_P)
@@ -654,7 +689,8 @@ def _solve_mi_target(prob, target_bits, solver, tol):
         "distortion_gap": float(prob.to_user(gap_d)),
         "distortion_lower_bound": float(prob.to_user(lb)),
         "n_delta_solves": len(lines),
-        "method": "Newton on the square root of the privacy-distortion curve with Lagrangian lower bounds",
+        "method": "Newton on the square root of the privacy-distortion curve with Lagrangian lower bounds"
+                  + bound_note(),
     }
     name = "+".join(sorted(names))
     if gap_d <= dist_tol:  # the bounds are rigorous whether or not each delta solve certified
