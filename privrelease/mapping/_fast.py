@@ -118,7 +118,8 @@ CHECK_FROM = 1e-9
 # systems (families2, curve_odd on denormal_prior: 0.62 bits from certified); any positive weights keep the
 # barrier's limit (the optimum), and a row this light carries no measurable leakage
 _OM_FLOOR = math.sqrt(np.finfo(float).tiny)
-_HESS_FLOOR = 1e-200  # the exact polish's Newton systems leave out classes below this share of an output's mass
+_HESS_FLOOR = 1e-200  # the Newton systems (barrier, exact polish) leave out classes below this share of an output's mass
+_SUBNORMAL = np.nextafter(0.0, 1.0)  # 5e-324
 
 
 def _sparse_spd_solver(S, diag):
@@ -159,8 +160,13 @@ class _Barrier:
             struct[a] = np.bincount(jc, weights=(self.Mr[a] > 0).astype(float), minlength=self.nc) > 0
         self.struct = struct
         # classes whose share of an output's mass is below this are left out of the Newton systems' Hessian (0:
-        # none; set by the exact polish, see _newton_on_support)
-        self.hess_floor = 0.0
+        # none). First for the exact polish (see _newton_on_support), then for the barrier too: a working set's
+        # output used only by rows where a class has a denormal prior entry holds that class at ~1e-320 x x_e
+        # (or 0 after underflow), whose Hessian factors J^-1/2 (1e160, inf) made every Newton direction NaN
+        # (families2 seed 61, curve_odd on denormal_prior). Such a class's Hessian terms M^2 / J <= M / x_e are
+        # far below the barrier's own om mu / x_e^2 at any mu the barrier reaches; instances without shares
+        # below the floor see the same numbers as before
+        self.hess_floor = _HESS_FLOOR
         self.logpA = np.log(prob.pA)
         # every (row, output) pair present: use dense matrix products
         self.dense = self.n == self.k * self.nc
@@ -214,11 +220,16 @@ class _Barrier:
     def J(self, x):
         return self.colsum(x)
 
+    def live(self, J):
+        """The (class, output) pairs with mass: present in the support and not underflowed to 0 (a denormal
+        prior entry times a small entry of the mapping, 1.4e-320 x 3e-7, is 0 in floating point)."""
+        return self.struct & (J > 0)
+
     def f(self, J):
         q = J.sum(axis=0)
+        lv = self.live(J)
         with np.errstate(divide="ignore", invalid="ignore"):
-            t = np.where(self.struct, J * (np.log(np.where(self.struct, J, 1.0)) - np.log(q)[None, :]
-                                           - self.logpA[:, None]), 0.0)
+            t = np.where(lv, J * (np.log(np.where(lv, J, 1.0)) - np.log(q)[None, :] - self.logpA[:, None]), 0.0)
         return float(t.sum())
 
     def rowsum(self, v):
@@ -232,7 +243,10 @@ class _Barrier:
     def grad(self, x):
         J = self.J(x)
         q = J.sum(axis=0)
-        Js = np.where(self.struct, J, 1.0)
+        # a pair whose mass underflowed to 0 gets the log of the smallest subnormal (its true log is below it):
+        # log 0 = -inf times the other entries' zero prior masses was NaN in every entry of the output (families2
+        # seed 61, curve_odd on denormal_prior: every working-set round broke at its first Newton step)
+        Js = np.where(self.struct, np.maximum(J, _SUBNORMAL), 1.0)
         L = np.where(self.struct, np.log(Js) - np.log(q)[None, :] - self.logpA[:, None], 0.0)
         return self.expand(L), J
 
@@ -405,7 +419,7 @@ class _Barrier:
         if np.any(x <= 0) or s <= 0:
             return np.inf
         J = self.J(x)
-        if np.any(J[self.struct] <= 0):
+        if np.any(J[self.struct] < 0):  # 0: underflowed (x > 0), see live()
             return np.inf
         val = self.f(J) - mub * float(self.om @ np.log(x))
         if self.has_con:
@@ -902,7 +916,7 @@ def _newton_on_support(prob, P, delta, lam_active, max_iter, lam=0.0):
         # J^-1/2 reach 1e160 and their products overflow (the Newton direction became NaN, and the polish gave
         # up: families2 seed 0, near_min on denormal_prior, 7.3e-6 bits from certified). Left out of the Newton
         # systems (the merit and the certificate stay exact)
-        bar.hess_floor = _HESS_FLOOR
+        bar.hess_floor = _HESS_FLOOR  # (the default since the barrier uses it too)
 
         def merit_on_support(xn):
             # I(A; C_hat) (+ lam (distortion - delta)) of the mapping with entries xn on (r, j), from the

@@ -214,3 +214,30 @@ def test_class_pair_sums(na, support):
         np.testing.assert_array_equal(got, want)
     else:
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15 * np.abs(want).max())
+
+
+def test_barrier_pieces_finite_where_a_denormal_class_mass_underflows():
+    # a class whose prior entry is denormal (1e-320) in the only row using an output: its mass there, 1e-320 x 1e-5,
+    # is 0 in floating point although the entry is positive. The barrier's gradient took log 0 (-inf, NaN beside
+    # other entries' zero masses), its merit called the point infeasible, and its Hessian factors J^-1/2 were
+    # infinite: every Newton direction NaN (families2 seed 61, curve_odd on denormal_prior). Such a mass is
+    # numerically zero: all three must be finite, and the direction one of descent keeping the row sums
+    M = np.array([[0.3, 0.2, 1e-320], [0.1, 0.1, 0.3]])
+    M = M / M.sum()
+    d = np.array([[0.0, 1.0, 2.0], [1.0, 0.0, 1.0], [2.0, 1.0, 0.0]])
+    prob = Problem(M, d)
+    r = np.array([0, 0, 1, 1, 2, 2])
+    j = np.array([0, 1, 0, 1, 0, 2])
+    x = np.array([0.6, 0.4, 0.3, 0.7, 1.0 - 1e-5, 1e-5])
+    bar = _fast._Barrier(prob, r, j, np.inf, False)
+    mu = 1e-3
+    with np.errstate(all="ignore"):
+        G, J = bar.grad(x)
+        assert bar.struct[0, 2] and J[0, 2] == 0.0  # the underflow this is about
+        assert np.all(np.isfinite(G))
+        assert np.isfinite(bar.merit(x, 1.0, mu))
+        g = G - mu * bar.om / x
+        dx, _ = bar.factor(J, x ** 2 / mu, None)(g)
+    assert np.all(np.isfinite(dx))
+    assert float(g @ dx) < 0
+    np.testing.assert_allclose(bar.rowsum(dx), 0.0, atol=1e-12)
