@@ -118,7 +118,10 @@ CHECK_FROM = 1e-9
 # systems (families2, curve_odd on denormal_prior: 0.62 bits from certified); any positive weights keep the
 # barrier's limit (the optimum), and a row this light carries no measurable leakage
 _OM_FLOOR = math.sqrt(np.finfo(float).tiny)
-_HESS_FLOOR = 1e-200  # the Newton systems (barrier, exact polish) leave out classes below this share of an output's mass
+# the Newton systems (barrier, exact polish) leave out classes below this share of an output's mass: a class of prior
+# mass 1e-300 in a row (denormal entries of the prior) has Hessian terms 280 decades below everything else, but their
+# factors J^-1/2 reach 1e160 and their products overflow (NaN directions: families2 seed 0 near_min, seed 61 curve_odd)
+_HESS_FLOOR = 1e-200
 _SUBNORMAL = np.nextafter(0.0, 1.0)  # 5e-324
 
 
@@ -910,13 +913,10 @@ def _newton_on_support(prob, P, delta, lam_active, max_iter, lam=0.0):
     for it in range(max_iter):
         r, j = np.nonzero(P > 0)
         x = P[r, j]
+        # (a class of prior mass 1e-300 in a row is left out of the Newton systems, as in the barrier's: _HESS_FLOOR;
+        # families2 seed 0, near_min on denormal_prior, 7.3e-6 bits from certified before; the merit and the
+        # certificate stay exact)
         bar = _Barrier(prob, r, j, delta, False)
-        # a class of prior mass 1e-300 in a row (denormal entries of the prior) has a share of ~1e-300 of the
-        # outputs that row uses: its Hessian terms are below everything else by 280 decades, but their factors
-        # J^-1/2 reach 1e160 and their products overflow (the Newton direction became NaN, and the polish gave
-        # up: families2 seed 0, near_min on denormal_prior, 7.3e-6 bits from certified). Left out of the Newton
-        # systems (the merit and the certificate stay exact)
-        bar.hess_floor = _HESS_FLOOR  # (the default since the barrier uses it too)
 
         def merit_on_support(xn):
             # I(A; C_hat) (+ lam (distortion - delta)) of the mapping with entries xn on (r, j), from the
