@@ -657,12 +657,12 @@ def _check_encoding(p, encoding, what, name="encoding"):
                                  f"{name}='utf-8' (the default)")
 
 
-def _check_field_counts(p, sep, encoding, n_columns, what=None):
+def _check_field_counts(p, sep, encoding, n_columns, what=None, named_by="the header"):
     """Refuse a row with more fields than the columns (pandas drops the extra fields with index_col=False).
 
     Returns the file line of each non-blank row and the first such row's fields as written (the header's
     names, spaces and a byte-order mark stripped). ``what`` names the file in messages (default: the rating
-    file).
+    file), ``named_by`` what names its columns.
     """
     import csv
 
@@ -677,8 +677,8 @@ def _check_field_counts(p, sep, encoding, n_columns, what=None):
             for i, fields in enumerate(rows):
                 if len(fields) > n_columns and any(f.strip() for f in fields[n_columns:]):
                     raise ValueError(f"{what} line {i + 1} has {len(fields)} fields but the "
-                                     f"file has {n_columns} column(s); a row must not hold more fields than the "
-                                     "header names")
+                                     f"file has {n_columns} column(s); a row must not hold more fields than "
+                                     f"{named_by} names")
                 if fields and fields != [""]:
                     lines.append(rows.line_num if len(sep) == 1 else i + 1)
                     if first is None:

@@ -291,10 +291,9 @@ def _read_users(path, id_col, columns, sep, encoding, names=None):
         raise PipelineError(str(exc) if str(exc).startswith(what) else f"parameter {exc}") from None
     if names is not None:  # a row longer than users_columns: pandas' "Error tokenizing data" otherwise
         try:
-            _check_field_counts(file, sep, encoding, len(names), what=what)
+            _check_field_counts(file, sep, encoding, len(names), what=what, named_by="users_columns")
         except ValueError as exc:
-            raise PipelineError(f"parameter users_path: {str(exc).replace('the header names', 'users_columns names')}"
-                                ) from None
+            raise PipelineError(f"parameter users_path: {exc}") from None
     try:
         with warnings.catch_warnings():
             # a row longer than the header: refused below by _check_field_counts, naming the line
