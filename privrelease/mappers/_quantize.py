@@ -22,11 +22,14 @@ Algorithm 2: :func:`block_stats` counts the private attribute of the labeled
 users of one dask block (the prior of eq. 20).
 """
 
+import contextlib
+
 import numpy as np
 import scipy.sparse as sp
 from sklearn.cluster import KMeans
 from sklearn.decomposition import TruncatedSVD
 
+from ..utils._threads import single_thread
 from . import _dask
 
 __all__ = ["TasteEmbedding", "hamming_kmodes", "hamming_distances", "row_chunks", "profile_stats", "block_stats",
@@ -327,15 +330,19 @@ def hamming_kmodes(B, n_clusters, *, sample_weight=None, n_init=4, max_iter=100,
 
 
 def kmeans(E, n_clusters, random_state, sample_weight=None):
-    """k-means (Euclidean) returning ``(centers, labels)``; sparse ``E`` accepted."""
-    km = KMeans(n_clusters=n_clusters, n_init=4, random_state=random_state)
-    if E.shape[0] < 50000:
-        # small problems: OpenMP start-up costs more than it saves (10x slower on 2 cores)
-        from threadpoolctl import threadpool_limits
+    """k-means (Euclidean) returning ``(centers, labels)``; sparse ``E`` accepted.
 
-        with threadpool_limits(limits=1, user_api="openmp"):
-            labels = km.fit_predict(E, sample_weight=sample_weight)
-    else:
+    scikit-learn's KMeans runs on one BLAS thread through threadpoolctl's own limit, which concurrent fits
+    (joblib's threading backend) restore out of order, leaving the process on one BLAS thread for good: it runs
+    inside the shared, counted limit of :mod:`privrelease.utils._threads` instead, which puts the process's
+    counts back when the last fit ends.
+    """
+    km = KMeans(n_clusters=n_clusters, n_init=4, random_state=random_state)
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(single_thread("blas"))
+        if E.shape[0] < 50000:
+            # small problems: OpenMP start-up costs more than it saves (10x slower on 2 cores)
+            stack.enter_context(single_thread("openmp"))
         labels = km.fit_predict(E, sample_weight=sample_weight)
     return np.asarray(km.cluster_centers_), labels
 

@@ -14,6 +14,7 @@ from .. import _persistence
 from ..mapping import expected_distortion, leakage as heldout_leakage, mutual_information
 from ..utils import check_random_source
 from ..utils._constraints import NumberInterval
+from ..utils._threads import single_thread
 from ..utils._validation import (as_float_if_object, canonical_sparse, check_table, is_sparse_frame,
                                  ratings_in_dtype, sparse_frame_like)
 from . import _dask
@@ -1422,15 +1423,13 @@ class QuantizedPrivacyMapper(_BaseMapper):
         from sklearn.linear_model import LogisticRegression
         from sklearn.model_selection import StratifiedKFold
         from sklearn.preprocessing import StandardScaler
-        from threadpoolctl import threadpool_limits
-
         E = _dense(E)
         E = StandardScaler().fit_transform(E)
         seed = check_random_source(self.random_state).spawn_seed()
         folds = list(StratifiedKFold(_MODEL_PRIOR_FOLDS, shuffle=True, random_state=seed).split(E, a_idx))
         n_classes = self.classes_.size
         best, best_loss = None, np.inf
-        with threadpool_limits(limits=1), warnings.catch_warnings():
+        with single_thread("blas"), single_thread("openmp"), warnings.catch_warnings():
             warnings.filterwarnings("ignore", category=UserWarning)
             warnings.filterwarnings("ignore", category=FutureWarning)
             for C in _MODEL_PRIOR_CS:
