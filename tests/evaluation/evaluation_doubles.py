@@ -163,3 +163,21 @@ class RollingMapper(TransformerMixin, BaseEstimator):
         X.has_sorted_indices = False
         X.sort_indices()
         return X
+
+
+class UncertifiedErasingMapper(ErasingMapper):
+    """An ErasingMapper whose solve is not certified at ``delta >= 2``: ``solver_result_.status`` is
+    ``"inaccurate"`` and fit warns a ConvergenceWarning, as QuantizedPrivacyMapper's does."""
+
+    def fit(self, X, y):
+        import types
+        import warnings
+
+        from privrelease.exceptions import ConvergenceWarning
+
+        super().fit(X, y)
+        status = "inaccurate" if self.delta >= 2 else "optimal"
+        self.solver_result_ = types.SimpleNamespace(status=status, certificate={"gap_bits": 3e-5}, solver="fast")
+        if status != "optimal":
+            warnings.warn("the mapping is not certified; status='inaccurate'", ConvergenceWarning)
+        return self

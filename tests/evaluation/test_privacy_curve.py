@@ -171,3 +171,24 @@ def test_a_transform_only_parameter_is_swept_on_one_fit(monkeypatch):
     for v, m in zip(values, c.mappers):
         alone = BlurMe(fraction=v, random_state=m.random_state).fit(split.X_opt, split.mapper_y)
         assert (m.transform(X) != alone.transform(X)).nnz == 0
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_every_uncertified_fit_warns_in_the_callers_thread(n_jobs):
+    # a mapper whose solve is not certified warns where it is fitted: in a joblib process (n_jobs=2, loky) the
+    # warning was lost, so the curve reported uncertified points without a word. One warning per such point, from
+    # the calling thread, whatever the backend (and not twice when fitted here)
+    import warnings
+
+    from privrelease.exceptions import ConvergenceWarning
+
+    from evaluation_doubles import UncertifiedErasingMapper
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        privacy_utility_curve(UncertifiedErasingMapper(), X, Y, deltas=[0, 1, 2, 3], cv=2,
+                              recommender=BiasRecommender(), attack_models=[], random_state=0, n_jobs=n_jobs,
+                              verbose=0)
+    msgs = sorted(str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning))
+    assert len(msgs) == 2, msgs
+    assert "delta=2.0 " in msgs[0] and "delta=3.0 " in msgs[1] and all("status='inaccurate'" in m for m in msgs)
