@@ -20,12 +20,22 @@ def counts(user_api):
 
 @pytest.fixture
 def two_blas_threads():
-    # no limit is held by this thread during the test: since threadpoolctl 3.8 the thread holding a limit is the
-    # only one whose limits act
-    before = counts("blas")
-    if max(before, default=1) < 2:
-        pytest.skip("no BLAS library that takes two threads")
-    return before
+    # the process's BLAS libraries on two threads for the test (pytest-xdist's workers start on one), set without
+    # a threadpoolctl context: since threadpoolctl 3.8 the thread holding a limit is the only one whose limits act
+    libraries = _threads._controller().select(user_api="blas").lib_controllers
+    saved = [lib.num_threads for lib in libraries]
+    for lib in libraries:
+        lib.set_num_threads(2)
+    _threads._release_control(libraries)
+    try:
+        before = counts("blas")
+        if max(before, default=1) < 2:
+            pytest.skip("no BLAS library that takes two threads")
+        yield before
+    finally:
+        for lib, n in zip(libraries, saved):
+            lib.set_num_threads(n)
+        _threads._release_control(libraries)
 
 
 def interleave(first_ctx, second_ctx, seen):
