@@ -41,33 +41,26 @@ def two_blas_threads():
 def interleave(first_ctx, second_ctx, seen):
     """Thread 1 opens ``first_ctx``, thread 2 opens ``second_ctx``, thread 1 closes, then thread 2 closes;
     ``seen`` collects the BLAS counts each thread sees inside its context, after the other's close."""
-    opened1, opened2, closed1 = threading.Event(), threading.Event(), threading.Event()
+    opened1, opened2, closed1, closed2 = (threading.Event() for _ in range(4))
     errors = []
 
-    def one():
+    def run(label, ctx, wait_before_open, opened, wait_before_look, closed):
         try:
-            with first_ctx():
-                opened1.set()
-                opened2.wait(10)
-                seen.append(("1", max(counts("blas"))))
+            wait_before_open.wait(10)
+            with ctx():
+                opened.set()
+                wait_before_look.wait(10)
+                seen.append((label, max(counts("blas"))))
         except BaseException as exc:  # pragma: no cover - reported below
             errors.append(exc)
         finally:
-            opened1.set()
-            closed1.set()
+            opened.set()
+            closed.set()
 
-    def two():
-        try:
-            opened1.wait(10)
-            with second_ctx():
-                opened2.set()
-                closed1.wait(10)
-                seen.append(("2", max(counts("blas"))))
-        except BaseException as exc:  # pragma: no cover - reported below
-            errors.append(exc)
-        finally:
-            opened2.set()
-
+    started = threading.Event()
+    started.set()
+    one = lambda: run("1", first_ctx, started, opened1, opened2, closed1)  # noqa: E731
+    two = lambda: run("2", second_ctx, opened1, opened2, closed1, closed2)  # noqa: E731
     threads = [threading.Thread(target=one), threading.Thread(target=two)]
     for t in threads:
         t.start()
