@@ -1,0 +1,71 @@
+"""Hostile inputs, seventh audit: several private attributes (a 2-D ``y`` of many columns or of the wrong
+shape), the recommender's long-form formats, the privacy accountant and the noise samplers at the limits of
+float64. One test per finding (earlier audits: test_hostile_inputs.py to test_hostile_inputs6.py,
+test_hostile_outputs.py, test_persistence_format.py)."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+from privrelease import PrivacyAccountant, QuantizedPrivacyMapper
+from privrelease.evaluation import joint_attribute
+from privrelease.exceptions import BudgetExceededError
+
+_MAX = np.finfo(np.float64).max
+
+
+@pytest.fixture(scope="module")
+def ratings():
+    from privrelease.datasets import make_ratings
+
+    X, gender, _ = make_ratings(n_users=60, n_items=20, random_state=0)
+    return X, np.asarray(gender)
+
+
+def test_a_budget_at_the_largest_float_still_refuses_what_exceeds_it():
+    # the slack budget * (1 + 1e-12) overflowed to inf: every later release was accepted, spent became inf
+    acc = PrivacyAccountant(_MAX)
+    acc.spend(_MAX)
+    with pytest.raises(BudgetExceededError, match="release refused"):
+        acc.spend(1e300)
+    assert acc.spent == _MAX and len(acc) == 1
+    # the slack still absorbs round-off, and an unlimited budget still takes anything
+    tenth = PrivacyAccountant(1.0)
+    for _ in range(10):
+        tenth.spend(0.1)
+    unlimited = PrivacyAccountant(np.inf).spend(_MAX).spend(_MAX).spend(np.inf)
+    assert unlimited.spent == np.inf
+
+
+def test_joint_attribute_of_many_columns_numbers_the_tuples_that_occur():
+    # every combination of the columns' values was enumerated (2**70 tuples here: memory exhausted), and
+    # the int64 mixed-radix codes wrapped around past 2**63 combinations (users merged into one class)
+    rng = np.random.default_rng(0)
+    Y = rng.integers(0, 2, (200, 70))
+    Y[1] = Y[0]
+    Y[1, 0] = 1 - Y[0, 0]       # differs from user 0 in the first column only (the digit shifted out)
+    Y[2] = Y[3]
+    codes, tuples = joint_attribute(Y)
+    assert len(tuples) == len({tuple(r) for r in Y.tolist()}) == 199
+    for u, v in itertools.combinations(range(Y.shape[0]), 2):
+        assert (codes[u] == codes[v]) == bool(np.all(Y[u] == Y[v]))
+    assert [tuples[c] for c in codes] == [tuple(r) for r in Y.tolist()]
+    assert tuples == sorted(tuples)  # lexicographic, as before
+
+
+def test_a_two_dimensional_y_of_the_wrong_shape_says_what_a_2d_y_is(ratings):
+    X, gender = ratings
+    n = X.shape[0]
+    Y = np.column_stack([gender, np.arange(n) % 3])
+    m = QuantizedPrivacyMapper(n_clusters=3, random_state=0)
+    # "y must be 1-D (one private attribute per user)" denied that a 2-D y is allowed
+    with pytest.raises(ValueError, match=f"y has {n - 1} rows but X has {n} users; a 2-D y holds one row per user"):
+        m.fit(X, Y[:-1])
+    with pytest.raises(ValueError, match=r"y has 2 rows but X has 60 users.*transposed: pass y\.T"):
+        m.fit(X, Y.T)
+    with pytest.raises(ValueError, match=r"1-D \(one label per user\) or 2-D .* got shape \(60, 2, 1\)"):
+        m.fit(X, Y[:, :, None])
+    # one row of labels is still one attribute, a 2-D y of the right shape several
+    assert m.fit(X, gender[None, :]).classes_.tolist() == [0, 1]
+    assert [c.tolist() for c in m.fit(X, Y).classes_] == [[0, 1], [0, 1, 2]]
