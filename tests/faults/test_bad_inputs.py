@@ -382,6 +382,10 @@ def _catalogue():
         ("noise", "Laplace(epsilon=5e-324) (scale overflows)", lambda: Laplace(epsilon=5e-324), ValueError,
          "5e-324"),
         ("noise", "Laplace(epsilon=1).randomise('1')", lambda: Laplace(epsilon=1).randomise("1"), TypeError, "'1'"),
+        ("noise", "laplace_noise(scale=1e308) (finite, but its draws overflow)",
+         lambda: laplace_noise(1e308), ValueError, "1e+308"),
+        ("noise", "Laplace(scale=1e308, snapping_bound=1.7e308) (the snapping grid overflows)",
+         lambda: Laplace(scale=1e308, snapping_bound=1.7e308), ValueError, "1e+308"),
         # --- utils
         ("utils", "check_random_source(-1)", lambda: check_random_source(-1), ValueError, "-1"),
         ("utils", "check_random_source('seed')", lambda: check_random_source("seed"), TypeError, "'seed'"),

@@ -69,3 +69,31 @@ def test_a_two_dimensional_y_of_the_wrong_shape_says_what_a_2d_y_is(ratings):
     # one row of labels is still one attribute, a 2-D y of the right shape several
     assert m.fit(X, gender[None, :]).classes_.tolist() == [0, 1]
     assert [c.tolist() for c in m.fit(X, Y).classes_] == [[0, 1], [0, 1, 2]]
+
+
+def test_a_noise_scale_whose_draws_overflow_is_refused_before_drawing():
+    from privrelease.noise import Laplace, VectorLaplace, laplace_noise
+    from privrelease.utils import check_random_source
+
+    # a finite scale of 1e308 released inf (two of three draws here), with a numpy RuntimeWarning at most
+    with pytest.raises(ValueError, match=r"scale=1e\+308: the noise reaches 149\.7 times its scale"):
+        laplace_noise(1e308, 3, random_state=0)
+    with pytest.raises(ValueError, match=r"epsilon=1e-307 with sensitivity=1\.0"):
+        Laplace(epsilon=1e-307)
+    with pytest.raises(ValueError, match=r"for values of magnitude 1\.79769e\+308"):
+        Laplace(scale=1e295, random_state=0).randomise([_MAX, 0.0])
+    with pytest.raises(ValueError, match="in dimension 1000000"):
+        VectorLaplace(dimension=10**6, epsilon=1e-303, sensitivity=1.0)
+    # the snapping grid 2**ceil(log2(scale)) overflowed to inf: every release NaN
+    with pytest.raises(ValueError, match=r"expected a scale <= 2\*\*1023"):
+        Laplace(scale=1e308, snapping_bound=_MAX)
+    # the bounds are the samplers' own: the draws stay within them, and scales up to them release finite noise
+    from privrelease.noise._laplace import _LAPLACE_REACH, _gamma_reach, _standard_laplace
+
+    source = check_random_source(0)
+    assert np.abs(_standard_laplace(source, 10**5)).max() <= _LAPLACE_REACH
+    for shape in (0.5, 1.0, 7.0):
+        assert source.gamma(shape, 10**4).max() <= _gamma_reach(shape)
+    assert np.all(np.isfinite(laplace_noise(_MAX / _LAPLACE_REACH, 10**4, random_state=0)))
+    assert np.all(np.isfinite(Laplace(scale=2.0**1023, snapping_bound=_MAX, random_state=0).sample(100)))
+    assert Laplace(epsilon=1.0, random_state=0).randomise([_MAX / 2, -1.0]).shape == (2,)
