@@ -109,8 +109,16 @@ class RatingsFrame:
                             f"{type(ratings).__name__}")
         missing = [c for c in (self.user, self.item, self.rating) if c not in ratings.columns]
         if missing:
-            raise ValueError(f"ratings has no column(s) {missing!r}; its columns are {list(ratings.columns)!r} "
-                             f"(set user=, item=, rating= to name them)")
+            in_index = [c for c in missing if c in ratings.index.names]
+            hint = (f"; {in_index!r} {'is an index level' if len(in_index) == 1 else 'are index levels'}: "
+                    "pass ratings.reset_index()" if in_index else " (set user=, item=, rating= to name them)")
+            raise ValueError(f"ratings has no column(s) {missing!r}; its columns are {list(ratings.columns)!r}{hint}")
+        for c in (self.user, self.item, self.rating):
+            selected = ratings[c]
+            if isinstance(selected, pd.DataFrame):  # pandas then failed with "The truth value of a Series is ambiguous"
+                raise ValueError(f"ratings[{c!r}] selects {selected.shape[1]} column(s) {list(selected.columns)!r} (a "
+                                 "column name given twice, or the first level of column names in several levels); "
+                                 "expected one column each for the user, the item and the rating")
         for col in (self.user, self.item):
             if ratings[col].isna().any():
                 row = int(np.flatnonzero(ratings[col].isna().to_numpy())[0])

@@ -165,6 +165,15 @@ def _ratings_and_labels():
     return R, np.array([0, 1] * 10)
 
 
+def _ratings_frame_two_rating_columns():
+    import pandas as pd
+
+    from privrelease.recommender import RatingsFrame
+
+    df = pd.DataFrame({"user": ["a", "b"], "item": [1, 1], "rating": [4.0, 3.0]})
+    return RatingsFrame().fit(pd.concat([df, df[["rating"]]], axis=1))
+
+
 def _align(values):
     """``RatingsFrame.align(values)`` on a frame of users ``'a'`` and ``'b'``."""
     import pandas as pd
@@ -474,6 +483,8 @@ def _catalogue():
          lambda: _ratings_frame_fit([1, True]), TypeError, "True"),
         ("recommender", "RatingsFrame().fit(df with list user ids)",
          lambda: _ratings_frame_fit([[1, 2], [3]]), TypeError, "[1, 2]"),
+        ("recommender", "RatingsFrame().fit(df with two columns named 'rating')",
+         _ratings_frame_two_rating_columns, ValueError, "'rating'"),
         ("recommender", "SurpriseRecommender(algo_params={'lr_all': 1e10}).fit(X) (diverges)",
          lambda: SurpriseRecommender(algo_params={"lr_all": 1e10}, random_state=0).fit(_ratings_and_labels()[0]),
          ValueError, "10000000000.0"),

@@ -97,3 +97,25 @@ def test_a_noise_scale_whose_draws_overflow_is_refused_before_drawing():
     assert np.all(np.isfinite(laplace_noise(_MAX / _LAPLACE_REACH, 10**4, random_state=0)))
     assert np.all(np.isfinite(Laplace(scale=2.0**1023, snapping_bound=_MAX, random_state=0).sample(100)))
     assert Laplace(epsilon=1.0, random_state=0).randomise([_MAX / 2, -1.0]).shape == (2,)
+
+
+def test_long_form_columns_named_twice_or_held_in_the_index_are_named():
+    import pandas as pd
+
+    from privrelease.recommender import RatingsFrame
+
+    df = pd.DataFrame({"user": ["a", "b", "a"], "item": [1, 1, 2], "rating": [4, 2, 5]})
+    # pandas failed with "The truth value of a Series is ambiguous" or "arg must be a list, tuple, 1-d array"
+    for twice in ("user", "rating"):
+        with pytest.raises(ValueError, match=rf"ratings\['{twice}'\] selects 2 column\(s\) \['{twice}', '{twice}'\]"):
+            RatingsFrame().fit(pd.concat([df, df[[twice]]], axis=1))
+    levels = df.copy()
+    levels.columns = pd.MultiIndex.from_tuples([("user", "x"), ("item", "y"), ("rating", "z")])
+    with pytest.raises(ValueError, match=r"ratings\['user'\] selects 1 column\(s\) \['x'\]"):
+        RatingsFrame().fit(levels)
+    # a frame indexed by (user, item) says where the ids are
+    with pytest.raises(ValueError, match=r"\['user', 'item'\] are index levels: pass ratings\.reset_index\(\)"):
+        RatingsFrame().fit(df.set_index(["user", "item"]))
+    rf = RatingsFrame().fit(df.set_index(["user", "item"]).reset_index())
+    assert rf.from_matrix(rf.to_matrix(df)).to_dict("list") == {
+        "user": ["a", "a", "b"], "item": [1, 2, 1], "rating": [4.0, 5.0, 2.0]}
