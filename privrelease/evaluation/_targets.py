@@ -138,6 +138,12 @@ def attribute_targets(y_train, y_test, names=None):
     codes agree; ``-1``, undisclosed, for a user who hides any column)
     followed by one target per column (``names``, default ``attr0, attr1, ...``).
     """
+    train_columns, test_columns = getattr(y_train, "columns", None), getattr(y_test, "columns", None)
+    if train_columns is not None and test_columns is not None and list(train_columns) != list(test_columns):
+        # the columns are paired by position: swapped columns of one value set were scored against each other
+        raise ValueError(f"y_test's columns {list(test_columns)!r} are not y_train's {list(train_columns)!r}; the "
+                         "columns are paired by position: give y_test y_train's columns in the same order "
+                         "(y_test[y_train.columns])")
     y_train, y_test = np.asarray(y_train), np.asarray(y_test)
     if y_train.ndim == 1:
         return [("attribute", y_train, y_test)]
@@ -146,6 +152,8 @@ def attribute_targets(y_train, y_test, names=None):
         raise ValueError(f"y_train has {n_cols} attribute column(s) but y_test has shape {y_test.shape}")
     names = list(names) if names is not None else [f"attr{k}" for k in range(n_cols)]
     both = np.concatenate([y_train.astype(object), y_test.astype(object)], axis=0)
+    for k in range(n_cols):  # one kind of label per column ('1' in y_test beside 1 in y_train: numpy's '<' failed)
+        check_private_labels(both[:, k], both.shape[0], name=f"column {names[k]!r} of y_train and y_test together")
     hidden = np.logical_or.reduce([undisclosed_mask(both[:, k]) for k in range(n_cols)])
     codes = np.full(both.shape[0], -1, dtype=np.int64)  # a user hiding any column hides the joint
     if not hidden.all():

@@ -174,6 +174,15 @@ def _ratings_frame_two_rating_columns():
     return RatingsFrame().fit(pd.concat([df, df[["rating"]]], axis=1))
 
 
+def _swapped_attribute_columns():
+    import pandas as pd
+
+    from privrelease.evaluation import attribute_targets
+
+    train = pd.DataFrame({"a": [0, 1], "b": [1, 0]})
+    return attribute_targets(train, train[["b", "a"]])
+
+
 def _align(values):
     """``RatingsFrame.align(values)`` on a frame of users ``'a'`` and ``'b'``."""
     import pandas as pd
@@ -491,6 +500,8 @@ def _catalogue():
         # --- evaluation / datasets
         ("evaluation", "check_privacy_grid([0.5, 0.1])", lambda: check_privacy_grid([0.5, 0.1]), ValueError, "0.1"),
         ("evaluation", "check_privacy_grid([-1, 0])", lambda: check_privacy_grid([-1, 0]), ValueError, "-1"),
+        ("evaluation", "attribute_targets(y_train with columns a, b, y_test with columns b, a)",
+         _swapped_attribute_columns, ValueError, "['b', 'a']"),
         ("evaluation", "rmse_cost(mapper, R, a, n_jobs=0)",
          lambda: rmse_cost(FunctionTransformer(), *_ratings_and_labels(), n_jobs=0), ValueError, "0"),
         ("evaluation", "rmse_cost(mapper, R, a, rating_range=(5, 1))",

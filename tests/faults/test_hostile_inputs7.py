@@ -146,3 +146,30 @@ def test_a_frame_of_nullable_integer_ratings_is_released_as_integers_in_memory_a
         assert out.dtype == np.int64 and np.array_equal(out, np.rint(out))
     # floats are still released as floats
     assert m.transform(df.astype("Float64")).dtype == np.float64
+
+
+def test_attack_targets_refuse_test_columns_swapped_or_spelled_differently_from_training():
+    import pandas as pd
+
+    from privrelease.evaluation import attribute_targets, evaluate_attacks
+
+    rng = np.random.default_rng(1)
+    a, b = rng.integers(0, 2, 80), rng.integers(0, 2, 80)
+    X = np.where(rng.random((80, 12)) < 0.5, rng.integers(1, 6, (80, 12)), 0).astype(float)
+    X[:, 0] = 1 + 4 * a                      # attribute a is written in item 0, b in nothing
+    train = pd.DataFrame({"a": a[:40], "b": b[:40]})
+    swapped = pd.DataFrame({"b": b[40:], "a": a[40:]})
+    # the columns were paired by position: b scored as a, silently (both binary)
+    with pytest.raises(ValueError, match=r"y_test's columns \['b', 'a'\] are not y_train's \['a', 'b'\]"):
+        evaluate_attacks(X[:40], None, train, X[40:], swapped, models=["logistic"], features=["values"],
+                         random_state=0, verbose=0)
+    table, _ = evaluate_attacks(X[:40], None, train, X[40:], swapped[train.columns], models=["logistic"],
+                                features=["values"], random_state=0, verbose=0)
+    assert table.set_index("target").loc["a", "auc"] > 0.95
+    # '0' in y_test beside 0 in y_train: numpy's "'<' not supported between instances of 'str' and 'int'"
+    spelled = pd.DataFrame({"a": a[40:].astype(str), "b": b[40:]})
+    with pytest.raises(TypeError, match=r"column 'a' of y_train and y_test together mixes label types"):
+        evaluate_attacks(X[:40], None, train, X[40:], spelled, models=["logistic"], features=["values"],
+                         random_state=0, verbose=0)
+    with pytest.raises(TypeError, match=r"column 'attr0' of y_train and y_test together"):
+        attribute_targets(train.to_numpy(), spelled.to_numpy(dtype=object))
