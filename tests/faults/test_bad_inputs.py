@@ -468,6 +468,8 @@ def _catalogue():
          lambda: design_contract([1.0, 2.0], 5e-324), ValueError, "5e-324"),
         ("contracts", "design_contract([1, 2], 0.5, cost=lambda v, e: nan * v * e)",
          lambda: design_contract([1.0, 2.0], 0.5, cost=lambda v, e: np.nan * v * e), ValueError, "nan"),
+        ("contracts", "design_contract([1, 2], 0.5, cost=lambda v, e: v * exp(-e)) (decreasing in eps)",
+         lambda: design_contract([1, 2], 0.5, cost=lambda v, e: v * np.exp(-e)), ValueError, "decreasing in eps"),
         ("contracts", "design_contract([1e308], 0.02) (payments overflow float64)",
          lambda: design_contract([1e308], 0.02), ValueError, "1e+308"),
         ("contracts", "design_menu(1, 1e308, 0.5, 0.02) (payments overflow float64)",

@@ -173,3 +173,28 @@ def test_attack_targets_refuse_test_columns_swapped_or_spelled_differently_from_
                          random_state=0, verbose=0)
     with pytest.raises(TypeError, match=r"column 'attr0' of y_train and y_test together"):
         attribute_targets(train.to_numpy(), spelled.to_numpy(dtype=object))
+
+
+def test_a_callable_privacy_cost_the_designs_do_not_assume_is_refused_naming_its_fault():
+    from privrelease.contracts import design_contract, design_menu
+
+    # a cost decreasing in eps bought eps = 400 for a payment of 1e-174; a concave one ended in a SolverError;
+    # a string or an array of another shape failed inside numpy naming neither the cost nor the fault
+    faults = {
+        "decreasing in eps": lambda v, e: v * np.exp(-e),
+        "decreasing in v": lambda v, e: e / v,
+        "not convex in eps": lambda v, e: v * np.sqrt(e),
+    }
+    for fault, cost in faults.items():
+        for design in (lambda: design_contract([1.0, 2.0, 5.0], 0.5, cost=cost),
+                       lambda: design_menu(1.0, 2.0, 0.5, 0.5, cost=cost)):
+            with pytest.raises(ValueError, match=f"cost <lambda>\\(v, eps\\) is {fault}"):
+                design()
+    with pytest.raises(TypeError, match="must return real numbers, got 'x'"):
+        design_contract([1.0, 2.0], 0.5, cost=lambda v, e: "x")
+    with pytest.raises(ValueError, match=r"must work elementwise .* got shape \(3,\)"):
+        design_menu(1.0, 2.0, 0.5, 0.5, cost=lambda v, e: np.ones(3))
+    # costs the designs assume still work (one that ignores v broadcasts), callables as the built-in costs
+    assert design_contract([1.0, 2.0], 0.5, cost=lambda v, e: 3 * e**2).accuracy == pytest.approx(0.5)
+    linear = design_contract([1.0, 2.0], 0.5, cost=lambda v, e: v * e)
+    assert linear.total_payment == pytest.approx(design_contract([1.0, 2.0], 0.5).total_payment, rel=1e-6)
