@@ -55,7 +55,8 @@ class _Cost:
     def _evaluate(self, v, eps):
         """``fn(v, eps)`` as a float array of the broadcast shape of ``v`` and ``eps``, or an error naming the cost
         (a callable returning a string or an array of another shape failed inside numpy, naming neither)."""
-        out = self.fn(v, eps)
+        with np.errstate(over="ignore", invalid="ignore"):  # inf at a large eps is the right answer, as built in
+            out = self.fn(v, eps)
         shape = np.broadcast_shapes(np.shape(v), np.shape(eps))
         kind = np.asarray(out).dtype.kind
         if kind not in "biuf":
@@ -118,7 +119,8 @@ class _Cost:
             return self._deriv(v, eps)
         h = 1e-6 * np.maximum(1.0, eps)
         lo = np.maximum(eps - h, 0.0)
-        return (self._evaluate(v, eps + h) - self._evaluate(v, lo)) / (eps + h - lo)
+        with np.errstate(invalid="ignore"):  # inf - inf where the cost overflows: an infeasible b (see payments)
+            return (self._evaluate(v, eps + h) - self._evaluate(v, lo)) / (eps + h - lo)
 
     def inv_deriv(self, v, mu, upper):
         """``eps in [0, upper]`` with ``deriv(v, eps) = mu`` (clipped at the ends)."""
@@ -486,8 +488,13 @@ def _numeric_full_info(v, K, cost):
         s = np.sqrt(np.maximum(K - 2.0 * bs**2, 0.0))
         A = np.maximum(n - 2.0 * s, 0.0)
         eps = _water_fill(cost, v, A / bs, 1.0 / bs)
-        with np.errstate(over="ignore"):  # a tiny b can cost more than float64 holds: inf, never the optimum
-            return cost(v[None, :], eps).sum(axis=1), eps
+        with np.errstate(over="ignore", invalid="ignore"):  # a tiny b can cost more than float64 holds: inf,
+            pay = cost(v[None, :], eps).sum(axis=1)             # never the optimum
+        # where the water-filling could not meet the accuracy (a callable cost's numerical derivative at eps = 1 / b
+        # overflowed, inf - inf), its eps cost next to nothing: that b is infeasible, not the cheapest (a callable
+        # v * expm1(eps) was given that b and missed every K <= 0.1 with a SolverError; the built-in cost was not)
+        met = eps.sum(axis=1) >= (A / bs) * (1.0 - 1e-9)
+        return np.where(met & ~np.isnan(pay), pay, np.inf), eps
 
     grid = b_max * np.linspace(1.0 / 200, 1.0, 200)
     pay, _ = payments(grid)

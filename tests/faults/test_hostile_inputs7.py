@@ -198,3 +198,18 @@ def test_a_callable_privacy_cost_the_designs_do_not_assume_is_refused_naming_its
     assert design_contract([1.0, 2.0], 0.5, cost=lambda v, e: 3 * e**2).accuracy == pytest.approx(0.5)
     linear = design_contract([1.0, 2.0], 0.5, cost=lambda v, e: v * e)
     assert linear.total_payment == pytest.approx(design_contract([1.0, 2.0], 0.5).total_payment, rel=1e-6)
+
+
+def test_a_callable_exponential_cost_gets_the_contract_of_the_built_in_one():
+    from privrelease.contracts import design_contract
+
+    # at a tiny noise b the water-filling's numerical derivative overflowed (inf - inf) and its eps cost next to
+    # nothing: that infeasible b was taken as the cheapest, and every K <= 0.1 ended in a SolverError
+    def exponential(v, e):
+        return v * np.expm1(e)
+
+    ours = design_contract([1.0, 2.0], 0.05, cost=exponential)
+    built_in = design_contract([1.0, 2.0], 0.05, cost="exponential")
+    assert ours.accuracy == pytest.approx(0.05)
+    assert ours.total_payment == pytest.approx(built_in.total_payment, rel=1e-9)
+    np.testing.assert_allclose(ours.a, built_in.a, rtol=1e-6)
