@@ -281,8 +281,12 @@ class RatingsFrame:
         if isinstance(values, dict):
             values = pd.Series(values)
         if not isinstance(values, (pd.Series, pd.DataFrame)):
+            # the module too: a dask Series was "got Series", the very type asked for
+            package = type(values).__module__.split(".")[0]
+            kind = type(values).__name__ if package == "builtins" else f"{package}.{type(values).__name__}"
+            hint = f" (a lazy collection: pass {name}.compute())" if hasattr(values, "compute") else ""
             raise TypeError(f"{name} must be a pandas Series (or DataFrame) indexed by user id, or a dict, got "
-                            f"{type(values).__name__}")
+                            f"{kind}{hint}")
         dup = values.index.duplicated()
         if dup.any():  # pandas' "cannot reindex on an axis with duplicate labels" did not say which
             raise ValueError(f"{name} gives user {values.index[dup][0]!r} more than one value "

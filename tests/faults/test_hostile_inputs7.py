@@ -213,3 +213,19 @@ def test_a_callable_exponential_cost_gets_the_contract_of_the_built_in_one():
     assert ours.accuracy == pytest.approx(0.05)
     assert ours.total_payment == pytest.approx(built_in.total_payment, rel=1e-9)
     np.testing.assert_allclose(ours.a, built_in.a, rtol=1e-6)
+
+
+def test_align_given_a_dask_series_does_not_say_it_got_the_type_it_asked_for():
+    import dask.dataframe as dd
+    import pandas as pd
+
+    from privrelease.recommender import RatingsFrame
+
+    rf = RatingsFrame().fit(pd.DataFrame({"user": ["a", "b"], "item": [1, 1], "rating": [4.0, 2.0]}))
+    labels = pd.Series({"a": 1, "b": 0})
+    # "values must be a pandas Series ..., got Series"
+    with pytest.raises(TypeError, match=r"got dask\.Series \(a lazy collection: pass values\.compute\(\)\)"):
+        rf.align(dd.from_pandas(labels, npartitions=1))
+    with pytest.raises(TypeError, match=r"or a dict, got list$"):
+        rf.align([1, 0])
+    assert rf.align(dd.from_pandas(labels, npartitions=1).compute()).tolist() == [1, 0]
