@@ -229,3 +229,23 @@ def test_align_given_a_dask_series_does_not_say_it_got_the_type_it_asked_for():
     with pytest.raises(TypeError, match=r"or a dict, got list$"):
         rf.align([1, 0])
     assert rf.align(dd.from_pandas(labels, npartitions=1).compute()).tolist() == [1, 0]
+
+
+def test_an_attack_on_a_2d_attribute_that_cannot_fit_names_the_column():
+    import pandas as pd
+
+    from privrelease.evaluation import evaluate_attacks
+
+    rng = np.random.default_rng(0)
+    X = np.where(rng.random((80, 12)) < 0.5, rng.integers(1, 6, (80, 12)), 0).astype(float)
+    a, b = rng.integers(0, 2, 80), rng.integers(0, 2, 80)
+    train = pd.DataFrame({"a": a[:40], "b": np.zeros(40, dtype=int)})      # nobody in training has b = 1
+    kw = dict(models=["logistic"], features=["values"], random_state=0, verbose=0)
+    # "an attacker needs at least two classes ..., got only one class: [0]" named no column
+    with pytest.raises(ValueError, match=r"^column 'b' of the attribute: an attacker needs at least two classes"):
+        evaluate_attacks(X[:40], None, train, X[40:], pd.DataFrame({"a": a[40:], "b": 0}), **kw)
+    with pytest.raises(ValueError, match=r"^the joint attribute \(the tuples of the columns \['a', 'b'\]"):
+        evaluate_attacks(X[:40], None, train, X[40:], pd.DataFrame({"a": a[40:], "b": b[40:]}), **kw)
+    # a 1-D attribute's message is as it was
+    with pytest.raises(ValueError, match=r"^an attacker needs at least two classes"):
+        evaluate_attacks(X[:40], None, np.zeros(40, dtype=int), X[40:], a[40:], **kw)
