@@ -64,8 +64,12 @@ def uniform_full_precision(source, size=None):
 
     Parameters
     ----------
-    source : RandomSource
+    source : None, int, numpy Generator or RandomState, or RandomSource
+        Read by :func:`~privrelease.utils.check_random_source` (``None``: the operating system's entropy),
+        as every ``random_state`` of privrelease.
     size : int or tuple, optional
+        Checked as the samplers' ``size`` (2.5 drew 2 values, ``True`` one, a numpy Generator as ``source``
+        failed with numpy's "low >= high").
 
     Returns
     -------
@@ -85,7 +89,9 @@ def uniform_full_precision(source, size=None):
     >>> bool((u > 0).all() and (u < 1).all())
     True
     """
-    shape = () if size is None else (tuple(size) if np.iterable(size) else (int(size),))
+    source = check_random_source(source)
+    size = _size(size)
+    shape = () if size is None else size
     n = int(np.prod(shape, dtype=np.int64)) if shape else 1
     geo = np.zeros(n, dtype=np.int64)
     pending = np.arange(n)

@@ -249,3 +249,22 @@ def test_an_attack_on_a_2d_attribute_that_cannot_fit_names_the_column():
     # a 1-D attribute's message is as it was
     with pytest.raises(ValueError, match=r"^an attacker needs at least two classes"):
         evaluate_attacks(X[:40], None, np.zeros(40, dtype=int), X[40:], a[40:], **kw)
+
+
+def test_uniform_full_precision_takes_sizes_and_sources_as_every_sampler_does():
+    from privrelease.noise import uniform_full_precision
+    from privrelease.utils import check_random_source
+
+    # 2.5 drew 2 values and True one; a numpy Generator as the source failed with numpy's "low >= high"
+    with pytest.raises(TypeError, match="size must be None, a non-negative integer or a tuple of them, got 2.5"):
+        uniform_full_precision(check_random_source(0), 2.5)
+    with pytest.raises(TypeError, match="got True"):
+        uniform_full_precision(check_random_source(0), True)
+    with pytest.raises(ValueError, match=r"size=10000000000000: the draws would need"):
+        uniform_full_precision(check_random_source(0), 10**13)
+    seeded = uniform_full_precision(check_random_source(0), 5)
+    for source in (0, np.random.default_rng(0)):
+        u = uniform_full_precision(source, 5)
+        assert np.all((u > 0) & (u < 1))
+    np.testing.assert_array_equal(uniform_full_precision(0, 5), seeded)
+    assert uniform_full_precision(None, (2, 3)).shape == (2, 3)      # None: the operating system's entropy
