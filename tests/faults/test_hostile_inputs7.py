@@ -268,3 +268,22 @@ def test_uniform_full_precision_takes_sizes_and_sources_as_every_sampler_does():
         assert np.all((u > 0) & (u < 1))
     np.testing.assert_array_equal(uniform_full_precision(0, 5), seeded)
     assert uniform_full_precision(None, (2, 3)).shape == (2, 3)      # None: the operating system's entropy
+
+
+def test_the_release_sampler_refuses_rows_that_are_not_distributions():
+    from privrelease.utils import check_random_source
+
+    source = check_random_source(0)
+    # a NaN or negative row drew outcome 0, an all-zero row its last outcome: outcomes of probability 0
+    for row, what in (([0.5, np.nan], r"entry \(0, 1\) is np.float64\(nan\)"),
+                      ([1.5, -0.5], r"entry \(0, 1\) is np.float64\(-0.5\)"),
+                      ([0.0, 0.0], r"row 0 sums to np.float64\(0.0\)"),
+                      ([1.7e308, 1.7e308], r"row 0 sums to np.float64\(inf\)")):
+        with pytest.raises(ValueError, match=what):
+            source.categorical(np.array([row]))
+    with pytest.raises(ValueError, match="row 0 sums to"):
+        source.categorical(np.zeros((2, 0)))
+    # distributions (and weights with a positive total) still draw only outcomes of positive probability
+    draws = source.categorical(np.tile([0.0, 0.25, 0.0, 0.25], (2000, 1)))
+    assert set(np.unique(draws)) == {1, 3}
+    assert source.categorical(np.zeros((0, 3))).shape == (0,)
