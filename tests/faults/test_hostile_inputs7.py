@@ -287,3 +287,20 @@ def test_the_release_sampler_refuses_rows_that_are_not_distributions():
     draws = source.categorical(np.tile([0.0, 0.25, 0.0, 0.25], (2000, 1)))
     assert set(np.unique(draws)) == {1, 3}
     assert source.categorical(np.zeros((0, 3))).shape == (0,)
+
+
+def test_a_dclef_over_a_data_range_of_huge_width_is_a_value_error_not_an_overflow_error():
+    from privrelease import DCLEFEstimator
+    from privrelease.auctions import DCLEF
+
+    # its mean squared error (Delta W / 2)^2 + 2 sigma^2 raised Python's OverflowError in the constructor
+    dclef = DCLEF([0.5, 0.5], [0, 1], (0.0, 1e308))
+    assert dclef.distortion == np.inf and dclef.sigma == 5e307
+    with pytest.raises(ValueError, match=r"scale=5e\+307: the noise reaches"):   # its noise would overflow too
+        dclef.sample([0.5, 0.5])
+    rng = np.random.default_rng(0)
+    X, y, costs = rng.normal(size=(30, 3)), rng.uniform(0, 1, 30), rng.uniform(0.1, 1, 30)
+    with pytest.raises(ValueError, match="the noise reaches"):
+        DCLEFEstimator(data_range=(0, 1e308), random_state=0).fit(X, y, unit_costs=costs).predict(X[:3])
+    assert np.all(np.isfinite(
+        DCLEFEstimator(data_range=(0, 1e200), random_state=0).fit(X, y, unit_costs=costs).predict(X[:3])))
