@@ -302,5 +302,12 @@ def test_a_dclef_over_a_data_range_of_huge_width_is_a_value_error_not_an_overflo
     X, y, costs = rng.normal(size=(30, 3)), rng.uniform(0, 1, 30), rng.uniform(0.1, 1, 30)
     with pytest.raises(ValueError, match="the noise reaches"):
         DCLEFEstimator(data_range=(0, 1e308), random_state=0).fit(X, y, unit_costs=costs).predict(X[:3])
+    # the auctions report the same figure (they computed it again, and raised the same OverflowError)
+    from privrelease.auctions import fair_inner_product, ghosh_roth
+
+    assert fair_inner_product([1.0, 2.0, 3.0], [1.0, 1.0, 1.0], 2.0, data_range=(0, 1e308)).distortion == np.inf
+    assert ghosh_roth([1.0, 2.0, 3.0], 2.0, data_range=(0, 1e308)).distortion == np.inf
+    small = fair_inner_product([1.0, 2.0, 3.0], [0.5, 1.0, 2.0], 2.0, data_range=(1, 5))
+    assert small.distortion == pytest.approx(2.25 * 16 * small.residual_weight**2)
     assert np.all(np.isfinite(
         DCLEFEstimator(data_range=(0, 1e200), random_state=0).fit(X, y, unit_costs=costs).predict(X[:3])))
