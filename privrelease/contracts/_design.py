@@ -23,7 +23,7 @@ from scipy.optimize import minimize, minimize_scalar
 
 from ..exceptions import InfeasibleBudgetError, SolverError
 from ..utils import check_number
-from ._mechanism import BiasedLaplaceMechanism
+from ._mechanism import BiasedLaplaceMechanism, _squared_error
 
 __all__ = [
     "Contract",
@@ -364,7 +364,7 @@ def _make_contract(v, a, b, K, cost):
     with np.errstate(divide="ignore", invalid="ignore"):
         eps = np.where(a > 0, a / b, 0.0)
     pay = cost(v, eps)
-    achieved = float((np.sum(1.0 - a) / 2.0) ** 2 + 2.0 * b**2)
+    achieved = _squared_error(np.sum(1.0 - a) / 2.0, b)
     return Contract(valuations=v, a=a, b=float(b), epsilons=eps, payments=pay,
                     total_payment=float(pay.sum()), accuracy=achieved, target_accuracy=K,
                     cost=cost.name)

@@ -311,3 +311,13 @@ def test_a_dclef_over_a_data_range_of_huge_width_is_a_value_error_not_an_overflo
     assert small.distortion == pytest.approx(2.25 * 16 * small.residual_weight**2)
     assert np.all(np.isfinite(
         DCLEFEstimator(data_range=(0, 1e200), random_state=0).fit(X, y, unit_costs=costs).predict(X[:3])))
+
+
+def test_the_biased_laplace_mechanisms_error_beyond_float64_is_inf_not_an_overflow_error():
+    from privrelease.contracts import BiasedLaplaceMechanism
+
+    mech = BiasedLaplaceMechanism([1.0, 0.5], b=1e200, random_state=0)
+    # bias^2 + 2 b^2 raised Python's OverflowError: (34, 'Numerical result out of range')
+    assert mech.accuracy == np.inf and mech.mse([0.1, 0.2]) == np.inf
+    small = BiasedLaplaceMechanism([1.0, 0.5], b=0.5, random_state=0)
+    assert small.accuracy == pytest.approx(0.25**2 + 0.5) and small.mse([0.0, 0.0]) == pytest.approx(0.5625)
