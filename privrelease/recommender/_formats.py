@@ -183,6 +183,9 @@ class RatingsFrame:
         self
         """
         self._check_frame(ratings)
+        if len(ratings) == 0:  # a converter of no user: align then failed with an IndexError, a mapper on 0 rows
+            raise ValueError(f"ratings holds no rating (0 rows, columns {list(ratings.columns)!r}); the id mappings "
+                             "are learnt from at least one (user, item, rating) row")
         self.user_ids_ = self._index(ratings[self.user].to_numpy(), "user")
         self.item_ids_ = self._index(ratings[self.item].to_numpy(), "item")
         return self

@@ -165,6 +165,14 @@ def _ratings_and_labels():
     return R, np.array([0, 1] * 10)
 
 
+def _ratings_frame_empty():
+    import pandas as pd
+
+    from privrelease.recommender import RatingsFrame
+
+    return RatingsFrame().fit(pd.DataFrame({"user": [], "item": [], "rating": []}))
+
+
 def _ratings_frame_two_rating_columns():
     import pandas as pd
 
@@ -405,6 +413,8 @@ def _catalogue():
         ("noise", "Laplace(scale=1e308, snapping_bound=1.7e308) (the snapping grid overflows)",
          lambda: Laplace(scale=1e308, snapping_bound=1.7e308), ValueError, "1e+308"),
         # --- utils
+        ("utils", "check_random_source(0).categorical([[0.5, nan]])",
+         lambda: check_random_source(0).categorical(np.array([[0.5, np.nan]])), ValueError, "nan"),
         ("utils", "check_random_source(-1)", lambda: check_random_source(-1), ValueError, "-1"),
         ("utils", "check_random_source('seed')", lambda: check_random_source("seed"), TypeError, "'seed'"),
         ("utils", "check_number(float('nan'), 'epsilon')", lambda: check_number(float("nan"), "epsilon"),
@@ -496,6 +506,8 @@ def _catalogue():
          lambda: _ratings_frame_fit([[1, 2], [3]]), TypeError, "[1, 2]"),
         ("recommender", "RatingsFrame().fit(df with two columns named 'rating')",
          _ratings_frame_two_rating_columns, ValueError, "'rating'"),
+        ("recommender", "RatingsFrame().fit(a frame of no rating)",
+         _ratings_frame_empty, ValueError, "0 rows"),
         ("recommender", "SurpriseRecommender(algo_params={'lr_all': 1e10}).fit(X) (diverges)",
          lambda: SurpriseRecommender(algo_params={"lr_all": 1e10}, random_state=0).fit(_ratings_and_labels()[0]),
          ValueError, "10000000000.0"),

@@ -321,3 +321,17 @@ def test_the_biased_laplace_mechanisms_error_beyond_float64_is_inf_not_an_overfl
     assert mech.accuracy == np.inf and mech.mse([0.1, 0.2]) == np.inf
     small = BiasedLaplaceMechanism([1.0, 0.5], b=0.5, random_state=0)
     assert small.accuracy == pytest.approx(0.25**2 + 0.5) and small.mse([0.0, 0.0]) == pytest.approx(0.5625)
+
+
+def test_a_ratings_frame_fitted_on_no_rating_is_refused_at_fit():
+    import pandas as pd
+
+    from privrelease.recommender import RatingsFrame
+
+    df = pd.DataFrame({"user": ["a", "b"], "item": [1, 1], "rating": [4.0, 2.0]})
+    # a converter of no user was fitted; its align then failed with "IndexError: index 0 is out of bounds"
+    with pytest.raises(ValueError, match=r"ratings holds no rating \(0 rows"):
+        RatingsFrame().fit(df.iloc[:0])
+    rf = RatingsFrame().fit(df)
+    assert rf.to_matrix(df.iloc[:0]).nnz == 0          # a fitted converter still reads an empty frame
+    assert rf.from_matrix(rf.to_matrix(df.iloc[:0])).empty
