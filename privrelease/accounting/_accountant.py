@@ -43,6 +43,15 @@ __all__ = [
 _RTOL = 1e-12
 
 
+def _exceeds(amount, bound):
+    """``amount > bound`` beyond the relative slack ``_RTOL`` (float round-off of sums).
+
+    Written as a difference: ``bound * (1 + _RTOL)`` overflowed to inf for a bound within
+    ``1e-12`` of the largest float, and then no amount, not even an infinite one, exceeded it.
+    """
+    return amount > bound and amount - bound > _RTOL * bound
+
+
 def _check_epsilon(value, name="epsilon"):
     """A real number >= 0 (inf allowed; an int beyond float64, 10**400, is inf), by ``check_number``."""
     return check_number(value, name, low=0.0, allow_inf=True)
@@ -174,7 +183,7 @@ class PrivacyAccountant:
         """
         epsilon = _check_epsilon(epsilon)
         total = self.spent + epsilon
-        if total > self.epsilon * (1 + _RTOL):
+        if _exceeds(total, self.epsilon):
             raise BudgetExceededError(
                 f"release refused: it would spend epsilon = {epsilon:.6g} but only "
                 f"{self.remaining():.6g} of the budget epsilon = {self.epsilon:g} remains "
@@ -239,7 +248,7 @@ class PrivacyAccountant:
             top = float(eps_i.max()) if eps_i.size else 0.0
             if epsilon is None:
                 epsilon = top
-            elif top > _check_epsilon(epsilon) * (1 + _RTOL):
+            elif _exceeds(top, _check_epsilon(epsilon)):
                 raise ValueError(f"an individual receives eps = {top:.6g}, more than the "
                                  f"release's epsilon = {epsilon:.6g}")
         elif epsilon is None:

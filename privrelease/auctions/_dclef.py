@@ -251,7 +251,9 @@ class DCLEF:
         with np.errstate(divide="ignore", invalid="ignore"):
             eps = np.where(sens > 0, sens / self.sigma if self.sigma > 0 else np.inf, 0.0)
         self.epsilons = eps
-        self.distortion = float((self.delta * self.residual_weight / 2.0) ** 2 + 2.0 * self.sigma**2)
+        with np.errstate(over="ignore"):  # an MSE beyond float64 is inf (Python's float ** raised OverflowError)
+            self.distortion = float(np.float64(self.delta * self.residual_weight / 2.0) ** 2
+                                    + 2.0 * np.float64(self.sigma) ** 2)
 
     @property
     def discrete(self):

@@ -117,8 +117,9 @@ class AuctionResult:
 
     @property
     def distortion(self):
-        low, high = self.data_range
-        return 2.25 * (high - low) ** 2 * self.residual_weight**2
+        """Mean squared error of the released DCLEF, ``2.25 Delta^2 W^2`` (``inf`` beyond float64: Python's float
+        power raised OverflowError for a data range of width 1e308); the DCLEF computes it."""
+        return self.to_dclef().distortion
 
     @property
     def total_payment(self):

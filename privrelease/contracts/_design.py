@@ -23,7 +23,7 @@ from scipy.optimize import minimize, minimize_scalar
 
 from ..exceptions import InfeasibleBudgetError, SolverError
 from ..utils import check_number
-from ._mechanism import BiasedLaplaceMechanism
+from ._mechanism import BiasedLaplaceMechanism, _squared_error
 
 __all__ = [
     "Contract",
@@ -52,10 +52,58 @@ class _Cost:
         self._deriv = deriv
         self._inv = inv_deriv
 
+    def _evaluate(self, v, eps):
+        """``fn(v, eps)`` as a float array of the broadcast shape of ``v`` and ``eps``, or an error naming the cost
+        (a callable returning a string or an array of another shape failed inside numpy, naming neither)."""
+        with np.errstate(over="ignore", invalid="ignore"):  # inf at a large eps is the right answer, as built in
+            out = self.fn(v, eps)
+        shape = np.broadcast_shapes(np.shape(v), np.shape(eps))
+        kind = np.asarray(out).dtype.kind
+        if kind not in "biuf":
+            raise TypeError(f"cost {self.name}(v, eps) must return real numbers, got {out!r:.80} "
+                            f"(dtype {np.asarray(out).dtype})")
+        try:
+            return np.broadcast_to(np.asarray(out, dtype=float), shape)
+        except ValueError:
+            raise ValueError(f"cost {self.name}(v, eps) must work elementwise (return an array of the shape of its "
+                             f"arguments, {shape}), got shape {np.shape(out)}") from None
+
+    def check_shape(self, v, K):
+        """Refuse a callable cost that is not increasing in ``v`` and ``eps`` or not convex in ``eps``.
+
+        The designs assume both (Section 3): a cost decreasing in ``eps`` gave a contract buying
+        ``eps = 400`` for a payment of 1e-174, and a concave one a SolverError. Probed at the valuations ``v``
+        on a grid of ``eps`` around the unbiased contract's ``sqrt(2 / K)``; the built-in costs are exact.
+        """
+        if self.builtin:
+            return
+        vs = np.unique(np.asarray(v, dtype=float))
+        vs = vs[np.unique(np.linspace(0, vs.size - 1, min(vs.size, 16)).round().astype(int))]
+        eps = np.concatenate([[0.0], np.sqrt(2.0 / K) * np.geomspace(1e-3, 10.0, 24)])
+        with np.errstate(all="ignore"):
+            c = self(vs[:, None], eps[None, :])
+            slopes = np.diff(c, axis=1) / np.diff(eps)[None, :]
+        top = np.max(np.abs(c[np.isfinite(c)]), initial=0.0)
+        tol = 1e-9 * max(top, np.finfo(float).tiny)
+        checks = (("decreasing in eps", np.diff(c, axis=1) < -tol, lambda i, j: (vs[i], eps[j + 1], vs[i], eps[j])),
+                  ("decreasing in v", np.diff(c, axis=0) < -tol, lambda i, j: (vs[i + 1], eps[j], vs[i], eps[j])),
+                  ("not convex in eps", np.diff(slopes, axis=1) < -tol * np.max(1.0 / np.diff(eps)),
+                   lambda i, j: None))
+        for what, bad, where in checks:
+            if not np.any(bad):  # (a comparison with NaN, inf - inf, is False: an overflowing cost passes)
+                continue
+            i, j = np.argwhere(bad)[0]
+            at = where(i, j)
+            detail = (f": cost({at[0]:.6g}, {at[1]:.6g}) = {self(at[0], at[1]):.6g} < cost({at[2]:.6g}, {at[3]:.6g}) "
+                      f"= {self(at[2], at[3]):.6g}" if at is not None else
+                      f": its slope in eps falls after eps = {eps[j + 1]:.6g} at v = {vs[i]:.6g}")
+            raise ValueError(f"cost {self.name}(v, eps) is {what}{detail}; a privacy cost must be increasing in v and "
+                             "eps and convex in eps, with cost(v, 0) = 0 (the designs assume it)")
+
     def __call__(self, v, eps):
         v = np.asarray(v, dtype=float)
         eps = np.asarray(eps, dtype=float)
-        out = np.where(eps > 0, self.fn(v, np.where(eps > 0, eps, 0.0)), 0.0)
+        out = np.where(eps > 0, self._evaluate(v, np.where(eps > 0, eps, 0.0)), 0.0)
         bad = np.isnan(out) | (out < 0)
         if np.any(bad):
             # a callable cost returning NaN gave a contract paying 0 with a = 0 and no error
@@ -71,7 +119,8 @@ class _Cost:
             return self._deriv(v, eps)
         h = 1e-6 * np.maximum(1.0, eps)
         lo = np.maximum(eps - h, 0.0)
-        return (self.fn(v, eps + h) - self.fn(v, lo)) / (eps + h - lo)
+        with np.errstate(invalid="ignore"):  # inf - inf where the cost overflows: an infeasible b (see payments)
+            return (self._evaluate(v, eps + h) - self._evaluate(v, lo)) / (eps + h - lo)
 
     def inv_deriv(self, v, mu, upper):
         """``eps in [0, upper]`` with ``deriv(v, eps) = mu`` (clipped at the ends)."""
@@ -315,7 +364,7 @@ def _make_contract(v, a, b, K, cost):
     with np.errstate(divide="ignore", invalid="ignore"):
         eps = np.where(a > 0, a / b, 0.0)
     pay = cost(v, eps)
-    achieved = float((np.sum(1.0 - a) / 2.0) ** 2 + 2.0 * b**2)
+    achieved = _squared_error(np.sum(1.0 - a) / 2.0, b)
     return Contract(valuations=v, a=a, b=float(b), epsilons=eps, payments=pay,
                     total_payment=float(pay.sum()), accuracy=achieved, target_accuracy=K,
                     cost=cost.name)
@@ -439,8 +488,13 @@ def _numeric_full_info(v, K, cost):
         s = np.sqrt(np.maximum(K - 2.0 * bs**2, 0.0))
         A = np.maximum(n - 2.0 * s, 0.0)
         eps = _water_fill(cost, v, A / bs, 1.0 / bs)
-        with np.errstate(over="ignore"):  # a tiny b can cost more than float64 holds: inf, never the optimum
-            return cost(v[None, :], eps).sum(axis=1), eps
+        with np.errstate(over="ignore", invalid="ignore"):  # a tiny b can cost more than float64 holds: inf,
+            pay = cost(v[None, :], eps).sum(axis=1)             # never the optimum
+        # where the water-filling could not meet the accuracy (a callable cost's numerical derivative at eps = 1 / b
+        # overflowed, inf - inf), its eps cost next to nothing: that b is infeasible, not the cheapest (a callable
+        # v * expm1(eps) was given that b and missed every K <= 0.1 with a SolverError; the built-in cost was not)
+        met = eps.sum(axis=1) >= (A / bs) * (1.0 - 1e-9)
+        return np.where(met & ~np.isnan(pay), pay, np.inf), eps
 
     grid = b_max * np.linspace(1.0 / 200, 1.0, 200)
     pay, _ = payments(grid)
@@ -519,6 +573,7 @@ def design_contract(valuations, accuracy, cost="linear"):
     K = _check_accuracy(accuracy)
     cost = _resolve_cost(cost)
     _check_payable(v, K, cost, name="valuations")
+    cost.check_shape(v, K)
     n = v.size
     if K >= n * n / 4.0:
         out = _make_contract(v, np.zeros(n), np.sqrt((K - n * n / 4.0) / 2.0), K, cost)
@@ -725,6 +780,7 @@ def design_menu(v_low, v_high, prob_high, accuracy, *, option=1, cost="linear"):
     cost = _resolve_cost(cost)
     if option in (1, 2) and not isinstance(option, bool):
         _check_payable(np.array([vh]), K, cost, name="v_high", menu_option=option)
+    cost.check_shape(np.array([vl, vh]), K)
     q_min = 0.0 if option == 1 else 0.25
     if K <= q_min:
         raise InfeasibleBudgetError(

@@ -31,6 +31,13 @@ def _check_weights(a):
     return a
 
 
+def _squared_error(bias, b):
+    """``bias^2 + 2 b^2``, the mean squared error of a Laplace release of scale ``b``: ``inf`` beyond float64
+    (Python's float power raised OverflowError for ``b = 1e200``)."""
+    with np.errstate(over="ignore"):
+        return float(np.float64(bias) ** 2 + 2.0 * np.float64(b) ** 2)
+
+
 class BiasedLaplaceMechanism:
     r"""``A_new(D) = sum_i a_i d_i + sum_i (1 - a_i) / 2 + Lap(b)`` for the sum query.
 
@@ -113,7 +120,7 @@ class BiasedLaplaceMechanism:
     @property
     def accuracy(self):
         """Worst-case MSE ``K = (sum_i (1 - a_i) / 2)^2 + 2 b^2``."""
-        return float(self.max_bias**2 + 2.0 * self.b**2)
+        return _squared_error(self.max_bias, self.b)
 
     def _check_data(self, d):
         d = _real_array(d, "data")
@@ -131,7 +138,7 @@ class BiasedLaplaceMechanism:
 
     def mse(self, d):
         """Mean squared error at ``D``: ``bias(D)^2 + 2 b^2`` (at most :attr:`accuracy`)."""
-        return self.bias(d) ** 2 + 2.0 * self.b**2
+        return _squared_error(self.bias(d), self.b)
 
     def release(self, d, size=None):
         """Answer the sum query on ``d`` (``size`` independent answers if given)."""

@@ -16,6 +16,7 @@ Two threat models matter (see :func:`evaluate_attacks`):
   only fools the fixed attacker has not removed the information.
 """
 
+import contextlib
 from dataclasses import dataclass, field
 import warnings
 
@@ -339,6 +340,19 @@ def attack(X_train, y_train, X_test, y_test, *, model="logistic", features="valu
         X_train, y_train).evaluate(X_test, y_test)
 
 
+@contextlib.contextmanager
+def _naming_target(target, columns):
+    """Say which target of a 2-D attribute a label error is about ("got only one class: [0]" named no column)."""
+    try:
+        yield
+    except ValueError as exc:
+        if target == "attribute":
+            raise
+        what = (f"the joint attribute (the tuples of the columns {columns!r}, numbered by joint_attribute)"
+                if target == "joint" else f"column {target!r} of the attribute")
+        raise ValueError(f"{what}: {exc}") from exc
+
+
 def evaluate_attacks(X_train_original, X_train_released, y_train, X_test_released, y_test, *,
                      models=ATTACK_MODELS, features=ATTACK_FEATURES, fixed_attackers=None,
                      random_state=None, attribute_names=None, verbose=1):
@@ -404,20 +418,21 @@ def evaluate_attacks(X_train_original, X_train_released, y_train, X_test_release
         name = m if isinstance(m, str) else type(m).__name__
         for target, ytr, yte in targets:
             key = (name, f) if target in ("attribute", "joint") else (name, f, target)
-            fixed = fixed_attackers.get(key)
-            if fixed is None:
-                fixed = InferenceAttack(model=m, features=f, random_state=seed).fit(X_train_original, ytr)
-                fixed_attackers[key] = fixed
-            res = fixed.evaluate(X_test_released, yte)
-            results[("fixed",) + key] = res
-            rows.append({"target": target, "attacker": "fixed", "model": name, "features": f,
-                         **res.as_dict()})
-            if X_train_released is not None:
-                adaptive = InferenceAttack(model=m, features=f, random_state=seed).fit(X_train_released, ytr)
-                res = adaptive.evaluate(X_test_released, yte)
-                results[("adaptive",) + key] = res
-                rows.append({"target": target, "attacker": "adaptive", "model": name, "features": f,
+            with _naming_target(target, [t for t, _, _ in targets[1:]]):
+                fixed = fixed_attackers.get(key)
+                if fixed is None:
+                    fixed = InferenceAttack(model=m, features=f, random_state=seed).fit(X_train_original, ytr)
+                    fixed_attackers[key] = fixed
+                res = fixed.evaluate(X_test_released, yte)
+                results[("fixed",) + key] = res
+                rows.append({"target": target, "attacker": "fixed", "model": name, "features": f,
                              **res.as_dict()})
+                if X_train_released is not None:
+                    adaptive = InferenceAttack(model=m, features=f, random_state=seed).fit(X_train_released, ytr)
+                    res = adaptive.evaluate(X_test_released, yte)
+                    results[("adaptive",) + key] = res
+                    rows.append({"target": target, "attacker": "adaptive", "model": name, "features": f,
+                                 **res.as_dict()})
     results["fixed_attackers"] = fixed_attackers
     table = pd.DataFrame(rows)
     if len(targets) > 1:

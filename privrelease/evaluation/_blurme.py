@@ -24,7 +24,7 @@ from ..utils import check_random_source, restore_sparse_format
 from ..utils._constraints import RANDOM_STATE_CONSTRAINT, NumberInterval
 from ..utils._threads import single_threaded_blas
 from ..utils._validation import (canonical_sparse, check_same_index, check_table, is_sparse_frame,
-                                 ratings_in_dtype, sparse_frame_like)
+                                 nullable_numpy_dtype, ratings_in_dtype, sparse_frame_like)
 from ._targets import check_attribute, joint_attribute
 
 __all__ = ["BlurMe", "BlurMore"]
@@ -217,9 +217,11 @@ class BlurMe(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         fmt = ("frame", X) if is_sparse_frame(X) else fmt
         check_table(X)
         _refuse_nan_ratings(X)
-        # dtype="numeric" keeps the caller's dtype (integer ratings came back as float64 means)
+        # dtype="numeric" keeps the caller's dtype (integer ratings came back as float64 means); scikit-learn
+        # reads an Int64 frame as float64, so its integer dtype is taken before
+        nullable = nullable_numpy_dtype(X)
         X = validate_data(self, X, reset=False, accept_sparse="csr", dtype="numeric", ensure_all_finite=True)
-        dtype = X.dtype
+        dtype = X.dtype if nullable is None else nullable
         Xs = canonical_sparse(sp.csr_matrix(X, dtype=np.float64, copy=True))
         Xs.sort_indices()
         return Xs, fmt, dtype

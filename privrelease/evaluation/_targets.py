@@ -92,11 +92,14 @@ def joint_attribute(y):
     -------
     codes : ndarray of int64 of shape (n_samples,)
         ``codes[u] == codes[v]`` exactly when users ``u`` and ``v`` have the same
-        value in every column. The codes enumerate the tuples in lexicographic
-        order of the columns' sorted values (mixed radix).
+        value in every column. The codes number the distinct tuples that occur,
+        ``0, 1, ...``, in lexicographic order of the columns' sorted values.
     tuples : list of tuple
-        ``tuples[c]`` is the tuple of column values of code ``c`` (every
-        combination of the columns' values, seen or not).
+        ``tuples[c]`` is the tuple of column values of code ``c``: one per
+        distinct row of ``y`` (at most ``n_samples``, whatever the number of
+        columns; enumerating every combination of the columns' values, as
+        before, took memory exponential in the number of columns and wrapped
+        the int64 codes around past 2**63 combinations).
 
     Examples
     --------
@@ -104,7 +107,7 @@ def joint_attribute(y):
     >>> from privrelease.evaluation import joint_attribute
     >>> codes, tuples = joint_attribute(np.array([["f", "young"], ["m", "old"], ["f", "old"]]))
     >>> codes.tolist(), tuples
-    ([1, 2, 0], [('f', 'old'), ('f', 'young'), ('m', 'old'), ('m', 'young')])
+    ([1, 2, 0], [('f', 'old'), ('f', 'young'), ('m', 'old')])
     """
     Y = np.asarray(y, dtype=object) if not isinstance(y, np.ndarray) else y
     if hasattr(y, "to_numpy"):
@@ -114,16 +117,17 @@ def joint_attribute(y):
     if undisclosed_mask(Y.ravel()).any():
         raise ValueError("joint_attribute needs every label disclosed; the attribute holds undisclosed markers "
                          "(-1, '-1', None, NaN, pd.NA or '')")
-    codes = np.zeros(Y.shape[0], dtype=np.int64)
+    column_codes = np.empty(Y.shape, dtype=np.int64)
     uniques = []
     for k in range(Y.shape[1]):
         u, inv = np.unique(Y[:, k], return_inverse=True)
         uniques.append(u.tolist())
-        codes = codes * u.size + inv.ravel()
-    tuples = [()]
-    for u in uniques:
-        tuples = [t + (v,) for t in tuples for v in u]
-    return codes, tuples
+        column_codes[:, k] = inv.ravel()
+    if Y.shape[0] == 0:
+        return np.zeros(0, dtype=np.int64), []
+    rows, codes = np.unique(column_codes, axis=0, return_inverse=True)  # lexicographic, as the values
+    tuples = [tuple(uniques[k][c] for k, c in enumerate(row)) for row in rows.tolist()]
+    return codes.ravel().astype(np.int64), tuples
 
 
 def attribute_targets(y_train, y_test, names=None):
@@ -134,6 +138,12 @@ def attribute_targets(y_train, y_test, names=None):
     codes agree; ``-1``, undisclosed, for a user who hides any column)
     followed by one target per column (``names``, default ``attr0, attr1, ...``).
     """
+    train_columns, test_columns = getattr(y_train, "columns", None), getattr(y_test, "columns", None)
+    if train_columns is not None and test_columns is not None and list(train_columns) != list(test_columns):
+        # the columns are paired by position: swapped columns of one value set were scored against each other
+        raise ValueError(f"y_test's columns {list(test_columns)!r} are not y_train's {list(train_columns)!r}; the "
+                         "columns are paired by position: give y_test y_train's columns in the same order "
+                         "(y_test[y_train.columns])")
     y_train, y_test = np.asarray(y_train), np.asarray(y_test)
     if y_train.ndim == 1:
         return [("attribute", y_train, y_test)]
@@ -142,6 +152,8 @@ def attribute_targets(y_train, y_test, names=None):
         raise ValueError(f"y_train has {n_cols} attribute column(s) but y_test has shape {y_test.shape}")
     names = list(names) if names is not None else [f"attr{k}" for k in range(n_cols)]
     both = np.concatenate([y_train.astype(object), y_test.astype(object)], axis=0)
+    for k in range(n_cols):  # one kind of label per column ('1' in y_test beside 1 in y_train: numpy's '<' failed)
+        check_private_labels(both[:, k], both.shape[0], name=f"column {names[k]!r} of y_train and y_test together")
     hidden = np.logical_or.reduce([undisclosed_mask(both[:, k]) for k in range(n_cols)])
     codes = np.full(both.shape[0], -1, dtype=np.int64)  # a user hiding any column hides the joint
     if not hidden.all():

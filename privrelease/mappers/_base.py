@@ -1037,6 +1037,13 @@ def _label_columns(y, n_samples):
         arr = np.asarray(y)
     except (TypeError, ValueError):
         return None
-    if arr.ndim != 2 or arr.shape[1] < 2 or arr.shape[0] != n_samples:
-        return None  # 1-D, one column, or a shape check_private_labels reports
+    if arr.ndim > 2:  # check_private_labels' "y must be 1-D" hid that a 2-D y is allowed
+        raise ValueError(f"y must be 1-D (one label per user) or 2-D (one row per user, one column per private "
+                         f"attribute), got shape {arr.shape}")
+    if arr.ndim != 2 or arr.shape[1] < 2 or (arr.shape[0] == 1 and n_samples != 1):
+        return None  # 1-D, one column, or one row of labels (check_private_labels ravels both)
+    if arr.shape[0] != n_samples:
+        hint = " (it looks transposed: pass y.T)" if arr.shape[1] == n_samples else ""
+        raise ValueError(f"y has {arr.shape[0]} rows but X has {n_samples} users; a 2-D y holds one row per user "
+                         f"and one column per private attribute{hint}")
     return [arr[:, j] for j in range(arr.shape[1])]

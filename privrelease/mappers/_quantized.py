@@ -16,7 +16,7 @@ from ..utils import check_random_source
 from ..utils._constraints import NumberInterval
 from ..utils._threads import single_thread
 from ..utils._validation import (as_float_if_object, canonical_sparse, check_table, is_sparse_frame,
-                                 ratings_in_dtype, sparse_frame_like)
+                                 nullable_numpy_dtype, ratings_in_dtype, sparse_frame_like)
 from . import _dask
 from ._base import (PriorEstimate, _BaseMapper, _matrix, _refuse_long_form, _refuse_nan_ratings, _refuse_surprise_data,
                     _row_stochastic, stack_marginal_priors)
@@ -881,10 +881,12 @@ class QuantizedPrivacyMapper(_BaseMapper):
         fmt = X.format if sp.issparse(X) else None
         if fmt is not None and fmt not in ("csr", "csc"):
             X = X.tocsr()
+        nullable = nullable_numpy_dtype(X)  # scikit-learn reads an Int64 frame as float64
         X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype="numeric", reset=reset)
         X = as_float_if_object(X)  # a DataFrame of categorical columns stays object (scipy refused it deep inside)
         X = canonical_sparse(X)  # a pair stored twice counted twice (negative distances), a stored 0 as a rating
-        dtype = X.dtype  # the release's (float16 included: computed in float64, released as float16)
+        # the release's (float16 included: computed in float64, released as float16)
+        dtype = X.dtype if nullable is None else nullable
         if X.dtype == np.float16:  # scipy's sparse kernels refuse float16: compute in float64
             X = X.astype(np.float64)
         data = X.data if sp.issparse(X) else X

@@ -64,8 +64,12 @@ def uniform_full_precision(source, size=None):
 
     Parameters
     ----------
-    source : RandomSource
+    source : None, int, numpy Generator or RandomState, or RandomSource
+        Read by :func:`~privrelease.utils.check_random_source` (``None``: the operating system's entropy),
+        as every ``random_state`` of privrelease.
     size : int or tuple, optional
+        Checked as the samplers' ``size`` (2.5 drew 2 values, ``True`` one, a numpy Generator as ``source``
+        failed with numpy's "low >= high").
 
     Returns
     -------
@@ -85,7 +89,9 @@ def uniform_full_precision(source, size=None):
     >>> bool((u > 0).all() and (u < 1).all())
     True
     """
-    shape = () if size is None else (tuple(size) if np.iterable(size) else (int(size),))
+    source = check_random_source(source)
+    size = _size(size)
+    shape = () if size is None else size
     n = int(np.prod(shape, dtype=np.int64)) if shape else 1
     geo = np.zeros(n, dtype=np.int64)
     pending = np.arange(n)
@@ -105,6 +111,39 @@ def _size(size):
     shape = check_size(size)
     check_allocation(math.prod(shape), f"size={size!r}: the draws")
     return None if size is None else shape
+
+
+#: The largest standard normal :meth:`RandomSource.normal` can draw: Box-Muller's radius
+#: ``sqrt(-2 log u)`` at its smallest uniform ``u = 2**-54``, about 8.65.
+_NORMAL_REACH = math.sqrt(2.0 * 54 * math.log(2.0))
+#: The largest ``|X1 X2 + X3 X4|`` of :func:`_standard_laplace` (about 149.7 scale units).
+_LAPLACE_REACH = 2.0 * _NORMAL_REACH**2
+
+
+def _gamma_reach(shape):
+    """The largest Gamma(``shape``, 1) draw of :meth:`RandomSource.gamma` (Marsaglia and Tsang: ``d (1 + c x)**3``
+    with ``|x| <= _NORMAL_REACH``; shapes below 1 are boosted to ``shape + 1``, then shrunk by ``U**(1/shape)``)."""
+    d = max(shape, 1.0) + (1.0 if shape < 1 else 0.0) - 1.0 / 3.0
+    return d * (1.0 + _NORMAL_REACH / math.sqrt(9.0 * d)) ** 3
+
+
+def _check_reach(scale, reach, value_bound=0.0, *, what):
+    """Refuse a noise scale (and values) whose noisy release could overflow float64 (an infinite release).
+
+    The samplers' draws are bounded (``reach`` scale units: :data:`_LAPLACE_REACH`, :func:`_gamma_reach`), so
+    ``value_bound + scale * reach`` finite means no draw can overflow. ``laplace_noise(1e308)`` used to release
+    inf (with a numpy RuntimeWarning at most). The check depends on the scale and the value's magnitude, never on
+    a draw.
+    """
+    if math.isfinite(value_bound + scale * reach):
+        return scale
+    largest = (_MAX_FLOAT - value_bound) / reach
+    raise ValueError(f"{what}: the noise reaches {reach:.4g} times its scale {scale:.6g}, so the release could "
+                     f"overflow float64 (an infinite value); expected a scale <= {largest:.4g}"
+                     + (f" for values of magnitude {value_bound:.6g}" if value_bound else ""))
+
+
+_MAX_FLOAT = float(np.finfo(np.float64).max)
 
 
 def _standard_laplace(source, size):
@@ -183,6 +222,9 @@ class Laplace:
                 _warn_infinite_epsilon("Laplace")
         else:
             self.scale = check_number(scale, "scale", low=0)
+        if snapping_bound is None:  # snapping clamps its output to [-B, B]
+            _check_reach(self.scale, _LAPLACE_REACH, what=(
+                f"scale={scale!r}" if epsilon is None else f"epsilon={epsilon!r} with sensitivity={sensitivity!r}"))
         self.epsilon = epsilon
         self.sensitivity = sensitivity
         self.snapping_bound = None
@@ -193,6 +235,11 @@ class Laplace:
                 raise ValueError(
                     f"snapping needs scale < snapping_bound, got scale={self.scale!r} and "
                     f"snapping_bound={self.snapping_bound!r}"
+                )
+            if self.scale > 2.0**1023:  # the grid 2**ceil(log2(scale)) was inf: every release NaN
+                raise ValueError(
+                    f"snapping rounds to a grid of spacing 2**ceil(log2(scale)), which overflows float64 for "
+                    f"scale={self.scale!r}; expected a scale <= 2**1023 (8.98846567e+307)"
                 )
         self._source = check_random_source(random_state)
 
@@ -214,6 +261,8 @@ class Laplace:
         if self.snapping_bound is None:
             if self.scale == 0:
                 return value[()]
+            _check_reach(self.scale, _LAPLACE_REACH, float(np.max(np.abs(value), initial=0.0)),
+                         what="value + noise")
             return (value + self.scale * _standard_laplace(self._source, value.shape or None))[()]
         B = self.snapping_bound
         lam = self.scale
@@ -223,8 +272,9 @@ class Laplace:
         shape = value.shape or None
         sign = np.where(self._source.integers(2, shape) == 0, -1.0, 1.0)
         u = uniform_full_precision(self._source, shape)
-        noisy = np.clip(value, -B, B) + sign * lam * (-np.log(u))
-        return np.clip(grid * np.round(noisy / grid), -B, B)[()]
+        with np.errstate(over="ignore"):  # a noisy value beyond float64 is +-inf, which the clamp takes to +-B
+            noisy = np.clip(value, -B, B) + sign * lam * (-np.log(u))
+            return np.clip(grid * np.round(noisy / grid), -B, B)[()]
 
     def variance(self):
         """Variance of the noise, ``2 * scale**2`` (without snapping)."""
@@ -290,6 +340,8 @@ class VectorLaplace:
         self.epsilon = check_number(epsilon, "epsilon", low=0, low_inclusive=False, allow_inf=True)
         self.sensitivity = check_number(sensitivity, "sensitivity", low=0)
         self.scale = _noise_scale(self.sensitivity, self.epsilon)
+        _check_reach(self.scale, _gamma_reach(self.dimension),
+                     what=f"epsilon={epsilon!r} with sensitivity={sensitivity!r} in dimension {self.dimension}")
         if np.isinf(self.epsilon):
             _warn_infinite_epsilon("VectorLaplace")
         self._source = check_random_source(random_state)

@@ -109,8 +109,16 @@ class RatingsFrame:
                             f"{type(ratings).__name__}")
         missing = [c for c in (self.user, self.item, self.rating) if c not in ratings.columns]
         if missing:
-            raise ValueError(f"ratings has no column(s) {missing!r}; its columns are {list(ratings.columns)!r} "
-                             f"(set user=, item=, rating= to name them)")
+            in_index = [c for c in missing if c in ratings.index.names]
+            hint = (f"; {in_index!r} {'is an index level' if len(in_index) == 1 else 'are index levels'}: "
+                    "pass ratings.reset_index()" if in_index else " (set user=, item=, rating= to name them)")
+            raise ValueError(f"ratings has no column(s) {missing!r}; its columns are {list(ratings.columns)!r}{hint}")
+        for c in (self.user, self.item, self.rating):
+            selected = ratings[c]
+            if isinstance(selected, pd.DataFrame):  # pandas then failed with "The truth value of a Series is ambiguous"
+                raise ValueError(f"ratings[{c!r}] selects {selected.shape[1]} column(s) {list(selected.columns)!r} (a "
+                                 "column name given twice, or the first level of column names in several levels); "
+                                 "expected one column each for the user, the item and the rating")
         for col in (self.user, self.item):
             if ratings[col].isna().any():
                 row = int(np.flatnonzero(ratings[col].isna().to_numpy())[0])
@@ -175,6 +183,9 @@ class RatingsFrame:
         self
         """
         self._check_frame(ratings)
+        if len(ratings) == 0:  # a converter of no user: align then failed with an IndexError, a mapper on 0 rows
+            raise ValueError(f"ratings holds no rating (0 rows, columns {list(ratings.columns)!r}); the id mappings "
+                             "are learnt from at least one (user, item, rating) row")
         self.user_ids_ = self._index(ratings[self.user].to_numpy(), "user")
         self.item_ids_ = self._index(ratings[self.item].to_numpy(), "item")
         return self
@@ -273,8 +284,12 @@ class RatingsFrame:
         if isinstance(values, dict):
             values = pd.Series(values)
         if not isinstance(values, (pd.Series, pd.DataFrame)):
+            # the module too: a dask Series was "got Series", the very type asked for
+            package = type(values).__module__.split(".")[0]
+            kind = type(values).__name__ if package == "builtins" else f"{package}.{type(values).__name__}"
+            hint = f" (a lazy collection: pass {name}.compute())" if hasattr(values, "compute") else ""
             raise TypeError(f"{name} must be a pandas Series (or DataFrame) indexed by user id, or a dict, got "
-                            f"{type(values).__name__}")
+                            f"{kind}{hint}")
         dup = values.index.duplicated()
         if dup.any():  # pandas' "cannot reindex on an axis with duplicate labels" did not say which
             raise ValueError(f"{name} gives user {values.index[dup][0]!r} more than one value "

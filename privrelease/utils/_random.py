@@ -159,15 +159,35 @@ class RandomSource:
         Parameters
         ----------
         probabilities : ndarray of shape (n_rows, n_outcomes)
-            Each row sums to one.
+            Each row sums to one (a row of non-negative weights with a positive finite total is normalised).
 
         Returns
         -------
         index : ndarray of shape (n_rows,)
+
+        Raises
+        ------
+        ValueError
+            An entry that is NaN, infinite or negative, or a row without positive weight: such a row
+            drew outcome 0 (NaN, negative) or its last outcome (all zeros), an outcome of probability 0.
         """
         p = np.asarray(probabilities, dtype=np.float64)
         if p.ndim == 1:
             p = p[None, :]
+        if p.shape[0] == 0:
+            return np.zeros(0, dtype=np.int64)
+        bad = ~np.isfinite(p) | (p < 0)
+        with np.errstate(over="ignore"):
+            total = p.sum(axis=1)
+        if bad.any() or not np.all((total > 0) & np.isfinite(total)):
+            if bad.any():
+                r, c = np.argwhere(bad)[0]
+                what = f"entry ({r}, {c}) is {p[r, c]!r}"
+            else:
+                r = int(np.flatnonzero(~((total > 0) & np.isfinite(total)))[0])
+                what = f"row {r} sums to {total[r]!r}"
+            raise ValueError(f"probabilities must be finite, non-negative and give each row a positive total, but "
+                             f"{what}; expected a row-stochastic matrix")
         cdf = np.cumsum(p, axis=1)
         u = self.uniform(p.shape[0]) * cdf[:, -1]
         # first j with cdf[j] > u: that outcome has p[j] > 0 since cdf strictly rises there

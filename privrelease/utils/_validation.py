@@ -268,6 +268,24 @@ def as_float_if_object(X, name="X"):
         raise TypeError(f"{name} must hold numbers, got {X.dtype}: {exc}") from None
 
 
+def nullable_numpy_dtype(X):
+    """The numpy integer (or bool) dtype of a DataFrame of integer columns some of which are pandas' nullable
+    ``Int64``, ``UInt8``, ``boolean`` ... (their common numpy dtype: ``int64``, ``uint8``, ``bool`` ...), else None.
+
+    scikit-learn reads such a frame as float64 (pd.NA as NaN), so a release computed from it lost the
+    integer dtype: ``transform`` released unrounded ratings, and a dask frame's partitions could not be
+    cast back to ``Int64`` ("cannot safely cast non-equivalent object to int64").
+    """
+    dtypes = getattr(X, "dtypes", None)
+    if dtypes is None or not hasattr(X, "columns") or len(dtypes) == 0:
+        return None
+    found = [d if isinstance(d, np.dtype) else getattr(d, "numpy_dtype", None) if getattr(d, "_is_numeric", False)
+             else None for d in dtypes]
+    if any(d is None or np.dtype(d).kind not in "iub" for d in found) or all(isinstance(d, np.dtype) for d in dtypes):
+        return None  # a column that is not an integer, or plain numpy columns (scikit-learn keeps their dtype)
+    return np.result_type(*found)
+
+
 def ratings_in_dtype(values, dtype, *, what, source, name="X"):
     """Released ratings ``values`` (floats) as an ``X`` of ``dtype`` holds them, or a ValueError.
 

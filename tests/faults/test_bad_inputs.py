@@ -165,6 +165,32 @@ def _ratings_and_labels():
     return R, np.array([0, 1] * 10)
 
 
+def _ratings_frame_empty():
+    import pandas as pd
+
+    from privrelease.recommender import RatingsFrame
+
+    return RatingsFrame().fit(pd.DataFrame({"user": [], "item": [], "rating": []}))
+
+
+def _ratings_frame_two_rating_columns():
+    import pandas as pd
+
+    from privrelease.recommender import RatingsFrame
+
+    df = pd.DataFrame({"user": ["a", "b"], "item": [1, 1], "rating": [4.0, 3.0]})
+    return RatingsFrame().fit(pd.concat([df, df[["rating"]]], axis=1))
+
+
+def _swapped_attribute_columns():
+    import pandas as pd
+
+    from privrelease.evaluation import attribute_targets
+
+    train = pd.DataFrame({"a": [0, 1], "b": [1, 0]})
+    return attribute_targets(train, train[["b", "a"]])
+
+
 def _align(values):
     """``RatingsFrame.align(values)`` on a frame of users ``'a'`` and ``'b'``."""
     import pandas as pd
@@ -319,6 +345,9 @@ def _catalogue():
          ValueError, "NaN"),
         ("mappers", "QuantizedPrivacyMapper().fit(X, y of length 3)",
          lambda: QuantizedPrivacyMapper().fit(X_SMALL, Y_SMALL[:3]), ValueError, "3"),
+        ("mappers", "QuantizedPrivacyMapper().fit(X, 2-D y of shape (3, 2)) (X has 4 users)",
+         lambda: QuantizedPrivacyMapper().fit(X_SMALL, np.column_stack([Y_SMALL, Y_SMALL])[:3]), ValueError,
+         "3 rows"),
         ("mappers", "fitted.transform(X with 5 columns)",
          lambda: m.transform(np.zeros((2, 5))), ValueError, "5 features"),
         ("mappers", "fitted.transform(X of dtype bool) (fitted on ratings 1-5)",
@@ -379,7 +408,13 @@ def _catalogue():
         ("noise", "Laplace(epsilon=5e-324) (scale overflows)", lambda: Laplace(epsilon=5e-324), ValueError,
          "5e-324"),
         ("noise", "Laplace(epsilon=1).randomise('1')", lambda: Laplace(epsilon=1).randomise("1"), TypeError, "'1'"),
+        ("noise", "laplace_noise(scale=1e308) (finite, but its draws overflow)",
+         lambda: laplace_noise(1e308), ValueError, "1e+308"),
+        ("noise", "Laplace(scale=1e308, snapping_bound=1.7e308) (the snapping grid overflows)",
+         lambda: Laplace(scale=1e308, snapping_bound=1.7e308), ValueError, "1e+308"),
         # --- utils
+        ("utils", "check_random_source(0).categorical([[0.5, nan]])",
+         lambda: check_random_source(0).categorical(np.array([[0.5, np.nan]])), ValueError, "nan"),
         ("utils", "check_random_source(-1)", lambda: check_random_source(-1), ValueError, "-1"),
         ("utils", "check_random_source('seed')", lambda: check_random_source("seed"), TypeError, "'seed'"),
         ("utils", "check_number(float('nan'), 'epsilon')", lambda: check_number(float("nan"), "epsilon"),
@@ -443,6 +478,8 @@ def _catalogue():
          lambda: design_contract([1.0, 2.0], 5e-324), ValueError, "5e-324"),
         ("contracts", "design_contract([1, 2], 0.5, cost=lambda v, e: nan * v * e)",
          lambda: design_contract([1.0, 2.0], 0.5, cost=lambda v, e: np.nan * v * e), ValueError, "nan"),
+        ("contracts", "design_contract([1, 2], 0.5, cost=lambda v, e: v * exp(-e)) (decreasing in eps)",
+         lambda: design_contract([1, 2], 0.5, cost=lambda v, e: v * np.exp(-e)), ValueError, "decreasing in eps"),
         ("contracts", "design_contract([1e308], 0.02) (payments overflow float64)",
          lambda: design_contract([1e308], 0.02), ValueError, "1e+308"),
         ("contracts", "design_menu(1, 1e308, 0.5, 0.02) (payments overflow float64)",
@@ -467,12 +504,18 @@ def _catalogue():
          lambda: _ratings_frame_fit([1, True]), TypeError, "True"),
         ("recommender", "RatingsFrame().fit(df with list user ids)",
          lambda: _ratings_frame_fit([[1, 2], [3]]), TypeError, "[1, 2]"),
+        ("recommender", "RatingsFrame().fit(df with two columns named 'rating')",
+         _ratings_frame_two_rating_columns, ValueError, "'rating'"),
+        ("recommender", "RatingsFrame().fit(a frame of no rating)",
+         _ratings_frame_empty, ValueError, "0 rows"),
         ("recommender", "SurpriseRecommender(algo_params={'lr_all': 1e10}).fit(X) (diverges)",
          lambda: SurpriseRecommender(algo_params={"lr_all": 1e10}, random_state=0).fit(_ratings_and_labels()[0]),
          ValueError, "10000000000.0"),
         # --- evaluation / datasets
         ("evaluation", "check_privacy_grid([0.5, 0.1])", lambda: check_privacy_grid([0.5, 0.1]), ValueError, "0.1"),
         ("evaluation", "check_privacy_grid([-1, 0])", lambda: check_privacy_grid([-1, 0]), ValueError, "-1"),
+        ("evaluation", "attribute_targets(y_train with columns a, b, y_test with columns b, a)",
+         _swapped_attribute_columns, ValueError, "['b', 'a']"),
         ("evaluation", "rmse_cost(mapper, R, a, n_jobs=0)",
          lambda: rmse_cost(FunctionTransformer(), *_ratings_and_labels(), n_jobs=0), ValueError, "0"),
         ("evaluation", "rmse_cost(mapper, R, a, rating_range=(5, 1))",
