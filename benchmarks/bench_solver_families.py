@@ -480,8 +480,15 @@ def run_one(prior, d, mode, value, solver):
     return out, warned, time.perf_counter() - t0, err
 
 
+UNCHECKED = []  # answers whose reference failed (nan): checked for feasibility (and targets) only
+
+
 def check(prior, d, mode, value, res, with_ref):
-    """List of problems with one claimed-optimal answer (empty = fine); and the reference value."""
+    """List of problems with one claimed-optimal answer (empty = fine); and the reference value.
+
+    An answer whose reference came back nan (CLARABEL gave no usable point) is checked for feasibility (and its
+    target) only: it is listed in ``UNCHECKED`` and printed after the table, never counted as verified silently.
+    """
     probs = []
     delta = value if mode in ("delta", "ml_delta", "curve") else None
     if not feasible(prior, d, res.mapping, delta):
@@ -508,6 +515,8 @@ def check(prior, d, mode, value, res, with_ref):
             if dist - ref > DIST_RTOL * (dmax - dmin) + 1e-12 * dmax:
                 probs.append(f"distortion {dist:.9g} > reference {ref:.9g} (+{(dist - ref) / (dmax - dmin):.2g} "
                              "of the range)")
+    if with_ref and mode != "ml_target" and not np.isfinite(ref):
+        UNCHECKED.append(f"{mode} k={d.shape[0]} |A|={prior.shape[0]} v={float(value):.4g}")
     elif mode == "ml_target":
         f = ml_bits(prior, M)
         if f > value + 1e-12:
@@ -610,6 +619,11 @@ def main(cases=cases, families=ALL, doc=__doc__):
         print("\nfindings:")
         for f in findings:
             print(" -", f)
+    if UNCHECKED:
+        print(f"\nreference unavailable (nan) for {len(UNCHECKED)} answers, checked for feasibility only "
+              "(ml_target has no reference):")
+        for u in UNCHECKED:
+            print(" -", u)
 
 
 if __name__ == "__main__":
