@@ -176,11 +176,19 @@ def check_bool_number_mix(values, name, *, what="category", whole="the column"):
         )
 
 
-def check_rating_scale(value, name="rating_scale"):
-    """``(low, high)`` as two floats with finite ``low < high``, checked before any work is done.
+#: Why a rating scale must not hold 0 (the one rule of the library and the command line).
+ZERO_NOT_RATED = ("0 is reserved for 'not rated' in a rating matrix; a scale where 0 is a real rating (-10..10) "
+                  "must be shifted first (read the file with pandas, add a constant, use "
+                  "privrelease.recommender.RatingsFrame)")
 
-    A pair of anything else is a ``ValueError`` (a reversed or infinite scale, not a pair at all),
-    a pair of non-numbers (strings, booleans) a ``TypeError``; both quote ``value``.
+
+def check_rating_scale(value, name="rating_scale"):
+    """``(low, high)`` as two floats with finite ``low < high`` not holding 0, checked before any work is done.
+
+    A pair of anything else is a ``ValueError`` (a reversed or infinite scale, not a pair at all, a scale
+    such as ``(0, 10)`` or ``(-5, 5)`` that holds 0, which means "not rated" in a rating matrix: a
+    rating of 0 could not be stored, and a prediction clipped to 0 would read as "not rated"), a pair of
+    non-numbers (strings, booleans) a ``TypeError``; both quote ``value``.
     """
     try:
         low, high = value
@@ -191,6 +199,8 @@ def check_rating_scale(value, name="rating_scale"):
             raise TypeError(f"{name} must hold two real numbers, got {value!r}")
     if not (np.isfinite(low) and np.isfinite(high) and low < high):
         raise ValueError(f"{name} must be (low, high) with finite low < high, got {tuple(value)!r}")
+    if low <= 0 <= high:
+        raise ValueError(f"{name} = {value!r} holds 0: {ZERO_NOT_RATED}")
     return float(low), float(high)
 
 
