@@ -236,3 +236,22 @@ def test_the_mapping_and_centre_checks_name_the_argument():
         squared_euclidean_distortion([[0.0], [1.0]], [[2.0], [np.inf]])
     with pytest.raises(ValueError, match=r"centers_in must hold finite coordinates, got nan at \(0, 1\)"):
         squared_euclidean_distortion([[0.0, np.nan]])
+
+
+# ---------------------------------------------------------------- the command line's --set
+def test_a_set_value_that_looks_like_toml_but_is_not_says_why():
+    import argparse
+
+    from privrelease.cli import _parse_override
+
+    # a table with a key given twice was taken as the text "{algorithm='SVD', ...}", then refused as
+    # "a string: expected a table", hiding TOML's reason
+    with pytest.raises(argparse.ArgumentTypeError, match=r"not valid TOML \(Duplicate inline table key 'algorithm' "
+                                                         r"\(at line 1, column 36\)\)"):
+        _parse_override("rec={algorithm='SVD', algorithm='SVDpp'}")
+    with pytest.raises(argparse.ArgumentTypeError, match=r"max_leakages=\[0\.1, 0\.2: the value is not valid TOML"):
+        _parse_override("max_leakages=[0.1, 0.2")
+    with pytest.raises(argparse.ArgumentTypeError, match=r"Unterminated string"):
+        _parse_override('path="ratings.csv')
+    assert _parse_override("mapper.class_bins=heldout") == ("mapper.class_bins", "heldout")  # a bare word is text
+    assert _parse_override("n_users=abc") == ("n_users", "abc")
