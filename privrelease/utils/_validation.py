@@ -57,6 +57,21 @@ def check_number(value, name, *, low=None, high=None, low_inclusive=True,
     return int(v) if integer else v
 
 
+def check_n_jobs(n_jobs):
+    """joblib's ``n_jobs``: None, or a nonzero integer (-1 = every core); checked before any work.
+
+    joblib took ``True`` and ``2.5`` as numbers of workers, and ``10**6`` failed deep inside
+    ("Numeric literal 2000000 is too large").
+    """
+    if n_jobs is None:
+        return None
+    if isinstance(n_jobs, (bool, np.bool_)) or not isinstance(n_jobs, numbers.Integral):
+        raise TypeError(f"n_jobs must be None or a nonzero integer (-1 = every core), got {n_jobs!r}")
+    if n_jobs == 0:
+        raise ValueError("n_jobs must be None or a nonzero integer (-1 = every core), got 0")
+    return int(n_jobs)
+
+
 def _physical_memory():
     """Bytes of physical memory of this machine, or None where the system does not say."""
     import os
