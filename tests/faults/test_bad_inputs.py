@@ -319,6 +319,8 @@ def _catalogue():
          lambda: squared_euclidean_distortion([[0.0], [1e200]]), ValueError, "1e+200"),
         ("mapping", "squared_euclidean_distortion([['a'], ['b']])",
          lambda: squared_euclidean_distortion([["a"], ["b"]]), TypeError, "'a'"),
+        ("mapping", "privacy_distortion_curve(prior, d, [0.1, 0.2], n_jobs=2.5)",
+         lambda: privacy_distortion_curve(PRIOR, D2, [0.1, 0.2], n_jobs=2.5), TypeError, "2.5"),
         ("mapping", "squared_euclidean_distortion([[0], [1]], [[nan]])",
          lambda: squared_euclidean_distortion([[0.0], [1.0]], [[np.nan]]), ValueError, "centers_out"),
         ("mapping", "erasure_distortion([[1, 2]], [[-2, 1]]) (an output code below -1)",

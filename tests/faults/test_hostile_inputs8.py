@@ -34,10 +34,11 @@ def sparse_ratings():
 
 @pytest.fixture
 def little_memory(monkeypatch):
-    """check_allocation believes the machine has 64 KiB: a dense copy of the 240 x 400 rows (750 KiB) is refused."""
+    """check_allocation believes the machine has 512 KiB: a dense copy of the 240 x 400 rows (750 KiB) is refused,
+    the profiles of a few clusters (4 x 400 items) are not."""
     from privrelease.utils import _validation
 
-    monkeypatch.setattr(_validation, "_physical_memory", lambda: 64 * 1024)
+    monkeypatch.setattr(_validation, "_physical_memory", lambda: 512 * 1024)
 
 
 def _forbid_dense_rows(monkeypatch):
@@ -90,6 +91,19 @@ def test_attribute_free_clustering_of_sparse_rows_asks_before_densifying(sparse_
         m.fit(X, y)
     # the plain clustering of the same rows works on them sparse
     m.set_params(clustering="plain").fit(X, y)
+
+
+def test_release_profiles_of_many_clusters_are_asked_for_before_they_are_built(sparse_ratings, monkeypatch):
+    # clusters x items arrays (counts, sums, rates, values, kept cells): 200 clusters x 200,000 items peaked at
+    # 1.85 GB for 1.2 MB of sparse ratings, without a word
+    from privrelease.utils import _validation
+
+    X, y = sparse_ratings
+    monkeypatch.setattr(_validation, "_physical_memory", lambda: 256 * 1024)
+    with pytest.raises(ValueError, match=r"the release profiles of 20 clusters x 400 items \(about 6 dense clusters "
+                                         r"x items arrays; fewer clusters need less: n_clusters=\) would need"):
+        QuantizedPrivacyMapper(n_clusters=20, delta=2.0, clustering="plain", random_state=0).fit(X, y)
+    QuantizedPrivacyMapper(n_clusters=4, delta=2.0, clustering="plain", random_state=0).fit(X, y)  # 4 x 400: fits
 
 
 # ---------------------------------------------------------------- SurpriseRecommender: dense outputs are asked for
@@ -213,12 +227,12 @@ def test_erasure_codes_below_their_range_are_refused_in_both_forms():
 def test_a_dense_erasure_distortion_asks_before_allocating(little_memory):
     from privrelease.mapping import erasure_distortion
 
-    inputs = np.arange(200)[:, None] % 7 * np.ones((1, 3), dtype=int)
+    inputs = np.arange(300)[:, None] % 7 * np.ones((1, 3), dtype=int)
     outputs = np.vstack([inputs, -np.ones((1, 3), dtype=int)])
-    with pytest.raises(ValueError, match=r"erasure_distortion of 200 inputs x 201 outputs of 3 features"):
+    with pytest.raises(ValueError, match=r"erasure_distortion of 300 inputs x 301 outputs of 3 features"):
         erasure_distortion(inputs, outputs)
     D = erasure_distortion(inputs, outputs, sparse=True)      # the reachable pairs only
-    assert D.shape == (200, 201) and D[0, 200] == 3.0
+    assert D.shape == (300, 301) and D[0, 300] == 3.0
 
 
 def test_the_mapping_and_centre_checks_name_the_argument():
@@ -236,6 +250,21 @@ def test_the_mapping_and_centre_checks_name_the_argument():
         squared_euclidean_distortion([[0.0], [1.0]], [[2.0], [np.inf]])
     with pytest.raises(ValueError, match=r"centers_in must hold finite coordinates, got nan at \(0, 1\)"):
         squared_euclidean_distortion([[0.0, np.nan]])
+
+
+def test_the_curve_checks_n_jobs_as_the_protocol_does():
+    from privrelease.mapping import privacy_distortion_curve
+
+    P, D = np.array([[0.4, 0.1], [0.1, 0.4]]), 1 - np.eye(2)
+    # joblib took True and 2.5 as numbers of workers; 10**6 failed with "Numeric literal 2000000 is too large"
+    for bad in (True, 2.5, "2"):
+        with pytest.raises(TypeError, match=r"n_jobs must be None or a nonzero integer \(-1 = every core\), got "):
+            privacy_distortion_curve(P, D, [0.1, 0.2], n_jobs=bad)
+    with pytest.raises(ValueError, match=r"n_jobs must be None or a nonzero integer .* got 0"):
+        privacy_distortion_curve(P, D, [0.1, 0.2], n_jobs=0)
+    one = privacy_distortion_curve(P, D, [0.1, 0.2])
+    two = privacy_distortion_curve(P, D, [0.1, 0.2], n_jobs=np.int64(2))
+    np.testing.assert_allclose(two["leakage_bits"], one["leakage_bits"], atol=1e-6)
 
 
 # ---------------------------------------------------------------- the command line's --set
