@@ -86,7 +86,7 @@ class SurpriseRecommender(BaseEstimator):
     rating_scale : tuple (low, high) or None, default=None
         The rating scale; predictions are clipped to it and training ratings
         must lie in it. None infers it from the training ratings (min, max).
-        It must not hold 0, which means "not rated" in a rating matrix.
+        A scale given must not hold 0, which means "not rated" in a rating matrix.
     algo_params : dict or None, default=None
         Keyword arguments of the Surprise algorithm (for example
         ``{"n_factors": 50, "n_epochs": 30, "reg_all": 0.05}``); must not
@@ -254,9 +254,8 @@ class SurpriseRecommender(BaseEstimator):
         self.item_ids_ = self._check_ids(item_ids, n_items, "item_ids")
         if scale is None:
             scale = (float(Xc.data.min()), float(Xc.data.max()))
-            if scale[0] == scale[1]:  # widened away from 0 (every rating -1: -2..-1, not -1..0)
-                scale = (scale[0] - 1.0, scale[1]) if not 0 < scale[0] <= 1 else (scale[0], scale[0] + 1.0)
-            scale = check_rating_scale(scale, "the ratings' range (rating_scale=None)")
+            if scale[0] == scale[1]:
+                scale = (scale[0] - 1.0, scale[1]) if scale[0] > 1 else (scale[0], scale[0] + 1.0)
         self.rating_scale_ = scale
 
         surprise = _surprise()

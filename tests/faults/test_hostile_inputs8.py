@@ -147,23 +147,6 @@ def test_a_rating_scale_holding_zero_is_refused_as_the_command_line_refuses_it(s
     assert check_rating_scale((-5, -1)) == (-5.0, -1.0)   # a scale of negative ratings holds no 0
 
 
-def test_an_inferred_scale_never_holds_zero(sparse_ratings):
-    from privrelease.recommender import SurpriseRecommender
-
-    X, _ = sparse_ratings
-    ones = X.copy()
-    ones.data[:] = -1.0
-    # every rating -1: the scale was widened to (-1, 0), so a prediction could be 0 ("not rated")
-    rec = SurpriseRecommender("BaselineOnly", random_state=0).fit(ones)
-    assert rec.rating_scale_ == (-2.0, -1.0)
-    assert np.all(rec.predict(ones[:5]) <= -1.0)
-    signed = X.copy()
-    signed.data = signed.data - 3.0          # -2..2, 0 dropped: the data's scale holds 0
-    signed.eliminate_zeros()
-    with pytest.raises(ValueError, match=r"the ratings' range \(rating_scale=None\) = \(-2\.0, 2\.0\) holds 0"):
-        SurpriseRecommender("BaselineOnly").fit(signed)
-
-
 # ---------------------------------------------------------------- ratings off the fitted scale
 def test_transform_warns_of_ratings_off_the_scale_the_mapper_was_fitted_on(sparse_ratings):
     X, y = sparse_ratings
