@@ -1824,24 +1824,26 @@ class QuantizedPrivacyMapper(_BaseMapper):
         return labels
 
     def _warn_off_scale(self, X):
-        """Warn when ``X`` holds ratings outside ``rating_range_`` (those of the labeled users at fit).
+        """Warn when ``X`` holds ratings on another scale than ``rating_range_`` (the labeled users' at fit).
 
         The clusters were measured on that scale: a user rating on another (1 to 50 for a mapper fitted on
         1 to 5) joins whichever cluster is nearest on it, silently. The release keeps its leakage (a
-        function of the cluster only), so this is a warning, not an error. ``metric="hamming"`` reads only
-        which items were rated and is not concerned.
+        function of the cluster only), so this is a warning, not an error. A rating within one width of the
+        range beyond it (up to 9 or down to -3 for 1 to 5) is taken for one the labeled users happened not
+        to give, not for another scale. ``metric="hamming"`` reads only which items were rated.
         """
         lo, hi = self.rating_range_
         if self._space() == "hamming" or lo == hi == 0.0:
             return
+        width = hi - lo if hi > lo else max(abs(hi), 1.0)
         data = X.data if sp.issparse(X) else np.asarray(X)[np.asarray(X) != 0]
-        out = (data < lo) | (data > hi)
+        out = (data < lo - width) | (data > hi + width)
         if np.any(out):
             vals = data[out]
             warnings.warn(
-                f"X holds {int(out.sum())} rating(s) outside the range the mapper was fitted on ({lo:g} to {hi:g}), "
-                f"from {float(vals.min()):g} to {float(vals.max()):g}: its clusters were measured on that scale, so "
-                "these users join whichever cluster is nearest (their release keeps its leakage, not its "
+                f"X holds {int(out.sum())} rating(s) far outside the range the mapper was fitted on ({lo:g} to "
+                f"{hi:g}), from {float(vals.min()):g} to {float(vals.max()):g}: its clusters were measured on that "
+                "scale, so these users join whichever cluster is nearest (their release keeps its leakage, not its "
                 "usefulness); transform ratings on the scale of fit",
                 UserWarning, stacklevel=4)
 

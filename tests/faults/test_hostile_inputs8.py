@@ -152,12 +152,13 @@ def test_transform_warns_of_ratings_off_the_scale_the_mapper_was_fitted_on(spars
     X, y = sparse_ratings
     m = QuantizedPrivacyMapper(n_clusters=4, delta=2.0, random_state=0).fit(X, y)
     assert m.rating_range_ == (1.0, 5.0)
-    with pytest.warns(UserWarning, match=r"X holds \d+ rating\(s\) outside the range the mapper was fitted on "
-                                         r"\(1 to 5\), from 10 to 50"):
+    with pytest.warns(UserWarning, match=r"X holds \d+ rating\(s\) far outside the range the mapper was fitted "
+                                         r"on \(1 to 5\), from 10 to 50"):
         m.transform(X * 10)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         m.transform(X)                                              # on the scale: no word
+        m.transform(X * 1.5)                                        # up to 7.5: a rating no labeled user gave
         m.transform(X.toarray())
         h = QuantizedPrivacyMapper(n_clusters=4, delta=60.0, metric="hamming", random_state=0).fit(X, y)
         h.transform(X * 10)                                         # hamming reads which items were rated only
