@@ -76,7 +76,14 @@ def _parse_override(text):
 
     try:
         parsed = tomllib.loads(f"v = {value}")["v"]
-    except Exception:
+    except Exception as exc:
+        if value.strip()[:1] in ("{", "[", '"', "'"):
+            # a table, array or quoted string TOML cannot read (a key given twice, an unclosed bracket):
+            # taken as text, it was refused as "a string, expected a table", hiding TOML's reason
+            import re
+
+            reason = re.sub(r"column (\d+)", lambda m: f"column {int(m.group(1)) - 4}", str(exc))  # without "v = "
+            raise argparse.ArgumentTypeError(f"--set {key}={value}: the value is not valid TOML ({reason})") from None
         parsed = value
     return key, parsed
 

@@ -271,11 +271,38 @@ class InferenceAttack(ClassifierMixin, BaseEstimator):
         ------
         ValueError
             ``y`` holds a class the attacker never saw in ``fit``.
+        TypeError
+            ``y`` holds labels of another kind than ``fit``'s (strings against numbers).
 
         Returns
         -------
         AttackResult
         """
+        X, y, _ = self._scored_users(X, y)
+        proba = self.predict_proba(X)
+        return _score(y, proba, self.classes_, self.majority_class_)
+
+    def score(self, X, y, sample_weight=None):
+        """Accuracy of the attacker on users ``X`` whose true attribute is ``y``.
+
+        Users whose label is undisclosed are not scored, and ``y`` must name the classes as ``fit`` saw
+        them (see :meth:`evaluate`): scikit-learn's score compared ``"0"`` with ``0`` as two classes
+        ("Mix of label input types"), and an accuracy of 0.0 against classes the attacker never saw was
+        no measurement.
+        """
+        from sklearn.metrics import accuracy_score
+
+        X, y, labeled = self._scored_users(X, y)
+        if sample_weight is not None:
+            sample_weight = np.asarray(sample_weight)
+            if sample_weight.shape != labeled.shape:
+                raise ValueError(f"sample_weight has shape {sample_weight.shape} but y has {labeled.size} labels")
+            sample_weight = sample_weight[labeled]
+        return float(accuracy_score(y, self.predict(X), sample_weight=sample_weight))
+
+    def _scored_users(self, X, y):
+        """The rows of ``X`` and labels of ``y`` of the users who disclosed the attribute, and which they are;
+        refuses labels of another kind than ``classes_`` (strings against numbers) and classes ``fit`` never saw."""
         check_is_fitted(self, "model_")
         n = X.shape[0] if hasattr(X, "shape") else len(X)
         y, labeled = check_private_labels(y, n)
@@ -284,6 +311,13 @@ class InferenceAttack(ClassifierMixin, BaseEstimator):
         y = y[labeled]
         if y.dtype == object:
             y = np.asarray(y.tolist())
+        kinds = {_kind_of(y.dtype), _kind_of(self.classes_.dtype)}
+        if len(kinds) > 1:
+            raise TypeError(
+                f"y holds {_kind_of(y.dtype)} (for example {y[0].item()!r}) but the attacker was fitted on "
+                f"{_kind_of(self.classes_.dtype)} {self.classes_.tolist()!r}: give the classes as in fit "
+                "('1' and 1 are two different classes)"
+            )
         unseen = np.setdiff1d(np.unique(y), self.classes_)
         if unseen.size:
             raise ValueError(
@@ -292,14 +326,17 @@ class InferenceAttack(ClassifierMixin, BaseEstimator):
             )
         if not labeled.all():
             X = X[np.flatnonzero(labeled)] if hasattr(X, "shape") else np.asarray(X)[labeled]
-        proba = self.predict_proba(X)
-        return _score(y, proba, self.classes_, self.majority_class_)
-
+        return X, y, labeled
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
         return tags
+
+
+def _kind_of(dtype):
+    """``"strings"``, ``"booleans"`` or ``"numbers"``: the kind of labels an array of ``dtype`` holds."""
+    return {"U": "strings", "S": "strings", "b": "booleans"}.get(np.dtype(dtype).kind, "numbers")
 
 
 def _score(y, proba, classes, majority_class):

@@ -37,6 +37,7 @@ from sklearn.base import clone
 
 from ..recommender import SurpriseRecommender, holdout_split
 from ..utils import check_number, check_random_source, check_rating_matrix, check_rating_scale
+from ..utils._validation import check_n_jobs
 from ..utils._validation import check_same_index
 from ._targets import check_attribute, joint_attribute
 
@@ -54,15 +55,7 @@ def _check_mapper(mapper):
         )
 
 
-def _check_n_jobs(n_jobs):
-    """joblib's ``n_jobs``: None, or a nonzero integer (-1 = every core); checked before any fit."""
-    if n_jobs is None:
-        return None
-    if isinstance(n_jobs, (bool, np.bool_)) or not isinstance(n_jobs, numbers.Integral):
-        raise TypeError(f"n_jobs must be None or a nonzero integer (-1 = every core), got {n_jobs!r}")
-    if n_jobs == 0:
-        raise ValueError("n_jobs must be None or a nonzero integer (-1 = every core), got 0")
-    return int(n_jobs)
+_check_n_jobs = check_n_jobs  # the name _curve.py imports
 
 
 def _check_recommender(recommender, rating_range=(1, 5)):

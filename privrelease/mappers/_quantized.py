@@ -15,7 +15,7 @@ from ..mapping import expected_distortion, leakage as heldout_leakage, mutual_in
 from ..utils import check_random_source
 from ..utils._constraints import NumberInterval
 from ..utils._threads import single_thread
-from ..utils._validation import (as_float_if_object, canonical_sparse, check_table, is_sparse_frame,
+from ..utils._validation import (as_float_if_object, canonical_sparse, check_allocation, check_table, is_sparse_frame,
                                  nullable_numpy_dtype, ratings_in_dtype, sparse_frame_like)
 from . import _dask
 from ._base import (PriorEstimate, _BaseMapper, _matrix, _refuse_long_form, _refuse_nan_ratings, _refuse_surprise_data,
@@ -190,9 +190,39 @@ def _heldout_null(a, perms, c, w, mapping, n_classes, kind="mutual_information")
     return np.maximum(terms.sum(axis=(1, 2)), 0.0)
 
 
-def _dense(E):
-    """Rows of the clustering space (dense or sparse) as a dense float64 array."""
-    return np.asarray(E.toarray() if sp.issparse(E) else E, dtype=np.float64)
+#: dense clusters x items arrays alive at once while the release profiles are built, with a margin (measured:
+#: 1,854 MiB at the peak for 200 clusters x 200,000 items against 342 MiB with 5 clusters, about 5 arrays of
+#: 305 MiB)
+_PROFILE_ARRAYS = 6
+
+
+def _dense(E, what, copies=1):
+    """Rows of the clustering space (dense or sparse) as a dense float64 array.
+
+    A sparse ``E`` (the input space or ``metric="hamming"``: users x items) is refused by
+    :func:`check_allocation` when ``copies`` dense copies of it cannot fit in memory (``what`` names the
+    option that needs them): numpy's bare MemoryError named no option.
+    """
+    if sp.issparse(E):
+        check_allocation(copies * E.shape[0] * E.shape[1],
+                         f"{what} of {E.shape[0]} users x {E.shape[1]} items (a dense copy of the sparse rows)")
+        return E.toarray().astype(np.float64, copy=False)
+    return np.asarray(E, dtype=np.float64)
+
+
+def _projected_sq_dist(E, V, lam, points):
+    """Squared distances between the rows of ``E`` and ``points`` after removing the share ``lam`` of their
+    component along the orthonormal rows of ``V`` (``x - lam (x V^T) V``), without densifying a sparse ``E``.
+
+    With ``z = e V^T``: ``|P e|^2 = |e|^2 - (2 lam - lam^2) |z|^2`` and ``P e . P c = e . P c - lam z . (V P c)``
+    (``V V^T = I``), so the distances come from ``E @ (P c)^T`` and the ``n x r`` matrix ``z``.
+    """
+    Pc = points - lam * ((points @ V.T) @ V)
+    Z = np.asarray(E @ V.T)
+    e2 = np.asarray(E.multiply(E).sum(axis=1)).ravel() if sp.issparse(E) else np.einsum("ij,ij->i", E, E)
+    pe2 = e2 - (2.0 * lam - lam * lam) * np.einsum("ij,ij->i", Z, Z)
+    inner = np.asarray(E @ Pc.T) - lam * (Z @ (Pc @ V.T).T)
+    return np.maximum(pe2[:, None] - 2.0 * inner + np.einsum("ij,ij->i", Pc, Pc)[None, :], 0.0)
 
 
 def _sq_dist(A, C):
@@ -953,7 +983,8 @@ class QuantizedPrivacyMapper(_BaseMapper):
         if V is None or V.shape[0] == 0 or self._space() == "hamming":
             return self._distances(E, centers).argmin(axis=1)
         lam = float(getattr(self, "class_removal_", 1.0))  # files written before class_removal: the full removal
-        E = _dense(E)
+        if sp.issparse(E):  # the input space: a dense copy of the rows was users x items (16384 rows a chunk)
+            return _projected_sq_dist(E, V, lam, centers).argmin(axis=1)
         return self._distances(E - lam * ((E @ V.T) @ V), centers - lam * ((centers @ V.T) @ V)).argmin(axis=1)
 
     def _fine_cells(self, E):
@@ -962,7 +993,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
         between-class direction ``v`` among that cell's ``split_thresholds_`` (``t`` above ``j`` of them: bin
         ``j``), then the fine cell of that bin (``fine_cells_``)."""
         coarse = self._nearest_centers(E, self.coarse_centers_)
-        t = _dense(E) @ self.attribute_directions_[0]
+        t = np.asarray(E @ self.attribute_directions_[0]).ravel()
         b = (t[:, None] > self.split_thresholds_[coarse]).sum(axis=1)
         return self.fine_cells_[coarse, b]
 
@@ -1009,18 +1040,28 @@ class QuantizedPrivacyMapper(_BaseMapper):
         lam = float(self.class_removal_)
         if lam == 0.0:
             return E
-        E = _dense(E)
-        mean = np.average(E, axis=0, weights=w_lab)
+        if sp.issparse(E):  # the input space: k-means runs on the projected rows, dense (refused early when
+            # two dense copies cannot fit); the means and directions come from the sparse rows
+            Ed = _dense(E, "clustering='attribute_free' in the input space", copies=2)
+            mean, V = self._class_directions(E, a_idx, w_lab, lambda rows, w: np.asarray(w @ rows).ravel() / w.sum())
+            Ed -= lam * ((np.asarray(E @ V.T) - mean @ V.T) @ V)
+            return Ed
+        mean, V = self._class_directions(E, a_idx, w_lab, lambda rows, w: np.average(rows, axis=0, weights=w))
+        return E - lam * (((E - mean) @ V.T) @ V)
+
+    def _class_directions(self, E, a_idx, w_lab, average):
+        """Set ``attribute_directions_`` (an orthonormal basis of the weighted class means minus the overall
+        mean, from ``average(rows, weights)``); return the overall mean and the directions."""
+        mean = average(E, w_lab)
         offsets = []
         for a in np.unique(a_idx):
             mask = a_idx == a
             if w_lab[mask].sum() > 0:
-                offsets.append(np.average(E[mask], axis=0, weights=w_lab[mask]) - mean)
+                offsets.append(average(E[mask], w_lab[mask]) - mean)
         _, s, Vt = np.linalg.svd(np.asarray(offsets), full_matrices=False)
         keep = s > 1e-10 * max(float(s.max()), np.finfo(float).tiny) if s.size else np.zeros(0, bool)
         self.attribute_directions_ = Vt[keep]
-        V = self.attribute_directions_
-        return E - lam * (((E - mean) @ V.T) @ V)
+        return mean, self.attribute_directions_
 
     def _auto_n_clusters(self, n_labeled, a_idx=None):
         """``n_clusters="auto"`` with the counted prior: one cluster per 10 labeled users (between 2 and 200) when
@@ -1102,8 +1143,8 @@ class QuantizedPrivacyMapper(_BaseMapper):
         if self.attribute_directions_.shape[0]:
             # centres in the whole space: the members' (weighted) means
             onehot = sp.csr_matrix((w, (relabel[labels], np.arange(n))), shape=(used.size, n))
-            E_whole = E.toarray() if sp.issparse(E) else np.asarray(E)
-            centers = np.asarray(onehot @ E_whole) / np.asarray(onehot.sum(axis=1))
+            sums = onehot @ E  # clusters x items, without a dense copy of a sparse E
+            centers = np.asarray(sums.toarray() if sp.issparse(sums) else sums) / np.asarray(onehot.sum(axis=1))
             used = np.arange(used.size)
         self.cluster_centers_ = np.asarray(centers)[used]
         self.n_clusters_ = int(used.size)
@@ -1135,8 +1176,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
         self.coarse_centers_ = self.cluster_centers_[kept]
         coarse = np.searchsorted(kept, coarse)          # the dropped centres had no row: nobody's nearest moves
         kc = kept.size
-        Ed = _dense(E)
-        t = Ed @ self.attribute_directions_[0]
+        t = np.asarray(E @ self.attribute_directions_[0]).ravel()
         thr = np.empty((kc, s - 1))
         for c in range(kc):
             tc = np.sort(t[coarse == c])
@@ -1159,7 +1199,8 @@ class QuantizedPrivacyMapper(_BaseMapper):
         labels = fine.ravel()[raw]
         n = E.shape[0]
         onehot = sp.csr_matrix((w, (labels, np.arange(n))), shape=(used.size, n))
-        self.cluster_centers_ = np.asarray(onehot @ Ed) / np.asarray(onehot.sum(axis=1))
+        sums = onehot @ E
+        self.cluster_centers_ = np.asarray(sums.toarray() if sp.issparse(sums) else sums) / np.asarray(onehot.sum(axis=1))
         self.n_clusters_ = int(used.size)
         self.output_points_ = self.cluster_centers_.copy()
         self.center_cost_matrix_ = self._center_costs()
@@ -1425,8 +1466,9 @@ class QuantizedPrivacyMapper(_BaseMapper):
         from sklearn.linear_model import LogisticRegression
         from sklearn.model_selection import StratifiedKFold
         from sklearn.preprocessing import StandardScaler
-        E = _dense(E)
-        E = StandardScaler().fit_transform(E)
+        # a sparse E (the input space, hamming) is scaled without centring: the intercept absorbs the
+        # centring, the model is the same, and the users x items rows stay sparse
+        E = StandardScaler(with_mean=not sp.issparse(E)).fit_transform(E)
         seed = check_random_source(self.random_state).spawn_seed()
         folds = list(StratifiedKFold(_MODEL_PRIOR_FOLDS, shuffle=True, random_state=seed).split(E, a_idx))
         n_classes = self.classes_.size
@@ -1554,6 +1596,12 @@ class QuantizedPrivacyMapper(_BaseMapper):
     def _build_release(self, estimate):
         """Release profiles (one row per output symbol, a function of that symbol only)."""
         self.profile_weights_ = self._profile_weights()
+        k, n_items = self.n_clusters_, self.n_features_in_
+        # the counts, sums, rates, values and kept cells of every cluster and item, dense (2,000 users x 200,000
+        # items with 3 classes: 200 clusters, 1.85 GiB at the peak, the sparse ratings 1.2 MB): asked first
+        check_allocation(_PROFILE_ARRAYS * k * n_items, f"the release profiles of {k} clusters x {n_items} items "
+                                                        f"(about {_PROFILE_ARRAYS} dense clusters x items arrays; "
+                                                        "fewer clusters need less: n_clusters=)")
         extra = estimate.extra
         if "X_lab" in extra:
             stats = _profile_stats(extra["X_lab"], extra["w_lab"], self.labels_, self.n_clusters_)
@@ -1613,12 +1661,13 @@ class QuantizedPrivacyMapper(_BaseMapper):
                 top = order[: length[j]]
                 top = top[rate[j, top] > 0]
                 keep[j, top] = True
-            values = np.where(keep, values, 0.0)
+            values[~keep] = 0.0  # in place (a fresh array): np.where, vstack and astype were three more copies
         if is_int:
-            values = np.rint(values)
+            np.rint(values, out=values)
+        P = sp.csr_matrix(values)
         if self.release == "profile":
-            values = np.vstack([values, np.zeros((1, n_items))])
-        P = sp.csr_matrix(values.astype(dtype))
+            P = sp.vstack([P, sp.csr_matrix((1, n_items))], format="csr")
+        P = P.astype(dtype)
         P.eliminate_zeros()
         return P
 
@@ -1774,6 +1823,30 @@ class QuantizedPrivacyMapper(_BaseMapper):
             labels[start:stop] = self._nearest_centers(E)
         return labels
 
+    def _warn_off_scale(self, X):
+        """Warn when ``X`` holds ratings on another scale than ``rating_range_`` (the labeled users' at fit).
+
+        The clusters were measured on that scale: a user rating on another (1 to 50 for a mapper fitted on
+        1 to 5) joins whichever cluster is nearest on it, silently. The release keeps its leakage (a
+        function of the cluster only), so this is a warning, not an error. A rating within one width of the
+        range beyond it (up to 9 or down to -3 for 1 to 5) is taken for one the labeled users happened not
+        to give, not for another scale. ``metric="hamming"`` reads only which items were rated.
+        """
+        lo, hi = self.rating_range_
+        if self._space() == "hamming" or lo == hi == 0.0:
+            return
+        width = hi - lo if hi > lo else max(abs(hi), 1.0)
+        data = X.data if sp.issparse(X) else np.asarray(X)[np.asarray(X) != 0]
+        out = (data < lo - width) | (data > hi + width)
+        if np.any(out):
+            vals = data[out]
+            warnings.warn(
+                f"X holds {int(out.sum())} rating(s) far outside the range the mapper was fitted on ({lo:g} to "
+                f"{hi:g}), from {float(vals.min()):g} to {float(vals.max()):g}: its clusters were measured on that "
+                "scale, so these users join whichever cluster is nearest (their release keeps its leakage, not its "
+                "usefulness); transform ratings on the scale of fit",
+                UserWarning, stacklevel=4)
+
     def _profiles_as(self, dtype):
         """``release_profiles_`` as an ``X`` of ``dtype`` holds them (see ``ratings_in_dtype``): rounded, never
         to 0, for an integer or bool dtype; refused when ``dtype`` cannot hold them. float16 (which scipy's
@@ -1813,6 +1886,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
         check_is_fitted(self)
         frame = X if is_sparse_frame(X) else None
         X, fmt, dtype = self._check_X(X, reset=False)
+        self._warn_off_scale(X)
         Xc = X.tocsr() if sp.issparse(X) else np.asarray(X)
         c_hat = self._sample(self._quantize(Xc), check_random_source(self.random_state))
         profiles = self._profiles_as(dtype)

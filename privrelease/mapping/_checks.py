@@ -161,6 +161,7 @@ def check_mapping(mapping, n_public, n_outputs=None, *, name="mapping", atol=1e-
         M = M.copy()
         M.data = np.clip(M.data, 0.0, None)
         return M
+    _refuse_strings(mapping, name, "probabilities")  # numpy's "could not convert string to float: 'a'"
     M = np.asarray(mapping, dtype=float)
     if M.ndim != 2 or M.shape[0] != n_public or (n_outputs is not None and M.shape[1] != n_outputs):
         want = f"({n_public}, {'n_outputs' if n_outputs is None else n_outputs})"

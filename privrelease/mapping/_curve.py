@@ -9,6 +9,7 @@ import pandas as pd
 
 from ..exceptions import ConvergenceWarning, InfeasibleBudgetError
 from ..utils._threads import single_threaded_blas
+from ..utils._validation import check_n_jobs
 from ._checks import check_budget
 from ._leakage import expected_distortion, leakage as _leakage, map_attack_accuracy
 from ._lp import perfect_privacy_mapping
@@ -74,6 +75,7 @@ def privacy_distortion_curve(prior, distortion, deltas, *, leakage="mutual_infor
     [0.2781, 0.1733, 0.0]
     """
     P, D = _check_problem(prior, distortion, leakage, solver)
+    n_jobs = check_n_jobs(n_jobs)
     try:
         raw = np.asarray(deltas)
     except (TypeError, ValueError):  # ragged

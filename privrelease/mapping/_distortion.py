@@ -6,7 +6,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.spatial.distance import cdist
 
-from ..utils._validation import as_int64_codes, check_table
+from ..utils._validation import as_int64_codes, check_allocation, check_table
 
 __all__ = ["squared_euclidean_distortion", "erasure_alphabet", "erasure_distortion", "ERASED"]
 
@@ -39,8 +39,12 @@ def squared_euclidean_distortion(centers_in, centers_out=None):
             f"centers_in and centers_out must be 2-D with the same number of features, got shapes "
             f"{np.shape(centers_in)} and {np.shape(centers_out) if centers_out is not None else np.shape(centers_in)}"
         )
-    if not (np.all(np.isfinite(A)) and np.all(np.isfinite(B))):
-        raise ValueError("centers must be finite")
+    for name, C in (("centers_in", A), ("centers_out", B)):
+        bad = np.argwhere(~np.isfinite(C))
+        if bad.size:
+            i, j = (int(v) for v in bad[0])
+            raise ValueError(f"{name} must hold finite coordinates, got {float(C[i, j])!r} at ({i}, {j})")
+    check_allocation(A.shape[0] * B.shape[0], f"the distortion of {A.shape[0]} x {B.shape[0]} centers")
     # differences first (scipy's cdist): ||a||^2 + ||b||^2 - 2 a.b cancelled to 0 between points far from
     # the origin (1e8 and 1e8 + 1 were at distance 0, so the mapping took them for one point)
     with np.errstate(over="ignore"):
@@ -69,13 +73,21 @@ def _check_centers(x, name):
     return X[:, None] if X.ndim == 1 else X
 
 
-def _check_symbols(x, name):
+def _check_symbols(x, name, *, low=None):
+    """Tuples of category codes as an int64 matrix; codes below ``low`` (when given) refused naming ``name``."""
+    if sp.issparse(x):  # np.asarray wrapped it in a 0-d object array: "got shape (1, 2)" of a (1, 2) matrix
+        raise TypeError(f"{name} must be a dense array of category codes, got a scipy sparse {type(x).__name__} of "
+                        f"shape {x.shape} (0 is a category there, not 'not rated'): pass {name}.toarray()")
     X = np.asarray(x)
     if X.ndim == 1:
         X = X[:, None]
     if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
         raise ValueError(f"{name} must be a non-empty 2-D array (n_tuples, n_features), got shape {np.shape(x)}")
-    return as_int64_codes(X, name, "integer category codes")
+    X = as_int64_codes(X, name, "integer category codes")
+    if low is not None and X.size and X.min() < low:
+        what = "codes >= 0 (-1 marks an erasure)" if low == 0 else "codes >= 0, or -1 for an erased field"
+        raise ValueError(f"{name} must be {what}, got {int(X.min())}")
+    return X
 
 
 #: largest number of (input, erased subset) pairs erasure_alphabet enumerates
@@ -103,9 +115,7 @@ def erasure_alphabet(input_symbols):
     >>> erasure_alphabet([[0, 1], [1, 1]]).tolist()
     [[0, 1], [1, 1], [-1, 1], [0, -1], [1, -1], [-1, -1]]
     """
-    X = _check_symbols(input_symbols, "input_symbols")
-    if np.any(X < 0):
-        raise ValueError(f"input_symbols must be codes >= 0 (-1 marks an erasure), got {X.min()!r}")
+    X = _check_symbols(input_symbols, "input_symbols", low=0)
     F = X.shape[1]
     if X.shape[0] * 2.0**F > MAX_ERASURE_CANDIDATES:
         raise ValueError(
@@ -179,17 +189,20 @@ def erasure_distortion(inputs, outputs, *, sparse=False):
     >>> D.indices.tolist(), D.data.tolist()
     ([0, 1, 3], [0.0, 1.0, 2.0])
     """
-    X = _check_symbols(inputs, "inputs")
-    Y = _check_symbols(outputs, "outputs")
+    # an input -1 (dense) was taken for a category the outputs' erasure marker matched, an output -2 for
+    # a tuple no input reaches; the sparse form refused the first only
+    X = _check_symbols(inputs, "inputs", low=0)
+    Y = _check_symbols(outputs, "outputs", low=ERASED)
     if X.shape[1] != Y.shape[1]:
         raise ValueError(f"inputs have {X.shape[1]} features but outputs have {Y.shape[1]}")
     if sparse:
-        if np.any(X < 0):
-            raise ValueError(f"inputs must be codes >= 0 (-1 marks an erasure), got {X.min()!r}")
         if X.shape[0] * 2.0 ** X.shape[1] > MAX_ERASURE_CANDIDATES:
             raise ValueError(f"{X.shape[0]} input tuple(s) of {X.shape[1]} feature(s) give more than "
                              f"{MAX_ERASURE_CANDIDATES:,} (input, erased subset) pairs")
         return _sparse_erasure_distortion(X, Y)
+    check_allocation(X.shape[0] * Y.shape[0], f"erasure_distortion of {X.shape[0]} inputs x {Y.shape[0]} outputs "
+                     f"of {X.shape[1]} features (dense; sparse=True stores the reachable pairs only)",
+                     itemsize=8 + X.shape[1])  # the float result and the feature-wise comparisons
     erased = Y == ERASED
     agree = (X[:, None, :] == Y[None, :, :]) | erased[None, :, :]
     ok = agree.all(axis=2)

@@ -22,7 +22,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..utils import check_random_source, check_rating_matrix, check_rating_scale
 from ..utils._constraints import RANDOM_STATE_CONSTRAINT, NumberInterval
 from ..utils._threads import single_threaded_blas
-from ..utils._validation import check_bool_number_mix, check_table
+from ..utils._validation import check_allocation, check_bool_number_mix, check_table
 
 __all__ = ["SurpriseRecommender"]
 
@@ -86,6 +86,7 @@ class SurpriseRecommender(BaseEstimator):
     rating_scale : tuple (low, high) or None, default=None
         The rating scale; predictions are clipped to it and training ratings
         must lie in it. None infers it from the training ratings (min, max).
+        A scale given must not hold 0, which means "not rated" in a rating matrix.
     algo_params : dict or None, default=None
         Keyword arguments of the Surprise algorithm (for example
         ``{"n_factors": 50, "n_epochs": 30, "reg_all": 0.05}``); must not
@@ -263,6 +264,7 @@ class SurpriseRecommender(BaseEstimator):
         reader = surprise.Reader(rating_scale=scale)
         trainset = surprise.Dataset.load_from_df(df, reader).build_full_trainset()
         algo = self._make_algorithm()
+        self._check_similarity_size(algo, trainset, n_items)
         if isinstance(self.algorithm, str):
             try:
                 algo.fit(trainset)
@@ -328,6 +330,23 @@ class SurpriseRecommender(BaseEstimator):
                 )
         self.X_fit_ = Xc
         return self
+
+    @staticmethod
+    def _check_similarity_size(algo, trainset, n_items):
+        """Refuse a KNN algorithm whose dense similarity matrix (users x users or items x items, computed by
+        Surprise, then an items x items copy in column order) cannot fit in memory, before Surprise
+        allocates it (numpy's bare MemoryError, or the machine swapping)."""
+        from surprise.prediction_algorithms.knns import SymmetricAlgo
+
+        if not isinstance(algo, SymmetricAlgo):  # BaselineOnly has sim_options too, and no similarity
+            return
+        user_based = algo.sim_options.get("user_based", True)
+        n = trainset.n_users if user_based else trainset.n_items
+        if user_based:
+            check_allocation(n * n, f"{type(algo).__name__}'s user similarities ({n} rated users squared)")
+        else:
+            check_allocation(n * n + n_items * n_items, f"{type(algo).__name__}'s item similarities ({n} rated "
+                                                        f"items squared, then {n_items} items squared)")
 
     @staticmethod
     def _check_ids(ids, n, name):
@@ -527,6 +546,8 @@ class SurpriseRecommender(BaseEstimator):
     def _predict_full(self, Xr):
         """Dense (n_rows, n_items) predictions without per-entry gathers of factors."""
         n_rows, n_items = Xr.shape
+        check_allocation(n_rows * n_items, f"predict(X) of {n_rows} users x {n_items} items without mask= "
+                                           "(dense predictions of every cell; pass mask= to predict some)")
         kind = self.kind_
         mu = self.global_mean_
         if kind in ("SVD", "SVDpp"):

@@ -57,6 +57,21 @@ def check_number(value, name, *, low=None, high=None, low_inclusive=True,
     return int(v) if integer else v
 
 
+def check_n_jobs(n_jobs):
+    """joblib's ``n_jobs``: None, or a nonzero integer (-1 = every core); checked before any work.
+
+    joblib took ``True`` and ``2.5`` as numbers of workers, and ``10**6`` failed deep inside
+    ("Numeric literal 2000000 is too large").
+    """
+    if n_jobs is None:
+        return None
+    if isinstance(n_jobs, (bool, np.bool_)) or not isinstance(n_jobs, numbers.Integral):
+        raise TypeError(f"n_jobs must be None or a nonzero integer (-1 = every core), got {n_jobs!r}")
+    if n_jobs == 0:
+        raise ValueError("n_jobs must be None or a nonzero integer (-1 = every core), got 0")
+    return int(n_jobs)
+
+
 def _physical_memory():
     """Bytes of physical memory of this machine, or None where the system does not say."""
     import os
@@ -176,11 +191,19 @@ def check_bool_number_mix(values, name, *, what="category", whole="the column"):
         )
 
 
-def check_rating_scale(value, name="rating_scale"):
-    """``(low, high)`` as two floats with finite ``low < high``, checked before any work is done.
+#: Why a rating scale must not hold 0 (the one rule of the library and the command line).
+ZERO_NOT_RATED = ("0 is reserved for 'not rated' in a rating matrix; a scale where 0 is a real rating (-10..10) "
+                  "must be shifted first (read the file with pandas, add a constant, use "
+                  "privrelease.recommender.RatingsFrame)")
 
-    A pair of anything else is a ``ValueError`` (a reversed or infinite scale, not a pair at all),
-    a pair of non-numbers (strings, booleans) a ``TypeError``; both quote ``value``.
+
+def check_rating_scale(value, name="rating_scale"):
+    """``(low, high)`` as two floats with finite ``low < high`` not holding 0, checked before any work is done.
+
+    A pair of anything else is a ``ValueError`` (a reversed or infinite scale, not a pair at all, a scale
+    such as ``(0, 10)`` or ``(-5, 5)`` that holds 0, which means "not rated" in a rating matrix: a
+    rating of 0 could not be stored, and a prediction clipped to 0 would read as "not rated"), a pair of
+    non-numbers (strings, booleans) a ``TypeError``; both quote ``value``.
     """
     try:
         low, high = value
@@ -191,6 +214,8 @@ def check_rating_scale(value, name="rating_scale"):
             raise TypeError(f"{name} must hold two real numbers, got {value!r}")
     if not (np.isfinite(low) and np.isfinite(high) and low < high):
         raise ValueError(f"{name} must be (low, high) with finite low < high, got {tuple(value)!r}")
+    if low <= 0 <= high:
+        raise ValueError(f"{name} = {value!r} holds 0: {ZERO_NOT_RATED}")
     return float(low), float(high)
 
 

@@ -242,8 +242,8 @@ def _catalogue():
     import pandas as pd
 
     from privrelease.mappers import ErasureMapper, QuantizedPrivacyMapper, _dask
-    from privrelease.mapping import (empirical_prior, erasure_alphabet, leakage, privacy_distortion_curve,
-                                     solve_mapping, squared_euclidean_distortion)
+    from privrelease.mapping import (empirical_prior, erasure_alphabet, erasure_distortion, leakage,
+                                     privacy_distortion_curve, solve_mapping, squared_euclidean_distortion)
     from privrelease.noise import Laplace, VectorLaplace, laplace_noise
     from privrelease.recommender import SurpriseRecommender
     from privrelease.regression import TruthfulRegressionMechanism, ridge_sensitivity
@@ -319,6 +319,16 @@ def _catalogue():
          lambda: squared_euclidean_distortion([[0.0], [1e200]]), ValueError, "1e+200"),
         ("mapping", "squared_euclidean_distortion([['a'], ['b']])",
          lambda: squared_euclidean_distortion([["a"], ["b"]]), TypeError, "'a'"),
+        ("mapping", "privacy_distortion_curve(prior, d, [0.1, 0.2], n_jobs=2.5)",
+         lambda: privacy_distortion_curve(PRIOR, D2, [0.1, 0.2], n_jobs=2.5), TypeError, "2.5"),
+        ("mapping", "squared_euclidean_distortion([[0], [1]], [[nan]])",
+         lambda: squared_euclidean_distortion([[0.0], [1.0]], [[np.nan]]), ValueError, "centers_out"),
+        ("mapping", "erasure_distortion([[1, 2]], [[-2, 1]]) (an output code below -1)",
+         lambda: erasure_distortion([[1, 2]], [[-2, 1]]), ValueError, "-2"),
+        ("mapping", "erasure_alphabet(scipy sparse codes)",
+         lambda: erasure_alphabet(sp.csr_matrix([[1, 2]])), TypeError, "csr_matrix"),
+        ("mapping", "leakage(prior, mapping=[['0.5', '0.5'], ['0.5', '0.5']])",
+         lambda: leakage(PRIOR, [["0.5", "0.5"], ["0.5", "0.5"]]), TypeError, "strings"),
         # --- mappers
         ("mappers", "QuantizedPrivacyMapper().fit(DataFrame X indexed a-d, Series y indexed d-a)",
          _misaligned_labels, ValueError, "'d'"),
@@ -511,7 +521,11 @@ def _catalogue():
         ("recommender", "SurpriseRecommender(algo_params={'lr_all': 1e10}).fit(X) (diverges)",
          lambda: SurpriseRecommender(algo_params={"lr_all": 1e10}, random_state=0).fit(_ratings_and_labels()[0]),
          ValueError, "10000000000.0"),
+        ("recommender", "SurpriseRecommender(rating_scale=(0, 10)).fit(X) (0 means 'not rated')",
+         lambda: SurpriseRecommender(rating_scale=(0, 10)).fit(_ratings_and_labels()[0]), ValueError, "(0, 10)"),
         # --- evaluation / datasets
+        ("evaluation", "InferenceAttack().fit(X, y of 0/1).score(X, y as strings '0'/'1')",
+         _attack_scored_with_strings, TypeError, "'0'"),
         ("evaluation", "check_privacy_grid([0.5, 0.1])", lambda: check_privacy_grid([0.5, 0.1]), ValueError, "0.1"),
         ("evaluation", "check_privacy_grid([-1, 0])", lambda: check_privacy_grid([-1, 0]), ValueError, "-1"),
         ("evaluation", "attribute_targets(y_train with columns a, b, y_test with columns b, a)",
@@ -673,6 +687,14 @@ def render():
 
 
 _ROWS = None
+
+
+def _attack_scored_with_strings():
+    from privrelease.evaluation import InferenceAttack
+
+    X, y = _ratings_and_labels()
+    y = np.asarray(y)
+    return InferenceAttack(random_state=0).fit(X, y).score(X, np.where(y == 0, "0", "1"))
 
 
 def _rows():

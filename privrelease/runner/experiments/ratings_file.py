@@ -41,6 +41,7 @@ import pandas as pd
 
 from .._schema import (Bool, Choice, Either, File, Float, Int, PipelineError, Seed, Seq, Table, Text,
                        quick_values)
+from ...utils import check_rating_scale
 from .movielens_gender import analyse_ratings
 from .synthetic_ratings import _LEVELS_CAP, MAPPER, N_CLUSTERS_RULES, PROTOCOL_PARAMETERS, RECOMMENDER
 
@@ -91,8 +92,7 @@ _DEFAULTS = {"user_col": "user", "item_col": "item", "rating_col": "rating", "se
 _CACHE = {}  # one entry: the data read by check_ready, reused by run (the files' sizes and times in the key)
 
 # load_ratings_csv's words for a scale holding 0 (0 means "not rated" in a rating matrix)
-_ZERO = ("0 is reserved for 'not rated' in a rating matrix; a scale where 0 is a real rating (-10..10) must be "
-         "shifted first (read the file with pandas, add a constant, use privrelease.recommender.RatingsFrame)")
+
 
 
 def check_ready(params):
@@ -263,12 +263,14 @@ def _scale(R, given):
             raise PipelineError(f"every rating of the file is {low:g}, so the data gives no rating scale; "
                                 "expected rating_range = [low, high] (or ratings of more than one value; implicit "
                                 "feedback also needs mapper.metric = \"hamming\")")
-        if low < 0 < high:
-            raise PipelineError(f"the ratings run from {low:g} to {high:g}, a scale that holds 0: {_ZERO}")
-        return low, high
-    lo, hi = (float(v) for v in given)
-    if lo <= 0 <= hi:
-        raise PipelineError(f"parameter rating_range = {list(given)} holds 0: {_ZERO}")
+        try:
+            return check_rating_scale((low, high), f"the data's scale (the ratings run from {low:g} to {high:g})")
+        except ValueError as exc:
+            raise PipelineError(str(exc)) from None
+    try:
+        lo, hi = check_rating_scale(list(given), "parameter rating_range")
+    except ValueError as exc:
+        raise PipelineError(str(exc)) from None
     out = int(np.sum((R.data < lo) | (R.data > hi)))
     if out:
         raise PipelineError(f"parameter rating_range = {list(given)}: {out} rating(s) of the file lie outside "
