@@ -330,10 +330,12 @@ def test_release_into_an_integer_dtype_too_narrow_for_the_scale_is_refused():
     m = QuantizedPrivacyMapper(n_clusters=3, max_leakage=1.0, random_state=0).fit(X, y)   # releases profiles
     small = (X > 0).astype(np.int8)
     with pytest.raises(ValueError, match=r"X has dtype int8, which cannot hold the released ratings \(from 1\d\d to "
-                                         r"1\d\d, on the scale the mapper was fitted on\)"):
+                                         r"1\d\d, on the scale the mapper was fitted on\)"), \
+            pytest.warns(UserWarning, match="far outside the range the mapper was fitted on"):
         m.transform(small)
     for dtype in (np.uint8, np.int16):                         # wide enough: rounded ratings on the training scale
-        out = m.transform(small.astype(dtype))
+        with pytest.warns(UserWarning, match="far outside the range the mapper was fitted on"):  # 1s on 110..150
+            out = m.transform(small.astype(dtype))
         assert out.dtype == dtype and out[out != 0].min() >= 110 and out.max() <= 150
 
 
