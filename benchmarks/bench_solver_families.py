@@ -449,24 +449,15 @@ def _alarm(signum, frame):
     raise Hang()
 
 
-def run_one(prior, d, mode, value, solver):
-    """``(results list, warned, seconds, error)``; results are MappingResults (several for a curve)."""
+def guarded(solve):
+    """Run ``solve()`` (a list of MappingResults) under the hang alarm, recording ConvergenceWarnings:
+    ``(results or None, warned, seconds, error)``; a crash keeps its traceback (``error.tb``)."""
     t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConvergenceWarning)
         signal.alarm(int(3 * HANG_S))
         try:
-            if mode == "delta":
-                out = [solve_mapping(prior, d, value, solver=solver)]
-            elif mode == "target":
-                out = [solve_mapping(prior, d, max_leakage=value, solver=solver)]
-            elif mode == "ml_delta":
-                out = [solve_mapping(prior, d, value, leakage="maximal_leakage", solver=solver)]
-            elif mode == "ml_target":
-                out = [solve_mapping(prior, d, max_leakage=value, leakage="maximal_leakage", solver=solver)]
-            else:
-                out = privacy_distortion_curve(prior, d, value, solver=solver, return_mappings=True)[1]
-            err = None
+            out, err = solve(), None
         except (SolverError, InfeasibleBudgetError) as exc:
             out, err = None, exc
         except Hang:
@@ -478,6 +469,22 @@ def run_one(prior, d, mode, value, solver):
             signal.alarm(0)
     warned = any(issubclass(w.category, ConvergenceWarning) for w in caught)
     return out, warned, time.perf_counter() - t0, err
+
+
+def run_one(prior, d, mode, value, solver):
+    """``(results list, warned, seconds, error)``; results are MappingResults (several for a curve)."""
+    def solve():
+        if mode == "delta":
+            return [solve_mapping(prior, d, value, solver=solver)]
+        if mode == "target":
+            return [solve_mapping(prior, d, max_leakage=value, solver=solver)]
+        if mode == "ml_delta":
+            return [solve_mapping(prior, d, value, leakage="maximal_leakage", solver=solver)]
+        if mode == "ml_target":
+            return [solve_mapping(prior, d, max_leakage=value, leakage="maximal_leakage", solver=solver)]
+        return privacy_distortion_curve(prior, d, value, solver=solver, return_mappings=True)[1]
+
+    return guarded(solve)
 
 
 UNCHECKED = []  # answers whose reference failed (nan): checked for feasibility (and targets) only

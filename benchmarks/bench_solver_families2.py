@@ -239,19 +239,25 @@ def _ulps(x):
     return (("-1ulp", np.nextafter(x, -np.inf)), ("", x), ("+1ulp", np.nextafter(x, np.inf)))
 
 
+def mapper_cases(rng, prior, d, lab, iac, *, ref=True, ml_up_to=60):
+    """A mapper's instance in every mode: a budget, a target below the no-privacy leakage ``iac``, and (up to
+    ``ml_up_to`` inputs) both maximal-leakage modes; ``ref``: check the first two against the reference."""
+    yield prior, d, "delta", base._mid(rng, prior, d), lab + " delta", ref
+    yield prior, d, "target", float(rng.uniform(0.05, 0.6)) * iac, lab + " target", ref
+    if d.shape[0] <= ml_up_to:
+        yield prior, d, "ml_delta", base._mid(rng, prior, d), lab + " ml delta", True
+        iml = base.ml_bits(prior, base._argmin_mapping(d))
+        yield prior, d, "ml_target", float(rng.uniform(0.05, 0.6)) * iml, lab + " ml target", True
+
+
 def cases(family, rng):
     """Yield ``(prior, d, mode, value, label, with_reference)`` for one draw of a family."""
     if family in MAPPERS:
         prior, d, metric = MAPPERS[family](rng)
         lab = f"{metric} k={d.shape[0]}x{d.shape[1]} |A|={prior.shape[0]}"
-        yield prior, d, "delta", base._mid(rng, prior, d), lab + " delta", True
         iac = max(base.mi_bits(prior, np.eye(d.shape[0], d.shape[1]) if d.shape[0] == d.shape[1]
                                else base._argmin_mapping(d)), 0.0)
-        yield prior, d, "target", float(rng.uniform(0.05, 0.6)) * iac, lab + " target", True
-        if d.shape[0] <= 60:
-            yield prior, d, "ml_delta", base._mid(rng, prior, d), lab + " ml delta", True
-            iml = base.ml_bits(prior, base._argmin_mapping(d))
-            yield prior, d, "ml_target", float(rng.uniform(0.05, 0.6)) * iml, lab + " ml target", True
+        yield from mapper_cases(rng, prior, d, lab, iac)
     elif family in BASE2:
         prior, d = BASE2[family](rng)
         yield prior, d, "delta", base._mid(rng, prior, d), f"k={d.shape[0]}x{d.shape[1]} |A|={prior.shape[0]}", True

@@ -45,7 +45,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_solver_families as base  # noqa: E402 - the reference, checks and run loop
 import bench_solver_families2 as fam2  # noqa: E402 - the mappers' capture
 
-from privrelease.exceptions import ConvergenceWarning, InfeasibleBudgetError, SolverError  # noqa: E402
 from privrelease.mapping import privacy_distortion_curve, solve_mapping  # noqa: E402
 
 
@@ -78,43 +77,23 @@ def run_one(prior, d, mode, value, solver):
     opts = getattr(value, "opts", None)
     if not opts:
         return _run_one(prior, d, mode, value, solver)
-    import signal
-    import time
-    import traceback
-
     kw = {k: v for k, v in opts.items() if k in ("tol", "warm_start", "n_jobs")}
     if "solver" in opts and solver == "auto":
         solver = opts["solver"]
-    t0 = time.perf_counter()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", ConvergenceWarning)
-        signal.alarm(int(3 * base.HANG_S))
-        try:
-            if mode == "curve":
-                out = privacy_distortion_curve(prior, d, value.deltas, solver=solver, return_mappings=True,
-                                               **kw)[1]
-            else:
-                kw.pop("n_jobs", None)
-                if callable(kw.get("warm_start")):
-                    kw["warm_start"] = kw["warm_start"](prior, d)
-                val = float(value)
-                lk = "maximal_leakage" if mode.startswith("ml_") else "mutual_information"
-                if mode in ("delta", "ml_delta"):
-                    out = [solve_mapping(prior, d, val, leakage=lk, solver=solver, **kw)]
-                else:
-                    out = [solve_mapping(prior, d, max_leakage=val, leakage=lk, solver=solver, **kw)]
-            err = None
-        except (SolverError, InfeasibleBudgetError) as exc:
-            out, err = None, exc
-        except base.Hang:
-            out, err = None, base.Hang(f"> {3 * base.HANG_S:.0f} s")
-        except Exception as exc:  # noqa: BLE001 - a crash is a finding
-            out, err = None, exc
-            err.tb = traceback.format_exc()
-        finally:
-            signal.alarm(0)
-    warned = any(issubclass(w.category, ConvergenceWarning) for w in caught)
-    return out, warned, time.perf_counter() - t0, err
+
+    def solve():
+        if mode == "curve":
+            return privacy_distortion_curve(prior, d, value.deltas, solver=solver, return_mappings=True, **kw)[1]
+        kw.pop("n_jobs", None)
+        if callable(kw.get("warm_start")):
+            kw["warm_start"] = kw["warm_start"](prior, d)
+        val = float(value)
+        lk = "maximal_leakage" if mode.startswith("ml_") else "mutual_information"
+        if mode in ("delta", "ml_delta"):
+            return [solve_mapping(prior, d, val, leakage=lk, solver=solver, **kw)]
+        return [solve_mapping(prior, d, max_leakage=val, leakage=lk, solver=solver, **kw)]
+
+    return base.guarded(solve)
 
 
 def check(prior, d, mode, value, res, with_ref):
@@ -390,13 +369,7 @@ def cases(family, rng):
     if family in MAPPERS:
         prior, d, what = MAPPERS[family](rng)
         lab = f"{what} k={d.shape[0]}x{d.shape[1]} |A|={prior.shape[0]}"
-        ref = d.shape[0] <= 200
-        yield prior, d, "delta", base._mid(rng, prior, d), lab + " delta", ref
-        yield prior, d, "target", float(rng.uniform(0.05, 0.6)) * _iac(prior, d), lab + " target", ref
-        if d.shape[0] <= 80:
-            yield prior, d, "ml_delta", base._mid(rng, prior, d), lab + " ml delta", True
-            iml = base.ml_bits(prior, base._argmin_mapping(d))
-            yield prior, d, "ml_target", float(rng.uniform(0.05, 0.6)) * iml, lab + " ml target", True
+        yield from fam2.mapper_cases(rng, prior, d, lab, _iac(prior, d), ref=d.shape[0] <= 200, ml_up_to=80)
     elif family in BASE3:
         prior, d = BASE3[family](rng)
         lab = f"k={d.shape[0]}x{d.shape[1]} |A|={prior.shape[0]}"
