@@ -37,6 +37,65 @@ def _surprise():
     return surprise
 
 
+def _is_int(v):
+    return isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_))
+
+
+def _is_real(v):
+    return isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_))
+
+
+def algo_param_kinds(algorithm):
+    """What each keyword argument of the Surprise algorithm named ``algorithm`` takes.
+
+    Returns a dict ``{name: (expected, accepts)}``: ``expected`` says in words
+    what the argument takes, ``accepts(value)`` tells whether a value is of
+    that kind. Read from the algorithm's signature (``random_state`` left out:
+    it is the estimator's parameter): a boolean default takes a boolean, a dict
+    default a dict, an integer default a count (``init_mean`` a number), any
+    other default a real number (None too where None is the default).
+    """
+    import inspect
+
+    sig = inspect.signature(getattr(_surprise(), algorithm).__init__)
+    kinds = {}
+    for name, par in sig.parameters.items():
+        if name in ("self", "random_state") or par.kind in (par.VAR_KEYWORD, par.VAR_POSITIONAL):
+            continue
+        default = par.default
+        if isinstance(default, bool):
+            kinds[name] = ("a boolean", lambda v: isinstance(v, (bool, np.bool_)))
+        elif isinstance(default, dict):
+            kinds[name] = ("a dict", lambda v: isinstance(v, dict))
+        elif isinstance(default, int) and name != "init_mean":
+            kinds[name] = ("an integer", _is_int)
+        elif default is None:
+            kinds[name] = ("a real number or None", lambda v: v is None or _is_real(v))
+        else:
+            kinds[name] = ("a real number", _is_real)
+    return kinds
+
+
+def check_algo_params(algorithm, algo_params):
+    """Refuse an ``algo_params`` key the Surprise algorithm ``algorithm`` (a name) does not take, or a value
+    of the wrong kind, before any fit: Surprise failed deep inside its fit (``reg_all="x"``), or
+    took the value silently (``biased="no"`` as True, ``n_epochs=True`` as one epoch, an unknown
+    key of KNNBaseline ignored)."""
+    params = dict(algo_params or {})
+    if "random_state" in params:
+        raise ValueError("algo_params must not contain 'random_state' (got "
+                         f"{params['random_state']!r}); use SurpriseRecommender(random_state=...)")
+    kinds = algo_param_kinds(algorithm)
+    for key, value in params.items():
+        if key not in kinds:
+            raise ValueError(f"algo_params={algo_params!r} rejected by surprise.{algorithm}: unknown key "
+                             f"{key!r}; it takes " + ", ".join(sorted(kinds)))
+        expected, accepts = kinds[key]
+        if not accepts(value):
+            raise TypeError(f"algo_params={algo_params!r} rejected by surprise.{algorithm}: {key} must be "
+                            f"{expected}, got {value!r} ({type(value).__name__})")
+
+
 class SurpriseRecommender(BaseEstimator):
     r"""Matrix-factorisation / baseline / neighbourhood recommender (Surprise).
 
@@ -186,14 +245,11 @@ class SurpriseRecommender(BaseEstimator):
     def _make_algorithm(self):
         surprise = _surprise()
         params = dict(self.algo_params or {})
-        if "random_state" in params:
-            raise ValueError("algo_params must not contain 'random_state' (got "
-                             f"{params['random_state']!r}); use SurpriseRecommender(random_state=...)")
         if isinstance(self.algorithm, str):
             cls = getattr(surprise, self.algorithm)
             if self.algorithm == "KNNBaseline":
                 sim = {"name": "pearson_baseline", "user_based": False}
-                sim.update(params.get("sim_options", {}))
+                sim.update(params.get("sim_options") or {})
                 params["sim_options"] = sim
                 params.setdefault("verbose", False)
             if self.algorithm in ("BaselineOnly", "KNNBaseline"):
@@ -205,9 +261,6 @@ class SurpriseRecommender(BaseEstimator):
             except TypeError as exc:
                 raise ValueError(f"algo_params {self.algo_params!r} rejected by surprise."
                                  f"{self.algorithm}: {exc}") from None
-        if params:
-            raise ValueError("algo_params must be None when algorithm is an instance, got "
-                             f"{self.algo_params!r}")
         algo = copy.deepcopy(self.algorithm)
         kind = type(algo).__name__
         if kind not in _ALGORITHMS:
@@ -239,6 +292,11 @@ class SurpriseRecommender(BaseEstimator):
         self._validate_params()
         if isinstance(self.algorithm, str) and self.algorithm not in _ALGORITHMS:
             raise ValueError(f"algorithm must be one of {_ALGORITHMS}, got {self.algorithm!r}")
+        if isinstance(self.algorithm, str):
+            check_algo_params(self.algorithm, self.algo_params)  # before the data is read
+        elif self.algo_params:
+            raise ValueError("algo_params must be None when algorithm is an instance, got "
+                             f"{self.algo_params!r}")
         scale = self._check_scale()
         check_table(X)
         X = validate_data(self, X, accept_sparse=("csr", "csc", "coo"), dtype=np.float64,

@@ -114,6 +114,14 @@ def as_int64_codes(X, name, what="integer codes"):
     of any dtype is the empty code array.
     """
     X = np.asarray(X)
+    if X.dtype.kind == "O" and X.size and all(isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_))
+                                              for v in X.flat):
+        # numpy keeps Python ints beyond int64 ([2**64, 1], [-1, 2**63]) as objects: name the value, not the dtype
+        lo, hi = np.iinfo(np.int64).min, np.iinfo(np.int64).max
+        v = next((int(v) for v in X.flat if not lo <= v <= hi), None)
+        if v is not None:
+            raise ValueError(f"{name} must hold {what} (whole numbers within the int64 range), got {v!r}")
+        return X.astype(np.int64)
     if X.dtype.kind not in "iuf" and X.size:
         raise ValueError(f"{name} must hold {what}, got dtype {X.dtype}")
     if X.dtype.kind == "i":

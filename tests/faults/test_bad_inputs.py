@@ -521,6 +521,11 @@ def _catalogue():
         ("recommender", "SurpriseRecommender(algo_params={'lr_all': 1e10}).fit(X) (diverges)",
          lambda: SurpriseRecommender(algo_params={"lr_all": 1e10}, random_state=0).fit(_ratings_and_labels()[0]),
          ValueError, "10000000000.0"),
+        ("recommender", "SurpriseRecommender(algo_params={'biased': 'no'}).fit(X)",
+         lambda: SurpriseRecommender(algo_params={"biased": "no"}).fit(_ratings_and_labels()[0]), TypeError, "'no'"),
+        ("recommender", "SurpriseRecommender('KNNBaseline', algo_params={'neighbours': 3}).fit(X)",
+         lambda: SurpriseRecommender("KNNBaseline", algo_params={"neighbours": 3}).fit(_ratings_and_labels()[0]),
+         ValueError, "'neighbours'"),
         ("recommender", "SurpriseRecommender(rating_scale=(0, 10)).fit(X) (0 means 'not rated')",
          lambda: SurpriseRecommender(rating_scale=(0, 10)).fit(_ratings_and_labels()[0]), ValueError, "(0, 10)"),
         # --- evaluation / datasets

@@ -60,9 +60,9 @@ def test_a_dotted_key_adds_the_table_the_file_does_not_have(tmp_path, ran):
 
 def test_a_recommender_table_keeps_its_inner_table(tmp_path, ran):
     assert main(["run", str(PIPELINES / "synthetic_ratings.toml"),
-                 "--set", "politics_recommender.algorithm=BaselineOnly",
+                 "--set", "politics_recommender.algorithm=SVDpp",
                  "--set", "ratings_recommender.algo_params={reg_all = 0.2}", "-o", str(tmp_path / "out")]) == 0
-    assert ran["politics_recommender"] == {"algorithm": "BaselineOnly", "algo_params": {"reg_all": 0.1}}
+    assert ran["politics_recommender"] == {"algorithm": "SVDpp", "algo_params": {"reg_all": 0.1}}
     assert ran["ratings_recommender"] == {"algorithm": "SVD", "algo_params": {"reg_all": 0.2}}
 
 

@@ -20,12 +20,40 @@ import pandas as pd
 
 from ...evaluation._attacks import ATTACK_MODELS
 from ...recommender._surprise import _ALGORITHMS
-from .._schema import Bool, Choice, Either, EstimatorOptions, Float, Int, Scalar, Seed, Seq, Table, quick_values
+from .._schema import (Bool, Choice, Either, EstimatorOptions, Float, Int, ParameterTypeError, PipelineError, Scalar,
+                       Seed, Seq, Table, _show, _type_name, quick_values)
 
 __all__ = ["run"]
 
+class _RecommenderTable(Table):
+    """A recommender's table whose ``algo_params`` are checked against the chosen Surprise algorithm's keyword
+    arguments (names and kinds of value) before anything runs, not when the recommender is first fitted."""
+
+    def check(self, name, value):
+        from ...recommender._surprise import algo_param_kinds
+
+        out = super().check(name, value)
+        params = out.get("algo_params")
+        if not params:
+            return out
+        algorithm = out.get("algorithm", "SVD")
+        kinds = algo_param_kinds(algorithm)
+        for key, v in params.items():
+            if key == "random_state":
+                raise PipelineError(f"parameter {name}.algo_params.random_state is set by the experiment itself: "
+                                    "use the experiment parameter random_state")
+            if key not in kinds:
+                raise PipelineError(f"parameter {name}.algo_params has an unknown key {key!r}: surprise.{algorithm} "
+                                    "takes " + ", ".join(sorted(kinds)))
+            expected, accepts = kinds[key]
+            if not accepts(v):
+                raise ParameterTypeError(f"parameter {name}.algo_params.{key} = {_show(v)} ({_type_name(v)}): "
+                                         f"expected {expected} (an option of surprise.{algorithm})")
+        return out
+
+
 #: a recommender as a pipeline table: ``{algorithm = "SVD", algo_params = {reg_all = 0.1}}``
-RECOMMENDER = Table({"algorithm": Choice(_ALGORITHMS), "algo_params": Table(free=Scalar())})
+RECOMMENDER = _RecommenderTable({"algorithm": Choice(_ALGORITHMS), "algo_params": Table(free=Scalar())})
 
 
 def _quantized_mapper(**kwargs):

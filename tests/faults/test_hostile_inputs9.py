@@ -1,0 +1,106 @@
+"""Hostile inputs, ninth audit: a recommender's ``algo_params`` checked against the Surprise algorithm's keyword
+arguments (names and kinds of value) before anything runs, in the estimator and in a pipeline; integer codes
+beyond int64 named by their value. One test per finding (earlier audits: test_hostile_inputs.py to
+test_hostile_inputs8.py)."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+PIPELINES = Path(__file__).resolve().parents[2] / "pipelines"
+
+
+def _ratings():
+    rng = np.random.default_rng(0)
+    R = rng.integers(1, 6, (20, 10)).astype(float) * (rng.random((20, 10)) < 0.6)
+    return sp.csr_array(R)
+
+
+# ---------------------------------------------------------------- the estimator
+@pytest.mark.parametrize("algorithm, params, exc, match", [
+    # Surprise failed deep inside its fit, after the data was read and converted
+    ("SVD", {"reg_all": "x"}, TypeError, r"rejected by surprise\.SVD: reg_all must be a real number, got 'x' \(str\)"),
+    # taken silently: "no" as True (a biased model), True as one epoch, an unknown key of KNNBaseline ignored
+    ("SVD", {"biased": "no"}, TypeError, r"surprise\.SVD: biased must be a boolean, got 'no' \(str\)"),
+    ("SVD", {"n_epochs": True}, TypeError, r"surprise\.SVD: n_epochs must be an integer, got True \(bool\)"),
+    ("SVDpp", {"lr_yj": "0.1"}, TypeError, r"lr_yj must be a real number or None, got '0\.1'"),
+    ("KNNBaseline", {"k": "3"}, TypeError, r"surprise\.KNNBaseline: k must be an integer, got '3' \(str\)"),
+    ("KNNBaseline", {"neighbours": 3}, ValueError,
+     r"surprise\.KNNBaseline: unknown key 'neighbours'; it takes bsl_options, k, min_k, sim_options, verbose"),
+    ("BaselineOnly", {"reg_all": 0.1}, ValueError, r"unknown key 'reg_all'; it takes bsl_options, verbose"),
+])
+def test_algo_params_are_checked_against_the_algorithm_before_the_data_is_read(algorithm, params, exc, match):
+    from privrelease.recommender import SurpriseRecommender
+
+    rec = SurpriseRecommender(algorithm, algo_params=params, random_state=0)
+    with pytest.raises(exc, match=match):
+        rec.fit(_ratings())
+    with pytest.raises(exc, match=match):  # before the ratings are looked at
+        rec.fit([["not", "ratings"]])
+
+
+def test_algo_params_of_the_right_kinds_still_fit():
+    from privrelease.recommender import SurpriseRecommender
+
+    params = {"n_factors": np.int64(3), "n_epochs": 5, "lr_bu": None, "reg_all": np.float32(0.1), "init_mean": 0.5,
+              "biased": np.True_}
+    a = SurpriseRecommender(algo_params=params, random_state=0).fit(_ratings())
+    b = SurpriseRecommender(algo_params={"n_factors": 3, "n_epochs": 5, "reg_all": float(np.float32(0.1)),
+                                         "init_mean": 0.5}, random_state=0).fit(_ratings())
+    np.testing.assert_allclose(a.item_factors_, b.item_factors_)
+    knn = SurpriseRecommender("KNNBaseline", algo_params={"k": 5, "sim_options": {"name": "cosine"}}).fit(_ratings())
+    assert knn.k_ == 5
+
+
+# ---------------------------------------------------------------- a pipeline
+@pytest.mark.parametrize("value, text", [
+    ("{reg_all = 'x'}", "parameter ratings_recommender.algo_params.reg_all = 'x' (string): expected a real number "
+                        "(an option of surprise.SVD)"),
+    ("{biased = 'no'}", "parameter ratings_recommender.algo_params.biased = 'no' (string): expected a boolean"),
+    ("{n_factors = 2.5}", "algo_params.n_factors = 2.5 (float): expected an integer"),
+    ("{n_factorz = 3}", "parameter ratings_recommender.algo_params has an unknown key 'n_factorz': surprise.SVD "
+                        "takes biased, init_mean"),
+    ("{random_state = 3}", "algo_params.random_state is set by the experiment itself: use the experiment "
+                           "parameter random_state"),
+])
+def test_a_pipelines_algo_params_are_refused_before_anything_runs(tmp_path, capsys, monkeypatch, value, text):
+    from privrelease.cli import main
+    from privrelease.runner.experiments import synthetic_ratings
+
+    def run(*args, **kwargs):  # pragma: no cover - reached only if the refusal is missing
+        raise AssertionError("the experiment ran")
+
+    monkeypatch.setattr(synthetic_ratings, "run", run)
+    code = main(["run", str(PIPELINES / "synthetic_ratings.toml"), "--set", f"ratings_recommender.algo_params={value}",
+                 "-o", str(tmp_path / "out")])
+    assert code == 2
+    assert text in capsys.readouterr().err
+
+
+def test_a_pipelines_algo_params_follow_the_chosen_algorithm(tmp_path, monkeypatch):
+    from privrelease.cli import main
+    from privrelease.runner.experiments import synthetic_ratings
+
+    seen = {}
+    monkeypatch.setattr(synthetic_ratings, "run", lambda report, **kw: seen.update(kw) or {"status": "ok"})
+    assert main(["run", str(PIPELINES / "synthetic_ratings.toml"), "--set",
+                 "ratings_recommender={algorithm = 'KNNBaseline', algo_params = {k = 7, min_k = 2}}",
+                 "-o", str(tmp_path / "out")]) == 0
+    assert seen["ratings_recommender"] == {"algorithm": "KNNBaseline", "algo_params": {"k": 7, "min_k": 2}}
+
+
+# ---------------------------------------------------------------- integer codes beyond int64
+@pytest.mark.parametrize("codes, shown", [([2**64, 1], "18446744073709551616"), ([1, -2**70], "-1180591620717411303424"),
+                                          (np.array([0, 2**65], dtype=object), "36893488147419103232")])
+def test_integer_codes_beyond_int64_are_named_by_their_value(codes, shown):
+    from privrelease.utils._validation import as_int64_codes
+
+    # numpy keeps such Python ints as objects: the message said "got dtype object"
+    with pytest.raises(ValueError, match=rf"y must hold integer codes \(whole numbers within the int64 range\), "
+                                         rf"got {shown}$"):
+        as_int64_codes(codes, "y")
+    np.testing.assert_array_equal(as_int64_codes(np.array([3, -4], dtype=object), "y"), [3, -4])
+    with pytest.raises(ValueError, match="got dtype object"):
+        as_int64_codes(np.array([True, 1], dtype=object), "y")
