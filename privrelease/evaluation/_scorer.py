@@ -178,6 +178,8 @@ def lowest_rmse_within(max_leakage_bits=None, *, max_adaptive_auc=None):
     refit : callable ``cv_results_ -> int``
         When no candidate meets the targets it warns (:class:`PrivacyLeakWarning`)
         and returns the most private candidate (smallest leakage, then AUC).
+        A candidate with a NaN mean score (its scoring failed) is never chosen;
+        when every candidate has one, a ValueError says so.
     """
     from ..utils import check_number
 
@@ -198,7 +200,16 @@ def lowest_rmse_within(max_leakage_bits=None, *, max_adaptive_auc=None):
             auc = -np.asarray(cv_results["mean_test_neg_adaptive_auc"], dtype=float)
             ok &= auc <= max_adaptive_auc
             privacy = privacy + auc
+        # a candidate whose scoring failed has NaN means (GridSearchCV's error_score): np.argmin took a NaN RMSE
+        # for the lowest, refitting a failed candidate as the best; NaN privacy figures for the most private
+        failed = ~np.isfinite(rmse) | ~np.isfinite(privacy)
+        if failed.all():
+            raise ValueError(
+                f"every candidate's mean scores hold NaN (rmse {rmse.tolist()!r}): the scorers failed on each "
+                "(GridSearchCV(error_score='raise') shows why); no candidate can be refitted")
+        ok &= ~failed
         if not ok.any():
+            privacy = np.where(failed, np.inf, privacy)
             warnings.warn(
                 f"no candidate meets max_leakage_bits={max_leakage_bits!r}, max_adaptive_auc={max_adaptive_auc!r}; "
                 "refitting the most private candidate", PrivacyLeakWarning, stacklevel=2)

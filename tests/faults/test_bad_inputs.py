@@ -237,7 +237,7 @@ def _catalogue():
                                       privacy_index)
     from privrelease.contracts import BiasedLaplaceMechanism, design_contract, design_menu
     from privrelease.datasets import load_movielens_100k, load_ratings_csv, make_ratings
-    from privrelease.evaluation import check_privacy_grid, rmse_cost
+    from privrelease.evaluation import check_privacy_grid, lowest_rmse_within, rmse_cost
     from privrelease.exceptions import InfeasibleBudgetError
     import pandas as pd
 
@@ -531,6 +531,8 @@ def _catalogue():
         # --- evaluation / datasets
         ("evaluation", "InferenceAttack().fit(X, y of 0/1).score(X, y as strings '0'/'1')",
          _attack_scored_with_strings, TypeError, "'0'"),
+        ("evaluation", "lowest_rmse_within()(cv_results_ whose every mean RMSE is NaN)",
+         lambda: lowest_rmse_within()({"mean_test_neg_rmse": [np.nan, np.nan]}), ValueError, "[nan, nan]"),
         ("evaluation", "check_privacy_grid([0.5, 0.1])", lambda: check_privacy_grid([0.5, 0.1]), ValueError, "0.1"),
         ("evaluation", "check_privacy_grid([-1, 0])", lambda: check_privacy_grid([-1, 0]), ValueError, "-1"),
         ("evaluation", "attribute_targets(y_train with columns a, b, y_test with columns b, a)",

@@ -104,3 +104,19 @@ def test_integer_codes_beyond_int64_are_named_by_their_value(codes, shown):
     np.testing.assert_array_equal(as_int64_codes(np.array([3, -4], dtype=object), "y"), [3, -4])
     with pytest.raises(ValueError, match="got dtype object"):
         as_int64_codes(np.array([True, 1], dtype=object), "y")
+
+
+# ---------------------------------------------------------------- the refit rule of a search
+def test_the_refit_rule_never_chooses_a_candidate_whose_scoring_failed():
+    from privrelease.evaluation import lowest_rmse_within
+
+    # GridSearchCV records a failed scoring as NaN (error_score=nan): np.argmin took the NaN RMSE for the lowest
+    results = {"mean_test_neg_rmse": [-1.0, np.nan, -0.9], "mean_test_neg_leakage_bits": [-0.1, -0.1, -0.5]}
+    assert lowest_rmse_within(0.2)(results) == 0
+    assert lowest_rmse_within()(results) == 2
+    # nobody meets the target: the most private candidate among those scored, not a NaN one
+    results = {"mean_test_neg_rmse": [-1.0, -0.9, -0.8], "mean_test_neg_adaptive_auc": [-0.9, np.nan, -0.95]}
+    with pytest.warns(Warning, match="no candidate meets"):
+        assert lowest_rmse_within(max_adaptive_auc=0.6)(results) == 0
+    with pytest.raises(ValueError, match=r"every candidate's mean scores hold NaN \(rmse \[nan, nan\]\)"):
+        lowest_rmse_within()({"mean_test_neg_rmse": [np.nan, np.nan]})
