@@ -15,10 +15,11 @@ from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import StratifiedKFold, cross_val_predict
 
 from ..exceptions import PrivacyLeakWarning
-from ..utils import check_private_labels, check_random_source
+from ..utils import check_random_source
 from ._attacks import InferenceAttack
 from ..recommender import holdout_split
 from ._protocol import _check_fraction
+from ._targets import check_attribute, joint_attribute
 
 __all__ = ["make_privacy_scorer", "privacy_scoring", "lowest_rmse_within"]
 
@@ -65,9 +66,11 @@ class _PrivacyScorer:
         # adaptive attacker: cross-validated on the test users' RELEASED rows
         if y is None:
             raise ValueError("the adaptive_auc scorer needs the private attribute y of the test users")
-        y, keep = check_private_labels(y, X.shape[0])
+        y, keep, _ = check_attribute(y, X.shape[0])
         released = release.transform(X)
         Xr, yr = released[np.flatnonzero(keep)], y[keep]
+        if yr.ndim == 2:  # a 2-D attribute (protect="joint" / "marginal"): the attacker infers the joint one
+            yr = joint_attribute(yr)[0]
         if yr.dtype == object:
             yr = np.asarray(yr.tolist())
         classes, counts = np.unique(yr, return_counts=True)
@@ -103,7 +106,9 @@ def make_privacy_scorer(metric="rmse", *, heldout_fraction=0.1, attack_model="lo
         ``"adaptive_auc"``: minus the folded AUC ``max(AUC, 1 - AUC)`` of an
         attacker cross-validated on the test users' RELEASED rows (macro
         one-vs-rest AUC for more than two classes; undisclosed labels,
-        :func:`privrelease.utils.undisclosed_mask`, are ignored). Greater is better for all three.
+        :func:`privrelease.utils.undisclosed_mask`, are ignored; a 2-D attribute
+        is scored jointly, one class per tuple of its columns,
+        :func:`privrelease.evaluation.joint_attribute`). Greater is better for all three.
     heldout_fraction : float in (0, 1), default=0.1
         Share of each test user's ratings held out (:func:`privrelease.recommender.holdout_split`).
     attack_model : {"logistic", "forest"}, default="logistic"

@@ -1,6 +1,7 @@
 """Hostile inputs, ninth audit: a recommender's ``algo_params`` checked against the Surprise algorithm's keyword
 arguments (names and kinds of value) before anything runs, in the estimator and in a pipeline; integer codes
-beyond int64 named by their value. One test per finding (earlier audits: test_hostile_inputs.py to
+beyond int64 named by their value; scikit-learn's search tooling with the privacy scorers (a failed scoring never
+refitted as the best, a 2-column attribute scored jointly). One test per finding (earlier audits: test_hostile_inputs.py to
 test_hostile_inputs8.py)."""
 
 from pathlib import Path
@@ -120,3 +121,34 @@ def test_the_refit_rule_never_chooses_a_candidate_whose_scoring_failed():
         assert lowest_rmse_within(max_adaptive_auc=0.6)(results) == 0
     with pytest.raises(ValueError, match=r"every candidate's mean scores hold NaN \(rmse \[nan, nan\]\)"):
         lowest_rmse_within()({"mean_test_neg_rmse": [np.nan, np.nan]})
+
+
+def test_the_adaptive_auc_scorer_scores_a_two_column_attribute_jointly():
+    import warnings
+
+    from sklearn.model_selection import cross_val_score
+    from sklearn.pipeline import Pipeline
+
+    from privrelease import QuantizedPrivacyMapper
+    from privrelease.datasets import make_realistic_ratings
+    from privrelease.evaluation import joint_attribute, make_privacy_scorer
+    from privrelease.recommender import SurpriseRecommender
+
+    X, Y = make_realistic_ratings(160, 30, random_state=0)[:2]
+    Y = np.asarray(Y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pipe = Pipeline([("map", QuantizedPrivacyMapper(protect="joint", max_leakage=0.05, random_state=0)),
+                         ("rec", SurpriseRecommender(algo_params={"n_epochs": 2}, random_state=0))]).fit(X[:80], Y[:80])
+        scorer = make_privacy_scorer("adaptive_auc", random_state=0)
+        # the scorer refused y of shape (n, 2): inside cross_val_score / GridSearchCV every score became NaN
+        both = scorer(pipe, X[80:], Y[80:])
+        assert both == scorer(pipe, X[80:], joint_attribute(Y[80:])[0])
+        assert -1 <= both <= -0.5
+        hidden = Y[80:].astype(object)
+        hidden[:10, 1] = -1  # a user hiding one column hides the joint attribute: left out, as in 1-D
+        codes = joint_attribute(Y[80:])[0].copy()
+        codes[:10] = -1
+        assert scorer(pipe, X[80:], hidden) == scorer(pipe, X[80:], codes)
+        scores = cross_val_score(pipe, X, Y, cv=2, scoring=scorer)
+    assert np.all(np.isfinite(scores))
