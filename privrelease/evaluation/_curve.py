@@ -14,11 +14,11 @@ import pandas as pd
 from sklearn.base import clone
 
 from ..exceptions import ConvergenceWarning
+from ..utils._validation import check_n_jobs
 from ._attacks import ATTACK_FEATURES, ATTACK_MODELS, evaluate_attacks
 from ._protocol import (
     RELEASES,
     _check_mapper,
-    _check_n_jobs,
     _check_recommender,
     _fit_mapper,
     _fold_rmse,
@@ -348,7 +348,7 @@ def privacy_utility_curve(mapper, ratings, private, *, deltas=None, max_leakages
         raise ValueError(f"param={param!r} names the parameter that values sets, but values is None while "
                          "deltas or max_leakages is given (they sweep delta and max_leakage); pass values=[...] "
                          "with param, or drop param")
-    n_jobs = _check_n_jobs(n_jobs)
+    n_jobs = check_n_jobs(n_jobs)
     if given:
         name, grid = given[0]
         label = {"delta": "deltas", "max_leakage": "max_leakages"}.get(name, "values")

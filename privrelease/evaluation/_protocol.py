@@ -55,9 +55,6 @@ def _check_mapper(mapper):
         )
 
 
-_check_n_jobs = check_n_jobs  # the name _curve.py imports
-
-
 def _check_recommender(recommender, rating_range=(1, 5)):
     check_rating_scale(rating_range, "rating_range")
     if recommender is None:
@@ -568,7 +565,7 @@ def rmse_cost(mapper, ratings, private, *, opt_in_fraction=0.5, cv=5, heldout_fr
     True
     """
     _check_mapper(mapper)
-    n_jobs = _check_n_jobs(n_jobs)
+    n_jobs = check_n_jobs(n_jobs)
     recommender = _check_recommender(recommender, rating_range)
     split = _prepare_split(ratings, private, opt_in_fraction=opt_in_fraction, cv=cv,
                            heldout_fraction=heldout_fraction, rating_range=rating_range,
