@@ -327,3 +327,35 @@ def test_the_fast_paths_refined_bound_certifies_without_a_second_refinement(monk
     assert refined_again == []
     # the bound handed over is a valid one: below the independent reference's leakage
     assert res.leakage - res.certificate["gap_bits"] <= ref + 1e-12
+
+
+def test_the_light_outputs_posteriors_are_found_without_cutting_planes(monkeypatch):
+    # the same pc_range prior (|A| = 4, k = 27, most outputs light): the certificate's best pi for each light
+    # output is the maximum of a concave program, solved for all of them at once through its dual (a box,
+    # primal-dual interior point, a duality gap per output). The smoothed Newton search it replaced left 62
+    # outputs to Kelley's cutting planes: 1,471 HiGHS LPs per solve. Every output's gap now closes in the batch
+    import scipy.optimize
+
+    from privrelease.mapping._problem import Problem
+
+    inside, lps = [False], []
+    refine, linprog = Problem.refine_pi, scipy.optimize.linprog
+
+    def spy_refine(self, *args, **kwargs):
+        inside[0] = True
+        try:
+            return refine(self, *args, **kwargs)
+        finally:
+            inside[0] = False
+
+    def spy_linprog(*args, **kwargs):
+        if inside[0]:
+            lps.append(1)
+        return linprog(*args, **kwargs)
+
+    monkeypatch.setattr(Problem, "refine_pi", spy_refine)
+    monkeypatch.setattr(scipy.optimize, "linprog", spy_linprog)
+    res, ref = _certified_fixture("pc_range_k27_a4_refined_twice.npz", "fast")
+    assert res.solver == "fast"
+    assert lps == []
+    assert res.leakage - res.certificate["gap_bits"] <= ref + 1e-12

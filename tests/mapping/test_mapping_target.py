@@ -145,13 +145,13 @@ def test_polish_stops_trying_supports_once_certified(monkeypatch):
     z = np.load(Path(__file__).parent / "data" / "pc_range_k26_a4_target.npz")
     prior, d, target = z["prior"], z["d"], float(z["target"])
     calls = {"search": 0}
-    search = _problem._smoothed_pi_batch
+    search = _problem._dual_pi_batch
 
     def counted(*args, **kwargs):
         calls["search"] += 1
         return search(*args, **kwargs)
 
-    monkeypatch.setattr(_problem, "_smoothed_pi_batch", counted)
+    monkeypatch.setattr(_problem, "_dual_pi_batch", counted)
     res = solve_mapping(prior, d, max_leakage=target, solver="fast")
     assert res.status == "optimal"
     assert leakage(prior, res.mapping) <= target * (1 + 1e-12)
