@@ -94,7 +94,11 @@ def test_a_pipelines_algo_params_follow_the_chosen_algorithm(tmp_path, monkeypat
 
 # ---------------------------------------------------------------- integer codes beyond int64
 @pytest.mark.parametrize("codes, shown", [([2**64, 1], "18446744073709551616"), ([1, -2**70], "-1180591620717411303424"),
-                                          (np.array([0, 2**65], dtype=object), "36893488147419103232")])
+                                          (np.array([0, 2**65], dtype=object), "36893488147419103232"),
+                                          # numpy reads these lists as float64: the value as given, not 9.22e+18
+                                          ([-1, 2**63], "9223372036854775808"),
+                                          ([[-1, 2**63 - 1], [2, 2**63 + 5]], "9223372036854775813"),
+                                          ([1.0, 2**63], "9223372036854775808"), ([-1, 2.5, 2**63], "2.5")])
 def test_integer_codes_beyond_int64_are_named_by_their_value(codes, shown):
     from privrelease.utils._validation import as_int64_codes
 
