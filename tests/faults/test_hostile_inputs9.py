@@ -90,6 +90,11 @@ def test_algo_params_of_the_right_kinds_still_fit():
                            "parameter random_state"),
 ])
 def test_a_pipelines_algo_params_are_refused_before_anything_runs(tmp_path, capsys, monkeypatch, value, text):
+    _assert_refused_before_running(tmp_path, capsys, monkeypatch, f"ratings_recommender.algo_params={value}", text)
+
+
+def _assert_refused_before_running(tmp_path, capsys, monkeypatch, setting, text):
+    """``--set setting`` on synthetic_ratings exits 2 with ``text`` on stderr, and the experiment never runs."""
     from privrelease.cli import main
     from privrelease.runner.experiments import synthetic_ratings
 
@@ -97,8 +102,7 @@ def test_a_pipelines_algo_params_are_refused_before_anything_runs(tmp_path, caps
         raise AssertionError("the experiment ran")
 
     monkeypatch.setattr(synthetic_ratings, "run", run)
-    code = main(["run", str(PIPELINES / "synthetic_ratings.toml"), "--set", f"ratings_recommender.algo_params={value}",
-                 "-o", str(tmp_path / "out")])
+    code = main(["run", str(PIPELINES / "synthetic_ratings.toml"), "--set", setting, "-o", str(tmp_path / "out")])
     assert code == 2
     assert text in capsys.readouterr().err
 
@@ -128,18 +132,8 @@ def test_a_pipelines_algo_params_follow_the_chosen_algorithm(tmp_path, monkeypat
                           "finite number, a boolean or a string"),
 ])
 def test_a_pipelines_knn_similarity_is_refused_before_anything_runs(tmp_path, capsys, monkeypatch, sim_options, text):
-    from privrelease.cli import main
-    from privrelease.runner.experiments import synthetic_ratings
-
-    def run(*args, **kwargs):  # pragma: no cover - reached only if the refusal is missing
-        raise AssertionError("the experiment ran")
-
-    monkeypatch.setattr(synthetic_ratings, "run", run)
-    code = main(["run", str(PIPELINES / "synthetic_ratings.toml"), "--set",
-                 f"ratings_recommender={{algorithm = 'KNNBaseline', algo_params = {{sim_options = {sim_options}}}}}",
-                 "-o", str(tmp_path / "out")])
-    assert code == 2
-    assert text in capsys.readouterr().err
+    setting = f"ratings_recommender={{algorithm = 'KNNBaseline', algo_params = {{sim_options = {sim_options}}}}}"
+    _assert_refused_before_running(tmp_path, capsys, monkeypatch, setting, text)
 
 
 def test_a_pipeline_sets_a_knn_similarity(tmp_path, capsys, monkeypatch):
@@ -158,10 +152,9 @@ def test_a_pipeline_sets_a_knn_similarity(tmp_path, capsys, monkeypatch):
     rec = synthetic_ratings._recommender(spec, (1, 5)).fit(_ratings())
     assert rec.algorithm_.sim_options == {"name": "cosine", "user_based": False, "min_support": 2, "shrinkage": 50}
     # an algorithm without a similarity refuses the table by name
-    monkeypatch.setattr(synthetic_ratings, "run", lambda *a, **k: pytest.fail("the experiment ran"))
-    assert main(["run", str(PIPELINES / "synthetic_ratings.toml"), "--set",
-                 "ratings_recommender.algo_params={sim_options = {name = 'cosine'}}", "-o", str(tmp_path / "o2")]) == 2
-    assert "ratings_recommender.algo_params has an unknown key 'sim_options': surprise.SVD" in capsys.readouterr().err
+    _assert_refused_before_running(tmp_path / "svd", capsys, monkeypatch,
+                                   "ratings_recommender.algo_params={sim_options = {name = 'cosine'}}",
+                                   "ratings_recommender.algo_params has an unknown key 'sim_options': surprise.SVD")
 
 
 # ---------------------------------------------------------------- integer codes beyond int64
