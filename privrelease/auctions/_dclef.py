@@ -22,6 +22,7 @@ import numbers
 import numpy as np
 
 from ..noise import Laplace
+from ..noise._laplace import biased_laplace_mse
 from ..utils import check_number
 from ..utils._validation import check_real_target
 
@@ -251,9 +252,7 @@ class DCLEF:
         with np.errstate(divide="ignore", invalid="ignore"):
             eps = np.where(sens > 0, sens / self.sigma if self.sigma > 0 else np.inf, 0.0)
         self.epsilons = eps
-        with np.errstate(over="ignore"):  # an MSE beyond float64 is inf (Python's float ** raised OverflowError)
-            self.distortion = float(np.float64(self.delta * self.residual_weight / 2.0) ** 2
-                                    + 2.0 * np.float64(self.sigma) ** 2)
+        self.distortion = biased_laplace_mse(self.delta * self.residual_weight / 2.0, self.sigma)
 
     @property
     def discrete(self):

@@ -22,8 +22,9 @@ import numpy as np
 from scipy.optimize import minimize, minimize_scalar
 
 from ..exceptions import InfeasibleBudgetError, SolverError
+from ..noise._laplace import biased_laplace_mse
 from ..utils import check_number
-from ._mechanism import BiasedLaplaceMechanism, _squared_error
+from ._mechanism import BiasedLaplaceMechanism
 
 __all__ = [
     "Contract",
@@ -364,7 +365,7 @@ def _make_contract(v, a, b, K, cost):
     with np.errstate(divide="ignore", invalid="ignore"):
         eps = np.where(a > 0, a / b, 0.0)
     pay = cost(v, eps)
-    achieved = _squared_error(np.sum(1.0 - a) / 2.0, b)
+    achieved = biased_laplace_mse(np.sum(1.0 - a) / 2.0, b)
     return Contract(valuations=v, a=a, b=float(b), epsilons=eps, payments=pay,
                     total_payment=float(pay.sum()), accuracy=achieved, target_accuracy=K,
                     cost=cost.name)

@@ -5,6 +5,7 @@ import numbers
 import numpy as np
 
 from ..noise import Laplace
+from ..noise._laplace import biased_laplace_mse
 from ..utils import check_number, check_random_source
 
 __all__ = ["BiasedLaplaceMechanism"]
@@ -29,13 +30,6 @@ def _check_weights(a):
         bad = a[~(np.isfinite(a) & (a >= 0) & (a <= 1))][0]
         raise ValueError(f"weights a must lie in [0, 1], got {float(bad)!r}")
     return a
-
-
-def _squared_error(bias, b):
-    """``bias^2 + 2 b^2``, the mean squared error of a Laplace release of scale ``b``: ``inf`` beyond float64
-    (Python's float power raised OverflowError for ``b = 1e200``)."""
-    with np.errstate(over="ignore"):
-        return float(np.float64(bias) ** 2 + 2.0 * np.float64(b) ** 2)
 
 
 class BiasedLaplaceMechanism:
@@ -120,7 +114,7 @@ class BiasedLaplaceMechanism:
     @property
     def accuracy(self):
         """Worst-case MSE ``K = (sum_i (1 - a_i) / 2)^2 + 2 b^2``."""
-        return _squared_error(self.max_bias, self.b)
+        return biased_laplace_mse(self.max_bias, self.b)
 
     def _check_data(self, d):
         d = _real_array(d, "data")
@@ -138,7 +132,7 @@ class BiasedLaplaceMechanism:
 
     def mse(self, d):
         """Mean squared error at ``D``: ``bias(D)^2 + 2 b^2`` (at most :attr:`accuracy`)."""
-        return _squared_error(self.bias(d), self.b)
+        return biased_laplace_mse(self.bias(d), self.b)
 
     def release(self, d, size=None):
         """Answer the sum query on ``d`` (``size`` independent answers if given)."""

@@ -27,6 +27,10 @@ source (eq. 21 of Salamatian et al. is applied row by row, so blocks are indepen
 * a Generator or seeded RandomSource -- one integer is drawn from it
   (:meth:`RandomSource.spawn_seed`) when the graph is built and used as ``s``.
 
+A mapper's ``transform`` warns through :func:`warn`: in a block-wise transform (dask, or
+:func:`transform_in_blocks`) each warning is given once per call, by the first block that raises it
+(once per process when the blocks run in several processes), not once per block.
+
 References
 ----------
 S. Salamatian et al., "Managing your Private and Public Data: Bringing down
@@ -34,6 +38,9 @@ Inference Attacks against your Privacy", Algorithm 2, eq. (19)-(21).
 """
 
 import copy
+import threading
+import uuid
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
@@ -106,10 +113,63 @@ def block_random_state(random_state, block_index):
     return SeededRandomSource(np.random.Generator(np.random.PCG64(seq)))
 
 
-def _with_source(mapper, source):
-    m = copy.copy(mapper)  # shallow: fitted arrays are shared, only random_state differs
+def _with_source(mapper, source, gate=None):
+    m = copy.copy(mapper)  # shallow: fitted arrays are shared, only random_state (and the gate) differ
     m.random_state = source
+    if gate is not None:
+        m._block_warnings = gate
     return m
+
+
+# ----------------------------------------------------------------------------- warnings
+class _WarnOnce:
+    """The warnings of one block-wise transform: each one given once, whatever the number of blocks.
+
+    The mapper's ``transform`` of each block warns through :func:`warn`: the off-scale ratings of a 4-block
+    dask array used to be reported four times, each block with its own count. Thread-safe (dask's threaded
+    scheduler runs blocks concurrently); a process scheduler gets a copy per process, so there it is
+    once per process.
+    """
+
+    def __init__(self, n_blocks):
+        self.n_blocks = int(n_blocks)
+        self._token = uuid.uuid4().hex
+        self._lock = threading.Lock()
+        self._seen = set()
+
+    def first(self, key):
+        with self._lock:
+            if key in self._seen:
+                return False
+            self._seen.add(key)
+            return True
+
+    def __getstate__(self):
+        return {"n_blocks": self.n_blocks, "_token": self._token}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+        self._seen = set()
+
+    def __dask_tokenize__(self):
+        return ("privrelease-warn-once", self._token)
+
+
+def warn(mapper, message, category, *, key, stacklevel=1):
+    """``warnings.warn`` for a mapper's ``transform``: once per block-wise transform (``key`` names the warning).
+
+    Outside a block-wise transform it is ``warnings.warn(message, category)``; inside one, only the
+    first block that raises the warning ``key`` gives it, saying that its figures are that block's.
+    """
+    gate = getattr(mapper, "_block_warnings", None)
+    if gate is not None:
+        if not gate.first((category, key)):
+            return
+        if gate.n_blocks > 1:
+            message = (f"{message} [one row block of {gate.n_blocks}: this warning is given once per transform, "
+                       "with the figures of the first block that raised it]")
+    warnings.warn(message, category, stacklevel=stacklevel + 1)
 
 
 # ----------------------------------------------------------------------------- transform
@@ -128,14 +188,14 @@ def _empty_release(mapper, block):
     return meta.copy() if meta is block else meta
 
 
-def _transform_block(block, mapper, seed, block_info=None):
+def _transform_block(block, mapper, seed, gate=None, block_info=None):
     index = 0 if block_info is None else block_info[0]["chunk-location"][0]
     if block.shape[0] == 0:
         return _empty_release(mapper, block)
-    return _with_source(mapper, block_random_state(seed, index)).transform(block)
+    return _with_source(mapper, block_random_state(seed, index), gate).transform(block)
 
 
-def _transform_partition(part, mapper, seed, partition_info=None):
+def _transform_partition(part, mapper, seed, gate=None, partition_info=None):
     import pandas as pd
 
     if len(part) == 0:
@@ -144,7 +204,7 @@ def _transform_partition(part, mapper, seed, partition_info=None):
             return out
         return pd.DataFrame(out, index=part.index, columns=part.columns).astype(part.dtypes.to_dict())
     index = 0 if partition_info is None else partition_info["number"]
-    out = _with_source(mapper, block_random_state(seed, index)).transform(part)
+    out = _with_source(mapper, block_random_state(seed, index), gate).transform(part)
     if isinstance(out, pd.DataFrame):
         return out  # the mapper chose the released dtypes (see its _release_meta)
     return pd.DataFrame(out, index=part.index, columns=part.columns).astype(part.dtypes.to_dict())
@@ -190,7 +250,7 @@ def transform(mapper, X):
     if isinstance(X, da.Array):
         X = _check_row_chunked(X, mapper)
         meta = mapper._release_meta(X._meta)
-        return X.map_blocks(_transform_block, mapper, seed, dtype=meta.dtype, meta=meta)
+        return X.map_blocks(_transform_block, mapper, seed, _WarnOnce(X.numblocks[0]), dtype=meta.dtype, meta=meta)
     if hasattr(X, "map_partitions") and hasattr(X, "columns"):
         n_features = getattr(mapper, "n_features_in_", None)
         if n_features is not None and len(X.columns) != n_features:
@@ -198,7 +258,8 @@ def transform(mapper, X):
                 f"X has {len(X.columns)} features, but {type(mapper).__name__} is expecting "
                 f"{n_features} features as input"
             )
-        return X.map_partitions(_transform_partition, mapper, seed, meta=mapper._release_meta(X._meta))
+        return X.map_partitions(_transform_partition, mapper, seed, _WarnOnce(X.npartitions),
+                                meta=mapper._release_meta(X._meta))
     raise TypeError(
         f"expected a dask Array or a dask DataFrame of users x items, got {type(X).__name__}"
     )
@@ -252,10 +313,12 @@ def transform_in_blocks(mapper, X, block_rows):
         raise TypeError(f"unsupported sparse format {X.format!r}")
     Xr = X.tocsr() if sp.issparse(X) else X
     parts = []
-    for i, (start, stop) in enumerate(_row_bounds(X.shape[0], block_rows)):
+    bounds = _row_bounds(X.shape[0], block_rows)
+    gate = _WarnOnce(len(bounds))  # the same warnings as the dask transform: once
+    for i, (start, stop) in enumerate(bounds):
         block = Xr[start:stop]
         parts.append(_empty_release(mapper, block) if stop == start
-                     else _with_source(mapper, block_random_state(seed, i)).transform(block))
+                     else _with_source(mapper, block_random_state(seed, i), gate).transform(block))
     if not parts:  # no rows at all: the empty release of X itself
         parts.append(_empty_release(mapper, Xr))
     if hasattr(parts[0], "iloc"):  # dataframes (e.g. ErasureMapper on a DataFrame)

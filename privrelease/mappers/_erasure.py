@@ -1,7 +1,5 @@
 """ErasureMapper: erasure-only privacy mapping of categorical features (Salamatian et al., Sec. VI-A)."""
 
-import warnings
-
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
@@ -337,23 +335,27 @@ class ErasureMapper(_BaseMapper):
         unseen_row = unseen.any(axis=1)
         new_combo = (idx < 0) & ~unseen_row
         if new_combo.any():
-            warnings.warn(
+            _dask.warn(
+                self,
                 f"{int(new_combo.sum())} row(s) hold a combination of categories never seen in fit "
                 "(for example "
                 f"{[self.categories_[f][c] for f, c in enumerate(codes[np.flatnonzero(new_combo)[0]])]!r}); "
                 "every feature of these rows is erased",
                 UnseenCategoryWarning,
+                key="new-combination",
                 stacklevel=3,
             )
         if unseen_row.any():
             rows = np.flatnonzero(unseen_row)
             first = rows[0]
             feats = np.flatnonzero(codes[first] == _UNSEEN)
-            warnings.warn(
+            _dask.warn(
+                self,
                 f"{int(unseen_row.sum())} row(s) hold a category never seen in fit (for example feature "
                 f"{int(feats[0])} of row {int(first)}); those cells are erased and the rest of the row is "
                 "released through the mapping of a seen row that agrees with it (drawn from the prior)",
                 UnseenCategoryWarning,
+                key="unseen-category",
                 stacklevel=3,
             )
             p_b = self.prior_.sum(axis=0)

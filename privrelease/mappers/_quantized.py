@@ -1840,12 +1840,13 @@ class QuantizedPrivacyMapper(_BaseMapper):
         out = (data < lo - width) | (data > hi + width)
         if np.any(out):
             vals = data[out]
-            warnings.warn(
+            _dask.warn(
+                self,
                 f"X holds {int(out.sum())} rating(s) far outside the range the mapper was fitted on ({lo:g} to "
                 f"{hi:g}), from {float(vals.min()):g} to {float(vals.max()):g}: its clusters were measured on that "
                 "scale, so these users join whichever cluster is nearest (their release keeps its leakage, not its "
                 "usefulness); transform ratings on the scale of fit",
-                UserWarning, stacklevel=4)
+                UserWarning, key="off-scale", stacklevel=4)
 
     def _profiles_as(self, dtype):
         """``release_profiles_`` as an ``X`` of ``dtype`` holds them (see ``ratings_in_dtype``): rounded, never

@@ -78,12 +78,14 @@ def _check_symbols(x, name, *, low=None):
     if sp.issparse(x):  # np.asarray wrapped it in a 0-d object array: "got shape (1, 2)" of a (1, 2) matrix
         raise TypeError(f"{name} must be a dense array of category codes, got a scipy sparse {type(x).__name__} of "
                         f"shape {x.shape} (0 is a category there, not 'not rated'): pass {name}.toarray()")
-    X = np.asarray(x)
+    shape = np.shape(x)
+    if len(shape) == 1:
+        shape = (shape[0], 1)
+    if len(shape) != 2 or shape[0] == 0 or shape[1] == 0:
+        raise ValueError(f"{name} must be a non-empty 2-D array (n_tuples, n_features), got shape {np.shape(x)}")
+    X = as_int64_codes(x, name, "integer category codes")  # as given: it names a bad value as the caller wrote it
     if X.ndim == 1:
         X = X[:, None]
-    if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
-        raise ValueError(f"{name} must be a non-empty 2-D array (n_tuples, n_features), got shape {np.shape(x)}")
-    X = as_int64_codes(X, name, "integer category codes")
     if low is not None and X.size and X.min() < low:
         what = "codes >= 0 (-1 marks an erasure)" if low == 0 else "codes >= 0, or -1 for an erased field"
         raise ValueError(f"{name} must be {what}, got {int(X.min())}")

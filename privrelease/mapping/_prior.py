@@ -12,10 +12,9 @@ __all__ = ["empirical_prior", "kde_prior", "KDEPrior"]
 
 
 def _codes(x, name, n):
-    x = np.asarray(x)
-    if x.ndim != 1:
-        raise ValueError(f"{name} must be 1-D integer codes, got shape {x.shape}")
-    x = as_int64_codes(x, name, "integer codes 0..n-1")
+    if np.ndim(x) != 1:
+        raise ValueError(f"{name} must be 1-D integer codes, got shape {np.shape(x)}")
+    x = as_int64_codes(x, name, "integer codes 0..n-1")  # as given: it names a bad value as the caller wrote it
     if x.size and x.min() < 0:
         raise ValueError(f"{name} codes must be >= 0, got {x.min()!r}")
     if n is None:

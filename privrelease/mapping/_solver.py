@@ -736,12 +736,16 @@ def _solve_ml(prob, delta, target_bits, solver):
         else:
             cons.append(total <= 2.0 ** target_bits)
             pr = cp.Problem(cp.Minimize(dist), cons)
+        # cvxpy's SCIPY interface runs scipy's HiGHS (linprog, method "highs"), which is quiet; its HIGHS
+        # interface constructs highspy's Highs, which prints HiGHS's banner to stdout on the first Highs() of
+        # the process whatever output_flag (highspy 1.16's constructor takes no options, and cvxpy sets
+        # them only after constructing it).
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            pr.solve(solver="HIGHS")
+            pr.solve(solver="SCIPY", scipy_options={"method": "highs"})
         if pr.status != "optimal" or X.value is None:
             raise SolverError(f"cvxpy/HiGHS did not solve the maximal-leakage program: status {pr.status!r}")
-        P, name, info = X.value, "cvxpy-HIGHS", None
+        P, name, info = X.value, "cvxpy-SCIPY", None
     else:
         P, info = solve_maximal_leakage_lp(prob, delta=delta, target_bits=target_bits)
         name = "highs"

@@ -285,6 +285,15 @@ class Laplace:
                 f"snapping_bound={self.snapping_bound!r})")
 
 
+def biased_laplace_mse(bias, scale):
+    """``bias^2 + 2 scale^2``: the mean squared error of an estimate off by ``bias`` plus ``Lap(scale)`` noise
+    (squared bias plus the Laplace variance), ``inf`` beyond float64 (Python's float power raised
+    OverflowError for ``scale = 1e200``). The worst-case error of DCLEF (``bias = Delta/2 sum_i |w_i| (1 - x_i)``)
+    and of the contracts' biased Laplace mechanism (``bias = sum_i (1 - a_i) / 2``)."""
+    with np.errstate(over="ignore"):
+        return float(np.float64(bias) ** 2 + 2.0 * np.float64(scale) ** 2)
+
+
 def _warn_infinite_epsilon(name):
     warnings.warn(
         f"{name}(epsilon=inf) adds no noise: the value is released exactly, with no "

@@ -76,11 +76,45 @@ def algo_param_kinds(algorithm):
     return kinds
 
 
+#: Surprise's similarity measures (``AlgoBase.compute_similarities``; it lower-cases the name)
+SIM_NAMES = ("cosine", "msd", "pearson", "pearson_baseline")
+_INT32_MAX = 2**31 - 1  # Surprise's similarity functions take min_support as a C int
+
+#: the keys of a KNN algorithm's ``sim_options``: ``{key: (expected, right type, right value)}``
+SIM_OPTIONS = {
+    "name": ("one of " + ", ".join(repr(n) for n in SIM_NAMES), lambda v: isinstance(v, str),
+             lambda v: v.lower() in SIM_NAMES),
+    "user_based": ("a boolean", lambda v: isinstance(v, (bool, np.bool_)), lambda v: True),
+    "min_support": (f"an integer in [0, {_INT32_MAX}]", _is_int, lambda v: 0 <= v <= _INT32_MAX),
+    "shrinkage": ("a finite number >= 0", _is_real, lambda v: 0 <= v < np.inf),
+}
+
+
+def sim_options_problem(sim_options):
+    """The first entry of a KNN algorithm's ``sim_options`` (a dict) that Surprise would misuse.
+
+    ``(key, expected, kind)`` with ``kind`` ``"key"`` (Surprise ignores a key it does not know:
+    ``{"nmae": "cosine"}`` ran the default similarity), ``"type"`` (``user_based="no"`` counted as
+    true) or ``"value"`` (an unknown similarity name failed only in fit, after the baselines); None
+    when every entry is right.
+    """
+    for key, value in sim_options.items():
+        if key not in SIM_OPTIONS:
+            return key, "a key among " + ", ".join(sorted(SIM_OPTIONS)), "key"
+        expected, right_type, right_value = SIM_OPTIONS[key]
+        if not right_type(value):
+            return key, expected, "type"
+        if not right_value(value):
+            return key, expected, "value"
+    return None
+
+
 def check_algo_params(algorithm, algo_params):
     """Refuse an ``algo_params`` key the Surprise algorithm ``algorithm`` (a name) does not take, or a value
     of the wrong kind, before any fit: Surprise failed deep inside its fit (``reg_all="x"``), or
     took the value silently (``biased="no"`` as True, ``n_epochs=True`` as one epoch, an unknown
-    key of KNNBaseline ignored)."""
+    key of KNNBaseline ignored). KNNBaseline's ``sim_options`` are checked key by key
+    (:data:`SIM_OPTIONS`, :func:`sim_options_problem`)."""
     params = dict(algo_params or {})
     if "random_state" in params:
         raise ValueError("algo_params must not contain 'random_state' (got "
@@ -94,6 +128,14 @@ def check_algo_params(algorithm, algo_params):
         if not accepts(value):
             raise TypeError(f"algo_params={algo_params!r} rejected by surprise.{algorithm}: {key} must be "
                             f"{expected}, got {value!r} ({type(value).__name__})")
+        if key == "sim_options" and (problem := sim_options_problem(value)) is not None:
+            sub, expected, kind = problem
+            head = f"algo_params={algo_params!r} rejected by surprise.{algorithm}: sim_options"
+            if kind == "key":
+                raise ValueError(f"{head} has an unknown key {sub!r}; it takes " + ", ".join(sorted(SIM_OPTIONS)))
+            v = value[sub]
+            raise (TypeError if kind == "type" else ValueError)(
+                f"{head}[{sub!r}] must be {expected}, got {v!r} ({type(v).__name__})")
 
 
 class SurpriseRecommender(BaseEstimator):
@@ -149,7 +191,11 @@ class SurpriseRecommender(BaseEstimator):
     algo_params : dict or None, default=None
         Keyword arguments of the Surprise algorithm (for example
         ``{"n_factors": 50, "n_epochs": 30, "reg_all": 0.05}``); must not
-        contain ``random_state`` (use the estimator's parameter).
+        contain ``random_state`` (use the estimator's parameter). Checked
+        before the data is read; KNNBaseline's ``sim_options`` key by key:
+        ``name`` (``"cosine"``, ``"msd"``, ``"pearson"`` or
+        ``"pearson_baseline"``, the default here), ``user_based`` (False here),
+        ``min_support`` and ``shrinkage``.
     fold_in_reg : "auto" or float >= 0, default="auto"
         Regularisation of the fold-in (see above); only for SVD / SVD++.
     random_state : None, int, numpy Generator or RandomState, or RandomSource, default=None

@@ -455,8 +455,9 @@ class TruthfulRegressionMechanism(RegressorMixin, BaseEstimator):
         normalised ``lambda`` is ``2 alpha / n``).
     epsilon : float, default=1.0
         Privacy parameter of each released estimator, > 0; ``np.inf`` releases
-        the exact ridge estimators (no privacy, for testing). The whole output
-        is ``2 epsilon``-jointly DP.
+        the exact ridge estimators (no privacy, for testing), with one
+        :class:`~privrelease.exceptions.PrivacyLeakWarning` per fit. The whole
+        output is ``2 epsilon``-jointly DP.
     response_bound : float, default=1.0
         ``Y``: responses must satisfy ``|y_i| <= Y``.
     clip : bool, default=False
@@ -610,11 +611,17 @@ class TruthfulRegressionMechanism(RegressorMixin, BaseEstimator):
         return X, np.clip(y, -Y, Y), n_bad
 
     def _private_ridge(self, X, y, source):
-        """Ridge estimator plus high-dimensional Laplace noise; returns (coef, sensitivity)."""
+        """Ridge estimator plus high-dimensional Laplace noise; returns (coef, sensitivity).
+
+        ``epsilon = inf`` releases the estimator exactly (``fit`` has warned once for the three
+        releases; a ``VectorLaplace(epsilon=inf)`` would warn again for each).
+        """
         n, d = X.shape
         alpha = float(self.alpha)
         theta = np.linalg.solve(X.T @ X + alpha * np.eye(d), X.T @ y)
         sens = ridge_sensitivity(n, alpha, float(self.response_bound))
+        if np.isinf(float(self.epsilon)):
+            return theta, sens
         noise = VectorLaplace(dimension=d, epsilon=float(self.epsilon), sensitivity=sens,
                               random_state=source)
         return theta + noise.sample(), sens
@@ -668,6 +675,14 @@ class TruthfulRegressionMechanism(RegressorMixin, BaseEstimator):
                 f"least 2 players, got n_samples = {n}"
             )
         X, y, self.n_clipped_ = self._check_domain(X, y)
+        if np.isinf(float(self.epsilon)):
+            warnings.warn(
+                "TruthfulRegressionMechanism(epsilon=inf) adds no noise: the ridge estimators "
+                "(coef_ and group_coef_) are released exactly, with no differential privacy "
+                "(meant for tests and non-private baselines)",
+                PrivacyLeakWarning,
+                stacklevel=3,
+            )
         source = check_random_source(self.random_state)
 
         self.coef_, self.sensitivity_ = self._private_ridge(X, y, source)

@@ -329,7 +329,7 @@ class Table(Spec):
 
     @property
     def expected(self):
-        if self.fields:
+        if self.fields and self.free is None:
             return "a table with keys among " + ", ".join(sorted(self.fields))
         return f"a table of at most {self.max_len} entries"
 

@@ -111,16 +111,14 @@ def as_int64_codes(X, name, what="integer codes"):
     ``astype(np.int64)`` turned ``inf``, ``1e300`` or ``2**63`` into ``-9223372036854775808`` and a uint64
     ``2**64 - 1`` into ``-1`` (a valid-looking code, or an "erased" marker), so the message quoted a value the
     caller never gave. Other dtypes (strings, objects, booleans) are refused naming the dtype; an empty array
-    of any dtype is the empty code array.
+    of any dtype is the empty code array. A value is named as given: numpy reads a list mixing negative ints
+    with ints beyond int64 (``[-1, 2**63]``) as float64, and the message quoted ``9.223372036854776e+18``.
     """
+    given = X
     X = np.asarray(X)
-    if X.dtype.kind == "O" and X.size and all(isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_))
-                                              for v in X.flat):
-        # numpy keeps Python ints beyond int64 ([2**64, 1], [-1, 2**63]) as objects: name the value, not the dtype
-        lo, hi = np.iinfo(np.int64).min, np.iinfo(np.int64).max
-        v = next((int(v) for v in X.flat if not lo <= v <= hi), None)
-        if v is not None:
-            raise ValueError(f"{name} must hold {what} (whole numbers within the int64 range), got {v!r}")
+    if X.dtype.kind == "O" and X.size and _all_python_ints(X):
+        # numpy keeps Python ints beyond int64 ([2**64, 1], [-1, 2**70]) as objects: name the value, not the dtype
+        _refuse_beyond_int64(X, name, what)
         return X.astype(np.int64)
     if X.dtype.kind not in "iuf" and X.size:
         raise ValueError(f"{name} must hold {what}, got dtype {X.dtype}")
@@ -133,9 +131,29 @@ def as_int64_codes(X, name, what="integer codes"):
         with np.errstate(invalid="ignore"):
             bad = ~np.isfinite(flat) | (flat != np.round(flat)) | (np.abs(flat) >= 2.0**63)
     if np.any(bad):
-        v = flat[np.flatnonzero(bad)[0]].item()
+        i = int(np.flatnonzero(bad)[0])
+        v = flat[i].item()
+        if not isinstance(given, np.ndarray):  # a list numpy converted: the values as given
+            values = np.asarray(given, dtype=object)
+            if values.shape == X.shape:
+                if _all_python_ints(values):  # exact: the float64 copy of 2**63 - 1 is 2**63
+                    _refuse_beyond_int64(values, name, what)
+                v = values.flat[i]
+                v = v.item() if isinstance(v, np.generic) else v
         raise ValueError(f"{name} must hold {what} (whole numbers within the int64 range), got {v!r}")
     return X.astype(np.int64)
+
+
+def _all_python_ints(X):
+    return all(isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_)) for v in X.flat)
+
+
+def _refuse_beyond_int64(X, name, what):
+    """ValueError naming the first integer of the object array ``X`` outside the int64 range."""
+    lo, hi = np.iinfo(np.int64).min, np.iinfo(np.int64).max
+    v = next((int(v) for v in X.flat if not lo <= v <= hi), None)
+    if v is not None:
+        raise ValueError(f"{name} must hold {what} (whole numbers within the int64 range), got {v!r}")
 
 
 def check_table(X, name="X"):

@@ -58,6 +58,18 @@ def test_worst_case_mean_squared_error_matches_eq6():
     assert mse == pytest.approx(est.distortion, rel=0.03)
 
 
+def test_worst_case_error_is_the_contracts_biased_laplace_accuracy():
+    # the same mathematics (squared worst bias + Laplace variance): a DCLEF of unit weights on [0, 1] with
+    # x = a is the contracts' biased Laplace mechanism of weights a, and both overflow to inf alike
+    from privrelease.contracts import BiasedLaplaceMechanism
+
+    a = np.array([0.9, 0.25, 0.0, 1.0])
+    for b, expected in ((0.3, 0.925**2 + 0.18), (7.0, 0.925**2 + 98.0), (1e200, np.inf)):
+        est = DCLEF(np.ones(4), a, data_range=(0, 1), sigma=b)
+        assert est.distortion == BiasedLaplaceMechanism(a, b=b).accuracy == pytest.approx(expected)
+    assert DCLEF(np.ones(4), a, data_range=(0, 1e200)).distortion == np.inf
+
+
 def test_privacy_guarantee_is_the_laplace_density_ratio():
     # changing d_i inside I shifts the mean by at most Delta |w_i| x_i = eps_i * sigma
     rng = np.random.default_rng(3)

@@ -313,6 +313,8 @@ def _catalogue():
          lambda: empirical_prior([0, 1], [0, 1, 1]), ValueError, "3"),
         ("mapping", "empirical_prior([inf, 1], [0, 1])",
          lambda: empirical_prior([np.inf, 1.0], [0, 1]), ValueError, "inf"),
+        ("mapping", "empirical_prior([-1, 2**63], [0, 1]) (numpy reads the list as float64)",
+         lambda: empirical_prior([-1, 2**63], [0, 1]), ValueError, "got 9223372036854775808"),
         ("mapping", "erasure_alphabet(uint64 codes [[2**64 - 1, 0]])",
          lambda: erasure_alphabet(np.array([[2**64 - 1, 0]], dtype=np.uint64)), ValueError, "18446744073709551615"),
         ("mapping", "squared_euclidean_distortion([[0], [1e200]]) (squared distance overflows)",
@@ -526,6 +528,9 @@ def _catalogue():
         ("recommender", "SurpriseRecommender('KNNBaseline', algo_params={'neighbours': 3}).fit(X)",
          lambda: SurpriseRecommender("KNNBaseline", algo_params={"neighbours": 3}).fit(_ratings_and_labels()[0]),
          ValueError, "'neighbours'"),
+        ("recommender", "SurpriseRecommender('KNNBaseline', algo_params={'sim_options': {'name': 'cos'}}).fit(X)",
+         lambda: SurpriseRecommender("KNNBaseline", algo_params={"sim_options": {"name": "cos"}}).fit(
+             _ratings_and_labels()[0]), ValueError, "'cos'"),
         ("recommender", "SurpriseRecommender(rating_scale=(0, 10)).fit(X) (0 means 'not rated')",
          lambda: SurpriseRecommender(rating_scale=(0, 10)).fit(_ratings_and_labels()[0]), ValueError, "(0, 10)"),
         # --- evaluation / datasets

@@ -278,7 +278,8 @@ def test_svd_that_diverges_is_refused_instead_of_predicting_nan(params):
     ("SVD", {"n_factors": -5}, ValueError, r"could not be fitted with algo_params=\{'n_factors': -5\}"),
     ("SVD", {"init_std_dev": -1}, ValueError, r"algo_params=\{'init_std_dev': -1\}: ValueError: scale < 0"),
     ("SVD", {"n_factors": "x"}, TypeError, r"algo_params=\{'n_factors': 'x'\}"),
-    ("KNNBaseline", {"sim_options": {"name": "nope"}}, ValueError, r"NameError: Wrong sim name nope"),
+    ("KNNBaseline", {"sim_options": {"name": "nope"}}, ValueError,
+     r"sim_options\['name'\] must be one of 'cosine', 'msd', 'pearson', 'pearson_baseline', got 'nope'"),
     ("KNNBaseline", {"k": -1}, ValueError, r"KNNBaseline needs k >= 1 neighbours and min_k >= 0, got k=-1"),
 ])
 def test_bad_algo_params_name_the_parameters(algorithm, params, exc, match):

@@ -42,6 +42,26 @@ def test_algo_params_are_checked_against_the_algorithm_before_the_data_is_read(a
         rec.fit([["not", "ratings"]])
 
 
+@pytest.mark.parametrize("sim_options, exc, match", [
+    # Surprise ignored a key it does not know (the default similarity ran), counted "no" as true, and named an
+    # unknown similarity only in fit, after computing the baselines
+    ({"nmae": "cosine"}, ValueError, r"sim_options has an unknown key 'nmae'; it takes min_support, name, shrinkage, "
+                                     r"user_based$"),
+    ({"user_based": "no"}, TypeError, r"sim_options\['user_based'\] must be a boolean, got 'no' \(str\)$"),
+    ({"name": "cos"}, ValueError, r"sim_options\['name'\] must be one of 'cosine', 'msd', 'pearson', "
+                                  r"'pearson_baseline', got 'cos' \(str\)$"),
+    ({"min_support": 1.5}, TypeError, r"sim_options\['min_support'\] must be an integer in \[0, 2147483647\]"),
+    ({"min_support": -1}, ValueError, r"sim_options\['min_support'\] must be an integer in \[0, 2147483647\], got -1"),
+    ({"shrinkage": float("nan")}, ValueError, r"sim_options\['shrinkage'\] must be a finite number >= 0, got nan"),
+])
+def test_a_knn_similarity_is_checked_key_by_key_before_the_data_is_read(sim_options, exc, match):
+    from privrelease.recommender import SurpriseRecommender
+
+    rec = SurpriseRecommender("KNNBaseline", algo_params={"k": 5, "sim_options": sim_options})
+    with pytest.raises(exc, match=r"rejected by surprise\.KNNBaseline: " + match):
+        rec.fit([["not", "ratings"]])
+
+
 def test_algo_params_of_the_right_kinds_still_fit():
     from privrelease.recommender import SurpriseRecommender
 
@@ -53,6 +73,9 @@ def test_algo_params_of_the_right_kinds_still_fit():
     np.testing.assert_allclose(a.item_factors_, b.item_factors_)
     knn = SurpriseRecommender("KNNBaseline", algo_params={"k": 5, "sim_options": {"name": "cosine"}}).fit(_ratings())
     assert knn.k_ == 5
+    sim = {"name": "Pearson_Baseline", "user_based": np.False_, "min_support": np.int64(2), "shrinkage": 50}
+    knn = SurpriseRecommender("KNNBaseline", algo_params={"sim_options": sim}).fit(_ratings())
+    assert knn.item_based_ and knn.algorithm_.sim_options["shrinkage"] == 50
 
 
 # ---------------------------------------------------------------- a pipeline
@@ -67,6 +90,11 @@ def test_algo_params_of_the_right_kinds_still_fit():
                            "parameter random_state"),
 ])
 def test_a_pipelines_algo_params_are_refused_before_anything_runs(tmp_path, capsys, monkeypatch, value, text):
+    _assert_refused_before_running(tmp_path, capsys, monkeypatch, f"ratings_recommender.algo_params={value}", text)
+
+
+def _assert_refused_before_running(tmp_path, capsys, monkeypatch, setting, text):
+    """``--set setting`` on synthetic_ratings exits 2 with ``text`` on stderr, and the experiment never runs."""
     from privrelease.cli import main
     from privrelease.runner.experiments import synthetic_ratings
 
@@ -74,8 +102,7 @@ def test_a_pipelines_algo_params_are_refused_before_anything_runs(tmp_path, caps
         raise AssertionError("the experiment ran")
 
     monkeypatch.setattr(synthetic_ratings, "run", run)
-    code = main(["run", str(PIPELINES / "synthetic_ratings.toml"), "--set", f"ratings_recommender.algo_params={value}",
-                 "-o", str(tmp_path / "out")])
+    code = main(["run", str(PIPELINES / "synthetic_ratings.toml"), "--set", setting, "-o", str(tmp_path / "out")])
     assert code == 2
     assert text in capsys.readouterr().err
 
@@ -92,9 +119,51 @@ def test_a_pipelines_algo_params_follow_the_chosen_algorithm(tmp_path, monkeypat
     assert seen["ratings_recommender"] == {"algorithm": "KNNBaseline", "algo_params": {"k": 7, "min_k": 2}}
 
 
+@pytest.mark.parametrize("sim_options, text", [
+    ("{nmae = 'cosine'}", "parameter ratings_recommender.algo_params.sim_options has an unknown key 'nmae': expected a "
+                          "key among min_support, name, shrinkage, user_based"),
+    ("{user_based = 'no'}", "parameter ratings_recommender.algo_params.sim_options.user_based = 'no' (string): "
+                            "expected a boolean"),
+    ("{name = 'cos'}", "parameter ratings_recommender.algo_params.sim_options.name = 'cos': expected one of 'cosine', "
+                       "'msd', 'pearson', 'pearson_baseline'"),
+    ("{min_support = -1}", "parameter ratings_recommender.algo_params.sim_options.min_support = -1: expected an "
+                           "integer in [0, 2147483647]"),
+    ("{shrinkage = [1]}", "parameter ratings_recommender.algo_params.sim_options.shrinkage = [1] (array): expected a "
+                          "finite number, a boolean or a string"),
+])
+def test_a_pipelines_knn_similarity_is_refused_before_anything_runs(tmp_path, capsys, monkeypatch, sim_options, text):
+    setting = f"ratings_recommender={{algorithm = 'KNNBaseline', algo_params = {{sim_options = {sim_options}}}}}"
+    _assert_refused_before_running(tmp_path, capsys, monkeypatch, setting, text)
+
+
+def test_a_pipeline_sets_a_knn_similarity(tmp_path, capsys, monkeypatch):
+    from privrelease.cli import main
+    from privrelease.runner.experiments import synthetic_ratings
+
+    seen = {}
+    monkeypatch.setattr(synthetic_ratings, "run", lambda report, **kw: seen.update(kw) or {"status": "ok"})
+    sim = "{name = 'cosine', user_based = false, min_support = 2, shrinkage = 50}"
+    assert main(["run", str(PIPELINES / "synthetic_ratings.toml"), "--set",
+                 f"ratings_recommender={{algorithm = 'KNNBaseline', algo_params = {{k = 7, sim_options = {sim}}}}}",
+                 "-o", str(tmp_path / "out")]) == 0
+    spec = seen["ratings_recommender"]
+    assert spec == {"algorithm": "KNNBaseline", "algo_params": {"k": 7, "sim_options": {
+        "name": "cosine", "user_based": False, "min_support": 2, "shrinkage": 50}}}
+    rec = synthetic_ratings._recommender(spec, (1, 5)).fit(_ratings())
+    assert rec.algorithm_.sim_options == {"name": "cosine", "user_based": False, "min_support": 2, "shrinkage": 50}
+    # an algorithm without a similarity refuses the table by name
+    _assert_refused_before_running(tmp_path / "svd", capsys, monkeypatch,
+                                   "ratings_recommender.algo_params={sim_options = {name = 'cosine'}}",
+                                   "ratings_recommender.algo_params has an unknown key 'sim_options': surprise.SVD")
+
+
 # ---------------------------------------------------------------- integer codes beyond int64
 @pytest.mark.parametrize("codes, shown", [([2**64, 1], "18446744073709551616"), ([1, -2**70], "-1180591620717411303424"),
-                                          (np.array([0, 2**65], dtype=object), "36893488147419103232")])
+                                          (np.array([0, 2**65], dtype=object), "36893488147419103232"),
+                                          # numpy reads these lists as float64: the value as given, not 9.22e+18
+                                          ([-1, 2**63], "9223372036854775808"),
+                                          ([[-1, 2**63 - 1], [2, 2**63 + 5]], "9223372036854775813"),
+                                          ([1.0, 2**63], "9223372036854775808"), ([-1, 2.5, 2**63], "2.5")])
 def test_integer_codes_beyond_int64_are_named_by_their_value(codes, shown):
     from privrelease.utils._validation import as_int64_codes
 

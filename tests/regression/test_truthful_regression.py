@@ -147,6 +147,25 @@ def test_infinite_epsilon_equals_sklearn_ridge():
     assert mech.epsilon_ == np.inf
 
 
+def test_infinite_epsilon_warns_once_per_fit():
+    # three releases (coef_ and the two group_coef_), one warning; clipping is its own warning
+    rng = np.random.default_rng(8)
+    X, y = _linear_data(rng, 40, 3, np.array([0.3, 0.1, -0.2]))
+    mech = TruthfulRegressionMechanism(epsilon=np.inf, random_state=0)
+    for _ in range(2):
+        with pytest.warns(PrivacyLeakWarning) as record:
+            mech.fit(X, y)
+        leaks = [w for w in record if issubclass(w.category, PrivacyLeakWarning)]
+        assert len(leaks) == 1
+        assert "epsilon=inf" in str(leaks[0].message)
+        assert leaks[0].filename == __file__  # points at the caller's fit
+    X[0] = [3.0, 4.0, 0.0]
+    with pytest.warns(PrivacyLeakWarning) as record:
+        TruthfulRegressionMechanism(epsilon=np.inf, clip=True, random_state=0).fit(X, y)
+    messages = sorted(str(w.message)[:20] for w in record if issubclass(w.category, PrivacyLeakWarning))
+    assert len(messages) == 2 and "1 of 40 records" in messages[0]
+
+
 def test_payments_follow_brier_rule_against_other_group():
     rng = np.random.default_rng(6)
     X, y = _linear_data(rng, 80, 2, np.array([0.6, -0.3]))

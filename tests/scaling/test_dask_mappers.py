@@ -388,3 +388,47 @@ def test_erasure_prior_is_counted_per_partition(client):
     m2 = ErasureMapper(delta=0.3, random_state=5).fit(da.from_array(X, chunks=(100, 2)), a)
     ref2 = ErasureMapper(delta=0.3, random_state=5).fit(X, a)
     np.testing.assert_allclose(m2.prior_, ref2.prior_, atol=1e-15)
+
+
+@pytest.mark.parametrize("scheduler", ["threads", "sync", "client"])
+def test_a_warning_of_the_blocks_is_given_once_per_transform(client, data, fitted, scheduler):
+    # ratings on another scale (x10) in every one of 4 row blocks: the off-scale warning came once per block
+    R = data[0].toarray() * 10.0
+    Xd = da.from_array(R, chunks=(150, R.shape[1]))
+    assert Xd.numblocks[0] == 4
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        out = fitted.transform(Xd)
+        got = out.compute() if scheduler == "client" else out.compute(scheduler=scheduler)
+    off = [w for w in record if "far outside the range" in str(w.message)]
+    assert len(off) == 1
+    assert "one row block of 4: this warning is given once per transform" in str(off[0].message)
+    with pytest.warns(UserWarning, match="far outside the range"):
+        ref = _dask.transform_in_blocks(fitted, R, Xd.chunks[0])
+    np.testing.assert_array_equal(got, ref)  # the same release
+    # once per call: a second transform warns again; the in-memory twin warns once too
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        fitted.transform(Xd).compute(scheduler="sync")
+        _dask.transform_in_blocks(fitted, R, 150)
+    assert sum("far outside the range" in str(w.message) for w in record) == 2
+    # one block: the message as in memory
+    with pytest.warns(UserWarning, match=r"transform ratings on the scale of fit$"):
+        fitted.transform(da.from_array(R, chunks=R.shape)).compute(scheduler="sync")
+
+
+def test_an_unseen_category_is_warned_once_per_dask_transform(client):
+    from privrelease.exceptions import UnseenCategoryWarning
+    from privrelease.mappers import ErasureMapper
+
+    df, a = _census_like()
+    m = ErasureMapper(delta=0.3, random_state=2).fit(df, a)
+    new = df.copy()
+    new["education"] = new["education"].astype(object)
+    new.loc[::50, "education"] = "PhD"  # a category never seen in fit, in each of the 3 partitions
+    ddf = dd.from_pandas(new, npartitions=3)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        m.transform(ddf).compute(scheduler="threads")
+    unseen = [w for w in record if issubclass(w.category, UnseenCategoryWarning)]
+    assert len(unseen) == 1

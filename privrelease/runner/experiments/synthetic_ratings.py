@@ -27,10 +27,11 @@ __all__ = ["run"]
 
 class _RecommenderTable(Table):
     """A recommender's table whose ``algo_params`` are checked against the chosen Surprise algorithm's keyword
-    arguments (names and kinds of value) before anything runs, not when the recommender is first fitted."""
+    arguments (names and kinds of value) before anything runs, not when the recommender is first fitted;
+    a KNN algorithm's ``sim_options`` table key by key (its keys, their types, the similarity's name)."""
 
     def check(self, name, value):
-        from ...recommender._surprise import algo_param_kinds
+        from ...recommender._surprise import algo_param_kinds, sim_options_problem
 
         out = super().check(name, value)
         params = out.get("algo_params")
@@ -49,11 +50,21 @@ class _RecommenderTable(Table):
             if not accepts(v):
                 raise ParameterTypeError(f"parameter {name}.algo_params.{key} = {_show(v)} ({_type_name(v)}): "
                                          f"expected {expected} (an option of surprise.{algorithm})")
+            if key == "sim_options" and (problem := sim_options_problem(v)) is not None:
+                sub, expected, kind = problem
+                where = f"{name}.algo_params.sim_options"
+                if kind == "key":
+                    raise PipelineError(f"parameter {where} has an unknown key {sub!r}: expected {expected}")
+                error = ParameterTypeError if kind == "type" else PipelineError
+                raise error(f"parameter {where}.{sub} = {_show(v[sub])}"
+                            + (f" ({_type_name(v[sub])})" if kind == "type" else "") + f": expected {expected}")
         return out
 
 
-#: a recommender as a pipeline table: ``{algorithm = "SVD", algo_params = {reg_all = 0.1}}``
-RECOMMENDER = _RecommenderTable({"algorithm": Choice(_ALGORITHMS), "algo_params": Table(free=Scalar())})
+#: a recommender as a pipeline table: ``{algorithm = "SVD", algo_params = {reg_all = 0.1}}``; a KNN
+#: algorithm's similarity is a table within: ``algo_params = {k = 20, sim_options = {name = "cosine"}}``
+RECOMMENDER = _RecommenderTable({"algorithm": Choice(_ALGORITHMS),
+                                 "algo_params": Table({"sim_options": Table(free=Scalar())}, free=Scalar())})
 
 
 def _quantized_mapper(**kwargs):
