@@ -258,6 +258,7 @@ def _dual_pi_batch(A, B, OK, m, U0, stop=0.0, max_steps=300, shrink=0.1):
     # the box's multipliers (y0 for s >= 0, y1 for s <= 1), central at the start: s y0 = (1 - s) y1 = tau0
     Y0 = np.where(free, 2.0 * tau0, 0.0)
     Y1 = Y0.copy()
+    long = np.ones(n, dtype=bool)  # the column's last steps were long ones (else: a centring step next)
     running = ~converged & (nfree > 0)
     diag = np.arange(na + 1)
     for _ in range(max_steps):
@@ -266,8 +267,11 @@ def _dual_pi_batch(A, B, OK, m, U0, stop=0.0, max_steps=300, shrink=0.1):
         idx = np.flatnonzero(running)
         Si, Ti, f = S[:, idx], T[:, idx], free[:, idx]
         Y0i, Y1i = Y0[:, idx], Y1[:, idx]
-        # the target of the complementarity: a tenth of its mean (primal-dual path following)
-        ti = shrink * (Si * Y0i + Ti * Y1i).sum(axis=0) / (2.0 * np.maximum(nfree[idx], 1))
+        # the target of the complementarity: a tenth of its mean (primal-dual path following), or the mean
+        # itself after a step cut below half (a centring step: where the optimum is s = 0 with many optimal u,
+        # u(s) is optimal only near the central path; without it h(u(s)) wandered 1e-6..1e-3 below it)
+        ti = (np.where(long[idx], shrink, 1.0) * (Si * Y0i + Ti * Y1i).sum(axis=0)
+              / (2.0 * np.maximum(nfree[idx], 1)))
         g, G, U, Z = point(Si, idx)
         Sf, Tf = np.where(f, Si, 0.5), np.where(f, Ti, 0.5)  # the barrier's terms on the variables only
         grad = np.where(f, Z - mm - ti / Sf + ti / Tf, 0.0)
@@ -317,6 +321,7 @@ def _dual_pi_batch(A, B, OK, m, U0, stop=0.0, max_steps=300, shrink=0.1):
         T[:, idx] = np.where(f, Ti - a * dS, 0.0)
         Y0[:, idx] = Y0i + a_y * dY0
         Y1[:, idx] = Y1i + a_y * dY1
+        long[idx] = np.minimum(a, a_y) >= 0.5
         _, _, U, Z = point(S[:, idx], idx)
         h = h_of(Z, idx)
         ub[idx] = np.fmin(ub[idx], h + gap_of(S[:, idx], T[:, idx], Z, idx))
