@@ -1,0 +1,61 @@
+"""Hostile inputs, tenth audit: the money side at float64's limits (auction payments and guarantees whose float
+computation overflowed or underflowed though the true values are in range). One test per finding (earlier
+audits: test_hostile_inputs.py to test_hostile_inputs9.py)."""
+
+import warnings
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+
+# ---------------------------------------------------------------- auctions at float64's limits
+def _exact_cost(v, w, selected, i):
+    """``v_i eps_i`` with ``eps_i = |w_i| / (W - w(O))``, in exact arithmetic."""
+    a = [abs(Fraction(float(x))) for x in w]
+    rest = sum(a) - sum(a[j] for j in np.flatnonzero(selected))
+    return Fraction(float(v[i])) * a[i] / rest
+
+
+@pytest.mark.parametrize("v, w, B", [
+    # B / w([k]) overflowed: payments inf (the budget "spent" was inf)
+    ([1e-150, np.inf, 8.5e307, 0.0], [2e-310, 0.0, 2e-300, 2e-300], 1.7e308),
+    # v_{k+1} / (W - w([k])) = 2e-450 underflowed to 0: three individuals bought and paid 0
+    ([1e-300, 0.0, 1.7e308, 0.0, 9.9e-324], [5e149, 1e150, 2e-300, 1e150, 1e150], 1e150),
+    ([3e-150, 1e-150, 0.0, 2e-150, 1e-300], [8.5e307, 0.0, 8.5e307, 1e-310, 5e299], 1.0),
+    # a_i v_i = 1e-310 * 5e-324 underflowed to 0 <= B (W - a_i) = 0: bought at zero budget, paid 0 below her cost
+    ([5e-324, 1e-300], [1e-310, 5e-324], 0.0),
+    ([1.7e308, 1.5e-323], [2e-310, 5e-311], 0.0),
+    # W = sum |w_i| beyond float64: every float comparison was meaningless (paid 0, below cost)
+    ([0.0, np.inf, 5e-151, np.inf, 5e-301], [8.5e307, -1.7e308, -1.7e308, 2e300, 1.7e308], 1e-150),
+])
+def test_auction_payments_are_the_exact_mechanisms_at_float64s_limits(v, w, B):
+    from privrelease.auctions import fair_inner_product
+    from privrelease.auctions._reference import fair_inner_product_reference
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                     # no overflow warning either
+        res = fair_inner_product(v, w, B)
+    ref = fair_inner_product_reference(v, w, B, exact=True)
+    assert res.branch == ref["branch"]
+    np.testing.assert_array_equal(res.selected, ref["selected"])
+    np.testing.assert_allclose(res.payments, ref["payments"], rtol=1e-12, atol=0)
+    assert np.all(np.isfinite(res.payments)) and np.all(res.payments >= 0)
+    assert sum(Fraction(float(p)) for p in res.payments) <= Fraction(B) * (1 + Fraction(1, 10**12))
+    for i in np.flatnonzero(res.selected):   # individually rational, up to rounding (below 5e-324 is 0)
+        cost = _exact_cost(v, w, res.selected, i)
+        assert Fraction(float(res.payments[i])) >= cost * (1 - Fraction(1, 10**12)) - Fraction(5e-324)
+
+
+@pytest.mark.parametrize("v, w, B", [
+    ([0.0, 2e-150], [2e150, 5e-301], 1.7e308),            # i* bought: eps = 2e150 / 5e-301
+    ([0.0, 1e-310, 0.0, np.inf, np.inf], [1e300, 0.0, 1e300, -1e-300, 1e-300], 1.0),   # greedy
+])
+def test_auction_guarantee_beyond_float64_is_inf_not_an_overflow_error(v, w, B):
+    # the exact fallback raised "OverflowError: integer division result too large for a float"
+    from privrelease.auctions import fair_inner_product
+
+    res = fair_inner_product(v, w, B)
+    assert res.selected.any()
+    assert np.all(np.isinf(res.epsilons[res.selected]))   # |w_i| / (W - w(O)) > 1.8e308
+    assert np.all(np.isfinite(res.payments)) and res.payments.sum() <= B
