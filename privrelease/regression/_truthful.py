@@ -118,6 +118,27 @@ def ridge_sensitivity(n_samples, alpha, response_bound=1.0):
     return sens
 
 
+def _shrink(s, alpha):
+    """``s / (s^2 + alpha)`` for the singular values ``s`` of ``X``: the ridge estimator is
+    ``V diag(s / (s^2 + alpha)) U^T y``, exact for a zero singular value (``X^T X + alpha I`` solved by
+    elimination was singular in float64 for a tiny alpha with fewer players than features:
+    LinAlgError "Singular matrix")."""
+    return s / (s * s + alpha)
+
+
+def _check_payment_range(scale, offset, n_payments=1, names=("payment_scale", "payment_offset")):
+    """``scale`` and ``offset`` whose largest payment ``offset + scale`` (and total over ``n_payments``)
+    is a float64 (1e308 + 1e308 paid ``inf``); ``names`` are the parameters' names in the message."""
+    with np.errstate(over="ignore"):
+        top = np.float64(offset) + np.float64(scale)
+        total = top * np.float64(n_payments)
+    if not np.isfinite(total):
+        what = "a payment" if not np.isfinite(top) else f"the {n_payments} payments together"
+        raise ValueError(f"{names[1]}={offset!r} and {names[0]}={scale!r}: {what} could reach "
+                         f"{float(total)!r}, beyond float64; expected offset + scale at most "
+                         f"{np.finfo(np.float64).max / n_payments:.3g}")
+
+
 def brier_payment(outcome, prediction, *, response_bound=1.0, scale=1.0, offset=0.0):
     r"""Rescaled Brier payment ``offset + scale * B(p, q)`` on ``[-Y, Y]``.
 
@@ -159,6 +180,7 @@ def brier_payment(outcome, prediction, *, response_bound=1.0, scale=1.0, offset=
     Y = check_number(response_bound, "response_bound", low=0, low_inclusive=False)
     scale = check_number(scale, "scale", low=0)
     offset = check_number(offset, "offset", low=0)
+    _check_payment_range(scale, offset, names=("scale", "offset"))
     arrays = []
     for name, value in (("outcome", outcome), ("prediction", prediction)):
         arr = check_real_target(np.asarray(value), name).astype(float)
@@ -475,6 +497,8 @@ class TruthfulRegressionMechanism(RegressorMixin, BaseEstimator):
         ``scale`` of the Brier payment, >= 0.
     payment_offset : float, default=0.0
         ``offset`` added to every payment, >= 0 (pays for privacy costs, Theorem 5).
+        ``n * (payment_offset + payment_scale)``, the most the payments can total, must
+        be a float64 (``ValueError`` before anything is drawn otherwise).
     random_state : None, int, numpy Generator or RandomState, or RandomSource, default=None
         ``None`` (the default) draws the split and the noise from the operating
         system's entropy. An integer seed is for tests and reproducible
@@ -613,24 +637,23 @@ class TruthfulRegressionMechanism(RegressorMixin, BaseEstimator):
         """Ridge estimator plus high-dimensional Laplace noise; returns (coef, sensitivity)."""
         n, d = X.shape
         alpha = float(self.alpha)
-        theta = np.linalg.solve(X.T @ X + alpha * np.eye(d), X.T @ y)
         sens = ridge_sensitivity(n, alpha, float(self.response_bound))
+        U, s, Vt = np.linalg.svd(X, full_matrices=False)
+        theta = Vt.T @ (_shrink(s, alpha) * (U.T @ y))
         noise = VectorLaplace(dimension=d, epsilon=float(self.epsilon), sensitivity=sens,
                               random_state=source)
         return theta + noise.sample(), sens
 
     def _best_response_factors(self, X, group):
         """Rayleigh quotients ``x_i^T S_o x_i / ||x_i||^2`` of the peer group's shrinkage."""
-        d = X.shape[1]
         out = np.full(X.shape[0], np.nan)
         sq = np.einsum("ij,ij->i", X, X)
         for g in (0, 1):
-            Xo = X[group == 1 - g]
-            G = Xo.T @ Xo
-            S = np.linalg.solve(G + float(self.alpha) * np.eye(d), G)
+            # S = V diag(s^2 / (s^2 + alpha)) V^T from the peer group's singular values
+            _, s, Vt = np.linalg.svd(X[group == 1 - g], full_matrices=False)
             mine = (group == g) & (sq > 0)
-            Xm = X[mine]
-            out[mine] = np.einsum("ij,jk,ik->i", Xm, S, Xm) / sq[mine]
+            P = X[mine] @ Vt.T
+            out[mine] = (P * P) @ (s * _shrink(s, float(self.alpha))) / sq[mine]
         return out
 
     def _own_prediction(self, X, y):
@@ -667,6 +690,7 @@ class TruthfulRegressionMechanism(RegressorMixin, BaseEstimator):
                 "the mechanism splits the players into two non-empty groups and needs at "
                 f"least 2 players, got n_samples = {n}"
             )
+        _check_payment_range(float(self.payment_scale), float(self.payment_offset), n)
         X, y, self.n_clipped_ = self._check_domain(X, y)
         source = check_random_source(self.random_state)
 

@@ -502,6 +502,10 @@ def _catalogue():
         ("regression", "TruthfulRegressionMechanism().fit(X with a row of norm 2, y)",
          lambda: TruthfulRegressionMechanism().fit(np.array([[2.0, 0], [0, 0.5], [0.1, 0.1]]),
                                                    [0.1, 0.2, 0.3]), ValueError, "2"),
+        ("regression", "TruthfulRegressionMechanism(payment_offset=1e308, payment_scale=1e308).fit(X, y) "
+                       "(payments overflow float64)",
+         lambda: TruthfulRegressionMechanism(payment_offset=1e308, payment_scale=1e308).fit(
+             np.eye(3) / 2, [0.1, 0.2, 0.3]), ValueError, "1e+308"),
         ("regression", "ridge_sensitivity(0, 1)", lambda: ridge_sensitivity(0, 1.0), ValueError, "0"),
         ("regression", "ridge_sensitivity(10, alpha=5e-324)", lambda: ridge_sensitivity(10, 5e-324), ValueError,
          "5e-324"),

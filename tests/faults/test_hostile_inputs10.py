@@ -59,3 +59,44 @@ def test_auction_guarantee_beyond_float64_is_inf_not_an_overflow_error(v, w, B):
     assert res.selected.any()
     assert np.all(np.isinf(res.epsilons[res.selected]))   # |w_i| / (W - w(O)) > 1.8e308
     assert np.all(np.isfinite(res.payments)) and res.payments.sum() <= B
+
+
+# ---------------------------------------------------------------- truthful regression at float64's limits
+@pytest.mark.parametrize("offset, scale, n, match", [
+    (1e308, 1e308, 6, r"payment_offset=1e\+308 and payment_scale=1e\+308: a payment could reach inf"),
+    (1e307, 0.0, 100, r"payment_offset=1e\+307 and payment_scale=0\.0: the 100 payments together could reach"),
+])
+def test_payments_beyond_float64_are_refused_before_the_mechanism_runs(offset, scale, n, match):
+    # payments_ held inf (offset + scale * B overflowed) and budget_ was inf
+    from privrelease.regression import TruthfulRegressionMechanism, brier_payment
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(n, 2))
+    X /= 2 * np.linalg.norm(X, axis=1, keepdims=True)
+    mech = TruthfulRegressionMechanism(payment_offset=offset, payment_scale=scale, random_state=0)
+    with pytest.raises(ValueError, match=match):
+        mech.fit(X, np.zeros(n))
+    assert not hasattr(mech, "coef_")
+    if n == 6:
+        with pytest.raises(ValueError, match=r"offset=1e\+308 and scale=1e\+308: a payment could reach inf"):
+            brier_payment(0.5, 0.5, scale=scale, offset=offset)
+
+
+def test_ridge_with_a_tiny_alpha_and_fewer_players_than_features_is_the_ridge_estimator():
+    # X^T X + alpha I solved by elimination: LinAlgError "Singular matrix" (n = 4 < d = 6, alpha = 1e-100)
+    from privrelease.exceptions import PrivacyLeakWarning
+    from privrelease.regression import TruthfulRegressionMechanism
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(4, 6))
+    X /= 2 * np.linalg.norm(X, axis=1, keepdims=True)
+    y = rng.uniform(-1, 1, 4)
+    with pytest.warns(PrivacyLeakWarning, match="adds no noise"):
+        mech = TruthfulRegressionMechanism(alpha=1e-100, epsilon=np.inf, random_state=0).fit(X, y)
+    # the limit alpha -> 0 of ridge is the minimum-norm least-squares solution
+    np.testing.assert_allclose(mech.coef_, np.linalg.pinv(X) @ y, rtol=1e-9)
+    for g in (0, 1):
+        Xg, yg = X[mech.group_ == g], y[mech.group_ == g]
+        np.testing.assert_allclose(mech.group_coef_[g], np.linalg.pinv(Xg) @ yg, rtol=1e-9)
+    # every player's direction lies in the span of the peer rows or not: factors in [0, 1]
+    assert np.all((mech.best_response_factors_ >= -1e-12) & (mech.best_response_factors_ <= 1 + 1e-12))
