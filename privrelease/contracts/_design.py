@@ -425,17 +425,31 @@ def _linear_closed_form(v, K):
             continue
         vk = vs[k]
         c0 = V[k] + (n - k) * vk
-        s = float(np.clip(2.0 * K * (vk / c0), s_lo, s_hi))  # 2 vk K overflowed for vk near float64's max
+        q, r = V[k] / c0, vk / c0          # q + (n - k) r = 1
+        s_star = 2.0 * K * r               # 2 vk K overflowed for vk near float64's max
+        s = float(np.clip(s_star, s_lo, s_hi))
+        m = n - k
         b2 = (K - s * s) / 2.0
-        if b2 <= 0:
+        partial = m - 2.0 * s              # a_{k+1} = A - k, A = n - 2 s
+        if s == s_star:
+            # near the end s* -> sqrt(K) (b -> 0) or a_{k+1} -> 0, K - s*^2 = K (1 - 4 K r^2) and (n - k) - 2 s*
+            # cancel: from q and r instead, 1 - 4 K r^2 = q^2 + 2 (n - k) q r + ((n - k)^2 - 4 K) r^2 and
+            # (n - k) - 2 s* = (n - k) q + ((n - k)^2 - 4 K) r (exact integers and 4 K, no square root). K - s*^2
+            # computed directly was 0 for v = (1, 1e-17), K = 1/4 (s* = 0.5 / (1 + 1e-17) rounds to 0.5): that
+            # segment, the optimal one, was skipped (a dearer contract, or none at all: SolverError)
+            e = m * m - 4.0 * K
+            if s * s > K / 2.0:
+                b2 = K * (q * q + 2.0 * m * q * r + e * r * r) / 2.0
+            if partial < 0.5:
+                partial = min(max(m * q + e * r, 0.0), 1.0)
+        if not b2 > 0:
             continue
         b = np.sqrt(b2)
-        A = n - 2.0 * s
-        pay = (V[k] + (A - k) * vk) / b
+        pay = (V[k] + partial * vk) / b
         if pay < best[0]:
             a_sorted = np.zeros(n)
             a_sorted[:k] = 1.0
-            a_sorted[k] = A - k
+            a_sorted[k] = partial
             a = np.empty(n)
             a[order] = a_sorted
             best = (pay, a, b)

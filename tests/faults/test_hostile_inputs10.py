@@ -100,3 +100,37 @@ def test_ridge_with_a_tiny_alpha_and_fewer_players_than_features_is_the_ridge_es
         np.testing.assert_allclose(mech.group_coef_[g], np.linalg.pinv(Xg) @ yg, rtol=1e-9)
     # every player's direction lies in the span of the peer rows or not: factors in [0, 1]
     assert np.all((mech.best_response_factors_ >= -1e-12) & (mech.best_response_factors_ <= 1 + 1e-12))
+
+
+# ---------------------------------------------------------------- contracts at float64's limits
+def _exact_accuracy(c):
+    return (sum((1 - Fraction(float(x))) / 2 for x in c.a)) ** 2 + 2 * Fraction(float(c.b)) ** 2
+
+
+@pytest.mark.parametrize("valuations, K, most", [
+    # s* = 0.5 / (1 + 1e-17) rounded to sqrt(K) = 0.5: K - s*^2 = 0, the only segment skipped (SolverError)
+    ([1.0, 1e-17], 0.25, 2e-8),
+    # the optimal segment skipped the same way: a contract paying 3.27 where 1.3e-8 buys the same accuracy
+    ([3.0, 1e-17, 2.0], 1.0, 1e-7),
+    ([5e149, 1e-8, 5e-151, 2.0], 0.25, 5e75),
+])
+def test_linear_contract_near_the_end_of_a_segment_is_the_cheapest(valuations, K, most):
+    from privrelease.contracts import design_contract
+
+    c = design_contract(valuations, K)
+    assert _exact_accuracy(c) <= Fraction(K) * (1 + Fraction(1, 10**12))
+    assert np.all((c.a >= 0) & (c.a <= 1)) and c.b > 0
+    assert np.all(c.payments >= 0) and c.total_payment <= most
+
+
+def test_linear_contract_at_an_accuracy_just_below_a_segment_end_has_its_noise_to_full_precision():
+    # one seller, K = 1/4 (1 - 1e-12): b came from K - s^2, which cancels (b off by 1e-4 relative, and the
+    # payment with it)
+    from privrelease.contracts import design_contract
+
+    for K in (0.25 * (1 - 1e-12), 0.25 * (1 - 1e-9)):
+        c = design_contract([1.0], K)
+        assert _exact_accuracy(c) <= Fraction(K) * (1 + Fraction(1, 10**12))
+        # the optimum: a = 1 - 4K, b^2 = K (1 - 4K) / 2 (s* = 2K)
+        np.testing.assert_allclose(c.a, [1 - 4 * K], rtol=1e-12)
+        np.testing.assert_allclose(c.b, np.sqrt(K * (1 - 4 * K) / 2), rtol=1e-12)
