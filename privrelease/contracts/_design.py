@@ -243,7 +243,25 @@ def _check_valuations(valuations):
             f"valuations must be finite and > 0, got {float(v[bad][0])!r} at index "
             f"{int(np.flatnonzero(bad)[0])}"
         )
+    _check_normal(v, "valuations")
     return v
+
+
+_TINY = float(np.finfo(np.float64).tiny)
+
+
+def _check_normal(values, name):
+    """Refuse subnormal valuations (below 2.2e-308): the payments, proportional to them, kept a bit or two
+    (design_menu(1e-323, 1e-323, ...) failed its own incentive check with a SolverError)."""
+    values = np.atleast_1d(np.asarray(values, dtype=np.float64))
+    small = values < _TINY
+    if small.any():
+        i = int(np.flatnonzero(small)[0])
+        where = f" at index {i}" if values.size > 1 else ""
+        what = "normal float64 numbers" if values.size > 1 or name == "valuations" else "a normal float64 number"
+        raise ValueError(f"{name} must be {what} (>= {_TINY!r}), got {float(values[i])!r}{where}: "
+                         "payments proportional to it keep only a few bits; expected valuations in a smaller "
+                         "currency unit (all multiplied by the same factor)")
 
 
 _MAX = float(np.finfo(np.float64).max)
@@ -552,7 +570,7 @@ def design_contract(valuations, accuracy, cost="linear"):
     Parameters
     ----------
     valuations : array-like of shape (n_sellers,)
-        Privacy valuations ``v_i``, > 0.
+        Privacy valuations ``v_i``, > 0 and normal float64 numbers (subnormal ones are refused).
     accuracy : float
         Target ``K`` > 0 on the worst-case mean squared error.
     cost : {'linear', 'exponential'} or callable, default='linear'
@@ -783,6 +801,8 @@ def design_menu(v_low, v_high, prob_high, accuracy, *, option=1, cost="linear"):
     vh = check_number(v_high, "v_high")
     if vl <= 0 or vh <= 0:
         raise ValueError(f"valuations must be > 0, got v_low={v_low!r}, v_high={v_high!r}")
+    _check_normal(vl, "v_low")
+    _check_normal(vh, "v_high")
     if vl > vh:
         raise ValueError(f"valuations must be ordered, v_low <= v_high; got v_low={v_low!r} > "
                          f"v_high={v_high!r}")

@@ -494,6 +494,8 @@ def _catalogue():
          lambda: design_contract([1e308], 0.02), ValueError, "1e+308"),
         ("contracts", "design_menu(1, 1e308, 0.5, 0.02) (payments overflow float64)",
          lambda: design_menu(1.0, 1e308, 0.5, 0.02), ValueError, "v_high = 1e+308"),
+        ("contracts", "design_menu(1e-323, 1e-323, 0.5, 0.25) (subnormal valuations)",
+         lambda: design_menu(1e-323, 1e-323, 0.5, 0.25), ValueError, "1e-323"),
         # --- regression
         ("regression", "TruthfulRegressionMechanism(epsilon=0).fit(X, y)",
          lambda: TruthfulRegressionMechanism(epsilon=0).fit(np.eye(3), [0.1, 0.2, 0.3]), ValueError, "0"),

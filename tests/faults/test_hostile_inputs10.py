@@ -134,3 +134,27 @@ def test_linear_contract_at_an_accuracy_just_below_a_segment_end_has_its_noise_t
         # the optimum: a = 1 - 4K, b^2 = K (1 - 4K) / 2 (s* = 2K)
         np.testing.assert_allclose(c.a, [1 - 4 * K], rtol=1e-12)
         np.testing.assert_allclose(c.b, np.sqrt(K * (1 - 4 * K) / 2), rtol=1e-12)
+
+
+@pytest.mark.parametrize("call, match", [
+    # failed its own incentive check (SolverError "IC violated"): payments of a bit or two
+    (lambda m: m.design_menu(1e-323, 1e-323, 1e-300, 0.25), r"v_low must be a normal float64 number .*got 1e-323"),
+    (lambda m: m.design_menu(5e-324, 5e-324, 0.3, 0.1, cost="exponential"), r"got 5e-324: payments"),
+    (lambda m: m.design_contract([1.0, 5e-324], 0.5), r"valuations must be normal .*got 5e-324 at index 1"),
+    (lambda m: m.unbiased_contract([3e-320], 0.5), r"got 3e-320"),
+])
+def test_subnormal_valuations_are_refused_naming_them(call, match):
+    from privrelease import contracts
+
+    with pytest.raises(ValueError, match=match):
+        call(contracts)
+
+
+def test_the_smallest_normal_valuations_still_get_a_menu():
+    from privrelease import contracts
+
+    tiny = float(np.finfo(np.float64).tiny)
+    menu = contracts.design_menu(tiny, tiny, 0.5, 0.25)
+    assert menu is not None
+    c = contracts.design_contract([tiny, 1.0], 0.5)
+    assert np.all(np.isfinite(c.payments)) and np.all(c.payments >= 0)
