@@ -113,7 +113,7 @@ class PrivacyAccountant:
 
     def __init__(self, epsilon=np.inf):
         self.epsilon = _check_epsilon(epsilon)
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()   # reentrant: spend() inside an atomic() block
         self._spends = []            # dataset-level epsilon of each release
         self._total = 0.0            # their running sum (compared with the budget up to 1e-12) ...
         self._carry = 0.0            # ... and the round-off it lost (Neumaier), so that spent stays exact
@@ -134,7 +134,7 @@ class PrivacyAccountant:
 
     def __setstate__(self, state):
         self.__dict__.update(state)
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
 
     def __repr__(self):
         return (f"PrivacyAccountant(epsilon={self.epsilon!r}) "
@@ -155,6 +155,31 @@ class PrivacyAccountant:
         return False
 
     # ---------------------------------------------------------------- budget
+    def atomic(self):
+        """A context in which no other thread records on this accountant.
+
+        A release whose size depends on what was already spent (an individual's ``epsilon_cap``
+        against :meth:`individual_spent`) reads the ledger, decides and records inside one block, so that
+        releases made concurrently from several threads cannot both pass the same check: with two
+        threads predicting at once, a :class:`~privrelease.auctions.DCLEFEstimator` took individuals to
+        three times their ``epsilon_cap``. :meth:`spend` may be called inside (the lock is reentrant).
+
+        Returns
+        -------
+        context manager
+
+        Examples
+        --------
+        >>> from privrelease.accounting import PrivacyAccountant
+        >>> acc = PrivacyAccountant(epsilon=1.0)
+        >>> with acc.atomic():
+        ...     if acc.remaining() >= 0.5:
+        ...         _ = acc.spend(0.5)
+        >>> acc.spent
+        0.5
+        """
+        return self._lock
+
     @property
     def spent(self):
         """Total epsilon spent so far (sequential composition), a float."""

@@ -158,3 +158,41 @@ def test_the_smallest_normal_valuations_still_get_a_menu():
     assert menu is not None
     c = contracts.design_contract([tiny, 1.0], 0.5)
     assert np.all(np.isfinite(c.payments)) and np.all(c.payments >= 0)
+
+
+# ---------------------------------------------------------------- threads sharing an accountant
+def test_concurrent_predictions_never_take_an_individual_past_the_epsilon_cap():
+    # each predict read the ledger, ran its auctions and recorded later: two threads read the same ledger,
+    # both bought the same individuals, and took them to twice their cap
+    import threading
+
+    from privrelease.accounting import PrivacyAccountant
+    from privrelease.auctions import DCLEFEstimator
+
+    barrier = threading.Barrier(2)
+
+    class Interleaved(DCLEFEstimator):
+        def _run_query(self, w, spent):
+            try:                         # both threads inside, with the ledger they read, if the code lets them
+                barrier.wait(timeout=1.0)
+            except threading.BrokenBarrierError:
+                pass
+            return super()._run_query(w, spent)
+
+    rng = np.random.default_rng(0)
+    Y = rng.normal(size=(200, 3))
+    d = np.clip(np.round(3 + Y[:, 0]), 1, 5)
+    acc = PrivacyAccountant()
+    cap = 0.06                                           # one query: eps_i up to 1/19
+    est = Interleaved(budget=50.0, n_neighbors=20, data_range=(1, 5), epsilon_cap=cap, accountant=acc,
+                      random_state=0).fit(Y, d, unit_costs=rng.exponential(size=200) * 0.01)
+    q = rng.normal(size=(1, 3))
+    threads = [threading.Thread(target=est.predict, args=(q,)) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(acc) == 2
+    one = acc.individual_epsilons(est.population_).toarray()
+    assert one[0].max() > cap / 2                        # one query alone brings someone past half the cap
+    assert est.epsilon_spent().max() <= cap * (1 + 1e-12)
