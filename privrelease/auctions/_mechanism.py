@@ -168,7 +168,7 @@ def _eligible(v, a, budget):
     """
     W = a.sum(axis=-1, keepdims=True)
     rest = W - a
-    with np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore", over="ignore"):
         ok = (a > 0) & (rest > 0) & (a * v <= budget * rest)
     return ok
 
@@ -965,6 +965,7 @@ def fractional_dclef(unit_costs, weights, budget):
     if np.isinf(budget):
         raise ValueError(f"budget must be finite, got {budget!r}")
     a = np.abs(w)
+    _check_total_weight(a)
     n = a.size
     order = np.argsort(v, kind="stable")
     vs, as_ = v[order], a[order]
@@ -1039,7 +1040,7 @@ def optimal_dclef(unit_costs, weights, budget, *, method="auto", data_range=(0.0
     m = nz.size
     if method == "auto":
         method = "brute_force" if m <= 16 else "milp"
-    W = float(a.sum())
+    W = _check_total_weight(a)
     x = np.zeros(a.size, dtype=bool)
     if m >= 2:
         an, vn = a[nz], v[nz]
@@ -1052,21 +1053,76 @@ def optimal_dclef(unit_costs, weights, budget, *, method="auto", data_range=(0.0
         else:
             x[nz] = _milp(vn, an, budget, W, rtol)
     resid = float(a[~x].sum())
-    eps = np.where(x, a / resid if resid > 0 else np.inf, 0.0)
-    with np.errstate(invalid="ignore"):
-        pay = np.where(x, v * eps, 0.0)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        eps = np.where(x, a / resid if resid > 0 else np.inf, 0.0)
+        pay = np.where(x & (v > 0), v * eps, 0.0)
+    if not (np.all(np.isfinite(eps)) and np.all(np.isfinite(pay))):
+        # eps_i = a_i / (W - w(O)) beyond float64 (weights 1e300 and 1e-300): the payment at cost v_i eps_i is
+        # at most the budget but was inf, or NaN (0 * inf) for a free individual; exactly instead
+        eps, pay = _at_cost_exact(v, a, x)
     return AuctionResult(selected=x, payments=pay, epsilons=eps, weights=w, unit_costs=v,
                          budget=budget, data_range=data_range, branch="optimal",
                          zero_weight=a == 0, violates_assumption=(a > 0) & ~_eligible(v, a, budget))
 
 
+def _at_cost_exact(v, a, x):
+    """``eps_i = a_i / (W - w(O))`` and payments at cost ``v_i eps_i`` of the bought set ``x``, in exact
+    arithmetic, correctly rounded (``inf`` for a guarantee beyond float64)."""
+    from fractions import Fraction
+
+    rest = sum((Fraction(float(t)) for t in a[~x]), Fraction(0))
+    eps, pay = np.zeros(a.size), np.zeros(a.size)
+    for i in np.flatnonzero(x).tolist():
+        if rest == 0:
+            eps[i], pay[i] = np.inf, (0.0 if v[i] == 0 else np.inf)
+            continue
+        e = Fraction(float(a[i])) / rest
+        eps[i] = _int_ratio(e.numerator, e.denominator)
+        p = Fraction(float(v[i])) * e
+        pay[i] = _int_ratio(p.numerator, p.denominator)
+    return eps, pay
+
+
+def _check_total_weight(a):
+    """Refuse weights whose total ``W = sum |w_i|`` is beyond float64 (the float problem is meaningless)."""
+    with np.errstate(over="ignore"):
+        W = float(a.sum())
+    if not np.isfinite(W):
+        raise ValueError(f"weights sum to {W!r} in absolute value (largest {float(a.max())!r}), beyond float64; the "
+                         "problem does not change when every weight is multiplied by one factor: expected "
+                         "weights / max|w| (fair_inner_product takes them as they are)")
+    return W
+
+
 def _feasible(masks, v, a, budget, rtol):
-    """IR at cost + budget: sum_{i in H} v_i a_i <= B (W - w(H)), and W - w(H) > 0."""
-    with np.errstate(invalid="ignore"):
+    """IR at cost + budget: sum_{i in H} v_i a_i <= B (W - w(H)), and W - w(H) > 0.
+
+    Decided in floating point, and exactly (fractions) for the subsets where a side left float64's range:
+    ``v_i a_i`` beyond float64 on both sides compared ``inf <= inf`` (a set paying 1e450 on a budget of
+    1e300 was "feasible"), and a product that underflowed to 0 made a positive cost free.
+    """
+    with np.errstate(invalid="ignore", over="ignore", under="ignore"):
         va = np.where(np.isinf(v), np.inf, v * a)
         cost = np.where(masks, va[None, :], 0.0).sum(axis=1)
-    resid = (~masks).astype(np.float64) @ a
-    return (resid > 0) & (cost <= budget * resid * (1 + rtol))
+        resid = (~masks).astype(np.float64) @ a
+        rhs = budget * resid * (1 + rtol)
+        ok = (resid > 0) & (cost <= rhs)
+        infinite = (masks & np.isinf(v)[None, :]).any(axis=1)   # never affordable (inf <= inf held)
+        ok &= ~infinite
+        off = (masks & ((va < _TINY) & (v > 0))[None, :]).any(axis=1)
+        unsure = ~infinite & (~np.isfinite(cost) | ~np.isfinite(rhs) | off | ((rhs < _TINY) & (rhs > 0)))
+    if unsure.any():
+        from fractions import Fraction
+
+        af = [Fraction(float(t)) for t in a]
+        vf = [None if np.isinf(t) else Fraction(float(t)) for t in v]
+        bound = Fraction(float(budget)) * (1 + Fraction(float(rtol)))
+        for r in np.flatnonzero(unsure).tolist():
+            sel = masks[r]
+            rest = sum((af[j] for j in np.flatnonzero(~sel).tolist()), Fraction(0))
+            paid = sum((vf[j] * af[j] for j in np.flatnonzero(sel).tolist()), Fraction(0))
+            ok[r] = rest > 0 and paid <= bound * rest
+    return ok
 
 
 def _best_mask(masks, v, a, budget, W, rtol):

@@ -473,6 +473,8 @@ def _catalogue():
          lambda: fair_inner_product(["1", "2"], [1, 1], 1), TypeError, "'1'"),
         ("auctions", "DCLEFEstimator(data_range=(0, 1)).fit(X, y of strings)",
          lambda: DCLEFEstimator(data_range=(0, 1)).fit(np.eye(2), np.array(["a", "b"])), TypeError, "<U1"),
+        ("auctions", "optimal_dclef([1, 2], [1.7e308, -1.7e308], 1) (sum |w_i| beyond float64)",
+         lambda: optimal_dclef([1.0, 2.0], [1.7e308, -1.7e308], 1.0), ValueError, "1.7e+308"),
         # --- contracts
         ("contracts", "BiasedLaplaceMechanism([1.5, 0.5], b=1)",
          lambda: BiasedLaplaceMechanism([1.5, 0.5], b=1), ValueError, "1.5"),

@@ -196,3 +196,33 @@ def test_concurrent_predictions_never_take_an_individual_past_the_epsilon_cap():
     one = acc.individual_epsilons(est.population_).toarray()
     assert one[0].max() > cap / 2                        # one query alone brings someone past half the cap
     assert est.epsilon_spent().max() <= cap * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("v, w, B", [
+    # v_i a_i and B (W - w(H)) both beyond float64: inf <= inf made a set paying 1e450 on a budget of 1e300 the optimum
+    ([1e150, 1.0, 1e300, 1e-300, 1e300], [-1e-150, 0.0, 1e300, 1e300, 1e150], 1e300),
+    # eps_i = 1e300 / 1e-150 beyond float64: the free individual's payment 0 * inf was NaN
+    ([0.0, 5e-324, 1e-150, 1e-300], [-1e300, -1e-150, 1e-300, -1e-300], 1e150),
+    # an individual of infinite cost bought (inf <= inf)
+    ([1e-150, np.inf, 1.7e308, 1e150], [-1.0, -5e-324, -1e300, 1e150], 1.7e308),
+])
+def test_the_optimal_dclef_is_affordable_at_float64s_limits(v, w, B):
+    from privrelease.auctions import optimal_dclef
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        res = optimal_dclef(v, w, B)
+    assert not np.any(np.isinf(v) & res.selected)
+    assert np.all(np.isfinite(res.payments)) and np.all(res.payments >= 0)
+    assert sum(Fraction(float(p)) for p in res.payments) <= Fraction(B) * (1 + Fraction(1, 10**11))
+    for i in np.flatnonzero(res.selected):                 # paid at cost, exactly rounded
+        assert float(_exact_cost(v, w, res.selected, i)) == res.payments[i]
+
+
+@pytest.mark.parametrize("name", ["optimal_dclef", "fractional_dclef"])
+def test_benchmark_auctions_refuse_weights_whose_total_is_beyond_float64(name):
+    # fractional_dclef: "zero-size array to reduction operation maximum which has no identity"
+    from privrelease import auctions
+
+    with pytest.raises(ValueError, match=r"weights sum to inf in absolute value \(largest 1\.7e\+308\)"):
+        getattr(auctions, name)([1.0, 2.0, 3.0], [1.7e308, -1.7e308, 1.0], 1.0)
