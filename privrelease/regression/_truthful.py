@@ -193,8 +193,10 @@ def brier_payment(outcome, prediction, *, response_bound=1.0, scale=1.0, offset=
     except ValueError:
         raise ValueError(f"outcome and prediction must have the same shape (or broadcast), got shapes "
                          f"{arrays[0].shape} and {arrays[1].shape}") from None
-    p = (np.clip(arrays[0], -Y, Y) + Y) / (2 * Y)
-    q = (np.clip(arrays[1], -Y, Y) + Y) / (2 * Y)
+    # t -> (t / Y + 1) / 2 on [-Y, Y]: (t + Y) / (2 Y) overflowed for Y near float64's max (a NaN payment)
+    with np.errstate(over="ignore"):
+        p = (np.clip(arrays[0] / Y, -1.0, 1.0) + 1.0) / 2.0
+        q = (np.clip(arrays[1] / Y, -1.0, 1.0) + 1.0) / 2.0
     b = 1.0 - (p - 2.0 * p * q + q * q)
     # rounding can leave -1e-17; the exact value lies in [0, 1]
     return offset + scale * np.clip(b, 0.0, 1.0)
@@ -399,8 +401,16 @@ def parameter_schedule(n_samples, n_features, *, response_bound=1.0, cost_thresh
         cap = (n // 2) / (d + 2) * (t / 2) / (1 - t / 2)
         capped = bool(cap < alpha)
         alpha = min(alpha, cap)
-    offset = 4.0 * tau * epsilon**2
+    with np.errstate(over="ignore"):
+        # Python's float ** raised "OverflowError: (34, 'Numerical result out of range')" for epsilon_constant=1e308
+        offset = float(4.0 * np.float64(tau) * np.float64(epsilon) ** 2)
     scale = n ** (-(1.0 + 2.0 * q) / 2.0)
+    try:
+        _check_payment_range(scale, offset, n)
+    except ValueError:
+        raise ValueError(f"cost_threshold={cost_threshold!r} and epsilon_constant={epsilon_constant!r}: the payment "
+                         f"offset 4 tau epsilon^2 = {offset!r} (epsilon = {epsilon!r}) paid to each of the {n} players "
+                         "totals beyond float64; expected a smaller cost_threshold or epsilon_constant") from None
     sens = ridge_sensitivity(n, alpha, Y)
     return {
         "epsilon": float(epsilon),

@@ -246,7 +246,7 @@ def _catalogue():
                                      privacy_distortion_curve, solve_mapping, squared_euclidean_distortion)
     from privrelease.noise import Laplace, VectorLaplace, laplace_noise
     from privrelease.recommender import SurpriseRecommender
-    from privrelease.regression import TruthfulRegressionMechanism, ridge_sensitivity
+    from privrelease.regression import TruthfulRegressionMechanism, parameter_schedule, ridge_sensitivity
     from privrelease.runner import (OutputFolderError, ParameterTypeError, PipelineError, check_run, load_pipeline,
                                     prepare_output_folder)
     from privrelease.utils import check_number, check_private_labels, check_random_source, check_rating_matrix
@@ -510,6 +510,8 @@ def _catalogue():
                        "(payments overflow float64)",
          lambda: TruthfulRegressionMechanism(payment_offset=1e308, payment_scale=1e308).fit(
              np.eye(3) / 2, [0.1, 0.2, 0.3]), ValueError, "1e+308"),
+        ("regression", "parameter_schedule(10**6, 2, epsilon_constant=1e308, cost_threshold=1e308)",
+         lambda: parameter_schedule(10**6, 2, epsilon_constant=1e308, cost_threshold=1e308), ValueError, "1e+308"),
         ("regression", "ridge_sensitivity(0, 1)", lambda: ridge_sensitivity(0, 1.0), ValueError, "0"),
         ("regression", "ridge_sensitivity(10, alpha=5e-324)", lambda: ridge_sensitivity(10, 5e-324), ValueError,
          "5e-324"),

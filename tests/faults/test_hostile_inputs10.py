@@ -226,3 +226,22 @@ def test_benchmark_auctions_refuse_weights_whose_total_is_beyond_float64(name):
 
     with pytest.raises(ValueError, match=r"weights sum to inf in absolute value \(largest 1\.7e\+308\)"):
         getattr(auctions, name)([1.0, 2.0, 3.0], [1.7e308, -1.7e308, 1.0], 1.0)
+
+
+def test_brier_payment_on_a_scale_near_float64s_max_is_the_payment_not_nan():
+    # (t + Y) / (2 Y) overflowed: NaN
+    from privrelease.regression import brier_payment
+
+    Y = 1e308
+    got = brier_payment([Y, -Y, 0.0, Y], [-Y, -Y, 0.0, 0.5 * Y], response_bound=Y)
+    np.testing.assert_allclose(got, [0.0, 1.0, 0.75, 1.0 - 0.25**2], rtol=1e-15)
+    # the payment does not depend on the unit: the same reports in units of Y
+    np.testing.assert_allclose(got, brier_payment([1.0, -1.0, 0.0, 1.0], [-1.0, -1.0, 0.0, 0.5]), rtol=1e-15)
+
+
+def test_a_schedule_whose_payments_overflow_names_its_constants():
+    # OverflowError: (34, 'Numerical result out of range') from epsilon ** 2
+    from privrelease.regression import parameter_schedule
+
+    with pytest.raises(ValueError, match=r"cost_threshold=1e\+308 and epsilon_constant=1e\+308: the payment offset"):
+        parameter_schedule(10**6, 2, epsilon_constant=1e308, cost_threshold=1e308)
