@@ -22,6 +22,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..exceptions import PrivacyLeakWarning
 from ..noise import VectorLaplace
 from ..utils import check_number, check_random_source
+from ..utils._linalg import ridge_svd
 from ..utils._validation import check_real_target, check_same_index, check_table
 from ..utils._constraints import RANDOM_STATE_CONSTRAINT, NumberInterval
 
@@ -116,14 +117,6 @@ def ridge_sensitivity(n_samples, alpha, response_bound=1.0):
         raise ValueError(f"alpha={alpha!r} is too small: the sensitivity 2 Y / alpha + Y sqrt(n) / alpha^1.5 "
                          f"(Y={Y!r}, n={n}) overflows float64; expected a larger alpha")
     return sens
-
-
-def _shrink(s, alpha):
-    """``s / (s^2 + alpha)`` for the singular values ``s`` of ``X``: the ridge estimator is
-    ``V diag(s / (s^2 + alpha)) U^T y``, exact for a zero singular value (``X^T X + alpha I`` solved by
-    elimination was singular in float64 for a tiny alpha with fewer players than features:
-    LinAlgError "Singular matrix")."""
-    return s / (s * s + alpha)
 
 
 def _check_payment_range(scale, offset, n_payments=1, names=("payment_scale", "payment_offset")):
@@ -648,8 +641,8 @@ class TruthfulRegressionMechanism(RegressorMixin, BaseEstimator):
         n, d = X.shape
         alpha = float(self.alpha)
         sens = ridge_sensitivity(n, alpha, float(self.response_bound))
-        U, s, Vt = np.linalg.svd(X, full_matrices=False)
-        theta = Vt.T @ (_shrink(s, alpha) * (U.T @ y))
+        U, _, Vt, f = ridge_svd(X, alpha)   # by elimination: LinAlgError for a tiny alpha with n < d
+        theta = Vt.T @ (f * (U.T @ y))
         noise = VectorLaplace(dimension=d, epsilon=float(self.epsilon), sensitivity=sens,
                               random_state=source)
         return theta + noise.sample(), sens
@@ -660,10 +653,10 @@ class TruthfulRegressionMechanism(RegressorMixin, BaseEstimator):
         sq = np.einsum("ij,ij->i", X, X)
         for g in (0, 1):
             # S = V diag(s^2 / (s^2 + alpha)) V^T from the peer group's singular values
-            _, s, Vt = np.linalg.svd(X[group == 1 - g], full_matrices=False)
+            _, s, Vt, f = ridge_svd(X[group == 1 - g], float(self.alpha))
             mine = (group == g) & (sq > 0)
             P = X[mine] @ Vt.T
-            out[mine] = (P * P) @ (s * _shrink(s, float(self.alpha))) / sq[mine]
+            out[mine] = (P * P) @ (s * f) / sq[mine]
         return out
 
     def _own_prediction(self, X, y):

@@ -245,3 +245,46 @@ def test_a_schedule_whose_payments_overflow_names_its_constants():
 
     with pytest.raises(ValueError, match=r"cost_threshold=1e\+308 and epsilon_constant=1e\+308: the payment offset"):
         parameter_schedule(10**6, 2, epsilon_constant=1e308, cost_threshold=1e308)
+
+
+# ---------------------------------------------------------------- ridge with a tiny alpha
+@pytest.mark.parametrize("alpha", [1e-300, 1e-30])
+def test_ridge_weights_with_a_tiny_alpha_are_the_ridge_limit(alpha):
+    # Y^T Y + alpha I solved by elimination: weights far from the limit (more features than individuals),
+    # or LinAlgError "Singular matrix" (collinear features)
+    from privrelease.auctions import ridge_weights
+
+    rng = np.random.default_rng(0)
+    Y, q = rng.normal(size=(3, 6)), rng.normal(size=6)
+    np.testing.assert_allclose(ridge_weights(Y, q, alpha), q @ np.linalg.pinv(Y), rtol=1e-9)
+    Yc = np.ones((5, 2))                                   # two identical features
+    np.testing.assert_allclose(ridge_weights(Yc, [1.0, 1.0], alpha), np.full(5, 0.2), rtol=1e-12)
+
+
+def test_a_ridge_dclef_estimator_on_collinear_features_with_a_tiny_alpha_predicts():
+    from privrelease.accounting import PrivacyAccountant
+    from privrelease.auctions import DCLEFEstimator
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(40, 1))
+    Y = np.hstack([x, x])                                  # collinear
+    d = np.clip(np.round(3 + x[:, 0]), 1, 5)
+    est = DCLEFEstimator(budget=5.0, predictor="ridge", alpha=1e-300, data_range=(1, 5),
+                         accountant=PrivacyAccountant(), random_state=0).fit(Y, d)
+    W = est.auction_weights(Y[:2])
+    np.testing.assert_allclose(W, Y[:2] @ np.linalg.pinv(Y), rtol=1e-9, atol=1e-15)
+    assert np.all(np.isfinite(est.predict(Y[:2])))
+
+
+def test_truthful_regression_on_collinear_features_with_a_tiny_alpha_is_the_ridge_limit():
+    from privrelease.exceptions import PrivacyLeakWarning
+    from privrelease.regression import TruthfulRegressionMechanism
+
+    rng = np.random.default_rng(2)
+    x = rng.uniform(-0.5, 0.5, size=(30, 1))
+    X = np.hstack([x, x])
+    y = np.clip(0.8 * x[:, 0], -1, 1)
+    with pytest.warns(PrivacyLeakWarning, match="adds no noise"):
+        mech = TruthfulRegressionMechanism(alpha=1e-30, epsilon=np.inf, random_state=0).fit(X, y)
+    np.testing.assert_allclose(mech.coef_, np.linalg.pinv(X) @ y, rtol=1e-9)
+    np.testing.assert_allclose(mech.best_response_factors_, 1.0, rtol=1e-9)   # no shrinkage left
