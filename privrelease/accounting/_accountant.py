@@ -130,6 +130,7 @@ class PrivacyAccountant:
     def __getstate__(self):
         state = self.__dict__.copy()
         del state["_lock"]
+        state.pop("_previous", None)  # the defaults this process's with-blocks replaced: not part of the ledger
         return state
 
     def __setstate__(self, state):
@@ -145,13 +146,15 @@ class PrivacyAccountant:
 
     # ---------------------------------------------------------------- default
     def __enter__(self):
-        """Make this accountant the default one inside a ``with`` block."""
-        self._previous = set_default_accountant(self)
+        """Make this accountant the default one inside a ``with`` block (blocks may nest, this one included)."""
+        previous = set_default_accountant(self)
+        # a stack: re-entering the same accountant (``with acc: with acc:``) overwrote the one saved default,
+        # the outer exit raised AttributeError and left this accountant the default for good
+        self.__dict__.setdefault("_previous", []).append(previous)
         return self
 
     def __exit__(self, *exc):
-        set_default_accountant(self._previous)
-        del self._previous
+        set_default_accountant(self._previous.pop())
         return False
 
     # ---------------------------------------------------------------- budget

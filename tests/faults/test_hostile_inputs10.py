@@ -288,3 +288,25 @@ def test_truthful_regression_on_collinear_features_with_a_tiny_alpha_is_the_ridg
         mech = TruthfulRegressionMechanism(alpha=1e-30, epsilon=np.inf, random_state=0).fit(X, y)
     np.testing.assert_allclose(mech.coef_, np.linalg.pinv(X) @ y, rtol=1e-9)
     np.testing.assert_allclose(mech.best_response_factors_, 1.0, rtol=1e-9)   # no shrinkage left
+
+
+def test_an_accountant_entered_twice_restores_the_default_it_replaced():
+    # with acc: with acc: -- the inner block overwrote the saved default; the outer exit raised AttributeError
+    # and left acc the default accountant for good
+    import pickle
+
+    from privrelease.accounting import PrivacyAccountant, get_default_accountant
+
+    before = get_default_accountant()
+    acc, other = PrivacyAccountant(epsilon=1.0), PrivacyAccountant()
+    with acc:
+        with other:
+            with acc:
+                assert get_default_accountant() is acc
+                copy = pickle.loads(pickle.dumps(acc))       # a copy does not carry this process's defaults
+            assert get_default_accountant() is other
+        assert get_default_accountant() is acc
+    assert get_default_accountant() is before
+    with copy:
+        assert get_default_accountant() is copy
+    assert get_default_accountant() is before
