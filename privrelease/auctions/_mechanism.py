@@ -552,8 +552,8 @@ def _out_of_range(payments, epsilons, selected, paid, W):
     """Rows whose floating-point payments or guarantees may have overflowed or underflowed.
 
     A weight sum beyond float64 (``W = inf``), a selected payment or guarantee that is infinite, NaN or
-    subnormal, or a payment of 0 where the greedy price is positive (the product ``|w_i| price``
-    underflowed): the true payment is at most the budget and the true ``eps_i`` may be finite, but the
+    subnormal, or a payment of 0 in a row whose true payments are positive (``paid``, per row: the product
+    ``|w_i| price`` or ``a_star v_r`` underflowed): the true payment is at most the budget and the true ``eps_i`` may be finite, but the
     float pass (``B / w([k])``, ``1 / (W - w([k]))``, ``a_star v_r``) can leave the range of float64
     on the way. These rows are recomputed in exact arithmetic, where only a true ``eps_i`` beyond float64
     is ``inf``.
