@@ -1,6 +1,7 @@
-"""Hostile inputs, tenth audit: the money side at float64's limits (auction payments and guarantees whose float
-computation overflowed or underflowed though the true values are in range). One test per finding (earlier
-audits: test_hostile_inputs.py to test_hostile_inputs9.py)."""
+"""Hostile inputs, tenth audit: the money side at float64's limits (auction payments and guarantees, contracts,
+the truthful regression's payments, whose float computation overflowed, underflowed or cancelled though the true
+values are in range), ridge with a tiny alpha, and the accountant shared by threads or entered twice. One test per
+finding (earlier audits: test_hostile_inputs.py to test_hostile_inputs9.py)."""
 
 import warnings
 from fractions import Fraction
@@ -198,6 +199,7 @@ def test_concurrent_predictions_never_take_an_individual_past_the_epsilon_cap():
     assert est.epsilon_spent().max() <= cap * (1 + 1e-12)
 
 
+# ---------------------------------------------------------------- benchmark auctions at float64's limits
 @pytest.mark.parametrize("v, w, B", [
     # v_i a_i and B (W - w(H)) both beyond float64: inf <= inf made a set paying 1e450 on a budget of 1e300 the optimum
     ([1e150, 1.0, 1e300, 1e-300, 1e300], [-1e-150, 0.0, 1e300, 1e300, 1e150], 1e300),
@@ -228,6 +230,7 @@ def test_benchmark_auctions_refuse_weights_whose_total_is_beyond_float64(name):
         getattr(auctions, name)([1.0, 2.0, 3.0], [1.7e308, -1.7e308, 1.0], 1.0)
 
 
+# ---------------------------------------------------------------- truthful regression's payments at float64's limits
 def test_brier_payment_on_a_scale_near_float64s_max_is_the_payment_not_nan():
     # (t + Y) / (2 Y) overflowed: NaN
     from privrelease.regression import brier_payment
@@ -290,6 +293,7 @@ def test_truthful_regression_on_collinear_features_with_a_tiny_alpha_is_the_ridg
     np.testing.assert_allclose(mech.best_response_factors_, 1.0, rtol=1e-9)   # no shrinkage left
 
 
+# ---------------------------------------------------------------- the accountant as a context
 def test_an_accountant_entered_twice_restores_the_default_it_replaced():
     # with acc: with acc: -- the inner block overwrote the saved default; the outer exit raised AttributeError
     # and left acc the default accountant for good
@@ -312,6 +316,7 @@ def test_an_accountant_entered_twice_restores_the_default_it_replaced():
     assert get_default_accountant() is before
 
 
+# ---------------------------------------------------------------- contracts: the numeric search over the noise
 def test_a_callable_cost_contract_finds_a_small_optimal_noise():
     # the search over b started at b_max / 200: with valuations far apart the optimum lies below (b about
     # sqrt(K v_min / v_max)) and a cost linear in eps paid 1.9 times the closed form's optimum for v = (1, 1e-6)
