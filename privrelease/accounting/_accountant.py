@@ -113,7 +113,7 @@ class PrivacyAccountant:
 
     def __init__(self, epsilon=np.inf):
         self.epsilon = _check_epsilon(epsilon)
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()   # reentrant: spend() inside an atomic() block
         self._spends = []            # dataset-level epsilon of each release
         self._total = 0.0            # their running sum (compared with the budget up to 1e-12) ...
         self._carry = 0.0            # ... and the round-off it lost (Neumaier), so that spent stays exact
@@ -130,11 +130,12 @@ class PrivacyAccountant:
     def __getstate__(self):
         state = self.__dict__.copy()
         del state["_lock"]
+        state.pop("_previous", None)  # the defaults this process's with-blocks replaced: not part of the ledger
         return state
 
     def __setstate__(self, state):
         self.__dict__.update(state)
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
 
     def __repr__(self):
         return (f"PrivacyAccountant(epsilon={self.epsilon!r}) "
@@ -145,16 +146,43 @@ class PrivacyAccountant:
 
     # ---------------------------------------------------------------- default
     def __enter__(self):
-        """Make this accountant the default one inside a ``with`` block."""
-        self._previous = set_default_accountant(self)
+        """Make this accountant the default one inside a ``with`` block (blocks may nest, this one included)."""
+        previous = set_default_accountant(self)
+        # a stack: re-entering the same accountant (``with acc: with acc:``) overwrote the one saved default,
+        # the outer exit raised AttributeError and left this accountant the default for good
+        self.__dict__.setdefault("_previous", []).append(previous)
         return self
 
     def __exit__(self, *exc):
-        set_default_accountant(self._previous)
-        del self._previous
+        set_default_accountant(self._previous.pop())
         return False
 
     # ---------------------------------------------------------------- budget
+    def atomic(self):
+        """A context in which no other thread records on this accountant.
+
+        A release whose size depends on what was already spent (an individual's ``epsilon_cap``
+        against :meth:`individual_spent`) reads the ledger, decides and records inside one block, so that
+        releases made concurrently from several threads cannot both pass the same check: with two
+        threads predicting at once, a :class:`~privrelease.auctions.DCLEFEstimator` took individuals to
+        three times their ``epsilon_cap``. :meth:`spend` may be called inside (the lock is reentrant).
+
+        Returns
+        -------
+        context manager
+
+        Examples
+        --------
+        >>> from privrelease.accounting import PrivacyAccountant
+        >>> acc = PrivacyAccountant(epsilon=1.0)
+        >>> with acc.atomic():
+        ...     if acc.remaining() >= 0.5:
+        ...         _ = acc.spend(0.5)
+        >>> acc.spent
+        0.5
+        """
+        return self._lock
+
     @property
     def spent(self):
         """Total epsilon spent so far (sequential composition), a float."""

@@ -299,7 +299,9 @@ class DCLEFEstimator(RegressorMixin, BaseEstimator):
         auction's ``branch``, ``n_selected``, ``value`` (``w(O)``),
         ``total_weight``, ``sigma``, ``distortion`` (eq. 6), ``total_payment``,
         ``max_epsilon`` and ``n_excluded`` (for the cap). Two calls on the same rows
-        give different (fresh) noise and both are paid for.
+        give different (fresh) noise and both are paid for. Calls from several threads on one
+        accountant run one after the other (:meth:`PrivacyAccountant.atomic`), so that
+        ``epsilon_cap`` holds for their sum.
 
         Parameters
         ----------
@@ -322,9 +324,14 @@ class DCLEFEstimator(RegressorMixin, BaseEstimator):
         X = validate_data(self, X, reset=False, dtype=np.float64)
         acc = check_accountant(self.accountant)
         Wq = self._weights(X)
+        with acc.atomic():  # the spent read here and the spends below: no other thread's release in between
+            return self._predict_queries(Wq, acc)
+
+    def _predict_queries(self, Wq, acc):
+        """The auctions, releases and records of :meth:`predict`, given the query weights (``acc`` held)."""
         spent = acc.individual_spent(self.population_, self.X_fit_.shape[0])
-        preds = np.empty(X.shape[0])
-        for q in range(X.shape[0]):
+        preds = np.empty(Wq.shape[0])
+        for q in range(Wq.shape[0]):
             res, excluded = self._run_query(Wq[q], spent)
             est = DCLEF(Wq[q], res.x, self.data_range_)
             max_eps = float(res.epsilons.max()) if res.epsilons.size else 0.0

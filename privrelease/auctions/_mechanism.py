@@ -168,7 +168,7 @@ def _eligible(v, a, budget):
     """
     W = a.sum(axis=-1, keepdims=True)
     rest = W - a
-    with np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore", over="ignore"):
         ok = (a > 0) & (rest > 0) & (a * v <= budget * rest)
     return ok
 
@@ -220,7 +220,8 @@ def _sums_exact(a, W, g):
     """
     _, low = _odd_significand(a)
     grain = np.where(a > 0, low, np.inf).min(axis=1)
-    return W[:, 0] * (1 + g) <= 2.0**53 * grain
+    with np.errstate(over="ignore"):  # W beyond float64: not exact (inf <= ... is False)
+        return W[:, 0] * (1 + g) <= 2.0**53 * grain
 
 
 def _product_exact(x, y):
@@ -229,7 +230,10 @@ def _product_exact(x, y):
     oy, _ = _odd_significand(y)
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
         p = x * y
-    return (ox.astype(np.float64) * oy < 2.0**53) & np.isfinite(p) & ((p == 0) | (p >= _TINY))
+    # p == 0 is exact only for a zero factor: 1e-310 * 5e-324 underflows to 0 (and then a_i v_i <= B (W - a_i)
+    # held at B = 0 for an individual whose cost is positive: bought, paid 0, below her cost)
+    return (ox.astype(np.float64) * oy < 2.0**53) & np.isfinite(p) & (((p == 0) & ((x == 0) | (y == 0)))
+                                                                     | (p >= _TINY))
 
 
 def _ge(x1, y1, x2, y2, rel, live, exact_rows=None):
@@ -270,6 +274,15 @@ def _scaled_ints(values):
     ratios = [t.as_integer_ratio() for t in values]
     s = max((q.bit_length() - 1 for _, q in ratios), default=0)
     return [p << (s - (q.bit_length() - 1)) for p, q in ratios], s
+
+
+def _int_ratio(p, q):
+    """``p / q`` for integers ``p >= 0``, ``q > 0``, correctly rounded; ``inf`` beyond float64 (Python's
+    int division raised OverflowError there)."""
+    try:
+        return p / q
+    except OverflowError:
+        return float("inf")
 
 
 def _fip_exact_row(v, a, budget):
@@ -326,7 +339,7 @@ def _fip_exact_row(v, a, budget):
             p_hat = float(budget)
         out["r"], out["p_hat"] = r, p_hat
         out["sel"], out["pay"] = [i_star], [p_hat]
-        out["eps"] = [a_star / (W - a_star)]
+        out["eps"] = [_int_ratio(a_star, W - a_star)]
     else:
         out["branch"] = 1
         wk = sum(A[i] for i in order[:k])
@@ -335,11 +348,13 @@ def _fip_exact_row(v, a, budget):
         num, den = Bi, wk
         if k < len(order) and V[order[k]] * wk < Bi * rk:
             num, den = V[order[k]], rk
-        price = (num << (sa - sv)) / den if sa >= sv else num / (den << (sv - sa))
-        inv_rk = (1 << sa) / rk
+        # |w_i| times that price is A_i num / (den 2**sv) (at most B), and eps_i = A_i / rk: one exact,
+        # correctly rounded division each (a float price B / w([k]) overflowed for tiny weights, and
+        # the payment with it, though the payment itself is at most B)
+        den_pay = den << sv
         out["sel"] = order[:k]
-        out["pay"] = [af[i] * price for i in order[:k]]
-        out["eps"] = [af[i] * inv_rk for i in order[:k]]
+        out["pay"] = [_int_ratio(A[i] * num, den_pay) for i in order[:k]]
+        out["eps"] = [_int_ratio(A[i], rk) for i in order[:k]]
     return out
 
 
@@ -533,6 +548,44 @@ def _fip_row_precise(v, a, budget):
         return None
 
 
+def _out_of_range(payments, epsilons, selected, paid, W):
+    """Rows whose floating-point payments or guarantees may have overflowed or underflowed.
+
+    A weight sum beyond float64 (``W = inf``), a selected payment or guarantee that is infinite, NaN or
+    subnormal, or a payment of 0 in a row whose true payments are positive (``paid``, per row: the product
+    ``|w_i| price`` or ``a_star v_r`` underflowed): the true payment is at most the budget and the true ``eps_i`` may be finite, but the
+    float pass (``B / w([k])``, ``1 / (W - w([k]))``, ``a_star v_r``) can leave the range of float64
+    on the way. These rows are recomputed in exact arithmetic, where only a true ``eps_i`` beyond float64
+    is ``inf``.
+    """
+    bad = ~np.isfinite(W)
+    with np.errstate(invalid="ignore"):
+        for x in (payments, epsilons):
+            bad |= (selected & ~((x == 0) | ((x >= _TINY) & (x < np.inf)))).any(axis=1)
+        bad |= (selected & (payments == 0) & np.asarray(paid)[:, None]).any(axis=1)
+    return bad
+
+
+def _precise_out_of_range(ex, v, a, budget):
+    """:func:`_out_of_range` for the output of :func:`_fip_row_precise` (one row)."""
+    n = a.size
+    sel = np.zeros((1, n), dtype=bool)
+    pay, eps = np.zeros((1, n)), np.zeros((1, n))
+    sel[0, ex["sel"]] = True
+    pay[0, ex["sel"]] = ex["pay"]
+    eps[0, ex["sel"]] = ex["eps"]
+    if ex["branch"] == 2:
+        paid = v[ex["r"]] > 0 if ex["r"] >= 0 else budget > 0
+    else:
+        elig = np.zeros(n, dtype=bool)
+        elig[ex["elig"]] = True
+        costs = np.sort(v[elig])
+        paid = budget > 0 and (ex["k"] >= costs.size or costs[ex["k"]] > 0)
+    with np.errstate(over="ignore"):
+        W = np.array([a.sum()])
+    return bool(_out_of_range(pay, eps, sel, np.array([paid]), W)[0])
+
+
 def _gather(x, order):
     """``take_along_axis(x, order, axis=1)``; a plain ``take`` for one row (faster)."""
     if x.shape[0] == 1:
@@ -540,6 +593,7 @@ def _gather(x, order):
     return np.take_along_axis(x, order, axis=1)
 
 
+@np.errstate(over="ignore", invalid="ignore")  # rows that leave float64's range are recomputed exactly
 def _fip_core(v, a, budget):
     """FairInnerProduct on a batch of instances (rows), vectorized, O(n log n) per row.
 
@@ -571,7 +625,8 @@ def _fip_core(v, a, budget):
 
     # Assumption 5: a_i v_i <= B (W - a_i), W - a_i > 0 (decided by counting nonzeros)
     fin = np.isfinite(v)
-    W = a.sum(axis=1, keepdims=True)
+    with np.errstate(over="ignore"):
+        W = a.sum(axis=1, keepdims=True)     # inf beyond float64: the row is recomputed exactly
     nnz = np.count_nonzero(a, axis=1)[:, None]
     cand = (a > 0) & fin & (nnz >= 2)
     with np.errstate(invalid="ignore", over="ignore"):
@@ -699,12 +754,22 @@ def _fip_core(v, a, budget):
         rs = np.flatnonzero(star_branch)
         payments[rs, i_star[rs]] = p_hat[rs]
         epsilons[rs, i_star[rs]] = a_star[rs] / W_minus_star[rs]
+    # the true payment is positive: greedy, min{B / w([k]), v_{k+1} / (W - w([k]))} > 0 (the float price
+    # underflows to 0 for v_{k+1} = 1e-300 and W - w([k]) = 1e150); i*, eq. (9)'s a_star v_r / (W - a_star)
+    # with v_r > 0 (the budget B when S_{-i*} is empty)
+    v_r = np.where(r_idx >= 0, v[ar, np.maximum(r_idx, 0)], B1)
+    ranged = _out_of_range(payments, epsilons, selected, np.where(star_branch, v_r > 0, (B1 > 0) & (v_next > 0)),
+                            W[:, 0])
+    flag |= ranged
     out = dict(selected=selected, payments=payments, epsilons=epsilons,
                branch=np.where(~has, 0, np.where(greedy, 1, 2)), k=np.where(has, k, 0),
                i_star=np.where(has, i_star, -1), r=r_idx, p_hat=p_hat, eligible=elig,
                exact=flag)
     for row in np.flatnonzero(flag).tolist():
-        ex = _fip_row_precise(v[row], a[row], B1[row]) if n >= _PRECISE_MIN_N else None
+        # the long-row fallback computes payments in floating point as the pass above did
+        ex = _fip_row_precise(v[row], a[row], B1[row]) if n >= _PRECISE_MIN_N and not ranged[row] else None
+        if ex is not None and _precise_out_of_range(ex, v[row], a[row], B1[row]):
+            ex = None
         if ex is None:
             ex = _fip_exact_row(v[row], a[row], float(B1[row]))
         for name in ("selected", "payments", "epsilons", "eligible"):
@@ -762,7 +827,9 @@ def fair_inner_product(unit_costs, weights, budget, *, data_range=(0.0, 1.0)):
         Assumption 5 are reported in ``zero_weight`` and ``violates_assumption``
         and never bought (see the module notes). With a single individual of
         nonzero weight (n = 1 included) nobody can be bought: ``W - |w_i| = 0``
-        would make her ``eps_i`` infinite.
+        would make her ``eps_i`` infinite. Payments are the exact mechanism's, correctly
+        rounded, at any magnitude (at most ``budget``); a guarantee ``eps_i`` beyond float64
+        (weights 1e300 and 1e-300 together) is ``inf``.
 
     Raises
     ------
@@ -898,6 +965,7 @@ def fractional_dclef(unit_costs, weights, budget):
     if np.isinf(budget):
         raise ValueError(f"budget must be finite, got {budget!r}")
     a = np.abs(w)
+    _check_total_weight(a)
     n = a.size
     order = np.argsort(v, kind="stable")
     vs, as_ = v[order], a[order]
@@ -972,7 +1040,7 @@ def optimal_dclef(unit_costs, weights, budget, *, method="auto", data_range=(0.0
     m = nz.size
     if method == "auto":
         method = "brute_force" if m <= 16 else "milp"
-    W = float(a.sum())
+    W = _check_total_weight(a)
     x = np.zeros(a.size, dtype=bool)
     if m >= 2:
         an, vn = a[nz], v[nz]
@@ -985,21 +1053,76 @@ def optimal_dclef(unit_costs, weights, budget, *, method="auto", data_range=(0.0
         else:
             x[nz] = _milp(vn, an, budget, W, rtol)
     resid = float(a[~x].sum())
-    eps = np.where(x, a / resid if resid > 0 else np.inf, 0.0)
-    with np.errstate(invalid="ignore"):
-        pay = np.where(x, v * eps, 0.0)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        eps = np.where(x, a / resid if resid > 0 else np.inf, 0.0)
+        pay = np.where(x & (v > 0), v * eps, 0.0)
+    if not (np.all(np.isfinite(eps)) and np.all(np.isfinite(pay))):
+        # eps_i = a_i / (W - w(O)) beyond float64 (weights 1e300 and 1e-300): the payment at cost v_i eps_i is
+        # at most the budget but was inf, or NaN (0 * inf) for a free individual; exactly instead
+        eps, pay = _at_cost_exact(v, a, x)
     return AuctionResult(selected=x, payments=pay, epsilons=eps, weights=w, unit_costs=v,
                          budget=budget, data_range=data_range, branch="optimal",
                          zero_weight=a == 0, violates_assumption=(a > 0) & ~_eligible(v, a, budget))
 
 
+def _at_cost_exact(v, a, x):
+    """``eps_i = a_i / (W - w(O))`` and payments at cost ``v_i eps_i`` of the bought set ``x``, in exact
+    arithmetic, correctly rounded (``inf`` for a guarantee beyond float64)."""
+    from fractions import Fraction
+
+    rest = sum((Fraction(float(t)) for t in a[~x]), Fraction(0))
+    eps, pay = np.zeros(a.size), np.zeros(a.size)
+    for i in np.flatnonzero(x).tolist():
+        if rest == 0:
+            eps[i], pay[i] = np.inf, (0.0 if v[i] == 0 else np.inf)
+            continue
+        e = Fraction(float(a[i])) / rest
+        eps[i] = _int_ratio(e.numerator, e.denominator)
+        p = Fraction(float(v[i])) * e
+        pay[i] = _int_ratio(p.numerator, p.denominator)
+    return eps, pay
+
+
+def _check_total_weight(a):
+    """Refuse weights whose total ``W = sum |w_i|`` is beyond float64 (the float problem is meaningless)."""
+    with np.errstate(over="ignore"):
+        W = float(a.sum())
+    if not np.isfinite(W):
+        raise ValueError(f"weights sum to {W!r} in absolute value (largest {float(a.max())!r}), beyond float64; the "
+                         "problem does not change when every weight is multiplied by one factor: expected "
+                         "weights / max|w| (fair_inner_product takes them as they are)")
+    return W
+
+
 def _feasible(masks, v, a, budget, rtol):
-    """IR at cost + budget: sum_{i in H} v_i a_i <= B (W - w(H)), and W - w(H) > 0."""
-    with np.errstate(invalid="ignore"):
+    """IR at cost + budget: sum_{i in H} v_i a_i <= B (W - w(H)), and W - w(H) > 0.
+
+    Decided in floating point, and exactly (fractions) for the subsets where a side left float64's range:
+    ``v_i a_i`` beyond float64 on both sides compared ``inf <= inf`` (a set paying 1e450 on a budget of
+    1e300 was "feasible"), and a product that underflowed to 0 made a positive cost free.
+    """
+    with np.errstate(invalid="ignore", over="ignore", under="ignore"):
         va = np.where(np.isinf(v), np.inf, v * a)
         cost = np.where(masks, va[None, :], 0.0).sum(axis=1)
-    resid = (~masks).astype(np.float64) @ a
-    return (resid > 0) & (cost <= budget * resid * (1 + rtol))
+        resid = (~masks).astype(np.float64) @ a
+        rhs = budget * resid * (1 + rtol)
+        ok = (resid > 0) & (cost <= rhs)
+        infinite = (masks & np.isinf(v)[None, :]).any(axis=1)   # never affordable (inf <= inf held)
+        ok &= ~infinite
+        off = (masks & ((va < _TINY) & (v > 0))[None, :]).any(axis=1)
+        unsure = ~infinite & (~np.isfinite(cost) | ~np.isfinite(rhs) | off | ((rhs < _TINY) & (rhs > 0)))
+    if unsure.any():
+        from fractions import Fraction
+
+        af = [Fraction(float(t)) for t in a]
+        vf = [None if np.isinf(t) else Fraction(float(t)) for t in v]
+        bound = Fraction(float(budget)) * (1 + Fraction(float(rtol)))
+        for r in np.flatnonzero(unsure).tolist():
+            sel = masks[r]
+            rest = sum((af[j] for j in np.flatnonzero(~sel).tolist()), Fraction(0))
+            paid = sum((vf[j] * af[j] for j in np.flatnonzero(sel).tolist()), Fraction(0))
+            ok[r] = rest > 0 and paid <= bound * rest
+    return ok
 
 
 def _best_mask(masks, v, a, budget, W, rtol):

@@ -15,6 +15,7 @@ import numbers
 import numpy as np
 
 from ..utils import check_number
+from ..utils._linalg import ridge_svd
 
 __all__ = ["knn_weights", "nadaraya_watson_weights", "ridge_weights"]
 
@@ -215,6 +216,9 @@ def ridge_weights(Y, y, alpha=1.0):
     elif alpha == 0:
         W = q @ np.linalg.pinv(Y)
     else:
-        G = Y.T @ Y + alpha * np.eye(Y.shape[1])
-        W = q @ np.linalg.solve(G, Y.T)
+        # by the SVD Y = U diag(s) Vt, w = q V diag(s / (s^2 + alpha)) U^T: solving Y^T Y + alpha I by elimination
+        # raised LinAlgError for collinear features and a tiny alpha, or returned weights far from the ridge
+        # limit (alpha = 1e-30 with more features than individuals)
+        U, _, Vt, f = ridge_svd(Y, alpha)
+        W = ((q @ Vt.T) * f) @ U.T
     return W[0] if single else W

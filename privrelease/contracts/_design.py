@@ -244,7 +244,25 @@ def _check_valuations(valuations):
             f"valuations must be finite and > 0, got {float(v[bad][0])!r} at index "
             f"{int(np.flatnonzero(bad)[0])}"
         )
+    _check_normal(v, "valuations")
     return v
+
+
+_TINY = float(np.finfo(np.float64).tiny)
+
+
+def _check_normal(values, name):
+    """Refuse subnormal valuations (below 2.2e-308): the payments, proportional to them, kept a bit or two
+    (design_menu(1e-323, 1e-323, ...) failed its own incentive check with a SolverError)."""
+    values = np.atleast_1d(np.asarray(values, dtype=np.float64))
+    small = values < _TINY
+    if small.any():
+        i = int(np.flatnonzero(small)[0])
+        where = f" at index {i}" if values.size > 1 else ""
+        what = "normal float64 numbers" if values.size > 1 or name == "valuations" else "a normal float64 number"
+        raise ValueError(f"{name} must be {what} (>= {_TINY!r}), got {float(values[i])!r}{where}: "
+                         "payments proportional to it keep only a few bits; expected valuations in a smaller "
+                         "currency unit (all multiplied by the same factor)")
 
 
 _MAX = float(np.finfo(np.float64).max)
@@ -426,17 +444,31 @@ def _linear_closed_form(v, K):
             continue
         vk = vs[k]
         c0 = V[k] + (n - k) * vk
-        s = float(np.clip(2.0 * K * (vk / c0), s_lo, s_hi))  # 2 vk K overflowed for vk near float64's max
+        q, r = V[k] / c0, vk / c0          # q + (n - k) r = 1
+        s_star = 2.0 * K * r               # 2 vk K overflowed for vk near float64's max
+        s = float(np.clip(s_star, s_lo, s_hi))
+        m = n - k
         b2 = (K - s * s) / 2.0
-        if b2 <= 0:
+        partial = m - 2.0 * s              # a_{k+1} = A - k, A = n - 2 s
+        if s == s_star:
+            # near the end s* -> sqrt(K) (b -> 0) or a_{k+1} -> 0, K - s*^2 = K (1 - 4 K r^2) and (n - k) - 2 s*
+            # cancel: from q and r instead, 1 - 4 K r^2 = q^2 + 2 (n - k) q r + ((n - k)^2 - 4 K) r^2 and
+            # (n - k) - 2 s* = (n - k) q + ((n - k)^2 - 4 K) r (exact integers and 4 K, no square root). K - s*^2
+            # computed directly was 0 for v = (1, 1e-17), K = 1/4 (s* = 0.5 / (1 + 1e-17) rounds to 0.5): that
+            # segment, the optimal one, was skipped (a dearer contract, or none at all: SolverError)
+            e = m * m - 4.0 * K
+            if s * s > K / 2.0:
+                b2 = K * (q * q + 2.0 * m * q * r + e * r * r) / 2.0
+            if partial < 0.5:
+                partial = min(max(m * q + e * r, 0.0), 1.0)
+        if not b2 > 0:
             continue
         b = np.sqrt(b2)
-        A = n - 2.0 * s
-        pay = (V[k] + (A - k) * vk) / b
+        pay = (V[k] + partial * vk) / b
         if pay < best[0]:
             a_sorted = np.zeros(n)
             a_sorted[:k] = 1.0
-            a_sorted[k] = A - k
+            a_sorted[k] = partial
             a = np.empty(n)
             a[order] = a_sorted
             best = (pay, a, b)
@@ -486,8 +518,10 @@ def _numeric_full_info(v, K, cost):
 
     def payments(bs):
         bs = np.atleast_1d(np.asarray(bs, dtype=float))
-        s = np.sqrt(np.maximum(K - 2.0 * bs**2, 0.0))
-        A = np.maximum(n - 2.0 * s, 0.0)
+        r = K - 2.0 * bs**2
+        s = np.sqrt(np.maximum(r, 0.0))
+        # A = n - 2 s = (n^2 - 4 K + 8 b^2) / (n + 2 s): n - 2 s cancelled for a tiny b (K - 2 b^2 rounded to K)
+        A = np.where(r > 0, np.maximum(((n * n - 4.0 * K) + 8.0 * bs**2) / (n + 2.0 * s), 0.0), float(n))
         eps = _water_fill(cost, v, A / bs, 1.0 / bs)
         with np.errstate(over="ignore", invalid="ignore"):  # a tiny b can cost more than float64 holds: inf,
             pay = cost(v[None, :], eps).sum(axis=1)             # never the optimum
@@ -497,13 +531,18 @@ def _numeric_full_info(v, K, cost):
         met = eps.sum(axis=1) >= (A / bs) * (1.0 - 1e-9)
         return np.where(met & ~np.isnan(pay), pay, np.inf), eps
 
-    grid = b_max * np.linspace(1.0 / 200, 1.0, 200)
-    pay, _ = payments(grid)
+    # a geometric grid below b_max / 200 (one point per decade): with valuations far apart the optimum b is
+    # about sqrt(K v_min / v_max) for a cost linear in eps, and the linear grid's floor b_max / 200 paid 1.9 times
+    # the optimum for v = (1, 1e-6) and 5.6e5 times for v = (1, 1e-17) (cost=lambda v, e: v * e)
+    grid = b_max * np.concatenate([np.logspace(-160, np.log10(1.0 / 200), 160, endpoint=False),
+                                   np.linspace(1.0 / 200, 1.0, 200)])
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        pay, _ = payments(grid)
     j = int(np.argmin(pay))
     lo, hi = grid[max(j - 1, 0)], grid[min(j + 1, grid.size - 1)]
-    with np.errstate(over="ignore", invalid="ignore"):  # inf payments (tiny b, exponential cost): no optimum
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # inf payments (tiny b, exponential cost)
         res = minimize_scalar(lambda b: payments(b)[0][0], bounds=(lo, hi), method="bounded",
-                              options={"xatol": 1e-12 * b_max})
+                              options={"xatol": 1e-12 * hi})
     b = float(res.x) if res.fun <= pay[j] else float(grid[j])
     eps = payments(b)[1][0]
     return np.clip(eps * b, 0.0, 1.0), b
@@ -539,7 +578,7 @@ def design_contract(valuations, accuracy, cost="linear"):
     Parameters
     ----------
     valuations : array-like of shape (n_sellers,)
-        Privacy valuations ``v_i``, > 0.
+        Privacy valuations ``v_i``, > 0 and normal float64 numbers (subnormal ones are refused).
     accuracy : float
         Target ``K`` > 0 on the worst-case mean squared error.
     cost : {'linear', 'exponential'} or callable, default='linear'
@@ -770,6 +809,8 @@ def design_menu(v_low, v_high, prob_high, accuracy, *, option=1, cost="linear"):
     vh = check_number(v_high, "v_high")
     if vl <= 0 or vh <= 0:
         raise ValueError(f"valuations must be > 0, got v_low={v_low!r}, v_high={v_high!r}")
+    _check_normal(vl, "v_low")
+    _check_normal(vh, "v_high")
     if vl > vh:
         raise ValueError(f"valuations must be ordered, v_low <= v_high; got v_low={v_low!r} > "
                          f"v_high={v_high!r}")

@@ -22,6 +22,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..exceptions import PrivacyLeakWarning
 from ..noise import VectorLaplace
 from ..utils import check_number, check_random_source
+from ..utils._linalg import ridge_svd
 from ..utils._validation import check_real_target, check_same_index, check_table
 from ..utils._constraints import RANDOM_STATE_CONSTRAINT, NumberInterval
 
@@ -118,6 +119,19 @@ def ridge_sensitivity(n_samples, alpha, response_bound=1.0):
     return sens
 
 
+def _check_payment_range(scale, offset, n_payments=1, names=("payment_scale", "payment_offset")):
+    """``scale`` and ``offset`` whose largest payment ``offset + scale`` (and total over ``n_payments``)
+    is a float64 (1e308 + 1e308 paid ``inf``); ``names`` are the parameters' names in the message."""
+    with np.errstate(over="ignore"):
+        top = np.float64(offset) + np.float64(scale)
+        total = top * np.float64(n_payments)
+    if not np.isfinite(total):
+        what = "a payment" if not np.isfinite(top) else f"the {n_payments} payments together"
+        raise ValueError(f"{names[1]}={offset!r} and {names[0]}={scale!r}: {what} could reach "
+                         f"{float(total)!r}, beyond float64; expected offset + scale at most "
+                         f"{np.finfo(np.float64).max / n_payments:.3g}")
+
+
 def brier_payment(outcome, prediction, *, response_bound=1.0, scale=1.0, offset=0.0):
     r"""Rescaled Brier payment ``offset + scale * B(p, q)`` on ``[-Y, Y]``.
 
@@ -159,6 +173,7 @@ def brier_payment(outcome, prediction, *, response_bound=1.0, scale=1.0, offset=
     Y = check_number(response_bound, "response_bound", low=0, low_inclusive=False)
     scale = check_number(scale, "scale", low=0)
     offset = check_number(offset, "offset", low=0)
+    _check_payment_range(scale, offset, names=("scale", "offset"))
     arrays = []
     for name, value in (("outcome", outcome), ("prediction", prediction)):
         arr = check_real_target(np.asarray(value), name).astype(float)
@@ -171,8 +186,10 @@ def brier_payment(outcome, prediction, *, response_bound=1.0, scale=1.0, offset=
     except ValueError:
         raise ValueError(f"outcome and prediction must have the same shape (or broadcast), got shapes "
                          f"{arrays[0].shape} and {arrays[1].shape}") from None
-    p = (np.clip(arrays[0], -Y, Y) + Y) / (2 * Y)
-    q = (np.clip(arrays[1], -Y, Y) + Y) / (2 * Y)
+    # t -> (t / Y + 1) / 2 on [-Y, Y]: (t + Y) / (2 Y) overflowed for Y near float64's max (a NaN payment)
+    with np.errstate(over="ignore"):
+        p = (np.clip(arrays[0] / Y, -1.0, 1.0) + 1.0) / 2.0
+        q = (np.clip(arrays[1] / Y, -1.0, 1.0) + 1.0) / 2.0
     b = 1.0 - (p - 2.0 * p * q + q * q)
     # rounding can leave -1e-17; the exact value lies in [0, 1]
     return offset + scale * np.clip(b, 0.0, 1.0)
@@ -377,8 +394,16 @@ def parameter_schedule(n_samples, n_features, *, response_bound=1.0, cost_thresh
         cap = (n // 2) / (d + 2) * (t / 2) / (1 - t / 2)
         capped = bool(cap < alpha)
         alpha = min(alpha, cap)
-    offset = 4.0 * tau * epsilon**2
+    with np.errstate(over="ignore"):
+        # Python's float ** raised "OverflowError: (34, 'Numerical result out of range')" for epsilon_constant=1e308
+        offset = float(4.0 * np.float64(tau) * np.float64(epsilon) ** 2)
     scale = n ** (-(1.0 + 2.0 * q) / 2.0)
+    try:
+        _check_payment_range(scale, offset, n)
+    except ValueError:
+        raise ValueError(f"cost_threshold={cost_threshold!r} and epsilon_constant={epsilon_constant!r}: the payment "
+                         f"offset 4 tau epsilon^2 = {offset!r} (epsilon = {epsilon!r}) paid to each of the {n} players "
+                         "totals beyond float64; expected a smaller cost_threshold or epsilon_constant") from None
     sens = ridge_sensitivity(n, alpha, Y)
     return {
         "epsilon": float(epsilon),
@@ -476,6 +501,8 @@ class TruthfulRegressionMechanism(RegressorMixin, BaseEstimator):
         ``scale`` of the Brier payment, >= 0.
     payment_offset : float, default=0.0
         ``offset`` added to every payment, >= 0 (pays for privacy costs, Theorem 5).
+        ``n * (payment_offset + payment_scale)``, the most the payments can total, must
+        be a float64 (``ValueError`` before anything is drawn otherwise).
     random_state : None, int, numpy Generator or RandomState, or RandomSource, default=None
         ``None`` (the default) draws the split and the noise from the operating
         system's entropy. An integer seed is for tests and reproducible
@@ -618,8 +645,9 @@ class TruthfulRegressionMechanism(RegressorMixin, BaseEstimator):
         """
         n, d = X.shape
         alpha = float(self.alpha)
-        theta = np.linalg.solve(X.T @ X + alpha * np.eye(d), X.T @ y)
         sens = ridge_sensitivity(n, alpha, float(self.response_bound))
+        U, _, Vt, f = ridge_svd(X, alpha)   # by elimination: LinAlgError for a tiny alpha with n < d
+        theta = Vt.T @ (f * (U.T @ y))
         if np.isinf(float(self.epsilon)):
             return theta, sens
         noise = VectorLaplace(dimension=d, epsilon=float(self.epsilon), sensitivity=sens,
@@ -628,16 +656,14 @@ class TruthfulRegressionMechanism(RegressorMixin, BaseEstimator):
 
     def _best_response_factors(self, X, group):
         """Rayleigh quotients ``x_i^T S_o x_i / ||x_i||^2`` of the peer group's shrinkage."""
-        d = X.shape[1]
         out = np.full(X.shape[0], np.nan)
         sq = np.einsum("ij,ij->i", X, X)
         for g in (0, 1):
-            Xo = X[group == 1 - g]
-            G = Xo.T @ Xo
-            S = np.linalg.solve(G + float(self.alpha) * np.eye(d), G)
+            # S = V diag(s^2 / (s^2 + alpha)) V^T from the peer group's singular values
+            _, s, Vt, f = ridge_svd(X[group == 1 - g], float(self.alpha))
             mine = (group == g) & (sq > 0)
-            Xm = X[mine]
-            out[mine] = np.einsum("ij,jk,ik->i", Xm, S, Xm) / sq[mine]
+            P = X[mine] @ Vt.T
+            out[mine] = (P * P) @ (s * f) / sq[mine]
         return out
 
     def _own_prediction(self, X, y):
@@ -674,6 +700,7 @@ class TruthfulRegressionMechanism(RegressorMixin, BaseEstimator):
                 "the mechanism splits the players into two non-empty groups and needs at "
                 f"least 2 players, got n_samples = {n}"
             )
+        _check_payment_range(float(self.payment_scale), float(self.payment_offset), n)
         X, y, self.n_clipped_ = self._check_domain(X, y)
         if np.isinf(float(self.epsilon)):
             warnings.warn(

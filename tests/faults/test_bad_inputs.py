@@ -246,7 +246,7 @@ def _catalogue():
                                      privacy_distortion_curve, solve_mapping, squared_euclidean_distortion)
     from privrelease.noise import Laplace, VectorLaplace, laplace_noise
     from privrelease.recommender import SurpriseRecommender
-    from privrelease.regression import TruthfulRegressionMechanism, ridge_sensitivity
+    from privrelease.regression import TruthfulRegressionMechanism, parameter_schedule, ridge_sensitivity
     from privrelease.runner import (OutputFolderError, ParameterTypeError, PipelineError, check_run, load_pipeline,
                                     prepare_output_folder)
     from privrelease.utils import check_number, check_private_labels, check_random_source, check_rating_matrix
@@ -475,6 +475,8 @@ def _catalogue():
          lambda: fair_inner_product(["1", "2"], [1, 1], 1), TypeError, "'1'"),
         ("auctions", "DCLEFEstimator(data_range=(0, 1)).fit(X, y of strings)",
          lambda: DCLEFEstimator(data_range=(0, 1)).fit(np.eye(2), np.array(["a", "b"])), TypeError, "<U1"),
+        ("auctions", "optimal_dclef([1, 2], [1.7e308, -1.7e308], 1) (sum |w_i| beyond float64)",
+         lambda: optimal_dclef([1.0, 2.0], [1.7e308, -1.7e308], 1.0), ValueError, "1.7e+308"),
         # --- contracts
         ("contracts", "BiasedLaplaceMechanism([1.5, 0.5], b=1)",
          lambda: BiasedLaplaceMechanism([1.5, 0.5], b=1), ValueError, "1.5"),
@@ -496,6 +498,8 @@ def _catalogue():
          lambda: design_contract([1e308], 0.02), ValueError, "1e+308"),
         ("contracts", "design_menu(1, 1e308, 0.5, 0.02) (payments overflow float64)",
          lambda: design_menu(1.0, 1e308, 0.5, 0.02), ValueError, "v_high = 1e+308"),
+        ("contracts", "design_menu(1e-323, 1e-323, 0.5, 0.25) (subnormal valuations)",
+         lambda: design_menu(1e-323, 1e-323, 0.5, 0.25), ValueError, "1e-323"),
         # --- regression
         ("regression", "TruthfulRegressionMechanism(epsilon=0).fit(X, y)",
          lambda: TruthfulRegressionMechanism(epsilon=0).fit(np.eye(3), [0.1, 0.2, 0.3]), ValueError, "0"),
@@ -504,6 +508,12 @@ def _catalogue():
         ("regression", "TruthfulRegressionMechanism().fit(X with a row of norm 2, y)",
          lambda: TruthfulRegressionMechanism().fit(np.array([[2.0, 0], [0, 0.5], [0.1, 0.1]]),
                                                    [0.1, 0.2, 0.3]), ValueError, "2"),
+        ("regression", "TruthfulRegressionMechanism(payment_offset=1e308, payment_scale=1e308).fit(X, y) "
+                       "(payments overflow float64)",
+         lambda: TruthfulRegressionMechanism(payment_offset=1e308, payment_scale=1e308).fit(
+             np.eye(3) / 2, [0.1, 0.2, 0.3]), ValueError, "1e+308"),
+        ("regression", "parameter_schedule(10**6, 2, epsilon_constant=1e308, cost_threshold=1e308)",
+         lambda: parameter_schedule(10**6, 2, epsilon_constant=1e308, cost_threshold=1e308), ValueError, "1e+308"),
         ("regression", "ridge_sensitivity(0, 1)", lambda: ridge_sensitivity(0, 1.0), ValueError, "0"),
         ("regression", "ridge_sensitivity(10, alpha=5e-324)", lambda: ridge_sensitivity(10, 5e-324), ValueError,
          "5e-324"),
