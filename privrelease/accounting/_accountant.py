@@ -146,7 +146,13 @@ class PrivacyAccountant:
 
     # ---------------------------------------------------------------- default
     def __enter__(self):
-        """Make this accountant the default one inside a ``with`` block (blocks may nest, this one included)."""
+        """Make this accountant the default one inside a ``with`` block (blocks may nest, this one included).
+
+        The default is the process's, as diffprivlib's is: a ``with`` block in one thread sets it for every
+        thread (joblib's worker threads see it), so two threads each inside a ``with`` block of their own
+        record on whichever accountant entered last. Threads that need accountants of their own pass them
+        explicitly (``accountant=``).
+        """
         previous = set_default_accountant(self)
         # a stack: re-entering the same accountant (``with acc: with acc:``) overwrote the one saved default,
         # the outer exit raised AttributeError and left this accountant the default for good
