@@ -60,7 +60,8 @@ def test_max_leakage_matches_the_closed_form_in_few_solves(e, target):
 
 
 def _cvxpy_target(prior, d, target_bits):
-    """The plain formulation of the target problem: min distortion s.t. I(A; C_hat) <= target."""
+    """The plain formulation of the target problem: min distortion s.t. I(A; C_hat) <= target (inf in ``d``:
+    a forbidden entry)."""
     import cvxpy as cp
 
     k, kh = d.shape
@@ -69,6 +70,9 @@ def _cvxpy_target(prior, d, target_bits):
     q = prior.sum(axis=0) @ X
     outer = prior.sum(axis=1)[:, None] @ cp.reshape(q, (1, kh), order="C")
     cons = [cp.sum(X, axis=1) == 1, cp.sum(cp.rel_entr(J, outer)) <= target_bits * math.log(2)]
+    if np.isinf(d).any():
+        cons.append(cp.multiply(np.isinf(d).astype(float), X) == 0)
+        d = np.where(np.isinf(d), 0.0, d)
     pr = cp.Problem(cp.Minimize(cp.sum(cp.multiply(prior.sum(axis=0)[:, None] * d, X))), cons)
     pr.solve(solver="CLARABEL", tol_gap_abs=1e-11, tol_gap_rel=1e-11, tol_feas=1e-11)
     return float(pr.value)
@@ -322,3 +326,36 @@ def test_the_perfect_privacy_lp_is_solved_only_for_targets_near_zero(monkeypatch
         ref = _cvxpy_target(prior, d, target)
     assert abs(res.distortion - ref) <= res.certificate["distortion_gap"] + 1e-6 * rng_d
     assert res.certificate["distortion_lower_bound"] <= ref + 1e-6 * rng_d
+
+
+def test_no_constant_mapping_solves_the_perfect_privacy_lp_first(monkeypatch):
+    # Every output forbidden for one input (a derangement of inf entries): no constant mapping exists, so even a
+    # target well above 0 brackets its search with the perfect-privacy LP; the answer never uses a forbidden entry
+    # and matches the plain formulation (bench_solver_families4's forbid_one family)
+    from privrelease.mapping import _solver
+
+    calls = []
+    lp = _solver.perfect_privacy_mapping
+
+    def spy(*args, **kwargs):
+        calls.append(1)
+        return lp(*args, **kwargs)
+
+    monkeypatch.setattr(_solver, "perfect_privacy_mapping", spy)
+    rng = np.random.default_rng(7)
+    na, k = 3, 10
+    prior = rng.dirichlet(np.full(na * k, 0.5)).reshape(na, k)
+    X = rng.normal(size=(k, 2))
+    d = ((X[:, None, :] - X[None, :, :]) ** 2).sum(axis=2)
+    d[(np.arange(k) + 3) % k, np.arange(k)] = np.inf
+    target = 0.3 * leakage(prior, np.eye(k))
+    res = solve_mapping(prior, d, max_leakage=target)
+    assert len(calls) == 1
+    assert res.status == "optimal"
+    assert np.all(res.mapping[np.isinf(d)] == 0)
+    assert leakage(prior, res.mapping) <= target + 1e-15
+    rng_d = float((prior.sum(axis=0) * np.where(np.isfinite(d), d, 0).max(axis=1)).sum())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        ref = _cvxpy_target(prior, d, target)
+    assert abs(res.distortion - ref) <= res.certificate["distortion_gap"] + 1e-6 * rng_d
