@@ -294,12 +294,8 @@ def test_tiny_targets_are_bounded_by_the_multipliers_reoptimised_for_the_target(
     assert res.distortion - bound >= -1e-12  # a lower bound indeed
 
 
-@pytest.mark.parametrize("share, lp_calls", [(0.3, 0), (0.02, 0), (1e-4, 1)])
-def test_the_perfect_privacy_lp_is_solved_only_for_targets_near_zero(monkeypatch, share, lp_calls):
-    # The perfect-privacy LP bounds the search and certifies targets near 0 (its multipliers' bound); a target
-    # well above 0 starts from the cheapest constant mapping (leakage exactly 0) instead and never needs it: at
-    # |A| = 10, k = 260 the LP alone took 16 s, a third of the target's time. Same answer as the plain
-    # formulation either way
+def _count_lp_calls(monkeypatch):
+    """A list that gets one item per perfect-privacy LP the target search asks for."""
     from privrelease.mapping import _solver
 
     calls = []
@@ -310,6 +306,16 @@ def test_the_perfect_privacy_lp_is_solved_only_for_targets_near_zero(monkeypatch
         return lp(*args, **kwargs)
 
     monkeypatch.setattr(_solver, "perfect_privacy_mapping", spy)
+    return calls
+
+
+@pytest.mark.parametrize("share, lp_calls", [(0.3, 0), (0.02, 0), (1e-4, 1)])
+def test_the_perfect_privacy_lp_is_solved_only_for_targets_near_zero(monkeypatch, share, lp_calls):
+    # The perfect-privacy LP bounds the search and certifies targets near 0 (its multipliers' bound); a target
+    # well above 0 starts from the cheapest constant mapping (leakage exactly 0) instead and never needs it: at
+    # |A| = 10, k = 260 the LP alone took 16 s, a third of the target's time. Same answer as the plain
+    # formulation either way
+    calls = _count_lp_calls(monkeypatch)
     rng = np.random.default_rng(31)
     na, k = 4, 12
     prior = rng.dirichlet(np.full(na * k, 0.5)).reshape(na, k)
@@ -332,16 +338,7 @@ def test_no_constant_mapping_solves_the_perfect_privacy_lp_first(monkeypatch):
     # Every output forbidden for one input (a derangement of inf entries): no constant mapping exists, so even a
     # target well above 0 brackets its search with the perfect-privacy LP; the answer never uses a forbidden entry
     # and matches the plain formulation (bench_solver_families4's forbid_one family)
-    from privrelease.mapping import _solver
-
-    calls = []
-    lp = _solver.perfect_privacy_mapping
-
-    def spy(*args, **kwargs):
-        calls.append(1)
-        return lp(*args, **kwargs)
-
-    monkeypatch.setattr(_solver, "perfect_privacy_mapping", spy)
+    calls = _count_lp_calls(monkeypatch)
     rng = np.random.default_rng(7)
     na, k = 3, 10
     prior = rng.dirichlet(np.full(na * k, 0.5)).reshape(na, k)
