@@ -201,7 +201,7 @@ def _dual_pi_batch(A, B, OK, m, U0, stop=0.0, max_steps=300, shrink=0.1):
     before).
     """
     A = np.asarray(A, dtype=float)
-    R, na = A.shape
+    na = A.shape[1]
     n = B.shape[1]
     fin = np.isfinite(m)
     free = OK & fin[:, None]  # the dual's variables, in (0, 1)
