@@ -109,6 +109,28 @@ def sim_options_problem(sim_options):
     return None
 
 
+def algo_params_problem(algorithm, params):
+    """The first fault of ``params`` (a dict) as keyword arguments of ``surprise.<algorithm>``, or None:
+    ``(kind, key, expected)``. Kinds: ``"random_state"`` (set by the caller, never here), ``"key"`` (unknown;
+    ``expected`` lists the keys it takes), ``"type"`` (``expected`` from :func:`algo_param_kinds`), and for
+    ``sim_options`` ``"sim_key"``, ``"sim_type"``, ``"sim_value"`` (``key`` is the ``sim_options`` key, see
+    :func:`sim_options_problem`). Shared by :func:`check_algo_params` and the pipelines' recommender table, which
+    word their errors each their own way."""
+    kinds = algo_param_kinds(algorithm)
+    for key, value in params.items():
+        if key == "random_state":
+            return "random_state", key, None
+        if key not in kinds:
+            return "key", key, ", ".join(sorted(kinds))
+        expected, accepts = kinds[key]
+        if not accepts(value):
+            return "type", key, expected
+        if key == "sim_options" and (problem := sim_options_problem(value)) is not None:
+            sub, expected, kind = problem
+            return "sim_" + kind, sub, expected
+    return None
+
+
 def check_algo_params(algorithm, algo_params):
     """Refuse an ``algo_params`` key the Surprise algorithm ``algorithm`` (a name) does not take, or a value
     of the wrong kind, before any fit: Surprise failed deep inside its fit (``reg_all="x"``), or
@@ -119,23 +141,21 @@ def check_algo_params(algorithm, algo_params):
     if "random_state" in params:
         raise ValueError("algo_params must not contain 'random_state' (got "
                          f"{params['random_state']!r}); use SurpriseRecommender(random_state=...)")
-    kinds = algo_param_kinds(algorithm)
-    for key, value in params.items():
-        if key not in kinds:
-            raise ValueError(f"algo_params={algo_params!r} rejected by surprise.{algorithm}: unknown key "
-                             f"{key!r}; it takes " + ", ".join(sorted(kinds)))
-        expected, accepts = kinds[key]
-        if not accepts(value):
-            raise TypeError(f"algo_params={algo_params!r} rejected by surprise.{algorithm}: {key} must be "
-                            f"{expected}, got {value!r} ({type(value).__name__})")
-        if key == "sim_options" and (problem := sim_options_problem(value)) is not None:
-            sub, expected, kind = problem
-            head = f"algo_params={algo_params!r} rejected by surprise.{algorithm}: sim_options"
-            if kind == "key":
-                raise ValueError(f"{head} has an unknown key {sub!r}; it takes " + ", ".join(sorted(SIM_OPTIONS)))
-            v = value[sub]
-            raise (TypeError if kind == "type" else ValueError)(
-                f"{head}[{sub!r}] must be {expected}, got {v!r} ({type(v).__name__})")
+    problem = algo_params_problem(algorithm, params)
+    if problem is None:
+        return
+    kind, key, expected = problem
+    head = f"algo_params={algo_params!r} rejected by surprise.{algorithm}"
+    if kind == "key":
+        raise ValueError(f"{head}: unknown key {key!r}; it takes {expected}")
+    if kind == "type":
+        value = params[key]
+        raise TypeError(f"{head}: {key} must be {expected}, got {value!r} ({type(value).__name__})")
+    if kind == "sim_key":
+        raise ValueError(f"{head}: sim_options has an unknown key {key!r}; it takes " + ", ".join(sorted(SIM_OPTIONS)))
+    v = params["sim_options"][key]
+    raise (TypeError if kind == "sim_type" else ValueError)(
+        f"{head}: sim_options[{key!r}] must be {expected}, got {v!r} ({type(v).__name__})")
 
 
 class SurpriseRecommender(BaseEstimator):

@@ -31,34 +31,34 @@ class _RecommenderTable(Table):
     a KNN algorithm's ``sim_options`` table key by key (its keys, their types, the similarity's name)."""
 
     def check(self, name, value):
-        from ...recommender._surprise import algo_param_kinds, sim_options_problem
+        from ...recommender._surprise import algo_params_problem
 
         out = super().check(name, value)
         params = out.get("algo_params")
         if not params:
             return out
         algorithm = out.get("algorithm", "SVD")
-        kinds = algo_param_kinds(algorithm)
-        for key, v in params.items():
-            if key == "random_state":
-                raise PipelineError(f"parameter {name}.algo_params.random_state is set by the experiment itself: "
-                                    "use the experiment parameter random_state")
-            if key not in kinds:
-                raise PipelineError(f"parameter {name}.algo_params has an unknown key {key!r}: surprise.{algorithm} "
-                                    "takes " + ", ".join(sorted(kinds)))
-            expected, accepts = kinds[key]
-            if not accepts(v):
-                raise ParameterTypeError(f"parameter {name}.algo_params.{key} = {_show(v)} ({_type_name(v)}): "
-                                         f"expected {expected} (an option of surprise.{algorithm})")
-            if key == "sim_options" and (problem := sim_options_problem(v)) is not None:
-                sub, expected, kind = problem
-                where = f"{name}.algo_params.sim_options"
-                if kind == "key":
-                    raise PipelineError(f"parameter {where} has an unknown key {sub!r}: expected {expected}")
-                error = ParameterTypeError if kind == "type" else PipelineError
-                raise error(f"parameter {where}.{sub} = {_show(v[sub])}"
-                            + (f" ({_type_name(v[sub])})" if kind == "type" else "") + f": expected {expected}")
-        return out
+        problem = algo_params_problem(algorithm, params)
+        if problem is None:
+            return out
+        kind, key, expected = problem
+        if kind == "random_state":
+            raise PipelineError(f"parameter {name}.algo_params.random_state is set by the experiment itself: "
+                                "use the experiment parameter random_state")
+        if kind == "key":
+            raise PipelineError(f"parameter {name}.algo_params has an unknown key {key!r}: surprise.{algorithm} "
+                                f"takes {expected}")
+        if kind == "type":
+            v = params[key]
+            raise ParameterTypeError(f"parameter {name}.algo_params.{key} = {_show(v)} ({_type_name(v)}): "
+                                     f"expected {expected} (an option of surprise.{algorithm})")
+        where = f"{name}.algo_params.sim_options"
+        if kind == "sim_key":
+            raise PipelineError(f"parameter {where} has an unknown key {key!r}: expected {expected}")
+        v = params["sim_options"][key]
+        error = ParameterTypeError if kind == "sim_type" else PipelineError
+        raise error(f"parameter {where}.{key} = {_show(v)}"
+                    + (f" ({_type_name(v)})" if kind == "sim_type" else "") + f": expected {expected}")
 
 
 #: a recommender as a pipeline table: ``{algorithm = "SVD", algo_params = {reg_all = 0.1}}``; a KNN
