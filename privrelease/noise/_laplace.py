@@ -294,12 +294,13 @@ def biased_laplace_mse(bias, scale):
         return float(np.float64(bias) ** 2 + 2.0 * np.float64(scale) ** 2)
 
 
-def _warn_infinite_epsilon(name):
+def _warn_infinite_epsilon(name, released="the value is", stacklevel=3):
+    """The :class:`PrivacyLeakWarning` of an ``epsilon=inf`` release (``released``: what goes out exactly)."""
     warnings.warn(
-        f"{name}(epsilon=inf) adds no noise: the value is released exactly, with no "
+        f"{name}(epsilon=inf) adds no noise: {released} released exactly, with no "
         "differential privacy (meant for tests and non-private baselines)",
         PrivacyLeakWarning,
-        stacklevel=3,
+        stacklevel=stacklevel,
     )
 
 

@@ -21,6 +21,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..exceptions import PrivacyLeakWarning
 from ..noise import VectorLaplace
+from ..noise._laplace import _warn_infinite_epsilon
 from ..utils import check_number, check_random_source
 from ..utils._linalg import ridge_svd
 from ..utils._validation import check_real_target, check_same_index, check_table
@@ -703,13 +704,8 @@ class TruthfulRegressionMechanism(RegressorMixin, BaseEstimator):
         _check_payment_range(float(self.payment_scale), float(self.payment_offset), n)
         X, y, self.n_clipped_ = self._check_domain(X, y)
         if np.isinf(float(self.epsilon)):
-            warnings.warn(
-                "TruthfulRegressionMechanism(epsilon=inf) adds no noise: the ridge estimators "
-                "(coef_ and group_coef_) are released exactly, with no differential privacy "
-                "(meant for tests and non-private baselines)",
-                PrivacyLeakWarning,
-                stacklevel=3,
-            )
+            _warn_infinite_epsilon("TruthfulRegressionMechanism",
+                                   "the ridge estimators (coef_ and group_coef_) are", stacklevel=4)
         source = check_random_source(self.random_state)
 
         self.coef_, self.sensitivity_ = self._private_ridge(X, y, source)
