@@ -52,7 +52,7 @@ Algorithm
    settled, after a precise round within ``FULL_POLISH_GAP`` times ``tol``, followed by the
    refined bound when the trial moved the bound (k = 2000: one precise round fewer).
    Stop when the certified gap is below ``tol``. The certificate's multiplier
-   search bisects only over the entries that can be a row's minimum in its
+   search (cutting planes) runs only over the entries that can be a row's minimum in its
    bracket (:func:`~privrelease.mapping._problem.lagrangian_bound`).
 
 4. **Polish** (full support only). If the certificate is still above ``tol``,
