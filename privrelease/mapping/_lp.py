@@ -74,6 +74,10 @@ def perfect_privacy_mapping(prob, return_duals=False):
     return out if return_duals else out[:2]
 
 
+#: inputs whose masses span more than this ratio (smallest to largest) have the perfect-privacy LP solved in
+#: the joint masses first (see _perfect_privacy_mapping)
+WIDE_PRIOR = 1e-5
+
 #: the perfect-privacy LP of the last few reduced problems: one QuantizedPrivacyMapper fit per leakage cap
 #: solves it again on the same prior and costs (6 classes, 200 clusters: 38 s a solve, 7 solves a curve)
 _PP_CACHE = OrderedDict()
@@ -121,7 +125,14 @@ def _perfect_privacy_mapping(prob):
     # the |A| - 1 blocks of independence equations made the dual simplex slow, 63 s against 17 s at 21 classes
     # x 200 clusters (an occupation attribute), 3.8 s against 2.3 s at 7 x 200
     method = "highs-ipm" if na > 2 else "highs"
-    P, status, t = _independence_lp(prob, r, c, n, sel, n_all, w, np.ones(n), {}, method)
+    # inputs whose masses span more than WIDE_PRIOR (five decades) go straight to the joint masses (below):
+    # in P their coefficients span as many decades, HiGHS's interior point took 2-4x the time of the LP in the
+    # joint masses and its answer leaked (1.6e-10 .. 2.9e-9 nats at six to ten decades, |A| = 4, k = 158;
+    # docs/benchmarks.md, stop 32), so the LP in P was solved for nothing
+    pcs = pc_r[pc_r > 0]
+    wide = pcs.size > 0 and float(pcs.min()) < WIDE_PRIOR * float(pcs.max())
+    P, status, t = (None, None, None) if wide else _independence_lp(prob, r, c, n, sel, n_all, w, np.ones(n), {},
+                                                                     method)
     if P is None or prob.objective(P) > 1e-12 * math.log(2.0):
         # in P the independence coefficients p(c) (p(a | c) - p(a)) of a rare input are tiny (1e-10
         # for p(c) = 1e-10): HiGHS drops matrix entries below 1e-9 and its feasibility tolerance is
@@ -130,7 +141,7 @@ def _perfect_privacy_mapping(prob):
         # where every coefficient is p(a | c) - p(a) or 1, with tight tolerances; without presolve
         # first (with inputs of mass 1e-7 .. 1e-10 it declares this feasible LP infeasible)
         tight = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
-        statuses = [status]
+        statuses = [] if wide else [status]
         for opts in ({**tight, "presolve": False}, tight):
             Py, status_y, ty = _independence_lp(prob, r, c, n, sel, n_all, w, pc_r, opts)
             statuses.append(status_y)
@@ -138,6 +149,9 @@ def _perfect_privacy_mapping(prob):
                 if P is None or prob.objective(Py) < prob.objective(P):
                     P, t = Py, ty
                 break
+        if P is None and wide and 2 not in statuses:  # the LP in P, skipped above, as the last resort
+            P, status, t = _independence_lp(prob, r, c, n, sel, n_all, w, np.ones(n), {}, method)
+            statuses.append(status)
         if P is None:
             if 2 in statuses:  # infeasible
                 return None, float("inf"), None
