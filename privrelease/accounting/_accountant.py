@@ -57,6 +57,26 @@ def _check_epsilon(value, name="epsilon"):
     return check_number(value, name, low=0.0, allow_inf=True)
 
 
+def _sparse_row(v):
+    """One release's per-individual figures as ``(indices, values)`` of the nonzero entries: the row a csr
+    matrix would store, without building one (a 1 x n csr_matrix took 0.46 ms a release, half of a spend)."""
+    nz = np.flatnonzero(v)
+    return nz, v[nz]
+
+
+def _stack_rows(rows, n):
+    """csr_matrix (len(rows), n) of rows stored by :func:`_sparse_row` (or, in a ledger pickled before, as 1 x n
+    sparse matrices)."""
+    parts = [(r.tocsr().indices, r.tocsr().data) if sp.issparse(r) else r for r in rows]
+    sizes = np.array([idx.size for idx, _ in parts], dtype=np.int64)
+    indptr = np.concatenate([[0], np.cumsum(sizes)])
+    if not parts:
+        return sp.csr_matrix((0, n))
+    indices = np.concatenate([idx for idx, _ in parts]).astype(np.int64, copy=False)
+    data = np.concatenate([val for _, val in parts]).astype(np.float64, copy=False)
+    return sp.csr_matrix((data, indices, indptr), shape=(len(parts), n))
+
+
 class PrivacyAccountant:
     """Keep the account of the privacy spent by a sequence of releases.
 
@@ -298,9 +318,8 @@ class PrivacyAccountant:
                         f"population {population!r} has {book['n']} individuals but this "
                         f"release gives {eps_i.size} individual epsilons")
                 book["rows"].append(len(self._spends))
-                book["eps"].append(sp.csr_matrix(eps_i[None, :]))
-                book["pay"].append(sp.csr_matrix((pay if pay is not None
-                                                  else np.zeros_like(eps_i))[None, :]))
+                book["eps"].append(_sparse_row(eps_i))
+                book["pay"].append(_sparse_row(pay if pay is not None else np.zeros_like(eps_i)))
             self._spends.append(epsilon)
             # compensated (Neumaier) sum: a plain running sum drifted with the number of releases (10**6
             # spends of 1e-6 added up to 1 + 8e-12, refusing the last one of an exact budget of 1), and
@@ -362,12 +381,12 @@ class PrivacyAccountant:
     def individual_epsilons(self, population):
         """``eps_i`` of every release of ``population``: csr_matrix (n_releases, n)."""
         book = self._book(population)
-        return sp.vstack(book["eps"], format="csr") if book["eps"] else sp.csr_matrix((0, book["n"]))
+        return _stack_rows(book["eps"], book["n"])
 
     def payments(self, population):
         """Payment to each individual in each release of ``population``: csr_matrix."""
         book = self._book(population)
-        return sp.vstack(book["pay"], format="csr") if book["pay"] else sp.csr_matrix((0, book["n"]))
+        return _stack_rows(book["pay"], book["n"])
 
     def population_records(self, population):
         """The rows of :attr:`records` that belong to ``population``, in order."""

@@ -117,3 +117,22 @@ def test_check_accountant_refuses_other_objects():
         PrivacyAccountant().spend(None, individual_epsilons=[0.1])
     with pytest.raises(ValueError, match="epsilon=None needs individual_epsilons"):
         PrivacyAccountant().spend(None)
+
+
+def test_a_ledger_whose_rows_were_stored_as_sparse_matrices_reads_the_same():
+    """Each release's per-individual figures are kept as the nonzero entries of the row; a ledger pickled when
+    they were kept as 1 x n csr matrices reads the same matrices."""
+    import scipy.sparse as sp
+
+    acc = PrivacyAccountant()
+    acc.spend(None, population="p", individual_epsilons=[0.1, 0.0, 0.3], payments=[1.0, 0.0, 2.0])
+    acc.spend(None, population="p", individual_epsilons=[0.0, 0.2, 0.0], payments=[0.0, 5.0, 0.0])
+    eps, pay = acc.individual_epsilons("p"), acc.payments("p")
+    assert sp.isspmatrix_csr(eps) and eps.nnz == 3
+    np.testing.assert_array_equal(eps.toarray(), [[0.1, 0.0, 0.3], [0.0, 0.2, 0.0]])
+    book = acc._populations["p"]
+    book["eps"][0] = sp.csr_matrix(np.array([[0.1, 0.0, 0.3]]))
+    book["pay"][1] = sp.csr_matrix(np.array([[0.0, 5.0, 0.0]]))
+    np.testing.assert_array_equal(acc.individual_epsilons("p").toarray(), eps.toarray())
+    np.testing.assert_array_equal(acc.payments("p").toarray(), pay.toarray())
+    np.testing.assert_array_equal(acc.individual_spent("p"), [0.1, 0.2, 0.3])
