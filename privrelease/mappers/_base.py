@@ -51,7 +51,7 @@ from ..mapping import (
 )
 from ..mapping._checks import check_distortion
 from ..utils import check_private_labels
-from ..utils._validation import check_label_input, check_same_index, is_sparse_frame
+from ..utils._validation import check_label_input, check_same_index, is_sparse_frame, plain_value
 from . import _dask
 
 __all__ = ["PriorEstimate", "theorem1_bound", "check_sample_weight", "stack_marginal_priors"]
@@ -401,7 +401,7 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         self.classes_, a_idx = np.unique(y[labeled], return_inverse=True)
         if self.classes_.size < 2:
             raise ValueError(
-                f"y has a single class among labeled users ({self.classes_[0]!r}); one class is not "
+                f"y has a single class among labeled users ({plain_value(self.classes_[0])!r}); one class is not "
                 "enough: a private attribute needs at least two values to be protected"
             )
         return self._fit_prior(Xv, labeled, a_idx.ravel(), w[labeled])
@@ -418,7 +418,7 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             cls, idx = np.unique(col[rows], return_inverse=True)
             if cls.size < 2:
                 raise ValueError(
-                    f"y[:, {j}] has a single class among labeled users ({cls[0]!r}); one class is not "
+                    f"y[:, {j}] has a single class among labeled users ({plain_value(cls[0])!r}); one class is not "
                     "enough: a private attribute needs at least two values to be protected"
                 )
             classes.append(cls)

@@ -22,6 +22,9 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "bad_inputs.md"
+#: numpy 2's scalar reprs (np.float64(1.1), np.int64(1), np.True_, np.str_('a')): a message shows the plain value
+NUMPY_REPR = re.compile(r"\bnp\.(?:(?:(?:u?int|float|complex)\d+|bool_?|str_|bytes_|void|longdouble|clongdouble|"
+                        r"datetime64|timedelta64)\(|True_|False_)")
 
 PRIOR = np.array([[0.4, 0.1], [0.1, 0.4]])
 D2 = 1.0 - np.eye(2)
@@ -733,6 +736,8 @@ def test_bad_input_row(index):
     message = str(exc)
     assert message, f"{call}: empty error message"
     assert must_mention in message, f"{call}: message does not mention {must_mention!r}: {message!r}"
+    # a numpy scalar quoted with !r reads np.float64(1.1) under numpy 2, where the user wrote 1.1
+    assert not NUMPY_REPR.search(message), f"{call}: message quotes a numpy repr: {message!r}"
 
 
 def test_document_is_up_to_date():

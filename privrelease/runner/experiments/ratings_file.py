@@ -42,6 +42,7 @@ import pandas as pd
 from .._schema import (Bool, Choice, Either, File, Float, Int, PipelineError, Seed, Seq, Table, Text,
                        quick_values)
 from ...utils import check_rating_scale
+from ...utils._validation import plain_value
 from .movielens_gender import analyse_ratings
 from .synthetic_ratings import _LEVELS_CAP, MAPPER, N_CLUSTERS_RULES, PROTOCOL_PARAMETERS, RECOMMENDER
 
@@ -200,8 +201,8 @@ def read_data(path=None, users_path=None, **options):
     if np.any(count > 1):
         # "7" and "7.0" both name the integer user 7: the later row silently won
         twice = int(hit[count > 1][0])
-        raise PipelineError(f"the users file {users_path!r} names user {user_ids[twice].item()!r} more than once (as "
-                            f"{', '.join(repr(str(v)) for v in ids[matched == twice])} in column "
+        raise PipelineError(f"the users file {users_path!r} names user {plain_value(user_ids[twice])!r} more than "
+                            f"once (as {', '.join(repr(str(v)) for v in ids[matched == twice])} in column "
                             f"{opts['users_id_col']!r}); expected one row per user")
     row_of = -np.ones(user_ids.size, dtype=np.int64)
     row_of[matched[matched >= 0]] = np.flatnonzero(matched >= 0)
@@ -348,7 +349,7 @@ def _read_users(path, id_col, columns, sep, encoding, names=None):
                             f"(the first is data row {blank[0] + 1}); expected every row to name its user")
     repeated = ids[ids.duplicated()]
     if not repeated.empty:
-        raise PipelineError(f"the users file {path!r} names user {repeated.iloc[0]!r} more than once "
+        raise PipelineError(f"the users file {path!r} names user {plain_value(repeated.iloc[0])!r} more than once "
                             f"({repeated.size} repeated id(s) in column {id_col!r}); expected one row per user")
     out = pd.DataFrame({c: df[c].astype(str).str.strip() for c in columns})
     out["__id__"] = ids.to_numpy()

@@ -1,0 +1,90 @@
+"""Hostile inputs, eleventh audit: error messages that quoted numpy 2's scalar reprs (``np.float64(1.1)`` where
+the user wrote ``1.1``), and the files a user or an attacker hands to the loaders. One test per finding (earlier
+audits: test_hostile_inputs.py to test_hostile_inputs10.py)."""
+
+import pathlib
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+#: numpy 2's scalar reprs, as tests/faults/test_bad_inputs.py scans the catalogue for them
+NUMPY_REPR = re.compile(r"\bnp\.(?:(?:(?:u?int|float|complex)\d+|bool_?|str_|bytes_|void|longdouble|clongdouble|"
+                        r"datetime64|timedelta64)\(|True_|False_)")
+
+
+# ---------------------------------------------------------------- messages quote plain values, not numpy reprs
+def _payments_nan():
+    from privrelease.accounting import PrivacyAccountant
+
+    PrivacyAccountant(epsilon=10.0).spend(1.0, population="p", individual_epsilons=[0.5, 0.5],
+                                           payments=[1.0, np.nan])
+
+
+def _kde_one_sample_class():
+    from privrelease.mapping import kde_prior
+
+    kde_prior(np.array([[0.0], [1.0], [2.0]]), np.array([0.5, 1.5, 1.5]), grid=np.array([[0.0], [1.0]]))
+
+
+def _ratings_frame(column):
+    from privrelease.recommender import RatingsFrame
+
+    RatingsFrame().fit(pd.DataFrame({"user": [1, 2], "item": [1, 1], "rating": column}))
+
+
+# (call, its thunk, the plain value the message quotes)
+CASES = [
+    ("check_number(np.float64(-1.5), low=0)",
+     lambda: __import__("privrelease.utils", fromlist=["x"]).check_number(np.float64(-1.5), "epsilon", low=0),
+     "got -1.5"),
+    ("check_number(np.float64(2.5), integer=True)",
+     lambda: __import__("privrelease.utils", fromlist=["x"]).check_number(np.float64(2.5), "n", integer=True),
+     "got 2.5"),
+    ("Laplace(epsilon=np.float64(-1))", lambda: __import__("privrelease.noise", fromlist=["x"]).Laplace(
+        epsilon=np.float64(-1)), "got -1.0"),
+    ("Laplace(epsilon=1).randomise(np.float64(nan))", lambda: __import__("privrelease.noise", fromlist=["x"]).Laplace(
+        epsilon=1).randomise(np.float64(np.nan)), "got nan"),
+    ("accountant payments with NaN", _payments_nan, "got nan at index 1"),
+    ("privacy_cost of a negative valuation", lambda: __import__("privrelease.contracts", fromlist=["x"]).
+     privacy_cost(-2.0, 1.0), "got -2.0"),
+    ("kde_prior with a one-sample class", _kde_one_sample_class, "class 0.5 has 1 sample(s)"),
+    ("RatingsFrame with a NaN rating", lambda: _ratings_frame([5.0, np.nan]), "got nan at row 1"),
+    ("RatingsFrame with a complex rating", lambda: _ratings_frame([1 + 1j, 2.0]), "(for example (1+1j))"),
+    ("check_rating_scale((np.int64(0), np.int64(5)))",
+     lambda: __import__("privrelease.utils", fromlist=["x"]).check_rating_scale((np.int64(0), np.int64(5))),
+     "(0, 5)"),
+]
+
+
+@pytest.mark.parametrize("call, thunk, plain", CASES, ids=[c[0] for c in CASES])
+def test_an_error_quotes_a_numpy_scalar_as_the_value_the_user_wrote(call, thunk, plain):
+    with pytest.raises((ValueError, TypeError)) as info:
+        thunk()
+    message = str(info.value)
+    assert not NUMPY_REPR.search(message), f"{call}: {message!r}"
+    assert plain in message, f"{call}: {message!r}"
+
+
+def test_the_bad_input_catalogue_quotes_no_numpy_repr():
+    rows = [line for line in (ROOT / "docs" / "bad_inputs.md").read_text().splitlines() if line.startswith("| ")]
+    assert len(rows) > 100
+    for row in rows:
+        message = row.rsplit(" | ", 1)[-1]
+        assert not NUMPY_REPR.search(message), row
+
+
+def test_plain_value_keeps_python_values_and_unwraps_numpy_ones():
+    from privrelease.utils._validation import plain_value
+
+    for v, want in [(np.float64(1.1), "1.1"), (np.int64(1), "1"), (np.str_("a"), "'a'"), (np.bool_(True), "True"),
+                    (np.array(2.5), "2.5"), ((np.int64(1), 2.0), "(1, 2.0)"), ([np.float32(0.5)], "[0.5]"),
+                    (1.1, "1.1"), ("a", "'a'"), (None, "None"), (10**400, repr(10**400))]:
+        got = plain_value(v)
+        assert repr(got) == want
+        assert type(got).__module__ == "builtins"
+    arr = np.array([1.0, 2.0])
+    assert plain_value(arr) is arr  # an array keeps its repr (its shape shows)
+
