@@ -479,8 +479,9 @@ def load_ratings_csv(path, *, user_col="user", item_col="item", rating_col="rati
     encoding : str, default="utf-8"
         A text encoding (a codec such as ``"rot13"`` is refused). A UTF-8 byte-order mark is skipped
         (a file that starts with one is UTF-8: refused under another encoding, which would glue it to the
-        first id). Book-Crossing's
-        ``BX-Book-Ratings.csv`` needs ``encoding="cp1252"`` (or ``"latin-1"``).
+        first id); one that starts with a UTF-16 or UTF-32 mark needs ``encoding="utf-16"`` (``"utf-32"``),
+        and a compressed file (gzip, bzip2, xz, zip, zstandard) is refused whatever its name: decompress it
+        first. Book-Crossing's ``BX-Book-Ratings.csv`` needs ``encoding="cp1252"`` (or ``"latin-1"``).
     timestamp_col : str or int or None, default=None
         A column of numeric timestamps: a repeated (user, item) pair (a user
         re-rating an item) then keeps its LATEST rating, ties broken by file
@@ -542,7 +543,7 @@ def load_ratings_csv(path, *, user_col="user", item_col="item", rating_col="rati
             warnings.simplefilter("ignore", pd.errors.ParserWarning)
             df = pd.read_csv(p, sep=sep, header=0 if header else None, engine=engine,
                              encoding=encoding, dtype=str, keep_default_na=False, index_col=False,
-                             on_bad_lines="error")
+                             on_bad_lines="error", compression=None)
     except pd.errors.EmptyDataError:
         raise ValueError(f"rating file {str(path)!r} is empty: expected a header line and one "
                          "'user, item, rating' row per rating") from None
@@ -630,13 +631,23 @@ def load_ratings_csv(path, *, user_col="user", item_col="item", rating_col="rati
     return ratings, user_ids, item_ids
 
 
+#: the first bytes of the compressed formats pandas unpacks by a file's name (``compression="infer"``)
+_COMPRESSED = ((b"\x1f\x8b", "gzip-compressed"), (b"BZh", "bzip2-compressed"), (b"\xfd7zXZ\x00", "xz-compressed"),
+               (b"PK\x03\x04", "zip"), (b"\x28\xb5\x2f\xfd", "zstandard-compressed"))
+#: byte-order marks of the wide Unicode encodings (UTF-32 first: its little-endian mark starts as UTF-16's)
+_WIDE_BOMS = ((b"\xff\xfe\x00\x00", "utf-32"), (b"\x00\x00\xfe\xff", "utf-32"), (b"\xff\xfe", "utf-16"),
+              (b"\xfe\xff", "utf-16"))
+
+
 def _check_encoding(p, encoding, what, name="encoding"):
     """Refuse an ``encoding`` that cannot read the file ``p`` (``what`` names it in messages) as text.
 
     ``encoding`` must name a TEXT encoding (``'rot13'``, ``'base64'`` and ``'hex'`` are codecs of another
     kind: pandas' LookupError escaped as a traceback), and a file that starts with a UTF-8 byte-order mark
     is UTF-8 text: read under another encoding the mark was glued to the first field (a header's first
-    name no longer matched; without a header user 'ï»¿1' was another user than '1').
+    name no longer matched; without a header user 'ï»¿1' was another user than '1'). A compressed file is
+    refused: pandas unpacked a ``.gz`` by its name while the line checks read its packed bytes (a bare
+    UnicodeDecodeError), and a text file named ``.gz`` failed with gzip's BadGzipFile.
     """
     import codecs
 
@@ -649,6 +660,17 @@ def _check_encoding(p, encoding, what, name="encoding"):
     if info is None or not getattr(info, "_is_text_encoding", True):
         kind = "not a known text encoding" if info is None else "a codec, but not a text encoding"
         raise ValueError(f"{name} {encoding!r} is {kind} (for example 'utf-8' or 'latin-1')")
+    with open(p, "rb") as fh:
+        start = fh.read(6)
+    packed = next((kind for magic, kind in _COMPRESSED if start.startswith(magic)), None)
+    if packed is not None:  # pandas unpacked a '.gz' file by its name, the line checks read the packed bytes
+        raise ValueError(f"{what} is a {packed} file, not text: decompress it first")
+    wide = next((bits for bom, bits in _WIDE_BOMS if start.startswith(bom)), None)
+    if wide is not None and not info.name.startswith(wide):
+        # read as UTF-8 the mark was "not utf-8 text (byte 0xff); pass encoding= (for example 'latin-1')",
+        # and latin-1 read it as text with a NUL between letters
+        raise ValueError(f"{what} starts with a {wide.upper()} byte-order mark, so it is {wide.upper()} text, "
+                         f"but {name}={encoding!r}: pass {name}={wide!r}")
     if info.name not in ("utf-8", "utf-8-sig"):
         with open(p, "rb") as fh:
             if fh.read(3) == codecs.BOM_UTF8:

@@ -88,3 +88,60 @@ def test_plain_value_keeps_python_values_and_unwraps_numpy_ones():
     arr = np.array([1.0, 2.0])
     assert plain_value(arr) is arr  # an array keeps its repr (its shape shows)
 
+
+# ---------------------------------------------------------------- rating and users files
+_RATINGS = "user,item,rating\n1,a,3\n2,a,4\n"
+
+
+@pytest.mark.parametrize("name, pack, kind", [
+    ("r.csv.gz", "gzip", "gzip-compressed"),   # pandas unpacked it by its name; the line checks read the packed bytes
+    ("r.csv", "gzip", "gzip-compressed"),      # "not utf-8 text (byte 0x8b); pass encoding= (for example 'latin-1')"
+    ("r.csv.bz2", "bz2", "bzip2-compressed"),
+    ("r.csv.xz", "lzma", "xz-compressed"),
+])
+def test_a_compressed_rating_file_is_refused_naming_its_format(tmp_path, name, pack, kind):
+    from privrelease.datasets import load_ratings_csv
+
+    f = tmp_path / name
+    f.write_bytes(__import__(pack).compress(_RATINGS.encode()))
+    for encoding in ("utf-8", "latin-1"):
+        with pytest.raises(ValueError, match=rf"rating file '.*{name}' is a {kind} file, not text: decompress it"):
+            load_ratings_csv(f, encoding=encoding)
+
+
+def test_a_text_rating_file_named_gz_is_read_as_the_text_it_is(tmp_path):
+    from privrelease.datasets import load_ratings_csv
+
+    f = tmp_path / "r.csv.gz"
+    f.write_text(_RATINGS)                     # was gzip's BadGzipFile: pandas unpacked by the name
+    X, users, items = load_ratings_csv(f)
+    assert list(users) == [1, 2] and list(items) == ["a"]
+    np.testing.assert_array_equal(X.toarray(), [[3], [4]])
+
+
+@pytest.mark.parametrize("codec, bits", [("utf-16", "utf-16"), ("utf-16-be", "utf-16"), ("utf-32", "utf-32")])
+def test_a_utf16_or_utf32_rating_file_is_named_and_read_with_its_encoding(tmp_path, codec, bits):
+    from privrelease.datasets import load_ratings_csv
+
+    f = tmp_path / "r.csv"
+    data = _RATINGS.encode(codec)
+    f.write_bytes(data if codec in ("utf-16", "utf-32") else b"\xfe\xff" + data)
+    for encoding in ("utf-8", "latin-1"):  # was "not utf-8 text (byte 0xff); pass encoding= (... 'latin-1')"
+        with pytest.raises(ValueError, match=rf"starts with a {bits.upper()} byte-order mark.*pass encoding='{bits}'"):
+            load_ratings_csv(f, encoding=encoding)
+    X, users, items = load_ratings_csv(f, encoding=bits)
+    assert list(users) == [1, 2] and list(items) == ["a"]
+    np.testing.assert_array_equal(X.toarray(), [[3], [4]])
+
+
+def test_a_compressed_users_file_is_refused_before_running(tmp_path):
+    import gzip
+
+    from privrelease.runner._schema import PipelineError
+    from privrelease.runner.experiments.ratings_file import _read_users
+
+    f = tmp_path / "users.csv.gz"
+    f.write_bytes(gzip.compress(b"user,gender\n1,F\n2,M\n"))
+    with pytest.raises(PipelineError, match=r"the users file '.*users.csv.gz' is a gzip-compressed file"):
+        _read_users(str(f), "user", ["gender"], ",", "utf-8")
+

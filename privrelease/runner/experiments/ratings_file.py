@@ -302,7 +302,7 @@ def _read_users(path, id_col, columns, sep, encoding, names=None):
             # a row longer than the header: refused below by _check_field_counts, naming the line
             warnings.simplefilter("ignore", pd.errors.ParserWarning)
             df = pd.read_csv(file, sep=sep, dtype=str, keep_default_na=False, encoding=encoding,
-                             engine="python" if len(sep) > 1 else "c", index_col=False,
+                             engine="python" if len(sep) > 1 else "c", index_col=False, compression=None,
                              **({} if names is None else {"header": None, "names": list(names)}))
     except pd.errors.EmptyDataError:
         raise PipelineError(f"parameter users_path = {path!r}: the users file is empty; expected "
