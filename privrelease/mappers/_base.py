@@ -818,6 +818,14 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                 raise ValueError(f"fitted.{where} must be a 1-D array of at least 2 classes, got {cls!r:.80}")
             if len(set(cls.tolist())) != cls.size:
                 raise ValueError(f"fitted.{where} holds a class twice: {cls.tolist()!r:.80}")
+            # fit's classes are np.unique's: sorted labels that are numbers, strings, bytes or booleans; the prior's
+            # rows follow that order (a complex, a date, a NaN or an unsorted list was loaded as it came)
+            if cls.dtype.kind not in "biufSUO" or (cls.dtype.kind == "f" and not np.all(np.isfinite(cls))):
+                raise ValueError(f"fitted.{where} must hold finite numbers, strings, bytes or booleans (the labels fit "
+                                 f"saw), got dtype {cls.dtype}: {cls.tolist()!r:.80}")
+            if cls.dtype.kind != "O" and np.any(cls[1:] <= cls[:-1]):
+                raise ValueError(f"fitted.{where} must be sorted as fit sorts the labels (the prior's rows follow "
+                                 f"that order), got {cls.tolist()!r:.80}")
         if not isinstance(classes, list):
             return classes.size
         sizes = np.array([c.size for c in classes])

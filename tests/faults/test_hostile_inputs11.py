@@ -145,3 +145,34 @@ def test_a_compressed_users_file_is_refused_before_running(tmp_path):
     with pytest.raises(PipelineError, match=r"the users file '.*users.csv.gz' is a gzip-compressed file"):
         _read_users(str(f), "user", ["gender"], ",", "utf-8")
 
+
+# ---------------------------------------------------------------- persisted models
+@pytest.fixture(scope="module")
+def saved_mapper(tmp_path_factory):
+    from privrelease._persistence import save
+    from privrelease.datasets import make_ratings
+    from privrelease.mappers import QuantizedPrivacyMapper
+
+    R, a, _ = make_ratings(120, 30, random_state=0)
+    fitted = QuantizedPrivacyMapper(n_clusters=3, delta=0.5, random_state=None).fit(R, a)
+    return pathlib.Path(save(fitted, tmp_path_factory.mktemp("saved") / "m.npz")).read_bytes()
+
+
+@pytest.mark.parametrize("classes, message", [
+    (np.array([0, 1]) + 0j, "must hold finite numbers, strings, bytes or booleans"),
+    (np.array([0, 1]).astype("datetime64[s]"), "must hold finite numbers, strings, bytes or booleans"),
+    (np.array([0.0, np.nan]), "must hold finite numbers, strings, bytes or booleans"),
+    (np.array([1, 0]), "must be sorted as fit sorts the labels"),     # the prior's rows silently relabelled
+    (np.array(["b", "a"]), "must be sorted as fit sorts the labels"),
+])
+def test_a_loaded_mappers_classes_are_labels_fit_could_have_made(tmp_path, saved_mapper, classes, message):
+    from privrelease._persistence import _read, _write, load
+
+    path = tmp_path / "m.npz"
+    path.write_bytes(saved_mapper)
+    meta, arrays = _read(path)
+    arrays["fitted/classes_"] = classes
+    meta["arrays"]["fitted/classes_"]["dtype"] = classes.dtype.str
+    _write(path, meta, arrays, redigest=True)
+    with pytest.raises(ValueError, match=rf"fitted\.classes_ {message}"):
+        load(path)
