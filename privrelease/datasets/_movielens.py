@@ -482,6 +482,7 @@ def load_ratings_csv(path, *, user_col="user", item_col="item", rating_col="rati
         first id); one that starts with a UTF-16 or UTF-32 mark needs ``encoding="utf-16"`` (``"utf-32"``),
         and a compressed file (gzip, bzip2, xz, zip, zstandard) is refused whatever its name: decompress it
         first. Book-Crossing's ``BX-Book-Ratings.csv`` needs ``encoding="cp1252"`` (or ``"latin-1"``).
+        A line longer than 8 MiB is refused before the file is parsed.
     timestamp_col : str or int or None, default=None
         A column of numeric timestamps: a repeated (user, item) pair (a user
         re-rating an item) then keeps its LATEST rating, ties broken by file
@@ -528,6 +529,7 @@ def load_ratings_csv(path, *, user_col="user", item_col="item", rating_col="rati
     if not isinstance(sep, str) or not sep:
         raise ValueError(f"sep must be a non-empty string (for example ',' or '\\t'), got {sep!r}")
     _check_encoding(p, encoding, f"rating file {str(path)!r}")
+    _check_line_lengths(p, f"rating file {str(path)!r}")
     # "user id, item id, rating": the names ' item id' and ' rating' are matched by 'item id', 'rating'
     user_col, item_col, rating_col, timestamp_col = (c.strip() if isinstance(c, str) else c for c in
                                                      (user_col, item_col, rating_col, timestamp_col))
@@ -677,6 +679,34 @@ def _check_encoding(p, encoding, what, name="encoding"):
                 raise ValueError(f"{what} starts with a UTF-8 byte-order mark, so it is UTF-8 text, but "
                                  f"{name}={encoding!r}: the mark would be read as part of the first field; pass "
                                  f"{name}='utf-8' (the default)")
+
+
+#: the longest line a rating or users file may hold (a line of ratings is short; a field may hold
+#: csv.field_size_limit() = 131,072 characters, refused by :func:`_check_field_counts` naming the line)
+MAX_LINE_BYTES = 8 * 2**20
+
+
+def _check_line_lengths(p, what):
+    """Refuse a line longer than :data:`MAX_LINE_BYTES` before pandas reads the file.
+
+    pandas held a whole line in memory (about five times its size) before the field limit refused it:
+    a 50 MB line took 250 MB, a 2 GB one more than a machine has. The file is scanned in 1 MiB blocks,
+    so one block is held at a time.
+    """
+    import csv
+
+    start = offset = 0  # where the current line begins, where the block begins
+    with open(p, "rb") as fh:
+        while block := fh.read(2**20):
+            ends = [i for i in (block.find(b"\n"), block.find(b"\r")) if i >= 0]
+            end = offset + (min(ends) if ends else len(block))  # the current line reaches at least here
+            if end - start > MAX_LINE_BYTES:
+                raise ValueError(f"{what} holds a line of more than {MAX_LINE_BYTES // 2**20} MiB (from byte "
+                                 f"{start}): expected one row per line, with fields of at most "
+                                 f"{csv.field_size_limit()} characters")
+            if ends:  # the lines inside the block are shorter than the block
+                start = offset + max(block.rfind(b"\n"), block.rfind(b"\r")) + 1
+            offset += len(block)
 
 
 def _check_field_counts(p, sep, encoding, n_columns, what=None, named_by="the header"):

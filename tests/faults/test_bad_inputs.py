@@ -93,6 +93,13 @@ def _bad_file(name, text):
     return base / name
 
 
+def _bytes_file(name, data):
+    """A file of these bytes under a temporary folder (as :func:`_bad_file`)."""
+    path = _bad_file(name, "")
+    path.write_bytes(data)
+    return path
+
+
 def _rating_files():
     """A rating file and a users file (columns user, sex) for the ratings_file experiment."""
     return {"path": str(_bad_file("r.csv", "user,item,rating\n1,1,5\n2,1,3\n")),
@@ -580,6 +587,15 @@ def _catalogue():
          lambda: make_ratings(10, 10, mean_ratings_per_user=5, activity_skew=1e300), ValueError, "1e+300"),
         ("datasets", "load_ratings_csv(file starting with a UTF-8 byte-order mark, encoding='latin-1')",
          lambda: load_ratings_csv(_bom_file(), encoding="latin-1"), ValueError, "'latin-1'"),
+        ("datasets", "load_ratings_csv(a gzip-compressed file)",
+         lambda: load_ratings_csv(_bytes_file("r.csv.gz", __import__("gzip").compress(b"user,item,rating\n1,2,5\n"))),
+         ValueError, "gzip-compressed"),
+        ("datasets", "load_ratings_csv(a UTF-16 file) (encoding='utf-8')",
+         lambda: load_ratings_csv(_bytes_file("r.csv", "user,item,rating\n1,2,5\n".encode("utf-16"))), ValueError,
+         "encoding='utf-16'"),
+        ("datasets", "load_ratings_csv(file with a line of 9 MiB)",
+         lambda: load_ratings_csv(_bytes_file("r.csv", b"user,item,rating\n" + b"u" * 9 * 2**20 + b",1,5\n")),
+         ValueError, "8 MiB"),
         ("datasets", "load_ratings_csv(path, encoding='rot13') (a codec, not a text encoding)",
          lambda: load_ratings_csv(_bad_file("r.csv", "user,item,rating\n1,2,5\n"), encoding="rot13"), ValueError,
          "'rot13'"),

@@ -146,6 +146,23 @@ def test_a_compressed_users_file_is_refused_before_running(tmp_path):
         _read_users(str(f), "user", ["gender"], ",", "utf-8")
 
 
+
+def test_a_line_longer_than_the_cap_is_refused_before_pandas_holds_it(tmp_path, monkeypatch):
+    from privrelease.datasets import _movielens, load_ratings_csv
+
+    f = tmp_path / "r.csv"
+    long_id = b"u" * (8 * 2**20 + 1)                 # the cap, MAX_LINE_BYTES, plus one
+    f.write_bytes(b"user,item,rating\r\n1,a,3\r\n" + long_id + b",a,4\r\n")
+    # pandas held the whole line (a 50 MB line: 250 MB) before the field limit refused it; never called now
+    monkeypatch.setattr(_movielens.pd, "read_csv", lambda *a, **k: pytest.fail("pandas read the file"))
+    with pytest.raises(ValueError, match=r"rating file '.*r.csv' holds a line of more than 8 MiB \(from byte 25\)"):
+        load_ratings_csv(f)
+    # lines of exactly the cap, ended by \n, \r or \r\n, pass the scan
+    assert _movielens.MAX_LINE_BYTES == 8 * 2**20
+    f.write_bytes(b"x" * 8 * 2**20 + b"\r" + b"y" * 8 * 2**20 + b"\n")
+    _movielens._check_line_lengths(f, "f")
+
+
 # ---------------------------------------------------------------- persisted models
 @pytest.fixture(scope="module")
 def saved_mapper(tmp_path_factory):

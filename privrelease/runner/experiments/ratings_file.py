@@ -282,7 +282,7 @@ def _scale(R, given):
 def _read_users(path, id_col, columns, sep, encoding, names=None):
     """The users file's id and attribute columns as stripped text (``__id__``: the id); ``names``: the columns'
     names of a file without a header line (its first line is a user's)."""
-    from ...datasets._movielens import _check_encoding, _check_field_counts
+    from ...datasets._movielens import _check_encoding, _check_field_counts, _check_line_lengths
 
     file, what = os.path.expanduser(path), f"the users file {path!r}"
     if not sep:
@@ -290,6 +290,7 @@ def _read_users(path, id_col, columns, sep, encoding, names=None):
                             "',' or '\\t')")
     try:
         _check_encoding(file, encoding, what, name="users_encoding")
+        _check_line_lengths(file, what)
     except (ValueError, TypeError) as exc:  # "users_encoding 'hex' is ..." or "the users file ... starts with"
         raise PipelineError(str(exc) if str(exc).startswith(what) else f"parameter {exc}") from None
     if names is not None:  # a row longer than users_columns: pandas' "Error tokenizing data" otherwise
