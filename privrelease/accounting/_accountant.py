@@ -30,7 +30,7 @@ import scipy.sparse as sp
 
 from ..exceptions import BudgetExceededError
 from ..utils import check_number
-from ..utils._validation import check_allocation, check_real_target
+from ..utils._validation import check_allocation, check_real_target, plain_value
 
 __all__ = [
     "PrivacyAccountant",
@@ -297,7 +297,7 @@ class PrivacyAccountant:
                                      f"has shape {eps_i.shape}")
                 if not np.all(np.isfinite(pay)):
                     bad = pay[~np.isfinite(pay)][0]
-                    raise ValueError(f"payments must be finite numbers, got {bad!r} at index "
+                    raise ValueError(f"payments must be finite numbers, got {plain_value(bad)!r} at index "
                                      f"{int(np.flatnonzero(~np.isfinite(pay))[0])}")
             top = float(eps_i.max()) if eps_i.size else 0.0
             if epsilon is None:

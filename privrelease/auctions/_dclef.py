@@ -24,7 +24,7 @@ import numpy as np
 from ..noise import Laplace
 from ..noise._laplace import biased_laplace_mse
 from ..utils import check_number
-from ..utils._validation import check_real_target
+from ..utils._validation import check_real_target, plain_value
 
 __all__ = ["DCLEF", "privacy_index", "check_data_range"]
 
@@ -271,8 +271,8 @@ class DCLEF:
         bad = ~np.isfinite(d) | (d < low) | (d > high)
         if bad.any():
             raise ValueError(
-                f"every d_i must lie in data_range {self.data_range!r} (the privacy guarantee "
-                f"relies on it), got {d[bad].ravel()[0]!r}"
+                f"every d_i must lie in data_range {plain_value(self.data_range)!r} (the privacy guarantee "
+                f"relies on it), got {plain_value(d[bad].ravel()[0])!r}"
             )
         return d
 

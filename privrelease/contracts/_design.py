@@ -24,6 +24,7 @@ from scipy.optimize import minimize, minimize_scalar
 from ..exceptions import InfeasibleBudgetError, SolverError
 from ..noise._laplace import biased_laplace_mse
 from ..utils import check_number
+from ..utils._validation import plain_value
 from ._mechanism import BiasedLaplaceMechanism
 
 __all__ = [
@@ -195,7 +196,7 @@ def privacy_cost(valuation, epsilon, cost="linear"):
     for arr, name in ((v, "valuation"), (eps, "epsilon")):
         bad = np.isnan(arr) | (arr < 0)
         if bad.any():
-            raise ValueError(f"{name} must be >= 0 (and not NaN), got {arr[bad].ravel()[0]!r}")
+            raise ValueError(f"{name} must be >= 0 (and not NaN), got {plain_value(arr[bad].ravel()[0])!r}")
     return _resolve_cost(cost)(valuation, epsilon)[()]
 
 
@@ -228,7 +229,7 @@ def _as_reals(values, name):
     arr = np.asarray(values)
     if arr.dtype.kind not in "biuf" and not (
             arr.dtype.kind == "O" and all(isinstance(x, numbers.Real) for x in arr.ravel().tolist())):
-        raise TypeError(f"{name} must be real numbers, got {values!r}")
+        raise TypeError(f"{name} must be real numbers, got {plain_value(values)!r}")
     return arr.astype(float)
 
 
@@ -319,7 +320,7 @@ def _check_payable(values, K, cost, *, name, menu_option=None):
     if np.isfinite(total) and np.isfinite(pay):
         return
     what = f"{name} = {float(values[0])!r}" if values.size == 1 else (
-        f"{name} summing to {total!r} (largest {float(np.max(values))!r})")
+        f"{name} summing to {plain_value(total)!r} (largest {float(np.max(values))!r})")
     bound = ("the unbiased contract's payment " + ("sum_i c(v_i, sqrt(2/K))" if menu_option is None else
              "2 c(v_high, sqrt(2/K))" if menu_option == 1 else
              "2 c(v_high, sqrt(2/K)) or option 2's bound c(v_high, sqrt(2/(K - 1/4)))"))

@@ -479,8 +479,10 @@ def load_ratings_csv(path, *, user_col="user", item_col="item", rating_col="rati
     encoding : str, default="utf-8"
         A text encoding (a codec such as ``"rot13"`` is refused). A UTF-8 byte-order mark is skipped
         (a file that starts with one is UTF-8: refused under another encoding, which would glue it to the
-        first id). Book-Crossing's
-        ``BX-Book-Ratings.csv`` needs ``encoding="cp1252"`` (or ``"latin-1"``).
+        first id); one that starts with a UTF-16 or UTF-32 mark needs ``encoding="utf-16"`` (``"utf-32"``),
+        and a compressed file (gzip, bzip2, xz, zip, zstandard) is refused whatever its name: decompress it
+        first. Book-Crossing's ``BX-Book-Ratings.csv`` needs ``encoding="cp1252"`` (or ``"latin-1"``).
+        A line longer than 8 MiB is refused before the file is parsed.
     timestamp_col : str or int or None, default=None
         A column of numeric timestamps: a repeated (user, item) pair (a user
         re-rating an item) then keeps its LATEST rating, ties broken by file
@@ -527,6 +529,7 @@ def load_ratings_csv(path, *, user_col="user", item_col="item", rating_col="rati
     if not isinstance(sep, str) or not sep:
         raise ValueError(f"sep must be a non-empty string (for example ',' or '\\t'), got {sep!r}")
     _check_encoding(p, encoding, f"rating file {str(path)!r}")
+    _check_line_lengths(p, f"rating file {str(path)!r}")
     # "user id, item id, rating": the names ' item id' and ' rating' are matched by 'item id', 'rating'
     user_col, item_col, rating_col, timestamp_col = (c.strip() if isinstance(c, str) else c for c in
                                                      (user_col, item_col, rating_col, timestamp_col))
@@ -542,7 +545,7 @@ def load_ratings_csv(path, *, user_col="user", item_col="item", rating_col="rati
             warnings.simplefilter("ignore", pd.errors.ParserWarning)
             df = pd.read_csv(p, sep=sep, header=0 if header else None, engine=engine,
                              encoding=encoding, dtype=str, keep_default_na=False, index_col=False,
-                             on_bad_lines="error")
+                             on_bad_lines="error", compression=None)
     except pd.errors.EmptyDataError:
         raise ValueError(f"rating file {str(path)!r} is empty: expected a header line and one "
                          "'user, item, rating' row per rating") from None
@@ -630,13 +633,23 @@ def load_ratings_csv(path, *, user_col="user", item_col="item", rating_col="rati
     return ratings, user_ids, item_ids
 
 
+#: the first bytes of the compressed formats pandas unpacks by a file's name (``compression="infer"``)
+_COMPRESSED = ((b"\x1f\x8b", "gzip-compressed"), (b"BZh", "bzip2-compressed"), (b"\xfd7zXZ\x00", "xz-compressed"),
+               (b"PK\x03\x04", "zip"), (b"\x28\xb5\x2f\xfd", "zstandard-compressed"))
+#: byte-order marks of the wide Unicode encodings (UTF-32 first: its little-endian mark starts as UTF-16's)
+_WIDE_BOMS = ((b"\xff\xfe\x00\x00", "utf-32"), (b"\x00\x00\xfe\xff", "utf-32"), (b"\xff\xfe", "utf-16"),
+              (b"\xfe\xff", "utf-16"))
+
+
 def _check_encoding(p, encoding, what, name="encoding"):
     """Refuse an ``encoding`` that cannot read the file ``p`` (``what`` names it in messages) as text.
 
     ``encoding`` must name a TEXT encoding (``'rot13'``, ``'base64'`` and ``'hex'`` are codecs of another
     kind: pandas' LookupError escaped as a traceback), and a file that starts with a UTF-8 byte-order mark
     is UTF-8 text: read under another encoding the mark was glued to the first field (a header's first
-    name no longer matched; without a header user 'ï»¿1' was another user than '1').
+    name no longer matched; without a header user 'ï»¿1' was another user than '1'). A compressed file is
+    refused: pandas unpacked a ``.gz`` by its name while the line checks read its packed bytes (a bare
+    UnicodeDecodeError), and a text file named ``.gz`` failed with gzip's BadGzipFile.
     """
     import codecs
 
@@ -649,12 +662,51 @@ def _check_encoding(p, encoding, what, name="encoding"):
     if info is None or not getattr(info, "_is_text_encoding", True):
         kind = "not a known text encoding" if info is None else "a codec, but not a text encoding"
         raise ValueError(f"{name} {encoding!r} is {kind} (for example 'utf-8' or 'latin-1')")
+    with open(p, "rb") as fh:
+        start = fh.read(6)
+    packed = next((kind for magic, kind in _COMPRESSED if start.startswith(magic)), None)
+    if packed is not None:  # pandas unpacked a '.gz' file by its name, the line checks read the packed bytes
+        raise ValueError(f"{what} is a {packed} file, not text: decompress it first")
+    wide = next((bits for bom, bits in _WIDE_BOMS if start.startswith(bom)), None)
+    if wide is not None and not info.name.startswith(wide):
+        # read as UTF-8 the mark was "not utf-8 text (byte 0xff); pass encoding= (for example 'latin-1')",
+        # and latin-1 read it as text with a NUL between letters
+        raise ValueError(f"{what} starts with a {wide.upper()} byte-order mark, so it is {wide.upper()} text, "
+                         f"but {name}={encoding!r}: pass {name}={wide!r}")
     if info.name not in ("utf-8", "utf-8-sig"):
         with open(p, "rb") as fh:
             if fh.read(3) == codecs.BOM_UTF8:
                 raise ValueError(f"{what} starts with a UTF-8 byte-order mark, so it is UTF-8 text, but "
                                  f"{name}={encoding!r}: the mark would be read as part of the first field; pass "
                                  f"{name}='utf-8' (the default)")
+
+
+#: the longest line a rating or users file may hold (a line of ratings is short; a field may hold
+#: csv.field_size_limit() = 131,072 characters, refused by :func:`_check_field_counts` naming the line)
+MAX_LINE_BYTES = 8 * 2**20
+
+
+def _check_line_lengths(p, what):
+    """Refuse a line longer than :data:`MAX_LINE_BYTES` before pandas reads the file.
+
+    pandas held a whole line in memory (about five times its size) before the field limit refused it:
+    a 50 MB line took 250 MB, a 2 GB one more than a machine has. The file is scanned in 1 MiB blocks,
+    so one block is held at a time.
+    """
+    import csv
+
+    start = offset = 0  # where the current line begins, where the block begins
+    with open(p, "rb") as fh:
+        while block := fh.read(2**20):
+            ends = [i for i in (block.find(b"\n"), block.find(b"\r")) if i >= 0]
+            end = offset + (min(ends) if ends else len(block))  # the current line reaches at least here
+            if end - start > MAX_LINE_BYTES:
+                raise ValueError(f"{what} holds a line of more than {MAX_LINE_BYTES // 2**20} MiB (from byte "
+                                 f"{start}): expected one row per line, with fields of at most "
+                                 f"{csv.field_size_limit()} characters")
+            if ends:  # the lines inside the block are shorter than the block
+                start = offset + max(block.rfind(b"\n"), block.rfind(b"\r")) + 1
+            offset += len(block)
 
 
 def _check_field_counts(p, sep, encoding, n_columns, what=None, named_by="the header"):

@@ -23,7 +23,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..utils import check_number
-from ..utils._validation import check_allocation
+from ..utils._validation import check_allocation, plain_value
 
 __all__ = ["make_ratings", "make_realistic_ratings", "make_politics_tv", "POLITICS_TV_GENRES",
            "REALISTIC_ATTRIBUTES", "REALISTIC_ENTANGLED"]
@@ -63,7 +63,7 @@ def _check_rating_scale(rating_scale):
     high = check_number(high, "rating_scale[1]", integer=True)
     if high <= low:
         raise ValueError(
-            f"rating_scale must be (low, high) with low < high, got {tuple(rating_scale)!r}"
+            f"rating_scale must be (low, high) with low < high, got {plain_value(tuple(rating_scale))!r}"
         )
     return low, high
 

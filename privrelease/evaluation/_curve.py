@@ -14,7 +14,7 @@ import pandas as pd
 from sklearn.base import clone
 
 from ..exceptions import ConvergenceWarning
-from ..utils._validation import check_n_jobs
+from ..utils._validation import check_n_jobs, plain_value
 from ._attacks import ATTACK_FEATURES, ATTACK_MODELS, evaluate_attacks
 from ._protocol import (
     RELEASES,
@@ -45,13 +45,14 @@ def check_privacy_grid(values, name="deltas"):
     """
     arr = np.asarray(values, dtype=object).ravel() if np.ndim(values) else np.asarray([values], dtype=object)
     if arr.size == 0:
-        raise ValueError(f"{name} must hold at least one value, got {values!r}")
+        raise ValueError(f"{name} must hold at least one value, got {plain_value(values)!r}")
     for v in arr:
         if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real):
-            raise TypeError(f"{name} must be real numbers, got {v!r} of type {type(v).__name__} in {values!r}")
+            raise TypeError(f"{name} must be real numbers, got {plain_value(v)!r} of type {type(v).__name__} in "
+                            f"{plain_value(values)!r}")
     arr = arr.astype(np.float64)
     if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} must be finite, got {values!r}")
+        raise ValueError(f"{name} must be finite, got {plain_value(values)!r}")
     shown = arr.tolist()
     if np.any(arr < 0):
         raise ValueError(f"{name} must be >= 0, got {float(arr[arr < 0][0])!r} in {shown!r}")
@@ -217,7 +218,8 @@ class PrivacyUtilityCurve:
         if value is None:
             value = values[-1]
         if value not in self.roc:
-            raise ValueError(f"no ROC curves for {self.param}={value!r}; known values: {values!r}")
+            raise ValueError(f"no ROC curves for {self.param}={plain_value(value)!r}; known values: "
+                             f"{plain_value(values)!r}")
         curves = [("no privacy", self.roc["original"].get(("fixed", model, features)))]
         curves += [(f"{a}, {self.param}={value:g}", self.roc[value].get((a, model, features)))
                    for a in ("fixed", "adaptive")]
@@ -241,7 +243,7 @@ class PrivacyUtilityCurve:
 def _warn_uncertified(fitted, name, values):
     """A ConvergenceWarning, from the calling thread, for every fitted mapper whose solve was not certified."""
     for v, m in zip(values, fitted):
-        v = v.item() if isinstance(v, np.generic) else v
+        v = plain_value(v)
         res = getattr(m, "solver_result_", None)
         status = getattr(res, "status", "optimal")
         if status != "optimal":

@@ -51,7 +51,7 @@ from ..mapping import (
 )
 from ..mapping._checks import check_distortion
 from ..utils import check_private_labels
-from ..utils._validation import check_label_input, check_same_index, is_sparse_frame
+from ..utils._validation import check_label_input, check_same_index, is_sparse_frame, plain_value
 from . import _dask
 
 __all__ = ["PriorEstimate", "theorem1_bound", "check_sample_weight", "stack_marginal_priors"]
@@ -401,7 +401,7 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         self.classes_, a_idx = np.unique(y[labeled], return_inverse=True)
         if self.classes_.size < 2:
             raise ValueError(
-                f"y has a single class among labeled users ({self.classes_[0]!r}); one class is not "
+                f"y has a single class among labeled users ({plain_value(self.classes_[0])!r}); one class is not "
                 "enough: a private attribute needs at least two values to be protected"
             )
         return self._fit_prior(Xv, labeled, a_idx.ravel(), w[labeled])
@@ -418,7 +418,7 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             cls, idx = np.unique(col[rows], return_inverse=True)
             if cls.size < 2:
                 raise ValueError(
-                    f"y[:, {j}] has a single class among labeled users ({cls[0]!r}); one class is not "
+                    f"y[:, {j}] has a single class among labeled users ({plain_value(cls[0])!r}); one class is not "
                     "enough: a private attribute needs at least two values to be protected"
                 )
             classes.append(cls)
@@ -818,6 +818,14 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                 raise ValueError(f"fitted.{where} must be a 1-D array of at least 2 classes, got {cls!r:.80}")
             if len(set(cls.tolist())) != cls.size:
                 raise ValueError(f"fitted.{where} holds a class twice: {cls.tolist()!r:.80}")
+            # fit's classes are np.unique's: sorted labels that are numbers, strings, bytes or booleans; the prior's
+            # rows follow that order (a complex, a date, a NaN or an unsorted list was loaded as it came)
+            if cls.dtype.kind not in "biufSUO" or (cls.dtype.kind == "f" and not np.all(np.isfinite(cls))):
+                raise ValueError(f"fitted.{where} must hold finite numbers, strings, bytes or booleans (the labels fit "
+                                 f"saw), got dtype {cls.dtype}: {cls.tolist()!r:.80}")
+            if cls.dtype.kind != "O" and np.any(cls[1:] <= cls[:-1]):
+                raise ValueError(f"fitted.{where} must be sorted as fit sorts the labels (the prior's rows follow "
+                                 f"that order), got {cls.tolist()!r:.80}")
         if not isinstance(classes, list):
             return classes.size
         sizes = np.array([c.size for c in classes])

@@ -46,6 +46,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..utils import SeededRandomSource, check_private_labels, check_random_source
+from ..utils._validation import plain_value
 
 __all__ = [
     "is_dask_collection",
@@ -274,10 +275,11 @@ def _row_bounds(n_rows, block_rows):
         sizes = list(block_rows)
         bad = [s for s in sizes if not _is_count(s)]
         if bad:
-            raise TypeError(f"block sizes must be integers (as dask_array.chunks[0]), got {bad[0]!r} "
-                            f"in {tuple(sizes)!r}")
+            raise TypeError(f"block sizes must be integers (as dask_array.chunks[0]), got {plain_value(bad[0])!r} "
+                            f"in {plain_value(tuple(sizes))!r}")
         if any(s < 0 for s in sizes):
-            raise ValueError(f"block sizes must be >= 0, got {min(sizes)!r} in {tuple(sizes)!r}")
+            raise ValueError(f"block sizes must be >= 0, got {plain_value(min(sizes))!r} in "
+                             f"{plain_value(tuple(sizes))!r}")
         sizes = [int(s) for s in sizes]
         if sum(sizes) != n_rows:
             raise ValueError(f"block sizes {tuple(sizes)!r} add up to {sum(sizes)}, expected {n_rows} rows")

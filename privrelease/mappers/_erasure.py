@@ -9,7 +9,7 @@ from .. import _persistence
 from ..exceptions import UnseenCategoryWarning
 from ..mapping import _presolve, erasure_alphabet, erasure_distortion
 from ..utils import check_random_source
-from ..utils._validation import check_bool_number_mix, check_table, is_sparse_frame
+from ..utils._validation import check_bool_number_mix, check_table, is_sparse_frame, plain_value
 from . import _dask
 from ._base import PriorEstimate, _BaseMapper, _refuse_surprise_data
 from ._common import BUDGET_CONSTRAINT, LEAKAGE_CONSTRAINT, PROTECT_CONSTRAINT, RANDOM_STATE_CONSTRAINT
@@ -250,7 +250,7 @@ class ErasureMapper(_BaseMapper):
         if Xa.dtype.kind == "f" and np.isinf(Xa).any():
             bad = Xa[np.isinf(Xa)][0]
             raise ValueError(
-                f"X contains {int(np.isinf(Xa).sum())} infinite value(s) (for example {bad!r}); "
+                f"X contains {int(np.isinf(Xa).sum())} infinite value(s) (for example {plain_value(bad)!r}); "
                 "categories must be finite"
             )
         missing = np.column_stack([_is_missing(Xa[:, j]) for j in range(Xa.shape[1])])
@@ -258,7 +258,7 @@ class ErasureMapper(_BaseMapper):
             r, c = np.argwhere(missing)[0]
             raise ValueError(
                 f"X contains {int(missing.sum())} missing value(s) (for example row {r}, column {c}: "
-                f"{Xa[r, c]!r}); ErasureMapper needs every category present (NaN/None are refused)"
+                f"{plain_value(Xa[r, c])!r}); ErasureMapper needs every category present (NaN/None are refused)"
             )
         for j in range(Xa.shape[1]) if Xa.dtype == object else ():
             check_bool_number_mix(Xa[:, j], f"column {j} of X")

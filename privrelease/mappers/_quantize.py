@@ -30,6 +30,7 @@ from sklearn.cluster import KMeans
 from sklearn.decomposition import TruncatedSVD
 
 from ..utils._threads import single_thread
+from ..utils._validation import plain_value
 from . import _dask
 
 __all__ = ["TasteEmbedding", "hamming_kmodes", "hamming_distances", "row_chunks", "profile_stats", "block_stats",
@@ -192,7 +193,7 @@ class TasteEmbedding:
         if not isinstance(n_items, int) or n_items < 1 or not isinstance(rank, int) or rank < 0:
             raise ValueError(f"{where}: n_items_ = {n_items!r} and rank_ = {rank!r} must be integers >= 1 and >= 0")
         if state["ridge_"] <= 0:
-            raise ValueError(f"{where}.ridge_ must be > 0, got {state['ridge_']!r}")
+            raise ValueError(f"{where}.ridge_ must be > 0, got {plain_value(state['ridge_'])!r}")
         shapes = {"item_offset_": (n_items,), "components_": (rank, n_items), "basis_chol_": (rank + 1, rank + 1)}
         for key, shape in shapes.items():
             a = state[key]

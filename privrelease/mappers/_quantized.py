@@ -16,7 +16,7 @@ from ..utils import check_random_source
 from ..utils._constraints import NumberInterval
 from ..utils._threads import single_thread
 from ..utils._validation import (as_float_if_object, canonical_sparse, check_allocation, check_table, is_sparse_frame,
-                                 nullable_numpy_dtype, ratings_in_dtype, sparse_frame_like)
+                                 nullable_numpy_dtype, plain_value, ratings_in_dtype, sparse_frame_like)
 from . import _dask
 from ._base import (PriorEstimate, _BaseMapper, _matrix, _refuse_long_form, _refuse_nan_ratings, _refuse_surprise_data,
                     _row_stochastic, stack_marginal_priors)
@@ -1734,7 +1734,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
         classes = np.unique(np.concatenate([s[1] for s in summaries]))
         if classes.size < 2:
             raise ValueError(
-                f"y has a single class among labeled users ({classes[0]!r}); one class is not "
+                f"y has a single class among labeled users ({plain_value(classes[0])!r}); one class is not "
                 "enough: a private attribute needs at least two values to be protected"
             )
         # (i) quantizer on a sample of the labeled users (non-privacy randomness)
@@ -2126,19 +2126,21 @@ class QuantizedPrivacyMapper(_BaseMapper):
                              f"{(n_out, self.n_features_in_)} (one profile per output symbol)")
         data = np.asarray(P.tocsr().data, dtype=np.float64)
         if not np.all(np.isfinite(data)):
-            raise ValueError(f"fitted.release_profiles_ holds a non-finite rating ({data[~np.isfinite(data)][0]!r})")
+            raise ValueError(f"fitted.release_profiles_ holds a non-finite rating "
+                             f"({plain_value(data[~np.isfinite(data)][0])!r})")
         lo, hi = self.rating_range_
         if not (np.isfinite(lo) and np.isfinite(hi) and lo <= hi):
-            raise ValueError(f"fitted.rating_range_ = {self.rating_range_!r} is not a finite range")
+            raise ValueError(f"fitted.rating_range_ = {plain_value(self.rating_range_)!r} is not a finite range")
         if space == "hamming":
             bad = data[(data != 0) & (data != 1)]
             if bad.size:
-                raise ValueError(f"fitted.release_profiles_ holds {bad[0]!r}; binarized releases hold 0 or 1")
+                raise ValueError(f"fitted.release_profiles_ holds {plain_value(bad[0])!r}; binarized releases hold "
+                                 "0 or 1")
         else:
             bad = data[(data != 0) & ((data < lo) | (data > hi))]
             if bad.size:
-                raise ValueError(f"fitted.release_profiles_ holds the rating {bad[0]!r}, outside the rating scale "
-                                 f"[{lo!r}, {hi!r}] of the training users")
+                raise ValueError(f"fitted.release_profiles_ holds the rating {plain_value(bad[0])!r}, outside the "
+                                 f"rating scale [{plain_value(lo)!r}, {plain_value(hi)!r}] of the training users")
         emp = _matrix(self.empirical_prior_, "empirical_prior_")
         if emp.shape != self.prior_.shape or np.any(emp < 0) or abs(emp.sum() - 1.0) > 1e-9:
             raise ValueError("fitted.empirical_prior_ must be a distribution of the prior_'s shape")

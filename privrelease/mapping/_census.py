@@ -2,6 +2,8 @@
 
 import numpy as np
 
+from ..utils._validation import plain_value
+
 __all__ = ["census_prior", "CENSUS_LEVELS", "CENSUS_FEATURES", "CENSUS_PRIVATE_LEVELS"]
 
 CENSUS_FEATURES = ["sex", "age", "education"]
@@ -47,13 +49,14 @@ def census_codes(data=None):
         bad = ~values.isin(allowed)
         if bad.any():
             raise ValueError(f"data[{col!r}] holds {int(bad.sum())} value(s) outside the UCI Adult coding, for "
-                             f"example {values[bad].iloc[0]!r}; expected one of {sorted(allowed)!r}")
+                             f"example {plain_value(values[bad].iloc[0])!r}; expected one of {sorted(allowed)!r}")
     try:
         age = np.asarray(df["age"].to_numpy(), dtype=float)
     except (TypeError, ValueError):
-        raise TypeError(f"data['age'] must hold numbers (years), got {df['age'].iloc[0]!r}") from None
+        raise TypeError(f"data['age'] must hold numbers (years), got {plain_value(df['age'].iloc[0])!r}") from None
     if not np.all(np.isfinite(age)) or np.any(age < 0):
-        raise ValueError(f"data['age'] must hold finite ages >= 0, got {age[~(np.isfinite(age) & (age >= 0))][0]!r}")
+        raise ValueError(f"data['age'] must hold finite ages >= 0, got "
+                         f"{plain_value(age[~(np.isfinite(age) & (age >= 0))][0])!r}")
     sex = np.where(df["sex"].astype(str).str.strip().to_numpy() == "Male", 0, 1)
     age_band = np.where(age < 30, 0, np.where(age < 55, 1, 2))
     edu = df["education"].astype(str).str.strip().map(lambda e: _EDU_BAND.get(e, 0)).to_numpy().astype(int)

@@ -6,7 +6,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..utils import check_number
-from ..utils._validation import check_table
+from ..utils._validation import check_table, plain_value
 
 __all__ = ["check_prior", "check_distortion", "check_mapping", "check_budget"]
 
@@ -157,7 +157,8 @@ def check_mapping(mapping, n_public, n_outputs=None, *, name="mapping", atol=1e-
         rs = np.asarray(M.sum(axis=1)).ravel()
         if np.any(np.abs(rs - 1) > atol):
             bad = int(np.argmax(np.abs(rs - 1)))
-            raise ValueError(f"{name} rows must sum to 1 (a conditional distribution), row {bad} sums to {rs[bad]!r}")
+            raise ValueError(f"{name} rows must sum to 1 (a conditional distribution), row {bad} sums to "
+                             f"{plain_value(rs[bad])!r}")
         M = M.copy()
         M.data = np.clip(M.data, 0.0, None)
         return M
@@ -170,7 +171,8 @@ def check_mapping(mapping, n_public, n_outputs=None, *, name="mapping", atol=1e-
     rs = M.sum(axis=1)
     if np.any(np.abs(rs - 1) > atol):
         bad = int(np.argmax(np.abs(rs - 1)))
-        raise ValueError(f"{name} rows must sum to 1 (a conditional distribution), row {bad} sums to {rs[bad]!r}")
+        raise ValueError(f"{name} rows must sum to 1 (a conditional distribution), row {bad} sums to "
+                         f"{plain_value(rs[bad])!r}")
     return np.clip(M, 0.0, None)
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.spatial.distance import cdist
 
-from ..utils._validation import as_int64_codes, check_allocation, check_table
+from ..utils._validation import as_int64_codes, check_allocation, check_table, plain_value
 
 __all__ = ["squared_euclidean_distortion", "erasure_alphabet", "erasure_distortion", "ERASED"]
 
@@ -68,7 +68,7 @@ def _check_centers(x, name):
     if X.dtype.kind not in "biuf" and not (X.dtype.kind == "O" and all(
             isinstance(v, numbers.Real) for v in X.ravel().tolist())):
         raise TypeError(f"{name} must hold real coordinates, got an array of dtype {X.dtype}"
-                        + (f" (for example {X.ravel()[0]!r})" if X.size else ""))
+                        + (f" (for example {plain_value(X.ravel()[0])!r})" if X.size else ""))
     X = X.astype(np.float64)
     return X[:, None] if X.ndim == 1 else X
 

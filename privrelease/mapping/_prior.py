@@ -6,7 +6,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from ..utils import check_number, check_random_source
-from ..utils._validation import as_int64_codes, check_allocation
+from ..utils._validation import as_int64_codes, check_allocation, plain_value
 
 __all__ = ["empirical_prior", "kde_prior", "KDEPrior"]
 
@@ -16,13 +16,13 @@ def _codes(x, name, n):
         raise ValueError(f"{name} must be 1-D integer codes, got shape {np.shape(x)}")
     x = as_int64_codes(x, name, "integer codes 0..n-1")  # as given: it names a bad value as the caller wrote it
     if x.size and x.min() < 0:
-        raise ValueError(f"{name} codes must be >= 0, got {x.min()!r}")
+        raise ValueError(f"{name} codes must be >= 0, got {plain_value(x.min())!r}")
     if n is None:
         n = int(x.max()) + 1 if x.size else 0
     else:
         n = check_number(n, f"n_{name}", low=1, integer=True)
         if x.size and x.max() >= n:
-            raise ValueError(f"{name} has code {x.max()!r} but n_{name}={n} (codes must be < n_{name})")
+            raise ValueError(f"{name} has code {plain_value(x.max())!r} but n_{name}={n} (codes must be < n_{name})")
     return x, n
 
 
@@ -154,7 +154,7 @@ def kde_prior(X, y, *, grid=None, n_grid=None, bandwidths=None, cv=5, random_sta
         raise ValueError(f"X must be a finite 2-D array with at least 2 rows, got shape {np.shape(X)}")
     if not np.all(np.isfinite(X)):
         raise ValueError(f"X must be finite, got {int(np.sum(~np.isfinite(X)))} non-finite value(s) (for example "
-                         f"{X[~np.isfinite(X)][0]!r})")
+                         f"{plain_value(X[~np.isfinite(X)][0])!r})")
     y = np.asarray(y)
     if y.shape != (X.shape[0],):
         raise ValueError(f"y must have one label per row of X ({X.shape[0]}), got shape {y.shape}")
@@ -177,7 +177,7 @@ def kde_prior(X, y, *, grid=None, n_grid=None, bandwidths=None, cv=5, random_sta
     for i, _ in enumerate(classes):
         Xa = X[y_idx == i]
         if Xa.shape[0] < 2:
-            raise ValueError(f"class {classes[i]!r} has {Xa.shape[0]} sample(s); a KDE needs at least 2")
+            raise ValueError(f"class {plain_value(classes[i])!r} has {Xa.shape[0]} sample(s); a KDE needs at least 2")
         folds = min(cv, Xa.shape[0])
         gs = GridSearchCV(KernelDensity(kernel="gaussian"), {"bandwidth": bandwidths}, cv=folds)
         gs.fit(Xa)
@@ -208,8 +208,9 @@ def kde_prior(X, y, *, grid=None, n_grid=None, bandwidths=None, cv=5, random_sta
     if dead.size:
         # every log-density -inf (a bandwidth so small the kernel underflows at each point): the prior was all NaN
         i = int(dead[0])
-        raise ValueError(f"the KDE of class {classes[i]!r} (bandwidth {float(bws[i] * unit)!r}) has no finite density at any of "
-                         f"the {points.shape[0]} grid point(s): its kernel underflows; give larger bandwidths (or "
+        raise ValueError(f"the KDE of class {plain_value(classes[i])!r} (bandwidth {float(bws[i] * unit)!r}) has no "
+                         f"finite density at any of the {points.shape[0]} grid point(s): its kernel underflows; "
+                         "give larger bandwidths (or "
                          "leave bandwidths=None) or grid points closer to the data")
     cond = np.exp(logf - logsumexp(logf, axis=1, keepdims=True))
     prior = pa[:, None] * cond

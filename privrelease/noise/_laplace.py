@@ -42,7 +42,7 @@ import numpy as np
 from ..exceptions import PrivacyLeakWarning
 from ..utils import check_number, check_random_source
 from ..utils._random import check_size
-from ..utils._validation import check_allocation, check_real_target
+from ..utils._validation import check_allocation, check_real_target, plain_value
 
 __all__ = ["Laplace", "VectorLaplace", "laplace_noise", "uniform_full_precision"]
 
@@ -257,7 +257,7 @@ class Laplace:
         # strings ("1" was read as 1.0) and complex numbers (the imaginary part was dropped) are refused
         value = check_real_target(np.asarray(value), "value").astype(np.float64)
         if not np.all(np.isfinite(value)):
-            raise ValueError(f"value must be finite, got {value!r}")
+            raise ValueError(f"value must be finite, got {plain_value(value)!r}")
         if self.snapping_bound is None:
             if self.scale == 0:
                 return value[()]

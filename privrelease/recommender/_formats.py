@@ -17,14 +17,9 @@ import pandas as pd
 import scipy.sparse as sp
 
 from ..utils import check_rating_scale
-from ..utils._validation import canonical_sparse, check_bool_number_mix, check_table, ratings_in_dtype
+from ..utils._validation import canonical_sparse, check_bool_number_mix, check_table, plain_value, ratings_in_dtype
 
 __all__ = ["RatingsFrame"]
-
-
-def _plain(v):
-    """A numpy scalar as the Python value it holds (so messages read ``1``, not ``np.int64(1)``)."""
-    return v.item() if isinstance(v, np.generic) else v
 
 
 def _surprise():
@@ -134,15 +129,16 @@ class RatingsFrame:
         bad = r.isna()
         if bad.any():
             row = int(np.flatnonzero(bad.to_numpy())[0])
-            raise ValueError(f"ratings[{self.rating!r}] must hold numbers, got {ratings[self.rating].iloc[row]!r} "
+            raise ValueError(f"ratings[{self.rating!r}] must hold numbers, got "
+                             f"{plain_value(ratings[self.rating].iloc[row])!r} "
                              f"at row {row}")
         if r.dtype.kind not in "biuf":
             raise TypeError(f"ratings[{self.rating!r}] must hold real numbers, got dtype {r.dtype} "
-                            f"(for example {ratings[self.rating].iloc[0]!r})")
+                            f"(for example {plain_value(ratings[self.rating].iloc[0])!r})")
         r = r.to_numpy(dtype=np.float64)
         if not np.all(np.isfinite(r)):
             row = int(np.flatnonzero(~np.isfinite(r))[0])
-            raise ValueError(f"ratings[{self.rating!r}] must be finite, got {r[row]!r} at row {row}")
+            raise ValueError(f"ratings[{self.rating!r}] must be finite, got {plain_value(r[row])!r} at row {row}")
         if np.any(r == 0):
             row = int(np.flatnonzero(r == 0)[0])
             raise ValueError(f"ratings[{self.rating!r}] holds 0 at row {row}; 0 means 'not rated' in a rating "
@@ -150,7 +146,8 @@ class RatingsFrame:
         dup = ratings.duplicated([self.user, self.item])
         if dup.any():
             row = int(np.flatnonzero(dup.to_numpy())[0])
-            raise ValueError(f"user {ratings[self.user].iloc[row]!r} rates item {ratings[self.item].iloc[row]!r} "
+            raise ValueError(f"user {plain_value(ratings[self.user].iloc[row])!r} rates item "
+                             f"{plain_value(ratings[self.item].iloc[row])!r} "
                              f"more than once (row {row}); keep one rating per (user, item) pair")
         return r
 
@@ -213,7 +210,7 @@ class RatingsFrame:
             if np.any(idx < 0):
                 unknown = pd.unique(ratings[col].to_numpy()[idx < 0])
                 raise ValueError(f"{len(unknown)} {what} id(s) unknown to this RatingsFrame, for example "
-                                 f"{unknown[0]!r}; fit it on every rating first")
+                                 f"{plain_value(unknown[0])!r}; fit it on every rating first")
         X = sp.csr_matrix((r, (rows, cols)), shape=self.shape, dtype=np.float64)
         X.sort_indices()
         return X
@@ -250,7 +247,7 @@ class RatingsFrame:
         if not np.all(np.isfinite(X.data)):
             bad = X.data[~np.isfinite(X.data)][0]
             raise ValueError(f"X holds {int(np.sum(~np.isfinite(X.data)))} non-finite rating(s) (for example "
-                             f"{bad!r}); a released rating is a finite number, 0 meaning 'not rated'")
+                             f"{plain_value(bad)!r}); a released rating is a finite number, 0 meaning 'not rated'")
         X.sort_indices()
         rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
         # a rating stored as two summands summed in float64: refused if an integer dtype cannot hold the sum
@@ -292,7 +289,7 @@ class RatingsFrame:
                             f"{kind}{hint}")
         dup = values.index.duplicated()
         if dup.any():  # pandas' "cannot reindex on an axis with duplicate labels" did not say which
-            raise ValueError(f"{name} gives user {values.index[dup][0]!r} more than one value "
+            raise ValueError(f"{name} gives user {plain_value(values.index[dup][0])!r} more than one value "
                              f"({int(dup.sum())} repeated id(s)); expected one value per user id")
         self._check_label_ids(values.index, name)
         out = values.reindex(self.user_ids_)
@@ -303,18 +300,18 @@ class RatingsFrame:
         unknown = ids[self.user_ids_.get_indexer(ids) < 0]
         if len(unknown) == 0:
             return
-        example = _plain(unknown[0])
+        example = plain_value(unknown[0])
         hint = ""
         at = pd.Index([str(u) for u in self.user_ids_]).get_indexer([str(example)])[0]
         if at >= 0:
-            match = _plain(self.user_ids_[at])
+            match = plain_value(self.user_ids_[at])
             hint = (f"; {example!r} ({type(example).__name__}) differs from user {match!r} "
                     f"({type(match).__name__}) only in type")
         what = (f"{len(unknown)} of the {len(ids)} ids of {name} match no user of this RatingsFrame, for "
                 f"example {example!r}{hint}")
         if len(unknown) == len(ids):
             raise ValueError(f"{what}; every user would be 'not disclosed' (expected ids among the user ids, "
-                             f"for example {_plain(self.user_ids_[0])!r})")
+                             f"for example {plain_value(self.user_ids_[0])!r})")
         warnings.warn(f"{what}; their values are left out and users without a value get -1 ('not disclosed')",
                       UserWarning, stacklevel=3)
 
@@ -347,9 +344,9 @@ class RatingsFrame:
         out = (r < low - tol) | (r > high + tol)
         if out.any():
             # surprise keeps such ratings as they are and clips only its predictions
-            raise ValueError(f"{int(out.sum())} rating(s) lie outside rating_scale {tuple(rating_scale)!r} (for "
-                             f"example {r[out][0]!r} at row {int(np.flatnonzero(out)[0])}); pass the scale the "
-                             "ratings are on")
+            raise ValueError(f"{int(out.sum())} rating(s) lie outside rating_scale "
+                             f"{plain_value(tuple(rating_scale))!r} (for example {plain_value(r[out][0])!r} at row "
+                             f"{int(np.flatnonzero(out)[0])}); pass the scale the ratings are on")
         reader = surprise.Reader(rating_scale=tuple(rating_scale))
         return surprise.Dataset.load_from_df(df, reader)
 

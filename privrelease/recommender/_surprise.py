@@ -22,7 +22,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..utils import check_random_source, check_rating_matrix, check_rating_scale
 from ..utils._constraints import RANDOM_STATE_CONSTRAINT, NumberInterval
 from ..utils._threads import single_threaded_blas
-from ..utils._validation import check_allocation, check_bool_number_mix, check_table
+from ..utils._validation import check_allocation, check_bool_number_mix, check_table, plain_value
 
 __all__ = ["SurpriseRecommender"]
 
@@ -483,7 +483,7 @@ class SurpriseRecommender(BaseEstimator):
         check_bool_number_mix(ids, name, what="id", whole="the ids")
         if pd.Index(ids).has_duplicates:
             raise ValueError(f"{name} must be unique, got duplicates such as "
-                             f"{pd.Index(ids)[pd.Index(ids).duplicated()][0]!r}")
+                             f"{plain_value(pd.Index(ids)[pd.Index(ids).duplicated()][0])!r}")
         return ids
 
     # ------------------------------------------------------------ fold-in

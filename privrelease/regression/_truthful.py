@@ -24,7 +24,7 @@ from ..noise import VectorLaplace
 from ..noise._laplace import _warn_infinite_epsilon
 from ..utils import check_number, check_random_source
 from ..utils._linalg import ridge_svd
-from ..utils._validation import check_real_target, check_same_index, check_table
+from ..utils._validation import check_real_target, check_same_index, check_table, plain_value
 from ..utils._constraints import RANDOM_STATE_CONSTRAINT, NumberInterval
 
 __all__ = [
@@ -180,7 +180,7 @@ def brier_payment(outcome, prediction, *, response_bound=1.0, scale=1.0, offset=
         arr = check_real_target(np.asarray(value), name).astype(float)
         if np.any(np.isnan(arr)):
             # clipping keeps NaN: the payment would be NaN
-            raise ValueError(f"{name} must not contain NaN, got {value!r}")
+            raise ValueError(f"{name} must not contain NaN, got {plain_value(value)!r}")
         arrays.append(arr)
     try:
         np.broadcast_shapes(arrays[0].shape, arrays[1].shape)

@@ -17,6 +17,7 @@ import numbers
 import os
 
 import numpy as np
+from ._validation import plain_value
 
 __all__ = [
     "RandomSource",
@@ -182,10 +183,10 @@ class RandomSource:
         if bad.any() or not np.all((total > 0) & np.isfinite(total)):
             if bad.any():
                 r, c = np.argwhere(bad)[0]
-                what = f"entry ({r}, {c}) is {p[r, c]!r}"
+                what = f"entry ({r}, {c}) is {plain_value(p[r, c])!r}"
             else:
                 r = int(np.flatnonzero(~((total > 0) & np.isfinite(total)))[0])
-                what = f"row {r} sums to {total[r]!r}"
+                what = f"row {r} sums to {plain_value(total[r])!r}"
             raise ValueError(f"probabilities must be finite, non-negative and give each row a positive total, but "
                              f"{what}; expected a row-stochastic matrix")
         cdf = np.cumsum(p, axis=1)

@@ -21,6 +21,20 @@ __all__ = [
 ]
 
 
+def plain_value(value):
+    """``value`` as an error message shows it: a numpy scalar (or 0-d array) as the Python value it holds.
+
+    Messages format values with ``{value!r}``; under numpy 2 a numpy scalar's repr is
+    ``np.float64(1.1)``, ``np.int64(1)`` or ``np.str_('a')``, where the user wrote ``1.1``, ``1``
+    or ``'a'``. Lists and tuples are converted element by element; anything else is returned as is.
+    """
+    if isinstance(value, np.generic) or (isinstance(value, np.ndarray) and value.ndim == 0):
+        return value.item()
+    if type(value) in (list, tuple):
+        return type(value)(plain_value(v) for v in value)
+    return value
+
+
 def check_number(value, name, *, low=None, high=None, low_inclusive=True,
                  high_inclusive=True, allow_inf=False, integer=False):
     """Validate one real number and return it as ``float`` (or ``int``).
@@ -34,7 +48,7 @@ def check_number(value, name, *, low=None, high=None, low_inclusive=True,
     """
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         kind = "an integer" if integer else "a real number"
-        raise TypeError(f"{name} must be {kind}, got {value!r} of type {type(value).__name__}")
+        raise TypeError(f"{name} must be {kind}, got {plain_value(value)!r} of type {type(value).__name__}")
     try:
         v = float(value)
     except OverflowError:  # an int (or Fraction) beyond float64, such as 10**400
@@ -43,17 +57,17 @@ def check_number(value, name, *, low=None, high=None, low_inclusive=True,
             raise ValueError(f"{name} must be finite, got a number of {abs(int(value)).bit_length()} bits, "
                              "beyond the float64 range") from None
     if integer and not (isinstance(value, numbers.Integral) or v.is_integer()):
-        raise TypeError(f"{name} must be an integer, got {value!r}")
+        raise TypeError(f"{name} must be an integer, got {plain_value(value)!r}")
     if np.isnan(v):
         raise ValueError(f"{name} must be a number, got NaN")
     if np.isinf(v) and not allow_inf:
-        raise ValueError(f"{name} must be finite, got {value!r}")
+        raise ValueError(f"{name} must be finite, got {plain_value(value)!r}")
     if low is not None and (v < low or (v == low and not low_inclusive)):
         op = ">=" if low_inclusive else ">"
-        raise ValueError(f"{name} must be {op} {low}, got {value!r}")
+        raise ValueError(f"{name} must be {op} {low}, got {plain_value(value)!r}")
     if high is not None and (v > high or (v == high and not high_inclusive)):
         op = "<=" if high_inclusive else "<"
-        raise ValueError(f"{name} must be {op} {high}, got {value!r}")
+        raise ValueError(f"{name} must be {op} {high}, got {plain_value(value)!r}")
     return int(v) if integer else v
 
 
@@ -66,7 +80,7 @@ def check_n_jobs(n_jobs):
     if n_jobs is None:
         return None
     if isinstance(n_jobs, (bool, np.bool_)) or not isinstance(n_jobs, numbers.Integral):
-        raise TypeError(f"n_jobs must be None or a nonzero integer (-1 = every core), got {n_jobs!r}")
+        raise TypeError(f"n_jobs must be None or a nonzero integer (-1 = every core), got {plain_value(n_jobs)!r}")
     if n_jobs == 0:
         raise ValueError("n_jobs must be None or a nonzero integer (-1 = every core), got 0")
     return int(n_jobs)
@@ -139,7 +153,7 @@ def as_int64_codes(X, name, what="integer codes"):
                 if _all_python_ints(values):  # exact: the float64 copy of 2**63 - 1 is 2**63
                     _refuse_beyond_int64(values, name, what)
                 v = values.flat[i]
-                v = v.item() if isinstance(v, np.generic) else v
+                v = plain_value(v)
         raise ValueError(f"{name} must hold {what} (whole numbers within the int64 range), got {v!r}")
     return X.astype(np.int64)
 
@@ -234,14 +248,14 @@ def check_rating_scale(value, name="rating_scale"):
     try:
         low, high = value
     except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a pair (low, high), got {value!r}") from None
+        raise ValueError(f"{name} must be a pair (low, high), got {plain_value(value)!r}") from None
     for v in (low, high):
         if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real):
-            raise TypeError(f"{name} must hold two real numbers, got {value!r}")
+            raise TypeError(f"{name} must hold two real numbers, got {plain_value(value)!r}")
     if not (np.isfinite(low) and np.isfinite(high) and low < high):
-        raise ValueError(f"{name} must be (low, high) with finite low < high, got {tuple(value)!r}")
+        raise ValueError(f"{name} must be (low, high) with finite low < high, got {plain_value(tuple(value))!r}")
     if low <= 0 <= high:
-        raise ValueError(f"{name} = {value!r} holds 0: {ZERO_NOT_RATED}")
+        raise ValueError(f"{name} = {plain_value(value)!r} holds 0: {ZERO_NOT_RATED}")
     return float(low), float(high)
 
 
@@ -291,7 +305,7 @@ def check_rating_matrix(X, *, name="X", rating_range=None, dtype=(np.float64, np
     if not finite.all():
         bad = data[~finite].ravel()[0]
         raise ValueError(
-            f"{name} contains {np.count_nonzero(~finite)} non-finite rating(s) (for example {bad!r}); "
+            f"{name} contains {np.count_nonzero(~finite)} non-finite rating(s) (for example {plain_value(bad)!r}); "
             "ratings must be finite numbers with 0 meaning 'not rated'"
         )
     if rating_range is not None:
@@ -301,7 +315,7 @@ def check_rating_matrix(X, *, name="X", rating_range=None, dtype=(np.float64, np
         if np.any(out):
             raise ValueError(
                 f"{name} has {np.count_nonzero(out)} rating(s) outside the rating scale "
-                f"[{low}, {high}] (for example {vals[out].ravel()[0]!r}); 0 means 'not rated'"
+                f"[{low}, {high}] (for example {plain_value(vals[out].ravel()[0])!r}); 0 means 'not rated'"
             )
     return Xc, fmt
 
@@ -434,7 +448,8 @@ def check_same_index(X, y, name="y", *, x_name="X"):
     k = int(np.flatnonzero(ix.to_numpy(dtype=object) != iy.to_numpy(dtype=object))[0])
     same = "the same labels in another order" if ix.sort_values().equals(iy.sort_values()) else "other labels"
     raise ValueError(
-        f"{name} is indexed differently from {x_name} ({same}: row {k} is {ix[k]!r} in {x_name} but {iy[k]!r} in "
+        f"{name} is indexed differently from {x_name} ({same}: row {k} is {plain_value(ix[k])!r} in {x_name} but "
+        f"{plain_value(iy[k])!r} in "
         f"{name}); rows are paired by position, so users would get other users' labels: align it first "
         f"({name}.reindex({x_name}.index)), or pass {name}.to_numpy() if the positions already match"
     )
@@ -486,7 +501,8 @@ def check_real_target(y, name="y", what="real numbers"):
     """
     if y.dtype.kind not in "biuf":
         first = y.ravel()[0] if y.size else None
-        raise TypeError(f"{name} must hold {what}, got an array of dtype {y.dtype} (for example {first!r})")
+        raise TypeError(f"{name} must hold {what}, got an array of dtype {y.dtype} (for example "
+                        f"{plain_value(first)!r})")
     return y
 
 
@@ -513,7 +529,7 @@ def _check_finite_labels(y, labeled, name):
     if bad_at.size:
         i = int(bad_at[0])
         raise ValueError(
-            f"{name} holds {bad_at.size} infinite label(s) (for example {y[i]!r} at index {i}); a private "
+            f"{name} holds {bad_at.size} infinite label(s) (for example {plain_value(y[i])!r} at index {i}); a private "
             "attribute's values are finite classes, and a user who did not disclose it is marked -1 or NaN"
         )
 
@@ -532,7 +548,7 @@ def _check_categorical_labels(y, labeled, name):
     bad_at = at[vals != np.round(vals)]
     if bad_at.size:
         i = int(bad_at[0])
-        v = y[i].item() if isinstance(y[i], np.generic) else y[i]
+        v = plain_value(y[i])
         raise ValueError(
             f"{name} holds {bad_at.size} non-integer number(s) (for example {v!r} at index {i}); a private "
             "attribute is a category (scikit-learn's classifiers refuse such a continuous target too): bin a "

@@ -22,6 +22,9 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "bad_inputs.md"
+#: numpy 2's scalar reprs (np.float64(1.1), np.int64(1), np.True_, np.str_('a')): a message shows the plain value
+NUMPY_REPR = re.compile(r"\bnp\.(?:(?:(?:u?int|float|complex)\d+|bool_?|str_|bytes_|void|longdouble|clongdouble|"
+                        r"datetime64|timedelta64)\(|True_|False_)")
 
 PRIOR = np.array([[0.4, 0.1], [0.1, 0.4]])
 D2 = 1.0 - np.eye(2)
@@ -88,6 +91,13 @@ def _bad_file(name, text):
     base = _tempdir(prefix="badinput-")
     (base / name).write_text(text)
     return base / name
+
+
+def _bytes_file(name, data):
+    """A file of these bytes under a temporary folder (as :func:`_bad_file`)."""
+    path = _bad_file(name, "")
+    path.write_bytes(data)
+    return path
 
 
 def _rating_files():
@@ -577,6 +587,15 @@ def _catalogue():
          lambda: make_ratings(10, 10, mean_ratings_per_user=5, activity_skew=1e300), ValueError, "1e+300"),
         ("datasets", "load_ratings_csv(file starting with a UTF-8 byte-order mark, encoding='latin-1')",
          lambda: load_ratings_csv(_bom_file(), encoding="latin-1"), ValueError, "'latin-1'"),
+        ("datasets", "load_ratings_csv(a gzip-compressed file)",
+         lambda: load_ratings_csv(_bytes_file("r.csv.gz", __import__("gzip").compress(b"user,item,rating\n1,2,5\n"))),
+         ValueError, "gzip-compressed"),
+        ("datasets", "load_ratings_csv(a UTF-16 file) (encoding='utf-8')",
+         lambda: load_ratings_csv(_bytes_file("r.csv", "user,item,rating\n1,2,5\n".encode("utf-16"))), ValueError,
+         "encoding='utf-16'"),
+        ("datasets", "load_ratings_csv(file with a line of 9 MiB)",
+         lambda: load_ratings_csv(_bytes_file("r.csv", b"user,item,rating\n" + b"u" * 9 * 2**20 + b",1,5\n")),
+         ValueError, "8 MiB"),
         ("datasets", "load_ratings_csv(path, encoding='rot13') (a codec, not a text encoding)",
          lambda: load_ratings_csv(_bad_file("r.csv", "user,item,rating\n1,2,5\n"), encoding="rot13"), ValueError,
          "'rot13'"),
@@ -733,6 +752,8 @@ def test_bad_input_row(index):
     message = str(exc)
     assert message, f"{call}: empty error message"
     assert must_mention in message, f"{call}: message does not mention {must_mention!r}: {message!r}"
+    # a numpy scalar quoted with !r reads np.float64(1.1) under numpy 2, where the user wrote 1.1
+    assert not NUMPY_REPR.search(message), f"{call}: message quotes a numpy repr: {message!r}"
 
 
 def test_document_is_up_to_date():

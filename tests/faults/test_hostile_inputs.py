@@ -232,7 +232,7 @@ def test_biased_laplace_release_size_is_checked():
 def test_accountant_refuses_nan_payments_and_unhashable_population():
     acc = PrivacyAccountant(epsilon=10)
     # NaN payments used to be recorded, making every later total NaN
-    with pytest.raises(ValueError, match=r"payments must be finite numbers, got np.float64\(nan\) at index 1"):
+    with pytest.raises(ValueError, match=r"payments must be finite numbers, got nan at index 1"):
         acc.spend(1.0, population="p", individual_epsilons=[1.0, 0.5], payments=[1.0, np.nan])
     with pytest.raises(TypeError, match=r"population must be a hashable name .*got \[1\] of type list"):
         acc.spend(1.0, population=[1], individual_epsilons=[1.0])
@@ -245,7 +245,7 @@ def test_privacy_cost_and_contract_valuations_are_checked():
     from privrelease.contracts import design_contract, privacy_cost
 
     # privacy_cost(1, nan) returned nan and privacy_cost(1, -1) a negative cost
-    with pytest.raises(ValueError, match=r"epsilon must be >= 0 \(and not NaN\), got np.float64\(nan\)"):
+    with pytest.raises(ValueError, match=r"epsilon must be >= 0 \(and not NaN\), got nan$"):
         privacy_cost(1.0, np.nan)
     with pytest.raises(ValueError, match=r"epsilon must be >= 0.*-1.0"):
         privacy_cost(1.0, -1.0)
@@ -370,7 +370,7 @@ def test_kde_prior_non_finite_message_names_the_value():
 
     # was "X must be a finite 2-D array with at least 2 rows, got shape (2, 2)": true of that shape
     with pytest.raises(ValueError,
-                       match=r"X must be finite, got 1 non-finite value\(s\) \(for example np.float64\(nan\)\)"):
+                       match=r"X must be finite, got 1 non-finite value\(s\) \(for example nan\)"):
         kde_prior(np.array([[np.nan, 1.0], [1.0, 2.0]]), [0, 1])
 
 

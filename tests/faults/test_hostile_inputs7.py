@@ -275,10 +275,10 @@ def test_the_release_sampler_refuses_rows_that_are_not_distributions():
 
     source = check_random_source(0)
     # a NaN or negative row drew outcome 0, an all-zero row its last outcome: outcomes of probability 0
-    for row, what in (([0.5, np.nan], r"entry \(0, 1\) is np.float64\(nan\)"),
-                      ([1.5, -0.5], r"entry \(0, 1\) is np.float64\(-0.5\)"),
-                      ([0.0, 0.0], r"row 0 sums to np.float64\(0.0\)"),
-                      ([1.7e308, 1.7e308], r"row 0 sums to np.float64\(inf\)")):
+    for row, what in (([0.5, np.nan], r"entry \(0, 1\) is nan;"),
+                      ([1.5, -0.5], r"entry \(0, 1\) is -0.5;"),
+                      ([0.0, 0.0], r"row 0 sums to 0.0;"),
+                      ([1.7e308, 1.7e308], r"row 0 sums to inf;")):
         with pytest.raises(ValueError, match=what):
             source.categorical(np.array([row]))
     with pytest.raises(ValueError, match="row 0 sums to"):

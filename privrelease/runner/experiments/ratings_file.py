@@ -42,6 +42,7 @@ import pandas as pd
 from .._schema import (Bool, Choice, Either, File, Float, Int, PipelineError, Seed, Seq, Table, Text,
                        quick_values)
 from ...utils import check_rating_scale
+from ...utils._validation import plain_value
 from .movielens_gender import analyse_ratings
 from .synthetic_ratings import _LEVELS_CAP, MAPPER, N_CLUSTERS_RULES, PROTOCOL_PARAMETERS, RECOMMENDER
 
@@ -200,8 +201,8 @@ def read_data(path=None, users_path=None, **options):
     if np.any(count > 1):
         # "7" and "7.0" both name the integer user 7: the later row silently won
         twice = int(hit[count > 1][0])
-        raise PipelineError(f"the users file {users_path!r} names user {user_ids[twice].item()!r} more than once (as "
-                            f"{', '.join(repr(str(v)) for v in ids[matched == twice])} in column "
+        raise PipelineError(f"the users file {users_path!r} names user {plain_value(user_ids[twice])!r} more than "
+                            f"once (as {', '.join(repr(str(v)) for v in ids[matched == twice])} in column "
                             f"{opts['users_id_col']!r}); expected one row per user")
     row_of = -np.ones(user_ids.size, dtype=np.int64)
     row_of[matched[matched >= 0]] = np.flatnonzero(matched >= 0)
@@ -281,7 +282,7 @@ def _scale(R, given):
 def _read_users(path, id_col, columns, sep, encoding, names=None):
     """The users file's id and attribute columns as stripped text (``__id__``: the id); ``names``: the columns'
     names of a file without a header line (its first line is a user's)."""
-    from ...datasets._movielens import _check_encoding, _check_field_counts
+    from ...datasets._movielens import _check_encoding, _check_field_counts, _check_line_lengths
 
     file, what = os.path.expanduser(path), f"the users file {path!r}"
     if not sep:
@@ -289,6 +290,7 @@ def _read_users(path, id_col, columns, sep, encoding, names=None):
                             "',' or '\\t')")
     try:
         _check_encoding(file, encoding, what, name="users_encoding")
+        _check_line_lengths(file, what)
     except (ValueError, TypeError) as exc:  # "users_encoding 'hex' is ..." or "the users file ... starts with"
         raise PipelineError(str(exc) if str(exc).startswith(what) else f"parameter {exc}") from None
     if names is not None:  # a row longer than users_columns: pandas' "Error tokenizing data" otherwise
@@ -301,7 +303,7 @@ def _read_users(path, id_col, columns, sep, encoding, names=None):
             # a row longer than the header: refused below by _check_field_counts, naming the line
             warnings.simplefilter("ignore", pd.errors.ParserWarning)
             df = pd.read_csv(file, sep=sep, dtype=str, keep_default_na=False, encoding=encoding,
-                             engine="python" if len(sep) > 1 else "c", index_col=False,
+                             engine="python" if len(sep) > 1 else "c", index_col=False, compression=None,
                              **({} if names is None else {"header": None, "names": list(names)}))
     except pd.errors.EmptyDataError:
         raise PipelineError(f"parameter users_path = {path!r}: the users file is empty; expected "
@@ -348,7 +350,7 @@ def _read_users(path, id_col, columns, sep, encoding, names=None):
                             f"(the first is data row {blank[0] + 1}); expected every row to name its user")
     repeated = ids[ids.duplicated()]
     if not repeated.empty:
-        raise PipelineError(f"the users file {path!r} names user {repeated.iloc[0]!r} more than once "
+        raise PipelineError(f"the users file {path!r} names user {plain_value(repeated.iloc[0])!r} more than once "
                             f"({repeated.size} repeated id(s) in column {id_col!r}); expected one row per user")
     out = pd.DataFrame({c: df[c].astype(str).str.strip() for c in columns})
     out["__id__"] = ids.to_numpy()
