@@ -15,7 +15,7 @@ from ..utils import check_random_source
 from ..utils._validation import check_real_target, check_same_index, check_table
 from ..utils._constraints import RANDOM_STATE_CONSTRAINT, NumberInterval
 from ._dclef import DCLEF, _check_vector, check_data_range
-from ._mechanism import fair_inner_product
+from ._mechanism import _fair_inner_product_rows, fair_inner_product
 from ._predictors import knn_weights, nadaraya_watson_weights, ridge_weights
 
 __all__ = ["DCLEFEstimator"]
@@ -331,8 +331,17 @@ class DCLEFEstimator(RegressorMixin, BaseEstimator):
         """The auctions, releases and records of :meth:`predict`, given the query weights (``acc`` held)."""
         spent = acc.individual_spent(self.population_, self.X_fit_.shape[0])
         preds = np.empty(Wq.shape[0])
+        batch = None
+        if self.epsilon_cap_ is None and Wq.shape[0] > 1 and np.isfinite(Wq).all():
+            # without a cap no query's auction depends on the earlier ones: run them in batches (same
+            # outcomes as one fair_inner_product per query); spends and noise draws stay one by one, in order
+            batch = _fair_inner_product_rows(self.unit_costs_, Wq, self.budget, data_range=self.data_range_)
+            no_exclusion = np.zeros(Wq.shape[1], dtype=bool)
         for q in range(Wq.shape[0]):
-            res, excluded = self._run_query(Wq[q], spent)
+            if batch is None:
+                res, excluded = self._run_query(Wq[q], spent)
+            else:
+                res, excluded = next(batch), no_exclusion
             est = DCLEF(Wq[q], res.x, self.data_range_)
             max_eps = float(res.epsilons.max()) if res.epsilons.size else 0.0
             acc.spend(max_eps, population=self.population_, individual_epsilons=res.epsilons,

@@ -873,6 +873,48 @@ def fair_inner_product(unit_costs, weights, budget, *, data_range=(0.0, 1.0)):
     )
 
 
+_BATCH_ENTRIES = 2**16   # entries of the (rows, n) arrays per _fip_core call in _fair_inner_product_rows
+
+
+def _fair_inner_product_rows(unit_costs, weights, budget, *, data_range=(0.0, 1.0)):
+    """:func:`fair_inner_product` on each row of ``weights`` with the same costs and budget, in batches.
+
+    Yields one :class:`AuctionResult` per row, equal to ``fair_inner_product(unit_costs, weights[q], budget,
+    data_range=data_range)``: :func:`_fip_core` decides every row on its own (a row's outcome does not depend
+    on the others in its batch). One vectorized pass over a block of rows replaces one pass per row, whose
+    cost (about a hundred numpy calls) dominated short rows: 100 queries on 100 individuals took 1.2 ms
+    each. Rows are taken ``_BATCH_ENTRIES // n`` at a time (at least one) to bound the memory.
+
+    Validation is :func:`fair_inner_product`'s, on the whole matrix: ``weights`` must be a finite
+    2-D array with one column per individual.
+    """
+    v = _check_vector(unit_costs, "unit_costs", allow_inf=True, nonnegative=True)
+    budget = check_number(budget, "budget", low=0)
+    if np.isinf(budget):
+        raise ValueError(f"budget must be finite, got {budget!r}")
+    data_range = check_data_range(data_range)
+    w_all = np.asarray(weights, dtype=np.float64)
+    if w_all.ndim != 2 or w_all.shape[1] != v.shape[0] or v.shape[0] == 0:
+        raise ValueError(f"weights must have shape (n_rows, {v.shape[0]}), got {w_all.shape}")
+    if not np.isfinite(w_all).all():
+        raise ValueError("weights must be finite numbers")
+    n = v.shape[0]
+    step = max(1, _BATCH_ENTRIES // n)
+    for start in range(0, w_all.shape[0], step):
+        w_blk = w_all[start:start + step]
+        a_blk = np.abs(w_blk)
+        out = _fip_core(np.repeat(v[None, :], w_blk.shape[0], axis=0), a_blk, budget)
+        for j in range(w_blk.shape[0]):
+            a = a_blk[j]
+            yield AuctionResult(
+                selected=out["selected"][j], payments=out["payments"][j], epsilons=out["epsilons"][j],
+                weights=w_blk[j].copy(), unit_costs=v, budget=budget, data_range=data_range,
+                branch=_BRANCH_NAMES[int(out["branch"][j])], k=int(out["k"][j]),
+                i_star=int(out["i_star"][j]), r=int(out["r"][j]), p_hat=float(out["p_hat"][j]),
+                zero_weight=a == 0, violates_assumption=(a > 0) & ~out["eligible"][j],
+            )
+
+
 def ghosh_roth(unit_costs, budget, *, data_range=(0.0, 1.0)):
     """The Ghosh-Roth mechanism: FairInnerProduct with equal weights (Sec. 4.2).
 
