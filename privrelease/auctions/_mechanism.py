@@ -765,21 +765,34 @@ def _fip_core(v, a, budget):
                branch=np.where(~has, 0, np.where(greedy, 1, 2)), k=np.where(has, k, 0),
                i_star=np.where(has, i_star, -1), r=r_idx, p_hat=p_hat, eligible=elig,
                exact=flag)
-    for row in np.flatnonzero(flag).tolist():
+    rows = np.flatnonzero(flag)
+    if rows.size == 0:
+        return out
+    exs = []
+    for row in rows.tolist():
         # the long-row fallback computes payments in floating point as the pass above did
         ex = _fip_row_precise(v[row], a[row], B1[row]) if n >= _PRECISE_MIN_N and not ranged[row] else None
         if ex is not None and _precise_out_of_range(ex, v[row], a[row], B1[row]):
             ex = None
         if ex is None:
             ex = _fip_exact_row(v[row], a[row], float(B1[row]))
-        for name in ("selected", "payments", "epsilons", "eligible"):
-            out[name][row] = 0
-        out["eligible"][row, ex["elig"]] = True
-        out["selected"][row, ex["sel"]] = True
-        out["payments"][row, ex["sel"]] = ex["pay"]
-        out["epsilons"][row, ex["sel"]] = ex["eps"]
-        for name in ("branch", "k", "i_star", "r", "p_hat"):
-            out[name][row] = ex[name]
+        exs.append(ex)
+    # written back all at once (a loop of a dozen numpy writes per row cost more than the exact rows
+    # themselves when a batch holds thousands of close calls)
+    for name in ("selected", "payments", "epsilons", "eligible"):
+        out[name][rows] = 0
+    elig = [np.flatnonzero(e["elig"]) if np.asarray(e["elig"]).dtype == bool else np.asarray(e["elig"], np.int64)
+            for e in exs]
+    out["eligible"][np.repeat(rows, [e.size for e in elig]),
+                    np.concatenate(elig).astype(np.int64)] = True
+    sel = [np.asarray(e["sel"], dtype=np.int64) for e in exs]
+    r_sel = np.repeat(rows, [t.size for t in sel])
+    c_sel = np.concatenate(sel)
+    out["selected"][r_sel, c_sel] = True
+    out["payments"][r_sel, c_sel] = np.concatenate([np.asarray(e["pay"], dtype=np.float64) for e in exs])
+    out["epsilons"][r_sel, c_sel] = np.concatenate([np.asarray(e["eps"], dtype=np.float64) for e in exs])
+    for name in ("branch", "k", "i_star", "r", "p_hat"):
+        out[name][rows] = [e[name] for e in exs]
     return out
 
 
