@@ -16,6 +16,7 @@ here find the contracts ``(p_i, epsilon_i)`` of least total payment:
 """
 
 from dataclasses import dataclass, field
+import functools
 import numbers
 
 import numpy as np
@@ -41,6 +42,12 @@ _REL_TOL = 1e-9
 # ----------------------------------------------------------------------------- costs
 
 
+@functools.lru_cache(maxsize=64)
+def _broadcast_shape(shape1, shape2):
+    """``np.broadcast_shapes``, remembered: the water-filling asks for the same few shapes each time."""
+    return np.broadcast_shapes(shape1, shape2)
+
+
 class _Cost:
     """A privacy cost ``c(v, eps)``: increasing in ``v`` and ``eps``, convex in ``eps``, ``c(v, 0) = 0``."""
 
@@ -58,7 +65,9 @@ class _Cost:
         (a callable returning a string or an array of another shape failed inside numpy, naming neither)."""
         with np.errstate(over="ignore", invalid="ignore"):  # inf at a large eps is the right answer, as built in
             out = self.fn(v, eps)
-        shape = np.broadcast_shapes(np.shape(v), np.shape(eps))
+        shape = _broadcast_shape(np.shape(v), np.shape(eps))
+        if type(out) is np.ndarray and out.dtype == np.float64 and out.shape == shape:
+            return out  # the usual answer: nothing to convert or broadcast (the searches call this ~10^5 times)
         kind = np.asarray(out).dtype.kind
         if kind not in "biuf":
             raise TypeError(f"cost {self.name}(v, eps) must return real numbers, got {out!r:.80} "
