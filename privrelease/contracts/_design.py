@@ -68,6 +68,8 @@ class _Cost:
         shape = _broadcast_shape(np.shape(v), np.shape(eps))
         if type(out) is np.ndarray and out.dtype == np.float64 and out.shape == shape:
             return out  # the usual answer: nothing to convert or broadcast (the searches call this ~10^5 times)
+        if type(out) is np.float64 and shape == ():
+            return np.asarray(out)
         kind = np.asarray(out).dtype.kind
         if kind not in "biuf":
             raise TypeError(f"cost {self.name}(v, eps) must return real numbers, got {out!r:.80} "
@@ -114,8 +116,8 @@ class _Cost:
         v = np.asarray(v, dtype=float)
         eps = np.asarray(eps, dtype=float)
         out = np.where(eps > 0, self._evaluate(v, np.where(eps > 0, eps, 0.0)), 0.0)
-        bad = np.isnan(out) | (out < 0)
-        if np.any(bad):
+        if not (out >= 0).all():
+            bad = np.isnan(out) | (out < 0)
             # a callable cost returning NaN gave a contract paying 0 with a = 0 and no error
             i = np.unravel_index(int(np.flatnonzero(bad)[0]), bad.shape)
             vi, ei = np.broadcast_to(v, out.shape)[i], np.broadcast_to(eps, out.shape)[i]
