@@ -889,7 +889,7 @@ def fair_inner_product(unit_costs, weights, budget, *, data_range=(0.0, 1.0)):
 _BATCH_ENTRIES = 2**16   # entries of the (rows, n) arrays per _fip_core call in _fair_inner_product_rows
 
 
-def _fair_inner_product_rows(unit_costs, weights, budget, *, data_range=(0.0, 1.0)):
+def _fair_inner_product_rows(unit_costs, weights, budget, *, data_range=(0.0, 1.0), first_block=None):
     """:func:`fair_inner_product` on each row of ``weights`` with the same costs and budget, in batches.
 
     Yields one :class:`AuctionResult` per row, equal to ``fair_inner_product(unit_costs, weights[q], budget,
@@ -897,7 +897,8 @@ def _fair_inner_product_rows(unit_costs, weights, budget, *, data_range=(0.0, 1.
     on the others in its batch). One vectorized pass over a block of rows replaces one pass per row, whose
     fixed cost (about a hundred numpy calls) dominated short rows: ``DCLEFEstimator.predict`` of 100 queries
     on 100 individuals took about half the time. Rows are taken ``_BATCH_ENTRIES // n`` at a time (at least
-    one) to bound the memory.
+    one) to bound the memory; ``first_block`` rows first, then twice as many each block up to that size,
+    for a caller that may stop early (fewer rows computed for nothing).
 
     Validation is :func:`fair_inner_product`'s, on the whole matrix: ``weights`` must be a finite
     2-D array with one column per individual.
@@ -913,9 +914,13 @@ def _fair_inner_product_rows(unit_costs, weights, budget, *, data_range=(0.0, 1.
     if not np.isfinite(w_all).all():
         raise ValueError("weights must be finite numbers")
     n = v.shape[0]
-    step = max(1, _BATCH_ENTRIES // n)
-    for start in range(0, w_all.shape[0], step):
+    top = max(1, _BATCH_ENTRIES // n)
+    step = top if first_block is None else max(1, min(int(first_block), top))
+    start = 0
+    while start < w_all.shape[0]:
         w_blk = w_all[start:start + step]
+        start += w_blk.shape[0]
+        step = min(2 * step, top)
         a_blk = np.abs(w_blk)
         out = _fip_core(np.repeat(v[None, :], w_blk.shape[0], axis=0), a_blk, budget)
         for j in range(w_blk.shape[0]):
