@@ -15,7 +15,7 @@ from ..utils import check_random_source
 from ..utils._validation import check_real_target, check_same_index, check_table
 from ..utils._constraints import RANDOM_STATE_CONSTRAINT, NumberInterval
 from ._dclef import DCLEF, _check_vector, check_data_range
-from ._mechanism import fair_inner_product
+from ._mechanism import _fair_inner_product_rows, fair_inner_product
 from ._predictors import knn_weights, nadaraya_watson_weights, ridge_weights
 
 __all__ = ["DCLEFEstimator"]
@@ -331,8 +331,29 @@ class DCLEFEstimator(RegressorMixin, BaseEstimator):
         """The auctions, releases and records of :meth:`predict`, given the query weights (``acc`` held)."""
         spent = acc.individual_spent(self.population_, self.X_fit_.shape[0])
         preds = np.empty(Wq.shape[0])
+        cap = self.epsilon_cap_
+        # The auctions run in batches (the same outcome per row as one fair_inner_product per query): a query's
+        # first auction depends on the earlier queries only through the individuals already at their cap, so a
+        # batch computed for one excluded set serves every query that finds the same set; a query that finds
+        # another set, or whose auction would take someone past the cap, goes through _run_query as before.
+        # Spends and noise draws stay one by one, in order: seeded predictions are unchanged.
+        batched = Wq.shape[0] > 1 and np.isfinite(Wq).all()
+        batch, batch_excluded = None, None
         for q in range(Wq.shape[0]):
-            res, excluded = self._run_query(Wq[q], spent)
+            res = None
+            if batched:
+                excluded = np.zeros(Wq.shape[1], dtype=bool) if cap is None else spent >= cap
+                if batch is None or not np.array_equal(excluded, batch_excluded):
+                    v = self.unit_costs_.copy()
+                    v[excluded] = np.inf
+                    batch = _fair_inner_product_rows(v, Wq[q:], self.budget, data_range=self.data_range_,
+                                                     first_block=None if cap is None else 4)
+                    batch_excluded = excluded
+                res = next(batch)
+                if cap is not None and (res.selected & (spent + res.epsilons > cap * (1 + 1e-12))).any():
+                    res = None
+            if res is None:
+                res, excluded = self._run_query(Wq[q], spent)
             est = DCLEF(Wq[q], res.x, self.data_range_)
             max_eps = float(res.epsilons.max()) if res.epsilons.size else 0.0
             acc.spend(max_eps, population=self.population_, individual_epsilons=res.epsilons,

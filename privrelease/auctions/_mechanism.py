@@ -765,21 +765,34 @@ def _fip_core(v, a, budget):
                branch=np.where(~has, 0, np.where(greedy, 1, 2)), k=np.where(has, k, 0),
                i_star=np.where(has, i_star, -1), r=r_idx, p_hat=p_hat, eligible=elig,
                exact=flag)
-    for row in np.flatnonzero(flag).tolist():
+    rows = np.flatnonzero(flag)
+    if rows.size == 0:
+        return out
+    exs = []
+    for row in rows.tolist():
         # the long-row fallback computes payments in floating point as the pass above did
         ex = _fip_row_precise(v[row], a[row], B1[row]) if n >= _PRECISE_MIN_N and not ranged[row] else None
         if ex is not None and _precise_out_of_range(ex, v[row], a[row], B1[row]):
             ex = None
         if ex is None:
             ex = _fip_exact_row(v[row], a[row], float(B1[row]))
-        for name in ("selected", "payments", "epsilons", "eligible"):
-            out[name][row] = 0
-        out["eligible"][row, ex["elig"]] = True
-        out["selected"][row, ex["sel"]] = True
-        out["payments"][row, ex["sel"]] = ex["pay"]
-        out["epsilons"][row, ex["sel"]] = ex["eps"]
-        for name in ("branch", "k", "i_star", "r", "p_hat"):
-            out[name][row] = ex[name]
+        exs.append(ex)
+    # written back all at once (a loop of a dozen numpy writes per row cost more than the exact rows
+    # themselves when a batch holds thousands of close calls)
+    for name in ("selected", "payments", "epsilons", "eligible"):
+        out[name][rows] = 0
+    elig = [np.flatnonzero(e["elig"]) if np.asarray(e["elig"]).dtype == bool else np.asarray(e["elig"], np.int64)
+            for e in exs]
+    out["eligible"][np.repeat(rows, [e.size for e in elig]),
+                    np.concatenate(elig).astype(np.int64)] = True
+    sel = [np.asarray(e["sel"], dtype=np.int64) for e in exs]
+    r_sel = np.repeat(rows, [t.size for t in sel])
+    c_sel = np.concatenate(sel)
+    out["selected"][r_sel, c_sel] = True
+    out["payments"][r_sel, c_sel] = np.concatenate([np.asarray(e["pay"], dtype=np.float64) for e in exs])
+    out["epsilons"][r_sel, c_sel] = np.concatenate([np.asarray(e["eps"], dtype=np.float64) for e in exs])
+    for name in ("branch", "k", "i_star", "r", "p_hat"):
+        out[name][rows] = [e[name] for e in exs]
     return out
 
 
@@ -871,6 +884,54 @@ def fair_inner_product(unit_costs, weights, budget, *, data_range=(0.0, 1.0)):
         i_star=int(out["i_star"][0]), r=int(out["r"][0]), p_hat=float(out["p_hat"][0]),
         zero_weight=a == 0, violates_assumption=(a > 0) & ~out["eligible"][0],
     )
+
+
+_BATCH_ENTRIES = 2**16   # entries of the (rows, n) arrays per _fip_core call in _fair_inner_product_rows
+
+
+def _fair_inner_product_rows(unit_costs, weights, budget, *, data_range=(0.0, 1.0), first_block=None):
+    """:func:`fair_inner_product` on each row of ``weights`` with the same costs and budget, in batches.
+
+    Yields one :class:`AuctionResult` per row, equal to ``fair_inner_product(unit_costs, weights[q], budget,
+    data_range=data_range)``: :func:`_fip_core` decides every row on its own (a row's outcome does not depend
+    on the others in its batch). One vectorized pass over a block of rows replaces one pass per row, whose
+    fixed cost (about a hundred numpy calls) dominated short rows: ``DCLEFEstimator.predict`` of 100 queries
+    on 100 individuals took about half the time. Rows are taken ``_BATCH_ENTRIES // n`` at a time (at least
+    one) to bound the memory; ``first_block`` rows first, then twice as many each block up to that size,
+    for a caller that may stop early (fewer rows computed for nothing).
+
+    Validation is :func:`fair_inner_product`'s, on the whole matrix: ``weights`` must be a finite
+    2-D array with one column per individual.
+    """
+    v = _check_vector(unit_costs, "unit_costs", allow_inf=True, nonnegative=True)
+    budget = check_number(budget, "budget", low=0)
+    if np.isinf(budget):
+        raise ValueError(f"budget must be finite, got {budget!r}")
+    data_range = check_data_range(data_range)
+    w_all = np.asarray(weights, dtype=np.float64)
+    if w_all.ndim != 2 or w_all.shape[1] != v.shape[0] or v.shape[0] == 0:
+        raise ValueError(f"weights must have shape (n_rows, {v.shape[0]}), got {w_all.shape}")
+    if not np.isfinite(w_all).all():
+        raise ValueError("weights must be finite numbers")
+    n = v.shape[0]
+    top = max(1, _BATCH_ENTRIES // n)
+    step = top if first_block is None else max(1, min(int(first_block), top))
+    start = 0
+    while start < w_all.shape[0]:
+        w_blk = w_all[start:start + step]
+        start += w_blk.shape[0]
+        step = min(2 * step, top)
+        a_blk = np.abs(w_blk)
+        out = _fip_core(np.repeat(v[None, :], w_blk.shape[0], axis=0), a_blk, budget)
+        for j in range(w_blk.shape[0]):
+            a = a_blk[j]
+            yield AuctionResult(
+                selected=out["selected"][j], payments=out["payments"][j], epsilons=out["epsilons"][j],
+                weights=w_blk[j].copy(), unit_costs=v, budget=budget, data_range=data_range,
+                branch=_BRANCH_NAMES[int(out["branch"][j])], k=int(out["k"][j]),
+                i_star=int(out["i_star"][j]), r=int(out["r"][j]), p_hat=float(out["p_hat"][j]),
+                zero_weight=a == 0, violates_assumption=(a > 0) & ~out["eligible"][j],
+            )
 
 
 def ghosh_roth(unit_costs, budget, *, data_range=(0.0, 1.0)):

@@ -16,6 +16,7 @@ here find the contracts ``(p_i, epsilon_i)`` of least total payment:
 """
 
 from dataclasses import dataclass, field
+import functools
 import numbers
 
 import numpy as np
@@ -42,6 +43,12 @@ _REL_TOL = 1e-9
 # ----------------------------------------------------------------------------- costs
 
 
+@functools.lru_cache(maxsize=64)
+def _broadcast_shape(shape1, shape2):
+    """``np.broadcast_shapes``, remembered: the water-filling asks for the same few shapes each time."""
+    return np.broadcast_shapes(shape1, shape2)
+
+
 class _Cost:
     """A privacy cost ``c(v, eps)``: increasing in ``v`` and ``eps``, convex in ``eps``, ``c(v, 0) = 0``."""
 
@@ -59,7 +66,11 @@ class _Cost:
         (a callable returning a string or an array of another shape failed inside numpy, naming neither)."""
         with np.errstate(over="ignore", invalid="ignore"):  # inf at a large eps is the right answer, as built in
             out = self.fn(v, eps)
-        shape = np.broadcast_shapes(np.shape(v), np.shape(eps))
+        shape = _broadcast_shape(np.shape(v), np.shape(eps))
+        if type(out) is np.ndarray and out.dtype == np.float64 and out.shape == shape:
+            return out  # the usual answer: nothing to convert or broadcast (the searches call this ~10^5 times)
+        if type(out) is np.float64 and shape == ():
+            return np.asarray(out)
         kind = np.asarray(out).dtype.kind
         if kind not in "biuf":
             raise TypeError(f"cost {self.name}(v, eps) must return real numbers, got {out!r:.80} "
@@ -106,8 +117,8 @@ class _Cost:
         v = np.asarray(v, dtype=float)
         eps = np.asarray(eps, dtype=float)
         out = np.where(eps > 0, self._evaluate(v, np.where(eps > 0, eps, 0.0)), 0.0)
-        bad = np.isnan(out) | (out < 0)
-        if np.any(bad):
+        if not (out >= 0).all():
+            bad = np.isnan(out) | (out < 0)
             # a callable cost returning NaN gave a contract paying 0 with a = 0 and no error
             i = np.unravel_index(int(np.flatnonzero(bad)[0]), bad.shape)
             vi, ei = np.broadcast_to(v, out.shape)[i], np.broadcast_to(eps, out.shape)[i]

@@ -638,16 +638,19 @@ class TruthfulRegressionMechanism(RegressorMixin, BaseEstimator):
         X[bad_x] /= norms[bad_x, None]
         return X, np.clip(y, -Y, Y), n_bad
 
-    def _private_ridge(self, X, y, source):
+    def _private_ridge(self, X, y, source, svd=None):
         """Ridge estimator plus high-dimensional Laplace noise; returns (coef, sensitivity).
 
         ``epsilon = inf`` releases the estimator exactly (``fit`` has warned once for the three
-        releases; a ``VectorLaplace(epsilon=inf)`` would warn again for each).
+        releases; a ``VectorLaplace(epsilon=inf)`` would warn again for each). ``svd``: a list that
+        receives ``ridge_svd(X, alpha)`` (the groups' are used again by :meth:`_best_response_factors`).
         """
         n, d = X.shape
         alpha = float(self.alpha)
         sens = ridge_sensitivity(n, alpha, float(self.response_bound))
-        U, _, Vt, f = ridge_svd(X, alpha)   # by elimination: LinAlgError for a tiny alpha with n < d
+        U, s, Vt, f = ridge_svd(X, alpha)   # by elimination: LinAlgError for a tiny alpha with n < d
+        if svd is not None:
+            svd.append((U, s, Vt, f))
         theta = Vt.T @ (f * (U.T @ y))
         if np.isinf(float(self.epsilon)):
             return theta, sens
@@ -655,13 +658,17 @@ class TruthfulRegressionMechanism(RegressorMixin, BaseEstimator):
                               random_state=source)
         return theta + noise.sample(), sens
 
-    def _best_response_factors(self, X, group):
-        """Rayleigh quotients ``x_i^T S_o x_i / ||x_i||^2`` of the peer group's shrinkage."""
+    def _best_response_factors(self, X, group, group_svd=None):
+        """Rayleigh quotients ``x_i^T S_o x_i / ||x_i||^2`` of the peer group's shrinkage.
+
+        ``group_svd``: ``ridge_svd`` of each group's rows (``fit`` has them), else computed here.
+        """
         out = np.full(X.shape[0], np.nan)
         sq = np.einsum("ij,ij->i", X, X)
         for g in (0, 1):
             # S = V diag(s^2 / (s^2 + alpha)) V^T from the peer group's singular values
-            _, s, Vt, f = ridge_svd(X[group == 1 - g], float(self.alpha))
+            _, s, Vt, f = (ridge_svd(X[group == 1 - g], float(self.alpha)) if group_svd is None
+                           else group_svd[1 - g])
             mine = (group == g) & (sq > 0)
             P = X[mine] @ Vt.T
             out[mine] = (P * P) @ (s * f) / sq[mine]
@@ -715,14 +722,14 @@ class TruthfulRegressionMechanism(RegressorMixin, BaseEstimator):
         group = np.zeros(n, dtype=np.int64)
         group[perm[n // 2:]] = 1
         self.group_ = group
-        coefs, sens = [], []
+        coefs, sens, group_svd = [], [], []
         for g in (0, 1):
-            c, s = self._private_ridge(X[group == g], y[group == g], source)
+            c, s = self._private_ridge(X[group == g], y[group == g], source, svd=group_svd)
             coefs.append(c)
             sens.append(s)
         self.group_coef_ = np.vstack(coefs)
         self.group_sensitivity_ = np.asarray(sens)
-        self.best_response_factors_ = self._best_response_factors(X, group)
+        self.best_response_factors_ = self._best_response_factors(X, group, group_svd)
 
         peer = np.einsum("ij,ij->i", X, self.group_coef_[1 - group])
         own = self._own_prediction(X, y)

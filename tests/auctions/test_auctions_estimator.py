@@ -1,6 +1,7 @@
 """Linear-predictor weights (Sec. 5) and DCLEFEstimator."""
 
 import numpy as np
+import pandas as pd
 import pytest
 from sklearn.base import clone
 from sklearn.linear_model import LinearRegression, Ridge
@@ -239,3 +240,34 @@ def test_per_individual_caps(data):
         DCLEFEstimator(data_range=(1, 5), epsilon_cap=[1, 2, 3]).fit(Y, d)
     with pytest.raises(ValueError, match="epsilon_cap must be >= 0"):
         DCLEFEstimator(data_range=(1, 5), epsilon_cap=-np.ones(60)).fit(Y, d)
+
+
+@pytest.mark.parametrize("seed, budget, cap", [(5, 3.0, None), (5, 3.0, 5.0), (5, 3.0, 0.4), (0, 1.0, 1.0)])
+@pytest.mark.parametrize("predictor", ["knn", "nadaraya_watson", "ridge"])
+def test_batched_queries_release_what_one_query_at_a_time_releases(seed, budget, cap, predictor):
+    """predict runs a call's auctions in batches; with or without epsilon_cap (0.4, 1.0: individuals reach it
+    during the call and are excluded from later queries) every prediction, guarantee and record equals
+    those of the same queries asked one per call (a call with one query runs one auction). Seed 0 with knn:
+    a batch kept after an individual reached the cap would pay others a different price (payments in the
+    records), though it selects the same individuals. The calls are
+    made on the query weights (_predict_queries): a predictor's weights for one row and for a block of rows
+    may differ in the last bit (matrix products), which is not what is tested here."""
+    rng = np.random.default_rng(seed)
+    X, y = rng.normal(size=(60, 3)), rng.uniform(1, 5, 60)
+    costs = rng.exponential(size=60)   # unequal: an excluded individual's cost would change others' prices
+    Xq = rng.normal(size=(40, 3))
+    runs = []
+    for one_by_one in (False, True):
+        acc = PrivacyAccountant()
+        est = DCLEFEstimator(predictor=predictor, epsilon_cap=cap, data_range=(1, 5), budget=budget,
+                             random_state=0, accountant=acc).fit(X, y, unit_costs=costs)
+        Wq = est.auction_weights(Xq)
+        pred = (np.concatenate([est._predict_queries(Wq[i:i + 1], acc) for i in range(len(Xq))]) if one_by_one
+                else est._predict_queries(Wq, acc))
+        runs.append((pred, est.epsilon_spent(), acc.records.drop(columns="population")))
+    np.testing.assert_array_equal(runs[0][0], runs[1][0])
+    np.testing.assert_array_equal(runs[0][1], runs[1][1])
+    assert len(runs[0][2]) == len(Xq)
+    pd.testing.assert_frame_equal(runs[0][2], runs[1][2])
+    if cap is not None:
+        assert np.all(runs[0][1] <= cap * (1 + 1e-12))

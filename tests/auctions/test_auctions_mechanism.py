@@ -15,7 +15,8 @@ from privrelease.auctions import (
     ghosh_roth,
     optimal_dclef,
 )
-from privrelease.auctions._mechanism import _fip_core
+from privrelease.auctions import _mechanism
+from privrelease.auctions._mechanism import _fair_inner_product_rows, _fip_core
 from privrelease.auctions._reference import fair_inner_product_reference
 
 TOL = 1e-9
@@ -104,6 +105,29 @@ def test_fast_matches_quadratic_reference(kind):
             assert fast.k == ref["k"] and fast.i_star == ref["i_star"] and fast.r == ref["r"]
         np.testing.assert_allclose(fast.payments, ref["payments"], rtol=1e-12, atol=0)
         np.testing.assert_allclose(fast.epsilons, ref["epsilons"], rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("kind", ["int", "float", "heavy"])
+@pytest.mark.parametrize("block", [None, 1])
+def test_rows_in_batches_equal_one_auction_per_row(kind, block, monkeypatch):
+    """DCLEFEstimator.predict's batched auctions: each row's result is fair_inner_product's on that row."""
+    if block is not None:
+        monkeypatch.setattr(_mechanism, "_BATCH_ENTRIES", block)   # one row per _fip_core call
+    rng = np.random.default_rng({"int": 11, "float": 12, "heavy": 13}[kind])
+    for n in (2, 7, 70):   # 70: long rows, whose close calls go to _fip_row_precise
+        v, w, B = _instances(rng, 40, n, kind)
+        v = v[0]
+        v[rng.integers(0, n)] = np.inf
+        w[:3, : n // 2] = 0.0
+        rows = list(_fair_inner_product_rows(v, w, float(B[0]), data_range=(1.0, 5.0)))
+        assert len(rows) == w.shape[0]
+        for q, got in enumerate(rows):
+            ref = fair_inner_product(v, w[q], float(B[0]), data_range=(1.0, 5.0))
+            for name in ("selected", "payments", "epsilons", "weights", "zero_weight", "violates_assumption"):
+                np.testing.assert_array_equal(getattr(got, name), getattr(ref, name))
+            assert (got.branch, got.k, got.i_star, got.r, got.data_range) == (
+                ref.branch, ref.k, ref.i_star, ref.r, ref.data_range)
+            assert got.p_hat == ref.p_hat or (np.isnan(got.p_hat) and np.isnan(ref.p_hat))
 
 
 # ---------------------------------------------------------------- exact at thresholds

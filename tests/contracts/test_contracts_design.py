@@ -172,21 +172,25 @@ def test_full_information_bad_input():
 # ------------------------------------------------------------------ menus
 
 
+# rows of the 2-d LP below: G @ (p_H, p_L) >= h; its vertices are the solutions of the nonsingular row pairs
+_G = np.array([[1, 0], [0, 1], [1, -1], [-1, 1], [1, 0], [0, 1]], dtype=float)
+_PAIRS = np.array([(i, j) for i, j in itertools.combinations(range(len(_G)), 2)
+                   if abs(np.linalg.det(_G[[i, j]])) >= 1e-12])
+
+
 def _lp_min_payments(vl, vh, pi, e_h, e_l, weight, cost):
-    """Least expected payment under IR + IC for fixed (eps_H, eps_L): vertex enumeration of the 2-d LP."""
+    """Least expected payment under IR + IC for fixed (eps_H, eps_L): vertex enumeration of the 2-d LP.
+
+    The nonsingular row pairs are found once (_PAIRS) and their vertices solved in one stacked call (the same
+    solves as one np.linalg.solve per pair); each of the four costs is computed once."""
     c = lambda v, e: float(privacy_cost(v, e, cost))  # noqa: E731
-    # rows: G @ (p_H, p_L) >= h
-    G = np.array([[1, 0], [0, 1], [1, -1], [-1, 1], [1, 0], [0, 1]], dtype=float)
-    h = np.array([c(vh, e_h), c(vl, e_l), c(vh, e_h) - c(vh, e_l), c(vl, e_l) - c(vl, e_h), 0, 0])
-    best = np.inf
-    for i, j in itertools.combinations(range(len(h)), 2):
-        M = G[[i, j]]
-        if abs(np.linalg.det(M)) < 1e-12:
-            continue
-        p = np.linalg.solve(M, h[[i, j]])
-        if np.all(G @ p >= h - 1e-9):
-            best = min(best, weight * (pi * p[0] + (1 - pi) * p[1]))
-    return best
+    c_hh, c_ll = c(vh, e_h), c(vl, e_l)
+    h = np.array([c_hh, c_ll, c_hh - c(vh, e_l), c_ll - c(vl, e_h), 0, 0])
+    p = np.linalg.solve(_G[_PAIRS], h[_PAIRS][:, :, None])[:, :, 0]
+    feasible = np.all(p @ _G.T >= h - 1e-9, axis=1)
+    if not feasible.any():
+        return np.inf
+    return float(np.min(weight * (pi * p[feasible, 0] + (1 - pi) * p[feasible, 1])))
 
 
 def _brute_force_menu(vl, vh, pi, K, option, cost, steps=26, b_steps=120):
