@@ -49,7 +49,6 @@ Usage::
 import math
 import os
 import sys
-import time
 import warnings
 from collections import defaultdict
 
@@ -324,7 +323,6 @@ def _key(prior, d, mode, value):
 
 def _curve_problems(prior, d, deltas, outs):
     """Each point's certified line below every other point's leakage; the leakage non-increasing in the budget."""
-    dd = _dense(d)
     pts = []
     for v, r in zip(deltas, outs):
         M = np.asarray(r.mapping.toarray() if hasattr(r.mapping, "toarray") else r.mapping)
@@ -342,7 +340,6 @@ def _curve_problems(prior, d, deltas, outs):
             if vm < vi and fi > fm + 1e-6:
                 probs.append(f"leakage {fi:.9g} at delta={vi:.6g} above {fm:.9g} at the smaller {vm:.6g}")
         _CURVE[id(r)] = probs
-    del dd
 
 
 def run_one(prior, d, mode, value, solver):
