@@ -250,12 +250,19 @@ def _lookup(A, r, c):
 def reduce_outputs(D):
     """The :class:`OutputReduction` of a checked distortion, or None when no output is
     dominated (or fewer than two outputs would remain, or an input has no allowed output:
-    the problem itself reports that)."""
+    the problem itself reports that).
+
+    A sparse distortion of at most ``REDUCED_DENSE_CELLS_LIMIT`` cells gets a reduction even when no
+    output is dominated (it keeps every output): its distortion is the dense one, so the dense fast
+    path solves it, as any small reduced program. Without it, such a distortion went to the sparse
+    engine: a k = 575 x 725 sparse L1 distortion (each row its 38 cheapest outputs, 21,850
+    transitions) ran SCS for over 10 minutes (benchmarks/bench_solver_families5.py)."""
     reach = (np.diff(sp.csr_array(D).indptr) > 0) if sp.issparse(D) else np.isfinite(D).any(axis=1)
     if not reach.all():
         return None
     target = _dominators(D)
     kept = int(np.count_nonzero(target == np.arange(D.shape[1])))
-    if kept == D.shape[1] or kept < 2:
+    small_sparse = sp.issparse(D) and D.shape[0] * kept <= REDUCED_DENSE_CELLS_LIMIT
+    if kept < 2 or (kept == D.shape[1] and not small_sparse):
         return None
     return OutputReduction(D, target)

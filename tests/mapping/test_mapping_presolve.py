@@ -182,6 +182,35 @@ def test_warm_start_and_curve_go_through_the_presolve():
     assert r1.status == "optimal"
 
 
+def test_a_small_sparse_distortion_with_nothing_dominated_is_solved_dense():
+    # each input stores its 6 nearest points (itself at cost 0): no output dominates another, yet the program is
+    # small; it goes to the dense fast path like any small reduced program. It went to the sparse engine: here 35 s
+    # and uncertified (CLARABEL on the edges 1e-5 bits from its bound, SCS 0.6, column generation 2.5e-3); at
+    # k = 575 x 725 (38 outputs a row) SCS ran for over 10 minutes (benchmarks/bench_solver_families5.py)
+    rng = np.random.default_rng(7)
+    C = rng.normal(size=(40, 2))
+    D = ((C[:, None] - C[None]) ** 2).sum(axis=2)
+    near = np.argsort(D, axis=1)[:, :6]
+    r = np.repeat(np.arange(40), 6)
+    Ds = sp.csr_array((D[r, near.ravel()], (r, near.ravel())), shape=D.shape)
+    Dinf = np.full(D.shape, INF)
+    Dinf[r, near.ravel()] = D[r, near.ravel()]
+    red = reduce_outputs(Ds)
+    assert red is not None and red.n_outputs == 40 and not sp.issparse(red.distortion)
+    assert np.array_equal(red.distortion, Dinf)
+    assert reduce_outputs(Dinf) is None  # dense: nothing to reduce
+    prior = rng.dirichlet(np.full(2 * 40, 0.5)).reshape(2, 40)
+    pc = prior.sum(axis=0)
+    dmin, dmax = float(pc @ np.min(Dinf, axis=1)), float(pc @ np.where(np.isfinite(Dinf), Dinf, 0).max(axis=1))
+    delta = dmin + 0.3 * (dmax - dmin)
+    res = solve_mapping(prior, Ds, delta)
+    assert res.status == "optimal" and res.solver == "fast"
+    Dc = sp.csr_array(Ds)
+    assert np.array_equal(res.mapping.indptr, Dc.indptr) and np.array_equal(res.mapping.indices, Dc.indices)
+    dense = solve_mapping(prior, Dinf, delta)
+    assert abs(res.leakage - dense.leakage) <= 2e-6
+
+
 def test_an_input_without_allowed_outputs_is_reported_by_the_problem_not_the_presolve():
     from privrelease.exceptions import InfeasibleBudgetError
 
