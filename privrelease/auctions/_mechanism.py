@@ -875,14 +875,19 @@ def fair_inner_product(unit_costs, weights, budget, *, data_range=(0.0, 1.0)):
     if np.isinf(budget):
         raise ValueError(f"budget must be finite, got {budget!r}")
     data_range = check_data_range(data_range)
+    out = _fip_core(v[None, :], np.abs(w)[None, :], budget)
+    return _auction_result(out, 0, w, v, budget, data_range)
+
+
+def _auction_result(out, j, w, v, budget, data_range):
+    """The :class:`AuctionResult` of row ``j`` of a :func:`_fip_core` pass (weights ``w`` of that row)."""
     a = np.abs(w)
-    out = _fip_core(v[None, :], a[None, :], budget)
     return AuctionResult(
-        selected=out["selected"][0], payments=out["payments"][0], epsilons=out["epsilons"][0],
+        selected=out["selected"][j], payments=out["payments"][j], epsilons=out["epsilons"][j],
         weights=w, unit_costs=v, budget=budget, data_range=data_range,
-        branch=_BRANCH_NAMES[int(out["branch"][0])], k=int(out["k"][0]),
-        i_star=int(out["i_star"][0]), r=int(out["r"][0]), p_hat=float(out["p_hat"][0]),
-        zero_weight=a == 0, violates_assumption=(a > 0) & ~out["eligible"][0],
+        branch=_BRANCH_NAMES[int(out["branch"][j])], k=int(out["k"][j]),
+        i_star=int(out["i_star"][j]), r=int(out["r"][j]), p_hat=float(out["p_hat"][j]),
+        zero_weight=a == 0, violates_assumption=(a > 0) & ~out["eligible"][j],
     )
 
 
@@ -921,17 +926,9 @@ def _fair_inner_product_rows(unit_costs, weights, budget, *, data_range=(0.0, 1.
         w_blk = w_all[start:start + step]
         start += w_blk.shape[0]
         step = min(2 * step, top)
-        a_blk = np.abs(w_blk)
-        out = _fip_core(np.repeat(v[None, :], w_blk.shape[0], axis=0), a_blk, budget)
+        out = _fip_core(np.repeat(v[None, :], w_blk.shape[0], axis=0), np.abs(w_blk), budget)
         for j in range(w_blk.shape[0]):
-            a = a_blk[j]
-            yield AuctionResult(
-                selected=out["selected"][j], payments=out["payments"][j], epsilons=out["epsilons"][j],
-                weights=w_blk[j].copy(), unit_costs=v, budget=budget, data_range=data_range,
-                branch=_BRANCH_NAMES[int(out["branch"][j])], k=int(out["k"][j]),
-                i_star=int(out["i_star"][j]), r=int(out["r"][j]), p_hat=float(out["p_hat"][j]),
-                zero_weight=a == 0, violates_assumption=(a > 0) & ~out["eligible"][j],
-            )
+            yield _auction_result(out, j, w_blk[j].copy(), v, budget, data_range)
 
 
 def ghosh_roth(unit_costs, budget, *, data_range=(0.0, 1.0)):
