@@ -67,11 +67,10 @@ def _sparse_row(v):
 def _stack_rows(rows, n):
     """csr_matrix (len(rows), n) of rows stored by :func:`_sparse_row` (or, in a ledger pickled before, as 1 x n
     sparse matrices)."""
-    parts = [(r.tocsr().indices, r.tocsr().data) if sp.issparse(r) else r for r in rows]
-    sizes = np.array([idx.size for idx, _ in parts], dtype=np.int64)
-    indptr = np.concatenate([[0], np.cumsum(sizes)])
-    if not parts:
+    if not rows:
         return sp.csr_matrix((0, n))
+    parts = [(r.indices, r.data) if sp.issparse(r) else r for r in rows]  # old ledgers stored csr rows
+    indptr = np.concatenate([[0], np.cumsum([idx.size for idx, _ in parts])])
     indices = np.concatenate([idx for idx, _ in parts]).astype(np.int64, copy=False)
     data = np.concatenate([val for _, val in parts]).astype(np.float64, copy=False)
     return sp.csr_matrix((data, indices, indptr), shape=(len(parts), n))

@@ -129,10 +129,12 @@ def _perfect_privacy_mapping(prob):
     # in P their coefficients span as many decades, HiGHS's interior point took 2-4x the time of the LP in the
     # joint masses and its answer leaked (1.6e-10 .. 2.9e-9 nats at six to ten decades, |A| = 4, k = 158;
     # docs/benchmarks.md, stop 32), so the LP in P was solved for nothing
+    def lp_in_p():
+        return _independence_lp(prob, r, c, n, sel, n_all, w, np.ones(n), {}, method)
+
     pcs = pc_r[pc_r > 0]
     wide = pcs.size > 0 and float(pcs.min()) < WIDE_PRIOR * float(pcs.max())
-    P, status, t = (None, None, None) if wide else _independence_lp(prob, r, c, n, sel, n_all, w, np.ones(n), {},
-                                                                     method)
+    P, status, t = (None, None, None) if wide else lp_in_p()
     if P is None or prob.objective(P) > 1e-12 * math.log(2.0):
         # in P the independence coefficients p(c) (p(a | c) - p(a)) of a rare input are tiny (1e-10
         # for p(c) = 1e-10): HiGHS drops matrix entries below 1e-9 and its feasibility tolerance is
@@ -150,7 +152,7 @@ def _perfect_privacy_mapping(prob):
                     P, t = Py, ty
                 break
         if P is None and wide and 2 not in statuses:  # the LP in P, skipped above, as the last resort
-            P, status, t = _independence_lp(prob, r, c, n, sel, n_all, w, np.ones(n), {}, method)
+            P, status, t = lp_in_p()
             statuses.append(status)
         if P is None:
             if 2 in statuses:  # infeasible
