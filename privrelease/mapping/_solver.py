@@ -822,7 +822,8 @@ def _solve_ml(prob, delta, target_bits, solver):
         else:
             hi = _mix_to_target(ml_sum, P, Pz, cap)  # ml_sum is convex in the mapping, as f in the joint
             P = (1 - hi) * P + hi * Pz
-    _, info = solve_maximal_leakage_lp(prob, target_bits=target_bits)
+    if info is None:  # the bound is the dual of the LP already solved for the answer (cvxpy: solved here)
+        _, info = solve_maximal_leakage_lp(prob, target_bits=target_bits)
     lb = info["lp_dual_objective"]
     gap = max(prob.distortion(P) - lb, 0.0)
     rng_ = max(prob.delta_max - prob.delta_min, 1e-300)

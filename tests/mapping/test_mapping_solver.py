@@ -177,6 +177,37 @@ def test_maximal_leakage_mode_matches_reference_and_brute_force():
     assert tgt.distortion == pytest.approx(delta, abs=1e-6)
 
 
+def test_a_maximal_leakage_target_solves_its_lp_once_and_takes_the_bound_from_it(monkeypatch):
+    # the distortion's lower bound is the dual of the LP whose primal is the answer: one HiGHS solve, not two
+    # (the cvxpy path solves it once too, for the bound); the bound certifies the answer and brute force agrees
+    from privrelease.mapping import _solver
+
+    calls = []
+    real = _solver.solve_maximal_leakage_lp
+
+    def counted(*args, **kwargs):
+        calls.append(kwargs.get("target_bits"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(_solver, "solve_maximal_leakage_lp", counted)
+    prior = np.array([[0.35, 0.15], [0.1, 0.4]])
+    d = 1.0 - np.eye(2)
+    target = 0.3
+    pc, pca = prior.sum(0), prior / prior.sum(1, keepdims=True)  # p(c | a)
+    s, t = (g.ravel() for g in np.meshgrid(np.linspace(0, 1, 1001), np.linspace(0, 1, 1001)))
+    maps = np.stack([np.stack([1 - s, s], -1), np.stack([t, 1 - t], -1)], 1)  # (grid, c, j)
+    ml = np.log2(np.einsum("ac,gcj->gaj", pca, maps).max(axis=1).sum(axis=1))
+    best = (pc[0] * s + pc[1] * t)[ml <= target + 1e-12].min()
+    for solver in ("fast", "cvxpy"):
+        calls.clear()
+        res = solve_mapping(prior, d, max_leakage=target, leakage="maximal_leakage", solver=solver)
+        assert calls == [target], solver
+        assert res.status == "optimal"
+        assert maximal_leakage(prior, res.mapping) <= target + 1e-12
+        assert res.certificate["distortion_lower_bound"] <= res.distortion <= res.certificate["distortion_lower_bound"] + 1e-9
+        assert best - 2e-3 <= res.distortion <= best + 1e-9
+
+
 def test_maximal_leakage_through_cvxpy_prints_nothing():
     # highspy prints HiGHS's banner on the first Highs() of a process, so the check runs in a fresh one
     # (in this process another test may already have consumed the banner)
