@@ -678,6 +678,12 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                       "max_leakage", "kind")
             if set(value) != set(fields):
                 raise ValueError(f"fitted.solver_result_ has fields {sorted(value)}, expected {sorted(fields)}")
+            dtype = getattr(value["mapping"], "dtype", None)
+            if not (isinstance(dtype, np.dtype) and dtype.kind == "f" and dtype.itemsize == 8):
+                # save writes it as float64: a complex mapping loaded (its imaginary part unseen by the checks), and
+                # a float16 or float32 one that happened to round to mapping_
+                raise ValueError(f"fitted.solver_result_.mapping must hold float64 probabilities, as save writes "
+                                 f"it, got {f'dtype {dtype}' if dtype is not None else type(value['mapping']).__name__}")
             return MappingResult(**value)
         return value
 

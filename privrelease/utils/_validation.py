@@ -231,6 +231,103 @@ def check_bool_number_mix(values, name, *, what="category", whole="the column"):
         )
 
 
+#: joiners that spell some scripts (Persian, Indic) and emoji: allowed inside an id, refused at its edges
+_JOINERS = frozenset("\u200c\u200d")
+
+
+def _id_character_problem(s):
+    """Why the string id ``s`` holds a character an id must not hold, or None.
+
+    Control characters (NUL, tab, newline, DEL, the C1 range), line and paragraph separators and
+    lone surrogates are refused, and so are invisible format characters (zero-width space U+200B,
+    byte-order mark U+FEFF, soft hyphen U+00AD, direction marks) except the joiners U+200C / U+200D
+    inside an id: two ids that print alike would otherwise be two users.
+    """
+    if s.isascii() and s.isprintable():
+        return None
+    import unicodedata
+
+    for k, ch in enumerate(s):
+        cat = unicodedata.category(ch)
+        if cat in ("Cc", "Zl", "Zp", "Cs"):
+            return f"the control character U+{ord(ch):04X} at character {k}"
+        if cat == "Cf" and not (ch in _JOINERS and 0 < k < len(s) - 1):
+            return (f"the invisible character U+{ord(ch):04X} ({unicodedata.name(ch, 'format character').lower()}) "
+                    f"at character {k}")
+    return None
+
+
+def _id_key(v):
+    """The form two ids that must not be told apart share: NFC, without surrounding spaces (tuples element-wise)."""
+    import unicodedata
+
+    if isinstance(v, str):
+        return unicodedata.normalize("NFC", v.strip())
+    if isinstance(v, tuple):
+        return tuple(_id_key(e) for e in v)
+    return v
+
+
+def _id_strings(v):
+    """The strings of an id (itself, or a tuple's strings)."""
+    if isinstance(v, str):
+        return [v]
+    if isinstance(v, tuple):
+        return [s for e in v for s in _id_strings(e)]
+    return []
+
+
+def check_ids(ids, name, *, where=None):
+    """Refuse user or item ids that would be misread, or split one user (item) in two silently (ValueError).
+
+    * an id holding a control character (NUL, tab, newline, DEL ...) or an invisible format character
+      (zero-width space, byte-order mark, soft hyphen, direction mark; the joiners U+200C / U+200D are
+      allowed inside an id): ``'ann'`` and ``'ann\\u200b'`` print alike but were two users;
+    * two ids that differ only in spaces around them (a no-break space too) or in their Unicode normal
+      form (``'José'`` composed, NFC, and decomposed, NFD): they name one user but were two.
+
+    ``ids`` is the column of ids in row order (numbers, strings, tuples); ``where(i)`` describes row ``i``
+    in messages (default ``"row i"``). The message quotes the id with its escapes (``ascii``).
+    """
+    where = where or (lambda i: f"row {i}")
+    values = np.asarray(ids, dtype=object).ravel() if not isinstance(ids, np.ndarray) else ids.ravel()
+    if values.dtype.kind not in "OUS" or values.size == 0:
+        return
+    uniq = _unique_in_order(values)
+
+    def row_of(v):
+        return int(next(i for i, u in enumerate(values) if u == v))
+
+    for v in uniq:
+        for s in _id_strings(v):
+            problem = _id_character_problem(s)
+            if problem is not None:
+                raise ValueError(f"{name} holds the id {ascii(plain_value(v))} ({where(row_of(v))}) with {problem}; "
+                                 "ids must not hold control or invisible characters (they print alike but name "
+                                 "another user or item): remove them")
+    seen = {}
+    for v in uniq:
+        if not _id_strings(v):
+            continue
+        first = seen.setdefault(_id_key(v), v)
+        if first is not v and first != v:
+            form = [t.strip() for t in _id_strings(first)] != [t.strip() for t in _id_strings(v)]
+            spaces = any(t != t.strip() for t in _id_strings(first) + _id_strings(v))
+            how = ("spaces around them and their Unicode normal form" if form and spaces
+                   else "their Unicode normal form" if form else "spaces around them")
+            raise ValueError(f"{name} holds the ids {ascii(plain_value(first))} ({where(row_of(first))}) and "
+                             f"{ascii(plain_value(v))} ({where(row_of(v))}), which differ only in {how}: they "
+                             "would be read as two ids though they name one; write each id one way (strip the "
+                             "spaces, normalise to NFC with unicodedata.normalize('NFC', id))")
+
+
+def _unique_in_order(values):
+    """The distinct values of a 1-D array in order of first appearance (pandas' unique, objects as they are)."""
+    import pandas as pd
+
+    return pd.unique(pd.Series(values, dtype=object)) if values.dtype == object else pd.unique(values)
+
+
 #: Why a rating scale must not hold 0 (the one rule of the library and the command line).
 ZERO_NOT_RATED = ("0 is reserved for 'not rated' in a rating matrix; a scale where 0 is a real rating (-10..10) "
                   "must be shifted first (read the file with pandas, add a constant, use "
@@ -308,6 +405,7 @@ def check_rating_matrix(X, *, name="X", rating_range=None, dtype=(np.float64, np
             f"{name} contains {np.count_nonzero(~finite)} non-finite rating(s) (for example {plain_value(bad)!r}); "
             "ratings must be finite numbers with 0 meaning 'not rated'"
         )
+    check_not_subnormal(Xc, name)
     if rating_range is not None:
         low, high = rating_range
         vals = data[data != 0] if not sp.issparse(Xc) else data
@@ -318,6 +416,40 @@ def check_rating_matrix(X, *, name="X", rating_range=None, dtype=(np.float64, np
                 f"[{low}, {high}] (for example {plain_value(vals[out].ravel()[0])!r}); 0 means 'not rated'"
             )
     return Xc, fmt
+
+
+def check_not_subnormal(X, name="X", *, where=None):
+    """Refuse a nonzero rating closer to 0 than its dtype's smallest normal number (ValueError naming it).
+
+    A subnormal such as ``1e-320`` was a stored rating of about 0 (0 is "not rated"): it reads as 0 where
+    the processor flushes subnormals to zero, and as a real rating elsewhere, so one file meant two things.
+    ``X`` is a dense array, a scipy sparse matrix or a 1-D column of ratings; ``where(i)`` describes the
+    ``i``-th value (default: its row and column). Integer and boolean dtypes hold no subnormal.
+    """
+    data = X.data if sp.issparse(X) else np.asarray(X)
+    if data.dtype.kind != "f" or data.size == 0:
+        return
+    tiny = np.finfo(data.dtype).tiny
+    sub = (data > -tiny) & (data < tiny) & (data != 0)
+    if not sub.any():
+        return
+    k = int(np.flatnonzero(sub.ravel())[0])
+    if where is not None:
+        at = where(k)
+    elif sp.issparse(X) and X.format in ("csr", "csc"):
+        major, minor = int(np.searchsorted(X.indptr, k, side="right") - 1), int(X.indices[k])
+        at = f"row {major}, column {minor}" if X.format == "csr" else f"row {minor}, column {major}"
+    elif sp.issparse(X) and X.format == "coo":
+        at = f"row {int(X.row[k])}, column {int(X.col[k])}"
+    elif data.ndim == 2:
+        i, j = np.unravel_index(k, data.shape)
+        at = f"row {int(i)}, column {int(j)}"
+    else:
+        at = f"position {k}"
+    raise ValueError(f"{name} holds {np.count_nonzero(sub)} subnormal rating(s) (for example "
+                     f"{plain_value(data.ravel()[k])!r} at {at}): a nonzero rating closer to 0 than {tiny:g} (the "
+                     f"smallest normal {data.dtype}) reads as 0, 'not rated', where subnormals are flushed to zero; "
+                     "ratings are expected on a scale away from 0 (store 0 for 'not rated', or rescale them)")
 
 
 def as_float_if_object(X, name="X"):

@@ -1,0 +1,156 @@
+"""Hostile inputs, twelfth audit: ids that print alike but were two users (invisible characters, Unicode normal
+forms, a NUL), subnormal ratings, persisted mappings of a foreign dtype, shapes beyond 2**31, and pandas / numpy
+containers. One test per finding (earlier audits: test_hostile_inputs.py to test_hostile_inputs11.py)."""
+
+import re
+import unicodedata
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+
+X_SMALL = np.array([[5.0, 0, 1], [4, 1, 0], [0, 5, 5], [1, 4, 5]])
+Y_SMALL = np.array([0, 0, 1, 1])
+
+NFC = unicodedata.normalize("NFC", "Jos\u00e9")
+NFD = unicodedata.normalize("NFD", "Jos\u00e9")
+
+# ---------------------------------------------------------------- ids: one user must not become two
+# (the second id of each pair, the words the message uses)
+ID_CASES = [
+    pytest.param("ann\u200b", r"'ann\\u200b' \(.*\) with the invisible character U\+200B \(zero width space\)",
+                 id="zero-width-space"),
+    pytest.param("an\ufeffn", r"'an\\ufeffn' \(.*\) with the invisible character U\+FEFF", id="bom-inside"),
+    pytest.param("an\u00adn", r"'an\\xadn' \(.*\) with the invisible character U\+00AD \(soft hyphen\)",
+                 id="soft-hyphen"),
+    pytest.param("an\x00n", r"'an\\x00n' \(.*\) with the control character U\+0000", id="nul"),
+    pytest.param("an\tn", r"'an\\tn' \(.*\) with the control character U\+0009", id="tab"),
+]
+
+
+def _frame(users):
+    return pd.DataFrame({"user": users, "item": [1] * len(users), "rating": [4.0, 5.0][:len(users)]})
+
+
+@pytest.mark.parametrize("other, message", ID_CASES)
+def test_a_ratings_frame_refuses_an_id_with_an_invisible_or_control_character(other, message):
+    from privrelease.recommender import RatingsFrame
+
+    with pytest.raises(ValueError, match=r"ratings\['user'\] holds the id " + message):
+        RatingsFrame().fit(_frame(["ann", other]))
+
+
+@pytest.mark.parametrize("other, message", ID_CASES[:4])
+def test_a_rating_file_refuses_an_id_with_an_invisible_or_control_character(tmp_path, other, message):
+    from privrelease.datasets import load_ratings_csv
+
+    f = tmp_path / "r.csv"
+    f.write_text(f"user,item,rating\nann,1,4\n{other},1,5\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"column 'user' holds the id " + message.replace(r"\(.*\)", r"\(line 3\)")):
+        load_ratings_csv(f)
+
+
+@pytest.mark.parametrize("first, second, how", [
+    (NFC, NFD, "their Unicode normal form"),
+    ("ann", "\u00a0ann\u00a0", "spaces around them"),
+    ("ann", " ann", "spaces around them"),
+])
+def test_a_ratings_frame_refuses_two_ids_that_name_one_user(first, second, how):
+    from privrelease.recommender import RatingsFrame
+
+    with pytest.raises(ValueError, match=f"holds the ids {re.escape(ascii(first))} \\(row 0\\) "
+                                         f"and .* \\(row 1\\), which differ only in {how}"):
+        RatingsFrame().fit(_frame([first, second]))
+
+
+def test_a_rating_file_refuses_one_name_in_two_normal_forms_and_keeps_one_around_spaces(tmp_path):
+    from privrelease.datasets import load_ratings_csv
+
+    f = tmp_path / "r.csv"
+    f.write_text(f"user,item,rating\n{NFC},1,4\n{NFD},2,5\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"'Jos\\xe9' \(line 2\) and 'Jose\\u0301' \(line 3\), which differ only in "
+                                         "their Unicode normal form"):
+        load_ratings_csv(f)
+    f.write_text(f"user,item,rating\n{NFC},1,4\n\u00a0{NFC}\u00a0,2,5\n", encoding="utf-8")
+    R, users, _ = load_ratings_csv(f)  # spaces around an id are ignored there (documented): one user
+    assert list(users) == [NFC] and R.shape == (1, 2) and R.nnz == 2
+
+
+def test_ids_that_are_distinct_names_or_use_joiners_inside_are_kept():
+    from privrelease.recommender import RatingsFrame
+
+    persian = "\u0645\u06cc\u200c\u062e\u0648\u0627\u0645"  # a zero-width non-joiner inside a word
+    users = [NFD, "ann", "Ann", persian, ("ann", 1)]
+    df = pd.DataFrame({"user": users, "item": [1] * 5, "rating": [1.0, 2, 3, 4, 5]})
+    rf = RatingsFrame(sort_ids=False).fit(df)
+    assert list(rf.user_ids_) == users and rf.to_matrix(df).nnz == 5
+
+
+def test_a_users_file_id_with_an_invisible_character_is_refused_and_normal_forms_match(tmp_path):
+    from privrelease.runner._schema import PipelineError
+    from privrelease.runner.experiments.ratings_file import _match_ids, _read_users
+
+    f = tmp_path / "users.csv"
+    f.write_text("user,gender\nann\u200b,F\nbob,M\n", encoding="utf-8")
+    with pytest.raises(PipelineError, match=r"column 'user' holds the id 'ann\\u200b' \(data row 1\) with the "
+                                            "invisible character U\\+200B"):
+        _read_users(str(f), "user", ["gender"], ",", "utf-8")
+    # the rating file writes the name composed, the users file decomposed: one user, matched
+    assert _match_ids(np.array([NFD, "bob", "eve"]), np.array(sorted(["bob", NFC]))).tolist() == [0, 1, -1]
+
+
+# ---------------------------------------------------------------- subnormal ratings
+def test_a_subnormal_rating_is_refused_naming_its_position():
+    from privrelease.mappers import QuantizedPrivacyMapper
+    from privrelease.utils import check_rating_matrix
+
+    X = X_SMALL.copy()
+    X[2, 0] = 1e-320
+    for A in (X, sp.csr_matrix(X), sp.csc_matrix(X)):
+        with pytest.raises(ValueError, match=r"X holds 1 subnormal rating\(s\) \(for example 1e-320 at row 2, "
+                                             r"column 0\)"):
+            QuantizedPrivacyMapper(n_clusters=2, delta=5.0, space="raw", random_state=0).fit(A, Y_SMALL)
+        with pytest.raises(ValueError, match="subnormal"):
+            check_rating_matrix(A)
+    X32 = X_SMALL.astype(np.float32)
+    X32[1, 2] = np.float32(1e-40)  # normal in float64, subnormal in float32 (the dtype the mapper releases)
+    with pytest.raises(ValueError, match=r"at row 1, column 2\): .*\(the smallest normal float32\)"):
+        QuantizedPrivacyMapper(n_clusters=2, delta=5.0, space="raw", random_state=0).fit(X32, Y_SMALL)
+    X[2, 0] = np.finfo(np.float64).tiny  # the smallest normal number is a rating (on a silly scale)
+    check_rating_matrix(X)
+
+
+def test_a_subnormal_rating_in_long_form_or_a_file_is_refused(tmp_path):
+    from privrelease.datasets import load_ratings_csv
+    from privrelease.recommender import RatingsFrame
+
+    df = pd.DataFrame({"user": [1, 1, 2], "item": [1, 2, 1], "rating": [4.0, -5e-324, 5.0]})
+    with pytest.raises(ValueError, match=r"ratings\['rating'\] holds 1 subnormal rating\(s\) \(for example -5e-324 "
+                                         r"at row 1\)"):
+        RatingsFrame().fit(df)
+    f = tmp_path / "r.csv"
+    f.write_text("user,item,rating\n1,1,4\n\n1,2,1e-310\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"column 'rating' holds 1 subnormal rating\(s\) \(for example 1e-310 at "
+                                         r"line 4\)"):
+        load_ratings_csv(f)
+
+
+# ---------------------------------------------------------------- a persisted mapping of a foreign dtype
+@pytest.mark.filterwarnings("ignore:the loaded .* has an integer random_state")
+@pytest.mark.parametrize("dtype", [np.complex128, np.float32])
+def test_a_saved_solver_mapping_of_another_dtype_is_refused_naming_it(tmp_path, dtype):
+    from privrelease import load, save
+    from privrelease._persistence import _read, _write
+    from privrelease.mappers import QuantizedPrivacyMapper
+
+    m = QuantizedPrivacyMapper(n_clusters=2, delta=5.0, space="raw", random_state=0).fit(X_SMALL, Y_SMALL)
+    path = save(m, tmp_path / "m.npz")
+    meta, arrays = _read(path)
+    key = "fitted/solver_result_/mapping"
+    arrays[key] = arrays[key].astype(dtype)  # the same probabilities: every claim still holds
+    meta["arrays"][key]["dtype"] = arrays[key].dtype.str
+    _write(path, meta, arrays)
+    with pytest.raises(ValueError, match=f"fitted.solver_result_.mapping must hold float64 probabilities, as save "
+                                         f"writes it, got dtype {np.dtype(dtype)}"):
+        load(path)
