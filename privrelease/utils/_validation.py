@@ -170,14 +170,22 @@ def _refuse_beyond_int64(X, name, what):
         raise ValueError(f"{name} must hold {what} (whole numbers within the int64 range), got {v!r}")
 
 
+#: the largest dimension of a sparse input: scikit-learn accepts 32-bit sparse indices only
+_MAX_SPARSE_DIM = np.iinfo(np.int32).max
+
+
 def check_table(X, name="X"):
     """Refuse what numpy would misread as a table, before scikit-learn's ``validate_data`` (ValueError naming ``name``).
 
     * a masked array with masked entries: numpy and scikit-learn read its data and ignore the
       mask, so a masked ("missing") entry used to be taken at whatever value it hid (as a rating,
       a category or a feature). A masked array with nothing masked is accepted (it is its data);
+    * a structured (record) array: scikit-learn read it as one column of records;
     * a list of rows of different lengths: numpy's message was "setting an array element with a
       sequence. The requested array has an inhomogeneous shape after 1 dimensions";
+    * a sparse matrix with more than 2**31 - 1 rows or columns: scikit-learn refused its 64-bit indices
+      ("Only sparse matrices with 32-bit integer indices are accepted"), and the code that did not
+      allocated a dense vector per item (a MemoryError of 16 GiB naming no argument);
     * complex numbers (:class:`~privrelease.exceptions.ComplexDataError`, a TypeError and a ValueError):
       ``astype(float64)`` drops the imaginary part with only a
       ``ComplexWarning``, and scikit-learn's "Complex data not supported" printed the whole array
@@ -189,11 +197,25 @@ def check_table(X, name="X"):
             i = next(i for i, n in enumerate(lengths) if n != lengths[0])
             raise ValueError(f"{name} must be a rectangular table, got rows of different lengths: row 0 has "
                              f"{lengths[0]} value(s), row {i} has {lengths[i]}")
+    fields = getattr(getattr(X, "dtype", None), "names", None)
+    if isinstance(X, np.ndarray) and fields:
+        # scikit-learn's "Expected 2D array, got 1D array instead" printed the records, naming no field
+        raise ValueError(f"{name} is a structured (record) array with fields {list(fields)!r}, one value per row; "
+                         f"expected a table: pass pandas.DataFrame({name}) (a column per field), or "
+                         f"numpy.lib.recfunctions.structured_to_unstructured({name}) for numeric fields")
     if isinstance(X, np.ma.MaskedArray) and np.ma.is_masked(X):
         n = int(np.ma.count_masked(X))
         raise ValueError(f"{name} is a masked array with {n} masked entr{'y' if n == 1 else 'ies'}; the mask would "
                          f"be ignored and the hidden values used: fill it first ({name}.filled(0) for 'not "
                          "rated' in a rating matrix)")
+    if sp.issparse(X) and X.ndim == 2 and max(X.shape) > _MAX_SPARSE_DIM:
+        axis = int(X.shape[1] > _MAX_SPARSE_DIM)
+        what, keep = (("rows", f"{name}[{name}.getnnz(axis=1) > 0]") if axis == 0
+                      else ("columns", f"{name}[:, {name}.getnnz(axis=0) > 0]"))
+        raise ValueError(f"{name} is a sparse matrix of shape {X.shape}: {X.shape[axis]:,} {what} is more than "
+                         f"2**31 - 1 = {_MAX_SPARSE_DIM:,}, the most 32-bit sparse indices (what scikit-learn "
+                         f"accepts) address, and a dense vector per {what[:-1]} would not fit; ids used as indices? "
+                         f"keep the {what} that hold an entry ({keep}) or number the ids 0, 1, 2 ...")
     complex_dtype = _complex_dtype(X)
     if complex_dtype is not None:
         raise ComplexDataError(f"Complex data not supported: {name} must hold real numbers, got complex dtype "
@@ -298,23 +320,34 @@ def check_ids(ids, name, *, where=None):
     def row_of(v):
         return int(next(i for i, u in enumerate(values) if u == v))
 
+    odd = []  # ids whose key is not themselves: not ASCII, or with spaces around
     for v in uniq:
-        for s in _id_strings(v):
+        if isinstance(v, str) and v.isascii() and v.isprintable() and not (v[:1] == " " or v[-1:] == " "):
+            continue  # the common id: nothing to refuse, its own key
+        strings = _id_strings(v)
+        for s in strings:
             problem = _id_character_problem(s)
             if problem is not None:
                 raise ValueError(f"{name} holds the id {ascii(plain_value(v))} ({where(row_of(v))}) with {problem}; "
                                  "ids must not hold control or invisible characters (they print alike but name "
                                  "another user or item): remove them")
+        if any(not (s.isascii() and s == s.strip()) for s in strings):
+            odd.append(v)
+    if not odd:
+        return
+    plain = set(uniq)
     seen = {}
-    for v in uniq:
-        if not _id_strings(v):
-            continue
-        first = seen.setdefault(_id_key(v), v)
-        if first is not v and first != v:
+    for v in odd:
+        key = _id_key(v)
+        first = seen.setdefault(key, v)
+        if first == v and key in plain and key != v:
+            first = key  # an id written plainly elsewhere
+        if first != v:
             form = [t.strip() for t in _id_strings(first)] != [t.strip() for t in _id_strings(v)]
             spaces = any(t != t.strip() for t in _id_strings(first) + _id_strings(v))
             how = ("spaces around them and their Unicode normal form" if form and spaces
                    else "their Unicode normal form" if form else "spaces around them")
+            first, v = sorted((first, v), key=row_of)
             raise ValueError(f"{name} holds the ids {ascii(plain_value(first))} ({where(row_of(first))}) and "
                              f"{ascii(plain_value(v))} ({where(row_of(v))}), which differ only in {how}: they "
                              "would be read as two ids though they name one; write each id one way (strip the "
@@ -322,10 +355,8 @@ def check_ids(ids, name, *, where=None):
 
 
 def _unique_in_order(values):
-    """The distinct values of a 1-D array in order of first appearance (pandas' unique, objects as they are)."""
-    import pandas as pd
-
-    return pd.unique(pd.Series(values, dtype=object)) if values.dtype == object else pd.unique(values)
+    """The distinct values of a 1-D array in order of first appearance (hashable values, as a dict keys them)."""
+    return list(dict.fromkeys(values.tolist()))
 
 
 #: Why a rating scale must not hold 0 (the one rule of the library and the command line).

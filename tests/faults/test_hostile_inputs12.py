@@ -154,3 +154,94 @@ def test_a_saved_solver_mapping_of_another_dtype_is_refused_naming_it(tmp_path, 
     with pytest.raises(ValueError, match=f"fitted.solver_result_.mapping must hold float64 probabilities, as save "
                                          f"writes it, got dtype {np.dtype(dtype)}"):
         load(path)
+
+
+# ---------------------------------------------------------------- a sparse matrix beyond 2**31 - 1 rows or columns
+HUGE = 2**31 + 5
+
+
+def _wide():  # 4 users x 2**31 + 5 items, 8 ratings: cheap in CSR (indptr of 5 entries)
+    rows, cols = np.array([0, 1, 0, 1, 2, 3, 2, 3]), np.array([0, 1, 2, HUGE - 1, 0, 1, 2, HUGE - 1])
+    return sp.csr_matrix((np.array([5.0, 4, 3, 2, 1, 5, 4, 3]), (rows, cols)), shape=(4, HUGE))
+
+
+def _tall():  # 2**31 + 5 users x 2 items in COO (its CSR would hold an indptr of 16 GiB)
+    return sp.coo_matrix((np.array([5.0, 4, 3, 2]), (np.array([0, 1, 2, HUGE - 1]), np.array([0, 1, 0, 1]))),
+                         shape=(HUGE, 2))
+
+
+def _entry_points():
+    from privrelease.evaluation import BlurMe, InferenceAttack
+    from privrelease.mappers import QuantizedPrivacyMapper
+    from privrelease.recommender import SurpriseRecommender, holdout_split
+    from privrelease.utils import check_rating_matrix
+
+    return [
+        ("QuantizedPrivacyMapper.fit", lambda X: QuantizedPrivacyMapper(n_clusters=2, delta=5.0, random_state=0)
+         .fit(X, Y_SMALL)),
+        ("QuantizedPrivacyMapper(space='raw').fit",
+         lambda X: QuantizedPrivacyMapper(n_clusters=2, delta=5.0, space="raw", random_state=0).fit(X, Y_SMALL)),
+        ("QuantizedPrivacyMapper.transform", lambda X: QuantizedPrivacyMapper(
+            n_clusters=2, delta=5.0, space="raw", random_state=0).fit(X_SMALL, Y_SMALL).transform(X)),
+        ("SurpriseRecommender.fit", lambda X: SurpriseRecommender("BaselineOnly").fit(X)),
+        ("holdout_split", lambda X: holdout_split(X, 0.25, random_state=0)),
+        ("BlurMe.fit", lambda X: BlurMe(random_state=0).fit(X, Y_SMALL)),
+        ("InferenceAttack.fit", lambda X: InferenceAttack().fit(X, Y_SMALL)),
+        ("check_rating_matrix", lambda X: check_rating_matrix(X)),
+    ]
+
+
+@pytest.mark.parametrize("which", range(8))
+@pytest.mark.parametrize("make, what", [(_wide, "columns"), (_tall, "rows")])
+def test_a_sparse_matrix_beyond_32_bit_indices_is_refused_up_front_naming_its_shape(which, make, what):
+    name, call = _entry_points()[which]
+    X = make()
+    with pytest.raises(ValueError, match=rf"X is a sparse matrix of shape \({X.shape[0]}, {X.shape[1]}\): "
+                                         rf"2,147,483,653 {what} is more than 2\*\*31 - 1 = 2,147,483,647"):
+        call(X)
+
+
+# ---------------------------------------------------------------- pandas and numpy containers
+def test_a_structured_array_is_refused_naming_its_fields():
+    from privrelease.mappers import ErasureMapper, QuantizedPrivacyMapper
+
+    records = np.rec.fromarrays(X_SMALL.T, names="a,b,c")
+    with pytest.raises(ValueError, match=r"X is a structured \(record\) array with fields \['a', 'b', 'c'\]"):
+        QuantizedPrivacyMapper(n_clusters=2, delta=5.0, space="raw", random_state=0).fit(records, Y_SMALL)
+    mixed = np.array([(1, "x"), (2, "y")] * 2, dtype=[("n", int), ("s", "U1")])
+    with pytest.raises(ValueError, match=r"fields \['n', 's'\].*pandas.DataFrame\(X\)"):
+        ErasureMapper(delta=0.5, random_state=0).fit(mixed, Y_SMALL)
+    released = ErasureMapper(delta=0.5, random_state=0).fit(pd.DataFrame(mixed), Y_SMALL).transform(pd.DataFrame(mixed))
+    assert list(released.columns) == ["n", "s"]  # the way the message points to works
+
+
+NULLABLE = {
+    "Int64": pd.array([1, 2, 1, 2, 1, 2], dtype="Int64"),
+    "Int8": pd.array([1, 2, 2, 1, 1, 2], dtype="Int8"),
+    "boolean": pd.array([True, False, True, True, False, False], dtype="boolean"),
+}
+BESIDE = {
+    "category": pd.Categorical(list("xyxyxy"), categories=["x", "y", "z"]),
+    "string": pd.array(list("pqppqq"), dtype="string"),
+    "int64": np.array([1, 2, 2, 1, 1, 2]),
+}
+
+
+@pytest.mark.parametrize("nullable", sorted(NULLABLE))
+@pytest.mark.parametrize("beside", sorted(BESIDE))
+def test_an_erasure_mapper_releases_a_frame_with_a_nullable_column_beside_another(nullable, beside):
+    """A nullable Int64 / boolean column beside categories or strings failed in scikit-learn's float cast
+    ("Cannot cast str dtype to float64"), and a frame with a nullable integer column was fitted but its release
+    failed ("Cannot interpret 'Int64Dtype()' as a data type")."""
+    from privrelease.mappers import ErasureMapper
+
+    y = np.array([0, 0, 1, 1, 0, 1])
+    X = pd.DataFrame({"n": NULLABLE[nullable], "b": BESIDE[beside]})
+    out = ErasureMapper(delta=0.5, random_state=0).fit(X, y).transform(X)
+    assert list(out.columns) == ["n", "b"] and out.index.equals(X.index)
+    assert str(out.dtypes["n"]) == nullable  # the nullable dtype is kept (an erased cell is pd.NA)
+    for col in out.columns:
+        kept = out[col].notna().to_numpy()
+        assert kept.any()
+        # a cell is erased or released unchanged, never another category
+        assert [v for v, k in zip(X[col].tolist(), kept) if k] == [v for v, k in zip(out[col].tolist(), kept) if k]
