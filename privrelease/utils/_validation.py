@@ -598,18 +598,23 @@ def check_same_index(X, y, name="y", *, x_name="X"):
     scikit-learn pairs the rows of ``X`` and ``y`` by position and ignores their indexes, so a ``y``
     indexed by user id in another order than ``X`` silently gave every user another user's label
     (a shuffled private attribute: the fitted prior, and the leakage claimed from it, described
-    nobody). Checked only when both carry a meaningful index (not the default ``0, 1, 2 ...``):
-    a default index on either side is read as "paired by position".
+    nobody). A default index (``0, 1, 2 ...``) on either side is read as "paired by position", unless the
+    other side holds the same labels in another order: ``y.sort_values()`` beside a frame built from an
+    array was paired by position with the wrong users.
     """
     import pandas as pd
 
     ix, iy = getattr(X, "index", None), getattr(y, "index", None)
     if not (isinstance(ix, pd.Index) and isinstance(iy, pd.Index)) or len(ix) != len(iy) or ix.equals(iy):
         return
-    if any(isinstance(i, pd.RangeIndex) and i.start == 0 and i.step == 1 for i in (ix, iy)):
+    try:
+        same = ix.sort_values().equals(iy.sort_values())
+    except TypeError:  # labels that cannot be ordered (ints beside strings): not one set of labels in two orders
+        same = False
+    if not same and any(isinstance(i, pd.RangeIndex) and i.start == 0 and i.step == 1 for i in (ix, iy)):
         return
     k = int(np.flatnonzero(ix.to_numpy(dtype=object) != iy.to_numpy(dtype=object))[0])
-    same = "the same labels in another order" if ix.sort_values().equals(iy.sort_values()) else "other labels"
+    same = "the same labels in another order" if same else "other labels"
     raise ValueError(
         f"{name} is indexed differently from {x_name} ({same}: row {k} is {plain_value(ix[k])!r} in {x_name} but "
         f"{plain_value(iy[k])!r} in "

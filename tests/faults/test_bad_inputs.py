@@ -546,6 +546,8 @@ def _catalogue():
          lambda: _ratings_frame_fit(["Jos\u00e9", "Jose\u0301"]), ValueError, "'Jose\\u0301'"),
         ("recommender", "SurpriseRecommender().fit(X holding a subnormal rating 1e-320)",
          lambda: SurpriseRecommender().fit(np.array([[5.0, 1e-320], [4.0, 3.0]])), ValueError, "1e-320"),
+        ("mappers", "QuantizedPrivacyMapper(delta=10**400).fit(X, y)",
+         lambda: QuantizedPrivacyMapper(delta=10**400).fit(X_SMALL, Y_SMALL), ValueError, "1329 bits"),
         ("mappers", "QuantizedPrivacyMapper().fit(a record array with fields a, b, c, y)",
          lambda: QuantizedPrivacyMapper().fit(np.rec.fromarrays(X_SMALL.T, names="a,b,c"), Y_SMALL), ValueError,
          "['a', 'b', 'c']"),

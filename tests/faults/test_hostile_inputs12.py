@@ -245,3 +245,45 @@ def test_an_erasure_mapper_releases_a_frame_with_a_nullable_column_beside_anothe
         assert kept.any()
         # a cell is erased or released unchanged, never another category
         assert [v for v, k in zip(X[col].tolist(), kept) if k] == [v for v, k in zip(out[col].tolist(), kept) if k]
+
+
+def test_labels_sorted_beside_a_frame_of_default_index_are_refused_not_paired_by_position():
+    """``y.sort_values()`` keeps each label's row number as its index; beside a frame built from an array (index
+    0, 1, 2 ...) the rows were paired by position: users got other users' labels, silently."""
+    from privrelease.evaluation import InferenceAttack
+    from privrelease.mappers import QuantizedPrivacyMapper
+
+    X = pd.DataFrame(np.vstack([X_SMALL, X_SMALL[::-1]]))
+    y = pd.Series(np.r_[Y_SMALL, Y_SMALL[::-1]])
+    qpm = QuantizedPrivacyMapper(n_clusters=2, delta=5.0, space="raw", random_state=0)
+    for fit in (lambda: qpm.fit(X, y.sort_values(kind="stable")), lambda: InferenceAttack().fit(X, y.sort_values()),
+                lambda: qpm.fit(X.sort_values(0), y)):
+        with pytest.raises(ValueError, match=r"y is indexed differently from X \(the same labels in another order"):
+            fit()
+    # aligned by label, or by position on purpose, it is the same fit as the arrays'
+    ref = qpm.fit(X.to_numpy(), y.to_numpy()).prior_
+    np.testing.assert_array_equal(qpm.fit(X, y.sort_values().reindex(X.index)).prior_, ref)
+    np.testing.assert_array_equal(qpm.fit(X, y.sort_values().to_numpy()).prior_, qpm.fit(
+        X.to_numpy(), y.sort_values().to_numpy()).prior_)
+    np.testing.assert_array_equal(qpm.fit(X, y.set_axis([f"u{i}" for i in range(len(y))])).prior_, ref)
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"delta": 10**400}, r"delta must be finite, got a number of 1329 bits, beyond the float64 range"),
+    ({"max_leakage": 10**400}, r"max_leakage must be finite, got a number of 1329 bits"),
+    ({"delta": 1.0, "max_leakage": 0.5}, r"give either delta \(got 1.0\) or max_leakage \(got 0.5\), not both"),
+])
+@pytest.mark.parametrize("mapper", ["QuantizedPrivacyMapper", "ErasureMapper"])
+def test_a_budget_the_solver_cannot_read_is_refused_before_the_prior_is_estimated(monkeypatch, mapper, params,
+                                                                                   message):
+    """delta=10**400 passed scikit-learn's interval check, and the solver's float(delta) raised a bare
+    OverflowError once the clustering and the prior were done; both budgets were refused only then too."""
+    import privrelease.mappers as mappers
+    from privrelease.mappers._base import _BaseMapper
+
+    def no_work(*args, **kwargs):
+        raise AssertionError("the prior was estimated before the budget was checked")
+
+    monkeypatch.setattr(_BaseMapper, "_fit_in_memory", no_work)
+    with pytest.raises(ValueError, match=message):
+        getattr(mappers, mapper)(**params).fit(X_SMALL.astype(int), Y_SMALL)
