@@ -12,6 +12,8 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
+from ..utils._validation import check_ids, check_not_subnormal
+
 __all__ = ["load_movielens_100k", "load_movielens_1m", "load_ratings_csv", "movielens_100k_search_paths",
            "movielens_1m_search_paths"]
 
@@ -507,7 +509,10 @@ def load_ratings_csv(path, *, user_col="user", item_col="item", rating_col="rati
     user_ids : ndarray of shape (n_users,)
         The raw user ids, sorted: integers when every id is written as a plain
         integer, else strings (``"0486411435"`` keeps its leading zero).
-        Spaces around an id, and around a header's column names, are ignored.
+        Spaces around an id, and around a header's column names, are ignored. An id holding a control
+        character (a NUL, a tab) or an invisible one (zero-width space, byte-order mark, soft hyphen), and
+        two ids that differ only in their Unicode normal form (``'José'`` composed and decomposed), are
+        refused naming the line: they print alike but would be two users.
     item_ids : ndarray of shape (n_items,)
         The raw item ids, sorted, as ``user_ids``.
 
@@ -518,7 +523,8 @@ def load_ratings_csv(path, *, user_col="user", item_col="item", rating_col="rati
     ValueError
         A named column is missing, or a rating is 0, NaN or not a number
         (0 means "not rated" in a rating matrix): the message names the line
-        and the column, and ``drop_ratings`` leaves such rows out.
+        and the column, and ``drop_ratings`` leaves such rows out. A subnormal
+        rating (``1e-320``, about 0) and a misleading id (see ``user_ids``) too.
     """
     _check_path(path, "path")
     p = Path(path).expanduser()
@@ -586,6 +592,8 @@ def load_ratings_csv(path, *, user_col="user", item_col="item", rating_col="rati
             row = int(np.flatnonzero(empty.to_numpy())[0])
             raise ValueError(f"rating file {str(path)!r} has {int(empty.sum())} row(s) without a {what} id "
                              f"(the first is {where(row)}, column {c!r}); every rating needs a user and an item")
+        # 'ann' and 'ann\u200b', or 'José' composed and decomposed, were two users; a NUL was read into an id
+        check_ids(df[c].str.strip().to_numpy(), f"rating file {str(path)!r} column {c!r}", where=where)
     raw = df[rating_col].str.strip()
     rating = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=np.float64)
     if drop_ratings:
@@ -609,6 +617,7 @@ def load_ratings_csv(path, *, user_col="user", item_col="item", rating_col="rati
             f"drop_ratings=[0] for Book-Crossing's implicit 0, drop_ratings=['NA', '', '?'] for missing ones); "
             "a scale where 0 is a real rating (-10..10) must be shifted first (read the file with pandas, add a "
             "constant, use privrelease.recommender.RatingsFrame)")
+    check_not_subnormal(rating, f"rating file {str(path)!r} column {rating_col!r}", where=where)
     order = np.arange(len(df))
     if timestamp_col is not None:
         ts = pd.to_numeric(df[timestamp_col].str.strip(), errors="coerce").to_numpy(dtype=np.float64)

@@ -51,7 +51,7 @@ from ..mapping import (
 )
 from ..mapping._checks import check_distortion
 from ..utils import check_private_labels
-from ..utils._validation import check_label_input, check_same_index, is_sparse_frame, plain_value
+from ..utils._validation import check_label_input, check_number, check_same_index, is_sparse_frame, plain_value
 from . import _dask
 
 __all__ = ["PriorEstimate", "theorem1_bound", "check_sample_weight", "stack_marginal_priors"]
@@ -330,6 +330,7 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                 "attribute, -1 for users who did not disclose it)"
             )
         _refuse_surprise_data(X)
+        self._check_budget()
         check_same_index(X, y)
         check_same_index(X, sample_weight, "sample_weight")
         work = copy.copy(self)  # shallow: shares random_state (a Generator advances as it would)
@@ -456,6 +457,23 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                                "blocks": blocks}
         return estimate
 
+    def _check_budget(self):
+        """``(delta, max_leakage)`` as the solver reads them (floats or None), checked before any work.
+
+        Giving both is refused, and so is a budget beyond float64 (``delta=10**400``: scikit-learn's
+        interval check took it, and the solver's ``float(delta)`` failed with an OverflowError naming
+        nothing, once the prior had been estimated).
+        """
+        delta, max_leakage = self.delta, self.max_leakage
+        if delta is not None and max_leakage is not None:
+            raise ValueError(
+                f"give either delta (got {plain_value(delta)!r}) or max_leakage (got {plain_value(max_leakage)!r}), "
+                "not both: delta minimises leakage under a distortion budget, max_leakage minimises "
+                "distortion under a leakage cap"
+            )
+        return tuple(None if v is None else check_number(v, name, low=0)
+                     for name, v in (("delta", delta), ("max_leakage", max_leakage)))
+
     def _solve(self, prior, cost):
         """The engine's optimal mapping (Salamatian et al., Algorithm 1 / eq. 6).
 
@@ -465,13 +483,7 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         program): the engine's privacy-distortion curve at an unlimited budget
         returns exactly that LP's least-distortion solution. Giving both is refused.
         """
-        delta, max_leakage = self.delta, self.max_leakage
-        if delta is not None and max_leakage is not None:
-            raise ValueError(
-                f"give either delta (got {delta!r}) or max_leakage (got {max_leakage!r}), not both: "
-                "delta minimises leakage under a distortion budget, max_leakage minimises "
-                "distortion under a leakage cap"
-            )
+        delta, max_leakage = self._check_budget()
         solver = getattr(self, "solver", "auto")
         if min(prior.shape) < 2:
             return _degenerate_result(prior, cost, delta, max_leakage, self.leakage)
@@ -678,6 +690,12 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                       "max_leakage", "kind")
             if set(value) != set(fields):
                 raise ValueError(f"fitted.solver_result_ has fields {sorted(value)}, expected {sorted(fields)}")
+            dtype = getattr(value["mapping"], "dtype", None)
+            if not (isinstance(dtype, np.dtype) and dtype.kind == "f" and dtype.itemsize == 8):
+                # save writes it as float64: a complex mapping loaded (its imaginary part unseen by the checks), and
+                # a float16 or float32 one that happened to round to mapping_
+                raise ValueError(f"fitted.solver_result_.mapping must hold float64 probabilities, as save writes "
+                                 f"it, got {f'dtype {dtype}' if dtype is not None else type(value['mapping']).__name__}")
             return MappingResult(**value)
         return value
 

@@ -24,8 +24,12 @@ DENSE_CELLS_LIMIT = _presolve.DENSE_CELLS_LIMIT
 
 def _nullable_integer(dtype):
     """The nullable dtype of a released integer column: ``Int64``, or ``UInt64`` for ``uint64``
-    (``Int64`` cannot hold values above 2**63 - 1)."""
-    return "UInt64" if np.dtype(dtype) == np.uint64 else "Int64"
+    (``Int64`` cannot hold values above 2**63 - 1); a nullable column (``Int8``, ``UInt64`` ...) keeps its dtype
+    (``np.dtype`` of it was "Cannot interpret 'Int64Dtype()' as a data type": a frame with an ``Int64`` column could
+    be fitted but not released)."""
+    if not isinstance(dtype, np.dtype):
+        return dtype
+    return "UInt64" if dtype == np.uint64 else "Int64"
 
 
 def _float_exact(Xa):
@@ -243,6 +247,12 @@ class ErasureMapper(_BaseMapper):
             if getattr(dtype, "kind", None) in "mM":
                 raise TypeError(f"ErasureMapper needs categorical values, got column {name!r} of dtype {dtype} "
                                 "(bin dates into categories first, for example as strings)")
+        dtypes = list(getattr(X, "dtypes", []))
+        if (any(not isinstance(d, np.dtype) for d in dtypes)
+                and not all(pd.api.types.is_numeric_dtype(d) or pd.api.types.is_bool_dtype(d) for d in dtypes)):
+            # scikit-learn casts a frame holding a nullable column (Int64, boolean) to float64: a column of
+            # categories or strings beside it failed there ("Cannot cast str dtype to float64")
+            X = X.astype(object)
         Xa = validate_data(self, X, dtype=None, ensure_all_finite=False, reset=reset)
         Xa = np.asarray(Xa)
         if Xa.dtype.kind in "cmMV":

@@ -15,8 +15,9 @@ from ..mapping import expected_distortion, leakage as heldout_leakage, mutual_in
 from ..utils import check_random_source
 from ..utils._constraints import NumberInterval
 from ..utils._threads import single_thread
-from ..utils._validation import (as_float_if_object, canonical_sparse, check_allocation, check_table, is_sparse_frame,
-                                 nullable_numpy_dtype, plain_value, ratings_in_dtype, sparse_frame_like)
+from ..utils._validation import (as_float_if_object, canonical_sparse, check_allocation, check_not_subnormal,
+                                 check_table, is_sparse_frame, nullable_numpy_dtype, plain_value, ratings_in_dtype,
+                                 sparse_frame_like)
 from . import _dask
 from ._base import (PriorEstimate, _BaseMapper, _matrix, _refuse_long_form, _refuse_nan_ratings, _refuse_surprise_data,
                     _row_stochastic, stack_marginal_priors)
@@ -915,6 +916,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
         X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype="numeric", reset=reset)
         X = as_float_if_object(X)  # a DataFrame of categorical columns stays object (scipy refused it deep inside)
         X = canonical_sparse(X)  # a pair stored twice counted twice (negative distances), a stored 0 as a rating
+        check_not_subnormal(X)  # 1e-320: a rating of about 0, or 0 ('not rated') where subnormals are flushed
         # the release's (float16 included: computed in float64, released as float16)
         dtype = X.dtype if nullable is None else nullable
         if X.dtype == np.float16:  # scipy's sparse kernels refuse float16: compute in float64

@@ -17,7 +17,8 @@ import pandas as pd
 import scipy.sparse as sp
 
 from ..utils import check_rating_scale
-from ..utils._validation import canonical_sparse, check_bool_number_mix, check_table, plain_value, ratings_in_dtype
+from ..utils._validation import (canonical_sparse, check_bool_number_mix, check_ids, check_not_subnormal, check_table,
+                                 plain_value, ratings_in_dtype)
 
 __all__ = ["RatingsFrame"]
 
@@ -60,6 +61,12 @@ class RatingsFrame:
 
     Notes
     -----
+    Ids are kept exactly as given, so ids that print alike but differ are refused rather than split
+    one user in two: an id holding a control character (a NUL, a tab) or an invisible one (zero-width
+    space, byte-order mark, soft hyphen, direction mark; the joiners U+200C / U+200D are allowed inside
+    an id), and two ids that differ only in spaces around them or in their Unicode normal form (``'José'``
+    composed, NFC, and decomposed, NFD). A subnormal rating (``1e-320``) is refused too.
+
     This is the documented path from long-form or Surprise data to the mappers::
 
         rf = RatingsFrame().fit(ratings)            # ratings: DataFrame user, item, rating
@@ -125,6 +132,7 @@ class RatingsFrame:
             if unhashable is not None:  # pandas' "unhashable type: 'list'" did not say where
                 raise TypeError(f"ratings[{col!r}] must hold hashable ids (numbers, strings, tuples), got "
                                 f"{unhashable!r} of type {type(unhashable).__name__}")
+            check_ids(ratings[col].to_numpy(), f"ratings[{col!r}]")  # 'ann' and 'ann\u200b' were two users
         r = pd.to_numeric(ratings[self.rating], errors="coerce")
         bad = r.isna()
         if bad.any():
@@ -139,6 +147,7 @@ class RatingsFrame:
         if not np.all(np.isfinite(r)):
             row = int(np.flatnonzero(~np.isfinite(r))[0])
             raise ValueError(f"ratings[{self.rating!r}] must be finite, got {plain_value(r[row])!r} at row {row}")
+        check_not_subnormal(r, f"ratings[{self.rating!r}]", where=lambda i: f"row {i}")
         if np.any(r == 0):
             row = int(np.flatnonzero(r == 0)[0])
             raise ValueError(f"ratings[{self.rating!r}] holds 0 at row {row}; 0 means 'not rated' in a rating "

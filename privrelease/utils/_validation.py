@@ -170,14 +170,22 @@ def _refuse_beyond_int64(X, name, what):
         raise ValueError(f"{name} must hold {what} (whole numbers within the int64 range), got {v!r}")
 
 
+#: the largest dimension of a sparse input: scikit-learn accepts 32-bit sparse indices only
+_MAX_SPARSE_DIM = np.iinfo(np.int32).max
+
+
 def check_table(X, name="X"):
     """Refuse what numpy would misread as a table, before scikit-learn's ``validate_data`` (ValueError naming ``name``).
 
     * a masked array with masked entries: numpy and scikit-learn read its data and ignore the
       mask, so a masked ("missing") entry used to be taken at whatever value it hid (as a rating,
       a category or a feature). A masked array with nothing masked is accepted (it is its data);
+    * a structured (record) array: scikit-learn read it as one column of records;
     * a list of rows of different lengths: numpy's message was "setting an array element with a
       sequence. The requested array has an inhomogeneous shape after 1 dimensions";
+    * a sparse matrix with more than 2**31 - 1 rows or columns: scikit-learn refused its 64-bit indices
+      ("Only sparse matrices with 32-bit integer indices are accepted"), and the code that did not
+      allocated a dense vector per item (a MemoryError of 16 GiB naming no argument);
     * complex numbers (:class:`~privrelease.exceptions.ComplexDataError`, a TypeError and a ValueError):
       ``astype(float64)`` drops the imaginary part with only a
       ``ComplexWarning``, and scikit-learn's "Complex data not supported" printed the whole array
@@ -189,11 +197,25 @@ def check_table(X, name="X"):
             i = next(i for i, n in enumerate(lengths) if n != lengths[0])
             raise ValueError(f"{name} must be a rectangular table, got rows of different lengths: row 0 has "
                              f"{lengths[0]} value(s), row {i} has {lengths[i]}")
+    fields = getattr(getattr(X, "dtype", None), "names", None)
+    if isinstance(X, np.ndarray) and fields:
+        # scikit-learn's "Expected 2D array, got 1D array instead" printed the records, naming no field
+        raise ValueError(f"{name} is a structured (record) array with fields {list(fields)!r}, one value per row; "
+                         f"expected a table: pass pandas.DataFrame({name}) (a column per field), or "
+                         f"numpy.lib.recfunctions.structured_to_unstructured({name}) for numeric fields")
     if isinstance(X, np.ma.MaskedArray) and np.ma.is_masked(X):
         n = int(np.ma.count_masked(X))
         raise ValueError(f"{name} is a masked array with {n} masked entr{'y' if n == 1 else 'ies'}; the mask would "
                          f"be ignored and the hidden values used: fill it first ({name}.filled(0) for 'not "
                          "rated' in a rating matrix)")
+    if sp.issparse(X) and X.ndim == 2 and max(X.shape) > _MAX_SPARSE_DIM:
+        axis = int(X.shape[1] > _MAX_SPARSE_DIM)
+        what, keep = (("rows", f"{name}[{name}.getnnz(axis=1) > 0]") if axis == 0
+                      else ("columns", f"{name}[:, {name}.getnnz(axis=0) > 0]"))
+        raise ValueError(f"{name} is a sparse matrix of shape {X.shape}: {X.shape[axis]:,} {what} is more than "
+                         f"2**31 - 1 = {_MAX_SPARSE_DIM:,}, the most 32-bit sparse indices (what scikit-learn "
+                         f"accepts) address, and a dense vector per {what[:-1]} would not fit; ids used as indices? "
+                         f"keep the {what} that hold an entry ({keep}) or number the ids 0, 1, 2 ...")
     complex_dtype = _complex_dtype(X)
     if complex_dtype is not None:
         raise ComplexDataError(f"Complex data not supported: {name} must hold real numbers, got complex dtype "
@@ -229,6 +251,112 @@ def check_bool_number_mix(values, name, *, what="category", whole="the column"):
             f"{name} mixes booleans and numbers (for example {b!r} and {n!r}); 1 and True (0 and False) would be "
             f"merged into one {what}: give {whole} one kind of value"
         )
+
+
+#: joiners that spell some scripts (Persian, Indic) and emoji: allowed inside an id, refused at its edges
+_JOINERS = frozenset("\u200c\u200d")
+
+
+def _id_character_problem(s):
+    """Why the string id ``s`` holds a character an id must not hold, or None.
+
+    Control characters (NUL, tab, newline, DEL, the C1 range), line and paragraph separators and
+    lone surrogates are refused, and so are invisible format characters (zero-width space U+200B,
+    byte-order mark U+FEFF, soft hyphen U+00AD, direction marks) except the joiners U+200C / U+200D
+    inside an id: two ids that print alike would otherwise be two users.
+    """
+    if s.isascii() and s.isprintable():
+        return None
+    import unicodedata
+
+    for k, ch in enumerate(s):
+        cat = unicodedata.category(ch)
+        if cat in ("Cc", "Zl", "Zp", "Cs"):
+            return f"the control character U+{ord(ch):04X} at character {k}"
+        if cat == "Cf" and not (ch in _JOINERS and 0 < k < len(s) - 1):
+            return (f"the invisible character U+{ord(ch):04X} ({unicodedata.name(ch, 'format character').lower()}) "
+                    f"at character {k}")
+    return None
+
+
+def _id_key(v):
+    """The form two ids that must not be told apart share: NFC, without surrounding spaces (tuples element-wise)."""
+    import unicodedata
+
+    if isinstance(v, str):
+        return unicodedata.normalize("NFC", v.strip())
+    if isinstance(v, tuple):
+        return tuple(_id_key(e) for e in v)
+    return v
+
+
+def _id_strings(v):
+    """The strings of an id (itself, or a tuple's strings)."""
+    if isinstance(v, str):
+        return [v]
+    if isinstance(v, tuple):
+        return [s for e in v for s in _id_strings(e)]
+    return []
+
+
+def check_ids(ids, name, *, where=None):
+    """Refuse user or item ids that would be misread, or split one user (item) in two silently (ValueError).
+
+    * an id holding a control character (NUL, tab, newline, DEL ...) or an invisible format character
+      (zero-width space, byte-order mark, soft hyphen, direction mark; the joiners U+200C / U+200D are
+      allowed inside an id): ``'ann'`` and ``'ann\\u200b'`` print alike but were two users;
+    * two ids that differ only in spaces around them (a no-break space too) or in their Unicode normal
+      form (``'José'`` composed, NFC, and decomposed, NFD): they name one user but were two.
+
+    ``ids`` is the column of ids in row order (numbers, strings, tuples); ``where(i)`` describes row ``i``
+    in messages (default ``"row i"``). The message quotes the id with its escapes (``ascii``).
+    """
+    where = where or (lambda i: f"row {i}")
+    values = np.asarray(ids, dtype=object).ravel() if not isinstance(ids, np.ndarray) else ids.ravel()
+    if values.dtype.kind not in "OUS" or values.size == 0:
+        return
+    uniq = _unique_in_order(values)
+
+    def row_of(v):
+        return int(next(i for i, u in enumerate(values) if u == v))
+
+    odd = []  # ids whose key is not themselves: not ASCII, or with spaces around
+    for v in uniq:
+        if isinstance(v, str) and v.isascii() and v.isprintable() and not (v[:1] == " " or v[-1:] == " "):
+            continue  # the common id: nothing to refuse, its own key
+        strings = _id_strings(v)
+        for s in strings:
+            problem = _id_character_problem(s)
+            if problem is not None:
+                raise ValueError(f"{name} holds the id {ascii(plain_value(v))} ({where(row_of(v))}) with {problem}; "
+                                 "ids must not hold control or invisible characters (they print alike but name "
+                                 "another user or item): remove them")
+        if any(not (s.isascii() and s == s.strip()) for s in strings):
+            odd.append(v)
+    if not odd:
+        return
+    plain = set(uniq)
+    seen = {}
+    for v in odd:
+        key = _id_key(v)
+        first = seen.setdefault(key, v)
+        if first == v and key in plain and key != v:
+            first = key  # an id written plainly elsewhere
+        if first != v:
+            form = [t.strip() for t in _id_strings(first)] != [t.strip() for t in _id_strings(v)]
+            spaces = any(t != t.strip() for t in _id_strings(first) + _id_strings(v))
+            how = ("spaces around them and their Unicode normal form" if form and spaces
+                   else "their Unicode normal form" if form else "spaces around them")
+            first, v = sorted((first, v), key=row_of)
+            raise ValueError(f"{name} holds the ids {ascii(plain_value(first))} ({where(row_of(first))}) and "
+                             f"{ascii(plain_value(v))} ({where(row_of(v))}), which differ only in {how}: they "
+                             "would be read as two ids though they name one; write each id one way (strip the "
+                             "spaces, normalise to NFC with unicodedata.normalize('NFC', id))")
+
+
+def _unique_in_order(values):
+    """The distinct values of a 1-D array in order of first appearance (hashable values, as a dict keys them)."""
+    return list(dict.fromkeys(values.tolist()))
 
 
 #: Why a rating scale must not hold 0 (the one rule of the library and the command line).
@@ -308,6 +436,7 @@ def check_rating_matrix(X, *, name="X", rating_range=None, dtype=(np.float64, np
             f"{name} contains {np.count_nonzero(~finite)} non-finite rating(s) (for example {plain_value(bad)!r}); "
             "ratings must be finite numbers with 0 meaning 'not rated'"
         )
+    check_not_subnormal(Xc, name)
     if rating_range is not None:
         low, high = rating_range
         vals = data[data != 0] if not sp.issparse(Xc) else data
@@ -318,6 +447,40 @@ def check_rating_matrix(X, *, name="X", rating_range=None, dtype=(np.float64, np
                 f"[{low}, {high}] (for example {plain_value(vals[out].ravel()[0])!r}); 0 means 'not rated'"
             )
     return Xc, fmt
+
+
+def check_not_subnormal(X, name="X", *, where=None):
+    """Refuse a nonzero rating closer to 0 than its dtype's smallest normal number (ValueError naming it).
+
+    A subnormal such as ``1e-320`` was a stored rating of about 0 (0 is "not rated"): it reads as 0 where
+    the processor flushes subnormals to zero, and as a real rating elsewhere, so one file meant two things.
+    ``X`` is a dense array, a scipy sparse matrix or a 1-D column of ratings; ``where(i)`` describes the
+    ``i``-th value (default: its row and column). Integer and boolean dtypes hold no subnormal.
+    """
+    data = X.data if sp.issparse(X) else np.asarray(X)
+    if data.dtype.kind != "f" or data.size == 0:
+        return
+    tiny = np.finfo(data.dtype).tiny
+    sub = (data > -tiny) & (data < tiny) & (data != 0)
+    if not sub.any():
+        return
+    k = int(np.flatnonzero(sub.ravel())[0])
+    if where is not None:
+        at = where(k)
+    elif sp.issparse(X) and X.format in ("csr", "csc"):
+        major, minor = int(np.searchsorted(X.indptr, k, side="right") - 1), int(X.indices[k])
+        at = f"row {major}, column {minor}" if X.format == "csr" else f"row {minor}, column {major}"
+    elif sp.issparse(X) and X.format == "coo":
+        at = f"row {int(X.row[k])}, column {int(X.col[k])}"
+    elif data.ndim == 2:
+        i, j = np.unravel_index(k, data.shape)
+        at = f"row {int(i)}, column {int(j)}"
+    else:
+        at = f"position {k}"
+    raise ValueError(f"{name} holds {np.count_nonzero(sub)} subnormal rating(s) (for example "
+                     f"{plain_value(data.ravel()[k])!r} at {at}): a nonzero rating closer to 0 than {tiny:g} (the "
+                     f"smallest normal {data.dtype}) reads as 0, 'not rated', where subnormals are flushed to zero; "
+                     "ratings are expected on a scale away from 0 (store 0 for 'not rated', or rescale them)")
 
 
 def as_float_if_object(X, name="X"):
@@ -435,18 +598,23 @@ def check_same_index(X, y, name="y", *, x_name="X"):
     scikit-learn pairs the rows of ``X`` and ``y`` by position and ignores their indexes, so a ``y``
     indexed by user id in another order than ``X`` silently gave every user another user's label
     (a shuffled private attribute: the fitted prior, and the leakage claimed from it, described
-    nobody). Checked only when both carry a meaningful index (not the default ``0, 1, 2 ...``):
-    a default index on either side is read as "paired by position".
+    nobody). A default index (``0, 1, 2 ...``) on either side is read as "paired by position", unless the
+    other side holds the same labels in another order: ``y.sort_values()`` beside a frame built from an
+    array was paired by position with the wrong users.
     """
     import pandas as pd
 
     ix, iy = getattr(X, "index", None), getattr(y, "index", None)
     if not (isinstance(ix, pd.Index) and isinstance(iy, pd.Index)) or len(ix) != len(iy) or ix.equals(iy):
         return
-    if any(isinstance(i, pd.RangeIndex) and i.start == 0 and i.step == 1 for i in (ix, iy)):
+    try:
+        same = ix.sort_values().equals(iy.sort_values())
+    except TypeError:  # labels that cannot be ordered (ints beside strings): not one set of labels in two orders
+        same = False
+    if not same and any(isinstance(i, pd.RangeIndex) and i.start == 0 and i.step == 1 for i in (ix, iy)):
         return
     k = int(np.flatnonzero(ix.to_numpy(dtype=object) != iy.to_numpy(dtype=object))[0])
-    same = "the same labels in another order" if ix.sort_values().equals(iy.sort_values()) else "other labels"
+    same = "the same labels in another order" if same else "other labels"
     raise ValueError(
         f"{name} is indexed differently from {x_name} ({same}: row {k} is {plain_value(ix[k])!r} in {x_name} but "
         f"{plain_value(iy[k])!r} in "

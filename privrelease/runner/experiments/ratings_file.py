@@ -34,6 +34,7 @@ columns, the attribute's classes and the scale.
 """
 
 import os
+import unicodedata
 import warnings
 
 import numpy as np
@@ -42,7 +43,7 @@ import pandas as pd
 from .._schema import (Bool, Choice, Either, File, Float, Int, PipelineError, Seed, Seq, Table, Text,
                        quick_values)
 from ...utils import check_rating_scale
-from ...utils._validation import plain_value
+from ...utils._validation import check_ids, plain_value
 from .movielens_gender import analyse_ratings
 from .synthetic_ratings import _LEVELS_CAP, MAPPER, N_CLUSTERS_RULES, PROTOCOL_PARAMETERS, RECOMMENDER
 
@@ -348,6 +349,10 @@ def _read_users(path, id_col, columns, sep, encoding, names=None):
         # one blank id was a user without ratings, two were "user '' named more than once"
         raise PipelineError(f"the users file {path!r} has {blank.size} row(s) without an id in column {id_col!r} "
                             f"(the first is data row {blank[0] + 1}); expected every row to name its user")
+    try:  # 'ann\u200b' (or a NUL) in an id, 'José' composed and decomposed as two users
+        check_ids(ids.to_numpy(), f"the users file {path!r} column {id_col!r}", where=lambda i: f"data row {i + 1}")
+    except ValueError as exc:
+        raise PipelineError(str(exc)) from None
     repeated = ids[ids.duplicated()]
     if not repeated.empty:
         raise PipelineError(f"the users file {path!r} names user {plain_value(repeated.iloc[0])!r} more than once "
@@ -371,7 +376,9 @@ def _match_ids(ids, user_ids):
         keys = np.zeros(ids.size, dtype=np.int64)
         keys[plain] = [int(s) for s in ids[plain]]
     else:
-        keys, plain = ids, np.ones(ids.size, dtype=bool)
+        # one name composed in one file and decomposed in the other (NFC, NFD) names one user: compared as NFC
+        at = {unicodedata.normalize("NFC", u): i for i, u in enumerate(user_ids)}
+        return np.array([at.get(unicodedata.normalize("NFC", s), -1) for s in ids], dtype=np.int64)
     pos = np.minimum(np.searchsorted(user_ids, keys), user_ids.size - 1)
     hit = plain & (user_ids[pos] == keys)
     return np.where(hit, pos, -1)
