@@ -148,7 +148,13 @@ class _Cost:
             below = self.deriv(v, mid) < mu
             lo = np.where(below, mid, lo)
             hi = np.where(below, hi, mid)
-        return 0.5 * (lo + hi)
+        # the ends exactly: a seller whose marginal cost at ``upper`` is below ``mu`` is full, one whose marginal
+        # cost at 0 is at least ``mu`` sells nothing (the bisection's midpoint left a full seller an ulp short of
+        # ``upper`` and an idle one at ``upper`` 2^-51, which the water-filling took for a partial share)
+        with np.errstate(invalid="ignore"):
+            full = self.deriv(v, upper) < mu
+            idle = self.deriv(v, np.zeros(v.shape)) >= mu
+        return np.where(full, upper, np.where(idle, 0.0, 0.5 * (lo + hi)))
 
 
 def _linear(v, eps):
@@ -489,36 +495,67 @@ def _linear_closed_form(v, K):
     return best[1], best[2]
 
 
-def _water_fill(cost, v, required, upper):
-    """``min sum_i c(v_i, eps_i)`` s.t. ``sum_i eps_i >= required``, ``0 <= eps_i <= upper``.
+def _remainder(m, K, bs, s, r):
+    """``m - 2 s`` with ``s = sqrt(K - 2 b^2)`` (``r = K - 2 b^2``), without cancellation:
+    ``(m^2 - 4 K + 8 b^2) / (m + 2 s)``; ``m`` where ``r <= 0`` (no noise budget left: every weight 1)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(r > 0, ((m * m - 4.0 * K) + 8.0 * bs**2) / (m + 2.0 * s), m)
 
-    Vectorised over rows: ``required`` and ``upper`` have shape ``(G,)``; returns
+
+def _water_fill(cost, v, bs, K):
+    """``min sum_i c(v_i, eps_i)`` s.t. ``sum_i eps_i >= A(b) / b``, ``0 <= eps_i <= 1 / b``.
+
+    ``A(b) = n - 2 sqrt(K - 2 b^2)``. Vectorised over rows: ``bs`` has shape ``(G,)``; returns
     ``eps`` of shape ``(G, n)``. KKT for this convex separable problem: ``eps_i
-    = clip((dc/deps)^{-1}(v_i, mu), 0, upper)`` with the multiplier ``mu`` set by
+    = clip((dc/deps)^{-1}(v_i, mu), 0, 1 / b)`` with the multiplier ``mu`` set by
     bisection so that the sum constraint binds.
+
+    The constraint is tested on the sellers not yet full: with ``j`` sellers at ``eps = 1 / b`` the others
+    must sum to ``(n - j - 2 s) / b``, computed without cancellation (:func:`_remainder`). A partial seller's
+    share below an ulp of ``A / b`` was lost in ``sum_i eps_i`` (a callable ``v * eps`` with ``v = (1, 1e-30)``
+    and ``K = 1/4`` paid 1.9e7 times the optimum: the optimum's partial weight is ``1e-30``).
     """
+    n = v.size
     v = v[None, :]
-    upper = upper[:, None]
-    required = required[:, None]
-    mu_lo = np.zeros_like(required)
-    mu_hi = np.max(cost.deriv(v, np.broadcast_to(upper, (upper.shape[0], v.shape[1]))),
-                   axis=1, keepdims=True) * (1 + 1e-9) + 1e-300
+    bs = np.asarray(bs, dtype=float)[:, None]
+    upper = 1.0 / bs
+    r = K - 2.0 * bs**2
+    s = np.sqrt(np.maximum(r, 0.0))
+    required = _remainder(float(n), K, bs, s, r)   # A(b), for the rows needing nothing
+
+    def state(mu):
+        eps = cost.inv_deriv(v, mu, upper)
+        full = eps >= upper
+        m = n - full.sum(axis=1, keepdims=True).astype(float)
+        rest = np.where(full, 0.0, eps).sum(axis=1, keepdims=True)
+        need = np.where(m > 0, _remainder(m, K, bs, s, r), -np.inf) * upper   # what the others must sum to
+        return eps, full, rest, need
+
+    ups = np.broadcast_to(upper, (upper.shape[0], v.shape[1]))
+    with np.errstate(invalid="ignore", over="ignore"):
+        mu_hi = np.max(cost.deriv(v, ups), axis=1, keepdims=True) * (1 + 1e-9) + 1e-300
+        # below every seller's marginal cost at 0 nobody sells: a positive start for a bisection on log(mu)
+        # (the multiplier of a partial seller with v = 1e-300 is 1e-300, beyond 80 halvings of [0, 1])
+        floor = np.min(cost.deriv(v, np.zeros_like(ups)), axis=1, keepdims=True) * (1 - 1e-9)
+    mu_lo = np.where(np.isfinite(floor) & (floor > 0) & (floor < mu_hi), floor, 0.0)
     for _ in range(80):
-        mu = 0.5 * mu_lo + 0.5 * mu_hi  # mu_lo + mu_hi overflowed near float64's max
-        total = cost.inv_deriv(v, mu, upper).sum(axis=1, keepdims=True)
-        short = total < required
+        # geometric midpoint while the bracket spans decades (mu_lo + mu_hi overflowed near float64's max)
+        geo = (mu_lo > 0) & (mu_hi > 4.0 * mu_lo)
+        mu = np.where(geo, np.sqrt(mu_lo) * np.sqrt(mu_hi), 0.5 * mu_lo + 0.5 * mu_hi)
+        _, _, rest, need = state(mu)
+        short = rest < need
         mu_lo = np.where(short, mu, mu_lo)
         mu_hi = np.where(short, mu_hi, mu)
-    # at a kink (linear pieces, non-strictly convex costs) the sum jumps across
-    # ``required`` between mu_lo and mu_hi: both are KKT points of the same
-    # multiplier, so the convex combination meeting the constraint exactly is optimal
+    # at a kink (linear pieces, non-strictly convex costs) the sum jumps across the requirement between
+    # mu_lo and mu_hi: both are KKT points of the same multiplier, so the convex combination meeting the
+    # constraint exactly is optimal; the sellers full at mu_lo stay full, the others share what is missing
     eps_hi = cost.inv_deriv(v, mu_hi, upper)
-    eps_lo = cost.inv_deriv(v, mu_lo, upper)
-    s_hi, s_lo = eps_hi.sum(axis=1, keepdims=True), eps_lo.sum(axis=1, keepdims=True)
+    eps_lo, full_lo, rest_lo, need_lo = state(mu_lo)
+    gain = np.where(full_lo, 0.0, eps_hi - eps_lo).sum(axis=1, keepdims=True)
     with np.errstate(invalid="ignore", divide="ignore"):
-        theta = np.where(s_hi > s_lo, (required - s_lo) / (s_hi - s_lo), 1.0)
+        theta = np.where(gain > 0, (need_lo - rest_lo) / gain, 1.0)
     theta = np.clip(theta, 0.0, 1.0)
-    eps = eps_lo + theta * (eps_hi - eps_lo)
+    eps = np.where(full_lo, eps_lo, eps_lo + theta * (eps_hi - eps_lo))
     eps = np.where(required <= 0, 0.0, eps)
     return eps
 
@@ -533,8 +570,8 @@ def _numeric_full_info(v, K, cost):
         r = K - 2.0 * bs**2
         s = np.sqrt(np.maximum(r, 0.0))
         # A = n - 2 s = (n^2 - 4 K + 8 b^2) / (n + 2 s): n - 2 s cancelled for a tiny b (K - 2 b^2 rounded to K)
-        A = np.where(r > 0, np.maximum(((n * n - 4.0 * K) + 8.0 * bs**2) / (n + 2.0 * s), 0.0), float(n))
-        eps = _water_fill(cost, v, A / bs, 1.0 / bs)
+        A = np.maximum(_remainder(float(n), K, bs, s, r), 0.0)
+        eps = _water_fill(cost, v, bs, K)
         with np.errstate(over="ignore", invalid="ignore"):  # a tiny b can cost more than float64 holds: inf,
             pay = cost(v[None, :], eps).sum(axis=1)             # never the optimum
         # where the water-filling could not meet the accuracy (a callable cost's numerical derivative at eps = 1 / b
@@ -557,7 +594,7 @@ def _numeric_full_info(v, K, cost):
                               options={"xatol": 1e-12 * hi})
     b = float(res.x) if res.fun <= pay[j] else float(grid[j])
     eps = payments(b)[1][0]
-    return np.clip(eps * b, 0.0, 1.0), b
+    return np.where(eps >= 1.0 / b, 1.0, np.clip(eps * b, 0.0, 1.0)), b   # (1 / b) b may round below 1
 
 
 def design_contract(valuations, accuracy, cost="linear"):

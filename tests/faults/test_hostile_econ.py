@@ -1,0 +1,103 @@
+"""Hostile inputs for the economic mechanisms at their numerical edges: contracts (Khalili, Zhang, Liu), auctions
+(Dandekar, Fawaz, Ioannidis) and truthful regression (Cummings, Ioannidis, Ligett), each against a property or an
+independent computation (earlier audits: test_hostile_inputs*.py)."""
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+
+# ---------------------------------------------------------------- contracts: valuations spanning 300 decades
+def _knapsack(vs, A):
+    """``min sum_i v_i a_i`` s.t. ``sum_i a_i >= A``, ``a in [0, 1]^n``: the cheapest first (exact)."""
+    total, left = Fraction(0), A
+    for x in sorted(vs):
+        if left <= 0:
+            break
+        take = min(left, Fraction(1))
+        total, left = total + x * take, left - take
+    return total
+
+
+def _brute_force_linear_pay2(v, K):
+    """The squared least payment of the cost ``v eps`` by brute force over the noise, in exact rationals.
+
+    ``s = sqrt(K - 2 b^2)`` runs over rationals (``K`` a rational square, so ``s`` up to ``sqrt(K)``); for a fixed
+    ``s`` the least payment is a fractional knapsack ``min sum v_i a_i`` s.t. ``sum a_i >= n - 2 s`` divided by
+    ``b``, so its square ``knapsack^2 2 / (K - s^2)`` is exact. The grid: offsets ``2^-j`` (j <= 1100) on both sides
+    of the kinks ``s = (n - k) / 2``, 0 and ``sqrt(K)``, then a geometric zoom around the best point.
+    """
+    vs = [Fraction(float(x)) for x in v]
+    n, K = len(vs), Fraction(K)
+    top = Fraction(math.isqrt(K.numerator), math.isqrt(K.denominator))
+    assert top * top == K
+
+    def pay2(s):
+        return _knapsack(vs, n - 2 * s) ** 2 * 2 / (K - s * s) if 0 <= s < top else None
+
+    anchors = {Fraction(n - k, 2) for k in range(n + 1)} | {top, Fraction(0)}
+    best = None
+    for a in anchors:
+        for sign in (-1, 1):
+            for j in range(1101):
+                p = pay2(a + sign * Fraction(2) ** -j)
+                if p is not None and (best is None or p < best[0]):
+                    best = (p, a, sign, Fraction(2) ** -j)
+    p, a, sign, d = best
+    lo, hi = d / 2, d * 2
+    for _ in range(40):
+        pts = [Fraction(float(lo + (hi - lo) * Fraction(i, 8))) for i in range(9)]
+        q, x = min((pay2(a + sign * x), x) for x in pts if pay2(a + sign * x) is not None)
+        p = min(p, q)
+        i = pts.index(x)
+        lo, hi = pts[max(i - 1, 0)], pts[min(i + 1, 8)]
+    return p
+
+
+def _exact_accuracy(c):
+    return (sum((1 - Fraction(float(x))) / 2 for x in c.a)) ** 2 + 2 * Fraction(float(c.b)) ** 2
+
+
+@pytest.mark.parametrize("valuations, K", [
+    ([1.0, 1e-3], Fraction(1, 4)),
+    ([1.0, 1e-17], Fraction(1, 4)),          # paid 4.2 times the optimum
+    ([1.0, 1e-30], Fraction(1, 4)),          # 1.9e7 times
+    ([1.0, 1e-300], Fraction(1, 4)),         # 1.3e142 times
+    ([1.0, 1e-100], Fraction(1, 100)),
+    ([1.0, 1e-150, 1e-300], Fraction(1, 4)),  # 2.2e67 times
+    ([1.0, 1e-150, 1e-300], Fraction(1)),
+    ([2.0, 1e-200, 3e-100], Fraction(9, 16)),
+])
+def test_a_callable_linear_cost_pays_the_brute_force_optimum_across_300_decades(valuations, K):
+    # the water-filling compared sum_i eps_i with A / b: a partial seller's share below an ulp of A / b was lost,
+    # so the search moved to a larger noise where it was not (v = (1, 1e-17), K = 1/4: 4.2 times the optimum)
+    from privrelease.contracts import design_contract
+
+    best = _brute_force_linear_pay2(valuations, K)
+    for cost in ("linear", lambda v, e: v * e):
+        c = design_contract(valuations, float(K), cost=cost)
+        assert _exact_accuracy(c) <= K * (1 + Fraction(1, 10**9))
+        pay = sum(Fraction(float(x)) * Fraction(float(a)) for x, a in zip(valuations, c.a)) / Fraction(float(c.b))
+        assert pay ** 2 >= best * (1 - Fraction(1, 10**9))       # feasible: not below the optimum
+        assert pay ** 2 <= best * (1 + Fraction(1, 10**6))       # and at it
+        np.testing.assert_allclose(c.total_payment, float(pay), rtol=1e-12)
+
+
+@pytest.mark.parametrize("small", [1e-17, 1e-100, 1e-300])
+@pytest.mark.parametrize("cost", ["exponential", lambda v, e: v * (e + e * e)])
+def test_a_convex_cost_contract_with_valuations_far_apart_beats_the_cheap_seller_full_candidates(small, cost):
+    # the same lost share with convex costs: the exponential cost paid 0.0747 at v = (1, 1e-300), K = 1/4, where
+    # the cheap seller full and the other one at weight A - 1 = 8 b^2 / (1 + 2 s) costs 0.0059
+    from privrelease.contracts import design_contract, privacy_cost
+
+    K = 0.25
+    c = design_contract([1.0, small], K, cost=cost)
+    assert _exact_accuracy(c) <= Fraction(K) * (1 + Fraction(1, 10**9))
+    bs = np.geomspace(1e-160, np.sqrt(K / 2), 4000)[:-1]
+    s = np.sqrt(K - 2 * bs**2)
+    partial = 8 * bs**2 / (1 + 2 * s)                  # 1 - 2 s without cancellation: K = 1/4 exactly
+    with np.errstate(over="ignore"):
+        candidates = privacy_cost(1.0, partial / bs, cost) + privacy_cost(small, 1 / bs, cost)
+    assert c.total_payment <= np.min(candidates) * (1 + 1e-6)
