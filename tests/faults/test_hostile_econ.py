@@ -101,3 +101,82 @@ def test_a_convex_cost_contract_with_valuations_far_apart_beats_the_cheap_seller
     with np.errstate(over="ignore"):
         candidates = privacy_cost(1.0, partial / bs, cost) + privacy_cost(small, 1 / bs, cost)
     assert c.total_payment <= np.min(candidates) * (1 + 1e-6)
+
+
+# ---------------------------------------------------------------- auctions: payments below 1e-271
+def _instances(rng, count, low=-305, high=-272):
+    for t in range(count):
+        n = int(rng.integers(2, 8))
+        scale = 10.0 ** rng.uniform(low, high)
+        v = rng.uniform(0.0, 2.0, n) * scale
+        if t % 3 == 0:
+            v = np.round(v / scale * 4) * scale                     # ties
+        w = rng.uniform(0.1, 2.0, n) * 10.0 ** rng.uniform(-20, 20)
+        if t % 4 == 1:
+            w[0] *= 1e3                                             # i*'s branch
+        yield v, w, scale * n * rng.uniform(0.05, 2.0)
+
+
+def test_auction_payments_below_1e_271_are_decided_in_floating_point_and_are_the_exact_mechanisms():
+    # every row paying less than 2**-900 was recomputed in exact integers (out of range), though a normal
+    # result has relative error <= u at any magnitude: 30 to 50 times slower at n = 10**4 or 2000 rows
+    from privrelease.auctions import fair_inner_product
+    from privrelease.auctions._mechanism import _fip_core
+    from privrelease.auctions._reference import fair_inner_product_reference
+
+    rng = np.random.default_rng(7)
+    n = 1000
+    v = rng.uniform(0.5, 2.0, n) * 1e-300
+    w = rng.uniform(0.5, 2.0, n)
+    assert not _fip_core(v[None], w[None], 1e-298)["exact"][0]          # the float path: no close call here
+    for v, w, B in _instances(rng, 150):
+        res = fair_inner_product(v, w, B)
+        ref = fair_inner_product_reference(v, w, B, exact=True)
+        assert res.branch == ref["branch"]
+        np.testing.assert_array_equal(res.selected, ref["selected"])
+        np.testing.assert_allclose(res.payments, ref["payments"], rtol=1e-12, atol=0)
+        assert sum(Fraction(float(p)) for p in res.payments) <= Fraction(B) * (1 + Fraction(1, 10**12))
+        a = [abs(Fraction(float(x))) for x in w]
+        rest = sum(a) - sum(a[j] for j in np.flatnonzero(res.selected))
+        for i in np.flatnonzero(res.selected):                        # individually rational
+            assert Fraction(float(res.payments[i])) >= Fraction(float(v[i])) * a[i] / rest * (1 - Fraction(1, 10**12))
+
+
+@pytest.mark.parametrize("v, w, B", [
+    # price min(B / w([k]), v_3 / (W - w([k]))) = 1.2e-320, subnormal (11 bits), times |w_i| = 1e20: a normal
+    # payment 1.2347e-300 off by 8e-5 of the exact 1.234567e-300 if the intermediate is not checked
+    ([1e-305, 1e-305, 1.234567e-300], [1e20, 1e20, 1e20], 1e-299),
+    # i*'s a_star v_r = 3e-330 underflows to 0
+    ([1e-300, 3.3e-300, 2e-300], [1e-30, 1e-30, 3e-30], 1e-300),
+])
+def test_auction_payment_through_a_subnormal_price_is_the_exact_mechanisms(v, w, B):
+    from privrelease.auctions import fair_inner_product
+    from privrelease.auctions._reference import fair_inner_product_reference
+
+    res = fair_inner_product(v, w, B)
+    ref = fair_inner_product_reference(v, w, B, exact=True)
+    np.testing.assert_array_equal(res.selected, ref["selected"])
+    np.testing.assert_allclose(res.payments, ref["payments"], rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_auction_below_1e_271_is_truthful_by_brute_force(seed):
+    # a seller misreporting her cost on a grid (true cost times 0 .. 8, and the others' costs) never gains:
+    # utility p_i - v_i eps_i (exact rationals), at costs and budgets near 1e-300
+    from privrelease.auctions import fair_inner_product
+
+    rng = np.random.default_rng(seed)
+    for v, w, B in _instances(rng, 12, -303, -290):
+        def utility(i, report):
+            r = v.copy()
+            r[i] = report
+            res = fair_inner_product(r, w, B)
+            if not res.selected[i]:
+                return Fraction(0)
+            return Fraction(float(res.payments[i])) - Fraction(float(v[i])) * Fraction(float(res.epsilons[i]))
+        for i in range(v.size):
+            honest = utility(i, v[i])
+            assert honest >= -Fraction(B) * Fraction(1, 10**12)          # IR
+            grid = np.concatenate([v[i] * np.linspace(0.0, 8.0, 33), v, [B, B * 10]])
+            for report in grid:
+                assert utility(i, report) <= honest + Fraction(B) * Fraction(1, 10**12)
