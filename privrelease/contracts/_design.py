@@ -892,7 +892,10 @@ def design_menu(v_low, v_high, prob_high, accuracy, *, option=1, cost="linear"):
     def evaluate(t, u):
         """Objective over (t = b / b_max, u = 1 - a_H); returns (E[p], a_h, a_l, b)."""
         b = t * b_max
-        w = np.minimum(np.minimum(_largest_w(option, pi, u, K - 2.0 * b**2), 1.0), u)
+        # K - 2 b^2 = q_min + (K - q_min) (1 - t^2): 0 at t = 1, where K - 2 b_max^2 rounded below 0 for one K in
+        # three (1e-300, 1e-250, ...), the unbiased contract a = 1, b = b_max was infeasible and the menu found
+        # paid 4.6e-4 more than it
+        w = np.minimum(np.minimum(_largest_w(option, pi, u, q_min + (K - q_min) * ((1.0 - t) * (1.0 + t))), 1.0), u)
         feasible = (w >= 0) & (b > 0)
         a_h, a_l = 1.0 - u, 1.0 - np.where(feasible, w, 0.0)
         with np.errstate(invalid="ignore", over="ignore"):

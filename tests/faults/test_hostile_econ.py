@@ -180,3 +180,22 @@ def test_auction_below_1e_271_is_truthful_by_brute_force(seed):
             grid = np.concatenate([v[i] * np.linspace(0.0, 8.0, 33), v, [B, B * 10]])
             for report in grid:
                 assert utility(i, report) <= honest + Fraction(B) * Fraction(1, 10**12)
+
+
+# ---------------------------------------------------------------- contracts: menus at tiny accuracy targets
+@pytest.mark.parametrize("K", [1e-307, 1e-300, 1e-250, 1e-100])
+@pytest.mark.parametrize("prob_high", [0.2, 0.9])
+def test_a_menu_at_a_tiny_accuracy_pays_at_most_the_unbiased_contract(K, prob_high):
+    # K - 2 b_max^2 rounded below 0 for one K in three: the pooled contract a = 1, b = sqrt(K / 2) (the unbiased
+    # mechanism, always feasible) was out of the search, and the menu paid 4.6e-4 more than it
+    from privrelease.contracts import design_menu
+
+    m = design_menu(1.0, 5.0, prob_high, K)
+    assert m.expected_payment <= m.unbiased_payment * (1 + 1e-12)
+    u = m.utilities(unit=m.v_high)
+    tol = 1e-12 * max(m.p_high, m.p_low) / m.v_high                                           # rounding
+    assert u[("high", "high")] >= -tol and u[("low", "low")] >= -tol                            # IR
+    assert u[("high", "high")] >= u[("high", "low")] - tol and u[("low", "low")] >= u[("low", "high")] - tol
+    pi, w_h, w_l = Fraction(prob_high), 1 - Fraction(m.a_high), 1 - Fraction(m.a_low)
+    q = pi**2 * w_h**2 + (1 - pi)**2 * w_l**2 + 2 * pi * (1 - pi) * ((w_h + w_l) / 2) ** 2
+    assert 2 * Fraction(m.b) ** 2 + q <= Fraction(K) * (1 + Fraction(1, 10**7))               # AC, exactly
