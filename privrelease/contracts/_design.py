@@ -454,45 +454,43 @@ def _linear_closed_form(v, K):
     vs = v[order]
     V = np.concatenate([[0.0], np.cumsum(vs)])
     sqK = np.sqrt(K)
-    best = (np.inf, None, None)
-    for k in range(n):
-        s_lo = max(0.0, (n - k - 1) / 2.0)
-        s_hi = min((n - k) / 2.0, sqK)
-        if s_lo >= sqK:
-            continue
-        vk = vs[k]
-        c0 = V[k] + (n - k) * vk
-        q, r = V[k] / c0, vk / c0          # q + (n - k) r = 1
-        s_star = 2.0 * K * r               # 2 vk K overflowed for vk near float64's max
-        s = float(np.clip(s_star, s_lo, s_hi))
-        m = n - k
-        b2 = (K - s * s) / 2.0
-        partial = m - 2.0 * s              # a_{k+1} = A - k, A = n - 2 s
-        if s == s_star:
-            # near the end s* -> sqrt(K) (b -> 0) or a_{k+1} -> 0, K - s*^2 = K (1 - 4 K r^2) and (n - k) - 2 s*
-            # cancel: from q and r instead, 1 - 4 K r^2 = q^2 + 2 (n - k) q r + ((n - k)^2 - 4 K) r^2 and
-            # (n - k) - 2 s* = (n - k) q + ((n - k)^2 - 4 K) r (exact integers and 4 K, no square root). K - s*^2
-            # computed directly was 0 for v = (1, 1e-17), K = 1/4 (s* = 0.5 / (1 + 1e-17) rounds to 0.5): that
-            # segment, the optimal one, was skipped (a dearer contract, or none at all: SolverError)
-            e = m * m - 4.0 * K
-            if s * s > K / 2.0:
-                b2 = K * (q * q + 2.0 * m * q * r + e * r * r) / 2.0
-            if partial < 0.5:
-                partial = min(max(m * q + e * r, 0.0), 1.0)
-        if not b2 > 0:
-            continue
-        b = np.sqrt(b2)
-        pay = (V[k] + partial * vk) / b
-        if pay < best[0]:
-            a_sorted = np.zeros(n)
-            a_sorted[:k] = 1.0
-            a_sorted[k] = partial
-            a = np.empty(n)
-            a[order] = a_sorted
-            best = (pay, a, b)
-    if best[1] is None:  # pragma: no cover - K < n^2/4 always leaves a feasible segment
+    # all n segments at once, elementwise the same operations as one segment at a time (a loop building the
+    # weights each time the best improved took 11 s for 10^5 sellers, 1.6 s for 3 10^4)
+    k = np.arange(n)
+    m = (n - k).astype(float)
+    s_lo = np.maximum(0.0, (m - 1.0) / 2.0)
+    s_hi = np.minimum(m / 2.0, sqK)
+    Vk = V[:-1]
+    c0 = Vk + m * vs
+    with np.errstate(divide="ignore", invalid="ignore"):
+        q, r = Vk / c0, vs / c0            # q + (n - k) r = 1
+    s_star = 2.0 * K * r                   # 2 vk K overflowed for vk near float64's max
+    s = np.clip(s_star, s_lo, s_hi)
+    b2 = (K - s * s) / 2.0
+    partial = m - 2.0 * s                  # a_{k+1} = A - k, A = n - 2 s
+    # near the end s* -> sqrt(K) (b -> 0) or a_{k+1} -> 0, K - s*^2 = K (1 - 4 K r^2) and (n - k) - 2 s*
+    # cancel: from q and r instead, 1 - 4 K r^2 = q^2 + 2 (n - k) q r + ((n - k)^2 - 4 K) r^2 and
+    # (n - k) - 2 s* = (n - k) q + ((n - k)^2 - 4 K) r (exact integers and 4 K, no square root). K - s*^2
+    # computed directly was 0 for v = (1, 1e-17), K = 1/4 (s* = 0.5 / (1 + 1e-17) rounds to 0.5): that
+    # segment, the optimal one, was skipped (a dearer contract, or none at all: SolverError)
+    inner = s == s_star
+    e = m * m - 4.0 * K
+    b2 = np.where(inner & (s * s > K / 2.0), K * (q * q + 2.0 * m * q * r + e * r * r) / 2.0, b2)
+    partial = np.where(inner & (partial < 0.5), np.minimum(np.maximum(m * q + e * r, 0.0), 1.0), partial)
+    ok = (s_lo < sqK) & (b2 > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        b = np.sqrt(np.where(ok, b2, 1.0))
+        pay = np.where(ok, (Vk + partial * vs) / b, np.inf)
+    pay = np.where(np.isnan(pay), np.inf, pay)
+    if not np.isfinite(pay).any():  # pragma: no cover - K < n^2/4 always leaves a feasible segment
         raise SolverError(f"no feasible segment for valuations {v.tolist()!r} and K = {K!r}")
-    return best[1], best[2]
+    best = int(np.argmin(pay))             # the first of equal payments, as the loop kept it
+    a_sorted = np.zeros(n)
+    a_sorted[:best] = 1.0
+    a_sorted[best] = partial[best]
+    a = np.empty(n)
+    a[order] = a_sorted
+    return a, float(b[best])
 
 
 def _remainder(m, K, bs, s, r):
@@ -560,6 +558,10 @@ def _water_fill(cost, v, bs, K):
     return eps
 
 
+#: entries (rows x sellers) the numeric contract search water-fills at once
+_FILL_ENTRIES = 2**20
+
+
 def _numeric_full_info(v, K, cost):
     """Outer search over ``b`` (grid, then bounded Brent refinement) of the convex inner problem."""
     n = v.size
@@ -567,6 +569,14 @@ def _numeric_full_info(v, K, cost):
 
     def payments(bs):
         bs = np.atleast_1d(np.asarray(bs, dtype=float))
+        # blocks of rows, each row on its own: the grid's 360 rows of n sellers held ~15 arrays of 360 n floats
+        # at once (1.4 GB for 10^5 sellers)
+        rows = max(1, _FILL_ENTRIES // n)
+        if bs.size <= rows:
+            return block(bs)
+        return np.concatenate([block(bs[i:i + rows])[0] for i in range(0, bs.size, rows)]), None   # (no eps)
+
+    def block(bs):
         r = K - 2.0 * bs**2
         s = np.sqrt(np.maximum(r, 0.0))
         # A = n - 2 s = (n^2 - 4 K + 8 b^2) / (n + 2 s): n - 2 s cancelled for a tiny b (K - 2 b^2 rounded to K)
