@@ -201,6 +201,38 @@ def test_a_menu_at_a_tiny_accuracy_pays_at_most_the_unbiased_contract(K, prob_hi
     assert 2 * Fraction(m.b) ** 2 + q <= Fraction(K) * (1 + Fraction(1, 10**7))               # AC, exactly
 
 
+# ---------------------------------------------------------------- truthful regression: features of 1e-170
+@pytest.mark.parametrize("scale", [1e-150, 1e-170, 1e-300])
+@pytest.mark.parametrize("prior_variance", [np.inf, 1.0, 1e300])
+def test_truthful_regression_pays_by_the_players_own_prediction_at_tiny_features(scale, prior_variance):
+    # q_i was 0 where ||x_i||^2 underflowed (||x_i|| below 1e-162) though x_i != 0: every such player was paid
+    # the same whatever she reported (flat prior: q_i = y_i); best_response_factors_ were NaN there
+    import warnings
+
+    from privrelease.regression import TruthfulRegressionMechanism, brier_payment
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(40, 2))
+    X /= np.linalg.norm(X, axis=1, keepdims=True) * 1.01
+    y = np.clip(X @ [0.5, -0.2] + 0.1 * rng.normal(size=40), -1, 1)
+    X *= scale
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")                      # epsilon = inf: the exact estimators
+        m = TruthfulRegressionMechanism(epsilon=np.inf, prior_variance=prior_variance, random_state=0).fit(X, y)
+    own = []
+    for x, yi in zip(X, y):                                  # the posterior mean, in exact rationals
+        sq = sum(Fraction(float(t)) ** 2 for t in x)
+        if prior_variance == np.inf:
+            own.append(float(yi))
+        else:
+            tau2 = Fraction(prior_variance)
+            own.append(float(tau2 * sq * Fraction(float(yi)) / (1 + tau2 * sq)))
+    peer = np.einsum("ij,ij->i", X, m.group_coef_[1 - m.group_])
+    np.testing.assert_allclose(m.payments_, brier_payment(peer, np.array(own)), rtol=1e-12, atol=1e-15)
+    assert np.all((m.payments_ >= 0) & (m.payments_ <= 1)) and m.budget_ == pytest.approx(m.payments_.sum())
+    assert np.all((m.best_response_factors_ >= 0) & (m.best_response_factors_ <= 1))      # not NaN
+
+
 # ---------------------------------------------------------------- contracts: 10^5 sellers
 def test_linear_contract_for_100000_sellers_fills_the_cheapest_first():
     # (the closed form looped over the n segments building the weights each time the best improved: 11 s for
