@@ -519,14 +519,17 @@ def _water_fill(cost, v, bs, K):
     upper = 1.0 / bs
     r = K - 2.0 * bs**2
     s = np.sqrt(np.maximum(r, 0.0))
-    required = _remainder(float(n), K, bs, s, r)   # A(b), for the rows needing nothing
+    # what the sellers not full must sum to (times b), for each count m = n - j of them: one table per block
+    need_by_m = _remainder(np.arange(n + 1, dtype=float)[None, :], K, bs, s, r)
+    need_by_m[:, 0] = -np.inf                        # every seller full: nothing more to buy
+    required = need_by_m[:, n:]                      # A(b), for the rows needing nothing
 
     def state(mu):
         eps = cost.inv_deriv(v, mu, upper)
         full = eps >= upper
-        m = n - full.sum(axis=1, keepdims=True).astype(float)
+        m = n - np.count_nonzero(full, axis=1)[:, None]
         rest = np.where(full, 0.0, eps).sum(axis=1, keepdims=True)
-        need = np.where(m > 0, _remainder(m, K, bs, s, r), -np.inf) * upper   # what the others must sum to
+        need = np.take_along_axis(need_by_m, m, axis=1) * upper
         return eps, full, rest, need
 
     ups = np.broadcast_to(upper, (upper.shape[0], v.shape[1]))
