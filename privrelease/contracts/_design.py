@@ -523,13 +523,13 @@ def _water_fill(cost, v, bs, K):
     need_by_m = _remainder(np.arange(n + 1, dtype=float)[None, :], K, bs, s, r)
     need_by_m[:, 0] = -np.inf                        # every seller full: nothing more to buy
     required = need_by_m[:, n:]                      # A(b), for the rows needing nothing
+    row = np.arange(bs.shape[0])
 
     def state(mu):
         eps = cost.inv_deriv(v, mu, upper)
         full = eps >= upper
-        m = n - np.count_nonzero(full, axis=1)[:, None]
         rest = np.where(full, 0.0, eps).sum(axis=1, keepdims=True)
-        need = np.take_along_axis(need_by_m, m, axis=1) * upper
+        need = need_by_m[row, n - np.count_nonzero(full, axis=1)][:, None] * upper
         return eps, full, rest, need
 
     ups = np.broadcast_to(upper, (upper.shape[0], v.shape[1]))
