@@ -423,6 +423,18 @@ def parameter_schedule(n_samples, n_features, *, response_bound=1.0, cost_thresh
     }
 
 
+def _unit_scaled(X):
+    """``X`` with each row whose squared norm is not a normal float64 (``0 < ||x_i|| < 1.5e-154``) divided by its
+    largest entry (the other rows as they are)."""
+    sq = np.einsum("ij,ij->i", X, X)
+    small = (sq < np.finfo(np.float64).tiny) & (X != 0).any(axis=1)
+    if not small.any():
+        return X
+    X = X.copy()
+    X[small] /= np.abs(X[small]).max(axis=1, keepdims=True)
+    return X
+
+
 class TruthfulRegressionMechanism(RegressorMixin, BaseEstimator):
     r"""Ridge regression bought from privacy-aware players, paid by peer prediction.
 
@@ -664,13 +676,16 @@ class TruthfulRegressionMechanism(RegressorMixin, BaseEstimator):
         ``group_svd``: ``ridge_svd`` of each group's rows (``fit`` has them), else computed here.
         """
         out = np.full(X.shape[0], np.nan)
-        sq = np.einsum("ij,ij->i", X, X)
+        # the quotient does not change with ||x_i||: a row whose squared norm underflows (||x_i|| below 1e-162,
+        # NaN before) is divided by its largest entry first
+        Xq = _unit_scaled(X)
+        sq = np.einsum("ij,ij->i", Xq, Xq)
         for g in (0, 1):
             # S = V diag(s^2 / (s^2 + alpha)) V^T from the peer group's singular values
             _, s, Vt, f = (ridge_svd(X[group == 1 - g], float(self.alpha)) if group_svd is None
                            else group_svd[1 - g])
             mine = (group == g) & (sq > 0)
-            P = X[mine] @ Vt.T
+            P = Xq[mine] @ Vt.T
             out[mine] = (P * P) @ (s * f) / sq[mine]
         return out
 
@@ -678,9 +693,26 @@ class TruthfulRegressionMechanism(RegressorMixin, BaseEstimator):
         """Posterior mean of x^T theta given one report, under the Gaussian model."""
         sq = np.einsum("ij,ij->i", X, X)
         tau2 = float(self.prior_variance)
+        nonzero = (X != 0).any(axis=1)
         if np.isinf(tau2):
-            return np.where(sq > 0, y, 0.0)
-        return tau2 * sq * y / (float(self.noise_variance) + tau2 * sq)
+            # x_i != 0, not ||x_i||^2 > 0: the square underflowed for ||x_i|| below 1e-162 and her prediction was
+            # 0, every such player paid the same whatever she reported
+            return np.where(nonzero, y, 0.0)
+        nv = float(self.noise_variance)
+        with np.errstate(over="ignore", under="ignore"):
+            t = tau2 * sq
+            q = t * y / (nv + t)
+        tiny = np.finfo(np.float64).tiny
+        odd = nonzero & ~((sq >= tiny) & (t >= tiny) & np.isfinite(nv + t))
+        if odd.any():
+            # q = y / (1 + nv / (tau2 ||x||^2)) with the ratio in logarithms: ||x||^2, tau2 ||x||^2 or the sum left
+            # float64's range
+            c = np.abs(X[odd]).max(axis=1)
+            u = X[odd] / c[:, None]
+            log_ratio = np.log(nv) - np.log(tau2) - 2.0 * np.log(c) - np.log(np.einsum("ij,ij->i", u, u))
+            with np.errstate(over="ignore"):
+                q[odd] = y[odd] / (1.0 + np.exp(log_ratio))
+        return np.where(nonzero, q, 0.0)
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
