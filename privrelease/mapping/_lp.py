@@ -617,7 +617,14 @@ def solve_maximal_leakage_lp(prob, *, delta=None, target_bits=None):
         b_ub.append(np.array([2.0 ** float(target_bits)]))
     A_ub = sp.vstack(rows_ub, format="csr")
     b_ub = np.concatenate(b_ub)
-    res = linprog(cost, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq, bounds=(0, None), method="highs")
+    # beyond two classes by HiGHS's interior point (with its crossover to a vertex: the same optimum, basis
+    # multipliers), as the perfect-privacy LP: the |A| blocks of epigraph rows are degenerate for the dual
+    # simplex. Paired on squared-Euclidean instances with a far cluster and a Dirichlet(0.5) joint: 54 draws at
+    # k = 20 .. 80, |A| = 3 .. 6, 11.0 s against 17.6 s in all, the same objectives (6.9e-12); 10 draws at
+    # k = 150 .. 300, |A| = 3 .. 10, faster on 7 (up to 8.7x), slower on 3 (up to 2.3x: |A| = 10, k = 300,
+    # 216 s against 93 s); docs/benchmarks.md, stop 33
+    method = "highs-ipm" if na > 2 else "highs"
+    res = linprog(cost, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq, bounds=(0, None), method=method)
     if res.status == 2 and target_bits is not None:
         _, info = solve_maximal_leakage_lp(prob)
         smallest = float(np.log2(max(info["lp_objective"], 1.0)))

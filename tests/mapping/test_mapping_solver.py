@@ -208,6 +208,40 @@ def test_a_maximal_leakage_target_solves_its_lp_once_and_takes_the_bound_from_it
         assert best - 2e-3 <= res.distortion <= best + 1e-9
 
 
+def test_the_maximal_leakage_lp_beyond_two_classes_goes_to_the_interior_point_and_agrees_with_clarabel(monkeypatch):
+    # HiGHS's interior point (crossover to a vertex) beyond two classes, its dual simplex for two; the answer is the
+    # plain epigraph program's optimum, solved independently by cvxpy/CLARABEL
+    import cvxpy as cp
+
+    from privrelease.mapping import _lp
+
+    methods = []
+    real = _lp.linprog
+
+    def recorded(*args, **kwargs):
+        methods.append(kwargs["method"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(_lp, "linprog", recorded)
+    rng = np.random.default_rng(4)
+    for na, want in ((2, "highs"), (3, "highs-ipm"), (5, "highs-ipm")):
+        k = 12
+        X = rng.normal(size=(k, 2))
+        d = ((X[:, None] - X[None]) ** 2).sum(-1)
+        prior = rng.dirichlet(np.full(na * k, 0.5)).reshape(na, k)
+        delta = 0.15 * float((prior.sum(0)[:, None] * d).max(1).sum())
+        methods.clear()
+        res = solve_mapping(prior, d, delta, leakage="maximal_leakage")
+        assert methods == [want], na
+        X_ = cp.Variable((k, k), nonneg=True)
+        pa = prior.sum(1)
+        total = cp.sum(cp.max(cp.multiply(1.0 / pa[:, None], prior @ X_), axis=0))
+        cons = [cp.sum(X_, axis=1) == 1, cp.sum(cp.multiply(prior.sum(0)[:, None] * d, X_)) <= delta]
+        cp.Problem(cp.Minimize(total), cons).solve(solver="CLARABEL")
+        assert res.leakage == pytest.approx(np.log2(total.value), abs=1e-6), na
+        assert res.leakage == pytest.approx(maximal_leakage(prior, res.mapping), abs=1e-12)
+
+
 def test_maximal_leakage_through_cvxpy_prints_nothing():
     # highspy prints HiGHS's banner on the first Highs() of a process, so the check runs in a fresh one
     # (in this process another test may already have consumed the banner)
