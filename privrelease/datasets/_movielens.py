@@ -510,9 +510,10 @@ def load_ratings_csv(path, *, user_col="user", item_col="item", rating_col="rati
         The raw user ids, sorted: integers when every id is written as a plain
         integer, else strings (``"0486411435"`` keeps its leading zero).
         Spaces around an id, and around a header's column names, are ignored. An id holding a control
-        character (a NUL, a tab) or an invisible one (zero-width space, byte-order mark, soft hyphen), and
-        two ids that differ only in their Unicode normal form (``'José'`` composed and decomposed), are
-        refused naming the line: they print alike but would be two users.
+        character (a NUL, a tab: what a broken parse leaves) is refused naming the line. Two ids that
+        differ only in invisible characters (zero-width space, soft hyphen) or in their Unicode normal
+        form (``'José'`` composed and decomposed) print alike: they stay two ids, with a ``UserWarning``
+        naming the first such pair.
     item_ids : ndarray of shape (n_items,)
         The raw item ids, sorted, as ``user_ids``.
 

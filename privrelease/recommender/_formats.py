@@ -61,11 +61,13 @@ class RatingsFrame:
 
     Notes
     -----
-    Ids are kept exactly as given, so ids that print alike but differ are refused rather than split
-    one user in two: an id holding a control character (a NUL, a tab) or an invisible one (zero-width
-    space, byte-order mark, soft hyphen, direction mark; the joiners U+200C / U+200D are allowed inside
-    an id), and two ids that differ only in spaces around them or in their Unicode normal form (``'José'``
-    composed, NFC, and decomposed, NFD). A subnormal rating (``1e-320``) is refused too.
+    Ids are keys, kept exactly as given. An id holding a control character (a NUL, a tab: what a broken
+    parse leaves, and what cuts an id in the files written) is refused. Two ids that differ only in spaces
+    around them, in invisible format characters (zero-width space, byte-order mark, soft hyphen, direction
+    mark) or in their Unicode normal form (``'José'`` composed, NFC, and decomposed, NFD) print alike: they
+    stay two ids, and a ``UserWarning`` names the first such pair (write them one way first if they are one
+    user). An id holding invisible characters that prints like no other is kept without a word (real names
+    hold them). A subnormal rating (``1e-320``) is refused.
 
     This is the documented path from long-form or Surprise data to the mappers::
 

@@ -253,38 +253,47 @@ def check_bool_number_mix(values, name, *, what="category", whole="the column"):
         )
 
 
-#: joiners that spell some scripts (Persian, Indic) and emoji: allowed inside an id, refused at its edges
+#: joiners that spell some scripts (Persian, Indic) and emoji: part of an id inside it, ignored at its edges
 _JOINERS = frozenset("\u200c\u200d")
 
 
 def _id_character_problem(s):
     """Why the string id ``s`` holds a character an id must not hold, or None.
 
-    Control characters (NUL, tab, newline, DEL, the C1 range), line and paragraph separators and
-    lone surrogates are refused, and so are invisible format characters (zero-width space U+200B,
-    byte-order mark U+FEFF, soft hyphen U+00AD, direction marks) except the joiners U+200C / U+200D
-    inside an id: two ids that print alike would otherwise be two users.
+    Control characters (NUL, tab, newline, DEL, the C1 range), line and paragraph separators and lone
+    surrogates are refused: they are what a broken parse leaves in a field, and a NUL or a newline cuts or
+    splits the id in every file the release is written to. Invisible format characters (zero-width space,
+    soft hyphen, direction marks) are data: real names hold them (scraped titles, right-to-left names), so
+    an id holding them is kept as it is; only an id that differs from another by them is reported
+    (:func:`check_ids`).
     """
     if s.isascii() and s.isprintable():
         return None
     import unicodedata
 
     for k, ch in enumerate(s):
-        cat = unicodedata.category(ch)
-        if cat in ("Cc", "Zl", "Zp", "Cs"):
+        if unicodedata.category(ch) in ("Cc", "Zl", "Zp", "Cs"):
             return f"the control character U+{ord(ch):04X} at character {k}"
-        if cat == "Cf" and not (ch in _JOINERS and 0 < k < len(s) - 1):
-            return (f"the invisible character U+{ord(ch):04X} ({unicodedata.name(ch, 'format character').lower()}) "
-                    f"at character {k}")
     return None
 
 
+def _visible(s):
+    """``s`` without its invisible format characters (the joiners inside it kept)."""
+    import unicodedata
+
+    if s.isascii():
+        return s
+    return "".join(ch for k, ch in enumerate(s) if unicodedata.category(ch) != "Cf"
+                   or (ch in _JOINERS and 0 < k < len(s) - 1))
+
+
 def _id_key(v):
-    """The form two ids that must not be told apart share: NFC, without surrounding spaces (tuples element-wise)."""
+    """The form two ids that print alike share: NFC, without surrounding spaces or invisible format characters
+    (tuples element-wise)."""
     import unicodedata
 
     if isinstance(v, str):
-        return unicodedata.normalize("NFC", v.strip())
+        return unicodedata.normalize("NFC", _visible(v).strip())
     if isinstance(v, tuple):
         return tuple(_id_key(e) for e in v)
     return v
@@ -300,17 +309,22 @@ def _id_strings(v):
 
 
 def check_ids(ids, name, *, where=None):
-    """Refuse user or item ids that would be misread, or split one user (item) in two silently (ValueError).
+    """Refuse user or item ids that would be misread (ValueError); warn about ids that print alike.
 
-    * an id holding a control character (NUL, tab, newline, DEL ...) or an invisible format character
-      (zero-width space, byte-order mark, soft hyphen, direction mark; the joiners U+200C / U+200D are
-      allowed inside an id): ``'ann'`` and ``'ann\\u200b'`` print alike but were two users;
-    * two ids that differ only in spaces around them (a no-break space too) or in their Unicode normal
-      form (``'José'`` composed, NFC, and decomposed, NFD): they name one user but were two.
+    * an id holding a control character (NUL, tab, newline, DEL ...) is refused: a broken parse leaves
+      them, and they cut or split the id in every file the release is written to;
+    * two distinct ids that differ only in spaces around them (a no-break space too), in invisible format
+      characters (zero-width space, byte-order mark, soft hyphen, direction marks) or in their Unicode
+      normal form (``'José'`` composed, NFC, and decomposed, NFD) print alike: they are kept as two ids, as
+      given (ids are keys: the library never rewrites them), with a ``UserWarning`` naming the first such
+      pair and how to write them one way if they name one user.
 
-    ``ids`` is the column of ids in row order (numbers, strings, tuples); ``where(i)`` describes row ``i``
-    in messages (default ``"row i"``). The message quotes the id with its escapes (``ascii``).
+    An id holding invisible characters but printing like no other id is kept without a word (real names
+    hold them). ``ids`` is the column of ids in row order (numbers, strings, tuples); ``where(i)`` describes
+    row ``i`` in messages (default ``"row i"``). Messages quote ids with their escapes (``ascii``).
     """
+    import warnings
+
     where = where or (lambda i: f"row {i}")
     values = np.asarray(ids, dtype=object).ravel() if not isinstance(ids, np.ndarray) else ids.ravel()
     if values.dtype.kind not in "OUS" or values.size == 0:
@@ -329,29 +343,41 @@ def check_ids(ids, name, *, where=None):
             problem = _id_character_problem(s)
             if problem is not None:
                 raise ValueError(f"{name} holds the id {ascii(plain_value(v))} ({where(row_of(v))}) with {problem}; "
-                                 "ids must not hold control or invisible characters (they print alike but name "
-                                 "another user or item): remove them")
+                                 "ids must not hold control characters (a broken parse leaves them, and they cut "
+                                 "the id in the files written): remove them")
         if any(not (s.isascii() and s == s.strip()) for s in strings):
             odd.append(v)
     if not odd:
         return
     plain = set(uniq)
     seen = {}
+    pairs = []
     for v in odd:
         key = _id_key(v)
         first = seen.setdefault(key, v)
         if first == v and key in plain and key != v:
             first = key  # an id written plainly elsewhere
         if first != v:
-            form = [t.strip() for t in _id_strings(first)] != [t.strip() for t in _id_strings(v)]
-            spaces = any(t != t.strip() for t in _id_strings(first) + _id_strings(v))
-            how = ("spaces around them and their Unicode normal form" if form and spaces
-                   else "their Unicode normal form" if form else "spaces around them")
-            first, v = sorted((first, v), key=row_of)
-            raise ValueError(f"{name} holds the ids {ascii(plain_value(first))} ({where(row_of(first))}) and "
-                             f"{ascii(plain_value(v))} ({where(row_of(v))}), which differ only in {how}: they "
-                             "would be read as two ids though they name one; write each id one way (strip the "
-                             "spaces, normalise to NFC with unicodedata.normalize('NFC', id))")
+            pairs.append((first, v))
+    if not pairs:
+        return
+    first, v = sorted(pairs[0], key=row_of)
+    a, b = _id_strings(first), _id_strings(v)
+    hows = []
+    if [t.strip() for t in a] != [t.strip() for t in b] and [_visible(t).strip() for t in a] != [
+            _visible(t).strip() for t in b]:
+        hows.append("their Unicode normal form")
+    if any(_visible(t) != t for t in a + b):
+        hows.append("invisible characters")
+    if any(_visible(t) != _visible(t).strip() for t in a + b):
+        hows.append("spaces around them")
+    hows = hows or ["spaces, invisible characters or normal form"]
+    more = f" ({len(pairs) - 1} more such pairs)" if len(pairs) > 1 else ""
+    warnings.warn(f"{name} holds the ids {ascii(plain_value(first))} ({where(row_of(first))}) and "
+                  f"{ascii(plain_value(v))} ({where(row_of(v))}), which differ only in {' and '.join(hows)}{more}: "
+                  "they print alike but are kept as two ids; if they name one user or item, write each id one way "
+                  "first (strip the spaces and invisible characters, normalise to NFC with "
+                  "unicodedata.normalize('NFC', id))", UserWarning, stacklevel=3)
 
 
 def _unique_in_order(values):

@@ -1,9 +1,11 @@
-"""Hostile inputs, twelfth audit: ids that print alike but were two users (invisible characters, Unicode normal
-forms, a NUL), subnormal ratings, persisted mappings of a foreign dtype, shapes beyond 2**31, and pandas / numpy
-containers. One test per finding (earlier audits: test_hostile_inputs.py to test_hostile_inputs11.py)."""
+"""Hostile inputs, twelfth audit: ids that print alike (invisible characters, Unicode normal forms: kept, with a
+warning) or hold a NUL (refused), subnormal ratings, persisted mappings of a foreign dtype, shapes beyond
+2**31, pandas / numpy containers. One test per finding (earlier audits: test_hostile_inputs.py to
+test_hostile_inputs11.py)."""
 
 import re
 import unicodedata
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -16,16 +18,21 @@ Y_SMALL = np.array([0, 0, 1, 1])
 NFC = unicodedata.normalize("NFC", "Jos\u00e9")
 NFD = unicodedata.normalize("NFD", "Jos\u00e9")
 
-# ---------------------------------------------------------------- ids: one user must not become two
-# (the second id of each pair, the words the message uses)
-ID_CASES = [
-    pytest.param("ann\u200b", r"'ann\\u200b' \(.*\) with the invisible character U\+200B \(zero width space\)",
-                 id="zero-width-space"),
-    pytest.param("an\ufeffn", r"'an\\ufeffn' \(.*\) with the invisible character U\+FEFF", id="bom-inside"),
-    pytest.param("an\u00adn", r"'an\\xadn' \(.*\) with the invisible character U\+00AD \(soft hyphen\)",
-                 id="soft-hyphen"),
+# ---------------------------------------------------------------- ids: keys kept as given, never silently split
+# an id with a control character is refused (the second id of each pair, the words the message uses)
+CONTROL_CASES = [
     pytest.param("an\x00n", r"'an\\x00n' \(.*\) with the control character U\+0000", id="nul"),
     pytest.param("an\tn", r"'an\\tn' \(.*\) with the control character U\+0009", id="tab"),
+    pytest.param("an\u2028n", r"'an\\u2028n' \(.*\) with the control character U\+2028", id="line-separator"),
+]
+# ids that print like 'ann' (or each other) but are other strings: kept as two ids, with a warning naming the pair
+ALIKE_CASES = [
+    pytest.param("ann", "ann\u200b", "invisible characters", id="zero-width-space"),
+    pytest.param("ann", "an\ufeffn", "invisible characters", id="bom-inside"),
+    pytest.param("ann", "an\u00adn", "invisible characters", id="soft-hyphen"),
+    pytest.param(NFC, NFD, "their Unicode normal form", id="nfc-nfd"),
+    pytest.param("ann", "\u00a0ann\u00a0", "spaces around them", id="nbsp"),
+    pytest.param("ann", " ann", "spaces around them", id="space"),
 ]
 
 
@@ -33,16 +40,16 @@ def _frame(users):
     return pd.DataFrame({"user": users, "item": [1] * len(users), "rating": [4.0, 5.0][:len(users)]})
 
 
-@pytest.mark.parametrize("other, message", ID_CASES)
-def test_a_ratings_frame_refuses_an_id_with_an_invisible_or_control_character(other, message):
+@pytest.mark.parametrize("other, message", CONTROL_CASES)
+def test_a_ratings_frame_refuses_an_id_with_a_control_character(other, message):
     from privrelease.recommender import RatingsFrame
 
     with pytest.raises(ValueError, match=r"ratings\['user'\] holds the id " + message):
         RatingsFrame().fit(_frame(["ann", other]))
 
 
-@pytest.mark.parametrize("other, message", ID_CASES[:4])
-def test_a_rating_file_refuses_an_id_with_an_invisible_or_control_character(tmp_path, other, message):
+@pytest.mark.parametrize("other, message", CONTROL_CASES[:1])
+def test_a_rating_file_refuses_an_id_with_a_control_character(tmp_path, other, message):
     from privrelease.datasets import load_ratings_csv
 
     f = tmp_path / "r.csv"
@@ -51,27 +58,37 @@ def test_a_rating_file_refuses_an_id_with_an_invisible_or_control_character(tmp_
         load_ratings_csv(f)
 
 
-@pytest.mark.parametrize("first, second, how", [
-    (NFC, NFD, "their Unicode normal form"),
-    ("ann", "\u00a0ann\u00a0", "spaces around them"),
-    ("ann", " ann", "spaces around them"),
-])
-def test_a_ratings_frame_refuses_two_ids_that_name_one_user(first, second, how):
+@pytest.mark.parametrize("first, second, how", ALIKE_CASES)
+def test_ids_that_print_alike_stay_two_ids_with_a_warning_naming_the_pair(first, second, how):
     from privrelease.recommender import RatingsFrame
 
-    with pytest.raises(ValueError, match=f"holds the ids {re.escape(ascii(first))} \\(row 0\\) "
+    with pytest.warns(UserWarning, match=f"holds the ids {re.escape(ascii(first))} \\(row 0\\) "
                                          f"and .* \\(row 1\\), which differ only in {how}"):
-        RatingsFrame().fit(_frame([first, second]))
+        rf = RatingsFrame(sort_ids=False).fit(_frame([first, second]))
+    assert list(rf.user_ids_) == [first, second]  # kept as given: ids are keys, never rewritten
 
 
-def test_a_rating_file_refuses_one_name_in_two_normal_forms_and_keeps_one_around_spaces(tmp_path):
+def test_a_unique_id_holding_invisible_characters_is_kept_without_a_word():
+    # real names hold them (a soft hyphen in a scraped title, a direction mark in a right-to-left name)
+    from privrelease.recommender import RatingsFrame
+
+    users = ["Ba\u00adnana", "\u200fname\u200f", "ann"]
+    df = pd.DataFrame({"user": users, "item": [1, 1, 2], "rating": [1.0, 2.0, 3.0]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        rf = RatingsFrame(sort_ids=False).fit(df)
+    assert list(rf.user_ids_) == users and rf.to_matrix(df).nnz == 3
+
+
+def test_a_rating_file_warns_about_one_name_in_two_normal_forms_and_keeps_one_around_spaces(tmp_path):
     from privrelease.datasets import load_ratings_csv
 
     f = tmp_path / "r.csv"
     f.write_text(f"user,item,rating\n{NFC},1,4\n{NFD},2,5\n", encoding="utf-8")
-    with pytest.raises(ValueError, match=r"'Jos\\xe9' \(line 2\) and 'Jose\\u0301' \(line 3\), which differ only in "
+    with pytest.warns(UserWarning, match=r"'Jos\\xe9' \(line 2\) and 'Jose\\u0301' \(line 3\), which differ only in "
                                          "their Unicode normal form"):
-        load_ratings_csv(f)
+        R, users, _ = load_ratings_csv(f)
+    assert sorted(users) == sorted([NFC, NFD]) and R.shape == (2, 2)
     f.write_text(f"user,item,rating\n{NFC},1,4\n\u00a0{NFC}\u00a0,2,5\n", encoding="utf-8")
     R, users, _ = load_ratings_csv(f)  # spaces around an id are ignored there (documented): one user
     assert list(users) == [NFC] and R.shape == (1, 2) and R.nnz == 2
@@ -83,24 +100,25 @@ def test_ids_that_are_distinct_names_or_use_joiners_inside_are_kept():
     persian = "\u0645\u06cc\u200c\u062e\u0648\u0627\u0645"  # a zero-width non-joiner inside a word
     users = [NFD, "ann", "Ann", persian, ("ann", 1)]
     df = pd.DataFrame({"user": users, "item": [1] * 5, "rating": [1.0, 2, 3, 4, 5]})
-    rf = RatingsFrame(sort_ids=False).fit(df)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        rf = RatingsFrame(sort_ids=False).fit(df)
     assert list(rf.user_ids_) == users and rf.to_matrix(df).nnz == 5
 
 
-def test_a_users_file_id_with_an_invisible_character_is_refused_and_normal_forms_match(tmp_path):
+def test_a_users_file_id_with_a_control_character_is_refused_and_normal_forms_match(tmp_path):
     from privrelease.runner._schema import PipelineError
     from privrelease.runner.experiments.ratings_file import _match_ids, _read_users
 
     f = tmp_path / "users.csv"
-    f.write_text("user,gender\nann\u200b,F\nbob,M\n", encoding="utf-8")
-    with pytest.raises(PipelineError, match=r"column 'user' holds the id 'ann\\u200b' \(data row 1\) with the "
-                                            "invisible character U\\+200B"):
+    f.write_text("user,gender\nann\x00,F\nbob,M\n", encoding="utf-8")
+    with pytest.raises(PipelineError, match=r"column 'user' holds the id 'ann\\x00' \(data row 1\) with the "
+                                            "control character U\\+0000"):
         _read_users(str(f), "user", ["gender"], ",", "utf-8")
     # the rating file writes the name composed, the users file decomposed: one user, matched
     assert _match_ids(np.array([NFD, "bob", "eve"]), np.array(sorted(["bob", NFC]))).tolist() == [0, 1, -1]
 
 
-# ---------------------------------------------------------------- subnormal ratings
 def test_a_subnormal_rating_is_refused_naming_its_position():
     from privrelease.mappers import QuantizedPrivacyMapper
     from privrelease.utils import check_rating_matrix
