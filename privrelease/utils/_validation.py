@@ -285,15 +285,27 @@ def _id_key(v):
 
     if isinstance(v, str):
         return unicodedata.normalize("NFC", v.strip())
+    if isinstance(v, bytes):  # the same rules on its UTF-8 text, kept bytes: b'ann' and 'ann' are two ids
+        try:
+            return _id_key(v.decode("utf-8")).encode("utf-8")
+        except UnicodeDecodeError:
+            return v.strip()
     if isinstance(v, tuple):
         return tuple(_id_key(e) for e in v)
     return v
+
+
+def _bytes_text(v):
+    """The text of a bytes id for the id rules: UTF-8, a byte that is not escaped (``\\xff``, printable)."""
+    return v.decode("utf-8", "backslashreplace")
 
 
 def _id_strings(v):
     """The strings of an id (itself, or a tuple's strings)."""
     if isinstance(v, str):
         return [v]
+    if isinstance(v, bytes):  # b'ann\xe2\x80\x8b' (a zero-width space in UTF-8) passed what 'ann\u200b' did not
+        return [_bytes_text(v)]
     if isinstance(v, tuple):
         return [s for e in v for s in _id_strings(e)]
     return []

@@ -287,3 +287,29 @@ def test_a_budget_the_solver_cannot_read_is_refused_before_the_prior_is_estimate
     monkeypatch.setattr(_BaseMapper, "_fit_in_memory", no_work)
     with pytest.raises(ValueError, match=message):
         getattr(mappers, mapper)(**params).fit(X_SMALL.astype(int), Y_SMALL)
+
+
+@pytest.mark.parametrize("users, message", [
+    ([b"ann", b"ann\xe2\x80\x8b"], r"holds the id b'ann\\xe2\\x80\\x8b' \(row 1\) with the invisible character "
+                                   r"U\+200B"),
+    ([b"an\x00n", b"bo"], r"holds the id b'an\\x00n' \(row 0\) with the control character U\+0000"),
+    ([NFC.encode(), NFD.encode()], r"differ only in their Unicode normal form"),
+    ([b"ann\xc2\xa0", b"ann"], r"differ only in spaces around them"),
+    ([b"\xff\xfe", b"\xff\xfe "], r"differ only in spaces around them"),     # not UTF-8: its bytes, stripped
+], ids=["zero-width-space", "nul", "nfd", "no-break-space", "not-utf8"])
+def test_bytes_ids_follow_the_rules_of_str_ids(users, message):
+    # bytes ids, which fit, save and load accept (test_hostile_inputs3), skipped every id rule: b'ann' and
+    # b'ann\xe2\x80\x8b' (a zero-width space in UTF-8) were two users; they are checked on their UTF-8 text
+    from privrelease.recommender import RatingsFrame
+
+    with pytest.raises(ValueError, match=r"ratings\[.user.\] .*" + message):
+        RatingsFrame(sort_ids=False).fit(_frame(users))
+
+
+def test_plain_bytes_ids_pass_and_stay_apart_from_str_ids():
+    from privrelease.recommender import RatingsFrame
+
+    rf = RatingsFrame(sort_ids=False).fit(_frame([b"ann", "ann"]))     # two types: two ids, as before
+    assert rf.user_ids_.tolist() == [b"ann", "ann"]
+    rf = RatingsFrame().fit(_frame([b"Jos\xc3\xa9", b"\xff\xfe"]))     # UTF-8 NFC, and bytes that are no text
+    assert sorted(rf.user_ids_.tolist()) == [b"Jos\xc3\xa9", b"\xff\xfe"]
