@@ -189,8 +189,19 @@ def check_table(X, name="X"):
     * complex numbers (:class:`~privrelease.exceptions.ComplexDataError`, a TypeError and a ValueError):
       ``astype(float64)`` drops the imaginary part with only a
       ``ComplexWarning``, and scikit-learn's "Complex data not supported" printed the whole array
-      without naming it.
+      without naming it;
+    * a DataFrame with a column name used twice: scikit-learn's (narwhals') "Expected unique column names"
+      named neither the argument nor what to do.
     """
+    columns = getattr(X, "columns", None)
+    if getattr(columns, "is_unique", True) is False:  # a pandas Index (lazy: no pandas import here)
+        counts = columns.value_counts(sort=False)
+        dups = [plain_value(c) for c in columns.unique() if counts[c] > 1]
+        times = ", ".join(f"{c!r} ({int(counts[c])} times)" for c in dups[:5]) + (" ..." if len(dups) > 5 else "")
+        raise ValueError(f"{name} is a DataFrame with duplicate column names ({times}); each column must have its "
+                         f"own name: rename them (for example {name}.columns = [f'{{c}}_{{i}}' for i, c in "
+                         f"enumerate({name}.columns)]) or drop the repeated ones ({name}.loc[:, "
+                         f"~{name}.columns.duplicated()])")
     if isinstance(X, (list, tuple)) and X and all(isinstance(r, (list, tuple, np.ndarray)) for r in X):
         lengths = [len(r) for r in X]
         if len(set(lengths)) > 1:

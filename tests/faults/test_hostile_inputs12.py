@@ -313,3 +313,31 @@ def test_plain_bytes_ids_pass_and_stay_apart_from_str_ids():
     assert rf.user_ids_.tolist() == [b"ann", "ann"]
     rf = RatingsFrame().fit(_frame([b"Jos\xc3\xa9", b"\xff\xfe"]))     # UTF-8 NFC, and bytes that are no text
     assert sorted(rf.user_ids_.tolist()) == [b"Jos\xc3\xa9", b"\xff\xfe"]
+
+
+@pytest.mark.parametrize("mapper", ["quantized", "erasure"])
+def test_duplicate_column_names_in_X_are_named_with_X(mapper):
+    # narwhals' "Expected unique column names, got: - 'a' 2 times", from inside scikit-learn, named no argument
+    from privrelease import ErasureMapper, QuantizedPrivacyMapper
+
+    X = pd.DataFrame(X_SMALL[:, [0, 1, 2, 0, 1]], columns=["a", "b", "a", "c", "c"])
+    est = (QuantizedPrivacyMapper(n_clusters=2, random_state=0) if mapper == "quantized"
+           else ErasureMapper(random_state=0))
+    with pytest.raises(ValueError, match=r"^X is a DataFrame with duplicate column names \('a' \(2 times\), "
+                                         r"'c' \(2 times\)\); .*rename them"):
+        est.fit(X, Y_SMALL)
+    est.fit(X.loc[:, ~X.columns.duplicated()], Y_SMALL)          # the remedy the message gives
+
+
+def test_erasure_mapper_does_not_suggest_densifying_a_sparse_matrix_too_large_to_hold():
+    # "densify it first with X.toarray()" for a matrix of 2**31 cells (16 GiB of float64): a MemoryError
+    from privrelease import ErasureMapper
+
+    X = sp.csr_matrix((2**16, 2**15))                                   # no entry: nothing allocated
+    with pytest.raises(TypeError, match=r"shape \(65536, 32768\), whose dense form \(2,147,483,648 cells, 16 GiB\) "
+                                        r"would not fit in memory: do not densify it.*QuantizedPrivacyMapper.*"
+                                        r"keep the columns that are fields") as info:
+        ErasureMapper(random_state=0).fit(X, np.zeros(2**16))
+    assert "densify it first" not in str(info.value)
+    with pytest.raises(TypeError, match=r"densify it first with X\.toarray\(\)"):    # a small one: as before
+        ErasureMapper(random_state=0).fit(sp.csr_matrix(X_SMALL), Y_SMALL)
