@@ -500,6 +500,10 @@ def _remainder(m, K, bs, s, r):
         return np.where(r > 0, ((m * m - 4.0 * K) + 8.0 * bs**2) / (m + 2.0 * s), m)
 
 
+#: the first bisection step of the water-filling that may stop it early (80: never; the tests compare both)
+_STOP_FROM = 40
+
+
 def _water_fill(cost, v, bs, K):
     """``min sum_i c(v_i, eps_i)`` s.t. ``sum_i eps_i >= A(b) / b``, ``0 <= eps_i <= 1 / b``.
 
@@ -552,7 +556,7 @@ def _water_fill(cost, v, bs, K):
         new_hi = np.where(short, mu_hi, mu)
         # a step leaving every row's bracket as it was (its ends adjacent floats, ~55 steps in) leaves it so
         # from then on: the remaining steps would change nothing (they took a third of a small design_contract)
-        if step >= 40 and not ((new_lo != mu_lo) | (new_hi != mu_hi)).any():
+        if step >= _STOP_FROM and not ((new_lo != mu_lo) | (new_hi != mu_hi)).any():
             break
         mu_lo, mu_hi = new_lo, new_hi
     # at a kink (linear pieces, non-strictly convex costs) the sum jumps across the requirement between
