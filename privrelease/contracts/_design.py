@@ -546,10 +546,15 @@ def _water_fill(cost, v, bs, K):
         # (the multiplier of a partial seller with v = 1e-300 is 1e-300, beyond 80 halvings of [0, 1])
         floor = np.min(cost.deriv(v, np.zeros_like(ups)), axis=1, keepdims=True) * (1 - 1e-9)
     mu_lo = np.where(np.isfinite(floor) & (floor > 0) & (floor < mu_hi), floor, 0.0)
+    spans = True
     for step in range(80):
         # geometric midpoint while the bracket spans decades (mu_lo + mu_hi overflowed near float64's max)
-        geo = (mu_lo > 0) & (mu_hi > 4.0 * mu_lo)
-        mu = np.where(geo, np.sqrt(mu_lo) * np.sqrt(mu_hi), 0.5 * mu_lo + 0.5 * mu_hi)
+        mu = 0.5 * mu_lo + 0.5 * mu_hi
+        if spans:
+            geo = (mu_lo > 0) & (mu_hi > 4.0 * mu_lo)
+            mu = np.where(geo, np.sqrt(mu_lo) * np.sqrt(mu_hi), mu)
+            # a bracket only shrinks: once every row's is within a factor 4 above 0, it stays so
+            spans = bool(geo.any()) or not (mu_lo > 0).all()
         _, _, rest, need = state(mu)
         short = rest < need
         new_lo = np.where(short, mu, mu_lo)
