@@ -9,12 +9,16 @@ from .. import _persistence
 from ..exceptions import UnseenCategoryWarning
 from ..mapping import _presolve, erasure_alphabet, erasure_distortion
 from ..utils import check_random_source
-from ..utils._validation import check_bool_number_mix, check_table, is_sparse_frame, plain_value
+from ..utils._validation import (_format_bytes, _physical_memory, check_bool_number_mix, check_table, is_sparse_frame,
+                                 plain_value)
 from . import _dask
 from ._base import PriorEstimate, _BaseMapper, _refuse_surprise_data
 from ._common import BUDGET_CONSTRAINT, LEAKAGE_CONSTRAINT, PROTECT_CONSTRAINT, RANDOM_STATE_CONSTRAINT
 
 __all__ = ["ErasureMapper"]
+
+#: cells of a dense table beyond which the message for sparse input does not suggest densifying it
+_MAX_DENSE_CELLS = 2**31 - 1
 
 _UNSEEN = -2  # code of a category never seen in fit
 #: above this many (input, output) cells the alphabet is stored sparsely (only the reachable pairs): the
@@ -237,6 +241,17 @@ class ErasureMapper(_BaseMapper):
             # scikit-learn's "Use '.toarray()' to convert to a dense numpy array": a DataFrame has no .toarray()
             how = "X.sparse.to_dense()" if is_sparse_frame(X) else "X.toarray()"
             kind = "a DataFrame of sparse columns" if is_sparse_frame(X) else f"a scipy sparse {type(X).__name__}"
+            cells = int(X.shape[0]) * int(X.shape[1])
+            need = cells * np.dtype(getattr(X, "dtype", np.float64)).itemsize if sp.issparse(X) else cells * 8
+            total = _physical_memory()
+            subset = "X[:, columns].toarray()" if sp.issparse(X) else "X[columns].sparse.to_dense()"
+            if cells > _MAX_DENSE_CELLS or (total is not None and need > total // 2):
+                # X.toarray() was suggested for a matrix whose dense form could not be held (a MemoryError)
+                raise TypeError(
+                    f"ErasureMapper needs a dense table of categorical fields, got {kind} of shape {X.shape}, "
+                    f"whose dense form ({cells:,} cells, {_format_bytes(need)}) would not fit in memory: do not "
+                    f"densify it. A sparse matrix of ratings is for QuantizedPrivacyMapper (it takes sparse input); "
+                    f"to erase fields, keep the columns that are fields and densify those ({subset})")
             raise TypeError(f"ErasureMapper needs a dense table of categorical fields, got {kind} of shape "
                             f"{X.shape}: densify it first with {how} (every cell is a category, 0 included, and "
                             "an erased field is missing in the release)")

@@ -9,6 +9,7 @@ matrix row or column always maps back to the caller's ids, and a released matrix
 can be written back in long form or handed to Surprise with the original ids.
 """
 
+import unicodedata
 import warnings
 from collections.abc import Hashable
 
@@ -29,6 +30,33 @@ def _surprise():
     except ImportError as exc:  # pragma: no cover - surprise is a dependency
         raise ImportError("the Surprise formats need scikit-surprise (pip install scikit-surprise)") from exc
     return surprise
+
+
+def _normal_form_hint(unknown, user_ids):
+    """The first unknown str id equal to a str user id once both are in Unicode normal form NFC, named with
+    that user id (an id typed in NFD, as macOS file names are, next to the same id in NFC: nothing in the
+    warning said why they differed), or ``""``."""
+    strs = [u for u in unknown if isinstance(u, str)]
+    if not strs:
+        return ""
+    by_nfc = {}
+    for u in user_ids:
+        if isinstance(u, str):
+            by_nfc.setdefault(unicodedata.normalize("NFC", u), u)
+    for u in strs:
+        match = by_nfc.get(unicodedata.normalize("NFC", u))
+        if match is not None:
+            return (f"; {u!r} differs from user {match!r} only in Unicode normal form "
+                    f"({_normal_form(u)} and {_normal_form(match)}: normalize both, e.g. "
+                    f"unicodedata.normalize('NFC', id))")
+    return ""
+
+
+def _normal_form(text):
+    for form in ("NFC", "NFD", "NFKC", "NFKD"):
+        if unicodedata.is_normalized(form, text):
+            return form
+    return "no normal form"
 
 
 class RatingsFrame:
@@ -318,6 +346,8 @@ class RatingsFrame:
             match = plain_value(self.user_ids_[at])
             hint = (f"; {example!r} ({type(example).__name__}) differs from user {match!r} "
                     f"({type(match).__name__}) only in type")
+        else:
+            hint = _normal_form_hint(unknown, self.user_ids_)
         what = (f"{len(unknown)} of the {len(ids)} ids of {name} match no user of this RatingsFrame, for "
                 f"example {example!r}{hint}")
         if len(unknown) == len(ids):

@@ -189,8 +189,19 @@ def check_table(X, name="X"):
     * complex numbers (:class:`~privrelease.exceptions.ComplexDataError`, a TypeError and a ValueError):
       ``astype(float64)`` drops the imaginary part with only a
       ``ComplexWarning``, and scikit-learn's "Complex data not supported" printed the whole array
-      without naming it.
+      without naming it;
+    * a DataFrame with a column name used twice: scikit-learn's (narwhals') "Expected unique column names"
+      named neither the argument nor what to do.
     """
+    columns = getattr(X, "columns", None)
+    if getattr(columns, "is_unique", True) is False:  # a pandas Index (lazy: no pandas import here)
+        counts = columns.value_counts(sort=False)
+        dups = [plain_value(c) for c in columns.unique() if counts[c] > 1]
+        times = ", ".join(f"{c!r} ({int(counts[c])} times)" for c in dups[:5]) + (" ..." if len(dups) > 5 else "")
+        raise ValueError(f"{name} is a DataFrame with duplicate column names ({times}); each column must have its "
+                         f"own name: rename them (for example {name}.columns = [f'{{c}}_{{i}}' for i, c in "
+                         f"enumerate({name}.columns)]) or drop the repeated ones ({name}.loc[:, "
+                         f"~{name}.columns.duplicated()])")
     if isinstance(X, (list, tuple)) and X and all(isinstance(r, (list, tuple, np.ndarray)) for r in X):
         lengths = [len(r) for r in X]
         if len(set(lengths)) > 1:
@@ -294,15 +305,27 @@ def _id_key(v):
 
     if isinstance(v, str):
         return unicodedata.normalize("NFC", _visible(v).strip())
+    if isinstance(v, bytes):  # the same rules on its UTF-8 text, kept bytes: b'ann' and 'ann' are two ids
+        try:
+            return _id_key(v.decode("utf-8")).encode("utf-8")
+        except UnicodeDecodeError:
+            return v.strip()
     if isinstance(v, tuple):
         return tuple(_id_key(e) for e in v)
     return v
+
+
+def _bytes_text(v):
+    """The text of a bytes id for the id rules: UTF-8, a byte that is not escaped (``\\xff``, printable)."""
+    return v.decode("utf-8", "backslashreplace")
 
 
 def _id_strings(v):
     """The strings of an id (itself, or a tuple's strings)."""
     if isinstance(v, str):
         return [v]
+    if isinstance(v, bytes):  # b'ann\xe2\x80\x8b' (a zero-width space in UTF-8) passed what 'ann\u200b' did not
+        return [_bytes_text(v)]
     if isinstance(v, tuple):
         return [s for e in v for s in _id_strings(e)]
     return []

@@ -276,3 +276,26 @@ def test_menu_bad_input():
         design_menu(1.0, 5.0, 0.5, -1)
     with pytest.raises(ValueError, match="option must be 1 .* got 3"):
         design_menu(1.0, 5.0, 0.5, 0.3, option=3)
+
+
+def test_the_water_filling_stopped_early_is_bit_for_bit_the_80_step_one(monkeypatch):
+    # the bisection stops once a step leaves every row's bracket as it was (speed of small design_contract
+    # calls): the steps it skips would have changed nothing, so eps is the same floats, valuations 300 decades apart
+    # included
+    from privrelease.contracts import _design
+
+    rng = np.random.default_rng(3)
+    costs = ("exponential", "linear", lambda v, e: v * (e + e * e))
+    cases = [(np.array([1.0, 1e-300]), 0.25), (np.array([1.0, 1e-150, 1e-300]), 1.0), (np.array([2.0, 3e-100]), 0.5)]
+    cases += [(10.0 ** rng.uniform(-300, 2, n), float(rng.uniform(0.05, 1.0) * n * n / 4)) for n in (1, 2, 3, 5)]
+    cases += [(rng.uniform(0.1, 10.0, n), float(rng.uniform(0.05, 1.0) * n * n / 4)) for n in (2, 4, 6)]
+    for v, K in cases:
+        bs = np.sqrt(K / 2) * np.concatenate([10.0 ** rng.uniform(-160, 0, 4), rng.uniform(0, 1, 4)])
+        for cost in costs:
+            c = _design._resolve_cost(cost)
+            with np.errstate(all="ignore"):
+                early = _design._water_fill(c, v, bs, K)
+                monkeypatch.setattr(_design, "_STOP_FROM", 80)
+                full = _design._water_fill(c, v, bs, K)
+                monkeypatch.setattr(_design, "_STOP_FROM", 40)
+            assert early.tobytes() == full.tobytes(), (v, K, cost)

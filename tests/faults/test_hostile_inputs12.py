@@ -297,3 +297,64 @@ def test_a_budget_the_solver_cannot_read_is_refused_before_the_prior_is_estimate
     monkeypatch.setattr(_BaseMapper, "_fit_in_memory", no_work)
     with pytest.raises(ValueError, match=message):
         getattr(mappers, mapper)(**params).fit(X_SMALL.astype(int), Y_SMALL)
+
+
+def test_a_bytes_id_with_a_control_character_is_refused():
+    # bytes ids, which fit, save and load accept (test_hostile_inputs3), skipped every id rule; they are checked
+    # on their UTF-8 text
+    from privrelease.recommender import RatingsFrame
+
+    with pytest.raises(ValueError, match=r"ratings\[.user.\] holds the id b'an\\x00n' \(row 0\) with the control "
+                                         r"character U\+0000"):
+        RatingsFrame(sort_ids=False).fit(_frame([b"an\x00n", b"bo"]))
+
+
+@pytest.mark.parametrize("users, how", [
+    ([b"ann", b"ann\xe2\x80\x8b"], "invisible characters"),             # a zero-width space in UTF-8
+    ([NFC.encode(), NFD.encode()], "their Unicode normal form"),
+    ([b"ann\xc2\xa0", b"ann"], "spaces around them"),
+    ([b"\xff\xfe", b"\xff\xfe "], "spaces around them"),                 # not UTF-8: its bytes, stripped
+], ids=["zero-width-space", "nfd", "no-break-space", "not-utf8"])
+def test_bytes_ids_that_print_alike_warn_as_str_ids_do(users, how):
+    from privrelease.recommender import RatingsFrame
+
+    with pytest.warns(UserWarning, match=r"ratings\[.user.\] holds the ids .* which differ only in " + how):
+        rf = RatingsFrame(sort_ids=False).fit(_frame(users))
+    assert rf.user_ids_.tolist() == users
+
+
+def test_plain_bytes_ids_pass_and_stay_apart_from_str_ids():
+    from privrelease.recommender import RatingsFrame
+
+    rf = RatingsFrame(sort_ids=False).fit(_frame([b"ann", "ann"]))     # two types: two ids, as before
+    assert rf.user_ids_.tolist() == [b"ann", "ann"]
+    rf = RatingsFrame().fit(_frame([b"Jos\xc3\xa9", b"\xff\xfe"]))     # UTF-8 NFC, and bytes that are no text
+    assert sorted(rf.user_ids_.tolist()) == [b"Jos\xc3\xa9", b"\xff\xfe"]
+
+
+@pytest.mark.parametrize("mapper", ["quantized", "erasure"])
+def test_duplicate_column_names_in_X_are_named_with_X(mapper):
+    # narwhals' "Expected unique column names, got: - 'a' 2 times", from inside scikit-learn, named no argument
+    from privrelease import ErasureMapper, QuantizedPrivacyMapper
+
+    X = pd.DataFrame(X_SMALL[:, [0, 1, 2, 0, 1]], columns=["a", "b", "a", "c", "c"])
+    est = (QuantizedPrivacyMapper(n_clusters=2, random_state=0) if mapper == "quantized"
+           else ErasureMapper(random_state=0))
+    with pytest.raises(ValueError, match=r"^X is a DataFrame with duplicate column names \('a' \(2 times\), "
+                                         r"'c' \(2 times\)\); .*rename them"):
+        est.fit(X, Y_SMALL)
+    est.fit(X.loc[:, ~X.columns.duplicated()], Y_SMALL)          # the remedy the message gives
+
+
+def test_erasure_mapper_does_not_suggest_densifying_a_sparse_matrix_too_large_to_hold():
+    # "densify it first with X.toarray()" for a matrix of 2**31 cells (16 GiB of float64): a MemoryError
+    from privrelease import ErasureMapper
+
+    X = sp.csr_matrix((2**16, 2**15))                                   # no entry: nothing allocated
+    with pytest.raises(TypeError, match=r"shape \(65536, 32768\), whose dense form \(2,147,483,648 cells, 16 GiB\) "
+                                        r"would not fit in memory: do not densify it.*QuantizedPrivacyMapper.*"
+                                        r"keep the columns that are fields") as info:
+        ErasureMapper(random_state=0).fit(X, np.zeros(2**16))
+    assert "densify it first" not in str(info.value)
+    with pytest.raises(TypeError, match=r"densify it first with X\.toarray\(\)"):    # a small one: as before
+        ErasureMapper(random_state=0).fit(sp.csr_matrix(X_SMALL), Y_SMALL)

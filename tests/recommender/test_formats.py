@@ -103,3 +103,21 @@ def test_errors_quote_what_was_received():
         RatingsFrame(user=0)
     with pytest.raises(TypeError, match="surprise Dataset"):
         RatingsFrame.from_surprise(df)
+
+
+def test_align_names_label_ids_that_differ_from_a_user_id_only_in_normal_form():
+    # "José" typed in NFD (as macOS file names are) next to the user "José" in NFC: the warning said "match no
+    # user" with no hint why the two looked alike
+    import unicodedata
+
+    nfc, nfd = unicodedata.normalize("NFC", "José"), unicodedata.normalize("NFD", "José")
+    assert nfc != nfd
+    rf = RatingsFrame().fit(pd.DataFrame({"user": [nfc, "ana", "bo"], "item": ["a", "b", "a"],
+                                          "rating": [3.0, 4.0, 5.0]}))
+    with pytest.warns(UserWarning, match=r"1 of the 3 ids of gender match no user.* differs from user 'José' only in "
+                                         r"Unicode normal form \(NFD and NFC"):
+        y = rf.align(pd.Series({nfd: 0, "ana": 1, "bo": 0}), name="gender")
+    assert dict(zip(rf.user_ids_, y.tolist())) == {nfc: -1, "ana": 1, "bo": 0}
+    with pytest.warns(UserWarning) as record:      # an unrelated unknown id: no normal-form hint
+        rf.align(pd.Series({"zed": 0, "ana": 1}), name="gender")
+    assert "normal form" not in str(record[0].message)
