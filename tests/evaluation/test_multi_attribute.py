@@ -197,7 +197,7 @@ def test_attribute_column_names_are_checked():
     kw = dict(cv=2, recommender=BiasRecommender(), random_state=0)
     with pytest.raises(ValueError, match="'joint' is reserved"):
         rmse_cost(ColumnEraser(), X, pd.DataFrame(Y, columns=["joint", "b"]), **kw)
-    with pytest.raises(ValueError, match="must be distinct, got \\['a', 'a'\\]"):
+    with pytest.raises(ValueError, match="private is a DataFrame with duplicate column names \\('a' \\(2 times\\)\\)"):
         rmse_cost(ColumnEraser(), X, pd.DataFrame(Y, columns=["a", "a"]), **kw)
     with pytest.raises(ValueError, match="private has 99 values but ratings has 100 users"):
         rmse_cost(ColumnEraser(), X, Y[:99], **kw)
