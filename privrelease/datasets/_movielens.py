@@ -593,7 +593,8 @@ def load_ratings_csv(path, *, user_col="user", item_col="item", rating_col="rati
             row = int(np.flatnonzero(empty.to_numpy())[0])
             raise ValueError(f"rating file {str(path)!r} has {int(empty.sum())} row(s) without a {what} id "
                              f"(the first is {where(row)}, column {c!r}); every rating needs a user and an item")
-        # 'ann' and 'ann\u200b', or 'José' composed and decomposed, were two users; a NUL was read into an id
+        # a NUL was read into an id; 'ann' and 'ann\u200b', or 'José' composed and decomposed, were two users
+        # without a word (they stay two ids, with a warning)
         check_ids(df[c].str.strip().to_numpy(), f"rating file {str(path)!r} column {c!r}", where=where)
     raw = df[rating_col].str.strip()
     rating = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=np.float64)

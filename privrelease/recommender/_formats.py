@@ -162,7 +162,7 @@ class RatingsFrame:
             if unhashable is not None:  # pandas' "unhashable type: 'list'" did not say where
                 raise TypeError(f"ratings[{col!r}] must hold hashable ids (numbers, strings, tuples), got "
                                 f"{unhashable!r} of type {type(unhashable).__name__}")
-            check_ids(ratings[col].to_numpy(), f"ratings[{col!r}]")  # 'ann' and 'ann\u200b' were two users
+            check_ids(ratings[col].to_numpy(), f"ratings[{col!r}]")  # a NUL refused; ids printing alike warned
         r = pd.to_numeric(ratings[self.rating], errors="coerce")
         bad = r.isna()
         if bad.any():

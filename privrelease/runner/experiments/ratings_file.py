@@ -349,7 +349,7 @@ def _read_users(path, id_col, columns, sep, encoding, names=None):
         # one blank id was a user without ratings, two were "user '' named more than once"
         raise PipelineError(f"the users file {path!r} has {blank.size} row(s) without an id in column {id_col!r} "
                             f"(the first is data row {blank[0] + 1}); expected every row to name its user")
-    try:  # 'ann\u200b' (or a NUL) in an id, 'José' composed and decomposed as two users
+    try:  # a NUL in an id refused; 'ann' and 'ann\u200b', 'José' composed and decomposed: warned
         check_ids(ids.to_numpy(), f"the users file {path!r} column {id_col!r}", where=lambda i: f"data row {i + 1}")
     except ValueError as exc:
         raise PipelineError(str(exc)) from None
