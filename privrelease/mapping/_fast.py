@@ -589,6 +589,25 @@ def _start(prob, r, j, delta, has_con):
     return x
 
 
+def _back_under_budget(prob, bar, x1, x0, slack):
+    """The warm start ``x1`` (over the budget) mixed with the least of a strictly feasible point that leaves the
+    budget ``slack`` (kept within ``[1e-9, 0.5]`` of that point's own slack).
+
+    The feasible point is half the cheapest mapping, half the round's cold start ``x0``. The caller asks for the
+    slack central for the barrier parameter the round starts at, ``s = mu / lambda`` (``lambda``: the last
+    certificate's multiplier). A fixed tenth of the cold start pulled a settled iterate far back (k = 1000: the
+    objective 0.1088 -> 0.1152 nats, then 135 Newton systems at step lengths 1e-3), and the previous point's own
+    slack can be ~1e-15 after a round that ended on its numerical floor (a round resumed from it broke at its
+    first step).
+    """
+    y = 0.5 * (bar.cols[bar.jc] == prob.argmin_full[prob.rows][bar.r]) + 0.5 * x0
+    d1, dy = float(bar.w @ x1), float(bar.w @ y)
+    room = bar.delta - dy
+    slack = min(max(slack, 1e-9 * room), 0.5 * room)
+    t = min(1.0, (d1 - bar.delta + slack) / (d1 - dy))
+    return (1.0 - t) * x1 + t * y
+
+
 def _candidate_support(prob, n_neighbours, warm):
     mask = prob.mask
     k, kh = mask.shape
@@ -670,6 +689,7 @@ def _solve_fast(prob, delta, *, tol, warm, n_neighbours, max_rounds, bounds=None
     precise = False
     polished = False
     best = (None, np.inf)
+    lam_c = 0.0
     for _ in range(max_rounds):
         r, j = np.nonzero(support)
         bar = _Barrier(prob, r, j, delta, has_con)
@@ -677,6 +697,8 @@ def _solve_fast(prob, delta, *, tol, warm, n_neighbours, max_rounds, bounds=None
         full = support.sum() == prob.mask.sum() or at_min
         # resume the previous working-set round's primal-dual state (see the barrier call below)
         resuming = resume is not None and x_prev is not None and not full and WARM_ROUNDS
+        # the barrier parameter it resumes at: after a precise round WARM_MU times its final one
+        mu0 = resume[2] * (WARM_MU if resume[3] else 1.0) if resuming else None
         if x_prev is not None:
             # warm start: the previous (central) iterate; new entries start at a tenth of
             # their row's mean (WARM_NEW of it when the round resumes)
@@ -687,6 +709,10 @@ def _solve_fast(prob, delta, *, tol, warm, n_neighbours, max_rounds, bounds=None
             x1 = x1 / bar.rowsum(x1)[r]
             if np.all(x1 > 0) and (not has_con or float(bar.w @ x1) < delta):
                 x0 = x1
+            elif np.all(x1 > 0):
+                # over the budget (entries priced in cost more than their row's mean)
+                slack = mu0 / lam_c if resuming and lam_c > 0 else delta - float(bar.w @ old)
+                x0 = _back_under_budget(prob, bar, x1, x0, slack)
             else:
                 x1 = 0.1 * x0 + 0.9 * old
                 if not has_con or float(bar.w @ x1) < delta:
@@ -715,8 +741,7 @@ def _solve_fast(prob, delta, *, tol, warm, n_neighbours, max_rounds, bounds=None
             # (new entries move the optimum: from the final mu itself the fraction-to-boundary rule
             # cuts every step). New entries get central duals. Measured on 18 working-set instances
             # (k = 250..1000; 2-D, ratings-like, L1, Hamming; docs/benchmarks.md, stop 20).
-            z_prev, lam_prev, mu_prev, was_precise = resume
-            mu0 = mu_prev * (WARM_MU if was_precise else 1.0)
+            z_prev, lam_prev = resume[:2]
             z_old = z_prev[r, j]
             kw = dict(mu0=mu0, z0=np.where(z_old > 0, z_old, mu0 * bar.om / x0), lam0=lam_prev)
         x, _ = bar.solve(x0, gap_nats=round_gap, check=check, **kw)
@@ -736,6 +761,7 @@ def _solve_fast(prob, delta, *, tol, warm, n_neighbours, max_rounds, bounds=None
         if full and at_min:
             return P, None
         gap, mu, f = prob.certificate(P, delta)
+        lam_c = mu  # the certificate's budget multiplier: the next round's start (see above)
         if DEBUG:
             print(f"round n={r.size} full={full} precise={precise} gap={gap:.2e}")
         if gap < best[1]:
