@@ -315,7 +315,7 @@ def section_diagnose(n, tol, seed, reference):
         t0 = time.perf_counter()
         try:
             with threadpool_limits(limits=1, user_api="blas"):  # as solve_fast runs it
-                P = _solve_fast(prob, dl, tol=tol, warm=None, n_neighbours=8, max_rounds=30)
+                P, _ = _solve_fast(prob, dl, tol=tol, warm=None, n_neighbours=8, max_rounds=30)
             if np.isfinite(dl) and prob.distortion(P) > dl:
                 P = prob.clean(P, dl)
             g1 = prob.certificate(P, dl, target_bits=0.5 * tol)[0]
