@@ -39,9 +39,11 @@ Algorithm
    comes within 20% of the row's spread of the best in-set value are added and
    step 2 continues from the previous round's primal-dual state (iterate, duals of
    the entries and of the budget, barrier parameter ``mu``; after a precise round
-   from ``1e3`` times its final ``mu``), the new entries at ``1e-3`` of their row's
+   from ``WARM_MU = 100`` times its final ``mu``), the new entries at ``1e-3`` of their row's
    mean with central duals: restarting at the top ``mu`` first pulled the iterate back
-   to the centre (k = 300: 159 Newton systems cold, 96 warm). While the working set
+   to the centre (k = 300: 159 Newton systems cold, 96 warm). Where the new entries put
+   the iterate over the budget it is mixed back with the cheapest mapping only as far as
+   the budget's slack central for that ``mu`` (:func:`_back_under_budget`). While the working set
    still grows (more than 1% new entries) the subproblem is solved loosely, to a
    barrier gap ``m mu`` of ``LOOSE = 1`` times its objective (two ``mu`` levels,
    ~10 Newton steps); once it has settled it is
@@ -105,7 +107,7 @@ _MANY_CLASSES = 10  # above this many classes the Newton systems batch their per
 _PAIR_CHUNK = 1 << 22  # the Hessian's per-output class-pair sums in chunks of this many weights (32 MB)
 _SPARSE_SCHUR = 0.02  # the Schur complement is factored as sparse below this density
 WARM_ROUNDS = True  # warm-started working-set rounds (benchmarks/bench_solver.py flips it for the cold baseline)
-WARM_MU = 1e3  # a round after a precise one restarts at this multiple of its final barrier parameter
+WARM_MU = 100.0  # a round after a precise one restarts at this multiple of its final barrier parameter
 WARM_NEW = 1e-3  # entries priced in start at this fraction of their row's mean (warm-started rounds)
 EXP_FULL = False
 FULL_POLISH_GAP = 10.0  # after a precise round this close (times tol) the trial polish runs, and its refined bound
@@ -738,10 +740,11 @@ def _solve_fast(prob, delta, *, tol, warm, n_neighbours, max_rounds, bounds=None
         if resuming:
             # warm start (working sets): continue from the previous round's barrier parameter and
             # duals instead of restarting at the top (10 x the objective), where the iterate is
-            # first pulled back to the centre; after a precise round from 1e3 x its final mu
+            # first pulled back to the centre; after a precise round from WARM_MU x its final mu
             # (new entries move the optimum: from the final mu itself the fraction-to-boundary rule
             # cuts every step). New entries get central duals. Measured on 18 working-set instances
-            # (k = 250..1000; 2-D, ratings-like, L1, Hamming; docs/benchmarks.md, stop 20).
+            # (k = 250..1000; 2-D, ratings-like, L1, Hamming; docs/benchmarks.md, stops 20 and 34:
+            # 1e3 until the start over the budget was mixed back to a central slack, 100 since).
             z_prev, lam_prev = resume[:2]
             z_old = z_prev[r, j]
             kw = dict(mu0=mu0, z0=np.where(z_old > 0, z_old, mu0 * bar.om / x0), lam0=lam_prev)
