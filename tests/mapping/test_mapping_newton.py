@@ -91,6 +91,19 @@ def test_structured_newton_solve_matches_the_full_kkt_system(monkeypatch, schur,
     np.testing.assert_allclose(E @ dx, 0.0, atol=1e-12)
 
 
+def _scale_problem(seed, k):
+    """The solver benchmark's scale instance: |A| = 2, k random centres in R^2, squared-Euclidean distortion,
+    a Dirichlet(2) marginal, a noisy logistic posterior, the budget 5 % of the mean distortion (internal units)."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(k, 2))
+    d = squared_euclidean_distortion(X)
+    pc = rng.dirichlet(np.full(k, 2.0))
+    post = 1.0 / (1.0 + np.exp(-(2.0 * X[:, 0] + 0.5 * rng.normal(size=k))))
+    prior = np.vstack([pc * (1 - post), pc * post])
+    prob = Problem(prior, d)
+    return prob, prob.to_internal(0.05 * float(d.mean()))
+
+
 def test_trial_polish_on_a_settled_working_set_is_certified():
     """k = 230 (a working set, not every entry): from a working-set point 5.6e-6 bits from
     optimal (the rounds run to tol 1e-4: the point a precise round leaves uncertified), the
@@ -98,15 +111,7 @@ def test_trial_polish_on_a_settled_working_set_is_certified():
     true bound, the full polish certifies it (the sparse Schur complement path), and the answer is
     optimal by the full Lagrangian certificate computed afresh (no hint): feasible, within 1e-6
     bits of the dual bound."""
-    rng = np.random.default_rng(232)
-    k = 230
-    X = rng.normal(size=(k, 2))
-    d = squared_euclidean_distortion(X)
-    pc = rng.dirichlet(np.full(k, 2.0))
-    post = 1.0 / (1.0 + np.exp(-(2.0 * X[:, 0] + 0.5 * rng.normal(size=k))))
-    prior = np.vstack([pc * (1 - post), pc * post])
-    prob = Problem(prior, d)
-    delta = prob.to_internal(0.05 * float(d.mean()))
+    prob, delta = _scale_problem(232, 230)
     with threadpool_limits(limits=1, user_api="blas"):
         P0, _ = _fast._solve_fast(prob, delta, tol=1e-4, warm=None, n_neighbours=8, max_rounds=30)
     assert prob.k * prob.kh > _fast._FULL_SUPPORT_LIMIT
@@ -249,15 +254,8 @@ def test_a_warm_start_over_the_budget_is_mixed_back_only_as_far_as_the_slack_ask
     leaves the slack asked for: the budget's slack is exactly that, the rows stay on the simplex, and the point
     stays next to the warm one (a fixed tenth of the cold start moved a settled iterate 0.0064 nats at k = 1000).
     In a solve, every such start is strictly feasible and the answer is certified by the full Lagrangian bound."""
-    rng = np.random.default_rng(7)
-    k = 240
-    X = rng.normal(size=(k, 2))
-    d = squared_euclidean_distortion(X)
-    pc = rng.dirichlet(np.full(k, 2.0))
-    post = 1.0 / (1.0 + np.exp(-(2.0 * X[:, 0] + 0.5 * rng.normal(size=k))))
-    prior = np.vstack([pc * (1 - post), pc * post])
-    prob = Problem(prior, d)
-    delta = prob.to_internal(0.05 * float(d.mean()))
+    prob, delta = _scale_problem(7, 240)
+    k = prob.k
     assert prob.k * prob.kh > _fast._FULL_SUPPORT_LIMIT
     support = _fast._candidate_support(prob, 8, None)
     r, j = np.nonzero(support)
