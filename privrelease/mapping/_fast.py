@@ -109,7 +109,6 @@ _SPARSE_SCHUR = 0.02  # the Schur complement is factored as sparse below this de
 WARM_ROUNDS = True  # warm-started working-set rounds (benchmarks/bench_solver.py flips it for the cold baseline)
 WARM_MU = 100.0  # a round after a precise one restarts at this multiple of its final barrier parameter
 WARM_NEW = 1e-3  # entries priced in start at this fraction of their row's mean (warm-started rounds)
-EXP_FULL = False
 FULL_POLISH_GAP = 10.0  # after a precise round this close (times tol) the trial polish runs, and its refined bound
 REG = 1e-3  # proximal regularisation of the KKT polish, relative to the Hessian's diagonal
 # the barrier checks its points from this barrier gap (nats) on, however small the tolerance: a target search near
@@ -810,14 +809,6 @@ def _solve_fast(prob, delta, *, tol, warm, n_neighbours, max_rounds, bounds=None
                 # trial reached 1.2e-6 and its refined bound 8.8e-7). Where the trial does not move the
                 # bound (an L1 instance, 1.75e-6 -> 1.63e-6) the refinement does not either
                 Pf, gf = _kkt_polish(prob, P, delta, tol=tol, pi_hint=hint, quick=True)
-                if gf <= tol:
-                    return Pf, hint
-            elif EXP_FULL:
-                import time as _t
-                t0 = _t.perf_counter()
-                Pf, gf = _kkt_polish(prob, P, delta, tol=tol, pi_hint=hint)
-                if DEBUG:
-                    print("EXP full polish", gf, _t.perf_counter() - t0)
                 if gf <= tol:
                     return Pf, hint
         if not precise and settled:
