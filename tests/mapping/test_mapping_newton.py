@@ -264,7 +264,6 @@ def test_a_warm_start_over_the_budget_is_mixed_back_only_as_far_as_the_slack_ask
     # a warm point just over the budget: the cold start moved towards the dearest entry of every row
     dear = (prob.W[r, j] == np.array([prob.W[rr, j[r == rr]].max() for rr in range(k)])[r]).astype(float)
     for share in (1e-6, 1e-3, 0.5):
-        x1 = x0.copy()
         lo, hi = 0.0, 1.0
         for _ in range(200):  # the dear share that puts x1 a relative `share` of the room over the budget
             mid = 0.5 * (lo + hi)
