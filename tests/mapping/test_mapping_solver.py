@@ -328,3 +328,33 @@ def test_auto_policy_when_fast_is_not_certified(monkeypatch):
     assert res.status == "inaccurate" and res.solver == "fast"
     assert res.certificate["gap_bits"] > 1e-6
     np.testing.assert_allclose(res.mapping, np.eye(5))
+
+
+def test_the_stages_of_a_solve_and_its_fallback_are_logged(monkeypatch, caplog):
+    """A long "auto" call says what it is doing on the ``privrelease.mapping`` logger (INFO): each answer with its
+    certified gap, and the fallback to cvxpy with the fast path's gap and the size that makes it slow."""
+    import logging
+
+    import privrelease.mapping._fast as fast_module
+
+    prior, d = random_instance(8, 2, 5)
+    with caplog.at_level(logging.INFO, logger="privrelease.mapping"):
+        res = solve_mapping(prior, d, 0.1)
+    assert res.solver == "fast" and res.status == "optimal"
+    (rec,) = caplog.records
+    assert rec.name == "privrelease.mapping" and rec.levelno == logging.INFO
+    assert "delta=0.1: fast answer certified" in rec.getMessage()
+    assert f"gap {res.certificate['gap_bits']:.3g} bits" in rec.getMessage()
+
+    caplog.clear()
+    monkeypatch.setattr(fast_module, "solve_fast", lambda prob, delta, **kw: prob.P_min.copy())
+    with caplog.at_level(logging.INFO, logger="privrelease.mapping"):
+        res = solve_mapping(prior, d, 0.1)
+    messages = [r.getMessage() for r in caplog.records]
+    assert res.solver == "cvxpy-CLARABEL" and res.status == "optimal"
+    assert "fast answer not certified" in messages[0]
+    fallback = [m for m in messages if "falling back to cvxpy" in m]
+    assert len(fallback) == 1 and "25 mapping entries" in fallback[0] and "fast: gap" in fallback[0]
+    assert f"cvxpy-CLARABEL answer certified (gap {res.certificate['gap_bits']:.3g} bits" in messages[-1]
+    # nothing is logged above INFO, and nothing at all unless asked for
+    assert all(r.levelno == logging.INFO for r in caplog.records)
