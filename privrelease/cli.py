@@ -19,6 +19,7 @@ error (one line on stderr; ``--debug`` shows the traceback).
 """
 
 import argparse
+import logging
 import sys
 import time
 import traceback
@@ -228,6 +229,9 @@ def _add_common(p):
     p.add_argument("--overwrite", action="store_true",
                    help="allow writing into a folder that holds an earlier report")
     p.add_argument("--debug", action="store_true", help="show the traceback of an error")
+    p.add_argument("--verbose", "-v", action="store_true",
+                   help="log what the mapping solver does on stderr: each answer with its certified gap and time, "
+                        "and any fallback to cvxpy (which can take minutes)")
 
 
 def build_parser():
@@ -296,6 +300,13 @@ def _main(argv):
         parser.print_help()
         return 0
     error = None
+    log = logging.getLogger("privrelease")
+    handler, level = None, log.level
+    if getattr(args, "verbose", False):
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("privrelease: %(message)s"))
+        log.addHandler(handler)
+        log.setLevel(logging.INFO)
     try:
         return args.func(args)
     except (PipelineError, UsageError) as exc:
@@ -306,6 +317,10 @@ def _main(argv):
         error, status, text = exc, 130, "interrupted"
     except Exception as exc:  # the experiment itself failed: one line, the traceback with --debug
         error, status, text = exc, EXIT_FAILED, f"the run failed: {type(exc).__name__}: {_one_line(exc)}"
+    finally:
+        if handler is not None:  # main() may run again in the same process (the tests): leave the logger as found
+            log.removeHandler(handler)
+            log.setLevel(level)
     if args.debug:
         traceback.print_exception(type(error), error, error.__traceback__)
     hint = "" if args.debug or status == 130 else " (rerun with --debug for the traceback)"

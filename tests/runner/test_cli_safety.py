@@ -270,3 +270,23 @@ def test_list_shows_an_experiments_schema(capsys):
     assert any(ln.startswith("monte_carlo: an integer in [1, 10000000]; capped because") for ln in lines)
     rc, _, err = _run(["list", "nope"], capsys)
     _assert_usage_error(rc, err, "unknown experiment 'nope'")
+
+
+# ---------------------------------------------------------------- --verbose
+def test_verbose_logs_the_solver_stages_on_stderr_and_leaves_the_logger_as_found(tmp_path, capsys):
+    """``--verbose`` shows what the mapping solver does (each answer, its certified gap and time) on stderr, only
+    when asked, and takes its handler off again: ``main`` may run again in the same process."""
+    import logging
+
+    iris = str(PIPELINES / "iris_quantization.toml")
+    log = logging.getLogger("privrelease")
+    before = (list(log.handlers), log.level)
+    rc, out, err = _run(["run", iris, "--quick", "-o", str(tmp_path / "v"), "--verbose"], capsys)
+    assert rc == 0, err
+    stages = [line for line in err.splitlines() if line.startswith("privrelease: delta=")]
+    assert stages and all(" answer certified (gap " in line and " bits, tol 1e-06) after " in line
+                          for line in stages), err
+    assert "privrelease: delta=" not in out
+    assert (list(log.handlers), log.level) == before
+    rc, _, err = _run(["run", iris, "--quick", "-o", str(tmp_path / "q")], capsys)
+    assert rc == 0 and "privrelease: delta=" not in err
