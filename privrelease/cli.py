@@ -231,7 +231,8 @@ def _add_common(p):
     p.add_argument("--debug", action="store_true", help="show the traceback of an error")
     p.add_argument("--verbose", "-v", action="store_true",
                    help="log what the mapping solver does on stderr: each answer with its certified gap and time, "
-                        "and any fallback to cvxpy (which can take minutes)")
+                        "and any fallback to cvxpy (which can take minutes); solves in worker processes (an "
+                        "experiment's n_jobs > 1) are not shown")
 
 
 def build_parser():
