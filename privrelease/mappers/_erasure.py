@@ -237,6 +237,10 @@ class ErasureMapper(_BaseMapper):
     # ------------------------------------------------------------------ helpers
     def _check_X(self, X, reset):
         _refuse_surprise_data(X)
+        if isinstance(X, pd.Series):
+            # one field as a Series reached dtypes.items() ("'StringDtype' object has no attribute 'items'")
+            raise TypeError(f"ErasureMapper needs a 2-D table of categorical fields (one column per field), got a "
+                            f"pandas Series {X.name!r} of {len(X)} values: pass X.to_frame() for one field")
         if sp.issparse(X) or is_sparse_frame(X):
             # scikit-learn's "Use '.toarray()' to convert to a dense numpy array": a DataFrame has no .toarray()
             how = "X.sparse.to_dense()" if is_sparse_frame(X) else "X.toarray()"

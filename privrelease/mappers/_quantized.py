@@ -15,9 +15,9 @@ from ..mapping import expected_distortion, leakage as heldout_leakage, mutual_in
 from ..utils import check_random_source
 from ..utils._constraints import NumberInterval
 from ..utils._threads import single_thread
-from ..utils._validation import (as_float_if_object, canonical_sparse, check_allocation, check_not_subnormal,
-                                 check_table, is_sparse_frame, nullable_numpy_dtype, plain_value, ratings_in_dtype,
-                                 sparse_frame_like)
+from ..utils._validation import (as_float_if_object, canonical_sparse, check_allocation, check_no_time_values,
+                                 check_not_subnormal, check_table, is_sparse_frame, nullable_numpy_dtype, plain_value,
+                                 ratings_in_dtype, sparse_frame_like)
 from . import _dask
 from ._base import (PriorEstimate, _BaseMapper, _matrix, _refuse_long_form, _refuse_nan_ratings, _refuse_surprise_data,
                     _row_stochastic, stack_marginal_priors)
@@ -908,6 +908,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
         _refuse_surprise_data(X)
         _refuse_long_form(X)
         check_table(X)
+        check_no_time_values(X)
         _refuse_nan_ratings(X)
         fmt = X.format if sp.issparse(X) else None
         if fmt is not None and fmt not in ("csr", "csc"):
@@ -2126,7 +2127,21 @@ class QuantizedPrivacyMapper(_BaseMapper):
         if not sp.issparse(P) or P.shape != (n_out, self.n_features_in_):
             raise ValueError(f"fitted.release_profiles_ has shape {getattr(P, 'shape', None)}, expected "
                              f"{(n_out, self.n_features_in_)} (one profile per output symbol)")
-        data = np.asarray(P.tocsr().data, dtype=np.float64)
+        if P.format != "csr":
+            # fit stores CSR and transform indexes its rows: another format loaded, then failed in transform
+            # ("'coo_matrix' object is not subscriptable") or ("dok") on an attribute the file named
+            raise ValueError(f"fitted.release_profiles_ is stored as {P.format!r}, expected 'csr' (what fit stores)")
+        canon = P.copy()
+        canon.sum_duplicates()
+        if canon.nnz != P.nnz:
+            # an item stored twice in a profile: its rating was released as their sum (8.47 on a 1-5 scale)
+            raise ValueError(f"fitted.release_profiles_ stores {P.nnz - canon.nnz} (output, item) pair(s) more than "
+                             "once; a profile holds one rating per item")
+        data = np.asarray(P.data, dtype=np.float64)
+        if np.any(data == 0):
+            # fit never stores a 0 (it means "not rated"): profiles of stored zeros released every user as nothing
+            raise ValueError(f"fitted.release_profiles_ stores {int(np.sum(data == 0))} zero rating(s); 0 means "
+                             "'not rated' and a profile never stores it")
         if not np.all(np.isfinite(data)):
             raise ValueError(f"fitted.release_profiles_ holds a non-finite rating "
                              f"({plain_value(data[~np.isfinite(data)][0])!r})")

@@ -65,8 +65,12 @@ def empirical_prior(private, public, *, n_private=None, n_public=None, smoothing
     # divided by the larger of 1 and s first: a huge smoothing (1e308) made the total overflow to inf and
     # the "prior" all zeros; the independent (uniform) prior it tends to is returned instead
     scale = max(s, 1.0)
-    counts = counts / scale + s / scale
-    return counts / counts.sum()
+    # in place: the memory check above counts one array (a stray code of 1e9 passed it, and the two temporaries of
+    # ``counts / scale + s / scale`` then needed three times the memory it had checked)
+    counts /= scale
+    counts += s / scale
+    counts /= counts.sum()
+    return counts
 
 
 #: kde_prior works in units of a power of two when the largest |x| is beyond 1e50 or below 1e-50

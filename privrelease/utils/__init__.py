@@ -14,6 +14,7 @@ from ._validation import (
     restore_sparse_format,
     undisclosed_mask,
     UNDISCLOSED_MARKERS,
+    UNDISCLOSED_TEXTS,
 )
 
 __all__ = [
@@ -28,4 +29,5 @@ __all__ = [
     "restore_sparse_format",
     "undisclosed_mask",
     "UNDISCLOSED_MARKERS",
+    "UNDISCLOSED_TEXTS",
 ]

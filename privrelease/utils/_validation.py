@@ -18,6 +18,7 @@ __all__ = [
     "check_private_labels",
     "undisclosed_mask",
     "UNDISCLOSED_MARKERS",
+    "UNDISCLOSED_TEXTS",
 ]
 
 
@@ -71,18 +72,26 @@ def check_number(value, name, *, low=None, high=None, low_inclusive=True,
     return int(v) if integer else v
 
 
-def check_n_jobs(n_jobs):
-    """joblib's ``n_jobs``: None, or a nonzero integer (-1 = every core); checked before any work.
+#: the most workers ``n_jobs`` may ask for (and ``-MAX_N_JOBS`` the most negative): joblib starts as many workers as
+#: asked, whatever the number of tasks (``n_jobs=200000`` for three tasks spawned processes until it was killed), and
+#: above 500,000 fails inside with "Numeric literal ... is too large"
+MAX_N_JOBS = 4096
 
-    joblib took ``True`` and ``2.5`` as numbers of workers, and ``10**6`` failed deep inside
-    ("Numeric literal 2000000 is too large").
+
+def check_n_jobs(n_jobs):
+    """joblib's ``n_jobs``: None, or a nonzero integer between ``-MAX_N_JOBS`` and ``MAX_N_JOBS`` (4096; -1 = every
+    core, -2 all but one ...); checked before any work.
+
+    joblib took ``True`` and ``2.5`` as numbers of workers, ``10**6`` failed deep inside
+    ("Numeric literal 2000000 is too large"), and ``200000`` started processes until the machine gave out.
     """
     if n_jobs is None:
         return None
+    what = f"None or a nonzero integer from -{MAX_N_JOBS} to {MAX_N_JOBS} (-1 = every core)"
     if isinstance(n_jobs, (bool, np.bool_)) or not isinstance(n_jobs, numbers.Integral):
-        raise TypeError(f"n_jobs must be None or a nonzero integer (-1 = every core), got {plain_value(n_jobs)!r}")
-    if n_jobs == 0:
-        raise ValueError("n_jobs must be None or a nonzero integer (-1 = every core), got 0")
+        raise TypeError(f"n_jobs must be {what}, got {plain_value(n_jobs)!r}")
+    if n_jobs == 0 or abs(int(n_jobs)) > MAX_N_JOBS:
+        raise ValueError(f"n_jobs must be {what}, got {plain_value(n_jobs)!r}")
     return int(n_jobs)
 
 
@@ -436,6 +445,26 @@ def check_rating_scale(value, name="rating_scale"):
     return float(low), float(high)
 
 
+def check_no_time_values(X, name="X"):
+    """Refuse dates and durations as ratings (TypeError naming ``name`` and the dtype).
+
+    numpy's ``datetime64`` reached numpy's internals (``ufunc 'absolute' did not contain a loop``), and its
+    ``timedelta64`` counts as a number to ``np.issubdtype``: a matrix of durations was read as seconds (or
+    failed inside scikit-learn with "float() argument must be ... not 'datetime.timedelta'"). ``X`` is an array,
+    a sparse matrix or a DataFrame (each column checked).
+    """
+    if hasattr(X, "columns") and hasattr(X, "dtypes"):
+        found = [(c, d) for c, d in zip(X.columns, X.dtypes) if getattr(d, "kind", None) in ("m", "M")]
+    else:
+        d = getattr(X, "dtype", None)
+        found = [(None, d)] if getattr(d, "kind", None) in ("m", "M") else []
+    if found:
+        col, d = found[0]
+        where = f" (column {plain_value(col)!r})" if col is not None else ""
+        raise TypeError(f"{name} must hold ratings as numbers, got dtype {d}{where}: dates and durations are not "
+                        "ratings (convert them to numbers first if they are meant as ratings)")
+
+
 def check_rating_matrix(X, *, name="X", rating_range=None, dtype=(np.float64, np.float32)):
     """Validate a user x item rating matrix (0 = not rated).
 
@@ -460,6 +489,7 @@ def check_rating_matrix(X, *, name="X", rating_range=None, dtype=(np.float64, np
     """
     fmt = None
     check_table(X, name)
+    check_no_time_values(X, name)
     if sp.issparse(X):
         fmt = X.format
         Xc = X.tocsr(copy=True)
@@ -675,8 +705,8 @@ def check_same_index(X, y, name="y", *, x_name="X"):
 def check_private_labels(y, n_samples, *, name="y"):
     """Validate the private attribute: one label per user, undisclosed ones marked.
 
-    "Not disclosed" has one definition, :func:`undisclosed_mask`: ``-1``, ``"-1"``,
-    ``None``, NaN, ``pd.NA`` and ``""``. The disclosed labels must be of one kind:
+    "Not disclosed" has one definition, :func:`undisclosed_mask`: ``-1``, ``None``,
+    NaN, ``pd.NA`` and the texts of :data:`UNDISCLOSED_TEXTS` (``""``, ``"-1"``, ``"nan"``, ``"NA"`` ...). The disclosed labels must be of one kind:
     numbers, strings or booleans; a mix (``1`` beside ``True``, ``"a"`` beside ``2``)
     is refused, since ``numpy.unique`` would merge or reorder them silently.
 
@@ -774,8 +804,15 @@ def _check_categorical_labels(y, labeled, name):
         )
 
 
+#: The texts that mean "not disclosed", compared after stripping spaces and ignoring case: the empty string, ``-1``
+#: written as an integer or a float, and the usual spellings of a missing value, among them what ``str()`` and
+#: ``astype(str)`` make of NaN, None, ``pd.NA`` and ``pd.NaT`` (``"nan"``, ``"None"``, ``"<NA>"``, ``"NaT"``), so a
+#: label array turned into text keeps its undisclosed users out of the classes. The command line's files use the
+#: same list.
+UNDISCLOSED_TEXTS = ("", "-1", "-1.0", "nan", "na", "n/a", "<na>", "nat", "none", "null", "?")
 #: The markers of "not disclosed", shared by every estimator of privrelease.
-UNDISCLOSED_MARKERS = ("-1 (int or float)", '"-1"', "None", "NaN", "pd.NA / pd.NaT", '"" (empty string)')
+UNDISCLOSED_MARKERS = ("-1 (int or float)", "None", "NaN", "pd.NA / pd.NaT",
+                       "the texts " + ", ".join(repr(t) for t in UNDISCLOSED_TEXTS) + " (in any case, spaces ignored)")
 
 
 def _label_kind(v):
@@ -788,12 +825,23 @@ def _label_kind(v):
     return type(v).__name__
 
 
+def _undisclosed_text(v):
+    """Whether the text ``v`` (str or bytes) is one of :data:`UNDISCLOSED_TEXTS`."""
+    if isinstance(v, bytes):
+        v = v.decode("latin-1")
+    return v.strip().lower() in UNDISCLOSED_TEXTS
+
+
 def undisclosed_mask(y):
     """Which labels mean "not disclosed": the one definition used by every estimator.
 
-    A label is undisclosed when it is ``-1`` (integer or float), the string ``"-1"``,
-    ``None``, NaN, ``pd.NA`` / ``pd.NaT`` or the empty string ``""``. Booleans are
-    never undisclosed (``False`` is a class, not a marker).
+    A label is undisclosed when it is ``-1`` (integer or float), ``None``, NaN,
+    ``pd.NA`` / ``pd.NaT``, or a text of :data:`UNDISCLOSED_TEXTS` (compared after
+    stripping spaces, in any case): ``""``, ``"-1"``, ``"-1.0"``, ``"nan"``, ``"NA"``,
+    ``"N/A"``, ``"<NA>"``, ``"NaT"``, ``"None"``, ``"null"`` and ``"?"``; these include what
+    ``astype(str)`` makes of NaN, None and -1.0, so labels turned into text keep their
+    undisclosed users out of the classes. Booleans are never undisclosed (``False`` is a
+    class, not a marker).
 
     Parameters
     ----------
@@ -809,6 +857,8 @@ def undisclosed_mask(y):
     >>> from privrelease.utils import undisclosed_mask
     >>> undisclosed_mask(np.array(["f", "-1", "m", ""])).tolist()
     [False, True, False, True]
+    >>> undisclosed_mask(np.array([0.0, 1.0, np.nan]).astype(str)).tolist()
+    [False, False, True]
     >>> undisclosed_mask([0, 1, -1, None, float("nan")]).tolist()
     [False, False, True, True, True]
     """
@@ -821,8 +871,8 @@ def undisclosed_mask(y):
     if kind == "b":
         return np.zeros(y.shape, dtype=bool)
     if kind in "US":
-        empty, minus = ("", "-1") if kind == "U" else (b"", b"-1")
-        return (y == empty) | (y == minus)
+        texts = np.char.lower(np.char.strip(y if kind == "U" else np.char.decode(y, "latin-1")))
+        return np.isin(texts, UNDISCLOSED_TEXTS)
     if kind == "O":
         import pandas as pd
 
@@ -833,7 +883,7 @@ def undisclosed_mask(y):
             elif isinstance(v, (bool, np.bool_)):
                 continue
             elif isinstance(v, (str, bytes)):
-                out.flat[i] = v in ("", "-1", b"", b"-1")
+                out.flat[i] = _undisclosed_text(v)
             elif isinstance(v, (numbers.Real, np.number)):
                 out.flat[i] = v == -1
         return out

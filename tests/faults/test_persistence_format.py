@@ -298,6 +298,44 @@ def test_checksum_catches_accidental_change(saved):
         load(_tamper(saved, edit))
 
 
+@pytest.mark.parametrize("fmt", ["coo", "lil", "dok", "bsr", "dia", "csc"])
+def test_release_profiles_stored_in_another_sparse_format_are_refused(saved, fmt):
+    # fit stores CSR; another format used to load and fail in transform ("'coo_matrix' object is not subscriptable")
+    def meta_edit(meta):
+        meta["fitted"]["release_profiles_"]["format"] = fmt
+
+    with pytest.raises(ValueError, match=f"release_profiles_ is stored as '{fmt}', expected 'csr'"):
+        load(_tamper(saved, edit_meta=meta_edit, redigest=True))
+
+
+def test_release_profiles_with_an_item_stored_twice_are_refused(saved, ratings):
+    # the two values were released summed: 8.47 on a 1-5 scale
+    def edit(arrays):
+        ind = arrays["fitted/release_profiles_/indices"]
+        ind[1] = ind[0]
+
+    with pytest.raises(ValueError, match=r"stores 1 \(output, item\) pair\(s\) more than once"):
+        load(_tamper(saved, edit, redigest=True))
+
+
+def test_release_profiles_of_stored_zeros_are_refused(saved, fitted):
+    # every user was released as stored zeros ("not rated"): nothing
+    n = fitted.release_profiles_.nnz
+
+    def edit(arrays):
+        arrays["fitted/release_profiles_/data"][:] = 0.0
+
+    with pytest.raises(ValueError, match=f"stores {n} zero rating\\(s\\); 0 means 'not rated'"):
+        load(_tamper(saved, edit, redigest=True))
+
+
+def test_untampered_profiles_still_load_and_release_the_same(saved, fitted, ratings):
+    R, _ = ratings
+    m = load(saved)
+    assert m.release_profiles_.format == "csr"
+    assert (m.release_profiles_ != fitted.release_profiles_).nnz == 0
+
+
 def test_valid_but_altered_mapping_is_refused_by_its_claims(saved):
     def edit(arrays):
         M = arrays["fitted/mapping_"]

@@ -43,7 +43,7 @@ import pandas as pd
 from .._schema import (Bool, Choice, Either, File, Float, Int, PipelineError, Seed, Seq, Table, Text,
                        quick_values)
 from ...utils import check_rating_scale
-from ...utils._validation import check_ids, plain_value
+from ...utils._validation import UNDISCLOSED_TEXTS, check_ids, plain_value
 from .movielens_gender import analyse_ratings
 from .synthetic_ratings import _LEVELS_CAP, MAPPER, N_CLUSTERS_RULES, PROTOCOL_PARAMETERS, RECOMMENDER
 
@@ -81,8 +81,9 @@ PARAMETERS = {
 }
 
 #: a users file's value that means "not disclosed" (compared after stripping spaces, ignoring case: Book-Crossing's
-#: BX-Users.csv writes a missing age NULL)
-MISSING = ("", "NA", "N/A", "NaN", "None", "null", "-1", "?")  # "?": the UCI files' marker
+#: BX-Users.csv writes a missing age NULL, the UCI files "?"): the library's own list, so a file and an array of
+#: labels agree
+MISSING = UNDISCLOSED_TEXTS
 #: at most this many classes per attribute column: more is an id or a number to cut (``cuts``)
 MAX_CLASSES = 30
 

@@ -1,0 +1,141 @@
+"""Hostile inputs, thirteenth audit: labels written as text, an absurd number of workers, one field as a pandas
+Series, dates as ratings, and a stray code that made ``empirical_prior`` allocate three times what it checked.
+One test per finding (earlier audits: test_hostile_inputs.py to test_hostile_inputs12.py)."""
+
+import tracemalloc
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from privrelease import ErasureMapper, InferenceAttack, QuantizedPrivacyMapper
+from privrelease.datasets import make_ratings
+from privrelease.evaluation import privacy_utility_curve, rmse_cost
+from privrelease.mapping import empirical_prior, privacy_distortion_curve
+from privrelease.runner.experiments.ratings_file import MISSING
+from privrelease.utils import UNDISCLOSED_TEXTS, check_rating_matrix, undisclosed_mask
+
+
+@pytest.fixture(scope="module")
+def ratings():
+    R, g, _ = make_ratings(n_users=120, n_items=25, random_state=0)
+    y = g.astype(float)
+    y[60:] = np.nan  # the second half did not disclose
+    return R, y
+
+
+# ----------------------------------------------------------------------- labels written as text
+TEXTS = {
+    "astype(str) of NaN": lambda y: y.astype(str),  # 'nan'
+    "float -1 as text": lambda y: np.where(np.isnan(y), -1.0, y).astype(str),  # '-1.0'
+    "NA": lambda y: np.where(np.isnan(y), "NA", y.astype(str)),
+    " N/A (spaces, case)": lambda y: np.where(np.isnan(y), " n/a ", y.astype(str)),
+    "None as text": lambda y: np.where(np.isnan(y), "None", y.astype(str)),
+    "str(pd.NA)": lambda y: np.where(np.isnan(y), str(pd.NA), y.astype(str)),
+    "object array": lambda y: np.where(np.isnan(y), "null", y.astype(str)).astype(object),
+    "bytes": lambda y: np.where(np.isnan(y), b"nan", y.astype(str).astype(bytes)),
+}
+
+
+@pytest.mark.parametrize("make", TEXTS.values(), ids=TEXTS.keys())
+def test_undisclosed_users_written_as_text_never_become_a_class(ratings, make):
+    # astype(str) of the documented NaN marker gave 'nan', which became a third "class" holding every undisclosed
+    # user, with no warning (mappers, attackers, erasure alike)
+    R, y = ratings
+    text = make(y)
+    assert undisclosed_mask(text).tolist() == np.isnan(y).tolist()
+    m = QuantizedPrivacyMapper(n_clusters=4, random_state=0).fit(R, text)
+    assert len(m.classes_) == 2 and m.n_labeled_ == 60
+    if text.dtype.kind != "S":  # scikit-learn's classifiers refuse bytes labels, by name
+        assert len(InferenceAttack(random_state=0).fit(R, text).classes_) == 2
+    fields = pd.DataFrame({"f": (np.arange(R.shape[0]) % 3).astype(str)})
+    assert len(ErasureMapper(delta=0.5, random_state=0).fit(fields, text).classes_) == 2
+
+
+def test_text_labels_that_only_contain_a_marker_stay_classes():
+    y = np.array(["nana", "-10", "n/a/b", "?x", "None1", "0"])
+    assert not undisclosed_mask(y).any()
+
+
+def test_the_command_line_files_and_the_library_share_one_list_of_markers():
+    assert MISSING is UNDISCLOSED_TEXTS
+    assert undisclosed_mask(np.array(list(MISSING) + [m.upper() for m in MISSING])).all()
+
+
+# ----------------------------------------------------------------------- workers
+@pytest.mark.parametrize("n_jobs", [500_001, 10**7, -10**6, 4097])
+def test_an_absurd_number_of_workers_is_refused_by_name(ratings, n_jobs):
+    # joblib failed inside ("Numeric literal 1000002 is too large"), or started 200,000 processes for three tasks
+    P = np.array([[0.3, 0.2], [0.1, 0.4]])
+    D = np.array([[0.0, 1.0], [1.0, 0.0]])
+    with pytest.raises(ValueError, match=f"n_jobs must be .* from -4096 to 4096 .*got {n_jobs}"):
+        privacy_distortion_curve(P, D, [0.1, 0.2], n_jobs=n_jobs)
+    R, y = ratings
+    mapper = QuantizedPrivacyMapper(n_clusters=4, random_state=0)
+    with pytest.raises(ValueError, match="n_jobs must be"):
+        rmse_cost(mapper, R, y, n_jobs=n_jobs)
+    with pytest.raises(ValueError, match="n_jobs must be"):
+        privacy_utility_curve(mapper, R, y, deltas=[0.5], n_jobs=n_jobs)
+
+
+def test_the_largest_number_of_workers_allowed_still_runs():
+    P = np.array([[0.3, 0.2], [0.1, 0.4]])
+    D = np.array([[0.0, 1.0], [1.0, 0.0]])
+    curve = privacy_distortion_curve(P, D, [0.1], n_jobs=-4096)  # as many as the machine has
+    assert (curve["status"] == "optimal").all()
+
+
+# ----------------------------------------------------------------------- one field as a Series
+@pytest.mark.parametrize("field", [
+    pd.Series(["x", "y", "z", "x"] * 25, name="city"),
+    pd.Series(["x", "y", "z", "x"] * 25, name="city", dtype="category"),
+    pd.Series(np.arange(100) % 3, name="city"),
+])
+def test_erasure_of_one_field_given_as_a_series_says_to_make_it_a_frame(field):
+    # AttributeError: 'StringDtype' object has no attribute 'items'
+    y = np.arange(100) % 2
+    with pytest.raises(TypeError, match=r"got a pandas Series 'city' of 100 values: pass X.to_frame\(\)"):
+        ErasureMapper(delta=0.5, random_state=0).fit(field, y)
+    m = ErasureMapper(delta=0.5, random_state=0).fit(field.to_frame(), y)  # as advised
+    assert m.transform(field.to_frame()).shape == (100, 1)
+    with pytest.raises(TypeError, match="got a pandas Series 'city'"):
+        m.transform(field)
+
+
+# ----------------------------------------------------------------------- dates as ratings
+@pytest.mark.parametrize("unit", ["datetime64[s]", "timedelta64[s]"])
+def test_dates_and_durations_as_ratings_are_refused_naming_the_dtype(ratings, unit):
+    # datetime64 reached numpy ("ufunc 'absolute' did not contain a loop"); timedelta64 counts as a number to
+    # np.issubdtype, and check_rating_matrix read durations as seconds
+    R, y = ratings
+    X = R.toarray().astype(unit)
+    with pytest.raises(TypeError, match=f"X must hold ratings as numbers, got dtype {unit.replace('[', '.')}"):
+        QuantizedPrivacyMapper(n_clusters=4, random_state=0).fit(X, y)
+    m = QuantizedPrivacyMapper(n_clusters=4, random_state=0).fit(R, y)
+    with pytest.raises(TypeError, match="dates and durations are not ratings"):
+        m.transform(X)
+    with pytest.raises(TypeError, match="dates and durations are not ratings"):
+        check_rating_matrix(X)
+    frame = pd.DataFrame(R.toarray()).assign(when=pd.Timestamp("2020-01-01"))
+    with pytest.raises(TypeError, match="column 'when'"):
+        check_rating_matrix(frame)
+
+
+# ----------------------------------------------------------------------- the prior's memory
+def test_empirical_prior_allocates_the_one_array_its_memory_check_counts():
+    # a stray code of 1e9 passed the check for one 16 GB array, then ``counts / scale + s / scale`` made two more
+    n_public = 2_000_000
+    tracemalloc.start()
+    try:
+        p = empirical_prior([0, 1], [0, n_public - 1], smoothing=0.5)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    one = 2 * n_public * 8
+    assert peak < 1.25 * one, (peak, one)
+    assert p.shape == (2, n_public) and abs(p.sum() - 1.0) < 1e-12
+    # the same numbers as before the change (Proposition 1 with additive smoothing)
+    expected = np.full((2, n_public), 0.5)
+    expected[0, 0] += 1
+    expected[1, -1] += 1
+    np.testing.assert_allclose(p, expected / expected.sum(), rtol=1e-15)
