@@ -128,9 +128,11 @@ def _cvxpy_no_value(self, *args, **kwargs):
 
 
 def _cvxpy_lies(self, *args, **kwargs):
-    """Claims optimality with a uniform (feasible but far from optimal) point."""
+    """Claims optimality with a uniform (feasible but far from optimal) point: every entry of ``D`` is allowed,
+    so the program's variables (one per allowed entry, row by row) are the whole mapping."""
+    assert np.isfinite(D).all()
     for v in self.variables():
-        v.value = np.full(v.shape, 1.0 / v.shape[1])
+        v.value = np.full(v.shape, 1.0 / D.shape[1])
     self._status = "optimal"
     return 0.0
 

@@ -355,7 +355,38 @@ def test_the_stages_of_a_solve_and_its_fallback_are_logged(monkeypatch, caplog):
     assert res.solver == "cvxpy-CLARABEL" and res.status == "optimal"
     assert "fast answer not certified" in messages[0]
     fallback = [m for m in messages if "falling back to cvxpy" in m]
-    assert len(fallback) == 1 and "25 mapping entries" in fallback[0] and "fast: gap" in fallback[0]
+    assert len(fallback) == 1 and "25 allowed mapping entries" in fallback[0] and "fast: gap" in fallback[0]
     assert f"cvxpy-CLARABEL answer certified (gap {res.certificate['gap_bits']:.3g} bits" in messages[-1]
     # the stages are logged at INFO, never above (a warning is for an uncertified answer only)
     assert all(r.name == "privrelease.mapping" and r.levelno == logging.INFO for r in ours)
+
+
+def test_the_cvxpy_fallback_has_a_variable_per_allowed_entry_only(caplog, monkeypatch):
+    """A band of allowed transitions (3 of 12 outputs a row): the fallback's program has the allowed entries as
+    variables (36, not 144 with an equality per forbidden entry), leaves the forbidden ones exactly 0 and finds the
+    fast path's optimum."""
+    import logging
+
+    import privrelease.mapping._fast as fast_module
+    from privrelease.mapping._solver import _presolved_problem
+
+    rng = np.random.default_rng(3)
+    k = 12
+    prior = rng.dirichlet(np.full(2 * k, 0.7)).reshape(2, k)
+    pos = np.sort(rng.normal(size=k))
+    d = (pos[:, None] - pos[None, :]) ** 2
+    band = np.abs(np.arange(k)[:, None] - np.arange(k)[None, :]) <= 1
+    d = np.where(band, d, np.inf)
+    delta = 0.3 * float((prior.sum(0)[:, None] * np.where(band, d, 0.0)).sum())
+    fast = solve_mapping(prior, d, delta, solver="fast")
+    allowed = int(_presolved_problem(prior, d)[0].mask.sum())
+    assert allowed <= int(band.sum()) < k * k
+    monkeypatch.setattr(fast_module, "solve_fast", lambda prob, delta, **kw: prob.P_min.copy())
+    with caplog.at_level(logging.INFO, logger="privrelease.mapping"):
+        ref = solve_mapping(prior, d, delta)
+    fallback = [r.getMessage() for r in caplog.records if "falling back to cvxpy" in r.getMessage()]
+    assert len(fallback) == 1 and f"on {allowed} allowed mapping entries" in fallback[0]
+    assert ref.solver.startswith("cvxpy") and ref.status == "optimal" and ref.certificate["gap_bits"] <= 1e-6
+    check_feasible(ref, prior, d, delta)
+    assert np.all(ref.mapping[~band] == 0.0)
+    assert abs(ref.leakage - fast.leakage) <= 2e-6
