@@ -210,6 +210,11 @@ def privacy_cost(valuation, epsilon, cost="linear"):
     """
     v = _as_reals(valuation, "valuation")
     eps = _as_reals(epsilon, "epsilon")
+    try:
+        np.broadcast_shapes(v.shape, eps.shape)
+    except ValueError:  # numpy's "operands could not be broadcast together" named neither argument
+        raise ValueError(f"valuation (shape {v.shape}) and epsilon (shape {eps.shape}) must have the same shape, "
+                         "or one of them be a single number") from None
     for arr, name in ((v, "valuation"), (eps, "epsilon")):
         bad = np.isnan(arr) | (arr < 0)
         if bad.any():

@@ -139,3 +139,13 @@ def test_empirical_prior_allocates_the_one_array_its_memory_check_counts():
     expected[0, 0] += 1
     expected[1, -1] += 1
     np.testing.assert_allclose(p, expected / expected.sum(), rtol=1e-15)
+
+
+# ----------------------------------------------------------------------- contracts
+def test_privacy_cost_of_mismatched_shapes_names_both_arguments():
+    from privrelease.contracts import privacy_cost
+
+    with pytest.raises(ValueError, match=r"valuation \(shape \(2,\)\) and epsilon \(shape \(3,\)\) must have the same"):
+        privacy_cost([1.0, 2.0], [1.0, 2.0, 3.0])
+    np.testing.assert_allclose(privacy_cost([1.0, 2.0], 0.5), [0.5, 1.0])  # a single number broadcasts
+    np.testing.assert_allclose(privacy_cost([[1.0], [2.0]], [0.5, 1.0]), [[0.5, 1.0], [1.0, 2.0]])
