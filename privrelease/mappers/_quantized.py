@@ -2149,12 +2149,12 @@ class QuantizedPrivacyMapper(_BaseMapper):
         if not (np.isfinite(lo) and np.isfinite(hi) and lo <= hi):
             raise ValueError(f"fitted.rating_range_ = {plain_value(self.rating_range_)!r} is not a finite range")
         if space == "hamming":
-            bad = data[(data != 0) & (data != 1)]
+            bad = data[data != 1]  # (stored zeros refused above)
             if bad.size:
                 raise ValueError(f"fitted.release_profiles_ holds {plain_value(bad[0])!r}; binarized releases hold "
                                  "0 or 1")
         else:
-            bad = data[(data != 0) & ((data < lo) | (data > hi))]
+            bad = data[(data < lo) | (data > hi)]
             if bad.size:
                 raise ValueError(f"fitted.release_profiles_ holds the rating {plain_value(bad[0])!r}, outside the "
                                  f"rating scale [{plain_value(lo)!r}, {plain_value(hi)!r}] of the training users")

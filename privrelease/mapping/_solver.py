@@ -269,16 +269,17 @@ def _delta_best(prob, delta, solver, tol, warm=None):
     attempts = ["fast", "cvxpy"] if solver == "auto" else [solver]
     best = None
     notes = []
+    n_allowed = int(prob.mask.sum()) if not prob.sparse else None  # the fallback's variables
     if prob.sparse:
         attempts = ["sparse"]
-    elif solver == "auto" and int(prob.mask.sum()) > CVXPY_FALLBACK_MAX_VARIABLES:
+    elif solver == "auto" and n_allowed > CVXPY_FALLBACK_MAX_VARIABLES:
         attempts = ["fast"]
-        notes.append(f"cvxpy fallback skipped ({int(prob.mask.sum())} variables > {CVXPY_FALLBACK_MAX_VARIABLES})")
+        notes.append(f"cvxpy fallback skipped ({n_allowed} variables > {CVXPY_FALLBACK_MAX_VARIABLES})")
     for s in attempts:
         if s == "cvxpy" and solver == "auto":
-            _LOG.info("delta=%r: %s; falling back to cvxpy (CLARABEL, then SCS) on %d allowed mapping entries, which can "
-                      "take minutes", float(prob.to_user(delta)), "; ".join(notes) or "the fast path returned nothing",
-                      int(prob.mask.sum()))
+            _LOG.info("delta=%r: %s; falling back to cvxpy (CLARABEL, then SCS) on %d allowed mapping entries, which "
+                      "can take minutes", float(prob.to_user(delta)), "; ".join(notes) or "the fast path returned "
+                      "nothing", n_allowed)
         t0 = time.perf_counter()
         if s == "fast":
             cands = _fast_candidates(prob, delta, tol, warm, notes)

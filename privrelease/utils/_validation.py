@@ -706,9 +706,10 @@ def check_private_labels(y, n_samples, *, name="y"):
     """Validate the private attribute: one label per user, undisclosed ones marked.
 
     "Not disclosed" has one definition, :func:`undisclosed_mask`: ``-1``, ``None``,
-    NaN, ``pd.NA`` and the texts of :data:`UNDISCLOSED_TEXTS` (``""``, ``"-1"``, ``"nan"``, ``"NA"`` ...). The disclosed labels must be of one kind:
-    numbers, strings or booleans; a mix (``1`` beside ``True``, ``"a"`` beside ``2``)
-    is refused, since ``numpy.unique`` would merge or reorder them silently.
+    NaN, ``pd.NA`` and the texts of :data:`UNDISCLOSED_TEXTS` (``""``, ``"-1"``, ``"nan"``,
+    ``"NA"`` ...). The disclosed labels must be of one kind: numbers, strings or booleans; a
+    mix (``1`` beside ``True``, ``"a"`` beside ``2``) is refused, since ``numpy.unique`` would
+    merge or reorder them silently.
 
     Returns
     -------

@@ -242,7 +242,8 @@ def test_the_curve_checks_n_jobs_as_the_protocol_does():
     P, D = np.array([[0.4, 0.1], [0.1, 0.4]]), 1 - np.eye(2)
     # joblib took True and 2.5 as numbers of workers; 10**6 failed with "Numeric literal 2000000 is too large"
     for bad in (True, 2.5, "2"):
-        with pytest.raises(TypeError, match=r"n_jobs must be None or a nonzero integer from -4096 to 4096 \(-1 = every core\), got "):
+        expected = r"n_jobs must be None or a nonzero integer from -4096 to 4096 \(-1 = every core\), got "
+        with pytest.raises(TypeError, match=expected):
             privacy_distortion_curve(P, D, [0.1, 0.2], n_jobs=bad)
     with pytest.raises(ValueError, match=r"n_jobs must be None or a nonzero integer .* got 0"):
         privacy_distortion_curve(P, D, [0.1, 0.2], n_jobs=0)
