@@ -215,6 +215,8 @@ class PrivacyAccountant:
 
     def remaining(self):
         """Budget left: ``epsilon - spent`` (``inf`` for an unlimited accountant)."""
+        if math.isinf(self.epsilon):
+            return math.inf  # inf - inf was NaN after an unlimited accountant recorded an epsilon = inf release
         return max(self.epsilon - self.spent, 0.0)
 
     def check(self, epsilon):
@@ -307,15 +309,22 @@ class PrivacyAccountant:
         elif epsilon is None:
             raise ValueError("epsilon=None needs individual_epsilons to take the maximum of")
         epsilon = _check_epsilon(epsilon)
+        # the record is built before anything is committed: a key it already has ("total_payment" beside payments)
+        # raised inside dict() after the budget was spent and the population's row written (a half-recorded release)
+        if pay is not None and "total_payment" in info:
+            raise ValueError(f"spend() sets 'total_payment' itself, the sum of payments ({float(pay.sum())!r}), got "
+                             f"total_payment={plain_value(info['total_payment'])!r} too; give only one of them")
+        record = dict(epsilon=epsilon, population=population,
+                      total_payment=float(pay.sum()) if pay is not None else info.pop("total_payment", 0.0), **info)
         with self._lock:
             self.check(epsilon)
             if eps_i is not None:
-                book = self._populations.setdefault(
-                    population, dict(n=eps_i.size, rows=[], eps=[], pay=[]))
+                book = self._populations.get(population, dict(n=eps_i.size, rows=[], eps=[], pay=[]))
                 if book["n"] != eps_i.size:
                     raise ValueError(
                         f"population {population!r} has {book['n']} individuals but this "
                         f"release gives {eps_i.size} individual epsilons")
+                self._populations[population] = book
                 book["rows"].append(len(self._spends))
                 book["eps"].append(_sparse_row(eps_i))
                 book["pay"].append(_sparse_row(pay if pay is not None else np.zeros_like(eps_i)))
@@ -328,9 +337,7 @@ class PrivacyAccountant:
                 big, small = (self._total, epsilon) if abs(self._total) >= abs(epsilon) else (epsilon, self._total)
                 self._carry = getattr(self, "_carry", 0.0) + ((big - total) + small)
             self._total = total
-            self._records.append(dict(epsilon=epsilon, population=population,
-                                      total_payment=float(pay.sum()) if pay is not None
-                                      else info.pop("total_payment", 0.0), **info))
+            self._records.append(record)
         return self
 
     # ---------------------------------------------------------------- reading

@@ -274,7 +274,11 @@ class Laplace:
         u = uniform_full_precision(self._source, shape)
         with np.errstate(over="ignore"):  # a noisy value beyond float64 is +-inf, which the clamp takes to +-B
             noisy = np.clip(value, -B, B) + sign * lam * (-np.log(u))
-            return np.clip(grid * np.round(noisy / grid), -B, B)[()]
+            # a float at least 2**52 grid steps from 0 is a multiple of the (power of two) grid already: it is its
+            # own rounding. Dividing it by the grid overflowed for a tiny scale (scale 1e-300 or 5e-324: 0.5 / grid
+            # = inf), and every release was clamped to +-B
+            snapped = np.where(np.abs(noisy) >= grid * 2.0**52, noisy, grid * np.round(noisy / grid))
+            return np.clip(snapped, -B, B)[()]
 
     def variance(self):
         """Variance of the noise, ``2 * scale**2`` (without snapping)."""

@@ -149,3 +149,48 @@ def test_privacy_cost_of_mismatched_shapes_names_both_arguments():
         privacy_cost([1.0, 2.0], [1.0, 2.0, 3.0])
     np.testing.assert_allclose(privacy_cost([1.0, 2.0], 0.5), [0.5, 1.0])  # a single number broadcasts
     np.testing.assert_allclose(privacy_cost([[1.0], [2.0]], [0.5, 1.0]), [[0.5, 1.0], [1.0, 2.0]])
+
+
+# ----------------------------------------------------------------------- noise and accounting
+@pytest.mark.parametrize("scale, bound, value", [(5e-324, 10.0, 0.5), (5e-324, 10.0, -0.5), (1e-300, 1e20, 1e10),
+                                                 (2.0**-60, 1.0, 0.75)])
+def test_snapping_with_a_tiny_scale_releases_the_value_not_the_bound(scale, bound, value):
+    # value / grid overflowed to inf for a tiny grid (2**ceil(log2(scale))), and the clamp released +-B
+    from privrelease.noise import Laplace
+
+    m = Laplace(scale=scale, snapping_bound=bound, random_state=0)
+    out = np.array([m.randomise(value) for _ in range(20)])
+    grid = 2.0 ** np.ceil(np.log2(scale))
+    assert np.all(np.abs(out - value) <= 60 * scale + grid + np.spacing(abs(value)))  # Laplace tail of 60 scales
+    assert np.all(np.abs(out) <= bound)
+
+
+def test_snapping_still_rounds_to_its_grid_and_clamps():
+    from privrelease.noise import Laplace
+
+    m = Laplace(scale=0.3, snapping_bound=2.0, random_state=1)
+    out = np.asarray(m.randomise(np.full(2000, 0.4)))
+    assert np.all(np.abs(out) <= 2.0)
+    assert np.all(np.mod(out / 0.5, 1.0) == 0.0)  # the grid 2**ceil(log2(0.3)) = 0.5
+    assert np.any(out == 2.0) or np.any(out == -2.0) or np.abs(out).max() < 2.0
+
+
+def test_a_refused_spend_records_nothing():
+    # "total_payment" beside payments failed inside dict() after the budget was charged and the population's row
+    # written: spent 0.5, one population, no record
+    from privrelease.accounting import PrivacyAccountant
+
+    acc = PrivacyAccountant(10.0)
+    with pytest.raises(ValueError, match="spend\\(\\) sets 'total_payment' itself, the sum of payments \\(3.0\\)"):
+        acc.spend(0.5, population="p", individual_epsilons=[0.1, 0.2], payments=[1, 2], total_payment=5)
+    assert acc.spent == 0.0 and len(acc) == 0 and len(acc.records) == 0 and acc.populations() == []
+    acc.spend(0.5, population="p", individual_epsilons=[0.1, 0.2], payments=[1, 2], note="ok")
+    assert acc.records["total_payment"].tolist() == [3.0] and acc.records["note"].tolist() == ["ok"]
+
+
+def test_an_unlimited_accountant_keeps_an_infinite_remaining_budget():
+    from privrelease.accounting import PrivacyAccountant
+
+    acc = PrivacyAccountant()
+    acc.spend(np.inf)
+    assert acc.remaining() == np.inf
