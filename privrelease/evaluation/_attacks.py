@@ -37,7 +37,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..utils import check_private_labels, check_random_source
 from ..utils._constraints import RANDOM_STATE_CONSTRAINT
 from ..utils._threads import single_threaded_blas
-from ..utils._validation import check_same_index, check_table
+from ..utils._validation import UNDISCLOSED_SHORT, check_same_index, check_table
 from ._targets import attribute_targets
 
 __all__ = [
@@ -225,11 +225,11 @@ class InferenceAttack(ClassifierMixin, BaseEstimator):
                           f"y.ravel() (shape {shape})", DataConversionWarning, stacklevel=2)
         y, labeled = check_private_labels(y, X.shape[0])
         if not labeled.all():
-            # undisclosed users (-1, "-1", None, NaN, pd.NA, "") are never a class: leave them out
+            # undisclosed users (utils.undisclosed_mask) are never a class: leave them out
             X, y = X[np.flatnonzero(labeled)], y[labeled]
         if y.shape[0] == 0:
             raise ValueError("an attacker needs users who disclosed the private attribute; every label is "
-                             "undisclosed (-1, '-1', None, NaN, pd.NA or '')")
+                             f"undisclosed ({UNDISCLOSED_SHORT})")
         if y.dtype == object:
             y = np.asarray(y.tolist())
         check_classification_targets(y)
@@ -307,7 +307,7 @@ class InferenceAttack(ClassifierMixin, BaseEstimator):
         n = X.shape[0] if hasattr(X, "shape") else len(X)
         y, labeled = check_private_labels(y, n)
         if not labeled.any():
-            raise ValueError("no user to score: every label is undisclosed (-1, '-1', None, NaN, pd.NA or '')")
+            raise ValueError(f"no user to score: every label is undisclosed ({UNDISCLOSED_SHORT})")
         y = y[labeled]
         if y.dtype == object:
             y = np.asarray(y.tolist())

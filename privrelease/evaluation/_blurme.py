@@ -23,7 +23,7 @@ from ..mappers._base import _refuse_nan_ratings
 from ..utils import check_random_source, restore_sparse_format
 from ..utils._constraints import RANDOM_STATE_CONSTRAINT, NumberInterval
 from ..utils._threads import single_threaded_blas
-from ..utils._validation import (canonical_sparse, check_same_index, check_table, is_sparse_frame,
+from ..utils._validation import (UNDISCLOSED_SHORT, canonical_sparse, check_same_index, check_table, is_sparse_frame,
                                  nullable_numpy_dtype, ratings_in_dtype, sparse_frame_like)
 from ._targets import check_attribute, joint_attribute
 
@@ -143,7 +143,7 @@ class BlurMe(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         y, labeled, _ = check_attribute(y, X.shape[0])
         if not np.any(labeled):
             raise ValueError(f"{name} needs users who disclosed the attribute; every label is missing "
-                             "(-1, '-1', None, NaN, pd.NA or '')")
+                             f"({UNDISCLOSED_SHORT})")
         y_lab = y[labeled]
         if y_lab.ndim == 2:  # one column per attribute: obfuscate the joint attribute
             y_lab, tuples = joint_attribute(y_lab)

@@ -37,7 +37,7 @@ from sklearn.base import clone
 
 from ..recommender import SurpriseRecommender, holdout_split
 from ..utils import check_number, check_random_source, check_rating_matrix, check_rating_scale
-from ..utils._validation import check_n_jobs
+from ..utils._validation import UNDISCLOSED_SHORT, check_n_jobs
 from ..utils._validation import check_same_index
 from ._targets import check_attribute, joint_attribute
 
@@ -81,7 +81,7 @@ def _check_private(private, n_users):
     if not labeled.all():
         raise ValueError(
             f"private must hold every user's TRUE attribute (the evaluation needs it to score the "
-            f"attackers); {int(np.sum(~labeled))} value(s) are missing (-1, '-1', None, NaN, pd.NA or ''). "
+            f"attackers); {int(np.sum(~labeled))} value(s) are missing ({UNDISCLOSED_SHORT}). "
             "The opted-in users are drawn by the protocol itself (opt_in_fraction)"
         )
     if y.ndim == 1 and y.dtype == object:

@@ -11,7 +11,7 @@ label per distinct tuple) and every MARGINAL (each column on its own).
 import numpy as np
 
 from ..utils import check_private_labels, undisclosed_mask
-from ..utils._validation import check_label_input
+from ..utils._validation import UNDISCLOSED_SHORT, check_label_input
 
 __all__ = ["joint_attribute", "attribute_targets", "check_attribute"]
 
@@ -116,7 +116,7 @@ def joint_attribute(y):
         raise ValueError(f"joint_attribute needs a 2-D attribute (one column per attribute), got shape {Y.shape}")
     if undisclosed_mask(Y.ravel()).any():
         raise ValueError("joint_attribute needs every label disclosed; the attribute holds undisclosed markers "
-                         "(-1, '-1', None, NaN, pd.NA or '')")
+                         f"({UNDISCLOSED_SHORT})")
     column_codes = np.empty(Y.shape, dtype=np.int64)
     uniques = []
     for k in range(Y.shape[1]):

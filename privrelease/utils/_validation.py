@@ -811,6 +811,8 @@ def _check_categorical_labels(y, labeled, name):
 #: label array turned into text keeps its undisclosed users out of the classes. The command line's files use the
 #: same list.
 UNDISCLOSED_TEXTS = ("", "-1", "-1.0", "nan", "na", "n/a", "<na>", "nat", "none", "null", "?")
+#: "not disclosed" in a few words, for error messages
+UNDISCLOSED_SHORT = "-1, None, NaN, pd.NA, or a text such as '', 'nan', 'NA' (privrelease.utils.UNDISCLOSED_TEXTS)"
 #: The markers of "not disclosed", shared by every estimator of privrelease.
 UNDISCLOSED_MARKERS = ("-1 (int or float)", "None", "NaN", "pd.NA / pd.NaT",
                        "the texts " + ", ".join(repr(t) for t in UNDISCLOSED_TEXTS) + " (in any case, spaces ignored)")
