@@ -171,7 +171,8 @@ def load_movielens_100k(path=None):
     NotADirectoryError
         ``path`` names a file, not a folder.
     ValueError
-        A file is malformed, or a gender is not F or M (the message names the file).
+        A file is malformed, a gender is not F or M, or ``u.data`` rates with a user
+        ``u.user`` does not describe (the message names the file).
 
     References
     ----------
@@ -215,6 +216,14 @@ def load_movielens_100k(path=None):
     _refuse_conflicting_users(users, folder / "u.user")
 
     _check_ratings(data["rating"].to_numpy(), raw[2], data_file)
+    # a rating by a user u.user does not describe got NaN demographics (and turned the int ages float) without a
+    # word; MovieLens 1M's loader already refused it
+    unknown = ~np.isin(data["user_id"].to_numpy(), users["user_id"].to_numpy())
+    if unknown.any():
+        row = int(np.flatnonzero(unknown)[0])
+        raise ValueError(f"{data_file} line {row + 1}: user {int(data['user_id'].iloc[row])} is not in "
+                         f"{folder / 'u.user'} ({int(unknown.sum())} rating(s) by users it does not describe); "
+                         "expected the u.user of the same archive")
     user_ids = np.union1d(users["user_id"].to_numpy(), data["user_id"].to_numpy())
     item_ids = np.union1d(items["item_id"].to_numpy(), data["item_id"].to_numpy())
     ratings = _rating_matrix(data, user_ids, item_ids)

@@ -194,3 +194,20 @@ def test_an_unlimited_accountant_keeps_an_infinite_remaining_budget():
     acc = PrivacyAccountant()
     acc.spend(np.inf)
     assert acc.remaining() == np.inf
+
+
+# ----------------------------------------------------------------------- MovieLens files
+def test_a_movielens_100k_rating_by_a_user_u_user_does_not_describe_is_refused(tmp_path):
+    # user 9 got NaN demographics (and every age turned float) without a word; the 1M loader already refused it
+    from privrelease.datasets import load_movielens_100k
+
+    item = "|01-Jan-1995||http://x|" + "|".join("0" * 19) + "\n"
+    (tmp_path / "u.item").write_text("10|Toy Story (1995)" + item + "20|GoldenEye (1995)" + item)
+    (tmp_path / "u.user").write_text("1|24|M|technician|85711\n2|53|F|other|94043\n")
+    (tmp_path / "u.data").write_text("1\t10\t4\t881250949\n2\t10\t3\t881250950\n1\t20\t5\t881250951\n")
+    X, users, _ = load_movielens_100k(tmp_path)  # consistent files load, ages int
+    assert X.shape == (2, 2) and users["age"].dtype.kind == "i"
+    with open(tmp_path / "u.data", "a") as fh:
+        fh.write("9\t10\t4\t881250952\n")
+    with pytest.raises(ValueError, match=r"u.data line 4: user 9 is not in .*u.user \(1 rating\(s\) by users"):
+        load_movielens_100k(tmp_path)
