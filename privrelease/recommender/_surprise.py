@@ -388,7 +388,7 @@ class SurpriseRecommender(BaseEstimator):
         reader = surprise.Reader(rating_scale=scale)
         trainset = surprise.Dataset.load_from_df(df, reader).build_full_trainset()
         algo = self._make_algorithm()
-        self._check_similarity_size(algo, trainset, n_items)
+        self._check_model_size(algo, trainset, n_items)
         if isinstance(self.algorithm, str):
             try:
                 algo.fit(trainset)
@@ -456,12 +456,20 @@ class SurpriseRecommender(BaseEstimator):
         return self
 
     @staticmethod
-    def _check_similarity_size(algo, trainset, n_items):
-        """Refuse a KNN algorithm whose dense similarity matrix (users x users or items x items, computed by
-        Surprise, then an items x items copy in column order) cannot fit in memory, before Surprise
-        allocates it (numpy's bare MemoryError, or the machine swapping)."""
+    def _check_model_size(algo, trainset, n_items):
+        """Refuse an algorithm whose factor matrices (SVD, SVD++, or an instance with ``n_factors``) or
+        dense similarity matrix (KNN: users x users or items x items, computed by Surprise, then an items x
+        items copy in column order) cannot fit in memory, before Surprise allocates it (numpy's bare
+        MemoryError, or the machine swapping)."""
         from surprise.prediction_algorithms.knns import SymmetricAlgo
 
+        factors = getattr(algo, "n_factors", None)
+        if isinstance(factors, numbers.Integral) and factors > 0:
+            # SVD and SVD++ hold users x factors and items x factors matrices (SVD++ a second items x factors
+            # one): n_factors=10**9 reached numpy's bare "Unable to allocate 224. GiB" inside Surprise
+            check_allocation((trainset.n_users + 2 * trainset.n_items) * int(factors),
+                             f"algo_params n_factors={int(factors)}: {type(algo).__name__}'s factor matrices "
+                             f"({trainset.n_users} users and {trainset.n_items} items x {int(factors)} factors)")
         if not isinstance(algo, SymmetricAlgo):  # BaselineOnly has sim_options too, and no similarity
             return
         user_based = algo.sim_options.get("user_based", True)

@@ -211,3 +211,17 @@ def test_a_movielens_100k_rating_by_a_user_u_user_does_not_describe_is_refused(t
         fh.write("9\t10\t4\t881250952\n")
     with pytest.raises(ValueError, match=r"u.data line 4: user 9 is not in .*u.user \(1 rating\(s\) by users"):
         load_movielens_100k(tmp_path)
+
+
+# ----------------------------------------------------------------------- the recommender's model size
+@pytest.mark.parametrize("algorithm", ["SVD", "SVDpp"])
+def test_an_absurd_number_of_factors_is_refused_by_name_before_surprise_allocates(ratings, algorithm):
+    # numpy's bare "Unable to allocate 224. GiB for an array with shape (30, 1000000000)" from inside Surprise
+    from privrelease.recommender import SurpriseRecommender
+
+    R, _ = ratings
+    X = R.tocsr().astype(float)
+    with pytest.raises(ValueError, match=f"algo_params n_factors=1000000000: {algorithm}'s factor matrices"):
+        SurpriseRecommender(algorithm, algo_params={"n_factors": 10**9, "n_epochs": 1}, random_state=0).fit(X)
+    fitted = SurpriseRecommender(algorithm, algo_params={"n_factors": 3, "n_epochs": 2}, random_state=0).fit(X)
+    assert fitted.predict(X).shape == X.shape
