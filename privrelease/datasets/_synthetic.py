@@ -60,7 +60,8 @@ def _check_rating_scale(rating_scale):
             f"rating_scale must be a pair (low, high) of integers, got {rating_scale!r}"
         ) from None
     low = check_number(low, "rating_scale[0]", low=1, integer=True)
-    high = check_number(high, "rating_scale[1]", integer=True)
+    # beyond 2**53 float64 holds no longer every integer: (1, 10**17) gave one rating value for every user
+    high = check_number(high, "rating_scale[1]", integer=True, high=2**53)
     if high <= low:
         raise ValueError(
             f"rating_scale must be (low, high) with low < high, got {plain_value(tuple(rating_scale))!r}"
@@ -176,8 +177,10 @@ def make_ratings(n_users=1000, n_items=200, *, n_factors=5, attribute_strength=1
        like, so *which* items a user rates also reveals the attribute (the paper
        notes that binarized "rated or not" vectors leak nearly as much as the
        values, Sec. VI-C).
-    6. **Ratings.** ``r_ui = clip(round(mu + b_u + b_i + p_u . q_i + noise * z), low, high)``
-       with ``z ~ N(0, 1)`` and ``mu = low + 0.625 (high - low)`` (3.5 on 1-5).
+    6. **Ratings.** ``r_ui = clip(round(mu + s (b_u + b_i + p_u . q_i + noise * z)), low, high)``
+       with ``z ~ N(0, 1)``, ``mu = low + 0.625 (high - low)`` (3.5 on 1-5) and
+       ``s = (high - low) / 4``: the deviations are in stars of a 1-5 scale (``s = 1``),
+       stretched with the width of another scale.
     7. **Coverage.** Every user has at least one rating (step 4). An item nobody
        picked is given one extra rating, by a user drawn in proportion to
        activity, so every item appears at least once (always possible since
@@ -304,9 +307,10 @@ def make_ratings(n_users=1000, n_items=200, *, n_factors=5, attribute_strength=1
     rows, indices = _cover_every_item(indptr, indices, counts, n_items, rng)
 
     mu = low + 0.625 * (high - low)
-    raw = (mu + b_user[rows] + b_item[indices]
-           + np.einsum("ij,ij->i", P[rows], Q[indices])
-           + noise * rng.normal(size=rows.shape[0]))
+    unit = (high - low) / 4.0  # the deviations are in stars of a 1-5 scale, stretched with the scale's width
+    raw = (mu + unit * b_user[rows] + unit * b_item[indices]
+           + unit * np.einsum("ij,ij->i", P[rows], Q[indices])
+           + unit * (noise * rng.normal(size=rows.shape[0])))
     values = np.clip(np.rint(raw), low, high).astype(np.float64)
     ratings = sp.csr_matrix((values, (rows, indices)), shape=(n_users, n_items))
     ratings.sort_indices()
@@ -480,8 +484,9 @@ def make_realistic_ratings(n_users=1000, n_items=1700, *, attributes=None, n_fac
        attribute's preferences thus act on the choice of items as well as on
        the ratings, each weakly. Items nobody picked receive one rating from
        an activity-weighted user (every item appears at least once).
-    6. **Ratings**: ``clip(round(mu + b_u + b_i + p_u . q_i + o_ui + noise * z), low, high)``,
-       ``mu = low + 0.6 (high - low)``.
+    6. **Ratings**: ``clip(round(mu + s (b_u + b_i + p_u . q_i + o_ui + noise * z)), low, high)``,
+       ``mu = low + 0.6 (high - low)``, ``s = (high - low) / 4`` (1 on 1-5: the deviations are in
+       stars of a 1-5 scale, stretched with the width of another scale).
 
     With the defaults (seed 0: 1,000 users, 1,700 items, about 65,000 ratings;
     users rate 20 to 850 items, median 34; 7 % of the items have at most 5
@@ -619,8 +624,9 @@ def make_realistic_ratings(n_users=1000, n_items=1700, *, attributes=None, n_fac
     indptr, indices = _sample_rated_items(log_weights, n_items, counts, rng)
     rows, indices = _cover_every_item(indptr, indices, counts, n_items, rng)
     mu = low + 0.6 * (high - low)
-    raw = (mu + b_user[rows] + b_item[indices] + np.einsum("ij,ij->i", P[rows], Q[indices])
-           + offsets(rows, indices) + noise * rng.normal(size=rows.shape[0]))
+    unit = (high - low) / 4.0  # the deviations are in stars of a 1-5 scale, stretched with the scale's width
+    raw = (mu + unit * b_user[rows] + unit * b_item[indices] + unit * np.einsum("ij,ij->i", P[rows], Q[indices])
+           + unit * offsets(rows, indices) + unit * (noise * rng.normal(size=rows.shape[0])))
     values = np.clip(np.rint(raw), low, high).astype(np.float64)
     ratings = sp.csr_matrix((values, (rows, indices)), shape=(n_users, n_items))
     ratings.sum_duplicates()

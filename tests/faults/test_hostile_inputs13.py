@@ -225,3 +225,21 @@ def test_an_absurd_number_of_factors_is_refused_by_name_before_surprise_allocate
         SurpriseRecommender(algorithm, algo_params={"n_factors": 10**9, "n_epochs": 1}, random_state=0).fit(X)
     fitted = SurpriseRecommender(algorithm, algo_params={"n_factors": 3, "n_epochs": 2}, random_state=0).fit(X)
     assert fitted.predict(X).shape == X.shape
+
+
+# ----------------------------------------------------------------------- the synthetic ratings' scale
+@pytest.mark.parametrize("make", ["make_ratings", "make_realistic_ratings"])
+def test_synthetic_ratings_spread_over_the_width_of_their_scale(make):
+    # the deviations stayed in stars of a 1-5 scale: (1, 100) gave 11 distinct ratings, all between 58 and 68
+    import privrelease.datasets as ds
+
+    gen = getattr(ds, make)
+    five = gen(n_users=200, n_items=60, random_state=0)[0].data
+    nine = gen(n_users=200, n_items=60, random_state=0, rating_scale=(1, 9))[0].data
+    hundred = gen(n_users=200, n_items=60, random_state=0, rating_scale=(1, 100))[0].data
+    assert five.size == nine.size == hundred.size  # the same users rate the same items
+    assert 1.8 < nine.std() / five.std() < 2.2  # twice the width, twice the spread (rounding aside)
+    assert 22 < hundred.std() / five.std() < 27  # 99 / 4 = 24.75
+    assert np.unique(hundred).size > 50 and hundred.min() >= 1 and hundred.max() <= 100
+    with pytest.raises(ValueError, match=r"rating_scale\[1\] must be <= 9007199254740992"):
+        gen(n_users=200, n_items=60, random_state=0, rating_scale=(1, 10**17))
