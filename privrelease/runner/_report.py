@@ -101,11 +101,34 @@ def escape_text(value, markup, *, keep_lines=False, max_chars=None):
     raise ValueError(f"markup must be 'markdown', 'html' or None, got {markup!r}")
 
 
+def _code_spans(text):
+    """``text`` cut into alternating plain and `code` parts (odd indices are code spans, backticks included) as
+    CommonMark pairs them: a run of ``n`` backticks that no backslash escapes opens a span closed by the next run
+    of exactly ``n``; a run without such a partner is literal. (Pairing single backticks only left a run of three
+    unpaired, so the ``<img onerror>`` after it was raw HTML in report.md.)"""
+    parts, pos = [], 0
+    runs = [(m.start(), m.end()) for m in re.finditer("`+", text)]
+    k = 0
+    while k < len(runs):
+        start, end = runs[k]
+        slashes = len(text[:start]) - len(text[:start].rstrip("\\"))
+        if slashes % 2:  # the run's first backtick is escaped (a literal backtick)
+            start += 1
+        n = end - start
+        close = next((j for j in range(k + 1, len(runs)) if runs[j][1] - runs[j][0] == n), None) if n else None
+        if close is None:
+            k += 1
+            continue
+        parts += [text[pos:start], text[start:runs[close][1]]]
+        pos, k = runs[close][1], close + 1
+    return parts + [text[pos:]]
+
+
 def _md_text(text):
     """A markdown paragraph for report.md as report.html shows it: controls shown as escapes, raw HTML (``<``)
     escaped and links :func:`_safe_href` refuses reduced to their text, outside `code` spans."""
     # a backslash-escaped backtick opens no code span, and an escaped '<' (markdown_table's) is not escaped twice
-    parts = re.split(r"((?<!\\)`[^`]*`)", escape_text(text, None, keep_lines=True))
+    parts = _code_spans(escape_text(text, None, keep_lines=True))
 
     def plain(part):
         part = _LINK.sub(lambda m: m.group(0) if _safe_href(m.group(2)) else m.group(1), part)
@@ -165,14 +188,24 @@ def _safe_href(url):
 def _inline(text):
     """Escape ``text`` and render `code`, **bold**, *italic* and [links](relative) inside it."""
     # controls shown as escapes first: a NUL of the text would collide with the place-holders of `code` spans
-    out = html.escape(escape_text(text, None, keep_lines=True), quote=False)
+    parts = _code_spans(escape_text(text, None, keep_lines=True))
     codes = []
+    # a backslash-escaped punctuation mark (markdown's escape, as escape_text(..., "markdown") writes data-derived
+    # text) is that character, and starts no markup: kept aside like the code spans
+    literal = []
 
-    def keep_code(m):
-        codes.append(m.group(1))
-        return f"\x00{len(codes) - 1}\x00"
+    def keep_literal(m):
+        literal.append(m.group(1))
+        return f"\x01{len(literal) - 1}\x01"
 
-    out = re.sub(r"`([^`]+)`", keep_code, out)
+    out = ""
+    for i, part in enumerate(parts):
+        if i % 2:
+            fence = len(part) - len(part.lstrip("`"))
+            codes.append(html.escape(part[fence:-fence], quote=False))
+            out += f"\x00{len(codes) - 1}\x00"
+        else:
+            out += html.escape(re.sub(r"\\([!-/:-@\[-`{-~])", keep_literal, part), quote=False)
     for pattern, repl in _INLINE:
         out = pattern.sub(repl, out)
 
@@ -181,6 +214,7 @@ def _inline(text):
         return f'<a href="{href}">{m.group(1)}</a>' if href else m.group(1)
 
     out = _LINK.sub(link, out)
+    out = re.sub("\x01(\\d+)\x01", lambda m: html.escape(literal[int(m.group(1))], quote=False), out)
     return re.sub("\x00(\\d+)\x00", lambda m: f"<code>{codes[int(m.group(1))]}</code>", out)
 
 

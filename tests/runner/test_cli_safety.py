@@ -290,3 +290,17 @@ def test_verbose_logs_the_solver_stages_on_stderr_and_leaves_the_logger_as_found
     assert (list(log.handlers), log.level) == before
     rc, _, err = _run(["run", iris, "--quick", "-o", str(tmp_path / "q")], capsys)
     assert rc == 0 and "privrelease: delta=" not in err
+
+
+def test_code_spans_pair_backtick_runs_of_equal_length_as_commonmark_does():
+    """A run of three backticks closes no one-backtick span: what follows it is text, and its '<' is escaped in
+    report.md (the single-backtick pairing had left a live <img> tag); escaped punctuation shows as itself in HTML."""
+    from privrelease.runner._report import _code_spans, _inline, _md_text
+
+    assert _code_spans("a `b` c ``d`e`` f") == ["a ", "`b`", " c ", "``d`e``", " f"]
+    assert _code_spans("```<img> x` y") == ["```<img> x` y"]  # no run of equal length closes either run
+    assert _code_spans("\\`a` b`") == ["\\`a", "` b`", ""]  # an escaped backtick opens nothing
+    assert _md_text("```<img src=x onerror=alert(1)> x` = 1") == "```\\<img src=x onerror=alert(1)> x` = 1"
+    assert _md_text("keep `x<y` and <b>") == "keep `x<y` and \\<b>"
+    assert _inline("``a`b`` and \\*not bold\\* and \\[t\\](x.html) \\<25") == (
+        "<code>a`b</code> and *not bold* and [t](x.html) &lt;25")

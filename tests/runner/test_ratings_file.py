@@ -251,3 +251,40 @@ def test_users_file_without_a_header_line_named_by_users_columns(tmp_path):
     bad.write_text(plain.read_text() + "61|30|F|writer|12345|extra\n")
     with pytest.raises(PipelineError, match=r"line 61 has 6 fields .*users_columns names"):
         read_data(ratings, str(bad), users_columns=["user", "age", "gender", "occupation", "zip"], **common)
+
+
+def test_attribute_values_from_the_users_file_add_no_markup_to_the_reports(tmp_path):
+    """A class named with a run of backticks and an <img onerror> tag, or with line breaks, a heading and a link: both
+    reports show the text, as text (report.md had a live <img> tag, report.html a heading and a link)."""
+    from html.parser import HTMLParser
+
+    ids = [f"u{k}" for k in range(60)]
+    rows, classes = _ratings(ids, [1, 2, 3, 4, 5])
+    evil = ["```<img src=x onerror=alert(1)>", "F\n\n# Conclusion: zero leakage\n\n[click](evil.html)"]
+    r = _write(tmp_path / "r.csv", ["user", "item", "rating"], rows)
+    u = tmp_path / "u.csv"
+    pd.DataFrame({"user": ids, "gender": [evil[classes[i]] for i in ids]}).to_csv(u, index=False)
+    assert _run(tmp_path, f"path={r}", f"users_path={u}", "attribute=gender") == 0
+    out = tmp_path / "out"
+    md = (out / "report.md").read_text()
+    line = next(ln for ln in md.splitlines() if "Private attribute" in ln)
+    assert "\\<img src=x onerror=alert(1)\\>" in line and "\\`\\`\\`" in line  # escaped, in one paragraph
+    assert "F\\\\n\\\\n\\# Conclusion" in line and "\\[click\\](evil.html)" in line  # the line breaks shown as \\n
+
+    class Tags(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.tags = []
+
+        def handle_starttag(self, tag, attrs):
+            self.tags.append((tag, dict(attrs)))
+
+    page = (out / "report.html").read_text()
+    parser = Tags()
+    parser.feed(page)
+    assert not [a for _, a in parser.tags if "onerror" in a or a.get("src") == "x"]  # the plots' <img> only
+    assert not [a for t, a in parser.tags if t == "a" and a.get("href") == "evil.html"]
+    assert "<h1>Conclusion" not in page and "# Conclusion: zero leakage" in page
+    data = json.loads((out / "data.json").read_text())
+    assert evil[0] in data["described"] and evil[1] in data["described"]  # the data's own words, unescaped
+    assert "described_text" not in data

@@ -40,6 +40,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
+from .._report import MAX_CELL_CHARS, escape_text
 from .._schema import (Bool, Choice, Either, File, Float, Int, PipelineError, Seed, Seq, Table, Text,
                        quick_values)
 from ...utils import check_rating_scale
@@ -96,6 +97,11 @@ _CACHE = {}  # one entry: the data read by check_ready, reused by run (the files
 
 # load_ratings_csv's words for a scale holding 0 (0 means "not rated" in a rating matrix)
 
+
+
+def _plain(value):
+    """A value of the data as plain text of a report paragraph (see :func:`escape_text`)."""
+    return escape_text(value, "markdown", max_chars=MAX_CELL_CHARS)
 
 
 def check_ready(params):
@@ -220,8 +226,15 @@ def read_data(path=None, users_path=None, **options):
     disclosed = np.all(a >= 0, axis=1) if a.ndim == 2 else a >= 0
     # the classes of each column among the evaluated users (those who disclose every column)
     counts = [np.bincount(code[disclosed], minlength=len(names)) for code, names in zip(codes, classes)]
-    described = [f"{c}: " + ", ".join(f"{n} = {i} ({k} users)" for i, (n, k) in enumerate(zip(names, count)))
-                 for c, names, count in zip(columns, classes, counts)]
+    def describe(show):
+        return "; ".join(f"{show(c)}: " + ", ".join(f"{show(n)} = {i} ({k} users)"
+                                                     for i, (n, k) in enumerate(zip(names, count)))
+                         for c, names, count in zip(columns, classes, counts))
+
+    described = describe(str)
+    # the report's sentence: class and column names come from the files, so they are escaped and cut there (a value
+    # with a line break, '#', '[t](x.html)' or a run of backticks added headings, links and raw HTML to the reports)
+    described_text = describe(_plain)
     n_disclosed = int(disclosed.sum())
     if n_disclosed == 0:
         raise PipelineError(f"the attribute {columns} is disclosed by none of the {user_ids.size} users of "
@@ -251,7 +264,7 @@ def read_data(path=None, users_path=None, **options):
         "n_classes": int(present.size),
         "rating_range": [float(scale[0]), float(scale[1])],
         "rating_range_from": "data" if opts["rating_range"] is None else "rating_range",
-        "attribute": columns, "described": "; ".join(described),
+        "attribute": columns, "described": described, "described_text": described_text,
     }
     out = (R[np.flatnonzero(disclosed)].tocsr(), a[disclosed], info)
     _CACHE.clear()
@@ -456,11 +469,11 @@ def run(report, *, random_state=0, quick=False, path=None, user_col="user", item
         f"missing value and {info['n_undisclosed_no_row']} have no row in the users file (not disclosed: the "
         "evaluation needs every evaluated user's true attribute to score the attackers, so they are left out). "
         f"{info['n_users_without_ratings']} row(s) of the users file have no rating and are ignored.")
-    report.json(info, "data")
+    report.json({k: v for k, v in info.items() if k != "described_text"}, "data")  # the data's own words
     seed = 0 if random_state is None else int(random_state)
     headline = analyse_ratings(
         report, "ratings", f"Evaluated: {R.shape[0]} users, {R.shape[1]} items, {R.nnz} ratings", R, a,
-        info["described"], rating_range=(lo, hi), recommender=recommender, max_leakages=max_leakages,
+        info["described_text"], rating_range=(lo, hi), recommender=recommender, max_leakages=max_leakages,
         blurme_fractions=blurme_fractions, n_clusters=n_clusters, opt_in_fraction=opt_in_fraction, cv=cv,
         heldout_fraction=heldout_fraction, target_auc=target_auc, attack_models=attack_models, mapper=mapper,
         n_jobs=n_jobs, seed=seed)
