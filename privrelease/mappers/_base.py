@@ -696,6 +696,11 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                 # a float16 or float32 one that happened to round to mapping_
                 raise ValueError(f"fitted.solver_result_.mapping must hold float64 probabilities, as save writes "
                                  f"it, got {f'dtype {dtype}' if dtype is not None else type(value['mapping']).__name__}")
+            if value["status"] not in ("optimal", "inaccurate"):
+                # a fit stores one of these two (solve_mapping's statuses); an edited "infeasible" loaded and the
+                # mapper went on releasing under a status that contradicted its use
+                raise ValueError(f"fitted.solver_result_.status = {plain_value(value['status'])!r:.60}, expected "
+                                 "'optimal' or 'inaccurate' (what a fit stores)")
             return MappingResult(**value)
         return value
 

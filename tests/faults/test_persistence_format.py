@@ -329,6 +329,17 @@ def test_release_profiles_of_stored_zeros_are_refused(saved, fitted):
         load(_tamper(saved, edit, redigest=True))
 
 
+@pytest.mark.parametrize("status", ["infeasible", "OPTIMAL", ""])
+def test_a_solver_status_no_fit_stores_is_refused(saved, status):
+    # an edited "infeasible" loaded and the mapper went on releasing under it
+    def meta_edit(meta):
+        meta["fitted"]["solver_result_"]["items"]["status"] = {"t": "value", "v": status}
+
+    with pytest.raises(ValueError, match=f"fitted.solver_result_.status = '{status}', expected 'optimal' or "
+                                         "'inaccurate'"):
+        load(_tamper(saved, edit_meta=meta_edit, redigest=True))
+
+
 def test_untampered_profiles_still_load_and_release_the_same(saved, fitted, ratings):
     R, _ = ratings
     m = load(saved)
