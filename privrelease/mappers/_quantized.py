@@ -16,8 +16,8 @@ from ..utils import check_random_source
 from ..utils._constraints import NumberInterval
 from ..utils._threads import single_thread
 from ..utils._validation import (as_float_if_object, canonical_sparse, check_allocation, check_no_time_values,
-                                 check_not_subnormal, check_table, is_sparse_frame, nullable_numpy_dtype, plain_value,
-                                 ratings_in_dtype, sparse_frame_like)
+                                 check_not_subnormal, check_numeric_frame, check_table, is_sparse_frame,
+                                 nullable_numpy_dtype, plain_value, ratings_in_dtype, sparse_frame_like)
 from . import _dask
 from ._base import (PriorEstimate, _BaseMapper, _matrix, _refuse_long_form, _refuse_nan_ratings, _refuse_surprise_data,
                     _row_stochastic, stack_marginal_priors)
@@ -909,6 +909,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
         _refuse_long_form(X)
         check_table(X)
         check_no_time_values(X)
+        check_numeric_frame(X)
         _refuse_nan_ratings(X)
         fmt = X.format if sp.issparse(X) else None
         if fmt is not None and fmt not in ("csr", "csc"):

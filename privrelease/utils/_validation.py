@@ -465,6 +465,26 @@ def check_no_time_values(X, name="X"):
                         "ratings (convert them to numbers first if they are meant as ratings)")
 
 
+def check_numeric_frame(X, name="X"):
+    """Refuse a pandas DataFrame of ratings with a text column that is not numbers (TypeError naming the column,
+    the row and the value). scikit-learn's conversion said "could not convert string to float: 'x'", naming neither
+    the column nor what was expected. Text that reads as numbers (``"4.5"``) stays accepted."""
+    import pandas as pd
+
+    if not isinstance(X, pd.DataFrame):
+        return
+    for col, dtype in zip(X.columns, X.dtypes):
+        if not (pd.api.types.is_object_dtype(dtype) or pd.api.types.is_string_dtype(dtype)):
+            continue
+        values = X[col]
+        bad = values.notna().to_numpy() & pd.to_numeric(values, errors="coerce").isna().to_numpy()
+        if bad.any():
+            at = int(np.flatnonzero(bad)[0])
+            raise TypeError(f"{name} column {plain_value(col)!r} holds {plain_value(values.iloc[at])!r} (row {at}), "
+                            f"not a rating: expected numbers ({int(bad.sum())} value(s) of that column are not; "
+                            "0 means 'not rated')")
+
+
 def check_rating_matrix(X, *, name="X", rating_range=None, dtype=(np.float64, np.float32)):
     """Validate a user x item rating matrix (0 = not rated).
 
@@ -490,6 +510,7 @@ def check_rating_matrix(X, *, name="X", rating_range=None, dtype=(np.float64, np
     fmt = None
     check_table(X, name)
     check_no_time_values(X, name)
+    check_numeric_frame(X, name)
     if sp.issparse(X):
         fmt = X.format
         Xc = X.tocsr(copy=True)

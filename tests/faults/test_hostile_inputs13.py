@@ -243,3 +243,18 @@ def test_synthetic_ratings_spread_over_the_width_of_their_scale(make):
     assert np.unique(hundred).size > 50 and hundred.min() >= 1 and hundred.max() <= 100
     with pytest.raises(ValueError, match=r"rating_scale\[1\] must be <= 9007199254740992"):
         gen(n_users=200, n_items=60, random_state=0, rating_scale=(1, 10**17))
+
+
+# ----------------------------------------------------------------------- a text column among the ratings
+def test_a_text_column_among_the_ratings_is_named(ratings):
+    # scikit-learn's "could not convert string to float: 'x'" named neither the column nor what was expected
+    R, y = ratings
+    frame = pd.DataFrame(R.toarray(), columns=[f"c{i}" for i in range(R.shape[1])])
+    bad = frame.assign(c3=["x"] * 5 + [str(v) for v in frame["c3"].iloc[5:]])
+    with pytest.raises(TypeError, match=r"X column 'c3' holds 'x' \(row 0\), not a rating: expected numbers \(5 "):
+        QuantizedPrivacyMapper(n_clusters=4, random_state=0).fit(bad, y)
+    with pytest.raises(TypeError, match="column 'c3' holds 'x'"):
+        check_rating_matrix(bad)
+    as_text = frame.astype(str)  # numbers written as text still read as numbers
+    fitted = QuantizedPrivacyMapper(n_clusters=4, random_state=0).fit(as_text, y)
+    assert fitted.transform(as_text).shape == frame.shape
