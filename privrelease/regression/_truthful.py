@@ -115,8 +115,15 @@ def ridge_sensitivity(n_samples, alpha, response_bound=1.0):
         # math.sqrt: numpy's sqrt of an int beyond 2**64 (an object) failed with "no callable sqrt method"
         sens = float(2.0 * Y / np.float64(alpha) + Y * math.sqrt(n) / np.float64(alpha) ** 1.5)
     if not np.isfinite(sens):
-        raise ValueError(f"alpha={alpha!r} is too small: the sensitivity 2 Y / alpha + Y sqrt(n) / alpha^1.5 "
-                         f"(Y={Y!r}, n={n}) overflows float64; expected a larger alpha")
+        # the largest Y whose sensitivity is a float64 at this alpha and n: blaming alpha alone sent a user with
+        # response_bound=1e308 (and alpha=1) to raise alpha enormously instead of rescaling y
+        with np.errstate(over="ignore", divide="ignore"):
+            per_y = float(2.0 / np.float64(alpha) + math.sqrt(n) / np.float64(alpha) ** 1.5)
+        what = (f"expected response_bound <= {float(np.finfo(np.float64).max) / per_y:.6g} at this alpha (rescale "
+                "the responses y), or a larger alpha" if np.isfinite(per_y) else
+                f"alpha={alpha!r} is too small for any response bound: expected a larger alpha")
+        raise ValueError(f"the sensitivity 2 Y / alpha + Y sqrt(n) / alpha^1.5 overflows float64 for "
+                         f"response_bound={Y!r}, alpha={alpha!r} and n={n}: {what}")
     return sens
 
 
