@@ -127,9 +127,10 @@ class AuctionResult:
 
     @property
     def costs(self):
-        """Each individual's privacy cost ``v_i * eps_i`` (0 when not bought)."""
+        """Each individual's privacy cost ``v_i * eps_i`` (0 when not bought, and 0 for ``v_i = 0`` whatever
+        ``eps_i``: a guarantee beyond float64 is ``inf``, and ``0 * inf`` was NaN)."""
         with np.errstate(invalid="ignore"):
-            return np.where(self.selected, self.unit_costs * self.epsilons, 0.0)
+            return np.where(self.selected & (self.unit_costs != 0), self.unit_costs * self.epsilons, 0.0)
 
     @property
     def utilities(self):

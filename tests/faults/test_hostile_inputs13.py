@@ -271,3 +271,14 @@ def test_a_response_bound_too_large_for_float64_is_named_with_the_largest_accept
     assert np.isfinite(ridge_sensitivity(2, 1.0, 0.999 * 5.26532e307))  # just below the bound it names
     with pytest.raises(ValueError, match="alpha=5e-324 is too small for any response bound"):
         ridge_sensitivity(10, 5e-324, 1.0)
+
+
+# ----------------------------------------------------------------------- auctions
+def test_a_free_seller_whose_guarantee_is_beyond_float64_costs_nothing():
+    # her cost v_i eps_i was 0 * inf = NaN, and her utility NaN: individual rationality looked broken
+    from privrelease.auctions import fair_inner_product
+
+    r = fair_inner_product([0.0, 1.7976931348623157e308], [1e300, 1e-310], budget=1e10)
+    assert r.selected.tolist() == [True, False] and r.epsilons[0] == np.inf
+    assert r.costs.tolist() == [0.0, 0.0] and r.utilities.tolist() == [1e10, 0.0]
+    assert np.all(r.utilities >= 0)
