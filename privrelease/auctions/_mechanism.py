@@ -129,9 +129,15 @@ class AuctionResult:
     @property
     def costs(self):
         """Each individual's privacy cost ``v_i * eps_i`` (0 when not bought, and 0 for ``v_i = 0`` whatever
-        ``eps_i``: a guarantee beyond float64 is ``inf``, and ``0 * inf`` was NaN)."""
-        with np.errstate(invalid="ignore"):
-            return np.where(self.selected & (self.unit_costs != 0), self.unit_costs * self.epsilons, 0.0)
+        ``eps_i``: a guarantee beyond float64 is ``inf``, and ``0 * inf`` was NaN). Where ``eps_i`` is ``inf``
+        only because it is beyond float64, the cost ``v_i a_i / (W - w(O))`` is computed exactly (a unit cost
+        of 2.2e-308 times a guarantee near 1e310 is about 2, not ``inf``)."""
+        with np.errstate(invalid="ignore", over="ignore"):
+            cost = np.where(self.selected & (self.unit_costs != 0), self.unit_costs * self.epsilons, 0.0)
+        if not np.all(np.isfinite(cost)):
+            cost = np.where(np.isfinite(cost), cost,
+                            _at_cost_exact(self.unit_costs, np.abs(self.weights), self.selected)[1])
+        return cost
 
     @property
     def utilities(self):
