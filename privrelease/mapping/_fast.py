@@ -953,6 +953,18 @@ def _kkt_polish(prob, P, delta, *, tol, max_iter=30, max_outer=8, pi_hint=None, 
             # projection empties it (families2 seed 0, near_min on denormal_prior: optimum 8e-8, start 1e-6, the
             # polish stuck at 1.15e-6 bits on the support without it). Restarted 1e-3 lower, where the step grows
             # it towards x* (4e-9 bits); three times at most (down to 1e-15), each a Newton solve and a refined bound
+            if not viol.any() and lam_active:
+                # none at the bound's multiplier: price at the support's own multiplier too. The bound's
+                # multiplier maximises the bound for these posteriors; at a point that is stationary on its
+                # support but not optimal it can sit where an entry the optimum needs is tied (families5 seed 80,
+                # l1 near the smallest budget: 9998 against the support's 9475.44, at which a row of mass 4e-3
+                # had an entry 7.7e-4 nats cheaper; the polish ended at 3.5e-6 bits with nothing to price)
+                lam_s = _support_multiplier(prob, Q, pi_p)
+                if lam_s is not None:
+                    Vs = prob.scores(pi_p) + lam_s * prob.W
+                    level_s = np.where(on, Vs, np.inf).min(axis=1)
+                    spread_s = np.abs(np.where(on, Vs, 0.0)).max(axis=1)
+                    viol = prob.mask & ~on & (Vs < (level_s - 1e-12 * spread_s)[:, None])
             again = viol & (start > 1e-13)
             if DEBUG:
                 print("polish pricing", np.argwhere(viol).tolist(), "again", int(again.sum()))
@@ -965,6 +977,26 @@ def _kkt_polish(prob, P, delta, *, tol, max_iter=30, max_outer=8, pi_hint=None, 
             Q = np.where(viol, start, Q)
             Q /= Q.sum(axis=1, keepdims=True)
     return best
+
+
+def _support_multiplier(prob, P, pi):
+    """The budget multiplier at which the rows that split their mass over several entries of ``P`` are
+    stationary (``S_pi(c, j) + lam W(c, j)`` equal over each such row's support), by least squares; None
+    when no row splits or the fit is not a positive finite number."""
+    on = P > 0
+    split = on.sum(axis=1) > 1
+    if not split.any():
+        return None
+    S = prob.scores(pi)[split]
+    W = prob.W[split]
+    o = on[split]
+    n = o.sum(axis=1, keepdims=True)
+    with np.errstate(invalid="ignore", over="ignore"):
+        Sc = np.where(o, S - np.where(o, S, 0.0).sum(axis=1, keepdims=True) / n, 0.0)
+        Wc = np.where(o, W - np.where(o, W, 0.0).sum(axis=1, keepdims=True) / n, 0.0)
+        den = float((Wc * Wc).sum())
+        lam = -float((Sc * Wc).sum()) / den if den > 0 else np.nan
+    return lam if np.isfinite(lam) and lam > 0 else None
 
 
 def _newton_on_support(prob, P, delta, lam_active, max_iter, lam=0.0):
