@@ -359,3 +359,34 @@ def test_the_light_outputs_posteriors_are_found_without_cutting_planes(monkeypat
     assert res.solver == "fast"
     assert lps == []
     assert res.leakage - res.certificate["gap_bits"] <= ref + 1e-12
+
+
+def test_polish_prices_at_the_supports_own_multiplier_when_the_bounds_prices_nothing():
+    # families5 seed 80, l1 in 1-D, k = 424 x 246, |A| = 7, a budget 1e-7 of the range above the smallest. The
+    # polish's point was stationary on its support (every row that splits its mass is tied at a multiplier of
+    # 9475.44) but not optimal: at that multiplier a row of mass 4e-3 had an entry 7.7e-4 nats cheaper than its
+    # own. The bound's multiplier (9998, the one that maximises the bound for these posteriors) ties that entry,
+    # so nothing priced in, and the answer stayed at 3.5e-6 bits (then a cvxpy fallback that ran for minutes)
+    z = np.load(Path(__file__).parent / "data" / "l1_k424x246_a7_near_min_support_multiplier.npz")
+    prior, delta = z["prior"], float(z["delta"])
+    d = np.abs(z["x"][:, None] - z["y"][None, :])
+    res = solve_mapping(prior, d, delta=delta, solver="fast")
+    assert res.status == "optimal" and res.certificate["gap_bits"] <= 1e-6
+    assert expected_distortion(prior, res.mapping, d) <= delta
+    # an independent Lagrangian bound at the answer's posteriors (the multiplier by golden section): within tol
+    M = np.asarray(res.mapping)
+    pa = prior.sum(axis=1)
+    J = prior @ M
+    q = J.sum(axis=0)
+    pi = np.where(q > 0, J / np.where(q > 0, q, 1.0), pa[:, None])
+    T = prior.T @ np.log2(np.maximum(pi, 1e-300) / pa[:, None])
+    W = prior.sum(axis=0)[:, None] * d
+
+    def lb(lam):
+        return float(np.min(T + lam * W, axis=1).sum() - lam * delta)
+
+    lo, hi, g = 0.0, 1e6, (np.sqrt(5) - 1) / 2
+    for _ in range(200):
+        a, b = hi - g * (hi - lo), lo + g * (hi - lo)
+        lo, hi = (a, hi) if lb(a) < lb(b) else (lo, b)
+    assert res.leakage - lb(0.5 * (lo + hi)) <= 1e-6
