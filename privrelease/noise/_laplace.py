@@ -33,6 +33,7 @@ References
    ``SecureNoiseMath.uniformDouble``: a geometric exponent plus a uniform mantissa.
 """
 
+from fractions import Fraction
 import math
 import numbers
 import warnings
@@ -168,6 +169,66 @@ def _noise_scale(sensitivity, epsilon):
     return scale
 
 
+_ETA = 2.0**-53  # Mironov's eta: the relative precision of float64
+
+
+def _mironov_bound(sensitivity, scale, bound):
+    """Mironov's (2012) Theorem 1 bound ``(Delta + 12 B eta) / scale + 2 eta``, in exact arithmetic."""
+    eta = Fraction(_ETA)
+    return (Fraction(sensitivity) + 12 * eta * Fraction(bound)) / Fraction(scale) + 2 * eta
+
+
+def _proven_epsilon(sensitivity, scale, bound=None):
+    """The differential privacy proven for Laplace noise of ``scale`` on a query of ``sensitivity``: ``Delta /
+    scale``, or with snapping at ``bound`` Mironov's (2012) Theorem 1, ``(Delta + 12 B eta) / scale + 2 eta``,
+    valid for ``scale < B < 2**46 scale`` (``inf`` outside it), rounded up."""
+    if sensitivity == 0:
+        return 0.0
+    if scale == 0:
+        return np.inf
+    if bound is None:
+        return sensitivity / scale
+    if not scale < bound < 2.0**46 * scale:
+        return np.inf
+    exact = _mironov_bound(sensitivity, scale, bound)
+    out = float(exact)
+    return out if Fraction(out) >= exact else float(np.nextafter(out, np.inf))
+
+
+def _snapping_scale(sensitivity, epsilon, bound):
+    """The least scale (to an ulp) whose snapping guarantee at ``bound`` is at most ``epsilon``: Mironov's bound
+    solved for the scale, ``(Delta + 12 B eta) / (epsilon - 2 eta)``, then raised an ulp at a time until the
+    bound holds in exact arithmetic. Refused where no scale can prove ``epsilon`` within the theorem's range
+    ``B < 2**46 scale``."""
+    if not epsilon > 2.0 * _ETA:
+        raise ValueError(f"epsilon={epsilon!r} is below what snapping can prove (Mironov's Theorem 1 adds "
+                         f"2 * 2**-53 = {2.0 * _ETA!r}); expected a larger epsilon")
+    with np.errstate(over="ignore"):
+        scale = float((sensitivity + 12.0 * _ETA * bound) / (epsilon - 2.0 * _ETA))
+    if not np.isfinite(scale):
+        raise ValueError(f"epsilon={epsilon!r} is too small for sensitivity={sensitivity!r} and "
+                         f"snapping_bound={bound!r}: the snapping scale overflows float64")
+    target = Fraction(epsilon)
+    for _ in range(64):  # the float quotient is within a few ulps of the exact one
+        if _mironov_bound(sensitivity, scale, bound) <= target:
+            break
+        scale = float(np.nextafter(scale, np.inf))
+    if not bound < 2.0**46 * scale:
+        raise ValueError(
+            f"snapping_bound={bound!r} is too large for epsilon={epsilon!r} with sensitivity={sensitivity!r}: "
+            f"Mironov's Theorem 1 proves the guarantee only for snapping_bound < 2**46 * scale "
+            f"({2.0**46 * scale:.6g} at the calibrated scale {scale!r}); expected a smaller bound (or a smaller "
+            "epsilon)")
+    return scale
+
+
+def _snapping_grid(scale):
+    """The smallest power of two >= ``scale`` (> 0), exactly: ``2**ceil(log2(scale))`` rounded ``log2`` of a
+    scale a few ulps above a power of two down to it, and gave a grid below the scale."""
+    m, e = math.frexp(scale)
+    return scale if m == 0.5 else math.ldexp(1.0, e)
+
+
 class Laplace:
     """Laplace mechanism: noise of scale ``sensitivity / epsilon`` (or a given ``scale``).
 
@@ -192,11 +253,23 @@ class Laplace:
         outputs lie in ``[-B, B]`` on a grid of spacing ``Lambda``, the smallest
         power of two >= the scale. Requires ``scale < B``. The uniform behind the
         noise is drawn at full precision (:func:`uniform_full_precision`).
+        Mironov (2012, Theorem 1) proves ``((Delta + 12 B eta) / scale + 2 eta)``-
+        differential privacy for a query of sensitivity ``Delta``, ``eta = 2**-53``,
+        when ``scale < B < 2**46 scale``. So with ``epsilon`` the scale is
+        calibrated to that bound (``(Delta + 12 B eta) / (epsilon - 2 eta)``, not
+        ``Delta / epsilon``), and a bound ``B >= 2**46 scale`` is refused; with
+        ``scale`` the proven guarantee is ``effective_epsilon`` (``inf``, with a
+        :class:`~privrelease.exceptions.PrivacyLeakWarning`, outside the
+        theorem's range).
 
     Attributes
     ----------
     scale : float
         The Laplace scale ``b``.
+    effective_epsilon : float
+        The differential privacy proven for the released values: ``sensitivity /
+        scale`` without snapping (``epsilon`` when given), Mironov's bound above
+        with snapping (at most ``epsilon`` when given).
 
     Examples
     --------
@@ -215,9 +288,13 @@ class Laplace:
                 f"give exactly one of epsilon and scale, got epsilon={epsilon!r}, scale={scale!r}"
             )
         sensitivity = check_number(sensitivity, "sensitivity", low=0)
+        if snapping_bound is not None:
+            snapping_bound = check_number(snapping_bound, "snapping_bound", low=0, low_inclusive=False)
         if epsilon is not None:
             epsilon = check_number(epsilon, "epsilon", low=0, low_inclusive=False, allow_inf=True)
             self.scale = _noise_scale(sensitivity, epsilon)
+            if snapping_bound is not None and not np.isinf(epsilon) and sensitivity > 0:
+                self.scale = _snapping_scale(sensitivity, epsilon, snapping_bound)
             if np.isinf(epsilon):
                 _warn_infinite_epsilon("Laplace")
         else:
@@ -228,9 +305,11 @@ class Laplace:
         self.epsilon = epsilon
         self.sensitivity = sensitivity
         self.snapping_bound = None
-        if snapping_bound is not None:
-            self.snapping_bound = check_number(snapping_bound, "snapping_bound", low=0,
-                                               low_inclusive=False)
+        if snapping_bound is None:
+            self.effective_epsilon = (epsilon if epsilon is not None else
+                                      _proven_epsilon(sensitivity, self.scale))
+        else:
+            self.snapping_bound = snapping_bound
             if not self.scale < self.snapping_bound:
                 raise ValueError(
                     f"snapping needs scale < snapping_bound, got scale={self.scale!r} and "
@@ -241,6 +320,12 @@ class Laplace:
                     f"snapping rounds to a grid of spacing 2**ceil(log2(scale)), which overflows float64 for "
                     f"scale={self.scale!r}; expected a scale <= 2**1023 (8.98846567e+307)"
                 )
+            self.effective_epsilon = _proven_epsilon(sensitivity, self.scale, snapping_bound)
+            if epsilon is None and np.isinf(self.effective_epsilon) and sensitivity > 0:
+                warnings.warn(
+                    f"Laplace(scale={self.scale!r}, snapping_bound={snapping_bound!r}) has no proven differential "
+                    f"privacy: Mironov's Theorem 1 needs snapping_bound < 2**46 * scale "
+                    f"({2.0**46 * self.scale:.6g}); effective_epsilon=inf", PrivacyLeakWarning, stacklevel=2)
         self._source = check_random_source(random_state)
 
     def sample(self, size=None):
@@ -268,7 +353,7 @@ class Laplace:
         lam = self.scale
         if lam == 0:
             return np.clip(value, -B, B)[()]
-        grid = 2.0 ** np.ceil(np.log2(lam))
+        grid = _snapping_grid(lam)
         shape = value.shape or None
         sign = np.where(self._source.integers(2, shape) == 0, -1.0, 1.0)
         u = uniform_full_precision(self._source, shape)

@@ -156,9 +156,12 @@ def test_privacy_cost_of_mismatched_shapes_names_both_arguments():
                                                  (2.0**-60, 1.0, 0.75)])
 def test_snapping_with_a_tiny_scale_releases_the_value_not_the_bound(scale, bound, value):
     # value / grid overflowed to inf for a tiny grid (2**ceil(log2(scale))), and the clamp released +-B
+    from privrelease.exceptions import PrivacyLeakWarning
     from privrelease.noise import Laplace
 
-    m = Laplace(scale=scale, snapping_bound=bound, random_state=0)
+    with pytest.warns(PrivacyLeakWarning, match="no proven differential privacy"):  # bound >= 2**46 scale
+        m = Laplace(scale=scale, snapping_bound=bound, random_state=0)
+    assert m.effective_epsilon == np.inf
     out = np.array([m.randomise(value) for _ in range(20)])
     grid = 2.0 ** np.ceil(np.log2(scale))
     assert np.all(np.abs(out - value) <= 60 * scale + grid + np.spacing(abs(value)))  # Laplace tail of 60 scales
