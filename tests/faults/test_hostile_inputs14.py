@@ -67,3 +67,22 @@ def test_snapping_grid_is_never_below_the_scale():
     m = Laplace(scale=float(np.nextafter(16.0, np.inf)), snapping_bound=1e4, random_state=0)
     out = np.unique(m.randomise(np.zeros(20000)))
     assert np.all(np.mod(out, 32.0) == 0) and np.min(np.diff(out)) == 32.0
+
+
+# ----------------------------------------------------------------------- predictors far from the origin
+@pytest.mark.parametrize("offset", [1.7e9, 1e12, -3e14])
+def test_neighbour_weights_do_not_depend_on_where_the_features_sit(offset):
+    # |q|^2 + |Y|^2 - 2 q.Y cancelled around 1.7e9 (timestamps, prices in cents): distances below ~25 were lost,
+    # knn_weights picked individual 0 (distance 2) over individual 1 (distance 1), and Nadaraya-Watson gave 1/3
+    # to everybody. Every difference below is exact, so the weights must equal those at the origin
+    from privrelease.auctions import knn_weights, nadaraya_watson_weights
+
+    rng = np.random.default_rng(7)
+    Y0 = rng.integers(-20, 21, size=(40, 3)).astype(float)
+    q0 = rng.integers(-20, 21, size=(6, 3)).astype(float)
+    for k in (1, 3, 7):
+        np.testing.assert_array_equal(knn_weights(Y0 + offset, q0 + offset, k), knn_weights(Y0, q0, k))
+    np.testing.assert_allclose(nadaraya_watson_weights(Y0 + offset, q0 + offset, 4.0),
+                               nadaraya_watson_weights(Y0, q0, 4.0), rtol=1e-12, atol=1e-300)
+    Y = np.array([[1.7e9], [1.7e9 + 3.0], [1.7e9 + 10.0]])
+    assert knn_weights(Y, [1.7e9 + 2.0], n_neighbors=1).tolist() == [0.0, 1.0, 0.0]
