@@ -296,10 +296,10 @@ class PrivacyAccountant:
                 if pay.shape != eps_i.shape:
                     raise ValueError(f"payments has shape {pay.shape} but individual_epsilons "
                                      f"has shape {eps_i.shape}")
-                if not np.all(np.isfinite(pay)):
-                    bad = pay[~np.isfinite(pay)][0]
-                    raise ValueError(f"payments must be finite numbers, got {plain_value(bad)!r} at index "
-                                     f"{int(np.flatnonzero(~np.isfinite(pay))[0])}")
+                if not np.all(np.isfinite(pay) & (pay >= 0)):
+                    at = int(np.flatnonzero(~(np.isfinite(pay) & (pay >= 0)))[0])
+                    raise ValueError(f"payments must be finite numbers >= 0 (what each individual was paid), got "
+                                     f"{plain_value(pay[at])!r} at index {at}")
             top = float(eps_i.max()) if eps_i.size else 0.0
             if epsilon is None:
                 epsilon = top

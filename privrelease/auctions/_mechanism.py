@@ -998,9 +998,11 @@ def _fair_inner_product_rows(unit_costs, weights, budget, *, data_range=(0.0, 1.
 def ghosh_roth(unit_costs, budget, *, data_range=(0.0, 1.0)):
     """The Ghosh-Roth mechanism: FairInnerProduct with equal weights (Sec. 4.2).
 
-    With ``w_i = 1`` the ``k`` cheapest individuals are bought (the ``i*`` branch
-    never fires when ``n >= 2``), each paid ``min{B / k, v_{k+1} / (n - k)}``; the
-    estimate is 2-approximate with respect to ``OPT`` (Theorem 3).
+    With ``w_i = 1`` the ``k`` cheapest individuals are bought, each paid
+    ``min{B / k, v_{k+1} / (n - k)}``; the estimate is 2-approximate with respect
+    to ``OPT`` (Theorem 3). The ``i*`` branch can fire (``branch='max_weight'``)
+    only when one individual is bought (``k = 1``, ``i*`` the cheapest by index);
+    it then buys and pays as the greedy rule does.
 
     Parameters
     ----------

@@ -75,7 +75,11 @@ def _dominators_full(D):
     output of least total distortion, done in column blocks (no copy of ``D`` beyond a block)."""
     n, m = D.shape
     target = np.arange(m)
-    lead = int(np.argmin(D.sum(axis=0)))  # ties: the lowest index, as in the general case
+    with np.errstate(over="ignore"):
+        total = D.sum(axis=0)
+    if not np.isfinite(total).all():  # entries near float64's largest: the column sums of D scaled by a power of two
+        total = (D * 2.0 ** -np.frexp(float(D.max()))[1]).sum(axis=0)
+    lead = int(np.argmin(total))  # ties: the lowest index, as in the general case
     step = max(1, DENSE_CELLS_LIMIT // max(n, 1))
     for start in range(0, m, step):
         cols = np.arange(start, min(start + step, m))

@@ -86,3 +86,29 @@ def test_neighbour_weights_do_not_depend_on_where_the_features_sit(offset):
                                nadaraya_watson_weights(Y0, q0, 4.0), rtol=1e-12, atol=1e-300)
     Y = np.array([[1.7e9], [1.7e9 + 3.0], [1.7e9 + 10.0]])
     assert knn_weights(Y, [1.7e9 + 2.0], n_neighbors=1).tolist() == [0.0, 1.0, 0.0]
+
+
+# ----------------------------------------------------------------------- accounting, presolve
+def test_the_accountant_refuses_a_negative_payment():
+    # payments=[-5.0, 1.0] was booked, total_payment -4.0: a payment in these mechanisms is at least 0
+    from privrelease.accounting import PrivacyAccountant
+
+    acc = PrivacyAccountant(1.0)
+    with pytest.raises(ValueError, match=r"payments must be finite numbers >= 0 .* got -5.0 at index 0"):
+        acc.spend(0.2, population="p", individual_epsilons=[0.1, 0.2], payments=[-5.0, 1.0])
+    assert acc.spent == 0 and len(acc) == 0
+
+
+def test_a_distortion_near_the_largest_float_solves_without_an_overflow_warning():
+    # the presolve's column sums overflowed (numpy's 'overflow encountered in reduce' reached the user)
+    import warnings
+
+    from privrelease.mapping import solve_mapping
+
+    prior = np.array([[0.3, 0.1, 0.1], [0.1, 0.2, 0.2]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        big = solve_mapping(prior, (1 - np.eye(3)) * 1.7e308, 0.34e308)
+    small = solve_mapping(prior, 1 - np.eye(3), 0.34e308 / 1.7e308)
+    assert big.status == small.status == "optimal"
+    assert abs(big.leakage - small.leakage) <= 1e-6
