@@ -6,6 +6,13 @@ release fits in the budget (:meth:`PrivacyAccountant.check`) and then record it
 (:meth:`PrivacyAccountant.spend`). The accountant is either passed explicitly or
 is the process-wide default one (:func:`get_default_accountant`).
 
+What records: the estimators that release, :class:`~privrelease.auctions.DCLEFEstimator`
+(each ``predict``) and :class:`~privrelease.regression.TruthfulRegressionMechanism`
+(each ``fit``, ``2 epsilon``). As in diffprivlib, the mechanisms themselves
+(:class:`~privrelease.noise.Laplace`, :class:`~privrelease.noise.VectorLaplace`,
+:meth:`privrelease.contracts.BiasedLaplaceMechanism.release`) do not: code that calls
+them directly records its releases with :meth:`PrivacyAccountant.spend`.
+
 Two levels of accounting are kept:
 
 * **dataset level** (the budget): a release that gives individual ``i`` an

@@ -19,6 +19,7 @@ from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
 from sklearn.utils._param_validation import Options
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ..accounting import PrivacyAccountant, check_accountant
 from ..exceptions import PrivacyLeakWarning
 from ..noise import VectorLaplace
 from ..noise._laplace import _warn_infinite_epsilon
@@ -527,6 +528,12 @@ class TruthfulRegressionMechanism(RegressorMixin, BaseEstimator):
         ``None`` (the default) draws the split and the noise from the operating
         system's entropy. An integer seed is for tests and reproducible
         experiments only: it makes the privacy noise predictable.
+    accountant : PrivacyAccountant or None, default=None
+        Where each ``fit`` records the ``2 epsilon`` it releases (``None``: the
+        process-wide default, :func:`~privrelease.accounting.get_default_accountant`),
+        before any noise is drawn: a fit that would take the accountant past its
+        budget raises :class:`~privrelease.exceptions.BudgetExceededError` and
+        releases nothing. Cloning the estimator shares the accountant.
 
     Attributes
     ----------
@@ -600,11 +607,12 @@ class TruthfulRegressionMechanism(RegressorMixin, BaseEstimator):
         "payment_scale": [NumberInterval(Real, 0, None, closed="left")],
         "payment_offset": [NumberInterval(Real, 0, None, closed="left")],
         "random_state": RANDOM_STATE_CONSTRAINT,
+        "accountant": [PrivacyAccountant, None],
     }
 
     def __init__(self, *, alpha=1.0, epsilon=1.0, response_bound=1.0, clip=False,
                  prior_variance=np.inf, noise_variance=1.0, payment_scale=1.0,
-                 payment_offset=0.0, random_state=None):
+                 payment_offset=0.0, random_state=None, accountant=None):
         self.alpha = alpha
         self.epsilon = epsilon
         self.response_bound = response_bound
@@ -614,6 +622,7 @@ class TruthfulRegressionMechanism(RegressorMixin, BaseEstimator):
         self.payment_scale = payment_scale
         self.payment_offset = payment_offset
         self.random_state = random_state
+        self.accountant = accountant
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -753,29 +762,41 @@ class TruthfulRegressionMechanism(RegressorMixin, BaseEstimator):
             _warn_infinite_epsilon("TruthfulRegressionMechanism",
                                    "the ridge estimators (coef_ and group_coef_) are", stacklevel=4)
         source = check_random_source(self.random_state)
+        acc = check_accountant(self.accountant)
+        # the whole output (the public model, the two group models, the payments) is 2 epsilon-jointly DP
+        # (Theorem 2): checked before any noise is drawn, so a release past the budget is refused whole, and
+        # recorded with the payments, no other thread's release in between
+        with acc.atomic():
+            acc.check(2.0 * float(self.epsilon))
+            try:
+                self.coef_, self.sensitivity_ = self._private_ridge(X, y, source)
+                self.intercept_ = 0.0
 
-        self.coef_, self.sensitivity_ = self._private_ridge(X, y, source)
-        self.intercept_ = 0.0
+                perm = source.permutation(n)
+                group = np.zeros(n, dtype=np.int64)
+                group[perm[n // 2:]] = 1
+                self.group_ = group
+                coefs, sens, group_svd = [], [], []
+                for g in (0, 1):
+                    c, s = self._private_ridge(X[group == g], y[group == g], source, svd=group_svd)
+                    coefs.append(c)
+                    sens.append(s)
+                self.group_coef_ = np.vstack(coefs)
+                self.group_sensitivity_ = np.asarray(sens)
+                self.best_response_factors_ = self._best_response_factors(X, group, group_svd)
 
-        perm = source.permutation(n)
-        group = np.zeros(n, dtype=np.int64)
-        group[perm[n // 2:]] = 1
-        self.group_ = group
-        coefs, sens, group_svd = [], [], []
-        for g in (0, 1):
-            c, s = self._private_ridge(X[group == g], y[group == g], source, svd=group_svd)
-            coefs.append(c)
-            sens.append(s)
-        self.group_coef_ = np.vstack(coefs)
-        self.group_sensitivity_ = np.asarray(sens)
-        self.best_response_factors_ = self._best_response_factors(X, group, group_svd)
-
-        peer = np.einsum("ij,ij->i", X, self.group_coef_[1 - group])
-        own = self._own_prediction(X, y)
-        self.payments_ = brier_payment(peer, own, response_bound=float(self.response_bound),
-                                       scale=float(self.payment_scale),
-                                       offset=float(self.payment_offset))
-        self.budget_ = float(self.payments_.sum())
+                peer = np.einsum("ij,ij->i", X, self.group_coef_[1 - group])
+                own = self._own_prediction(X, y)
+                self.payments_ = brier_payment(peer, own, response_bound=float(self.response_bound),
+                                               scale=float(self.payment_scale),
+                                               offset=float(self.payment_offset))
+                self.budget_ = float(self.payments_.sum())
+            except BaseException:  # noise was drawn: recorded even though the fit did not finish
+                acc.spend(2.0 * float(self.epsilon), mechanism="TruthfulRegressionMechanism", n_samples=n,
+                          status="failed")
+                raise
+            acc.spend(2.0 * float(self.epsilon), mechanism="TruthfulRegressionMechanism", n_samples=n,
+                      total_payment=self.budget_)
         self.epsilon_ = 2.0 * float(self.epsilon)
         return self
 

@@ -112,3 +112,35 @@ def test_a_distortion_near_the_largest_float_solves_without_an_overflow_warning(
     small = solve_mapping(prior, 1 - np.eye(3), 0.34e308 / 1.7e308)
     assert big.status == small.status == "optimal"
     assert abs(big.leakage - small.leakage) <= 1e-6
+
+
+# ----------------------------------------------------------------------- the regression on the accountant
+def _unit_ball(n=60, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 2))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    return X, np.clip(X @ np.array([0.5, -0.3]) + 0.1 * rng.normal(size=n), -1, 1)
+
+
+def test_the_truthful_regression_records_its_release_on_the_accountant():
+    # a fit released 2 epsilon = 20 (jointly DP) through a budget of 0.5 with nothing recorded
+    from privrelease.accounting import PrivacyAccountant
+    from privrelease.exceptions import BudgetExceededError
+    from privrelease.regression import TruthfulRegressionMechanism
+
+    X, y = _unit_ball()
+    with PrivacyAccountant(epsilon=0.5) as acc:
+        mech = TruthfulRegressionMechanism(alpha=5.0, epsilon=10.0, random_state=0)
+        with pytest.raises(BudgetExceededError, match="epsilon = 20"):
+            mech.fit(X, y)
+        assert acc.spent == 0 and len(acc) == 0 and not hasattr(mech, "coef_")  # refused before any noise
+    acc = PrivacyAccountant(epsilon=50.0)
+    mech = TruthfulRegressionMechanism(alpha=5.0, epsilon=10.0, random_state=0, accountant=acc).fit(X, y)
+    mech.fit(X, y)
+    rec = acc.records
+    assert acc.spent == 40.0 and len(rec) == 2
+    assert rec["mechanism"].tolist() == ["TruthfulRegressionMechanism"] * 2
+    assert rec["total_payment"].iloc[-1] == mech.budget_
+    with pytest.raises(BudgetExceededError):
+        mech.fit(X, y)   # 60 > 50
+    assert acc.spent == 40.0
