@@ -66,9 +66,11 @@ def test_readme_figures_hold(namespace):
     res = namespace["res"]
     assert res.leakage == pytest.approx(0.070, abs=5e-4)
     assert res.distortion <= 0.5 + 1e-6
-    # the accountant saw the five predictions and nobody passed the cap of 2
+    # the accountant saw the five predictions, nobody passed the cap of 2, and then the regression's 2 epsilon
     acc, est = namespace["accountant"], namespace["est"]
-    assert len(acc) == 5 and acc.spent <= acc.epsilon
+    assert len(acc) == 6 and acc.spent <= acc.epsilon
+    assert acc.records["mechanism"].tolist() == ["DCLEFEstimator"] * 5 + ["TruthfulRegressionMechanism"]
+    assert acc.records["epsilon"].iloc[-1] == 2.0
     assert est.epsilon_spent().max() <= 2.0 * (1 + 1e-9)
 
 
