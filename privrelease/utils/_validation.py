@@ -200,9 +200,19 @@ def check_table(X, name="X"):
       ``ComplexWarning``, and scikit-learn's "Complex data not supported" printed the whole array
       without naming it;
     * a DataFrame with a column name used twice: scikit-learn's (narwhals') "Expected unique column names"
-      named neither the argument nor what to do.
+      named neither the argument nor what to do;
+    * a DataFrame of sparse columns one of which has a fill value neither 0 nor NaN: every unstored cell holds
+      that value, and pandas' "fill value must be 0 when converting to COO matrix" named no column.
     """
     columns = getattr(X, "columns", None)
+    if is_sparse_frame(X):  # read as one scipy sparse matrix (a frame with a dense column is read densely)
+        for col, dt in X.dtypes.items():
+            fill = dt.fill_value
+            if not (fill == 0 or fill != fill):
+                raise ValueError(
+                    f"{name} column {plain_value(col)!r} is sparse with fill_value={plain_value(fill)!r}: every "
+                    f"unstored cell holds that value; expected sparse columns filled with 0 (or NaN): convert "
+                    f"with {name}.sparse.to_dense(), or store the column with fill_value=0")
     if getattr(columns, "is_unique", True) is False:  # a pandas Index (lazy: no pandas import here)
         counts = columns.value_counts(sort=False)
         dups = [plain_value(c) for c in columns.unique() if counts[c] > 1]

@@ -144,3 +144,24 @@ def test_the_truthful_regression_records_its_release_on_the_accountant():
     with pytest.raises(BudgetExceededError):
         mech.fit(X, y)   # 60 > 50
     assert acc.spent == 40.0
+
+
+# ----------------------------------------------------------------------- a sparse frame filled with a rating
+@pytest.mark.filterwarnings("ignore:pandas.DataFrame with sparse columns found")  # scikit-learn's, the last call
+def test_a_sparse_frame_filled_with_a_rating_is_refused_naming_the_column():
+    # pandas' "fill value must be 0 when converting to COO matrix" at fit and transform, naming no column
+    import pandas as pd
+
+    from privrelease import QuantizedPrivacyMapper
+    from privrelease.datasets import make_ratings
+
+    R, g, _ = make_ratings(n_users=80, n_items=30, random_state=0)
+    D = pd.DataFrame(R.toarray(), columns=[f"i{j}" for j in range(30)])
+    m = QuantizedPrivacyMapper(n_clusters=3, random_state=0).fit(D.astype(pd.SparseDtype(float, 0.0)), g)
+    S = D.astype(pd.SparseDtype(float, 0.0))
+    S["i4"] = S["i4"].sparse.to_dense().astype(pd.SparseDtype(float, 5.0))
+    for call in (lambda: m.transform(S), lambda: QuantizedPrivacyMapper(n_clusters=3).fit(S, g)):
+        with pytest.raises(ValueError, match=r"X column 'i4' is sparse with fill_value=5.0"):
+            call()
+    # a NaN fill (unstored = missing) is still read as before, and a dense frame holding such a column is dense
+    assert m.transform(D.astype({"i4": pd.SparseDtype(float, 5.0)})).shape == D.shape
