@@ -270,7 +270,8 @@ class InferenceAttack(ClassifierMixin, BaseEstimator):
         Raises
         ------
         ValueError
-            ``y`` holds a class the attacker never saw in ``fit``.
+            ``y`` holds a class the attacker never saw in ``fit``, or a pandas ``y`` is indexed
+            differently from a pandas ``X`` (rows are paired by position).
         TypeError
             ``y`` holds labels of another kind than ``fit``'s (strings against numbers).
 
@@ -304,6 +305,7 @@ class InferenceAttack(ClassifierMixin, BaseEstimator):
         """The rows of ``X`` and labels of ``y`` of the users who disclosed the attribute, and which they are;
         refuses labels of another kind than ``classes_`` (strings against numbers) and classes ``fit`` never saw."""
         check_is_fitted(self, "model_")
+        check_same_index(X, y)
         n = X.shape[0] if hasattr(X, "shape") else len(X)
         y, labeled = check_private_labels(y, n)
         if not labeled.any():
@@ -425,6 +427,13 @@ def evaluate_attacks(X_train_original, X_train_released, y_train, X_test_release
     verbose : int, default=1
         A progress bar over the attackers (tqdm, on stderr, only when stderr is a terminal); 0 for none.
 
+    Raises
+    ------
+    ValueError
+        A pandas ``y_train`` or ``X_train_released`` indexed differently from a pandas
+        ``X_train_original``, or a pandas ``y_test`` from ``X_test_released``: rows are paired by
+        position, so users would be scored against other users' labels.
+
     Returns
     -------
     table : pandas.DataFrame
@@ -440,6 +449,11 @@ def evaluate_attacks(X_train_original, X_train_released, y_train, X_test_release
         for the marginals, plus the fitted fixed attackers under the key
         ``"fixed_attackers"``.
     """
+    # rows are paired by position: a y (or a release) indexed in another order gave users other users' labels
+    check_same_index(X_train_original, y_train, "y_train", x_name="X_train_original")
+    if X_train_released is not None:
+        check_same_index(X_train_original, X_train_released, "X_train_released", x_name="X_train_original")
+    check_same_index(X_test_released, y_test, "y_test", x_name="X_test_released")
     rs = check_random_source(random_state)
     fixed_attackers = dict(fixed_attackers or {})
     rows, results = [], {}

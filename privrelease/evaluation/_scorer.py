@@ -16,6 +16,7 @@ from sklearn.model_selection import StratifiedKFold, cross_val_predict
 
 from ..exceptions import PrivacyLeakWarning
 from ..utils import check_random_source
+from ..utils._validation import check_same_index
 from ._attacks import InferenceAttack
 from ..recommender import holdout_split
 from ._protocol import _check_fraction
@@ -66,6 +67,7 @@ class _PrivacyScorer:
         # adaptive attacker: cross-validated on the test users' RELEASED rows
         if y is None:
             raise ValueError("the adaptive_auc scorer needs the private attribute y of the test users")
+        check_same_index(X, y)
         y, keep, _ = check_attribute(y, X.shape[0])
         released = release.transform(X)
         Xr, yr = released[np.flatnonzero(keep)], y[keep]

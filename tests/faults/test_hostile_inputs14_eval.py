@@ -1,0 +1,92 @@
+"""Hostile inputs, fourteenth audit: the evaluation (one test per finding)"""
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import FunctionTransformer
+
+from privrelease.evaluation import (InferenceAttack, attack, evaluate_attacks, make_privacy_scorer,
+                                    privacy_utility_curve)
+
+
+class ItemMean:
+    """Predicts every rating by its item's mean: a recommender that costs nothing."""
+
+    def get_params(self, deep=True):
+        return {}
+
+    def set_params(self, **params):
+        return self
+
+    def fit(self, X):
+        X = sp.csr_matrix(X)
+        self.mean_ = np.asarray(X.sum(axis=0)).ravel() / np.maximum(X.getnnz(axis=0), 1)
+        return self
+
+    def rmse(self, X, y):
+        y = sp.coo_matrix(y)
+        return float(np.sqrt(np.mean((y.data - self.mean_[y.col]) ** 2)))
+
+
+class Identity(TransformerMixin, BaseEstimator):
+    """Releases the ratings as they are; counts its fits."""
+
+    fits = 0
+
+    def __init__(self, delta=0.0):
+        self.delta = delta
+
+    def fit(self, X, y=None):
+        type(self).fits += 1
+        return self
+
+    def transform(self, X):
+        return X
+
+
+def _planted(n=400, m=12, seed=0):
+    """Ratings whose item 0 gives a binary attribute away."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    X = rng.integers(1, 6, (n, m)).astype(float)
+    X[:, 0] = np.where(y == 1, 5.0, 1.0)
+    return X, y
+
+
+# ----------------------------------------------------------------------- 1. y indexed differently from X
+def _pairings():
+    X, y = _planted()
+    X, y = pd.DataFrame(X), pd.Series(y)
+    Xtr, ytr, Xte, yte = X.iloc[:200], y.iloc[:200], X.iloc[200:], y.iloc[200:]
+    att = InferenceAttack(random_state=0).fit(Xtr, ytr)
+    kw = dict(models=["logistic"], features=["values"], random_state=0, verbose=0)
+    scorer = make_privacy_scorer("adaptive_auc", random_state=0)
+    pipe = Pipeline([("privacy", FunctionTransformer()), ("recommender", FunctionTransformer())]).fit(Xte)
+    return {
+        "evaluate": (lambda: att.evaluate(Xte, yte.sort_values()), "y", "X"),
+        "score": (lambda: att.score(Xte, yte.sort_values()), "y", "X"),
+        "evaluate_attacks y_test": (lambda: evaluate_attacks(Xtr, None, ytr, Xte, yte.sort_values(), **kw),
+                                    "y_test", "X_test_released"),
+        "evaluate_attacks y_train": (lambda: evaluate_attacks(Xtr, Xtr, ytr.sort_values(), Xte, yte, **kw),
+                                     "y_train", "X_train_original"),
+        "evaluate_attacks X_train_released": (
+            lambda: evaluate_attacks(Xtr, Xtr.sample(frac=1.0, random_state=0), ytr, Xte, yte, **kw),
+            "X_train_released", "X_train_original"),
+        "adaptive_auc scorer": (lambda: scorer(pipe, Xte, yte.sort_values()), "y", "X"),
+    }
+
+
+PAIRINGS = _pairings()
+
+
+@pytest.mark.parametrize("case", PAIRINGS, ids=list(PAIRINGS))
+def test_a_y_indexed_differently_from_X_is_refused_wherever_the_evaluation_pairs_them(case):
+    # y.sort_values() beside X was paired by position: the attacker's AUC 1.0 was reported as 0.518
+    call, name, x_name = PAIRINGS[case]
+    with pytest.raises(ValueError, match=rf"^{name} is indexed differently from {x_name} \(the same labels in "
+                                         r"another order: row \d+ is \d+ in"):
+        call()
