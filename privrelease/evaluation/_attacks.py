@@ -380,15 +380,15 @@ def attack(X_train, y_train, X_test, y_test, *, model="logistic", features="valu
 
 
 @contextlib.contextmanager
-def _naming_target(target, columns):
+def _naming_target(target, columns, main):
     """Say which target of a 2-D attribute a label error is about ("got only one class: [0]" named no column)."""
     try:
         yield
     except ValueError as exc:
-        if target == "attribute":
+        if not columns:  # a 1-D attribute: its one target needs no name
             raise
         what = (f"the joint attribute (the tuples of the columns {columns!r}, numbered by joint_attribute)"
-                if target == "joint" else f"column {target!r} of the attribute")
+                if main else f"column {target!r} of the attribute")
         raise ValueError(f"{what}: {exc}") from exc
 
 
@@ -423,7 +423,9 @@ def evaluate_attacks(X_train_original, X_train_released, y_train, X_test_release
         Seeds of the nonlinear attackers.
     attribute_names : sequence of str or None
         Names of the columns of a 2-D attribute (default: a DataFrame's
-        column names, else ``attr0, attr1, ...``).
+        column names, else ``attr0, attr1, ...``): one per column, distinct, and
+        not ``"joint"`` (the joint attribute's target). A column may be named
+        ``"attribute"``: it is scored as a marginal like any other.
     verbose : int, default=1
         A progress bar over the attackers (tqdm, on stderr, only when stderr is a terminal); 0 for none.
 
@@ -457,9 +459,8 @@ def evaluate_attacks(X_train_original, X_train_released, y_train, X_test_release
     rs = check_random_source(random_state)
     fixed_attackers = dict(fixed_attackers or {})
     rows, results = [], {}
-    if attribute_names is None and getattr(y_train, "ndim", 1) == 2 and hasattr(y_train, "columns"):
-        attribute_names = [str(c) for c in y_train.columns]
     targets = attribute_targets(y_train, y_test, attribute_names)
+    columns = [t for t, _, _ in targets[1:]]
     from ._protocol import _progress
 
     combos = [(m, f) for m in models for f in features]
@@ -467,9 +468,11 @@ def evaluate_attacks(X_train_original, X_train_released, y_train, X_test_release
         # one seed per (model, features), shared by every target and both attackers
         seed = rs.spawn_seed()
         name = m if isinstance(m, str) else type(m).__name__
-        for target, ytr, yte in targets:
-            key = (name, f) if target in ("attribute", "joint") else (name, f, target)
-            with _naming_target(target, [t for t, _, _ in targets[1:]]):
+        for k, (target, ytr, yte) in enumerate(targets):
+            # the first target is the main one (the 1-D attribute, or the joint): a column named "attribute"
+            # is a marginal and keeps its own key, never the main one's attacker
+            key = (name, f) if k == 0 else (name, f, target)
+            with _naming_target(target, columns, main=k == 0):
                 fixed = fixed_attackers.get(key)
                 if fixed is None:
                     fixed = InferenceAttack(model=m, features=f, random_state=seed).fit(X_train_original, ytr)

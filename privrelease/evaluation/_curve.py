@@ -68,11 +68,14 @@ def check_privacy_grid(values, name="deltas"):
 def _attack_columns(table):
     """Frame columns of one release's attack table (see :class:`PrivacyUtilityCurve`)."""
     row = {}
-    main = table.target.isin(["attribute", "joint"])
+    # the main target: "joint" for a 2-D attribute (a reserved column name), else the 1-D "attribute"; a
+    # column named "attribute" beside others is a marginal
+    main_target = "joint" if (table.target == "joint").any() else "attribute"
+    main = table.target == main_target
     for t in table[main].itertuples(index=False):
         row[f"auc_{t.attacker}_{t.model}_{t.features}"] = t.auc
     for target in pd.unique(table.target):
-        suffix = "" if target in ("attribute", "joint") else f"__{target}"
+        suffix = "" if target == main_target else f"__{target}"
         for attacker in ("fixed", "adaptive"):
             sub = table[(table.target == target) & (table.attacker == attacker)]
             if len(sub):

@@ -90,3 +90,33 @@ def test_a_y_indexed_differently_from_X_is_refused_wherever_the_evaluation_pairs
     with pytest.raises(ValueError, match=rf"^{name} is indexed differently from {x_name} \(the same labels in "
                                          r"another order: row \d+ is \d+ in"):
         call()
+
+
+# ----------------------------------------------------------------------- 2. targets named like the main one
+def test_a_column_named_attribute_is_its_own_target_and_bad_attribute_names_are_refused():
+    X, a = _planted(600, 10, seed=0)
+    b = np.random.default_rng(1).integers(0, 2, 600)
+    X[:, 1] = np.where(b == 1, 5.0, 1.0)
+    kw = dict(models=["logistic"], features=["values"], random_state=0, verbose=0)
+    figures = {}
+    for first in ("sex", "attribute"):
+        Y = pd.DataFrame({first: a, "other": b})
+        table, res = evaluate_attacks(X[:300], X[:300], Y.iloc[:300], X[300:], Y.iloc[300:].reset_index(drop=True),
+                                      **kw)
+        # the marginal 'attribute' reused the joint's fixed attacker (AUC 0.396, accuracy 0.23 against 1.0)
+        assert set(res["fixed_attackers"]) == {("logistic", "values"), ("logistic", "values", first),
+                                                ("logistic", "values", "other")}
+        figures[first] = table.drop(columns="target").to_numpy(dtype=object)
+        assert table.target.tolist() == ["joint", "joint", first, first, "other", "other"]
+        curve = privacy_utility_curve(FunctionTransformer(), X, Y, cv=2, attack_models=["logistic"],
+                                      attack_features=["values"], recommender=ItemMean(), random_state=0, verbose=0)
+        f = curve.frame.iloc[0]
+        assert f[f"worst_auc_fixed__{first}"] == 1.0 and f["auc_fixed_logistic_values"] == 1.0
+    np.testing.assert_array_equal(figures["sex"], figures["attribute"])
+    # attribute_names: one per column, distinct, and never the joint's name
+    Y = np.column_stack([a, b])
+    for names, expected in [(["g"], r"attribute_names has 1 name \['g'\] but the private attribute has 2 columns"),
+                            (["g", "g"], r"attribute_names must be distinct, got 'g' twice in \['g', 'g'\]"),
+                            (["joint", "x"], r"'joint' is reserved for the joint attribute.*\['joint', 'x'\]")]:
+        with pytest.raises(ValueError, match=expected):
+            evaluate_attacks(X[:300], None, Y[:300], X[300:], Y[300:], attribute_names=names, **kw)
