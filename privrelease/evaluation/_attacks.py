@@ -379,6 +379,21 @@ def attack(X_train, y_train, X_test, y_test, *, model="logistic", features="valu
         X_train, y_train).evaluate(X_test, y_test)
 
 
+def _model_names(models):
+    """The name of each attack model in tables, curve columns and keys: a built-in's own name, a custom
+    classifier's class name; a repeated name gets ``_2``, ``_3`` ... in order, so two models never share a
+    fixed attacker (two LogisticRegression of other C showed the first one's figures twice)."""
+    names = []
+    for m in models:
+        base = m if isinstance(m, str) else type(m).__name__
+        name, k = base, 1
+        while name in names:
+            k += 1
+            name = f"{base}_{k}"
+        names.append(name)
+    return names
+
+
 @contextlib.contextmanager
 def _naming_target(target, columns, main):
     """Say which target of a 2-D attribute a label error is about ("got only one class: [0]" named no column)."""
@@ -414,6 +429,11 @@ def evaluate_attacks(X_train_original, X_train_released, y_train, X_test_release
         Their true attribute, used ONLY to score the attackers.
     models, features : sequences
         Attacker models (see :class:`InferenceAttack`) and views of the data.
+        A model is named by its own name (``"logistic"``) or a custom
+        classifier's class name; a repeated name gets ``_2``, ``_3`` ... in
+        order (``[LogisticRegression(C=0.1), LogisticRegression(C=10)]`` gives
+        ``LogisticRegression`` and ``LogisticRegression_2``), so each model
+        has its own rows, keys and fixed attacker.
     fixed_attackers : dict or None
         Already fitted fixed attackers keyed by ``(model, features)`` (and
         ``(model, features, target)`` for the marginals of a 2-D attribute),
@@ -463,11 +483,10 @@ def evaluate_attacks(X_train_original, X_train_released, y_train, X_test_release
     columns = [t for t, _, _ in targets[1:]]
     from ._protocol import _progress
 
-    combos = [(m, f) for m in models for f in features]
-    for m, f in _progress(combos, len(combos), verbose, "attackers"):
+    combos = [(m, name, f) for m, name in zip(models, _model_names(models)) for f in features]
+    for m, name, f in _progress(combos, len(combos), verbose, "attackers"):
         # one seed per (model, features), shared by every target and both attackers
         seed = rs.spawn_seed()
-        name = m if isinstance(m, str) else type(m).__name__
         for k, (target, ytr, yte) in enumerate(targets):
             # the first target is the main one (the 1-D attribute, or the joint): a column named "attribute"
             # is a marginal and keeps its own key, never the main one's attacker

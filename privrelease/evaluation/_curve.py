@@ -109,7 +109,9 @@ class PrivacyUtilityCurve:
         ``leakage_bits`` and ``distortion`` (the mapper's ``leakage_`` and
         ``distortion_``, NaN when it has none), ``changed_ratings`` (mean number
         of entries a protected user's release differs from her ratings in),
-        ``auc_<attacker>_<model>_<features>`` for attacker in fixed/adaptive,
+        ``auc_<attacker>_<model>_<features>`` for attacker in fixed/adaptive
+        (model named as in :func:`evaluate_attacks`: two custom classifiers of
+        one class are ``LogisticRegression`` and ``LogisticRegression_2``),
         ``worst_auc_fixed`` / ``worst_auc_adaptive`` (the largest folded AUC
         ``max(AUC, 1 - AUC)`` over models and features: an AUC well below 0.5 is
         a reliably wrong attacker, i.e. still leakage),

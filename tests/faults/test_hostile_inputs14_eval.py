@@ -120,3 +120,23 @@ def test_a_column_named_attribute_is_its_own_target_and_bad_attribute_names_are_
                             (["joint", "x"], r"'joint' is reserved for the joint attribute.*\['joint', 'x'\]")]:
         with pytest.raises(ValueError, match=expected):
             evaluate_attacks(X[:300], None, Y[:300], X[300:], Y[300:], attribute_names=names, **kw)
+
+
+# ----------------------------------------------------------------------- 3. two custom models of one class
+def test_two_custom_attack_models_of_one_class_each_get_their_own_name_and_attacker():
+    X, y = _planted(400, 10, seed=0)
+    X[:, 0] = np.where(np.random.default_rng(1).random(400) < 0.8, X[:, 0], 3.0)
+    weak, strong = LogisticRegression(C=1e-8), LogisticRegression(C=10.0)
+    table, res = evaluate_attacks(X[:200], X[:200], y[:200], X[200:], y[200:], models=[weak, strong],
+                                  features=["values"], random_state=0, verbose=0)
+    # both rows showed the weak model's figures (accuracy 0.55 twice): the second reused the first's attacker
+    assert table.model.tolist() == ["LogisticRegression"] * 2 + ["LogisticRegression_2"] * 2
+    assert set(res["fixed_attackers"]) == {("LogisticRegression", "values"), ("LogisticRegression_2", "values")}
+    fixed = table[table.attacker == "fixed"].set_index("model")["accuracy"]
+    for name, model in (("LogisticRegression", weak), ("LogisticRegression_2", strong)):
+        assert fixed[name] == attack(X[:200], y[:200], X[200:], y[200:], model=model).accuracy
+    assert fixed["LogisticRegression_2"] > fixed["LogisticRegression"] + 0.2
+    curve = privacy_utility_curve(FunctionTransformer(), X, y, cv=2, attack_models=[weak, strong],
+                                  attack_features=["values"], recommender=ItemMean(), random_state=0, verbose=0)
+    f = curve.frame.iloc[0]
+    assert f["auc_fixed_LogisticRegression_2_values"] != f["auc_fixed_LogisticRegression_values"]
