@@ -67,6 +67,16 @@ def _features(X, features):
     return (np.asarray(X) != 0).astype(np.float64)
 
 
+def _take_rows(X, rows):
+    """Rows ``rows`` (positions) of ratings given as a pandas frame, a sparse matrix, an array or a list:
+    ``X[rows]`` picked a frame's COLUMNS (a frame of 300 items lost 200 of them, or a KeyError)."""
+    if hasattr(X, "iloc"):
+        return X.iloc[rows]
+    if sp.issparse(X):
+        return X.tocsr()[rows]  # COO has no rows to index
+    return np.asarray(X)[rows]
+
+
 def _make_model(model, seed):
     if model == "logistic":
         # scale-free on sparse input; C=1 is a fair default for rating matrices
@@ -327,7 +337,7 @@ class InferenceAttack(ClassifierMixin, BaseEstimator):
                 f"in fit (it knows {self.classes_.tolist()!r}); train it on users from every class"
             )
         if not labeled.all():
-            X = X[np.flatnonzero(labeled)] if hasattr(X, "shape") else np.asarray(X)[labeled]
+            X = _take_rows(X, np.flatnonzero(labeled))
         return X, y, labeled
 
     def __sklearn_tags__(self):

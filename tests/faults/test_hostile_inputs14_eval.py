@@ -140,3 +140,24 @@ def test_two_custom_attack_models_of_one_class_each_get_their_own_name_and_attac
                                   attack_features=["values"], recommender=ItemMean(), random_state=0, verbose=0)
     f = curve.frame.iloc[0]
     assert f["auc_fixed_LogisticRegression_2_values"] != f["auc_fixed_LogisticRegression_values"]
+
+
+# ----------------------------------------------------------------------- 4. pandas rows with undisclosed labels
+@pytest.mark.parametrize("columns", ["default", "named"])
+def test_undisclosed_users_of_a_pandas_X_are_left_out_by_row(columns):
+    X, y = _planted(400, 300, seed=0)
+    df = pd.DataFrame(X, columns=None if columns == "default" else [f"item{j}" for j in range(X.shape[1])])
+    att = InferenceAttack(random_state=0).fit(X[:200], y[:200])
+    att_df = InferenceAttack(random_state=0).fit(df.iloc[:200], y[:200])
+    yt = y[200:].copy()
+    yt[::2] = -1  # half the users did not disclose
+    Xt = df.iloc[200:].reset_index(drop=True)
+    # X[flatnonzero(labeled)] picked COLUMNS of a frame: 'X has 100 features' or a KeyError
+    assert att_df.evaluate(Xt, yt).as_dict() == att.evaluate(X[200:], yt).as_dict()
+    assert att_df.score(Xt, yt) == att.score(X[200:], yt)
+    kw = dict(models=["logistic"], features=["values"], random_state=0, verbose=0)
+    table, _ = evaluate_attacks(df.iloc[:200], None, y[:200], Xt, yt, **kw)
+    assert table.n_samples.tolist() == [100] and table.auc.tolist() == [att.evaluate(X[200:], yt).auc]
+    pipe = Pipeline([("privacy", FunctionTransformer()), ("recommender", FunctionTransformer())]).fit(Xt)
+    scorer = make_privacy_scorer("adaptive_auc", random_state=0)
+    assert scorer(pipe, Xt, yt) == scorer(pipe, X[200:], yt)
