@@ -389,6 +389,39 @@ def attack(X_train, y_train, X_test, y_test, *, model="logistic", features="valu
         X_train, y_train).evaluate(X_test, y_test)
 
 
+def _check_attackers(models, features, *, names=("models", "features")):
+    """The attack models and views as lists, checked before anything is fitted.
+
+    A single model or view (``"logistic"``, a classifier, ``"values"``) is a list of one: a string was read
+    letter by letter ("Got 'l' instead"), and privacy_utility_curve only said so after fitting every mapper.
+
+    Raises
+    ------
+    ValueError
+        A name that is neither a built-in model (:data:`ATTACK_MODELS`) nor view (:data:`ATTACK_FEATURES`).
+    TypeError
+        Not a sequence, or a model that is neither a name nor a classifier with ``fit`` and ``predict_proba``.
+    """
+    out = []
+    for values, name, options, custom in ((models, names[0], ATTACK_MODELS, True),
+                                          (features, names[1], ATTACK_FEATURES, False)):
+        expected = " or ".join(map(repr, options)) + (" or a classifier with fit and predict_proba" if custom else "")
+        if isinstance(values, str) or (custom and hasattr(values, "fit")):
+            values = [values]
+        try:
+            values = list(values)
+        except TypeError:
+            raise TypeError(f"{name} must be a list of {expected}, got {values!r}") from None
+        for v in values:
+            if isinstance(v, str):
+                if v not in options:
+                    raise ValueError(f"{name} holds {v!r}, expected {expected}, in {values!r}")
+            elif not (custom and hasattr(v, "fit") and hasattr(v, "predict_proba")):
+                raise TypeError(f"{name} holds {v!r} of type {type(v).__name__}, expected {expected}, in {values!r}")
+        out.append(values)
+    return out
+
+
 def _model_names(models):
     """The name of each attack model in tables, curve columns and keys: a built-in's own name, a custom
     classifier's class name; a repeated name gets ``_2``, ``_3`` ... in order, so two models never share a
@@ -437,11 +470,13 @@ def evaluate_attacks(X_train_original, X_train_released, y_train, X_test_release
         What the protected users release.
     y_test : array-like of shape (n_test,) or (n_test, n_attributes)
         Their true attribute, used ONLY to score the attackers.
-    models, features : sequences
-        Attacker models (see :class:`InferenceAttack`) and views of the data.
-        A model is named by its own name (``"logistic"``) or a custom
-        classifier's class name; a repeated name gets ``_2``, ``_3`` ... in
-        order (``[LogisticRegression(C=0.1), LogisticRegression(C=10)]`` gives
+    models, features : sequences, or one model and one view
+        Attacker models (see :class:`InferenceAttack`) and views of the data;
+        a single one (``models="logistic"``) is a list of one, and a name that
+        is not an attacker is refused before anything is fitted. A model is
+        named by its own name (``"logistic"``) or a custom classifier's class
+        name; a repeated name gets ``_2``, ``_3`` ... in order
+        (``[LogisticRegression(C=0.1), LogisticRegression(C=10)]`` gives
         ``LogisticRegression`` and ``LogisticRegression_2``), so each model
         has its own rows, keys and fixed attacker.
     fixed_attackers : dict or None
@@ -486,6 +521,7 @@ def evaluate_attacks(X_train_original, X_train_released, y_train, X_test_release
     if X_train_released is not None:
         check_same_index(X_train_original, X_train_released, "X_train_released", x_name="X_train_original")
     check_same_index(X_test_released, y_test, "y_test", x_name="X_test_released")
+    models, features = _check_attackers(models, features)
     rs = check_random_source(random_state)
     fixed_attackers = dict(fixed_attackers or {})
     rows, results = [], {}

@@ -161,3 +161,24 @@ def test_undisclosed_users_of_a_pandas_X_are_left_out_by_row(columns):
     pipe = Pipeline([("privacy", FunctionTransformer()), ("recommender", FunctionTransformer())]).fit(Xt)
     scorer = make_privacy_scorer("adaptive_auc", random_state=0)
     assert scorer(pipe, Xt, yt) == scorer(pipe, X[200:], yt)
+
+
+# ----------------------------------------------------------------------- 5. attackers given as one string
+def test_one_attacker_given_as_a_string_is_a_list_of_one_and_a_bad_one_is_refused_before_any_fit():
+    X, y = _planted(100, 8, seed=0)
+    for kw, expected in [(dict(models="logistic"), [["logistic", "values"], ["logistic", "indicators"]]),
+                         (dict(features="values"), [["logistic", "values"], ["forest", "values"]])]:
+        # read letter by letter: "Got 'l' instead"
+        table, _ = evaluate_attacks(X[:50], None, y[:50], X[50:], y[50:], verbose=0, random_state=0, **kw)
+        assert table[["model", "features"]].to_numpy().tolist() == expected
+    with pytest.raises(ValueError, match=r"attack_models holds 'logstic', expected 'logistic' or 'forest' or a "
+                                         r"classifier with fit and predict_proba, in \['logstic'\]"):
+        privacy_utility_curve(Identity(), X, y, deltas=[0.0, 1.0, 2.0], cv=2, recommender=ItemMean(),
+                              attack_models=["logstic"], random_state=0, verbose=0)
+    with pytest.raises(ValueError, match=r"^features holds 'value', expected 'values' or 'indicators', in"):
+        evaluate_attacks(X[:50], None, y[:50], X[50:], y[50:], features=["values", "value"], verbose=0)
+    assert Identity.fits == 0  # every mapper was fitted before the list was read
+    curve = privacy_utility_curve(Identity(), X, y, cv=2, recommender=ItemMean(), attack_models="logistic",
+                                  attack_features="values", random_state=0, verbose=0)
+    assert [c for c in curve.frame.columns if c.startswith("auc_")] == ["auc_fixed_logistic_values",
+                                                                          "auc_adaptive_logistic_values"]
