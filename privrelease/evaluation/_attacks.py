@@ -67,6 +67,16 @@ def _features(X, features):
     return (np.asarray(X) != 0).astype(np.float64)
 
 
+def _take_rows(X, rows):
+    """Rows ``rows`` (positions) of ratings given as a pandas frame, a sparse matrix, an array or a list:
+    ``X[rows]`` picked a frame's COLUMNS (a frame of 300 items lost 200 of them, or a KeyError)."""
+    if hasattr(X, "iloc"):
+        return X.iloc[rows]
+    if sp.issparse(X):
+        return X.tocsr()[rows]  # COO has no rows to index
+    return np.asarray(X)[rows]
+
+
 def _make_model(model, seed):
     if model == "logistic":
         # scale-free on sparse input; C=1 is a fair default for rating matrices
@@ -270,7 +280,8 @@ class InferenceAttack(ClassifierMixin, BaseEstimator):
         Raises
         ------
         ValueError
-            ``y`` holds a class the attacker never saw in ``fit``.
+            ``y`` holds a class the attacker never saw in ``fit``, or a pandas ``y`` is indexed
+            differently from a pandas ``X`` (rows are paired by position).
         TypeError
             ``y`` holds labels of another kind than ``fit``'s (strings against numbers).
 
@@ -304,6 +315,7 @@ class InferenceAttack(ClassifierMixin, BaseEstimator):
         """The rows of ``X`` and labels of ``y`` of the users who disclosed the attribute, and which they are;
         refuses labels of another kind than ``classes_`` (strings against numbers) and classes ``fit`` never saw."""
         check_is_fitted(self, "model_")
+        check_same_index(X, y)
         n = X.shape[0] if hasattr(X, "shape") else len(X)
         y, labeled = check_private_labels(y, n)
         if not labeled.any():
@@ -325,7 +337,7 @@ class InferenceAttack(ClassifierMixin, BaseEstimator):
                 f"in fit (it knows {self.classes_.tolist()!r}); train it on users from every class"
             )
         if not labeled.all():
-            X = X[np.flatnonzero(labeled)] if hasattr(X, "shape") else np.asarray(X)[labeled]
+            X = _take_rows(X, np.flatnonzero(labeled))
         return X, y, labeled
 
     def __sklearn_tags__(self):
@@ -377,16 +389,64 @@ def attack(X_train, y_train, X_test, y_test, *, model="logistic", features="valu
         X_train, y_train).evaluate(X_test, y_test)
 
 
+def _check_attackers(models, features, *, names=("models", "features")):
+    """The attack models and views as lists, checked before anything is fitted.
+
+    A single model or view (``"logistic"``, a classifier, ``"values"``) is a list of one: a string was read
+    letter by letter ("Got 'l' instead"), and privacy_utility_curve only said so after fitting every mapper.
+
+    Raises
+    ------
+    ValueError
+        A name that is neither a built-in model (:data:`ATTACK_MODELS`) nor view (:data:`ATTACK_FEATURES`).
+    TypeError
+        Not a sequence, or a model that is neither a name nor a classifier with ``fit`` and ``predict_proba``.
+    """
+    out = []
+    for values, name, options, custom in ((models, names[0], ATTACK_MODELS, True),
+                                          (features, names[1], ATTACK_FEATURES, False)):
+        expected = " or ".join(map(repr, options)) + (" or a classifier with fit and predict_proba" if custom else "")
+        if isinstance(values, str) or (custom and hasattr(values, "fit")):
+            values = [values]
+        try:
+            values = list(values)
+        except TypeError:
+            raise TypeError(f"{name} must be a list of {expected}, got {values!r}") from None
+        for v in values:
+            if isinstance(v, str):
+                if v not in options:
+                    raise ValueError(f"{name} holds {v!r}, expected {expected}, in {values!r}")
+            elif not (custom and hasattr(v, "fit") and hasattr(v, "predict_proba")):
+                raise TypeError(f"{name} holds {v!r} of type {type(v).__name__}, expected {expected}, in {values!r}")
+        out.append(values)
+    return out
+
+
+def _model_names(models):
+    """The name of each attack model in tables, curve columns and keys: a built-in's own name, a custom
+    classifier's class name; a repeated name gets ``_2``, ``_3`` ... in order, so two models never share a
+    fixed attacker (two LogisticRegression of other C showed the first one's figures twice)."""
+    names = []
+    for m in models:
+        base = m if isinstance(m, str) else type(m).__name__
+        name, k = base, 1
+        while name in names:
+            k += 1
+            name = f"{base}_{k}"
+        names.append(name)
+    return names
+
+
 @contextlib.contextmanager
-def _naming_target(target, columns):
+def _naming_target(target, columns, main):
     """Say which target of a 2-D attribute a label error is about ("got only one class: [0]" named no column)."""
     try:
         yield
     except ValueError as exc:
-        if target == "attribute":
+        if not columns:  # a 1-D attribute: its one target needs no name
             raise
         what = (f"the joint attribute (the tuples of the columns {columns!r}, numbered by joint_attribute)"
-                if target == "joint" else f"column {target!r} of the attribute")
+                if main else f"column {target!r} of the attribute")
         raise ValueError(f"{what}: {exc}") from exc
 
 
@@ -410,8 +470,15 @@ def evaluate_attacks(X_train_original, X_train_released, y_train, X_test_release
         What the protected users release.
     y_test : array-like of shape (n_test,) or (n_test, n_attributes)
         Their true attribute, used ONLY to score the attackers.
-    models, features : sequences
-        Attacker models (see :class:`InferenceAttack`) and views of the data.
+    models, features : sequences, or one model and one view
+        Attacker models (see :class:`InferenceAttack`) and views of the data;
+        a single one (``models="logistic"``) is a list of one, and a name that
+        is not an attacker is refused before anything is fitted. A model is
+        named by its own name (``"logistic"``) or a custom classifier's class
+        name; a repeated name gets ``_2``, ``_3`` ... in order
+        (``[LogisticRegression(C=0.1), LogisticRegression(C=10)]`` gives
+        ``LogisticRegression`` and ``LogisticRegression_2``), so each model
+        has its own rows, keys and fixed attacker.
     fixed_attackers : dict or None
         Already fitted fixed attackers keyed by ``(model, features)`` (and
         ``(model, features, target)`` for the marginals of a 2-D attribute),
@@ -421,9 +488,18 @@ def evaluate_attacks(X_train_original, X_train_released, y_train, X_test_release
         Seeds of the nonlinear attackers.
     attribute_names : sequence of str or None
         Names of the columns of a 2-D attribute (default: a DataFrame's
-        column names, else ``attr0, attr1, ...``).
+        column names, else ``attr0, attr1, ...``): one per column, distinct, and
+        not ``"joint"`` (the joint attribute's target). A column may be named
+        ``"attribute"``: it is scored as a marginal like any other.
     verbose : int, default=1
         A progress bar over the attackers (tqdm, on stderr, only when stderr is a terminal); 0 for none.
+
+    Raises
+    ------
+    ValueError
+        A pandas ``y_train`` or ``X_train_released`` indexed differently from a pandas
+        ``X_train_original``, or a pandas ``y_test`` from ``X_test_released``: rows are paired by
+        position, so users would be scored against other users' labels.
 
     Returns
     -------
@@ -440,22 +516,28 @@ def evaluate_attacks(X_train_original, X_train_released, y_train, X_test_release
         for the marginals, plus the fitted fixed attackers under the key
         ``"fixed_attackers"``.
     """
+    # rows are paired by position: a y (or a release) indexed in another order gave users other users' labels
+    check_same_index(X_train_original, y_train, "y_train", x_name="X_train_original")
+    if X_train_released is not None:
+        check_same_index(X_train_original, X_train_released, "X_train_released", x_name="X_train_original")
+    check_same_index(X_test_released, y_test, "y_test", x_name="X_test_released")
+    models, features = _check_attackers(models, features)
     rs = check_random_source(random_state)
     fixed_attackers = dict(fixed_attackers or {})
     rows, results = [], {}
-    if attribute_names is None and getattr(y_train, "ndim", 1) == 2 and hasattr(y_train, "columns"):
-        attribute_names = [str(c) for c in y_train.columns]
     targets = attribute_targets(y_train, y_test, attribute_names)
+    columns = [t for t, _, _ in targets[1:]]
     from ._protocol import _progress
 
-    combos = [(m, f) for m in models for f in features]
-    for m, f in _progress(combos, len(combos), verbose, "attackers"):
+    combos = [(m, name, f) for m, name in zip(models, _model_names(models)) for f in features]
+    for m, name, f in _progress(combos, len(combos), verbose, "attackers"):
         # one seed per (model, features), shared by every target and both attackers
         seed = rs.spawn_seed()
-        name = m if isinstance(m, str) else type(m).__name__
-        for target, ytr, yte in targets:
-            key = (name, f) if target in ("attribute", "joint") else (name, f, target)
-            with _naming_target(target, [t for t, _, _ in targets[1:]]):
+        for k, (target, ytr, yte) in enumerate(targets):
+            # the first target is the main one (the 1-D attribute, or the joint): a column named "attribute"
+            # is a marginal and keeps its own key, never the main one's attacker
+            key = (name, f) if k == 0 else (name, f, target)
+            with _naming_target(target, columns, main=k == 0):
                 fixed = fixed_attackers.get(key)
                 if fixed is None:
                     fixed = InferenceAttack(model=m, features=f, random_state=seed).fit(X_train_original, ytr)

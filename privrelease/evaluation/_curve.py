@@ -15,7 +15,7 @@ from sklearn.base import clone
 
 from ..exceptions import ConvergenceWarning
 from ..utils._validation import check_n_jobs, plain_value
-from ._attacks import ATTACK_FEATURES, ATTACK_MODELS, evaluate_attacks
+from ._attacks import ATTACK_FEATURES, ATTACK_MODELS, _check_attackers, evaluate_attacks
 from ._protocol import (
     RELEASES,
     _check_mapper,
@@ -68,11 +68,14 @@ def check_privacy_grid(values, name="deltas"):
 def _attack_columns(table):
     """Frame columns of one release's attack table (see :class:`PrivacyUtilityCurve`)."""
     row = {}
-    main = table.target.isin(["attribute", "joint"])
+    # the main target: "joint" for a 2-D attribute (a reserved column name), else the 1-D "attribute"; a
+    # column named "attribute" beside others is a marginal
+    main_target = "joint" if (table.target == "joint").any() else "attribute"
+    main = table.target == main_target
     for t in table[main].itertuples(index=False):
         row[f"auc_{t.attacker}_{t.model}_{t.features}"] = t.auc
     for target in pd.unique(table.target):
-        suffix = "" if target in ("attribute", "joint") else f"__{target}"
+        suffix = "" if target == main_target else f"__{target}"
         for attacker in ("fixed", "adaptive"):
             sub = table[(table.target == target) & (table.attacker == attacker)]
             if len(sub):
@@ -106,7 +109,9 @@ class PrivacyUtilityCurve:
         ``leakage_bits`` and ``distortion`` (the mapper's ``leakage_`` and
         ``distortion_``, NaN when it has none), ``changed_ratings`` (mean number
         of entries a protected user's release differs from her ratings in),
-        ``auc_<attacker>_<model>_<features>`` for attacker in fixed/adaptive,
+        ``auc_<attacker>_<model>_<features>`` for attacker in fixed/adaptive
+        (model named as in :func:`evaluate_attacks`: two custom classifiers of
+        one class are ``LogisticRegression`` and ``LogisticRegression_2``),
         ``worst_auc_fixed`` / ``worst_auc_adaptive`` (the largest folded AUC
         ``max(AUC, 1 - AUC)`` over models and features: an AUC well below 0.5 is
         a reliably wrong attacker, i.e. still leakage),
@@ -281,8 +286,10 @@ def privacy_utility_curve(mapper, ratings, private, *, deltas=None, max_leakages
         evaluates the mapper as it is (one row, ``param="setting"``).
     opt_in_fraction, cv, heldout_fraction, recommender, rating_range :
         As in :func:`rmse_cost`.
-    attack_models, attack_features : sequences
-        Attackers to run (see :class:`InferenceAttack`); empty to skip attacks.
+    attack_models, attack_features : sequences, or one model and one view
+        Attackers to run (see :class:`InferenceAttack` and :func:`evaluate_attacks`;
+        ``"logistic"`` is a list of one); empty to skip attacks. Checked before
+        any mapper is fitted.
     random_state : None or int
         One draw of the protocol shared by every value (see :func:`rmse_cost`).
     n_jobs : int or None
@@ -337,6 +344,8 @@ def privacy_utility_curve(mapper, ratings, private, *, deltas=None, max_leakages
     ``privacy_utility_curve(QuantizedPrivacyMapper(), R, a, max_leakages=[0.0, 0.01, 0.1])``.
     """
     _check_mapper(mapper)
+    # before any fit: a misspelt attacker was reported only after every mapper was fitted
+    models, feats = _check_attackers(attack_models, attack_features, names=("attack_models", "attack_features"))
     given = [(n, v) for n, v in (("delta", deltas), ("max_leakage", max_leakages), (param, values))
              if v is not None]
     if len(given) > 1:
@@ -371,7 +380,6 @@ def privacy_utility_curve(mapper, ratings, private, *, deltas=None, max_leakages
     split = _prepare_split(ratings, private, opt_in_fraction=opt_in_fraction, cv=cv,
                            heldout_fraction=heldout_fraction, rating_range=rating_range,
                            random_state=random_state, mapper_target=mapper_target)
-    models, feats = list(attack_models), list(attack_features)
     shared = _check_reference(reference, split, recommender, models, feats)
     if name in getattr(type(mapper), "_transform_only_params", ()):
         # the swept parameter is read by transform only (BlurMe's fraction): one fit serves every value

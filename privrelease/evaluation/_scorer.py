@@ -16,7 +16,8 @@ from sklearn.model_selection import StratifiedKFold, cross_val_predict
 
 from ..exceptions import PrivacyLeakWarning
 from ..utils import check_random_source
-from ._attacks import InferenceAttack
+from ..utils._validation import check_same_index
+from ._attacks import InferenceAttack, _take_rows
 from ..recommender import holdout_split
 from ._protocol import _check_fraction
 from ._targets import check_attribute, joint_attribute
@@ -66,9 +67,10 @@ class _PrivacyScorer:
         # adaptive attacker: cross-validated on the test users' RELEASED rows
         if y is None:
             raise ValueError("the adaptive_auc scorer needs the private attribute y of the test users")
+        check_same_index(X, y)
         y, keep, _ = check_attribute(y, X.shape[0])
         released = release.transform(X)
-        Xr, yr = released[np.flatnonzero(keep)], y[keep]
+        Xr, yr = _take_rows(released, np.flatnonzero(keep)), y[keep]  # a frame's rows, not its columns
         if yr.ndim == 2:  # a 2-D attribute (protect="joint" / "marginal"): the attacker infers the joint one
             yr = joint_attribute(yr)[0]
         if yr.dtype == object:

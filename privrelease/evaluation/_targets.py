@@ -136,7 +136,13 @@ def attribute_targets(y_train, y_test, names=None):
     A 1-D attribute gives one target, ``"attribute"``. A 2-D attribute gives
     ``"joint"`` (both sets encoded together by :func:`joint_attribute`, so the
     codes agree; ``-1``, undisclosed, for a user who hides any column)
-    followed by one target per column (``names``, default ``attr0, attr1, ...``).
+    followed by one target per column (``names``, default a DataFrame's column names, else
+    ``attr0, attr1, ...``).
+
+    Raises
+    ------
+    ValueError
+        ``names`` not one per column, repeated, or holding ``"joint"`` (the joint attribute's name).
     """
     train_columns, test_columns = getattr(y_train, "columns", None), getattr(y_test, "columns", None)
     if train_columns is not None and test_columns is not None and list(train_columns) != list(test_columns):
@@ -150,7 +156,7 @@ def attribute_targets(y_train, y_test, names=None):
     n_cols = y_train.shape[1]
     if y_test.ndim != 2 or y_test.shape[1] != n_cols:
         raise ValueError(f"y_train has {n_cols} attribute column(s) but y_test has shape {y_test.shape}")
-    names = list(names) if names is not None else [f"attr{k}" for k in range(n_cols)]
+    names = _check_names(names, n_cols, train_columns)
     both = np.concatenate([y_train.astype(object), y_test.astype(object)], axis=0)
     for k in range(n_cols):  # one kind of label per column ('1' in y_test beside 1 in y_train: numpy's '<' failed)
         check_private_labels(both[:, k], both.shape[0], name=f"column {names[k]!r} of y_train and y_test together")
@@ -161,6 +167,30 @@ def attribute_targets(y_train, y_test, names=None):
     out = [("joint", codes[: y_train.shape[0]], codes[y_train.shape[0]:])]
     out += [(names[k], _column(y_train, k), _column(y_test, k)) for k in range(n_cols)]
     return out
+
+
+def _check_names(names, n_cols, columns):
+    """One distinct name per column of a 2-D attribute, none of them ``"joint"``; they key its targets."""
+    what = "attribute_names"
+    if names is None:
+        if columns is None:
+            return [f"attr{k}" for k in range(n_cols)]
+        names, what = [str(c) for c in columns], "y_train's column names"
+    elif isinstance(names, (str, bytes)) or not hasattr(names, "__iter__"):
+        raise TypeError(f"attribute_names must be a list of column names, one per column, got {names!r}")
+    names = list(names)
+    if len(names) != n_cols:
+        raise ValueError(f"{what} has {len(names)} name{'s' if len(names) != 1 else ''} {names!r} but the private "
+                         f"attribute has {n_cols} columns; give one name per column")
+    shown = [str(n) for n in names]
+    repeated = [n for k, n in enumerate(shown) if n in shown[:k]]
+    if repeated:
+        raise ValueError(f"{what} must be distinct, got {repeated[0]!r} twice in {names!r}: each column is "
+                         "scored under its name")
+    if "joint" in shown:
+        raise ValueError(f"'joint' is reserved for the joint attribute (the tuple of the columns); rename that "
+                         f"column in {what} {names!r}")
+    return names
 
 
 def _column(Y, k):
