@@ -305,13 +305,18 @@ class ErasureMapper(_BaseMapper):
 
     @staticmethod
     def _uniques(col):
+        """Sorted categories of a column; a float zero is stored as ``0.0`` (``-0.0`` is the same category)."""
         try:
-            return np.unique(col)
+            out = np.unique(col)
         except TypeError:  # mixed types: order by their repr, keep them as objects
             vals = list(dict.fromkeys(col.tolist()))
             out = np.empty(len(vals), dtype=object)
             out[:] = sorted(vals, key=lambda v: (type(v).__name__, repr(v)))
-            return out
+        if out.dtype.kind == "f":
+            return out + 0.0  # -0.0 + 0.0 is 0.0
+        if out.dtype == object:
+            out[:] = [v + 0.0 if isinstance(v, (float, np.floating)) and v == 0 else v for v in out.tolist()]
+        return out
 
     # ------------------------------------------------------------ fit hooks
     _saved_attributes = _BaseMapper._saved_attributes + ("categories_", "input_tuples_", "output_tuples_")
@@ -411,7 +416,10 @@ class ErasureMapper(_BaseMapper):
             nullable ``Int64`` (``UInt64`` for ``uint64``), erased cells are missing
             (NaN / pd.NA). An ndarray comes back as a float array (numeric input,
             NaN = erased) or an object array (None = erased; also for integers
-            beyond 2**53, which float64 would change). Non-erased cells are never changed. A
+            beyond 2**53, which float64 would change). A kept cell is released as the fitted
+            category it equals (``categories_[j][code]``), so values that are one category
+            (``0.0`` and ``-0.0``, ``1`` and ``1.0``) come back written one way: how a user wrote a
+            value does not reveal what the mapping hides. A
             dask collection is released lazily, partition by partition.
         """
         if _dask.is_dask_collection(X):
@@ -419,15 +427,21 @@ class ErasureMapper(_BaseMapper):
         check_is_fitted(self)
         Xa = self._check_X(X, reset=False)
         source = check_random_source(self.random_state)
-        idx, unseen = self._inputs(self._encode(Xa), source)
+        codes = self._encode(Xa)
+        idx, unseen = self._inputs(codes, source)
         j = self._sample(idx, source)
         erased = np.ones(Xa.shape, dtype=bool)
         erased[j >= 0] = self.output_tuples_[j[j >= 0]] == -1
         erased |= unseen
+        # a kept cell is released as its fitted category, never as the user wrote it: values that are one
+        # category (0.0 and -0.0, 1 and 1.0, np.int64(1) and 1) but differ in sign bit or type revealed what the
+        # mapping hides (the release must be a function of the output tuple only)
+        released = self._categories_of(codes, erased)
         if isinstance(X, pd.DataFrame):
             out = X.copy()
             for col_idx, col in enumerate(out.columns):
                 s = out[col]
+                s = pd.Series(released[:, col_idx], index=s.index, name=s.name, dtype=object).astype(s.dtype)
                 if pd.api.types.is_bool_dtype(s.dtype):
                     s = s.astype("boolean")
                 elif pd.api.types.is_integer_dtype(s.dtype):
@@ -435,11 +449,19 @@ class ErasureMapper(_BaseMapper):
                 out[col] = s.mask(erased[:, col_idx])
             return out
         if Xa.dtype.kind in "fiub" and _float_exact(Xa):
-            out = Xa.astype(np.float64)
+            out = released.astype(np.float64)
             out[erased] = np.nan
             return out
-        out = Xa.astype(object)
+        out = released
         out[erased] = None
+        return out
+
+    def _categories_of(self, codes, erased):
+        """Object array of the fitted category of every cell (the first category where the cell is erased)."""
+        out = np.empty(codes.shape, dtype=object)
+        for j, cats in enumerate(self.categories_):
+            col = np.where(erased[:, j] | (codes[:, j] < 0), 0, codes[:, j])
+            out[:, j] = cats.astype(object)[col]
         return out
 
     def _release_meta(self, meta):
