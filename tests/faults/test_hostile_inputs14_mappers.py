@@ -50,3 +50,27 @@ def test_erasure_kept_cells_are_released_as_their_category(kind):
         forms = {(type(v), repr(v), bool(np.signbit(float(v)))) for v in released}
         assert len(forms) == 1, (name, forms)
         assert all(v == 1 or v == 0 for v in released)
+
+
+def test_mismatch_bound_does_not_depend_on_the_scale_of_sample_weight():
+    """Theorem 1's n is the number of labeled users: census-sized weights (about 1.9e5 a row) give the same
+    n_labeled_ and mismatch_bound_ as the same weights normalised or no weights; zero-weight rows are not
+    counted. The quantized mapper counts users the same way."""
+    from privrelease import QuantizedPrivacyMapper
+    from privrelease.datasets import make_ratings
+
+    rng = np.random.default_rng(0)
+    n = 300
+    y = rng.integers(0, 2, n)
+    X = pd.DataFrame({"sex": np.where(rng.random(n) < 0.7, y, 1 - y), "city": rng.choice(["a", "b", "c"], n)})
+    w = rng.uniform(1e5, 3e5, n)
+    w[:10] = 0.0
+    plain = ErasureMapper(delta=0.5, random_state=0).fit(X.iloc[10:], y[10:])
+    for weights in (w, w / w.mean(), w * 1e-3):
+        m = ErasureMapper(delta=0.5, random_state=0).fit(X, y, sample_weight=weights)
+        assert m.n_labeled_ == n - 10
+        assert m.mismatch_bound_ == pytest.approx(plain.mismatch_bound_)
+    R, g, _ = make_ratings(n_users=120, n_items=20, random_state=0)
+    wq = np.random.default_rng(1).uniform(1e5, 3e5, 120)
+    q = QuantizedPrivacyMapper(n_clusters=3, random_state=0).fit(R, g, sample_weight=wq)
+    assert q.n_labeled_ == 120
