@@ -17,7 +17,8 @@ from ..utils._constraints import NumberInterval
 from ..utils._threads import single_thread
 from ..utils._validation import (as_float_if_object, canonical_sparse, check_allocation, check_no_time_values,
                                  check_not_subnormal, check_numeric_frame, check_table, is_sparse_frame,
-                                 nullable_numpy_dtype, plain_value, ratings_in_dtype, sparse_frame_like)
+                                 nullable_numpy_dtype, plain_value, ratings_in_dtype, round_ratings,
+                                 sparse_frame_like)
 from . import _dask
 from ._base import (PriorEstimate, _BaseMapper, _matrix, _refuse_long_form, _refuse_nan_ratings, _refuse_surprise_data,
                     _row_stochastic, stack_marginal_priors)
@@ -776,7 +777,8 @@ class QuantizedPrivacyMapper(_BaseMapper):
     coordinates, so this is ``E[predicted rating | c_hat]``); cluster profiles
     rate it ``(sum of members' ratings + 2 * p_j,i) / (number of members'
     ratings + 2)``. Ratings are clipped to the observed rating range and rounded
-    when the input dtype is an integer. Only labeled users' data enter the
+    when the input dtype is an integer, never to 0 ("not rated": a mean of -0.2
+    becomes -1, as ``transform`` rounds). Only labeled users' data enter the
     profiles; they depend on the mapping only through ``c_hat``'s posterior,
     so the release stays a function of ``c_hat`` alone.
 
@@ -1667,7 +1669,9 @@ class QuantizedPrivacyMapper(_BaseMapper):
                 keep[j, top] = True
             values[~keep] = 0.0  # in place (a fresh array): np.where, vstack and astype were three more copies
         if is_int:
-            np.rint(values, out=values)
+            # never to 0 (0 is "not rated"), as transform rounds them: a plain rint here lost every profile
+            # rating within 0.5 of 0 (an int8 -2..2 scale lost 4 that float64 kept) before transform saw them
+            round_ratings(values, out=values)
         P = sp.csr_matrix(values)
         if self.release == "profile":
             P = sp.vstack([P, sp.csr_matrix((1, n_items))], format="csr")

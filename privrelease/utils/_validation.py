@@ -614,6 +614,21 @@ def nullable_numpy_dtype(X):
     return np.result_type(*found)
 
 
+def round_ratings(values, out=None):
+    """Ratings rounded to whole numbers (``np.rint``), never to 0: 0 is "not rated", so a nonzero rating
+    of magnitude at most 0.5 becomes its sign (-0.2 becomes -1) instead of being lost.
+
+    The one rounding of ratings for an integer or bool ``X``: at fit (the release profiles) and at
+    transform (:func:`ratings_in_dtype`). ``out=values`` rounds in place.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    lost = (values != 0) & (np.abs(values) <= 0.5)
+    signs = np.sign(values[lost])
+    out = np.rint(values, out=out)
+    out[lost] = signs
+    return out
+
+
 def ratings_in_dtype(values, dtype, *, what, source, name="X"):
     """Released ratings ``values`` (floats) as an ``X`` of ``dtype`` holds them, or a ValueError.
 
@@ -629,8 +644,7 @@ def ratings_in_dtype(values, dtype, *, what, source, name="X"):
     if values.size == 0:
         return values
     if dtype.kind in "iub":
-        rounded = np.rint(values)
-        values = np.where((rounded == 0) & (values != 0), np.sign(values), rounded)
+        values = round_ratings(values)
     lo, hi = float(values.min()), float(values.max())
     if dtype.kind == "b":
         low, high = 0, 1

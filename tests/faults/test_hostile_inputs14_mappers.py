@@ -74,3 +74,27 @@ def test_mismatch_bound_does_not_depend_on_the_scale_of_sample_weight():
     wq = np.random.default_rng(1).uniform(1e5, 3e5, 120)
     q = QuantizedPrivacyMapper(n_clusters=3, random_state=0).fit(R, g, sample_weight=wq)
     assert q.n_labeled_ == 120
+
+
+def test_integer_profiles_round_ratings_near_zero_to_their_sign():
+    """On a scale around 0 (-2..2 without 0), an int8 fit keeps every profile rating a float64 fit keeps: a mean
+    within 0.5 of 0 is rounded to its sign (never to 0, "not rated"), at fit as at transform, so the int8 and
+    float64 releases rate the same cells."""
+    from privrelease import QuantizedPrivacyMapper
+    from privrelease.datasets import make_ratings
+
+    R, g, _ = make_ratings(n_users=300, n_items=40, random_state=0)
+    X = R.copy()
+    X.data = X.data - 3
+    X.eliminate_zeros()
+    y = g.copy()
+    y[150:] = -1
+    for kw in ({}, {"space": "raw", "profile": "cluster"}):
+        f = QuantizedPrivacyMapper(n_clusters=4, random_state=0, **kw).fit(X.astype(np.float64), y)
+        i = QuantizedPrivacyMapper(n_clusters=4, random_state=0, **kw).fit(X.astype(np.int8), y)
+        Pf, Pi = f.release_profiles_.toarray(), i.release_profiles_.toarray()
+        near_zero = (Pf != 0) & (np.abs(Pf) <= 0.5)
+        assert np.array_equal(Pf != 0, Pi != 0), kw
+        assert np.array_equal(Pi[near_zero], np.sign(Pf[near_zero])), kw
+        assert np.array_equal(Pi, np.where(near_zero, np.sign(Pf), np.rint(Pf))), kw
+        assert f.transform(X.astype(np.float64)).nnz == i.transform(X.astype(np.int8)).nnz, kw
