@@ -51,7 +51,8 @@ from ..mapping import (
 )
 from ..mapping._checks import check_distortion
 from ..utils import check_private_labels
-from ..utils._validation import check_label_input, check_number, check_same_index, is_sparse_frame, plain_value
+from ..utils._validation import (_as_label_array, check_label_input, check_number, check_same_index, is_sparse_frame,
+                                 plain_value)
 from . import _dask
 
 __all__ = ["PriorEstimate", "theorem1_bound", "check_sample_weight", "stack_marginal_priors"]
@@ -1065,7 +1066,7 @@ def _label_columns(y, n_samples):
             return None
         return [y.iloc[:, j] for j in range(y.shape[1])]
     try:
-        arr = np.asarray(y)
+        arr = _as_label_array(y)  # a list whose columns mix label kinds stays objects (refused per column)
     except (TypeError, ValueError):
         return None
     if arr.ndim > 2:  # check_private_labels' "y must be 1-D" hid that a 2-D y is allowed

@@ -963,4 +963,31 @@ def _as_label_array(y, name="y"):
         if isinstance(dtype, np.dtype):
             return y.to_numpy()
         return y.to_numpy(dtype=object)
+    if isinstance(y, (list, tuple)):
+        return _list_labels(y)
     return np.asarray(y)
+
+
+def _list_labels(y):
+    """A Python list of labels as an array; an object array when its disclosed labels mix kinds.
+
+    ``np.asarray`` merged such a list before the mixed-kind check could see it: ``[1, "1", 0]`` became
+    the strings ``['1', '1', '0']`` and ``[True, 1, 0]`` the integers ``[1, 1, 0]`` (the same labels in an
+    object array were refused). Kept as objects, the list meets the same refusal.
+    """
+    natural = np.asarray(y)
+    if natural.dtype == object or natural.ndim not in (1, 2):
+        return natural
+    try:
+        obj = np.asarray(y, dtype=object)
+    except (TypeError, ValueError):  # pragma: no cover - np.asarray(y) succeeded
+        return natural
+    if obj.shape != natural.shape:
+        return natural
+    columns = obj.reshape(obj.shape[0], -1) if obj.ndim == 2 else obj[:, None]
+    for j in range(columns.shape[1]):
+        col = columns[:, j]
+        labeled = ~undisclosed_mask(col)
+        if len({_label_kind(v) for v in col[labeled].tolist()}) > 1:
+            return obj
+    return natural

@@ -98,3 +98,28 @@ def test_integer_profiles_round_ratings_near_zero_to_their_sign():
         assert np.array_equal(Pi[near_zero], np.sign(Pf[near_zero])), kw
         assert np.array_equal(Pi, np.where(near_zero, np.sign(Pf), np.rint(Pf))), kw
         assert f.transform(X.astype(np.float64)).nnz == i.transform(X.astype(np.int8)).nnz, kw
+
+
+@pytest.mark.parametrize("mapper", ["quantized", "erasure"])
+@pytest.mark.parametrize("case", ["int_beside_str", "bool_beside_int", "two_columns"])
+def test_labels_of_mixed_kinds_in_a_list_are_refused(mapper, case):
+    """A plain Python list of labels mixing kinds (1 beside '1', True beside 1) is refused like the same labels
+    in an object array, by both mappers, naming the kinds and example values; a list of one kind still fits."""
+    from privrelease import QuantizedPrivacyMapper
+    from privrelease.datasets import make_ratings
+
+    R, g, _ = make_ratings(n_users=80, n_items=20, random_state=0)
+    g = [int(v) for v in g]
+    if case == "int_beside_str":
+        y = [1 if (v == 1 and i % 2) else ("1" if v == 1 else 0) for i, v in enumerate(g)]
+    elif case == "bool_beside_int":
+        y = [True if (v == 1 and i % 2) else v for i, v in enumerate(g)]
+    else:  # 2-D: the first column mixes, the second is fine
+        y = [[True if (v == 1 and i % 2) else v, "ab"[v]] for i, v in enumerate(g)]
+    if mapper == "quantized":
+        est, X = QuantizedPrivacyMapper(n_clusters=3, random_state=0), R
+    else:
+        est, X = ErasureMapper(random_state=0), np.column_stack([g, np.arange(80) % 3])
+    with pytest.raises(TypeError, match=r"mixes label types \[.*'number'.*\] \(for example"):
+        est.fit(X, y)
+    assert sorted(np.asarray(est.fit(X, g).classes_).tolist()) == [0, 1]
