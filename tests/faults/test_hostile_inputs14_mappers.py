@@ -123,3 +123,28 @@ def test_labels_of_mixed_kinds_in_a_list_are_refused(mapper, case):
     with pytest.raises(TypeError, match=r"mixes label types \[.*'number'.*\] \(for example"):
         est.fit(X, y)
     assert sorted(np.asarray(est.fit(X, g).classes_).tolist()) == [0, 1]
+
+
+def test_priors_refuse_differently_indexed_pandas_inputs_and_empty_samples():
+    """empirical_prior and kde_prior refuse pandas inputs indexed differently (a sorted Series beside its frame's
+    column), naming both labels of the first row that differs, instead of pairing them by position; aligned
+    Series still give the revealing prior. empirical_prior refuses no samples without both alphabet sizes (an
+    empty (0, 0) array summing to 0) and gives the uniform prior when they are given with smoothing."""
+    from privrelease.mapping import empirical_prior, kde_prior
+
+    df = pd.DataFrame({"income": [0, 1, 0, 1], "cluster": [0, 1, 0, 1]})
+    assert empirical_prior(df["income"], df["cluster"]).tolist() == [[0.5, 0.0], [0.0, 0.5]]
+    with pytest.raises(ValueError, match=r"public is indexed differently from private .*row 1 is 2 in private but 1"):
+        empirical_prior(df["income"].sort_values(), df["cluster"])
+    X = pd.DataFrame({"x": [0.0, 10.0, 0.1, 10.1, 0.2, 10.2]})
+    y = pd.Series([0, 1, 0, 1, 0, 1])
+    kde_prior(X, y, grid=[[0.0], [10.0]], bandwidths=[0.5], cv=2)
+    with pytest.raises(ValueError, match=r"y is indexed differently from X .*row 1 is 1 in X but 2 in y"):
+        kde_prior(X, y.sort_values(), grid=[[0.0], [10.0]], bandwidths=[0.5], cv=2)
+    with pytest.raises(ValueError, match=r"no samples with smoothing=1.0.*n_private and n_public=None"):
+        empirical_prior([], [], smoothing=1.0)
+    with pytest.raises(ValueError, match=r"n_public=None"):
+        empirical_prior([], [], smoothing=1.0, n_private=2)
+    with pytest.raises(ValueError, match=r"at least one sample"):
+        empirical_prior([], [], n_private=2, n_public=3)
+    assert np.allclose(empirical_prior([], [], smoothing=1.0, n_private=2, n_public=3), 1 / 6)
