@@ -194,7 +194,7 @@ def _refuse_long_form(X):
         )
 
 
-def _refuse_nan_ratings(X, name="X"):
+def _refuse_nan_ratings(X, name="X", row_offset=None):
     """A rating matrix whose unrated cells are NaN (what ``DataFrame.pivot`` of a long table gives): say that
     0 means "not rated" here.
 
@@ -209,9 +209,12 @@ def _refuse_nan_ratings(X, name="X"):
     count, first = _nan_cells(X)
     if not count:
         return
-    at = "" if first is None else f" (the first at row {first[0]}, column {first[1]})"
+    # row_offset: X is the block of a dask collection starting at that row (rows are named in the whole collection)
+    offset = 0 if row_offset is None else int(row_offset)
+    at = "" if first is None else f" (the first at row {first[0] + offset}, column {first[1]})"
+    block = "" if row_offset is None else f" in its block of rows {offset} to {offset + X.shape[0] - 1}"
     raise ValueError(
-        f"{name} holds {count} NaN entries{at}; in a rating matrix 0 means 'not rated' (a NaN "
+        f"{name} holds {count} NaN entries{block}{at}; in a rating matrix 0 means 'not rated' (a NaN "
         f"is what a pandas pivot of ratings gives for unrated cells): fill them with 0 ({name}.fillna(0) or "
         f"np.nan_to_num({name}, nan=0.0)), or convert long-form ratings with privrelease.recommender.RatingsFrame"
     )

@@ -925,13 +925,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
         dtype = X.dtype if nullable is None else nullable
         if X.dtype == np.float16:  # scipy's sparse kernels refuse float16: compute in float64
             X = X.astype(np.float64)
-        data = X.data if sp.issparse(X) else X
-        top = float(np.abs(data).max()) if data.size else 0.0
-        if top > math.sqrt(np.finfo(np.float64).max / max(X.shape[1], 1)):
-            raise ValueError(
-                f"X holds a value as large as {top!r}: squared distances between users over {X.shape[1]} "
-                "items would overflow float64; ratings are expected on a bounded scale (rescale them)"
-            )
+        _check_rating_scale(X)
         return X, fmt, dtype
 
     def _space(self):
@@ -1730,7 +1724,10 @@ class QuantizedPrivacyMapper(_BaseMapper):
             # converts them (was scipy's "sparse does not support dtype object" inside the quantizer)
             Xd = Xd.astype(np.float64)
         y_parts = _dask.y_blocks(y, Xd)
-        X_parts = list(Xd.to_delayed().ravel())
+        starts = np.concatenate([[0], np.cumsum(Xd.chunks[0])[:-1]]).astype(np.int64)
+        # every block is checked as an in-memory X is, in the sample's pass and in the full pass
+        X_parts = [dask.delayed(_checked_block)(xb, int(start))
+                   for xb, start in zip(Xd.to_delayed().ravel(), starts)]
         summaries = dask.compute(*[dask.delayed(_dask.label_summary)(yb) for yb in y_parts])
         n_lab = np.array([s[0] for s in summaries], dtype=np.int64)
         total = int(n_lab.sum())
@@ -2187,3 +2184,37 @@ class QuantizedPrivacyMapper(_BaseMapper):
         tags.non_deterministic = True
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
         return tags
+
+
+def _check_rating_scale(X):
+    """Refuse ratings whose squared distances over ``X.shape[1]`` items would overflow float64."""
+    data = X.data if sp.issparse(X) else np.asarray(X)
+    top = float(np.abs(data).max()) if data.size else 0.0
+    if top > math.sqrt(np.finfo(np.float64).max / max(X.shape[1], 1)):
+        raise ValueError(
+            f"X holds a value as large as {top!r}: squared distances between users over {X.shape[1]} "
+            "items would overflow float64; ratings are expected on a bounded scale (rescale them)"
+        )
+
+
+def _checked_block(Xb, start):
+    """One block of a dask fit, refused as an in-memory fit refuses ``X`` (NaN, infinity, a value whose squared
+    distances overflow), its rows named in the whole collection; returned as it is.
+
+    Only the rows drawn for k-means used to be checked: a NaN in another labeled row came out of the full pass as
+    "distortion must not contain NaN", or (``metric="hamming"``) was counted as a rating without a word.
+    """
+    _refuse_nan_ratings(Xb, row_offset=start)
+    C = Xb.tocoo() if sp.issparse(Xb) else None
+    data = C.data if C is not None else np.asarray(Xb)
+    if data.dtype.kind == "f" and not np.isfinite(data).all():
+        if C is not None:
+            k = int(np.flatnonzero(~np.isfinite(C.data))[0])
+            r, c, v = int(C.row[k]), int(C.col[k]), data[k]
+        else:
+            r, c = (int(i) for i in np.argwhere(~np.isfinite(data))[0])
+            v = data[r, c]
+        raise ValueError(f"Input X contains infinity or a value too large for dtype('float64'): {plain_value(v)!r} "
+                         f"at row {start + r}, column {c} (ratings must be finite)")
+    _check_rating_scale(Xb)
+    return Xb

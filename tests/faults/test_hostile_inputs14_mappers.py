@@ -148,3 +148,40 @@ def test_priors_refuse_differently_indexed_pandas_inputs_and_empty_samples():
     with pytest.raises(ValueError, match=r"at least one sample"):
         empirical_prior([], [], n_private=2, n_public=3)
     assert np.allclose(empirical_prior([], [], smoothing=1.0, n_private=2, n_public=3), 1 / 6)
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "hamming"])
+@pytest.mark.parametrize("bad", ["nan", "inf", "huge"])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_dask_fit_checks_every_block_not_only_the_sample(metric, bad, sparse):
+    """A NaN, an infinity or a value whose squared distances overflow, in a labeled row the k-means sample does
+    not draw (dask_sample_size=40 of 100 labeled users), is refused by a dask fit as an in-memory fit refuses it,
+    naming the value's row in the whole collection and its column (it was "distortion must not contain NaN", and
+    with metric="hamming" a NaN was counted as a rating without a word)."""
+    import dask
+    import dask.array as da
+    import scipy.sparse as sp
+
+    from privrelease import QuantizedPrivacyMapper
+    from privrelease.datasets import make_ratings
+
+    R, g, _ = make_ratings(n_users=200, n_items=30, random_state=0)
+    y = g.copy()
+    y[100:] = -1
+    from privrelease.mappers import _dask as dask_helpers
+
+    seed = dask_helpers.quantizer_sample_seed(0)
+    drawn = dask_helpers.sample_block(np.arange(50, 100)[:, None], y[50:100], 20, seed, 1)[0].ravel()
+    assert 62 not in drawn  # a labeled row outside the k-means sample
+    D = R.toarray()
+    col = int(np.flatnonzero(D[62])[0])
+    D[62, col] = {"nan": np.nan, "inf": np.inf, "huge": 1e160}[bad]
+    X = da.from_array(D, chunks=(50, 30))
+    if sparse:
+        X = X.map_blocks(sp.csr_matrix, dtype=D.dtype, meta=sp.csr_matrix((0, 0)))
+    expected = {"nan": rf"X holds 1 NaN entries in its block of rows 50 to 99 \(the first at row 62, column {col}\)",
+                "inf": rf"contains infinity .*inf at row 62, column {col}",
+                "huge": r"X holds a value as large as 1e\+160"}[bad]
+    with dask.config.set(scheduler="synchronous"):
+        with pytest.raises(ValueError, match=expected):
+            QuantizedPrivacyMapper(n_clusters=4, metric=metric, random_state=0, dask_sample_size=40).fit(X, y)
