@@ -15,9 +15,9 @@ from ..mapping import expected_distortion, leakage as heldout_leakage, mutual_in
 from ..utils import check_random_source
 from ..utils._constraints import NumberInterval
 from ..utils._threads import single_thread
-from ..utils._validation import (as_float_if_object, canonical_sparse, check_allocation, check_no_time_values,
-                                 check_not_subnormal, check_numeric_frame, check_table, is_sparse_frame,
-                                 nullable_numpy_dtype, plain_value, ratings_in_dtype, round_ratings,
+from ..utils._validation import (as_float_if_object, canonical_sparse, check_allocation, check_label_kinds,
+                                 check_no_time_values, check_not_subnormal, check_numeric_frame, check_table,
+                                 is_sparse_frame, nullable_numpy_dtype, plain_value, ratings_in_dtype, round_ratings,
                                  sparse_frame_like)
 from . import _dask
 from ._base import (PriorEstimate, _BaseMapper, _matrix, _refuse_long_form, _refuse_nan_ratings, _refuse_surprise_data,
@@ -1736,6 +1736,9 @@ class QuantizedPrivacyMapper(_BaseMapper):
                 f"no labeled users: all {Xd.shape[0]} entries of y are missing (-1 or NaN); "
                 "the prior is estimated from users who disclosed the private attribute"
             )
+        # each block's labels were checked alone: ints in one block beside booleans (merged) or strings (a raw
+        # TypeError in np.unique) in another are refused as the same labels in memory
+        check_label_kinds([v for s in summaries for v in s[1].tolist()])
         classes = np.unique(np.concatenate([s[1] for s in summaries]))
         if classes.size < 2:
             raise ValueError(

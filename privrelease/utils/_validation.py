@@ -763,17 +763,24 @@ def check_private_labels(y, n_samples, *, name="y"):
     _check_finite_labels(y, labeled, name)
     _check_categorical_labels(y, labeled, name)
     if y.dtype.kind == "O" and labeled.any():
-        kinds = {}
-        for v in y[labeled].tolist():
-            kinds.setdefault(_label_kind(v), v)
-        if len(kinds) > 1:
-            raise TypeError(
-                f"{name} mixes label types {sorted(kinds)} (for example "
-                + ", ".join(f"{v!r}" for v in kinds.values())
-                + "); expected one kind of label (all numbers, all strings or all booleans), "
-                "so that 1 and True, or '1' and 1, are never merged into one class"
-            )
+        check_label_kinds(y[labeled].tolist(), name)
     return y, labeled
+
+
+def check_label_kinds(labels, name="y"):
+    """Refuse disclosed labels of more than one kind (numbers, strings, booleans ...) with a TypeError naming
+    the kinds and one label of each: ``numpy.unique`` would merge ``1`` and ``True`` or fail on ``'1'`` beside
+    ``1``. ``labels`` is any iterable of disclosed labels (the blocks of a dask ``y`` are checked together)."""
+    kinds = {}
+    for v in labels:
+        kinds.setdefault(_label_kind(v), v)
+    if len(kinds) > 1:
+        raise TypeError(
+            f"{name} mixes label types {sorted(kinds)} (for example "
+            + ", ".join(f"{v!r}" for v in kinds.values())
+            + "); expected one kind of label (all numbers, all strings or all booleans), "
+            "so that 1 and True, or '1' and 1, are never merged into one class"
+        )
 
 
 def check_real_target(y, name="y", what="real numbers"):

@@ -185,3 +185,28 @@ def test_dask_fit_checks_every_block_not_only_the_sample(metric, bad, sparse):
     with dask.config.set(scheduler="synchronous"):
         with pytest.raises(ValueError, match=expected):
             QuantizedPrivacyMapper(n_clusters=4, metric=metric, random_state=0, dask_sample_size=40).fit(X, y)
+
+
+@pytest.mark.parametrize("second_block", ["bool", "str"])
+def test_dask_fit_refuses_label_kinds_that_differ_between_blocks(second_block):
+    """Labels that are integers in one block of a dask fit and booleans (merged into one class) or strings (a raw
+    TypeError from np.unique) in another are refused with the in-memory message naming the kinds and a label of
+    each; labels of one kind across blocks still fit."""
+    import dask
+    import dask.array as da
+
+    from privrelease import QuantizedPrivacyMapper
+    from privrelease.datasets import make_ratings
+
+    R, g, _ = make_ratings(n_users=200, n_items=30, random_state=0)
+    y = g.astype(object)
+    y[100:] = -1
+    y[50:100] = [bool(v) if second_block == "bool" else str(int(v)) for v in g[50:100]]
+    X = da.from_array(R.toarray(), chunks=(50, 30))
+    kinds = "'bool', 'number'" if second_block == "bool" else "'number', 'string'"
+    with dask.config.set(scheduler="synchronous"):
+        with pytest.raises(TypeError, match=rf"y mixes label types \[{kinds}\] \(for example"):
+            QuantizedPrivacyMapper(n_clusters=4, random_state=0).fit(X, y)
+        y_ok = g.astype(object)
+        y_ok[100:] = -1
+        assert QuantizedPrivacyMapper(n_clusters=4, random_state=0).fit(X, y_ok).classes_.tolist() == [0, 1]
