@@ -994,8 +994,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
         ``j``), then the fine cell of that bin (``fine_cells_``)."""
         coarse = self._nearest_centers(E, self.coarse_centers_)
         t = np.asarray(E @ self.attribute_directions_[0]).ravel()
-        b = (t[:, None] > self.split_thresholds_[coarse]).sum(axis=1)
-        return self.fine_cells_[coarse, b]
+        return self.fine_cells_[coarse, _bins_in_cells(t, coarse, self.split_thresholds_)]
 
     def _output_points(self):
         """Points of the output alphabet in the clustering space (``output_points_``, then origin).
@@ -1185,15 +1184,17 @@ class QuantizedPrivacyMapper(_BaseMapper):
                 thr[c] = 0.5 * (tc[cut - 1] + tc[cut])
             else:
                 thr[c] = tc[-1]
-        raw = coarse * s + (t[:, None] > thr[coarse]).sum(axis=1)
+        raw = coarse * s + _bins_in_cells(t, coarse, thr)
         used = np.unique(raw)
         fine = np.full(kc * s, -1)
         fine[used] = np.arange(used.size)
         fine = fine.reshape(kc, s)
+        bins = np.arange(s)
         for c in range(kc):  # an empty bin (ties, few members) joins the nearest non-empty bin of its cell
-            ok = np.flatnonzero(fine[c] >= 0)
-            for b in np.flatnonzero(fine[c] < 0):
-                fine[c, b] = fine[c, ok[np.argmin(np.abs(ok - b))]]
+            ok = np.flatnonzero(fine[c] >= 0)  # (the lower one at equal distance), found by bisection: a Python
+            pos = np.searchsorted(ok, bins)    # loop over every empty bin took 14 s at class_bins=10**6
+            left, right = ok[np.maximum(pos - 1, 0)], ok[np.minimum(pos, ok.size - 1)]
+            fine[c] = fine[c, np.where(np.abs(bins - left) <= np.abs(right - bins), left, right)]
         self.split_thresholds_ = thr
         self.fine_cells_ = fine
         labels = fine.ravel()[raw]
@@ -2221,3 +2222,15 @@ def _checked_block(Xb, start):
                          f"at row {start + r}, column {c} (ratings must be finite)")
     _check_rating_scale(Xb)
     return Xb
+
+
+def _bins_in_cells(t, cells, thresholds):
+    """The bin of each coordinate ``t[i]`` in its cell ``cells[i]``: how many of the cell's (non-decreasing)
+    ``thresholds[cells[i]]`` it exceeds, by bisection, cell by cell. Comparing every row with every threshold
+    (``t[:, None] > thresholds[cells]``) held rows x (class_bins - 1) booleans: 919 MB for 16,400 users at
+    ``class_bins=5000``."""
+    out = np.zeros(t.shape[0], dtype=np.int64)
+    for c in np.unique(cells):
+        rows = np.flatnonzero(cells == c)
+        out[rows] = np.searchsorted(thresholds[c], t[rows], side="left")  # thresholds[c] < t: t above them
+    return out
