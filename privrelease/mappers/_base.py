@@ -51,7 +51,8 @@ from ..mapping import (
 )
 from ..mapping._checks import check_distortion
 from ..utils import check_private_labels
-from ..utils._validation import check_label_input, check_number, check_same_index, is_sparse_frame, plain_value
+from ..utils._validation import (_as_label_array, check_label_input, check_number, check_same_index, is_sparse_frame,
+                                 plain_value)
 from . import _dask
 
 __all__ = ["PriorEstimate", "theorem1_bound", "check_sample_weight", "stack_marginal_priors"]
@@ -193,7 +194,7 @@ def _refuse_long_form(X):
         )
 
 
-def _refuse_nan_ratings(X, name="X"):
+def _refuse_nan_ratings(X, name="X", row_offset=None):
     """A rating matrix whose unrated cells are NaN (what ``DataFrame.pivot`` of a long table gives): say that
     0 means "not rated" here.
 
@@ -208,9 +209,12 @@ def _refuse_nan_ratings(X, name="X"):
     count, first = _nan_cells(X)
     if not count:
         return
-    at = "" if first is None else f" (the first at row {first[0]}, column {first[1]})"
+    # row_offset: X is the block of a dask collection starting at that row (rows are named in the whole collection)
+    offset = 0 if row_offset is None else int(row_offset)
+    at = "" if first is None else f" (the first at row {first[0] + offset}, column {first[1]})"
+    block = "" if row_offset is None else f" in its block of rows {offset} to {offset + X.shape[0] - 1}"
     raise ValueError(
-        f"{name} holds {count} NaN entries{at}; in a rating matrix 0 means 'not rated' (a NaN "
+        f"{name} holds {count} NaN entries{block}{at}; in a rating matrix 0 means 'not rated' (a NaN "
         f"is what a pandas pivot of ratings gives for unrated cells): fill them with 0 ({name}.fillna(0) or "
         f"np.nan_to_num({name}, nan=0.0)), or convert long-form ratings with privrelease.recommender.RatingsFrame"
     )
@@ -1065,7 +1069,7 @@ def _label_columns(y, n_samples):
             return None
         return [y.iloc[:, j] for j in range(y.shape[1])]
     try:
-        arr = np.asarray(y)
+        arr = _as_label_array(y)  # a list whose columns mix label kinds stays objects (refused per column)
     except (TypeError, ValueError):
         return None
     if arr.ndim > 2:  # check_private_labels' "y must be 1-D" hid that a 2-D y is allowed

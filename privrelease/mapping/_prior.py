@@ -6,7 +6,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from ..utils import check_number, check_random_source
-from ..utils._validation import as_int64_codes, check_allocation, plain_value
+from ..utils._validation import as_int64_codes, check_allocation, check_same_index, plain_value
 
 __all__ = ["empirical_prior", "kde_prior", "KDEPrior"]
 
@@ -33,6 +33,9 @@ def empirical_prior(private, public, *, n_private=None, n_public=None, smoothing
     ----------
     private, public : array-like of int, shape (n_samples,)
         Integer codes of the private attribute and of the public symbol per sample.
+        Two pandas Series are paired by position only when their indexes agree (or one is
+        the default ``0, 1, 2 ...`` and they do not hold the same labels in another order);
+        differently indexed ones are refused (align them first).
     n_private, n_public : int, optional
         Alphabet sizes (default: largest code + 1).
     smoothing : float, default=0.0
@@ -41,6 +44,9 @@ def empirical_prior(private, public, *, n_private=None, n_public=None, smoothing
     Returns
     -------
     ndarray of shape (n_private, n_public), summing to 1.
+        With no samples, the smoothing alone: the uniform prior over ``n_private`` x
+        ``n_public`` cells, which needs ``smoothing > 0`` and both alphabet sizes given
+        (no samples and no sizes is refused: there is no alphabet to spread over).
 
     References
     ----------
@@ -52,6 +58,9 @@ def empirical_prior(private, public, *, n_private=None, n_public=None, smoothing
     array([[0.25, 0.25],
            [0.  , 0.5 ]])
     """
+    # pandas inputs are paired by position: a differently indexed pair (private.sort_values() beside public)
+    # turned a fully revealing prior into an independent one
+    check_same_index(private, public, "public", x_name="private")
     a, na = _codes(private, "private", n_private)
     c, nc = _codes(public, "public", n_public)
     if a.shape != c.shape:
@@ -59,6 +68,12 @@ def empirical_prior(private, public, *, n_private=None, n_public=None, smoothing
     s = check_number(smoothing, "smoothing", low=0.0)
     if a.size == 0 and s == 0:
         raise ValueError("empirical_prior needs at least one sample (or smoothing > 0)")
+    if a.size == 0 and (n_private is None or n_public is None):
+        # an empty (0, 0) array that does not sum to 1 was returned
+        missing = " and ".join(n for n, v in (("n_private", n_private), ("n_public", n_public)) if v is None)
+        raise ValueError(f"empirical_prior got no samples with smoothing={plain_value(s)!r}: a prior of the smoothing "
+                         f"alone needs both alphabet sizes, got {missing}=None; give at least one sample, or "
+                         "n_private and n_public (the prior is then uniform)")
     check_allocation(na * nc, f"n_private={na} x n_public={nc}: the prior")
     counts = np.zeros((na, nc))
     np.add.at(counts, (a, c), 1.0)
@@ -114,7 +129,8 @@ def kde_prior(X, y, *, grid=None, n_grid=None, bandwidths=None, cv=5, random_sta
     ----------
     X : array-like of shape (n_samples, n_features)
     y : array-like of shape (n_samples,)
-        Private class of each sample.
+        Private class of each sample. A pandas ``y`` indexed differently from a pandas
+        ``X`` is refused (rows are paired by position).
     grid : array-like of shape (n_points, n_features), optional
         The points ``b_j``. When omitted: ``n_grid`` points drawn from the fitted
         mixture ``sum_a p(a) f_a`` if ``n_grid`` is given, else the distinct rows of X.
@@ -151,6 +167,7 @@ def kde_prior(X, y, *, grid=None, n_grid=None, bandwidths=None, cv=5, random_sta
     from sklearn.model_selection import GridSearchCV
     from sklearn.neighbors import KernelDensity
 
+    check_same_index(X, y)  # rows are paired by position: a y.sort_values() gave each row another row's class
     X = np.asarray(X, dtype=float)
     if X.ndim == 1:
         X = X[:, None]

@@ -624,6 +624,21 @@ def nullable_numpy_dtype(X):
     return np.result_type(*found)
 
 
+def round_ratings(values, out=None):
+    """Ratings rounded to whole numbers (``np.rint``), never to 0: 0 is "not rated", so a nonzero rating
+    of magnitude at most 0.5 becomes its sign (-0.2 becomes -1) instead of being lost.
+
+    The one rounding of ratings for an integer or bool ``X``: at fit (the release profiles) and at
+    transform (:func:`ratings_in_dtype`). ``out=values`` rounds in place.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    lost = (values != 0) & (np.abs(values) <= 0.5)
+    signs = np.sign(values[lost])
+    out = np.rint(values, out=out)
+    out[lost] = signs
+    return out
+
+
 def ratings_in_dtype(values, dtype, *, what, source, name="X"):
     """Released ratings ``values`` (floats) as an ``X`` of ``dtype`` holds them, or a ValueError.
 
@@ -639,8 +654,7 @@ def ratings_in_dtype(values, dtype, *, what, source, name="X"):
     if values.size == 0:
         return values
     if dtype.kind in "iub":
-        rounded = np.rint(values)
-        values = np.where((rounded == 0) & (values != 0), np.sign(values), rounded)
+        values = round_ratings(values)
     lo, hi = float(values.min()), float(values.max())
     if dtype.kind == "b":
         low, high = 0, 1
@@ -759,17 +773,24 @@ def check_private_labels(y, n_samples, *, name="y"):
     _check_finite_labels(y, labeled, name)
     _check_categorical_labels(y, labeled, name)
     if y.dtype.kind == "O" and labeled.any():
-        kinds = {}
-        for v in y[labeled].tolist():
-            kinds.setdefault(_label_kind(v), v)
-        if len(kinds) > 1:
-            raise TypeError(
-                f"{name} mixes label types {sorted(kinds)} (for example "
-                + ", ".join(f"{v!r}" for v in kinds.values())
-                + "); expected one kind of label (all numbers, all strings or all booleans), "
-                "so that 1 and True, or '1' and 1, are never merged into one class"
-            )
+        check_label_kinds(y[labeled].tolist(), name)
     return y, labeled
+
+
+def check_label_kinds(labels, name="y"):
+    """Refuse disclosed labels of more than one kind (numbers, strings, booleans ...) with a TypeError naming
+    the kinds and one label of each: ``numpy.unique`` would merge ``1`` and ``True`` or fail on ``'1'`` beside
+    ``1``. ``labels`` is any iterable of disclosed labels (the blocks of a dask ``y`` are checked together)."""
+    kinds = {}
+    for v in labels:
+        kinds.setdefault(_label_kind(v), v)
+    if len(kinds) > 1:
+        raise TypeError(
+            f"{name} mixes label types {sorted(kinds)} (for example "
+            + ", ".join(f"{v!r}" for v in kinds.values())
+            + "); expected one kind of label (all numbers, all strings or all booleans), "
+            "so that 1 and True, or '1' and 1, are never merged into one class"
+        )
 
 
 def check_real_target(y, name="y", what="real numbers"):
@@ -959,4 +980,31 @@ def _as_label_array(y, name="y"):
         if isinstance(dtype, np.dtype):
             return y.to_numpy()
         return y.to_numpy(dtype=object)
+    if isinstance(y, (list, tuple)):
+        return _list_labels(y)
     return np.asarray(y)
+
+
+def _list_labels(y):
+    """A Python list of labels as an array; an object array when its disclosed labels mix kinds.
+
+    ``np.asarray`` merged such a list before the mixed-kind check could see it: ``[1, "1", 0]`` became
+    the strings ``['1', '1', '0']`` and ``[True, 1, 0]`` the integers ``[1, 1, 0]`` (the same labels in an
+    object array were refused). Kept as objects, the list meets the same refusal.
+    """
+    natural = np.asarray(y)
+    if natural.dtype == object or natural.ndim not in (1, 2):
+        return natural
+    try:
+        obj = np.asarray(y, dtype=object)
+    except (TypeError, ValueError):  # pragma: no cover - np.asarray(y) succeeded
+        return natural
+    if obj.shape != natural.shape:
+        return natural
+    columns = obj.reshape(obj.shape[0], -1) if obj.ndim == 2 else obj[:, None]
+    for j in range(columns.shape[1]):
+        col = columns[:, j]
+        labeled = ~undisclosed_mask(col)
+        if len({_label_kind(v) for v in col[labeled].tolist()}) > 1:
+            return obj
+    return natural
