@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from ..utils._validation import check_ids, check_not_subnormal
+from ..utils._validation import check_ids, check_not_subnormal, plain_value
 
 __all__ = ["load_movielens_100k", "load_movielens_1m", "load_ratings_csv", "movielens_100k_search_paths",
            "movielens_1m_search_paths"]
@@ -473,6 +473,21 @@ def _integer_column(values, file, what):
     return text.astype(np.int64).to_numpy()
 
 
+def _check_distinct_columns(named):
+    """Refuse two parameters of ``named`` (``{parameter: column}``) naming one column.
+
+    ``item_col='user'`` read every user's ratings as ratings of an item named by the user (one per user: 100 of
+    1,200 ratings kept) and ``item_col='rating'`` as ratings of five items, without a word.
+    """
+    seen = []
+    for name, col in named.items():
+        first = next((n for n, c in seen if isinstance(c, str) == isinstance(col, str) and c == col), None)
+        if first is not None:
+            raise ValueError(f"{first} and {name} both name the column {plain_value(col)!r}; expected a different "
+                             f"column for each of {', '.join(named)}")
+        seen.append((name, col))
+
+
 def load_ratings_csv(path, *, user_col="user", item_col="item", rating_col="rating",
                      sep=",", header=True, encoding="utf-8", timestamp_col=None, drop_ratings=()):
     """Read a long-format rating file (one ``user, item, rating`` row each) into CSR.
@@ -531,7 +546,8 @@ def load_ratings_csv(path, *, user_col="user", item_col="item", rating_col="rati
     FileNotFoundError
         ``path`` does not exist.
     ValueError
-        A named column is missing, or a rating is 0, NaN or not a number
+        A named column is missing, two of ``user_col``, ``item_col``, ``rating_col``,
+        ``timestamp_col`` name the same column, or a rating is 0, NaN or not a number
         (0 means "not rated" in a rating matrix): the message names the line
         and the column, and ``drop_ratings`` leaves such rows out. A subnormal
         rating (``1e-320``, about 0) and a misleading id (see ``user_ids``) too.
@@ -550,6 +566,7 @@ def load_ratings_csv(path, *, user_col="user", item_col="item", rating_col="rati
     user_col, item_col, rating_col, timestamp_col = (c.strip() if isinstance(c, str) else c for c in
                                                      (user_col, item_col, rating_col, timestamp_col))
     cols = [user_col, item_col, rating_col] + ([] if timestamp_col is None else [timestamp_col])
+    _check_distinct_columns(dict(zip(("user_col", "item_col", "rating_col", "timestamp_col"), cols)))
     drop_ratings = _check_drop_ratings(drop_ratings)
     if not header and not all(isinstance(c, (int, np.integer)) and not isinstance(c, (bool, np.bool_))
                               for c in cols):

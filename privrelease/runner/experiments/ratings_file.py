@@ -189,6 +189,15 @@ def read_data(path=None, users_path=None, **options):
     if key in _CACHE:
         return _CACHE[key]
     from ...datasets import load_ratings_csv
+    from ...datasets._movielens import _check_distinct_columns
+
+    # item_col = "rating" read five items (439 of 1,200 ratings kept) and ran without a word
+    try:
+        _check_distinct_columns({k: opts[k].strip() if isinstance(opts[k], str) else opts[k]
+                                 for k in ("user_col", "item_col", "rating_col", "timestamp_col")
+                                 if opts[k] is not None})
+    except ValueError as exc:
+        raise PipelineError(f"parameters {exc}") from None
 
     try:
         R, user_ids, item_ids = load_ratings_csv(path, **{k: opts[k] for k in _READER if k != "path"})
@@ -343,6 +352,9 @@ def _read_users(path, id_col, columns, sep, encoding, names=None):
             raise PipelineError(f"parameter users_path: {exc}") from None
         # the names as written ('sex' twice: pandas renamed the second 'sex.1' and the first was read)
         df.columns = first if len(first) == df.shape[1] else [str(c).strip() for c in df.columns]
+    if id_col in columns:  # every user's id became a class of the attribute
+        raise PipelineError(f"parameters users_id_col and attribute both name the column {id_col!r} of the users "
+                            f"file {path!r}; expected the attribute in another column than the users' ids")
     for name, c in [("users_id_col", id_col)] + [("attribute", c) for c in columns]:
         if c not in df.columns:
             raise PipelineError(f"parameter {name}: column {c!r} not in the users file {path!r}; its columns "
