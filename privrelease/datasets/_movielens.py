@@ -171,7 +171,9 @@ def load_movielens_100k(path=None):
     NotADirectoryError
         ``path`` names a file, not a folder.
     ValueError
-        A file is malformed, a gender is not F or M, or ``u.data`` rates with a user
+        A file is malformed (an id, age or timestamp that is not an integer written
+        with the ASCII digits 0-9, an optional sign and spaces around: ``'1_0'`` and
+        ``'\u0663'`` are refused), a gender is not F or M, or ``u.data`` rates with a user
         ``u.user`` does not describe (the message names the file).
 
     References
@@ -273,8 +275,9 @@ def load_movielens_1m(path=None):
     NotADirectoryError
         ``path`` names a file, not a folder.
     ValueError
-        A file is malformed: a line with the wrong number of fields, a
-        non-numeric id, a rating outside 1-5, a gender other than F/M, an age
+        A file is malformed: a line with the wrong number of fields, an id,
+        age or timestamp that is not an integer written with the ASCII digits
+        0-9 (an optional sign and spaces around), a rating outside 1-5, a gender other than F/M, an age
         that is not one of the codes, or a rating by a user ``users.dat`` does
         not describe (the message names the file and the line).
 
@@ -457,20 +460,32 @@ def _read_fields(file, sep, min_fields, max_fields, what, encodings=("utf-8", "l
     return df
 
 
+#: an integer of the MovieLens files: ASCII digits, an optional sign, spaces or tabs around
+_INTEGER = r"[ \t]*[+-]?[0-9]{1,18}[ \t]*"
+
+
 def _integer_column(values, file, what):
-    """Integer ids, ages or timestamps; anything else is refused naming the file, the line and the value."""
+    """Integer ids, ages or timestamps written with ASCII digits (an optional sign, spaces or tabs around);
+    anything else is refused naming the file, the line and the value.
+
+    numpy's parser follows Python's ``int``: it read ``'1_0'`` as 10 and the Arabic-Indic ``'\u0663'`` as 3, so
+    such a user was merged into user 10 or 3 and one of their ratings of an item lost, without a word.
+    """
     text = pd.Series(values, dtype=str)
-    try:  # fast path: numpy parses decimal integer strings ('1.5', '1e3', '' and 'x' raise)
-        return text.to_numpy(dtype=str).astype(np.int64)
-    except (ValueError, OverflowError):
-        pass
-    text = text.str.strip()
-    ok = text.str.fullmatch(r"[+-]?\d{1,18}")
+    array = text.to_numpy(dtype=str)
+    # fast path: numpy parses decimal integer strings ('1.5', '1e3', '' and 'x' raise); what it also reads
+    # ('1_0', Unicode digits and spaces) holds a character outside the ASCII digits, signs, spaces and tabs
+    if re.fullmatch(r"[0-9+\- \t]*", "".join(array)):
+        try:
+            return array.astype(np.int64)
+        except (ValueError, OverflowError):
+            pass
+    ok = text.str.fullmatch(_INTEGER)
     if not ok.all():
         row = int(np.flatnonzero(~ok.to_numpy())[0])
         raise ValueError(f"{file} line {row + 1}: {what} {values.iloc[row]!r} is not an integer "
-                         "(of at most 18 digits)")
-    return text.astype(np.int64).to_numpy()
+                         "(expected at most 18 ASCII digits 0-9, with an optional sign)")
+    return text.str.strip(" \t").astype(np.int64).to_numpy()
 
 
 def _check_distinct_columns(named):

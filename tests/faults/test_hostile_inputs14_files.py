@@ -1,9 +1,11 @@
 """Hostile inputs, fourteenth audit: ratings files, loaders and pipeline parameters (one test per finding)"""
 
+import re
+
 import numpy as np
 import pytest
 
-from privrelease.datasets import load_ratings_csv
+from privrelease.datasets import load_movielens_1m, load_movielens_100k, load_ratings_csv
 from privrelease.runner import PipelineError, check_run
 
 
@@ -37,3 +39,37 @@ def test_two_parameters_naming_one_column_are_refused(tmp_path, kwargs, first, s
         check_run("ratings_file", {**base, "item_col": "rating"}, quick=True)
     with pytest.raises(PipelineError, match="parameters users_id_col and attribute both name the column 'user'"):
         check_run("ratings_file", {**base, "attribute": "user"}, quick=True)
+
+
+# ----------------------------------------------------------------------- MovieLens integers: ASCII digits only
+def _movielens(folder, version, user="10", age=None, timestamp="200"):
+    """A MovieLens folder whose second rating line (and, with ``age``, first users line) holds the value given."""
+    folder.mkdir()
+    if version == "100k":
+        (folder / "u.data").write_text(f"10\t1\t5\t100\n{user}\t2\t1\t{timestamp}\n3\t2\t4\t100\n", encoding="utf-8")
+        (folder / "u.user").write_text(f"3|{age or 30}|F|writer|12345\n10|40|M|other|54321\n", encoding="utf-8")
+        (folder / "u.item").write_text("1|A|x\n2|B|y\n")
+        return load_movielens_100k, ("u.data", "u.user")
+    (folder / "ratings.dat").write_text(f"10::1::5::100\n{user}::2::1::{timestamp}\n3::2::4::100\n", encoding="utf-8")
+    (folder / "users.dat").write_text(f"3::F::{age or 25}::1::12345\n10::M::35::2::54321\n", encoding="utf-8")
+    (folder / "movies.dat").write_text("1::A::x\n2::B::y\n")
+    return load_movielens_1m, ("ratings.dat", "users.dat")
+
+
+@pytest.mark.parametrize("version", ["100k", "1m"])
+def test_movielens_integers_other_than_ascii_digits_are_refused(tmp_path, version):
+    # numpy read '1_0' as 10 and the Arabic-Indic '\u0663' as 3: a user merged into another, a rating lost
+    hostile = [("user", "1_0"), ("user", "\u0663"), ("user", "\uff11\uff10"), ("user", "\u00a010"),
+               ("timestamp", "2_00"), ("age", "2\u0665")]
+    for k, (field, value) in enumerate(hostile):
+        load, (data, users) = _movielens(tmp_path / f"ml{k}", version, **{field: value})
+        what = {"user": "user id", "timestamp": "timestamp", "age": "age"}[field]
+        line, file = (1, users) if field == "age" else (2, data)
+        with pytest.raises(ValueError, match=f"{file} line {line}: {what} {re.escape(repr(value))} is not an "
+                                             r"integer \(expected at most 18 ASCII digits 0-9"):
+            load(tmp_path / f"ml{k}")
+    # a sign and spaces (or tabs) around ASCII digits stay accepted: ' +10 ' is user 10
+    load, _ = _movielens(tmp_path / "ok", version, user=" +10\t" if version == "1m" else " +10 ")
+    R, users, _ = load(tmp_path / "ok")
+    assert users.index.tolist() == [3, 10]
+    assert R.toarray().tolist() == [[0, 4], [5, 1]]
