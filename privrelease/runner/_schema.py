@@ -76,6 +76,19 @@ def _type_name(value):
             tuple: "array", dict: "table"}.get(type(value), type(value).__name__)
 
 
+def _beyond_float64(value):
+    """`` (an integer of N bits, beyond the float64 range)`` for an int that float64 cannot hold, else ``""``.
+
+    math.isfinite(10**400) raised OverflowError, which escaped as "the run failed" (as
+    :func:`privrelease.utils.check_number` does, such an integer is infinite, so not a finite number).
+    """
+    try:
+        float(value)
+    except OverflowError:
+        return f" (an integer of {abs(int(value)).bit_length()} bits, beyond the float64 range)"
+    return ""
+
+
 class Spec:
     """One parameter's declaration; ``check(name, value)`` returns the value or raises."""
 
@@ -164,8 +177,9 @@ class Float(_Range):
     def check(self, name, value):
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
             raise self._type_error(name, value)
-        if not math.isfinite(value):
-            raise self._value_error(name, value)
+        beyond = _beyond_float64(value)
+        if beyond or not math.isfinite(value):
+            raise self._value_error(name, value, beyond)
         return self._check_range(name, float(value))
 
 
@@ -247,8 +261,9 @@ class Scalar(Spec):
         if isinstance(value, bool):
             return value
         if isinstance(value, numbers.Real):
-            if not math.isfinite(value):
-                raise self._value_error(name, value)
+            beyond = _beyond_float64(value)
+            if beyond or not math.isfinite(value):
+                raise self._value_error(name, value, beyond)
             return value
         if isinstance(value, str) and len(value) <= 200:
             return value

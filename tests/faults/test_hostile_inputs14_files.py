@@ -1,6 +1,7 @@
 """Hostile inputs, fourteenth audit: ratings files, loaders and pipeline parameters (one test per finding)"""
 
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -73,3 +74,23 @@ def test_movielens_integers_other_than_ascii_digits_are_refused(tmp_path, versio
     R, users, _ = load(tmp_path / "ok")
     assert users.index.tolist() == [3, 10]
     assert R.toarray().tolist() == [[0, 4], [5, 1]]
+
+
+# ----------------------------------------------------------------------- an integer beyond float64
+def test_an_integer_beyond_float64_for_a_real_parameter_is_refused_naming_it(tmp_path, capsys):
+    # math.isfinite(10**400) raised OverflowError: "the run failed", exit status 1, no parameter named
+    for experiment, params, shown in [
+        ("census_erasure", {"table_delta": 10**400}, "table_delta"),
+        ("census_erasure", {"deltas": [0, 10**400]}, "deltas[1]"),
+        ("synthetic_ratings", {"mapper": {"heldout_tolerance": -10**400}}, "mapper.heldout_tolerance"),
+    ]:
+        with pytest.raises(PipelineError, match=rf"parameter {re.escape(shown)} = -?1000.*: expected a finite "
+                                                r"number.* \(an integer of 1329 bits, beyond the float64 range\)"):
+            check_run(experiment, params, quick=True)
+    from privrelease.cli import main
+
+    pipeline = str(Path(__file__).resolve().parents[2] / "pipelines" / "census_erasure.toml")
+    rc = main(["run", pipeline, "--quick", "-o", str(tmp_path / "out"), "--set", "table_delta=1" + "0" * 400])
+    err = capsys.readouterr().err
+    assert rc == 2 and "parameter table_delta = " in err and "beyond the float64 range" in err, err
+    assert not (tmp_path / "out").exists()
