@@ -514,7 +514,8 @@ def load_ratings_csv(path, *, user_col="user", item_col="item", rating_col="rati
     user_col, item_col, rating_col : str or int, default="user", "item", "rating"
         Column names (``header=True``) or 0-based positions (``header=False``).
     sep : str, default=","
-        Field separator (``"\\t"`` for tab-separated, ``"::"`` for MovieLens 1M).
+        Field separator (``"\\t"`` for tab-separated, ``"::"`` for MovieLens 1M), read literally (a
+        separator of several characters such as ``"||"`` is not a regular expression).
     header : bool, default=True
         Whether the first line holds column names.
     encoding : str, default="utf-8"
@@ -591,8 +592,10 @@ def load_ratings_csv(path, *, user_col="user", item_col="item", rating_col="rati
         with warnings.catch_warnings():
             # a row longer than the header: refused below by _check_field_counts, naming the line
             warnings.simplefilter("ignore", pd.errors.ParserWarning)
-            df = pd.read_csv(p, sep=sep, header=0 if header else None, engine=engine,
-                             encoding=encoding, dtype=str, keep_default_na=False, index_col=False,
+            # pandas reads a separator of more than one character as a regular expression ('**': "nothing to
+            # repeat", '||' split at every empty match): escaped, it is the literal text _check_field_counts splits at
+            df = pd.read_csv(p, sep=re.escape(sep) if engine == "python" else sep, header=0 if header else None,
+                             engine=engine, encoding=encoding, dtype=str, keep_default_na=False, index_col=False,
                              on_bad_lines="error", compression=None)
     except pd.errors.EmptyDataError:
         raise ValueError(f"rating file {str(path)!r} is empty: expected a header line and one "

@@ -94,3 +94,23 @@ def test_an_integer_beyond_float64_for_a_real_parameter_is_refused_naming_it(tmp
     err = capsys.readouterr().err
     assert rc == 2 and "parameter table_delta = " in err and "beyond the float64 range" in err, err
     assert not (tmp_path / "out").exists()
+
+
+# ----------------------------------------------------------------------- a separator of several characters
+def test_a_separator_of_several_characters_is_literal_text(tmp_path):
+    # pandas' python engine read it as a regular expression: '**' raised re.error ("nothing to repeat", a traceback
+    # from the command line), '||' and ' | ' split at the wrong places
+    from privrelease.runner.experiments.ratings_file import _read_users
+
+    _, _, R = _ratings_file(tmp_path)
+    for k, sep in enumerate(["**", "||", " | ", "..", "$^"]):
+        folder = tmp_path / f"s{k}"
+        folder.mkdir()
+        ratings, _, _ = _ratings_file(folder, sep=sep)
+        X, users, items = load_ratings_csv(ratings, sep=sep)
+        assert X.toarray().tolist() == R.tolist() and users.tolist() == [1, 2, 3, 4, 5, 6], sep
+        assert items.tolist() == ["a", "b", "c", "d"], sep
+        users_file = folder / "u_sep.csv"
+        users_file.write_text(f"user{sep}gender\n1{sep}F|M\n2{sep}M\n")
+        table = _read_users(str(users_file), "user", ["gender"], sep, "utf-8")
+        assert table["__id__"].tolist() == ["1", "2"] and table["gender"].tolist() == ["F|M", "M"], sep

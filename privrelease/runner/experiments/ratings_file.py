@@ -34,6 +34,7 @@ columns, the attribute's classes and the scale.
 """
 
 import os
+import re
 import unicodedata
 import warnings
 
@@ -326,8 +327,10 @@ def _read_users(path, id_col, columns, sep, encoding, names=None):
         with warnings.catch_warnings():
             # a row longer than the header: refused below by _check_field_counts, naming the line
             warnings.simplefilter("ignore", pd.errors.ParserWarning)
-            df = pd.read_csv(file, sep=sep, dtype=str, keep_default_na=False, encoding=encoding,
-                             engine="python" if len(sep) > 1 else "c", index_col=False, compression=None,
+            # a separator of several characters is literal text, not pandas' regular expression (see load_ratings_csv)
+            df = pd.read_csv(file, sep=re.escape(sep) if len(sep) > 1 else sep, dtype=str, keep_default_na=False,
+                             encoding=encoding, engine="python" if len(sep) > 1 else "c", index_col=False,
+                             compression=None,
                              **({} if names is None else {"header": None, "names": list(names)}))
     except pd.errors.EmptyDataError:
         raise PipelineError(f"parameter users_path = {path!r}: the users file is empty; expected "
