@@ -430,23 +430,30 @@ def _read_fields(file, sep, min_fields, max_fields, what, encodings=("utf-8", "l
     text = _decode(file, encodings)
     if not text.strip():
         raise ValueError(f"{file} is empty: expected a {what}")
+    # only \n, \r\n and \r end a line (as for pandas): str.splitlines would also split at U+0085, which
+    # latin-1 decodes from the byte 0x85
+    lines = [ln for ln in re.split(r"\r\n|\r|\n", text) if ln.strip()]
+    stand_in = sep
     if len(sep) > 1:
         # MovieLens 1M's '::': pandas reads a multi-character separator with its python engine only
         # (about 10x slower on a million lines); a control character absent from the text stands in
-        stand_in = next(c for c in "\x1f\x1e\x1d\x1c\x00" if c not in text)
-        text, sep = text.replace(sep, stand_in), stand_in
-    try:
-        df = pd.read_csv(io.StringIO(text), sep=sep, header=None, dtype=str, keep_default_na=False,
-                         na_filter=False, skip_blank_lines=True, quoting=3)
-    except (ValueError, pd.errors.ParserError) as exc:
-        raise ValueError(f"{file} is not a {what}: {exc}") from None
+        stand_in = next((c for c in "\x1f\x1e\x1d\x1c\x00" if c not in text), None)
+    if stand_in is None:
+        # a text holding every stand-in (next() raised a bare StopIteration): its lines are split in Python
+        fields = [ln.split(sep) for ln in lines]
+        width = max(len(f) for f in fields)
+        df = pd.DataFrame([f + [""] * (width - len(f)) for f in fields], dtype=str)
+    else:
+        try:
+            df = pd.read_csv(io.StringIO(text.replace(sep, stand_in) if stand_in != sep else text), sep=stand_in,
+                             header=None, dtype=str, keep_default_na=False, na_filter=False, skip_blank_lines=True,
+                             quoting=3)
+        except (ValueError, pd.errors.ParserError) as exc:
+            raise ValueError(f"{file} is not a {what}: {exc}") from None
     n = df.shape[1]
     if n < min_fields or (max_fields is not None and n > max_fields):
         want = str(min_fields) if min_fields == max_fields else f"at least {min_fields}"
         raise ValueError(f"{file} is not a {what}: its lines have {n} field(s), expected {want}")
-    # only \n, \r\n and \r end a line (as for pandas): str.splitlines would also split at U+0085, which
-    # latin-1 decodes from the byte 0x85
-    lines = [ln for ln in re.split(r"\r\n|\r|\n", text) if ln.strip()]
     if text.count(sep) == (n - 1) * len(lines):
         # no line has more fields than the first (pandas refuses those), so none has fewer either
         df.columns = range(n)

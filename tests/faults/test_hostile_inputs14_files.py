@@ -114,3 +114,22 @@ def test_a_separator_of_several_characters_is_literal_text(tmp_path):
         users_file.write_text(f"user{sep}gender\n1{sep}F|M\n2{sep}M\n")
         table = _read_users(str(users_file), "user", ["gender"], sep, "utf-8")
         assert table["__id__"].tolist() == ["1", "2"] and table["gender"].tolist() == ["F|M", "M"], sep
+
+
+# ----------------------------------------------------------------------- MovieLens 1M: every stand-in in the text
+def test_a_movielens_1m_file_holding_every_stand_in_character_is_read(tmp_path):
+    # the '::' separator is replaced by a control character absent from the text; a text holding all five
+    # candidates ended in a bare StopIteration ("the run failed" from the command line)
+    title = "Toy Story (1995)\x1f\x1e\x1d\x1c\x00"
+    ml = tmp_path / "ml"
+    ml.mkdir()
+    (ml / "ratings.dat").write_text("1::1::5::978300760\n2::1::3::978300761\n2::2::4::978300762\n")
+    (ml / "users.dat").write_text("1::F::1::10::48067\n2::M::56::16::70072\n")
+    (ml / "movies.dat").write_text(f"1::{title}::Animation\n2::Heat (1995)::Action\n")
+    R, users, titles = load_movielens_1m(ml)
+    assert R.toarray().tolist() == [[5, 0], [3, 4]]
+    assert titles == [title, "Heat (1995)"] and users["gender"].tolist() == ["F", "M"]
+    # a line with a field too few is still refused naming the line
+    (ml / "movies.dat").write_text(f"1::{title}::Animation\n2::Heat (1995)\n")
+    with pytest.raises(ValueError, match=r"movies.dat line 2 has 2 field\(s\) where the others have 3"):
+        load_movielens_1m(ml)
