@@ -112,8 +112,8 @@ def test_a_separator_of_several_characters_is_literal_text(tmp_path):
         assert items.tolist() == ["a", "b", "c", "d"], sep
         users_file = folder / "u_sep.csv"
         users_file.write_text(f"user{sep}gender\n1{sep}F|M\n2{sep}M\n")
-        table = _read_users(str(users_file), "user", ["gender"], sep, "utf-8")
-        assert table["__id__"].tolist() == ["1", "2"] and table["gender"].tolist() == ["F|M", "M"], sep
+        ids, table = _read_users(str(users_file), "user", ["gender"], sep, "utf-8")
+        assert ids.tolist() == ["1", "2"] and table["gender"].tolist() == ["F|M", "M"], sep
 
 
 # ----------------------------------------------------------------------- MovieLens 1M: every stand-in in the text
@@ -133,3 +133,27 @@ def test_a_movielens_1m_file_holding_every_stand_in_character_is_read(tmp_path):
     (ml / "movies.dat").write_text(f"1::{title}::Animation\n2::Heat (1995)\n")
     with pytest.raises(ValueError, match=r"movies.dat line 2 has 2 field\(s\) where the others have 3"):
         load_movielens_1m(ml)
+
+
+# ----------------------------------------------------------------------- users-file column names
+def test_any_users_file_column_name_can_be_the_attribute_and_be_cut(tmp_path):
+    # (a) an attribute column named '__id__' (the name the ids were kept under) ended in a bare KeyError;
+    # (b) a column whose name is not an identifier ('Age Group') could be the attribute but its cuts were an
+    # "unknown key" of the table
+    from privrelease.runner.experiments import ratings_file
+
+    ratings, _, _ = _ratings_file(tmp_path)
+    users = tmp_path / "u2.csv"
+    users.write_text("user,__id__,Age Group\n" + "".join(f"{u},{'FFFMMM'[u - 1]},{10 * u}\n" for u in range(1, 7)))
+    R, a, info = ratings_file.read_data(ratings, str(users), attribute="__id__")
+    assert a.tolist() == [0, 0, 0, 1, 1, 1] and info["described"] == "__id__: F = 0 (3 users), M = 1 (3 users)"
+    params = {"path": ratings, "users_path": str(users), "attribute": "Age Group", "cuts": {"Age Group": [35]}}
+    from privrelease.runner._schema import validate_params
+
+    checked = validate_params(ratings_file, params)
+    assert checked["cuts"] == {"Age Group": [35.0]}
+    R, a, info = ratings_file.read_data(**checked)
+    assert a.tolist() == [0, 0, 0, 1, 1, 1] and info["described"].startswith("Age Group: under 35 = 0 (3 users)")
+    # keys that name keyword arguments stay identifiers
+    with pytest.raises(PipelineError, match="parameter recommender.algo_params has an unknown key 'n epochs'"):
+        check_run("ratings_file", {"recommender": {"algo_params": {"n epochs": 3}}})

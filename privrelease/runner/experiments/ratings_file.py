@@ -70,8 +70,10 @@ PARAMETERS = {
     "users_encoding": Text(40),
     "users_columns": Seq(Text(200), min_len=1, max_len=200, unique=True),
     "attribute": Either(Text(200), Seq(Text(200), max_len=4, unique=True)),
+    # keyed by column names, which need not be identifiers ("Age Group" could be the attribute, never cut)
     "cuts": Table(free=Seq(Float(), max_len=9, increasing=True,
-                           why="a column is cut into at most 10 bands, each cut above the previous one")),
+                           why="a column is cut into at most 10 bands, each cut above the previous one"),
+                  free_key=Text(200)),
     "rating_range": Seq(Float(), min_len=2, max_len=2, increasing=True),
     "max_leakages": Seq(Float(0), max_len=30, increasing=True, why=_LEVELS_CAP),
     "blurme_fractions": Seq(Float(0, 1), max_len=30, increasing=True, why=_LEVELS_CAP),
@@ -206,14 +208,13 @@ def read_data(path=None, users_path=None, **options):
         raise PipelineError(f"parameter path = {path!r}: {exc}") from None
     scale = _scale(R, opts["rating_range"])
     columns = [opts["attribute"]] if isinstance(opts["attribute"], str) else list(opts["attribute"])
-    users = _read_users(users_path, opts["users_id_col"], columns, opts["users_sep"], opts["users_encoding"],
-                        opts["users_columns"])
+    ids, users = _read_users(users_path, opts["users_id_col"], columns, opts["users_sep"], opts["users_encoding"],
+                             opts["users_columns"])
     cuts = dict(opts["cuts"] or {})
     unknown = sorted(set(cuts) - set(columns))
     if unknown:
         raise PipelineError(f"parameter cuts names column(s) {unknown} that are not attribute columns "
                             f"{columns}; expected cuts for the attribute's numeric columns")
-    ids = users.pop("__id__")
     matched = _match_ids(ids, user_ids)
     hit, count = np.unique(matched[matched >= 0], return_counts=True)
     if np.any(count > 1):
@@ -305,8 +306,12 @@ def _scale(R, given):
 
 
 def _read_users(path, id_col, columns, sep, encoding, names=None):
-    """The users file's id and attribute columns as stripped text (``__id__``: the id); ``names``: the columns'
-    names of a file without a header line (its first line is a user's)."""
+    """The users file's ids and its attribute columns, as stripped text: ``(ids, table)``; ``names``: the columns'
+    names of a file without a header line (its first line is a user's).
+
+    The ids are returned apart from the table: kept in it as a column '__id__', they collided with a users file's
+    own column '__id__' (a bare KeyError when it was the attribute).
+    """
     from ...datasets._movielens import _check_encoding, _check_field_counts, _check_line_lengths
 
     file, what = os.path.expanduser(path), f"the users file {path!r}"
@@ -386,9 +391,7 @@ def _read_users(path, id_col, columns, sep, encoding, names=None):
     if not repeated.empty:
         raise PipelineError(f"the users file {path!r} names user {plain_value(repeated.iloc[0])!r} more than once "
                             f"({repeated.size} repeated id(s) in column {id_col!r}); expected one row per user")
-    out = pd.DataFrame({c: df[c].astype(str).str.strip() for c in columns})
-    out["__id__"] = ids.to_numpy()
-    return out
+    return ids.to_numpy(), pd.DataFrame({c: df[c].astype(str).str.strip() for c in columns})
 
 
 def _match_ids(ids, user_ids):
