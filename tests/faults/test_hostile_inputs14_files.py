@@ -157,3 +157,18 @@ def test_any_users_file_column_name_can_be_the_attribute_and_be_cut(tmp_path):
     # keys that name keyword arguments stay identifiers
     with pytest.raises(PipelineError, match="parameter recommender.algo_params has an unknown key 'n epochs'"):
         check_run("ratings_file", {"recommender": {"algo_params": {"n epochs": 3}}})
+
+
+# ----------------------------------------------------------------------- make_realistic_ratings' attributes
+@pytest.mark.parametrize("weights, message", [
+    ((1,), r"attributes\['g'\] must be a sequence of at least 2 class weights, got \(1,\)"),
+    ({"m": 0.5, "f": 0.5}, r"attributes\['g'\] must be a sequence of at least 2 class weights, got \{'m': 0.5"),
+    ((0.5, -1), r"attributes\['g'\]\[1\] must be > 0, got -1"),
+])
+def test_bad_class_weights_of_an_attribute_name_that_attribute(weights, message):
+    # the message named attribute_proportion, a parameter make_realistic_ratings does not take
+    from privrelease.datasets import make_realistic_ratings
+
+    with pytest.raises(ValueError, match=message) as info:
+        make_realistic_ratings(50, 60, attributes={"g": weights}, random_state=0)
+    assert "attribute_proportion" not in str(info.value)
