@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from ..utils._validation import check_ids, check_not_subnormal
+from ..utils._validation import check_ids, check_not_subnormal, plain_value
 
 __all__ = ["load_movielens_100k", "load_movielens_1m", "load_ratings_csv", "movielens_100k_search_paths",
            "movielens_1m_search_paths"]
@@ -171,7 +171,9 @@ def load_movielens_100k(path=None):
     NotADirectoryError
         ``path`` names a file, not a folder.
     ValueError
-        A file is malformed, a gender is not F or M, or ``u.data`` rates with a user
+        A file is malformed (an id, age or timestamp that is not an integer written
+        with the ASCII digits 0-9, an optional sign and spaces around: ``'1_0'`` and
+        ``'\u0663'`` are refused), a gender is not F or M, or ``u.data`` rates with a user
         ``u.user`` does not describe (the message names the file).
 
     References
@@ -273,8 +275,9 @@ def load_movielens_1m(path=None):
     NotADirectoryError
         ``path`` names a file, not a folder.
     ValueError
-        A file is malformed: a line with the wrong number of fields, a
-        non-numeric id, a rating outside 1-5, a gender other than F/M, an age
+        A file is malformed: a line with the wrong number of fields, an id,
+        age or timestamp that is not an integer written with the ASCII digits
+        0-9 (an optional sign and spaces around), a rating outside 1-5, a gender other than F/M, an age
         that is not one of the codes, or a rating by a user ``users.dat`` does
         not describe (the message names the file and the line).
 
@@ -427,23 +430,30 @@ def _read_fields(file, sep, min_fields, max_fields, what, encodings=("utf-8", "l
     text = _decode(file, encodings)
     if not text.strip():
         raise ValueError(f"{file} is empty: expected a {what}")
+    # only \n, \r\n and \r end a line (as for pandas): str.splitlines would also split at U+0085, which
+    # latin-1 decodes from the byte 0x85
+    lines = [ln for ln in re.split(r"\r\n|\r|\n", text) if ln.strip()]
+    stand_in = sep
     if len(sep) > 1:
         # MovieLens 1M's '::': pandas reads a multi-character separator with its python engine only
         # (about 10x slower on a million lines); a control character absent from the text stands in
-        stand_in = next(c for c in "\x1f\x1e\x1d\x1c\x00" if c not in text)
-        text, sep = text.replace(sep, stand_in), stand_in
-    try:
-        df = pd.read_csv(io.StringIO(text), sep=sep, header=None, dtype=str, keep_default_na=False,
-                         na_filter=False, skip_blank_lines=True, quoting=3)
-    except (ValueError, pd.errors.ParserError) as exc:
-        raise ValueError(f"{file} is not a {what}: {exc}") from None
+        stand_in = next((c for c in "\x1f\x1e\x1d\x1c\x00" if c not in text), None)
+    if stand_in is None:
+        # a text holding every stand-in (next() raised a bare StopIteration): its lines are split in Python
+        fields = [ln.split(sep) for ln in lines]
+        width = max(len(f) for f in fields)
+        df = pd.DataFrame([f + [""] * (width - len(f)) for f in fields], dtype=str)
+    else:
+        try:
+            df = pd.read_csv(io.StringIO(text.replace(sep, stand_in) if stand_in != sep else text), sep=stand_in,
+                             header=None, dtype=str, keep_default_na=False, na_filter=False, skip_blank_lines=True,
+                             quoting=3)
+        except (ValueError, pd.errors.ParserError) as exc:
+            raise ValueError(f"{file} is not a {what}: {exc}") from None
     n = df.shape[1]
     if n < min_fields or (max_fields is not None and n > max_fields):
         want = str(min_fields) if min_fields == max_fields else f"at least {min_fields}"
         raise ValueError(f"{file} is not a {what}: its lines have {n} field(s), expected {want}")
-    # only \n, \r\n and \r end a line (as for pandas): str.splitlines would also split at U+0085, which
-    # latin-1 decodes from the byte 0x85
-    lines = [ln for ln in re.split(r"\r\n|\r|\n", text) if ln.strip()]
     if text.count(sep) == (n - 1) * len(lines):
         # no line has more fields than the first (pandas refuses those), so none has fewer either
         df.columns = range(n)
@@ -457,20 +467,47 @@ def _read_fields(file, sep, min_fields, max_fields, what, encodings=("utf-8", "l
     return df
 
 
+#: an integer of the MovieLens files: ASCII digits, an optional sign, spaces or tabs around
+_INTEGER = r"[ \t]*[+-]?[0-9]{1,18}[ \t]*"
+
+
 def _integer_column(values, file, what):
-    """Integer ids, ages or timestamps; anything else is refused naming the file, the line and the value."""
+    """Integer ids, ages or timestamps written with ASCII digits (an optional sign, spaces or tabs around);
+    anything else is refused naming the file, the line and the value.
+
+    numpy's parser follows Python's ``int``: it read ``'1_0'`` as 10 and the Arabic-Indic ``'\u0663'`` as 3, so
+    such a user was merged into user 10 or 3 and one of their ratings of an item lost, without a word.
+    """
     text = pd.Series(values, dtype=str)
-    try:  # fast path: numpy parses decimal integer strings ('1.5', '1e3', '' and 'x' raise)
-        return text.to_numpy(dtype=str).astype(np.int64)
-    except (ValueError, OverflowError):
-        pass
-    text = text.str.strip()
-    ok = text.str.fullmatch(r"[+-]?\d{1,18}")
+    array = text.to_numpy(dtype=str)
+    # fast path: numpy parses decimal integer strings ('1.5', '1e3', '' and 'x' raise); what it also reads
+    # ('1_0', Unicode digits and spaces) holds a character outside the ASCII digits, signs, spaces and tabs
+    if re.fullmatch(r"[0-9+\- \t]*", "".join(array)):
+        try:
+            return array.astype(np.int64)
+        except (ValueError, OverflowError):
+            pass
+    ok = text.str.fullmatch(_INTEGER)
     if not ok.all():
         row = int(np.flatnonzero(~ok.to_numpy())[0])
         raise ValueError(f"{file} line {row + 1}: {what} {values.iloc[row]!r} is not an integer "
-                         "(of at most 18 digits)")
-    return text.astype(np.int64).to_numpy()
+                         "(expected at most 18 ASCII digits 0-9, with an optional sign)")
+    return text.str.strip(" \t").astype(np.int64).to_numpy()
+
+
+def _check_distinct_columns(named):
+    """Refuse two parameters of ``named`` (``{parameter: column}``) naming one column.
+
+    ``item_col='user'`` read every user's ratings as ratings of an item named by the user (one per user: 100 of
+    1,200 ratings kept) and ``item_col='rating'`` as ratings of five items, without a word.
+    """
+    seen = []
+    for name, col in named.items():
+        first = next((n for n, c in seen if isinstance(c, str) == isinstance(col, str) and c == col), None)
+        if first is not None:
+            raise ValueError(f"{first} and {name} both name the column {plain_value(col)!r}; expected a different "
+                             f"column for each of {', '.join(named)}")
+        seen.append((name, col))
 
 
 def load_ratings_csv(path, *, user_col="user", item_col="item", rating_col="rating",
@@ -484,7 +521,8 @@ def load_ratings_csv(path, *, user_col="user", item_col="item", rating_col="rati
     user_col, item_col, rating_col : str or int, default="user", "item", "rating"
         Column names (``header=True``) or 0-based positions (``header=False``).
     sep : str, default=","
-        Field separator (``"\\t"`` for tab-separated, ``"::"`` for MovieLens 1M).
+        Field separator (``"\\t"`` for tab-separated, ``"::"`` for MovieLens 1M), read literally (a
+        separator of several characters such as ``"||"`` is not a regular expression).
     header : bool, default=True
         Whether the first line holds column names.
     encoding : str, default="utf-8"
@@ -531,7 +569,8 @@ def load_ratings_csv(path, *, user_col="user", item_col="item", rating_col="rati
     FileNotFoundError
         ``path`` does not exist.
     ValueError
-        A named column is missing, or a rating is 0, NaN or not a number
+        A named column is missing, two of ``user_col``, ``item_col``, ``rating_col``,
+        ``timestamp_col`` name the same column, or a rating is 0, NaN or not a number
         (0 means "not rated" in a rating matrix): the message names the line
         and the column, and ``drop_ratings`` leaves such rows out. A subnormal
         rating (``1e-320``, about 0) and a misleading id (see ``user_ids``) too.
@@ -550,6 +589,7 @@ def load_ratings_csv(path, *, user_col="user", item_col="item", rating_col="rati
     user_col, item_col, rating_col, timestamp_col = (c.strip() if isinstance(c, str) else c for c in
                                                      (user_col, item_col, rating_col, timestamp_col))
     cols = [user_col, item_col, rating_col] + ([] if timestamp_col is None else [timestamp_col])
+    _check_distinct_columns(dict(zip(("user_col", "item_col", "rating_col", "timestamp_col"), cols)))
     drop_ratings = _check_drop_ratings(drop_ratings)
     if not header and not all(isinstance(c, (int, np.integer)) and not isinstance(c, (bool, np.bool_))
                               for c in cols):
@@ -559,8 +599,10 @@ def load_ratings_csv(path, *, user_col="user", item_col="item", rating_col="rati
         with warnings.catch_warnings():
             # a row longer than the header: refused below by _check_field_counts, naming the line
             warnings.simplefilter("ignore", pd.errors.ParserWarning)
-            df = pd.read_csv(p, sep=sep, header=0 if header else None, engine=engine,
-                             encoding=encoding, dtype=str, keep_default_na=False, index_col=False,
+            # pandas reads a separator of more than one character as a regular expression ('**': "nothing to
+            # repeat", '||' split at every empty match): escaped, it is the literal text _check_field_counts splits at
+            df = pd.read_csv(p, sep=re.escape(sep) if engine == "python" else sep, header=0 if header else None,
+                             engine=engine, encoding=encoding, dtype=str, keep_default_na=False, index_col=False,
                              on_bad_lines="error", compression=None)
     except pd.errors.EmptyDataError:
         raise ValueError(f"rating file {str(path)!r} is empty: expected a header line and one "

@@ -69,20 +69,24 @@ def _check_rating_scale(rating_scale):
     return low, high
 
 
-def _check_class_weights(attribute_proportion):
-    if isinstance(attribute_proportion, numbers.Real) and not isinstance(
+def _check_class_weights(attribute_proportion, name="attribute_proportion"):
+    """Class weights normalised to sum to 1; ``name`` is the parameter in messages (``make_realistic_ratings``
+    checks ``attributes['g']``: the messages named an ``attribute_proportion`` it does not take)."""
+    share = name == "attribute_proportion"  # a number is a share of class 1 there only
+    if share and isinstance(attribute_proportion, numbers.Real) and not isinstance(
         attribute_proportion, (bool, np.bool_)
     ):
-        p = check_number(attribute_proportion, "attribute_proportion", low=0, high=1,
+        p = check_number(attribute_proportion, name, low=0, high=1,
                          low_inclusive=False, high_inclusive=False)
         return np.array([1.0 - p, p])
     w = np.asarray(attribute_proportion, dtype=object)
     if w.ndim != 1 or w.shape[0] < 2:
         raise ValueError(
-            "attribute_proportion must be a number in (0, 1) (share of class 1) or a "
-            f"sequence of at least 2 class weights, got {attribute_proportion!r}"
+            f"{name} must be "
+            + ("a number in (0, 1) (share of class 1) or " if share else "")
+            + f"a sequence of at least 2 class weights, got {plain_value(attribute_proportion)!r}"
         )
-    w = np.array([check_number(v, f"attribute_proportion[{k}]", low=0, low_inclusive=False)
+    w = np.array([check_number(v, f"{name}[{k}]", low=0, low_inclusive=False)
                   for k, v in enumerate(w)])
     w = w / w.max()  # weights of 1e308 summed to inf: numpy's "probabilities do not sum to 1"
     return w / w.sum()
@@ -344,7 +348,7 @@ def _check_attributes(attributes):
             raise ValueError(
                 f"attributes[{name!r}] must be a sequence of at least 2 class weights, got {weights!r}"
             )
-        out[name] = _check_class_weights(weights)
+        out[name] = _check_class_weights(weights, f"attributes[{name!r}]")
     return out
 
 

@@ -76,6 +76,19 @@ def _type_name(value):
             tuple: "array", dict: "table"}.get(type(value), type(value).__name__)
 
 
+def _beyond_float64(value):
+    """`` (an integer of N bits, beyond the float64 range)`` for an int that float64 cannot hold, else ``""``.
+
+    math.isfinite(10**400) raised OverflowError, which escaped as "the run failed" (as
+    :func:`privrelease.utils.check_number` does, such an integer is infinite, so not a finite number).
+    """
+    try:
+        float(value)
+    except OverflowError:
+        return f" (an integer of {abs(int(value)).bit_length()} bits, beyond the float64 range)"
+    return ""
+
+
 class Spec:
     """One parameter's declaration; ``check(name, value)`` returns the value or raises."""
 
@@ -164,8 +177,9 @@ class Float(_Range):
     def check(self, name, value):
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
             raise self._type_error(name, value)
-        if not math.isfinite(value):
-            raise self._value_error(name, value)
+        beyond = _beyond_float64(value)
+        if beyond or not math.isfinite(value):
+            raise self._value_error(name, value, beyond)
         return self._check_range(name, float(value))
 
 
@@ -247,8 +261,9 @@ class Scalar(Spec):
         if isinstance(value, bool):
             return value
         if isinstance(value, numbers.Real):
-            if not math.isfinite(value):
-                raise self._value_error(name, value)
+            beyond = _beyond_float64(value)
+            if beyond or not math.isfinite(value):
+                raise self._value_error(name, value, beyond)
             return value
         if isinstance(value, str) and len(value) <= 200:
             return value
@@ -321,11 +336,15 @@ class Table(Spec):
     """A TOML table with the given keys (each a :class:`Spec`); unknown keys refused.
 
     ``free`` (a :class:`Spec`) admits any other key whose value satisfies it
-    (for example a recommender's ``algo_params``).
+    (for example a recommender's ``algo_params``): a key that is a Python
+    identifier (a keyword argument), or, with ``free_key`` (a :class:`Spec`
+    such as ``Text(200)``), any key it accepts (the ``cuts`` of a table's
+    columns, whose names need not be identifiers).
     """
 
-    def __init__(self, fields=None, *, free=None, max_len=50):
+    def __init__(self, fields=None, *, free=None, free_key=None, max_len=50):
         self.fields, self.free, self.max_len = dict(fields or {}), free, max_len
+        self.free_key = free_key
 
     @property
     def expected(self):
@@ -342,11 +361,20 @@ class Table(Spec):
         for k, v in value.items():
             if k in self.fields:
                 out[k] = self.fields[k].check(f"{name}.{k}", v)
-            elif self.free is not None and isinstance(k, str) and k.isidentifier():
+            elif self.free is not None and self._free_key(name, k):
                 out[k] = self.free.check(f"{name}.{k}", v)
             else:
                 raise PipelineError(f"parameter {name} has an unknown key {k!r}: expected {self.expected}")
         return out
+
+    def _free_key(self, name, key):
+        if self.free_key is None:
+            return isinstance(key, str) and key.isidentifier()
+        try:
+            self.free_key.check(f"{name} key", key)
+        except PipelineError:
+            return False
+        return True
 
 
 class EstimatorOptions(Spec):

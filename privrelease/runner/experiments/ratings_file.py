@@ -34,6 +34,7 @@ columns, the attribute's classes and the scale.
 """
 
 import os
+import re
 import unicodedata
 import warnings
 
@@ -69,8 +70,10 @@ PARAMETERS = {
     "users_encoding": Text(40),
     "users_columns": Seq(Text(200), min_len=1, max_len=200, unique=True),
     "attribute": Either(Text(200), Seq(Text(200), max_len=4, unique=True)),
+    # keyed by column names, which need not be identifiers ("Age Group" could be the attribute, never cut)
     "cuts": Table(free=Seq(Float(), max_len=9, increasing=True,
-                           why="a column is cut into at most 10 bands, each cut above the previous one")),
+                           why="a column is cut into at most 10 bands, each cut above the previous one"),
+                  free_key=Text(200)),
     "rating_range": Seq(Float(), min_len=2, max_len=2, increasing=True),
     "max_leakages": Seq(Float(0), max_len=30, increasing=True, why=_LEVELS_CAP),
     "blurme_fractions": Seq(Float(0, 1), max_len=30, increasing=True, why=_LEVELS_CAP),
@@ -189,6 +192,15 @@ def read_data(path=None, users_path=None, **options):
     if key in _CACHE:
         return _CACHE[key]
     from ...datasets import load_ratings_csv
+    from ...datasets._movielens import _check_distinct_columns
+
+    # item_col = "rating" read five items (439 of 1,200 ratings kept) and ran without a word
+    try:
+        _check_distinct_columns({k: opts[k].strip() if isinstance(opts[k], str) else opts[k]
+                                 for k in ("user_col", "item_col", "rating_col", "timestamp_col")
+                                 if opts[k] is not None})
+    except ValueError as exc:
+        raise PipelineError(f"parameters {exc}") from None
 
     try:
         R, user_ids, item_ids = load_ratings_csv(path, **{k: opts[k] for k in _READER if k != "path"})
@@ -196,14 +208,13 @@ def read_data(path=None, users_path=None, **options):
         raise PipelineError(f"parameter path = {path!r}: {exc}") from None
     scale = _scale(R, opts["rating_range"])
     columns = [opts["attribute"]] if isinstance(opts["attribute"], str) else list(opts["attribute"])
-    users = _read_users(users_path, opts["users_id_col"], columns, opts["users_sep"], opts["users_encoding"],
-                        opts["users_columns"])
+    ids, users = _read_users(users_path, opts["users_id_col"], columns, opts["users_sep"], opts["users_encoding"],
+                             opts["users_columns"])
     cuts = dict(opts["cuts"] or {})
     unknown = sorted(set(cuts) - set(columns))
     if unknown:
         raise PipelineError(f"parameter cuts names column(s) {unknown} that are not attribute columns "
                             f"{columns}; expected cuts for the attribute's numeric columns")
-    ids = users.pop("__id__")
     matched = _match_ids(ids, user_ids)
     hit, count = np.unique(matched[matched >= 0], return_counts=True)
     if np.any(count > 1):
@@ -295,8 +306,12 @@ def _scale(R, given):
 
 
 def _read_users(path, id_col, columns, sep, encoding, names=None):
-    """The users file's id and attribute columns as stripped text (``__id__``: the id); ``names``: the columns'
-    names of a file without a header line (its first line is a user's)."""
+    """The users file's ids and its attribute columns, as stripped text: ``(ids, table)``; ``names``: the columns'
+    names of a file without a header line (its first line is a user's).
+
+    The ids are returned apart from the table: kept in it as a column '__id__', they collided with a users file's
+    own column '__id__' (a bare KeyError when it was the attribute).
+    """
     from ...datasets._movielens import _check_encoding, _check_field_counts, _check_line_lengths
 
     file, what = os.path.expanduser(path), f"the users file {path!r}"
@@ -317,8 +332,10 @@ def _read_users(path, id_col, columns, sep, encoding, names=None):
         with warnings.catch_warnings():
             # a row longer than the header: refused below by _check_field_counts, naming the line
             warnings.simplefilter("ignore", pd.errors.ParserWarning)
-            df = pd.read_csv(file, sep=sep, dtype=str, keep_default_na=False, encoding=encoding,
-                             engine="python" if len(sep) > 1 else "c", index_col=False, compression=None,
+            # a separator of several characters is literal text, not pandas' regular expression (see load_ratings_csv)
+            df = pd.read_csv(file, sep=re.escape(sep) if len(sep) > 1 else sep, dtype=str, keep_default_na=False,
+                             encoding=encoding, engine="python" if len(sep) > 1 else "c", index_col=False,
+                             compression=None,
                              **({} if names is None else {"header": None, "names": list(names)}))
     except pd.errors.EmptyDataError:
         raise PipelineError(f"parameter users_path = {path!r}: the users file is empty; expected "
@@ -343,6 +360,9 @@ def _read_users(path, id_col, columns, sep, encoding, names=None):
             raise PipelineError(f"parameter users_path: {exc}") from None
         # the names as written ('sex' twice: pandas renamed the second 'sex.1' and the first was read)
         df.columns = first if len(first) == df.shape[1] else [str(c).strip() for c in df.columns]
+    if id_col in columns:  # every user's id became a class of the attribute
+        raise PipelineError(f"parameters users_id_col and attribute both name the column {id_col!r} of the users "
+                            f"file {path!r}; expected the attribute in another column than the users' ids")
     for name, c in [("users_id_col", id_col)] + [("attribute", c) for c in columns]:
         if c not in df.columns:
             raise PipelineError(f"parameter {name}: column {c!r} not in the users file {path!r}; its columns "
@@ -371,9 +391,7 @@ def _read_users(path, id_col, columns, sep, encoding, names=None):
     if not repeated.empty:
         raise PipelineError(f"the users file {path!r} names user {plain_value(repeated.iloc[0])!r} more than once "
                             f"({repeated.size} repeated id(s) in column {id_col!r}); expected one row per user")
-    out = pd.DataFrame({c: df[c].astype(str).str.strip() for c in columns})
-    out["__id__"] = ids.to_numpy()
-    return out
+    return ids.to_numpy(), pd.DataFrame({c: df[c].astype(str).str.strip() for c in columns})
 
 
 def _match_ids(ids, user_ids):
