@@ -13,7 +13,11 @@ ever replaced.
 Text is escaped by one function, :func:`escape_text`: data-derived plain text
 (titles, headings, table cells, captions) cannot add HTML or markdown syntax or
 break a table, controls and bidirectional overrides are shown as escapes, and
-links in markdown paragraphs stay relative to the report folder. CSV tables hold
+links in markdown paragraphs stay relative to the report folder. A paragraph
+(:meth:`Report.text`, a pipeline's description) is written to report.md block by
+block as report.html shows it, so no line of it can start a heading, HTML block,
+code block, quote or table, and `code` spans pair as CommonMark pairs them; URLs
+and e-mail addresses are no GitHub autolinks in report.md. CSV tables hold
 the values exactly as pandas writes them (no spreadsheet-formula mangling: a
 cell starting with ``=`` is data, as in ``DataFrame.to_csv``).
 """
@@ -65,6 +69,8 @@ _HIDDEN = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u
 # markdown's inline syntax, escaped with a backslash in plain text (CommonMark: any escaped ASCII punctuation
 # is that character); '_' only where it can open or close emphasis (not inside leakage_bits)
 _MD_ACTIVE = re.compile(r"[\\`*\[\]<>|&~#]|(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])")
+# CommonMark's backslash-escapable characters (ASCII punctuation)
+_PUNCT = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
 #: table cells longer than this are cut in report.md / report.html (the CSV keeps the whole value)
 MAX_CELL_CHARS = 200
 
@@ -95,7 +101,7 @@ def escape_text(value, markup, *, keep_lines=False, max_chars=None):
     if markup == "html":
         return html.escape(text, quote=True)
     if markup == "markdown":
-        return _MD_ACTIVE.sub(lambda m: "\\" + m.group(0), text)
+        return _break_autolinks(_MD_ACTIVE.sub(lambda m: "\\" + m.group(0), text))
     if markup is None:
         return text
     raise ValueError(f"markup must be 'markdown', 'html' or None, got {markup!r}")
@@ -125,16 +131,156 @@ def _code_spans(text):
 
 
 def _md_text(text):
-    """A markdown paragraph for report.md as report.html shows it: controls shown as escapes, raw HTML (``<``)
-    escaped and links :func:`_safe_href` refuses reduced to their text, outside `code` spans."""
-    # a backslash-escaped backtick opens no code span, and an escaped '<' (markdown_table's) is not escaped twice
-    parts = _code_spans(escape_text(text, None, keep_lines=True))
+    """A report paragraph (:meth:`Report.text`) as markdown that CommonMark and GitHub read as report.html shows it.
 
-    def plain(part):
-        part = _LINK.sub(lambda m: m.group(0) if _safe_href(m.group(2)) else m.group(1), part)
-        return re.sub(r"(?<!\\)((?:\\\\)*)<", lambda m: m.group(1) + "\\<", part)
+    The blocks are :func:`markdown_to_html`'s (paragraphs, ``-`` lists, rules), written out by this function, so
+    data-derived text cannot start another block: each line's leading spaces are dropped and a start that could
+    open one (a heading, quote, list item, fence, HTML block, setext underline, table delimiter row, footnote) is
+    escaped (:func:`_md_line`); inside a line only `code` spans, emphasis and links :func:`_safe_href` accepts stay
+    markup (:func:`_md_inline`)."""
+    out = []
+    for kind, body in _text_blocks(text):
+        if kind == "hr":
+            out.append("---")
+        elif kind == "list":
+            out.append("\n".join("- " + _md_inline(_md_line(item)) for item in body))
+        else:
+            out.append(_md_inline("\n".join(_md_line(ln) for ln in body)))
+    return "\n\n".join(out)
 
-    return "".join(p if i % 2 else plain(p) for i, p in enumerate(parts))
+
+def _md_line(line):
+    """``line`` without its leading spaces and tabs (CommonMark drops them in a paragraph; four would make the
+    first line code), with a start that could open a block escaped: ``#``, ``>``, ``+``, ``-``, ``=`` (heading,
+    quote, list item, setext underline), ``<`` (HTML block), ``* `` and ``***`` / ``___`` (list item, rule), a
+    backtick or tilde fence, ``1.`` / ``1)``, ``[^`` (a footnote, which GitHub lets interrupt a paragraph) and a
+    table delimiter row (``|---|``, ``:-:``: GitHub would split the lines into cells before `code` spans)."""
+    line = line.lstrip(" \t")
+    if not line:
+        return line
+    if (line[0] in "#>+-=<"
+            or re.match(r"\*(?:[ \t]|$)|(?:\*[ \t]*){3,}$|(?:_[ \t]*){3,}$|`{3,}[^`]*$|~{3,}|\[\^", line)
+            or ("-" in line and re.fullmatch(r"[|:][|:\- \t]*", line))):
+        return "\\" + line
+    m = re.match(r"\d{1,9}(?=[.)](?:[ \t]|$))", line)
+    return line[:m.end()] + "\\" + line[m.end():] if m else line
+
+
+#: a link destination report.md keeps (after :func:`_safe_href`): nothing CommonMark reads as syntax there
+_MD_DEST = re.compile(r"[\w.~/%#?=&+,;@!$'*-]+")
+
+
+def _md_inline(text):
+    """One block of report text (lines already through :func:`_md_line`) as markdown whose only inline markup is
+    `code` spans (paired as CommonMark pairs them, never across a block), emphasis, and ``[text](dest)`` links to
+    a destination :func:`_safe_href` accepts (others reduced to their text). Everything else that is markup is
+    escaped: ``<`` (raw HTML, autolinks), ``[`` and ``]``, ``&`` (an entity would be decoded: ``&#64;`` is an
+    ``@``), a backtick run without a partner, and GitHub's autolinks are broken (:func:`_break_autolinks`)."""
+    runs = [(m.start(), m.end()) for m in re.finditer("`+", text)]
+    return _md_scan(text, 0, len(text), runs)
+
+
+def _md_code_end(text, i, end, runs):
+    """For the backtick run starting at ``i``: ``(end of the run, end of its code span or None)``. A run right
+    after an escaped backtick is left unpaired (renderers differ there; unpaired is always safe)."""
+    j = i
+    while j < end and text[j] == "`":
+        j += 1
+    if i and text[i - 1] == "`":
+        return j, None
+    close = next((b for a, b in runs if a >= j and b <= end and b - a == j - i), None)
+    return j, close
+
+
+def _md_scan(text, i, end, runs):
+    out, plain = [], []
+
+    def flush():
+        out.append(_md_plain("".join(plain), after=out[-1][-1:] if out else ""))
+        plain.clear()
+
+    while i < end:
+        c = text[i]
+        if c == "\\" and i + 1 < end and text[i + 1] in _PUNCT:
+            pair = text[i:i + 2]
+            flush()
+            out.append(pair + ("\u2060" if pair == "\\@" and text[i + 2:i + 3] != "\u2060" else ""))
+            i += 2
+        elif c == "`":
+            j, close = _md_code_end(text, i, end, runs)
+            flush()
+            out.append(text[i:close] if close else "\\`" * (j - i))
+            i = close or j
+        elif c == "[" and (link := _md_link(text, i, end, runs)) is not None:
+            if plain and plain[-1] == "!":  # '![' would make it an image
+                plain[-1] = "\\!"
+            flush()
+            out.append(link[0])
+            i = link[1]
+        else:
+            plain.append(c)
+            i += 1
+    flush()
+    return "".join(out)
+
+
+def _md_link(text, i, end, runs):
+    """``[text](dest)`` at ``i`` as CommonMark reads it (`code` spans in the text, the destination taken raw, up
+    to ``)``): ``(markdown, end)`` with a canonical link, or its text alone if :func:`_safe_href` refuses the
+    destination; None if there is no such link (then the ``[`` is escaped)."""
+    j = i + 1
+    while j < end:
+        c = text[j]
+        if c == "\\" and j + 1 < end and text[j + 1] in _PUNCT:
+            j += 2
+        elif c == "`":
+            k, close = _md_code_end(text, j, end, runs)
+            j = close or k
+        elif c == "[":
+            return None
+        elif c == "]":
+            break
+        else:
+            j += 1
+    else:
+        return None
+    m = re.compile(r"\(([^)\s]*)\)").match(text, j + 1, end)
+    if m is None:
+        return None
+    label, dest = _md_scan(text, i + 1, j, runs), m.group(1)
+    if dest and _safe_href(dest) and _MD_DEST.fullmatch(dest):
+        return f"[{label}]({dest})", m.end()
+    return label, m.end()
+
+
+def _md_plain(part, after=""):
+    """Text between `code` spans and links in report.md (``after`` the character written before it): raw HTML,
+    brackets and entities escaped, autolinks broken."""
+    return _break_autolinks(re.sub(r"[<\[\]&]", r"\\\g<0>", part), after)
+
+
+def _break_autolinks(text, after=""):
+    """Markdown ``text`` (written ``after`` a character) in which GitHub finds no autolink: a scheme's ``:``
+    (``https:``, ``mailto:``), the ``.`` of ``www.`` and the first ``/`` of a ``//`` that follows no scheme
+    escaped (they render as themselves), and a word joiner (U+2060, invisible) after each ``@``, which no escape
+    breaks (GitHub links ``a\\@b.example`` and ``a&#64;b.example`` too). report.html shows none of them."""
+    text = re.sub(r"(?<=[\w.+-]):(?=\S)", r"\\:", text)  # a scheme's ':' (http, mailto...); none is escaped here
+    text = re.sub(r"(?i)(www)\.", r"\1\\.", text)
+    # '//host' (a scheme-relative link to some renderers), unless it follows a scheme's ':' (or '/')
+    text = re.sub(r"(?<![:/])/(?=/)", lambda m: "/" if m.start() == 0 and after in (":", "/") else "\\/", text)
+    return re.sub("@(?!\u2060)", "@\u2060", text)
+
+
+def inline_code(value):
+    """``value`` as one markdown `code` span (for a path or a parameter inside report text): on one line, with
+    controls and line breaks shown as escapes (:func:`escape_text`), and fenced by more backticks than any run it
+    holds, padded with a space where it starts or ends with a backtick or a space, as CommonMark reads a span."""
+    text = escape_text(value, None)
+    fence = "`" * (max((len(r) for r in re.findall("`+", text)), default=0) + 1)
+    if not text.strip(" "):  # CommonMark keeps a span of spaces as it is (and has no empty span)
+        return f"`{text or ' '}`"
+    pad = " " if text[0] == "`" or text[-1] == "`" or text[0] == text[-1] == " " else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def markdown_table(df, max_rows=60):
@@ -202,9 +348,14 @@ def _inline(text):
     for i, part in enumerate(parts):
         if i % 2:
             fence = len(part) - len(part.lstrip("`"))
-            codes.append(html.escape(part[fence:-fence], quote=False))
+            code = part[fence:-fence].replace("\n", " ")
+            if code.startswith(" ") and code.endswith(" ") and code.strip(" "):  # CommonMark's padding
+                code = code[1:-1]
+            codes.append(html.escape(code, quote=False))
             out += f"\x00{len(codes) - 1}\x00"
         else:
+            # the word joiner report.md puts after '@' (_break_autolinks) is not shown here
+            part = part.replace("@\u2060", "@")
             out += html.escape(re.sub(r"\\([!-/:-@\[-`{-~])", keep_literal, part), quote=False)
     for pattern, repl in _INLINE:
         out = pattern.sub(repl, out)
@@ -218,29 +369,40 @@ def _inline(text):
     return re.sub("\x00(\\d+)\x00", lambda m: f"<code>{codes[int(m.group(1))]}</code>", out)
 
 
-def markdown_to_html(text):
-    """The markdown subset of report paragraphs (paragraphs, ``-`` lists, headings, rules) as HTML."""
-    blocks = []
+def _text_blocks(text):
+    """The blocks of a report paragraph as report.html and report.md both show them: ``("hr", None)``,
+    ``("list", items)`` (every line starts with ``- `` or ``* ``) and ``("paragraph", lines)`` (``---`` lines
+    inside one are dropped; a first one is a rule before it). A line starting with ``#`` is text: a report's
+    headings are its sections, and data-derived text adds none."""
     # controls (NUL would also collide with _inline's place-holders) and bidi overrides shown as escapes
     text = escape_text(text, None, keep_lines=True)
+    blocks = []
     for block in re.split(r"\n\s*\n", text.strip()):
         lines = block.splitlines()
         if not lines:
             continue
         if all(ln.strip() == "---" for ln in lines):
-            blocks.append("<hr>")
+            blocks.append(("hr", None))
         elif all(ln.lstrip().startswith(("- ", "* ")) for ln in lines):
-            items = "".join(f"<li>{_inline(ln.lstrip()[2:])}</li>" for ln in lines)
-            blocks.append(f"<ul>{items}</ul>")
-        elif len(lines) == 1 and re.match(r"^#{1,6} ", lines[0]):
-            level = len(lines[0]) - len(lines[0].lstrip("#"))
-            blocks.append(f"<h{level}>{_inline(lines[0][level:].strip())}</h{level}>")
+            blocks.append(("list", [ln.lstrip()[2:] for ln in lines]))
         else:
-            rest = [ln for ln in lines if ln.strip() != "---"]
             if lines[0].strip() == "---":
-                blocks.append("<hr>")
-            blocks.append("<p>" + _inline("\n".join(rest)) + "</p>")
-    return "\n".join(blocks) + "\n"
+                blocks.append(("hr", None))
+            blocks.append(("paragraph", [ln for ln in lines if ln.strip() != "---"]))
+    return blocks
+
+
+def markdown_to_html(text):
+    """The markdown subset of report paragraphs (paragraphs, ``-`` lists, rules) as HTML."""
+    html_blocks = []
+    for kind, body in _text_blocks(text):
+        if kind == "hr":
+            html_blocks.append("<hr>")
+        elif kind == "list":
+            html_blocks.append("<ul>" + "".join(f"<li>{_inline(item)}</li>" for item in body) + "</ul>")
+        else:
+            html_blocks.append("<p>" + _inline("\n".join(body)) + "</p>")
+    return "\n".join(html_blocks) + "\n"
 
 
 _CSS = """

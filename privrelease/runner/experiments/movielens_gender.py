@@ -29,6 +29,7 @@ import time
 
 import numpy as np
 
+from .._report import escape_text
 from .._schema import Bool, Choice, Either, Float, Folder, Int, PipelineError, Seed, Seq, quick_values
 from .synthetic_ratings import (_LEVELS_CAP, MAPPER, N_CLUSTERS_RULES, PROTOCOL_PARAMETERS, RECOMMENDER,
                                 _one_dataset, _recommender)
@@ -98,7 +99,7 @@ def run(report, *, random_state=0, quick=False, dataset="ml-100k", path=None, at
                f"(`python -c \"import surprise; surprise.Dataset.load_builtin('{dataset}')\"`).")
         print(f"movielens_gender: {msg}\n  ({exc})", file=sys.stderr, flush=True)
         report.section("Data missing")
-        report.text(msg + f"\n\nDetails: {exc}")
+        report.text(msg + f"\n\nDetails: {escape_text(exc, 'markdown')}")  # one line of plain text
         return {"status": "data missing"}
     print(f"[stage] movielens: reading {label}: {time.perf_counter() - t0:.1f} s", flush=True)
     a, described = private_attribute(users, attribute, age_cuts)

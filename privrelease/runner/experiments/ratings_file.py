@@ -41,7 +41,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from .._report import MAX_CELL_CHARS, escape_text
+from .._report import MAX_CELL_CHARS, escape_text, inline_code
 from .._schema import (Bool, Choice, Either, File, Float, Int, PipelineError, Seed, Seq, Table, Text,
                        quick_values)
 from ...utils import check_rating_scale
@@ -480,8 +480,8 @@ def run(report, *, random_state=0, quick=False, path=None, user_col="user", item
     report.section("Data")
     source = "the data's smallest and largest rating" if info["rating_range_from"] == "data" else "rating_range"
     report.text(
-        f"Ratings: `{path}`: {info['n_users_ratings']} users, {info['n_items']} items, {info['n_ratings']} "
-        f"ratings; rating scale {lo:g} to {hi:g} ({source}). Users file: `{users_path}` "
+        f"Ratings: {inline_code(path)}: {info['n_users_ratings']} users, {info['n_items']} items, {info['n_ratings']} "
+        f"ratings; rating scale {lo:g} to {hi:g} ({source}). Users file: {inline_code(users_path)} "
         f"({info['n_users_file_rows']} rows). Of the {info['n_users_ratings']} users with ratings, "
         f"{info['n_disclosed']} disclose the attribute and are evaluated; {info['n_undisclosed_missing']} have a "
         f"missing value and {info['n_undisclosed_no_row']} have no row in the users file (not disclosed: the "
