@@ -273,6 +273,12 @@ class ErasureMapper(_BaseMapper):
             # scikit-learn casts a frame holding a nullable column (Int64, boolean) to float64: a column of
             # categories or strings beside it failed there ("Cannot cast str dtype to float64")
             X = X.astype(object)
+        elif len(set(dtypes)) > 1 and any(
+                isinstance(d, np.dtype) and d.kind in "iu" and d.itemsize == 8 and not _float_exact(X[c].to_numpy())
+                for c, d in zip(X.columns, dtypes)):
+            # numpy reads a frame of several dtypes as their common type: float64 beside a 64-bit integer column,
+            # where ids beyond 2**53 became other numbers (2**63 + 4 and 2**63 + 5 one category): kept as objects
+            X = X.astype(object)
         Xa = validate_data(self, X, dtype=None, ensure_all_finite=False, reset=reset)
         Xa = np.asarray(Xa)
         if Xa.dtype.kind in "cmMV":
@@ -448,11 +454,12 @@ class ErasureMapper(_BaseMapper):
             out = X.copy()
             for col_idx, col in enumerate(out.columns):
                 s = out[col]
-                s = pd.Series(released[:, col_idx], index=s.index, name=s.name, dtype=object).astype(s.dtype)
-                if pd.api.types.is_bool_dtype(s.dtype):
-                    s = s.astype("boolean")
-                elif pd.api.types.is_integer_dtype(s.dtype):
-                    s = s.astype(_nullable_integer(s.dtype))
+                dtype = s.dtype
+                if pd.api.types.is_bool_dtype(dtype):
+                    dtype = "boolean"
+                elif pd.api.types.is_integer_dtype(dtype):  # straight to the nullable type: an object column of
+                    dtype = _nullable_integer(dtype)        # ints beyond 2**63 does not pass through numpy's uint64
+                s = pd.Series(released[:, col_idx], index=s.index, name=s.name, dtype=object).astype(dtype)
                 out[col] = s.mask(erased[:, col_idx])
             return out
         if Xa.dtype.kind in "fiub" and _float_exact(Xa):

@@ -165,3 +165,20 @@ def test_a_sparse_frame_filled_with_a_rating_is_refused_naming_the_column():
             call()
     # a NaN fill (unstored = missing) is still read as before, and a dense frame holding such a column is dense
     assert m.transform(D.astype({"i4": pd.SparseDtype(float, 5.0)})).shape == D.shape
+
+
+def test_erasure_keeps_64_bit_ids_beside_another_column_exact():
+    # a frame of a uint64 column beside an int column was read as float64 (numpy's common type): 2**63 + 4 and
+    # 2**63 + 5 became one category, and since kept cells are released as their category the release changed ids
+    import pandas as pd
+
+    from privrelease import ErasureMapper
+
+    ids = np.array([2**63 + 4, 2**63 + 5, 2**64 - 1], dtype=np.uint64)[np.arange(300) % 3]
+    X = pd.DataFrame({"id": ids, "b": np.arange(300) % 2})
+    m = ErasureMapper(delta=0.9, random_state=0).fit(X, np.arange(300) % 2)
+    assert len(m.categories_[0]) == 3
+    out = m.transform(X)
+    kept = out["id"].notna().to_numpy()
+    assert kept.any() and str(out["id"].dtype) == "UInt64"
+    assert (out["id"][kept].astype("uint64").to_numpy() == ids[kept]).all()
