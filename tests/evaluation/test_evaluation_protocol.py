@@ -172,9 +172,10 @@ def test_split_is_not_correlated_with_data_drawn_from_the_same_seed():
     n = 400
     bits = np.random.default_rng(0).integers(0, 2**53, size=n, dtype=np.uint64)
     y = (bits < 2**52).astype(int)
-    X = sp.random(n, 20, density=0.3, random_state=1, format="csr")
-    X.data = np.ceil(X.data * 5)
+    X = sp.random(n, 20, density=0.3, random_state=1, format="lil")
+    X.data = np.array([np.ceil(np.asarray(r) * 5).tolist() for r in X.data], dtype=object)
     X[np.arange(n), 0] = 3.0
+    X = X.tocsr()
     split = _prepare_split(X, y, opt_in_fraction=0.5, cv=2, heldout_fraction=0.1, rating_range=(1, 5),
                            random_state=0)
     share_opt, share_prot = split.y_opt.mean(), split.y_prot.mean()
