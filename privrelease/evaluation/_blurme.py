@@ -30,6 +30,14 @@ from ._targets import check_attribute, joint_attribute
 __all__ = ["BlurMe", "BlurMore"]
 
 
+
+def _share_of(fraction, counts, cap, rounding, offset=0.0):
+    """``rounding(fraction * counts + offset)`` as integers, capped at ``cap`` (the most that can be added): a
+    huge ``fraction`` (1e18, 1e300) overflowed the int64 cast to negative numbers and nothing was added."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        share = np.where(counts > 0, np.minimum(fraction * counts, cap), 0.0)
+    return rounding(share + offset).astype(np.int64)
+
 class BlurMe(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     """Add ratings of items typical of the other class (Weinsberg et al., 2012).
 
@@ -185,7 +193,7 @@ class BlurMe(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         Xs, fmt, dtype = self._working_copy(X)
         with single_threaded_blas():
             cls = np.searchsorted(self.classes_, self.classifier_.predict(Xs))
-        n_add = np.floor(self.fraction * np.diff(Xs.indptr) + 0.5).astype(np.int64)
+        n_add = _share_of(self.fraction, np.diff(Xs.indptr), Xs.shape[1], np.floor, 0.5)
         rs = check_random_source(self.random_state) if self.strategy != "greedy" else None
         score = self._scores()
         order = np.argsort(-score, axis=1, kind="stable")
@@ -370,9 +378,9 @@ class BlurMore(BlurMe):
         with single_threaded_blas():
             cls = np.searchsorted(self.classes_, self.classifier_.predict(Xs)) if n_users else np.zeros(0, int)
         n_u = np.diff(Xs.indptr)
-        n_add = np.floor(self.fraction * n_u + 0.5).astype(np.int64)
+        n_add = _share_of(self.fraction, n_u, Xs.shape[1], np.floor, 0.5)
         m = np.asarray(Xs.getnnz(axis=0)).ravel()
-        add_quota = np.ceil(self.fraction * m).astype(np.int64)
+        add_quota = _share_of(self.fraction, m, n_users, np.ceil)
         rem_quota = np.minimum(add_quota, np.maximum(m - 1, 0))
         rs = check_random_source(self.random_state) if self.strategy != "greedy" else None
         score = self._scores()

@@ -1019,6 +1019,15 @@ class QuantizedPrivacyMapper(_BaseMapper):
         """The clustering used by an in-memory fit: ``clustering`` with ``"auto"`` resolved (see the class)."""
         if a_idx is None or self._space() == "hamming":
             return "plain"
+        if self.classes_.size < 2:
+            # protect="marginal" on a 2-D y: no one attribute whose between-class directions could be removed
+            # (they were learnt from a single "class": none, while class_removal_ said 1.0 and the fit could not
+            # be saved)
+            if self.clustering == "attribute_free":
+                raise ValueError("clustering='attribute_free' removes the between-class directions of one attribute "
+                                 "(or of the joint attribute); protect='marginal' on a 2-D y has none: use "
+                                 "clustering='plain' (or 'auto'), or protect='joint'")
+            return "plain"
         if self.clustering == "auto":
             return "attribute_free" if np.unique(a_idx).size > 2 else "plain"
         return self.clustering
@@ -1320,6 +1329,16 @@ class QuantizedPrivacyMapper(_BaseMapper):
         bins = self.class_bins if self.class_bins == "heldout" else int(self.class_bins)
         if bins == 1:
             return bins
+        if bins != "heldout" and a_idx is not None and bins > a_idx.size:
+            # a cell uses at most as many bins as it has labeled members; the thresholds and fine cells are
+            # allocated per bin (class_bins=3e7 took 23 s and 5 GB for 120 users, 1e9 numpy's bare MemoryError)
+            raise ValueError(f"class_bins={self.class_bins!r} is more bins than there are labeled users "
+                             f"({a_idx.size}): a cell is cut into at most as many bins as it has members; expected "
+                             f"at most {a_idx.size}")
+        if a_idx is not None and self.classes_.size < 2:  # dropped without a word before
+            raise ValueError(f"class_bins={self.class_bins!r} cuts each cell along the first between-class direction "
+                             "of one attribute (or of the joint attribute); protect='marginal' on a 2-D y has none: "
+                             "leave class_bins=1, or use protect='joint'")
         if self.clustering == "plain":
             raise ValueError(f"class_bins={self.class_bins!r} cuts each attribute-free cell along the first "
                              "between-class direction; clustering='plain' learns no such direction: leave "

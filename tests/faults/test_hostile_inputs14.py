@@ -182,3 +182,56 @@ def test_erasure_keeps_64_bit_ids_beside_another_column_exact():
     kept = out["id"].notna().to_numpy()
     assert kept.any() and str(out["id"].dtype) == "UInt64"
     assert (out["id"][kept].astype("uint64").to_numpy() == ids[kept]).all()
+
+
+# ----------------------------------------------------------------------- obfuscation and mapper options
+@pytest.mark.parametrize("fraction", [1e18, 1e300])
+def test_blurme_and_blurmore_with_a_huge_fraction_act_as_with_every_candidate(fraction):
+    # fraction * n_u overflowed the int64 cast to negative numbers: nothing was added, the input released as is
+    from privrelease.datasets import make_ratings
+    from privrelease.evaluation import BlurMe, BlurMore
+
+    R, g, _ = make_ratings(n_users=200, n_items=40, random_state=0)
+    for cls in (BlurMe, BlurMore):
+        big = cls(fraction=fraction, random_state=0).fit(R, g).transform(R)
+        every = cls(fraction=1e6, random_state=0).fit(R, g).transform(R)
+        assert abs(big - every).nnz == 0 and abs(big - R).nnz > 0
+
+
+def _two_attributes():
+    from privrelease.datasets import make_ratings
+
+    R, g, _ = make_ratings(n_users=600, n_items=100, random_state=0)
+    Y = np.column_stack([g, np.random.default_rng(0).integers(0, 3, g.size)]).astype(float)
+    Y[300:] = np.nan
+    return R, Y
+
+
+@pytest.mark.parametrize("kw, match", [(dict(clustering="attribute_free"), "clustering='attribute_free' removes"),
+                                       (dict(class_bins=2), "class_bins=2 cuts each cell")])
+def test_marginal_protection_refuses_what_needs_one_attributes_directions(kw, match, tmp_path):
+    # protect='marginal' with clustering='attribute_free' ran plain k-means, said class_removal_ = 1.0, and the
+    # fitted mapper could not be saved; class_bins=2 was dropped without a word
+    from privrelease import QuantizedPrivacyMapper
+
+    R, Y = _two_attributes()
+    with pytest.raises(ValueError, match=match):
+        QuantizedPrivacyMapper(protect="marginal", random_state=0, **kw).fit(R, Y)
+    m = QuantizedPrivacyMapper(protect="marginal", random_state=0).fit(R, Y)   # 'auto': plain clusters
+    assert m.attribute_directions_.shape[0] == 0 and m.class_removal_ == 0.0
+    m.save(tmp_path / "m.npz")
+
+
+def test_class_bins_beyond_the_labeled_users_are_refused_before_allocating():
+    # class_bins=3e7 took 23 s and 5 GB for 120 users (thresholds per bin); 1e9 numpy's bare MemoryError
+    from privrelease import QuantizedPrivacyMapper
+    from privrelease.datasets import make_ratings
+
+    R, _, _ = make_ratings(n_users=120, n_items=40, random_state=0)
+    y = np.array([0, 1, 2])[np.arange(120) % 3].astype(float)
+    y[60:] = np.nan
+    for bins in (61, 10**9):
+        with pytest.raises(ValueError, match=rf"class_bins={bins} is more bins than there are labeled users \(60\)"):
+            QuantizedPrivacyMapper(n_clusters=5, class_bins=bins, clustering="attribute_free").fit(R, y)
+    assert QuantizedPrivacyMapper(n_clusters=5, class_bins=60, clustering="attribute_free",
+                                  random_state=0).fit(R, y).class_bins_ == 60
