@@ -141,7 +141,10 @@ class AuctionResult:
 
     @property
     def utilities(self):
-        """``p_i - v_i eps_i``: non-negative for every individual (individual rationality)."""
+        """``p_i - v_i eps_i``: non-negative for every individual (individual rationality), to the ulp or two a
+        payment is lowered by where the budget binds at an exact tie (``ghosh_roth(np.ones(10), 1.0)`` pays
+        five times ``fl(0.2)``, whose exact sum exceeds 1: the payments are then an ulp below their cost, since no
+        float payments meet both)."""
         return self.payments - self.costs
 
     def to_dclef(self, data_range=None):
@@ -640,15 +643,28 @@ def _within_budget(payments, budget):
         if not np.all(np.isfinite(p)):
             continue
         b = float(B[row])
-        over = math.fsum(p.tolist() + [-b])
-        step = 1.0
-        share = b / (over + b) if over > 0 else 1.0   # B / (exact sum), rounded
-        while over > 0:
-            scale = share * (1.0 - step * _U)
-            p = np.nextafter(payments[row] * scale, 0.0)
-            over = math.fsum(p.tolist() + [-b])
-            step *= 2.0
+        over = _excess(p, b)
+        if not over > 0:
+            continue
+        share = 1.0 / (1.0 + over / b)   # B / (exact sum), rounded (no overflow near float64's largest)
+        step = 0.0
+        while over > 0:   # the least lowering first (an ulp or two): ties at the budget keep what they can
+            p = np.nextafter(payments[row] * (share * (1.0 - step * _U)), 0.0)
+            over = _excess(p, b)
+            step = max(1.0, 2.0 * step)
         payments[row] = p
+
+
+def _excess(p, b):
+    """``sum(p) - b`` with its sign exact: ``math.fsum`` (the correctly rounded exact sum), or fractions where a
+    partial sum overflows (payments near float64's largest, whose exact sum is a few ulps over the budget)."""
+    try:
+        return math.fsum(p.tolist() + [-b])
+    except OverflowError:
+        from fractions import Fraction
+
+        d = sum(map(Fraction, p.tolist())) - Fraction(b)
+        return float(d) if abs(d) <= Fraction(np.finfo(np.float64).max) else math.copysign(math.inf, d)
 
 
 @np.errstate(over="ignore", invalid="ignore")  # rows that leave float64's range are recomputed exactly

@@ -235,3 +235,28 @@ def test_class_bins_beyond_the_labeled_users_are_refused_before_allocating():
             QuantizedPrivacyMapper(n_clusters=5, class_bins=bins, clustering="attribute_free").fit(R, y)
     assert QuantizedPrivacyMapper(n_clusters=5, class_bins=60, clustering="attribute_free",
                                   random_state=0).fit(R, y).class_bins_ == 60
+
+
+def test_payments_near_the_largest_float_keep_the_budget_without_overflow():
+    # the exact test of the payments' sum added them before the budget: fsum's partial sum overflowed
+    # ('intermediate overflow in fsum') where the result had been three payments of 5.99e307
+    import sys
+
+    from privrelease.auctions import ghosh_roth
+
+    B = sys.float_info.max
+    for res in (ghosh_roth([0.0, 0.0, 0.0, 1e308], B), fair_inner_product([0.0, 0.0, 0.0, 1e308], [1, 1, 1, 1e-300], B)):
+        assert res.selected.tolist() == [True, True, True, False]
+        assert sum(map(Fraction, res.payments.tolist())) <= Fraction(B)
+        np.testing.assert_allclose(res.payments[:3], B / 3, rtol=1e-15)
+
+
+def test_an_exact_tie_at_the_budget_is_lowered_by_one_ulp_at_most():
+    # five payments of fl(0.2) exceed a budget of 1 exactly; no float payments meet both the budget and costs of
+    # fl(0.2): the payments go one ulp down (they went two, 2.2e-16 under the budget where 5.6e-17 was needed)
+    from privrelease.auctions import ghosh_roth
+
+    res = ghosh_roth(np.ones(10), 1.0)
+    pay = res.payments[res.selected]
+    assert sum(map(Fraction, res.payments.tolist())) <= 1
+    assert np.all(pay == np.nextafter(0.2, 0.0))
