@@ -233,7 +233,8 @@ def test_accountant_refuses_nan_payments_and_unhashable_population():
     acc = PrivacyAccountant(epsilon=10)
     # NaN payments used to be recorded, making every later total NaN
     with pytest.raises(ValueError,
-                       match=r"payments must be finite numbers >= 0 \(what each individual was paid\), got nan at index 1"):
+                       match=r"payments must be finite numbers >= 0 \(what each individual was paid\), "
+                             r"got nan at index 1"):
         acc.spend(1.0, population="p", individual_epsilons=[1.0, 0.5], payments=[1.0, np.nan])
     with pytest.raises(TypeError, match=r"population must be a hashable name .*got \[1\] of type list"):
         acc.spend(1.0, population=[1], individual_epsilons=[1.0])

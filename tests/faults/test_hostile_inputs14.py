@@ -245,7 +245,8 @@ def test_payments_near_the_largest_float_keep_the_budget_without_overflow():
     from privrelease.auctions import ghosh_roth
 
     B = sys.float_info.max
-    for res in (ghosh_roth([0.0, 0.0, 0.0, 1e308], B), fair_inner_product([0.0, 0.0, 0.0, 1e308], [1, 1, 1, 1e-300], B)):
+    for res in (ghosh_roth([0.0, 0.0, 0.0, 1e308], B),
+                fair_inner_product([0.0, 0.0, 0.0, 1e308], [1, 1, 1, 1e-300], B)):
         assert res.selected.tolist() == [True, True, True, False]
         assert sum(map(Fraction, res.payments.tolist())) <= Fraction(B)
         np.testing.assert_allclose(res.payments[:3], B / 3, rtol=1e-15)
