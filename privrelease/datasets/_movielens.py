@@ -522,7 +522,8 @@ def load_ratings_csv(path, *, user_col="user", item_col="item", rating_col="rati
         Column names (``header=True``) or 0-based positions (``header=False``).
     sep : str, default=","
         Field separator (``"\\t"`` for tab-separated, ``"::"`` for MovieLens 1M), read literally (a
-        separator of several characters such as ``"||"`` is not a regular expression).
+        separator of several characters such as ``"||"`` is not a regular expression), except
+        ``r"\\s+"``: runs of spaces and tabs (columns aligned with spaces).
     header : bool, default=True
         Whether the first line holds column names.
     encoding : str, default="utf-8"
@@ -594,16 +595,12 @@ def load_ratings_csv(path, *, user_col="user", item_col="item", rating_col="rati
     if not header and not all(isinstance(c, (int, np.integer)) and not isinstance(c, (bool, np.bool_))
                               for c in cols):
         raise ValueError(f"with header=False the columns must be 0-based positions, got {cols!r}")
-    engine = "python" if len(sep) > 1 else "c"
     try:
         with warnings.catch_warnings():
             # a row longer than the header: refused below by _check_field_counts, naming the line
             warnings.simplefilter("ignore", pd.errors.ParserWarning)
-            # pandas reads a separator of more than one character as a regular expression ('**': "nothing to
-            # repeat", '||' split at every empty match): escaped, it is the literal text _check_field_counts splits at
-            df = pd.read_csv(p, sep=re.escape(sep) if engine == "python" else sep, header=0 if header else None,
-                             engine=engine, encoding=encoding, dtype=str, keep_default_na=False, index_col=False,
-                             on_bad_lines="error", compression=None)
+            df = pd.read_csv(p, **pandas_sep(sep), header=0 if header else None, encoding=encoding, dtype=str,
+                             keep_default_na=False, index_col=False, on_bad_lines="error", compression=None)
     except pd.errors.EmptyDataError:
         raise ValueError(f"rating file {str(path)!r} is empty: expected a header line and one "
                          "'user, item, rating' row per rating") from None
@@ -771,6 +768,20 @@ def _check_line_lengths(p, what):
             offset += len(block)
 
 
+#: the one separator that is not literal text: runs of spaces and tabs (pandas' idiom for aligned columns)
+WHITESPACE_SEP = r"\s+"
+
+
+def pandas_sep(sep):
+    """``read_csv``'s ``sep`` and ``engine`` for a separator read as literal text: pandas reads a separator of
+    more than one character as a regular expression ('**': "nothing to repeat", '||' split at every empty
+    match), so it is escaped, the text :func:`_check_field_counts` splits at. ``r"\s+"`` (runs of whitespace,
+    pandas' idiom for aligned columns) keeps its meaning."""
+    if sep == WHITESPACE_SEP:
+        return {"sep": WHITESPACE_SEP, "engine": "c"}
+    return {"sep": re.escape(sep), "engine": "python"} if len(sep) > 1 else {"sep": sep, "engine": "c"}
+
+
 def _check_field_counts(p, sep, encoding, n_columns, what=None, named_by="the header"):
     """Refuse a row with more fields than the columns (pandas drops the extra fields with index_col=False).
 
@@ -784,6 +795,8 @@ def _check_field_counts(p, sep, encoding, n_columns, what=None, named_by="the he
     with open(p, encoding=encoding, newline="") as fh:
         if len(sep) == 1:
             rows = csv.reader(fh, delimiter=sep)
+        elif sep == WHITESPACE_SEP:
+            rows = (line.split() for line in fh)
         else:
             rows = (line.rstrip("\r\n").split(sep) for line in fh)
         lines, first = [], None

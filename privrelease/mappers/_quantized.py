@@ -1019,7 +1019,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
         """The clustering used by an in-memory fit: ``clustering`` with ``"auto"`` resolved (see the class)."""
         if a_idx is None or self._space() == "hamming":
             return "plain"
-        if self.classes_.size < 2:
+        if np.unique(a_idx).size < 2:
             # protect="marginal" on a 2-D y: no one attribute whose between-class directions could be removed
             # (they were learnt from a single "class": none, while class_removal_ said 1.0 and the fit could not
             # be saved)
@@ -1335,7 +1335,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
             raise ValueError(f"class_bins={self.class_bins!r} is more bins than there are labeled users "
                              f"({a_idx.size}): a cell is cut into at most as many bins as it has members; expected "
                              f"at most {a_idx.size}")
-        if a_idx is not None and self.classes_.size < 2:  # dropped without a word before
+        if a_idx is not None and np.unique(a_idx).size < 2:  # protect="marginal": dropped without a word before
             raise ValueError(f"class_bins={self.class_bins!r} cuts each cell along the first between-class direction "
                              "of one attribute (or of the joint attribute); protect='marginal' on a 2-D y has none: "
                              "leave class_bins=1, or use protect='joint'")

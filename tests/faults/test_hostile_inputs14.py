@@ -261,3 +261,19 @@ def test_an_exact_tie_at_the_budget_is_lowered_by_one_ulp_at_most():
     pay = res.payments[res.selected]
     assert sum(map(Fraction, res.payments.tolist())) <= 1
     assert np.all(pay == np.nextafter(0.2, 0.0))
+
+
+# ----------------------------------------------------------------------- files aligned with spaces
+def test_a_file_aligned_with_spaces_reads_with_the_whitespace_separator(tmp_path):
+    # separators are literal text since this audit, which left r"\s+" (pandas' idiom for aligned columns) no way
+    # to read such a file: it is the one separator kept as pandas reads it, in the ratings and the users files
+    from privrelease.datasets import load_ratings_csv
+
+    path = tmp_path / "ws.txt"
+    path.write_text("user  item rating\n1 10\t4\n2   11 5\n3 10 3\n")
+    R, users, items = load_ratings_csv(path, sep=r"\s+")
+    assert R.toarray().tolist() == [[4.0, 0.0], [0.0, 5.0], [3.0, 0.0]]
+    assert [str(u) for u in users] == ["1", "2", "3"] and [str(i) for i in items] == ["10", "11"]
+    path.write_text("user item rating\n1 10 4 9\n")
+    with pytest.raises(ValueError, match="line 2 has 4 fields"):
+        load_ratings_csv(path, sep=r"\s+")

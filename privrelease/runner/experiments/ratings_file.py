@@ -34,7 +34,6 @@ columns, the attribute's classes and the scale.
 """
 
 import os
-import re
 import unicodedata
 import warnings
 
@@ -312,7 +311,7 @@ def _read_users(path, id_col, columns, sep, encoding, names=None):
     The ids are returned apart from the table: kept in it as a column '__id__', they collided with a users file's
     own column '__id__' (a bare KeyError when it was the attribute).
     """
-    from ...datasets._movielens import _check_encoding, _check_field_counts, _check_line_lengths
+    from ...datasets._movielens import _check_encoding, _check_field_counts, _check_line_lengths, pandas_sep
 
     file, what = os.path.expanduser(path), f"the users file {path!r}"
     if not sep:
@@ -333,9 +332,8 @@ def _read_users(path, id_col, columns, sep, encoding, names=None):
             # a row longer than the header: refused below by _check_field_counts, naming the line
             warnings.simplefilter("ignore", pd.errors.ParserWarning)
             # a separator of several characters is literal text, not pandas' regular expression (see load_ratings_csv)
-            df = pd.read_csv(file, sep=re.escape(sep) if len(sep) > 1 else sep, dtype=str, keep_default_na=False,
-                             encoding=encoding, engine="python" if len(sep) > 1 else "c", index_col=False,
-                             compression=None,
+            df = pd.read_csv(file, **pandas_sep(sep), dtype=str, keep_default_na=False, encoding=encoding,
+                             index_col=False, compression=None,
                              **({} if names is None else {"header": None, "names": list(names)}))
     except pd.errors.EmptyDataError:
         raise PipelineError(f"parameter users_path = {path!r}: the users file is empty; expected "
