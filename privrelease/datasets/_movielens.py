@@ -775,7 +775,7 @@ WHITESPACE_SEP = r"\s+"
 def pandas_sep(sep):
     """``read_csv``'s ``sep`` and ``engine`` for a separator read as literal text: pandas reads a separator of
     more than one character as a regular expression ('**': "nothing to repeat", '||' split at every empty
-    match), so it is escaped, the text :func:`_check_field_counts` splits at. ``r"\s+"`` (runs of whitespace,
+    match), so it is escaped, the text :func:`_check_field_counts` splits at. ``r"\\s+"`` (runs of whitespace,
     pandas' idiom for aligned columns) keeps its meaning."""
     if sep == WHITESPACE_SEP:
         return {"sep": WHITESPACE_SEP, "engine": "c"}

@@ -219,15 +219,13 @@ def test_class_bins_cost_no_memory_per_user_and_bin():
     cell, non-decreasing along the bins (an empty bin joins the nearest non-empty one)."""
     import tracemalloc
 
-    import scipy.sparse as sp
-
     from privrelease import QuantizedPrivacyMapper
     from privrelease.datasets import make_ratings
 
-    R, g, _ = make_ratings(n_users=200, n_items=30, random_state=0)
+    R, g, _ = make_ratings(n_users=10000, n_items=30, random_state=0)
     y = g.copy()
-    y[100:] = -1
-    X = sp.vstack([R] * 20, format="csr")
+    y[5000:] = -1   # 5,000 labeled users: class_bins up to 5,000 (more bins than labeled users are refused)
+    X = R[:4000]
     for bins in (3, 5000):
         m = QuantizedPrivacyMapper(n_clusters=4, clustering="attribute_free", class_bins=bins,
                                    random_state=0).fit(R, y)
