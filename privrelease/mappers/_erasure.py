@@ -9,8 +9,8 @@ from .. import _persistence
 from ..exceptions import UnseenCategoryWarning
 from ..mapping import _presolve, erasure_alphabet, erasure_distortion
 from ..utils import check_random_source
-from ..utils._validation import (_format_bytes, _physical_memory, check_bool_number_mix, check_table, is_sparse_frame,
-                                 plain_value)
+from ..utils._validation import (_format_bytes, _physical_memory, check_bool_number_mix, check_label_kinds, check_table,
+                                 is_sparse_frame, plain_value, undisclosed_mask)
 from . import _dask
 from ._base import PriorEstimate, _BaseMapper, _refuse_surprise_data
 from ._common import BUDGET_CONSTRAINT, LEAKAGE_CONSTRAINT, PROTECT_CONSTRAINT, RANDOM_STATE_CONSTRAINT
@@ -359,6 +359,11 @@ class ErasureMapper(_BaseMapper):
         parts, lengths, columns, frame = _dask.block_lengths(X)
         y_parts = _dask.y_blocks(y, _RowBlocks(lengths))
         tables = dask.compute(*[dask.delayed(_erasure_counts)(p, yb, columns) for p, yb in zip(parts, y_parts)])
+        # the kinds of the labels across the blocks, before pandas' grouping merges 1 and True (each block's own
+        # were checked where it was counted)
+        labels = [np.asarray(t.index.get_level_values(_LABEL), dtype=object) for t in tables]
+        labels = np.concatenate(labels) if labels else np.empty(0, dtype=object)
+        check_label_kinds(labels[~undisclosed_mask(labels)].tolist())
         total = pd.concat(tables).groupby(level=list(range(len(columns) + 1)), observed=True, dropna=False,
                                           sort=False).sum()
         table = total.reset_index(name="__count__")
@@ -614,5 +619,7 @@ def _erasure_counts(part, yb, columns):
         df = part.reset_index(drop=True)
     else:
         df = pd.DataFrame(np.asarray(part), columns=columns)
+    labels = np.asarray(yb, dtype=object)
+    check_label_kinds(labels[~undisclosed_mask(labels)].tolist())  # before the grouping merges 1 and True
     df[_LABEL] = np.asarray(yb)
     return df.groupby(list(df.columns), observed=True, dropna=False, sort=False).size()

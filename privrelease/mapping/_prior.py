@@ -6,7 +6,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from ..utils import check_number, check_random_source
-from ..utils._validation import as_int64_codes, check_allocation, check_same_index, plain_value
+from ..utils._validation import as_int64_codes, check_allocation, check_label_kinds, check_same_index, plain_value
 
 __all__ = ["empirical_prior", "kde_prior", "KDEPrior"]
 
@@ -176,6 +176,8 @@ def kde_prior(X, y, *, grid=None, n_grid=None, bandwidths=None, cv=5, random_sta
     if not np.all(np.isfinite(X)):
         raise ValueError(f"X must be finite, got {int(np.sum(~np.isfinite(X)))} non-finite value(s) (for example "
                          f"{plain_value(X[~np.isfinite(X)][0])!r})")
+    if np.ndim(y) == 1:  # before numpy merges them: [1, '1', 0] became strings, [1, True, 0] integers
+        check_label_kinds(np.asarray(y, dtype=object).tolist(), "y")
     y = np.asarray(y)
     if y.shape != (X.shape[0],):
         raise ValueError(f"y must have one label per row of X ({X.shape[0]}), got shape {y.shape}")

@@ -138,6 +138,12 @@ def as_int64_codes(X, name, what="integer codes"):
     with ints beyond int64 (``[-1, 2**63]``) as float64, and the message quoted ``9.223372036854776e+18``.
     """
     given = X
+    if isinstance(given, (list, tuple)):
+        # numpy reads [1, True, 0] as the integers 1, 1, 0, where an array of booleans is refused below
+        flat = np.asarray(given, dtype=object).ravel()
+        hit = next((i for i, v in enumerate(flat) if isinstance(v, (bool, np.bool_))), None)
+        if hit is not None:
+            raise ValueError(f"{name} must hold {what}, got the boolean {flat[hit]!r} at index {hit}")
     X = np.asarray(X)
     if X.dtype.kind == "O" and X.size and _all_python_ints(X):
         # numpy keeps Python ints beyond int64 ([2**64, 1], [-1, 2**70]) as objects: name the value, not the dtype

@@ -277,3 +277,31 @@ def test_a_file_aligned_with_spaces_reads_with_the_whitespace_separator(tmp_path
     path.write_text("user item rating\n1 10 4 9\n")
     with pytest.raises(ValueError, match="line 2 has 4 fields"):
         load_ratings_csv(path, sep=r"\s+")
+
+
+# ----------------------------------------------------------------------- label kinds on the other entry points
+def test_erasure_on_dask_refuses_label_kinds_that_differ_across_blocks():
+    # integers in one block, booleans in the other: pandas grouped 1 with True, one class ([0 1]) where the same y
+    # in memory is refused
+    da = pytest.importorskip("dask.array")
+    from privrelease import ErasureMapper
+
+    rng = np.random.default_rng(0)
+    X = rng.integers(0, 3, (200, 2)).astype(float)
+    y = np.empty(200, dtype=object)
+    y[:100] = list(rng.integers(0, 2, 100))
+    y[100:] = list(rng.random(100) < 0.5)
+    for mixed in (y, np.where(np.arange(200) % 2 == 0, y[::-1], y)):   # across blocks, and within each block
+        with pytest.raises(TypeError, match=r"y mixes label types \['bool', 'number'\]"):
+            ErasureMapper(random_state=0).fit(da.from_array(X, chunks=(100, 2)), da.from_array(mixed, chunks=100))
+
+
+def test_priors_refuse_labels_of_mixed_kinds():
+    from privrelease.mapping import empirical_prior, kde_prior
+
+    X = np.random.default_rng(0).normal(size=(60, 2))
+    for y in ([1, "1", 0] * 20, [1, True, 0] * 20):
+        with pytest.raises(TypeError, match="y mixes label types"):
+            kde_prior(X, y)
+    with pytest.raises(ValueError, match="got the boolean True at index 1"):
+        empirical_prior([1, True, 0], [0, 1, 0])
