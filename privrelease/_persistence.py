@@ -375,7 +375,13 @@ def _read(path, key=None, *, max_bytes=DEFAULT_MAX_BYTES):
                 if len(data) != info.file_size:
                     raise ValueError(f"{path!r}: member {info.filename!r} holds {len(data)} bytes, its header "
                                      f"says {info.file_size}")
-                arrays[info.filename[:-4]] = np.lib.format.read_array(io.BytesIO(data), allow_pickle=False)
+                a = np.lib.format.read_array(io.BytesIO(data), allow_pickle=False)
+                if a.dtype.itemsize == 0 and a.size:
+                    # elements of zero bytes (<U0, |S0, |V0) take no room in the file whatever the shape, and
+                    # turning them into objects took 8 bytes each: 16 kB declared 1e15 of them (a raw MemoryError)
+                    raise ValueError(f"{path!r}: member {info.filename!r} declares {a.size:,} elements of dtype "
+                                     f"{a.dtype.str} (zero bytes each); privrelease.save writes none")
+                arrays[info.filename[:-4]] = a
     except ValueError as exc:
         msg = str(exc)
         if msg.startswith(repr(path)):

@@ -188,6 +188,11 @@ class DCLEFEstimator(RegressorMixin, BaseEstimator):
         check_table(X)
         check_table(y, "y")
         check_same_index(X, y)
+        # each individual's cost and cap are paired with her row by position: a Series of them in another order
+        # gave one individual's cap of 0 to another (she was bought at eps = 1)
+        for other, name in ((unit_costs, "unit_costs"), (self.epsilon_cap, "epsilon_cap")):
+            check_same_index(X, other, name)
+            check_same_index(y, other, name, x_name="y")
         X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
         check_real_target(y, "y", "the private values d as real numbers")
         n = X.shape[0]

@@ -46,7 +46,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..utils import SeededRandomSource, check_private_labels, check_random_source
-from ..utils._validation import plain_value
+from ..utils._validation import check_same_index as _check_same_index, plain_value
 
 __all__ = [
     "is_dask_collection",
@@ -418,6 +418,25 @@ def vstack(blocks):
     if any(sp.issparse(b) for b in blocks):
         return sp.vstack([sp.csr_matrix(b) for b in blocks], format="csr")
     return np.concatenate([np.asarray(b) for b in blocks], axis=0)
+
+
+def check_same_index(X, y, name="y"):
+    """:func:`~privrelease.utils._validation.check_same_index` where ``X`` or ``y`` is a dask frame or series:
+    their indexes are computed (one pass over the index alone) and compared as pandas indexes."""
+    import types
+
+    import pandas as pd
+
+    def index_of(obj):
+        ix = getattr(obj, "index", None)
+        if ix is None or isinstance(ix, pd.Index):
+            return ix
+        return pd.Index(ix.compute()) if hasattr(ix, "compute") else None
+
+    ix = index_of(X)
+    iy = index_of(y) if ix is not None else None
+    if ix is not None and iy is not None:
+        _check_same_index(types.SimpleNamespace(index=ix), types.SimpleNamespace(index=iy), name)
 
 
 def block_lengths(X):

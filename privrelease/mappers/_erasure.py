@@ -356,9 +356,23 @@ class ErasureMapper(_BaseMapper):
         """
         import dask
 
+        # the in-memory fit's refusals, before any block is read (a Series' blocks raised a raw KeyError, sparse
+        # blocks pandas' "Must pass 2-d input")
+        meta = getattr(X, "_meta", None)
+        if isinstance(meta, pd.Series):
+            raise TypeError(f"ErasureMapper needs a 2-D table of categorical fields (one column per field), got a "
+                            f"dask Series {meta.name!r}: pass X.to_frame() for one field")
+        if sp.issparse(meta):
+            raise TypeError(f"ErasureMapper needs a dense table of categorical fields, got a dask array of scipy "
+                            f"sparse blocks: densify the blocks first, X.map_blocks(lambda b: b.toarray()) (every "
+                            "cell is a category, 0 included, and an erased field is missing in the release)")
         parts, lengths, columns, frame = _dask.block_lengths(X)
         y_parts = _dask.y_blocks(y, _RowBlocks(lengths))
         tables = dask.compute(*[dask.delayed(_erasure_counts)(p, yb, columns) for p, yb in zip(parts, y_parts)])
+        for j in range(len(columns)):  # 1 in one block and True in another, before the grouping merges them
+            check_bool_number_mix(np.concatenate([np.asarray(t.index.get_level_values(j), dtype=object)
+                                                  for t in tables]) if tables else np.empty(0, dtype=object),
+                                  f"column {j} of X")
         # the kinds of the labels across the blocks, before pandas' grouping merges 1 and True (each block's own
         # were checked where it was counted)
         labels = [np.asarray(t.index.get_level_values(_LABEL), dtype=object) for t in tables]
@@ -621,5 +635,7 @@ def _erasure_counts(part, yb, columns):
         df = pd.DataFrame(np.asarray(part), columns=columns)
     labels = np.asarray(yb, dtype=object)
     check_label_kinds(labels[~undisclosed_mask(labels)].tolist())  # before the grouping merges 1 and True
+    for j, col in enumerate(columns):
+        check_bool_number_mix(df[col].to_numpy(), f"column {j} of X")
     df[_LABEL] = np.asarray(yb)
     return df.groupby(list(df.columns), observed=True, dropna=False, sort=False).size()

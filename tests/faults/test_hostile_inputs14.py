@@ -305,3 +305,98 @@ def test_priors_refuse_labels_of_mixed_kinds():
             kde_prior(X, y)
     with pytest.raises(ValueError, match="got the boolean True at index 1"):
         empirical_prior([1, True, 0], [0, 1, 0])
+
+
+# ----------------------------------------------------------------------- a saved file of zero-byte elements
+def test_load_refuses_an_array_of_zero_byte_elements(tmp_path):
+    # a '<U0' member declaring 1e15 elements takes no bytes in the file, passes every max_bytes check, and
+    # load turned it into objects (8 bytes each): numpy's MemoryError for 7.11 PiB from a 16 kB file
+    import io
+    import zipfile
+
+    import privrelease
+
+    path = tmp_path / "bomb.npz"
+    buf = io.BytesIO()
+    np.lib.format.write_array_header_1_0(buf, {"descr": "<U0", "fortran_order": False, "shape": (10**15,)})
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("fitted/feature_names_in_.npy", buf.getvalue())
+        meta = io.BytesIO()
+        np.lib.format.write_array(meta, np.array("{}"))
+        zf.writestr("__metadata__.npy", meta.getvalue())
+    with pytest.raises(ValueError, match=r"declares 1,000,000,000,000,000 elements of dtype <U0 \(zero bytes each\)"):
+        privrelease.load(path)
+
+
+# ----------------------------------------------------------------------- dask and the auction estimator
+def _indexed_users(n=120, seed=0):
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    ids = [f"user{i}" for i in range(n)]
+    a = rng.integers(0, 2, n)
+    X = pd.DataFrame({"f": np.where(a == 1, "x", "y"), "g": rng.integers(0, 3, n).astype(str)}, index=ids)
+    y = pd.Series(a, index=ids)
+    return X, y
+
+
+def test_a_dask_fit_refuses_a_y_indexed_differently_from_its_frame():
+    # dd.from_pandas sorts the rows by their index (user0, user1, user10 ...): a y in the frame's original order
+    # was paired by position, and the prior (0.85 bits) read 0.016; the in-memory fit refuses it
+    dd = pytest.importorskip("dask.dataframe")
+    from privrelease import ErasureMapper, QuantizedPrivacyMapper
+
+    X, y = _indexed_users()
+    Xd = dd.from_pandas(X, npartitions=3)
+    with pytest.raises(ValueError, match="y is indexed differently from X"):
+        ErasureMapper(random_state=0).fit(Xd, y)
+    with pytest.raises(ValueError, match="y is indexed differently from X"):
+        ErasureMapper(random_state=0).fit(Xd, dd.from_pandas(y.sample(frac=1.0, random_state=0), npartitions=2,
+                                                             sort=False))
+    aligned = ErasureMapper(random_state=0).fit(Xd, y.reindex(Xd.index.compute()))
+    assert aligned.prior_leakage_ == pytest.approx(ErasureMapper(random_state=0).fit(X, y).prior_leakage_)
+    ratings = X.assign(f=(X["f"] == "x") * 4.0 + 1, g=X["g"].astype(float))
+    with pytest.raises(ValueError, match="y is indexed differently from X"):
+        QuantizedPrivacyMapper(n_clusters=3, random_state=0).fit(dd.from_pandas(ratings, npartitions=3), y)
+
+
+def test_dask_erasure_refuses_what_the_in_memory_fit_refuses():
+    # 1 beside True in one column was merged into one category; CSR blocks gave pandas' 'Must pass 2-d input', a
+    # dask Series a raw KeyError
+    da = pytest.importorskip("dask.array")
+    dd = pytest.importorskip("dask.dataframe")
+    import pandas as pd
+    import scipy.sparse as sp
+
+    from privrelease import ErasureMapper
+
+    y = np.arange(60) % 2
+    col = np.array([1, True, 2] * 20, dtype=object)
+    split = np.r_[np.ones(30, dtype=int).astype(object), np.full(30, True, dtype=object)]
+    for Xd in (da.from_array(col[:, None], chunks=(20, 1)),    # within each block
+               da.from_array(split[:, None], chunks=(30, 1))):  # 1 in one block, True in the other
+        with pytest.raises(TypeError, match="column 0 of X mixes booleans and numbers"):
+            ErasureMapper(random_state=0).fit(Xd, y)
+    csr = sp.csr_matrix(np.arange(120).reshape(60, 2) % 3)
+    with pytest.raises(TypeError, match="dask array of scipy sparse blocks: densify"):
+        ErasureMapper(random_state=0).fit(da.from_array(csr, chunks=(20, 2), asarray=False), y)
+    with pytest.raises(TypeError, match=r"dask Series 'c': pass X.to_frame\(\)"):
+        ErasureMapper(random_state=0).fit(dd.from_pandas(pd.Series(col, name="c"), npartitions=2), y)
+
+
+def test_dclef_estimator_refuses_costs_and_caps_indexed_differently_from_X():
+    # a Series of caps in another order than X gave individual 'a' the cap of 'd' (she was bought at eps = 1
+    # under a cap of 0)
+    import pandas as pd
+
+    from privrelease import DCLEFEstimator
+
+    ids = list("abcd")
+    X = pd.DataFrame({"f": [0.0, 1.0, 2.0, 3.0]}, index=ids)
+    y = pd.Series([1.0, 2.0, 3.0, 4.0], index=ids)
+    caps = pd.Series([0.0, np.inf, np.inf, np.inf], index=ids)[::-1]
+    with pytest.raises(ValueError, match="epsilon_cap is indexed differently from X"):
+        DCLEFEstimator(budget=1.0, data_range=(0, 5), epsilon_cap=caps).fit(X, y)
+    with pytest.raises(ValueError, match="unit_costs is indexed differently from X"):
+        DCLEFEstimator(budget=1.0, data_range=(0, 5)).fit(X, y, unit_costs=pd.Series([1.0, 2, 3, 4], index=ids)[::-1])
+    DCLEFEstimator(budget=1.0, data_range=(0, 5), epsilon_cap=caps.reindex(ids)).fit(X, y)
