@@ -944,11 +944,50 @@ def design_menu(v_low, v_high, prob_high, accuracy, *, option=1, cost="linear"):
         b = float(np.sqrt((K - _menu_accuracy(option, pi, 0.0, 0.0, 0.0)) / 2.0))
     else:
         b_max = np.sqrt((K - q_min) / 2.0)
-        T, U = np.meshgrid(np.linspace(1.0 / 150, 1.0, 150), np.linspace(0.0, 1.0, 101),
-                           indexing="ij")
-        vals = evaluate(T, U)[0]
-        i, j = np.unravel_index(int(np.argmin(vals)), vals.shape)
-        start = np.array([T[i, j], U[i, j]])
+
+        def best_over_t(u):
+            """For each ``u``, the best ``t`` in ``(0, t_max(u)]`` (``t_max``: the largest feasible, by bisection;
+            feasibility falls with ``t``), by a grid then golden sections: ``(values, t)``."""
+            u = np.asarray(u, dtype=float)
+            lo, hi = np.zeros_like(u), np.ones_like(u)
+            ok_hi = np.isfinite(evaluate(hi, u)[0])
+            for _ in range(60):
+                mid = 0.5 * (lo + hi)
+                ok = np.isfinite(evaluate(mid, u)[0])
+                lo, hi = np.where(ok, mid, lo), np.where(ok, hi, mid)
+            t_max = np.where(ok_hi, 1.0, lo)
+            grid = t_max[:, None] * np.linspace(1.0 / 48, 1.0, 48)[None, :]
+            vals = evaluate(grid, np.broadcast_to(u[:, None], grid.shape))[0]
+            k = np.argmin(vals, axis=1)
+            rows = np.arange(u.size)
+            a = grid[rows, np.maximum(k - 1, 0)] * np.where(k > 0, 1.0, 0.5)
+            c = grid[rows, np.minimum(k + 1, grid.shape[1] - 1)]
+            g = (np.sqrt(5.0) - 1.0) / 2.0
+            for _ in range(50):
+                x1, x2 = c - g * (c - a), a + g * (c - a)
+                f1, f2 = evaluate(x1, u)[0], evaluate(x2, u)[0]
+                a, c = np.where(f1 < f2, a, x1), np.where(f1 < f2, x2, c)
+            t = 0.5 * (a + c)
+            cand = np.stack([t, grid[rows, k], t_max])
+            cv = np.stack([evaluate(x, u)[0] for x in cand])
+            pick = np.argmin(cv, axis=0)
+            return cv[pick, rows], cand[pick, rows]
+
+        # for each u = 1 - a_H the best b up to the accuracy boundary, then u by zooming: the optimum often sits
+        # on that boundary (a_L = 1, w clipped to 0, with a small a_H), beside infeasible points a simplex in
+        # (t, u) could not cross; a grid of steps 1/150 in t and 0.01 in a_H paid up to 10.8 % more
+        us = np.linspace(0.0, 1.0, 201)
+        vals, ts = best_over_t(us)
+        j = int(np.argmin(vals))
+        best, start = float(vals[j]), np.array([ts[j], us[j]])
+        du = 2.0 / 200
+        for _ in range(6):
+            us = np.linspace(max(start[1] - du, 0.0), min(start[1] + du, 1.0), 41)
+            vals, ts = best_over_t(us)
+            j = int(np.argmin(vals))
+            if vals[j] <= best:
+                best, start = float(vals[j]), np.array([ts[j], us[j]])
+            du /= 10.0
 
         def f(z):
             t, u = z
@@ -958,7 +997,7 @@ def design_menu(v_low, v_high, prob_high, accuracy, *, option=1, cost="linear"):
 
         res = minimize(f, start, method="Nelder-Mead",
                        options={"xatol": 1e-10, "fatol": 1e-13, "maxiter": 4000})
-        z = res.x if res.fun <= vals[i, j] else start
+        z = res.x if res.fun <= best else start
         _, a_h, a_l, b = evaluate(z[0], z[1])
         a_h, a_l, b = float(a_h), float(a_l), float(b)
         if not np.isfinite(f(z)):
