@@ -11,6 +11,7 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .. import _persistence
+from ..exceptions import InfeasibleBudgetError
 from ..mapping import expected_distortion, leakage as heldout_leakage, mutual_information
 from ..utils import check_random_source
 from ..utils._constraints import NumberInterval
@@ -1409,7 +1410,18 @@ class QuantizedPrivacyMapper(_BaseMapper):
         prior = work._prior_from_counts(counts)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            mapping = _row_stochastic(work._solve(prior, cost).mapping, cost)
+            try:
+                mapping = _row_stochastic(work._solve(prior, cost).mapping, cost)
+            except InfeasibleBudgetError as exc:
+                # the fold's own smallest budget (its clusters, on 4/5 of the labeled users, are not the fit's) was
+                # quoted as if it were the fit's: passing it was refused again with another fold's figure
+                rule = ", ".join(self._heldout_rules(a_idx)) or "the held-out rule"
+                raise InfeasibleBudgetError(
+                    f"delta={self.delta!r} is below the smallest expected distortion "
+                    f"{exc.smallest_feasible!r} of a held-out fold of {rule} ({k} clusters on {train.size} of the "
+                    f"{a_idx.size} labeled users); each candidate is solved on such folds at the fit's budget: give "
+                    "a larger delta, a max_leakage cap instead, or fix the value the rule chooses",
+                    smallest_feasible=exc.smallest_feasible) from None
         claimed = float(heldout_leakage(prior, mapping, kind=self.leakage))
         c_te = work._nearest_centers(E_te)
         a_te, w_te = a_idx[test], w[test]

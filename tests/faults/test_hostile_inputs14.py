@@ -442,3 +442,19 @@ def test_refinement_stops_at_a_fixed_point():
     many = QuantizedPrivacyMapper(n_refine=10**6, metric="sqeuclidean", max_leakage=0.05, random_state=0).fit(R, y)
     assert many.n_refine_ == few.n_refine_ < 10
     assert many.distortion_ == few.distortion_ and np.array_equal(many.output_points_, few.output_points_)
+
+
+def test_a_budget_a_held_out_fold_cannot_meet_is_named_as_the_folds():
+    # the fold's smallest budget was quoted as the fit's: passing it was refused again, with another fold's figure,
+    # while the fitted mapper's own smallest_delta_ was below the first value refused
+    from privrelease import QuantizedPrivacyMapper
+    from privrelease.datasets import make_ratings
+    from privrelease.exceptions import InfeasibleBudgetError
+
+    R, g, _ = make_ratings(n_users=600, n_items=100, random_state=0)
+    g = g.copy()
+    g[300:] = -1
+    with pytest.raises(InfeasibleBudgetError, match=r"of a held-out fold of n_clusters='heldout' \(\d+ clusters on "
+                                                    r"240 of the 300 labeled users\)") as info:
+        QuantizedPrivacyMapper(n_clusters="heldout", delta=0.19, random_state=0).fit(R, g)
+    assert info.value.smallest_feasible > 0.19
