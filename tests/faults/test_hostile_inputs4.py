@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from doubles import ItemMean
 from privrelease.mapping import (empirical_prior, erasure_alphabet, privacy_distortion_curve, solve_mapping,
                                  squared_euclidean_distortion)
 
@@ -125,25 +126,6 @@ def test_kde_prior_whose_kernel_underflows_everywhere_is_refused_not_nan():
 
 
 # --------------------------------------------------------------------------- the evaluation layer
-class _ItemMean:
-    """A tiny deterministic recommender (the rmse_cost docstring's)."""
-
-    def get_params(self, deep=True):
-        return {}
-
-    def set_params(self, **params):
-        return self
-
-    def fit(self, X):
-        X = sp.csr_matrix(X)
-        self.mean_ = np.asarray(X.sum(axis=0)).ravel() / np.maximum(X.getnnz(axis=0), 1)
-        return self
-
-    def rmse(self, X, y):
-        y = sp.coo_matrix(y)
-        return float(np.sqrt(np.mean((y.data - self.mean_[y.col]) ** 2)))
-
-
 def test_rmse_cost_and_curve_when_every_rating_is_equal():
     # the original RMSE is 0: "rel_increase_released" was a float ZeroDivisionError that stopped the evaluation,
     # after a RuntimeWarning of scikit-learn's TruncatedSVD (0 / 0 explained variance) in the mapper's fit
@@ -157,13 +139,13 @@ def test_rmse_cost_and_curve_when_every_rating_is_equal():
     # every rating equal is also what the mapper warns about (its taste space cannot tell the users apart)
     with pytest.warns(UserWarning, match="implicit feedback"), warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
-        res = rmse_cost(QuantizedPrivacyMapper(n_clusters=3, random_state=0), X, y, recommender=_ItemMean(),
+        res = rmse_cost(QuantizedPrivacyMapper(n_clusters=3, random_state=0), X, y, recommender=ItemMean(),
                         random_state=0)
     assert res["rmse_original"] == 0 and res["rmse_released"] == 0
     assert res["rel_increase_released"] == 0 and (res.per_fold["rel_increase_released"] == 0).all()
     with pytest.warns(UserWarning, match="implicit feedback"):
         curve = privacy_utility_curve(QuantizedPrivacyMapper(n_clusters=3, random_state=0), X, y, deltas=[0.0, 1.0],
-                                      recommender=_ItemMean(), attack_models=(), random_state=0, verbose=0)
+                                      recommender=ItemMean(), attack_models=(), random_state=0, verbose=0)
     assert (curve.frame["rel_increase_released"] == 0).all()
 
 
