@@ -114,7 +114,8 @@ def run(report, *, random_state=0, quick=False, deltas=None, solver="auto", tabl
                          "below / above the base rate, else 'N'.")
     lk = dict(zip(curve["delta"], curve["leakage_bits"]))
     headline = {
-        "leakage_no_erasure_bits": float(curve["leakage_bits"].iloc[0]),
+        # I(A; B) of the prior itself: the curve's first budget is the smallest one asked for, not always 0
+        "leakage_no_erasure_bits": float(mutual_information(prior)),
         "leakage_one_erasure_bits": float(lk.get(1.0, np.nan)),
         "perfect_privacy_erasures": float(dpp),
         "max_gap_bits": float(curve["gap_bits"].max()),

@@ -202,7 +202,8 @@ def run(report, *, random_state=0, quick=False, valuations=(5.0, 10.0), v_low=1.
     ax.set_ylabel("expected total payment (log; 1e-3 = nothing)")
     ax.legend()
     fig.tight_layout()
-    report.figure(fig, "menus", caption="Menus under information asymmetry (v_H = 5, v_L = 1, pi = 0.5).")
+    report.figure(fig, "menus", caption=f"Menus under information asymmetry (v_H = {v_high:g}, v_L = {v_low:g}, "
+                                        f"pi = {prob_high:g}).")
     plt.close(fig)
 
     # 4. Monte Carlo check of K
@@ -219,11 +220,12 @@ def run(report, *, random_state=0, quick=False, valuations=(5.0, 10.0), v_low=1.
     report.section("Monte Carlo check of the accuracy formula")
     report.table(mc, "monte_carlo", caption="Mechanism of the K = 0.3 contract at the worst-case data set D = 0.")
 
-    at = int(np.argmin(np.abs(Ks - 0.3)))
+    # at K = 0.3 itself (the Monte Carlo target), not at the grid's nearest K: with k_max = 0.1 that was K = 0.1
+    m03 = design_menu(v_low, v_high, prob_high, K0, option=1)
     return {
-        "full_info_saving_at_K0.3": float(full["saving"].iloc[at]),
-        "menu_payment_at_K0.3": float(menus["option1_payment"].iloc[at]),
-        "A_u_payment_at_K0.3": float(menus["A_u_payment"].iloc[at]),
+        "full_info_saving_at_K0.3": float(1 - c.total_payment / c.unbiased_payment),
+        "menu_payment_at_K0.3": float(m03.expected_payment),
+        "A_u_payment_at_K0.3": float(m03.unbiased_payment),
         "option1_stops_separating_at_K": k_switch,
         "monte_carlo_mse_over_K": float(mc["MSE_monte_carlo"].iloc[0] / mc["K_formula"].iloc[0]),
     }

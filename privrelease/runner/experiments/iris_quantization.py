@@ -36,10 +36,10 @@ _IRIS_CAP = "Iris has 150 flowers and a clustering has at most one cluster per f
 PARAMETERS = {
     "random_state": Seed(),
     "quick": Bool(),
-    "ks": Seq(Int(1, 150, why=_IRIS_CAP), max_len=10, unique=True,
+    "ks": Seq(Int(2, 150, why=_IRIS_CAP), max_len=10, unique=True,
               why="each k is one clustering and one privacy-distortion curve"),
     "n_deltas": Int(2, 200, why="each point is one certified solve per k"),
-    "arrow_k": Int(1, 150, why=_IRIS_CAP),
+    "arrow_k": Int(2, 150, why=_IRIS_CAP),
     "arrow_deltas": Seq(Float(0), max_len=10, why="each budget draws one figure"),
 }
 

@@ -37,7 +37,7 @@ __all__ = ["run", "cluster_mapping_table"]
 PARAMETERS = {
     "random_state": Seed(),
     "quick": Bool(),
-    "n_clusters": Int(1, 1218, why="the Politics-and-TV preset has 1,218 users"),
+    "n_clusters": Int(2, 1218, why="the Politics-and-TV preset has 1,218 users"),
     "n_deltas": Int(2, 200, why="each point is one certified solve"),
     "opt_in_fraction": Float(0, 1, low_open=True, high_open=True),
     "attack_models": Seq(Choice(ATTACK_MODELS), max_len=len(ATTACK_MODELS), unique=True),

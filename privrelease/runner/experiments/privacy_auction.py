@@ -155,7 +155,8 @@ def run(report, *, random_state=0, quick=False, n_users=3000, n_items=200,
                          f"of OPT). Non-private linear predictor RMSE {rmse_np:.3f}; constant "
                          f"midpoint 3 RMSE {rmse_mid:.3f}.")
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
-    xb = np.maximum(curve["budget"].to_numpy(), min(b for b in budgets if b > 0) / 3)
+    positive = [b for b in budgets if b > 0]   # budgets=[0.0] alone: plotted at 1 (min() of nothing failed)
+    xb = np.maximum(curve["budget"].to_numpy(), min(positive) / 3 if positive else 1.0)
     axes[0].plot(xb, curve["rmse"], "o-", label="DCLEF release (FairInnerProduct)")
     axes[0].axhline(rmse_np, color="k", ls="--", label="non-private predictor")
     axes[0].axhline(rmse_mid, color="gray", ls=":", label="constant 3")
@@ -209,6 +210,8 @@ def run(report, *, random_state=0, quick=False, n_users=3000, n_items=200,
                          f"utility over {factors.size} multiples of the true cost and 50 other "
                          "reports. A positive gain would contradict Theorem 3.")
     return dict(rmse_nonprivate=rmse_np, rmse_midpoint=rmse_mid,
-                rmse_at_max_budget=float(curve["rmse"].iloc[-1]),
-                rmse_at_zero_budget=float(curve["rmse"].iloc[0]),
+                # by budget, not by row: --set budgets may be in any order, and without 0 there is no zero budget
+                rmse_at_max_budget=float(curve["rmse"].iloc[int(np.argmax(curve["budget"].to_numpy()))]),
+                rmse_at_zero_budget=float(curve.loc[curve["budget"] == 0, "rmse"].iloc[0])
+                if (curve["budget"] == 0).any() else float("nan"),
                 max_truthfulness_gain=float(ttab["gain"].max()))

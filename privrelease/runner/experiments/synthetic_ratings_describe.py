@@ -183,5 +183,7 @@ def run(report, *, random_state=0, quick=False, strengths=(0.0, 0.25, 0.5, 1.0, 
         "politics_auc_indicators": auc_i,
         "politics_rmse_svd": float(means["SVD"]),
         "politics_rmse_baseline": float(means["BaselineOnly"]),
-        "make_ratings_auc_at_0": float(leak["auc_ratings"].iloc[0]),
+        # at strength 0 (no attribute in the ratings), wherever --set strengths puts it; NaN without it
+        "make_ratings_auc_at_0": float(leak.loc[leak["attribute_strength"] == 0, "auc_ratings"].iloc[0])
+        if (leak["attribute_strength"] == 0).any() else float("nan"),
     }
