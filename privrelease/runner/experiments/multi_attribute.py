@@ -31,6 +31,7 @@ from sklearn.base import BaseEstimator, TransformerMixin, clone
 
 from .._schema import Bool, Choice, Float, Int, PipelineError, Seed, Seq, quick_values
 from .synthetic_ratings import MAPPER as _RATINGS_MAPPER
+from .synthetic_ratings import check_protocol_split
 
 __all__ = ["run", "AttributeColumns"]
 
@@ -65,6 +66,25 @@ def check_together(params):
         raise PipelineError(f"parameter mapper.prior = 'model': refused with protect = {list(protect)} (the "
                             "mapper fits one model of the joint attribute, not of each marginal); expected "
                             "protect = [\"joint\"] or mapper.prior = \"counts\"")
+
+
+_WEIGHTS = [0.2, 0.15, 0.15, 0.2, 0.15, 0.15]  # gender x age band
+
+
+def _data(n_users, n_items, attribute_strength, random_state):
+    from ...datasets import make_ratings
+
+    return make_ratings(n_users, n_items, attribute_proportion=_WEIGHTS, attribute_strength=attribute_strength,
+                        random_state=random_state)
+
+
+def check_ready(params):
+    """The protocol's split of the generated users, drawn as the run draws it, before any mapper is fitted."""
+    n_users, n_items = params.get("n_users", 1000), params.get("n_items", 200)
+    seed = params.get("random_state", 0)
+    R, a, _ = _data(n_users, n_items, params.get("attribute_strength", 1.5), seed)
+    check_protocol_split(R, a, params, f"make_ratings with n_users = {n_users}, n_items = {n_items}",
+                         random_state=seed)
 
 
 _QUICK = {"n_users": 300, "n_items": 60, "max_leakages": (0.0,), "n_clusters": 6, "cv": 2, "n_jobs": 1}
@@ -118,15 +138,12 @@ def run(report, *, random_state=0, quick=False, n_users=1000, n_items=200, attri
     """Joint vs marginal protection of two private attributes: leakage of each, of the pair, and RMSE."""
     import matplotlib.pyplot as plt
 
-    from ...datasets import make_ratings
     from ...evaluation import rmse_cost
     from ...mappers import QuantizedPrivacyMapper
     from ...mapping import mutual_information
     from ...recommender import SurpriseRecommender
 
-    weights = [0.2, 0.15, 0.15, 0.2, 0.15, 0.15]  # gender x age band
-    R, a, _ = make_ratings(n_users, n_items, attribute_proportion=weights, attribute_strength=attribute_strength,
-                           random_state=random_state)
+    R, a, _ = _data(n_users, n_items, attribute_strength, random_state)
     recommender = SurpriseRecommender(rating_scale=(1, 5))
     rows = []
     options = dict(mapper or {})  # [params.mapper]: every mapper, both modes

@@ -1,0 +1,82 @@
+"""Parameters that failed only mid-run are refused before anything runs (exit 2, nothing written).
+
+1. The evaluation protocol's split (too few opted-in / protected users) and MovieLens's age bands are
+   checked before the first stage of synthetic_ratings, realistic_ratings, multi_attribute and movielens_gender.
+"""
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from privrelease.cli import main
+from privrelease.datasets import make_ratings
+
+PIPELINES = Path(__file__).resolve().parents[2] / "pipelines"
+
+
+def _run(argv, capsys):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rc = main(argv)
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def _refused_before_the_run(rc, out, err, folder, *texts):
+    assert rc == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("privrelease: error: "), err
+    for text in texts:
+        assert text in lines[0], (text, lines[0])
+    assert "[stage]" not in out  # no stage ran
+    assert not folder.exists() or not any(folder.iterdir())  # nothing written
+
+
+def _fake_ml100k(folder, n_users=120, n_items=30, seed=0):
+    R, a, _ = make_ratings(n_users, n_items, attribute_strength=2.0, random_state=seed)
+    coo = R.tocoo()
+    ages = np.where(np.arange(n_users) % 2, 22, 40)
+    folder.mkdir(parents=True)
+    (folder / "u.data").write_text("".join(f"{u + 1}\t{i + 1}\t{int(r)}\t88{k:07d}\n"
+                                           for k, (u, i, r) in enumerate(zip(coo.row, coo.col, coo.data))))
+    (folder / "u.user").write_text("".join(f"{u + 1}|{ages[u]}|{'F' if a[u] else 'M'}|other|00000\n"
+                                           for u in range(n_users)))
+    (folder / "u.item").write_bytes("".join(f"{i + 1}|Movie {i}|01-Jan-1995||http://x|0|0\n"
+                                            for i in range(n_items)).encode("latin-1"))
+    return folder
+
+
+@pytest.mark.parametrize("pipeline, sets, texts", [
+    # politics_tv ran in full (about 15 files) before make_ratings' 50 users failed the protocol's split
+    ("synthetic_ratings", ["datasets=[\"politics_tv\",\"make_ratings\"]", "n_users=50", "opt_in_fraction=0.02"],
+     ["'make_ratings'", "n_users = 50", "opt_in_fraction = 0.02", "too few users for the protocol"]),
+    ("realistic_ratings", ["datasets=[\"realistic\"]", "n_users=50", "opt_in_fraction=0.02"],
+     ["'realistic'", "n_users = 50", "opt_in_fraction = 0.02", "too few users for the protocol"]),
+    ("multi_attribute", ["n_users=60", "opt_in_fraction=0.01"],
+     ["n_users = 60", "opt_in_fraction = 0.01", "too few users for the protocol"]),
+])
+def test_protocol_split_refused_before_the_run(tmp_path, capsys, pipeline, sets, texts):
+    out_dir = tmp_path / "out"
+    argv = ["run", str(PIPELINES / f"{pipeline}.toml"), "--quick", "-o", str(out_dir)]
+    for s in sets:
+        argv += ["--set", s]
+    rc, out, err = _run(argv, capsys)
+    _refused_before_the_run(rc, out, err, out_dir, *texts)
+
+
+@pytest.mark.parametrize("sets, texts", [
+    (["cv=20", "opt_in_fraction=0.9"], ["cv = 20", "opt_in_fraction = 0.9", "too few users for the protocol"]),
+    (["attribute=age_band", "age_cuts=[100]"], ["age_cuts = [100]", "'100 and over'", "without any user"]),
+])
+def test_movielens_gender_split_and_bands_refused_before_the_run(tmp_path, capsys, sets, texts):
+    folder = _fake_ml100k(tmp_path / "ml-100k")
+    out_dir = tmp_path / "out"
+    argv = ["run", str(PIPELINES / "movielens_gender.toml"), "--quick", "-o", str(out_dir),
+            "--set", f"path={str(folder)!r}".replace("'", '"')]
+    for s in sets:
+        argv += ["--set", s]
+    rc, out, err = _run(argv, capsys)
+    _refused_before_the_run(rc, out, err, out_dir, *texts)
+
