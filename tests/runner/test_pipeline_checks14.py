@@ -80,3 +80,34 @@ def test_movielens_gender_split_and_bands_refused_before_the_run(tmp_path, capsy
     rc, out, err = _run(argv, capsys)
     _refused_before_the_run(rc, out, err, out_dir, *texts)
 
+
+# 2. A recommender's algo_params are range-checked by the library (SurpriseRecommender), so the command line
+#    refuses them before the run and a library user gets an error naming the parameter before any fit.
+_OUT_OF_RANGE = [
+    ("SVD", "n_factors", -1, "n_factors must be an integer >= 1"),
+    ("SVD", "lr_all", -1.0, "lr_all must be a finite number > 0"),
+    ("SVD", "n_epochs", 100_000_000, "n_epochs must be an integer in [1, 10000]"),
+    ("SVDpp", "reg_all", -0.5, "reg_all must be a finite number >= 0"),
+    ("KNNBaseline", "k", 0, "k must be an integer >= 1"),
+]
+
+
+@pytest.mark.parametrize("algorithm, key, value, text", _OUT_OF_RANGE)
+def test_algo_params_out_of_range_refused_by_the_library(algorithm, key, value, text):
+    import scipy.sparse as sp
+
+    from privrelease.recommender import SurpriseRecommender
+
+    X = sp.csr_matrix(np.array([[5, 3, 0], [4, 0, 1], [0, 2, 5]], dtype=float))
+    with pytest.raises(ValueError, match=text.replace("[", r"\[").replace("]", r"\]")):
+        SurpriseRecommender(algorithm, rating_scale=(1, 5), algo_params={key: value}).fit(X)
+
+
+@pytest.mark.parametrize("algorithm, key, value, text", _OUT_OF_RANGE)
+def test_algo_params_out_of_range_refused_before_the_run(tmp_path, capsys, algorithm, key, value, text):
+    out_dir = tmp_path / "out"
+    argv = ["run", str(PIPELINES / "synthetic_ratings.toml"), "--quick", "-o", str(out_dir),
+            "--set", f"politics_recommender={{algorithm=\"{algorithm}\", algo_params={{{key}={value}}}}}"]
+    rc, out, err = _run(argv, capsys)
+    _refused_before_the_run(rc, out, err, out_dir, f"politics_recommender.algo_params.{key} = {value}",
+                            text.split(" must be ")[1])

@@ -52,6 +52,9 @@ class _RecommenderTable(Table):
             v = params[key]
             raise ParameterTypeError(f"parameter {name}.algo_params.{key} = {_show(v)} ({_type_name(v)}): "
                                      f"expected {expected} (an option of surprise.{algorithm})")
+        if kind == "value":
+            raise PipelineError(f"parameter {name}.algo_params.{key} = {_show(params[key])}: expected {expected} "
+                                f"(an option of surprise.{algorithm})")
         where = f"{name}.algo_params.sim_options"
         if kind == "sim_key":
             raise PipelineError(f"parameter {where} has an unknown key {key!r}: expected {expected}")
