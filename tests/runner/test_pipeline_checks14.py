@@ -111,3 +111,27 @@ def test_algo_params_out_of_range_refused_before_the_run(tmp_path, capsys, algor
     rc, out, err = _run(argv, capsys)
     _refused_before_the_run(rc, out, err, out_dir, f"politics_recommender.algo_params.{key} = {value}",
                             text.split(" must be ")[1])
+
+
+# 4. A failed run's leftovers are refused before the next run starts (not at the first file it would replace).
+def test_folder_left_by_a_failed_run_is_refused_before_the_run(tmp_path, capsys):
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    for name in ("politics_tv_mapper_curve.csv", "politics_tv_roc.png", "headline.json", "notes.txt"):
+        (out_dir / name).write_text("left by a failed run")
+    argv = ["run", str(PIPELINES / "census_erasure.toml"), "--quick", "-o", str(out_dir)]
+    rc, out, err = _run(argv, capsys)
+    assert rc == 2, err
+    line = err.strip()
+    assert line.startswith("privrelease: error: ") and len(line.splitlines()) == 1, err
+    assert "is not empty" in line and "4 file(s)" in line and "'headline.json'" in line and "--overwrite" in line
+    assert sorted(p.name for p in out_dir.iterdir()) == ["headline.json", "notes.txt", "politics_tv_mapper_curve.csv",
+                                                         "politics_tv_roc.png"]  # nothing written
+    assert all(p.read_text() == "left by a failed run" for p in out_dir.iterdir())
+
+    # a sub-folder alone is no leftover (the demo's folder holds one per experiment); --overwrite writes into it
+    from privrelease.runner import prepare_output_folder
+
+    (tmp_path / "demo" / "census_erasure").mkdir(parents=True)
+    assert prepare_output_folder(tmp_path / "demo") == tmp_path / "demo"
+    assert prepare_output_folder(out_dir, overwrite=True) == out_dir
