@@ -135,3 +135,21 @@ def test_folder_left_by_a_failed_run_is_refused_before_the_run(tmp_path, capsys)
     (tmp_path / "demo" / "census_erasure").mkdir(parents=True)
     assert prepare_output_folder(tmp_path / "demo") == tmp_path / "demo"
     assert prepare_output_folder(out_dir, overwrite=True) == out_dir
+
+
+# 3. The reports show the fitted mapper's cluster count (n_clusters_), saying when it is not the requested one.
+@pytest.mark.parametrize("pipeline, requested, fitted_text, stale", [
+    # 300 users, 150 opted in: n_clusters = 500 is capped at 150
+    ("multi_attribute", 500, "QuantizedPrivacyMapper (150 fitted clusters, not the 500 requested",
+     "(500 clusters"),
+    # the heading said "k=1218" while the mapper, fitted on 609 users, used fewer
+    ("politics_tv_binarized", 1218, "fitted clusters, not the 1218 requested", "k=1218"),
+])
+def test_report_shows_the_fitted_cluster_count(tmp_path, capsys, pipeline, requested, fitted_text, stale):
+    out_dir = tmp_path / "out"
+    argv = ["run", str(PIPELINES / f"{pipeline}.toml"), "--quick", "-o", str(out_dir),
+            "--set", f"n_clusters={requested}"]
+    rc, out, err = _run(argv, capsys)
+    assert rc == 0, err
+    md = (out_dir / "report.md").read_text(encoding="utf-8")
+    assert fitted_text in md and stale not in md

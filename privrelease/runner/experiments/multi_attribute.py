@@ -31,6 +31,7 @@ from sklearn.base import BaseEstimator, TransformerMixin, clone
 
 from .._schema import Bool, Choice, Float, Int, PipelineError, Seed, Seq, quick_values
 from .synthetic_ratings import MAPPER as _RATINGS_MAPPER
+from ._politics import fitted_clusters
 from .synthetic_ratings import check_protocol_split
 
 __all__ = ["run", "AttributeColumns"]
@@ -145,7 +146,7 @@ def run(report, *, random_state=0, quick=False, n_users=1000, n_items=200, attri
 
     R, a, _ = _data(n_users, n_items, attribute_strength, random_state)
     recommender = SurpriseRecommender(rating_scale=(1, 5))
-    rows = []
+    rows, used = [], set()  # the fitted mappers' cluster counts (a count above the opted-in users is capped)
     options = dict(mapper or {})  # [params.mapper]: every mapper, both modes
     for mode in protect:
         for cap in max_leakages:
@@ -155,6 +156,7 @@ def run(report, *, random_state=0, quick=False, n_users=1000, n_items=200, attri
                              heldout_fraction=heldout_fraction, recommender=recommender,
                              random_state=random_state, n_jobs=n_jobs)
             m = cost.mapper.mapper_
+            used.add(int(m.n_clusters_))
             row = {"protect": mode, "max_leakage": float(cap), "leakage_engine_bits": m.leakage_}
             for name, v in zip(ATTRIBUTES, m.leakage_per_attribute_):
                 row[f"leakage_{name.replace(' ', '_')}_bits"] = float(v)
@@ -170,11 +172,14 @@ def run(report, *, random_state=0, quick=False, n_users=1000, n_items=200, attri
 
     shown = (", ".join(f"{k}={v!r}" for k, v in options.items()) + ", the defaults otherwise" if options
              else "taste space, profile release")
+    used = sorted(used)
+    clusters = fitted_clusters(n_clusters, used[0]) if len(used) == 1 else \
+        f"{used[0]} to {used[-1]} clusters (n_clusters={n_clusters} requested)"
     report.section("Setting")
     report.text(
         f"make_ratings: {n_users} users x {n_items} items, six taste classes (attribute_strength "
         f"{attribute_strength:g}) read as gender (2) x age band (3); {opt_in_fraction:.0%} of the users disclose "
-        f"both attributes. QuantizedPrivacyMapper ({n_clusters} clusters, {shown}) at each "
+        f"both attributes. QuantizedPrivacyMapper ({clusters}, {shown}) at each "
         "leakage cap, protect='joint' (the cap bounds I(gender, age band; C_hat)) and protect='marginal' (the "
         "cap bounds the average of I(gender; C_hat) and I(age band; C_hat)). Leakages in bits under the "
         f"priors fitted on the opted-in users; RMSE: Table I protocol, Surprise SVD, {cv}-fold."

@@ -296,7 +296,12 @@ def _one_dataset(report, name, R, a, *, rec, max_leakages, fractions, n_clusters
     f = q.frame
     ref = f.iloc[0]
 
-    shown = f"n_clusters={n_clusters!r}" if isinstance(n_clusters, str) else f"{n_clusters} clusters"
+    from ._politics import fitted_clusters
+
+    # the fitted mappers' count, not the requested one (a count above the opted-in users is capped)
+    used = sorted({int(m.n_clusters_) for m in q.mappers})
+    shown = fitted_clusters(n_clusters, used[0]) if len(used) == 1 else \
+        f"{used[0]} to {used[-1]} clusters (n_clusters={n_clusters!r})"
     shown += "".join(f", {k}={v!r}" for k, v in options.items())
     report.section(f"{name}: optimal mapping (QuantizedPrivacyMapper, {shown})")
     report.text(
