@@ -109,10 +109,42 @@ def sim_options_problem(sim_options):
     return None
 
 
+#: the most epochs an algorithm is asked for: each epoch is a pass over every rating, refitted in every fold
+#: and at every privacy level; n_epochs=100000000 was accepted and never finished
+MAX_EPOCHS = 10_000
+#: counts that must be at least 1 (a count of 0 or less fails in Surprise's fit or fits nothing)
+_COUNTS = ("n_factors", "n_epochs", "k", "n_cltr_u", "n_cltr_i")
+
+
+def algo_param_range(key, value):
+    """What the ``algo_params`` value ``value`` of ``key`` should be when it is out of range, else None.
+
+    Counts (``n_factors``, ``n_epochs``, ``k``, ``n_cltr_u``, ``n_cltr_i``) at least 1 (``n_epochs`` at most
+    :data:`MAX_EPOCHS`); learning rates (``lr_*``) finite and > 0; regularisation (``reg_*``), ``init_std_dev``,
+    and NMF's ``init_low`` / ``init_high`` finite and >= 0; any other real number finite. Surprise failed
+    mid-fit (``n_factors=-1``: "negative dimensions"), diverged (``lr_all=-1``) or ran without end."""
+    if key in _COUNTS and _is_int(value):
+        if value < 1:
+            return "an integer >= 1"
+        if key == "n_epochs" and value > MAX_EPOCHS:
+            return (f"an integer in [1, {MAX_EPOCHS}] (each epoch is a pass over every rating, repeated in "
+                    "every fold and at every privacy level)")
+        return None
+    if not _is_real(value) or isinstance(value, numbers.Integral) and key in _COUNTS:
+        return None
+    finite = bool(np.isfinite(value))
+    if key.startswith("lr_"):
+        return None if finite and value > 0 else "a finite number > 0 (a learning rate)"
+    if key.startswith("reg_") or key in ("init_std_dev", "init_low", "init_high"):
+        return None if finite and value >= 0 else "a finite number >= 0"
+    return None if finite else "a finite number"
+
+
 def algo_params_problem(algorithm, params):
     """The first fault of ``params`` (a dict) as keyword arguments of ``surprise.<algorithm>``, or None:
     ``(kind, key, expected)``. Kinds: ``"random_state"`` (set by the caller, never here), ``"key"`` (unknown;
-    ``expected`` lists the keys it takes), ``"type"`` (``expected`` from :func:`algo_param_kinds`), and for
+    ``expected`` lists the keys it takes), ``"type"`` (``expected`` from :func:`algo_param_kinds`), ``"value"``
+    (out of range, ``expected`` from :func:`algo_param_range`), and for
     ``sim_options`` ``"sim_key"``, ``"sim_type"``, ``"sim_value"`` (``key`` is the ``sim_options`` key, see
     :func:`sim_options_problem`). Shared by :func:`check_algo_params` and the pipelines' recommender table, which
     word their errors each their own way."""
@@ -125,6 +157,8 @@ def algo_params_problem(algorithm, params):
         expected, accepts = kinds[key]
         if not accepts(value):
             return "type", key, expected
+        if (expected_range := algo_param_range(key, value)) is not None:
+            return "value", key, expected_range
         if key == "sim_options" and (problem := sim_options_problem(value)) is not None:
             sub, expected, kind = problem
             return "sim_" + kind, sub, expected
@@ -151,6 +185,8 @@ def check_algo_params(algorithm, algo_params):
     if kind == "type":
         value = params[key]
         raise TypeError(f"{head}: {key} must be {expected}, got {value!r} ({type(value).__name__})")
+    if kind == "value":
+        raise ValueError(f"{head}: {key} must be {expected}, got {params[key]!r}")
     if kind == "sim_key":
         raise ValueError(f"{head}: sim_options has an unknown key {key!r}; it takes " + ", ".join(sorted(SIM_OPTIONS)))
     v = params["sim_options"][key]

@@ -458,7 +458,9 @@ def prepare_output_folder(output_dir, *, overwrite=False):
         home folder, a symbolic link, a path naming a
         file or passing through one, a folder the process cannot write into, and
         (unless ``overwrite``) a folder that already holds ``report.md`` or
-        ``report.html``.
+        ``report.html``, or any other file (sub-folders are allowed): what a
+        failed run left behind is refused before the next run starts, not at
+        the first file it would replace.
     overwrite : bool, default=False
         Allow replacing an earlier report (its files are replaced one by one;
         symbolic links are still refused).
@@ -526,6 +528,16 @@ def _prepare(path, overwrite):
                 raise OutputFolderError(
                     f"output folder {str(path)!r} holds an earlier report ({name}): pass --overwrite to replace "
                     "it, or choose another folder")
+        with os.scandir(path) as entries:
+            files = sorted(e.name for e in entries if not e.is_dir(follow_symlinks=False))
+        if files:
+            # a failed run left its tables and plots (no report.md): rerunning into the folder redid all the
+            # work, then stopped at the first file it would have replaced
+            shown = ", ".join(repr(f) for f in files[:3]) + (f" and {len(files) - 3} more" if len(files) > 3 else "")
+            raise OutputFolderError(
+                f"output folder {str(path)!r} is not empty: it holds {len(files)} file(s) ({shown}), for "
+                "example left by an earlier run that failed; pass --overwrite to write into it anyway (files "
+                "of the names the report writes are replaced), or choose another folder")
     return path
 
 

@@ -33,3 +33,17 @@ def plot_curve(m, curve, xlabel):
     ax.legend()
     ax.grid(alpha=0.3)
     return fig
+
+
+def fitted_clusters(requested, fitted):
+    """How many clusters a report shows: the fitted mapper's ``n_clusters_`` (``fitted``), with the
+    ``requested`` value (a count or a rule such as ``"auto"``) when the mapper used another number: it caps
+    the count at the users it is fitted on, ``class_bins`` splits clusters into finer cells, empty ones are
+    dropped (a heading said "k=1218" while 609 clusters were used)."""
+    fitted = int(fitted)
+    if isinstance(requested, str):
+        return f"{fitted} clusters (n_clusters={requested!r})"
+    if fitted != requested:
+        return (f"{fitted} fitted clusters, not the {requested} requested (n_clusters is capped at the users "
+                "the mapper is fitted on; class_bins splits clusters into finer cells; empty ones are dropped)")
+    return f"{fitted} clusters"

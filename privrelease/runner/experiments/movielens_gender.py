@@ -78,6 +78,29 @@ def check_together(params):
                             f"user's band, so a cut at {off[0]} would fall inside a band)")
 
 
+def check_ready(params):
+    """The private attribute (every age band holds a user) and the protocol's split, drawn as the run draws it,
+    before anything runs. Data that cannot be found is left to the run (its report says so)."""
+    from ... import datasets
+
+    from .synthetic_ratings import check_protocol_split
+
+    dataset = params.get("dataset", "ml-100k")
+    loader, _, label, _ = DATASETS[dataset]
+    try:
+        R, users, _ = getattr(datasets, loader)(params.get("path"))
+    except FileNotFoundError:
+        return
+    attribute, cuts = params.get("attribute", "gender"), params.get("age_cuts", (25, 35))
+    try:
+        a, _ = private_attribute(users, attribute, cuts)
+    except ValueError as exc:
+        raise PipelineError(f"parameters attribute = {attribute!r}, age_cuts = {list(cuts)}: {exc}") from None
+    seed = params.get("random_state", 0)
+    check_protocol_split(R, a, params, f"{label} ({R.shape[0]} users), attribute = {attribute!r}",
+                         random_state=0 if seed is None else int(seed))
+
+
 @quick_values({"max_leakages": (0.0, 0.02), "blurme_fractions": (0.2,), "cv": 2,
                "attack_models": ("logistic",), "n_jobs": 1})
 def run(report, *, random_state=0, quick=False, dataset="ml-100k", path=None, attribute="gender",

@@ -31,6 +31,8 @@ from sklearn.base import BaseEstimator, TransformerMixin, clone
 
 from .._schema import Bool, Choice, Float, Int, PipelineError, Seed, Seq, quick_values
 from .synthetic_ratings import MAPPER as _RATINGS_MAPPER
+from ._politics import fitted_clusters
+from .synthetic_ratings import check_protocol_split
 
 __all__ = ["run", "AttributeColumns"]
 
@@ -65,6 +67,25 @@ def check_together(params):
         raise PipelineError(f"parameter mapper.prior = 'model': refused with protect = {list(protect)} (the "
                             "mapper fits one model of the joint attribute, not of each marginal); expected "
                             "protect = [\"joint\"] or mapper.prior = \"counts\"")
+
+
+_WEIGHTS = [0.2, 0.15, 0.15, 0.2, 0.15, 0.15]  # gender x age band
+
+
+def _data(n_users, n_items, attribute_strength, random_state):
+    from ...datasets import make_ratings
+
+    return make_ratings(n_users, n_items, attribute_proportion=_WEIGHTS, attribute_strength=attribute_strength,
+                        random_state=random_state)
+
+
+def check_ready(params):
+    """The protocol's split of the generated users, drawn as the run draws it, before any mapper is fitted."""
+    n_users, n_items = params.get("n_users", 1000), params.get("n_items", 200)
+    seed = params.get("random_state", 0)
+    R, a, _ = _data(n_users, n_items, params.get("attribute_strength", 1.5), seed)
+    check_protocol_split(R, a, params, f"make_ratings with n_users = {n_users}, n_items = {n_items}",
+                         random_state=seed)
 
 
 _QUICK = {"n_users": 300, "n_items": 60, "max_leakages": (0.0,), "n_clusters": 6, "cv": 2, "n_jobs": 1}
@@ -118,17 +139,14 @@ def run(report, *, random_state=0, quick=False, n_users=1000, n_items=200, attri
     """Joint vs marginal protection of two private attributes: leakage of each, of the pair, and RMSE."""
     import matplotlib.pyplot as plt
 
-    from ...datasets import make_ratings
     from ...evaluation import rmse_cost
     from ...mappers import QuantizedPrivacyMapper
     from ...mapping import mutual_information
     from ...recommender import SurpriseRecommender
 
-    weights = [0.2, 0.15, 0.15, 0.2, 0.15, 0.15]  # gender x age band
-    R, a, _ = make_ratings(n_users, n_items, attribute_proportion=weights, attribute_strength=attribute_strength,
-                           random_state=random_state)
+    R, a, _ = _data(n_users, n_items, attribute_strength, random_state)
     recommender = SurpriseRecommender(rating_scale=(1, 5))
-    rows = []
+    rows, used = [], set()  # the fitted mappers' cluster counts (a count above the opted-in users is capped)
     options = dict(mapper or {})  # [params.mapper]: every mapper, both modes
     for mode in protect:
         for cap in max_leakages:
@@ -138,6 +156,7 @@ def run(report, *, random_state=0, quick=False, n_users=1000, n_items=200, attri
                              heldout_fraction=heldout_fraction, recommender=recommender,
                              random_state=random_state, n_jobs=n_jobs)
             m = cost.mapper.mapper_
+            used.add(int(m.n_clusters_))
             row = {"protect": mode, "max_leakage": float(cap), "leakage_engine_bits": m.leakage_}
             for name, v in zip(ATTRIBUTES, m.leakage_per_attribute_):
                 row[f"leakage_{name.replace(' ', '_')}_bits"] = float(v)
@@ -153,11 +172,14 @@ def run(report, *, random_state=0, quick=False, n_users=1000, n_items=200, attri
 
     shown = (", ".join(f"{k}={v!r}" for k, v in options.items()) + ", the defaults otherwise" if options
              else "taste space, profile release")
+    used = sorted(used)
+    clusters = fitted_clusters(n_clusters, used[0]) if len(used) == 1 else \
+        f"{used[0]} to {used[-1]} clusters (n_clusters={n_clusters} requested)"
     report.section("Setting")
     report.text(
         f"make_ratings: {n_users} users x {n_items} items, six taste classes (attribute_strength "
         f"{attribute_strength:g}) read as gender (2) x age band (3); {opt_in_fraction:.0%} of the users disclose "
-        f"both attributes. QuantizedPrivacyMapper ({n_clusters} clusters, {shown}) at each "
+        f"both attributes. QuantizedPrivacyMapper ({clusters}, {shown}) at each "
         "leakage cap, protect='joint' (the cap bounds I(gender, age band; C_hat)) and protect='marginal' (the "
         "cap bounds the average of I(gender; C_hat) and I(age band; C_hat)). Leakages in bits under the "
         f"priors fitted on the opted-in users; RMSE: Table I protocol, Surprise SVD, {cv}-fold."

@@ -27,7 +27,7 @@ and ``class_bins`` cut along attribute directions it never computes).
 import numpy as np
 import pandas as pd
 
-from ._politics import plot_curve, quantized_curve
+from ._politics import fitted_clusters, plot_curve, quantized_curve
 
 from ...evaluation._attacks import ATTACK_MODELS
 from .._schema import Bool, Choice, Float, Int, Seed, Seq, quick_values
@@ -115,8 +115,8 @@ def run(report, *, random_state=0, quick=False, n_clusters=25, n_deltas=12, opt_
     report.text(f"Shows: {', '.join(shows[i] for i in top5)}. I(A; B_top5) = {mi5:.3f} bits, MAP accuracy "
                 f"{acc5:.1%} (paper: 0.191 bits, 71 %).")
 
-    report.section(f"Privacy-distortion curve (Fig. 10, Hamming k-modes, k={n_clusters})")
     m, curve, hi = quantized_curve(B, a, n_clusters, n_deltas, seed, metric="hamming")
+    report.section(f"Privacy-distortion curve (Fig. 10, Hamming k-modes, {fitted_clusters(n_clusters, m.n_clusters_)})")
     fig = plot_curve(m, curve, "expected Hamming distortion (out of 50 shows)")
     report.figure(fig, "politics_binarized_curve",
                   caption="Leakage against the expected Hamming distance between a user's liked-shows vector "

@@ -33,7 +33,7 @@ of the raw vectors, representatives), which is what they reproduce.
 import numpy as np
 import pandas as pd
 
-from ._politics import plot_curve, quantized_curve
+from ._politics import fitted_clusters, plot_curve, quantized_curve
 
 from ...evaluation._attacks import ATTACK_MODELS
 from .._schema import Bool, Choice, Float, Int, Seed, Seq, quick_values
@@ -130,8 +130,8 @@ def run(report, *, random_state=0, quick=False, n_clusters=25, n_deltas=12, max_
         f"{R.shape[1]} shows, {R.nnz} ratings (1-5). Synthetic stand-in for the paper's survey "
         "(`make_politics_tv`).")
 
-    report.section(f"Privacy-distortion curve on actual ratings (Fig. 11, k={n_clusters}, L2)")
     m, curve, hi = quantized_curve(R, a, n_clusters, n_deltas, seed, space="raw")
+    report.section(f"Privacy-distortion curve on actual ratings (Fig. 11, {fitted_clusters(n_clusters, m.n_clusters_)}, L2)")
     fig = plot_curve(m, curve, "expected L2 distortion (over 50 shows)")
     report.figure(fig, "politics_ratings_curve", caption="Leakage against the expected L2 distance to the "
                   "released cluster centre; the curve starts at the quantization distortion.")

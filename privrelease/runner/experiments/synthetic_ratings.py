@@ -52,6 +52,9 @@ class _RecommenderTable(Table):
             v = params[key]
             raise ParameterTypeError(f"parameter {name}.algo_params.{key} = {_show(v)} ({_type_name(v)}): "
                                      f"expected {expected} (an option of surprise.{algorithm})")
+        if kind == "value":
+            raise PipelineError(f"parameter {name}.algo_params.{key} = {_show(params[key])}: expected {expected} "
+                                f"(an option of surprise.{algorithm})")
         where = f"{name}.algo_params.sim_options"
         if kind == "sim_key":
             raise PipelineError(f"parameter {where} has an unknown key {key!r}: expected {expected}")
@@ -122,6 +125,55 @@ PARAMETERS = {
 }
 _QUICK = {"datasets": ("politics_tv",), "max_leakages": (0.0, 0.02, 0.1), "blurme_fractions": (0.1, 0.5),
           "cv": 2, "attack_models": ("logistic",), "n_jobs": 1}
+
+def check_protocol_split(R, a, params, what, *, rating_range=(1, 5), random_state="params"):
+    """Draw the evaluation protocol's split of ``R`` / ``a`` as the run will (same parameters, same seed) and
+    refuse it before anything runs: :class:`PipelineError` naming ``what`` (the data) and the parameters.
+
+    The protocol's own check (:func:`privrelease.evaluation._protocol._prepare_split`): too few opted-in or
+    protected users for ``opt_in_fraction`` and ``cv``, a class no opted-in user has, a fold without a
+    held-out rating. Each failed only once the run reached that data set, after minutes of work."""
+    from ...evaluation._protocol import _prepare_split
+
+    seed = params.get("random_state", 0) if random_state == "params" else random_state
+    fraction, cv = params.get("opt_in_fraction", 0.5), params.get("cv", 5)
+    heldout = params.get("heldout_fraction", 0.1)
+    try:
+        _prepare_split(R, a, opt_in_fraction=fraction, cv=cv, heldout_fraction=heldout,
+                       rating_range=tuple(rating_range), random_state=None if seed is None else int(seed),
+                       mapper_target="joint" if getattr(a, "ndim", 1) == 2 else None)
+    except ValueError as exc:
+        raise PipelineError(f"{what}: parameters opt_in_fraction = {fraction:g}, cv = {cv}, heldout_fraction = "
+                            f"{heldout:g}, random_state = {seed}: the evaluation protocol's split is refused: "
+                            f"{exc}") from None
+
+
+def _dataset(name, seed, n_users, n_items):
+    from ...datasets import make_politics_tv, make_ratings, make_realistic_ratings
+
+    if name == "politics_tv":
+        return make_politics_tv(random_state=seed)
+    if name == "make_ratings":
+        return make_ratings(n_users, n_items, random_state=seed)
+    if name == "realistic":  # the preset's 1,700 items; n_items is make_ratings' only
+        return make_realistic_ratings(n_users, random_state=seed)
+    raise ValueError(f"unknown data set {name!r}; expected 'politics_tv', 'make_ratings' or 'realistic'")
+
+
+_DEFAULT_DATASETS = ("politics_tv", "make_ratings")
+
+
+def check_ready(params):
+    """Every data set's protocol split, drawn as the run draws it, before any data set is analysed."""
+    seed = params.get("random_state", 0)
+    seed = 0 if seed is None else int(seed)
+    n_users, n_items = params.get("n_users", 1000), params.get("n_items", 200)
+    for name in params.get("datasets", _DEFAULT_DATASETS):
+        R, a, _ = _dataset(name, seed, n_users, n_items)
+        sized = f", n_users = {n_users}" + (f", n_items = {n_items}" if name == "make_ratings" else "") \
+            if name != "politics_tv" else ""
+        check_protocol_split(R, a, params, f"data set {name!r} ({R.shape[0]} users{sized})", random_state=seed)
+
 
 _SHOW = ["leakage_bits", "distortion", "changed_ratings", "worst_auc_fixed", "worst_auc_adaptive",
          "auc_fixed_logistic_values", "auc_adaptive_logistic_values", "rmse_released",
@@ -244,7 +296,12 @@ def _one_dataset(report, name, R, a, *, rec, max_leakages, fractions, n_clusters
     f = q.frame
     ref = f.iloc[0]
 
-    shown = f"n_clusters={n_clusters!r}" if isinstance(n_clusters, str) else f"{n_clusters} clusters"
+    from ._politics import fitted_clusters
+
+    # the fitted mappers' count, not the requested one (a count above the opted-in users is capped)
+    used = sorted({int(m.n_clusters_) for m in q.mappers})
+    shown = fitted_clusters(n_clusters, used[0]) if len(used) == 1 else \
+        f"{used[0]} to {used[-1]} clusters (n_clusters={n_clusters!r})"
     shown += "".join(f", {k}={v!r}" for k, v in options.items())
     report.section(f"{name}: optimal mapping (QuantizedPrivacyMapper, {shown})")
     report.text(
@@ -341,8 +398,6 @@ def run(report, *, random_state=0, quick=False, datasets=("politics_tv", "make_r
         attack_models=("logistic", "forest"), politics_recommender=None, ratings_recommender=None,
         mapper=None, n_jobs=2):
     """Curves, frontier, ROC and the BlurMe comparison; returns headline numbers."""
-    from ...datasets import make_politics_tv, make_ratings, make_realistic_ratings
-
     seed = 0 if random_state is None else int(random_state)
     politics_recommender = politics_recommender if politics_recommender is not None else \
         {"algorithm": "SVD", "algo_params": {"reg_all": 0.1}}
@@ -354,17 +409,8 @@ def run(report, *, random_state=0, quick=False, datasets=("politics_tv", "make_r
         "of the politics preset: there it does worse than releasing nothing).")
     headline = {}
     for name in datasets:
-        if name == "politics_tv":
-            R, a, _ = make_politics_tv(random_state=seed)
-            spec = politics_recommender
-        elif name == "make_ratings":
-            R, a, _ = make_ratings(n_users, n_items, random_state=seed)
-            spec = ratings_recommender
-        elif name == "realistic":  # the preset's 1,700 items; n_items is make_ratings' only
-            R, a, _ = make_realistic_ratings(n_users, random_state=seed)
-            spec = ratings_recommender
-        else:
-            raise ValueError(f"unknown data set {name!r}; expected 'politics_tv', 'make_ratings' or 'realistic'")
+        R, a, _ = _dataset(name, seed, n_users, n_items)
+        spec = politics_recommender if name == "politics_tv" else ratings_recommender
         headline.update(_one_dataset(
             report, name, R, a, rec=_recommender(spec, (1, 5)), max_leakages=list(max_leakages),
             fractions=list(blurme_fractions), n_clusters=n_clusters, opt_in_fraction=opt_in_fraction, cv=cv,
