@@ -267,22 +267,27 @@ def _small_ratings():
     return sp.csr_array(R)
 
 
-@pytest.mark.parametrize("params", [{"lr_all": 1e10}, {"reg_all": np.inf}, {"lr_all": np.nan}])
-def test_svd_that_diverges_is_refused_instead_of_predicting_nan(params):
+@pytest.mark.parametrize("params, match", [
+    ({"lr_all": 1e10}, r"SVD diverged: its user biases hold 20 non-finite value\(s\)"),
+    # refused up front since the fourteenth audit's range checks, naming the parameter
+    ({"reg_all": np.inf}, r"reg_all must be a finite number >= 0, got inf"),
+    ({"lr_all": np.nan}, r"lr_all must be a finite number > 0 \(a learning rate\), got nan")])
+def test_svd_that_diverges_is_refused_instead_of_predicting_nan(params, match):
     from privrelease.recommender import SurpriseRecommender
 
     # used to fit "successfully" and predict NaN for every rating (an RMSE of NaN in a report)
-    with pytest.raises(ValueError, match=r"SVD diverged: its user biases hold 20 non-finite value\(s\)"):
+    with pytest.raises(ValueError, match=match):
         SurpriseRecommender(algo_params=params, random_state=0).fit(_small_ratings())
 
 
 @pytest.mark.parametrize("algorithm, params, exc, match", [
-    ("SVD", {"n_factors": -5}, ValueError, r"could not be fitted with algo_params=\{'n_factors': -5\}"),
-    ("SVD", {"init_std_dev": -1}, ValueError, r"algo_params=\{'init_std_dev': -1\}: ValueError: scale < 0"),
+    ("SVD", {"n_factors": -5}, ValueError, r"algo_params=\{'n_factors': -5\} .*n_factors must be an integer >= 1"),
+    ("SVD", {"init_std_dev": -1}, ValueError, r"algo_params=\{'init_std_dev': -1\} .*init_std_dev must be a finite "
+                                              r"number >= 0, got -1"),
     ("SVD", {"n_factors": "x"}, TypeError, r"algo_params=\{'n_factors': 'x'\}"),
     ("KNNBaseline", {"sim_options": {"name": "nope"}}, ValueError,
      r"sim_options\['name'\] must be one of 'cosine', 'msd', 'pearson', 'pearson_baseline', got 'nope'"),
-    ("KNNBaseline", {"k": -1}, ValueError, r"KNNBaseline needs k >= 1 neighbours and min_k >= 0, got k=-1"),
+    ("KNNBaseline", {"k": -1}, ValueError, r"KNNBaseline: k must be an integer >= 1, got -1"),
 ])
 def test_bad_algo_params_name_the_parameters(algorithm, params, exc, match):
     from privrelease.recommender import SurpriseRecommender

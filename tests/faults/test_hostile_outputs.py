@@ -147,7 +147,12 @@ def test_a_file_the_report_did_not_write_is_never_replaced(tmp_path):
     # -o naming a folder of the user's own files (no earlier report): their curve.csv was replaced silently
     own = tmp_path / "curve.csv"
     own.write_text("my own data\n")
+    # refused before anything runs since the fourteenth audit (a folder holding files is not a report's)
+    with pytest.raises(OutputFolderError, match=r"is not empty.*curve\.csv.*--overwrite"):
+        Report(tmp_path, title="t")
+    own.unlink()
     rep = Report(tmp_path, title="t")
+    own.write_text("my own data\n")  # a file of the user's that appears after the folder was checked
     with pytest.raises(OutputFolderError, match=r"refusing to replace .*curve\.csv.*--overwrite"):
         rep.table(pd.DataFrame({"a": [1]}), "curve")
     assert own.read_text() == "my own data\n"
