@@ -717,6 +717,7 @@ def _excerpt(message, limit=150):
     text = re.sub(r"'[^' ]*/mapper\.npz'", "'<tmpdir>/mapper.npz'", text)
     text = re.sub(r"'[^' ]*/badinput-[^/' ]*/", "'<tmpdir>/", text)
     text = re.sub(r"(?<![\w'])/[^ ']*/badinput-[^/' ]*/", "<tmpdir>/", text)
+    text = re.sub(r"'[^' ]*/badinput-[^/' ]*'", "'<tmpdir>'", text)  # the folder itself, quoted
     # sets print in hash order: sort their items so the document is reproducible
     text = re.sub(r"\{('[^{}]*')\}", lambda mo: "{" + ", ".join(sorted(mo.group(1).split(", "))) + "}", text)
     text = text.replace("|", "\\|")
