@@ -11,27 +11,14 @@ import pytest  # noqa: E402
 from privrelease.datasets import make_ratings  # noqa: E402
 from privrelease.runner import Report  # noqa: E402
 from privrelease.runner.experiments import movielens_gender, synthetic_ratings  # noqa: E402
+from shared_helpers import fake_ml100k  # noqa: E402 - tests/shared_helpers.py
 
 SMALL = dict(max_leakages=(0.0,), blurme_fractions=(0.3,), n_clusters=3, cv=2,
              attack_models=("logistic",), n_jobs=1)
 
 
-def _fake_ml100k(folder, n_users=160, n_items=30, seed=0, ages=None):
-    R, a, _ = make_ratings(n_users, n_items, attribute_strength=2.0, random_state=seed)
-    coo = R.tocoo()
-    ages = np.full(n_users, 30) if ages is None else ages
-    folder.mkdir(parents=True)
-    (folder / "u.data").write_text("".join(f"{u + 1}\t{i + 1}\t{int(r)}\t88{k:07d}\n"
-                                           for k, (u, i, r) in enumerate(zip(coo.row, coo.col, coo.data))))
-    (folder / "u.user").write_text("".join(f"{u + 1}|{ages[u]}|{'F' if a[u] else 'M'}|other|00000\n"
-                                           for u in range(n_users)))
-    (folder / "u.item").write_bytes("".join(f"{i + 1}|Movie {i}|01-Jan-1995||http://x|0|0\n"
-                                            for i in range(n_items)).encode("latin-1"))
-    return folder, R, a
-
-
 def test_movielens_gender_on_a_small_stand_in(tmp_path):
-    folder, R, a = _fake_ml100k(tmp_path / "ml-100k")
+    folder, R, a = fake_ml100k(tmp_path / "ml-100k")
     rep = Report(tmp_path / "out", title="ml")
     head = movielens_gender.run(rep, path=str(folder), recommender={"algorithm": "BaselineOnly"}, **SMALL)
     rep.save()
@@ -61,7 +48,7 @@ def test_movielens_private_attributes(tmp_path):
 
 def test_movielens_joint_attribute_end_to_end(tmp_path):
     ages = np.random.default_rng(1).integers(15, 60, size=160)
-    folder, R, a = _fake_ml100k(tmp_path / "ml-100k", ages=ages)
+    folder, R, a = fake_ml100k(tmp_path / "ml-100k", ages=ages)
     rep = Report(tmp_path / "out", title="ml")
     head = movielens_gender.run(rep, path=str(folder), attribute="gender_x_age_band",
                                 recommender={"algorithm": "BaselineOnly"}, **SMALL)

@@ -17,17 +17,10 @@ from privrelease.cli import main
 from privrelease.runner import OutputFolderError, Report
 
 from html_pages import HTMLPage  # tests/html_pages.py
+from shared_helpers import run_cli as _run  # tests/shared_helpers.py
 
 PIPELINES = Path(__file__).resolve().parents[2] / "pipelines"
 CENSUS = str(PIPELINES / "census_erasure.toml")
-
-
-def _run(argv, capsys):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        rc = main(argv)
-    out, err = capsys.readouterr()
-    return rc, out, err
 
 
 def _assert_usage_error(rc, err, *texts):

@@ -4,24 +4,14 @@
    checked before the first stage of synthetic_ratings, realistic_ratings, multi_attribute and movielens_gender.
 """
 
-import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from privrelease.cli import main
-from privrelease.datasets import make_ratings
+from shared_helpers import fake_ml100k, run_cli as _run  # tests/shared_helpers.py
 
 PIPELINES = Path(__file__).resolve().parents[2] / "pipelines"
-
-
-def _run(argv, capsys):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        rc = main(argv)
-    out, err = capsys.readouterr()
-    return rc, out, err
 
 
 def _refused_before_the_run(rc, out, err, folder, *texts):
@@ -32,20 +22,6 @@ def _refused_before_the_run(rc, out, err, folder, *texts):
         assert text in lines[0], (text, lines[0])
     assert "[stage]" not in out  # no stage ran
     assert not folder.exists() or not any(folder.iterdir())  # nothing written
-
-
-def _fake_ml100k(folder, n_users=120, n_items=30, seed=0):
-    R, a, _ = make_ratings(n_users, n_items, attribute_strength=2.0, random_state=seed)
-    coo = R.tocoo()
-    ages = np.where(np.arange(n_users) % 2, 22, 40)
-    folder.mkdir(parents=True)
-    (folder / "u.data").write_text("".join(f"{u + 1}\t{i + 1}\t{int(r)}\t88{k:07d}\n"
-                                           for k, (u, i, r) in enumerate(zip(coo.row, coo.col, coo.data))))
-    (folder / "u.user").write_text("".join(f"{u + 1}|{ages[u]}|{'F' if a[u] else 'M'}|other|00000\n"
-                                           for u in range(n_users)))
-    (folder / "u.item").write_bytes("".join(f"{i + 1}|Movie {i}|01-Jan-1995||http://x|0|0\n"
-                                            for i in range(n_items)).encode("latin-1"))
-    return folder
 
 
 @pytest.mark.parametrize("pipeline, sets, texts", [
@@ -71,7 +47,7 @@ def test_protocol_split_refused_before_the_run(tmp_path, capsys, pipeline, sets,
     (["attribute=age_band", "age_cuts=[100]"], ["age_cuts = [100]", "'100 and over'", "without any user"]),
 ])
 def test_movielens_gender_split_and_bands_refused_before_the_run(tmp_path, capsys, sets, texts):
-    folder = _fake_ml100k(tmp_path / "ml-100k")
+    folder = fake_ml100k(tmp_path / "ml-100k", n_users=120, ages=np.where(np.arange(120) % 2, 22, 40))[0]
     out_dir = tmp_path / "out"
     argv = ["run", str(PIPELINES / "movielens_gender.toml"), "--quick", "-o", str(out_dir),
             "--set", f"path={str(folder)!r}".replace("'", '"')]
