@@ -30,9 +30,8 @@ import pandas as pd
 from sklearn.base import BaseEstimator, TransformerMixin, clone
 
 from .._schema import Bool, Choice, Float, Int, PipelineError, Seed, Seq, quick_values
-from .synthetic_ratings import MAPPER as _RATINGS_MAPPER
 from ._politics import fitted_clusters
-from .synthetic_ratings import check_protocol_split
+from .synthetic_ratings import MAPPER as _RATINGS_MAPPER, check_protocol_split
 
 __all__ = ["run", "AttributeColumns"]
 
