@@ -96,7 +96,7 @@ class PriorEstimate:
     attributes: dict = None
 
 
-def theorem1_bound(n_samples, n_private, n_public, d_max, confidence=_CONFIDENCE):
+def theorem1_bound(n_samples, n_private, n_public, d_max, confidence=_CONFIDENCE, shift=0.0):
     """Bound (bits) on the leakage error due to an empirical prior, with probability ``confidence``.
 
     Proposition 1 gives ``P(||q - p||_1 >= eps) <= (n + 1)^{|A||B|} 2^{-2 n eps^2}``;
@@ -104,13 +104,15 @@ def theorem1_bound(n_samples, n_private, n_public, d_max, confidence=_CONFIDENCE
     ``sqrt((|A||B| log2(n + 1) + log2(1 / (1 - confidence))) / (2 n))``, and the
     engine's :func:`~privrelease.mapping.mismatch_bounds` turns it into Theorem 1's
     bound (capped by ``log2 min(|A|, |B|)``, which is also what it returns when
-    Lemma 1 does not apply).
+    Lemma 1 does not apply). ``shift``: the L1 distance between the prior the
+    mapping was certified under and the raw counts ``q`` (a smoothed or
+    model-based estimate), added to ``eps`` by the triangle inequality.
     """
     n = int(n_samples)
     if n < 1:
         return float(math.log2(min(n_private, n_public)))
     eps = math.sqrt((n_private * n_public * math.log2(n + 1.0) + math.log2(1.0 / (1.0 - confidence))) / (2.0 * n))
-    return float(mismatch_bounds(min(eps, 2.0), n_private, n_public, d_max)["leakage_bits"])
+    return float(mismatch_bounds(min(eps + float(shift), 2.0), n_private, n_public, d_max)["leakage_bits"])
 
 
 def check_sample_weight(sample_weight, n_samples):
@@ -493,6 +495,10 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         returns exactly that LP's least-distortion solution. Giving both is refused.
         """
         delta, max_leakage = self._check_budget()
+        return self._engine_solve(prior, cost, delta, max_leakage)
+
+    def _engine_solve(self, prior, cost, delta, max_leakage, warm_start=None):
+        """One engine solve at the budget ``delta`` or the cap ``max_leakage`` (both None: perfect privacy)."""
         solver = getattr(self, "solver", "auto")
         if min(prior.shape) < 2:
             return _degenerate_result(prior, cost, delta, max_leakage, self.leakage)
@@ -502,7 +508,8 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             _, results = privacy_distortion_curve(prior, cost, [np.inf], leakage=self.leakage, solver=solver,
                                                   return_mappings=True)
             return results[0]
-        return solve_mapping(prior, cost, max_leakage=float(max_leakage), leakage=self.leakage, solver=solver)
+        return solve_mapping(prior, cost, max_leakage=float(max_leakage), leakage=self.leakage, solver=solver,
+                             warm_start=warm_start)
 
     def _solve_and_report(self, estimate):
         """Prior, the engine's mapping and every reported figure (through the engine's functions)."""
@@ -573,6 +580,23 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         offsets = np.cumsum([0] + [c.size for c in self.classes_])
         return [m * self.prior_[offsets[j]:offsets[j + 1]] for j in range(m)]
 
+    def _estimate_shifts(self):
+        """Per attribute, the L1 distance between its fitted prior and its raw counts (``empirical_prior_``).
+
+        0 where the mapper certifies under the raw counts themselves (no
+        ``empirical_prior_``); a smoothed or model-based prior moves the
+        certified leakage away from the counts Proposition 1 is about.
+        """
+        emp = getattr(self, "empirical_prior_", None)
+        if emp is None or np.shape(emp) != np.shape(self.prior_):
+            return [0.0] * len(self._attribute_priors())
+        diff = np.asarray(self.prior_, dtype=np.float64) - np.asarray(emp, dtype=np.float64)
+        if self._attribute_kind() != "marginal":
+            return [float(np.abs(diff).sum())]
+        m = len(self.classes_)
+        offsets = np.cumsum([0] + [c.size for c in self.classes_])
+        return [float(np.abs(m * diff[offsets[j]:offsets[j + 1]]).sum()) for j in range(m)]
+
     def _figures(self):
         """Every figure derived from ``prior_``, ``mapping_`` and ``cost_matrix_`` (engine functions)."""
         p_in = self.prior_.sum(axis=0)
@@ -587,15 +611,16 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         kind = self._attribute_kind()
         per = [_norm(P) for P in self._attribute_priors()]
         leak = float(engine_leakage(self.prior_, self.mapping_, kind=self.leakage))
+        shifts = self._estimate_shifts()
         if kind == "marginal":
             map_acc = float(np.mean([map_attack_accuracy(P, self.mapping_) for P in per]))
-            bound = max(theorem1_bound(n_i, P.shape[0], self._n_inputs(), d_max)
-                        for n_i, P in zip(self.n_labeled_per_attribute_, per))
+            bound = max(theorem1_bound(n_i, P.shape[0], self._n_inputs(), d_max, shift=sh)
+                        for n_i, P, sh in zip(self.n_labeled_per_attribute_, per, shifts))
             jp = getattr(self, "joint_prior_", None)
             joint = float("nan") if jp is None else float(engine_leakage(jp, self.mapping_, kind=self.leakage))
         else:
             map_acc = float(map_attack_accuracy(self.prior_, self.mapping_))
-            bound = theorem1_bound(self.n_labeled_, self.prior_.shape[0], self._n_inputs(), d_max)
+            bound = theorem1_bound(self.n_labeled_, self.prior_.shape[0], self._n_inputs(), d_max, shift=shifts[0])
             joint = leak
         return {
             "leakage_": leak,
@@ -834,6 +859,11 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         if cap is not None and self.leakage_ > cap + _BUDGET_TOL:
             raise ValueError(f"fitted.leakage_ = {self.leakage_!r} bits exceeds the cap of {cap!r} bits that "
                              "the parameters promise")
+        if cap is not None:
+            self._check_raw_cap(cap)
+
+    def _check_raw_cap(self, cap):
+        """A mapper whose cap also holds under other figures checks them here (loaded files)."""
 
     def _check_structure(self):
         """Mapper-specific structure checks (run before the claims are recomputed)."""
