@@ -451,6 +451,10 @@ class QuantizedPrivacyMapper(_BaseMapper):
         when the prior is estimated: ``q(a, c) ~ n(a, c) + smoothing * p(a)``.
         It shrinks small clusters towards independence instead of towards a
         uniform class mix (which would invent leakage when classes are unbalanced).
+        A ``max_leakage`` cap still holds under the raw counts
+        (``empirical_leakage_ <= max_leakage`` with ``prior="counts"``): where
+        the smoothed prior alone would let them leak more, the engine is
+        solved again at a tighter cap.
     leakage : {"mutual_information", "maximal_leakage"}, default="mutual_information"
         Privacy measure minimised by the engine.
     solver : str, default="auto"
@@ -643,7 +647,8 @@ class QuantizedPrivacyMapper(_BaseMapper):
     leakage_ : float
         Leakage (bits) of the mapping under ``prior_`` (the engine's value).
     empirical_leakage_ : float
-        ``I(A; C_hat)`` of the mapping under the unsmoothed empirical prior.
+        ``I(A; C_hat)`` of the mapping under the unsmoothed empirical prior
+        (at most ``max_leakage`` with a cap and ``prior="counts"``).
     prior_leakage_ : float
         ``I(A; C)`` before any distortion (under ``prior_``).
     distortion_ : float
