@@ -1568,17 +1568,24 @@ class QuantizedPrivacyMapper(_BaseMapper):
         counts (the pseudo-users follow the counts' class marginal). The cap
         used is ``solver_result_.max_leakage``.
         """
-        result = super()._solve(prior, cost)
         delta, cap = self._check_budget()
         emp = getattr(self, "empirical_prior_", None)
         if (delta is not None or not cap or self.prior != "counts" or emp is None
                 or np.shape(emp) != np.shape(prior) or min(prior.shape) < 2):
-            return result
+            return super()._solve(prior, cost)
         cap = float(cap)
 
         def raw(res):
             return float(heldout_leakage(emp, res.mapping, kind=self.leakage))
 
+        hint = getattr(self, "_raw_cap", None)
+        if hint is not None and 0.0 < hint < cap:
+            # a refinement step (n_refine): the cap the first solve settled on, so the steps pose one problem
+            # sequence and stop at its fixed point (a new search each step moved the cap and never settled)
+            res = self._engine_solve(prior, cost, None, hint)
+            if raw(res) <= cap:
+                return res
+        result = super()._solve(prior, cost)
         e_hi = raw(result)
         if e_hi <= cap:
             return result
@@ -1597,7 +1604,9 @@ class QuantizedPrivacyMapper(_BaseMapper):
                     break
             else:
                 hi, e_hi = trial, e
-        if best is None:
+        if best is not None:
+            self._raw_cap = lo
+        else:
             best = self._engine_solve(prior, cost, None, 0.0)
             e = raw(best)
             if e > cap:  # protect="marginal": the stacked counts' input marginal is not the smoothed one
@@ -1651,6 +1660,14 @@ class QuantizedPrivacyMapper(_BaseMapper):
         return self.leakage_ if self.delta is not None else self.distortion_
 
     def _solve_and_report(self, estimate):
+        """:meth:`_refined_solve`; the raw-count cap it found (:meth:`_solve`) is not kept on the fitted mapper."""
+        self._raw_cap = None
+        try:
+            self._refined_solve(estimate)
+        finally:
+            self.__dict__.pop("_raw_cap", None)
+
+    def _refined_solve(self, estimate):
         """The engine's mapping, then ``n_refine`` free-support barycenter refinements of the output points.
 
         At a fixed mapping ``p(c_hat | c)`` the certified distortion

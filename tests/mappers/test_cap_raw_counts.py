@@ -145,3 +145,12 @@ def test_loaded_file_breaking_the_raw_cap_is_refused(data, tmp_path, monkeypatch
     new = QuantizedPrivacyMapper(n_clusters=20, max_leakage=0.05, smoothing=10.0, random_state=0).fit(X, y)
     back = load(save(new, tmp_path / "new.npz"))
     assert back.empirical_leakage_ == new.empirical_leakage_ <= 0.05
+
+
+def test_refinement_keeps_the_raw_cap(data):
+    X, y = data
+    m = QuantizedPrivacyMapper(n_clusters=20, n_refine=3, metric="sqeuclidean", max_leakage=0.05, smoothing=10.0,
+                               random_state=0).fit(X, y)
+    assert m.n_refine_ >= 1
+    assert _mi_bits(m.empirical_prior_ @ m.mapping_) <= 0.05 + 1e-12
+    assert not hasattr(m, "_raw_cap")
