@@ -1570,8 +1570,8 @@ class QuantizedPrivacyMapper(_BaseMapper):
         """
         delta, cap = self._check_budget()
         emp = getattr(self, "empirical_prior_", None)
-        if (delta is not None or not cap or self.prior != "counts" or emp is None
-                or np.shape(emp) != np.shape(prior) or min(prior.shape) < 2):
+        if (delta is not None or not cap or self.prior != "counts" or self._attribute_kind() == "marginal"
+                or emp is None or np.shape(emp) != np.shape(prior) or min(prior.shape) < 2):
             return super()._solve(prior, cost)
         cap = float(cap)
 
@@ -1609,7 +1609,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
         else:
             best = self._engine_solve(prior, cost, None, 0.0)
             e = raw(best)
-            if e > cap:  # protect="marginal": the stacked counts' input marginal is not the smoothed one
+            if e > cap:  # zero in exact arithmetic: only rounding, at a cap near the smallest floats
                 warnings.warn(f"the mapping certified at max_leakage={cap!r} bits under the smoothed prior leaks "
                               f"{e:.6g} bits under the opted-in users' raw counts (empirical_leakage_), even at "
                               "perfect privacy under the smoothed prior; smoothing=0 certifies the counts",

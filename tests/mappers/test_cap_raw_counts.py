@@ -154,3 +154,14 @@ def test_refinement_keeps_the_raw_cap(data):
     assert m.n_refine_ >= 1
     assert _mi_bits(m.empirical_prior_ @ m.mapping_) <= 0.05 + 1e-12
     assert not hasattr(m, "_raw_cap")
+
+
+def test_marginal_protection_certifies_the_fitted_prior_only(data):
+    """protect="marginal": the stacked counts have another input marginal; the cap is the fitted prior's (README)."""
+    X, y = data
+    rng = np.random.default_rng(0)
+    second = np.where(y >= 0, (rng.random(y.size) < 0.3 + 0.4 * (y == 1)).astype(int), -1)
+    m = QuantizedPrivacyMapper(n_clusters=20, max_leakage=0.03, smoothing=20.0, protect="marginal",
+                               random_state=0).fit(X, np.column_stack([y, second]))
+    assert m.solver_result_.max_leakage == 0.03
+    assert m.leakage_ <= 0.03 + 1e-6
