@@ -1,0 +1,118 @@
+"""Hostile inputs, fifteenth audit: the mappers and the label / weight checks they share (one test per finding)"""
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from privrelease import ErasureMapper
+from privrelease.exceptions import UnseenCategoryWarning
+
+
+def _erasure_data(n=400, seed=0):
+    """A zip code that leaks the attribute (released under perfect privacy, so it is often erased) and a field
+    that does not."""
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, 2, n)
+    zip_code = np.where(rng.random(n) < 0.5 + 0.3 * (2 * a - 1), "75001", "75002")
+    return pd.DataFrame({"zip": zip_code, "k": rng.integers(0, 3, n)}), a
+
+
+def _assert_same_release(first, second):
+    """Byte-identical releases: the container, the dtype(s) (a categorical's categories included), the values."""
+    assert type(first) is type(second)
+    if isinstance(first, pd.DataFrame):
+        assert first.dtypes.tolist() == second.dtypes.tolist()
+        for j in range(first.shape[1]):
+            a, b = first.iloc[:, j], second.iloc[:, j]
+            if isinstance(a.dtype, pd.CategoricalDtype):
+                assert a.cat.categories.tolist() == b.cat.categories.tolist()
+                assert a.cat.categories.dtype == b.cat.categories.dtype
+        pd.testing.assert_frame_equal(first, second, check_exact=True, check_categorical=True)
+    else:
+        assert first.dtype == second.dtype
+        assert first.shape == second.shape
+        assert [repr(v) for v in first.ravel().tolist()] == [repr(v) for v in second.ravel().tolist()]
+
+
+# --------------------------------------------------------------------------- F1: the release's format
+def test_erasure_array_release_format_does_not_reveal_an_erased_id():
+    """A 64-bit id column with ids beyond 2**53: whether a small or a large id was erased, the one-row release
+    has the same dtype (the fitted categories' format), and two rows differing only in erased (unseen) cells give
+    byte-identical releases."""
+    rng = np.random.default_rng(0)
+    a = rng.integers(0, 2, 400)
+    X = np.column_stack([np.where(rng.random(400) < 0.5 + 0.3 * (2 * a - 1), 2**60, 5),
+                         rng.integers(0, 3, 400)]).astype(np.int64)
+    m = ErasureMapper(max_leakage=0.0).fit(X, a)
+    dtypes = set()
+    for seed in range(20):
+        m.set_params(random_state=seed)
+        for v in (5, 2**60):
+            dtypes.add(m.transform(np.array([[v, 1]], dtype=np.int64)).dtype)
+    assert dtypes == {np.dtype(object)}  # 2**60 is a fitted category: float64 would change it
+    m.set_params(random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnseenCategoryWarning)
+        small = m.transform(np.array([[7, 1]], dtype=np.int64))  # unseen: erased
+        large = m.transform(np.array([[2**61, 1]], dtype=np.int64))
+    assert small[0, 0] is None
+    _assert_same_release(small, large)
+    # a mapper whose categories all fit in float64 releases floats whatever the input's integer width
+    Xs = np.where(X > 2**53, 9, X)
+    ms = ErasureMapper(max_leakage=0.0, random_state=0).fit(Xs, a)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnseenCategoryWarning)
+        assert ms.transform(np.array([[2**61, 1]], dtype=np.int64)).dtype == np.float64
+        assert ms.transform(np.array([[7, 1]], dtype=np.uint64)).dtype == np.float64
+
+
+def test_erasure_categorical_frame_release_does_not_carry_the_input_categories():
+    """A one-row categorical frame: the released column is categorical with the fitted categories, whichever
+    value was erased, so the releases of the two zip codes erased are identical (the input's own categories were
+    ['75001'] or ['75002'] and revealed the erased cell)."""
+    X, a = _erasure_data()
+    m = ErasureMapper(max_leakage=0.0).fit(X.astype({"zip": "category"}), a)
+    erased = {}
+    for seed in range(30):
+        m.set_params(random_state=seed)
+        for v in ("75001", "75002"):
+            out = m.transform(pd.DataFrame({"zip": [v], "k": [1]}).astype({"zip": "category"}))
+            assert out["zip"].cat.categories.tolist() == ["75001", "75002"]
+            if out["zip"].isna().all() and out["k"].notna().all():  # output tuple (erased, 1)
+                erased.setdefault(v, out)
+    assert set(erased) == {"75001", "75002"}  # perfect privacy erases either value sometimes
+    _assert_same_release(erased["75001"], erased["75002"])
+
+
+@pytest.mark.parametrize("first, second", [(5, 2**63 + 5), ("x", 3), (1.5, 7)])
+def test_erasure_frame_dtypes_come_from_fit_not_from_the_released_frame(first, second):
+    """Two one-row frames whose column pandas infers differently (int64 / uint64, str / int64, float64 / int64)
+    and whose cells are both erased (unseen) give byte-identical releases: the dtypes are the fitted frame's."""
+    X, a = _erasure_data()
+    m = ErasureMapper(max_leakage=0.0, random_state=0).fit(X, a)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnseenCategoryWarning)
+        outs = [m.transform(pd.DataFrame({"zip": ["75001"], "k": [v]})) for v in (first, second)]
+    assert outs[0]["k"].isna().all()
+    assert outs[0]["k"].dtype == "Int64" and outs[0]["zip"].dtype == X["zip"].dtype
+    _assert_same_release(*outs)
+
+
+@pytest.mark.filterwarnings("ignore::privrelease.exceptions.PrivacyLeakWarning")
+def test_erasure_fitted_dtypes_survive_save_and_load(tmp_path):
+    """column_dtypes_ is saved and loaded: the loaded mapper releases a categorical column with the fitted
+    categories; a file whose dtypes cannot hold the categories is refused."""
+    import privrelease
+
+    X, a = _erasure_data()
+    m = ErasureMapper(max_leakage=0.0, random_state=0).fit(X.astype({"zip": "category"}), a)
+    assert m.column_dtypes_ == ["category", "Int64"]
+    back = privrelease.load(m.save(tmp_path / "m.npz"))
+    assert back.column_dtypes_ == m.column_dtypes_
+    one = pd.DataFrame({"zip": ["75002"], "k": [0]}).astype({"zip": "category"})
+    _assert_same_release(m.transform(one), back.transform(one))
+    back.column_dtypes_ = ["category", "boolean"]
+    with pytest.raises(ValueError, match=r"column_dtypes_\[1\] = 'boolean' does not hold the categories"):
+        back._check_fitted_state()
