@@ -2017,6 +2017,25 @@ class QuantizedPrivacyMapper(_BaseMapper):
             out = sp.csr_matrix(out)
         return out.asformat(fmt) if fmt != "csr" else out
 
+    def _release_meta(self, meta):
+        """The released blocks' dtypes: a dense DataFrame's rows are released as the in-memory ``transform``
+        releases them, one numpy dtype for every column (a categorical column read as its categories' dtype, an
+        object column as float64); a frame with pandas' nullable integer columns keeps them, other inputs their
+        own dtype. The partitions of a dask DataFrame were cast to the input's dtypes: a categorical column turned
+        every released rating outside its categories into NaN."""
+        import pandas as pd
+
+        if not isinstance(meta, pd.DataFrame) or is_sparse_frame(meta) or nullable_numpy_dtype(meta) is not None:
+            return meta
+        dtypes = [d.categories.dtype if isinstance(d, pd.CategoricalDtype) else d for d in meta.dtypes]
+        if not dtypes:
+            return meta
+        if any(not isinstance(d, np.dtype) or d == object for d in dtypes):
+            dtype = np.dtype(np.float64)  # what as_float_if_object makes of them
+        else:
+            dtype = np.result_type(*dtypes)
+        return meta.astype(dtype)
+
     # ---------------------------------------------------------------- persistence
     def _encode_attribute(self, name, value):
         if name == "embedding_":

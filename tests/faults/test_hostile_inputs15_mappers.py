@@ -116,3 +116,34 @@ def test_erasure_fitted_dtypes_survive_save_and_load(tmp_path):
     back.column_dtypes_ = ["category", "boolean"]
     with pytest.raises(ValueError, match=r"column_dtypes_\[1\] = 'boolean' does not hold the categories"):
         back._check_fitted_state()
+
+
+# --------------------------------------------------------------------------- F4: dask frames of categorical columns
+@pytest.mark.parametrize("kind", ["category", "category_and_float"])
+def test_dask_frame_of_categorical_columns_releases_what_memory_releases(kind):
+    """A dask DataFrame of categorical columns is released as the same blocks in memory are (no NaN: the released
+    ratings were cast back to the input's categories), with the in-memory dtype in the lazy meta too."""
+    dask = pytest.importorskip("dask")
+    import dask.dataframe as dd
+
+    from privrelease import QuantizedPrivacyMapper
+    from privrelease.datasets import make_ratings
+    from privrelease.mappers._dask import transform_in_blocks
+
+    R, g, _ = make_ratings(n_users=300, n_items=30, random_state=0)
+    y = g.copy()
+    y[150:] = -1
+    A = R.toarray().astype(int)
+    A[:, 0] = np.where(A[:, 0] > 0, np.where(A[:, 0] >= 3, 5, 1), 0)  # categories {0, 1, 5}
+    D = pd.DataFrame(A, columns=[f"i{j}" for j in range(30)])
+    D = D.astype("category") if kind == "category" else D.astype({"i0": "category", "i1": float})
+    m = QuantizedPrivacyMapper(n_clusters=5, random_state=0).fit(D, y)
+    X = dd.from_pandas(D, npartitions=3)
+    lazy = m.transform(X)
+    with dask.config.set(scheduler="synchronous"):
+        out = lazy.compute()
+    expected = transform_in_blocks(m, D, [len(p) for p in X.partitions])
+    assert int(out.isna().sum().sum()) == 0
+    assert set(out.dtypes) == set(lazy._meta.dtypes) == {expected.dtype}
+    np.testing.assert_array_equal(out.to_numpy(), expected)
+    assert expected.dtype == m.transform(D).dtype
