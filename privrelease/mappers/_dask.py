@@ -263,6 +263,9 @@ def transform(mapper, X):
                 f"X has {len(X.columns)} features, but {type(mapper).__name__} is expecting "
                 f"{n_features} features as input"
             )
+        from ._base import check_column_labels
+
+        check_column_labels(mapper, list(X.columns))  # before the graph is built, not when a block is computed
         return X.map_partitions(_transform_partition, mapper, seed, _WarnOnce(X.npartitions),
                                 meta=mapper._release_meta(X._meta))
     raise TypeError(

@@ -12,7 +12,8 @@ from ..utils import check_random_source
 from ..utils._validation import (_format_bytes, _physical_memory, check_bool_number_mix, check_label_kinds, check_table,
                                  is_sparse_frame, plain_value, undisclosed_mask)
 from . import _dask
-from ._base import PriorEstimate, _BaseMapper, _refuse_surprise_data
+from ._base import PriorEstimate, _BaseMapper, _frame_columns, _refuse_surprise_data, check_column_labels, \
+    record_column_labels
 from ._common import BUDGET_CONSTRAINT, LEAKAGE_CONSTRAINT, PROTECT_CONSTRAINT, RANDOM_STATE_CONSTRAINT
 
 __all__ = ["ErasureMapper"]
@@ -289,6 +290,10 @@ class ErasureMapper(_BaseMapper):
                             f"{X.shape}: densify it first with {how} (every cell is a category, 0 included, and "
                             "an erased field is missing in the release)")
         check_table(X)
+        if reset:
+            record_column_labels(self, _frame_columns(X))
+        else:
+            check_column_labels(self, _frame_columns(X))
         if reset:
             # the released frame's dtypes come from the frame fit saw, never from the one being released: a dtype
             # inferred from the values (int64 or uint64 or object, categories of a categorical) revealed erased cells

@@ -21,8 +21,9 @@ from ..utils._validation import (as_float_if_object, canonical_sparse, check_all
                                  is_sparse_frame, nullable_numpy_dtype, plain_value, ratings_in_dtype, round_ratings,
                                  sparse_frame_like)
 from . import _dask
-from ._base import (_BUDGET_TOL, PriorEstimate, _BaseMapper, _matrix, _refuse_long_form, _refuse_nan_ratings,
-                    _refuse_surprise_data, _row_stochastic, stack_marginal_priors)
+from ._base import (_BUDGET_TOL, PriorEstimate, _BaseMapper, _frame_columns, _matrix, _refuse_long_form,
+                    _refuse_nan_ratings, _refuse_surprise_data, _row_stochastic, check_column_labels,
+                    record_column_labels, stack_marginal_priors)
 from ._common import BUDGET_CONSTRAINT, LEAKAGE_CONSTRAINT, PROTECT_CONSTRAINT, RANDOM_STATE_CONSTRAINT
 from ._quantize import (
     TasteEmbedding,
@@ -918,6 +919,10 @@ class QuantizedPrivacyMapper(_BaseMapper):
         check_no_time_values(X)
         check_numeric_frame(X)
         _refuse_nan_ratings(X)
+        if reset:
+            record_column_labels(self, _frame_columns(X))
+        else:
+            check_column_labels(self, _frame_columns(X))
         fmt = X.format if sp.issparse(X) else None
         if fmt is not None and fmt not in ("csr", "csc"):
             X = X.tocsr()
@@ -1868,6 +1873,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
         self._validate_X(X_s, reset=True)
         if columns is not None and all(isinstance(c, str) for c in columns):
             self.feature_names_in_ = np.asarray(columns, dtype=object)
+        record_column_labels(self, columns)
         self.classes_ = classes
         self._learn_quantizer(X_s, np.ones(X_s.shape[0]))
 

@@ -1,5 +1,6 @@
 """Hostile inputs, fifteenth audit: the mappers and the label / weight checks they share (one test per finding)"""
 
+import re
 import warnings
 
 import numpy as np
@@ -147,3 +148,80 @@ def test_dask_frame_of_categorical_columns_releases_what_memory_releases(kind):
     assert set(out.dtypes) == set(lazy._meta.dtypes) == {expected.dtype}
     np.testing.assert_array_equal(out.to_numpy(), expected)
     assert expected.dtype == m.transform(D).dtype
+
+
+# --------------------------------------------------------------------------- F3: column labels that are not strings
+def _ratings(n_users=300, n_items=30):
+    from privrelease.datasets import make_ratings
+
+    R, g, _ = make_ratings(n_users=n_users, n_items=n_items, random_state=0)
+    y = g.copy()
+    y[n_users // 2:] = -1
+    return R, y
+
+
+def _quantized_frames():
+    R, y = _ratings()
+    sparse = pd.DataFrame.sparse.from_spmatrix(R.astype(float), columns=np.arange(100, 130))  # item ids
+    multi = pd.DataFrame(R.toarray(), columns=pd.MultiIndex.from_product([["a", "b"], range(15)]))
+    return {"int_ids": (sparse, y), "multiindex": (multi, y)}
+
+
+@pytest.mark.filterwarnings("ignore::privrelease.exceptions.PrivacyLeakWarning")
+@pytest.mark.parametrize("kind", ["int_ids", "multiindex"])
+def test_quantized_refuses_a_frame_whose_non_string_columns_differ_from_fit(kind, tmp_path):
+    """Integer item ids (a pivot's) or a MultiIndex: a frame with the same columns reordered, or another column,
+    is refused naming the first mismatch (it was read by position: half of the users changed cluster); the same
+    frame and a plain array still pass, and the labels survive save / load."""
+    import privrelease
+    from privrelease import QuantizedPrivacyMapper
+
+    X, y = _quantized_frames()[kind]
+    m = QuantizedPrivacyMapper(n_clusters=5, random_state=0).fit(X, y)
+    assert not hasattr(m, "feature_names_in_")
+    assert m.feature_labels_in_.tolist() == list(X.columns)
+    reordered = X[X.columns[::-1]]
+    first, fitted = (tuple(X.columns[i]) if kind == "multiindex" else int(X.columns[i]) for i in (-1, 0))
+    with pytest.raises(ValueError, match=rf"X has column {re.escape(repr(first))} at position 0 where fit saw "
+                                         rf"column {re.escape(repr(fitted))}.*reorder them as in fit"):
+        m.quantize(reordered)
+    with pytest.raises(ValueError, match="at position 0 where fit saw"):
+        m.transform(reordered)
+    other = X.copy()
+    other.columns = [("z", 0) if kind == "multiindex" else 999] + list(X.columns[1:])
+    if kind == "multiindex":
+        other.columns = pd.MultiIndex.from_tuples(other.columns)
+    with pytest.raises(ValueError, match=r"at position 0 .* that X lacks"):
+        m.quantize(other)
+    labels = m.quantize(X)
+    np.testing.assert_array_equal(m.quantize(reordered[X.columns]), labels)
+    dense = X.sparse.to_dense().to_numpy() if kind == "int_ids" else X.to_numpy()
+    np.testing.assert_array_equal(m.quantize(dense), labels)  # an array is read by position, as in fit
+    back = privrelease.load(m.save(tmp_path / "m.npz"))
+    assert back.feature_labels_in_.tolist() == m.feature_labels_in_.tolist()
+    np.testing.assert_array_equal(back.quantize(X), labels)
+    with pytest.raises(ValueError, match="at position 0 where fit saw"):
+        back.quantize(reordered)
+
+
+def test_erasure_refuses_reordered_integer_columns_and_dask_frames_too():
+    """The erasure mapper checks the labels of a frame of integer columns (0, 1 of a headerless file), and a
+    dask DataFrame is refused when the release is built, before any block is computed."""
+    dd = pytest.importorskip("dask.dataframe")
+    from privrelease import QuantizedPrivacyMapper
+
+    X, a = _erasure_data()
+    X.columns = [0, 1]
+    m = ErasureMapper(random_state=0).fit(X, a)
+    assert m.feature_labels_in_.tolist() == [0, 1]
+    with pytest.raises(ValueError, match="X has column 1 at position 0 where fit saw column 0"):
+        m.transform(X[[1, 0]])
+    with pytest.raises(ValueError, match="X has column 1 at position 0 where fit saw column 0"):
+        m.transform(dd.from_pandas(X[[1, 0]], npartitions=2))
+    assert m.transform(X).columns.tolist() == [0, 1]
+    R, y = _ratings()
+    D = pd.DataFrame(R.toarray(), columns=np.arange(100, 130))
+    q = QuantizedPrivacyMapper(n_clusters=5, random_state=0).fit(dd.from_pandas(D, npartitions=3), y)
+    assert q.feature_labels_in_.tolist() == list(range(100, 130))
+    with pytest.raises(ValueError, match="X has column 129 at position 0 where fit saw column 100"):
+        q.transform(D[D.columns[::-1]])
