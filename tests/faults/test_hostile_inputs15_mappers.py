@@ -225,3 +225,70 @@ def test_erasure_refuses_reordered_integer_columns_and_dask_frames_too():
     assert q.feature_labels_in_.tolist() == list(range(100, 130))
     with pytest.raises(ValueError, match="X has column 129 at position 0 where fit saw column 100"):
         q.transform(D[D.columns[::-1]])
+
+
+# --------------------------------------------------------------------------- F2: Decimal (and Fraction) labels
+@pytest.mark.parametrize("kind", ["decimal", "fraction"])
+def test_decimal_and_fraction_labels_are_numbers(kind):
+    """Decimal labels (pandas.read_sql's NUMERIC) and Fractions are numbers, as floats are: -1 (and a Decimal NaN,
+    quiet or signalling) is undisclosed, integer values are the integer classes, the same prior as the plain
+    integers; a continuous attribute (i / 7) and an infinite label are refused as floats are."""
+    from decimal import Decimal
+    from fractions import Fraction
+
+    from privrelease import QuantizedPrivacyMapper
+
+    R, y = _ratings()
+    make = Decimal if kind == "decimal" else Fraction
+    yd = np.array([make(int(v)) for v in y], dtype=object)
+    if kind == "decimal":
+        yd[-2:] = [Decimal("NaN"), Decimal("sNaN")]
+    plain = QuantizedPrivacyMapper(n_clusters=5, random_state=0).fit(R, np.where(y < 0, -1, y))
+    m = QuantizedPrivacyMapper(n_clusters=5, random_state=0).fit(R, yd)
+    assert m.classes_.tolist() == [0, 1] and all(type(c) is int for c in m.classes_.tolist())
+    assert m.n_labeled_ == int((y >= 0).sum()) == 150
+    np.testing.assert_array_equal(m.prior_, plain.prior_)
+    continuous = np.array([make(i) / 7 for i in range(300)], dtype=object)
+    with pytest.raises(ValueError, match=r"y holds 257 non-integer number\(s\)"):
+        QuantizedPrivacyMapper(n_clusters=5, random_state=0).fit(R, continuous)
+    if kind == "decimal":
+        yd[0] = Decimal("Infinity")
+        with pytest.raises(ValueError, match=r"y holds 1 infinite label\(s\) \(for example Decimal\('Infinity'\)"):
+            QuantizedPrivacyMapper(n_clusters=5, random_state=0).fit(R, yd)
+
+
+def test_undisclosed_mask_reads_decimal_markers():
+    """undisclosed_mask: Decimal -1, -1.0, NaN and sNaN are undisclosed, Fraction(-1) too; other numbers are not."""
+    from decimal import Decimal
+    from fractions import Fraction
+
+    from privrelease.utils import undisclosed_mask
+
+    y = np.array([Decimal(-1), Decimal("-1.0"), Decimal("NaN"), Decimal("sNaN"), Fraction(-1), Decimal(0),
+                  Fraction(1), Decimal(2)], dtype=object)
+    assert undisclosed_mask(y).tolist() == [True] * 5 + [False] * 3
+
+
+# --------------------------------------------------------------------------- F6: labels numpy.unique cannot order
+@pytest.mark.parametrize("mapper", ["quantized", "erasure"])
+def test_bytes_beside_str_and_complex_labels_are_refused_clearly(mapper):
+    """Labels mixing bytes and str are two kinds (TypeError naming both); complex labels, in an object array or a
+    complex one, get the library's ComplexDataError; both used to fail inside numpy.unique ('<' not supported)."""
+    from privrelease import QuantizedPrivacyMapper
+    from privrelease.exceptions import ComplexDataError
+
+    if mapper == "quantized":
+        X, y = _ratings()
+        est = QuantizedPrivacyMapper(n_clusters=5, random_state=0)
+    else:
+        X, y = _erasure_data(n=300)
+        est = ErasureMapper(random_state=0)
+    n = X.shape[0]
+    mixed = np.array([b"a" if i % 2 else "b" for i in range(n)], dtype=object)
+    with pytest.raises(TypeError, match=r"y mixes label types \['bytes', 'string'\]"):
+        est.fit(X, mixed)
+    codes = np.arange(n) % 2
+    for labels in (np.array([complex(v) for v in codes], dtype=object),
+                   np.array([np.complex128(v) for v in codes], dtype=object), codes.astype(complex)):
+        with pytest.raises(ComplexDataError, match=r"Complex data not supported: y must hold real numbers"):
+            est.fit(X, labels)
