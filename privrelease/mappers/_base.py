@@ -28,8 +28,10 @@ Proposition 1.
 
 import copy
 import math
+import numbers
 import warnings
 from dataclasses import dataclass, field
+from decimal import Decimal
 from numbers import Integral
 
 import numpy as np
@@ -38,7 +40,7 @@ from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin, 
 from sklearn.utils.validation import check_is_fitted
 
 from .. import _persistence
-from ..exceptions import InfeasibleBudgetError, PrivacyLeakWarning
+from ..exceptions import ComplexDataError, InfeasibleBudgetError, PrivacyLeakWarning
 from ..mapping import (
     MappingResult,
     expected_distortion,
@@ -116,15 +118,48 @@ def theorem1_bound(n_samples, n_private, n_public, d_max, confidence=_CONFIDENCE
 
 
 def check_sample_weight(sample_weight, n_samples):
-    """Non-negative, finite weights of shape (n_samples,) (None: every row weighs 1)."""
+    """Non-negative, finite weights of shape (n_samples,) (None: every row weighs 1).
+
+    Weights are real numbers, checked as ``X`` and ``y`` are before numpy converts them: a masked array with
+    masked entries (the mask was ignored), complex numbers (:class:`~privrelease.exceptions.ComplexDataError`;
+    the imaginary part was dropped), dates and durations (read as nanoseconds), texts and other objects that
+    are not numbers (``"1"`` was parsed as 1.0) are refused, naming a value.
+    """
     if sample_weight is None:
         return np.ones(n_samples)
+    if isinstance(sample_weight, np.ma.MaskedArray) and np.ma.is_masked(sample_weight):
+        n = int(np.ma.count_masked(sample_weight))
+        raise ValueError(f"sample_weight is a masked array with {n} masked entr{'y' if n == 1 else 'ies'}; the mask "
+                         "would be ignored and the hidden values used as weights: fill it first "
+                         "(sample_weight.filled(0) gives the masked rows no weight)")
     try:
-        if np.asarray(sample_weight).dtype.kind in "US":  # "1" was parsed as 1.0
-            raise TypeError
-        w = np.asarray(sample_weight, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise TypeError(f"sample_weight must hold numbers, got {np.asarray(sample_weight).dtype}") from None
+        raw = np.asarray(sample_weight)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"sample_weight must hold numbers, got {type(sample_weight).__name__} ({exc})") from None
+    flat = raw.ravel()
+    kind = raw.dtype.kind
+    if kind == "c" or (kind == "O" and any(isinstance(v, (complex, np.complexfloating)) for v in flat.tolist())):
+        at = next(i for i, v in enumerate(flat.tolist()) if isinstance(v, (complex, np.complexfloating)))
+        raise ComplexDataError(f"Complex data not supported: sample_weight must hold real numbers, got "
+                               f"{plain_value(flat[at])!r} at row {at} (dtype {raw.dtype})")
+    bad = None
+    if kind in "mMUSV":  # dates and durations were read as nanoseconds, "1" as 1.0
+        if not flat.size:
+            raise TypeError(f"sample_weight must hold numbers, got dtype {raw.dtype}")
+        bad = 0
+    elif kind == "O":
+        bad = next((i for i, v in enumerate(flat.tolist())
+                    if isinstance(v, (complex, str, bytes)) or not isinstance(v, (numbers.Real, np.number, Decimal))),
+                   None)
+    if bad is not None:
+        shown = str(flat[bad]) if kind in "mM" else plain_value(flat[bad])
+        raise TypeError(f"sample_weight must hold real numbers, got {shown!r} of type "
+                        f"{type(flat[bad]).__name__} at row {bad} (dtype {raw.dtype}); convert the weights to "
+                        "numbers first")
+    try:
+        w = raw.astype(np.float64)
+    except (TypeError, ValueError, ArithmeticError):
+        raise TypeError(f"sample_weight must hold numbers, got {raw.dtype}") from None
     if w.ndim == 0:
         w = np.full(n_samples, float(w))
     if w.shape != (n_samples,):

@@ -292,3 +292,40 @@ def test_bytes_beside_str_and_complex_labels_are_refused_clearly(mapper):
                    np.array([np.complex128(v) for v in codes], dtype=object), codes.astype(complex)):
         with pytest.raises(ComplexDataError, match=r"Complex data not supported: y must hold real numbers"):
             est.fit(X, labels)
+
+
+# --------------------------------------------------------------------------- F5: sample_weight
+def test_sample_weight_is_validated_like_other_numbers():
+    """sample_weight refuses what X and y refuse: complex weights (ComplexDataError, the imaginary part was
+    dropped), masked entries (the mask was ignored), dates and durations (read as nanoseconds), texts in an object
+    array (parsed as numbers) and None; each message names the value and its row. Real weights still pass."""
+    from decimal import Decimal
+
+    from privrelease import QuantizedPrivacyMapper
+    from privrelease.exceptions import ComplexDataError
+
+    R, y = _ratings()
+    est = QuantizedPrivacyMapper(n_clusters=5, random_state=0)
+    ones = np.ones(300)
+    with pytest.raises(ComplexDataError, match=r"sample_weight must hold real numbers, got \(1\+1j\) at row 0"):
+        est.fit(R, y, sample_weight=ones + 1j)
+    w = ones.astype(object)
+    w[7] = 2 + 0j
+    with pytest.raises(ComplexDataError, match=r"got \(2\+0j\) at row 7"):
+        est.fit(R, y, sample_weight=w)
+    with pytest.raises(ValueError, match=r"sample_weight is a masked array with 100 masked entries"):
+        est.fit(R, y, sample_weight=np.ma.masked_array(ones, mask=np.arange(300) < 100))
+    with pytest.raises(TypeError, match=r"got '1970-01-01T00:00:00.000000' of type datetime64 at row 0"):
+        est.fit(R, y, sample_weight=pd.to_datetime(np.arange(300), unit="D").to_numpy().astype("M8[us]"))
+    with pytest.raises(TypeError, match=r"of type timedelta64 at row 0"):
+        est.fit(R, y, sample_weight=np.arange(300).astype("m8[s]"))
+    for bad, value, row in ((np.array(["1"] * 300, dtype=object), "'1'", 0),
+                            (np.array([1.0] * 5 + [None] + [1.0] * 294, dtype=object), "None", 5)):
+        with pytest.raises(TypeError, match=rf"sample_weight must hold real numbers, got {value} of type \w+ at row "
+                                            rf"{row}"):
+            est.fit(R, y, sample_weight=bad)
+    reference = QuantizedPrivacyMapper(n_clusters=5, random_state=0).fit(R, y, sample_weight=2 * ones)
+    for good in (np.ma.masked_array(2 * ones), np.array([Decimal(2)] * 300, dtype=object), [2] * 300,
+                 pd.Series(2 * ones, dtype="Float64")):
+        m = QuantizedPrivacyMapper(n_clusters=5, random_state=0).fit(R, y, sample_weight=good)
+        np.testing.assert_array_equal(m.prior_, reference.prior_)
