@@ -329,3 +329,23 @@ def test_sample_weight_is_validated_like_other_numbers():
                  pd.Series(2 * ones, dtype="Float64")):
         m = QuantizedPrivacyMapper(n_clusters=5, random_state=0).fit(R, y, sample_weight=good)
         np.testing.assert_array_equal(m.prior_, reference.prior_)
+
+
+# --------------------------------------------------------------------------- minor: the accountant's population names
+def test_accountant_refuses_nan_and_boolean_population_names():
+    """A NaN population name (alone or in a tuple) opened a new ledger at every release, and True wrote into the
+    ledger of population 1: both are refused before anything is recorded; 1 and 1.0 stay one name."""
+    from privrelease.accounting import PrivacyAccountant
+
+    acc = PrivacyAccountant(10.0)
+    eps = np.ones(3)
+    for name in (np.float64("nan"), float("nan"), ("a", float("nan"))):
+        with pytest.raises(ValueError, match=r"population must be a name equal to itself, got .*nan"):
+            acc.spend(1.0, population=name, individual_epsilons=eps)
+    for name in (True, np.bool_(False)):
+        with pytest.raises(TypeError, match=r"got the boolean (True|False), which would share the ledger"):
+            acc.spend(1.0, population=name, individual_epsilons=eps)
+    assert acc.spent == 0 and acc.populations() == []
+    acc.spend(1.0, population=1, individual_epsilons=eps).spend(1.0, population=1.0, individual_epsilons=eps)
+    assert acc.populations() == [1]
+    np.testing.assert_array_equal(acc.individual_spent(1), [2.0, 2.0, 2.0])
