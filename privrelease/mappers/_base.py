@@ -153,9 +153,8 @@ def check_sample_weight(sample_weight, n_samples):
                    None)
     if bad is not None:
         shown = str(flat[bad]) if kind in "mM" else plain_value(flat[bad])
-        raise TypeError(f"sample_weight must hold real numbers, got {shown!r} of type "
-                        f"{type(flat[bad]).__name__} at row {bad} (dtype {raw.dtype}); convert the weights to "
-                        "numbers first")
+        raise TypeError(f"sample_weight must hold numbers, got {raw.dtype} values (for example {shown!r} of type "
+                        f"{type(flat[bad]).__name__} at row {bad}); expected real numbers: convert the weights first")
     try:
         w = raw.astype(np.float64)
     except (TypeError, ValueError, ArithmeticError):
