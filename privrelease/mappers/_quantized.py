@@ -765,6 +765,11 @@ class QuantizedPrivacyMapper(_BaseMapper):
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Defined when ``X`` has string column names.
+    feature_labels_in_ : ndarray of object
+        Defined when ``X`` is a DataFrame whose column labels are not all strings
+        (integer item ids of a pivot, a MultiIndex's tuples). A DataFrame given
+        to ``transform`` must carry the same labels in the same order (columns are
+        read by position); another one is refused, naming the first mismatch.
 
     See Also
     --------

@@ -761,8 +761,10 @@ def check_private_labels(y, n_samples, *, name="y"):
     "Not disclosed" has one definition, :func:`undisclosed_mask`: ``-1``, ``None``,
     NaN, ``pd.NA`` and the texts of :data:`UNDISCLOSED_TEXTS` (``""``, ``"-1"``, ``"nan"``,
     ``"NA"`` ...). The disclosed labels must be of one kind: numbers, strings or booleans; a
-    mix (``1`` beside ``True``, ``"a"`` beside ``2``) is refused, since ``numpy.unique`` would
-    merge or reorder them silently.
+    mix (``1`` beside ``True``, ``"a"`` beside ``2``, ``b"a"`` beside ``"a"``) is refused, since
+    ``numpy.unique`` would merge or reorder them silently. ``Decimal`` (what ``pandas.read_sql``
+    gives) and ``Fraction`` labels are numbers, checked as floats are, and returned as ints;
+    complex labels raise :class:`~privrelease.exceptions.ComplexDataError`.
 
     Returns
     -------
