@@ -64,6 +64,17 @@ def _check_epsilon(value, name="epsilon"):
     return check_number(value, name, low=0.0, allow_inf=True)
 
 
+def _unequal_to_itself(name):
+    """Whether a population name (or an item of a tuple name) is not equal to itself, as NaN is: a dictionary would
+    never find its ledger again."""
+    if isinstance(name, tuple):
+        return any(_unequal_to_itself(v) for v in name)
+    try:
+        return not bool(name == name)
+    except (TypeError, ValueError, ArithmeticError):  # pd.NA, Decimal('sNaN')
+        return True
+
+
 def _sparse_row(v):
     """One release's per-individual figures as ``(indices, values)`` of the nonzero entries: the row a csr
     matrix would store, without building one (a 1 x n csr_matrix took 0.46 ms a release, half of a spend)."""
@@ -298,6 +309,15 @@ class PrivacyAccountant:
             except TypeError:
                 raise TypeError(f"population must be a hashable name (a str, an int, a tuple), got {population!r} "
                                 f"of type {type(population).__name__}") from None
+            if isinstance(population, (bool, np.bool_)):
+                # True == 1 and False == 0 hash alike: population=True wrote into the ledger of population 1
+                raise TypeError(f"population must be a name (a str, an int, a tuple), got the boolean "
+                                f"{plain_value(population)!r}, which would share the ledger of population "
+                                f"{int(population)}")
+            if _unequal_to_itself(population):
+                # a NaN name is never found again: every release opened a new ledger of its own
+                raise ValueError(f"population must be a name equal to itself, got {plain_value(population)!r}: a "
+                                 "NaN name would open a new ledger at every release; give a str, an int or a tuple")
             if payments is not None:
                 pay = check_real_target(np.asarray(payments), "payments").astype(np.float64)
                 if pay.shape != eps_i.shape:

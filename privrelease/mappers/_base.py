@@ -28,8 +28,10 @@ Proposition 1.
 
 import copy
 import math
+import numbers
 import warnings
 from dataclasses import dataclass, field
+from decimal import Decimal
 from numbers import Integral
 
 import numpy as np
@@ -38,7 +40,7 @@ from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin, 
 from sklearn.utils.validation import check_is_fitted
 
 from .. import _persistence
-from ..exceptions import InfeasibleBudgetError, PrivacyLeakWarning
+from ..exceptions import ComplexDataError, InfeasibleBudgetError, PrivacyLeakWarning
 from ..mapping import (
     MappingResult,
     expected_distortion,
@@ -116,15 +118,47 @@ def theorem1_bound(n_samples, n_private, n_public, d_max, confidence=_CONFIDENCE
 
 
 def check_sample_weight(sample_weight, n_samples):
-    """Non-negative, finite weights of shape (n_samples,) (None: every row weighs 1)."""
+    """Non-negative, finite weights of shape (n_samples,) (None: every row weighs 1).
+
+    Weights are real numbers, checked as ``X`` and ``y`` are before numpy converts them: a masked array with
+    masked entries (the mask was ignored), complex numbers (:class:`~privrelease.exceptions.ComplexDataError`;
+    the imaginary part was dropped), dates and durations (read as nanoseconds), texts and other objects that
+    are not numbers (``"1"`` was parsed as 1.0) are refused, naming a value.
+    """
     if sample_weight is None:
         return np.ones(n_samples)
+    if isinstance(sample_weight, np.ma.MaskedArray) and np.ma.is_masked(sample_weight):
+        n = int(np.ma.count_masked(sample_weight))
+        raise ValueError(f"sample_weight is a masked array with {n} masked entr{'y' if n == 1 else 'ies'}; the mask "
+                         "would be ignored and the hidden values used as weights: fill it first "
+                         "(sample_weight.filled(0) gives the masked rows no weight)")
     try:
-        if np.asarray(sample_weight).dtype.kind in "US":  # "1" was parsed as 1.0
-            raise TypeError
-        w = np.asarray(sample_weight, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise TypeError(f"sample_weight must hold numbers, got {np.asarray(sample_weight).dtype}") from None
+        raw = np.asarray(sample_weight)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"sample_weight must hold numbers, got {type(sample_weight).__name__} ({exc})") from None
+    flat = raw.ravel()
+    kind = raw.dtype.kind
+    if kind == "c" or (kind == "O" and any(isinstance(v, (complex, np.complexfloating)) for v in flat.tolist())):
+        at = next(i for i, v in enumerate(flat.tolist()) if isinstance(v, (complex, np.complexfloating)))
+        raise ComplexDataError(f"Complex data not supported: sample_weight must hold real numbers, got "
+                               f"{plain_value(flat[at])!r} at row {at} (dtype {raw.dtype})")
+    bad = None
+    if kind in "mMUSV":  # dates and durations were read as nanoseconds, "1" as 1.0
+        if not flat.size:
+            raise TypeError(f"sample_weight must hold numbers, got dtype {raw.dtype}")
+        bad = 0
+    elif kind == "O":
+        bad = next((i for i, v in enumerate(flat.tolist())
+                    if isinstance(v, (complex, str, bytes)) or not isinstance(v, (numbers.Real, np.number, Decimal))),
+                   None)
+    if bad is not None:
+        shown = str(flat[bad]) if kind in "mM" else plain_value(flat[bad])
+        raise TypeError(f"sample_weight must hold numbers, got {raw.dtype} values (for example {shown!r} of type "
+                        f"{type(flat[bad]).__name__} at row {bad}); expected real numbers: convert the weights first")
+    try:
+        w = raw.astype(np.float64)
+    except (TypeError, ValueError, ArithmeticError):
+        raise TypeError(f"sample_weight must hold numbers, got {raw.dtype}") from None
     if w.ndim == 0:
         w = np.full(n_samples, float(w))
     if w.shape != (n_samples,):
@@ -145,6 +179,71 @@ def check_sample_weight(sample_weight, n_samples):
         raise ValueError(f"sample_weight sums to {float(total)!r}: the total of {w.size} weights (largest "
                          f"{float(w.max())!r}) overflows float64; rescale the weights")
     return w
+
+
+def _plain_label(label):
+    """A column label as it is recorded and compared: numpy scalars as the Python values they hold, tuples (a
+    MultiIndex's) item by item, labels of other types (dates, ...) as their text."""
+    if isinstance(label, tuple):
+        return tuple(_plain_label(v) for v in label)
+    if isinstance(label, np.generic):
+        label = label.item()
+    if label is None or isinstance(label, (str, bool, int, float)):
+        return label
+    return str(label)
+
+
+def _same_label(a, b):
+    """Whether two plain column labels are one label (``1`` and ``1.0`` are, ``1`` and ``True`` or ``'1'`` not)."""
+    if isinstance(a, tuple) or isinstance(b, tuple):
+        return (isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b)
+                and all(_same_label(x, y) for x, y in zip(a, b)))
+    if isinstance(a, bool) or isinstance(b, bool) or isinstance(a, str) or isinstance(b, str) or a is None or b is None:
+        return type(a) is type(b) and a == b
+    return a == b or (a != a and b != b)  # numbers (NaN labels alike)
+
+
+def _frame_columns(X):
+    """The column labels of a pandas or dask DataFrame, else None."""
+    columns = getattr(X, "columns", None)
+    if columns is None or getattr(X, "ndim", 2) != 2 or isinstance(X, np.ndarray):
+        return None
+    return list(columns)
+
+
+def record_column_labels(est, columns):
+    """Record ``feature_labels_in_``: the fitted frame's column labels when they are not all strings (integer item
+    ids of a pivot, a MultiIndex's tuples); string names are scikit-learn's ``feature_names_in_``."""
+    if columns is not None and len(columns) and not all(isinstance(c, str) for c in columns):
+        labels = np.empty(len(columns), dtype=object)
+        labels[:] = [_plain_label(c) for c in columns]
+        est.feature_labels_in_ = labels
+    elif hasattr(est, "feature_labels_in_"):
+        del est.feature_labels_in_
+
+
+def check_column_labels(est, columns, name="X"):
+    """Refuse a frame whose column labels differ (in content or order) from ``feature_labels_in_`` (ValueError
+    naming the first mismatch): columns are read by position, so a reordered frame of item ids misassigned every
+    item. scikit-learn does this for string names only; a frame without labels to compare passes."""
+    fitted = getattr(est, "feature_labels_in_", None)
+    if fitted is None or columns is None:
+        return
+    got = [_plain_label(c) for c in columns]
+    fitted = fitted.tolist()
+    if len(got) != len(fitted):
+        return  # scikit-learn's count of features says it
+    for i, (want, have) in enumerate(zip(fitted, got)):
+        if not _same_label(want, have):
+            if all(any(_same_label(w, h) for h in got) for w in fitted):
+                how = f"reorder them as in fit: {name}.reindex(columns=list(mapper.feature_labels_in_))"
+            else:
+                missing = next(w for w in fitted if not any(_same_label(w, h) for h in got))
+                how = f"fit saw a column {missing!r} that {name} lacks"
+            raise ValueError(
+                f"{name} has column {have!r} at position {i} where fit saw column {want!r}: the columns of a frame "
+                f"must be the ones given to fit, in the same order (they are read by position, so its values would "
+                f"be taken for another column's); {how}")
 
 
 def _is_fitted_attr(name):
@@ -278,10 +377,12 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         "n_features_in_", "feature_names_in_", "classes_", "prior_", "cost_matrix_", "mapping_",
         "leakage_", "prior_leakage_", "distortion_", "map_accuracy_", "smallest_delta_",
         "mismatch_bound_", "n_labeled_", "solver_result_", "leakage_per_attribute_", "joint_leakage_",
-        "attribute_tuples_", "joint_prior_", "n_labeled_per_attribute_",
+        "attribute_tuples_", "joint_prior_", "n_labeled_per_attribute_", "feature_labels_in_",
     )
-    #: of those, the ones a fitted mapper may lack (the last three exist for a 2-D ``y`` only)
-    _optional_attributes = ("feature_names_in_", "attribute_tuples_", "joint_prior_", "n_labeled_per_attribute_")
+    #: of those, the ones a fitted mapper may lack (the names and labels of a frame's columns; ``attribute_tuples_``,
+    #: ``joint_prior_`` and ``n_labeled_per_attribute_`` exist for a 2-D ``y`` only)
+    _optional_attributes = ("feature_names_in_", "attribute_tuples_", "joint_prior_", "n_labeled_per_attribute_",
+                            "feature_labels_in_")
 
     # ---------------------------------------------------------------- hooks
     def _validate_X(self, X, reset):  # pragma: no cover - abstract
@@ -785,6 +886,16 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         if names is not None and (not isinstance(names, np.ndarray) or names.shape != (n_features,)):
             raise ValueError(f"fitted.feature_names_in_ has {np.shape(names)} names, expected "
                              f"n_features_in_={n_features}")
+        labels = getattr(self, "feature_labels_in_", None)
+        if labels is not None:
+            if not isinstance(labels, np.ndarray) or labels.shape != (n_features,):
+                raise ValueError(f"fitted.feature_labels_in_ has {np.shape(labels)} labels, expected "
+                                 f"n_features_in_={n_features}")
+            plain = [_plain_label(v) for v in labels.tolist()]
+            if plain != labels.tolist() or all(isinstance(v, str) for v in plain):
+                raise ValueError(f"fitted.feature_labels_in_ must hold the column labels fit saw (numbers, texts, "
+                                 f"tuples of them; not all texts: those are feature_names_in_), got "
+                                 f"{labels.tolist()!r:.80}")
         classes = self.classes_
         n_rows = self._check_classes(classes)
         prior = _matrix(self.prior_, "prior_")

@@ -203,12 +203,16 @@ def _transform_partition(part, mapper, seed, gate=None, partition_info=None):
         out = _empty_release(mapper, part)
         if isinstance(out, pd.DataFrame):
             return out
-        return pd.DataFrame(out, index=part.index, columns=part.columns).astype(part.dtypes.to_dict())
+        return pd.DataFrame(out, index=part.index, columns=part.columns).astype(
+            mapper._release_meta(part).dtypes.to_dict())
     index = 0 if partition_info is None else partition_info["number"]
     out = _with_source(mapper, block_random_state(seed, index), gate).transform(part)
     if isinstance(out, pd.DataFrame):
         return out  # the mapper chose the released dtypes (see its _release_meta)
-    return pd.DataFrame(out, index=part.index, columns=part.columns).astype(part.dtypes.to_dict())
+    # the released dtypes are the mapper's (its _release_meta), not the input's: a categorical input column made
+    # every released value outside its categories NaN
+    released = pd.DataFrame(out, index=part.index, columns=part.columns)
+    return released.astype(mapper._release_meta(part).dtypes.to_dict())
 
 
 def _check_row_chunked(X, mapper):
@@ -259,6 +263,9 @@ def transform(mapper, X):
                 f"X has {len(X.columns)} features, but {type(mapper).__name__} is expecting "
                 f"{n_features} features as input"
             )
+        from ._base import check_column_labels
+
+        check_column_labels(mapper, list(X.columns))  # before the graph is built, not when a block is computed
         return X.map_partitions(_transform_partition, mapper, seed, _WarnOnce(X.npartitions),
                                 meta=mapper._release_meta(X._meta))
     raise TypeError(

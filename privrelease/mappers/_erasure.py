@@ -12,7 +12,8 @@ from ..utils import check_random_source
 from ..utils._validation import (_format_bytes, _physical_memory, check_bool_number_mix, check_label_kinds, check_table,
                                  is_sparse_frame, plain_value, undisclosed_mask)
 from . import _dask
-from ._base import PriorEstimate, _BaseMapper, _refuse_surprise_data
+from ._base import PriorEstimate, _BaseMapper, _frame_columns, _refuse_surprise_data, check_column_labels, \
+    record_column_labels
 from ._common import BUDGET_CONSTRAINT, LEAKAGE_CONSTRAINT, PROTECT_CONSTRAINT, RANDOM_STATE_CONSTRAINT
 
 __all__ = ["ErasureMapper"]
@@ -34,6 +35,29 @@ def _nullable_integer(dtype):
     if not isinstance(dtype, np.dtype):
         return dtype
     return "UInt64" if dtype == np.uint64 else "Int64"
+
+
+def _column_release_dtype(dtype):
+    """The dtype (as a string pandas reads) of a released column for a fitted frame column of ``dtype``: nullable
+    integers and booleans (an erased cell is missing), ``"category"`` for a categorical column (released with the
+    fitted categories, never the caller's), the dtype itself otherwise."""
+    if isinstance(dtype, pd.CategoricalDtype):
+        return "category"
+    if pd.api.types.is_bool_dtype(dtype):
+        return "boolean"
+    if pd.api.types.is_integer_dtype(dtype):
+        return str(_nullable_integer(dtype))
+    return str(dtype)
+
+
+def _dtype_of_categories(cats):
+    """The released column's dtype for a mapper fitted without a DataFrame: from the fitted categories."""
+    kind = cats.dtype.kind
+    if kind == "b":
+        return "boolean"
+    if kind in "iu":
+        return _nullable_integer(cats.dtype)
+    return "float64" if kind == "f" else "object"
 
 
 def _float_exact(Xa):
@@ -153,9 +177,19 @@ class ErasureMapper(_BaseMapper):
         ``protect="joint"``).
     n_labeled_per_attribute_ : ndarray of int
         2-D ``y`` only: users who disclosed each column.
+    column_dtypes_ : list of str
+        Defined when ``X`` is a DataFrame: the dtype of each column of a released
+        DataFrame, from the frame given to ``fit`` (integers as nullable ``Int64``
+        or ``UInt64``, booleans as ``boolean``, a categorical column as
+        ``"category"``, released with the fitted categories ``categories_[j]``).
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Defined when ``X`` has string column names.
+    feature_labels_in_ : ndarray of object
+        Defined when ``X`` is a DataFrame whose column labels are not all strings
+        (integer item ids of a pivot, a MultiIndex's tuples). A DataFrame given
+        to ``transform`` must carry the same labels in the same order (columns are
+        read by position); another one is refused, naming the first mismatch.
 
     Notes
     -----
@@ -261,6 +295,17 @@ class ErasureMapper(_BaseMapper):
                             f"{X.shape}: densify it first with {how} (every cell is a category, 0 included, and "
                             "an erased field is missing in the release)")
         check_table(X)
+        if reset:
+            record_column_labels(self, _frame_columns(X))
+        else:
+            check_column_labels(self, _frame_columns(X))
+        if reset:
+            # the released frame's dtypes come from the frame fit saw, never from the one being released: a dtype
+            # inferred from the values (int64 or uint64 or object, categories of a categorical) revealed erased cells
+            if isinstance(X, pd.DataFrame):
+                self.column_dtypes_ = [_column_release_dtype(d) for d in X.dtypes]
+            elif hasattr(self, "column_dtypes_"):
+                del self.column_dtypes_
         for name, dtype in getattr(X, "dtypes", pd.Series(dtype=object)).items():
             # a date column beside a number column failed inside scikit-learn ("DTypePromotionError: The DType
             # <class 'numpy.dtypes.DateTime64DType'> could not be promoted"); alone it was refused here
@@ -326,7 +371,9 @@ class ErasureMapper(_BaseMapper):
         return out
 
     # ------------------------------------------------------------ fit hooks
-    _saved_attributes = _BaseMapper._saved_attributes + ("categories_", "input_tuples_", "output_tuples_")
+    _saved_attributes = _BaseMapper._saved_attributes + ("categories_", "input_tuples_", "output_tuples_",
+                                                         "column_dtypes_")
+    _optional_attributes = _BaseMapper._optional_attributes + ("column_dtypes_",)
 
     _validate_X = _check_X
 
@@ -443,12 +490,15 @@ class ErasureMapper(_BaseMapper):
         Returns
         -------
         X_released : DataFrame or ndarray
-            A DataFrame keeps its columns, index and (where possible) dtypes:
-            categorical columns stay categorical, integer columns become pandas
-            nullable ``Int64`` (``UInt64`` for ``uint64``), erased cells are missing
-            (NaN / pd.NA). An ndarray comes back as a float array (numeric input,
-            NaN = erased) or an object array (None = erased; also for integers
-            beyond 2**53, which float64 would change). A kept cell is released as the fitted
+            A DataFrame keeps its columns and index; its dtypes are those of the
+            frame given to ``fit`` (``column_dtypes_``): categorical columns stay
+            categorical, with the fitted categories (``categories_[j]``), integer
+            columns become pandas nullable ``Int64`` (``UInt64`` for ``uint64``),
+            erased cells are missing (NaN / pd.NA). An ndarray comes back as a float
+            array (every fitted category a number, NaN = erased) or an object array
+            (None = erased; also when a fitted category is an integer beyond 2**53,
+            which float64 would change). The format is the fitted state's, never the
+            input's: it cannot reveal an erased value. A kept cell is released as the fitted
             category it equals (``categories_[j][code]``), so values that are one category
             (``0.0`` and ``-0.0``, ``1`` and ``1.0``) come back written one way: how a user wrote a
             value does not reveal what the mapping hides. A
@@ -469,25 +519,36 @@ class ErasureMapper(_BaseMapper):
         # category (0.0 and -0.0, 1 and 1.0, np.int64(1) and 1) but differ in sign bit or type revealed what the
         # mapping hides (the release must be a function of the output tuple only)
         released = self._categories_of(codes, erased)
+        # the format (dtypes, a categorical's categories) is the fitted state's too, never the input's: a one-row
+        # array of an id beyond 2**53 came back as objects and a small one as floats, a categorical column's
+        # categories were those of the caller's column, whatever was erased
         if isinstance(X, pd.DataFrame):
             out = X.copy()
-            for col_idx, col in enumerate(out.columns):
-                s = out[col]
-                dtype = s.dtype
-                if pd.api.types.is_bool_dtype(dtype):
-                    dtype = "boolean"
-                elif pd.api.types.is_integer_dtype(dtype):  # straight to the nullable type: an object column of
-                    dtype = _nullable_integer(dtype)        # ints beyond 2**63 does not pass through numpy's uint64
-                s = pd.Series(released[:, col_idx], index=s.index, name=s.name, dtype=object).astype(dtype)
-                out[col] = s.mask(erased[:, col_idx])
+            for col_idx, dtype in enumerate(self._frame_dtypes()):
+                # straight from objects to the fitted dtype: ints beyond 2**63 never pass through numpy's uint64
+                s = pd.Series(released[:, col_idx], index=X.index, dtype=object).astype(dtype)
+                out.isetitem(col_idx, s.mask(erased[:, col_idx]))
             return out
-        if Xa.dtype.kind in "fiub" and _float_exact(Xa):
+        if self._array_as_float():
             out = released.astype(np.float64)
             out[erased] = np.nan
             return out
         out = released
         out[erased] = None
         return out
+
+    def _frame_dtypes(self):
+        """The dtype of each released DataFrame column: the fitted frame's (``column_dtypes_``; a categorical column
+        with the fitted categories), else from the fitted categories (a mapper fitted without a DataFrame)."""
+        dtypes = getattr(self, "column_dtypes_", None)
+        if dtypes is None:
+            dtypes = [_dtype_of_categories(c) for c in self.categories_]
+        return [pd.CategoricalDtype(cats) if d == "category" else d for d, cats in zip(dtypes, self.categories_)]
+
+    def _array_as_float(self):
+        """Whether an array is released as float64 (NaN = erased): every fitted category is a number float64 holds
+        exactly; else an object array (None = erased)."""
+        return all(c.dtype.kind in "fiub" and _float_exact(c) for c in self.categories_)
 
     def _categories_of(self, codes, erased):
         """Object array of the fitted category of every cell (the first category where the cell is erased)."""
@@ -501,14 +562,10 @@ class ErasureMapper(_BaseMapper):
         """Released dtypes: nullable integers and booleans in frames; float (NaN) or object arrays."""
         if isinstance(meta, pd.DataFrame):
             out = meta.copy()
-            for col in out.columns:
-                s = out[col]
-                if pd.api.types.is_bool_dtype(s.dtype):
-                    out[col] = s.astype("boolean")
-                elif pd.api.types.is_integer_dtype(s.dtype):
-                    out[col] = s.astype(_nullable_integer(s.dtype))
+            for col_idx, dtype in enumerate(self._frame_dtypes()):
+                out.isetitem(col_idx, out.iloc[:, col_idx].astype(object).astype(dtype))
             return out
-        dtype = np.dtype(np.float64) if meta.dtype.kind in "fiub" else np.dtype(object)
+        dtype = np.dtype(np.float64) if self._array_as_float() else np.dtype(object)
         return np.empty((0,) + tuple(meta.shape[1:]), dtype=dtype)
 
     # ---------------------------------------------------------------- persistence
@@ -525,6 +582,7 @@ class ErasureMapper(_BaseMapper):
                 raise ValueError(f"fitted.categories_[{f}] holds a non-finite category")
             if len(set(c.tolist())) != c.size:
                 raise ValueError(f"fitted.categories_[{f}] holds a category twice")
+        self._check_column_dtypes()
         sizes = np.array([len(c) for c in cats])
         n_in, n_out = self.mapping_.shape
         for key, rows, low in (("input_tuples_", n_in, 0), ("output_tuples_", n_out, -1)):
@@ -549,6 +607,26 @@ class ErasureMapper(_BaseMapper):
         if not same:
             raise ValueError("fitted.cost_matrix_ is not the erasure distortion of the stored alphabets "
                              "(number of erasures, inf where a value would change)")
+
+    def _check_column_dtypes(self):
+        """``column_dtypes_`` (when present): one dtype per feature that holds its fitted categories unchanged."""
+        dtypes = getattr(self, "column_dtypes_", None)
+        if dtypes is None:
+            return
+        F = self.n_features_in_
+        if not isinstance(dtypes, list) or len(dtypes) != F or not all(isinstance(d, str) for d in dtypes):
+            raise ValueError(f"fitted.column_dtypes_ must list the released dtype of each of the {F} features as a "
+                             f"string, got {dtypes!r:.80}")
+        for f, (d, cats) in enumerate(zip(dtypes, self.categories_)):
+            if d == "category":
+                continue
+            try:
+                back = pd.Series(cats, dtype=object).astype(pd.api.types.pandas_dtype(d)).astype(object).tolist()
+            except (TypeError, ValueError, OverflowError, ArithmeticError):
+                back = None
+            if back is None or back != cats.tolist():
+                raise ValueError(f"fitted.column_dtypes_[{f}] = {d!r:.40} does not hold the categories of feature "
+                                 f"{f} unchanged ({cats.tolist()!r:.60}); expected the dtype of the column fit saw")
 
     def mapping_table(self, top=8):
         """Most probable release of the most frequent inputs (the paper's Fig. 5).

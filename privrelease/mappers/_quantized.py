@@ -21,8 +21,9 @@ from ..utils._validation import (as_float_if_object, canonical_sparse, check_all
                                  is_sparse_frame, nullable_numpy_dtype, plain_value, ratings_in_dtype, round_ratings,
                                  sparse_frame_like)
 from . import _dask
-from ._base import (_BUDGET_TOL, PriorEstimate, _BaseMapper, _matrix, _refuse_long_form, _refuse_nan_ratings,
-                    _refuse_surprise_data, _row_stochastic, stack_marginal_priors)
+from ._base import (_BUDGET_TOL, PriorEstimate, _BaseMapper, _frame_columns, _matrix, _refuse_long_form,
+                    _refuse_nan_ratings, _refuse_surprise_data, _row_stochastic, check_column_labels,
+                    record_column_labels, stack_marginal_priors)
 from ._common import BUDGET_CONSTRAINT, LEAKAGE_CONSTRAINT, PROTECT_CONSTRAINT, RANDOM_STATE_CONSTRAINT
 from ._quantize import (
     TasteEmbedding,
@@ -769,6 +770,11 @@ class QuantizedPrivacyMapper(_BaseMapper):
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Defined when ``X`` has string column names.
+    feature_labels_in_ : ndarray of object
+        Defined when ``X`` is a DataFrame whose column labels are not all strings
+        (integer item ids of a pivot, a MultiIndex's tuples). A DataFrame given
+        to ``transform`` must carry the same labels in the same order (columns are
+        read by position); another one is refused, naming the first mismatch.
 
     See Also
     --------
@@ -923,6 +929,10 @@ class QuantizedPrivacyMapper(_BaseMapper):
         check_no_time_values(X)
         check_numeric_frame(X)
         _refuse_nan_ratings(X)
+        if reset:
+            record_column_labels(self, _frame_columns(X))
+        else:
+            check_column_labels(self, _frame_columns(X))
         fmt = X.format if sp.issparse(X) else None
         if fmt is not None and fmt not in ("csr", "csc"):
             X = X.tocsr()
@@ -1890,6 +1900,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
         self._validate_X(X_s, reset=True)
         if columns is not None and all(isinstance(c, str) for c in columns):
             self.feature_names_in_ = np.asarray(columns, dtype=object)
+        record_column_labels(self, columns)
         self.classes_ = classes
         self._learn_quantizer(X_s, np.ones(X_s.shape[0]))
 
@@ -2038,6 +2049,25 @@ class QuantizedPrivacyMapper(_BaseMapper):
         elif not X_is_array and isinstance(out, sp.sparray):
             out = sp.csr_matrix(out)
         return out.asformat(fmt) if fmt != "csr" else out
+
+    def _release_meta(self, meta):
+        """The released blocks' dtypes: a dense DataFrame's rows are released as the in-memory ``transform``
+        releases them, one numpy dtype for every column (a categorical column read as its categories' dtype, an
+        object column as float64); a frame with pandas' nullable integer columns keeps them, other inputs their
+        own dtype. The partitions of a dask DataFrame were cast to the input's dtypes: a categorical column turned
+        every released rating outside its categories into NaN."""
+        import pandas as pd
+
+        if not isinstance(meta, pd.DataFrame) or is_sparse_frame(meta) or nullable_numpy_dtype(meta) is not None:
+            return meta
+        dtypes = [d.categories.dtype if isinstance(d, pd.CategoricalDtype) else d for d in meta.dtypes]
+        if not dtypes:
+            return meta
+        if any(not isinstance(d, np.dtype) or d == object for d in dtypes):
+            dtype = np.dtype(np.float64)  # what as_float_if_object makes of them
+        else:
+            dtype = np.result_type(*dtypes)
+        return meta.astype(dtype)
 
     # ---------------------------------------------------------------- persistence
     def _encode_attribute(self, name, value):

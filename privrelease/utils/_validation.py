@@ -4,6 +4,8 @@ Every error quotes the value received and says what was expected.
 """
 
 import numbers
+from decimal import Decimal
+from fractions import Fraction
 
 import numpy as np
 import scipy.sparse as sp
@@ -759,8 +761,10 @@ def check_private_labels(y, n_samples, *, name="y"):
     "Not disclosed" has one definition, :func:`undisclosed_mask`: ``-1``, ``None``,
     NaN, ``pd.NA`` and the texts of :data:`UNDISCLOSED_TEXTS` (``""``, ``"-1"``, ``"nan"``,
     ``"NA"`` ...). The disclosed labels must be of one kind: numbers, strings or booleans; a
-    mix (``1`` beside ``True``, ``"a"`` beside ``2``) is refused, since ``numpy.unique`` would
-    merge or reorder them silently.
+    mix (``1`` beside ``True``, ``"a"`` beside ``2``, ``b"a"`` beside ``"a"``) is refused, since
+    ``numpy.unique`` would merge or reorder them silently. ``Decimal`` (what ``pandas.read_sql``
+    gives) and ``Fraction`` labels are numbers, checked as floats are, and returned as ints;
+    complex labels raise :class:`~privrelease.exceptions.ComplexDataError`.
 
     Returns
     -------
@@ -775,12 +779,56 @@ def check_private_labels(y, n_samples, *, name="y"):
         raise ValueError(f"{name} must be 1-D (one private attribute per user), got shape {y.shape}")
     if y.shape[0] != n_samples:
         raise ValueError(f"{name} has {y.shape[0]} labels but X has {n_samples} users")
+    _refuse_complex_labels(y, name)
     labeled = ~undisclosed_mask(y)
     _check_finite_labels(y, labeled, name)
     _check_categorical_labels(y, labeled, name)
     if y.dtype.kind == "O" and labeled.any():
         check_label_kinds(y[labeled].tolist(), name)
+        y = _exact_numbers_as_ints(y, labeled)
     return y, labeled
+
+
+def _is_real_label(v):
+    """A real number as a label: Python and numpy integers and floats, ``Decimal`` (what ``pandas.read_sql`` gives
+    for a NUMERIC column) and ``Fraction``; never a boolean or a complex number."""
+    if isinstance(v, (bool, np.bool_, complex, np.complexfloating)):
+        return False
+    return isinstance(v, (numbers.Real, np.number, Decimal))
+
+
+def _is_complex_label(v):
+    return isinstance(v, (complex, np.complexfloating))
+
+
+def _refuse_complex_labels(y, name):
+    """Complex labels (:class:`~privrelease.exceptions.ComplexDataError`): ``numpy.unique`` cannot order them in an
+    object array, and in a complex array ``1+0j`` and ``1`` would be one class."""
+    if y.dtype.kind == "c":
+        first = y.ravel()[0] if y.size else None
+        raise ComplexDataError(f"Complex data not supported: {name} must hold real numbers, strings or booleans, got "
+                               f"complex dtype {y.dtype} (for example {plain_value(first)!r})")
+    if y.dtype.kind == "O":
+        flat = y.ravel().tolist()
+        at = next((i for i, v in enumerate(flat) if _is_complex_label(v)), None)
+        if at is not None:
+            raise ComplexDataError(f"Complex data not supported: {name} must hold real numbers, strings or booleans, "
+                                   f"got {sum(map(_is_complex_label, flat))} complex label(s) (for example "
+                                   f"{plain_value(flat[at])!r} at index {at})")
+
+
+def _exact_numbers_as_ints(y, labeled):
+    """``Decimal`` and ``Fraction`` labels (integer-valued: the others were refused) as Python ints, the classes
+    they are; a copy of ``y`` when there are any. ``Decimal('1')`` stayed a ``Decimal`` class that no file could
+    hold."""
+    flat = y.tolist()
+    at = [i for i, v in enumerate(flat) if labeled[i] and isinstance(v, (Decimal, Fraction))]
+    if not at:
+        return y
+    y = y.copy()
+    for i in at:
+        y[i] = int(flat[i])
+    return y
 
 
 def check_label_kinds(labels, name="y"):
@@ -819,8 +867,7 @@ def _numeric_labels(y, labeled):
         at = np.flatnonzero(labeled)
         return at, y[at]
     if y.dtype.kind == "O" and labeled.any():
-        at = [i for i, v in enumerate(y.tolist())
-              if labeled[i] and isinstance(v, (numbers.Real, np.number)) and not isinstance(v, (bool, np.bool_))]
+        at = [i for i, v in enumerate(y.tolist()) if labeled[i] and _is_real_label(v)]
         return np.asarray(at, dtype=np.intp), np.array([float(y[i]) for i in at], dtype=np.float64)
     return None
 
@@ -879,10 +926,14 @@ UNDISCLOSED_MARKERS = ("-1 (int or float)", "None", "NaN", "pd.NA / pd.NaT",
 def _label_kind(v):
     if isinstance(v, (bool, np.bool_)):
         return "bool"
-    if isinstance(v, (numbers.Real, np.number)):
+    if _is_complex_label(v):
+        return "complex"
+    if _is_real_label(v):
         return "number"
-    if isinstance(v, (str, np.str_, bytes)):
+    if isinstance(v, (str, np.str_)):
         return "string"
+    if isinstance(v, (bytes, np.bytes_)):
+        return "bytes"  # b'a' beside 'a' is two kinds: numpy.unique cannot order them together
     return type(v).__name__
 
 
@@ -896,7 +947,7 @@ def _undisclosed_text(v):
 def undisclosed_mask(y):
     """Which labels mean "not disclosed": the one definition used by every estimator.
 
-    A label is undisclosed when it is ``-1`` (integer or float), ``None``, NaN,
+    A label is undisclosed when it is ``-1`` (integer, float, ``Decimal`` or ``Fraction``), ``None``, NaN,
     ``pd.NA`` / ``pd.NaT``, or a text of :data:`UNDISCLOSED_TEXTS` (compared after
     stripping spaces, in any case): ``""``, ``"-1"``, ``"-1.0"``, ``"nan"``, ``"NA"``,
     ``"N/A"``, ``"<NA>"``, ``"NaT"``, ``"None"``, ``"null"`` and ``"?"``; these include what
@@ -945,7 +996,9 @@ def undisclosed_mask(y):
                 continue
             elif isinstance(v, (str, bytes)):
                 out.flat[i] = _undisclosed_text(v)
-            elif isinstance(v, (numbers.Real, np.number)):
+            elif isinstance(v, Decimal):
+                out.flat[i] = v.is_nan() or v == -1  # a signalling NaN raised in pandas' isna and in ==
+            elif _is_real_label(v):
                 out.flat[i] = v == -1
         return out
     raise TypeError(f"private labels of dtype {y.dtype} are not supported; expected numbers, strings or booleans")
@@ -954,7 +1007,7 @@ def undisclosed_mask(y):
 def _is_scalar_na(v, pd):
     try:
         return bool(pd.isna(v)) if np.ndim(v) == 0 else False
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, ArithmeticError):  # Decimal('sNaN'): decimal.InvalidOperation
         return False
 
 
