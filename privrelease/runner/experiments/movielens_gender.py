@@ -132,8 +132,13 @@ def run(report, *, random_state=0, quick=False, dataset="ml-100k", path=None, at
         print(f"movielens_gender: {msg}\n  ({exc})", file=sys.stderr, flush=True)
         report.section("Data missing")
         report.text(msg)
-        # the loader's message line by line, as plain text (a line break shown as a literal '\n' before)
-        details = [ln.strip().removeprefix("- ") for ln in str(exc).splitlines() if ln.strip()]
+        # the loader's message line by line, as plain text (its line breaks were shown as literal '\n'); a line
+        # break inside a folder's name stays an escape, so a folder is one line
+        message = str(exc)
+        searched = getattr(datasets, f"{loader.replace('load_', '')}_search_paths")(path)
+        for folder in sorted({str(f) for f in searched}, key=len, reverse=True):
+            message = message.replace(folder, escape_text(folder, None))
+        details = [ln.strip().removeprefix("- ") for ln in message.splitlines() if ln.strip()]
         report.text("Details:\n\n" + "\n".join(f"- {escape_text(ln, 'markdown')}" for ln in details))
         return {"status": "data missing"}
     print(f"[stage] movielens: reading {label}: {time.perf_counter() - t0:.1f} s", flush=True)
