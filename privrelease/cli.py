@@ -94,10 +94,8 @@ def _log(msg):
 
 
 def cmd_demo(args):
-    from .runner import available_experiments, check_run, load_pipeline, pipeline_params, run_experiment
+    from .runner import available_experiments, check_run, load_pipeline, pipeline_params
     from .runner._report import Report, prepare_output_folder
-
-    import pandas as pd
 
     avail = set(available_experiments())
     if args.only:
@@ -130,6 +128,19 @@ def cmd_demo(args):
         "(the UCI Adult census file, scikit-learn's Iris, and synthetic ratings shaped like the "
         "papers' surveys). Open the linked sub-reports for every table and plot."
     )
+    try:
+        return _run_demo(plan, out, index, args)
+    except BaseException:  # interrupted: the index written so far is dropped, the earlier one stays whole
+        index.discard()
+        raise
+
+
+def _run_demo(plan, out, index, args):
+    """Run the checked ``plan`` into ``out``, each experiment's report in its sub-folder, and save ``index``."""
+    from .runner import run_experiment
+
+    import pandas as pd
+
     rows = []
     failures = 0
     t_all = time.perf_counter()

@@ -116,6 +116,30 @@ def _ratings_alone_hint(looked, data_name):
             "item_col=1, rating_col=2, timestamp_col=3).")
 
 
+def other_archive(path, dataset):
+    """The folder among those searched for ``path`` that holds every file of the OTHER MovieLens archive than
+    ``dataset`` (``"ml-100k"`` or ``"ml-1m"``), as ``(folder, other dataset)``; None if there is none."""
+    if path is None:
+        return None
+    other, files = ("ml-1m", _ML1M_FILES) if dataset == "ml-100k" else ("ml-100k", _ML100K_FILES)
+    p = Path(path).expanduser()
+    for folder in (p, p / other):
+        if all((folder / f).is_file() for f in files):
+            return folder, other
+    return None
+
+
+def _other_archive_hint(path, dataset):
+    """A hint for a folder holding the other MovieLens archive (ml-1m files given to the ml-100k loader)."""
+    found = other_archive(path, dataset)
+    if found is None:
+        return ""
+    folder, other = found
+    label, loader = ("MovieLens 1M", "load_movielens_1m") if other == "ml-1m" else \
+        ("MovieLens 100k", "load_movielens_100k")
+    return f"\n{folder} holds the files of {label} ({other}): read it with {loader}(path=...)."
+
+
 def _find_folder(path, search_paths, files, message):
     """The first of ``search_paths`` holding every one of ``files``; else FileNotFoundError(message(looked))."""
     if path is not None:
@@ -191,7 +215,8 @@ def load_movielens_100k(path=None):
     """
     folder = _find_folder(path, movielens_100k_search_paths(path), _ML100K_FILES,
                           lambda looked: _missing_files_message(looked, "MovieLens 100k", _ML100K_FILES, "ml-100k",
-                                                                _GROUPLENS_URL, "load_movielens_100k"))
+                                                                _GROUPLENS_URL, "load_movielens_100k")
+                          + _other_archive_hint(path, "ml-100k"))
     data_file = folder / "u.data"
     raw = _read_fields(data_file, "\t", 4, 4, "tab-separated 'user item rating timestamp' file",
                        encodings=("utf-8",))
@@ -200,7 +225,7 @@ def load_movielens_100k(path=None):
         "item_id": _integer_column(raw[1], data_file, "item id"),
         "rating": pd.to_numeric(raw[2], errors="coerce").to_numpy(dtype=np.float64),
         "timestamp": _integer_column(raw[3], data_file, "timestamp"),
-    })
+    }, index=raw.index)
     users = _read_fields(folder / "u.user", "|", 5, 5, "'|'-separated 'id|age|gender|occupation|zip' table")
     users.columns = ["user_id", "age", "gender", "occupation", "zip_code"]
     items = _read_fields(folder / "u.item", "|", 2, None, "'|'-separated 'id|title|...' table")
@@ -211,7 +236,7 @@ def load_movielens_100k(path=None):
     items["item_id"] = _integer_column(items["item_id"], folder / "u.item", "item id")
     if (users["age"] < 0).any():
         row = int(np.flatnonzero(users["age"].to_numpy() < 0)[0])
-        raise ValueError(f"{folder / 'u.user'} line {row + 1}: age {int(users['age'].iloc[row])} is negative; "
+        raise ValueError(f"{folder / 'u.user'} line {users.index[row]}: age {int(users['age'].iloc[row])} is negative; "
                          "expected an age in years")
     # an 'f', 'X' or '<script>' gender was counted as a man by the gender attribute (a silent wrong answer)
     _check_gender(users, folder / "u.user")
@@ -223,7 +248,7 @@ def load_movielens_100k(path=None):
     unknown = ~np.isin(data["user_id"].to_numpy(), users["user_id"].to_numpy())
     if unknown.any():
         row = int(np.flatnonzero(unknown)[0])
-        raise ValueError(f"{data_file} line {row + 1}: user {int(data['user_id'].iloc[row])} is not in "
+        raise ValueError(f"{data_file} line {data.index[row]}: user {int(data['user_id'].iloc[row])} is not in "
                          f"{folder / 'u.user'} ({int(unknown.sum())} rating(s) by users it does not describe); "
                          "expected the u.user of the same archive")
     user_ids = np.union1d(users["user_id"].to_numpy(), data["user_id"].to_numpy())
@@ -303,7 +328,7 @@ def load_movielens_1m(path=None):
     folder = _find_folder(path, movielens_1m_search_paths(path), _ML1M_FILES,
                           lambda looked: _missing_files_message(looked, "MovieLens 1M", _ML1M_FILES, "ml-1m",
                                                                 _GROUPLENS_1M_URL, "load_movielens_1m")
-                          + _ratings_alone_hint(looked, "ratings.dat"))
+                          + _ratings_alone_hint(looked, "ratings.dat") + _other_archive_hint(path, "ml-1m"))
     data_file, users_file, movies_file = (folder / f for f in _ML1M_FILES)
     raw = _read_fields(data_file, "::", 4, 4, "'::'-separated 'UserID::MovieID::Rating::Timestamp' file",
                        encodings=("utf-8",))
@@ -312,7 +337,7 @@ def load_movielens_1m(path=None):
         "item_id": _integer_column(raw[1], data_file, "movie id"),
         "rating": pd.to_numeric(raw[2], errors="coerce").to_numpy(dtype=np.float64),
         "timestamp": _integer_column(raw[3], data_file, "timestamp"),
-    })
+    }, index=raw.index)
     users = _read_fields(users_file, "::", 5, 5,
                          "'::'-separated 'UserID::Gender::Age::Occupation::Zip-code' table")
     users.columns = ["user_id", "gender", "age", "occupation", "zip_code"]
@@ -323,7 +348,7 @@ def load_movielens_1m(path=None):
     bad = ~users["age"].isin(ML1M_AGE_CODES).to_numpy()
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"{users_file} line {row + 1}: age {int(users['age'].iloc[row])} is not one of "
+        raise ValueError(f"{users_file} line {users.index[row]}: age {int(users['age'].iloc[row])} is not one of "
                          f"MovieLens 1M's age codes {list(ML1M_AGE_CODES)}")
     _check_gender(users, users_file)
     _refuse_conflicting_users(users, users_file)
@@ -336,7 +361,7 @@ def load_movielens_1m(path=None):
     unknown = ~np.isin(data["user_id"].to_numpy(), user_ids)
     if unknown.any():
         row = int(np.flatnonzero(unknown)[0])
-        raise ValueError(f"{data_file} line {row + 1}: user {int(data['user_id'].iloc[row])} is not in "
+        raise ValueError(f"{data_file} line {data.index[row]}: user {int(data['user_id'].iloc[row])} is not in "
                          f"{users_file} ({int(unknown.sum())} rating(s) by users it does not describe); "
                          "expected the users.dat of the same archive")
     item_ids = np.unique(data["item_id"].to_numpy())
@@ -351,12 +376,12 @@ def _check_ratings(rating, raw, data_file):
         row = int(np.flatnonzero(bad)[0])
         shown = float(rating[row]) if np.isfinite(rating[row]) else raw.iloc[row]
         raise ValueError(f"{data_file} has {int(bad.sum())} rating(s) that are not positive "
-                         f"numbers, e.g. {shown!r} on line {row + 1}")
+                         f"numbers, e.g. {shown!r} on line {raw.index[row]}")
     low, high = ML100K_RATING_SCALE
     out = (rating < low) | (rating > high)
     if out.any():
         row = int(np.flatnonzero(out)[0])
-        raise ValueError(f"{data_file} line {row + 1}: rating {float(rating[row])!r} is outside MovieLens' "
+        raise ValueError(f"{data_file} line {raw.index[row]}: rating {float(rating[row])!r} is outside MovieLens' "
                          f"scale [{low}, {high}] ({int(out.sum())} such rating(s))")
 
 
@@ -416,7 +441,7 @@ def _check_gender(users, file):
     bad = ~users["gender"].isin(("F", "M")).to_numpy()
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"{file} line {row + 1}: gender {users['gender'].iloc[row]!r} is not 'F' or 'M'")
+        raise ValueError(f"{file} line {users.index[row]}: gender {users['gender'].iloc[row]!r} is not 'F' or 'M'")
 
 
 def _read_fields(file, sep, min_fields, max_fields, what, encodings=("utf-8", "latin-1")):
@@ -424,15 +449,30 @@ def _read_fields(file, sep, min_fields, max_fields, what, encodings=("utf-8", "l
 
     A line with a different number of fields is refused, naming the file and the
     line (pandas would otherwise shift the columns or drop or pad fields silently).
+    The rows are indexed by their line in the file (blank lines are skipped, and
+    counted), which error messages quote. A file larger than
+    :data:`MAX_MOVIELENS_BYTES` or holding a line longer than :data:`MAX_LINE_BYTES`
+    is refused before it is read (the whole file is held in memory, several times
+    over: a 4 GB ``u.data`` was a MemoryError).
     """
     import io
 
+    try:
+        size = os.stat(file).st_size
+    except OSError as exc:
+        raise ValueError(f"cannot read {file}: {exc.strerror or exc}") from None
+    if size > MAX_MOVIELENS_BYTES:
+        raise ValueError(f"{file} is {size} bytes: expected a {what} of at most {MAX_MOVIELENS_BYTES // 2**20} MiB "
+                         "(MovieLens 1M's ratings.dat, the largest file these loaders read, is 24 MB)")
+    _check_line_lengths(file, str(file))
     text = _decode(file, encodings)
     if not text.strip():
         raise ValueError(f"{file} is empty: expected a {what}")
     # only \n, \r\n and \r end a line (as for pandas): str.splitlines would also split at U+0085, which
     # latin-1 decodes from the byte 0x85
-    lines = [ln for ln in re.split(r"\r\n|\r|\n", text) if ln.strip()]
+    numbered = [(i + 1, ln) for i, ln in enumerate(re.split(r"\r\n|\r|\n", text)) if ln.strip()]
+    lines = [ln for _, ln in numbered]
+    line_of = np.array([i for i, _ in numbered], dtype=np.int64)
     stand_in = sep
     if len(sep) > 1:
         # MovieLens 1M's '::': pandas reads a multi-character separator with its python engine only
@@ -454,16 +494,18 @@ def _read_fields(file, sep, min_fields, max_fields, what, encodings=("utf-8", "l
     if n < min_fields or (max_fields is not None and n > max_fields):
         want = str(min_fields) if min_fields == max_fields else f"at least {min_fields}"
         raise ValueError(f"{file} is not a {what}: its lines have {n} field(s), expected {want}")
+    # each row's line in the file (what messages quote); rows and non-blank lines match unless pandas kept a
+    # line of spaces as a row, then the rows are numbered
+    df.index = pd.Index(line_of if line_of.size == len(df) else np.arange(1, len(df) + 1), name="line")
+    df.columns = range(n)
     if text.count(sep) == (n - 1) * len(lines):
         # no line has more fields than the first (pandas refuses those), so none has fewer either
-        df.columns = range(n)
         return df
     counts = np.fromiter((ln.count(sep) + 1 for ln in lines), dtype=np.int64, count=len(lines))
     if np.any(counts != n):
         row = int(np.flatnonzero(counts != n)[0])
-        raise ValueError(f"{file} line {row + 1} has {int(counts[row])} field(s) where the others have {n}; "
+        raise ValueError(f"{file} line {line_of[row]} has {int(counts[row])} field(s) where the others have {n}; "
                          f"expected a {what}")
-    df.columns = range(n)
     return df
 
 
@@ -490,7 +532,7 @@ def _integer_column(values, file, what):
     ok = text.str.fullmatch(_INTEGER)
     if not ok.all():
         row = int(np.flatnonzero(~ok.to_numpy())[0])
-        raise ValueError(f"{file} line {row + 1}: {what} {values.iloc[row]!r} is not an integer "
+        raise ValueError(f"{file} line {values.index[row]}: {what} {values.iloc[row]!r} is not an integer "
                          "(expected at most 18 ASCII digits 0-9, with an optional sign)")
     return text.str.strip(" \t").astype(np.int64).to_numpy()
 
@@ -536,7 +578,9 @@ def load_ratings_csv(path, *, user_col="user", item_col="item", rating_col="rati
     timestamp_col : str or int or None, default=None
         A column of numeric timestamps: a repeated (user, item) pair (a user
         re-rating an item) then keeps its LATEST rating, ties broken by file
-        order. None: the last rating in file order.
+        order; timestamps written as integers are compared as integers (two
+        nanosecond epochs 100 ns apart are two times). None: the last rating in
+        file order.
     drop_ratings : collection of str or numbers, default=()
         Rows whose rating is one of these are left out: a string matches the
         rating's text (surrounding spaces ignored, so ``"NA"``, ``""``, ``"?"``
@@ -553,7 +597,8 @@ def load_ratings_csv(path, *, user_col="user", item_col="item", rating_col="rati
     ratings : scipy.sparse.csr_matrix of shape (n_users, n_items), dtype float64
         Rows follow ``user_ids``, columns ``item_ids``. A repeated
         (user, item) pair keeps its last rating in file order (its latest by
-        ``timestamp_col`` when given).
+        ``timestamp_col`` when given), with a ``UserWarning`` counting the rows
+        collapsed.
     user_ids : ndarray of shape (n_users,)
         The raw user ids, sorted: integers when every id is written as a plain
         integer, else strings (``"0486411435"`` keeps its leading zero).
@@ -576,6 +621,15 @@ def load_ratings_csv(path, *, user_col="user", item_col="item", rating_col="rati
         and the column, and ``drop_ratings`` leaves such rows out. A subnormal
         rating (``1e-320``, about 0) and a misleading id (see ``user_ids``) too.
     """
+    return _read_ratings_csv(path, user_col=user_col, item_col=item_col, rating_col=rating_col, sep=sep,
+                             header=header, encoding=encoding, timestamp_col=timestamp_col,
+                             drop_ratings=drop_ratings, warn_repeats=True)[:3]
+
+
+def _read_ratings_csv(path, *, user_col="user", item_col="item", rating_col="rating", sep=",", header=True,
+                      encoding="utf-8", timestamp_col=None, drop_ratings=(), warn_repeats=False):
+    """:func:`load_ratings_csv`, returning also how many rows of a repeated (user, item) pair were collapsed
+    (``(ratings, user_ids, item_ids, collapsed)``), with a ``UserWarning`` saying so if ``warn_repeats``."""
     _check_path(path, "path")
     p = Path(path).expanduser()
     if not p.is_file():
@@ -632,7 +686,7 @@ def load_ratings_csv(path, *, user_col="user", item_col="item", rating_col="rati
         if c not in df.columns:
             raise ValueError(f"column {c!r} not in {str(path)!r}; columns are {list(df.columns)!r} (name them "
                              "with user_col=, item_col=, rating_col=, timestamp_col=; a file without a header line needs "
-                             "header=False and 0-based positions)")
+                             "header=False and 0-based positions)" + sep_escape_hint(sep))
     if len(df) == 0:
         raise ValueError(f"rating file {str(path)!r} holds no rating (only a header line)")
     for c, what in ((user_col, "user"), (item_col, "item")):
@@ -670,8 +724,11 @@ def load_ratings_csv(path, *, user_col="user", item_col="item", rating_col="rati
     check_not_subnormal(rating, f"rating file {str(path)!r} column {rating_col!r}", where=where)
     order = np.arange(len(df))
     if timestamp_col is not None:
-        ts = pd.to_numeric(df[timestamp_col].str.strip(), errors="coerce").to_numpy(dtype=np.float64)
-        if not np.all(np.isfinite(ts)):
+        ts = pd.to_numeric(df[timestamp_col].str.strip(), errors="coerce")
+        # integer timestamps are compared as integers: as float64, nanosecond epochs 100 ns apart were equal and
+        # the earlier rating of a pair could win
+        ts = ts.to_numpy() if ts.dtype.kind in "iu" else ts.to_numpy(dtype=np.float64)
+        if ts.dtype.kind == "f" and not np.all(np.isfinite(ts)):
             row = int(np.flatnonzero(~np.isfinite(ts))[0])
             raise ValueError(f"rating file {str(path)!r} {where(row)}, column {timestamp_col!r}: timestamp "
                              f"{df[timestamp_col].iloc[row]!r} is not a number; expected numeric timestamps "
@@ -689,7 +746,19 @@ def load_ratings_csv(path, *, user_col="user", item_col="item", rating_col="rati
     ratings = sp.csr_matrix((rating[keep], (rows[keep], cols_[keep])),
                             shape=(user_ids.size, item_ids.size))
     ratings.sort_indices()
-    return ratings, user_ids, item_ids
+    collapsed = int(key.size - keep.size)
+    if collapsed and warn_repeats:
+        warnings.warn(repeats_sentence(collapsed, timestamp_col, f"rating file {str(path)!r}"), UserWarning,
+                      stacklevel=3)
+    return ratings, user_ids, item_ids, collapsed
+
+
+def repeats_sentence(collapsed, timestamp_col, what):
+    """What the keep-last rule did to ``collapsed`` rows of a repeated (user, item) pair, in one sentence."""
+    rule = ("the latest by timestamp_col, ties in file order" if timestamp_col is not None
+            else "the last in file order; timestamp_col= keeps the latest by time")
+    return (f"{what}: {collapsed} row(s) repeat the (user, item) pair of another row and were collapsed, keeping "
+            f"one rating per pair ({rule})")
 
 
 #: the first bytes of the compressed formats pandas unpacks by a file's name (``compression="infer"``)
@@ -740,6 +809,9 @@ def _check_encoding(p, encoding, what, name="encoding"):
                                  f"{name}='utf-8' (the default)")
 
 
+#: the largest MovieLens file :func:`load_movielens_100k` and :func:`load_movielens_1m` read (each is read whole)
+MAX_MOVIELENS_BYTES = 2**30
+
 #: the longest line a rating or users file may hold (a line of ratings is short; a field may hold
 #: csv.field_size_limit() = 131,072 characters, refused by :func:`_check_field_counts` naming the line)
 MAX_LINE_BYTES = 8 * 2**20
@@ -766,6 +838,24 @@ def _check_line_lengths(p, what):
             if ends:  # the lines inside the block are shorter than the block
                 start = offset + max(block.rfind(b"\n"), block.rfind(b"\r")) + 1
             offset += len(block)
+
+
+def sep_escape_hint(sep, name="sep"):
+    """A hint for a separator holding a backslash escape written out (``--set sep=\\t`` unquoted is the two
+    characters backslash and ``t``, not a tab): the separator it probably means, else ``""``."""
+    if not isinstance(sep, str) or "\\" not in sep or sep == WHITESPACE_SEP:
+        return ""
+    try:
+        meant = sep.encode("ascii").decode("unicode_escape")
+    except (UnicodeError, ValueError):
+        return ""
+    if meant == sep:
+        return ""
+    import json
+
+    toml = json.dumps(meant)  # a TOML basic string too ('"\\t"', '"\\u001f"')
+    return (f"; {name} = {sep!r} is {len(sep)} literal characters, backslash included: for {meant!r} write "
+            f"{name} = {toml} (in TOML a backslash escape is read inside double quotes only: --set '{name}={toml}')")
 
 
 #: the one separator that is not literal text: runs of spaces and tabs (pandas' idiom for aligned columns)

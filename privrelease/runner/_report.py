@@ -3,12 +3,16 @@
 Experiments write into a :class:`Report`; the command line saves it.
 
 Writing stays inside the folder: the folder is opened once without following a
-symbolic link, every file is written to a fresh temporary file in it
-(``O_CREAT | O_EXCL | O_NOFOLLOW``) and renamed over its target with
-:func:`os.replace`, and a target that is a symbolic link (or anything but a
-regular file) is refused. A folder holding an earlier report is refused unless
-``overwrite=True``, and without it no file the report did not write itself is
-ever replaced.
+symbolic link, every file is written to a fresh temporary file in a hidden
+staging folder inside it (``O_CREAT | O_EXCL | O_NOFOLLOW``), and
+:meth:`Report.save` moves the run's files over their targets with
+:func:`os.replace`, the report pages last; a target that is a symbolic link (or
+anything but a regular file) is refused. A run that stops before saving leaves
+the folder as it was, and saving removes the files of the earlier report that
+the new one does not write (listed in its hidden manifest), so a report never
+sits beside another run's tables and plots. A folder holding an earlier report
+is refused unless ``overwrite=True``, and without it no file the report did not
+write itself is ever replaced; a file no report wrote is never removed.
 
 Text is escaped by one function, :func:`escape_text`: data-derived plain text
 (titles, headings, table cells, captions) cannot add HTML or markdown syntax or
@@ -43,6 +47,12 @@ __all__ = ["Report", "markdown_table", "prepare_output_folder", "REPORT_FILES"]
 
 #: the files whose presence marks a folder as holding a report
 REPORT_FILES = ("report.md", "report.html")
+#: the hidden file listing the files of the report last saved in a folder: a rerun with ``overwrite`` removes those
+#: it does not write again (and nothing else)
+MANIFEST = ".privrelease-report.json"
+_MAX_MANIFEST_BYTES = 1 << 20
+#: the hidden folder (inside the output folder) a run writes into until :meth:`Report.save` moves its files in
+_STAGING_PREFIX = ".privrelease-run-"
 
 # os.replace takes src_dir_fd / dst_dir_fd wherever os.rename does (it is not listed in supports_dir_fd)
 _HAVE_DIR_FD = all(f in getattr(os, "supports_dir_fd", ()) for f in (os.open, os.stat, os.rename, os.unlink))
@@ -462,7 +472,8 @@ def prepare_output_folder(output_dir, *, overwrite=False):
         failed run left behind is refused before the next run starts, not at
         the first file it would replace.
     overwrite : bool, default=False
-        Allow replacing an earlier report (its files are replaced one by one;
+        Allow replacing an earlier report (when the new one is saved; its files
+        that the new one does not write are removed, other files are kept;
         symbolic links are still refused).
 
     Raises
@@ -542,7 +553,15 @@ def _prepare(path, overwrite):
 
 
 class _Folder:
-    """Writes plain file names into one folder without ever following a symbolic link."""
+    """Writes plain file names into one folder without ever following a symbolic link.
+
+    Every file of a run is first written into a hidden staging folder inside the output folder
+    (``.privrelease-run-<random>``, the same file system) and moved into place by :meth:`commit`, so the
+    folder holds one run at a time: a run that stops before :meth:`commit` (Ctrl-C, an exception) leaves the
+    earlier report and its files as they were, and a report never names a file of another run. :meth:`commit`
+    also removes the files of the earlier report that the new one does not write, as listed in the
+    :data:`MANIFEST` it wrote; a file no report wrote is never removed.
+    """
 
     def __init__(self, path, overwrite=False):
         self.path = Path(path)
@@ -550,7 +569,10 @@ class _Folder:
         self._id = (st.st_dev, st.st_ino)
         self._fd = None
         self.overwrite = bool(overwrite)
-        self._written = set()
+        self._written = set()  # names written by this report (checked against the output folder)
+        self._committed = set()  # names this report has moved into the output folder
+        self._stage = None  # (name, fd) of the staging folder, created at the first write
+        self._staged = []  # names in the staging folder, in the order first written
 
     def _dir_fd(self):
         if self._fd is None:
@@ -568,75 +590,203 @@ class _Folder:
             self._fd = fd
         return self._fd
 
+    def _stage_fd(self):
+        """The staging folder's descriptor (created inside the output folder, mode 0700, at the first write)."""
+        if self._stage is None:
+            fd = self._dir_fd()
+            name = f"{_STAGING_PREFIX}{secrets.token_hex(8)}"
+            try:
+                os.mkdir(name, 0o700, dir_fd=fd)
+                sfd = os.open(name, os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC, dir_fd=fd)
+            except OSError as exc:
+                raise OutputFolderError(f"cannot write into output folder {str(self.path)!r}: "
+                                        f"{exc.strerror or exc}") from None
+            self._stage = (name, sfd)
+        return self._stage[1]
+
     def close(self):
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
 
+    def discard(self):
+        """Remove the staging folder and what it holds (a run that will not be saved); the output folder's
+        files are left as they were."""
+        if self._stage is not None:
+            name, sfd = self._stage
+            self._stage = None
+            for staged in os.listdir(sfd):
+                try:
+                    os.unlink(staged, dir_fd=sfd)
+                except OSError:
+                    pass
+            os.close(sfd)
+            try:
+                os.rmdir(name, dir_fd=self._dir_fd())
+            except OSError:
+                pass
+        self._staged = []
+        self.close()
+
     def __del__(self):
         try:
-            self.close()
+            self.discard()
         except Exception:  # pragma: no cover - interpreter shutdown
             pass
 
+    def _check_target(self, name, target, fd):
+        """``(exists)`` for the output folder's ``name``: a symbolic link or anything but a regular file there is
+        refused."""
+        try:
+            st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return False
+        if stat.S_ISLNK(st.st_mode):
+            raise OutputFolderError(
+                f"refusing to write {str(target)!r}: it is a symbolic link (to "
+                f"{os.readlink(name, dir_fd=fd)!r}); a report never writes through a link")
+        if not stat.S_ISREG(st.st_mode):
+            raise OutputFolderError(f"refusing to write {str(target)!r}: it exists and is not a regular file")
+        return True
+
     def write(self, name, data):
-        """Write ``data`` (bytes) to ``name`` in the folder atomically; return the path."""
+        """Write ``data`` (bytes) as ``name`` of the run (into the staging folder until :meth:`commit`); return
+        the path the file will have in the output folder."""
         if not isinstance(name, str) or not name or name in (".", "..") or "/" in name or "\x00" in name or \
-                (os.sep in name) or (os.altsep and os.altsep in name):
+                (os.sep in name) or (os.altsep and os.altsep in name) or name.startswith(_STAGING_PREFIX) or \
+                name == MANIFEST:
             raise ValueError(f"report file name must be a plain file name, got {name!r}")
         target = self.path / name
         if not _HAVE_DIR_FD:  # pragma: no cover - platforms without dir_fd (Windows)
             return self._write_by_path(target, data)
-        fd = self._dir_fd()
-        try:
-            st = os.stat(name, dir_fd=fd, follow_symlinks=False)
-        except FileNotFoundError:
-            st = None
-        if st is not None and stat.S_ISLNK(st.st_mode):
-            raise OutputFolderError(
-                f"refusing to write {str(target)!r}: it is a symbolic link (to "
-                f"{os.readlink(name, dir_fd=fd)!r}); a report never writes through a link")
-        if st is not None and not stat.S_ISREG(st.st_mode):
-            raise OutputFolderError(f"refusing to write {str(target)!r}: it exists and is not a regular file")
-        self._check_replace(name, target, st is not None)
+        # what is refused in the output folder is refused now, not after the run (checked again by commit)
+        self._check_replace(name, target, self._check_target(name, target, self._dir_fd()))
+        sfd = self._stage_fd()
         tmp = f".{name}.{secrets.token_hex(8)}.tmp"
         try:
-            tfd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC, 0o644, dir_fd=fd)
+            tfd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC, 0o644, dir_fd=sfd)
         except OSError as exc:
             raise OutputFolderError(f"cannot write into output folder {str(self.path)!r}: "
                                     f"{exc.strerror or exc}") from None
         try:
             with os.fdopen(tfd, "wb") as fh:
                 fh.write(data)
-            if st is None and not self.overwrite:
-                self._link_new(tmp, name, target, fd)
-            else:
-                os.replace(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)
+            os.replace(tmp, name, src_dir_fd=sfd, dst_dir_fd=sfd)
         except BaseException as exc:
             try:
-                os.unlink(tmp, dir_fd=fd)
+                os.unlink(tmp, dir_fd=sfd)
             except OSError:
                 pass
             if isinstance(exc, OSError):
                 raise OutputFolderError(f"cannot write {str(target)!r}: {exc.strerror or exc}") from None
             raise
+        if name not in self._staged:
+            self._staged.append(name)
         return target
 
-    def _link_new(self, tmp, name, target, fd):
-        """Give the written ``tmp`` the name ``name`` only if nothing holds it yet (a hard link fails when the
+    def _read_manifest(self, fd):
+        """The file names the manifest of the report last saved in the folder lists (plain names only)."""
+        try:
+            rfd = os.open(MANIFEST, os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC, dir_fd=fd)
+        except OSError:
+            return []
+        try:
+            with os.fdopen(rfd, "rb") as fh:
+                listed = json.loads(fh.read(_MAX_MANIFEST_BYTES).decode("utf-8")).get("files", [])
+        except (OSError, ValueError, AttributeError):
+            return []
+        return [n for n in listed if isinstance(n, str) and n and "/" not in n and n not in (".", "..")
+                and "\x00" not in n and os.sep not in n and not (os.altsep and os.altsep in n)
+                and n != MANIFEST and not n.startswith(_STAGING_PREFIX)]
+
+    def _write_manifest(self, names, fd):
+        text = json.dumps({"written_by": "privrelease", "files": sorted(set(names))}, indent=1)
+        tmp = f".{MANIFEST}.{secrets.token_hex(8)}.tmp"
+        tfd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC, 0o644, dir_fd=fd)
+        try:
+            with os.fdopen(tfd, "wb") as fh:
+                fh.write(text.encode("utf-8"))
+            os.replace(tmp, MANIFEST, src_dir_fd=fd, dst_dir_fd=fd)
+        except BaseException:
+            try:
+                os.unlink(tmp, dir_fd=fd)
+            except OSError:
+                pass
+            raise
+
+    def _remove(self, name, fd):
+        """Remove the regular file ``name`` of the earlier report (a link or a folder of that name is left)."""
+        try:
+            st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+        except OSError:
+            return
+        if stat.S_ISREG(st.st_mode):
+            try:
+                os.unlink(name, dir_fd=fd)
+            except FileNotFoundError:
+                pass
+
+    def commit(self):
+        """Move the run's files into the output folder, the report pages last, and remove the earlier report's
+        files that this one does not write.
+
+        Order: every target is checked first; the manifest then lists the earlier report's files and the new
+        ones; the earlier report's pages go, then its files this run does not write; the run's files are moved
+        in, ``report.html`` and ``report.md`` last; the manifest then lists the new report's files alone. Stopped
+        at any point, the folder holds no report page naming a file of another run, and the manifest lists
+        every file a report wrote there.
+        """
+        if not _HAVE_DIR_FD:  # pragma: no cover - files were written in place
+            return
+        fd = self._dir_fd()
+        sfd = self._stage_fd() if self._staged else None
+        names = list(self._staged)
+        pages = [n for n in REPORT_FILES if n in names]
+        moving = [n for n in names if n not in pages] + pages
+        for name in moving:
+            exists = self._check_target(name, self.path / name, fd)
+            if exists and not self.overwrite and name not in self._committed:
+                raise OutputFolderError(
+                    f"refusing to replace {str(self.path / name)!r}: a file of that name appeared in the output "
+                    "folder while the report was being written; pass --overwrite (overwrite=True) to replace it, "
+                    "or choose another folder")
+        earlier = self._read_manifest(fd) if (self.overwrite or self._committed) else []
+        self._write_manifest(earlier + names, fd)
+        for name in REPORT_FILES:  # no earlier page stays beside the new run's files
+            if name in earlier or (self.overwrite and name in pages):
+                self._remove(name, fd)
+        for name in earlier:
+            if name not in names:
+                self._remove(name, fd)
+        for name in moving:
+            target = self.path / name
+            try:
+                if self.overwrite or name in self._committed:
+                    os.replace(name, name, src_dir_fd=sfd, dst_dir_fd=fd)
+                else:
+                    self._link_new(name, name, target, sfd, fd)
+            except OSError as exc:
+                raise OutputFolderError(f"cannot write {str(target)!r}: {exc.strerror or exc}") from None
+            self._committed.add(name)
+        self._staged = []
+        self._write_manifest(sorted(self._committed), fd)
+        self.discard()
+
+    def _link_new(self, src, name, target, sfd, fd):
+        """Give the staged ``src`` the name ``name`` only if nothing holds it yet (a hard link fails when the
         name exists): a file created under that name after the check above (another program writing into the
         folder) was silently replaced by ``os.replace``. A file system without hard links falls back to it."""
         try:
-            os.link(tmp, name, src_dir_fd=fd, dst_dir_fd=fd, follow_symlinks=False)
+            os.link(src, name, src_dir_fd=sfd, dst_dir_fd=fd, follow_symlinks=False)
         except FileExistsError:
             raise OutputFolderError(
                 f"refusing to replace {str(target)!r}: a file of that name appeared in the output folder while "
                 "the report was being written; pass --overwrite (overwrite=True) to replace it, or choose "
                 "another folder") from None
         except OSError:  # pragma: no cover - no hard links here (some network or FAT file systems)
-            os.replace(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)
+            os.replace(src, name, src_dir_fd=sfd, dst_dir_fd=fd)
             return
-        os.unlink(tmp, dir_fd=fd)
+        os.unlink(src, dir_fd=sfd)
 
     def _write_by_path(self, target, data):  # pragma: no cover - platforms without dir_fd
         if target.is_symlink():
@@ -818,8 +968,19 @@ class Report:
         return "".join(out)
 
     def save(self):
-        """Write ``report.md`` and ``report.html``; return the path of ``report.md``."""
+        """Write ``report.md`` and ``report.html`` and move the run's files into the folder; return the path of
+        ``report.md``.
+
+        Until then the files are held in a hidden staging folder inside the output folder: a run that never
+        saves (interrupted, failed) leaves the folder's earlier report as it was. Saving removes the files of
+        the earlier report (as its hidden manifest ``.privrelease-report.json`` lists them) that this one does
+        not write; a file no report wrote is never removed.
+        """
         self._write("report.html", self.html().encode("utf-8"))
         path = self._write("report.md", self.markdown().encode("utf-8"))
-        self._folder.close()
+        self._folder.commit()
         return path
+
+    def discard(self):
+        """Drop what the run wrote so far (its staging folder), leaving the output folder as it was."""
+        self._folder.discard()

@@ -181,13 +181,18 @@ def test_a_file_created_while_the_report_is_written_is_not_replaced(tmp_path, mo
 
     monkeypatch.setattr(_Folder, "_check_replace", racing)
     rep = Report(tmp_path / "out", title="t")
+    rep.table(pd.DataFrame({"a": [1]}), "curve")  # held aside until the report is saved
+    # the files are moved into the folder when the report is saved: the name is taken by then
     with pytest.raises(OutputFolderError, match="appeared in the output folder while the report was being written"):
-        rep.table(pd.DataFrame({"a": [1]}), "curve")
+        rep.save()
     assert (tmp_path / "out" / "curve.csv").read_text() == "written by another program\n"
+    rep.discard()
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["curve.csv"]  # no temporary file left
+    rep = Report(tmp_path / "out2", title="t")
     rep.table(pd.DataFrame({"a": [1]}), "other")
     rep.table(pd.DataFrame({"a": [2]}), "other")  # its own file: replaced
-    assert pd.read_csv(tmp_path / "out" / "other.csv")["a"].tolist() == [2]
+    rep.save()
+    assert pd.read_csv(tmp_path / "out2" / "other.csv")["a"].tolist() == [2]
 
 
 # --------------------------------------------------------------------------- NaN for "not rated"

@@ -165,8 +165,9 @@ def test_a_file_the_report_did_not_write_is_never_replaced(tmp_path):
     with pytest.raises(OutputFolderError, match="refusing to replace"):
         rep.save()
     assert (tmp_path / "x" / "report.md").read_text() == "mine"
-    rep = Report(tmp_path, title="t", overwrite=True)  # asked for: replaced
+    rep = Report(tmp_path, title="t", overwrite=True)  # asked for: replaced (when the report is saved)
     rep.table(pd.DataFrame({"a": [3]}), "curve")
+    rep.save()
     assert pd.read_csv(own)["a"].tolist() == [3]
 
 
@@ -257,6 +258,7 @@ def test_report_json_is_strict_json(tmp_path):
     rep, out = _report(tmp_path, title="t")
     rep.json({"auc": float("nan"), "gap": np.float64("inf"), "curve": np.array([1.0, np.nan]),
               np.int64(3): [np.float32(-np.inf), 2]}, "headline")
+    rep.save()
 
     def refuse(constant):
         raise ValueError(f"not strict JSON: {constant}")

@@ -90,6 +90,15 @@ def check_ready(params):
     try:
         R, users, _ = getattr(datasets, loader)(params.get("path"))
     except FileNotFoundError:
+        from ...datasets._movielens import other_archive
+
+        found = other_archive(params.get("path"), dataset)
+        if found is not None:  # ml-1m's files read as ml-100k: "not found", exit 1, with no word of the mix-up
+            folder, other = found
+            raise PipelineError(f"parameter path = {params['path']!r}: {str(folder)!r} holds the files of "
+                                f"{DATASETS[other][2]} ({DATASETS[other][3]}), not those of {label} "
+                                f"(dataset = {dataset!r}); expected dataset = {other!r} (--set dataset={other})"
+                                ) from None
         return
     attribute, cuts = params.get("attribute", "gender"), params.get("age_cuts", (25, 35))
     try:
@@ -122,7 +131,15 @@ def run(report, *, random_state=0, quick=False, dataset="ml-100k", path=None, at
                f"(`python -c \"import surprise; surprise.Dataset.load_builtin('{dataset}')\"`).")
         print(f"movielens_gender: {msg}\n  ({exc})", file=sys.stderr, flush=True)
         report.section("Data missing")
-        report.text(msg + f"\n\nDetails: {escape_text(exc, 'markdown')}")  # one line of plain text
+        report.text(msg)
+        # the loader's message line by line, as plain text (its line breaks were shown as literal '\n'); a line
+        # break inside a folder's name stays an escape, so a folder is one line
+        message = str(exc)
+        searched = getattr(datasets, f"{loader.replace('load_', '')}_search_paths")(path)
+        for folder in sorted({str(f) for f in searched}, key=len, reverse=True):
+            message = message.replace(folder, escape_text(folder, None))
+        details = [ln.strip().removeprefix("- ") for ln in message.splitlines() if ln.strip()]
+        report.text("Details:\n\n" + "\n".join(f"- {escape_text(ln, 'markdown')}" for ln in details))
         return {"status": "data missing"}
     print(f"[stage] movielens: reading {label}: {time.perf_counter() - t0:.1f} s", flush=True)
     a, described = private_attribute(users, attribute, age_cuts)

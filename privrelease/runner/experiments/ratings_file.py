@@ -43,6 +43,7 @@ import pandas as pd
 from .._report import MAX_CELL_CHARS, escape_text, inline_code
 from .._schema import (Bool, Choice, Either, File, Float, Int, PipelineError, Seed, Seq, Table, Text,
                        quick_values)
+from ...datasets._movielens import repeats_sentence
 from ...utils import check_rating_scale
 from ...utils._validation import UNDISCLOSED_TEXTS, check_ids, plain_value
 from .movielens_gender import analyse_ratings
@@ -87,6 +88,8 @@ PARAMETERS = {
 #: BX-Users.csv writes a missing age NULL, the UCI files "?"): the library's own list, so a file and an array of
 #: labels agree
 MISSING = UNDISCLOSED_TEXTS
+#: the largest rating magnitude read (squares of rating differences summed over millions of ratings stay finite)
+MAX_RATING = 1e100
 #: at most this many classes per attribute column: more is an id or a number to cut (``cuts``)
 MAX_CLASSES = 30
 
@@ -119,6 +122,7 @@ def check_ready(params):
                             "puts every user at one point (one cluster, the same release for everybody); set "
                             "mapper.metric = \"hamming\" (clusters on which items each user rated: --set "
                             "mapper.metric=hamming) or mapper.space = \"raw\"")
+    _check_sgd_scale(params.get("recommender"), info["rating_range"])
     n_clusters = params.get("n_clusters", "auto")
     if not isinstance(n_clusters, str) and n_clusters > n:
         raise PipelineError(f"parameter n_clusters = {n_clusters}: expected at most the {n} users who disclose "
@@ -162,6 +166,44 @@ def check_ready(params):
                             f"{fraction:g}, random_state = {seed}): {exc}") from None
 
 
+#: Surprise's default learning rates of the matrix factorisations fitted by stochastic gradient descent
+_SGD_LR_ALL = {"SVD": 0.005, "SVDpp": 0.007}
+_SGD_RATES = {"SVD": ("lr_bu", "lr_bi", "lr_pu", "lr_qi"), "SVDpp": ("lr_bu", "lr_bi", "lr_pu", "lr_qi", "lr_yj")}
+
+
+def _check_sgd_scale(recommender, rating_range):
+    """Refuse a rating scale on which SVD / SVD++'s gradient descent diverges, before anything runs.
+
+    Each step moves a bias or factor by the learning rate times the prediction error, and an error can be as
+    large as the scale's width: with ``lr x (high - low) >= 1`` a step overshoots by more than the error it
+    corrects (on 1-5 ratings x 50, SVD's default 0.005 x 200 = 1, every fit diverged; x 40, 0.8, converged). The
+    run failed minutes later with "SVD diverged ... use a smaller lr_all". The bound depends on the scale and
+    the learning rates only, not on the ratings.
+    """
+    spec = dict(recommender or {})
+    algorithm = spec.get("algorithm", "SVD")
+    if algorithm not in _SGD_LR_ALL:
+        return
+    params = dict(spec.get("algo_params") or {})
+    lr_all = params.get("lr_all", _SGD_LR_ALL[algorithm])
+    rates = {k: params.get(k, lr_all) for k in _SGD_RATES[algorithm]}
+    rates = {k: float(v) for k, v in rates.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    if not rates:
+        return
+    name, lr = max(rates.items(), key=lambda kv: kv[1])
+    low, high = rating_range
+    width = float(high) - float(low)
+    if lr * width >= 1:
+        shown = "lr_all" if name not in params else name
+        raise PipelineError(
+            f"the rating scale {low:g} to {high:g} is too wide for {algorithm}'s gradient descent at {shown} = "
+            f"{lr:g}: a step moves by the learning rate times an error of up to {width:g}, so it overshoots "
+            f"({lr:g} x {width:g} >= 1) and the fit diverges; expected a learning rate below {1 / width:.3g} "
+            f"(--set 'recommender={{algorithm = \"{algorithm}\", algo_params = {{lr_all = {0.5 / width:.3g}}}}}'), "
+            "ratings on a narrower scale (divide them by a constant first), or recommender.algorithm = "
+            "\"BaselineOnly\"")
+
+
 def _key(params):
     files = [os.path.realpath(os.path.expanduser(params[k])) for k in ("path", "users_path")]
     # '~/ratings.csv' passed the file check (which expands '~') and os.stat('~/ratings.csv') raised
@@ -190,8 +232,7 @@ def read_data(path=None, users_path=None, **options):
     key = _key({"path": path, "users_path": users_path, **opts})
     if key in _CACHE:
         return _CACHE[key]
-    from ...datasets import load_ratings_csv
-    from ...datasets._movielens import _check_distinct_columns
+    from ...datasets._movielens import _check_distinct_columns, _read_ratings_csv
 
     # item_col = "rating" read five items (439 of 1,200 ratings kept) and ran without a word
     try:
@@ -202,7 +243,8 @@ def read_data(path=None, users_path=None, **options):
         raise PipelineError(f"parameters {exc}") from None
 
     try:
-        R, user_ids, item_ids = load_ratings_csv(path, **{k: opts[k] for k in _READER if k != "path"})
+        # a repeated (user, item) pair keeps one rating: counted in info and said in the report (not warned)
+        R, user_ids, item_ids, collapsed = _read_ratings_csv(path, **{k: opts[k] for k in _READER if k != "path"})
     except (ValueError, TypeError, OSError) as exc:
         raise PipelineError(f"parameter path = {path!r}: {exc}") from None
     scale = _scale(R, opts["rating_range"])
@@ -266,6 +308,7 @@ def read_data(path=None, users_path=None, **options):
                             f"disclose it: expected at least two classes to protect")
     info = {
         "n_users_ratings": int(user_ids.size), "n_items": int(item_ids.size), "n_ratings": int(R.nnz),
+        "n_rows_collapsed": collapsed,
         "n_disclosed": n_disclosed,
         "n_undisclosed_missing": int(np.sum((row_of >= 0) & ~disclosed)),
         "n_undisclosed_no_row": int(np.sum(row_of < 0)),
@@ -284,6 +327,12 @@ def read_data(path=None, users_path=None, **options):
 
 def _scale(R, given):
     low, high = float(R.data.min()), float(R.data.max())
+    if max(abs(low), abs(high)) > MAX_RATING:
+        # 1e308 passed every check, then overflowed in the recommender's squared errors minutes later
+        raise PipelineError(f"the ratings run from {low:g} to {high:g}: expected ratings of at most "
+                            f"{MAX_RATING:g} in magnitude (the recommender and the mapper square and sum "
+                            "differences of ratings, which overflow beyond that); check rating_col, or divide "
+                            "the ratings by a constant")
     if given is None:
         if low == high:
             raise PipelineError(f"every rating of the file is {low:g}, so the data gives no rating scale; "
@@ -311,7 +360,8 @@ def _read_users(path, id_col, columns, sep, encoding, names=None):
     The ids are returned apart from the table: kept in it as a column '__id__', they collided with a users file's
     own column '__id__' (a bare KeyError when it was the attribute).
     """
-    from ...datasets._movielens import _check_encoding, _check_field_counts, _check_line_lengths, pandas_sep
+    from ...datasets._movielens import (_check_encoding, _check_field_counts, _check_line_lengths, pandas_sep,
+                                        sep_escape_hint)
 
     file, what = os.path.expanduser(path), f"the users file {path!r}"
     if not sep:
@@ -365,7 +415,8 @@ def _read_users(path, id_col, columns, sep, encoding, names=None):
         if c not in df.columns:
             raise PipelineError(f"parameter {name}: column {c!r} not in the users file {path!r}; its columns "
                                 f"are {list(df.columns)!r}" + ("" if names is not None else
-                                " (a file without a header line: name its columns with users_columns)"))
+                                " (a file without a header line: name its columns with users_columns)")
+                                + sep_escape_hint(sep, "users_sep"))
         if list(df.columns).count(c) > 1:
             # 'sex' and ' sex': one name once spaces are ignored (df[c] was a table: AttributeError)
             raise PipelineError(f"parameter {name}: column {c!r} is named more than once in the header of the "
@@ -484,7 +535,9 @@ def run(report, *, random_state=0, quick=False, path=None, user_col="user", item
         f"{info['n_disclosed']} disclose the attribute and are evaluated; {info['n_undisclosed_missing']} have a "
         f"missing value and {info['n_undisclosed_no_row']} have no row in the users file (not disclosed: the "
         "evaluation needs every evaluated user's true attribute to score the attackers, so they are left out). "
-        f"{info['n_users_without_ratings']} row(s) of the users file have no rating and are ignored.")
+        f"{info['n_users_without_ratings']} row(s) of the users file have no rating and are ignored."
+        + (f" {repeats_sentence(info['n_rows_collapsed'], timestamp_col, 'Repeated ratings')}; the counts above "
+           "are after it." if info["n_rows_collapsed"] else ""))
     report.json({k: v for k, v in info.items() if k != "described_text"}, "data")  # the data's own words
     seed = 0 if random_state is None else int(random_state)
     headline = analyse_ratings(

@@ -1,0 +1,133 @@
+"""A rerun into a report folder: the folder holds one run at a time (fifteenth audit).
+
+A rerun with ``--overwrite`` wrote each table and plot over the earlier run's at once and report.md only at the end:
+stopped partway (Ctrl-C, an exception), the folder held run A's report.md and headline.json beside run B's CSVs and
+PNGs, which report.md names; a successful rerun writing fewer files left run A's other files beside it.
+"""
+
+import json
+import re
+import warnings
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from privrelease.runner import Report
+from privrelease.runner._report import MANIFEST, _STAGING_PREFIX
+
+from shared_helpers import run_cli  # tests/shared_helpers.py
+
+CENSUS = str(Path(__file__).resolve().parents[2] / "pipelines" / "census_erasure.toml")
+
+
+def _snapshot(folder):
+    return {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
+
+
+def _named_files(report_md):
+    """The files a report.md names: tables as (`name.csv`), plots as ](name.png)."""
+    text = report_md.read_text()
+    return set(re.findall(r"\(`([^`]+\.csv)`\)", text)) | set(re.findall(r"\]\(([^)]+\.png)\)", text))
+
+
+@pytest.fixture(scope="module")
+def run_a(tmp_path_factory):
+    out = tmp_path_factory.mktemp("staging") / "out"
+    from privrelease.cli import main
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(["run", CENSUS, "--quick", "-o", str(out)]) == 0
+    (out / "notes.txt").write_text("the user's own notes\n")  # not the report's: must survive every rerun
+    return out, _snapshot(out)
+
+
+def _stop_at_first_figure(monkeypatch, exc):
+    """Run B stops at its first plot, after it wrote its first table; returns the names of the tables written."""
+    tables, table = [], Report.table
+
+    def counted(self, df, name, *args, **kwargs):
+        tables.append(name)
+        return table(self, df, name, *args, **kwargs)
+
+    def figure(self, fig, name, caption=None):
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)
+        raise exc
+
+    monkeypatch.setattr(Report, "table", counted)
+    monkeypatch.setattr(Report, "figure", figure)
+    return tables
+
+
+@pytest.mark.parametrize("exc, status", [(KeyboardInterrupt(), 130), (RuntimeError("disk on fire"), 1)])
+def test_a_rerun_stopped_partway_leaves_the_earlier_report_whole(run_a, monkeypatch, capsys, exc, status):
+    out, before = run_a
+    tables = _stop_at_first_figure(monkeypatch, exc)
+    rc, _, err = run_cli(["run", CENSUS, "--quick", "--overwrite", "-o", str(out), "--set", "deltas=[0.0, 0.7]"],
+                         capsys)
+    assert rc == status, err
+    assert tables == ["curve"]  # run B wrote a table, then stopped
+    # no file of run B: report.md, headline and every table and plot it names are run A's, byte for byte
+    assert _snapshot(out) == before
+    assert _named_files(out / "report.md") <= set(before)
+    assert sorted(p.name for p in out.iterdir() if p.is_dir()) == []  # the staging folder is gone
+
+
+def test_a_report_names_only_files_of_its_own_run(run_a, capsys, tmp_path):
+    out, before = run_a
+    copy = tmp_path / "out"
+    copy.mkdir()
+    for name, data in before.items():
+        (copy / name).write_bytes(data)
+    rc, _, err = run_cli(["run", CENSUS, "--quick", "--overwrite", "-o", str(copy), "--set", "top=3"], capsys)
+    assert rc == 0, err
+    assert "top-3 profiles" in (copy / "report.md").read_text()
+    assert (copy / "notes.txt").read_text() == "the user's own notes\n"
+    listed = json.loads((copy / MANIFEST).read_text())["files"]
+    assert set(listed) == {p.name for p in copy.iterdir()} - {"notes.txt", MANIFEST}
+    assert _named_files(copy / "report.md") <= set(listed)
+
+
+def test_a_successful_rerun_writing_fewer_files_removes_the_earlier_runs_other_files(tmp_path):
+    out = tmp_path / "out"
+    rep = Report(out, title="A")
+    rep.table(pd.DataFrame({"x": [1]}), "kept")
+    rep.table(pd.DataFrame({"x": [1]}), "only_in_a")
+    rep.json({"auc": 0.9}, "headline")
+    rep.save()
+    (out / "mine.csv").write_text("the user's own table\n")
+    (out / "sub").mkdir()  # a folder is never the report's
+    rep = Report(out, title="B", overwrite=True)
+    rep.table(pd.DataFrame({"x": [2]}), "kept")
+    rep.save()
+    assert sorted(p.name for p in out.iterdir()) == sorted([MANIFEST, "kept.csv", "mine.csv", "report.html",
+                                                            "report.md", "sub"])
+    assert pd.read_csv(out / "kept.csv")["x"].tolist() == [2]
+    assert (out / "mine.csv").read_text() == "the user's own table\n"
+
+
+def test_nothing_the_run_wrote_is_in_the_folder_before_it_is_saved(tmp_path):
+    out = tmp_path / "out"
+    rep = Report(out, title="A")
+    rep.table(pd.DataFrame({"x": [1]}), "curve")
+    assert not (out / "curve.csv").exists()
+    assert [p.name for p in out.iterdir()][0].startswith(_STAGING_PREFIX)
+    rep.discard()
+    assert list(out.iterdir()) == []
+
+
+def test_the_manifest_never_removes_a_file_outside_the_folder_or_through_a_link(tmp_path):
+    out = tmp_path / "out"
+    Report(out, title="A").save()
+    outside = tmp_path / "outside.csv"
+    outside.write_text("precious")
+    rep = Report(out, title="B", overwrite=True)  # the folder is checked here; the rest is planted after
+    (out / "link.csv").symlink_to(outside)
+    (out / MANIFEST).write_text(json.dumps({"files": ["../outside.csv", str(outside), "link.csv", "report.md"]}))
+    rep.save()
+    assert outside.read_text() == "precious"
+    assert (out / "link.csv").is_symlink()
+    assert json.loads((out / MANIFEST).read_text())["files"] == ["report.html", "report.md"]
