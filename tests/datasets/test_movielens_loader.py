@@ -98,7 +98,8 @@ def test_malformed_rating(tmp_path):
 def test_load_ratings_csv(tmp_path):
     f = tmp_path / "r.csv"
     f.write_text("user,item,rating\nbob,m2,4\nann,m1,5\nbob,m1,2\nbob,m2,1\n")
-    X, uids, iids = load_ratings_csv(f)
+    with pytest.warns(UserWarning, match=r"1 row\(s\) repeat the \(user, item\) pair"):
+        X, uids, iids = load_ratings_csv(f)
     assert list(uids) == ["ann", "bob"] and list(iids) == ["m1", "m2"]
     # repeated pair (bob, m2) keeps its last rating
     np.testing.assert_array_equal(X.toarray(), [[5, 0], [2, 1]])

@@ -135,7 +135,8 @@ def test_accidents_of_encoding_and_layout(tmp_path, text, expected):
 def test_spaces_around_string_ids_do_not_split_a_user(tmp_path):
     f = tmp_path / "r.csv"
     f.write_text("user,item,rating\nA1,B7,3\n A1, B7 ,4\nA2,B7,5\n")
-    X, users, items = load_ratings_csv(f)
+    with pytest.warns(UserWarning, match=r"1 row\(s\) repeat the \(user, item\) pair"):  # one user, one pair
+        X, users, items = load_ratings_csv(f)
     assert list(users) == ["A1", "A2"] and list(items) == ["B7"]
     np.testing.assert_array_equal(X.toarray(), [[4], [5]])
 
@@ -144,9 +145,11 @@ def test_rerating_keeps_the_latest_by_timestamp(tmp_path):
     f = tmp_path / "r.csv"
     # user 1 re-rated item 2 at t=200 (5 stars); the file lists the re-rating first
     f.write_text("user,item,rating,timestamp\n1,2,5,200\n1,2,3,100\n2,2,4,1\n2,2,1,1\n")
-    X, _, _ = load_ratings_csv(f)
+    with pytest.warns(UserWarning, match=r"2 row\(s\) repeat the \(user, item\) pair"):
+        X, _, _ = load_ratings_csv(f)
     np.testing.assert_array_equal(X.toarray(), [[3], [1]])  # without timestamps: the last in file order
-    X, _, _ = load_ratings_csv(f, timestamp_col="timestamp")
+    with pytest.warns(UserWarning, match=r"2 row\(s\) repeat .*\(the latest by timestamp_col"):
+        X, _, _ = load_ratings_csv(f, timestamp_col="timestamp")
     np.testing.assert_array_equal(X.toarray(), [[5], [1]])  # latest; a tie keeps file order
     g = tmp_path / "g.csv"
     g.write_text("user,item,rating,timestamp\n1,2,5,200\n1,2,3,yesterday\n")
