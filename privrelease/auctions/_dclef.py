@@ -104,7 +104,11 @@ def privacy_index(epsilons, weights, *, threshold=0.5, max_exact=40):
     with ``eps_i >= threshold`` never do; the remaining ``m`` individuals form a
     0-1 knapsack, solved exactly by meet-in-the-middle enumeration in
     ``O(2**(m/2) * m)`` time and ``O(2**(m/2))`` memory (the problem is NP-hard
-    in general: for a DCLEF it is a subset-sum problem).
+    in general: for a DCLEF it is a subset-sum problem). The strict inequality is
+    decided exactly on the given floats: subset sums are compared in floating point
+    where they are clear of the threshold by more than a bound on their rounding
+    error, in exact integer arithmetic otherwise (``0.1 + 0.25 + 0.15`` is exactly
+    ``1/2``, and twenty ``0.1`` exceed ``2``, although their float sums round onto it).
 
     Parameters
     ----------
@@ -170,12 +174,107 @@ def privacy_index(epsilons, weights, *, threshold=0.5, max_exact=40):
     ca, va = sums(c[:half], v[:half])
     cb, vb = sums(c[half:], v[half:])
     order = np.argsort(cb, kind="stable")
-    cb, vb = cb[order], np.maximum.accumulate(vb[order])
-    # largest b with cb < threshold - ca (strict), i.e. index of the last cb below it
-    pos = np.searchsorted(cb, threshold - ca, side="left") - 1
-    ok = pos >= 0
-    best = np.max(va[ok] + vb[pos[ok]]) if ok.any() else 0.0
+    cb, vb_raw = cb[order], vb[order]
+    vb = np.maximum.accumulate(vb_raw)
+    # The subset sums are rounded (0.1 + 0.15 + 0.25 is 0.5 in floating point, above 1/2 exactly): an index
+    # below lo is surely below threshold - ca exactly, one above hi surely not (the margin bounds every
+    # rounding error, see _privacy_index_margin); the few in between are decided in exact arithmetic.
+    margin = _privacy_index_margin(threshold, m)
+    with np.errstate(over="ignore", invalid="ignore"):
+        room = threshold - ca
+        lo = np.searchsorted(cb, room - margin, side="left") - 1
+        hi = np.searchsorted(cb, room + margin, side="right") - 1
+    ok = lo >= 0
+    best_b = np.where(ok, vb[np.maximum(lo, 0)], -np.inf)
+    close = np.flatnonzero(hi > lo)
+    if close.size:
+        best_b[close] = np.maximum(best_b[close], _exact_best_b(c, half, threshold, order, vb_raw, lo[close],
+                                                                hi[close], close))
+    ok = best_b > -np.inf
+    best = np.max(va[ok] + best_b[ok]) if ok.any() else 0.0
     return base + float(best)
+
+
+def _privacy_index_margin(threshold, m):
+    """Bound on the rounding error of comparing ``ca + cb < threshold`` as ``cb < threshold - ca`` in floating point.
+
+    Each float subset sum of ``h <= m`` terms ``>= 0`` is within ``gamma_h`` (relative) of the exact sum (Higham,
+    Sec. 4.2); only sums up to a few times ``threshold`` are near the comparison, and ``threshold - ca`` and the
+    margin itself add a rounding each: ``8 gamma_{m+2} threshold`` covers them with room to spare. The absolute
+    ``2**-1068`` covers a margin that underflows (additions of subnormals are exact).
+    """
+    k = m + 2
+    return 8.0 * (k * 2.0**-53 / (1.0 - k * 2.0**-53)) * threshold + 2.0**-1068
+
+
+_LIMB = 55   # bits per limb of the exact subset sums below (sums of 48 limbs stay below 2**62)
+
+
+def _limbs(x, top, n_limbs=None):
+    """Exact base-``2**55`` digits of floats ``0 <= x < 2**top``: ``x = sum_j L_j 2**(top - 55 (j + 1))``.
+
+    Returns an int64 array of shape ``(len(x), n_limbs)``, as many limbs as the smallest bit of ``x`` needs
+    when ``n_limbs`` is None. Each digit is ``floor`` of an exact power-of-two rescaling (``ldexp``), and the
+    remainder ``x - L_j 2**e`` is exact (its bits are a subset of ``x``'s).
+    """
+    rem = np.array(x, dtype=np.float64)
+    out = []
+    j = 0
+    while (n_limbs is None and (rem > 0).any()) or (n_limbs is not None and j < n_limbs):
+        shift = _LIMB * (j + 1) - top
+        digit = np.floor(np.ldexp(rem, shift))
+        rem = rem - np.ldexp(digit, -shift)
+        out.append(digit.astype(np.int64))
+        j += 1
+    return np.stack(out, axis=1) if out else np.zeros((len(rem), 0), dtype=np.int64)
+
+
+def _subset_limbs(limbs, subsets):
+    """Limb sums (unnormalized, each below ``2**60``) of the subsets whose bit ``i`` says item ``i`` is in."""
+    h = limbs.shape[0]
+    bits = (subsets[:, None] >> np.arange(h)[None, :]) & 1
+    return bits @ limbs
+
+
+def _normalize(limbs):
+    """Carry each limb into the one above (in place), leaving limbs ``1, 2, ...`` in ``[0, 2**55)``."""
+    for j in range(limbs.shape[1] - 1, 0, -1):
+        carry = limbs[:, j] >> _LIMB
+        limbs[:, j] -= carry << _LIMB
+        limbs[:, j - 1] += carry
+    return limbs
+
+
+def _exact_best_b(c, half, threshold, order, vb_raw, lo, hi, rows):
+    """Best weight of a second-half subset ``b`` with ``A + B < threshold`` exactly, for the first-half subsets
+    ``rows`` whose float comparison was too close to call (``B`` on float-sorted positions ``lo + 1 .. hi``).
+
+    The positions in any such band form a set ``U``; sorted by their exact sums, the ``b`` in ``U`` with
+    ``A + B < threshold`` are a prefix of it, found by a binary search with exact comparisons on integer limbs
+    (vectorized over ``rows``). Positions up to ``lo`` are surely below, and the caller has them already.
+    """
+    top = int(np.frexp(threshold)[1])           # every eps_i < threshold < 2**top
+    n_limbs = max(_limbs(np.append(c, threshold), top).shape[1], 1)
+    L = _limbs(c, top, n_limbs)
+    T = _limbs([threshold], top, n_limbs)[0]
+    mark = np.zeros(vb_raw.size + 1, dtype=np.int64)
+    np.add.at(mark, lo + 1, 1)
+    np.add.at(mark, hi + 1, -1)
+    U = np.flatnonzero(np.cumsum(mark[:-1]) > 0)          # float-sorted positions in some band
+    BU = _normalize(_subset_limbs(L[half:], order[U]))
+    rank = np.lexsort(BU.T[::-1])                          # exact order (limb 0 the primary key)
+    BU, vU = BU[rank], np.maximum.accumulate(vb_raw[U][rank])
+    A = _subset_limbs(L[:half], rows)
+    # largest q with B_U[q - 1] + A < threshold: binary search over q in [0, |U|]
+    q_lo, q_hi = np.zeros(rows.size, dtype=np.int64), np.full(rows.size, U.size, dtype=np.int64)
+    while (q_lo < q_hi).any():
+        mid = (q_lo + q_hi) // 2
+        live = q_lo < q_hi
+        D = _normalize(A + BU[np.minimum(mid, U.size - 1)] - T[None, :])
+        below = live & (D[:, 0] < 0)                      # A + B_U[mid] < threshold
+        q_lo = np.where(below, mid + 1, q_lo)
+        q_hi = np.where(live & ~below, mid, q_hi)
+    return np.where(q_lo > 0, vU[np.maximum(q_lo - 1, 0)], -np.inf)
 
 
 class DCLEF:

@@ -1,0 +1,83 @@
+"""Hostile inputs for the auctions, DCLEFs, contracts and truthful regression at their numerical edges (fifteenth
+audit): subset sums on the privacy threshold, noise scales beyond float64, budgets exceeded by rounding, norms that
+overflow, pandas labels and integers beyond float64. Each test checks a property or an independent exact computation
+(fractions, brute force)."""
+
+import itertools
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from privrelease.auctions import DCLEF, fair_inner_product, fractional_dclef, optimal_dclef, privacy_index
+
+
+# ---------------------------------------------------------------- privacy index: sums exactly on the threshold
+def _privacy_index_brute(eps, w, threshold=0.5):
+    """``max w(H)`` over every subset with ``sum eps_i < threshold`` in exact rationals (the floats as given)."""
+    ef = [None if math.isinf(e) else Fraction(e) for e in map(float, eps)]
+    t, best = Fraction(float(threshold)), Fraction(0)
+    n = len(ef)
+    for r in range(n + 1):
+        for S in itertools.combinations(range(n), r):
+            if any(ef[i] is None for i in S):
+                continue
+            if sum((ef[i] for i in S), Fraction(0)) < t:
+                best = max(best, sum((Fraction(abs(float(w[i]))) for i in S), Fraction(0)))
+    return float(best)
+
+
+@pytest.mark.parametrize("eps, w, expected", [
+    ([0.1, 0.25, 0.15, 0.4], [1, 1, 1, 1], 2.0),           # 0.1 + 0.25 + 0.15 is 0.5 exactly, not below it
+    ([0.25, 0.1, 0.15], [1, 1, 1], 2.0),
+    ([0.1] * 5, [1] * 5, 4.0),                             # 5 fl(0.1) exceed 1/2 by 2.8e-17
+    ([0.15, 0.35], [1, 1], 2.0),                          # below 1/2 exactly, 0.5 in floating point
+])
+def test_privacy_index_does_not_count_sets_whose_epsilons_sum_exactly_to_the_threshold(eps, w, expected):
+    assert privacy_index(eps, w) == expected == _privacy_index_brute(eps, w)
+
+
+def test_dclef_privacy_index_of_an_estimator_on_the_threshold():
+    # eps = (0.1, 0.25, 0.15, 0.4, 0): {0, 1, 2} sums to 1/2 exactly, so beta = 4.0 + max(1.6, 1.0 + 0.6) = 5.6
+    est = DCLEF([0.4, 1.0, 0.6, 1.6, 4.0], [1, 1, 1, 1, 0], (0, 1))
+    assert est.privacy_index() == pytest.approx(5.6) == _privacy_index_brute(est.epsilons, est.weights)
+
+
+def test_privacy_index_agrees_with_exact_brute_force_on_random_and_decimal_instances():
+    rng = np.random.default_rng(150)
+    decimals = np.array([0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 1 / 3, 1 / 6, 0.7, np.inf])
+    for t in range(700):
+        n = int(rng.integers(1, 8))
+        kind = t % 4
+        if kind == 0:
+            eps = rng.choice(decimals, n)
+        elif kind == 1:     # decimal-looking values next to tiny ones: several limbs of exact digits
+            eps = rng.choice(decimals[:9], n) * rng.choice([1.0, 1.0, 1e-20, 3e-300], n)
+        elif kind == 2:
+            eps = rng.exponential(0.2, n)
+        else:               # one sum placed on the threshold in floating point
+            eps = rng.uniform(0, 0.3, n)
+        w = rng.choice([1.0, 2.0, 0.5, 3.0], n) * rng.choice([-1, 1], n)
+        thr = float(rng.choice([0.5, 0.6, 0.7, 1.0, 0.3]))
+        if kind == 3 and n >= 2:
+            thr = float(np.sum(eps[: int(rng.integers(1, n + 1))]))
+        assert privacy_index(eps, w, threshold=thr) == pytest.approx(_privacy_index_brute(eps, w, thr),
+                                                                     rel=1e-12), (eps.tolist(), w.tolist(), thr)
+
+
+def test_privacy_index_does_not_depend_on_the_order_of_the_individuals():
+    rng = np.random.default_rng(151)
+    eps = np.array([0.1, 0.25, 0.15, 0.4, 0.05, 0.2, 0.3, 0.1, 0.15, 0.35])
+    w = np.ones(10)
+    expected = _privacy_index_brute(eps, w)
+    for _ in range(30):
+        p = rng.permutation(10)
+        assert privacy_index(eps[p], w[p]) == expected
+
+
+def test_privacy_index_of_many_equal_epsilons_whose_float_sum_rounds_onto_the_threshold():
+    # 20 fl(0.1) sum to 2 + 1.1e-16 exactly, so 19 individuals at most; the float sums are all equal to 2.0
+    assert Fraction(0.1) * 20 > 2
+    assert privacy_index(np.full(24, 0.1), np.ones(24), threshold=2.0) == 19.0
+    assert privacy_index(np.full(24, 0.125), np.ones(24), threshold=2.0) == 15.0   # exact sums: 16 on it
