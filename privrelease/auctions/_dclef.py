@@ -33,6 +33,8 @@ __all__ = ["DCLEF", "privacy_index", "check_data_range"]
 #: their copies); one more individual doubles it
 _MAX_EXACT_LIMIT = 48
 
+_NORMAL = float(np.finfo(np.float64).tiny)   # smallest normal float64
+
 
 def check_data_range(data_range, name="data_range"):
     """Validate the public data interval ``(R_min, R_max)``; return it as floats.
@@ -145,7 +147,8 @@ def privacy_index(epsilons, weights, *, threshold=0.5, max_exact=40):
     threshold = check_number(threshold, "threshold", low=0, low_inclusive=False)
     max_exact = check_number(max_exact, "max_exact", low=0, integer=True)
     free = eps == 0
-    base = float(w[free].sum())
+    with np.errstate(over="ignore"):   # a weight sum beyond float64 is inf
+        base = float(w[free].sum())
     items = np.flatnonzero((eps > 0) & (eps < threshold))
     m = items.size
     if _MAX_EXACT_LIMIT < m <= max_exact:
@@ -171,8 +174,9 @@ def privacy_index(epsilons, weights, *, threshold=0.5, max_exact=40):
             sv = np.concatenate([sv, sv + vi])
         return sc, sv
 
-    ca, va = sums(c[:half], v[:half])
-    cb, vb = sums(c[half:], v[half:])
+    with np.errstate(over="ignore"):
+        ca, va = sums(c[:half], v[:half])
+        cb, vb = sums(c[half:], v[half:])
     order = np.argsort(cb, kind="stable")
     cb, vb_raw = cb[order], vb[order]
     vb = np.maximum.accumulate(vb_raw)
@@ -191,8 +195,9 @@ def privacy_index(epsilons, weights, *, threshold=0.5, max_exact=40):
         best_b[close] = np.maximum(best_b[close], _exact_best_b(c, half, threshold, order, vb_raw, lo[close],
                                                                 hi[close], close))
     ok = best_b > -np.inf
-    best = np.max(va[ok] + best_b[ok]) if ok.any() else 0.0
-    return base + float(best)
+    with np.errstate(over="ignore"):
+        best = np.max(va[ok] + best_b[ok]) if ok.any() else 0.0
+        return base + float(best)
 
 
 def _privacy_index_margin(threshold, m):
@@ -305,12 +310,21 @@ class DCLEF:
         The Laplace scale used by :meth:`sample`.
     epsilons : ndarray of shape (n,)
         ``eps_i = Delta |w_i| x_i / sigma`` (Lemma 2); for the canonical scale this is
-        eq. (8), ``|w_i| x_i / sum_j |w_j| (1 - x_j)``. ``inf`` when ``sigma = 0``
-        and ``|w_i| x_i > 0`` (no privacy at all).
+        eq. (8), ``|w_i| x_i / sum_j |w_j| (1 - x_j)``, which does not depend on the scale
+        of the weights or of ``Delta`` (it stays right where ``sigma`` overflows to ``inf``;
+        :meth:`sample` then refuses). ``inf`` when ``sigma = 0`` and ``|w_i| x_i > 0``
+        (no privacy at all).
     distortion : float
         ``max_d E|s(d) - s_hat(d)|^2 = (Delta/2 * residual_weight)^2 + 2 sigma^2``
         (Lemma 2 with ``a_i = R_bar``); for the canonical scale
         ``(9/4) Delta^2 residual_weight^2`` (eq. 6).
+
+    Raises
+    ------
+    ValueError
+        The canonical ``sigma = Delta * residual_weight`` is positive but rounds below the
+        smallest normal float64: a subnormal scale has lost the relative precision the
+        guarantees of eq. (8) need.
 
     References
     ----------
@@ -340,18 +354,58 @@ class DCLEF:
         self.delta = high - low
         self.midpoint = (low + high) / 2.0
         a = np.abs(w)
-        self.residual_weight = float(np.sum(a * (1.0 - x)))
+        with np.errstate(over="ignore"):
+            self.residual_weight = float(np.sum(a * (1.0 - x)))
         if sigma is None:
-            self.sigma = self.delta * self.residual_weight
+            with np.errstate(over="ignore", under="ignore"):
+                self.sigma = self.delta * self.residual_weight
             self.canonical = True
+            if self.residual_weight > 0 and self.sigma < _NORMAL:
+                # Delta = 1.5e-323 and a residual of 0.4 gave sigma = 5e-324 (rounded from 6e-324): the noise had
+                # eps_i = 3.0 where eq. (8), and the auction paying for it, said 2.5
+                raise ValueError(
+                    f"the Laplace scale sigma = Delta * residual_weight = {self.delta!r} * {self.residual_weight!r} "
+                    f"rounds to {self.sigma!r}, below the smallest normal float64 ({_NORMAL!r}): the noise would "
+                    "not have the guarantees eps_i = |w_i| x_i / residual_weight of eq. (8); expected a wider "
+                    "data_range or larger weights (rescale the data or the weights)"
+                )
         else:
             self.sigma = check_number(sigma, "sigma", low=0)
             self.canonical = False
-        sens = self.delta * a * x
-        with np.errstate(divide="ignore", invalid="ignore"):
-            eps = np.where(sens > 0, sens / self.sigma if self.sigma > 0 else np.inf, 0.0)
-        self.epsilons = eps
+        self.epsilons = self._guarantees(a, x)
         self.distortion = biased_laplace_mse(self.delta * self.residual_weight / 2.0, self.sigma)
+
+    def _guarantees(self, a, x):
+        """``eps_i = Delta |w_i| x_i / sigma``: ``|w_i| x_i / residual_weight`` for the canonical scale (eq. 8).
+
+        Computed in floating point, and exactly (fractions, correctly rounded) when a step left float64's range:
+        the canonical ratio does not depend on the scale of the weights or of ``Delta``, but ``Delta *
+        residual_weight`` overflowed for weights of 1e308 (or a data range of width 1e308) and every ``eps_i``
+        came out 0; ``Delta |w_i| x_i`` overflowed for a given ``sigma`` of the same size.
+        """
+        if self.canonical:
+            num, den = a * x, self.residual_weight
+        else:
+            with np.errstate(over="ignore", under="ignore"):
+                num, den = self.delta * a * x, self.sigma
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
+            eps = np.where(num > 0, num / den if den > 0 else np.inf, 0.0)
+        suspect = (a > 0) & (x > 0) & (~np.isfinite(num) | (num < _NORMAL) | (eps < _NORMAL) | ~np.isfinite(eps))
+        if den > 0 and suspect.any():
+            from fractions import Fraction
+
+            if self.canonical:
+                den_f = sum((Fraction(float(t)) * (1 - Fraction(float(u))) for t, u in zip(a, x)), Fraction(0))
+                scale = Fraction(1)
+            else:
+                den_f, scale = Fraction(self.sigma), Fraction(self.delta)
+            for i in np.flatnonzero(suspect).tolist():
+                e = scale * Fraction(float(a[i])) * Fraction(float(x[i])) / den_f
+                try:
+                    eps[i] = float(e)
+                except OverflowError:
+                    eps[i] = np.inf
+        return eps
 
     @property
     def discrete(self):

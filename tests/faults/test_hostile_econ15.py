@@ -25,7 +25,7 @@ def _privacy_index_brute(eps, w, threshold=0.5):
                 continue
             if sum((ef[i] for i in S), Fraction(0)) < t:
                 best = max(best, sum((Fraction(abs(float(w[i]))) for i in S), Fraction(0)))
-    return float(best)
+    return float(best) if best <= Fraction(np.finfo(np.float64).max) else math.inf
 
 
 @pytest.mark.parametrize("eps, w, expected", [
@@ -81,3 +81,43 @@ def test_privacy_index_of_many_equal_epsilons_whose_float_sum_rounds_onto_the_th
     assert Fraction(0.1) * 20 > 2
     assert privacy_index(np.full(24, 0.1), np.ones(24), threshold=2.0) == 19.0
     assert privacy_index(np.full(24, 0.125), np.ones(24), threshold=2.0) == 15.0   # exact sums: 16 on it
+
+
+# ---------------------------------------------------------------- DCLEF guarantees when the noise scale overflows
+def _eq8(w, x):
+    """eq. (8) in exact rationals, correctly rounded: ``|w_i| x_i / sum_j |w_j| (1 - x_j)``."""
+    a = [abs(Fraction(float(t))) for t in w]
+    xs = [Fraction(float(t)) for t in x]
+    rest = sum((ai * (1 - xi) for ai, xi in zip(a, xs)), Fraction(0))
+    return [float(ai * xi / rest) for ai, xi in zip(a, xs)]
+
+
+@pytest.mark.parametrize("w, x, data_range", [
+    ([1e308] * 3, [1, 0, 0], (0, 1)),                  # residual weight 2e308 overflows
+    ([1.0, 1.0, 1.0], [1, 0, 0], (0, 1e308)),          # Delta * residual overflows
+    ([1e10, 1e-290], [1, 0], (0, 1e300)),              # Delta |w_0| overflows, sigma = 1e10 does not
+    ([1.7e308, 1.7e308, 3.0], [1, 0.5, 0], (-1.0, 1.0)),
+])
+def test_dclef_guarantees_are_those_of_eq8_whatever_the_scale(w, x, data_range):
+    est = DCLEF(w, x, data_range)
+    assert est.epsilons.tolist() == _eq8(w, x)
+    assert est.privacy_index() == pytest.approx(_privacy_index_brute(est.epsilons, np.abs(w)))
+
+
+def test_dclef_guarantees_with_a_given_scale_beyond_the_products_range():
+    # eps_0 = Delta |w_0| / sigma = 1e308 * 10 / 1e308 = 10: the product 1e309 overflowed to inf
+    est = DCLEF([10.0, 1.0], [1, 0], (0, 1e308), sigma=1e308)
+    assert est.epsilons.tolist() == [float(Fraction(1e308) * 10 / Fraction(1e308)), 0.0]
+
+
+def test_dclef_refuses_a_canonical_scale_that_rounds_into_the_subnormals():
+    # sigma = 1.5e-323 * 0.4 = 6e-324 rounds to 5e-324: the noise had eps = 3, eq. (8) and the auction said 2.5
+    res = fair_inner_product([0, 0, 0, 0], [1, 1, 1, 0.4], 1.0, data_range=(0.0, 1.5e-323))
+    assert res.epsilons[:3].tolist() == [2.5] * 3
+    with pytest.raises(ValueError, match=r"sigma = Delta \* residual_weight = 1\.5e-323 \* 0\.4 rounds to 5e-324"):
+        res.to_dclef()
+    with pytest.raises(ValueError, match="below the smallest normal float64"):
+        DCLEF([1.0, 1.0], [1, 0], (0.0, 5e-324))       # 5e-324 * 1 is exact but subnormal
+    # a normal scale (however small its factors) is kept, and its guarantees are those of eq. (8)
+    est = DCLEF([1.0, 1.0, 1.0, 0.4], [1, 1, 1, 0], (0.0, 1e-300))
+    assert est.sigma == 1e-300 * 0.4 and est.epsilons.tolist() == _eq8([1, 1, 1, 0.4], [1, 1, 1, 0])
