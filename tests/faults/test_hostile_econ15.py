@@ -121,3 +121,71 @@ def test_dclef_refuses_a_canonical_scale_that_rounds_into_the_subnormals():
     # a normal scale (however small its factors) is kept, and its guarantees are those of eq. (8)
     est = DCLEF([1.0, 1.0, 1.0, 0.4], [1, 1, 1, 0], (0.0, 1e-300))
     assert est.sigma == 1e-300 * 0.4 and est.epsilons.tolist() == _eq8([1, 1, 1, 0.4], [1, 1, 1, 0])
+
+
+# ---------------------------------------------------------------- optimal DCLEF: payments within the budget, exactly
+def _exact_sum(x):
+    return sum((Fraction(float(t)) for t in x), Fraction(0))
+
+
+def _exactly_feasible(v, w, B, sel):
+    """``sum_H v_i |w_i| <= B (W - w(H))`` and ``W - w(H) > 0`` in exact rationals."""
+    a = [abs(Fraction(float(t))) for t in w]
+    rest = sum((ai for ai, s in zip(a, sel) if not s), Fraction(0))
+    paid = sum((Fraction(float(vi)) * ai for vi, ai, s in zip(v, a, sel) if s), Fraction(0))
+    return rest > 0 and paid <= Fraction(float(B)) * rest
+
+
+def test_optimal_dclef_refuses_a_set_over_budget_by_less_than_the_old_tolerance():
+    # {0} costs 2 (1 + 1e-13) * 1 against B (W - 1) = 2: over budget, bought and paid 1.0000000000001 before
+    res = optimal_dclef([2 * (1 + 1e-13), 100, 100], [1, 1, 1], 1.0)
+    assert not res.selected.any() and res.total_payment == 0.0
+    assert res.violates_assumption.tolist() == [True, True, True]
+
+
+@pytest.mark.parametrize("n, B", [(10, 1.0), (4, 1 / 3), (7, 0.4), (12, 0.2), (6, 0.1)])
+def test_optimal_dclef_on_tight_equal_instances_pays_at_most_the_budget_exactly(n, B):
+    # ones(10), budget 1: five individuals, each paid fl(0.2); five fl(0.2) sum to 1 + 5.6e-17 exactly
+    res = optimal_dclef(np.ones(n), np.ones(n), B, rtol=0.0)
+    k = max(k for k in range(n) if Fraction(k) <= Fraction(B) * (n - k))     # exact optimum of equal weights
+    assert res.selected.sum() == k
+    assert _exact_sum(res.payments) <= Fraction(B)
+
+
+def test_optimal_dclef_payments_fit_the_budget_exactly_on_random_instances():
+    rng = np.random.default_rng(152)
+    for t in range(1000):
+        n = int(rng.integers(2, 7))
+        if t % 2:
+            v = rng.integers(0, 5, n) / rng.integers(1, 4)
+            w = rng.integers(1, 4, n).astype(float)
+            B = float(rng.integers(1, 10) / rng.integers(1, 7))
+        else:
+            v, w, B = rng.exponential(size=n), rng.normal(size=n), float(rng.exponential(2))
+        res = optimal_dclef(v, w, B)
+        assert _exact_sum(res.payments) <= Fraction(B), (v.tolist(), w.tolist(), B)
+        assert _exactly_feasible(v, w, B, res.selected) or not res.selected.any()
+        assert not (res.selected & res.violates_assumption).any()
+        # the exact optimum over every subset, in rationals
+        best = max((sum(abs(w[list(S)])) for r in range(n) for S in itertools.combinations(range(n), r)
+                    if _exactly_feasible(v, w, B, [i in S for i in range(n)])), default=0.0)
+        assert res.value == pytest.approx(best, rel=1e-12)
+
+
+def test_optimal_dclef_milp_answer_is_exactly_feasible():
+    rng = np.random.default_rng(153)
+    for t in range(6):
+        m = 18
+        a = rng.integers(1, 20, m).astype(float) if t % 2 else np.ones(m)
+        v = rng.choice([0.5, 1.0, 2.0], m) if t % 2 else np.full(m, 1 + 1e-13)   # many sets a hair over budget
+        B = float(rng.choice([0.5, 1.0, 2.0]))
+        mi = optimal_dclef(v, a, B, method="milp")
+        bf = optimal_dclef(v, a, B, method="brute_force")
+        assert mi.value == bf.value
+        assert _exactly_feasible(v, a, B, mi.selected)
+        assert _exact_sum(mi.payments) <= Fraction(B)
+
+
+def test_optimal_dclef_rtol_is_validated():
+    with pytest.raises(ValueError, match="rtol must be >= 0, got -1e-12"):
+        optimal_dclef([1.0, 2.0], [1.0, 1.0], 1.0, rtol=-1e-12)
