@@ -189,3 +189,22 @@ def test_optimal_dclef_milp_answer_is_exactly_feasible():
 def test_optimal_dclef_rtol_is_validated():
     with pytest.raises(ValueError, match="rtol must be >= 0, got -1e-12"):
         optimal_dclef([1.0, 2.0], [1.0, 1.0], 1.0, rtol=-1e-12)
+
+
+# ---------------------------------------------------------------- truthful regression: a row whose norm overflows
+@pytest.mark.filterwarnings("ignore::privrelease.exceptions.PrivacyLeakWarning")
+@pytest.mark.parametrize("row, unit", [([3e200, 4e200], [0.6, 0.8]), ([-3e300, 4e300], [-0.6, 0.8]),
+                                       ([1.2e308, -1.6e308], [0.6, -0.8])])
+def test_clipping_scales_a_row_whose_norm_overflows_to_unit_norm(row, unit):
+    # ||row|| = 5e200 overflowed when numpy squared the entries: the row was divided by inf and became 0
+    from privrelease.regression import TruthfulRegressionMechanism
+
+    rest = [[0.6, 0.8], [0.6, -0.8], [1.0, 0.0]]
+    y = np.array([1.0, 0.5, -0.5, 0.2])
+    def fit(X):
+        return TruthfulRegressionMechanism(alpha=1.0, epsilon=np.inf, clip=True, random_state=0).fit(X, y)
+
+    huge, ref = fit(np.array([row] + rest)), fit(np.array([unit] + rest))
+    assert huge.n_clipped_ == 1
+    np.testing.assert_allclose(huge.coef_, ref.coef_, rtol=1e-12)
+    assert np.all(np.isfinite(huge.best_response_factors_))
