@@ -24,7 +24,7 @@ import numpy as np
 from ..noise import Laplace
 from ..noise._laplace import biased_laplace_mse
 from ..utils import check_number
-from ..utils._validation import check_real_target, plain_value
+from ..utils._validation import as_float_array, check_real_target, check_same_index, plain_value
 
 __all__ = ["DCLEF", "privacy_index", "check_data_range"]
 
@@ -76,6 +76,8 @@ def _check_vector(values, name, *, allow_inf=False, nonnegative=False):
     if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
         try:
             arr = arr.astype(np.float64)
+        except OverflowError:   # the int 10**400: a ValueError naming it (it was a bare OverflowError)
+            arr = as_float_array(arr, name)
         except (TypeError, ValueError):
             raise TypeError(f"{name} must be an array of real numbers, got {values!r}") from None
     if np.iscomplexobj(arr):
@@ -142,6 +144,8 @@ def privacy_index(epsilons, weights, *, threshold=0.5, max_exact=40):
     """
     eps = _check_vector(epsilons, "epsilons", allow_inf=True, nonnegative=True)
     w = np.abs(_check_vector(weights, "weights"))
+    check_same_index(epsilons, weights, "weights", x_name="epsilons",
+                     consequence="individuals would get other individuals' weights")
     if eps.shape != w.shape:
         raise ValueError(f"epsilons has shape {eps.shape} but weights has shape {w.shape}")
     threshold = check_number(threshold, "threshold", low=0, low_inclusive=False)
@@ -341,6 +345,8 @@ class DCLEF:
 
     def __init__(self, weights, x, data_range, *, sigma=None):
         w = _check_vector(weights, "weights")
+        check_same_index(weights, x, "x", x_name="weights",
+                         consequence="individuals would get other individuals' interpolation x_i")
         x = _check_vector(x, "x")
         if x.shape != w.shape:
             raise ValueError(f"x has shape {x.shape} but weights has shape {w.shape}")

@@ -29,6 +29,7 @@ import numpy as np
 
 from ..exceptions import SolverError
 from ..utils import check_number
+from ..utils._validation import check_same_index
 from ._dclef import DCLEF, _check_vector, check_data_range
 
 __all__ = [
@@ -167,6 +168,8 @@ def _check_auction_input(unit_costs, weights, budget):
         )
     if v.shape[0] == 0:
         raise ValueError("an auction needs at least one individual, got n = 0")
+    check_same_index(unit_costs, weights, "weights", x_name="unit_costs",
+                     consequence="individuals would get other individuals' weights")
     budget = check_number(budget, "budget", low=0)
     return v, w, budget
 

@@ -183,6 +183,8 @@ def brier_payment(outcome, prediction, *, response_bound=1.0, scale=1.0, offset=
     scale = check_number(scale, "scale", low=0)
     offset = check_number(offset, "offset", low=0)
     _check_payment_range(scale, offset, names=("scale", "offset"))
+    check_same_index(outcome, prediction, "prediction", x_name="outcome",
+                     consequence="each outcome would be scored against another record's prediction")
     arrays = []
     for name, value in (("outcome", outcome), ("prediction", prediction)):
         arr = check_real_target(np.asarray(value), name).astype(float)

@@ -208,3 +208,78 @@ def test_clipping_scales_a_row_whose_norm_overflows_to_unit_norm(row, unit):
     assert huge.n_clipped_ == 1
     np.testing.assert_allclose(huge.coef_, ref.coef_, rtol=1e-12)
     assert np.all(np.isfinite(huge.best_response_factors_))
+
+
+# ---------------------------------------------------------------- pandas vectors paired by label, not position
+def _labelled():
+    import pandas as pd
+
+    v = pd.Series({"alice": 0.1, "bob": 5.0, "carol": 0.2, "dave": 0.3})
+    w = pd.Series({"bob": 3.0, "alice": 1.0, "carol": 1.0, "dave": 1.0})
+    return v, w
+
+
+@pytest.mark.parametrize("call", [
+    lambda v, w: fair_inner_product(v, w, 1.0),
+    lambda v, w: optimal_dclef(v, w, 1.0),
+    lambda v, w: fractional_dclef(v, w, 1.0),
+    lambda v, w: privacy_index(v, w),
+])
+def test_auctions_refuse_labelled_vectors_in_another_order(call):
+    v, w = _labelled()
+    # by position, alice (cost 0.1) got bob's weight 3 and was bought alone; by label she, carol and dave are
+    with pytest.raises(ValueError, match=r"weights is indexed differently from (unit_costs|epsilons) \(the same "
+                                         r"labels in another order: row 0 is 'alice' in .* but 'bob' in weights\)"):
+        call(v, w)
+    aligned = call(v, w.reindex(v.index))
+    by_position = call(v.to_numpy(), w.reindex(v.index).to_numpy())
+    assert aligned == by_position if np.isscalar(aligned) else np.array_equal(aligned.x, by_position.x)
+
+
+def test_fair_inner_product_of_aligned_labelled_vectors_buys_by_label():
+    v, w = _labelled()
+    res = fair_inner_product(v, w.reindex(v.index), 1.0)
+    assert res.selected.tolist() == [True, False, True, True]
+
+
+def test_dclef_and_brier_payment_refuse_labelled_vectors_in_another_order():
+    import pandas as pd
+
+    from privrelease.regression import brier_payment
+
+    v, w = _labelled()
+    with pytest.raises(ValueError, match=r"x is indexed differently from weights"):
+        DCLEF(w, pd.Series({"alice": 1, "bob": 0, "carol": 0, "dave": 0}), (0, 1))
+    with pytest.raises(ValueError, match=r"prediction is indexed differently from outcome"):
+        brier_payment(pd.Series([1.0, -1.0], index=[0, 1]), pd.Series([-1.0, 1.0], index=[1, 0]))
+    # the same labels in the same order, or a default index on one side, are paired as given
+    assert brier_payment(pd.Series([1.0, -1.0]), pd.Series([1.0, -1.0])).tolist() == [1.0, 1.0]
+    assert DCLEF(w, np.array([0, 1, 0, 0]), (0, 1)).epsilons.tolist() == [0.0, 1 / 5, 0.0, 0.0]
+
+
+# ---------------------------------------------------------------- integers beyond float64 in vectors
+@pytest.mark.parametrize("call, name", [
+    (lambda: fair_inner_product([10**400, 1], [1, 1], 1.0), "unit_costs"),
+    (lambda: fair_inner_product([1, 1, 1], [1, 10**400, 1], 1.0), "weights"),
+    (lambda: privacy_index([0.1, 10**400], [1, 1]), "epsilons"),
+    (lambda: optimal_dclef([1, 2], [1, -10**400], 1.0), "weights"),
+])
+def test_auction_vectors_refuse_integers_beyond_float64_with_a_message(call, name):
+    with pytest.raises(ValueError, match=rf"{name} must be finite numbers, got a number of 13\d\d bits at index "
+                                         r"\d, beyond the float64 range"):
+        call()
+
+
+def test_contract_vectors_refuse_integers_beyond_float64_with_a_message():
+    from privrelease.contracts import BiasedLaplaceMechanism, design_contract, privacy_cost
+
+    with pytest.raises(ValueError, match=r"valuations must be finite numbers, got a number of 1329 bits at index 0"):
+        design_contract([10**400, 1.0], 0.5)
+    with pytest.raises(ValueError, match=r"valuation must be finite, got a number of 1329 bits, beyond the float64"):
+        privacy_cost(10**400, 1.0)
+    with pytest.raises(ValueError, match=r"epsilon must be finite numbers, got a number of 1329 bits at index 1"):
+        privacy_cost(1.0, [1, 10**400])
+    with pytest.raises(ValueError, match=r"weights a must be finite numbers, got a number of 1329 bits at index 0"):
+        BiasedLaplaceMechanism([10**400], 1.0)
+    # a large int inside float64's range is still a number
+    assert privacy_cost(10**300, 1.0) == 1e300
