@@ -191,13 +191,16 @@ def privacy_index(epsilons, weights, *, threshold=0.5, max_exact=40):
     with np.errstate(over="ignore", invalid="ignore"):
         room = threshold - ca
         lo = np.searchsorted(cb, room - margin, side="left") - 1
-        hi = np.searchsorted(cb, room + margin, side="right") - 1
+        # the band is not empty when the next sum after lo is within the margin (one gather, not a second search)
+        close = np.flatnonzero(cb[np.minimum(lo + 1, cb.size - 1)] <= room + margin)
+        close = close[lo[close] + 1 < cb.size]
     ok = lo >= 0
     best_b = np.where(ok, vb[np.maximum(lo, 0)], -np.inf)
-    close = np.flatnonzero(hi > lo)
     if close.size:
+        with np.errstate(over="ignore", invalid="ignore"):
+            hi = np.searchsorted(cb, room[close] + margin, side="right") - 1
         best_b[close] = np.maximum(best_b[close], _exact_best_b(c, half, threshold, order, vb_raw, lo[close],
-                                                                hi[close], close))
+                                                                hi, close))
     ok = best_b > -np.inf
     with np.errstate(over="ignore"):
         best = np.max(va[ok] + best_b[ok]) if ok.any() else 0.0

@@ -83,6 +83,23 @@ def test_privacy_index_of_many_equal_epsilons_whose_float_sum_rounds_onto_the_th
     assert privacy_index(np.full(24, 0.125), np.ones(24), threshold=2.0) == 15.0   # exact sums: 16 on it
 
 
+
+def test_privacy_index_of_many_decimal_epsilons_matches_the_exact_greedy_count():
+    # equal weights: beta is the largest number of individuals whose smallest eps sum below the threshold exactly
+    rng = np.random.default_rng(154)
+    for t in range(12):
+        n = int(rng.integers(20, 31))
+        eps = rng.choice([0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35], n)
+        thr = float(rng.choice([0.5, 1.0, 1.5, 2.0, 0.7]))
+        if t % 2:           # on the float sum of the k smallest: exactly on, above or below it
+            thr = float(np.cumsum(np.sort(eps))[int(rng.integers(3, 10))])
+        total, count = Fraction(0), 0
+        for e in sorted(map(Fraction, eps.tolist())):
+            if total + e >= Fraction(thr):
+                break
+            total, count = total + e, count + 1
+        assert privacy_index(eps, np.ones(n), threshold=thr) == count
+
 # ---------------------------------------------------------------- DCLEF guarantees when the noise scale overflows
 def _eq8(w, x):
     """eq. (8) in exact rationals, correctly rounded: ``|w_i| x_i / sum_j |w_j| (1 - x_j)``."""
