@@ -24,7 +24,7 @@ import numpy as np
 from ..noise import Laplace
 from ..noise._laplace import biased_laplace_mse
 from ..utils import check_number
-from ..utils._validation import check_real_target, plain_value
+from ..utils._validation import as_float_array, check_real_target, check_same_index, plain_value
 
 __all__ = ["DCLEF", "privacy_index", "check_data_range"]
 
@@ -32,6 +32,8 @@ __all__ = ["DCLEF", "privacy_index", "check_data_range"]
 #: ``max_exact`` says: two halves of ``2**24`` subset sums (about half a GiB of float64 arrays and
 #: their copies); one more individual doubles it
 _MAX_EXACT_LIMIT = 48
+
+_NORMAL = float(np.finfo(np.float64).tiny)   # smallest normal float64
 
 
 def check_data_range(data_range, name="data_range"):
@@ -74,6 +76,8 @@ def _check_vector(values, name, *, allow_inf=False, nonnegative=False):
     if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
         try:
             arr = arr.astype(np.float64)
+        except OverflowError:   # the int 10**400: a ValueError naming it (it was a bare OverflowError)
+            arr = as_float_array(arr, name)
         except (TypeError, ValueError):
             raise TypeError(f"{name} must be an array of real numbers, got {values!r}") from None
     if np.iscomplexobj(arr):
@@ -104,7 +108,11 @@ def privacy_index(epsilons, weights, *, threshold=0.5, max_exact=40):
     with ``eps_i >= threshold`` never do; the remaining ``m`` individuals form a
     0-1 knapsack, solved exactly by meet-in-the-middle enumeration in
     ``O(2**(m/2) * m)`` time and ``O(2**(m/2))`` memory (the problem is NP-hard
-    in general: for a DCLEF it is a subset-sum problem).
+    in general: for a DCLEF it is a subset-sum problem). The strict inequality is
+    decided exactly on the given floats: subset sums are compared in floating point
+    where they are clear of the threshold by more than a bound on their rounding
+    error, in exact integer arithmetic otherwise (``0.1 + 0.25 + 0.15`` is exactly
+    ``1/2``, and twenty ``0.1`` exceed ``2``, although their float sums round onto it).
 
     Parameters
     ----------
@@ -136,12 +144,15 @@ def privacy_index(epsilons, weights, *, threshold=0.5, max_exact=40):
     """
     eps = _check_vector(epsilons, "epsilons", allow_inf=True, nonnegative=True)
     w = np.abs(_check_vector(weights, "weights"))
+    check_same_index(epsilons, weights, "weights", x_name="epsilons",
+                     consequence="individuals would get other individuals' weights")
     if eps.shape != w.shape:
         raise ValueError(f"epsilons has shape {eps.shape} but weights has shape {w.shape}")
     threshold = check_number(threshold, "threshold", low=0, low_inclusive=False)
     max_exact = check_number(max_exact, "max_exact", low=0, integer=True)
     free = eps == 0
-    base = float(w[free].sum())
+    with np.errstate(over="ignore"):   # a weight sum beyond float64 is inf
+        base = float(w[free].sum())
     items = np.flatnonzero((eps > 0) & (eps < threshold))
     m = items.size
     if _MAX_EXACT_LIMIT < m <= max_exact:
@@ -167,15 +178,115 @@ def privacy_index(epsilons, weights, *, threshold=0.5, max_exact=40):
             sv = np.concatenate([sv, sv + vi])
         return sc, sv
 
-    ca, va = sums(c[:half], v[:half])
-    cb, vb = sums(c[half:], v[half:])
+    with np.errstate(over="ignore"):
+        ca, va = sums(c[:half], v[:half])
+        cb, vb = sums(c[half:], v[half:])
     order = np.argsort(cb, kind="stable")
-    cb, vb = cb[order], np.maximum.accumulate(vb[order])
-    # largest b with cb < threshold - ca (strict), i.e. index of the last cb below it
-    pos = np.searchsorted(cb, threshold - ca, side="left") - 1
-    ok = pos >= 0
-    best = np.max(va[ok] + vb[pos[ok]]) if ok.any() else 0.0
-    return base + float(best)
+    cb, vb_raw = cb[order], vb[order]
+    vb = np.maximum.accumulate(vb_raw)
+    # The subset sums are rounded (0.1 + 0.15 + 0.25 is 0.5 in floating point, above 1/2 exactly): an index
+    # below lo is surely below threshold - ca exactly, one above hi surely not (the margin bounds every
+    # rounding error, see _privacy_index_margin); the few in between are decided in exact arithmetic.
+    margin = _privacy_index_margin(threshold, m)
+    with np.errstate(over="ignore", invalid="ignore"):
+        room = threshold - ca
+        lo = np.searchsorted(cb, room - margin, side="left") - 1
+        # the band is not empty when the next sum after lo is within the margin (one gather, not a second search)
+        close = np.flatnonzero(cb[np.minimum(lo + 1, cb.size - 1)] <= room + margin)
+        close = close[lo[close] + 1 < cb.size]
+    ok = lo >= 0
+    best_b = np.where(ok, vb[np.maximum(lo, 0)], -np.inf)
+    if close.size:
+        with np.errstate(over="ignore", invalid="ignore"):
+            hi = np.searchsorted(cb, room[close] + margin, side="right") - 1
+        best_b[close] = np.maximum(best_b[close], _exact_best_b(c, half, threshold, order, vb_raw, lo[close],
+                                                                hi, close))
+    ok = best_b > -np.inf
+    with np.errstate(over="ignore"):
+        best = np.max(va[ok] + best_b[ok]) if ok.any() else 0.0
+        return base + float(best)
+
+
+def _privacy_index_margin(threshold, m):
+    """Bound on the rounding error of comparing ``ca + cb < threshold`` as ``cb < threshold - ca`` in floating point.
+
+    Each float subset sum of ``h <= m`` terms ``>= 0`` is within ``gamma_h`` (relative) of the exact sum (Higham,
+    Sec. 4.2); only sums up to a few times ``threshold`` are near the comparison, and ``threshold - ca`` and the
+    margin itself add a rounding each: ``8 gamma_{m+2} threshold`` covers them with room to spare. The absolute
+    ``2**-1068`` covers a margin that underflows (additions of subnormals are exact).
+    """
+    k = m + 2
+    return 8.0 * (k * 2.0**-53 / (1.0 - k * 2.0**-53)) * threshold + 2.0**-1068
+
+
+_LIMB = 55   # bits per limb of the exact subset sums below (sums of 48 limbs stay below 2**62)
+
+
+def _limbs(x, top, n_limbs=None):
+    """Exact base-``2**55`` digits of floats ``0 <= x < 2**top``: ``x = sum_j L_j 2**(top - 55 (j + 1))``.
+
+    Returns an int64 array of shape ``(len(x), n_limbs)``, as many limbs as the smallest bit of ``x`` needs
+    when ``n_limbs`` is None. Each digit is ``floor`` of an exact power-of-two rescaling (``ldexp``), and the
+    remainder ``x - L_j 2**e`` is exact (its bits are a subset of ``x``'s).
+    """
+    rem = np.array(x, dtype=np.float64)
+    out = []
+    j = 0
+    while (n_limbs is None and (rem > 0).any()) or (n_limbs is not None and j < n_limbs):
+        shift = _LIMB * (j + 1) - top
+        digit = np.floor(np.ldexp(rem, shift))
+        rem = rem - np.ldexp(digit, -shift)
+        out.append(digit.astype(np.int64))
+        j += 1
+    return np.stack(out, axis=1) if out else np.zeros((len(rem), 0), dtype=np.int64)
+
+
+def _subset_limbs(limbs, subsets):
+    """Limb sums (unnormalized, each below ``2**60``) of the subsets whose bit ``i`` says item ``i`` is in."""
+    h = limbs.shape[0]
+    bits = (subsets[:, None] >> np.arange(h)[None, :]) & 1
+    return bits @ limbs
+
+
+def _normalize(limbs):
+    """Carry each limb into the one above (in place), leaving limbs ``1, 2, ...`` in ``[0, 2**55)``."""
+    for j in range(limbs.shape[1] - 1, 0, -1):
+        carry = limbs[:, j] >> _LIMB
+        limbs[:, j] -= carry << _LIMB
+        limbs[:, j - 1] += carry
+    return limbs
+
+
+def _exact_best_b(c, half, threshold, order, vb_raw, lo, hi, rows):
+    """Best weight of a second-half subset ``b`` with ``A + B < threshold`` exactly, for the first-half subsets
+    ``rows`` whose float comparison was too close to call (``B`` on float-sorted positions ``lo + 1 .. hi``).
+
+    The positions in any such band form a set ``U``; sorted by their exact sums, the ``b`` in ``U`` with
+    ``A + B < threshold`` are a prefix of it, found by a binary search with exact comparisons on integer limbs
+    (vectorized over ``rows``). Positions up to ``lo`` are surely below, and the caller has them already.
+    """
+    top = int(np.frexp(threshold)[1])           # every eps_i < threshold < 2**top
+    n_limbs = max(_limbs(np.append(c, threshold), top).shape[1], 1)
+    L = _limbs(c, top, n_limbs)
+    T = _limbs([threshold], top, n_limbs)[0]
+    mark = np.zeros(vb_raw.size + 1, dtype=np.int64)
+    np.add.at(mark, lo + 1, 1)
+    np.add.at(mark, hi + 1, -1)
+    U = np.flatnonzero(np.cumsum(mark[:-1]) > 0)          # float-sorted positions in some band
+    BU = _normalize(_subset_limbs(L[half:], order[U]))
+    rank = np.lexsort(BU.T[::-1])                          # exact order (limb 0 the primary key)
+    BU, vU = BU[rank], np.maximum.accumulate(vb_raw[U][rank])
+    A = _subset_limbs(L[:half], rows)
+    # largest q with B_U[q - 1] + A < threshold: binary search over q in [0, |U|]
+    q_lo, q_hi = np.zeros(rows.size, dtype=np.int64), np.full(rows.size, U.size, dtype=np.int64)
+    while (q_lo < q_hi).any():
+        mid = (q_lo + q_hi) // 2
+        live = q_lo < q_hi
+        D = _normalize(A + BU[np.minimum(mid, U.size - 1)] - T[None, :])
+        below = live & (D[:, 0] < 0)                      # A + B_U[mid] < threshold
+        q_lo = np.where(below, mid + 1, q_lo)
+        q_hi = np.where(live & ~below, mid, q_hi)
+    return np.where(q_lo > 0, vU[np.maximum(q_lo - 1, 0)], -np.inf)
 
 
 class DCLEF:
@@ -206,12 +317,21 @@ class DCLEF:
         The Laplace scale used by :meth:`sample`.
     epsilons : ndarray of shape (n,)
         ``eps_i = Delta |w_i| x_i / sigma`` (Lemma 2); for the canonical scale this is
-        eq. (8), ``|w_i| x_i / sum_j |w_j| (1 - x_j)``. ``inf`` when ``sigma = 0``
-        and ``|w_i| x_i > 0`` (no privacy at all).
+        eq. (8), ``|w_i| x_i / sum_j |w_j| (1 - x_j)``, which does not depend on the scale
+        of the weights or of ``Delta`` (it stays right where ``sigma`` overflows to ``inf``;
+        :meth:`sample` then refuses). ``inf`` when ``sigma = 0`` and ``|w_i| x_i > 0``
+        (no privacy at all).
     distortion : float
         ``max_d E|s(d) - s_hat(d)|^2 = (Delta/2 * residual_weight)^2 + 2 sigma^2``
         (Lemma 2 with ``a_i = R_bar``); for the canonical scale
         ``(9/4) Delta^2 residual_weight^2`` (eq. 6).
+
+    Raises
+    ------
+    ValueError
+        The canonical ``sigma = Delta * residual_weight`` is positive but rounds below the
+        smallest normal float64: a subnormal scale has lost the relative precision the
+        guarantees of eq. (8) need.
 
     References
     ----------
@@ -228,6 +348,8 @@ class DCLEF:
 
     def __init__(self, weights, x, data_range, *, sigma=None):
         w = _check_vector(weights, "weights")
+        check_same_index(weights, x, "x", x_name="weights",
+                         consequence="individuals would get other individuals' interpolation x_i")
         x = _check_vector(x, "x")
         if x.shape != w.shape:
             raise ValueError(f"x has shape {x.shape} but weights has shape {w.shape}")
@@ -241,18 +363,58 @@ class DCLEF:
         self.delta = high - low
         self.midpoint = (low + high) / 2.0
         a = np.abs(w)
-        self.residual_weight = float(np.sum(a * (1.0 - x)))
+        with np.errstate(over="ignore"):
+            self.residual_weight = float(np.sum(a * (1.0 - x)))
         if sigma is None:
-            self.sigma = self.delta * self.residual_weight
+            with np.errstate(over="ignore", under="ignore"):
+                self.sigma = self.delta * self.residual_weight
             self.canonical = True
+            if self.residual_weight > 0 and self.sigma < _NORMAL:
+                # Delta = 1.5e-323 and a residual of 0.4 gave sigma = 5e-324 (rounded from 6e-324): the noise had
+                # eps_i = 3.0 where eq. (8), and the auction paying for it, said 2.5
+                raise ValueError(
+                    f"the Laplace scale sigma = Delta * residual_weight = {self.delta!r} * {self.residual_weight!r} "
+                    f"rounds to {self.sigma!r}, below the smallest normal float64 ({_NORMAL!r}): the noise would "
+                    "not have the guarantees eps_i = |w_i| x_i / residual_weight of eq. (8); expected a wider "
+                    "data_range or larger weights (rescale the data or the weights)"
+                )
         else:
             self.sigma = check_number(sigma, "sigma", low=0)
             self.canonical = False
-        sens = self.delta * a * x
-        with np.errstate(divide="ignore", invalid="ignore"):
-            eps = np.where(sens > 0, sens / self.sigma if self.sigma > 0 else np.inf, 0.0)
-        self.epsilons = eps
+        self.epsilons = self._guarantees(a, x)
         self.distortion = biased_laplace_mse(self.delta * self.residual_weight / 2.0, self.sigma)
+
+    def _guarantees(self, a, x):
+        """``eps_i = Delta |w_i| x_i / sigma``: ``|w_i| x_i / residual_weight`` for the canonical scale (eq. 8).
+
+        Computed in floating point, and exactly (fractions, correctly rounded) when a step left float64's range:
+        the canonical ratio does not depend on the scale of the weights or of ``Delta``, but ``Delta *
+        residual_weight`` overflowed for weights of 1e308 (or a data range of width 1e308) and every ``eps_i``
+        came out 0; ``Delta |w_i| x_i`` overflowed for a given ``sigma`` of the same size.
+        """
+        if self.canonical:
+            num, den = a * x, self.residual_weight
+        else:
+            with np.errstate(over="ignore", under="ignore"):
+                num, den = self.delta * a * x, self.sigma
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
+            eps = np.where(num > 0, num / den if den > 0 else np.inf, 0.0)
+        suspect = (a > 0) & (x > 0) & (~np.isfinite(num) | (num < _NORMAL) | (eps < _NORMAL) | ~np.isfinite(eps))
+        if den > 0 and suspect.any():
+            from fractions import Fraction
+
+            if self.canonical:
+                den_f = sum((Fraction(float(t)) * (1 - Fraction(float(u))) for t, u in zip(a, x)), Fraction(0))
+                scale = Fraction(1)
+            else:
+                den_f, scale = Fraction(self.sigma), Fraction(self.delta)
+            for i in np.flatnonzero(suspect).tolist():
+                e = scale * Fraction(float(a[i])) * Fraction(float(x[i])) / den_f
+                try:
+                    eps[i] = float(e)
+                except OverflowError:
+                    eps[i] = np.inf
+        return eps
 
     @property
     def discrete(self):

@@ -29,6 +29,7 @@ import numpy as np
 
 from ..exceptions import SolverError
 from ..utils import check_number
+from ..utils._validation import check_same_index
 from ._dclef import DCLEF, _check_vector, check_data_range
 
 __all__ = [
@@ -167,21 +168,55 @@ def _check_auction_input(unit_costs, weights, budget):
         )
     if v.shape[0] == 0:
         raise ValueError("an auction needs at least one individual, got n = 0")
+    check_same_index(unit_costs, weights, "weights", x_name="unit_costs",
+                     consequence="individuals would get other individuals' weights")
     budget = check_number(budget, "budget", low=0)
     return v, w, budget
 
 
-def _eligible(v, a, budget):
-    """Nonzero weight and Assumption 5: ``a_i v_i <= B (W - a_i)`` with ``W - a_i > 0``.
+def _eligible(v, a, budget, rtol=0.0):
+    """Nonzero weight and Assumption 5: ``a_i v_i <= B (1 + rtol) (W - a_i)`` with ``W - a_i > 0``, exactly.
 
-    Plain floating point (used for reporting by :func:`optimal_dclef` only);
-    :func:`_fip_core` decides the same test exactly.
+    For one instance (1-D ``v``, ``a``): the test is the budget constraint of the set ``{i}``, decided in
+    floating point where clear and on exact integers otherwise (:func:`_budget_ints`), as :func:`_fip_core`
+    decides it for FairInnerProduct.
     """
-    W = a.sum(axis=-1, keepdims=True)
-    rest = W - a
-    with np.errstate(invalid="ignore", over="ignore"):
-        ok = (a > 0) & (rest > 0) & (a * v <= budget * rest)
+    n = a.size
+    g = 2.0 * _gamma(n + 4)
+    with np.errstate(invalid="ignore", over="ignore", under="ignore"):
+        W = a.sum()
+        rest = W - a
+        lhs = np.where(np.isinf(v), np.inf, a * v)
+        rhs = budget * rest * (1 + rtol)
+        ok = (a > 0) & (rest > 0) & (lhs <= rhs) & np.isfinite(v)
+        unsure = ((a > 0) & np.isfinite(v) & (rest > 0 if np.isfinite(W) else True)
+                  & ~(np.abs(lhs - rhs) > g * (lhs + rhs) + _ETA))
+        unsure |= (a > 0) & np.isfinite(v) & ((lhs < _TINY) & (v > 0) | ~np.isfinite(rhs) | (rhs < _TINY)
+                                              | ~np.isfinite(lhs))
+    if unsure.any():
+        A, C, cap, Wi = _budget_ints(v, a, budget, rtol)
+        for i in np.flatnonzero(unsure).tolist():
+            ok[i] = Wi - A[i] > 0 and C[i] <= cap
     return ok
+
+
+def _budget_ints(v, a, budget, rtol):
+    """Exact integers for the budget constraint ``sum_H v_i a_i <= B (1 + rtol) (W - w(H))`` of problem (7).
+
+    With ``a_i = A_i 2**-sa``, ``v_i = V_i 2**-sv``, ``B = B' 2**-sv`` and ``rtol = p / q``, the constraint reads
+    ``sum_H C_i <= cap`` with ``C_i = q V_i A_i + (q + p) B' A_i`` and ``cap = (q + p) B' sum_i A_i``; ``W - w(H)
+    > 0`` reads ``sum_i A_i - sum_H A_i > 0``. Returns ``A, C, cap, sum_i A_i`` (Python ints; ``C_i = 0`` for an
+    infinite ``v_i``, never affordable).
+    """
+    A, _ = _scaled_ints(a.tolist())
+    fin = np.flatnonzero(np.isfinite(v)).tolist()
+    VB, _ = _scaled_ints([float(v[i]) for i in fin] + [float(budget)])
+    V = dict(zip(fin, VB))
+    Bi = VB[-1]
+    p, q = float(rtol).as_integer_ratio()
+    C = [q * V[i] * A[i] + (q + p) * Bi * A[i] if i in V else 0 for i in range(len(A))]
+    Wi = sum(A)
+    return A, C, (q + p) * Bi * Wi, Wi
 
 
 # ------------------------------------------------------------------ exact comparisons
@@ -1127,7 +1162,7 @@ def fractional_dclef(unit_costs, weights, budget):
 
 
 def optimal_dclef(unit_costs, weights, budget, *, method="auto", data_range=(0.0, 1.0),
-                  rtol=1e-12):
+                  rtol=0.0):
     """The optimal individually rational, budget-feasible DCLEF: problem (7), solved exactly.
 
     With payments at cost (``p_i = v_i eps_i``, eq. 8) problem (7) is the 0-1 knapsack
@@ -1146,13 +1181,21 @@ def optimal_dclef(unit_costs, weights, budget, *, method="auto", data_range=(0.0
         program with :func:`scipy.optimize.milp` (HiGHS) and verifies the solution;
         ``"auto"`` uses brute force for ``m <= 16`` and MILP above.
     data_range : pair of float, default=(0, 1)
-    rtol : float, default=1e-12
-        Relative tolerance on the budget constraint (tight optima are common).
+    rtol : float, default=0.0
+        Relative slack on the budget constraint: a set ``H`` is accepted when
+        ``sum_{i in H} v_i |w_i| <= B (1 + rtol) (W - w(H))``. The constraint is decided
+        exactly on the given floats (a tight optimum, on the budget to the last bit, is
+        found with ``rtol=0``); with ``rtol > 0`` a set over budget by that fraction is
+        accepted and its payments are lowered to the budget, below cost by at most that
+        fraction.
 
     Returns
     -------
     result : AuctionResult
-        ``branch="optimal"``; ``payments = v_i eps_i`` (the cheapest IR payments).
+        ``branch="optimal"``; ``payments = v_i eps_i`` (the cheapest IR payments), each
+        correctly rounded, then lowered by an ulp or two where their exact sum exceeds the
+        budget (as :func:`fair_inner_product` does): the payments never exceed ``B``.
+        ``violates_assumption`` is decided exactly too.
 
     Raises
     ------
@@ -1173,6 +1216,7 @@ def optimal_dclef(unit_costs, weights, budget, *, method="auto", data_range=(0.0
     if np.isinf(budget):
         raise ValueError(f"budget must be finite, got {budget!r}")
     data_range = check_data_range(data_range)
+    rtol = check_number(rtol, "rtol", low=0)
     if method not in ("auto", "brute_force", "milp"):
         raise ValueError(f"method must be 'auto', 'brute_force' or 'milp', got {method!r}")
     a = np.abs(w)
@@ -1184,14 +1228,17 @@ def optimal_dclef(unit_costs, weights, budget, *, method="auto", data_range=(0.0
     x = np.zeros(a.size, dtype=bool)
     if m >= 2:
         an, vn = a[nz], v[nz]
-        if method == "brute_force":
+        sol = _milp(vn, an, budget, W, rtol) if method == "milp" else None
+        if sol is None and method == "milp" and m > 22:
+            raise SolverError(f"MILP for problem (7): {_MILP_CUTS} solutions within HiGHS's tolerance of the budget "
+                              f"were infeasible when verified exactly, and m = {m} individuals of nonzero weight are "
+                              "too many for brute force (at most 22)")
+        if sol is None:     # brute force, asked for or where the MILP's answers were a hair over budget
             if m > 22:
                 raise ValueError(f"brute force enumerates 2**m subsets; m = {m} > 22 is too many")
             masks = ((np.arange(2**m)[:, None] >> np.arange(m)[None, :]) & 1).astype(bool)
-            best = _best_mask(masks, vn, an, budget, W, rtol)
-            x[nz[best]] = True
-        else:
-            x[nz] = _milp(vn, an, budget, W, rtol)
+            sol = _best_mask(masks, vn, an, budget, W, rtol)
+        x[nz] = sol
     resid = float(a[~x].sum())
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         eps = np.where(x, a / resid if resid > 0 else np.inf, 0.0)
@@ -1200,6 +1247,8 @@ def optimal_dclef(unit_costs, weights, budget, *, method="auto", data_range=(0.0
         # eps_i = a_i / (W - w(O)) beyond float64 (weights 1e300 and 1e-300): the payment at cost v_i eps_i is
         # at most the budget but was inf, or NaN (0 * inf) for a free individual; exactly instead
         eps, pay = _at_cost_exact(v, a, x)
+    # each payment at cost is rounded: five fl(0.2) sum to 1 + 5.6e-17 exactly, over a budget of 1
+    _within_budget(pay[None, :], budget)
     return AuctionResult(selected=x, payments=pay, epsilons=eps, weights=w, unit_costs=v,
                          budget=budget, data_range=data_range, branch="optimal",
                          zero_weight=a == 0, violates_assumption=(a > 0) & ~_eligible(v, a, budget))
@@ -1235,12 +1284,16 @@ def _check_total_weight(a):
 
 
 def _feasible(masks, v, a, budget, rtol):
-    """IR at cost + budget: sum_{i in H} v_i a_i <= B (W - w(H)), and W - w(H) > 0.
+    """IR at cost + budget: ``sum_{i in H} v_i a_i <= B (1 + rtol) (W - w(H))``, and ``W - w(H) > 0``, exactly.
 
-    Decided in floating point, and exactly (fractions) for the subsets where a side left float64's range:
-    ``v_i a_i`` beyond float64 on both sides compared ``inf <= inf`` (a set paying 1e450 on a budget of
-    1e300 was "feasible"), and a product that underflowed to 0 made a positive cost free.
+    Decided in floating point where the two sides differ by more than a bound on their rounding errors, and on
+    exact integers (:func:`_budget_ints`) otherwise: a set on the budget to the last bit (``ones(10)`` costs,
+    budget 1: five individuals pay exactly 1), a set over it by less than the rounding, and the subsets where a
+    side left float64's range (``v_i a_i`` beyond float64 on both sides compared ``inf <= inf``: a set paying
+    1e450 on a budget of 1e300 was "feasible"; a product that underflowed to 0 made a positive cost free).
     """
+    m = a.size
+    g = 2.0 * _gamma(m + 4)
     with np.errstate(invalid="ignore", over="ignore", under="ignore"):
         va = np.where(np.isinf(v), np.inf, v * a)
         cost = np.where(masks, va[None, :], 0.0).sum(axis=1)
@@ -1250,18 +1303,19 @@ def _feasible(masks, v, a, budget, rtol):
         infinite = (masks & np.isinf(v)[None, :]).any(axis=1)   # never affordable (inf <= inf held)
         ok &= ~infinite
         off = (masks & ((va < _TINY) & (v > 0))[None, :]).any(axis=1)
-        unsure = ~infinite & (~np.isfinite(cost) | ~np.isfinite(rhs) | off | ((rhs < _TINY) & (rhs > 0)))
-    if unsure.any():
-        from fractions import Fraction
-
-        af = [Fraction(float(t)) for t in a]
-        vf = [None if np.isinf(t) else Fraction(float(t)) for t in v]
-        bound = Fraction(float(budget)) * (1 + Fraction(float(rtol)))
-        for r in np.flatnonzero(unsure).tolist():
+        close = ~(np.abs(cost - rhs) > g * (cost + rhs) + _ETA)
+        unsure = ~infinite & (resid > 0) & (~np.isfinite(cost) | ~np.isfinite(rhs) | off
+                                            | ((rhs < _TINY) & (rhs > 0)) | close)
+    rows = np.flatnonzero(unsure)
+    if rows.size:
+        A, C, cap, Wi = _budget_ints(v, a, budget, rtol)
+        A, C = np.array(A, dtype=object), np.array(C, dtype=object)
+        for start in range(0, rows.size, 2**14):
+            r = rows[start:start + 2**14]
             sel = masks[r]
-            rest = sum((af[j] for j in np.flatnonzero(~sel).tolist()), Fraction(0))
-            paid = sum((vf[j] * af[j] for j in np.flatnonzero(sel).tolist()), Fraction(0))
-            ok[r] = rest > 0 and paid <= bound * rest
+            paid = np.where(sel, C[None, :], 0).sum(axis=1)
+            taken = np.where(sel, A[None, :], 0).sum(axis=1)
+            ok[r] = [t < Wi and c <= cap for c, t in zip(paid.tolist(), taken.tolist())]
     return ok
 
 
@@ -1271,21 +1325,61 @@ def _best_mask(masks, v, a, budget, W, rtol):
     return masks[int(np.argmax(val))]
 
 
+_MILP_CUTS = 30   # exactly infeasible MILP solutions excluded one at a time before giving up
+
+
 def _milp(v, a, budget, W, rtol):
+    """Problem (7) by HiGHS, its answer verified exactly (:func:`_feasible`).
+
+    The budget row is scaled to ``sum_i (v_i / (B (1 + rtol)) + 1) (a_i / W) x_i <= 1`` (HiGHS's feasibility
+    tolerance is absolute). HiGHS accepts a set over budget by its tolerance (about 1e-6): two solves bracket
+    the optimum, one with the right-hand side lowered past that tolerance (its answer is exactly feasible) and
+    one raised past it (its value bounds the optimum); equal values certify the first. Otherwise the raised
+    problem is solved again without each exactly infeasible answer until one is feasible (optimal, since the
+    raised problem holds every feasible set) or the value falls to the lowered one's. ``None`` when
+    ``_MILP_CUTS`` such answers were infeasible (many sets a hair over budget: equal costs of ``1 + 1e-13``).
+    """
     from scipy.optimize import Bounds, LinearConstraint, milp
 
     m = a.size
-    fin = np.isfinite(v)
-    ub = np.where(fin, 1.0, 0.0)        # infinite unit costs can never be bought
-    size = np.where(fin, (v + budget) * a, 0.0)
-    cons = [LinearConstraint(size[None, :], -np.inf, budget * W * (1 + rtol)),
-            LinearConstraint(np.ones((1, m)), 0, m - 1)]
-    res = milp(-a, constraints=cons, integrality=np.ones(m), bounds=Bounds(np.zeros(m), ub),
-               options={"mip_rel_gap": 0.0})
-    if res.status != 0 or res.x is None:
-        raise SolverError(f"MILP for problem (7) did not reach an optimum: status {res.status}, "
-                          f"{res.message!r}")
-    x = res.x > 0.5
-    if not _feasible(x[None, :], v, a, budget, 1e-9)[0]:
-        raise SolverError("MILP solution for problem (7) violates the budget when verified")
-    return x
+    elig = _eligible(v, a, budget, rtol)     # the others are in no feasible set
+    ub = elig.astype(np.float64)
+    obj = -(a / a.max())
+    base = [LinearConstraint(np.ones((1, m)), 0, m - 1)]
+    if budget > 0:
+        with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+            share = a / W
+            size = np.where(elig, (v * share) / (budget * (1 + rtol)) + share, 0.0)
+        row = size[None, :]
+    else:
+        row = None      # only free individuals are eligible: every set of them costs 0 <= 0
+
+    def solve(slack, cuts):
+        cons = list(base)
+        if row is not None:
+            cons.append(LinearConstraint(row, -np.inf, 1.0 + slack))
+        cons += [LinearConstraint(c[None, :], -np.inf, k) for c, k in cuts]
+        res = milp(obj, constraints=cons, integrality=np.ones(m), bounds=Bounds(np.zeros(m), ub),
+                   options={"mip_rel_gap": 0.0})
+        if res.status != 0 or res.x is None:
+            raise SolverError(f"MILP for problem (7) did not reach an optimum: status {res.status}, "
+                              f"{res.message!r}")
+        return res.x > 0.5
+
+    def value(x):
+        return math.fsum(a[x].tolist())
+
+    low = solve(-1e-5, [])
+    if not _feasible(low[None, :], v, a, budget, rtol)[0]:
+        raise SolverError("MILP solution for problem (7) violates the budget when verified exactly (with the "
+                          "budget row lowered by 1e-5)")
+    cuts = []
+    for _ in range(_MILP_CUTS):
+        high = solve(1e-5, cuts)
+        if value(high) <= value(low):
+            return low
+        if _feasible(high[None, :], v, a, budget, rtol)[0]:
+            return high
+        # no-good cut: not this set again (sum_{i in x} x_i - sum_{i not in x} x_i <= |x| - 1)
+        cuts.append((np.where(high, 1.0, -1.0), float(high.sum()) - 1.0))
+    return None

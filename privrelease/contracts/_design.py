@@ -25,7 +25,7 @@ from scipy.optimize import minimize, minimize_scalar
 from ..exceptions import InfeasibleBudgetError, SolverError
 from ..noise._laplace import biased_laplace_mse
 from ..utils import check_number
-from ..utils._validation import plain_value
+from ..utils._validation import as_float_array, plain_value
 from ._mechanism import BiasedLaplaceMechanism
 
 __all__ = [
@@ -252,7 +252,7 @@ def _as_reals(values, name):
     if arr.dtype.kind not in "biuf" and not (
             arr.dtype.kind == "O" and all(isinstance(x, numbers.Real) for x in arr.ravel().tolist())):
         raise TypeError(f"{name} must be real numbers, got {plain_value(values)!r}")
-    return arr.astype(float)
+    return as_float_array(arr, name)
 
 
 def _check_valuations(valuations):

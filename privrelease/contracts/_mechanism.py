@@ -7,6 +7,7 @@ import numpy as np
 from ..noise import Laplace
 from ..noise._laplace import biased_laplace_mse
 from ..utils import check_number, check_random_source
+from ..utils._validation import as_float_array
 
 __all__ = ["BiasedLaplaceMechanism"]
 
@@ -17,7 +18,7 @@ def _real_array(values, name):
     if raw.dtype.kind in "USV" or (raw.dtype.kind == "O" and not all(
             isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_)) for v in raw.ravel().tolist())):
         raise TypeError(f"{name} must hold real numbers, got {values!r:.80}")
-    return raw.astype(np.float64)
+    return as_float_array(raw, name)
 
 
 def _check_weights(a):

@@ -183,6 +183,8 @@ def brier_payment(outcome, prediction, *, response_bound=1.0, scale=1.0, offset=
     scale = check_number(scale, "scale", low=0)
     offset = check_number(offset, "offset", low=0)
     _check_payment_range(scale, offset, names=("scale", "offset"))
+    check_same_index(outcome, prediction, "prediction", x_name="outcome",
+                     consequence="each outcome would be scored against another record's prediction")
     arrays = []
     for name, value in (("outcome", outcome), ("prediction", prediction)):
         arr = check_real_target(np.asarray(value), name).astype(float)
@@ -202,6 +204,18 @@ def brier_payment(outcome, prediction, *, response_bound=1.0, scale=1.0, offset=
     b = 1.0 - (p - 2.0 * p * q + q * q)
     # rounding can leave -1e-17; the exact value lies in [0, 1]
     return offset + scale * np.clip(b, 0.0, 1.0)
+
+
+def _row_norms(X):
+    """Euclidean norms of the rows of ``X`` as ``max_j |x_j|`` times the norm of ``x / max_j |x_j|``.
+
+    The second factor lies in ``[1, sqrt(d)]`` (1 for a zero row), so neither overflows nor underflows where
+    the norm itself is in float64's range, and a row whose norm is beyond it (``[3e200, 4e200]``) still scales
+    to unit norm (numpy's ``norm`` squares the entries: ``inf``, or 0 for ``[1e-200, 1e-200]``).
+    """
+    top = np.max(np.abs(X), axis=1) if X.shape[1] else np.zeros(X.shape[0])
+    safe = np.where(top > 0, top, 1.0)
+    return top, np.linalg.norm(X / safe[:, None], axis=1)
 
 
 def best_response_factor(n_samples, n_features, alpha):
@@ -635,7 +649,9 @@ class TruthfulRegressionMechanism(RegressorMixin, BaseEstimator):
     def _check_domain(self, X, y):
         """Validate (or clip) features into the unit ball and responses into [-Y, Y]."""
         Y = float(self.response_bound)
-        norms = np.linalg.norm(X, axis=1)
+        top, unit = _row_norms(X)
+        with np.errstate(over="ignore"):
+            norms = top * unit                     # inf beyond float64, as the error message shows it
         bad_x = norms > 1.0 + _NORM_TOL
         bad_y = np.abs(y) > Y
         n_bad = int(np.count_nonzero(bad_x | bad_y))
@@ -663,7 +679,8 @@ class TruthfulRegressionMechanism(RegressorMixin, BaseEstimator):
             stacklevel=3,
         )
         X = X.copy()
-        X[bad_x] /= norms[bad_x, None]
+        # x / ||x|| as (x / max|x_j|) / ||x / max|x_j|||: ||[3e200, 4e200]|| overflowed, and the row became 0
+        X[bad_x] = X[bad_x] / top[bad_x, None] / unit[bad_x, None]
         return X, np.clip(y, -Y, Y), n_bad
 
     def _private_ridge(self, X, y, source, svd=None):

@@ -74,6 +74,25 @@ def check_number(value, name, *, low=None, high=None, low_inclusive=True,
     return int(v) if integer else v
 
 
+def as_float_array(values, name):
+    """``values`` (numbers, possibly an object array of Python ints) as a float64 array; a number beyond float64's
+    range (the int ``10**400``, whose conversion raised a bare OverflowError) is a ValueError naming ``name``, the
+    index and the size of the number, as :func:`check_number` says it for a scalar."""
+    arr = np.asarray(values)
+    try:
+        return arr.astype(np.float64)
+    except OverflowError:
+        flat = arr.ravel().tolist()
+        for i, v in enumerate(flat):
+            try:
+                float(v)
+            except OverflowError:
+                what, at = ("finite numbers", f" at index {i}") if arr.ndim else ("finite", "")
+                raise ValueError(f"{name} must be {what}, got a number of {abs(int(v)).bit_length()} bits{at}, "
+                                 "beyond the float64 range") from None
+        raise
+
+
 #: the most workers ``n_jobs`` may ask for (and ``-MAX_N_JOBS`` the most negative): joblib starts as many workers as
 #: asked, whatever the number of tasks (``n_jobs=200000`` for three tasks spawned processes until it was killed), and
 #: above 500,000 fails inside with "Numeric literal ... is too large"
@@ -724,7 +743,7 @@ def sparse_frame_like(X_sparse, like):
     return pd.DataFrame.sparse.from_spmatrix(X_sparse, index=like.index, columns=like.columns)
 
 
-def check_same_index(X, y, name="y", *, x_name="X"):
+def check_same_index(X, y, name="y", *, x_name="X", consequence="users would get other users' labels"):
     """Refuse a pandas ``y`` whose index labels its rows differently from a pandas ``X`` (ValueError).
 
     scikit-learn pairs the rows of ``X`` and ``y`` by position and ignores their indexes, so a ``y``
@@ -750,7 +769,7 @@ def check_same_index(X, y, name="y", *, x_name="X"):
     raise ValueError(
         f"{name} is indexed differently from {x_name} ({same}: row {k} is {plain_value(ix[k])!r} in {x_name} but "
         f"{plain_value(iy[k])!r} in "
-        f"{name}); rows are paired by position, so users would get other users' labels: align it first "
+        f"{name}); rows are paired by position, so {consequence}: align it first "
         f"({name}.reindex({x_name}.index)), or pass {name}.to_numpy() if the positions already match"
     )
 
