@@ -9,7 +9,8 @@ staging folder inside it (``O_CREAT | O_EXCL | O_NOFOLLOW``), and
 :func:`os.replace`, the report pages last; a target that is a symbolic link (or
 anything but a regular file) is refused. A run that stops before saving leaves
 the folder as it was, and saving removes the files of the earlier report that
-the new one does not write (listed in its hidden manifest), so a report never
+the new one does not write (listed in its hidden manifest with the SHA-256 of
+the content it wrote; a file holding anything else is kept), so a report never
 sits beside another run's tables and plots. A folder holding an earlier report
 is refused unless ``overwrite=True``, and without it no file the report did not
 write itself is ever replaced; a file no report wrote is never removed.
@@ -27,6 +28,7 @@ cell starting with ``=`` is data, as in ``DataFrame.to_csv``).
 """
 
 import base64
+import hashlib
 import html
 import io
 import json
@@ -573,6 +575,7 @@ class _Folder:
         self._committed = set()  # names this report has moved into the output folder
         self._stage = None  # (name, fd) of the staging folder, created at the first write
         self._staged = []  # names in the staging folder, in the order first written
+        self._digests = {}  # name -> SHA-256 of the content this report wrote under it (the manifest's entries)
 
     def _dir_fd(self):
         if self._fd is None:
@@ -680,27 +683,37 @@ class _Folder:
             if isinstance(exc, OSError):
                 raise OutputFolderError(f"cannot write {str(target)!r}: {exc.strerror or exc}") from None
             raise
+        self._digests[name] = hashlib.sha256(data).hexdigest()
         if name not in self._staged:
             self._staged.append(name)
         return target
 
     def _read_manifest(self, fd):
-        """The file names the manifest of the report last saved in the folder lists (plain names only)."""
+        """``{name: SHA-256}`` of the files the report last saved in the folder wrote (plain names only).
+
+        The manifest is a file in the user's folder, so it is not trusted: an entry only says which content
+        the report wrote under a name, and :meth:`_remove` removes a file only if it still holds exactly that
+        content (a manifest copied with a report, or edited, cannot make a run remove the user's own file).
+        """
         try:
             rfd = os.open(MANIFEST, os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC, dir_fd=fd)
         except OSError:
-            return []
+            return {}
         try:
             with os.fdopen(rfd, "rb") as fh:
-                listed = json.loads(fh.read(_MAX_MANIFEST_BYTES).decode("utf-8")).get("files", [])
+                listed = json.loads(fh.read(_MAX_MANIFEST_BYTES).decode("utf-8")).get("files", {})
         except (OSError, ValueError, AttributeError):
-            return []
-        return [n for n in listed if isinstance(n, str) and n and "/" not in n and n not in (".", "..")
+            return {}
+        if not isinstance(listed, dict):
+            return {}
+        return {n: d for n, d in listed.items()
+                if isinstance(n, str) and n and "/" not in n and n not in (".", "..")
                 and "\x00" not in n and os.sep not in n and not (os.altsep and os.altsep in n)
-                and n != MANIFEST and not n.startswith(_STAGING_PREFIX)]
+                and n != MANIFEST and not n.startswith(_STAGING_PREFIX)
+                and isinstance(d, str) and re.fullmatch(r"[0-9a-f]{64}", d)}
 
-    def _write_manifest(self, names, fd):
-        text = json.dumps({"written_by": "privrelease", "files": sorted(set(names))}, indent=1)
+    def _write_manifest(self, files, fd):
+        text = json.dumps({"written_by": "privrelease", "files": dict(sorted(files.items()))}, indent=1)
         tmp = f".{MANIFEST}.{secrets.token_hex(8)}.tmp"
         tfd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC, 0o644, dir_fd=fd)
         try:
@@ -714,13 +727,24 @@ class _Folder:
                 pass
             raise
 
-    def _remove(self, name, fd):
-        """Remove the regular file ``name`` of the earlier report (a link or a folder of that name is left)."""
+    def _remove(self, name, fd, digest):
+        """Remove the regular file ``name`` of the earlier report if it still holds the content that report wrote
+        (SHA-256 ``digest``; None: whatever it holds, for a page this run replaces); a link, a folder or a file
+        of other content is left."""
         try:
-            st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            rfd = os.open(name, os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC, dir_fd=fd)
         except OSError:
             return
-        if stat.S_ISREG(st.st_mode):
+        try:
+            with os.fdopen(rfd, "rb") as fh:
+                if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                    return
+                h = hashlib.sha256()
+                for block in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(block)
+        except OSError:
+            return
+        if digest is None or h.hexdigest() == digest:
             try:
                 os.unlink(name, dir_fd=fd)
             except FileNotFoundError:
@@ -750,14 +774,16 @@ class _Folder:
                     f"refusing to replace {str(self.path / name)!r}: a file of that name appeared in the output "
                     "folder while the report was being written; pass --overwrite (overwrite=True) to replace it, "
                     "or choose another folder")
-        earlier = self._read_manifest(fd) if (self.overwrite or self._committed) else []
-        self._write_manifest(earlier + names, fd)
+        earlier = self._read_manifest(fd) if (self.overwrite or self._committed) else {}
+        self._write_manifest({**earlier, **{n: self._digests[n] for n in names}}, fd)
         for name in REPORT_FILES:  # no earlier page stays beside the new run's files
-            if name in earlier or (self.overwrite and name in pages):
-                self._remove(name, fd)
-        for name in earlier:
+            if self.overwrite and name in pages:
+                self._remove(name, fd, None)  # replaced by this run's page below in any case
+            elif name in earlier:
+                self._remove(name, fd, earlier[name])
+        for name, digest in earlier.items():
             if name not in names:
-                self._remove(name, fd)
+                self._remove(name, fd, digest)
         for name in moving:
             target = self.path / name
             try:
@@ -769,7 +795,7 @@ class _Folder:
                 raise OutputFolderError(f"cannot write {str(target)!r}: {exc.strerror or exc}") from None
             self._committed.add(name)
         self._staged = []
-        self._write_manifest(sorted(self._committed), fd)
+        self._write_manifest({n: self._digests[n] for n in self._committed}, fd)
         self.discard()
 
     def _link_new(self, src, name, target, sfd, fd):

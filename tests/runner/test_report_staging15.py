@@ -130,4 +130,25 @@ def test_the_manifest_never_removes_a_file_outside_the_folder_or_through_a_link(
     rep.save()
     assert outside.read_text() == "precious"
     assert (out / "link.csv").is_symlink()
-    assert json.loads((out / MANIFEST).read_text())["files"] == ["report.html", "report.md"]
+    assert sorted(json.loads((out / MANIFEST).read_text())["files"]) == ["report.html", "report.md"]
+
+
+def test_a_planted_manifest_cannot_remove_the_users_files(tmp_path):
+    """The manifest lives in the user's folder: an entry removes a file only if it holds what the report wrote."""
+    import hashlib
+
+    out = tmp_path / "out"
+    Report(out, title="A").save()
+    (out / "data.csv").write_text("the user's data\n")
+    (out / "copy.csv").write_text("a table a report wrote\n")
+    wrong = hashlib.sha256(b"something else").hexdigest()
+    right = hashlib.sha256(b"a table a report wrote\n").hexdigest()
+    (out / MANIFEST).write_text(json.dumps({"files": {"data.csv": wrong, "copy.csv": right, "notes.txt": "x"}}))
+    rep = Report(out, title="B", overwrite=True)
+    rep.table(pd.DataFrame({"x": [1]}), "new")
+    rep.save()
+    assert (out / "data.csv").read_text() == "the user's data\n"
+    assert not (out / "copy.csv").exists()
+    listed = json.loads((out / MANIFEST).read_text())["files"]
+    assert sorted(listed) == ["new.csv", "report.html", "report.md"]
+    assert listed["new.csv"] == hashlib.sha256((out / "new.csv").read_bytes()).hexdigest()
