@@ -1,6 +1,7 @@
 """Helpers shared by tests in several folders: running the command line, and a fake MovieLens 100k folder."""
 
 import warnings
+from pathlib import Path
 
 import numpy as np
 
@@ -14,6 +15,18 @@ def run_cli(argv, capsys):
         rc = main(argv)
     out, err = capsys.readouterr()
     return rc, out, err
+
+
+def quick_census_run(tmp_path_factory, name):
+    """One real ``--quick`` run of the census pipeline into a new folder; returns the folder."""
+    from privrelease.cli import main
+
+    out = tmp_path_factory.mktemp(name) / "out"
+    census = str(Path(__file__).resolve().parents[1] / "pipelines" / "census_erasure.toml")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(["run", census, "--quick", "-o", str(out)]) == 0
+    return out
 
 
 def fake_ml100k(folder, n_users=160, n_items=30, seed=0, ages=None):

@@ -7,17 +7,15 @@ that really runs is ``census_erasure`` in its quick mode (a few seconds).
 
 import base64
 import os
-import warnings
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from privrelease.cli import main
 from privrelease.runner import OutputFolderError, Report
 
 from html_pages import HTMLPage  # tests/html_pages.py
-from shared_helpers import run_cli as _run  # tests/shared_helpers.py
+from shared_helpers import quick_census_run, run_cli as _run  # tests/shared_helpers.py
 
 PIPELINES = Path(__file__).resolve().parents[2] / "pipelines"
 CENSUS = str(PIPELINES / "census_erasure.toml")
@@ -35,11 +33,7 @@ def _assert_usage_error(rc, err, *texts):
 @pytest.fixture(scope="module")
 def census_report(tmp_path_factory):
     """One real quick run of the census pipeline; returns its folder."""
-    out = tmp_path_factory.mktemp("census") / "out"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        assert main(["run", CENSUS, "--quick", "-o", str(out)]) == 0
-    return out
+    return quick_census_run(tmp_path_factory, "census")
 
 
 # ---------------------------------------------------------------- output folder

@@ -7,7 +7,6 @@ PNGs, which report.md names; a successful rerun writing fewer files left run A's
 
 import json
 import re
-import warnings
 from pathlib import Path
 
 import pandas as pd
@@ -16,7 +15,7 @@ import pytest
 from privrelease.runner import Report
 from privrelease.runner._report import MANIFEST, _STAGING_PREFIX
 
-from shared_helpers import run_cli  # tests/shared_helpers.py
+from shared_helpers import quick_census_run, run_cli  # tests/shared_helpers.py
 
 CENSUS = str(Path(__file__).resolve().parents[2] / "pipelines" / "census_erasure.toml")
 
@@ -33,12 +32,7 @@ def _named_files(report_md):
 
 @pytest.fixture(scope="module")
 def run_a(tmp_path_factory):
-    out = tmp_path_factory.mktemp("staging") / "out"
-    from privrelease.cli import main
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        assert main(["run", CENSUS, "--quick", "-o", str(out)]) == 0
+    out = quick_census_run(tmp_path_factory, "staging")
     (out / "notes.txt").write_text("the user's own notes\n")  # not the report's: must survive every rerun
     return out, _snapshot(out)
 
