@@ -80,7 +80,9 @@ from scipy.special import rel_entr
 
 from ..exceptions import ConvergenceWarning, InfeasibleBudgetError, SolverError
 from ..utils import check_number
-from ._checks import check_budget, check_distortion, check_mapping, check_prior
+from ..utils._validation import check_table
+from ._checks import (_refuse_strings, check_budget, check_distortion, check_mapping, check_paired_labels,
+                      check_prior)
 from ._cvx import solve_quietly
 from ._leakage import expected_distortion, leakage as _leakage
 from ._lp import (independence_lower_bound, perfect_privacy_mapping, polish_maximal_leakage,
@@ -138,6 +140,7 @@ def _check_problem(prior, distortion, leakage, solver):
         raise ValueError(f"prior has {P.shape[1]} column (public symbol): a single input carries no "
                          "information about the private attribute; a mapping needs at least 2 columns, got "
                          f"shape {P.shape}")
+    check_paired_labels(prior, "prior", "columns", distortion, "distortion", "index", "public symbol")
     D = check_distortion(distortion, P.shape[1])
     if leakage not in _KINDS:
         raise ValueError(f"leakage must be one of {_KINDS}, got {leakage!r}")
@@ -239,6 +242,8 @@ def _warm(prob, warm_start, reduction=None):
         return None
     W = warm_start.mapping if isinstance(warm_start, MappingResult) else warm_start
     if not sp.issparse(W):
+        check_table(W, "warm_start")
+        _refuse_strings(W, "warm_start", "probabilities")
         try:
             W = np.asarray(W, dtype=float)
         except (TypeError, ValueError) as exc:
@@ -939,8 +944,10 @@ def solve_mapping(prior, distortion, delta=None, *, max_leakage=None, leakage="m
         the policy of the module notes (a warning and ``status="inaccurate"``
         with ``"auto"``, :class:`~privrelease.exceptions.SolverError` otherwise).
     warm_start : MappingResult or array-like, optional
-        A previous mapping (same shape); its support seeds the fast solver's
-        working set of allowed transitions (used along a curve).
+        A previous mapping (same shape as ``distortion``, rows summing to 1);
+        its support seeds the fast solver's working set of allowed transitions
+        (used along a curve, in the mutual-information ``delta`` mode). It is
+        validated in every mode: a malformed start raises rather than being ignored.
 
     Returns
     -------
@@ -991,6 +998,11 @@ def solve_mapping(prior, distortion, delta=None, *, max_leakage=None, leakage="m
         )
     # exact presolve: outputs that another output dominates get no mass (see _presolve)
     prob, reduction = _presolved_problem(P, D)
+    # validated in every mode (a malformed start was silently ignored outside the mutual-information delta mode)
+    if not isinstance(warm_start, MappingResult):
+        check_paired_labels(prior, "prior", "columns", warm_start, "warm_start", "index", "public symbol")
+        check_paired_labels(distortion, "distortion", "columns", warm_start, "warm_start", "columns", "output")
+    warm = _warm(prob, warm_start, reduction)
     if delta is not None:
         delta = check_budget(delta, "delta")
         d_int = prob.to_internal(delta)
@@ -1004,8 +1016,7 @@ def solve_mapping(prior, distortion, delta=None, *, max_leakage=None, leakage="m
         if leakage == "maximal_leakage":
             Pr, cert, name, status = _ml_policy(_solve_ml(prob, delta_eff, None, solver, tol), solver)
         else:
-            Pr, cert, name, status = _solve_mi_delta(prob, delta_eff, solver, tol,
-                                                     _warm(prob, warm_start, reduction))
+            Pr, cert, name, status = _solve_mi_delta(prob, delta_eff, solver, tol, warm)
         return _make_result(prob, Pr, prior=P, distortion=D, status=status, certificate=cert, solver=name,
                             delta=float(delta), max_leakage=None, kind=leakage, reduction=reduction)
     target = check_budget(max_leakage, "max_leakage")
