@@ -247,7 +247,8 @@ def mismatch_bounds(l1_distance, n_private, n_public, d_max):
     if L == 0:
         bound = 0.0
     elif applies:
-        bound = min(3.0 * L * math.log2(na * nb / L), trivial)
+        # in logs: na * nb / L overflowed to inf for a subnormal L (1e-320), which gave the trivial bound
+        bound = min(3.0 * L * (math.log2(na) + math.log2(nb) - math.log2(L)), trivial)
     else:
         bound = trivial
     return {"leakage_bits": float(bound), "distortion": float(dm * L), "lemma_applies": bool(applies)}
