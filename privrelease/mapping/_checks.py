@@ -1,14 +1,18 @@
 """Validation of priors, distortion matrices and mappings (shared by the mapping engine)."""
 
+import datetime
+import numbers
 import warnings
+from decimal import Decimal
 
 import numpy as np
 import scipy.sparse as sp
 
+from ..exceptions import ComplexDataError
 from ..utils import check_number
 from ..utils._validation import check_table, plain_value
 
-__all__ = ["check_prior", "check_distortion", "check_mapping", "check_budget"]
+__all__ = ["check_prior", "check_distortion", "check_mapping", "check_budget", "check_paired_labels"]
 
 #: absolute tolerance on ``sum(prior) == 1``
 PRIOR_SUM_TOL = 1e-8
@@ -74,7 +78,7 @@ def check_distortion(distortion, n_public, *, name="distortion"):
     check_table(distortion, name)
     if sp.issparse(distortion):
         return _check_sparse_distortion(distortion, n_public, name)
-    _refuse_strings(distortion, name, "numbers")
+    _refuse_strings(distortion, name, "numbers", missing_hint=" (use np.inf to forbid a transition)")
     try:
         D = np.asarray(distortion, dtype=float)
     except (TypeError, ValueError) as exc:
@@ -88,14 +92,97 @@ def check_distortion(distortion, n_public, *, name="distortion"):
     return D
 
 
-def _refuse_strings(values, name, what):
-    """Strings of numbers ("0.5") were parsed by ``np.asarray(..., dtype=float)``; the scalar budgets refuse them."""
+def _refuse_strings(values, name, what, *, missing_hint=""):
+    """Refuse what ``np.asarray(..., dtype=float)`` would parse or misread as numbers (TypeError naming ``name``).
+
+    Strings (``"0.5"``, ``"inf"``: a string array, a DataFrame of strings or an object array holding
+    them), bytes, datetimes and timedeltas (their integer counts were taken as numbers) and other
+    non-numbers; complex values raise :class:`~privrelease.exceptions.ComplexDataError`. ``None`` (or ``pd.NA``) in
+    an object array is a ValueError naming its cell (it became NaN, reported as "got nan").
+    Numbers of any kind (``Decimal``, ``Fraction``, booleans, pandas' nullable dtypes) pass.
+    """
     try:
-        kind = np.asarray(values).dtype.kind
+        arr = np.asarray(values)
     except (TypeError, ValueError):
         return  # ragged: the conversion below says so
+    kind = arr.dtype.kind
     if kind in "US":
-        raise TypeError(f"{name} must be an array of {what}, got strings (dtype {np.asarray(values).dtype})")
+        raise TypeError(f"{name} must be an array of {what}, got strings (dtype {arr.dtype})")
+    if kind in "Mm":
+        what_got = "datetimes" if kind == "M" else "timedeltas"
+        raise TypeError(f"{name} must be an array of {what}, got {what_got} (dtype {arr.dtype})")
+    if kind == "c":
+        raise ComplexDataError(f"{name} must be an array of real {what}, got complex values (dtype {arr.dtype})")
+    if kind != "O":
+        return
+    import pandas as pd
+
+    flat = arr.reshape(-1)
+    for i, v in enumerate(flat):
+        if isinstance(v, (bool, np.bool_, numbers.Real, np.number, Decimal)) and not isinstance(
+                v, (complex, np.complexfloating)):
+            continue
+        pos = tuple(int(t) for t in np.unravel_index(i, arr.shape))
+        if v is None or v is pd.NA:
+            raise ValueError(f"{name} must not contain missing values, got {v!r} at {pos}{missing_hint}")
+        if isinstance(v, (complex, np.complexfloating)):
+            raise ComplexDataError(f"{name} must be an array of real {what}, got {plain_value(v)!r} at {pos}")
+        if isinstance(v, (str, bytes, np.str_, np.bytes_)):
+            got = "a string"
+        elif v is pd.NaT or isinstance(v, (np.datetime64, np.timedelta64, datetime.date, datetime.time,
+                                           datetime.timedelta)):
+            got = "a datetime or timedelta"
+        else:
+            got = f"a {type(v).__name__}"
+        raise TypeError(f"{name} must be an array of {what}, got {got} ({v!r}) at {pos}")
+
+
+def _index_labels(obj, axis):
+    """The pandas labels of ``obj`` along ``axis`` ("index" or "columns"), or None."""
+    import pandas as pd
+
+    labels = getattr(obj, axis, None) if isinstance(obj, (pd.DataFrame, pd.Series)) else None
+    return labels if isinstance(labels, pd.Index) else None
+
+
+def check_paired_labels(left, left_name, left_axis, right, right_name, right_axis, what):
+    """Refuse two pandas objects whose labels of the paired axis differ (ValueError naming both).
+
+    The engine pairs a prior's columns with a distortion's (or mapping's) rows, and a mapping's columns
+    with a distortion's, by position: a distortion indexed ``["y", "x"]`` beside a prior with columns
+    ``["x", "y"]`` silently gave each public symbol another one's costs. As :func:`check_same_index`: a
+    default ``0, 1, 2 ...`` labelling on either side means "by position", unless the other side holds the
+    same labels in another order.
+
+    Parameters
+    ----------
+    left, right : object
+        The two arguments (only pandas objects carry labels; anything else passes).
+    left_name, right_name : str
+        Their names in the message.
+    left_axis, right_axis : {"index", "columns"}
+        The paired axes.
+    what : str
+        What the paired positions are ("public symbol", "output").
+    """
+    import pandas as pd
+
+    lx, rx = _index_labels(left, left_axis), _index_labels(right, right_axis)
+    if lx is None or rx is None or len(lx) != len(rx) or lx.equals(rx):
+        return
+    try:
+        same = lx.sort_values().equals(rx.sort_values())
+    except TypeError:  # labels that cannot be ordered: not one set of labels in two orders
+        same = False
+    if not same and any(isinstance(i, pd.RangeIndex) and i.start == 0 and i.step == 1 for i in (lx, rx)):
+        return
+    k = int(np.flatnonzero(lx.to_numpy(dtype=object) != rx.to_numpy(dtype=object))[0])
+    how = "the same labels in another order" if same else "other labels"
+    raise ValueError(
+        f"the labels of {right_name}'s {right_axis} differ from {left_name}'s {left_axis} ({how}: {what} {k} is "
+        f"{plain_value(lx[k])!r} in {left_name} but {plain_value(rx[k])!r} in {right_name}); they are paired by "
+        f"position, so each {what} would get another one's values: reorder {right_name} to {left_name}'s "
+        f"{left_axis} first, or pass {right_name}.to_numpy() if the positions already match")
 
 
 def _check_shape(shape, n_public, name):

@@ -149,11 +149,14 @@ def _sparse_erasure_distortion(X, Y):
     subsets = ((np.arange(2 ** F)[:, None] >> np.arange(F)) & 1).astype(bool)
     for s in subsets:
         cand = _row_keys(np.where(s[None, :], ERASED, X))
-        pos = np.minimum(np.searchsorted(sorted_keys, cand), sorted_keys.size - 1)
-        found = sorted_keys[pos] == cand
-        rows.append(np.flatnonzero(found))
-        cols.append(order[pos[found]])
-        vals.append(np.full(int(found.sum()), float(s.sum())))
+        # every output equal to the candidate (a duplicate output row is allowed as the dense form allows it)
+        lo = np.searchsorted(sorted_keys, cand, side="left")
+        cnt = np.searchsorted(sorted_keys, cand, side="right") - lo
+        total = int(cnt.sum())
+        first = np.repeat(np.cumsum(cnt) - cnt, cnt)
+        rows.append(np.repeat(np.arange(X.shape[0]), cnt))
+        cols.append(order[np.repeat(lo, cnt) + np.arange(total) - first])
+        vals.append(np.full(total, float(s.sum())))
     r, c, v = (np.concatenate(a) for a in (rows, cols, vals))
     o = np.lexsort((c, r))
     r, c, v = r[o], c[o], v[o]

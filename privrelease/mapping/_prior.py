@@ -6,7 +6,9 @@ import numpy as np
 from scipy.special import logsumexp
 
 from ..utils import check_number, check_random_source
-from ..utils._validation import as_int64_codes, check_allocation, check_label_kinds, check_same_index, plain_value
+from ..utils._validation import (as_int64_codes, check_allocation, check_label_kinds, check_same_index, check_table,
+                                 plain_value, undisclosed_mask)
+from ._checks import _refuse_strings
 
 __all__ = ["empirical_prior", "kde_prior", "KDEPrior"]
 
@@ -88,6 +90,29 @@ def empirical_prior(private, public, *, n_private=None, n_public=None, smoothing
     return counts
 
 
+def _check_points(values, name):
+    """Points of ``kde_prior`` (``X`` or ``grid``) as a finite real 2-D float array (1-D: one feature).
+
+    Complex values (:class:`~privrelease.exceptions.ComplexDataError`: the imaginary part was dropped),
+    strings (parsed as numbers), datetimes and NaN / inf (scikit-learn's "Input X contains NaN" blamed
+    ``X`` for a bad grid) are refused naming ``name``.
+    """
+    check_table(values, name)
+    _refuse_strings(values, name, "numbers")
+    try:
+        P = np.asarray(values, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be an array of numbers, got {type(values).__name__}: {exc}") from None
+    if P.ndim == 1:
+        P = P[:, None]
+    if P.ndim != 2:
+        raise ValueError(f"{name} must be a finite 2-D array (n_points, n_features), got shape {P.shape}")
+    if not np.all(np.isfinite(P)):
+        raise ValueError(f"{name} must be finite, got {int(np.sum(~np.isfinite(P)))} non-finite value(s) (for "
+                         f"example {plain_value(P[~np.isfinite(P)][0])!r})")
+    return P
+
+
 #: kde_prior works in units of a power of two when the largest |x| is beyond 1e50 or below 1e-50
 _UNIT_RANGE = 1e50
 
@@ -128,9 +153,13 @@ def kde_prior(X, y, *, grid=None, n_grid=None, bandwidths=None, cv=5, random_sta
     Parameters
     ----------
     X : array-like of shape (n_samples, n_features)
+        Finite real numbers.
     y : array-like of shape (n_samples,)
         Private class of each sample. A pandas ``y`` indexed differently from a pandas
-        ``X`` is refused (rows are paired by position).
+        ``X`` is refused (rows are paired by position). Users who did not disclose it
+        (``-1``, NaN, None, ``""``: :func:`privrelease.utils.undisclosed_mask`) are
+        dropped: they are no class, and the class frequencies ``p(a)`` count the
+        disclosed users only.
     grid : array-like of shape (n_points, n_features), optional
         The points ``b_j``. When omitted: ``n_grid`` points drawn from the fitted
         mixture ``sum_a p(a) f_a`` if ``n_grid`` is given, else the distinct rows of X.
@@ -168,19 +197,22 @@ def kde_prior(X, y, *, grid=None, n_grid=None, bandwidths=None, cv=5, random_sta
     from sklearn.neighbors import KernelDensity
 
     check_same_index(X, y)  # rows are paired by position: a y.sort_values() gave each row another row's class
-    X = np.asarray(X, dtype=float)
-    if X.ndim == 1:
-        X = X[:, None]
-    if X.ndim != 2 or X.shape[0] < 2:
-        raise ValueError(f"X must be a finite 2-D array with at least 2 rows, got shape {np.shape(X)}")
-    if not np.all(np.isfinite(X)):
-        raise ValueError(f"X must be finite, got {int(np.sum(~np.isfinite(X)))} non-finite value(s) (for example "
-                         f"{plain_value(X[~np.isfinite(X)][0])!r})")
-    if np.ndim(y) == 1:  # before numpy merges them: [1, '1', 0] became strings, [1, True, 0] integers
-        check_label_kinds(np.asarray(y, dtype=object).tolist(), "y")
+    X = _check_points(X, "X")
+    if X.shape[0] < 2:
+        raise ValueError(f"X must be a finite 2-D array with at least 2 rows, got shape {X.shape}")
+    if np.shape(y) != (X.shape[0],):
+        raise ValueError(f"y must have one label per row of X ({X.shape[0]}), got shape {np.shape(y)}")
+    # the library's one rule for "not disclosed" (-1, NaN, None, "" ...): those users are dropped, they were a
+    # class of their own (np.unique(y) made NaN or -1 a private value with its own KDE)
+    labeled = ~undisclosed_mask(y)
+    y = np.asarray(y, dtype=object)[labeled].tolist()
+    check_label_kinds(y, "y")  # before numpy merges them: [1, '1', 0] became strings, [1, True, 0] integers
     y = np.asarray(y)
-    if y.shape != (X.shape[0],):
-        raise ValueError(f"y must have one label per row of X ({X.shape[0]}), got shape {y.shape}")
+    if not labeled.all():
+        X = X[labeled]
+        if X.shape[0] < 2:
+            raise ValueError(f"kde_prior needs at least 2 users who disclosed y, got {X.shape[0]} "
+                             f"(of {labeled.size}; -1, NaN, None and '' mean not disclosed)")
     cv = check_number(cv, "cv", low=2, integer=True)
     classes, y_idx = np.unique(y, return_inverse=True)
     if bandwidths is not None:
@@ -208,10 +240,8 @@ def kde_prior(X, y, *, grid=None, n_grid=None, bandwidths=None, cv=5, random_sta
         bws.append(gs.best_params_["bandwidth"])
     pa = np.bincount(y_idx, minlength=classes.size) / y_idx.size
     if grid is not None:
-        points = np.asarray(grid, dtype=float)
-        if points.ndim == 1:
-            points = points[:, None]
-        if points.ndim != 2 or points.shape[1] != X.shape[1] or points.shape[0] == 0:
+        points = _check_points(grid, "grid")
+        if points.shape[1] != X.shape[1] or points.shape[0] == 0:
             raise ValueError(f"grid must have shape (n_points, {X.shape[1]}), got {np.shape(grid)}")
         points = points / unit
     elif n_grid is not None:

@@ -80,11 +80,13 @@ from scipy.special import rel_entr
 
 from ..exceptions import ConvergenceWarning, InfeasibleBudgetError, SolverError
 from ..utils import check_number
-from ._checks import check_budget, check_distortion, check_mapping, check_prior
+from ..utils._validation import check_table
+from ._checks import (_refuse_strings, check_budget, check_distortion, check_mapping, check_paired_labels,
+                      check_prior)
 from ._cvx import solve_quietly
 from ._leakage import expected_distortion, leakage as _leakage
-from ._lp import (independence_lower_bound, perfect_privacy_mapping, sharpest_independence_multipliers,
-                  solve_maximal_leakage_lp)
+from ._lp import (independence_lower_bound, perfect_privacy_mapping, polish_maximal_leakage,
+                  sharpest_independence_multipliers, solve_maximal_leakage_lp)
 from ._presolve import reduce_outputs
 from ._problem import LN2, Problem, bound_rounding
 from ._result import MappingResult
@@ -114,7 +116,7 @@ DIST_RTOL = 1e-6
 #: Up front it narrows the search's bracket, which changes the delta solves' path: at 1e3 a pc_range target of
 #: 1e-9 bits (k = 30, |A| = 5, the LP's bound 46 tolerances away) took 31 polish Newton solves instead of 12
 SHARPEN_WITHIN = 10.0
-#: maximal-leakage mode, delta budget: certified LP gap in bits
+#: maximal-leakage mode, delta budget: certified when the LP gap is at most ``min(tol, ML_GAP_BITS)`` bits
 ML_GAP_BITS = 1e-7
 #: max_leakage mode: at most this many delta solves (Newton usually needs 3 to 8)
 MAX_TARGET_SOLVES = 40
@@ -138,6 +140,7 @@ def _check_problem(prior, distortion, leakage, solver):
         raise ValueError(f"prior has {P.shape[1]} column (public symbol): a single input carries no "
                          "information about the private attribute; a mapping needs at least 2 columns, got "
                          f"shape {P.shape}")
+    check_paired_labels(prior, "prior", "columns", distortion, "distortion", "index", "public symbol")
     D = check_distortion(distortion, P.shape[1])
     if leakage not in _KINDS:
         raise ValueError(f"leakage must be one of {_KINDS}, got {leakage!r}")
@@ -239,6 +242,8 @@ def _warm(prob, warm_start, reduction=None):
         return None
     W = warm_start.mapping if isinstance(warm_start, MappingResult) else warm_start
     if not sp.issparse(W):
+        check_table(W, "warm_start")
+        _refuse_strings(W, "warm_start", "probabilities")
         try:
             W = np.asarray(W, dtype=float)
         except (TypeError, ValueError) as exc:
@@ -786,12 +791,15 @@ def _cheapest_constant_mapping(prob):
     return P
 
 
-def _solve_ml(prob, delta, target_bits, solver):
+def _solve_ml(prob, delta, target_bits, solver, tol=1e-6):
     """Maximal-leakage mode: one exact LP (HiGHS), or the same LP through cvxpy.
 
     The LP's answer is then made exactly feasible (``maximal leakage <= target``: mixed
     with the perfect-privacy mapping, maximal leakage being convex in the mapping) and
-    certified from the LP dual.
+    certified from the LP dual. Delta mode: certified when the gap to the rigorous bound of
+    :func:`~privrelease.mapping._lp.maximal_leakage_lower_bound` is at most ``min(tol, ML_GAP_BITS)``
+    bits; an answer that misses it is first polished to the exact vertex
+    (:func:`~privrelease.mapping._lp.polish_maximal_leakage`), which reaches gaps near 1e-14 bits.
     """
     if solver == "cvxpy" and not prob.sparse:
         import cvxpy as cp
@@ -823,7 +831,7 @@ def _solve_ml(prob, delta, target_bits, solver):
     else:
         P, info = solve_maximal_leakage_lp(prob, delta=delta, target_bits=target_bits)
         name = "highs"
-    P = prob.clean(P, delta)
+    P_raw, P = P, prob.clean(P, delta)
 
     def ml_sum(Q):
         return float((prob.joint(Q) / prob.pA[:, None]).max(axis=0).sum())
@@ -832,11 +840,22 @@ def _solve_ml(prob, delta, target_bits, solver):
         # dual bound from the exact LP (HiGHS marginals) on the same budget
         if info is None:
             _, info = solve_maximal_leakage_lp(prob, delta=delta)
+        dual = info.get("lower_bound", info["lp_dual_objective"])
+        need = min(tol, ML_GAP_BITS)
+
+        def gap_of(Q):
+            return float(max(math.log2(max(ml_sum(Q), 1.0)) - math.log2(max(dual, 1.0)), 0.0))
+
+        if gap_of(P) > need:  # HiGHS's feasibility tolerance: solve the vertex's active constraints exactly
+            Pp = polish_maximal_leakage(prob, P_raw, delta)
+            if Pp is not None:
+                Pp = prob.clean(Pp, delta)
+                if gap_of(Pp) < gap_of(P):
+                    P = Pp
         primal = ml_sum(P)
-        dual = info["lp_dual_objective"]
-        cert = {"gap_bits": float(max(math.log2(max(primal, 1.0)) - math.log2(max(dual, 1.0)), 0.0)),
-                "lp_gap": float(max(primal - dual, 0.0)), "method": "linear program (HiGHS), dual bound"}
-        return P, cert, name, "optimal" if cert["gap_bits"] <= ML_GAP_BITS else "inaccurate"
+        cert = {"gap_bits": gap_of(P), "lp_gap": float(max(primal - dual, 0.0)),
+                "method": "linear program (HiGHS), dual bound"}
+        return P, cert, name, "optimal" if cert["gap_bits"] <= need else "inaccurate"
     cap = 2.0 ** target_bits * (1 - 1e-13)
     if ml_sum(P) > cap:
         # LP feasibility tolerances can leave the target exceeded by ~1e-8: pull back inside
@@ -919,10 +938,16 @@ def solve_mapping(prior, distortion, delta=None, *, max_leakage=None, leakage="m
         ``"auto"`` and ``"cvxpy"`` (column generation, then the plain
         formulation over the allowed transitions).
     tol : float, default=1e-6
-        Required certified optimality gap in bits.
+        Required certified optimality gap in bits. In the maximal-leakage
+        ``delta`` mode the LP's answer is certified to ``min(tol, 1e-7)`` bits
+        (an answer missing it is solved exactly at its vertex first); above it,
+        the policy of the module notes (a warning and ``status="inaccurate"``
+        with ``"auto"``, :class:`~privrelease.exceptions.SolverError` otherwise).
     warm_start : MappingResult or array-like, optional
-        A previous mapping (same shape); its support seeds the fast solver's
-        working set of allowed transitions (used along a curve).
+        A previous mapping (same shape as ``distortion``, rows summing to 1);
+        its support seeds the fast solver's working set of allowed transitions
+        (used along a curve, in the mutual-information ``delta`` mode). It is
+        validated in every mode: a malformed start raises rather than being ignored.
 
     Returns
     -------
@@ -973,6 +998,11 @@ def solve_mapping(prior, distortion, delta=None, *, max_leakage=None, leakage="m
         )
     # exact presolve: outputs that another output dominates get no mass (see _presolve)
     prob, reduction = _presolved_problem(P, D)
+    # validated in every mode (a malformed start was silently ignored outside the mutual-information delta mode)
+    if not isinstance(warm_start, MappingResult):
+        check_paired_labels(prior, "prior", "columns", warm_start, "warm_start", "index", "public symbol")
+        check_paired_labels(distortion, "distortion", "columns", warm_start, "warm_start", "columns", "output")
+    warm = _warm(prob, warm_start, reduction)
     if delta is not None:
         delta = check_budget(delta, "delta")
         d_int = prob.to_internal(delta)
@@ -984,10 +1014,9 @@ def solve_mapping(prior, distortion, delta=None, *, max_leakage=None, leakage="m
             )
         delta_eff = max(d_int, prob.delta_min)
         if leakage == "maximal_leakage":
-            Pr, cert, name, status = _ml_policy(_solve_ml(prob, delta_eff, None, solver), solver)
+            Pr, cert, name, status = _ml_policy(_solve_ml(prob, delta_eff, None, solver, tol), solver)
         else:
-            Pr, cert, name, status = _solve_mi_delta(prob, delta_eff, solver, tol,
-                                                     _warm(prob, warm_start, reduction))
+            Pr, cert, name, status = _solve_mi_delta(prob, delta_eff, solver, tol, warm)
         return _make_result(prob, Pr, prior=P, distortion=D, status=status, certificate=cert, solver=name,
                             delta=float(delta), max_leakage=None, kind=leakage, reduction=reduction)
     target = check_budget(max_leakage, "max_leakage")
