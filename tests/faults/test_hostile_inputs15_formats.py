@@ -1,0 +1,111 @@
+"""Hostile inputs, round 15: labelled frames and ids across the rating formats and the recommender.
+
+A DataFrame's index and columns are labels: where the library pairs a frame with user or item ids (or with
+another frame) by position, a frame in another order gave users other users' ratings silently. Ids of several
+kinds, or integers beyond float64's precision, are keys and must stay what they are.
+"""
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+
+from privrelease.recommender import RatingsFrame, SurpriseRecommender
+
+B = 2**53
+
+
+def _rf():
+    df = pd.DataFrame({"user": ["a", "a", "b", "c"], "item": ["x", "y", "x", "y"], "rating": [1.0, 2.0, 3.0, 4.0]})
+    rf = RatingsFrame().fit(df)
+    return rf, df, rf.to_matrix(df)
+
+
+def _pairs(frame):
+    return sorted(zip(frame["user"], frame["item"], frame["rating"]))
+
+
+# ----------------------------------------------------------------------------- from_matrix of a labelled frame
+@pytest.mark.parametrize("sparse", [False, True])
+def test_from_matrix_matches_a_frame_by_its_labels(sparse):
+    rf, df, X = _rf()
+    D = pd.DataFrame(X.toarray(), index=rf.user_ids_, columns=rf.item_ids_).loc[["c", "b", "a"], ["y", "x"]]
+    if sparse:
+        D = D.astype(pd.SparseDtype(np.float64, 0.0))
+    # each (user, item) keeps the rating the frame gives it, whatever the order of its rows and columns
+    expected = sorted((u, i, D.loc[u, i]) for u in D.index for i in D.columns if D.loc[u, i] != 0)
+    assert _pairs(rf.from_matrix(D)) == expected == _pairs(df)
+
+
+def test_from_matrix_of_a_mappers_sparse_frame_release_keeps_each_users_ratings():
+    from privrelease import QuantizedPrivacyMapper
+
+    rng = np.random.default_rng(0)
+    R = rng.integers(0, 6, (40, 6)).astype(np.float64)
+    R[:, 0] = rng.integers(1, 6, 40)  # every user rates: each is a user id of the long form
+    R = sp.csr_matrix(R)
+    names = [f"u{i}" for i in range(40)]
+    long = pd.DataFrame({"user": np.repeat(names, np.diff(R.indptr)), "item": [f"i{j}" for j in R.indices],
+                         "rating": R.data})
+    rf = RatingsFrame().fit(long)  # sorted ids: u0, u1, u10, ... another order than the frame's
+    S = pd.DataFrame.sparse.from_spmatrix(R, index=names, columns=[f"i{j}" for j in range(6)])
+    rel = QuantizedPrivacyMapper(n_clusters=2, delta=5.0, random_state=0).fit(S, rng.integers(0, 2, 40)).transform(S)
+    dense = rel.sparse.to_dense()
+    expected = sorted((u, i, dense.loc[u, i]) for u in dense.index for i in dense.columns if dense.loc[u, i] != 0)
+    assert _pairs(rf.from_matrix(rel)) == expected
+
+
+@pytest.mark.parametrize("index, columns, fragment", [
+    (["a", "b", "z"], ["x", "y"], "row 2 of X is labelled 'z', which is not a user id"),
+    (["a", "b", "c"], ["y", "q"], "column 1 of X is labelled 'q', which is not an item id"),
+    (["a", "a", "b"], ["x", "y"], "X.index holds 'a' more than once"),
+    (["a", "b"], ["x", "y"], "user 'c' has no row in X"),
+])
+def test_from_matrix_refuses_a_frame_labelled_otherwise(index, columns, fragment):
+    rf, _, _ = _rf()
+    with pytest.raises(ValueError, match="paired with the (users|items) by position") as info:
+        rf.from_matrix(pd.DataFrame(np.ones((len(index), 2)), index=index, columns=columns))
+    assert fragment in str(info.value)
+
+
+def test_from_matrix_reads_an_unlabelled_frame_by_position():
+    rf, df, X = _rf()
+    assert _pairs(rf.from_matrix(pd.DataFrame(X.toarray()))) == _pairs(df)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int16, np.int64])
+def test_from_matrix_of_a_frame_keeps_its_dtype(dtype):
+    rf, _, X = _rf()
+    D = pd.DataFrame(X.toarray().astype(dtype), index=rf.user_ids_, columns=rf.item_ids_)
+    assert rf.from_matrix(D)["rating"].dtype == np.dtype(dtype)
+    S = D.astype(pd.SparseDtype(dtype, 0))
+    assert rf.from_matrix(S)["rating"].dtype == np.dtype(dtype)
+
+
+# ----------------------------------------------------------------------------- to_surprise of a wide frame
+def test_to_trainset_reads_a_wide_frame_labelled_by_the_ids_as_a_matrix():
+    rf, df, X = _rf()
+    wide = pd.DataFrame(X.toarray(), index=rf.user_ids_, columns=rf.item_ids_).loc[["b", "c", "a"]]
+    tr = rf.to_trainset(pd.DataFrame.sparse.from_spmatrix(sp.csr_matrix(wide.to_numpy()), index=wide.index,
+                                                          columns=wide.columns))
+    back = sorted((tr.to_raw_uid(u), tr.to_raw_iid(i), r) for u, i, r in tr.all_ratings())
+    assert back == _pairs(df)
+
+
+def test_to_surprise_of_a_frame_neither_long_nor_the_matrix_points_to_from_matrix():
+    rf, _, _ = _rf()
+    with pytest.raises(ValueError, match="wide user x item matrix.*from_matrix"):
+        rf.to_surprise(pd.DataFrame(np.ones((5, 4)), columns=["p", "q", "r", "s"]))
+
+
+# ----------------------------------------------------------------------------- align keeps big integer labels
+def test_align_keeps_integer_labels_distinct_when_a_user_has_none():
+    rf, _, _ = _rf()
+    y = rf.align(pd.Series({"a": B, "b": B + 1}))
+    assert y.tolist() == [B, B + 1, -1] and all(type(v) is int for v in y)
+    Y = rf.align(pd.DataFrame({"g": [B, B + 1]}, index=["a", "b"]))
+    assert Y.ravel().tolist() == [B, B + 1, -1]
+    small = rf.align({"a": 1, "b": 0})
+    assert small.tolist() == [1, 0, -1] and all(type(v) is int for v in small)
