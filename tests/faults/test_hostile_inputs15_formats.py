@@ -109,3 +109,60 @@ def test_align_keeps_integer_labels_distinct_when_a_user_has_none():
     assert Y.ravel().tolist() == [B, B + 1, -1]
     small = rf.align({"a": 1, "b": 0})
     assert small.tolist() == [1, 0, -1] and all(type(v) is int for v in small)
+
+
+# ----------------------------------------------------------------------------- the recommender pairs frames by label
+def _held_out_frames():
+    rng = np.random.default_rng(0)
+    R = np.where(rng.random((30, 8)) < 0.6, rng.integers(1, 6, (30, 8)), 0).astype(np.float64)
+    R[:, 0] = rng.integers(1, 6, 30)
+    R[:, 1] = rng.integers(1, 6, 30)
+    held = np.zeros_like(R)
+    held[:, 1], R[:, 1] = R[:, 1], 0.0  # item 1 held out for every user
+    idx, cols = [f"u{i}" for i in range(30)], [f"i{j}" for j in range(8)]
+    return pd.DataFrame(R, index=idx, columns=cols), pd.DataFrame(held, index=idx, columns=cols)
+
+
+@pytest.mark.parametrize("shuffle", ["rows", "columns"])
+def test_rmse_score_and_predict_mask_refuse_y_labelled_in_another_order(shuffle):
+    Tr, Te = _held_out_frames()
+    rec = SurpriseRecommender(random_state=0, algo_params={"n_epochs": 3}).fit(Tr)
+    # the RMSE recomputed from the full prediction, cell by cell by label
+    pred = rec.predict(Tr)
+    held = Te.to_numpy() != 0
+    expected = np.sqrt(np.mean((pred[held] - Te.to_numpy()[held]) ** 2))
+    assert rec.rmse(Tr, Te) == pytest.approx(expected)
+    other = Te.iloc[::-1] if shuffle == "rows" else Te[Te.columns[::-1]]
+    what = "indexed differently" if shuffle == "rows" else "columns labelled differently"
+    for call in (lambda: rec.rmse(Tr, other), lambda: rec.score(Tr, other), lambda: rec.predict(Tr, mask=other)):
+        with pytest.raises(ValueError, match=what):
+            call()
+    # the same values by position, without labels, are still read by position
+    assert rec.rmse(Tr, Te.to_numpy()) == pytest.approx(expected)
+
+
+# ----------------------------------------------------------------------------- ids of several kinds stay themselves
+X_IDS = np.array([[5.0, 1.0], [1.0, 5.0], [4.0, 0.0]])
+
+
+@pytest.mark.parametrize("ids", [["a", 5, 6.5], [2**63 + 1, -1, 3], [B, B + 1, 0.5], [2**64 + 3, "b", 7]])
+def test_fit_keeps_ids_of_several_kinds_exactly(ids):
+    rec = SurpriseRecommender(random_state=0, algo_params={"n_epochs": 2}).fit(X_IDS, user_ids=ids)
+    assert rec.user_ids_.tolist() == ids
+    assert [type(u) for u in rec.user_ids_] == [type(u) for u in ids]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # every id is known: no warning
+        got = rec.predict_pairs(ids, [0, 0, 0])
+    # a known user gets its own fitted bias and factors (the fitted parameters of its row)
+    own = rec.global_mean_ + rec.user_bias_ + rec.item_bias_[0] + rec.user_factors_ @ rec.item_factors_[0]
+    np.testing.assert_allclose(got, np.clip(own, *rec.rating_scale_))
+
+
+def test_predict_pairs_warns_about_an_id_known_only_in_another_type():
+    rec = SurpriseRecommender(random_state=0, algo_params={"n_epochs": 2}).fit(X_IDS, user_ids=["a", 5, 6.5])
+    unknown = np.clip(rec.global_mean_ + rec.item_bias_[0], *rec.rating_scale_)
+    with pytest.warns(UserWarning, match=r"1 of the 2 user ids.*'5' \(str\) differs from user 5 \(int\) only in type"):
+        got = rec.predict_pairs(["5", "a"], [0, 0])
+    assert got[0] == pytest.approx(unknown)
+    with pytest.warns(UserWarning, match="1 of the 1 item ids requested match no item"):
+        rec.predict_pairs(["a"], [7])
