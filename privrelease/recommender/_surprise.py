@@ -317,7 +317,9 @@ class SurpriseRecommender(BaseEstimator):
         Regularisation of the fold-in (see above); only for SVD / SVD++.
     random_state : None, int, numpy Generator or RandomState, or RandomSource, default=None
         Seed of Surprise's factor initialisation. ``None`` takes a seed from
-        the operating system's entropy; an int makes fits reproducible.
+        the operating system's entropy (also for an ``algorithm`` instance
+        whose own ``random_state`` is None; an instance's own seed is kept);
+        an int makes fits reproducible.
 
     Attributes
     ----------
@@ -429,7 +431,9 @@ class SurpriseRecommender(BaseEstimator):
         if kind not in _ALGORITHMS:
             raise ValueError(f"algorithm must be one of {_ALGORITHMS} (name or instance), "
                              f"got an instance of {kind}")
-        if self.random_state is not None and hasattr(algo, "random_state"):
+        if hasattr(algo, "random_state") and (self.random_state is not None or algo.random_state is None):
+            # random_state=None: a seed from the operating system's entropy, as for a name; an instance left
+            # unseeded took its initialisation from numpy's global state (np.random.seed(k) replayed it)
             algo.random_state = check_random_source(self.random_state).spawn_seed()
         return algo
 
