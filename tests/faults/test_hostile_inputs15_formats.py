@@ -166,3 +166,57 @@ def test_predict_pairs_warns_about_an_id_known_only_in_another_type():
     assert got[0] == pytest.approx(unknown)
     with pytest.warns(UserWarning, match="1 of the 1 item ids requested match no item"):
         rec.predict_pairs(["a"], [7])
+
+
+# ----------------------------------------------------------------------------- a dense frame's release stays a frame
+def _labelled_ratings():
+    from privrelease.datasets import make_ratings
+
+    X, a, _ = make_ratings(80, 30, random_state=0)
+    D = pd.DataFrame(X.toarray(), index=[f"u{i}" for i in range(80)], columns=[f"i{j}" for j in range(30)])
+    return X, a, D
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_quantized_mapper_releases_a_dense_frame_as_a_frame_with_its_labels(dtype):
+    from privrelease import QuantizedPrivacyMapper
+
+    _, a, D = _labelled_ratings()
+    D = D.astype(dtype)
+    m = QuantizedPrivacyMapper(n_clusters=3, delta=5.0, random_state=0).fit(D, a)
+    out = m.transform(D)
+    array_release = QuantizedPrivacyMapper(n_clusters=3, delta=5.0, random_state=0).fit(D.to_numpy(), a)
+    expected = array_release.transform(D.to_numpy())
+    assert isinstance(out, pd.DataFrame)
+    assert out.index.equals(D.index) and out.columns.equals(D.columns)
+    assert all(d == expected.dtype for d in out.dtypes)
+    np.testing.assert_array_equal(out.to_numpy(), expected)  # the same seeded draw, the same rows
+    # every released row is one of the release profiles
+    profiles = m.release_profiles_.toarray()
+    assert all((profiles == row).all(axis=1).any() for row in out.to_numpy())
+    # set_output(transform="pandas") gives the same frame (not wrapped twice, labels kept)
+    pandas_out = QuantizedPrivacyMapper(n_clusters=3, delta=5.0, random_state=0).set_output(
+        transform="pandas").fit(D, a).transform(D)
+    pd.testing.assert_frame_equal(pandas_out, out)
+
+
+# ----------------------------------------------------------------------------- the rmse scorer keeps the frame
+@pytest.mark.parametrize("kind", ["dense", "sparse"])
+def test_rmse_scorer_on_a_frame_raises_no_feature_name_warning(kind):
+    from sklearn.pipeline import Pipeline
+
+    from privrelease import QuantizedPrivacyMapper
+    from privrelease.evaluation import make_privacy_scorer
+
+    X, a, D = _labelled_ratings()
+    if kind == "sparse":
+        D = pd.DataFrame.sparse.from_spmatrix(X, index=D.index, columns=D.columns)
+    p = Pipeline([("privacy", QuantizedPrivacyMapper(n_clusters=3, delta=5.0, random_state=0)),
+                  ("recommender", SurpriseRecommender(random_state=0, algo_params={"n_epochs": 3}))]).fit(D, a)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        on_frame = make_privacy_scorer("rmse", random_state=0)(p, D, a)
+    # the same score as on the bare matrix (the frame's values, by position)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # the matrix has no feature names: sklearn says so
+        assert on_frame == pytest.approx(make_privacy_scorer("rmse", random_state=0)(p, X, a))
