@@ -16,7 +16,7 @@ from sklearn.model_selection import StratifiedKFold, cross_val_predict
 
 from ..exceptions import PrivacyLeakWarning
 from ..utils import check_random_source
-from ..utils._validation import check_same_index
+from ..utils._validation import check_same_index, is_sparse_frame, sparse_frame_like
 from ._attacks import InferenceAttack, _take_rows
 from ..recommender import holdout_split
 from ._protocol import _check_fraction
@@ -47,6 +47,19 @@ def _leakage(release):
     )
 
 
+def _like(visible, X):
+    """The visible ratings (CSR) in ``X``'s format when ``X`` is a pandas DataFrame (sparse or dense, with its
+    index and columns): a pipeline fitted on a frame warned "X does not have valid feature names" at every
+    scoring call, and its steps saw other inputs than in fit."""
+    import pandas as pd
+
+    if not isinstance(X, pd.DataFrame):
+        return visible
+    if is_sparse_frame(X):
+        return sparse_frame_like(visible, X)
+    return pd.DataFrame(visible.toarray(), index=X.index, columns=X.columns)
+
+
 class _PrivacyScorer:
     """Callable ``scorer(pipeline, X, y) -> float`` (greater is better)."""
 
@@ -63,7 +76,7 @@ class _PrivacyScorer:
         if self.metric == "rmse":
             # hold out BEFORE the release: only the visible part goes through the mapper
             visible, heldout = holdout_split(X, self.heldout_fraction, random_state=self.seed)
-            return -float(recommender.rmse(release.transform(visible), heldout))
+            return -float(recommender.rmse(release.transform(_like(visible, X)), heldout))
         # adaptive attacker: cross-validated on the test users' RELEASED rows
         if y is None:
             raise ValueError("the adaptive_auc scorer needs the private attribute y of the test users")

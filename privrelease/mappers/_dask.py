@@ -208,7 +208,12 @@ def _transform_partition(part, mapper, seed, gate=None, partition_info=None):
     index = 0 if partition_info is None else partition_info["number"]
     out = _with_source(mapper, block_random_state(seed, index), gate).transform(part)
     if isinstance(out, pd.DataFrame):
-        return out  # the mapper chose the released dtypes (see its _release_meta)
+        # the mapper chose the released dtypes (see its _release_meta); a dense frame released with the dtype of an
+        # array release (QuantizedPrivacyMapper) takes the lazy meta's (pandas' nullable integers kept)
+        meta = mapper._release_meta(part)
+        if isinstance(meta, pd.DataFrame) and list(out.dtypes) != list(meta.dtypes):
+            out = out.astype(meta.dtypes.to_dict())
+        return out
     # the released dtypes are the mapper's (its _release_meta), not the input's: a categorical input column made
     # every released value outside its categories NaN
     released = pd.DataFrame(out, index=part.index, columns=part.columns)

@@ -244,6 +244,13 @@ def _sq_dist(A, C):
     return np.maximum(a2[:, None] - 2.0 * inner + np.einsum("ij,ij->i", C, C)[None, :], 0.0)
 
 
+def _is_pandas_frame(X):
+    import sys
+
+    pd = sys.modules.get("pandas")  # no pandas imported: X is no DataFrame
+    return pd is not None and isinstance(X, pd.DataFrame)
+
+
 @_persistence.register
 class QuantizedPrivacyMapper(_BaseMapper):
     """Release user x item ratings through a quantized privacy-preserving mapping.
@@ -2027,12 +2034,16 @@ class QuantizedPrivacyMapper(_BaseMapper):
 
         Returns
         -------
-        X_released : {ndarray, sparse matrix} of shape (n_users, n_items)
+        X_released : {ndarray, sparse matrix, DataFrame} of shape (n_users, n_items)
+            A pandas DataFrame (dense or sparse) gives a DataFrame with its index
+            and columns; a dense one holds the dtype an array release has.
         """
         if _dask.is_dask_collection(X):
             return _dask.transform(self, X)
         check_is_fitted(self)
         frame = X if is_sparse_frame(X) else None
+        # a dense DataFrame stays one too (its index and columns: the users and items), as on the dask path
+        dense_frame = X if frame is None and _is_pandas_frame(X) else None
         X, fmt, dtype = self._check_X(X, reset=False)
         self._warn_off_scale(X)
         Xc = X.tocsr() if sp.issparse(X) else np.asarray(X)
@@ -2041,7 +2052,12 @@ class QuantizedPrivacyMapper(_BaseMapper):
         if frame is not None:  # a sparse DataFrame stays one (same index and columns), never densified
             return sparse_frame_like(profiles[c_hat], frame)
         if fmt is None:
-            return profiles.toarray()[c_hat].astype(dtype, copy=False)
+            out = profiles.toarray()[c_hat].astype(dtype, copy=False)
+            if dense_frame is not None:
+                import pandas as pd
+
+                return pd.DataFrame(out, index=dense_frame.index, columns=dense_frame.columns, copy=False)
+            return out
         out = profiles[c_hat]
         X_is_array = isinstance(X, sp.sparray)
         if X_is_array and not isinstance(out, sp.sparray):

@@ -19,7 +19,7 @@ import scipy.sparse as sp
 
 from ..utils import check_rating_scale
 from ..utils._validation import (canonical_sparse, check_bool_number_mix, check_ids, check_not_subnormal, check_table,
-                                 plain_value, ratings_in_dtype)
+                                 is_sparse_frame, plain_value, ratings_in_dtype)
 
 __all__ = ["RatingsFrame"]
 
@@ -50,6 +50,45 @@ def _normal_form_hint(unknown, user_ids):
                     f"({_normal_form(u)} and {_normal_form(match)}: normalize both, e.g. "
                     f"unicodedata.normalize('NFC', id))")
     return ""
+
+
+def _label_positions(labels, ids, axis, what):
+    """Where each of ``ids`` sits in a DataFrame's ``labels`` (its index or columns): ``None`` when they are
+    paired by position (the same labels in the same order, or a default ``0, 1, 2 ...`` that is not a reordering
+    of the ids), the positions when ``labels`` hold exactly ``ids`` in another order; a ValueError naming the
+    first mismatch otherwise."""
+    if len(labels) == len(ids) and labels.equals(ids):
+        return None
+    unique = not labels.has_duplicates
+    if unique and len(labels) == len(ids):
+        try:
+            at = labels.get_indexer(ids)
+        except (TypeError, ValueError):
+            at = np.full(len(ids), -1)
+        if np.all(at >= 0):
+            return at
+    if isinstance(labels, pd.RangeIndex) and labels.start == 0 and labels.step == 1:
+        return None  # no labels: paired by position (the shape is checked after)
+    where = "row" if axis == "index" else "column"
+    if not unique:
+        dup = plain_value(labels[labels.duplicated()][0])
+        first = f"X.{axis} holds {dup!r} more than once"
+    else:
+        known = ids.get_indexer(labels) >= 0
+        if not known.all():
+            k = int(np.flatnonzero(~known)[0])
+            article = "a" if what == "user" else "an"
+            first = f"{where} {k} of X is labelled {plain_value(labels[k])!r}, which is not {article} {what} id"
+        else:
+            missing = ids[pd.Index(labels).get_indexer(ids) < 0]
+            first = f"{what} {plain_value(missing[0])!r} has no {where} in X ({len(missing)} {what}(s) missing)"
+    raise ValueError(
+        f"X is a DataFrame whose {axis} {'does' if axis == 'index' else 'do'} not hold the {what} ids of this "
+        f"RatingsFrame ({first}; expected "
+        f"the {len(ids)} {what} ids {what}_ids_ in any order, for example {plain_value(ids[0])!r}); its {where}s "
+        f"would be paired with the {what}s by position, giving them other {what}s' ratings: label them "
+        f"(X.{axis} = rf.{what}_ids_ if the positions already match), or pass X.to_numpy()"
+    )
 
 
 def _normal_form(text):
@@ -144,6 +183,10 @@ class RatingsFrame:
             in_index = [c for c in missing if c in ratings.index.names]
             hint = (f"; {in_index!r} {'is an index level' if len(in_index) == 1 else 'are index levels'}: "
                     "pass ratings.reset_index()" if in_index else " (set user=, item=, rating= to name them)")
+            if len(missing) == 3 and not in_index:  # a wide matrix (a row per user, a column per item)
+                hint = (" (set user=, item=, rating= to name them; a wide user x item matrix, one row per user and "
+                        "one column per item, goes through from_matrix, its rows and columns labelled by user_ids_ "
+                        "and item_ids_ or in their order)")
             raise ValueError(f"ratings has no column(s) {missing!r}; its columns are {list(ratings.columns)!r}{hint}")
         for c in (self.user, self.item, self.rating):
             selected = ratings[c]
@@ -259,14 +302,25 @@ class RatingsFrame:
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_users, n_items)
-            For example a mapper's release of :meth:`to_matrix`'s output.
+        X : {array-like, sparse matrix, DataFrame} of shape (n_users, n_items)
+            For example a mapper's release of :meth:`to_matrix`'s output. A
+            DataFrame (dense or sparse) is read by its labels: when its index
+            holds exactly ``user_ids_`` and its columns exactly ``item_ids_``
+            (in any order), its rows and columns are matched by id; a default
+            index or default columns (``0, 1, 2 ...``) are read by position.
 
         Returns
         -------
         pandas.DataFrame
             Columns ``user``, ``item``, ``rating``, sorted by row then column. The
-            ratings keep ``X``'s dtype (float64 for a list or an object array).
+            ratings keep ``X``'s dtype (a DataFrame's columns' common dtype;
+            float64 for a list or an object array).
+
+        Raises
+        ------
+        ValueError
+            A DataFrame whose index (or columns) holds other labels than the
+            user (item) ids: its rows would be paired with users by position.
         """
         self._check_fitted()
         check_table(X)  # complex values, masked entries, ragged rows
@@ -275,6 +329,17 @@ class RatingsFrame:
         # the ratings' dtype: an int8 or float32 release came back as float64 ratings
         dtype = getattr(X, "dtype", None)
         dtype = dtype if isinstance(dtype, np.dtype) and dtype.kind in "biuf" else np.dtype(np.float64)
+        rows_at = cols_at = None
+        if isinstance(X, pd.DataFrame):
+            # a frame's rows and columns are labelled: a mapper's release of a frame indexed by user id in another
+            # order than user_ids_ was written back with every user given another user's ratings
+            rows_at = _label_positions(X.index, self.user_ids_, "index", "user")
+            cols_at = _label_positions(X.columns, self.item_ids_, "columns", "item")
+            kinds = [getattr(d, "subtype", d) for d in X.dtypes]  # a float32 frame came back as float64 ratings
+            if kinds and all(isinstance(d, np.dtype) and d.kind in "biuf" for d in kinds):
+                dtype = np.result_type(*kinds)
+            if is_sparse_frame(X):  # never densified
+                X = X.sparse.to_coo()
         try:
             X = sp.csr_matrix(X, dtype=np.float64) if not sp.issparse(X) else sp.csr_matrix(X).astype(np.float64)
         except (TypeError, ValueError) as exc:
@@ -282,6 +347,10 @@ class RatingsFrame:
         if X.shape != self.shape:
             raise ValueError(f"X has shape {X.shape} but this RatingsFrame maps {self.shape[0]} users x "
                              f"{self.shape[1]} items")
+        if rows_at is not None:
+            X = X[rows_at]
+        if cols_at is not None:
+            X = X[:, cols_at]
         X = canonical_sparse(X).copy()  # a rating stored as two summands was two long-form rows
         if not np.all(np.isfinite(X.data)):
             bad = X.data[~np.isfinite(X.data)][0]
@@ -331,8 +400,9 @@ class RatingsFrame:
             raise ValueError(f"{name} gives user {plain_value(values.index[dup][0])!r} more than one value "
                              f"({int(dup.sum())} repeated id(s)); expected one value per user id")
         self._check_label_ids(values.index, name)
-        out = values.reindex(self.user_ids_)
-        return out.astype(object).where(out.notna(), -1).to_numpy()
+        # object before the reindex: an int64 column with a user left out became float64, merging 2**53 and 2**53 + 1
+        out = values.astype(object).reindex(self.user_ids_)
+        return out.where(out.notna(), -1).to_numpy()
 
     def _check_label_ids(self, ids, name):
         """Refuse labels none of whose ids is a user id; warn when some are not (their labels would be lost)."""
@@ -359,9 +429,24 @@ class RatingsFrame:
     # ------------------------------------------------------------------ Surprise
     def _as_frame(self, data):
         if isinstance(data, pd.DataFrame):
+            if self._is_wide(data):  # a user x item matrix read as long form was refused for lacking 'user' ...
+                return self.from_matrix(data)
             self._check_frame(data)
             return data[[self.user, self.item, self.rating]]
         return self.from_matrix(data)
+
+    def _is_wide(self, frame):
+        """Whether ``frame`` is a user x item matrix rather than long form: it has none of the long-form columns,
+        and its shape is this converter's, or its index holds user ids and its columns item ids."""
+        if not hasattr(self, "user_ids_") or any(c in frame.columns for c in (self.user, self.item, self.rating)):
+            return False
+        if frame.shape == self.shape:
+            return True
+        try:
+            return bool((self.user_ids_.get_indexer(frame.index) >= 0).any()
+                        and (self.item_ids_.get_indexer(frame.columns) >= 0).any())
+        except (TypeError, ValueError):
+            return False
 
     def to_surprise(self, data, *, rating_scale=(1, 5)):
         """A Surprise ``Dataset`` of long-form ratings or of a matrix, with the original raw ids.
@@ -369,6 +454,11 @@ class RatingsFrame:
         Parameters
         ----------
         data : pandas.DataFrame or {array-like, sparse matrix} of shape (n_users, n_items)
+            Long-form ratings (the ``user``, ``item`` and ``rating`` columns), or a
+            user x item matrix read by :meth:`from_matrix`: an array, a sparse
+            matrix, or a wide DataFrame (none of the long-form columns) whose
+            rows are the users and columns the items, labelled by ``user_ids_``
+            and ``item_ids_`` or by position.
         rating_scale : (low, high), default=(1, 5)
             Passed to ``surprise.Reader``.
 

@@ -22,7 +22,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..utils import check_random_source, check_rating_matrix, check_rating_scale
 from ..utils._constraints import RANDOM_STATE_CONSTRAINT, NumberInterval
 from ..utils._threads import single_threaded_blas
-from ..utils._validation import check_allocation, check_bool_number_mix, check_table, plain_value
+from ..utils._validation import (check_allocation, check_bool_number_mix, check_same_columns, check_same_index,
+                                 check_table, plain_value)
 
 __all__ = ["SurpriseRecommender"]
 
@@ -194,6 +195,66 @@ def check_algo_params(algorithm, algo_params):
         f"{head}: sim_options[{key!r}] must be {expected}, got {v!r} ({type(v).__name__})")
 
 
+def _id_kind(v):
+    if isinstance(v, (bool, np.bool_)):
+        return "bool"
+    if isinstance(v, numbers.Number):
+        return "number"
+    return type(v).__name__ if not isinstance(v, (str, bytes)) else ("str" if isinstance(v, str) else "bytes")
+
+
+def _id_array(ids):
+    """Raw ids as a numpy array, object-typed where numpy would change an id.
+
+    ``np.asarray`` turned ``["a", 5, 6.5]`` into the strings ``'5'`` and ``'6.5'`` (the user ``5`` then unknown),
+    ints beyond int64 into float64 and ``[2**53, 2**53 + 1, 0.5]`` into two equal floats. An array, a pandas
+    Index or Series keeps its own dtype.
+    """
+    if isinstance(ids, (np.ndarray, pd.Index, pd.Series)):
+        return np.asarray(ids)
+    values = list(ids) if not isinstance(ids, (str, bytes)) and np.ndim(ids) > 0 else [ids]
+    arr = np.asarray(values)
+    if arr.ndim != 1 or arr.dtype == object:
+        return arr
+    exact = len({_id_kind(v) for v in values}) <= 1
+    if exact and arr.dtype.kind in "fc":  # an int beyond float64's precision, or beyond int64
+        exact = bool(np.all(np.array(values, dtype=object) == arr.astype(object)))
+    if exact:
+        return arr
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out
+
+
+def _lookup_ids(known, requested, what):
+    """Positions of the ``requested`` raw ids among the ``known`` ones (-1: unknown), warning about unknown ids
+    (and naming the known id one of them differs from only in type)."""
+    known = pd.Index(known)
+    at = known.get_indexer(requested)
+    missing = at < 0
+    if missing.any():
+        unknown = pd.unique(pd.Series(requested[missing], dtype=object))
+        example = plain_value(unknown[0])
+        hint = ""
+        by_text = pd.Index([str(k) for k in known])
+        match = next(((u, known[j]) for u in unknown for j in [by_text.get_indexer([str(u)])[0]] if j >= 0), None)
+        if match is not None:
+            u, k = plain_value(match[0]), plain_value(match[1])
+            hint = f"; {u!r} ({type(u).__name__}) differs from {what} {k!r} ({type(k).__name__}) only in type"
+        fallback = "mu + b_i" if what == "user" else "mu + b_u"
+        warnings.warn(f"{len(unknown)} of the {len(pd.unique(pd.Series(requested, dtype=object)))} {what} ids "
+                      f"requested match no {what} of the fit, for example {example!r}{hint}; they get the "
+                      f"prediction of an unknown {what} ({fallback})", UserWarning, stacklevel=3)
+    return at
+
+
+def _check_same_labels(X, y, name):
+    """Refuse two user x item frames whose rows or columns are labelled differently (they are paired cell by
+    cell, by position)."""
+    check_same_index(X, y, name)
+    check_same_columns(X, y, name)
+
+
 class SurpriseRecommender(BaseEstimator):
     r"""Matrix-factorisation / baseline / neighbourhood recommender (Surprise).
 
@@ -256,7 +317,9 @@ class SurpriseRecommender(BaseEstimator):
         Regularisation of the fold-in (see above); only for SVD / SVD++.
     random_state : None, int, numpy Generator or RandomState, or RandomSource, default=None
         Seed of Surprise's factor initialisation. ``None`` takes a seed from
-        the operating system's entropy; an int makes fits reproducible.
+        the operating system's entropy (also for an ``algorithm`` instance
+        whose own ``random_state`` is None; an instance's own seed is kept);
+        an int makes fits reproducible.
 
     Attributes
     ----------
@@ -368,7 +431,9 @@ class SurpriseRecommender(BaseEstimator):
         if kind not in _ALGORITHMS:
             raise ValueError(f"algorithm must be one of {_ALGORITHMS} (name or instance), "
                              f"got an instance of {kind}")
-        if self.random_state is not None and hasattr(algo, "random_state"):
+        if hasattr(algo, "random_state") and (self.random_state is not None or algo.random_state is None):
+            # random_state=None: a seed from the operating system's entropy, as for a name; an instance left
+            # unseeded took its initialisation from numpy's global state (np.random.seed(k) replayed it)
             algo.random_state = check_random_source(self.random_state).spawn_seed()
         return algo
 
@@ -520,7 +585,7 @@ class SurpriseRecommender(BaseEstimator):
     def _check_ids(ids, n, name):
         if ids is None:
             return np.arange(n)
-        ids = np.asarray(ids)
+        ids = _id_array(ids)
         if ids.ndim != 1 or ids.shape[0] != n:
             raise ValueError(f"{name} must have one id per {'row' if name == 'user_ids' else 'column'} "
                              f"({n}), got shape {ids.shape}")
@@ -699,6 +764,8 @@ class SurpriseRecommender(BaseEstimator):
         -------
         ndarray of shape (n_rows, n_items) or csr_matrix
         """
+        if mask is not None:
+            _check_same_labels(X, mask, "mask")
         Xr = self._check_X(X)
         if mask is not None:
             M = sp.csr_matrix(mask)
@@ -754,6 +821,7 @@ class SurpriseRecommender(BaseEstimator):
         -------
         float
         """
+        _check_same_labels(X, y, "y")
         Xr = self._check_X(X)
         Y, _ = check_rating_matrix(y, name="y")
         Y = sp.csr_matrix(Y)
@@ -794,15 +862,22 @@ class SurpriseRecommender(BaseEstimator):
         Returns
         -------
         ndarray of shape (n_pairs,)
+
+        Warns
+        -----
+        UserWarning
+            Some requested ids are unknown (they get the prediction above);
+            the warning says how many, gives an example, and says when it
+            differs from a known id only in type (``'5'`` for the user ``5``).
         """
         check_is_fitted(self)
-        users = np.asarray(users).ravel()
-        items = np.asarray(items).ravel()
+        users = _id_array(users).ravel()
+        items = _id_array(items).ravel()
         if users.shape != items.shape:
             raise ValueError(f"users and items must have the same length, got {users.shape[0]} "
                              f"and {items.shape[0]}")
-        u = pd.Index(self.user_ids_).get_indexer(users)
-        i = pd.Index(self.item_ids_).get_indexer(items)
+        u = _lookup_ids(self.user_ids_, users, "user")
+        i = _lookup_ids(self.item_ids_, items, "item")
         ku, ki = u >= 0, i >= 0
         uu, ii = np.where(ku, u, 0), np.where(ki, i, 0)
         mu = self.global_mean_

@@ -743,6 +743,43 @@ def sparse_frame_like(X_sparse, like):
     return pd.DataFrame.sparse.from_spmatrix(X_sparse, index=like.index, columns=like.columns)
 
 
+def _label_mismatch(ix, iy):
+    """``None`` when two pandas axes pair by position (the same labels, a default ``0, 1, 2 ...`` beside other
+    labels, a length that differs, or not two pandas axes), else ``(ix, iy, k, what)``: the first position
+    ``k`` where they differ, and whether they hold the same labels in another order or other labels."""
+    import pandas as pd
+
+    if not (isinstance(ix, pd.Index) and isinstance(iy, pd.Index)) or len(ix) != len(iy) or ix.equals(iy):
+        return None
+    try:
+        same = ix.sort_values().equals(iy.sort_values())
+    except TypeError:  # labels that cannot be ordered (ints beside strings): not one set of labels in two orders
+        same = False
+    if not same and any(isinstance(i, pd.RangeIndex) and i.start == 0 and i.step == 1 for i in (ix, iy)):
+        return None
+    k = int(np.flatnonzero(ix.to_numpy(dtype=object) != iy.to_numpy(dtype=object))[0])
+    return ix, iy, k, "the same labels in another order" if same else "other labels"
+
+
+def check_same_columns(X, y, name="y", *, x_name="X"):
+    """Refuse a pandas ``y`` whose columns are labelled differently from a pandas ``X``'s (ValueError).
+
+    The column counterpart of :func:`check_same_index`, for two user x item frames paired cell by cell
+    (predictions and held-out ratings): a ``y`` with its item columns in another order paired every rating
+    with another item's prediction.
+    """
+    mismatch = _label_mismatch(getattr(X, "columns", None), getattr(y, "columns", None))
+    if mismatch is None:
+        return
+    ix, iy, k, same = mismatch
+    raise ValueError(
+        f"{name} has columns labelled differently from {x_name} ({same}: column {k} is {plain_value(ix[k])!r} in "
+        f"{x_name} but {plain_value(iy[k])!r} in {name}); columns are paired by position, so ratings would be "
+        f"paired with other items: align it first ({name}.reindex(columns={x_name}.columns)), or pass "
+        f"{name}.to_numpy() if the positions already match"
+    )
+
+
 def check_same_index(X, y, name="y", *, x_name="X", consequence="users would get other users' labels"):
     """Refuse a pandas ``y`` whose index labels its rows differently from a pandas ``X`` (ValueError).
 
@@ -753,19 +790,10 @@ def check_same_index(X, y, name="y", *, x_name="X", consequence="users would get
     other side holds the same labels in another order: ``y.sort_values()`` beside a frame built from an
     array was paired by position with the wrong users.
     """
-    import pandas as pd
-
-    ix, iy = getattr(X, "index", None), getattr(y, "index", None)
-    if not (isinstance(ix, pd.Index) and isinstance(iy, pd.Index)) or len(ix) != len(iy) or ix.equals(iy):
+    mismatch = _label_mismatch(getattr(X, "index", None), getattr(y, "index", None))
+    if mismatch is None:
         return
-    try:
-        same = ix.sort_values().equals(iy.sort_values())
-    except TypeError:  # labels that cannot be ordered (ints beside strings): not one set of labels in two orders
-        same = False
-    if not same and any(isinstance(i, pd.RangeIndex) and i.start == 0 and i.step == 1 for i in (ix, iy)):
-        return
-    k = int(np.flatnonzero(ix.to_numpy(dtype=object) != iy.to_numpy(dtype=object))[0])
-    same = "the same labels in another order" if same else "other labels"
+    ix, iy, k, same = mismatch
     raise ValueError(
         f"{name} is indexed differently from {x_name} ({same}: row {k} is {plain_value(ix[k])!r} in {x_name} but "
         f"{plain_value(iy[k])!r} in "

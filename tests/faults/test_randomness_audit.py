@@ -227,6 +227,59 @@ def test_none_gives_the_secure_source(urandom_counter):
     assert not check_random_source(0).secure
 
 
+# ----------------------------------------------------------------------------- the recommender's initialisation
+#: SurpriseRecommender(random_state=None) with the algorithm by name and as instances. Surprise builds a seeded
+#: RandomState from the seed it is given (allowed here), and reads numpy's global state when its own random_state
+#: is None: an instance took its factors from np.random.seed(k)'s stream.
+SURPRISE_ALGORITHMS = ["SVD", "SVD()", "SVDpp()", "SVD(biased=False)"]
+
+
+def _surprise_algorithm(spec):
+    import surprise
+
+    if spec == "SVD":
+        return spec
+    return {"SVD()": surprise.SVD(n_epochs=2), "SVDpp()": surprise.SVDpp(n_epochs=2),
+            "SVD(biased=False)": surprise.SVD(n_epochs=2, biased=False)}[spec]
+
+
+@pytest.mark.parametrize("spec", SURPRISE_ALGORITHMS)
+def test_surprise_recommender_seeds_from_os_entropy_not_the_global_state(spec, monkeypatch, urandom_counter):
+    from privrelease.datasets import make_ratings
+    from privrelease.recommender import SurpriseRecommender
+
+    R, _, _ = make_ratings(60, 30, random_state=0)
+    algorithm = _surprise_algorithm(spec)
+    params = {"algo_params": {"n_epochs": 2}} if spec == "SVD" else {}
+    monkeypatch.setattr(np.random.mtrand, "_rand", _ForbiddenRandomState())
+    for name in GLOBAL_FUNCTIONS:
+        if hasattr(np.random, name) and name not in ("default_rng",):
+            monkeypatch.setattr(np.random, name, _forbidden_global(name))
+    before = urandom_counter["n"]
+    rec = SurpriseRecommender(algorithm=algorithm, **params).fit(R)
+    assert urandom_counter["n"] > before, f"SurpriseRecommender(algorithm={spec}) drew no seed from os.urandom"
+    assert np.all(np.isfinite(rec.item_factors_))
+
+
+def _forbidden_global(name):
+    def fn(*args, **kwargs):
+        raise GlobalStateUsed(f"np.random.{name} was called on a privacy path")
+
+    return fn
+
+
+def test_surprise_instance_keeps_its_own_seed():
+    import surprise
+
+    from privrelease.datasets import make_ratings
+    from privrelease.recommender import SurpriseRecommender
+
+    R, _, _ = make_ratings(60, 30, random_state=0)
+    fits = [SurpriseRecommender(algorithm=surprise.SVD(n_epochs=2, random_state=3)).fit(R).item_factors_
+            for _ in range(2)]
+    np.testing.assert_array_equal(*fits)
+
+
 # ----------------------------------------------------------------------------- static scan
 ALLOWED_FILES = {PACKAGE / "utils" / "_random.py"}
 ALLOWED_DIRS = {PACKAGE / "datasets"}

@@ -200,9 +200,12 @@ def test_raw_ids_preserved(data):
     np.testing.assert_allclose(a.predict_pairs(["user5", "user9"], [17, 7 + 10 * (m - 1)]),
                                b.predict_pairs([5, 9], [1, m - 1]))
     # an unknown user gets the item baseline, an unknown item the user baseline
-    unknown_user = a.predict_pairs(["nobody"], [7])[0]
+    # (and a warning says so)
+    with pytest.warns(UserWarning, match="user ids requested match no user.*'nobody'"):
+        unknown_user = a.predict_pairs(["nobody"], [7])[0]
     assert unknown_user == pytest.approx(np.clip(a.global_mean_ + a.item_bias_[0], 1, 5))
-    unknown_item = a.predict_pairs(["user5"], [-1])[0]
+    with pytest.warns(UserWarning, match="item ids requested match no item.*-1"):
+        unknown_item = a.predict_pairs(["user5"], [-1])[0]
     assert unknown_item == pytest.approx(np.clip(a.global_mean_ + a.user_bias_[5], 1, 5))
     with pytest.raises(ValueError, match="user_ids must have one id per row"):
         SurpriseRecommender().fit(X_train, user_ids=uids[:-1])
