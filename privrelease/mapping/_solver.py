@@ -43,10 +43,11 @@ Policy when nothing certifies to ``tol``: an explicit ``solver="fast"`` or
 ``solver="auto"`` returns the best feasible answer with ``status="inaccurate"``
 and emits a :class:`~privrelease.exceptions.ConvergenceWarning` (never silently).
 ``"auto"`` skips the cvxpy fallback above ``CVXPY_FALLBACK_MAX_VARIABLES``
-(250,000 allowed mapping entries), where the plain formulation takes minutes. Below it the
-fallback can still take long on badly scaled priors: SCS runs up to 200,000
-iterations, which took 31 minutes on a 2-core machine at 229 x 229 entries, with
-``|A| = 10`` and ``p(c)`` spread over ten decades. Each solver's answer, its
+(250,000 allowed mapping entries), where the plain formulation takes minutes. Below it each
+solver of the fallback runs at most ``CVXPY_FALLBACK_TIME_LIMIT`` seconds (120; on badly scaled
+priors SCS's 200,000 iterations took 31 minutes on a 2-core machine at 229 x 229 entries, with
+``|A| = 10`` and ``p(c)`` spread over ten decades); ``solver="cvxpy"`` runs them without a time
+limit. Each solver's answer, its
 certified gap and time, and the start of the fallback are logged at INFO level
 on the ``"privrelease.mapping"`` logger.
 
@@ -102,6 +103,11 @@ _KINDS = ("mutual_information", "maximal_leakage")
 #: ``solver="auto"`` does not fall back to the plain formulation above this many variables (allowed entries)
 #: (it needs minutes and gigabytes there); it returns the fast answer with a warning instead.
 CVXPY_FALLBACK_MAX_VARIABLES = 250_000
+#: ``solver="auto"``: seconds each cvxpy solver of the fallback may run (CLARABEL, then SCS), so an uncertified
+#: fast answer comes back, warned, within minutes (SCS's 200,000 iterations ran for 31 minutes on 229 x 229
+#: entries; on 126 x 126 entries with 124 inputs of mass 1e-8 neither solver was back after 8 minutes, and
+#: CLARABEL's answer, where it returned, was worse than the fast one). ``solver="cvxpy"`` is not limited.
+CVXPY_FALLBACK_TIME_LIMIT = 120.0
 #: tolerance policy (see the module notes): budgets within ``BUDGET_RTOL * delta_min`` of the
 #: smallest feasible distortion count as that distortion
 BUDGET_RTOL = 1e-12
@@ -171,8 +177,12 @@ def _full_mapping(prob, reduction, P_red):
     return full if reduction is None else reduction.expand(full)
 
 
-def _cvxpy_candidates(prob, *, delta=None, target_nats=None, solvers=("CLARABEL", "SCS"), tight=True):
+def _cvxpy_candidates(prob, *, delta=None, target_nats=None, solvers=("CLARABEL", "SCS"), tight=True,
+                      time_limit=None):
     """Yield ``(name, P)`` for each cvxpy solver that returns a point (plain formulation).
+
+    ``time_limit``: seconds each solver may run (None: no limit); a solver stopped by it returns its last
+    iterate, which the caller certifies like any other point.
 
     The variables are the allowed entries only (a forbidden transition is no variable, so it is exactly 0):
     a sparse distortion allowing 26 of 377 outputs a row was 142,129 variables and a dense equality per
@@ -214,6 +224,10 @@ def _cvxpy_candidates(prob, *, delta=None, target_nats=None, solvers=("CLARABEL"
                     "max_iter": 500}
         else:
             opts = {}
+        if time_limit is not None and name == "SCS":
+            opts = {**opts, "time_limit_secs": float(time_limit)}
+        elif time_limit is not None and name == "CLARABEL":
+            opts = {**opts, "time_limit": float(time_limit)}
         if solve_quietly(problem, name, opts) and x.value is not None:
             P = np.zeros((k, kh))
             P[r, j] = np.asarray(x.value, dtype=float)
@@ -291,7 +305,8 @@ def _delta_best(prob, delta, solver, tol, warm=None):
         elif s == "sparse":
             cands = sparse_candidates(prob, delta=delta, tol_bits=tol)
         else:
-            cands = _cvxpy_candidates(prob, delta=delta)
+            cands = _cvxpy_candidates(prob, delta=delta,
+                                      time_limit=CVXPY_FALLBACK_TIME_LIMIT if solver == "auto" else None)
         for name, P, *hint in cands:  # the fast path adds the pi of the outputs it emptied, and its bounds
             P, pi_hint = feasible_candidate(prob, P, delta, hint[0] if hint else None)
             more = hint[1] if len(hint) > 1 else ()
