@@ -768,16 +768,7 @@ def check_same_columns(X, y, name="y", *, x_name="X"):
     (predictions and held-out ratings): a ``y`` with its item columns in another order paired every rating
     with another item's prediction.
     """
-    mismatch = _label_mismatch(getattr(X, "columns", None), getattr(y, "columns", None))
-    if mismatch is None:
-        return
-    ix, iy, k, same = mismatch
-    raise ValueError(
-        f"{name} has columns labelled differently from {x_name} ({same}: column {k} is {plain_value(ix[k])!r} in "
-        f"{x_name} but {plain_value(iy[k])!r} in {name}); columns are paired by position, so ratings would be "
-        f"paired with other items: align it first ({name}.reindex(columns={x_name}.columns)), or pass "
-        f"{name}.to_numpy() if the positions already match"
-    )
+    _refuse_label_mismatch(X, y, "columns", name, x_name, "ratings would be paired with other items")
 
 
 def check_same_index(X, y, name="y", *, x_name="X", consequence="users would get other users' labels"):
@@ -790,15 +781,23 @@ def check_same_index(X, y, name="y", *, x_name="X", consequence="users would get
     other side holds the same labels in another order: ``y.sort_values()`` beside a frame built from an
     array was paired by position with the wrong users.
     """
-    mismatch = _label_mismatch(getattr(X, "index", None), getattr(y, "index", None))
+    _refuse_label_mismatch(X, y, "index", name, x_name, consequence)
+
+
+def _refuse_label_mismatch(X, y, axis, name, x_name, consequence):
+    """The ValueError of :func:`check_same_index` (``axis="index"``) and :func:`check_same_columns`."""
+    mismatch = _label_mismatch(getattr(X, axis, None), getattr(y, axis, None))
     if mismatch is None:
         return
     ix, iy, k, same = mismatch
+    rows = axis == "index"
+    what = "is indexed differently from" if rows else "has columns labelled differently from"
+    where, paired = ("row", "rows") if rows else ("column", "columns")
+    align = f"{name}.reindex({x_name}.index)" if rows else f"{name}.reindex(columns={x_name}.columns)"
     raise ValueError(
-        f"{name} is indexed differently from {x_name} ({same}: row {k} is {plain_value(ix[k])!r} in {x_name} but "
-        f"{plain_value(iy[k])!r} in "
-        f"{name}); rows are paired by position, so {consequence}: align it first "
-        f"({name}.reindex({x_name}.index)), or pass {name}.to_numpy() if the positions already match"
+        f"{name} {what} {x_name} ({same}: {where} {k} is {plain_value(ix[k])!r} in {x_name} but "
+        f"{plain_value(iy[k])!r} in {name}); {paired} are paired by position, so {consequence}: align it first "
+        f"({align}), or pass {name}.to_numpy() if the positions already match"
     )
 
 
