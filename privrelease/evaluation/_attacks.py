@@ -98,8 +98,10 @@ class AttackResult:
     Attributes
     ----------
     auc : float
-        Area under the ROC curve (one-vs-rest macro average for more than two
-        classes). 0.5 is an uninformed guess.
+        Area under the ROC curve (for more than two classes the one-vs-rest
+        macro average over the classes present among the scored users, each
+        class ranked by the attacker's probability of it). 0.5 is an
+        uninformed guess.
     accuracy : float
         Accuracy of the attacker's most probable class.
     majority_accuracy : float
@@ -366,11 +368,11 @@ def _score(y, proba, classes, majority_class):
         auc = float(roc_auc_score(y == positive, proba[:, 1]))
         fpr, tpr, thr = roc_curve(y == positive, proba[:, 1])
     else:
+        # macro one-vs-rest over the classes present, each ranked by the attacker's own probability of it: the
+        # columns of the present classes renormalised (sklearn's multi_class="ovr" needs rows summing to 1) rank
+        # users otherwise (0.9643 where the attacker's one-vs-rest AUC is 0.9529 with one of four classes absent)
         cols = np.searchsorted(classes, present)
-        p = proba[:, cols]
-        p = p / np.maximum(p.sum(axis=1, keepdims=True), 1e-300)
-        auc = float(roc_auc_score(y, p, multi_class="ovr", average="macro", labels=present)) \
-            if present.size > 2 else float(roc_auc_score(y == present[1], p[:, 1]))
+        auc = float(np.mean([roc_auc_score(y == c, proba[:, k]) for c, k in zip(present, cols)]))
     return AttackResult(auc=auc, accuracy=acc, majority_accuracy=maj, advantage=acc - maj,
                         n_samples=int(y.shape[0]), fpr=fpr, tpr=tpr, thresholds=thr,
                         positive_class=positive)

@@ -90,7 +90,7 @@ def _attack_job(fitted, split, fixed_attackers, models, features):
     X_prot_rel = _release(fitted, split.X_prot, split.rating_range)
     table, res = evaluate_attacks(split.X_opt, X_opt_rel, split.y_opt, X_prot_rel, split.y_prot,
                                   models=models, features=features, fixed_attackers=fixed_attackers,
-                                  random_state=split.attack_seed, attribute_names=split.names)
+                                  random_state=split.attack_seed, attribute_names=split.names, verbose=0)
     diff = (X_prot_rel - split.X_prot)
     diff.eliminate_zeros()
     changed = float(np.mean(np.diff(diff.tocsr().indptr)))

@@ -95,7 +95,13 @@ class _PrivacyScorer:
                 f"got {classes.tolist()!r}")
         n_splits = int(min(3, counts.min()))
         if n_splits < 2:
-            return -1.0
+            # was -1.0 (an AUC of 1, the worst) without a word: a search on small data marked such candidates
+            # fully leaky
+            lone = classes[counts < 2].tolist()
+            raise ValueError(
+                f"the adaptive_auc scorer cross-validates its attacker over the scored users, and needs at least 2 "
+                f"users of every class among them; class(es) {lone!r} have 1 (class counts "
+                f"{dict(zip(classes.tolist(), counts.tolist()))!r}): score on more users, or merge the rare classes")
         att = InferenceAttack(model=self.attack_model, random_state=self.seed)
         proba = cross_val_predict(att, Xr, yr, method="predict_proba",
                                   cv=StratifiedKFold(n_splits, shuffle=True, random_state=self.seed))

@@ -133,7 +133,7 @@ def joint_attribute(y):
 def attribute_targets(y_train, y_test, names=None):
     """What the attackers are asked to guess: ``[(target, y_train, y_test), ...]``.
 
-    A 1-D attribute gives one target, ``"attribute"``. A 2-D attribute gives
+    A 1-D attribute (or a single column) gives one target, ``"attribute"``. A 2-D attribute gives
     ``"joint"`` (both sets encoded together by :func:`joint_attribute`, so the
     codes agree; ``-1``, undisclosed, for a user who hides any column)
     followed by one target per column (``names``, default a DataFrame's column names, else
@@ -151,6 +151,10 @@ def attribute_targets(y_train, y_test, names=None):
                          "columns are paired by position: give y_test y_train's columns in the same order "
                          "(y_test[y_train.columns])")
     y_train, y_test = np.asarray(y_train), np.asarray(y_test)
+    if y_train.ndim == 2 and y_train.shape[1] == 1 and (y_test.ndim == 1 or y_test.shape[1:] == (1,)):
+        # one column is one attribute, as check_attribute reads it for rmse_cost and the curve (it was scored
+        # twice, as "joint" and as its column)
+        y_train, y_test = y_train[:, 0], y_test.reshape(-1)
     if y_train.ndim == 1:
         return [("attribute", y_train, y_test)]
     n_cols = y_train.shape[1]

@@ -201,3 +201,23 @@ def test_attribute_column_names_are_checked():
         rmse_cost(ColumnEraser(), X, pd.DataFrame(Y, columns=["a", "a"]), **kw)
     with pytest.raises(ValueError, match="private has 99 values but ratings has 100 users"):
         rmse_cost(ColumnEraser(), X, Y[:99], **kw)
+
+
+@pytest.mark.parametrize("absent", [[3], [2, 3]])
+def test_multiclass_auc_with_classes_absent_from_the_scored_users(absent):
+    """Each present class ranked by the attacker's own probability of it (renormalising the present classes'
+    columns ranked users otherwise: 0.9643 where the one-vs-rest AUC was 0.9529 with one of four classes absent)."""
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 4, 400)
+    R = rng.integers(1, 6, (400, 20)) * (rng.random((400, 20)) < 0.4)
+    R[:, 0] = np.where((y == 1) & (rng.random(400) < 0.6), 5, R[:, 0])  # weak signs of classes 1 and 2
+    R[:, 1] = np.where((y == 2) & (rng.random(400) < 0.6), 5, R[:, 1])
+    X = sp.csr_matrix(R.astype(float))
+    att = InferenceAttack(random_state=0).fit(X[:200], y[:200])
+    keep = ~np.isin(y[200:], absent)
+    Xt, yt = X[200:][keep], y[200:][keep]
+    res = att.evaluate(Xt, yt)
+    proba = att.predict_proba(Xt)
+    by_hand = np.mean([roc_auc_score(yt == c, proba[:, list(att.classes_).index(c)]) for c in np.unique(yt)])
+    assert 0.55 < by_hand < 0.99
+    assert res.auc == pytest.approx(by_hand, abs=1e-12)
