@@ -348,6 +348,12 @@ class InferenceAttack(ClassifierMixin, BaseEstimator):
         return tags
 
 
+def _n_rows(X):
+    """Number of users (rows) of a rating matrix, frame or array-like."""
+    shape = getattr(X, "shape", None)
+    return int(shape[0]) if shape is not None and len(shape) else len(X)
+
+
 def _kind_of(dtype):
     """``"strings"``, ``"booleans"`` or ``"numbers"``: the kind of labels an array of ``dtype`` holds."""
     return {"U": "strings", "S": "strings", "b": "booleans"}.get(np.dtype(dtype).kind, "numbers")
@@ -523,6 +529,10 @@ def evaluate_attacks(X_train_original, X_train_released, y_train, X_test_release
     if X_train_released is not None:
         check_same_index(X_train_original, X_train_released, "X_train_released", x_name="X_train_original")
     check_same_index(X_test_released, y_test, "y_test", x_name="X_test_released")
+    if X_train_released is not None and _n_rows(X_train_released) != _n_rows(X_train_original):
+        # the adaptive attacker's fit found it first, blaming y ("y has 30 labels but X has 20 users")
+        raise ValueError(f"X_train_released has {_n_rows(X_train_released)} users but X_train_original has "
+                         f"{_n_rows(X_train_original)}: the release of the training users must keep every user")
     models, features = _check_attackers(models, features)
     rs = check_random_source(random_state)
     fixed_attackers = dict(fixed_attackers or {})

@@ -49,3 +49,11 @@ def test_one_column_attribute_is_one_target(as_frame):
                                features=["values"], random_state=0, verbose=0)
     assert table["target"].unique().tolist() == ["attribute"]
     pd.testing.assert_frame_equal(table, flat)
+
+
+def test_a_training_release_missing_users_is_named():
+    # "y has 30 labels but X has 20 users" blamed y for what the release had lost
+    X, y = planted_ratings(60, seed=4)
+    with pytest.raises(ValueError, match="X_train_released has 20 users but X_train_original has 30"):
+        evaluate_attacks(X[:30], X[:20], y[:30], X[30:], y[30:], models=["logistic"], features=["values"],
+                         random_state=0, verbose=0)
