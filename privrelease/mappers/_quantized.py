@@ -11,7 +11,7 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .. import _persistence
-from ..exceptions import InfeasibleBudgetError, PrivacyLeakWarning
+from ..exceptions import InfeasibleBudgetError
 from ..mapping import expected_distortion, leakage as heldout_leakage, mutual_information
 from ..utils import check_random_source
 from ..utils._constraints import NumberInterval
@@ -38,6 +38,12 @@ from ._quantize import (
 )
 
 __all__ = ["QuantizedPrivacyMapper"]
+
+
+def _mean_weight(total, n):
+    """The mean weight of ``n`` labeled users of weight ``total`` (1 when it is not a positive finite number)."""
+    unit = float(total) / max(int(n), 1)
+    return unit if np.isfinite(unit) and unit > 0 else 1.0
 
 #: pseudo-ratings pulling a released cluster-mean rating towards the centre's prediction
 _PROFILE_SHRINKAGE = 2.0
@@ -1433,11 +1439,14 @@ class QuantizedPrivacyMapper(_BaseMapper):
         E_tr, E_te = E[train], E[test]
         labels = work._cluster(E_tr, work._attribute_free(E_tr, a_tr, w_tr), k, seed, w_tr)
         counts, _, cost = work._cluster_statistics(E_tr, a_tr, w_tr, labels)
+        work._weight_unit = _mean_weight(float(w_tr.sum()), w_tr.size)
         prior = work._prior_from_counts(counts)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:
-                mapping = _row_stochastic(work._solve(prior, cost).mapping, cost)
+                # the fold's cap under its smoothed prior alone: the raw-count search (_solve) is the final fit's,
+                # run once on the choice (in every fold and candidate it took a held-out fit from 29 to 169 s)
+                mapping = _row_stochastic(_BaseMapper._solve(work, prior, cost).mapping, cost)
             except InfeasibleBudgetError as exc:
                 # the fold's own smallest budget (its clusters, on 4/5 of the labeled users, are not the fit's) was
                 # quoted as if it were the fit's: passing it was refused again with another fold's figure
@@ -1553,11 +1562,18 @@ class QuantizedPrivacyMapper(_BaseMapper):
 
         With ``prior="model"`` the class split of each cluster is the model's
         (``n~(a, c)``, see :meth:`_model_soft_counts`; same cluster sizes).
+        The counts are weighted (``sample_weight``) and ``smoothing`` counts
+        users, so they are read in units of the mean weight: weights of 1e-300
+        each made one pseudo-user outweigh 1e300 users, the prior independent
+        of the attribute, and "perfect privacy" released the counts' leakage.
         """
         self.empirical_prior_ = counts / counts.sum()
         p_a = self.empirical_prior_.sum(axis=1)
         soft = getattr(self, "_model_counts", None)
         base = soft if self.prior == "model" and soft is not None and soft.shape == counts.shape else counts
+        unit = getattr(self, "_weight_unit", None)
+        if unit is not None and unit != 1.0:
+            base = base / unit
         prior = base + self.smoothing * p_a[:, None]
         with np.errstate(over="ignore"):
             total = prior.sum()
@@ -1584,16 +1600,29 @@ class QuantizedPrivacyMapper(_BaseMapper):
         perfect privacy under the smoothed prior is perfect privacy under the
         counts (the pseudo-users follow the counts' class marginal). The cap
         used is ``solver_result_.max_leakage``.
+
+        That holds in exact arithmetic; a ``smoothing`` so large that the
+        counts drown in the pseudo-users (``smoothing=1e12``: the smoothed
+        prior is independent of the attribute to the solver's precision) made
+        any mapping look private, and perfect privacy released the counts'
+        whole leakage (0.44 bits). So the raw counts' leakage is checked at
+        every cap, perfect privacy included (within ``_BUDGET_TOL``), and a
+        mapping that breaks it is refused (ValueError naming ``smoothing``).
         """
         delta, cap = self._check_budget()
         emp = getattr(self, "empirical_prior_", None)
-        if (delta is not None or not cap or self.prior != "counts" or self._attribute_kind() == "marginal"
+        if (delta is not None or self.prior != "counts" or self._attribute_kind() == "marginal"
                 or emp is None or np.shape(emp) != np.shape(prior) or min(prior.shape) < 2):
             return super()._solve(prior, cost)
-        cap = float(cap)
+        cap = float(cap or 0.0)
 
         def raw(res):
             return float(heldout_leakage(emp, res.mapping, kind=self.leakage))
+
+        if cap == 0.0:
+            result = super()._solve(prior, cost)
+            self._refuse_raw_leak(raw(result), cap)
+            return result
 
         hint = getattr(self, "_raw_cap", None)
         if hint is not None and 0.0 < hint < cap:
@@ -1625,18 +1654,24 @@ class QuantizedPrivacyMapper(_BaseMapper):
             self._raw_cap = lo
         else:
             best = self._engine_solve(prior, cost, None, 0.0)
-            e = raw(best)
-            if e > cap:  # zero in exact arithmetic: only rounding, at a cap near the smallest floats
-                warnings.warn(f"the mapping certified at max_leakage={cap!r} bits under the smoothed prior leaks "
-                              f"{e:.6g} bits under the opted-in users' raw counts (empirical_leakage_), even at "
-                              "perfect privacy under the smoothed prior; smoothing=0 certifies the counts",
-                              PrivacyLeakWarning, stacklevel=5)
+            self._refuse_raw_leak(raw(best), cap)
         return best
+
+    def _refuse_raw_leak(self, leak, cap):
+        """Refuse a mapping whose leakage under the raw counts exceeds ``cap`` (beyond ``_BUDGET_TOL``)."""
+        if leak > cap + _BUDGET_TOL:
+            n = int(round(float(getattr(self, "n_labeled_", 0) or 0)))
+            raise ValueError(
+                f"smoothing={plain_value(self.smoothing)!r} drowns the opted-in users' counts: the prior it smooths "
+                f"is independent of the attribute to the solver's precision, and the mapping certified under it at "
+                f"max_leakage={cap!r} bits leaks {leak:.6g} bits under the raw counts (empirical_leakage_); expected "
+                f"a smoothing the counts of the {n} labeled users still show through (the default is 1; "
+                "smoothing=0 certifies the raw counts)")
 
     def _check_raw_cap(self, cap):
         """A loaded file's cap holds under the raw counts too (what :meth:`_solve` keeps), ``prior="counts"``."""
-        if (self.max_leakage is not None and self.max_leakage > 0 and self.prior == "counts"
-                and self._attribute_kind() != "marginal" and self.empirical_leakage_ > cap + _BUDGET_TOL):
+        if (self.delta is None and self.prior == "counts" and self._attribute_kind() != "marginal"
+                and self.empirical_leakage_ > cap + _BUDGET_TOL):
             raise ValueError(f"fitted.empirical_leakage_ = {self.empirical_leakage_!r} bits exceeds the cap of "
                              f"{cap!r} bits that the parameters promise under the opted-in users' raw counts")
 
@@ -1677,12 +1712,15 @@ class QuantizedPrivacyMapper(_BaseMapper):
         return self.leakage_ if self.delta is not None else self.distortion_
 
     def _solve_and_report(self, estimate):
-        """:meth:`_refined_solve`; the raw-count cap it found (:meth:`_solve`) is not kept on the fitted mapper."""
+        """:meth:`_refined_solve`; the raw-count cap it found (:meth:`_solve`) and the mean weight the counts are
+        read in (:meth:`_prior_from_counts`) are not kept on the fitted mapper."""
         self._raw_cap = None
+        self._weight_unit = _mean_weight(np.asarray(estimate.counts, dtype=np.float64).sum(), estimate.n_labeled)
         try:
             self._refined_solve(estimate)
         finally:
             self.__dict__.pop("_raw_cap", None)
+            self.__dict__.pop("_weight_unit", None)
 
     def _refined_solve(self, estimate):
         """The engine's mapping, then ``n_refine`` free-support barycenter refinements of the output points.

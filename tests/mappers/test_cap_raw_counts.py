@@ -165,3 +165,35 @@ def test_marginal_protection_certifies_the_fitted_prior_only(data):
                                random_state=0).fit(X, np.column_stack([y, second]))
     assert m.solver_result_.max_leakage == 0.03
     assert m.leakage_ <= 0.03 + 1e-6
+
+
+@pytest.mark.parametrize("max_leakage", [None, 0.0, 0.05])
+def test_a_smoothing_that_drowns_the_counts_is_refused(data, max_leakage):
+    """smoothing=1e12 made the smoothed prior independent to the solver's precision: "perfect privacy" released
+    the counts' whole leakage (0.44 bits, leakage_ 1e-17), a cap of 0.05 only warned."""
+    X, y = data
+    drowned = r"smoothing=1000000000000\.0 drowns the opted-in users' counts: .* leaks 0\.\d+ bits"
+    with pytest.raises(ValueError, match=drowned):
+        QuantizedPrivacyMapper(max_leakage=max_leakage, smoothing=1e12, random_state=0).fit(X, y)
+
+
+@pytest.mark.filterwarnings("ignore:the loaded QuantizedPrivacyMapper has an integer random_state")
+def test_loaded_perfect_privacy_file_leaking_under_the_counts_is_refused(data, tmp_path, monkeypatch):
+    from privrelease._persistence import load, save
+    from privrelease.mappers._base import _BaseMapper
+
+    X, y = data
+    with monkeypatch.context() as mp:
+        mp.setattr(QuantizedPrivacyMapper, "_solve", _BaseMapper._solve)  # as fit made them before
+        mp.setattr(QuantizedPrivacyMapper, "_check_raw_cap", _BaseMapper._check_raw_cap)
+        old = QuantizedPrivacyMapper(smoothing=1e12, random_state=0).fit(X, y)
+        path = save(old, tmp_path / "old.npz")
+    assert old.leakage_ < 1e-9 < 0.1 < old.empirical_leakage_
+    with pytest.raises(ValueError, match=r"empirical_leakage_ = 0\.\d+ bits exceeds the cap of 0\.0 bits"):
+        load(path)
+
+
+def test_default_perfect_privacy_is_perfect_under_the_counts(data):
+    X, y = data
+    m = QuantizedPrivacyMapper(random_state=0).fit(X, y)
+    assert _mi_bits(m.empirical_prior_ @ m.mapping_) <= 1e-9
