@@ -2094,7 +2094,12 @@ class QuantizedPrivacyMapper(_BaseMapper):
             if dense_frame is not None:
                 import pandas as pd
 
-                return pd.DataFrame(out, index=dense_frame.index, columns=dense_frame.columns, copy=False)
+                released = pd.DataFrame(out, index=dense_frame.index, columns=dense_frame.columns, copy=False)
+                if nullable_numpy_dtype(dense_frame) is not None:
+                    # pandas' nullable integer columns stay nullable, as on the dask path (_release_meta): the
+                    # same frame came back as int64 in memory and Int64 from dask
+                    released = released.astype(self._release_meta(dense_frame.iloc[:0]).dtypes.to_dict())
+                return released
             return out
         out = profiles[c_hat]
         X_is_array = isinstance(X, sp.sparray)

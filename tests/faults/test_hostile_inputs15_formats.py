@@ -220,3 +220,19 @@ def test_rmse_scorer_on_a_frame_raises_no_feature_name_warning(kind):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # the matrix has no feature names: sklearn says so
         assert on_frame == pytest.approx(make_privacy_scorer("rmse", random_state=0)(p, X, a))
+
+
+def test_nullable_integer_frame_keeps_its_dtype_in_memory_as_on_dask():
+    # the same frame of pandas' nullable integers came back as int64 in memory and as Int64 from dask
+    import dask.dataframe as dd
+
+    from privrelease.datasets import make_ratings
+    from privrelease.mappers import QuantizedPrivacyMapper
+
+    R, y, _ = make_ratings(n_users=120, n_items=30, random_state=0)
+    D = pd.DataFrame(R.toarray().astype(int), columns=[f"i{j}" for j in range(30)]).astype("Int64")
+    m = QuantizedPrivacyMapper(n_clusters=4, random_state=0).fit(D, y)
+    mem = m.transform(D)
+    lazy = m.transform(dd.from_pandas(D, npartitions=2)).compute()
+    assert mem.dtypes.tolist() == lazy.dtypes.tolist() == [pd.Int64Dtype()] * 30
+    assert mem.index.equals(D.index) and mem.columns.equals(D.columns)
