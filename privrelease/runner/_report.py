@@ -61,6 +61,48 @@ _HAVE_DIR_FD = all(f in getattr(os, "supports_dir_fd", ()) for f in (os.open, os
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+
+
+def _open_regular(name, fd):
+    """A binary reader of the regular file ``name`` in the folder ``fd``, or None (missing, a link, a folder, a
+    named pipe: opened without blocking, and anything but a regular file is left alone; a pipe hung the run)."""
+    try:
+        rfd = os.open(name, os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC | _O_NONBLOCK, dir_fd=fd)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(rfd).st_mode):
+            os.close(rfd)
+            return None
+    except OSError:
+        os.close(rfd)
+        return None
+    return os.fdopen(rfd, "rb")
+
+
+class _Deferred:
+    """Hold back SIGINT and SIGTERM while the folder changes from one report to the next (main thread only): a
+    Ctrl-C between removing the earlier report's files and moving the new ones in left neither report."""
+
+    _SIGNALS = ()
+
+    def __enter__(self):
+        import signal
+        import threading
+
+        self._old = None
+        if hasattr(signal, "pthread_sigmask") and threading.current_thread() is threading.main_thread():
+            self._SIGNALS = {signal.SIGINT, signal.SIGTERM}
+            self._old = signal.pthread_sigmask(signal.SIG_BLOCK, self._SIGNALS)
+        return self
+
+    def __exit__(self, *exc):
+        import signal
+
+        if self._old is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, self._old)  # a signal held back is delivered now
+        return False
 
 
 def _fmt(v):
@@ -695,14 +737,13 @@ class _Folder:
         the report wrote under a name, and :meth:`_remove` removes a file only if it still holds exactly that
         content (a manifest copied with a report, or edited, cannot make a run remove the user's own file).
         """
-        try:
-            rfd = os.open(MANIFEST, os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC, dir_fd=fd)
-        except OSError:
+        fh = _open_regular(MANIFEST, fd)
+        if fh is None:
             return {}
         try:
-            with os.fdopen(rfd, "rb") as fh:
+            with fh:
                 listed = json.loads(fh.read(_MAX_MANIFEST_BYTES).decode("utf-8")).get("files", {})
-        except (OSError, ValueError, AttributeError):
+        except (OSError, ValueError, AttributeError, RecursionError):  # a manifest nested 200,000 deep
             return {}
         if not isinstance(listed, dict):
             return {}
@@ -715,30 +756,34 @@ class _Folder:
     def _write_manifest(self, files, fd):
         text = json.dumps({"written_by": "privrelease", "files": dict(sorted(files.items()))}, indent=1)
         tmp = f".{MANIFEST}.{secrets.token_hex(8)}.tmp"
-        tfd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC, 0o644, dir_fd=fd)
+        try:
+            tfd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC, 0o644, dir_fd=fd)
+        except OSError as exc:
+            raise OutputFolderError(f"cannot write into output folder {str(self.path)!r}: "
+                                    f"{exc.strerror or exc}") from None
         try:
             with os.fdopen(tfd, "wb") as fh:
                 fh.write(text.encode("utf-8"))
             os.replace(tmp, MANIFEST, src_dir_fd=fd, dst_dir_fd=fd)
-        except BaseException:
+        except BaseException as exc:
             try:
                 os.unlink(tmp, dir_fd=fd)
             except OSError:
                 pass
+            if isinstance(exc, OSError):  # a folder named like the manifest: IsADirectoryError
+                raise OutputFolderError(f"cannot write {str(self.path / MANIFEST)!r} (the report's list of its "
+                                        f"files): {exc.strerror or exc}") from None
             raise
 
     def _remove(self, name, fd, digest):
         """Remove the regular file ``name`` of the earlier report if it still holds the content that report wrote
         (SHA-256 ``digest``; None: whatever it holds, for a page this run replaces); a link, a folder or a file
         of other content is left."""
-        try:
-            rfd = os.open(name, os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC, dir_fd=fd)
-        except OSError:
+        fh = _open_regular(name, fd)
+        if fh is None:
             return
         try:
-            with os.fdopen(rfd, "rb") as fh:
-                if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-                    return
+            with fh:
                 h = hashlib.sha256()
                 for block in iter(lambda: fh.read(1 << 20), b""):
                     h.update(block)
@@ -762,7 +807,20 @@ class _Folder:
         """
         if not _HAVE_DIR_FD:  # pragma: no cover - files were written in place
             return
+        import fcntl
+
         fd = self._dir_fd()
+        # one save at a time in a folder (two concurrent saves left one run's page beside the other's tables), and
+        # no Ctrl-C between removing the earlier report's files and moving the new ones in
+        with _Deferred():
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                self._commit(fd)
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        self.discard()
+
+    def _commit(self, fd):
         sfd = self._stage_fd() if self._staged else None
         names = list(self._staged)
         pages = [n for n in REPORT_FILES if n in names]
@@ -781,8 +839,9 @@ class _Folder:
                 self._remove(name, fd, None)  # replaced by this run's page below in any case
             elif name in earlier:
                 self._remove(name, fd, earlier[name])
+        keep = set(names) | self._committed  # a second save of one report keeps the first save's files
         for name, digest in earlier.items():
-            if name not in names:
+            if name not in keep:
                 self._remove(name, fd, digest)
         for name in moving:
             target = self.path / name
@@ -796,7 +855,6 @@ class _Folder:
             self._committed.add(name)
         self._staged = []
         self._write_manifest({n: self._digests[n] for n in self._committed}, fd)
-        self.discard()
 
     def _link_new(self, src, name, target, sfd, fd):
         """Give the staged ``src`` the name ``name`` only if nothing holds it yet (a hard link fails when the

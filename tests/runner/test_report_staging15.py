@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from privrelease.runner import Report
+from privrelease.runner import OutputFolderError, Report
 from privrelease.runner._report import MANIFEST, _STAGING_PREFIX
 
 from shared_helpers import quick_census_run, run_cli  # tests/shared_helpers.py
@@ -146,3 +146,94 @@ def test_a_planted_manifest_cannot_remove_the_users_files(tmp_path):
     listed = json.loads((out / MANIFEST).read_text())["files"]
     assert sorted(listed) == ["new.csv", "report.html", "report.md"]
     assert listed["new.csv"] == hashlib.sha256((out / "new.csv").read_bytes()).hexdigest()
+
+
+# ------------------------------------------------------------------ audit of the staging (stop 38, second round)
+def test_a_second_save_of_one_report_keeps_the_first_saves_files(tmp_path):
+    out = tmp_path / "out"
+    rep = Report(out, title="A")
+    rep.table(pd.DataFrame({"x": [1]}), "a")
+    rep.save()
+    rep.table(pd.DataFrame({"x": [2]}), "b")
+    rep.save()
+    assert (out / "a.csv").exists() and (out / "b.csv").exists()
+    assert {"a.csv", "b.csv"} <= _named_files(out / "report.md")
+    assert {"a.csv", "b.csv"} <= set(json.loads((out / MANIFEST).read_text())["files"])
+
+
+def test_named_pipes_in_the_folder_never_block_a_save(tmp_path):
+    import os
+    import signal
+
+    out = tmp_path / "out"
+    Report(out, title="A").save()
+    os.remove(out / MANIFEST)
+    os.mkfifo(out / MANIFEST)  # a manifest that is a pipe
+    os.mkfifo(out / "pipe")
+    old = signal.signal(signal.SIGALRM, lambda *a: (_ for _ in ()).throw(TimeoutError("the save blocked")))
+    signal.alarm(20)
+    try:
+        rep = Report(out, title="B", overwrite=True)
+        rep.table(pd.DataFrame({"x": [1]}), "t")
+        rep.save()  # the pipe where the manifest goes is not read (it blocked), and is replaced by the manifest
+        assert "t.csv" in json.loads((out / MANIFEST).read_text())["files"]
+        (out / MANIFEST).write_text(json.dumps({"files": {"pipe": "0" * 64}}))
+        rep = Report(out, title="C", overwrite=True)
+        rep.save()
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    assert (out / "pipe").exists()
+
+
+def test_a_deeply_nested_manifest_is_ignored(tmp_path):
+    out = tmp_path / "out"
+    Report(out, title="A").save()
+    (out / MANIFEST).write_text('{"files": ' + "[" * 200_000)
+    Report(out, title="B", overwrite=True).save()
+    assert "B" in (out / "report.md").read_text()
+
+
+def test_a_folder_named_like_the_manifest_is_a_clear_error(tmp_path):
+    out = tmp_path / "out"
+    Report(out, title="A").save()
+    (out / MANIFEST).unlink()
+    (out / MANIFEST).mkdir()
+    with pytest.raises(OutputFolderError, match="cannot write .*privrelease-report.json"):
+        Report(out, title="B", overwrite=True).save()
+    assert "A" in (out / "report.md").read_text()  # the earlier report untouched
+
+
+def test_saving_holds_the_folder_and_defers_ctrl_c(tmp_path, monkeypatch):
+    import fcntl
+    import os
+    import signal
+
+    from privrelease.runner import _report
+
+    out = tmp_path / "out"
+    rep = Report(out, title="A")
+    rep.table(pd.DataFrame({"x": [1]}), "old")
+    rep.save()
+    seen = {}
+    real = _report._Folder._remove
+
+    def during(self, name, fd, digest):
+        other = os.open(out, os.O_RDONLY)
+        try:
+            fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            seen["locked"] = False
+        except BlockingIOError:
+            seen["locked"] = True
+        finally:
+            os.close(other)
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C in the middle of the change of reports
+        return real(self, name, fd, digest)
+
+    monkeypatch.setattr(_report._Folder, "_remove", during)
+    rep = Report(out, title="B", overwrite=True)
+    rep.table(pd.DataFrame({"x": [2]}), "new")
+    with pytest.raises(KeyboardInterrupt):
+        rep.save()  # delivered once the folder holds the new report whole
+    assert seen["locked"]
+    assert "B" in (out / "report.md").read_text() and (out / "new.csv").exists() and not (out / "old.csv").exists()
