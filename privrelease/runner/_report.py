@@ -706,25 +706,7 @@ class _Folder:
             return self._write_by_path(target, data)
         # what is refused in the output folder is refused now, not after the run (checked again by commit)
         self._check_replace(name, target, self._check_target(name, target, self._dir_fd()))
-        sfd = self._stage_fd()
-        tmp = f".{name}.{secrets.token_hex(8)}.tmp"
-        try:
-            tfd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC, 0o644, dir_fd=sfd)
-        except OSError as exc:
-            raise OutputFolderError(f"cannot write into output folder {str(self.path)!r}: "
-                                    f"{exc.strerror or exc}") from None
-        try:
-            with os.fdopen(tfd, "wb") as fh:
-                fh.write(data)
-            os.replace(tmp, name, src_dir_fd=sfd, dst_dir_fd=sfd)
-        except BaseException as exc:
-            try:
-                os.unlink(tmp, dir_fd=sfd)
-            except OSError:
-                pass
-            if isinstance(exc, OSError):
-                raise OutputFolderError(f"cannot write {str(target)!r}: {exc.strerror or exc}") from None
-            raise
+        self._atomic_write(self._stage_fd(), name, data, repr(str(target)))
         self._digests[name] = hashlib.sha256(data).hexdigest()
         if name not in self._staged:
             self._staged.append(name)
@@ -755,7 +737,14 @@ class _Folder:
 
     def _write_manifest(self, files, fd):
         text = json.dumps({"written_by": "privrelease", "files": dict(sorted(files.items()))}, indent=1)
-        tmp = f".{MANIFEST}.{secrets.token_hex(8)}.tmp"
+        # a folder named like the manifest: IsADirectoryError, said as an OutputFolderError
+        self._atomic_write(fd, MANIFEST, text.encode("utf-8"),
+                           f"{str(self.path / MANIFEST)!r} (the report's list of its files)")
+
+    def _atomic_write(self, fd, name, data, shown):
+        """Write ``data`` to a fresh temporary file in the folder ``fd`` and rename it to ``name`` (an
+        OutputFolderError naming ``shown`` when the file system refuses)."""
+        tmp = f".{name}.{secrets.token_hex(8)}.tmp"
         try:
             tfd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC, 0o644, dir_fd=fd)
         except OSError as exc:
@@ -763,16 +752,15 @@ class _Folder:
                                     f"{exc.strerror or exc}") from None
         try:
             with os.fdopen(tfd, "wb") as fh:
-                fh.write(text.encode("utf-8"))
-            os.replace(tmp, MANIFEST, src_dir_fd=fd, dst_dir_fd=fd)
+                fh.write(data)
+            os.replace(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)
         except BaseException as exc:
             try:
                 os.unlink(tmp, dir_fd=fd)
             except OSError:
                 pass
-            if isinstance(exc, OSError):  # a folder named like the manifest: IsADirectoryError
-                raise OutputFolderError(f"cannot write {str(self.path / MANIFEST)!r} (the report's list of its "
-                                        f"files): {exc.strerror or exc}") from None
+            if isinstance(exc, OSError):
+                raise OutputFolderError(f"cannot write {shown}: {exc.strerror or exc}") from None
             raise
 
     def _remove(self, name, fd, digest):
