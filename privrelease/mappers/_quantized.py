@@ -410,7 +410,10 @@ class QuantizedPrivacyMapper(_BaseMapper):
         whole space. ``"attribute_free"``: k-means after projecting out the
         between-class directions (the span of the labeled classes' mean offsets
         from the overall mean, ``attribute_directions_``), so that clusters
-        group users by the part of their taste the attribute does not explain;
+        group users by the part of their taste the attribute does not explain
+        (at least one dimension of the clustering space is left: when the span
+        has as many directions as the space, only the strongest ``n_dims - 1``
+        are removed, with a warning; a one-dimensional space: plain k-means);
         the centres are then the members' means in the whole space, and every
         cost, output point and profile is measured there as usual; every user
         (labeled or not) joins the nearest centre after the same projection, the
@@ -468,7 +471,12 @@ class QuantizedPrivacyMapper(_BaseMapper):
         A ``max_leakage`` cap still holds under the raw counts
         (``empirical_leakage_ <= max_leakage`` with ``prior="counts"``): where
         the smoothed prior alone would let them leak more, the engine is
-        solved again at a tighter cap.
+        solved again at a tighter cap (in the measure ``leakage``). A
+        smoothing so large that the prior is independent of the attribute to
+        the solver's precision while the counts are not is refused
+        (ValueError) in every mode: every mapping would be certified under it.
+        The counts are weighted and read in units of the mean weight (a
+        constant factor on ``sample_weight`` gives the same fit).
     leakage : {"mutual_information", "maximal_leakage"}, default="mutual_information"
         Privacy measure minimised by the engine.
     solver : str, default="auto"
@@ -717,7 +725,8 @@ class QuantizedPrivacyMapper(_BaseMapper):
     attribute_directions_ : ndarray of shape (n_directions, n_dims)
         Orthonormal between-class directions projected out before clustering
         (``clustering="attribute_free"``; zero rows otherwise, and when
-        ``class_removal_`` is 0).
+        ``class_removal_`` is 0). At most ``n_dims - 1`` of them, the
+        strongest (largest class-mean offsets first).
     class_removal_ : float
         Share of the between-class component removed before clustering and
         assignment (``class_removal``, or the held-out choice); 0.0 when the
@@ -1085,14 +1094,28 @@ class QuantizedPrivacyMapper(_BaseMapper):
             # two dense copies cannot fit); the means and directions come from the sparse rows
             Ed = _dense(E, "clustering='attribute_free' in the input space", copies=2)
             mean, V = self._class_directions(E, a_idx, w_lab, lambda rows, w: np.asarray(w @ rows).ravel() / w.sum())
+            if not V.shape[0]:
+                self.class_removal_ = 0.0
+                return E
             Ed -= lam * ((np.asarray(E @ V.T) - mean @ V.T) @ V)
             return Ed
         mean, V = self._class_directions(E, a_idx, w_lab, lambda rows, w: np.average(rows, axis=0, weights=w))
+        if not V.shape[0]:  # a one-dimensional space: nothing may be removed (see _class_directions)
+            self.class_removal_ = 0.0
+            return E
         return E - lam * (((E - mean) @ V.T) @ V)
 
     def _class_directions(self, E, a_idx, w_lab, average):
         """Set ``attribute_directions_`` (an orthonormal basis of the weighted class means minus the overall
-        mean, from ``average(rows, weights)``); return the overall mean and the directions."""
+        mean, from ``average(rows, weights)``); return the overall mean and the directions.
+
+        At least one dimension of the clustering space is left to cluster on (at most ``n_dims - 1`` directions):
+        the strongest directions (largest class-mean offsets) are kept and a warning says how many were dropped
+        (a one-dimensional space keeps none: plain k-means). The span has up to ``n_classes - 1`` directions, and
+        8 classes in a 6-dimensional taste space projected out all of it: every user sat at one point and the
+        clusters were cut in rounding noise (a partition of nothing, which moved with a constant factor on the
+        weights).
+        """
         mean = average(E, w_lab)
         offsets = []
         for a in np.unique(a_idx):
@@ -1101,7 +1124,20 @@ class QuantizedPrivacyMapper(_BaseMapper):
                 offsets.append(average(E[mask], w_lab[mask]) - mean)
         _, s, Vt = np.linalg.svd(np.asarray(offsets), full_matrices=False)
         keep = s > 1e-10 * max(float(s.max()), np.finfo(float).tiny) if s.size else np.zeros(0, bool)
-        self.attribute_directions_ = Vt[keep]
+        V = Vt[keep]  # singular values in decreasing order: the strongest directions first
+        n_dims = E.shape[1]
+        limit = max(n_dims - 1, 0)
+        if V.shape[0] > limit:
+            warnings.warn(
+                f"clustering='attribute_free': the {V.shape[0]} between-class directions of the "
+                f"{np.unique(a_idx).size} classes would leave none of the {n_dims} dimensions of the clustering "
+                f"space to cluster on (the clusters would be cut in rounding noise); at least one is kept, so only "
+                f"the {limit} strongest direction(s) are projected out (attribute_directions_)"
+                + (" and the clustering is plain k-means" if limit == 0 else "")
+                + "; a larger space (n_components) or clustering='plain' avoids this",
+                UserWarning, stacklevel=3)
+            V = V[:limit]
+        self.attribute_directions_ = V
         return mean, self.attribute_directions_
 
     def _auto_n_clusters(self, n_labeled, a_idx=None):
@@ -1120,6 +1156,9 @@ class QuantizedPrivacyMapper(_BaseMapper):
         embedding and before the clustering (:meth:`_heldout_n_clusters`).
         """
         n_labeled = X_lab.shape[0]
+        # the clustering (k-means, the directions, the held-out folds) reads the weights in units of their mean:
+        # a constant factor on sample_weight gives the same clusters
+        w_lab = np.asarray(w_lab, dtype=np.float64) / _mean_weight(np.sum(w_lab), np.size(w_lab))
         seed = check_random_source(self.random_state).spawn_seed()
         k = self.n_clusters
         if k == "auto" and self.prior == "model":
@@ -1528,7 +1567,11 @@ class QuantizedPrivacyMapper(_BaseMapper):
         model: too strong a penalty would understate the dependence). ``n~(a, c) /
         n(c)`` estimates ``q(a | c) = E[p(a | B) | C = c]`` with an error governed by
         the model's ``(|A| - 1)(dim + 1)`` parameters rather than by the ``|A||C|``
-        cells of Proposition 1's count.
+        cells of Proposition 1's count. The model is fitted on the weights in
+        units of their mean weight (a constant factor on ``sample_weight`` is a
+        factor on the penalty's weight: weights of 1e-200 made every ``C`` an
+        unfitted model, the prior independent of the attribute and "perfect
+        privacy" the identity mapping).
         """
         from sklearn.linear_model import LogisticRegression
         from sklearn.model_selection import StratifiedKFold
@@ -1539,6 +1582,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
         seed = check_random_source(self.random_state).spawn_seed()
         folds = list(StratifiedKFold(_MODEL_PRIOR_FOLDS, shuffle=True, random_state=seed).split(E, a_idx))
         n_classes = self.classes_.size
+        fit_w = weights / _mean_weight(weights.sum(), weights.size)
         best, best_loss = None, np.inf
         with single_thread("blas"), single_thread("openmp"), warnings.catch_warnings():
             warnings.filterwarnings("ignore", category=UserWarning)
@@ -1547,7 +1591,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
                 proba = np.empty((E.shape[0], n_classes))
                 for train, test in folds:
                     model = LogisticRegression(C=C, max_iter=1000).fit(E[train], a_idx[train],
-                                                                       sample_weight=weights[train])
+                                                                       sample_weight=fit_w[train])
                     proba[test] = model.predict_proba(E[test])
                 loss = -np.average(np.log(np.clip(proba[np.arange(E.shape[0]), a_idx], 1e-15, 1.0)),
                                    weights=weights)
@@ -1608,16 +1652,26 @@ class QuantizedPrivacyMapper(_BaseMapper):
         whole leakage (0.44 bits). So the raw counts' leakage is checked at
         every cap, perfect privacy included (within ``_BUDGET_TOL``), and a
         mapping that breaks it is refused (ValueError naming ``smoothing``).
+
+        A ``delta`` budget, ``prior="model"`` and ``protect="marginal"`` certify
+        under the fitted prior alone (no search under the raw counts), but a
+        prior drowned in that way certified any mapping there too (``prior="model",
+        smoothing=1e12``: ``leakage_`` 0 and ``empirical_leakage_`` 0.22 bits), so
+        they are refused alike (:meth:`_check_drowned`).
         """
         delta, cap = self._check_budget()
         emp = getattr(self, "empirical_prior_", None)
-        if (delta is not None or self.prior != "counts" or self._attribute_kind() == "marginal"
-                or emp is None or np.shape(emp) != np.shape(prior) or min(prior.shape) < 2):
+        if emp is None or np.shape(emp) != np.shape(prior) or min(prior.shape) < 2:
             return super()._solve(prior, cost)
-        cap = float(cap or 0.0)
 
         def raw(res):
             return float(heldout_leakage(emp, res.mapping, kind=self.leakage))
+
+        if delta is not None or self.prior != "counts" or self._attribute_kind() == "marginal":
+            result = super()._solve(prior, cost)
+            self._check_drowned(prior, emp, result, raw, delta, cap)
+            return result
+        cap = float(cap or 0.0)
 
         if cap == 0.0:
             result = super()._solve(prior, cost)
@@ -1657,22 +1711,67 @@ class QuantizedPrivacyMapper(_BaseMapper):
             self._refuse_raw_leak(raw(best), cap)
         return best
 
-    def _refuse_raw_leak(self, leak, cap):
-        """Refuse a mapping whose leakage under the raw counts exceeds ``cap`` (beyond ``_BUDGET_TOL``)."""
+    def _check_drowned(self, prior, emp, result, raw, delta, cap):
+        """The drowning check of :meth:`_solve` where the mapping is certified under the fitted prior alone.
+
+        Refused (:meth:`_refuse_raw_leak`) when the fitted prior is independent of the attribute to the solver's
+        precision (its own leakage, releasing the clusters as they are, at most ``_BUDGET_TOL``) while the
+        raw counts are not (nor, with ``prior="model"``, the model's soft counts: a model that finds no
+        dependence is what that prior certifies), and the mapping leaks more under the raw counts than it was
+        certified at (the cap; perfect privacy; under ``delta`` the leakage the engine reached).
+        """
+        def dependence(P):
+            P = np.asarray(P, dtype=np.float64)
+            return float(heldout_leakage(P / P.sum(), np.eye(P.shape[1]), kind=self.leakage))
+
+        if dependence(prior) > _BUDGET_TOL or dependence(emp) <= _BUDGET_TOL:
+            return
+        soft = getattr(self, "_model_counts", None)
+        if self.prior == "model" and soft is not None and soft.shape == prior.shape and dependence(soft) <= _BUDGET_TOL:
+            return  # the model itself finds no dependence: what prior="model" certifies, not a drowned prior
+        if delta is not None:
+            certified = float(heldout_leakage(prior, result.mapping, kind=self.leakage))
+        else:
+            certified = float(cap or 0.0)
+        self._refuse_raw_leak(raw(result), certified, delta=delta, perfect=delta is None and not cap)
+
+    def _refuse_raw_leak(self, leak, cap, delta=None, perfect=None):
+        """Refuse a mapping whose leakage under the raw counts exceeds ``cap`` (beyond ``_BUDGET_TOL``).
+
+        ``cap`` is what the mapping was certified at under the fitted prior: perfect privacy when no budget was
+        given (``perfect``; by default when ``cap`` is 0 and ``max_leakage`` is None), the leakage the engine
+        reached under a ``delta`` budget.
+        """
         if leak > cap + _BUDGET_TOL:
             n = int(round(float(getattr(self, "n_labeled_", 0) or 0)))
+            if perfect is None:
+                perfect = cap == 0.0 and self.max_leakage is None and delta is None
+            if perfect:
+                where = "as perfectly private (no max_leakage or delta given)"
+            elif delta is not None:
+                where = f"at delta={plain_value(delta)!r} (leakage_ {cap:.6g} bits)"
+            else:
+                where = f"at max_leakage={cap!r} bits"
             raise ValueError(
                 f"smoothing={plain_value(self.smoothing)!r} drowns the opted-in users' counts: the prior it smooths "
-                f"is independent of the attribute to the solver's precision, and the mapping certified under it at "
-                f"max_leakage={cap!r} bits leaks {leak:.6g} bits under the raw counts (empirical_leakage_); expected "
+                f"is independent of the attribute to the solver's precision, and the mapping certified under it "
+                f"{where} leaks {leak:.6g} bits under the raw counts ("
+                + ("empirical_leakage_" if self.leakage == "mutual_information"
+                   else f"its {self.leakage} under empirical_prior_") + "); expected "
                 f"a smoothing the counts of the {n} labeled users still show through (the default is 1; "
                 "smoothing=0 certifies the raw counts)")
 
     def _check_raw_cap(self, cap):
         """A loaded file's cap holds under the raw counts too (what :meth:`_solve` keeps), ``prior="counts"``."""
-        if (self.delta is None and self.prior == "counts" and self._attribute_kind() != "marginal"
-                and self.empirical_leakage_ > cap + _BUDGET_TOL):
-            raise ValueError(f"fitted.empirical_leakage_ = {self.empirical_leakage_!r} bits exceeds the cap of "
+        if self.delta is not None or self.prior != "counts" or self._attribute_kind() == "marginal":
+            return
+        # in the mapper's own measure, as _solve keeps it (empirical_leakage_ is always mutual information: a
+        # maximal-leakage cap broken under the raw counts was saved and loaded)
+        leak = float(heldout_leakage(self.empirical_prior_, self.mapping_, kind=self.leakage))
+        if leak > cap + _BUDGET_TOL:
+            what = ("fitted.empirical_leakage_" if self.leakage == "mutual_information"
+                    else f"the {self.leakage} of fitted.mapping_ under fitted.empirical_prior_")
+            raise ValueError(f"{what} = {leak!r} bits exceeds the cap of "
                              f"{cap!r} bits that the parameters promise under the opted-in users' raw counts")
 
     def _marginal_prior(self, common, blocks):
