@@ -181,6 +181,19 @@ def check_sample_weight(sample_weight, n_samples):
     return w
 
 
+def _zero_weight_classes(disclosed, kept, weighted):
+    """The end of the single-class error when ``sample_weight`` is what left one class: the other classes the
+    users disclosed, every one of whose users has weight 0 ("" when there are none, or no weights were given)."""
+    if not weighted:
+        return ""
+    others = [v for v in np.unique(disclosed) if v not in set(kept.tolist())]
+    if not others:
+        return ""
+    shown = ", ".join(repr(plain_value(v)) for v in others[:5]) + (", ..." if len(others) > 5 else "")
+    return (f"; the users disclosed {len(others) + len(kept)} classes, but sample_weight is zero on every user of "
+            f"the other class{'es' if len(others) > 1 else ''} ({shown}): give them a positive weight")
+
+
 def _plain_label(label):
     """A column label as it is recorded and compared: numpy scalars as the Python values they hold, tuples (a
     MultiIndex's) item by item, labels of other types (dates, ...) as their text."""
@@ -497,6 +510,7 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             raise ValueError(
                 "sample_weight gives the labeled rows a total weight of 0 (every weight zero); expected a positive total"
             )
+        disclosed = labeled.copy()  # before the rows of weight 0 are dropped: to name them in the errors below
         labeled &= w > 0
         if not labeled.any():
             if columns is not None and self.protect == "joint":
@@ -510,17 +524,22 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             raise ValueError(f"no labeled users: all {n} entries of y are missing (-1 or NaN); the prior is "
                              "estimated from users who disclosed the private attribute")
         if columns is not None:
-            return self._fit_multi(Xv, columns, masks & (w > 0)[:, None], labeled, w)
+            return self._fit_multi(Xv, columns, masks & (w > 0)[:, None], labeled, w,
+                                   disclosed=masks if sample_weight is not None else None)
         self.classes_, a_idx = np.unique(y[labeled], return_inverse=True)
         if self.classes_.size < 2:
             raise ValueError(
                 f"y has a single class among labeled users ({plain_value(self.classes_[0])!r}); one class is not "
                 "enough: a private attribute needs at least two values to be protected"
+                + _zero_weight_classes(y[disclosed], self.classes_, sample_weight is not None)
             )
         return self._fit_prior(Xv, labeled, a_idx.ravel(), w[labeled])
 
-    def _fit_multi(self, Xv, columns, masks, labeled, w):
-        """Several private attributes (2-D ``y``): codes per column, the hook, then the recounted priors."""
+    def _fit_multi(self, Xv, columns, masks, labeled, w, disclosed=None):
+        """Several private attributes (2-D ``y``): codes per column, the hook, then the recounted priors.
+
+        ``disclosed``: the disclosure masks before the rows of weight 0 were dropped (``sample_weight`` given),
+        to name those weights when they leave an attribute a single class."""
         m = len(columns)
         full = masks.all(axis=1)
         classes, codes = [], np.full(masks.shape, -1, dtype=np.int64)
@@ -533,6 +552,8 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                 raise ValueError(
                     f"y[:, {j}] has a single class among labeled users ({plain_value(cls[0])!r}); one class is not "
                     "enough: a private attribute needs at least two values to be protected"
+                    + ("" if disclosed is None else _zero_weight_classes(
+                        col[disclosed.all(axis=1) if self.protect == "joint" else disclosed[:, j]], cls, True))
                 )
             classes.append(cls)
             codes[rows, j] = idx.ravel()
