@@ -50,6 +50,25 @@ def _column_release_dtype(dtype):
     return str(dtype)
 
 
+def _dask_text_dtypes(dtypes):
+    """The in-memory dtype of each text column dask converted: ``{column: dtype}`` for a dask fit's table.
+
+    With its pyarrow strings on (the default), dask stores every text column (``str``, ``object`` or ``string``)
+    as ``string`` (missing: ``pd.NA``), so the frame fit saw no longer tells which it was; such a column is
+    recorded as pandas' own dtype for text (``str`` in pandas 3, missing: NaN; ``object`` before), the dtype an
+    in-memory fit of the same data records (``column_dtypes_`` said ``string`` on dask and ``str`` in memory).
+    """
+    try:
+        from dask.dataframe.utils import pyarrow_strings_enabled
+        converted = bool(pyarrow_strings_enabled())
+    except ImportError:  # pragma: no cover - dask without the helper: nothing known to be converted
+        converted = False
+    default = pd.Series(["x"]).dtype
+    if not converted:
+        return {}
+    return {c: default for c, d in dtypes.items() if isinstance(d, pd.StringDtype) and d != default}
+
+
 def _dtype_of_categories(cats):
     """The released column's dtype for a mapper fitted without a DataFrame: from the fitted categories."""
     kind = cats.dtype.kind
@@ -429,6 +448,8 @@ class ErasureMapper(_BaseMapper):
                                           sort=False).sum()
         table = total.reset_index(name="__count__")
         rows = table[columns] if frame else table[columns].to_numpy()
+        if frame:
+            rows = rows.astype(_dask_text_dtypes(rows.dtypes))
         estimate = self._fit_in_memory(rows, table[_LABEL].to_numpy(), table["__count__"].to_numpy(float))
         # here the weights are how many rows each distinct (row, label) pair stands for: n is their total
         estimate.n_labeled = max(int(round(float(np.asarray(estimate.counts).sum()))), 1)
