@@ -58,6 +58,11 @@ class AuctionResult:
         Payment to each individual (0 outside ``O``).
     epsilons : ndarray of shape (n,)
         Privacy guarantee ``eps_i`` of the released DCLEF (eq. 8).
+    weights : ndarray of shape (n,)
+        The predictor's weights ``w_i`` the auction was run on (checked, as floats).
+    unit_costs : ndarray of shape (n,)
+        The reported unit privacy costs ``v_i`` (checked, as floats; ``+inf`` for an
+        individual who refuses to sell).
     value : float
         ``S(x; w) = w(O)``, the objective of problem (7).
     total_weight : float
@@ -84,6 +89,7 @@ class AuctionResult:
     violates_assumption : ndarray of bool
         Individuals violating Assumption 5 (left out, Sec. 4.1).
     budget : float
+        The budget ``B`` the payments must fit in.
     """
 
     selected: np.ndarray

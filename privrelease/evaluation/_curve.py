@@ -131,6 +131,23 @@ class PrivacyUtilityCurve:
         majority_accuracy, advantage, n_samples.
     reference_attacks : pandas.DataFrame
         The attackers on the ORIGINAL ratings of the protected users (no privacy).
+    roc : dict
+        ROC curves of the attackers: ``value -> {key: (fpr, tpr)}``, one entry
+        per value of the swept parameter (as a float) when attackers ran, with
+        ``key`` ``(attacker, model, features)`` (``attacker`` ``"fixed"`` or
+        ``"adaptive"``; ``(attacker, model, features, column)`` for the
+        marginals of a 2-D attribute), as in :func:`evaluate_attacks`. The key
+        ``"original"`` holds the fixed attackers' curves on the original
+        ratings (no privacy). Empty arrays where no ROC curve is defined (more
+        than two classes). Drawn by :meth:`plot_roc`.
+    param : str
+        Name of the swept parameter (the first column of ``frame``):
+        ``"delta"``, ``"max_leakage"``, the ``param`` given, or ``"setting"``
+        when the mapper was evaluated as it is.
+    mappers : list
+        The fitted mappers, one per value, in the order of ``frame``. For a
+        parameter that ``transform`` alone reads (``BlurMe``'s ``fraction``)
+        they are copies of one fit with only that parameter changed.
 
     Notes
     -----
@@ -138,13 +155,6 @@ class PrivacyUtilityCurve:
     the release). The attackers are scored on the release of the protected users'
     FULL rows, i.e. what they would release in deployment; the mapper is fitted
     beforehand on the opted-in users and ``transform`` never updates it.
-    roc : dict
-        ``value -> {(attacker, model, features): (fpr, tpr)}``; the key
-        ``"original"`` holds the ROC curves without privacy.
-    param : str
-        The swept parameter.
-    mappers : list
-        The fitted mappers, one per value.
 
     Pass a curve as ``reference=`` to a later :func:`privacy_utility_curve` on the
     same data and protocol: what does not depend on the mapper (the reference
@@ -284,12 +294,15 @@ def privacy_utility_curve(mapper, ratings, private, *, deltas=None, max_leakages
         Any other parameter (for example ``param="fraction"`` for :class:`BlurMe`).
         Give at most one of ``deltas``, ``max_leakages``, ``values``; none at all
         evaluates the mapper as it is (one row, ``param="setting"``).
-    opt_in_fraction, cv, heldout_fraction, recommender, rating_range :
-        As in :func:`rmse_cost`.
+    opt_in_fraction, cv, heldout_fraction, recommender :
+        As in :func:`rmse_cost` (defaults 0.5, 5, 0.1 and None).
     attack_models, attack_features : sequences, or one model and one view
         Attackers to run (see :class:`InferenceAttack` and :func:`evaluate_attacks`;
         ``"logistic"`` is a list of one); empty to skip attacks. Checked before
-        any mapper is fitted.
+        any mapper is fitted. Defaults: ``("logistic", "forest")`` and
+        ``("values", "indicators")``.
+    rating_range : tuple (low, high), default=(1, 5)
+        As in :func:`rmse_cost`.
     random_state : None or int
         One draw of the protocol shared by every value (see :func:`rmse_cost`).
     n_jobs : int or None

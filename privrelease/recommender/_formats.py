@@ -494,6 +494,11 @@ class RatingsFrame:
         data : surprise.Dataset or surprise.Trainset
             A ``Dataset`` built from a frame or a file (its ``raw_ratings``), or
             a ``Trainset`` (every rating, through its raw ids).
+        user, item, rating : str, default="user", "item", "rating"
+            Column names of the returned long-form frame (and of the converter).
+        sort_ids : bool, default=True
+            Passed to the converter: order rows and columns by sorted id
+            (``False``: by first appearance).
 
         Returns
         -------

@@ -533,10 +533,14 @@ def check_rating_matrix(X, *, name="X", rating_range=None, dtype=(np.float64, np
     Parameters
     ----------
     X : array-like or sparse matrix of shape (n_users, n_items)
-    name : str
+        The ratings.
+    name : str, default="X"
         Name used in error messages.
-    rating_range : tuple (low, high) or None
+    rating_range : tuple (low, high) or None, default=None
         When given, every stored (nonzero) rating must lie in it.
+    dtype : tuple of numpy dtypes, default=(np.float64, np.float32)
+        dtypes kept as they are; any other (integers, booleans, float16 ...)
+        is converted to float64.
 
     Returns
     -------
