@@ -155,7 +155,18 @@ class AuctionResult:
         return self.payments - self.costs
 
     def to_dclef(self, data_range=None):
-        """The released estimator as a :class:`DCLEF` (``data_range`` defaults to the auction's)."""
+        """The released estimator as a :class:`DCLEF` (``data_range`` defaults to the auction's).
+
+        Parameters
+        ----------
+        data_range : tuple (R_min, R_max), default=None
+            Public data interval of the estimator; None: the auction's ``data_range``.
+
+        Returns
+        -------
+        DCLEF
+            With this auction's ``weights`` and interpolation vector ``x``.
+        """
         return DCLEF(self.weights, self.x, self.data_range if data_range is None else data_range)
 
     def __repr__(self):

@@ -35,6 +35,17 @@ __all__ = ["privacy_utility_curve", "PrivacyUtilityCurve", "check_privacy_grid"]
 def check_privacy_grid(values, name="deltas"):
     """Validate a grid of privacy parameters: 1-D, finite, >= 0, strictly increasing.
 
+    Parameters
+    ----------
+    values : float or sequence of float
+        The grid (a single number is a grid of one).
+    name : str, default="deltas"
+        Name used in error messages.
+
+    Returns
+    -------
+    grid : ndarray of float64, shape (n_values,)
+
     Raises
     ------
     TypeError
@@ -182,7 +193,19 @@ class PrivacyUtilityCurve:
         return ax
 
     def plot_privacy_distortion(self, ax=None, label=None):
-        """Leakage (bits) against the mapper's distortion: the privacy-distortion curve (Fig. 10-11)."""
+        """Leakage (bits) against the mapper's distortion: the privacy-distortion curve (Fig. 10-11).
+
+        Parameters
+        ----------
+        ax : matplotlib Axes, default=None
+            Where to draw; ``None`` makes a new figure.
+        label : str, default=None
+            Legend label of the curve.
+
+        Returns
+        -------
+        ax : matplotlib Axes
+        """
         ax = self._ax(ax)
         f = self.frame
         ax.plot(f["distortion"], f["leakage_bits"], "o-", label=label)
@@ -193,7 +216,21 @@ class PrivacyUtilityCurve:
         return ax
 
     def plot_frontier(self, ax=None, x="leakage_bits", label=None):
-        """RMSE against leakage (or an attacker AUC), with the two reference releases as lines."""
+        """RMSE against leakage (or an attacker AUC), with the two reference releases as lines.
+
+        Parameters
+        ----------
+        ax : matplotlib Axes, default=None
+            Where to draw; ``None`` makes a new figure.
+        x : str, default="leakage_bits"
+            Column of ``frame`` on the horizontal axis (for example ``"worst_auc_adaptive"``).
+        label : str, default=None
+            Legend label of the released curve (``"released"`` when None).
+
+        Returns
+        -------
+        ax : matplotlib Axes
+        """
         ax = self._ax(ax)
         f = self.frame
         ax.errorbar(f[x], f["rmse_released"], yerr=f["rmse_released_std"], fmt="o-", capsize=3,
@@ -208,7 +245,21 @@ class PrivacyUtilityCurve:
         return ax
 
     def plot_attacker_auc(self, ax=None, models=None, features=None):
-        """Attacker AUC against the swept parameter, fixed (dashed) and adaptive (solid)."""
+        """Attacker AUC against the swept parameter, fixed (dashed) and adaptive (solid).
+
+        Parameters
+        ----------
+        ax : matplotlib Axes, default=None
+            Where to draw; ``None`` makes a new figure.
+        models : sequence of str, default=None
+            Attack models to draw (names as in the ``auc_*`` columns); None: all.
+        features : sequence of str, default=None
+            Feature views to draw (``"values"``, ``"indicators"``); None: all.
+
+        Returns
+        -------
+        ax : matplotlib Axes
+        """
         ax = self._ax(ax)
         f = self.frame
         for col in [c for c in f.columns if c.startswith("auc_")]:  # worst_auc_* are summaries
@@ -227,7 +278,28 @@ class PrivacyUtilityCurve:
         return ax
 
     def plot_roc(self, value=None, ax=None, model="logistic", features="values"):
-        """ROC curves of the fixed and adaptive attackers at one value, and without privacy (Fig. 12)."""
+        """ROC curves of the fixed and adaptive attackers at one value, and without privacy (Fig. 12).
+
+        Parameters
+        ----------
+        value : float, default=None
+            Value of the swept parameter (a key of ``roc``); None: the last one.
+        ax : matplotlib Axes, default=None
+            Where to draw; ``None`` makes a new figure.
+        model : str, default="logistic"
+            Attack model whose curves are drawn.
+        features : str, default="values"
+            Feature view whose curves are drawn.
+
+        Returns
+        -------
+        ax : matplotlib Axes
+
+        Raises
+        ------
+        ValueError
+            ``value`` has no ROC curves (the message lists the known values).
+        """
         ax = self._ax(ax)
         values = [v for v in self.roc if v != "original"]
         if value is None:
