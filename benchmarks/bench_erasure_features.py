@@ -18,6 +18,10 @@ Usage::
 
     python benchmarks/bench_erasure_features.py                 # 4 to 8 features, both modes
     python benchmarks/bench_erasure_features.py --features 6 8 --modes cap --timeout 900
+    python benchmarks/bench_erasure_features.py --quick    # 200 rows, 3 features, delta mode: well under a minute
+
+``--quick`` is a small configuration that checks the script works (200 rows, 3 features, the
+``delta`` mode, 60 s per fit); ``--rows``, ``--features``, ``--modes`` or ``--timeout`` given with it win.
 """
 
 import argparse
@@ -70,11 +74,19 @@ def fit_in_child(n_rows, n_features, mode, presolve, timeout):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rows", type=int, default=300, help="rows (all labeled)")
-    ap.add_argument("--features", type=int, nargs="+", default=[4, 5, 6, 7, 8])
-    ap.add_argument("--modes", nargs="+", default=["cap", "delta"], choices=["cap", "delta"])
-    ap.add_argument("--timeout", type=float, default=600.0, help="seconds allowed to one fit")
+    ap.add_argument("--rows", type=int, default=None, help="rows (all labeled; default 300, 200 with --quick)")
+    ap.add_argument("--features", type=int, nargs="+", default=None, help="default 4 5 6 7 8, 3 with --quick")
+    ap.add_argument("--modes", nargs="+", default=None, choices=["cap", "delta"],
+                    help="default cap delta, delta with --quick")
+    ap.add_argument("--timeout", type=float, default=None,
+                    help="seconds allowed to one fit (default 600, 60 with --quick)")
+    ap.add_argument("--quick", action="store_true", help="small, fast configuration (see the docstring)")
     args = ap.parse_args()
+    defaults = ({"rows": 200, "features": [3], "modes": ["delta"], "timeout": 60.0} if args.quick else
+                {"rows": 300, "features": [4, 5, 6, 7, 8], "modes": ["cap", "delta"], "timeout": 600.0})
+    for key, value in defaults.items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
     print(f"ErasureMapper.fit, {args.rows} rows of six-valued features, one BLAS thread; side by side\n")
     print("| features | inputs x outputs | mode | engine | fit | peak memory | leakage (bits) | erasures | "
           "status, gap |")

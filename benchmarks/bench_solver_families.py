@@ -38,6 +38,10 @@ Usage::
     python benchmarks/bench_solver_families.py --n 10 --seed 0 --reference
     python benchmarks/bench_solver_families.py --families ties budgets --n 20
     python benchmarks/bench_solver_families.py --n 10 --seed 7 --reference --dump findings/
+    python benchmarks/bench_solver_families.py --quick     # one draw of asym, ties, budgets: seconds
+
+``--quick`` runs a small configuration that checks the script works: one draw (unless ``--n`` is given)
+of a few fast families (unless ``--families`` is given); with ``--reference`` it also runs the reference.
 
 ``--dump DIR`` saves every instance with a finding (not certified by the fast path, fell back,
 flagged, silent, crashed) as ``DIR/<family>_<seed>_<draw>_<case>.npz`` (keys ``prior``, ``d``,
@@ -393,6 +397,7 @@ BASE = {
 LARGE = {"large_asym": gen_asym, "large_ratings": gen_ratings, "large_ties": gen_ties}
 SPECIAL = ("budgets", "targets", "maxleak", "curve")
 ALL = list(BASE) + list(SPECIAL) + list(LARGE)
+QUICK = ["asym", "ties", "budgets"]  # --quick: one draw of each (a few seconds)
 
 
 def cases(family, rng):
@@ -539,17 +544,28 @@ def _dump(folder, name, prior, d, mode, value):
                  value=np.asarray(value, dtype=float))
 
 
-def main(cases=cases, families=ALL, doc=__doc__):
-    """Run the families (``cases(family, rng)`` yields their instances; another script passes its own)."""
+def main(cases=cases, families=ALL, doc=__doc__, quick_families=QUICK):
+    """Run the families (``cases(family, rng)`` yields their instances; another script passes its own).
+
+    ``--quick`` runs one draw of each of ``quick_families`` (a small, fast subset) unless ``--n`` or
+    ``--families`` is given.
+    """
     ap = argparse.ArgumentParser(description=doc.split("\n")[0])
-    ap.add_argument("--n", type=int, default=8, help="draws per family")
+    ap.add_argument("--n", type=int, default=None, help="draws per family (default 8; 1 with --quick)")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--families", nargs="*", default=families, choices=families)
+    ap.add_argument("--families", nargs="*", default=None, choices=families,
+                    help="default: every family (a small fast subset with --quick)")
+    ap.add_argument("--quick", action="store_true",
+                    help=f"small, fast configuration: one draw of {', '.join(quick_families)}")
     ap.add_argument("--reference", action="store_true", help="check optimality against plain cvxpy (CLARABEL)")
     ap.add_argument("--no-fast", action="store_true", help="skip the solver='fast' run")
     ap.add_argument("--verbose", action="store_true", help="print every instance")
     ap.add_argument("--dump", metavar="DIR", help="save every instance with a finding as DIR/<family>_<seed>_<draw>_<case>.npz")
     args = ap.parse_args()
+    if args.n is None:
+        args.n = 1 if args.quick else 8
+    if args.families is None:
+        args.families = list(quick_families) if args.quick else list(families)
     signal.signal(signal.SIGALRM, _alarm)
     hdr = (f"{'family':>13} {'n':>4} {'fast cert':>9} {'fell back':>9} {'flagged':>7} {'silent':>6} "
            f"{'crash':>5} {'unwarned':>8} {'max s':>7}")

@@ -34,6 +34,9 @@ Usage::
 
     python benchmarks/bench_solver_families2.py --n 10 --seed 0 --reference
     python benchmarks/bench_solver_families2.py --families mapper_q breakpoints --n 5 --reference --dump findings/
+    python benchmarks/bench_solver_families2.py --quick    # one draw of tiny_sizes, block_const, breakpoints
+
+``--quick`` (as in ``bench_solver_families.py``): one draw of these few families, to check the script works.
 """
 
 import os
@@ -222,6 +225,7 @@ BASE2 = {**PRIORS, **STRUCT}
 MAPPERS = {"mapper_q": gen_mapper_q, "mapper_e": gen_mapper_e}
 SPECIAL = ("breakpoints", "near_min", "odd_values", "vertex_targets", "ml_struct", "curve_odd")
 ALL = list(MAPPERS) + list(BASE2) + list(SPECIAL)
+QUICK = ["tiny_sizes", "block_const", "breakpoints"]  # --quick: one draw of each
 
 
 def _pick(rng, table):
@@ -335,4 +339,4 @@ def cases(family, rng):
 
 
 if __name__ == "__main__":
-    base.main(cases=cases, families=ALL, doc=__doc__)
+    base.main(cases=cases, families=ALL, doc=__doc__, quick_families=QUICK)

@@ -33,6 +33,9 @@ Usage::
 
     python benchmarks/bench_solver_families3.py --n 4 --seed 0 --reference
     python benchmarks/bench_solver_families3.py --families adult_q tol_edge --n 3 --reference --dump findings/
+    python benchmarks/bench_solver_families3.py --quick    # one draw of one_way, dup_costs, tol_edge
+
+``--quick`` (as in ``bench_solver_families.py``): one draw of these few families, to check the script works.
 """
 
 import os
@@ -352,6 +355,7 @@ DISTS = {"one_way": gen_one_way, "tri_violation": gen_tri_violation, "plus_eps":
 BASE3 = {**PRIORS, **DISTS}
 SPECIAL = ("tol_edge", "solver_arg", "warm", "curve_api", "target_edge", "medium_k")
 ALL = list(MAPPERS) + list(BASE3) + list(SPECIAL)
+QUICK = ["one_way", "dup_costs", "tol_edge"]  # --quick: one draw of each
 
 
 def _any(rng):
@@ -440,4 +444,4 @@ def cases(family, rng):
 
 
 if __name__ == "__main__":
-    base.main(cases=cases, families=ALL, doc=__doc__)
+    base.main(cases=cases, families=ALL, doc=__doc__, quick_families=QUICK)

@@ -25,6 +25,9 @@ Usage::
 
     python benchmarks/bench_solver_families4.py --n 3 --seed 0 --reference
     python benchmarks/bench_solver_families4.py --families forbid_one --n 3 --reference --dump findings/
+    python benchmarks/bench_solver_families4.py --quick    # one draw of const_far, forbid_one
+
+``--quick`` (as in ``bench_solver_families.py``): one draw of these few families, to check the script works.
 """
 
 import os
@@ -114,6 +117,7 @@ def d_dup(rng, k):
 
 DISTS = {"const_far": d_far, "const_near": d_near, "forbid_one": d_forbid, "dup_metric": d_dup}
 ALL = list(DISTS) + ["big_a", "large_k"]
+QUICK = ["const_far", "forbid_one"]  # --quick: one draw of each
 
 
 def _f0_bits(prior, d):
@@ -177,5 +181,5 @@ def summary():
 
 
 if __name__ == "__main__":
-    base.main(cases=cases, families=ALL, doc=__doc__)
+    base.main(cases=cases, families=ALL, doc=__doc__, quick_families=QUICK)
     summary()

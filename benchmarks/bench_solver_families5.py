@@ -44,6 +44,9 @@ Usage::
 
     python benchmarks/bench_solver_families5.py --n 3 --seed 0 --reference
     python benchmarks/bench_solver_families5.py --families sparse curve --n 2 --reference --dump findings/
+    python benchmarks/bench_solver_families5.py --quick    # one draw of sqeuc
+
+``--quick`` (as in ``bench_solver_families.py``): one draw of one family, to check the script works.
 """
 
 import math
@@ -194,6 +197,7 @@ DISTS = {"sqeuc": _metric("sqeuc"), "l1": _metric("l1"), "hamming": _metric("ham
 MAPPERS = {"ratings_q": fam3._quiet(gen_ratings_q), "realistic_q": fam3._quiet(gen_realistic_q)}
 MODES = ("targets", "curve", "ml_delta")
 ALL = list(DISTS) + list(MAPPERS) + ["sparse"] + list(MODES)
+QUICK = ["sqeuc"]  # --quick: one draw; at k = 201 .. 600 the other families can take minutes
 
 
 def to_sparse(rng, d):
@@ -435,5 +439,5 @@ def summary():
 if __name__ == "__main__":
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        base.main(cases=cases, families=ALL, doc=__doc__)
+        base.main(cases=cases, families=ALL, doc=__doc__, quick_families=QUICK)
     summary()

@@ -5,8 +5,9 @@ and cost ``v (exp(eps) - 1)``. For each accuracy target ``K`` (worst-case MSE of
 the released sum), the cheapest contracts with ``A_new`` (weights ``a_i``,
 personalised ``eps_i = a_i / b``) are compared with the best contract using the
 unbiased Laplace mechanism ``A_u``. Beyond ``K = n^2 / 4 = 1`` the broker answers
-with pure noise and pays nothing. Run: ``python examples/plot_contracts.py``
-(``--quick``: a coarser grid of targets, for the tests).
+with pure noise and pays nothing. It also prints a two-type menu of contracts.
+Run: ``python examples/plot_contracts.py`` (writes ``plot_contracts.png`` in the
+current directory; ``--quick``: a coarser grid of targets, for the tests).
 """
 
 import sys

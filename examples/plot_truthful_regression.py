@@ -7,7 +7,8 @@ Gaussian model conditioned on her data. The mechanism is run with the same
 split and noise for every ``delta`` (common random numbers), so the curve shows
 the expected payment as a function of the report alone. It also prints the
 released coefficients next to scikit-learn's Ridge (no noise) for one run.
-Run: ``python examples/plot_truthful_regression.py`` (``--quick``: fewer players and
+Run: ``python examples/plot_truthful_regression.py`` (writes
+``plot_truthful_regression.png`` in the current directory; ``--quick``: fewer players and
 repetitions, for the tests).
 """
 

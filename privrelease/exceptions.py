@@ -53,7 +53,15 @@ class SolverError(RuntimeError):
 
 
 class BudgetExceededError(ValueError):
-    """A query would spend more privacy than an individual's cap allows."""
+    """A release would spend more privacy than a budget allows.
+
+    Raised by :class:`~privrelease.accounting.PrivacyAccountant` when a release
+    would take the accountant's overall spending past its budget ``epsilon``
+    (:meth:`~privrelease.accounting.PrivacyAccountant.check`, ``spend``), and by
+    :class:`~privrelease.auctions.DCLEFEstimator` with ``cap_policy="raise"`` when
+    a query would take an individual past her ``epsilon_cap``. The message says
+    which budget, what was asked and what remains.
+    """
 
 
 class ComplexDataError(TypeError, ValueError):

@@ -412,17 +412,53 @@ class PrivacyAccountant:
         return spent
 
     def individual_epsilons(self, population):
-        """``eps_i`` of every release of ``population``: csr_matrix (n_releases, n)."""
+        """``eps_i`` of every release of ``population``: csr_matrix (n_releases, n).
+
+        Parameters
+        ----------
+        population : hashable
+            A population named in :meth:`spend` (``KeyError``, listing the known
+            ones, for a population with no release).
+
+        Returns
+        -------
+        csr_matrix of shape (n_releases, n_individuals)
+            Row ``r``: each individual's ``eps_i`` in the population's ``r``-th release.
+        """
         book = self._book(population)
         return _stack_rows(book["eps"], book["n"])
 
     def payments(self, population):
-        """Payment to each individual in each release of ``population``: csr_matrix."""
+        """Payment to each individual in each release of ``population``: csr_matrix.
+
+        Parameters
+        ----------
+        population : hashable
+            A population named in :meth:`spend` (``KeyError``, listing the known
+            ones, for a population with no release).
+
+        Returns
+        -------
+        csr_matrix of shape (n_releases, n_individuals)
+            Row ``r``: the payments of the population's ``r``-th release (0 where none was recorded).
+        """
         book = self._book(population)
         return _stack_rows(book["pay"], book["n"])
 
     def population_records(self, population):
-        """The rows of :attr:`records` that belong to ``population``, in order."""
+        """The rows of :attr:`records` that belong to ``population``, in order.
+
+        Parameters
+        ----------
+        population : hashable
+            A population named in :meth:`spend` (``KeyError``, listing the known
+            ones, for a population with no release).
+
+        Returns
+        -------
+        pandas.DataFrame
+            Those rows, re-indexed from 0.
+        """
         return self.records.iloc[self._book(population)["rows"]].reset_index(drop=True)
 
 
@@ -465,6 +501,16 @@ def set_default_accountant(accountant):
 
 def check_accountant(accountant):
     """``None`` gives the default accountant; a :class:`PrivacyAccountant` itself.
+
+    Parameters
+    ----------
+    accountant : PrivacyAccountant or None
+        The accountant a mechanism was given.
+
+    Returns
+    -------
+    PrivacyAccountant
+        ``accountant``, or :func:`get_default_accountant` for None.
 
     Raises
     ------

@@ -39,6 +39,18 @@ _NORMAL = float(np.finfo(np.float64).tiny)   # smallest normal float64
 def check_data_range(data_range, name="data_range"):
     """Validate the public data interval ``(R_min, R_max)``; return it as floats.
 
+    Parameters
+    ----------
+    data_range : tuple (R_min, R_max)
+        Finite real end points with ``R_min < R_max``.
+    name : str, default="data_range"
+        Name used in error messages.
+
+    Returns
+    -------
+    tuple of float
+        ``(R_min, R_max)``.
+
     Raises
     ------
     TypeError
@@ -439,7 +451,17 @@ class DCLEF:
         return d
 
     def mean(self, d):
-        """The noiseless part ``sum w_i d_i x_i + R_bar sum w_i (1 - x_i)`` of eq. (4)."""
+        """The noiseless part ``sum w_i d_i x_i + R_bar sum w_i (1 - x_i)`` of eq. (4).
+
+        Parameters
+        ----------
+        d : array-like of shape (n,) or (n_databases, n)
+            Private data (real numbers).
+
+        Returns
+        -------
+        float or ndarray of shape (n_databases,)
+        """
         d = self._check_d(d)
         return (d * self.x) @ self.weights + self.midpoint * float(self.weights @ (1.0 - self.x))
 
@@ -462,7 +484,18 @@ class DCLEF:
         return Laplace(scale=self.sigma, random_state=random_state).randomise(mu)
 
     def privacy_index(self, *, max_exact=40):
-        """Privacy index ``beta`` (Definition 3) of this estimator; see :func:`privacy_index`."""
+        """Privacy index ``beta`` (Definition 3) of this estimator; see :func:`privacy_index`.
+
+        Parameters
+        ----------
+        max_exact : int, default=40
+            As in :func:`privacy_index`: refuse (ValueError) when more individuals
+            than this have ``0 < eps_i < 1/2`` (the enumeration would be too large).
+
+        Returns
+        -------
+        float
+        """
         return privacy_index(self.epsilons, self.weights, max_exact=max_exact)
 
     def __repr__(self):

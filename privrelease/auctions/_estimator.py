@@ -246,6 +246,11 @@ class DCLEFEstimator(RegressorMixin, BaseEstimator):
     def auction_weights(self, X):
         """The public weights ``w(y, Y_public)`` of each query row (no privacy spent).
 
+        Parameters
+        ----------
+        X : array-like of shape (n_queries, n_features)
+            Public features of the queries.
+
         Returns
         -------
         W : ndarray of shape (n_queries, n_samples)
@@ -261,6 +266,12 @@ class DCLEFEstimator(RegressorMixin, BaseEstimator):
         Read from the accountant (``accountant``, else the estimator's
         ``accountant`` parameter, else the default one) for this fitted
         population.
+
+        Parameters
+        ----------
+        accountant : PrivacyAccountant, default=None
+            The accountant to read; None: the estimator's ``accountant``, else the
+            default accountant.
 
         Returns
         -------

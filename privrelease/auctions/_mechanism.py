@@ -58,6 +58,11 @@ class AuctionResult:
         Payment to each individual (0 outside ``O``).
     epsilons : ndarray of shape (n,)
         Privacy guarantee ``eps_i`` of the released DCLEF (eq. 8).
+    weights : ndarray of shape (n,)
+        The predictor's weights ``w_i`` the auction was run on (checked, as floats).
+    unit_costs : ndarray of shape (n,)
+        The reported unit privacy costs ``v_i`` (checked, as floats; ``+inf`` for an
+        individual who refuses to sell).
     value : float
         ``S(x; w) = w(O)``, the objective of problem (7).
     total_weight : float
@@ -84,6 +89,7 @@ class AuctionResult:
     violates_assumption : ndarray of bool
         Individuals violating Assumption 5 (left out, Sec. 4.1).
     budget : float
+        The budget ``B`` the payments must fit in.
     """
 
     selected: np.ndarray
@@ -149,7 +155,18 @@ class AuctionResult:
         return self.payments - self.costs
 
     def to_dclef(self, data_range=None):
-        """The released estimator as a :class:`DCLEF` (``data_range`` defaults to the auction's)."""
+        """The released estimator as a :class:`DCLEF` (``data_range`` defaults to the auction's).
+
+        Parameters
+        ----------
+        data_range : tuple (R_min, R_max), default=None
+            Public data interval of the estimator; None: the auction's ``data_range``.
+
+        Returns
+        -------
+        DCLEF
+            With this auction's ``weights`` and interpolation vector ``x``.
+        """
         return DCLEF(self.weights, self.x, self.data_range if data_range is None else data_range)
 
     def __repr__(self):

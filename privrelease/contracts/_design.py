@@ -397,7 +397,19 @@ class Contract:
     unbiased_payment: float = float("nan")
 
     def mechanism(self, random_state=None):
-        """The :class:`BiasedLaplaceMechanism` implementing this contract."""
+        """The :class:`BiasedLaplaceMechanism` implementing this contract.
+
+        Parameters
+        ----------
+        random_state : None, int or Generator, default=None
+            Source of the mechanism's noise (``None``: the operating system's
+            entropy; a seed for tests and experiments only).
+
+        Returns
+        -------
+        BiasedLaplaceMechanism
+            With this contract's weights ``a`` and scale ``b``.
+        """
         return BiasedLaplaceMechanism(self.a, self.b, random_state=random_state)
 
 
@@ -775,6 +787,16 @@ class Menu:
         ``unit`` divides valuations and payments (built-in costs scale with ``v``): the high type's
         cost of the low contract may exceed float64 (then ``-inf``) where its utility in units of
         ``v_high`` does not.
+
+        Parameters
+        ----------
+        unit : float, default=1.0
+            Unit of valuations and payments in the result.
+
+        Returns
+        -------
+        dict
+            ``(type, contract) -> utility`` for type and contract in ``"high"``, ``"low"``.
         """
         c = self._cost
         out = {}

@@ -96,7 +96,21 @@ class BiasedLaplaceMechanism:
 
     @classmethod
     def unbiased(cls, n_sellers, b, *, random_state=None):
-        """The unbiased Laplace mechanism ``A_u``: all weights 1."""
+        """The unbiased Laplace mechanism ``A_u``: all weights 1.
+
+        Parameters
+        ----------
+        n_sellers : int
+            Number of sellers, >= 1.
+        b : float
+            Laplace scale, > 0.
+        random_state : None, int or Generator, default=None
+            As for the constructor.
+
+        Returns
+        -------
+        BiasedLaplaceMechanism
+        """
         n = check_number(n_sellers, "n_sellers", low=1, integer=True)
         return cls(np.ones(n), b, random_state=random_state)
 
@@ -127,16 +141,49 @@ class BiasedLaplaceMechanism:
         return d
 
     def bias(self, d):
-        """``E[A_new(D)] - Q(D) = sum_i (1 - a_i) (1/2 - d_i)``."""
+        """``E[A_new(D)] - Q(D) = sum_i (1 - a_i) (1/2 - d_i)``.
+
+        Parameters
+        ----------
+        d : array-like of shape (n_sellers,)
+            The sellers' records, each in ``[0, 1]``.
+
+        Returns
+        -------
+        float
+        """
         d = self._check_data(d)
         return float(np.sum((1.0 - self.a) * (0.5 - d)))
 
     def mse(self, d):
-        """Mean squared error at ``D``: ``bias(D)^2 + 2 b^2`` (at most :attr:`accuracy`)."""
+        """Mean squared error at ``D``: ``bias(D)^2 + 2 b^2`` (at most :attr:`accuracy`).
+
+        Parameters
+        ----------
+        d : array-like of shape (n_sellers,)
+            The sellers' records, each in ``[0, 1]``.
+
+        Returns
+        -------
+        float
+        """
         return biased_laplace_mse(self.bias(d), self.b)
 
     def release(self, d, size=None):
-        """Answer the sum query on ``d`` (``size`` independent answers if given)."""
+        """Answer the sum query on ``d`` (``size`` independent answers if given).
+
+        Parameters
+        ----------
+        d : array-like of shape (n_sellers,)
+            The sellers' records, each in ``[0, 1]``.
+        size : None, int or tuple of int, default=None
+            Shape of independent answers; None gives one.
+
+        Returns
+        -------
+        float or ndarray
+            ``sum_i a_i d_i + sum_i (1 - a_i) / 2`` plus Laplace(0, ``b``) noise.
+        """
         d = self._check_data(d)
         centre = float(self.a @ d + np.sum(1.0 - self.a) / 2.0)
         return centre + self._noise.sample(size)

@@ -258,7 +258,17 @@ class InferenceAttack(ClassifierMixin, BaseEstimator):
         return self
 
     def predict_proba(self, X):
-        """Posterior of each class of the private attribute, columns in ``classes_`` order."""
+        """Posterior of each class of the private attribute, columns in ``classes_`` order.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_users, n_items)
+            Ratings (or released ratings), 0 = not rated, with ``fit``'s items.
+
+        Returns
+        -------
+        proba : ndarray of shape (n_users, n_classes)
+        """
         check_is_fitted(self, "model_")
         X = self._validate_X(X, reset=False)
         with single_threaded_blas():
@@ -270,7 +280,18 @@ class InferenceAttack(ClassifierMixin, BaseEstimator):
         return proba
 
     def predict(self, X):
-        """The most probable value of the private attribute for each user."""
+        """The most probable value of the private attribute for each user.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_users, n_items)
+            Ratings (or released ratings), 0 = not rated, with ``fit``'s items.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_users,)
+            Values from ``classes_``.
+        """
         proba = self.predict_proba(X)
         return self.classes_[np.argmax(proba, axis=1)]
 
@@ -278,6 +299,13 @@ class InferenceAttack(ClassifierMixin, BaseEstimator):
         """Attack users ``X`` whose true attribute is ``y``: AUC, ROC, accuracy.
 
         Users whose label is undisclosed (see :meth:`fit`) are not scored.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_users, n_items)
+            Ratings (or released ratings), 0 = not rated, with ``fit``'s items.
+        y : array-like of shape (n_users,)
+            The users' true attribute (undisclosed labels allowed, see :meth:`fit`).
 
         Raises
         ------
@@ -302,6 +330,19 @@ class InferenceAttack(ClassifierMixin, BaseEstimator):
         them (see :meth:`evaluate`): scikit-learn's score compared ``"0"`` with ``0`` as two classes
         ("Mix of label input types"), and an accuracy of 0.0 against classes the attacker never saw was
         no measurement.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_users, n_items)
+            Ratings (or released ratings), 0 = not rated, with ``fit``'s items.
+        y : array-like of shape (n_users,)
+            The users' true attribute (undisclosed labels allowed, see :meth:`fit`).
+        sample_weight : array-like of shape (n_users,), default=None
+            Weight of each user (those of undisclosed users are dropped with them).
+
+        Returns
+        -------
+        accuracy : float
         """
         from sklearn.metrics import accuracy_score
 
@@ -388,6 +429,23 @@ def attack(X_train, y_train, X_test, y_test, *, model="logistic", features="valu
     """Train an attacker on ``(X_train, y_train)`` and attack ``X_test``.
 
     A shortcut for ``InferenceAttack(model, features).fit(X_train, y_train).evaluate(X_test, y_test)``.
+
+    Parameters
+    ----------
+    X_train : {array-like, sparse matrix} of shape (n_train, n_items)
+        Ratings the attacker learns from (0 = not rated).
+    y_train : array-like of shape (n_train,)
+        Their private attribute (undisclosed labels are left out).
+    X_test : {array-like, sparse matrix} of shape (n_test, n_items)
+        Ratings (typically released ones) of the users attacked.
+    y_test : array-like of shape (n_test,)
+        Their true attribute, for scoring.
+    model : {"logistic", "forest"} or classifier, default="logistic"
+        See :class:`InferenceAttack`.
+    features : {"values", "indicators"}, default="values"
+        See :class:`InferenceAttack`.
+    random_state : None, int, numpy Generator or RandomState, or RandomSource, default=None
+        Seed of the attacker's model (see :class:`InferenceAttack`).
 
     Returns
     -------

@@ -55,7 +55,7 @@ class BlurMe(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         candidates. ``"sampled"``: with probability proportional to the score.
     C : float > 0, default=1.0
         Inverse regularisation strength of the logistic regression.
-    random_state : None, int or RandomSource, default=None
+    random_state : None, int, numpy Generator or RandomState, or RandomSource, default=None
         Draws of the ``"random"`` and ``"sampled"`` strategies (``"greedy"`` is
         deterministic). ``None`` uses the operating system's entropy; an integer
         is for tests and reproducible experiments.
@@ -319,7 +319,7 @@ class BlurMore(BlurMe):
         :class:`BlurMe`); removals are always greedy (most indicative first).
     C : float > 0, default=1.0
         Inverse regularisation strength of the logistic regression.
-    random_state : None, int or RandomSource, default=None
+    random_state : None, int, numpy Generator or RandomState, or RandomSource, default=None
         Draws of the ``"random"`` and ``"sampled"`` strategies.
 
     Attributes

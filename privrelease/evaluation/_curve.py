@@ -35,6 +35,17 @@ __all__ = ["privacy_utility_curve", "PrivacyUtilityCurve", "check_privacy_grid"]
 def check_privacy_grid(values, name="deltas"):
     """Validate a grid of privacy parameters: 1-D, finite, >= 0, strictly increasing.
 
+    Parameters
+    ----------
+    values : float or sequence of float
+        The grid (a single number is a grid of one).
+    name : str, default="deltas"
+        Name used in error messages.
+
+    Returns
+    -------
+    grid : ndarray of float64, shape (n_values,)
+
     Raises
     ------
     TypeError
@@ -131,6 +142,23 @@ class PrivacyUtilityCurve:
         majority_accuracy, advantage, n_samples.
     reference_attacks : pandas.DataFrame
         The attackers on the ORIGINAL ratings of the protected users (no privacy).
+    roc : dict
+        ROC curves of the attackers: ``value -> {key: (fpr, tpr)}``, one entry
+        per value of the swept parameter (as a float) when attackers ran, with
+        ``key`` ``(attacker, model, features)`` (``attacker`` ``"fixed"`` or
+        ``"adaptive"``; ``(attacker, model, features, column)`` for the
+        marginals of a 2-D attribute), as in :func:`evaluate_attacks`. The key
+        ``"original"`` holds the fixed attackers' curves on the original
+        ratings (no privacy). Empty arrays where no ROC curve is defined (more
+        than two classes). Drawn by :meth:`plot_roc`.
+    param : str
+        Name of the swept parameter (the first column of ``frame``):
+        ``"delta"``, ``"max_leakage"``, the ``param`` given, or ``"setting"``
+        when the mapper was evaluated as it is.
+    mappers : list
+        The fitted mappers, one per value, in the order of ``frame``. For a
+        parameter that ``transform`` alone reads (``BlurMe``'s ``fraction``)
+        they are copies of one fit with only that parameter changed.
 
     Notes
     -----
@@ -138,13 +166,6 @@ class PrivacyUtilityCurve:
     the release). The attackers are scored on the release of the protected users'
     FULL rows, i.e. what they would release in deployment; the mapper is fitted
     beforehand on the opted-in users and ``transform`` never updates it.
-    roc : dict
-        ``value -> {(attacker, model, features): (fpr, tpr)}``; the key
-        ``"original"`` holds the ROC curves without privacy.
-    param : str
-        The swept parameter.
-    mappers : list
-        The fitted mappers, one per value.
 
     Pass a curve as ``reference=`` to a later :func:`privacy_utility_curve` on the
     same data and protocol: what does not depend on the mapper (the reference
@@ -172,7 +193,19 @@ class PrivacyUtilityCurve:
         return ax
 
     def plot_privacy_distortion(self, ax=None, label=None):
-        """Leakage (bits) against the mapper's distortion: the privacy-distortion curve (Fig. 10-11)."""
+        """Leakage (bits) against the mapper's distortion: the privacy-distortion curve (Fig. 10-11).
+
+        Parameters
+        ----------
+        ax : matplotlib Axes, default=None
+            Where to draw; ``None`` makes a new figure.
+        label : str, default=None
+            Legend label of the curve.
+
+        Returns
+        -------
+        ax : matplotlib Axes
+        """
         ax = self._ax(ax)
         f = self.frame
         ax.plot(f["distortion"], f["leakage_bits"], "o-", label=label)
@@ -183,7 +216,21 @@ class PrivacyUtilityCurve:
         return ax
 
     def plot_frontier(self, ax=None, x="leakage_bits", label=None):
-        """RMSE against leakage (or an attacker AUC), with the two reference releases as lines."""
+        """RMSE against leakage (or an attacker AUC), with the two reference releases as lines.
+
+        Parameters
+        ----------
+        ax : matplotlib Axes, default=None
+            Where to draw; ``None`` makes a new figure.
+        x : str, default="leakage_bits"
+            Column of ``frame`` on the horizontal axis (for example ``"worst_auc_adaptive"``).
+        label : str, default=None
+            Legend label of the released curve (``"released"`` when None).
+
+        Returns
+        -------
+        ax : matplotlib Axes
+        """
         ax = self._ax(ax)
         f = self.frame
         ax.errorbar(f[x], f["rmse_released"], yerr=f["rmse_released_std"], fmt="o-", capsize=3,
@@ -198,7 +245,21 @@ class PrivacyUtilityCurve:
         return ax
 
     def plot_attacker_auc(self, ax=None, models=None, features=None):
-        """Attacker AUC against the swept parameter, fixed (dashed) and adaptive (solid)."""
+        """Attacker AUC against the swept parameter, fixed (dashed) and adaptive (solid).
+
+        Parameters
+        ----------
+        ax : matplotlib Axes, default=None
+            Where to draw; ``None`` makes a new figure.
+        models : sequence of str, default=None
+            Attack models to draw (names as in the ``auc_*`` columns); None: all.
+        features : sequence of str, default=None
+            Feature views to draw (``"values"``, ``"indicators"``); None: all.
+
+        Returns
+        -------
+        ax : matplotlib Axes
+        """
         ax = self._ax(ax)
         f = self.frame
         for col in [c for c in f.columns if c.startswith("auc_")]:  # worst_auc_* are summaries
@@ -217,7 +278,28 @@ class PrivacyUtilityCurve:
         return ax
 
     def plot_roc(self, value=None, ax=None, model="logistic", features="values"):
-        """ROC curves of the fixed and adaptive attackers at one value, and without privacy (Fig. 12)."""
+        """ROC curves of the fixed and adaptive attackers at one value, and without privacy (Fig. 12).
+
+        Parameters
+        ----------
+        value : float, default=None
+            Value of the swept parameter (a key of ``roc``); None: the last one.
+        ax : matplotlib Axes, default=None
+            Where to draw; ``None`` makes a new figure.
+        model : str, default="logistic"
+            Attack model whose curves are drawn.
+        features : str, default="values"
+            Feature view whose curves are drawn.
+
+        Returns
+        -------
+        ax : matplotlib Axes
+
+        Raises
+        ------
+        ValueError
+            ``value`` has no ROC curves (the message lists the known values).
+        """
         ax = self._ax(ax)
         values = [v for v in self.roc if v != "original"]
         if value is None:
@@ -284,12 +366,15 @@ def privacy_utility_curve(mapper, ratings, private, *, deltas=None, max_leakages
         Any other parameter (for example ``param="fraction"`` for :class:`BlurMe`).
         Give at most one of ``deltas``, ``max_leakages``, ``values``; none at all
         evaluates the mapper as it is (one row, ``param="setting"``).
-    opt_in_fraction, cv, heldout_fraction, recommender, rating_range :
-        As in :func:`rmse_cost`.
+    opt_in_fraction, cv, heldout_fraction, recommender :
+        As in :func:`rmse_cost` (defaults 0.5, 5, 0.1 and None).
     attack_models, attack_features : sequences, or one model and one view
         Attackers to run (see :class:`InferenceAttack` and :func:`evaluate_attacks`;
         ``"logistic"`` is a list of one); empty to skip attacks. Checked before
-        any mapper is fitted.
+        any mapper is fitted. Defaults: ``("logistic", "forest")`` and
+        ``("values", "indicators")``.
+    rating_range : tuple (low, high), default=(1, 5)
+        As in :func:`rmse_cost`.
     random_state : None or int
         One draw of the protocol shared by every value (see :func:`rmse_cost`).
     n_jobs : int or None

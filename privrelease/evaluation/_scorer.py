@@ -159,6 +159,29 @@ def make_privacy_scorer(metric="rmse", *, heldout_fraction=0.1, attack_model="lo
 def privacy_scoring(*, heldout_fraction=0.1, adaptive_auc=False, random_state=None):
     """Scorers for ``GridSearchCV(scoring=...)``: ``neg_rmse``, ``neg_leakage_bits`` (and ``neg_adaptive_auc``).
 
+    Parameters
+    ----------
+    heldout_fraction : float in (0, 1), default=0.1
+        Share of each test user's ratings held out by the ``neg_rmse`` scorer
+        (see :func:`make_privacy_scorer`).
+    adaptive_auc : bool, default=False
+        Also return ``neg_adaptive_auc`` (a logistic attacker cross-validated on
+        the test users' released rows; slower).
+    random_state : None, int, numpy Generator or RandomState, or RandomSource, default=None
+        One seed is drawn from it and shared by the scorers, so that every
+        candidate of a search is scored on the same held-out ratings; ``None``
+        draws it from the operating system.
+
+    Returns
+    -------
+    scoring : dict
+        ``{"neg_rmse": scorer, "neg_leakage_bits": scorer}`` (plus
+        ``"neg_adaptive_auc"``), scorers of :func:`make_privacy_scorer`; greater is better.
+
+    See Also
+    --------
+    lowest_rmse_within : the matching ``refit`` rule.
+
     Examples
     --------
     >>> from sklearn.model_selection import GridSearchCV

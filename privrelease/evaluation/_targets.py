@@ -139,6 +139,21 @@ def attribute_targets(y_train, y_test, names=None):
     followed by one target per column (``names``, default a DataFrame's column names, else
     ``attr0, attr1, ...``).
 
+    Parameters
+    ----------
+    y_train, y_test : array-like of shape (n_users,) or (n_users, n_attributes)
+        The attribute of the users the attackers learn from and of those they
+        attack (the same columns, in the same order).
+    names : sequence of str, default=None
+        Names of the columns of a 2-D attribute (default: a DataFrame's column
+        names, else ``attr0, attr1, ...``).
+
+    Returns
+    -------
+    targets : list of tuple
+        ``(target, y_train, y_test)`` per target: ``"attribute"`` alone for a
+        1-D attribute; ``"joint"`` then one per column for a 2-D one.
+
     Raises
     ------
     ValueError

@@ -118,7 +118,7 @@ class ErasureMapper(_BaseMapper):
         When both are None, perfect privacy (``max_leakage=0``) under the
         fitted prior. Give at most one of the two.
     leakage : {"mutual_information", "maximal_leakage"}, default="mutual_information"
-    random_state : None, int, numpy Generator or RandomSource, default=None
+    random_state : None, int, numpy Generator or RandomState, or RandomSource, default=None
         Source of the privacy draws in ``transform``. ``None`` reads the
         operating system's entropy; an integer (tests, experiments) makes every
         ``transform`` call replay the same seeded stream.
@@ -170,6 +170,10 @@ class ErasureMapper(_BaseMapper):
         ``I(A; B)`` with no erasure.
     distortion_ : float
         Expected number of erasures under ``prior_``.
+    smallest_delta_ : float
+        Smallest feasible ``delta``: ``sum_b p(b) min_j cost_matrix_[b, j]``, the
+        expected erasures when every row takes its cheapest allowed output (0.0
+        when every seen tuple may be released unchanged, as usual).
     map_accuracy_ : float
         MAP attacker's accuracy on the released tuples under ``prior_``.
     mismatch_bound_ : float

@@ -343,6 +343,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
         between protocol draws, and with several classes it keeps fewer
         clusters (the noise grows with ``|A|``, the tolerance does not), which
         costs RMSE at perfect privacy; it is not the default.
+    delta : float or None, default=None
         Budget on the expected distortion ``E[d(B, C_hat)]`` between a user's
         own point and the released symbol, averaged over the labeled users
         (the exact member-averaged cost, see ``cost_matrix_``; Theorem 2 bounds
@@ -481,7 +482,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
         Privacy measure minimised by the engine.
     solver : str, default="auto"
         Passed to :func:`privrelease.mapping.solve_mapping`.
-    random_state : None, int, numpy Generator or RandomSource, default=None
+    random_state : None, int, numpy Generator or RandomState, or RandomSource, default=None
         Source of the privacy draws in ``transform``. ``None`` reads the
         operating system's entropy (production). An integer makes ``transform``
         reproducible (every call restarts the same seeded stream): for tests and
@@ -772,8 +773,16 @@ class QuantizedPrivacyMapper(_BaseMapper):
     release_profiles_ : sparse matrix of shape (n_outputs, n_features_in_)
         Row ``j`` is what a user whose ``c_hat = j`` releases (last row empty
         for ``release="profile"``).
-    solver_result_ : object
-        The engine's result (``status``, ``certificate``, ``solver``).
+    solver_result_ : MappingResult
+        The engine's result (``status``, ``certificate``, ``solver``). At perfect
+        privacy (the default) it is the least-leakage solve with no budget:
+        ``solver_result_.delta`` is ``inf`` and ``solver_result_.max_leakage`` None.
+    embedding_ : TasteEmbedding
+        Taste space (``space`` resolving to ``"taste"``) only, absent otherwise:
+        the taste model fitted on the labeled users' ratings
+        (:class:`~privrelease.mappers._quantize.TasteEmbedding`, rank up to
+        ``n_components``); it maps ratings to the taste coordinates the clusters
+        live in, and the centres back to predicted ratings for the profiles.
     leakage_per_attribute_ : ndarray of shape (n_attributes,)
         Leakage of each private attribute (column of ``y``; one entry for a
         1-D ``y``) under its fitted prior, in the measure ``leakage``.
@@ -834,7 +843,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
     ratings held out before release; adaptive logistic / forest attackers
     trained on opted-in users' releases, worst AUC over logistic /
     random-forest on values / indicators): with the defaults at perfect
-    privacy, RMSE -3.1 % on the Politics-and-TV preset (5-fold CV,
+    privacy, RMSE -3.4 % on the Politics-and-TV preset (5-fold CV,
     ``pipelines/politics_tv_ratings.toml``; ``profile="cluster"``: -1.9 %;
     releasing nothing: +4.6 %), adaptive AUC 0.52 against 0.88 on the
     original ratings. On ``make_ratings`` with a weak attribute acting through

@@ -137,6 +137,18 @@ def map_attack_accuracy(prior, mapping=None):
     ``sum_{c_hat} max_a p(a, c_hat)``; with ``mapping=None`` the attacker sees C itself.
     An uninformed attacker reaches ``max_a p(a)``.
 
+    Parameters
+    ----------
+    prior : array-like of shape (n_private, n_public)
+        Joint p(a, c).
+    mapping : array-like or sparse matrix of shape (n_public, n_outputs), default=None
+        Row-stochastic mapping ``p(c_hat | c)``; None is the identity.
+
+    Returns
+    -------
+    float
+        The attacker's probability of guessing ``A`` right.
+
     Examples
     --------
     >>> map_attack_accuracy([[0.4, 0.1], [0.1, 0.4]])
@@ -151,6 +163,19 @@ def expected_distortion(prior, mapping, distortion):
 
     A positive probability on an infinite-distortion transition gives ``inf``;
     zero probability on it contributes 0.
+
+    Parameters
+    ----------
+    prior : array-like of shape (n_private, n_public)
+        Joint p(a, c) (only its column sums ``p(c)`` enter).
+    mapping : array-like or sparse matrix of shape (n_public, n_outputs)
+        Row-stochastic mapping ``p(c_hat | c)``.
+    distortion : array-like or sparse matrix of shape (n_public, n_outputs)
+        ``d(c, c_hat)``, ``np.inf`` for a forbidden transition.
+
+    Returns
+    -------
+    float
 
     Examples
     --------

@@ -34,9 +34,16 @@ class MappingResult:
         Solver actually used (``"fast"``, ``"cvxpy-CLARABEL"``, ``"cvxpy-SCS"``,
         ``"highs"``, ``"exact"`` ...).
     delta : float or None
-        The distortion budget asked for (None in ``max_leakage`` mode).
+        The distortion budget asked for (None in ``max_leakage`` mode). ``inf``
+        for the least-leakage mapping with no budget: this is how the mappers
+        solve their default perfect-privacy target (``max_leakage=0`` or
+        neither ``delta`` nor ``max_leakage``), through
+        :func:`privacy_distortion_curve` at ``[np.inf]``.
     max_leakage : float or None
-        The privacy target asked for (None in ``delta`` mode).
+        The privacy target asked for (None in ``delta`` mode, hence also None
+        in a mapper's ``solver_result_`` at perfect privacy, where ``delta`` is
+        ``inf``). A mapper that solves again at a tighter cap than its own
+        ``max_leakage`` (see ``QuantizedPrivacyMapper``'s ``smoothing``) records that cap.
     kind : str
         ``"mutual_information"`` or ``"maximal_leakage"``.
     """

@@ -329,7 +329,19 @@ class Laplace:
         self._source = check_random_source(random_state)
 
     def sample(self, size=None):
-        """Draw noise alone (mean zero)."""
+        """Draw noise alone (mean zero).
+
+        Parameters
+        ----------
+        size : None, int or tuple of int, default=None
+            Shape of the draws; ``None`` draws one value (a 0-d result).
+
+        Returns
+        -------
+        noise : float or ndarray
+            Laplace(0, ``scale``) noise (with snapping: the snapped, clamped
+            release of 0).
+        """
         size = _size(size)
         if self.snapping_bound is not None:
             return self.randomise(np.zeros(() if size is None else size))
@@ -338,7 +350,20 @@ class Laplace:
         return self.scale * _standard_laplace(self._source, size)
 
     def randomise(self, value):
-        """Return ``value`` plus Laplace noise (elementwise for arrays)."""
+        """Return ``value`` plus Laplace noise (elementwise for arrays).
+
+        Parameters
+        ----------
+        value : float or array-like of float
+            The exact value(s) to release; finite real numbers.
+
+        Returns
+        -------
+        noisy : float or ndarray
+            ``value`` plus independent Laplace(0, ``scale``) noise, of the shape of
+            ``value`` (with ``snapping_bound``: clamped to ``[-B, B]`` and rounded to
+            the snapping grid).
+        """
         # strings ("1" was read as 1.0) and complex numbers (the imaginary part was dropped) are refused
         value = check_real_target(np.asarray(value), "value").astype(np.float64)
         if not np.all(np.isfinite(value)):
@@ -397,6 +422,28 @@ def laplace_noise(scale, size=None, random_state=None):
     """Laplace(0, ``scale``) noise, floating-point safe, secure by default.
 
     A functional shortcut for ``Laplace(scale=scale, random_state=random_state).sample(size)``.
+
+    Parameters
+    ----------
+    scale : float
+        The Laplace scale ``b`` (density ``exp(-|x| / b) / (2 b)``), >= 0; 0 gives
+        zeros.
+    size : None, int or tuple of int, default=None
+        Shape of the draws; ``None`` draws one value.
+    random_state : None, int, numpy Generator or RandomState, or RandomSource, default=None
+        ``None`` draws from the operating system's entropy; an integer seed is for
+        tests and experiments only.
+
+    Returns
+    -------
+    noise : float or ndarray
+        The draws, of shape ``size``.
+
+    Examples
+    --------
+    >>> from privrelease.noise import laplace_noise
+    >>> laplace_noise(2.0, size=3, random_state=0).shape
+    (3,)
     """
     return Laplace(scale=scale, random_state=random_state).sample(size)
 
@@ -446,14 +493,36 @@ class VectorLaplace:
         self._source = check_random_source(random_state)
 
     def sample_norm(self, size=None):
-        """Draw only the norm ``||v||``: Gamma(d, sensitivity / epsilon)."""
+        """Draw only the norm ``||v||``: Gamma(d, sensitivity / epsilon).
+
+        Parameters
+        ----------
+        size : None, int or tuple of int, default=None
+            Shape of the draws; ``None`` draws one norm.
+
+        Returns
+        -------
+        norms : float or ndarray
+            The norms (zeros when the scale is 0).
+        """
         size = _size(size)
         if self.scale == 0:
             return np.zeros(() if size is None else size)[()]
         return self.scale * self._source.gamma(self.dimension, size)
 
     def sample(self, size=None):
-        """Draw noise vectors, shape ``(d,)`` or ``(size, d)``."""
+        """Draw noise vectors, shape ``(d,)`` or ``(size, d)``.
+
+        Parameters
+        ----------
+        size : None or int, default=None
+            Number of vectors; ``None`` draws one vector of shape ``(d,)``.
+
+        Returns
+        -------
+        noise : ndarray of shape (dimension,) or (size, dimension)
+            Independent noise vectors.
+        """
         if size is not None and (isinstance(size, (bool, np.bool_)) or not isinstance(size, numbers.Integral)):
             raise TypeError(f"size must be None or a non-negative integer (the number of vectors), got {size!r}")
         n = 1 if size is None else int(_size(size)[0])

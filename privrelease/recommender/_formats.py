@@ -278,6 +278,17 @@ class RatingsFrame:
     def to_matrix(self, ratings):
         """The user x item CSR matrix of a long-form frame (0 = not rated).
 
+        Parameters
+        ----------
+        ratings : pandas.DataFrame
+            Long-form ratings with the ``user``, ``item`` and ``rating`` columns,
+            every id seen by :meth:`fit`.
+
+        Returns
+        -------
+        X : scipy.sparse.csr_matrix of shape (n_users, n_items)
+            Rows in ``user_ids_`` order, columns in ``item_ids_`` order, float64.
+
         Raises
         ------
         ValueError
@@ -371,6 +382,19 @@ class RatingsFrame:
         Users without a value get ``-1`` (the "not disclosed" marker of
         :func:`privrelease.utils.undisclosed_mask`), so private labels can be
         aligned with :meth:`to_matrix`'s rows directly.
+
+        Parameters
+        ----------
+        values : pandas.Series, pandas.DataFrame or dict
+            Values indexed by user id (a DataFrame: one column per attribute).
+        name : str, default="values"
+            Name used in error messages and warnings.
+
+        Returns
+        -------
+        ndarray of shape (n_users,) or (n_users, n_columns)
+            The values in ``user_ids_`` order (object dtype), ``-1`` for users
+            without one.
 
         Raises
         ------
@@ -482,7 +506,19 @@ class RatingsFrame:
         return surprise.Dataset.load_from_df(df, reader)
 
     def to_trainset(self, data, *, rating_scale=(1, 5)):
-        """A Surprise ``Trainset`` (``build_full_trainset``) of long-form ratings or of a matrix."""
+        """A Surprise ``Trainset`` (``build_full_trainset``) of long-form ratings or of a matrix.
+
+        Parameters
+        ----------
+        data : pandas.DataFrame or {array-like, sparse matrix} of shape (n_users, n_items)
+            As in :meth:`to_surprise`.
+        rating_scale : (low, high), default=(1, 5)
+            Passed to ``surprise.Reader``.
+
+        Returns
+        -------
+        surprise.Trainset
+        """
         return self.to_surprise(data, rating_scale=rating_scale).build_full_trainset()
 
     @classmethod
@@ -494,6 +530,11 @@ class RatingsFrame:
         data : surprise.Dataset or surprise.Trainset
             A ``Dataset`` built from a frame or a file (its ``raw_ratings``), or
             a ``Trainset`` (every rating, through its raw ids).
+        user, item, rating : str, default="user", "item", "rating"
+            Column names of the returned long-form frame (and of the converter).
+        sort_ids : bool, default=True
+            Passed to the converter: order rows and columns by sorted id
+            (``False``: by first appearance).
 
         Returns
         -------

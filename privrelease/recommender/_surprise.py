@@ -839,6 +839,20 @@ class SurpriseRecommender(BaseEstimator):
         """Negative RMSE on held-out ratings (greater is better, scikit-learn style).
 
         See :meth:`rmse`. ``sample_weight`` is not supported (must be None).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_rows, n_items)
+            What the users released / what the recommender sees of them.
+        y : {array-like, sparse matrix} of shape (n_rows, n_items)
+            Their held-out TRUE ratings (0 = not held out).
+        sample_weight : None
+            Must be None.
+
+        Returns
+        -------
+        float
+            ``-rmse(X, y)``.
         """
         if sample_weight is not None:
             raise ValueError(f"sample_weight is not supported, got {type(sample_weight).__name__}")

@@ -72,9 +72,14 @@ def _experiment_module(name):
 def load_pipeline(path):
     """Read and validate a pipeline file (its keys and every parameter against the experiment's schema).
 
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        The TOML pipeline file.
+
     Returns
     -------
-    spec : dict with keys ``title``, ``experiment``, ``params``, ``description``, ``path``.
+    spec : dict with keys ``title``, ``experiment``, ``params``, ``quick``, ``description``, ``path``.
 
     Raises
     ------
@@ -140,6 +145,19 @@ def pipeline_params(spec, *, quick=False, overrides=None):
     with ``--set`` always wins (:func:`check_run` notes it). An override named
     ``TABLE.KEY`` sets that one key of the table parameter ``TABLE`` (``[params.TABLE]``
     of the file, or a new table), keeping its other keys.
+
+    Parameters
+    ----------
+    spec : dict
+        A pipeline as :func:`load_pipeline` returns it.
+    quick : bool, default=False
+        Apply the file's ``[quick]`` table.
+    overrides : dict, default=None
+        ``{name: value}`` given with ``--set`` (``"TABLE.KEY"`` names allowed).
+
+    Returns
+    -------
+    params : dict
     """
     params = dict(spec["params"])
     if quick:
@@ -193,6 +211,24 @@ def check_run(name, params=None, *, quick=None):
     user did not set, and ``notes`` lists the explicit values it left alone. An
     experiment's optional ``check_ready(params)`` then checks the complete set
     (a required data file, what the files hold) and raises :class:`PipelineError`.
+
+    Parameters
+    ----------
+    name : str
+        The experiment (a module of ``privrelease.runner.experiments``).
+    params : dict, default=None
+        Its parameters (None: none, the defaults).
+    quick : bool or None, default=None
+        Fill the experiment's quick values (see :func:`~privrelease.runner._schema.quick_values`).
+
+    Returns
+    -------
+    module : module
+        The experiment's module.
+    params : dict
+        The parameters to run with.
+    notes : list of str
+        One per explicit value ``quick`` left alone.
     """
     module = _experiment_module(name)
     params = validate_params(module, dict(params or {}))
@@ -214,6 +250,33 @@ def run_experiment(name, output_dir, *, title=None, description="", params=None,
 
     Every parameter is validated (:func:`check_run`) and the output folder
     checked (:func:`~privrelease.runner.Report`) before the experiment starts.
+
+    Parameters
+    ----------
+    name : str
+        The experiment (see :func:`check_run`).
+    output_dir : str or pathlib.Path
+        Report folder.
+    title : str, default=None
+        Report title (None: ``name``).
+    description : str, default=""
+        Paragraph at the top of the report.
+    params : dict, default=None
+        The experiment's parameters.
+    quick : bool or None, default=None
+        Run the quick configuration (see :func:`check_run`).
+    overwrite : bool, default=False
+        Allow replacing an earlier report in ``output_dir``.
+    log : callable, default=None
+        Called with each note (a string) when given.
+
+    Returns
+    -------
+    report_path : pathlib.Path
+    headline : dict
+        The experiment's headline numbers.
+    seconds : float
+        Running time of the experiment.
 
     Raises
     ------
@@ -252,6 +315,26 @@ def run_pipeline(path, output_dir=None, *, quick=None, overrides=None, overwrite
 
     ``overrides`` (from ``--set``) replace entries of ``[params]`` (``TABLE.KEY``:
     one key of a table, see :func:`pipeline_params`) and are validated like them.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        The pipeline file.
+    output_dir : str or pathlib.Path, default=None
+        Report folder (None: ``reports/<stem of path>``).
+    quick : bool or None, default=None
+        Apply the file's ``[quick]`` table and the experiment's quick values.
+    overrides : dict, default=None
+        ``{name: value}`` from ``--set``.
+    overwrite : bool, default=False
+        Allow replacing an earlier report.
+    log : callable, default=None
+        Called with each note (a string).
+
+    Returns
+    -------
+    report_path, headline, seconds
+        As :func:`run_experiment` returns them.
     """
     spec = load_pipeline(path)
     params = pipeline_params(spec, quick=bool(quick), overrides=overrides)

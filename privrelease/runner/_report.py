@@ -338,7 +338,19 @@ def inline_code(value):
 
 
 def markdown_table(df, max_rows=60):
-    """Render a DataFrame as a GitHub-flavoured markdown table (no extra dependency; cells escaped)."""
+    """Render a DataFrame as a GitHub-flavoured markdown table (no extra dependency; cells escaped).
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        The table (a non-default index is dropped).
+    max_rows : int, default=60
+        Rows shown; a note counts the others ("more rows in the CSV").
+
+    Returns
+    -------
+    str
+    """
     df = df.reset_index(drop=True) if not isinstance(df.index, pd.RangeIndex) else df
     cols = [escape_text(c, "markdown", max_chars=MAX_CELL_CHARS) for c in df.columns]
     lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
@@ -927,25 +939,83 @@ class Report:
         return path
 
     def section(self, heading, level=2):
-        """Start a section."""
+        """Start a section.
+
+        Parameters
+        ----------
+        heading : str
+            Its title.
+        level : int, default=2
+            Heading level (2: ``##``).
+        """
         self._parts.append(("heading", int(level), str(heading)))
 
     def text(self, text):
-        """A paragraph of markdown (paragraphs, ``-`` lists, `code`, **bold**, *italic*, relative links)."""
+        """A paragraph of markdown (paragraphs, ``-`` lists, `code`, **bold**, *italic*, relative links).
+
+        Parameters
+        ----------
+        text : str
+            The markdown (leading and trailing blank space is dropped).
+        """
         self._parts.append(("text", str(text).strip()))
 
     def table(self, df, name, caption=None, max_rows=60):
-        """Save ``df`` as ``name.csv`` and show it as a table."""
+        """Save ``df`` as ``name.csv`` and show it as a table.
+
+        Parameters
+        ----------
+        df : pandas.DataFrame
+            The table.
+        name : str
+            File name without the ``.csv`` suffix.
+        caption : str, default=None
+            Text shown under the table.
+        max_rows : int, default=60
+            Rows shown in the report (the CSV holds all of them).
+
+        Returns
+        -------
+        pathlib.Path
+            The CSV file.
+        """
         path = self._write(f"{name}.csv", df.to_csv(index=False).encode("utf-8"))
         self._parts.append(("table", df.copy(), caption, path.name, max_rows))
         return path
 
     def csv(self, df, name):
-        """Save ``df`` as ``name.csv`` without showing it (for long tables); return the path."""
+        """Save ``df`` as ``name.csv`` without showing it (for long tables); return the path.
+
+        Parameters
+        ----------
+        df : pandas.DataFrame
+            The table.
+        name : str
+            File name without the ``.csv`` suffix.
+
+        Returns
+        -------
+        pathlib.Path
+        """
         return self._write(f"{name}.csv", df.to_csv(index=False).encode("utf-8"))
 
     def figure(self, fig, name, caption=None):
-        """Save a matplotlib figure as ``name.png`` and embed it (inline in the HTML page)."""
+        """Save a matplotlib figure as ``name.png`` and embed it (inline in the HTML page).
+
+        Parameters
+        ----------
+        fig : matplotlib Figure
+            The figure (closed once saved).
+        name : str
+            File name without the ``.png`` suffix.
+        caption : str, default=None
+            Text shown under the figure (and its alternative text).
+
+        Returns
+        -------
+        pathlib.Path
+            The PNG file.
+        """
         import matplotlib.pyplot as plt
 
         buf = io.BytesIO()
@@ -962,6 +1032,18 @@ class Report:
         The file is strict JSON: NaN and infinities are written as ``null`` (as
         pandas' ``to_json`` does; ``json.dumps`` wrote ``NaN``, which JavaScript,
         ``jq`` and most other parsers refuse).
+
+        Parameters
+        ----------
+        obj : object
+            Numbers, strings, lists, tuples, dicts and numpy values (anything else
+            raises ``TypeError``).
+        name : str
+            File name without the ``.json`` suffix.
+
+        Returns
+        -------
+        pathlib.Path
         """
 
         def plain(o):

@@ -83,21 +83,61 @@ class RandomSource:
 
         The value ``(k + 1/2) / 2**53`` never equals 0 or 1, so ``log`` of it is
         always finite.
+
+        Parameters
+        ----------
+        size : None, int or tuple of int, default=None
+            Shape of the draws; None draws one value (a scalar).
+
+        Returns
+        -------
+        float or ndarray of float64
         """
         return self._draw(size, self._uniform_n)
 
     def exponential(self, size=None):
-        """Standard exponential, by inversion of an open-interval uniform."""
+        """Standard exponential, by inversion of an open-interval uniform.
+
+        Parameters
+        ----------
+        size : None, int or tuple of int, default=None
+            Shape of the draws; None draws one value (a scalar).
+
+        Returns
+        -------
+        float or ndarray of float64
+        """
         return -np.log(self.uniform(size))
 
     def normal(self, size=None):
-        """Standard normal, by the Box-Muller transform."""
+        """Standard normal, by the Box-Muller transform.
+
+        Parameters
+        ----------
+        size : None, int or tuple of int, default=None
+            Shape of the draws; None draws one value (a scalar).
+
+        Returns
+        -------
+        float or ndarray of float64
+        """
         return self._draw(size, self._normal_n)
 
     def gamma(self, shape_param, size=None):
         """Gamma(shape, 1) by Marsaglia and Tsang (2000), built on :meth:`normal`.
 
         Valid for any ``shape_param > 0`` (shapes below 1 use the ``U**(1/a)`` boost).
+
+        Parameters
+        ----------
+        shape_param : float
+            The Gamma shape ``a``, > 0.
+        size : None, int or tuple of int, default=None
+            Shape of the draws; None draws one value (a scalar).
+
+        Returns
+        -------
+        float or ndarray of float64
         """
         a = float(shape_param)
         if not a > 0:
@@ -127,7 +167,19 @@ class RandomSource:
         return self._draw(size, fn)
 
     def integers(self, high, size=None):
-        """Uniform integers on ``[0, high)`` (exact: rejection sampling, no modulo bias)."""
+        """Uniform integers on ``[0, high)`` (exact: rejection sampling, no modulo bias).
+
+        Parameters
+        ----------
+        high : int
+            Exclusive upper bound, in ``[1, 2**53]``.
+        size : None, int or tuple of int, default=None
+            Shape of the draws; None draws one value (a scalar).
+
+        Returns
+        -------
+        int or ndarray of int64
+        """
         high = int(high)
         if high <= 0:
             raise ValueError(f"high must be a positive integer, got {high!r}")
@@ -150,7 +202,17 @@ class RandomSource:
         return self._draw(size, fn)
 
     def permutation(self, n):
-        """A uniformly random permutation of ``range(n)`` (sort by random keys)."""
+        """A uniformly random permutation of ``range(n)`` (sort by random keys).
+
+        Parameters
+        ----------
+        n : int
+            Number of elements, >= 0.
+
+        Returns
+        -------
+        ndarray of int64, shape (n,)
+        """
         n = int(n)
         if n == 0:
             return np.zeros(0, dtype=np.int64)
@@ -235,6 +297,13 @@ class SeededRandomSource(RandomSource):
     """Reproducible draws from a seeded :class:`numpy.random.Generator`.
 
     For tests and reproducible experiments only: the seed determines every draw.
+
+    Parameters
+    ----------
+    seed : None, int, numpy Generator or RandomState, default=None
+        An integer (or None: fresh entropy, not reproducible) seeds a new
+        :class:`numpy.random.Generator`; a Generator is used as it is (its stream
+        is shared); a RandomState gives one seed to a new Generator.
     """
 
     secure = False

@@ -42,6 +42,25 @@ def check_number(value, name, *, low=None, high=None, low_inclusive=True,
                  high_inclusive=True, allow_inf=False, integer=False):
     """Validate one real number and return it as ``float`` (or ``int``).
 
+    Parameters
+    ----------
+    value : object
+        The value to check.
+    name : str
+        Name used in error messages.
+    low, high : float or None, default=None
+        Bounds of the allowed range (None: unbounded on that side).
+    low_inclusive, high_inclusive : bool, default=True
+        Whether ``value`` may equal ``low`` / ``high``.
+    allow_inf : bool, default=False
+        Accept ``+-inf`` (NaN is always refused).
+    integer : bool, default=False
+        Require an integral value, returned as ``int``.
+
+    Returns
+    -------
+    float or int
+
     Raises
     ------
     TypeError
@@ -467,6 +486,18 @@ def check_rating_scale(value, name="rating_scale"):
     such as ``(0, 10)`` or ``(-5, 5)`` that holds 0, which means "not rated" in a rating matrix: a
     rating of 0 could not be stored, and a prediction clipped to 0 would read as "not rated"), a pair of
     non-numbers (strings, booleans) a ``TypeError``; both quote ``value``.
+
+    Parameters
+    ----------
+    value : tuple (low, high)
+        The rating scale.
+    name : str, default="rating_scale"
+        Name used in error messages.
+
+    Returns
+    -------
+    tuple of float
+        ``(low, high)``.
     """
     try:
         low, high = value
@@ -533,10 +564,14 @@ def check_rating_matrix(X, *, name="X", rating_range=None, dtype=(np.float64, np
     Parameters
     ----------
     X : array-like or sparse matrix of shape (n_users, n_items)
-    name : str
+        The ratings.
+    name : str, default="X"
         Name used in error messages.
-    rating_range : tuple (low, high) or None
+    rating_range : tuple (low, high) or None, default=None
         When given, every stored (nonzero) rating must lie in it.
+    dtype : tuple of numpy dtypes, default=(np.float64, np.float32)
+        dtypes kept as they are; any other (integers, booleans, float16 ...)
+        is converted to float64.
 
     Returns
     -------
@@ -716,7 +751,21 @@ def canonical_sparse(X):
 
 
 def restore_sparse_format(X_csr, sparse_format):
-    """Convert a CSR result back to the caller's sparse format (no-op for CSR or dense)."""
+    """Convert a CSR result back to the caller's sparse format (no-op for CSR or dense).
+
+    Parameters
+    ----------
+    X_csr : sparse matrix or ndarray
+        The result, CSR when sparse.
+    sparse_format : str or None
+        The caller's format as :func:`check_rating_matrix` returned it (``"csc"``,
+        ``"coo"`` ...; None for dense input).
+
+    Returns
+    -------
+    sparse matrix or ndarray
+        ``X_csr`` in ``sparse_format``.
+    """
     if sparse_format is None or sparse_format == "csr" or not sp.issparse(X_csr):
         return X_csr
     return X_csr.asformat(sparse_format)
@@ -811,6 +860,15 @@ def check_private_labels(y, n_samples, *, name="y"):
     ``numpy.unique`` would merge or reorder them silently. ``Decimal`` (what ``pandas.read_sql``
     gives) and ``Fraction`` labels are numbers, checked as floats are, and returned as ints;
     complex labels raise :class:`~privrelease.exceptions.ComplexDataError`.
+
+    Parameters
+    ----------
+    y : array-like of shape (n_samples,)
+        The labels (a single column of shape (n_samples, 1) is accepted).
+    n_samples : int
+        Number of users (rows of ``X``) the labels must match.
+    name : str, default="y"
+        Name used in error messages.
 
     Returns
     -------

@@ -58,7 +58,7 @@ def mapping_table(prior, tuples, outputs, mapping, levels, names, top=8, neutral
     return pd.DataFrame(rows)
 
 
-@quick_values({})
+@quick_values({"deltas": (0.0, 0.5, 1.0, 1.5)})
 def run(report, *, random_state=0, quick=False, deltas=None, solver="auto", table_delta=1.0, top=8):
     """Privacy-distortion curve, MAP-attacker accuracy and certificates; mapping table at ``table_delta``.
 
@@ -70,8 +70,8 @@ def run(report, *, random_state=0, quick=False, deltas=None, solver="auto", tabl
     prior, tuples, names, levels = census_prior()
     outputs = erasure_alphabet(tuples)
     d = erasure_distortion(tuples, outputs)
-    if deltas is None:
-        deltas = [0.0, 0.5, 1.0, 1.5] if quick else list(np.round(np.arange(0.0, 1.76, 0.125), 4))
+    if deltas is None:  # --quick sets deltas through quick_values
+        deltas = list(np.round(np.arange(0.0, 1.76, 0.125), 4))
     deltas = sorted(set(float(x) for x in deltas) | {float(table_delta)})
     curve, results = privacy_distortion_curve(prior, d, deltas, solver=solver, return_mappings=True)
     dpp = curve.attrs["perfect_privacy_delta"]
