@@ -110,6 +110,7 @@ WARM_ROUNDS = True  # warm-started working-set rounds (benchmarks/bench_solver.p
 WARM_MU = 100.0  # a round after a precise one restarts at this multiple of its final barrier parameter
 WARM_NEW = 1e-3  # entries priced in start at this fraction of their row's mean (warm-started rounds)
 FULL_POLISH_GAP = 10.0  # after a precise round this close (times tol) the trial polish runs, and its refined bound
+ANCHOR_MASS = 10.0  # an unused output the polish prices in is anchored by a row this many times its openers' mass
 REG = 1e-3  # proximal regularisation of the KKT polish, relative to the Hessian's diagonal
 # the barrier checks its points from this barrier gap (nats) on, however small the tolerance: a target search near
 # perfect privacy asks for 1e-12 bits, which the barrier's last levels cannot reach (their Newton systems lose
@@ -953,18 +954,26 @@ def _kkt_polish(prob, P, delta, *, tol, max_iter=30, max_outer=8, pi_hint=None, 
             # projection empties it (families2 seed 0, near_min on denormal_prior: optimum 8e-8, start 1e-6, the
             # polish stuck at 1.15e-6 bits on the support without it). Restarted 1e-3 lower, where the step grows
             # it towards x* (4e-9 bits); three times at most (down to 1e-15), each a Newton solve and a refined bound
-            if not viol.any() and lam_active:
-                # none at the bound's multiplier: price at the support's own multiplier too. The bound's
-                # multiplier maximises the bound for these posteriors; at a point that is stationary on its
-                # support but not optimal it can sit where an entry the optimum needs is tied (families5 seed 80,
-                # l1 near the smallest budget: 9998 against the support's 9475.44, at which a row of mass 4e-3
-                # had an entry 7.7e-4 nats cheaper; the polish ended at 3.5e-6 bits with nothing to price)
+            if lam_active:
+                # price at the support's own multiplier too. The bound's multiplier maximises the bound for these
+                # posteriors; at a point that is stationary on its support but not optimal it can sit where an
+                # entry the optimum needs is tied (families5 seed 80, l1 near the smallest budget: 9998 against
+                # the support's 9475.44, at which a row of mass 4e-3 had an entry 7.7e-4 nats cheaper; the polish
+                # ended at 3.5e-6 bits with nothing to price). Not only when the bound's multiplier prices nothing:
+                # near the smallest budget with a few heavy rows the light rows' ties set the bound's multiplier
+                # (147 on a heavy-tiny prior, k = 37) while the support spends the budget on a heavy row's move
+                # worth 92 a unit; another heavy row's move worth 148 is tied at 147, so only the light rows
+                # were priced in, pass after pass, and the polish stalled at 4.5e-5 bits (union: 5e-7)
                 lam_s = _support_multiplier(prob, Q, pi_p)
                 if lam_s is not None:
                     Vs = prob.scores(pi_p) + lam_s * prob.W
                     level_s = np.where(on, Vs, np.inf).min(axis=1)
                     spread_s = np.abs(np.where(on, Vs, 0.0)).max(axis=1)
-                    viol = prob.mask & ~on & (Vs < (level_s - 1e-12 * spread_s)[:, None])
+                    viol_s = prob.mask & ~on & (Vs < (level_s - 1e-12 * spread_s)[:, None])
+                    if not viol.any():
+                        Vq, level = Vs, level_s
+                    viol = viol | viol_s
+            viol |= _anchor_entries(prob, viol, on, unused, Vq, level)
             again = viol & (start > 1e-13)
             if DEBUG:
                 print("polish pricing", np.argwhere(viol).tolist(), "again", int(again.sum()))
@@ -977,6 +986,28 @@ def _kkt_polish(prob, P, delta, *, tol, max_iter=30, max_outer=8, pi_hint=None, 
             Q = np.where(viol, start, Q)
             Q /= Q.sum(axis=1, keepdims=True)
     return best
+
+
+def _anchor_entries(prob, viol, on, unused, V, level):
+    """Entries to price in beside ``viol`` so that the unused outputs it opens can take the bound's posteriors.
+
+    The bound prices an unused output ``j`` with a posterior ``pi_j`` of its own choosing (the refined bound's);
+    rows that are light and undercut their level there are priced in (``viol``). But ``pi_j`` is what ``j``
+    would hold only if some row whose classes it resembles moved mass there too; priced in alone, the light
+    rows make ``j``'s posterior their own classes, which costs them more than where they were, and the Newton
+    step on the support empties them again, pass after pass, while the bound keeps its gap (issue 10 families,
+    seed 101, ``heavy_tiny``: two rows holding all but 3e-6 of the mass, 72 rows of 1e-8 in one of their
+    outputs, the polish stuck at 5.8e-6 bits; with this, 1.4e-8). So for each unused output that ``viol``
+    opens, the row of least reduced cost per unit of its mass, ``(V(c, j) - level(c)) / p(c)``, among the rows
+    of at least ``ANCHOR_MASS`` times the opening rows' mass together, is priced in with them: started at the
+    same fraction of its row, it sets ``j``'s posterior, and the Newton step keeps or empties it on its merits.
+    """
+    extra = np.zeros_like(viol)
+    for j in np.flatnonzero(unused & viol.any(axis=0)):
+        cand = prob.mask[:, j] & ~on[:, j] & ~viol[:, j] & (prob.pc >= ANCHOR_MASS * prob.pc[viol[:, j]].sum())
+        if cand.any():
+            extra[int(np.argmin(np.where(cand, (V[:, j] - level) / prob.pc, np.inf))), j] = True
+    return extra
 
 
 def _support_multiplier(prob, P, pi):

@@ -13,6 +13,8 @@ from privrelease.exceptions import SolverError
 from privrelease.mapping import leakage, maximal_leakage, privacy_distortion_curve, solve_mapping
 from privrelease.mapping import expected_distortion, squared_euclidean_distortion
 
+from shared_helpers import independent_bound_gap, reference_leakage  # tests/shared_helpers.py
+
 
 def _independence_lp(prior, d):
     """Smallest expected distortion of a mapping with I(A; C_hat) = 0: J(a, j) = p(a) q(j)."""
@@ -61,29 +63,6 @@ def test_tiny_target_with_independent_prior():
         assert math.isclose(expected_distortion(prior, res.mapping, d), d_min, rel_tol=1e-9)
 
 
-def _reference_leakage(prior, d, delta):
-    """min I(A; C_hat) in bits s.t. distortion <= delta, plain cvxpy (CLARABEL, tight)."""
-    pa, pc = prior.sum(axis=1), prior.sum(axis=0)
-    X = cp.Variable(d.shape, nonneg=True)
-    info = cp.sum(cp.rel_entr(prior @ X, np.outer(pa, pc) @ X))
-    scale = float(d.max())
-    cons = [cp.sum(X, axis=1) == 1, cp.sum(cp.multiply(pc[:, None] * d / scale, X)) <= delta / scale]
-    pr = cp.Problem(cp.Minimize(info), cons)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # "inaccurate" here: the point is repaired below
-        pr.solve(solver="CLARABEL", tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
-    # the reference's point made feasible (mixed with the cheapest mapping: the smallest weight,
-    # by bisection), so that its leakage is an achievable value
-    Q = np.clip(X.value, 0.0, None)
-    Q /= Q.sum(axis=1, keepdims=True)
-    P_min = np.eye(d.shape[1])[d.argmin(axis=1)]
-    lo, hi = 0.0, 1.0
-    for _ in range(100):
-        mid = 0.5 * (lo + hi)
-        lo, hi = (lo, mid) if expected_distortion(prior, (1 - mid) * Q + mid * P_min, d) <= delta else (mid, hi)
-    return leakage(prior, (1 - hi) * Q + hi * P_min)
-
-
 def test_budget_a_relative_1e9_above_the_smallest():
     # delta = d_min (1 + 1e-9) with d_min = 1e-3 of the largest distortion: a slack of 1e-12 of the
     # scale, thinner than an interior point resolves (the barrier spread 1e-13 over every entry
@@ -109,7 +88,7 @@ def test_budget_a_relative_1e9_above_the_smallest():
     np.testing.assert_allclose(res.mapping.sum(axis=1), 1.0, atol=1e-12)
     assert res.mapping.min() >= 0 and expected_distortion(prior, res.mapping, d) <= delta
     # the plain formulation's point, made feasible, is no better (its interior is as thin)
-    assert leakage(prior, res.mapping) <= _reference_leakage(prior, d, delta) + 1e-9
+    assert leakage(prior, res.mapping) <= reference_leakage(prior, d, delta) + 1e-9
 
 
 def test_maximal_leakage_target_zero():
@@ -183,7 +162,7 @@ def test_near_deterministic_prior_small_budget_certified_by_the_fast_path():
     assert res.status == "optimal" and res.certificate["gap_bits"] <= 1e-6
     np.testing.assert_allclose(res.mapping.sum(axis=1), 1.0, atol=1e-12)
     assert res.mapping.min() >= 0 and expected_distortion(prior, res.mapping, d) <= delta * (1 + 1e-12)
-    ours, ref = leakage(prior, res.mapping), _reference_leakage(prior, d, delta)
+    ours, ref = leakage(prior, res.mapping), reference_leakage(prior, d, delta)
     # within the certified gap of the plain formulation's (feasible) point, on either side
     assert abs(ours - ref) <= 1e-6
 
@@ -209,7 +188,7 @@ def _certified_fixture(name, solver):
     assert res.status == "optimal"
     assert res.certificate["gap_bits"] <= 1e-6
     assert expected_distortion(prior, res.mapping, d) <= delta * (1 + 1e-9)
-    ref = _reference_leakage(prior, d, delta)
+    ref = reference_leakage(prior, d, delta)
     assert res.leakage <= ref + 1e-6
     return res, ref
 
@@ -374,19 +353,4 @@ def test_polish_prices_at_the_supports_own_multiplier_when_the_bounds_prices_not
     assert res.status == "optimal" and res.certificate["gap_bits"] <= 1e-6
     assert expected_distortion(prior, res.mapping, d) <= delta
     # an independent Lagrangian bound at the answer's posteriors (the multiplier by golden section): within tol
-    M = np.asarray(res.mapping)
-    pa = prior.sum(axis=1)
-    J = prior @ M
-    q = J.sum(axis=0)
-    pi = np.where(q > 0, J / np.where(q > 0, q, 1.0), pa[:, None])
-    T = prior.T @ np.log2(np.maximum(pi, 1e-300) / pa[:, None])
-    W = prior.sum(axis=0)[:, None] * d
-
-    def lb(lam):
-        return float(np.min(T + lam * W, axis=1).sum() - lam * delta)
-
-    lo, hi, g = 0.0, 1e6, (np.sqrt(5) - 1) / 2
-    for _ in range(200):
-        a, b = hi - g * (hi - lo), lo + g * (hi - lo)
-        lo, hi = (a, hi) if lb(a) < lb(b) else (lo, b)
-    assert res.leakage - lb(0.5 * (lo + hi)) <= 1e-6
+    assert independent_bound_gap(prior, d, delta, res.mapping, res.leakage) <= 1e-6
