@@ -37,7 +37,7 @@ from sklearn.base import clone
 
 from ..recommender import SurpriseRecommender, holdout_split
 from ..utils import check_number, check_random_source, check_rating_matrix, check_rating_scale
-from ..utils._validation import UNDISCLOSED_SHORT, check_n_jobs
+from ..utils._validation import UNDISCLOSED_SHORT, check_n_jobs, plain_value
 from ..utils._validation import check_same_index
 from ._targets import check_attribute, joint_attribute
 
@@ -193,8 +193,23 @@ def _check_mapper_target(mapper_target, y, names):
 def _prepare_split(ratings, private, *, opt_in_fraction, cv, heldout_fraction, rating_range,
                    random_state, mapper_target=None):
     check_same_index(ratings, private, "private", x_name="ratings")
-    X, _ = check_rating_matrix(ratings, name="ratings", rating_range=rating_range)
+    try:
+        X, _ = check_rating_matrix(ratings, name="ratings", rating_range=rating_range)
+    except ValueError as exc:
+        if "outside the rating scale" not in str(exc):
+            raise
+        # the fix is a parameter of this function, which the message did not name
+        raise ValueError(f"{exc}; pass rating_range=(low, high), the scale the ratings are on (the default is "
+                         "(1, 5))") from None
     X = sp.csr_matrix(X, dtype=np.float64)
+    rated = X.data[X.data != 0]
+    if rated.size and rated.min() == rated.max():
+        # implicit feedback: every prediction is that value (clipped to rating_range), so the RMSE and the
+        # relative costs measured only where rating_range puts the scale (-1.6 % or +27.7 % for one release)
+        raise ValueError(f"every rating of ratings is {plain_value(rated[0])!r} (implicit feedback, one rating "
+                         "value): the RMSE protocol needs more than one rating value (with one, the recommender "
+                         "predicts that value and its RMSE measures nothing but rating_range); evaluate such data "
+                         "with the attackers alone (privrelease.evaluation.evaluate_attacks)")
     y, names = _check_private(private, X.shape[0])
     mapper_target = _check_mapper_target(mapper_target, y, names)
     opt_in_fraction = _check_fraction(opt_in_fraction, "opt_in_fraction")
@@ -499,7 +514,11 @@ def rmse_cost(mapper, ratings, private, *, opt_in_fraction=0.5, cv=5, heldout_fr
         ``rmse(X, y)`` receives the test users' released rows and their held-out
         true ratings.
     rating_range : (low, high), default=(1, 5)
-        The rating scale; a stored rating outside it is an error.
+        The rating scale; a stored rating outside it is an error. The default
+        recommender trains on the ratings mapped from it onto 1..5 and maps its
+        predictions back, so the RMSEs are in the ratings' units and the
+        relative increases do not depend on them. Ratings of one value only
+        (implicit feedback) are refused: the RMSE protocol needs more than one.
     random_state : None or int, default=None
         Draws the opt-in users, folds and held-out ratings. An integer makes the
         evaluation reproducible (it is salted, so that data generated with the

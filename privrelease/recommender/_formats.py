@@ -51,20 +51,90 @@ def _normal_form_hint(unknown, user_ids):
                     f"unicodedata.normalize('NFC', id))")
     return ""
 
+#: beyond this magnitude a float64 no longer holds every integer: 2**60 + 1 written as a float is 2**60
+_EXACT_FLOAT_INTS = 2**53
+
+
+def _scalar(v):
+    return v.item() if isinstance(v, np.generic) else v
+
+
+def _is_int_id(v):
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+
+
+def _is_float_id(v):
+    return isinstance(v, (float, np.floating))
+
+
+def _kinds(index):
+    """Whether ``index`` may hold integers and whether it may hold floats (an object index is looked into)."""
+    kind = index.dtype.kind
+    if kind in "iu":
+        return True, False
+    if kind == "f":
+        return False, True
+    if kind == "O":
+        values = index.tolist()
+        return any(_is_int_id(v) for v in values), any(_is_float_id(v) for v in values)
+    return False, False
+
+
+def exact_positions(ids, labels, name="values"):
+    """Where each of ``labels`` sits in the unique ``ids`` (-1: nowhere), matching a float label with an integer id
+    only when it equals it exactly.
+
+    pandas compares an integer index with float labels as floats: the float 1.152921504606847e+18 (what a CSV
+    column of ids ``2**60 + 1`` holding a blank becomes) matched the users ``2**60 + 1``, ``2**60 + 3`` and
+    ``2**60 + 5``, giving the three of them one user's label. A float label that several integer ids round to,
+    or that an integer id rounds to without being equal to it, cannot say which user it was written for: a
+    ValueError names it.
+    """
+    ids, labels = pd.Index(ids), pd.Index(labels)
+    try:
+        at = ids.get_indexer(labels)
+    except (TypeError, ValueError):
+        at = np.full(len(labels), -1)
+    ids_int, ids_float = _kinds(ids)
+    labels_int, labels_float = _kinds(labels)
+    if not ((ids_int and labels_float) or (ids_float and labels_int)):
+        return at
+    id_values = [_scalar(v) for v in ids.tolist()]
+    rounded = {}  # float value -> positions of the integer ids that round to it
+    if labels_float:
+        for k, v in enumerate(id_values):
+            if _is_int_id(v) and abs(v) < 2**1000:
+                rounded.setdefault(float(v), []).append(k)
+    at = at.copy()
+    for j, label in enumerate(_scalar(v) for v in labels.tolist()):
+        if at[j] >= 0 and not (id_values[at[j]] == label):  # Python compares an int and a float exactly
+            at[j] = -1
+        if not _is_float_id(label) or label not in rounded:
+            continue
+        near = rounded[label]
+        exact = [k for k in near if id_values[k] == label]
+        if len(near) == 1 and exact:
+            at[j] = exact[0]
+            continue
+        users = ", ".join(repr(id_values[k]) for k in near[:3]) + (" ..." if len(near) > 3 else "")
+        raise ValueError(
+            f"{name} has the float id {label!r}, which cannot say which user it names: the integer user id(s) "
+            f"{users} all read {label!r} as floats (a float64 holds every integer only up to 2**53 = "
+            f"{_EXACT_FLOAT_INTS}; beyond, digits are lost, as when a CSV column of ids holding a blank is read as "
+            "floats); give the ids as integers (for example read them with dtype={'user': 'Int64'} or as str)")
+    return at
+
 
 def _label_positions(labels, ids, axis, what):
     """Where each of ``ids`` sits in a DataFrame's ``labels`` (its index or columns): ``None`` when they are
     paired by position (the same labels in the same order, or a default ``0, 1, 2 ...`` that is not a reordering
     of the ids), the positions when ``labels`` hold exactly ``ids`` in another order; a ValueError naming the
     first mismatch otherwise."""
-    if len(labels) == len(ids) and labels.equals(ids):
-        return None
     unique = not labels.has_duplicates
     if unique and len(labels) == len(ids):
-        try:
-            at = labels.get_indexer(ids)
-        except (TypeError, ValueError):
-            at = np.full(len(ids), -1)
+        at = exact_positions(labels, ids, name=f"X.{axis}")  # a float label of an integer id refused here
+        if np.all(at == np.arange(len(ids))):
+            return None
         if np.all(at >= 0):
             return at
     if isinstance(labels, pd.RangeIndex) and labels.start == 0 and labels.step == 1:
@@ -74,13 +144,13 @@ def _label_positions(labels, ids, axis, what):
         dup = plain_value(labels[labels.duplicated()][0])
         first = f"X.{axis} holds {dup!r} more than once"
     else:
-        known = ids.get_indexer(labels) >= 0
+        known = exact_positions(ids, labels, name=f"X.{axis}") >= 0
         if not known.all():
             k = int(np.flatnonzero(~known)[0])
             article = "a" if what == "user" else "an"
             first = f"{where} {k} of X is labelled {plain_value(labels[k])!r}, which is not {article} {what} id"
         else:
-            missing = ids[pd.Index(labels).get_indexer(ids) < 0]
+            missing = ids[exact_positions(labels, ids, name=f"X.{axis}") < 0]
             first = f"{what} {plain_value(missing[0])!r} has no {where} in X ({len(missing)} {what}(s) missing)"
     raise ValueError(
         f"X is a DataFrame whose {axis} {'does' if axis == 'index' else 'do'} not hold the {what} ids of this "
@@ -297,8 +367,9 @@ class RatingsFrame:
         """
         self._check_fitted()
         r = self._check_frame(ratings)
-        rows = self.user_ids_.get_indexer(ratings[self.user])
-        cols = self.item_ids_.get_indexer(ratings[self.item])
+        # exactly: a float user column (2**60 + 1 read as 1.152921504606847e+18) gave one user's ratings to others
+        rows = exact_positions(self.user_ids_, ratings[self.user], name=f"ratings[{self.user!r}]")
+        cols = exact_positions(self.item_ids_, ratings[self.item], name=f"ratings[{self.item!r}]")
         for what, idx, col in (("user", rows, self.user), ("item", cols, self.item)):
             if np.any(idx < 0):
                 unknown = pd.unique(ratings[col].to_numpy()[idx < 0])
@@ -381,7 +452,20 @@ class RatingsFrame:
 
         Users without a value get ``-1`` (the "not disclosed" marker of
         :func:`privrelease.utils.undisclosed_mask`), so private labels can be
-        aligned with :meth:`to_matrix`'s rows directly.
+        aligned with :meth:`to_matrix`'s rows directly. Ids are matched
+        exactly: a float id matches the integer user id it equals, never
+        another one that rounds to it (beyond ``2**53`` a float64 loses
+        digits: such a float id is refused when an integer user id other
+        than itself reads as it).
+
+        Returns
+        -------
+        ndarray of shape (n_users,), or DataFrame of shape (n_users, n_columns)
+            A 1-D array of dtype object for a Series or a dict; for a
+            DataFrame (several attributes), a DataFrame indexed by
+            ``user_ids_`` with the same columns, so the attributes keep their
+            names (in :func:`~privrelease.evaluation.privacy_utility_curve`'s
+            columns, for example).
 
         Parameters
         ----------
@@ -400,7 +484,8 @@ class RatingsFrame:
         ------
         ValueError
             No id of ``values`` is a user id of this RatingsFrame (every user
-            would be "not disclosed"), or an id is given more than once.
+            would be "not disclosed"), an id is given more than once, or a
+            float id that integer user ids other than itself round to.
 
         Warns
         -----
@@ -423,21 +508,30 @@ class RatingsFrame:
         if dup.any():  # pandas' "cannot reindex on an axis with duplicate labels" did not say which
             raise ValueError(f"{name} gives user {plain_value(values.index[dup][0])!r} more than one value "
                              f"({int(dup.sum())} repeated id(s)); expected one value per user id")
-        self._check_label_ids(values.index, name)
-        # object before the reindex: an int64 column with a user left out became float64, merging 2**53 and 2**53 + 1
-        out = values.astype(object).reindex(self.user_ids_)
-        return out.where(out.notna(), -1).to_numpy()
+        # matched exactly (pandas' reindex read the float id 2**60 as the integer users 2**60 + 1, + 3 and + 5)
+        at = self._check_label_ids(values.index, name)
+        given = np.flatnonzero(at >= 0)
+        # object values: an int64 column with a user left out became float64, merging 2**53 and 2**53 + 1
+        if isinstance(values, pd.Series):
+            out = pd.Series(-1, index=self.user_ids_, dtype=object, name=values.name)
+        else:
+            out = pd.DataFrame(-1, index=self.user_ids_, columns=values.columns, dtype=object)
+        out.iloc[at[given]] = values.astype(object).iloc[given].to_numpy()
+        out = out.where(out.notna(), -1)
+        return out.to_numpy() if isinstance(values, pd.Series) else out
 
     def _check_label_ids(self, ids, name):
-        """Refuse labels none of whose ids is a user id; warn when some are not (their labels would be lost)."""
-        unknown = ids[self.user_ids_.get_indexer(ids) < 0]
+        """The row of each of ``ids`` (-1: no user); refuse labels none of whose ids is a user id, warn when some
+        are not (their labels would be lost)."""
+        at = exact_positions(self.user_ids_, ids, name=name)
+        unknown = ids[at < 0]
         if len(unknown) == 0:
-            return
+            return at
         example = plain_value(unknown[0])
         hint = ""
-        at = pd.Index([str(u) for u in self.user_ids_]).get_indexer([str(example)])[0]
-        if at >= 0:
-            match = plain_value(self.user_ids_[at])
+        same_text = pd.Index([str(u) for u in self.user_ids_]).get_indexer([str(example)])[0]
+        if same_text >= 0:
+            match = plain_value(self.user_ids_[same_text])
             hint = (f"; {example!r} ({type(example).__name__}) differs from user {match!r} "
                     f"({type(match).__name__}) only in type")
         else:
@@ -449,6 +543,7 @@ class RatingsFrame:
                              f"for example {plain_value(self.user_ids_[0])!r})")
         warnings.warn(f"{what}; their values are left out and users without a value get -1 ('not disclosed')",
                       UserWarning, stacklevel=3)
+        return at
 
     # ------------------------------------------------------------------ Surprise
     def _as_frame(self, data):
@@ -466,11 +561,8 @@ class RatingsFrame:
             return False
         if frame.shape == self.shape:
             return True
-        try:
-            return bool((self.user_ids_.get_indexer(frame.index) >= 0).any()
-                        and (self.item_ids_.get_indexer(frame.columns) >= 0).any())
-        except (TypeError, ValueError):
-            return False
+        return bool((exact_positions(self.user_ids_, frame.index, name="X.index") >= 0).any()
+                    and (exact_positions(self.item_ids_, frame.columns, name="X.columns") >= 0).any())
 
     def to_surprise(self, data, *, rating_scale=(1, 5)):
         """A Surprise ``Dataset`` of long-form ratings or of a matrix, with the original raw ids.

@@ -30,6 +30,10 @@ __all__ = ["SurpriseRecommender"]
 _ALGORITHMS = ("SVD", "SVDpp", "BaselineOnly", "KNNBaseline")
 # bound on the (users x d*d) / (items x d*d) scratch arrays of the fold-in
 _FOLD_CELLS = 4_000_000
+#: the scale the Surprise algorithm is trained on: its default learning rates, regularisation and initialisation
+#: are tuned for 1..5 stars (on 0..1 ratings SVD did worse than the global mean, and the relative RMSE costs
+#: changed with the ratings' units), so ratings are mapped linearly from ``rating_scale_`` onto it and back
+MODEL_SCALE = (1.0, 5.0)
 
 
 def _surprise():
@@ -265,6 +269,19 @@ class SurpriseRecommender(BaseEstimator):
     held-out true ratings ``Y`` of the users whose (possibly released)
     profiles are the rows of ``X``.
 
+    **Rating units.** Surprise's default learning rates, regularisation and
+    initialisation assume ratings of 1 to 5 stars: on other units the same
+    ratings gave another model (on 0..1 ratings SVD did worse than the global
+    mean), so RMSE costs relative to a reference changed with the units. The
+    algorithm is therefore trained on the ratings mapped linearly from
+    ``rating_scale_`` onto 1..5 (the identity for a 1..5 scale), the rows of
+    ``X`` are folded in on that scale too, and every prediction (hence
+    :meth:`rmse`, :meth:`score` and :meth:`predict_pairs`) is mapped back to
+    ``rating_scale_``: the RMSE is in the caller's units, and multiplying the
+    ratings and the scale by a constant multiplies it by that constant. The
+    fitted parameters (``global_mean_``, biases, factors) and ``algo_params``
+    / ``fold_in_reg`` are in the 1..5 units.
+
     **Predictions for a rating matrix (fold-in).** :meth:`predict`,
     :meth:`score` and :meth:`rmse` treat every row of ``X`` as a user
     described by that row only: its user parameters are computed from its
@@ -303,7 +320,8 @@ class SurpriseRecommender(BaseEstimator):
         these four classes (deep-copied at fit).
     rating_scale : tuple (low, high) or None, default=None
         The rating scale; predictions are clipped to it and training ratings
-        must lie in it. None infers it from the training ratings (min, max).
+        must lie in it (the algorithm sees them mapped from it onto 1..5,
+        see above). None infers it from the training ratings (min, max).
         A scale given must not hold 0, which means "not rated" in a rating matrix.
     algo_params : dict or None, default=None
         Keyword arguments of the Surprise algorithm (for example
@@ -327,7 +345,10 @@ class SurpriseRecommender(BaseEstimator):
         The fitted Surprise algorithm (its inner ids are not row indices; use
         the arrays below).
     rating_scale_ : tuple of float
+        The scale (given or inferred) mapped onto the model's 1..5.
     global_mean_ : float
+        The training ratings' mean in the model's 1..5 units (as the biases
+        and factors below).
     user_bias_ : ndarray of shape (n_users,)
         Fitted user biases in row order (0 for rows without ratings).
     item_bias_ : ndarray of shape (n_features_in_,)
@@ -407,6 +428,29 @@ class SurpriseRecommender(BaseEstimator):
     def _check_scale(self):
         return None if self.rating_scale is None else check_rating_scale(self.rating_scale)
 
+    def _to_model(self, values):
+        """Ratings in ``rating_scale_`` mapped linearly onto :data:`MODEL_SCALE` (1..5: unchanged)."""
+        low, high = self.rating_scale_
+        if (low, high) == MODEL_SCALE:
+            return values
+        return MODEL_SCALE[0] + (values - low) * ((MODEL_SCALE[1] - MODEL_SCALE[0]) / (high - low))
+
+    def _to_user(self, est):
+        """The model's estimates clipped to :data:`MODEL_SCALE`, mapped back onto ``rating_scale_``."""
+        est = np.clip(est, *MODEL_SCALE)
+        low, high = self.rating_scale_
+        if (low, high) == MODEL_SCALE:
+            return est
+        return np.clip(low + (est - MODEL_SCALE[0]) * ((high - low) / (MODEL_SCALE[1] - MODEL_SCALE[0])), low, high)
+
+    def _model_rows(self, Xr):
+        """A copy of the CSR rows ``Xr`` with their ratings in the model's units."""
+        if tuple(self.rating_scale_) == MODEL_SCALE:
+            return Xr
+        Xm = Xr.copy()
+        Xm.data = self._to_model(Xm.data)
+        return Xm
+
     def _make_algorithm(self):
         surprise = _surprise()
         params = dict(self.algo_params or {})
@@ -485,8 +529,8 @@ class SurpriseRecommender(BaseEstimator):
 
         surprise = _surprise()
         rows = np.repeat(np.arange(n_users), np.diff(Xc.indptr))
-        df = pd.DataFrame({"u": rows, "i": Xc.indices.astype(np.int64), "r": Xc.data})
-        reader = surprise.Reader(rating_scale=scale)
+        df = pd.DataFrame({"u": rows, "i": Xc.indices.astype(np.int64), "r": self._to_model(Xc.data)})
+        reader = surprise.Reader(rating_scale=MODEL_SCALE)
         trainset = surprise.Dataset.load_from_df(df, reader).build_full_trainset()
         algo = self._make_algorithm()
         self._check_model_size(algo, trainset, n_items)
@@ -706,7 +750,11 @@ class SurpriseRecommender(BaseEstimator):
         return out
 
     def _predict_entries(self, Xr, rows, cols):
-        """Predicted ratings at (rows, cols) for users described by the rows of Xr."""
+        """Predicted ratings at (rows, cols) for users described by the rows of Xr (both in the user's units)."""
+        return self._to_user(self._model_entries(self._model_rows(Xr), rows, cols))
+
+    def _model_entries(self, Xr, rows, cols):
+        """The model's estimates (its units, unclipped) at (rows, cols) for the rows of Xr (in its units)."""
         kind = self.kind_
         mu = self.global_mean_
         n_u = np.diff(Xr.indptr)
@@ -733,7 +781,7 @@ class SurpriseRecommender(BaseEstimator):
                         "KNNBaseline with user_based=True cannot fold in new rows; their "
                         "predictions are the baselines mu + b_u + b_i (use the default "
                         "item-based similarity for neighbourhood fold-in)", UserWarning)
-        return np.clip(est, *self.rating_scale_)
+        return est
 
     def _check_X(self, X, name="X"):
         check_is_fitted(self)
@@ -785,6 +833,7 @@ class SurpriseRecommender(BaseEstimator):
                                            "(dense predictions of every cell; pass mask= to predict some)")
         kind = self.kind_
         mu = self.global_mean_
+        Xr = self._model_rows(Xr)
         if kind in ("SVD", "SVDpp"):
             b_u, P, implicit = self._mf_fold_in(Xr)
             out = (P + implicit) @ self.item_factors_.T
@@ -792,10 +841,10 @@ class SurpriseRecommender(BaseEstimator):
                 out += mu + b_u[:, None] + self.item_bias_[None, :]
             else:
                 out[np.diff(Xr.indptr) == 0] = mu
-            return np.clip(out, *self.rating_scale_)
+            return self._to_user(out)
         if kind == "BaselineOnly":
             b_u = self._baseline_fold_in(Xr)
-            return np.clip(mu + b_u[:, None] + self.item_bias_[None, :], *self.rating_scale_)
+            return self._to_user(mu + b_u[:, None] + self.item_bias_[None, :])
         out = np.empty((n_rows, n_items))
         chunk = max(1, _FOLD_CELLS // max(n_items, 1))
         cols_one = np.arange(n_items)
@@ -803,7 +852,7 @@ class SurpriseRecommender(BaseEstimator):
             e = min(n_rows, s + chunk)
             rows = np.repeat(np.arange(e - s), n_items)
             cols = np.tile(cols_one, e - s)
-            out[s:e] = self._predict_entries(Xr[s:e], rows, cols).reshape(e - s, n_items)
+            out[s:e] = self._to_user(self._model_entries(Xr[s:e], rows, cols)).reshape(e - s, n_items)
         return out
 
     def rmse(self, X, y):
@@ -916,11 +965,11 @@ class SurpriseRecommender(BaseEstimator):
             if kind == "KNNBaseline" and (ku & ki).any():
                 both = np.flatnonzero(ku & ki)
                 if self.item_similarity_ is not None:
-                    Xf = self.X_fit_[uu[both]]
+                    Xf = self._model_rows(self.X_fit_[uu[both]])
                     est[both] += self._knn_deviation(Xf, self.user_bias_[uu[both]],
                                                      np.arange(both.size), ii[both])
                 else:
                     algo = self.algorithm_
                     for k in both:
                         est[k] = algo.predict(int(uu[k]), int(ii[k]), clip=False).est
-        return np.clip(est, *self.rating_scale_)
+        return self._to_user(est)

@@ -4,6 +4,7 @@ Every error quotes the value received and says what was expected.
 """
 
 import numbers
+import warnings
 from decimal import Decimal
 from fractions import Fraction
 
@@ -885,12 +886,36 @@ def check_private_labels(y, n_samples, *, name="y"):
         raise ValueError(f"{name} has {y.shape[0]} labels but X has {n_samples} users")
     _refuse_complex_labels(y, name)
     labeled = ~undisclosed_mask(y)
+    _warn_marker_words(y, labeled, name)
     _check_finite_labels(y, labeled, name)
     _check_categorical_labels(y, labeled, name)
     if y.dtype.kind == "O" and labeled.any():
         check_label_kinds(y[labeled].tolist(), name)
         y = _exact_numbers_as_ints(y, labeled)
     return y, labeled
+
+
+def _warn_marker_words(y, labeled, name):
+    """Warn, once, when text labels hold marker words such as ``'None'``, ``'NA'`` or ``'?'``: those users are
+    "not disclosed" (left out of the classes), where the text may be a real class ('None' as a religion was no
+    class, and the mapper then left it unprotected, an attacker telling it from the others)."""
+    if y.dtype.kind not in "USO" or labeled.all():
+        return
+    counts = {}
+    for v in y[~labeled].ravel().tolist():
+        if isinstance(v, bytes):
+            v = v.decode("latin-1")
+        if isinstance(v, str) and v.strip().lower() in _MARKER_WORDS:
+            counts[v.strip()] = counts.get(v.strip(), 0) + 1
+    if not counts:
+        return
+    said = ", ".join(f"{t!r} ({k} user{'s' if k > 1 else ''})" for t, k in counts.items())
+    first = next(iter(counts))
+    warnings.warn(
+        f"{name} holds the text(s) {said}, read as 'not disclosed' (privrelease.utils.UNDISCLOSED_TEXTS): those "
+        f"users are no class and the release does not protect them as one. If such a text is a real class, rename "
+        f"it to keep it as a class (for example y.replace({first!r}, {first + ' (class)'!r}) on a pandas Series)",
+        UserWarning, stacklevel=3)
 
 
 def _is_real_label(v):
@@ -1020,6 +1045,9 @@ def _check_categorical_labels(y, labeled, name):
 #: label array turned into text keeps its undisclosed users out of the classes. The command line's files use the
 #: same list.
 UNDISCLOSED_TEXTS = ("", "-1", "-1.0", "nan", "na", "n/a", "<na>", "nat", "none", "null", "?")
+#: the markers of "not disclosed" that are also words a class can be spelled with ('None' as a religion, 'NA' as
+#: North America, '?' as "unknown" chosen by the user): labels holding them are warned about
+_MARKER_WORDS = tuple(t for t in UNDISCLOSED_TEXTS if t not in ("", "-1", "-1.0"))
 #: "not disclosed" in a few words, for error messages
 UNDISCLOSED_SHORT = "-1, None, NaN, pd.NA, or a text such as '', 'nan', 'NA' (privrelease.utils.UNDISCLOSED_TEXTS)"
 #: The markers of "not disclosed", shared by every estimator of privrelease.

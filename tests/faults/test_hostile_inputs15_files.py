@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from privrelease.datasets import load_movielens_100k, load_movielens_1m, load_ratings_csv
+from privrelease.runner import PipelineError
 
 from shared_helpers import fake_ml100k, run_cli  # tests/shared_helpers.py
 
@@ -80,26 +81,27 @@ def test_repeated_pairs_are_counted_warned_and_reported(tmp_path, capsys, monkey
 
 
 # --------------------------------------------------------------------------- 4. a scale SVD cannot fit
-def test_a_scale_too_wide_for_svds_gradient_descent_is_refused_before_the_run(tmp_path, capsys):
-    _ratings_file(tmp_path / "d", scale=200.0)
-    rc, out, err = _run_ratings_file(tmp_path / "d", capsys)
-    assert rc == 2, err
-    assert "200 to 1000 is too wide for SVD's gradient descent at lr_all = 0.005" in err
-    assert "0.005 x 800 >= 1" in err and "below 0.00125" in err
-    assert not (tmp_path / "d" / "out").exists() or not any((tmp_path / "d" / "out").iterdir())
+# (updated in round 16: the recommender trains on the ratings mapped onto 1..5, so a wide scale no longer makes SVD
+# diverge; only a learning rate too large for 1..5 is refused)
+def test_a_learning_rate_too_large_for_svds_gradient_descent_is_refused_before_the_run():
+    from privrelease.runner.experiments import ratings_file
+
+    ratings_file._check_sgd_scale(None, (200, 1000))  # SVD's default 0.005 on 200..1000: fits now
+    with pytest.raises(PipelineError, match=r"SVD's gradient descent diverges at lr_all = 0.3.*0.3 x 4 >= 1.*"
+                                            r"below 0.25"):
+        ratings_file._check_sgd_scale({"algorithm": "SVD", "algo_params": {"lr_all": 0.3}}, (200, 1000))
 
 
-def test_the_learning_rate_the_message_suggests_fits_that_scale(tmp_path):
+def test_svd_fits_a_wide_scale_with_its_default_learning_rate(tmp_path):
     from privrelease.recommender import SurpriseRecommender
 
     _, _, R = _ratings_file(tmp_path / "d")
     X = R.copy()
     X.data = X.data * 200.0
-    with pytest.raises(ValueError, match="diverged"):  # what the run met minutes later
-        SurpriseRecommender("SVD", rating_scale=(200, 1000), random_state=0).fit(X)
-    fitted = SurpriseRecommender("SVD", rating_scale=(200, 1000), random_state=0,
-                                 algo_params={"lr_all": 0.000625}).fit(X)
-    assert np.isfinite(fitted.user_factors_).all()
+    wide = SurpriseRecommender("SVD", rating_scale=(200, 1000), random_state=0).fit(X)
+    stars = SurpriseRecommender("SVD", rating_scale=(1, 5), random_state=0).fit(R)
+    assert np.isfinite(wide.user_factors_).all()
+    np.testing.assert_allclose(wide.predict(X), 200.0 * stars.predict(R), rtol=1e-9)
 
 
 @pytest.mark.parametrize("outlier", [1e308, 1e200])

@@ -105,8 +105,8 @@ def test_align_keeps_integer_labels_distinct_when_a_user_has_none():
     rf, _, _ = _rf()
     y = rf.align(pd.Series({"a": B, "b": B + 1}))
     assert y.tolist() == [B, B + 1, -1] and all(type(v) is int for v in y)
-    Y = rf.align(pd.DataFrame({"g": [B, B + 1]}, index=["a", "b"]))
-    assert Y.ravel().tolist() == [B, B + 1, -1]
+    Y = rf.align(pd.DataFrame({"g": [B, B + 1]}, index=["a", "b"]))  # a DataFrame since round 16 (names kept)
+    assert Y["g"].tolist() == [B, B + 1, -1]
     small = rf.align({"a": 1, "b": 0})
     assert small.tolist() == [1, 0, -1] and all(type(v) is int for v in small)
 

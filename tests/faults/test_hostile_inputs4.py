@@ -127,8 +127,9 @@ def test_kde_prior_whose_kernel_underflows_everywhere_is_refused_not_nan():
 
 # --------------------------------------------------------------------------- the evaluation layer
 def test_rmse_cost_and_curve_when_every_rating_is_equal():
-    # the original RMSE is 0: "rel_increase_released" was a float ZeroDivisionError that stopped the evaluation,
-    # after a RuntimeWarning of scikit-learn's TruncatedSVD (0 / 0 explained variance) in the mapper's fit
+    # the original RMSE is 0: "rel_increase_released" was a float ZeroDivisionError that stopped the evaluation;
+    # then every cost was reported as 0. Updated in round 16: one rating value (implicit feedback) is refused, its
+    # RMSE measuring nothing but rating_range (see test_hostile_inputs16_formats)
     from privrelease.evaluation import privacy_utility_curve, rmse_cost
     from privrelease.mappers import QuantizedPrivacyMapper
 
@@ -136,17 +137,11 @@ def test_rmse_cost_and_curve_when_every_rating_is_equal():
     y = rng.integers(0, 2, 60)
     X = 3.0 * (rng.random((60, 12)) < 0.6)
     X[:, 0] = 3.0
-    # every rating equal is also what the mapper warns about (its taste space cannot tell the users apart)
-    with pytest.warns(UserWarning, match="implicit feedback"), warnings.catch_warnings():
-        warnings.simplefilter("error", RuntimeWarning)
-        res = rmse_cost(QuantizedPrivacyMapper(n_clusters=3, random_state=0), X, y, recommender=ItemMean(),
-                        random_state=0)
-    assert res["rmse_original"] == 0 and res["rmse_released"] == 0
-    assert res["rel_increase_released"] == 0 and (res.per_fold["rel_increase_released"] == 0).all()
-    with pytest.warns(UserWarning, match="implicit feedback"):
-        curve = privacy_utility_curve(QuantizedPrivacyMapper(n_clusters=3, random_state=0), X, y, deltas=[0.0, 1.0],
-                                      recommender=ItemMean(), attack_models=(), random_state=0, verbose=0)
-    assert (curve.frame["rel_increase_released"] == 0).all()
+    with pytest.raises(ValueError, match=r"every rating of ratings is 3\.0 \(implicit feedback"):
+        rmse_cost(QuantizedPrivacyMapper(n_clusters=3, random_state=0), X, y, recommender=ItemMean(), random_state=0)
+    with pytest.raises(ValueError, match="the RMSE protocol needs more than one rating value"):
+        privacy_utility_curve(QuantizedPrivacyMapper(n_clusters=3, random_state=0), X, y, deltas=[0.0, 1.0],
+                              recommender=ItemMean(), attack_models=(), random_state=0, verbose=0)
 
 
 # --------------------------------------------------------------------------- the accountant

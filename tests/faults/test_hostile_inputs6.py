@@ -281,7 +281,7 @@ def test_data_files_named_from_the_home_folder_are_read(tmp_path, monkeypatch):
     _check("~/r.csv", "~/u.csv")
 
 
-def test_implicit_feedback_without_a_space_that_separates_users_is_refused_before_running(tmp_path):
+def test_implicit_feedback_is_refused_before_running_whatever_the_mapper(tmp_path):
     # every rating 1 (clicks) with rating_range = [1, 2]: the check passed and the report showed the optimal
     # mapping at 0 bits, 0 distortion and attacker AUC 0.5 (every user at one point of the taste space: one
     # cluster, one release for everybody); the mapper's warning reached stderr only
@@ -289,11 +289,11 @@ def test_implicit_feedback_without_a_space_that_separates_users_is_refused_befor
     ratings.write_text(_ratings().replace(",2\n", ",1\n").replace(",3\n", ",1\n").replace(",4\n", ",1\n")
                        .replace(",5\n", ",1\n"))
     users = _users(tmp_path, "user,sex\n" + _sex_rows())
-    with pytest.raises(PipelineError, match=r"every rating of the 40 evaluated users is 1 \(implicit feedback\).*"
-                                            "mapper.metric = \"hamming\""):
-        _check(str(ratings), users, rating_range=[1, 2])
-    _check(str(ratings), users, rating_range=[1, 2], mapper={"metric": "hamming"})
-    _check(str(ratings), users, rating_range=[1, 2], mapper={"space": "raw"})
+    # updated in round 16: refused whatever the mapper, the report's RMSE cost needing more than one rating value
+    for mapper in ({}, {"metric": "hamming"}, {"space": "raw"}):
+        with pytest.raises(PipelineError, match=r"every rating of the 40 evaluated users is 1 \(implicit "
+                                                r"feedback\).*needs more than one rating value"):
+            _check(str(ratings), users, rating_range=[1, 2], mapper=mapper)
 
 
 @pytest.mark.parametrize("blank", [1, 2])

@@ -34,6 +34,7 @@ columns, the attribute's classes and the scale.
 """
 
 import os
+import re
 import unicodedata
 import warnings
 
@@ -45,7 +46,7 @@ from .._schema import (Bool, Choice, Either, File, Float, Int, PipelineError, Se
                        quick_values)
 from ...datasets._movielens import repeats_sentence
 from ...utils import check_rating_scale
-from ...utils._validation import UNDISCLOSED_TEXTS, check_ids, plain_value
+from ...utils._validation import _MARKER_WORDS, UNDISCLOSED_TEXTS, check_ids, plain_value
 from .movielens_gender import analyse_ratings
 from .synthetic_ratings import _LEVELS_CAP, MAPPER, N_CLUSTERS_RULES, PROTOCOL_PARAMETERS, RECOMMENDER
 
@@ -114,14 +115,15 @@ def check_ready(params):
     R, a, info = read_data(**{k: params[k] for k in (*_READER, *_DEFAULTS, "users_path") if k in params})
     n = info["n_disclosed"]
     options = params.get("mapper") or {}
-    if R.data.min() == R.data.max() and options.get("metric") != "hamming" and options.get("space") != "raw":
-        # implicit feedback: the mapper warned on stderr, and the report showed 0 bits at 0 distortion and AUC 0.5
-        # for the optimal mapping (every user at one point of the taste space: one cluster, one release)
+    if R.data.min() == R.data.max():
+        # implicit feedback: the report's costs are the RMSE protocol's, and with one rating value the recommender
+        # predicts that value: its RMSE measured only where rating_range put the scale (-1.6 % or +27.7 % for one
+        # release); privrelease.evaluation.rmse_cost refuses such ratings too
         raise PipelineError(f"every rating of the {n} evaluated users is {R.data[0]:g} (implicit feedback): the "
-                            "mapper's default taste space is built from differences between rating values, so it "
-                            "puts every user at one point (one cluster, the same release for everybody); set "
-                            "mapper.metric = \"hamming\" (clusters on which items each user rated: --set "
-                            "mapper.metric=hamming) or mapper.space = \"raw\"")
+                            "report's cost is the RMSE of a recommender on held-out ratings, which needs more than "
+                            "one rating value (with one, every prediction is that value and the RMSE measures "
+                            "nothing but rating_range); expected explicit ratings (the library's mappers, with "
+                            "metric=\"hamming\", and its attackers take such data)")
     _check_sgd_scale(params.get("recommender"), info["rating_range"])
     n_clusters = params.get("n_clusters", "auto")
     if not isinstance(n_clusters, str) and n_clusters > n:
@@ -172,14 +174,17 @@ _SGD_RATES = {"SVD": ("lr_bu", "lr_bi", "lr_pu", "lr_qi"), "SVDpp": ("lr_bu", "l
 
 
 def _check_sgd_scale(recommender, rating_range):
-    """Refuse a rating scale on which SVD / SVD++'s gradient descent diverges, before anything runs.
+    """Refuse learning rates on which SVD / SVD++'s gradient descent diverges, before anything runs.
 
     Each step moves a bias or factor by the learning rate times the prediction error, and an error can be as
-    large as the scale's width: with ``lr x (high - low) >= 1`` a step overshoots by more than the error it
-    corrects (on 1-5 ratings x 50, SVD's default 0.005 x 200 = 1, every fit diverged; x 40, 0.8, converged). The
-    run failed minutes later with "SVD diverged ... use a smaller lr_all". The bound depends on the scale and
-    the learning rates only, not on the ratings.
+    large as the scale's width: with ``lr x width >= 1`` a step overshoots by more than the error it corrects.
+    The recommender trains on the ratings mapped from ``rating_range`` onto 1..5
+    (:class:`~privrelease.recommender.SurpriseRecommender`), so the width is 4 whatever the file's units (on 1-5
+    ratings x 200 SVD's default 0.005 used to diverge, and now fits); the run failed minutes later with "SVD
+    diverged ... use a smaller lr_all".
     """
+    from ...recommender._surprise import MODEL_SCALE
+
     spec = dict(recommender or {})
     algorithm = spec.get("algorithm", "SVD")
     if algorithm not in _SGD_LR_ALL:
@@ -192,16 +197,15 @@ def _check_sgd_scale(recommender, rating_range):
         return
     name, lr = max(rates.items(), key=lambda kv: kv[1])
     low, high = rating_range
-    width = float(high) - float(low)
+    width = MODEL_SCALE[1] - MODEL_SCALE[0]
     if lr * width >= 1:
         shown = "lr_all" if name not in params else name
         raise PipelineError(
-            f"the rating scale {low:g} to {high:g} is too wide for {algorithm}'s gradient descent at {shown} = "
-            f"{lr:g}: a step moves by the learning rate times an error of up to {width:g}, so it overshoots "
-            f"({lr:g} x {width:g} >= 1) and the fit diverges; expected a learning rate below {1 / width:.3g} "
+            f"{algorithm}'s gradient descent diverges at {shown} = {lr:g}: the recommender trains on the ratings "
+            f"mapped from {low:g}..{high:g} onto 1..5, and a step moves by the learning rate times an error of up to "
+            f"{width:g}, so it overshoots ({lr:g} x {width:g} >= 1); expected a learning rate below {1 / width:.3g} "
             f"(--set 'recommender={{algorithm = \"{algorithm}\", algo_params = {{lr_all = {0.5 / width:.3g}}}}}'), "
-            "ratings on a narrower scale (divide them by a constant first), or recommender.algorithm = "
-            "\"BaselineOnly\"")
+            "or recommender.algorithm = \"BaselineOnly\"")
 
 
 def _key(params):
@@ -257,6 +261,16 @@ def read_data(path=None, users_path=None, **options):
         raise PipelineError(f"parameter cuts names column(s) {unknown} that are not attribute columns "
                             f"{columns}; expected cuts for the attribute's numeric columns")
     matched = _match_ids(ids, user_ids)
+    if not np.any(matched >= 0):
+        # the attribute was then "empty: no user with ratings discloses it", which sent one to the attribute column
+        floats = [s for s in ids if re.fullmatch(r"[-+]?[0-9]+(\.[0-9]*)?([eE][-+]?[0-9]+)?", s)
+                  and re.search(r"[.eE]", s)]
+        hint = (f"; the users file writes ids as floats (for example {floats[0]!r}), which lose the digits of large "
+                "integer ids: write them as integers" if floats and user_ids.dtype.kind in "iu" else "")
+        raise PipelineError(f"none of the {ids.size} ids of the users file {users_path!r} (column "
+                            f"{opts['users_id_col']!r}, for example {str(ids[0])!r}) is a user of the ratings file "
+                            f"{path!r} (column {opts['user_col']!r}, for example {str(user_ids[0])!r}){hint}; check "
+                            "users_id_col and that both files name the users alike")
     hit, count = np.unique(matched[matched >= 0], return_counts=True)
     if np.any(count > 1):
         # "7" and "7.0" both name the integer user 7: the later row silently won
@@ -311,6 +325,7 @@ def read_data(path=None, users_path=None, **options):
         "n_rows_collapsed": collapsed,
         "n_disclosed": n_disclosed,
         "n_undisclosed_missing": int(np.sum((row_of >= 0) & ~disclosed)),
+        "marker_words": _marker_words(read, row_of >= 0),
         "n_undisclosed_no_row": int(np.sum(row_of < 0)),
         "n_users_file_rows": int(ids.size),
         "n_users_without_ratings": int(np.sum(matched < 0)),
@@ -335,9 +350,9 @@ def _scale(R, given):
                             "the ratings by a constant")
     if given is None:
         if low == high:
-            raise PipelineError(f"every rating of the file is {low:g}, so the data gives no rating scale; "
-                                "expected rating_range = [low, high] (or ratings of more than one value; implicit "
-                                "feedback also needs mapper.metric = \"hamming\")")
+            raise PipelineError(f"every rating of the file is {low:g} (implicit feedback): the report's cost is the "
+                                "RMSE of a recommender on held-out ratings, which needs more than one rating value; "
+                                "expected explicit ratings")
         try:
             return check_rating_scale((low, high), f"the data's scale (the ratings run from {low:g} to {high:g})")
         except ValueError as exc:
@@ -443,6 +458,18 @@ def _read_users(path, id_col, columns, sep, encoding, names=None):
     return ids.to_numpy(), pd.DataFrame({c: df[c].astype(str).str.strip() for c in columns})
 
 
+def _marker_words(read, has_row):
+    """How many users with ratings give each marker word (``'None'``, ``'NA'``, ``'?'`` ...: read as "not disclosed",
+    though it may be a real class, as the library's labels warn), in the order met: ``{text: count}``."""
+    counts = {}
+    for values in read:
+        for v in np.asarray(values, dtype=object)[has_row].tolist():
+            text = str(v).strip()
+            if text.lower() in _MARKER_WORDS:
+                counts[text] = counts.get(text, 0) + 1
+    return counts
+
+
 def _match_ids(ids, user_ids):
     """For each users-file id, the row of ``user_ids`` it names (-1: no rating).
 
@@ -536,6 +563,10 @@ def run(report, *, random_state=0, quick=False, path=None, user_col="user", item
         f"missing value and {info['n_undisclosed_no_row']} have no row in the users file (not disclosed: the "
         "evaluation needs every evaluated user's true attribute to score the attackers, so they are left out). "
         f"{info['n_users_without_ratings']} row(s) of the users file have no rating and are ignored."
+        + (" Missing values written as words: " + ", ".join(f"'{_plain(t)}' ({k} user(s))" for t, k in
+                                                             info["marker_words"].items())
+           + "; a value among privrelease.utils.UNDISCLOSED_TEXTS is read as 'not disclosed': if one is a real "
+           "class, rename it in the users file to keep it as a class." if info.get("marker_words") else "")
         + (f" {repeats_sentence(info['n_rows_collapsed'], timestamp_col, 'Repeated ratings')}; the counts above "
            "are after it." if info["n_rows_collapsed"] else ""))
     report.json({k: v for k, v in info.items() if k != "described_text"}, "data")  # the data's own words
