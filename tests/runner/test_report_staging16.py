@@ -1,0 +1,69 @@
+"""A killed run's staging folder is removed by the next save into the folder; a live run's is left alone.
+
+A run writes its files into a hidden staging folder and moves them into place when it saves. Killed before that
+(SIGKILL, a power cut), it left ``.privrelease-run-<random>`` with its tables inside for good: each such run added
+one. Each run now holds a lock on its own staging folder while it lives, and a save removes the staging folders
+nobody holds.
+"""
+
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pandas as pd
+import pytest
+
+from privrelease.runner import Report
+from privrelease.runner._report import _STAGING_PREFIX
+
+
+def _stagings(folder):
+    return sorted(p.name for p in folder.iterdir() if p.name.startswith(_STAGING_PREFIX))
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
+def test_a_killed_runs_staging_folder_is_removed_by_the_next_save(tmp_path):
+    out = tmp_path / "out"
+    code = textwrap.dedent(f"""
+        import os, signal
+        import pandas as pd
+        from privrelease.runner import Report
+        rep = Report({str(out)!r}, title="killed")
+        rep.table(pd.DataFrame({{"x": [1]}}), "half_done")
+        os.kill(os.getpid(), signal.SIGKILL)
+    """)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=120)
+    assert proc.returncode == -signal.SIGKILL
+    stale = _stagings(out)
+    assert len(stale) == 1 and (out / stale[0] / "half_done.csv").exists()
+    rep = Report(out, title="next", overwrite=True)
+    rep.table(pd.DataFrame({"x": [2]}), "curve")
+    rep.save()
+    assert _stagings(out) == []
+    assert pd.read_csv(out / "curve.csv")["x"].tolist() == [2]
+
+
+def test_a_live_runs_staging_folder_is_left_and_saves_after(tmp_path):
+    out = tmp_path / "out"
+    a = Report(out, title="A")
+    a.table(pd.DataFrame({"x": [1]}), "from_a")  # A's staging folder exists, A still running
+    b = Report(out, title="B", overwrite=True)
+    b.table(pd.DataFrame({"x": [2]}), "from_b")
+    b.save()
+    (left,) = _stagings(out)  # A's, untouched
+    assert pd.read_csv(out / left / "from_a.csv")["x"].tolist() == [1]
+    a.discard()
+    assert _stagings(out) == []
+
+
+def test_the_sweep_never_removes_a_folder_it_did_not_empty(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    nested = out / f"{_STAGING_PREFIX}nested"
+    (nested / "sub").mkdir(parents=True)  # holds a folder: never made by a run, not emptied, kept
+    (nested / "t.csv").write_text("x\n")
+    rep = Report(out, title="A", overwrite=True)
+    rep.table(pd.DataFrame({"x": [1]}), "curve")
+    rep.save()
+    assert (nested / "sub").is_dir()
