@@ -1461,7 +1461,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
         clusters fixed at ``k`` and the candidates ``_REMOVAL_GRID`` (full removal first); the distortion is
         measured to the points the release stands for. Without attribute-free clustering nothing is removed.
         """
-        if self._clustering(a_idx) != "attribute_free":
+        if self._clustering(a_idx) != "attribute_free" or E.shape[1] < 2:  # (1-D: no direction may be removed)
             return 0.0
         names = ("class_removal_grid_", "class_removal_excess_", "class_removal_noise_", "class_removal_distortion_")
         return self._run_rule(E, a_idx, w, seed, "class_removal='heldout'", names,
@@ -2321,7 +2321,9 @@ class QuantizedPrivacyMapper(_BaseMapper):
         chosen = _check_rule_figures(self, "class_removal", names, _REMOVAL_GRID,
                                      lambda excess, noise, dist, tol: _removal_choice(excess, dist, tol))
         if chosen is not None:
-            if lam != chosen:
+            # (with no directions left to remove, e.g. a one-dimensional space, the share is 0 whatever the
+            # figures chose: nothing was removed)
+            if lam != chosen and has_dirs:
                 raise ValueError(f"fitted.class_removal_ = {lam!r} but the held-out figures choose {chosen!r} "
                                  f"(heldout_tolerance={self.heldout_tolerance!r})")
         elif self.class_removal == "heldout":

@@ -458,15 +458,6 @@ class RatingsFrame:
         digits: such a float id is refused when an integer user id other
         than itself reads as it).
 
-        Returns
-        -------
-        ndarray of shape (n_users,), or DataFrame of shape (n_users, n_columns)
-            A 1-D array of dtype object for a Series or a dict; for a
-            DataFrame (several attributes), a DataFrame indexed by
-            ``user_ids_`` with the same columns, so the attributes keep their
-            names (in :func:`~privrelease.evaluation.privacy_utility_curve`'s
-            columns, for example).
-
         Parameters
         ----------
         values : pandas.Series, pandas.DataFrame or dict
@@ -476,9 +467,13 @@ class RatingsFrame:
 
         Returns
         -------
-        ndarray of shape (n_users,) or (n_users, n_columns)
-            The values in ``user_ids_`` order (object dtype), ``-1`` for users
-            without one.
+        ndarray of shape (n_users,), or DataFrame of shape (n_users, n_columns)
+            The values in ``user_ids_`` order, ``-1`` for users without one: a
+            1-D array of dtype object for a Series or a dict; for a DataFrame
+            (several attributes), a DataFrame indexed by ``user_ids_`` with the
+            same columns, so the attributes keep their names (in
+            :func:`~privrelease.evaluation.privacy_utility_curve`'s columns, for
+            example).
 
         Raises
         ------

@@ -653,17 +653,28 @@ class _Folder:
             fd = self._dir_fd()
             name = f"{_STAGING_PREFIX}{secrets.token_hex(8)}"
             try:
-                os.mkdir(name, 0o700, dir_fd=fd)
-                sfd = os.open(name, os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC, dir_fd=fd)
-            except OSError as exc:
-                raise OutputFolderError(f"cannot write into output folder {str(self.path)!r}: "
-                                        f"{exc.strerror or exc}") from None
-            try:  # held while this run lives: a staging folder nobody holds is a killed run's (see _sweep_stale)
                 import fcntl
-
-                fcntl.flock(sfd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except (ImportError, OSError):  # pragma: no cover - no flock here: stale folders are then kept
-                pass
+            except ImportError:  # pragma: no cover - no flock here: stale folders are then kept
+                fcntl = None
+            # created and locked under the output folder's lock, which a save holds while it sweeps: a save
+            # in between could take this new, empty folder for a killed run's (see _sweep_stale)
+            if fcntl is not None:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                try:
+                    os.mkdir(name, 0o700, dir_fd=fd)
+                    sfd = os.open(name, os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC, dir_fd=fd)
+                except OSError as exc:
+                    raise OutputFolderError(f"cannot write into output folder {str(self.path)!r}: "
+                                            f"{exc.strerror or exc}") from None
+                if fcntl is not None:  # held while this run lives: a staging folder nobody holds is a killed run's
+                    try:
+                        fcntl.flock(sfd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    except OSError:  # pragma: no cover - a file system without flock: stale folders are kept
+                        pass
+            finally:
+                if fcntl is not None:
+                    fcntl.flock(fd, fcntl.LOCK_UN)
             self._stage = (name, sfd)
         return self._stage[1]
 

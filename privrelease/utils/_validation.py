@@ -1047,7 +1047,8 @@ def _check_categorical_labels(y, labeled, name):
 UNDISCLOSED_TEXTS = ("", "-1", "-1.0", "nan", "na", "n/a", "<na>", "nat", "none", "null", "?")
 #: the markers of "not disclosed" that are also words a class can be spelled with ('None' as a religion, 'NA' as
 #: North America, '?' as "unknown" chosen by the user): labels holding them are warned about
-_MARKER_WORDS = tuple(t for t in UNDISCLOSED_TEXTS if t not in ("", "-1", "-1.0"))
+_MARKER_WORDS = tuple(t for t in UNDISCLOSED_TEXTS if t not in ("", "-1", "-1.0", "nan", "nat", "<na>"))
+# ('nan', 'NaT' and '<NA>' are what numpy and pandas write for a missing value turned into text, never a class)
 #: "not disclosed" in a few words, for error messages
 UNDISCLOSED_SHORT = "-1, None, NaN, pd.NA, or a text such as '', 'nan', 'NA' (privrelease.utils.UNDISCLOSED_TEXTS)"
 #: The markers of "not disclosed", shared by every estimator of privrelease.

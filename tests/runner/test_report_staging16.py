@@ -67,3 +67,37 @@ def test_the_sweep_never_removes_a_folder_it_did_not_empty(tmp_path):
     rep.table(pd.DataFrame({"x": [1]}), "curve")
     rep.save()
     assert (nested / "sub").is_dir()
+
+
+def test_a_save_never_sweeps_a_staging_folder_being_created(tmp_path, monkeypatch):
+    # run B creates its staging folder and then locks it; run A saving in between took the new, empty folder
+    # for a killed run's and removed it (B then failed: "cannot write into output folder"). Creation is now
+    # under the output folder's lock, which A's save holds while it sweeps: A waits, then leaves B's folder
+    import fcntl
+    import threading
+
+    from privrelease.runner._report import _Folder
+
+    out = tmp_path / "out"
+    out.mkdir()
+    a = _Folder(out, overwrite=True)
+    a.write("a.csv", b"1\n")
+    b = _Folder(out, overwrite=True)
+    real, saver = fcntl.flock, []
+
+    def flock(fd, op):
+        if not saver and op == (fcntl.LOCK_EX | fcntl.LOCK_NB):  # B's folder exists, not yet locked: A saves
+            saver.append(threading.Thread(target=a.commit))
+            saver[0].start()
+            saver[0].join(timeout=1.0)  # A must wait for B's creation to finish
+        return real(fd, op)
+
+    monkeypatch.setattr(fcntl, "flock", flock)
+    b.write("b.csv", b"2\n")
+    monkeypatch.setattr(fcntl, "flock", real)
+    saver[0].join(timeout=60)
+    assert not saver[0].is_alive()
+    assert (out / "a.csv").read_bytes() == b"1\n" and len(_stagings(out)) == 1  # A saved; B's folder kept
+    b.commit()  # B's report then replaces A's, as a rerun does
+    assert (out / "b.csv").read_bytes() == b"2\n" and not (out / "a.csv").exists()
+    assert _stagings(out) == []
