@@ -92,3 +92,27 @@ def test_scale_zero_on_a_sensitive_query_warns():
         assert laplace_noise(0.0, 3).tolist() == [0.0] * 3       # noise alone: nothing is released
         Laplace(scale=0.0, sensitivity=0.0)
         DCLEF([1.0, 2.0], [1, 0], (0, 1))
+
+
+# --------------------------------------------------------------------------- 5. regression rows a hair outside
+@pytest.mark.parametrize("clip", [False, True])
+def test_regression_scales_rows_within_the_rounding_tolerance_onto_the_ball(clip):
+    from privrelease.regression import TruthfulRegressionMechanism
+    from privrelease.regression._truthful import ridge_svd
+
+    X = np.array([[1 + 9e-10, 0.0], [0.0, 1.0], [0.6, 0.8], [0.0, -(1 + 5e-10)]])
+    y = np.array([1.0, -1.0, 0.5, 0.2])
+    m = TruthfulRegressionMechanism(clip=clip, random_state=0)
+    used, _, n_bad = m._check_domain(X, y)
+    assert n_bad == 0 and (np.linalg.norm(used, axis=1) <= 1.0).all()   # the ball the sensitivity assumes
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        m.fit(X, y)
+    assert m.n_clipped_ == 0
+    # epsilon=inf releases the exact ridge estimator: that of the rows scaled onto the ball
+    with pytest.warns(PrivacyLeakWarning):
+        exact = TruthfulRegressionMechanism(clip=clip, epsilon=np.inf, random_state=0).fit(X, y)
+    U, s, Vt, f = ridge_svd(used, 1.0)
+    np.testing.assert_allclose(exact.coef_, Vt.T @ (f * (U.T @ y)), rtol=1e-15, atol=0)
+    U, s, Vt, f = ridge_svd(X, 1.0)
+    assert not np.allclose(exact.coef_, Vt.T @ (f * (U.T @ y)), rtol=1e-12, atol=0)
