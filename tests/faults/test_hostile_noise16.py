@@ -116,3 +116,68 @@ def test_regression_scales_rows_within_the_rounding_tolerance_onto_the_ball(clip
     np.testing.assert_allclose(exact.coef_, Vt.T @ (f * (U.T @ y)), rtol=1e-15, atol=0)
     U, s, Vt, f = ridge_svd(X, 1.0)
     assert not np.allclose(exact.coef_, Vt.T @ (f * (U.T @ y)), rtol=1e-12, atol=0)
+
+
+# --------------------------------------------------------------------------- 6. dask streams per purpose
+def test_dask_fit_subsample_and_transform_noise_draw_from_different_streams():
+    from privrelease.mappers import _dask
+
+    rows = np.arange(1000)
+    Xb, yb = rows[:, None].astype(float), np.zeros(1000, dtype=int)
+    first, _ = _dask.sample_block(Xb, yb, 50, 7, 3)
+    again, _ = _dask.sample_block(Xb, yb, 50, 7, 3)
+    np.testing.assert_array_equal(first, again)                  # reproducible for a fixed seed
+    # the transform noise of block 3 reads SeedSequence(7, spawn_key=(3,)): the subsample used to draw from it
+    noise_stream = np.random.Generator(np.random.PCG64(np.random.SeedSequence(7, spawn_key=(3,))))
+    assert not np.array_equal(first[:, 0], np.sort(noise_stream.choice(rows, size=50, replace=False)))
+    assert np.random.SeedSequence(7, spawn_key=(3,)).generate_state(4).tolist() != \
+        np.random.SeedSequence(7, spawn_key=(_dask._SAMPLE_STREAM, 3)).generate_state(4).tolist()
+    # other blocks and seeds give other samples
+    assert not np.array_equal(first, _dask.sample_block(Xb, yb, 50, 7, 4)[0])
+    assert not np.array_equal(first, _dask.sample_block(Xb, yb, 50, 8, 3)[0])
+
+
+# --------------------------------------------------------------------------- 7. categorical draws below the grid
+class _Scripted:
+    """A random source whose 53-bit words are given in order."""
+
+    def __new__(cls, words):
+        from privrelease.utils import RandomSource
+
+        class Source(RandomSource):
+            secure = False
+
+            def __init__(self):
+                self.words = list(words)
+
+            def _bits53(self, n):
+                out, self.words = self.words[:n], self.words[n:]
+                return np.asarray(out, dtype=np.uint64)
+
+        return Source()
+
+
+def test_categorical_reaches_outcomes_below_the_uniform_grid():
+    p = [[0.5, 1e-17, 0.5]]
+    # the uniform 0.5 + (0 .. 2**-106): the middle cell [0.5, 0.5 + 1e-17) (scaled) holds it
+    assert _Scripted([2**52, 0]).categorical(p).tolist() == [1]
+    assert _Scripted([2**52, 2**53 - 1]).categorical(p).tolist() == [2]    # past 0.5 + 1e-17
+    assert _Scripted([2**52 - 1, 0]).categorical(p).tolist() == [0]
+    # 0.5 - 2**-106, times the total 1 + 1e-17, is above 0.5: in the middle cell as well
+    assert _Scripted([2**52 - 1, 2**53 - 1]).categorical(p).tolist() == [1]
+    # an outcome of probability 1e-17 first: drawn iff the uniform is below 1e-17
+    q = [[1e-17, 1 - 1e-17]]
+    assert _Scripted([0, 0]).categorical(q).tolist() == [0]
+    assert _Scripted([0, 2**53 - 1]).categorical(q).tolist() == [1]        # 2**-53 * (1 - 2**-53) > 1e-17
+
+
+def test_categorical_keeps_its_draws_where_the_grid_settles_them():
+    from privrelease.utils import check_random_source
+
+    rng = np.random.default_rng(0)
+    p = rng.random((3000, 5))
+    new = check_random_source(11).categorical(p)
+    k = check_random_source(11)._bits53(3000).astype(float)
+    cdf = np.cumsum(p, axis=1)
+    old = (cdf <= ((k + 0.5) / 2.0**53 * cdf[:, -1])[:, None]).sum(axis=1)
+    np.testing.assert_array_equal(new, old)
