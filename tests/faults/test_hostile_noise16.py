@@ -29,12 +29,16 @@ def test_a_calibrated_subnormal_scale_is_refused(make, match):
         make()
 
 
-@pytest.mark.parametrize("epsilon, sensitivity", [(3.0, 1.0), (10.0, 1.0), (0.7, 0.3), (1.2, 1e-300), (0.5, 1.0)])
+@pytest.mark.parametrize("epsilon, sensitivity", [(3.0, 1.0), (7.0, 1.0), (3.0, 0.1), (6.0, 1.0)])
 def test_effective_epsilon_is_never_below_what_the_scale_delivers(epsilon, sensitivity):
+    # fl(sensitivity / epsilon) rounded down: the scale delivers a little more than epsilon
     m = Laplace(epsilon=epsilon, sensitivity=sensitivity)
     exact = Fraction(sensitivity) / Fraction(m.scale)
     assert m.effective_epsilon == _least_float_above(exact)
     assert Fraction(m.effective_epsilon) >= exact
+    for e, sens in [(10.0, 1.0), (0.7, 0.3), (1.2, 1e-300), (0.5, 1.0)]:
+        other = Laplace(epsilon=e, sensitivity=sens)
+        assert other.effective_epsilon == _least_float_above(Fraction(sens) / Fraction(other.scale))
 
 
 def test_laplace_epsilon_three_reports_the_rounded_up_loss():
@@ -169,9 +173,7 @@ def test_categorical_reaches_outcomes_below_the_uniform_grid():
     q = [[1e-17, 1 - 1e-17]]
     assert _Scripted([0, 0]).categorical(q).tolist() == [0]
     assert _Scripted([0, 2**53 - 1]).categorical(q).tolist() == [1]        # 2**-53 * (1 - 2**-53) > 1e-17
-
-
-def test_categorical_keeps_its_draws_where_the_grid_settles_them():
+    # where the first 53 bits settle the outcome, the draws are those of before (seeded releases replay)
     from privrelease.utils import check_random_source
 
     rng = np.random.default_rng(0)
