@@ -17,12 +17,15 @@ References
    Definitions 3 and 4, eqs. (3)-(6) and (8).
 """
 
+from fractions import Fraction
 import numbers
+import warnings
 
 import numpy as np
 
 from ..noise import Laplace
-from ..noise._laplace import biased_laplace_mse
+from ..exceptions import PrivacyLeakWarning
+from ..noise._laplace import _ratio_up, biased_laplace_mse, check_normal_scale
 from ..utils import check_number
 from ..utils._validation import as_float_array, check_real_target, check_same_index, plain_value
 
@@ -34,6 +37,62 @@ __all__ = ["DCLEF", "privacy_index", "check_data_range"]
 _MAX_EXACT_LIMIT = 48
 
 _NORMAL = float(np.finfo(np.float64).tiny)   # smallest normal float64
+
+
+def _two_product(p, q):
+    """``(P, e)`` with ``P = fl(p q)`` and ``P + e = p q`` exactly (Dekker's product by Veltkamp's split), for
+    factors and products far from float64's overflow and underflow thresholds."""
+    prod = p * q
+    cp, cq = 134217729.0 * p, 134217729.0 * q
+    ph, qh = cp - (cp - p), cq - (cq - q)
+    pl, ql = p - ph, q - qh
+    return prod, ((ph * qh - prod) + ph * ql + pl * qh) + pl * ql
+
+
+_SAFE = (2.0**-400, 2.0**400)   # magnitudes whose products and quotients the two-product test handles exactly
+
+
+def delivered_epsilons(a, x, data_range, sigma):
+    """``eps_i >= Delta |w_i| x_i / sigma`` in exact arithmetic (``Delta = R_max - R_min`` exactly): the guarantees
+    Laplace noise of scale ``sigma`` (> 0, finite) delivers, never below them.
+
+    The least such float when ``Delta |w_i| x_i`` is exact in float64 (the quotient rounded up by an exact
+    two-product test), at most five ulps above it otherwise (each of the four rounded steps is off by at most
+    half an ulp); in exact rationals for magnitudes near float64's limits.
+    """
+    a = np.asarray(a, dtype=np.float64)
+    x = np.asarray(x, dtype=np.float64)
+    low, high = data_range
+    delta = high - low
+    delta_f = Fraction(high) - Fraction(low)
+    pos = (a > 0) & (x > 0)
+    eps = np.zeros(a.shape)
+    lo, hi = _SAFE
+    with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
+        n1, e1 = _two_product(delta, a)
+        num, e2 = _two_product(n1, x)
+        q = num / sigma
+        # Delta |w_i| x_i = n1 + e1 exactly: the least of fl(q) - 1 ulp .. + 2 ulps with c sigma >= n1 + e1
+        exact_num = (Fraction(delta) == delta_f) & (e2 == 0)
+        fast = q
+        for _ in range(5):
+            fast = np.nextafter(fast, np.inf)
+        unsure = np.zeros(a.shape, dtype=bool)
+        above = np.nextafter(q, np.inf)
+        for c in (np.nextafter(above, np.inf), above, q, np.nextafter(q, -np.inf)):
+            prod, err = _two_product(c, sigma)
+            t = e1 - err
+            r = (n1 - prod) + t                          # n1 - prod is exact (Sterbenz)
+            doubt = (t != 0) & (np.abs(r) <= 4.0 * 2.0**-53 * np.abs(t))   # the sign of r could be wrong
+            covers = ~doubt & (r <= 0)
+            fast = np.where(exact_num & covers, c, fast)
+            unsure |= exact_num & doubt
+    safe = (pos & (lo <= delta <= hi) & (lo <= sigma <= hi) & (a >= lo) & (a <= hi) & (x >= lo)
+            & (n1 >= lo) & (n1 <= hi) & (num >= lo) & (num <= hi) & (q >= lo) & (q <= hi))
+    eps[safe] = fast[safe]
+    for i in np.flatnonzero(pos & (~safe | unsure)).tolist():
+        eps[i] = _ratio_up(delta_f * Fraction(float(a[i])) * Fraction(float(x[i])), sigma)
+    return eps
 
 
 def check_data_range(data_range, name="data_range"):
@@ -381,19 +440,23 @@ class DCLEF:
             with np.errstate(over="ignore", under="ignore"):
                 self.sigma = self.delta * self.residual_weight
             self.canonical = True
-            if self.residual_weight > 0 and self.sigma < _NORMAL:
-                # Delta = 1.5e-323 and a residual of 0.4 gave sigma = 5e-324 (rounded from 6e-324): the noise had
-                # eps_i = 3.0 where eq. (8), and the auction paying for it, said 2.5
-                raise ValueError(
-                    f"the Laplace scale sigma = Delta * residual_weight = {self.delta!r} * {self.residual_weight!r} "
-                    f"rounds to {self.sigma!r}, below the smallest normal float64 ({_NORMAL!r}): the noise would "
-                    "not have the guarantees eps_i = |w_i| x_i / residual_weight of eq. (8); expected a wider "
-                    "data_range or larger weights (rescale the data or the weights)"
-                )
+            # Delta = 1.5e-323 and a residual of 0.4 gave sigma = 5e-324 (rounded from 6e-324): the noise had
+            # eps_i = 3.0 where eq. (8), and the auction paying for it, said 2.5
+            check_normal_scale(self.sigma, f"sigma = Delta * residual_weight = {self.delta!r} * "
+                               f"{self.residual_weight!r}", positive=self.residual_weight > 0,
+                               advice="expected a wider data_range or larger weights (rescale the data or the "
+                               "weights)")
         else:
             self.sigma = check_number(sigma, "sigma", low=0)
             self.canonical = False
         self.epsilons = self._guarantees(a, x)
+        if 0 < self.sigma < np.inf:
+            # the guarantees the noise of scale sigma delivers, rounded up (eq. (8) in floating point was an ulp
+            # below Delta |w_i| x_i / sigma for about half the individuals)
+            self.epsilons = delivered_epsilons(a, x, self.data_range, self.sigma)
+        if self.sigma == 0 and bool(np.any(np.isinf(self.epsilons))):
+            warnings.warn(f"DCLEF with sigma=0 adds no noise: the individuals with x_i > 0 and w_i != 0 are released "
+                          "exactly, with no differential privacy (eps_i = inf)", PrivacyLeakWarning, stacklevel=2)
         self.distortion = biased_laplace_mse(self.delta * self.residual_weight / 2.0, self.sigma)
 
     def _guarantees(self, a, x):

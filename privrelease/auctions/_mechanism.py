@@ -30,7 +30,7 @@ import numpy as np
 from ..exceptions import SolverError
 from ..utils import check_number
 from ..utils._validation import check_same_index
-from ._dclef import DCLEF, _check_vector, check_data_range
+from ._dclef import DCLEF, _check_vector, check_data_range, delivered_epsilons
 
 __all__ = [
     "AuctionResult",
@@ -1011,11 +1011,27 @@ def fair_inner_product(unit_costs, weights, budget, *, data_range=(0.0, 1.0)):
     return _auction_result(out, 0, w, v, budget, data_range)
 
 
+def _recorded_epsilons(eps, a, selected, data_range):
+    """The guarantees to record for the bought set: those the released DCLEF's noise delivers, ``Delta |w_i| /
+    sigma`` with its own ``sigma = Delta * sum_{j not bought} |w_j|`` (summed in input order, as
+    :class:`DCLEF` does), rounded up. The auction's ``|w_i| / (W - w([k]))``, a cumulative sum in cost order,
+    was an ulp below it for about half the individuals. ``eps`` (the auction's) is kept where that scale is 0,
+    not finite or subnormal (:class:`DCLEF` refuses the latter)."""
+    x = selected.astype(np.float64)
+    delta = data_range[1] - data_range[0]
+    with np.errstate(over="ignore", under="ignore"):
+        sigma = delta * float(np.sum(a * (1.0 - x)))
+    if not _NORMAL <= sigma < np.inf:
+        return eps
+    return np.where(selected, delivered_epsilons(a, x, data_range, sigma), eps)
+
+
 def _auction_result(out, j, w, v, budget, data_range):
     """The :class:`AuctionResult` of row ``j`` of a :func:`_fip_core` pass (weights ``w`` of that row)."""
     a = np.abs(w)
     return AuctionResult(
-        selected=out["selected"][j], payments=out["payments"][j], epsilons=out["epsilons"][j],
+        selected=out["selected"][j], payments=out["payments"][j],
+        epsilons=_recorded_epsilons(out["epsilons"][j], a, out["selected"][j], data_range),
         weights=w, unit_costs=v, budget=budget, data_range=data_range,
         branch=_BRANCH_NAMES[int(out["branch"][j])], k=int(out["k"][j]),
         i_star=int(out["i_star"][j]), r=int(out["r"][j]), p_hat=float(out["p_hat"][j]),
@@ -1266,7 +1282,8 @@ def optimal_dclef(unit_costs, weights, budget, *, method="auto", data_range=(0.0
         eps, pay = _at_cost_exact(v, a, x)
     # each payment at cost is rounded: five fl(0.2) sum to 1 + 5.6e-17 exactly, over a budget of 1
     _within_budget(pay[None, :], budget)
-    return AuctionResult(selected=x, payments=pay, epsilons=eps, weights=w, unit_costs=v,
+    return AuctionResult(selected=x, payments=pay, epsilons=_recorded_epsilons(eps, a, x, data_range),
+                         weights=w, unit_costs=v,
                          budget=budget, data_range=data_range, branch="optimal",
                          zero_weight=a == 0, violates_assumption=(a > 0) & ~_eligible(v, a, budget))
 

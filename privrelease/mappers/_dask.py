@@ -21,7 +21,8 @@ source (eq. 21 of Salamatian et al. is applied row by row, so blocks are indepen
 * an integer ``s`` -- block ``i`` uses the stream seeded by
   ``numpy.random.SeedSequence(s, spawn_key=(i,))`` (:func:`block_random_state`),
   so the release is reproducible and does not depend on which worker runs
-  which block. :func:`transform_in_blocks` is the in-memory twin: with the
+  which block. The fit's row subsample (:func:`sample_block`) draws from
+  ``spawn_key=(_SAMPLE_STREAM, i)``, a stream of its own. :func:`transform_in_blocks` is the in-memory twin: with the
   same row blocks it returns exactly the same release.
 * a :class:`~privrelease.utils.SecureRandomSource` -- as ``None``.
 * a Generator or seeded RandomSource -- one integer is drawn from it
@@ -407,11 +408,26 @@ def take_rows(Xb, idx):
     return Xb.tocsr()[idx] if sp.issparse(Xb) else np.asarray(Xb)[idx]
 
 
+#: first spawn-key word of the streams of the fit's row subsample: block ``i`` draws it from ``SeedSequence(s,
+#: spawn_key=(_SAMPLE_STREAM, i))``, never from the transform noise's ``SeedSequence(s, spawn_key=(i,))``
+#: (:func:`block_random_state`); both used ``(i,)``, so the users a quantizer was learnt on were picked with the
+#: very draws that then noised block ``i``. numpy pads the seed to four words before a spawn key, so keys of
+#: different lengths never meet.
+_SAMPLE_STREAM = 0x5A3B1E
+
+
+def sample_generator(seed, index):
+    """The numpy Generator of block ``index``'s row subsample under the integer ``seed`` (independent of every
+    transform stream :func:`block_random_state` derives from the same seed)."""
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence(int(seed),
+                                                                      spawn_key=(_SAMPLE_STREAM, int(index)))))
+
+
 def sample_block(Xb, yb, n_take, seed, index):
     y, mask = labeled_block(yb)
     rows = np.flatnonzero(mask)
     if n_take < rows.size:
-        rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed, spawn_key=(index,))))
+        rng = sample_generator(seed, index)
         rows = np.sort(rng.choice(rows, size=n_take, replace=False))
     return take_rows(Xb, rows), y[rows]
 

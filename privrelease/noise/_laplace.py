@@ -161,12 +161,43 @@ def _noise_scale(sensitivity, epsilon):
     """
     if np.isinf(epsilon):
         return 0.0
-    scale = sensitivity / epsilon
+    with np.errstate(under="ignore"):
+        scale = sensitivity / epsilon
     if not np.isfinite(scale):
         raise ValueError(f"epsilon={epsilon!r} is too small for sensitivity={sensitivity!r}: the noise scale "
                          "sensitivity / epsilon overflows float64 (the release would be infinite); expected a "
                          "ratio below 1.8e308")
+    return check_normal_scale(scale, f"sensitivity / epsilon = {sensitivity!r} / {epsilon!r}",
+                              positive=sensitivity > 0)
+
+
+_NORMAL = float(np.finfo(np.float64).tiny)   # smallest normal float64
+
+
+def check_normal_scale(scale, what, *, positive=True, advice="expected a larger sensitivity or a smaller epsilon"):
+    """Refuse a calibrated noise ``scale`` that rounds below the smallest normal float64 (``positive``: the exact
+    scale is > 0, so a 0 is an underflow too).
+
+    A subnormal float has lost relative precision: sensitivity 2.5e-323 and epsilon 2 gave the scale 1.25e-323,
+    rounded to 1e-323, so the noise delivered epsilon 2.5 where 2 was asked for. :class:`Laplace`,
+    :class:`VectorLaplace` and :class:`~privrelease.auctions.DCLEF` refuse such a scale alike.
+    """
+    if positive and scale < _NORMAL:
+        raise ValueError(f"the noise scale {what} rounds to {scale!r}, below the smallest normal float64 "
+                         f"({_NORMAL!r}): a subnormal scale has lost the relative precision the privacy guarantee "
+                         f"needs (the noise would deliver a larger epsilon than asked for); {advice}")
     return scale
+
+
+def _ratio_up(num, den):
+    """The least float >= ``num / den`` in exact arithmetic (``inf`` beyond float64): a privacy loss computed from
+    the scale actually used, never below what it delivers (``1 / fl(1 / 3)`` is ``3 + 1.7e-16``)."""
+    exact = Fraction(num) / Fraction(den)
+    try:
+        out = float(exact)
+    except OverflowError:
+        return np.inf
+    return out if Fraction(out) >= exact else float(np.nextafter(out, np.inf))
 
 
 _ETA = 2.0**-53  # Mironov's eta: the relative precision of float64
@@ -187,7 +218,7 @@ def _proven_epsilon(sensitivity, scale, bound=None):
     if scale == 0:
         return np.inf
     if bound is None:
-        return sensitivity / scale
+        return _ratio_up(sensitivity, scale)
     if not scale < bound < 2.0**46 * scale:
         return np.inf
     exact = _mironov_bound(sensitivity, scale, bound)
@@ -213,6 +244,7 @@ def _snapping_scale(sensitivity, epsilon, bound):
         if _mironov_bound(sensitivity, scale, bound) <= target:
             break
         scale = float(np.nextafter(scale, np.inf))
+    check_normal_scale(scale, f"for sensitivity={sensitivity!r}, epsilon={epsilon!r} and snapping_bound={bound!r}")
     if not bound < 2.0**46 * scale:
         raise ValueError(
             f"snapping_bound={bound!r} is too large for epsilon={epsilon!r} with sensitivity={sensitivity!r}: "
@@ -268,8 +300,15 @@ class Laplace:
         The Laplace scale ``b``.
     effective_epsilon : float
         The differential privacy proven for the released values: ``sensitivity /
-        scale`` without snapping (``epsilon`` when given), Mironov's bound above
-        with snapping (at most ``epsilon`` when given).
+        scale`` without snapping, computed from the scale actually used and rounded
+        up (``Laplace(epsilon=3)`` has the scale ``fl(1/3)`` and delivers ``3 +
+        1.7e-16``; ``epsilon`` itself for sensitivity 0 or ``epsilon=inf``),
+        Mironov's bound above with snapping (at most ``epsilon`` when given).
+        A calibrated scale (from ``epsilon``) that rounds below the smallest normal
+        float64 is refused (ValueError): a subnormal scale has lost the relative
+        precision the guarantee needs. ``scale=0`` with a positive sensitivity
+        warns with a :class:`~privrelease.exceptions.PrivacyLeakWarning`
+        (``effective_epsilon=inf``).
 
     Examples
     --------
@@ -306,8 +345,13 @@ class Laplace:
         self.sensitivity = sensitivity
         self.snapping_bound = None
         if snapping_bound is None:
-            self.effective_epsilon = (epsilon if epsilon is not None else
-                                      _proven_epsilon(sensitivity, self.scale))
+            # from the scale actually used, rounded up: 1 / fl(1 / 3) is 3 + 1.7e-16, not 3
+            self.effective_epsilon = (epsilon if epsilon is not None and (sensitivity == 0 or np.isinf(epsilon))
+                                      else _proven_epsilon(sensitivity, self.scale))
+            if epsilon is None and self.scale == 0 and sensitivity > 0:
+                warnings.warn(f"Laplace(scale=0.0) with sensitivity={sensitivity!r} adds no noise: the value is "
+                              "released exactly, with no differential privacy (effective_epsilon=inf)",
+                              PrivacyLeakWarning, stacklevel=2)
         else:
             self.snapping_bound = snapping_bound
             if not self.scale < self.snapping_bound:
@@ -388,6 +432,8 @@ class Laplace:
             # own rounding. Dividing it by the grid overflowed for a tiny scale (scale 1e-300 or 5e-324: 0.5 / grid
             # = inf), and every release was clamped to +-B
             snapped = np.where(np.abs(noisy) >= grid * 2.0**52, noisy, grid * np.round(noisy / grid))
+            # + 0.0 turns a rounded -0.0 into +0.0: the sign of a zero told which side of 0 the noisy value was on
+            snapped = snapped + 0.0
             return np.clip(snapped, -B, B)[()]
 
     def variance(self):
@@ -445,7 +491,7 @@ def laplace_noise(scale, size=None, random_state=None):
     >>> laplace_noise(2.0, size=3, random_state=0).shape
     (3,)
     """
-    return Laplace(scale=scale, random_state=random_state).sample(size)
+    return Laplace(scale=scale, sensitivity=0.0, random_state=random_state).sample(size)
 
 
 class VectorLaplace:

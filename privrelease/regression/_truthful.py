@@ -218,6 +218,26 @@ def _row_norms(X):
     return top, np.linalg.norm(X / safe[:, None], axis=1)
 
 
+def _onto_ball(X, over):
+    """``X`` with the rows ``over`` (norm above 1) scaled onto the unit ball, so that every row's computed norm is
+    at most 1: the sensitivity of :func:`ridge_sensitivity` assumes ``||x_i|| <= 1``, and a row of norm
+    ``1 + 1e-9`` (accepted as rounding, within ``_NORM_TOL``) was used unscaled. ``x / ||x||`` can still round a
+    hair above 1; such rows are shrunk by an ulp per entry until they are not."""
+    if not over.any():
+        return X
+    X = X.copy()
+    top, unit = _row_norms(X[over])
+    X[over] = X[over] / top[:, None] / unit[:, None]
+    rows = np.flatnonzero(over)
+    for _ in range(64):
+        top, unit = _row_norms(X[rows])
+        rows = rows[top * unit > 1.0]
+        if rows.size == 0:
+            break
+        X[rows] = np.nextafter(X[rows], 0.0)
+    return X
+
+
 def best_response_factor(n_samples, n_features, alpha):
     r"""Predicted ratio of a player's payoff-maximising report to her true response.
 
@@ -526,7 +546,9 @@ class TruthfulRegressionMechanism(RegressorMixin, BaseEstimator):
         rows with ``||x_i|| > 1`` are rescaled to unit norm and responses clipped,
         with a :class:`~privrelease.exceptions.PrivacyLeakWarning`: the guarantee
         then holds for the clipped data, and rests on the clipping being
-        applied to every record.
+        applied to every record. A row of norm above 1 by at most ``1e-9`` is
+        taken as rounding (neither refused nor counted as clipped) and scaled onto
+        the unit ball in both modes, as the sensitivity assumes.
     prior_variance : float, default=np.inf
         Variance of each coordinate of ``theta`` under the players' prior (> 0);
         ``np.inf`` is a flat prior.
@@ -656,7 +678,7 @@ class TruthfulRegressionMechanism(RegressorMixin, BaseEstimator):
         bad_y = np.abs(y) > Y
         n_bad = int(np.count_nonzero(bad_x | bad_y))
         if n_bad == 0:
-            return X, y, 0
+            return _onto_ball(X, norms > 1.0), y, 0
         if not self.clip:
             if bad_x.any():
                 i = int(np.argmax(norms))
@@ -681,7 +703,7 @@ class TruthfulRegressionMechanism(RegressorMixin, BaseEstimator):
         X = X.copy()
         # x / ||x|| as (x / max|x_j|) / ||x / max|x_j|||: ||[3e200, 4e200]|| overflowed, and the row became 0
         X[bad_x] = X[bad_x] / top[bad_x, None] / unit[bad_x, None]
-        return X, np.clip(y, -Y, Y), n_bad
+        return _onto_ball(X, norms > 1.0), np.clip(y, -Y, Y), n_bad
 
     def _private_ridge(self, X, y, source, svd=None):
         """Ridge estimator plus high-dimensional Laplace noise; returns (coef, sensitivity).

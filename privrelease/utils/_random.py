@@ -227,7 +227,11 @@ class RandomSource:
         return order.astype(np.int64)
 
     def categorical(self, probabilities):
-        """One draw per row of a row-stochastic matrix (inverse CDF).
+        """One draw per row of a row-stochastic matrix (inverse CDF), each outcome with exactly its probability.
+
+        The uniform's first 53 bits settle the outcome unless its interval ``[k, k + 1) / 2**53`` comes within
+        rounding of a cumulative sum; such a row is decided in exact arithmetic, drawing further bits as needed.
+        So an outcome of probability below ``2**-54`` can be drawn, and is, with that probability.
 
         Parameters
         ----------
@@ -262,12 +266,41 @@ class RandomSource:
             raise ValueError(f"probabilities must be finite, non-negative and give each row a positive total, but "
                              f"{what}; expected a row-stochastic matrix")
         cdf = np.cumsum(p, axis=1)
-        u = self.uniform(p.shape[0]) * cdf[:, -1]
+        tot = cdf[:, -1]
+        k = self._bits53(p.shape[0]).astype(np.float64)
+        u = (k + 0.5) / _TWO53 * tot
         # first j with cdf[j] > u: that outcome has p[j] > 0 since cdf strictly rises there
         idx = (cdf <= u[:, None]).sum(axis=1)
-        # rounding can push u past the last positive outcome: fall back to it
-        last_positive = p.shape[1] - 1 - np.argmax(p[:, ::-1] > 0, axis=1)
-        return np.minimum(idx, last_positive).astype(np.int64)
+        # the uniform lies in [k, k + 1) / 2**53: the outcome is settled when no cumulative sum (each within
+        # (n + 2) ulps of its exact value, as is the scaled uniform) falls in that interval widened by the errors
+        margin = (2.0 * p.shape[1] + 4.0) * 2.0**-52 * tot
+        with np.errstate(over="ignore"):
+            low = (k / _TWO53 * tot - margin)[:, None]
+            high = ((k + 1.0) / _TWO53 * tot + margin)[:, None]
+        unsettled = np.flatnonzero(((cdf >= low) & (cdf <= high)).any(axis=1))
+        for r, kr in zip(unsettled.tolist(), k[unsettled].tolist()):
+            idx[r] = self._categorical_exact(p[r], int(kr))
+        return idx.astype(np.int64)
+
+    def _categorical_exact(self, row, k):
+        """The outcome of ``row`` for a uniform whose first 53 bits are ``k``, in exact arithmetic: further bits
+        are drawn (53 at a time) until the uniform's interval lies inside one outcome's cell. An outcome of any
+        positive probability is drawn with exactly that probability (``[0.5, 1e-17, 0.5]``'s middle one was
+        unreachable on the grid ``(k + 1/2) / 2**53``, as was any outcome of probability below ``2**-54``)."""
+        from fractions import Fraction
+
+        cum, acc = [], Fraction(0)
+        for t in row.tolist():
+            acc += Fraction(t)
+            cum.append(acc)
+        total = cum[-1]
+        start, width = Fraction(k, 2**53), Fraction(1, 2**53)
+        while True:
+            j = sum(1 for c in cum if c <= start * total)       # the cell holding the interval's start
+            if j < len(cum) and (start + width) * total <= cum[j]:
+                return j
+            start += width * Fraction(int(self._bits53(1)[0]), 2**53)
+            width /= 2**53
 
     def spawn_seed(self):
         """An integer seed for a third-party routine that needs one (k-means, SVD).

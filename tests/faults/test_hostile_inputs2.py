@@ -257,7 +257,10 @@ def test_truthful_regression_extreme_alpha_and_epsilon():
     y = np.clip(X @ [0.5, -0.3], -1, 1)
     # alpha = 1e308 raised OverflowError (alpha ** 1.5); the bound tends to 2 Y / alpha
     assert ridge_sensitivity(40, 1e308) == pytest.approx(2.0 / 1e308)
-    TruthfulRegressionMechanism(alpha=1e308, random_state=0).fit(X, y)
+    TruthfulRegressionMechanism(alpha=1e306, random_state=0).fit(X, y)
+    # alpha = 1e308 gives the subnormal noise scale 2e-308, which has lost relative precision: refused
+    with pytest.raises(ValueError, match=r"below the smallest normal float64"):
+        TruthfulRegressionMechanism(alpha=1e308, random_state=0).fit(X, y)
     with pytest.raises(ValueError, match=r"alpha=5e-324 is too small"):
         TruthfulRegressionMechanism(alpha=5e-324, random_state=0).fit(X, y)
     # epsilon = 5e-324 ended in "outcome must not contain NaN" from the payment rule

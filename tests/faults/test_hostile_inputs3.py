@@ -14,6 +14,7 @@ from privrelease import (BlurMe, BlurMore, ErasureMapper, InferenceAttack, Quant
                          TruthfulRegressionMechanism)
 from privrelease.auctions import DCLEFEstimator
 from privrelease.datasets import make_ratings
+from privrelease.exceptions import PrivacyLeakWarning
 from privrelease.mapping import leakage, solve_mapping
 from privrelease.noise import Laplace
 from privrelease.recommender import RatingsFrame
@@ -167,7 +168,10 @@ def test_laplace_randomise_refuses_strings_and_complex_values(value):
 
 def test_laplace_randomise_still_takes_numbers():
     assert np.shape(Laplace(epsilon=1.0, random_state=0).randomise([1, 2])) == (2,)
-    assert Laplace(scale=0.0).randomise(True) == 1.0
+    # scale 0 on a query of sensitivity 1 releases it exactly: warned as epsilon=inf is
+    with pytest.warns(PrivacyLeakWarning, match=r"Laplace\(scale=0\.0\) with sensitivity=1\.0 adds no noise"):
+        assert Laplace(scale=0.0).randomise(True) == 1.0
+    assert Laplace(scale=0.0, sensitivity=0.0).randomise(True) == 1.0
 
 
 def test_ridge_sensitivity_of_a_population_beyond_int64():
