@@ -37,7 +37,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..utils import check_private_labels, check_random_source
 from ..utils._constraints import RANDOM_STATE_CONSTRAINT
 from ..utils._threads import single_threaded_blas
-from ..utils._validation import UNDISCLOSED_SHORT, check_same_index, check_table
+from ..utils._validation import UNDISCLOSED_SHORT, check_same_index, check_table, plain_labels, undisclosed_note
 from ._targets import attribute_targets
 
 __all__ = [
@@ -236,20 +236,20 @@ class InferenceAttack(ClassifierMixin, BaseEstimator):
             warnings.warn("A column-vector y was passed when a 1d array was expected; it is used as "
                           f"y.ravel() (shape {shape})", DataConversionWarning, stacklevel=2)
         y, labeled = check_private_labels(y, X.shape[0])
+        note = undisclosed_note(y, labeled)
         if not labeled.all():
             # undisclosed users (utils.undisclosed_mask) are never a class: leave them out
             X, y = X[np.flatnonzero(labeled)], y[labeled]
         if y.shape[0] == 0:
             raise ValueError("an attacker needs users who disclosed the private attribute; every label is "
                              f"undisclosed ({UNDISCLOSED_SHORT})")
-        if y.dtype == object:
-            y = np.asarray(y.tolist())
+        y = plain_labels(y)  # the mapper's classes: 2**53 + 1 beside 0.0 stays a class of its own
         check_classification_targets(y)
         self.classes_, counts = np.unique(y, return_counts=True)
         if self.classes_.size < 2:
             raise ValueError(
                 "an attacker needs at least two classes of the private attribute, got only one class: "
-                f"{self.classes_.tolist()!r}"
+                f"{self.classes_.tolist()!r}" + note
             )
         self.majority_class_ = self.classes_[np.argmax(counts)]
         seed = check_random_source(self.random_state).spawn_seed()
@@ -363,9 +363,7 @@ class InferenceAttack(ClassifierMixin, BaseEstimator):
         y, labeled = check_private_labels(y, n)
         if not labeled.any():
             raise ValueError(f"no user to score: every label is undisclosed ({UNDISCLOSED_SHORT})")
-        y = y[labeled]
-        if y.dtype == object:
-            y = np.asarray(y.tolist())
+        y = plain_labels(y[labeled])
         kinds = {_kind_of(y.dtype), _kind_of(self.classes_.dtype)}
         if len(kinds) > 1:
             raise TypeError(
@@ -587,6 +585,11 @@ def evaluate_attacks(X_train_original, X_train_released, y_train, X_test_release
     if X_train_released is not None:
         check_same_index(X_train_original, X_train_released, "X_train_released", x_name="X_train_original")
     check_same_index(X_test_released, y_test, "y_test", x_name="X_test_released")
+    for y_name, y_, x_name, X_ in (("y_train", y_train, "X_train_original", X_train_original),
+                                   ("y_test", y_test, "X_test_released", X_test_released)):
+        if y_ is not None and np.ndim(y_) and _n_rows(y_) != _n_rows(X_):  # was blamed on "y" by the attacker
+            raise ValueError(f"{y_name} has {_n_rows(y_)} labels but {x_name} has {_n_rows(X_)} users; give one "
+                             "label (or one row of labels) per user")
     if X_train_released is not None and _n_rows(X_train_released) != _n_rows(X_train_original):
         # the adaptive attacker's fit found it first, blaming y ("y has 30 labels but X has 20 users")
         raise ValueError(f"X_train_released has {_n_rows(X_train_released)} users but X_train_original has "

@@ -24,7 +24,8 @@ from ..utils import check_random_source, restore_sparse_format
 from ..utils._constraints import RANDOM_STATE_CONSTRAINT, NumberInterval
 from ..utils._threads import single_threaded_blas
 from ..utils._validation import (UNDISCLOSED_SHORT, canonical_sparse, check_same_index, check_table, is_sparse_frame,
-                                 nullable_numpy_dtype, ratings_in_dtype, sparse_frame_like)
+                                 nullable_numpy_dtype, plain_labels, ratings_in_dtype, sparse_frame_like,
+                                 undisclosed_mask, undisclosed_note)
 from ._targets import check_attribute, joint_attribute
 
 __all__ = ["BlurMe", "BlurMore"]
@@ -148,23 +149,29 @@ class BlurMe(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         check_same_index(X, y)
         X = canonical_sparse(validate_data(self, X, accept_sparse="csr", dtype=np.float64, ensure_all_finite=True))
         name = type(self).__name__
-        y, labeled, _ = check_attribute(y, X.shape[0])
+        y, labeled, names = check_attribute(y, X.shape[0])
         if not np.any(labeled):
+            if y.ndim == 2:  # "every label is missing" was false when another column was disclosed
+                empty = [names[k] for k in range(y.shape[1]) if undisclosed_mask(y[:, k]).all()]
+                which = (f"column {empty[0]!r} is undisclosed for every user" if empty
+                         else "every user left at least one column undisclosed")
+                raise ValueError(f"{name} needs users who disclosed every column of the attribute (it obfuscates "
+                                 f"their joint value); {which} ({UNDISCLOSED_SHORT})")
             raise ValueError(f"{name} needs users who disclosed the attribute; every label is missing "
                              f"({UNDISCLOSED_SHORT})")
         y_lab = y[labeled]
         if y_lab.ndim == 2:  # one column per attribute: obfuscate the joint attribute
             y_lab, tuples = joint_attribute(y_lab)
             self.joint_tuples_ = tuples
-        elif y_lab.dtype == object:
-            y_lab = np.asarray(y_lab.tolist())
+        else:
+            y_lab = plain_labels(y_lab)
         check_classification_targets(y_lab)
         self.classes_ = np.unique(y_lab)
         if self.classes_.size < 2:
-            raise ValueError(
-                f"{name} needs at least two classes among the labeled users, got only one class: "
-                f"{self.classes_.tolist()!r}"
-            )
+            one = (f"the combination {self.joint_tuples_[0]!r} of the columns {names!r}" if y.ndim == 2
+                   else f"{self.classes_.tolist()!r}")
+            raise ValueError(f"{name} needs at least two classes among the labeled users, got only one class: {one}"
+                             + (undisclosed_note(y, labeled) if y.ndim == 1 else ""))
         Xs = sp.csr_matrix(X)
         n = np.asarray(Xs.getnnz(axis=0)).ravel()
         s = np.asarray(Xs.sum(axis=0)).ravel()

@@ -37,7 +37,7 @@ from sklearn.base import clone
 
 from ..recommender import SurpriseRecommender, holdout_split
 from ..utils import check_number, check_random_source, check_rating_matrix, check_rating_scale
-from ..utils._validation import UNDISCLOSED_SHORT, check_n_jobs, plain_value
+from ..utils._validation import UNDISCLOSED_SHORT, check_n_jobs, plain_labels, plain_value
 from ..utils._validation import check_same_index
 from ._targets import check_attribute, joint_attribute
 
@@ -76,7 +76,10 @@ def _check_private(private, n_users):
         y, labeled, names = check_attribute(private, n_users, name="private")
     except ValueError as exc:
         if "labels but X has" in str(exc) or "rows but X has" in str(exc):
-            raise ValueError(f"private has {np.shape(private)[0]} values but ratings has {n_users} users") from None
+            shape = np.shape(private)
+            hint = (" (it looks transposed: pass y.T, one row per user and one column per attribute)"
+                    if len(shape) == 2 and shape[1] == n_users else "")
+            raise ValueError(f"private has {shape[0]} values but ratings has {n_users} users{hint}") from None
         raise
     if not labeled.all():
         raise ValueError(
@@ -84,8 +87,8 @@ def _check_private(private, n_users):
             f"attackers); {int(np.sum(~labeled))} value(s) are missing ({UNDISCLOSED_SHORT}). "
             "The opted-in users are drawn by the protocol itself (opt_in_fraction)"
         )
-    if y.ndim == 1 and y.dtype == object:
-        y = np.asarray(y.tolist())
+    if y.ndim == 1:
+        y = plain_labels(y)
     classes = np.unique(_joint(y))
     if classes.size < 2:
         raise ValueError(f"private must have at least two classes, got only {classes.tolist()!r}")
@@ -158,7 +161,7 @@ class _Split:
         if self.mapper_target == "joint":
             return joint_attribute(self.y)[0][self.opt_in]
         col = y[:, self.names.index(self.mapper_target)]
-        return np.asarray(col.tolist()) if col.dtype == object else col
+        return plain_labels(col)
 
     @property
     def X_opt(self):

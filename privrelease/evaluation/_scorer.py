@@ -16,7 +16,7 @@ from sklearn.model_selection import StratifiedKFold, cross_val_predict
 
 from ..exceptions import PrivacyLeakWarning
 from ..utils import check_random_source
-from ..utils._validation import check_same_index, is_sparse_frame, sparse_frame_like
+from ..utils._validation import check_same_index, is_sparse_frame, plain_labels, sparse_frame_like
 from ._attacks import InferenceAttack, _take_rows
 from ..recommender import holdout_split
 from ._protocol import _check_fraction
@@ -86,8 +86,7 @@ class _PrivacyScorer:
         Xr, yr = _take_rows(released, np.flatnonzero(keep)), y[keep]  # a frame's rows, not its columns
         if yr.ndim == 2:  # a 2-D attribute (protect="joint" / "marginal"): the attacker infers the joint one
             yr = joint_attribute(yr)[0]
-        if yr.dtype == object:
-            yr = np.asarray(yr.tolist())
+        yr = plain_labels(yr)
         classes, counts = np.unique(yr, return_counts=True)
         if classes.size < 2:
             raise ValueError(

@@ -11,7 +11,7 @@ label per distinct tuple) and every MARGINAL (each column on its own).
 import numpy as np
 
 from ..utils import check_private_labels, undisclosed_mask
-from ..utils._validation import UNDISCLOSED_SHORT, check_label_input
+from ..utils._validation import UNDISCLOSED_SHORT, check_label_input, plain_labels
 
 __all__ = ["joint_attribute", "attribute_targets", "check_attribute"]
 
@@ -215,4 +215,4 @@ def _check_names(names, n_cols, columns):
 def _column(Y, k):
     """Column ``k`` with its own dtype (an object column of ints would not be a classification target)."""
     col = Y[:, k]
-    return np.asarray(col.tolist()) if col.dtype == object else col
+    return plain_labels(col)

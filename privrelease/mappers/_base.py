@@ -54,7 +54,7 @@ from ..mapping import (
 from ..mapping._checks import check_distortion
 from ..utils import check_private_labels
 from ..utils._validation import (_as_label_array, check_label_input, check_number, check_same_index, is_sparse_frame,
-                                 plain_value)
+                                 plain_value, undisclosed_note)
 from . import _dask
 
 __all__ = ["PriorEstimate", "theorem1_bound", "check_sample_weight", "stack_marginal_priors"]
@@ -501,8 +501,9 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             y, labeled = check_private_labels(y, n)
         else:
             masks = []
+            names = _label_names(y, len(columns))
             for j, col in enumerate(columns):
-                columns[j], lab_j = check_private_labels(col, n, name=f"y[:, {j}]")
+                columns[j], lab_j = check_private_labels(col, n, name=names[j])
                 masks.append(lab_j)
             masks = np.column_stack(masks)
             labeled = masks.all(axis=1) if self.protect == "joint" else masks.any(axis=1)
@@ -516,7 +517,7 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             if columns is not None and self.protect == "joint":
                 # "all 120 entries of y are missing" was false when one column was disclosed by everybody
                 empty = [j for j in range(masks.shape[1]) if not masks[:, j].any()]
-                which = (f"y[:, {empty[0]}] is undisclosed for every user" if empty
+                which = (f"{names[empty[0]]} is undisclosed for every user" if empty
                          else "every user left at least one column undisclosed")
                 raise ValueError(f"no labeled users: no user disclosed every column of y ({which}); "
                                  "protect='joint' needs them, protect='marginal' uses every user who disclosed "
@@ -525,35 +526,38 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                              "estimated from users who disclosed the private attribute")
         if columns is not None:
             return self._fit_multi(Xv, columns, masks & (w > 0)[:, None], labeled, w,
-                                   disclosed=masks if sample_weight is not None else None)
+                                   disclosed=masks if sample_weight is not None else None, names=names)
         self.classes_, a_idx = np.unique(y[labeled], return_inverse=True)
         if self.classes_.size < 2:
             raise ValueError(
                 f"y has a single class among labeled users ({plain_value(self.classes_[0])!r}); one class is not "
                 "enough: a private attribute needs at least two values to be protected"
                 + _zero_weight_classes(y[disclosed], self.classes_, sample_weight is not None)
+                + undisclosed_note(y, disclosed)
             )
         return self._fit_prior(Xv, labeled, a_idx.ravel(), w[labeled])
 
-    def _fit_multi(self, Xv, columns, masks, labeled, w, disclosed=None):
+    def _fit_multi(self, Xv, columns, masks, labeled, w, disclosed=None, names=None):
         """Several private attributes (2-D ``y``): codes per column, the hook, then the recounted priors.
 
         ``disclosed``: the disclosure masks before the rows of weight 0 were dropped (``sample_weight`` given),
         to name those weights when they leave an attribute a single class."""
         m = len(columns)
+        names = names or [f"y[:, {j}]" for j in range(m)]
         full = masks.all(axis=1)
         classes, codes = [], np.full(masks.shape, -1, dtype=np.int64)
         for j, col in enumerate(columns):
             rows = full if self.protect == "joint" else masks[:, j]
             if not rows.any():
-                raise ValueError(f"y[:, {j}] is undisclosed for every user; each attribute needs labeled users")
+                raise ValueError(f"{names[j]} is undisclosed for every user; each attribute needs labeled users")
             cls, idx = np.unique(col[rows], return_inverse=True)
             if cls.size < 2:
                 raise ValueError(
-                    f"y[:, {j}] has a single class among labeled users ({plain_value(cls[0])!r}); one class is not "
+                    f"{names[j]} has a single class among labeled users ({plain_value(cls[0])!r}); one class is not "
                     "enough: a private attribute needs at least two values to be protected"
                     + ("" if disclosed is None else _zero_weight_classes(
                         col[disclosed.all(axis=1) if self.protect == "joint" else disclosed[:, j]], cls, True))
+                    + undisclosed_note(col, masks[:, j])
                 )
             classes.append(cls)
             codes[rows, j] = idx.ravel()
@@ -1226,6 +1230,14 @@ def _check_claim(est, name, expected):
     if not (got == expected or abs(got - expected) <= _CLAIM_TOL * max(1.0, abs(expected))):
         raise ValueError(f"fitted.{name} = {got!r} does not hold: recomputed from the stored arrays it is "
                          f"{expected!r}; the file's claim is false")
+
+
+def _label_names(y, m):
+    """How the errors name the columns of a 2-D ``y``: ``y['h']`` for a DataFrame's, else ``y[:, 1]``."""
+    columns = getattr(y, "columns", None)
+    if columns is not None and hasattr(y, "iloc") and len(columns) == m:
+        return [f"y[{plain_value(c)!r}]" for c in columns]
+    return [f"y[:, {j}]" for j in range(m)]
 
 
 def _label_columns(y, n_samples):

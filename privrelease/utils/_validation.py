@@ -860,7 +860,9 @@ def check_private_labels(y, n_samples, *, name="y"):
     mix (``1`` beside ``True``, ``"a"`` beside ``2``, ``b"a"`` beside ``"a"``) is refused, since
     ``numpy.unique`` would merge or reorder them silently. ``Decimal`` (what ``pandas.read_sql``
     gives) and ``Fraction`` labels are numbers, checked as floats are, and returned as ints;
-    complex labels raise :class:`~privrelease.exceptions.ComplexDataError`.
+    complex labels raise :class:`~privrelease.exceptions.ComplexDataError`. Labels of any other type (sets,
+    frozensets, Enums, tuples in a 1-D ``y``, objects) are refused with a TypeError: ``numpy.unique`` cannot
+    order them into classes. Numbers +1 and -1 alone warn that -1 was read as "not disclosed".
 
     Parameters
     ----------
@@ -892,7 +894,58 @@ def check_private_labels(y, n_samples, *, name="y"):
     if y.dtype.kind == "O" and labeled.any():
         check_label_kinds(y[labeled].tolist(), name)
         y = _exact_numbers_as_ints(y, labeled)
+    _warn_plus_minus_one(y, labeled, name)
     return y, labeled
+
+
+def _minus_one_count(y, labeled):
+    """How many undisclosed labels of ``y`` are the number -1 (not a text marker, not None or NaN)."""
+    hidden = ~labeled
+    if not hidden.any():
+        return 0
+    if y.dtype.kind in "iuf":
+        return int(np.sum(y[hidden] == -1))
+    if y.dtype.kind == "O":
+        # a Decimal NaN is no -1 (a signalling one raised in ==)
+        return sum(1 for v in y[hidden].tolist()
+                   if _is_real_label(v) and not (isinstance(v, Decimal) and v.is_nan()) and v == -1)
+    return 0
+
+
+def undisclosed_note(y, labeled):
+    """A sentence for the "single class" errors: how many users were read as not disclosed, -1 among them.
+
+    ``y`` (1-D) and ``labeled`` as :func:`check_private_labels` returns them; "" when every user disclosed.
+    """
+    hidden = int(np.sum(~labeled))
+    if not hidden:
+        return ""
+    minus = _minus_one_count(y, labeled)
+    said = f"; {hidden} user(s) were read as not disclosed ({UNDISCLOSED_SHORT})"
+    if minus:
+        said += (f", {minus} of them labelled -1: if -1 is a class (a -1/+1 coding), recode it first "
+                 "(for example numpy.where(y == -1, 0, y)), -1 means 'not disclosed'")
+    return said
+
+
+def _warn_plus_minus_one(y, labeled, name):
+    """Warn when numeric labels are +1 beside -1 only (a -1/+1 coding): -1 is read as "not disclosed", which
+    left a single class (or, with 0 beside them, silently the classes 0 and 1)."""
+    minus = _minus_one_count(y, labeled)
+    if not minus or not labeled.any():
+        return
+    if y.dtype.kind == "O" and any(not _is_real_label(v) for v in y[labeled].tolist()):
+        return
+    if y.dtype.kind not in "iufO":
+        return
+    values = set(np.asarray(y[labeled], dtype=np.float64).tolist()) if y.dtype.kind != "O" else \
+        {float(v) for v in y[labeled].tolist()}
+    if values != {1.0}:
+        return
+    warnings.warn(
+        f"{name} holds the numbers -1 ({minus} user(s)) and +1 only: -1 means 'not disclosed' "
+        "(privrelease.utils.undisclosed_mask), so those users are no class. If -1 is a class (a -1/+1 coding), "
+        f"recode it first (for example numpy.where({name} == -1, 0, {name}))", UserWarning, stacklevel=3)
 
 
 def _warn_marker_words(y, labeled, name):
@@ -967,6 +1020,7 @@ def check_label_kinds(labels, name="y"):
     kinds = {}
     for v in labels:
         kinds.setdefault(_label_kind(v), v)
+    _refuse_unsupported_kinds(kinds, name)
     if len(kinds) > 1:
         raise TypeError(
             f"{name} mixes label types {sorted(kinds)} (for example "
@@ -974,6 +1028,49 @@ def check_label_kinds(labels, name="y"):
             + "); expected one kind of label (all numbers, all strings or all booleans), "
             "so that 1 and True, or '1' and 1, are never merged into one class"
         )
+
+
+#: the kinds of label numpy.unique orders into classes (see _label_kind); complex ones have their own error
+_SUPPORTED_KINDS = ("bool", "number", "string", "bytes", "complex")
+
+
+def _refuse_unsupported_kinds(kinds, name):
+    """Refuse labels that are no number, string, bytes or boolean (TypeError naming the type and a value).
+
+    ``numpy.unique`` cannot order sets, frozensets or Enums: three distinct frozensets gave 81 "classes", an Enum
+    "'<' not supported"; a 1-D ``y`` of tuples was one attribute for the mapper and several elsewhere.
+    """
+    bad = [k for k in kinds if k not in _SUPPORTED_KINDS]
+    if not bad:
+        return
+    v = kinds[bad[0]]
+    if isinstance(v, (tuple, list)):
+        raise TypeError(
+            f"{name} holds {type(v).__name__}s as labels (for example {v!r}); a 1-D {name} holds one label per user: "
+            f"for several private attributes pass a 2-D {name}, one column per attribute (for example "
+            f"pandas.DataFrame({name}.tolist())), or encode each value as a string")
+    raise TypeError(
+        f"{name} holds labels of type {type(v).__name__} (for example {v!r}); a label must be a number, a string, "
+        f"bytes or a boolean (numpy and pandas scalars of those included): encode each value as a string (for "
+        f"example {name}.map(str) on a pandas Series), or for several attributes pass a 2-D {name}, one column "
+        "per attribute")
+
+
+def plain_labels(y):
+    """Disclosed labels checked by :func:`check_private_labels` as a plain numpy array of the same classes.
+
+    An object array becomes the array of its values (``np.asarray(y.tolist())``), except that whole numbers are
+    kept exact: ``2**53 + 1`` beside ``0.0`` became the float ``2**53``, one class with ``2**53`` where the
+    mapper (``numpy.unique`` of the objects) had two. Every entry point reads its labels through this.
+    """
+    if y.dtype != object:
+        return y
+    flat = y.tolist()
+    plain = np.asarray(flat)
+    if plain.dtype.kind == "f" and any(isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+                                       and float(v) != int(v) for v in flat):
+        plain = np.asarray([int(v) for v in flat])  # the numbers are whole (check_private_labels)
+    return plain
 
 
 def check_real_target(y, name="y", what="real numbers"):

@@ -46,7 +46,7 @@ from .._schema import (Bool, Choice, Either, File, Float, Int, PipelineError, Se
                        quick_values)
 from ...datasets._movielens import repeats_sentence
 from ...utils import check_rating_scale
-from ...utils._validation import _MARKER_WORDS, UNDISCLOSED_TEXTS, check_ids, plain_value
+from ...utils._validation import _MARKER_WORDS, UNDISCLOSED_TEXTS, check_ids, plain_value, undisclosed_mask
 from .movielens_gender import analyse_ratings
 from .synthetic_ratings import _LEVELS_CAP, MAPPER, N_CLUSTERS_RULES, PROTOCOL_PARAMETERS, RECOMMENDER
 
@@ -501,11 +501,29 @@ def _plain_int64(s):
             and -2**63 <= int(s) < 2**63)
 
 
+def _column_labels(values):
+    """The labels of one users-file column as the library reads that column once pandas has parsed it: numbers
+    when every value that is no marker text (:data:`MISSING`) is a finite number ("1" and "1.0" one class, "-01"
+    and "-1e0" the number -1, not disclosed), else the texts ("-1.00" beside "a" a class, as
+    :func:`~privrelease.utils.undisclosed_mask` reads it). Returns an object array."""
+    labels = np.asarray(values, dtype=object).astype(str).astype(object)
+    text = undisclosed_mask(labels)
+    if text.all():
+        return labels
+    num = pd.to_numeric(pd.Series(labels[~text]), errors="coerce")
+    if num.isna().any() or not np.all(np.isfinite(num.to_numpy(dtype=np.float64))):
+        return labels
+    labels[~text] = [int(v) if float(v).is_integer() and abs(v) < 2**53 else float(v) for v in num.tolist()]
+    return labels
+
+
 def _encode(column, values, cuts, path):
-    """Class codes of one attribute column (-1: not disclosed) and the classes' names."""
+    """Class codes of one attribute column (-1: not disclosed) and the classes' names.
+
+    "Not disclosed" and the classes are the library's (:func:`_column_labels`, :func:`undisclosed_mask`)."""
     values = np.asarray(values, dtype=object).astype(str)
-    missing = (np.isin(np.char.lower(values), [m.lower() for m in MISSING])
-               | (pd.to_numeric(pd.Series(values), errors="coerce").to_numpy() == -1))
+    labels = _column_labels(values)
+    missing = undisclosed_mask(labels)
     shown = values[~missing]
     code = -np.ones(values.size, dtype=np.int64)
     if cuts is not None:
@@ -521,17 +539,17 @@ def _encode(column, values, cuts, path):
         names = [f"under {g[0]}"] + [f"{lo} to under {hi}" for lo, hi in zip(g[:-1], g[1:])] + [f"{g[-1]} and over"]
         code[~missing] = band
     else:
-        num = pd.to_numeric(pd.Series(np.unique(shown)), errors="coerce").to_numpy(dtype=np.float64)
-        classes = np.unique(shown)
-        if classes.size and np.all(np.isfinite(num)):
-            classes = classes[np.argsort(num, kind="stable")]
+        shown = labels[~missing]
+        numeric = all(not isinstance(v, str) for v in shown.tolist())
+        classes = np.unique(np.asarray(shown.tolist()) if numeric else shown.astype(str))
         if classes.size > MAX_CLASSES:
             raise PipelineError(f"attribute column {column!r} of {path!r} has {classes.size} distinct values: "
                                 f"expected at most {MAX_CLASSES} classes (a numeric column is cut into bands "
                                 f"with cuts = {{{column} = [...]}})")
-        lookup = {v: i for i, v in enumerate(classes)}
-        code[~missing] = [lookup[v] for v in shown]
-        names = [str(v) for v in classes]
+        lookup = {v: i for i, v in enumerate(classes.tolist())}
+        code[~missing] = [lookup[v] for v in shown.tolist()]
+        names = [str(int(v)) if isinstance(v, float) and v.is_integer() and abs(v) < 2**53 else str(v)
+                 for v in classes.tolist()]
     if code.max(initial=-1) < 0:
         raise PipelineError(f"attribute column {column!r} of {path!r} is empty: no user with ratings discloses it "
                             f"(every value is missing: {', '.join(repr(m) for m in MISSING)} in any case, or no row)")
