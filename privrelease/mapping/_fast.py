@@ -1005,8 +1005,9 @@ def _anchor_entries(prob, viol, on, unused, V, level):
     passes the unused outputs that ``viol`` opens again: one of its entries was priced in before and emptied since;
     anchoring every opening moved the polish off a point it certified, families5 seed 104, sqeuc near the smallest
     budget: 9e-7 -> 2.2e-6 bits), the row of least reduced cost per unit of its mass, ``(V(c, j) - level(c)) /
-    p(c)``, among the rows of at least ``ANCHOR_MASS`` times the opening rows' mass together, is priced in with them: started at the
-    same fraction of its row, it sets ``j``'s posterior, and the Newton step keeps or empties it on its merits.
+    p(c)``, among the rows of at least ``ANCHOR_MASS`` times the opening rows' mass together, is priced in with
+    them: started at the same fraction of its row, it sets ``j``'s posterior, and the Newton step keeps or empties
+    it on its merits.
     """
     extra = np.zeros_like(viol)
     for j in np.flatnonzero(unused & viol.any(axis=0)):
