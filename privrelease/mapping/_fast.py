@@ -110,6 +110,7 @@ WARM_ROUNDS = True  # warm-started working-set rounds (benchmarks/bench_solver.p
 WARM_MU = 100.0  # a round after a precise one restarts at this multiple of its final barrier parameter
 WARM_NEW = 1e-3  # entries priced in start at this fraction of their row's mean (warm-started rounds)
 FULL_POLISH_GAP = 10.0  # after a precise round this close (times tol) the trial polish runs, and its refined bound
+SUPPORT_LAM_SPAN = 4.0  # the polish also prices at the support's multiplier when within this factor of the bound's
 ANCHOR_MASS = 10.0  # an unused output the polish prices in is anchored by a row this many times its openers' mass
 REG = 1e-3  # proximal regularisation of the KKT polish, relative to the Hessian's diagonal
 # the barrier checks its points from this barrier gap (nats) on, however small the tolerance: a target search near
@@ -959,11 +960,9 @@ def _kkt_polish(prob, P, delta, *, tol, max_iter=30, max_outer=8, pi_hint=None, 
                 # posteriors; at a point that is stationary on its support but not optimal it can sit where an
                 # entry the optimum needs is tied (families5 seed 80, l1 near the smallest budget: 9998 against
                 # the support's 9475.44, at which a row of mass 4e-3 had an entry 7.7e-4 nats cheaper; the polish
-                # ended at 3.5e-6 bits with nothing to price). Not only when the bound's multiplier prices nothing:
-                # near the smallest budget with a few heavy rows the light rows' ties set the bound's multiplier
-                # (147 on a heavy-tiny prior, k = 37) while the support spends the budget on a heavy row's move
-                # worth 92 a unit; another heavy row's move worth 148 is tied at 147, so only the light rows
-                # were priced in, pass after pass, and the polish stalled at 4.5e-5 bits (union: 5e-7)
+                # ended at 3.5e-6 bits with nothing to price). Beside the bound's own violators too, where the two
+                # multipliers agree within SUPPORT_LAM_SPAN (heavy-tiny priors near the smallest budget: the light
+                # rows' ties set the bound's multiplier while the heavy rows spend the budget)
                 lam_s = _support_multiplier(prob, Q, pi_p)
                 if lam_s is not None:
                     Vs = prob.scores(pi_p) + lam_s * prob.W
@@ -972,8 +971,13 @@ def _kkt_polish(prob, P, delta, *, tol, max_iter=30, max_outer=8, pi_hint=None, 
                     viol_s = prob.mask & ~on & (Vs < (level_s - 1e-12 * spread_s)[:, None])
                     if not viol.any():
                         Vq, level = Vs, level_s
-                    viol = viol | viol_s
-            viol |= _anchor_entries(prob, viol, on, unused, Vq, level)
+                        viol = viol_s
+                    elif lam_q / SUPPORT_LAM_SPAN <= lam_s <= lam_q * SUPPORT_LAM_SPAN:
+                        # not where they disagree: the least-squares multiplier is unreliable when the split rows do
+                        # not agree on one (the lead's rating-centre family, seed 105, a target of 1e-9 bits: 2e-4;
+                        # priced at it, passes took 1,100 entries in each and the search ended uncertified)
+                        viol = viol | viol_s
+            viol |= _anchor_entries(prob, viol, on, unused & (viol & (start > 0)).any(axis=0), Vq, level)
             again = viol & (start > 1e-13)
             if DEBUG:
                 print("polish pricing", np.argwhere(viol).tolist(), "again", int(again.sum()))
@@ -989,7 +993,7 @@ def _kkt_polish(prob, P, delta, *, tol, max_iter=30, max_outer=8, pi_hint=None, 
 
 
 def _anchor_entries(prob, viol, on, unused, V, level):
-    """Entries to price in beside ``viol`` so that the unused outputs it opens can take the bound's posteriors.
+    """Entries to price in beside ``viol`` so that unused outputs it opens again can take the bound's posteriors.
 
     The bound prices an unused output ``j`` with a posterior ``pi_j`` of its own choosing (the refined bound's);
     rows that are light and undercut their level there are priced in (``viol``). But ``pi_j`` is what ``j``
@@ -997,10 +1001,13 @@ def _anchor_entries(prob, viol, on, unused, V, level):
     rows make ``j``'s posterior their own classes, which costs them more than where they were, and the Newton
     step on the support empties them again, pass after pass, while the bound keeps its gap (issue 10 families,
     seed 101, ``heavy_tiny``: two rows holding all but 3e-6 of the mass, 72 rows of 1e-8 in one of their
-    outputs, the polish stuck at 5.8e-6 bits; with this, 1.4e-8). So for each unused output that ``viol``
-    opens, the row of least reduced cost per unit of its mass, ``(V(c, j) - level(c)) / p(c)``, among the rows
-    of at least ``ANCHOR_MASS`` times the opening rows' mass together, is priced in with them: started at the
-    same fraction of its row, it sets ``j``'s posterior, and the Newton step keeps or empties it on its merits.
+    outputs, the polish stuck at 5.8e-6 bits; with this, 1.4e-8). So for each output of ``unused`` (the caller
+    passes the unused outputs that ``viol`` opens again: one of its entries was priced in before and emptied since;
+    anchoring every opening moved the polish off a point it certified, families5 seed 104, sqeuc near the smallest
+    budget: 9e-7 -> 2.2e-6 bits), the row of least reduced cost per unit of its mass, ``(V(c, j) - level(c)) /
+    p(c)``, among the rows of at least ``ANCHOR_MASS`` times the opening rows' mass together, is priced in with
+    them: started at the same fraction of its row, it sets ``j``'s posterior, and the Newton step keeps or empties
+    it on its merits.
     """
     extra = np.zeros_like(viol)
     for j in np.flatnonzero(unused & viol.any(axis=0)):
