@@ -25,7 +25,7 @@ import numpy as np
 
 from ..noise import Laplace
 from ..exceptions import PrivacyLeakWarning
-from ..noise._laplace import _ratio_up, biased_laplace_mse, check_normal_scale
+from ..noise._laplace import _NORMAL, _ratio_up, biased_laplace_mse, check_normal_scale
 from ..utils import check_number
 from ..utils._validation import as_float_array, check_real_target, check_same_index, plain_value
 
@@ -35,8 +35,6 @@ __all__ = ["DCLEF", "privacy_index", "check_data_range"]
 #: ``max_exact`` says: two halves of ``2**24`` subset sums (about half a GiB of float64 arrays and
 #: their copies); one more individual doubles it
 _MAX_EXACT_LIMIT = 48
-
-_NORMAL = float(np.finfo(np.float64).tiny)   # smallest normal float64
 
 
 def _two_product(p, q):
