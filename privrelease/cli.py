@@ -76,7 +76,7 @@ def _parse_override(text):
     from .runner._pipeline import tomllib
 
     try:
-        parsed = tomllib.loads(f"v = {value}")["v"]
+        doc = tomllib.loads(f"v = {value}")
     except Exception as exc:
         if value.strip()[:1] in ("{", "[", '"', "'"):
             # a table, array or quoted string TOML cannot read (a key given twice, an unclosed bracket):
@@ -85,8 +85,13 @@ def _parse_override(text):
 
             reason = re.sub(r"column (\d+)", lambda m: f"column {int(m.group(1)) - 4}", str(exc))  # without "v = "
             raise argparse.ArgumentTypeError(f"--set {key}={value}: the value is not valid TOML ({reason})") from None
-        parsed = value
-    return key, parsed
+        return key, value
+    if set(doc) != {"v"}:
+        # '--set $'cv=2\nn_jobs=3'': TOML read the line after the value as another key, and it was dropped
+        raise argparse.ArgumentTypeError(
+            f"--set {key}=...: the value {value!r} holds more than one TOML value (a line break, then "
+            f"{', '.join(sorted(set(doc) - {'v'}))}); expected one value per --set")
+    return key, doc["v"]
 
 
 def _log(msg):
@@ -258,7 +263,9 @@ def build_parser():
 
     p = sub.add_parser("demo", help="run the experiments whose data ships with the package")
     p.add_argument("--output", "-o", default="reports/demo", help="report folder (default: reports/demo)")
-    p.add_argument("--only", nargs="+", metavar="NAME", help="run only these experiments")
+    # extend: '--only a --only b' runs both (with the default 'store' the second flag silently dropped 'a')
+    p.add_argument("--only", nargs="+", action="extend", metavar="NAME",
+                   help="run only these experiments (repeatable)")
     _add_common(p)
     p.set_defaults(func=cmd_demo)
 

@@ -520,7 +520,8 @@ def prepare_output_folder(output_dir, *, overwrite=False):
     Parameters
     ----------
     output_dir : str or Path
-        The folder. Refused: an empty string, the root of the file system or the
+        The folder (a leading ``~`` names a home folder, as in a shell).
+        Refused: an empty string, the root of the file system or the
         home folder, a symbolic link, a path naming a
         file or passing through one, a folder the process cannot write into, and
         (unless ``overwrite``) a folder that already holds ``report.md`` or
@@ -540,6 +541,11 @@ def prepare_output_folder(output_dir, *, overwrite=False):
     _refuse_empty(output_dir)
     if "\x00" in str(output_dir):
         raise OutputFolderError(f"output folder {str(output_dir)!r} holds a NUL character: expected a path")
+    # '~' and '~user' name a home folder, as in the data file parameters (File, Folder): the shell leaves
+    # '--output=~/reports/x' and a quoted '-o "~/x"' alone, and a folder literally named '~' was created in the
+    # current folder (and '--output=~' was not refused as the home folder)
+    output_dir = os.path.expanduser(os.fspath(output_dir)) if isinstance(output_dir, (str, os.PathLike)) \
+        else output_dir
     try:
         return _prepare(Path(output_dir), overwrite)
     except OutputFolderError:

@@ -1,0 +1,146 @@
+"""Round 17, the command line: '~' in paths, repeated --only, a --set value holding two TOML values, quick = true
+meaning --quick, and a pipeline "file" that is a device.
+
+Each test failed on the code before the fix (see the comments). Nothing here runs an experiment.
+"""
+
+import argparse
+import os
+from pathlib import Path
+
+import pytest
+
+from privrelease.cli import _parse_override, build_parser
+from privrelease.runner import OutputFolderError, PipelineError, load_pipeline, pipeline_params
+from privrelease.runner import prepare_output_folder
+
+from shared_helpers import run_cli  # tests/shared_helpers.py
+
+PIPELINES = Path(__file__).resolve().parents[2] / "pipelines"
+CENSUS = str(PIPELINES / "census_erasure.toml")
+RATINGS_FILE = str(PIPELINES / "ratings_file.toml")
+
+
+@pytest.fixture
+def home_and_cwd(tmp_path, monkeypatch):
+    """A fake home folder and a separate current folder: ``(home, cwd)``."""
+    home, cwd = tmp_path / "home", tmp_path / "cwd"
+    home.mkdir()
+    cwd.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(cwd)
+    return home, cwd
+
+
+# ---------------------------------------------------------------- '~' in the output folder and the pipeline path
+def test_output_folder_tilde_names_the_home_folder(home_and_cwd):
+    # before: Path('~/rep') was taken literally: a folder named '~' was created in the current folder
+    home, cwd = home_and_cwd
+    out = prepare_output_folder("~/reports/rep")
+    assert out == home / "reports" / "rep" and out.is_dir()
+    assert not (cwd / "~").exists()
+
+
+def test_output_equals_tilde_is_refused_as_the_home_folder(home_and_cwd, capsys):
+    # '--output=~' is not expanded by the shell; before: the report was written into './~' (exit 0), although the
+    # README promises '-o ~' is refused
+    home, cwd = home_and_cwd
+    rc, _, err = run_cli(["run", CENSUS, "--quick", "--output=~"], capsys)
+    assert rc == 2, err
+    assert "home folder" in err and "Traceback" not in err
+    assert not (cwd / "~").exists()
+    assert os.listdir(home) == [] or all(name.startswith(".") for name in os.listdir(home))
+
+
+def test_pipeline_path_with_tilde_is_read(home_and_cwd):
+    # before: "pipeline file '~/census.toml' does not exist", while the data file parameters expand '~'
+    home, _ = home_and_cwd
+    (home / "census.toml").write_text(Path(CENSUS).read_text(encoding="utf-8"), encoding="utf-8")
+    spec = load_pipeline("~/census.toml")
+    assert spec["experiment"] == "census_erasure"
+    assert Path(spec["path"]) == home / "census.toml"
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/null"), reason="no /dev/null here")
+def test_pipeline_file_that_is_a_device_is_not_called_missing(capsys):
+    # before: "pipeline file '/dev/null' does not exist"
+    rc, _, err = run_cli(["run", "/dev/null"], capsys)
+    assert rc == 2, err
+    assert "/dev/null" in err and "not a regular file" in err and "does not exist" not in err
+
+
+# ---------------------------------------------------------------- repeated flags
+def test_only_given_twice_keeps_both_lists():
+    # before: argparse's default 'store' action kept the last --only: '--only a --only b' ran b alone, silently
+    args = build_parser().parse_args(["demo", "--only", "census_erasure", "--only", "iris_quantization",
+                                      "contract_design"])
+    assert args.only == ["census_erasure", "iris_quantization", "contract_design"]
+
+
+def test_only_unknown_name_in_a_second_flag_is_refused(tmp_path, capsys):
+    # before: the first --only was dropped, so a typo there was never reported
+    rc, _, err = run_cli(["demo", "--only", "census_erasur", "--only", "iris_quantization",
+                          "-o", str(tmp_path / "d")], capsys)
+    assert rc == 2 and "census_erasur" in err, err
+    assert not (tmp_path / "d").exists()
+
+
+# ---------------------------------------------------------------- --set KEY=VALUE with more than one value
+@pytest.mark.parametrize("text, extra", [("cv=2\nn_jobs=3", "n_jobs"), ("cv=2\n[params]\nn_jobs=3", "params")])
+def test_set_value_holding_a_second_toml_key_is_refused(text, extra):
+    # before: ('cv', 2): the line after the value was read by TOML as another key and dropped without a word
+    with pytest.raises(argparse.ArgumentTypeError, match=f"more than one TOML value.*{extra}"):
+        _parse_override(text)
+
+
+def test_set_value_holding_a_second_toml_key_is_a_usage_error(capsys):
+    rc, _, err = run_cli(["run", CENSUS, "--set", "top=2\ntable_delta=0.5"], capsys)
+    assert rc == 2 and "more than one TOML value" in err, err
+
+
+def test_set_multiline_array_is_still_one_value():
+    assert _parse_override("max_leakages=[0.0,\n 0.1]") == ("max_leakages", [0.0, 0.1])
+    assert _parse_override("top=3  # a comment") == ("top", 3)
+
+
+# ---------------------------------------------------------------- quick = true is --quick
+def test_set_quick_true_applies_the_files_quick_table():
+    # before: --set quick=true skipped the file's [quick] table: ratings_file.toml ran cv = 5, six leakage caps,
+    # the forest attacker and two jobs, each "kept" by a note, while --quick runs cv = 2 and two caps
+    spec = load_pipeline(RATINGS_FILE)
+    flag = pipeline_params(spec, quick=True)
+    by_set = pipeline_params(spec, overrides={"quick": True})
+    assert by_set["cv"] == flag["cv"] == 2
+    assert by_set["max_leakages"] == flag["max_leakages"] == [0.0, 0.02]
+    assert by_set["attack_models"] == ["logistic"] and by_set["n_jobs"] == 1
+    assert by_set == {**flag, "quick": True}
+    # quick = false, or nothing said: the file's [params]
+    plain = pipeline_params(spec, overrides={"quick": False})
+    assert plain["cv"] == 5 and len(plain["max_leakages"]) == 6
+
+
+def test_quick_true_in_the_files_params_applies_its_quick_table(tmp_path):
+    text = Path(RATINGS_FILE).read_text(encoding="utf-8").replace("[params]\n", "[params]\nquick = true\n", 1)
+    path = tmp_path / "quick_in_params.toml"
+    path.write_text(text, encoding="utf-8")
+    params = pipeline_params(load_pipeline(path))
+    assert params["cv"] == 2 and params["max_leakages"] == [0.0, 0.02]
+    # --set quick=false turns it off again
+    params = pipeline_params(load_pipeline(path), overrides={"quick": False})
+    assert params["cv"] == 5
+
+
+def test_quick_flag_and_set_quick_false_are_refused(tmp_path, capsys):
+    # before: --quick silently replaced the explicit quick = false
+    with pytest.raises(PipelineError, match="--quick and --set quick=false"):
+        pipeline_params(load_pipeline(CENSUS), quick=True, overrides={"quick": False})
+    rc, _, err = run_cli(["run", CENSUS, "--quick", "--set", "quick=false", "-o", str(tmp_path / "out")], capsys)
+    assert rc == 2 and "contradict" in err, err
+    assert not (tmp_path / "out").exists()
+
+
+def test_output_folder_errors_unchanged_for_plain_paths(tmp_path):
+    # a path without '~' is used as given (relative stays relative to the current folder)
+    (tmp_path / "f").write_text("x")
+    with pytest.raises(OutputFolderError, match="is a file"):
+        prepare_output_folder(tmp_path / "f")
