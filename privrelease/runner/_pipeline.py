@@ -348,6 +348,13 @@ def run_pipeline(path, output_dir=None, *, quick=None, overrides=None, overwrite
     """
     spec = load_pipeline(path)
     params = pipeline_params(spec, quick=bool(quick), overrides=overrides)
-    out = output_dir if output_dir is not None else Path("reports") / Path(path).stem
+    stem = Path(path).stem
+    if output_dir is None and stem in ("", ".", ".."):
+        # '..toml' and '...toml' have the stems '.' and '..': the default reports/<stem> was reports/ itself (which
+        # passes as empty when it holds only the other reports' folders) or the current folder
+        raise PipelineError(f"pipeline file {str(path)!r}: its name gives no report folder (the default is "
+                            f"reports/<name>, and the name is {stem!r}); expected --output DIR, or a file named "
+                            "like pipelines/NAME.toml")
+    out = output_dir if output_dir is not None else Path("reports") / stem
     return run_experiment(spec["experiment"], out, title=spec["title"], description=spec["description"],
                           params=params, quick=quick, overwrite=overwrite, log=log)

@@ -144,3 +144,18 @@ def test_output_folder_errors_unchanged_for_plain_paths(tmp_path):
     (tmp_path / "f").write_text("x")
     with pytest.raises(OutputFolderError, match="is a file"):
         prepare_output_folder(tmp_path / "f")
+
+
+# ---------------------------------------------------------------- the default report folder of an odd file name
+@pytest.mark.parametrize("name, default", [("..toml", "reports"), ("...toml", "reports/..")])
+def test_pipeline_name_without_a_report_folder_is_refused(tmp_path, monkeypatch, capsys, name, default):
+    # before: '..toml' ran into reports/ itself (accepted as empty when it held only other reports' folders),
+    # '...toml' into the current folder (refused only because it held files; with --overwrite written into it)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / name).write_text(Path(CENSUS).read_text(encoding="utf-8"), encoding="utf-8")
+    (tmp_path / "reports" / "demo").mkdir(parents=True)
+    rc, _, err = run_cli(["run", name, "--quick", "--overwrite"], capsys)
+    assert rc == 2 and "gives no report folder" in err and "--output" in err, err
+    assert sorted(os.listdir(tmp_path)) == sorted([name, "reports"])
+    assert os.listdir(tmp_path / "reports") == ["demo"]
+    assert not (tmp_path / default / "report.md").exists()
