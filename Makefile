@@ -36,7 +36,7 @@ $(VENV)/.installed-test: $(BIN)/python setup.cfg pyproject.toml
 install: $(VENV)/.installed
 
 demo: $(VENV)/.installed
-	MPLBACKEND=Agg $(BIN)/privrelease demo --overwrite --output $(DEMO_OUT)
+	MPLBACKEND=Agg $(BIN)/privrelease demo --overwrite --output "$(DEMO_OUT)"
 
 test: $(VENV)/.installed-test
 	MPLBACKEND=Agg $(BIN)/python -m pytest $(PYTEST_ARGS)

@@ -6,6 +6,9 @@ Each test failed on the code before the fix (see the comments). Nothing here run
 
 import argparse
 import os
+import shlex
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -159,3 +162,16 @@ def test_pipeline_name_without_a_report_folder_is_refused(tmp_path, monkeypatch,
     assert sorted(os.listdir(tmp_path)) == sorted([name, "reports"])
     assert os.listdir(tmp_path / "reports") == ["demo"]
     assert not (tmp_path / default / "report.md").exists()
+
+
+# ---------------------------------------------------------------- make demo
+@pytest.mark.skipif(shutil.which("make") is None, reason="no make here")
+def test_make_demo_passes_an_output_folder_with_spaces_as_one_argument():
+    # before: 'make demo DEMO_OUT="my reports"' ran 'privrelease demo ... --output my reports': exit 2,
+    # "unrecognized arguments: reports"
+    root = Path(__file__).resolve().parents[2]
+    text = subprocess.run(["make", "-n", "demo", "DEMO_OUT=my reports", "VENV=/nonexistent-venv"], cwd=root,
+                          capture_output=True, text=True, check=True).stdout
+    line = next(ln for ln in text.splitlines() if "privrelease demo" in ln)
+    argv = shlex.split(line)
+    assert argv[argv.index("--output") + 1] == "my reports"
