@@ -215,7 +215,7 @@ def cmd_list(args):
         _log(f"parameters of {args.experiment} (checked before anything runs):")
         for key, spec in sorted(module.PARAMETERS.items()):
             cap = f"; capped because {spec.why}" if getattr(spec, "why", None) else ""
-            q = f"  [--quick: {quick[key]!r}]" if key in quick else ""
+            q = f"  [--quick: {_toml_text(quick[key])}]" if key in quick else ""
             _log(f"  {key}: {spec.expected}{cap}{q}")
         return 0
     _log("experiments: " + ", ".join(available_experiments()))
@@ -226,6 +226,28 @@ def cmd_list(args):
             _log(f"  {f.name}")
     _log("privrelease list NAME shows an experiment's parameters")
     return 0
+
+
+def _toml_text(value):
+    """``value`` in TOML syntax, as ``--set KEY=VALUE`` takes it (``["logistic"]``, ``true``; Python's ``repr``
+    showed ``('logistic',)`` and ``True``, which --set reads as the text "('logistic',)")."""
+    import json
+    import numbers
+
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml_text(v) for v in value) + "]"
+    if isinstance(value, dict):
+        items = (f"{json.dumps(str(k), ensure_ascii=False)} = {_toml_text(v)}" for k, v in value.items())
+        return "{" + ", ".join(items) + "}"
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)  # a TOML basic string: the same escapes
+    if isinstance(value, numbers.Integral):
+        return str(int(value))
+    if isinstance(value, numbers.Real):
+        return repr(float(value))  # 0.02, inf, nan: TOML floats
+    return repr(value)
 
 
 class UsageError(ValueError):

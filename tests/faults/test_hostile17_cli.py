@@ -11,6 +11,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from privrelease.cli import _parse_override, build_parser
@@ -175,3 +176,68 @@ def test_make_demo_passes_an_output_folder_with_spaces_as_one_argument():
     line = next(ln for ln in text.splitlines() if "privrelease demo" in ln)
     argv = shlex.split(line)
     assert argv[argv.index("--output") + 1] == "my reports"
+
+
+# ---------------------------------------------------------------- ratings_file: ids written '5' and '5.0'
+def _ratings_files(tmp_path, spell):
+    """80 users rating 15 of 40 items each, gender by user; ``spell(user)`` writes a user's id in the rating file."""
+    rng = np.random.default_rng(0)
+    g = rng.integers(0, 2, 80)
+    rows = ["user,item,rating"]
+    for u in range(80):
+        for i in rng.choice(40, 15, replace=False):
+            rows.append(f"{spell(u)},{i},{int(np.clip(round(3 + (1 if i % 2 == g[u] else -1) + rng.normal()), 1, 5))}")
+    (tmp_path / "r.csv").write_text("\n".join(rows) + "\n")
+    (tmp_path / "u.csv").write_text("user,gender\n" + "\n".join(f"{u},{'MF'[g[u]]}" for u in range(80)) + "\n")
+    return str(tmp_path / "r.csv"), str(tmp_path / "u.csv")
+
+
+def test_ratings_file_user_ids_written_as_floats_for_some_users_is_refused(tmp_path):
+    # before: '5.0' made every id text, user '5.0' matched no users-file row '5': its 15 ratings were left out as
+    # "not disclosed" without a word (79 users evaluated of 80, n_undisclosed_no_row = 1)
+    from privrelease.runner.experiments import ratings_file
+
+    path, users = _ratings_files(tmp_path, lambda u: f"{u}.0" if u == 5 else str(u))
+    with pytest.raises(PipelineError, match=r"as floats \('0' and '5.0'\).*written one way"):
+        ratings_file.read_data(path, users, attribute="gender")
+
+
+def test_ratings_file_one_user_written_two_ways_is_refused(tmp_path):
+    # before: '5' and '5.0' were two users (the second's ratings left out as "not disclosed")
+    from privrelease.runner.experiments import ratings_file
+
+    spelled = iter(range(10**6))
+    path, users = _ratings_files(tmp_path, lambda u: f"{u}.0" if u == 5 and next(spelled) % 2 else str(u))
+    with pytest.raises(PipelineError, match=r"'5' and '5.0', one id written two ways"):
+        ratings_file.read_data(path, users, attribute="gender")
+
+
+def test_ratings_file_ids_written_one_way_are_read_as_before(tmp_path):
+    # every id an integer, every id a float ('7.0' in both files: text ids matched as text), or text
+    from privrelease.runner.experiments import ratings_file
+
+    for spell in (str, lambda u: f"{u}.0", lambda u: f"u{u}.0"):
+        path, users = _ratings_files(tmp_path, spell)
+        lines = (tmp_path / "u.csv").read_text().splitlines()[1:]
+        (tmp_path / "u.csv").write_text("user,gender\n" + "\n".join(
+            f"{spell(int(ln.split(',')[0]))},{ln.split(',')[1]}" for ln in lines) + "\n")
+        R, a, info = ratings_file.read_data(path, users, attribute="gender")
+        assert R.shape == (80, 40) and R.nnz == 1200 and info["n_disclosed"] == 80
+
+
+# ---------------------------------------------------------------- privrelease list NAME
+def test_list_shows_quick_values_as_set_takes_them(capsys):
+    # before: Python's repr, "[--quick: ('logistic',)]", which --set reads as the text "('logistic',)"
+    from privrelease.runner import available_experiments
+    from privrelease.runner._pipeline import _experiment_module
+
+    for name in available_experiments():
+        quick = getattr(_experiment_module(name).run, "quick_values", {})
+        rc, out, _ = run_cli(["list", name], capsys)
+        assert rc == 0
+        shown = {ln.split(":", 1)[0].strip(): ln.rsplit("[--quick: ", 1)[1][:-1]
+                 for ln in out.splitlines() if "[--quick: " in ln}
+        assert set(shown) == set(quick), name
+        for key, text in shown.items():
+            k, value = _parse_override(f"{key}={text}")
+            assert value == (list(quick[key]) if isinstance(quick[key], tuple) else quick[key]), (name, key, text)

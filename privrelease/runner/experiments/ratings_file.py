@@ -251,6 +251,8 @@ def read_data(path=None, users_path=None, **options):
         R, user_ids, item_ids, collapsed = _read_ratings_csv(path, **{k: opts[k] for k in _READER if k != "path"})
     except (ValueError, TypeError, OSError) as exc:
         raise PipelineError(f"parameter path = {path!r}: {exc}") from None
+    for ids_read, col in ((user_ids, opts["user_col"]), (item_ids, opts["item_col"])):
+        _refuse_float_spelled_twins(ids_read, path, col)
     scale = _scale(R, opts["rating_range"])
     columns = [opts["attribute"]] if isinstance(opts["attribute"], str) else list(opts["attribute"])
     ids, users = _read_users(users_path, opts["users_id_col"], columns, opts["users_sep"], opts["users_encoding"],
@@ -338,6 +340,31 @@ def read_data(path=None, users_path=None, **options):
     _CACHE.clear()
     _CACHE[key] = out
     return out
+
+
+def _refuse_float_spelled_twins(ids, path, column):
+    """Refuse a rating file writing some integer ids plainly (``7``) and others as floats (``8.0``, what pandas
+    writes for an integer column holding a missing value, so two exports concatenated hold both).
+
+    A ``.0`` made every id of the column text: ``"7"`` and ``"7.0"`` were two users (or items) without a word, and
+    a user written ``8.0`` matched no users-file row ``8`` (an id ``8.0`` of the users file matches ``8`` only when
+    every rating id is an integer), so its ratings were left out as "not disclosed"."""
+    if ids.dtype.kind not in "OUS":
+        return
+    texts = [s for s in ids.tolist() if isinstance(s, str)]
+    floats = [s for s in texts if re.fullmatch(r"[-+]?[0-9]+\.0", s)]
+    if not floats:
+        return
+    plain = set(s for s in texts if re.fullmatch(r"[-+]?[0-9]+", s))
+    if not plain:
+        return
+    twin = next((s for s in floats if s[:-2] in plain), None)
+    example = (f"{twin[:-2]!r} and {twin!r}, one id written two ways" if twin is not None
+               else f"{sorted(plain)[0]!r} and {floats[0]!r}")
+    raise PipelineError(f"the rating file {path!r} writes some ids of column {column!r} as integers and "
+                        f"{len(floats)} as floats ({example}): the '.0' makes every id text, so '7' and '7.0' "
+                        "are two ids and '7.0' matches no users-file row '7'; expected each id written one way "
+                        "(integers without '.0')")
 
 
 def _scale(R, given):
