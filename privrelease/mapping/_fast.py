@@ -165,6 +165,45 @@ def _sparse_spd_solver(S, diag):
     return lu.solve
 
 
+class _GramProduct:
+    """``-(V_s V_s^T)`` for the ``k x (nc nb)`` sparse matrix ``V_s`` with ``V_s[r_e, jc_e nb + i] = V[e, i]``, on
+    one support: the Gram term of the Schur complement (:meth:`_Barrier.factor`).
+
+    The support is fixed for a barrier round, so the sparse structures are made once: both operands' CSR
+    structures and where each value of ``V`` goes in them, and the product's size. Each call then runs
+    scipy's numeric product kernel (``csr_matmat``) alone, on the same arrays ``Vs @ Vs.T`` passes it (the
+    operands converted to CSR the same way), hence the same numbers; ``Vs @ Vs.T`` also builds both operands
+    (a COO conversion and a transpose each time) and sizes the product (``csr_matmat_maxnnz``, the symbolic
+    pass), a third of the product's time at k = 1000 to 2000 (docs/benchmarks.md, stop 40).
+    """
+
+    def __init__(self, r, jc, nb, k, nc):
+        from scipy.sparse import _sparsetools
+
+        self._kernel = _sparsetools.csr_matmat
+        n = r.size * nb
+        # each value's position in the operands' data: the CSR matrices of the labels 1..n (exact in float64)
+        lab = np.arange(1, n + 1, dtype=float)
+        A = sp.csr_matrix((lab, (np.repeat(r, nb), (jc[:, None] * nb + np.arange(nb)).ravel())), shape=(k, nc * nb))
+        B = sp.csr_matrix(A.T)  # what ``A @ A.T`` converts its right operand to
+        idx = np.result_type(A.indptr, A.indices, B.indptr, B.indices)
+        self._A = (A.indptr.astype(idx), A.indices.astype(idx), A.data.astype(np.int64) - 1)
+        self._B = (B.indptr.astype(idx), B.indices.astype(idx), B.data.astype(np.int64) - 1)
+        nnz = int(_sparsetools.csr_matmat_maxnnz(k, k, self._A[0], self._A[1], self._B[0], self._B[1]))
+        idx = np.result_type(idx, np.min_scalar_type(nnz))
+        self._A = (self._A[0].astype(idx), self._A[1].astype(idx), self._A[2])
+        self._B = (self._B[0].astype(idx), self._B[1].astype(idx), self._B[2])
+        self._k = k
+        self._C = (np.empty(k + 1, dtype=idx), np.empty(max(nnz, 1), dtype=idx), np.empty(max(nnz, 1)))
+
+    def __call__(self, V):
+        v = V.ravel()
+        (Ap, Aj, pa), (Bp, Bj, pb), (Cp, Cj, Cx) = self._A, self._B, self._C
+        self._kernel(self._k, self._k, Ap, Aj, v[pa], Bp, Bj, v[pb], Cp, Cj, Cx)
+        nnz = int(Cp[-1])
+        return sp.csr_matrix((-Cx[:nnz], Cj[:nnz].copy(), Cp.copy()), shape=(self._k, self._k))
+
+
 class _Barrier:
     """Barrier subproblem on a fixed support (entries ``(r_e, j_e)``)."""
 
@@ -201,6 +240,7 @@ class _Barrier:
         # barrier pushes the entries of light rows far from their optimum (weighted barrier)
         self.om = np.maximum(prob.pc[r] * prob.k, _OM_FLOOR)
         self._C = None
+        self._gram = None  # the Schur complement's Gram product on this support, made on first use (_GramProduct)
         self._ca = None  # colsum's (class, output) bin of each (class, entry), made on first use
         # class pairs (a <= b) of the Hessian's per-output blocks, and beyond _MANY_CLASSES classes their
         # products M[a] M[b]: one matrix product per factorisation instead of one sum per pair (|A| = 21
@@ -384,9 +424,9 @@ class _Barrier:
                     S -= Vd @ Vd.T
             S[np.diag_indices(self.k)] += self.rowsum(Dinv)
         else:
-            Vs = sp.csr_matrix((V.ravel(), (np.repeat(self.r, nb), (jc[:, None] * nb + np.arange(nb)).ravel())),
-                               shape=(self.k, nc * nb))
-            S = -(Vs @ Vs.T)
+            if self._gram is None:
+                self._gram = _GramProduct(self.r, jc, nb, self.k, nc)
+            S = self._gram(V)
             if S.nnz <= _SPARSE_SCHUR * self.k * self.k:
                 csolve = _sparse_spd_solver(S, self.rowsum(Dinv))
             else:

@@ -519,6 +519,15 @@ class VectorLaplace:
     random_state : None, int or Generator, default=None
         ``None`` draws from the operating system's entropy.
 
+    Attributes
+    ----------
+    scale : float
+        ``sensitivity / epsilon`` as a float (0 for ``epsilon=np.inf``).
+    effective_epsilon : float
+        The privacy the noise of ``scale`` delivers, ``sensitivity / scale`` in exact arithmetic rounded up
+        (``epsilon`` itself or one ulp above it, where the division rounded the scale down; 0 for a zero
+        sensitivity, ``inf`` for zero noise), as :class:`Laplace` reports it.
+
     Examples
     --------
     >>> from privrelease.noise import VectorLaplace
@@ -534,6 +543,7 @@ class VectorLaplace:
         self.scale = _noise_scale(self.sensitivity, self.epsilon)
         _check_reach(self.scale, _gamma_reach(self.dimension),
                      what=f"epsilon={epsilon!r} with sensitivity={sensitivity!r} in dimension {self.dimension}")
+        self.effective_epsilon = np.inf if np.isinf(self.epsilon) else _proven_epsilon(self.sensitivity, self.scale)
         if np.isinf(self.epsilon):
             _warn_infinite_epsilon("VectorLaplace")
         self._source = check_random_source(random_state)

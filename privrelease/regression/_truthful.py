@@ -22,7 +22,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..accounting import PrivacyAccountant, check_accountant
 from ..exceptions import PrivacyLeakWarning
 from ..noise import VectorLaplace
-from ..noise._laplace import _warn_infinite_epsilon
+from ..noise._laplace import _noise_scale, _proven_epsilon, _warn_infinite_epsilon
 from ..utils import check_number, check_random_source
 from ..utils._linalg import ridge_svd
 from ..utils._validation import check_real_target, check_same_index, check_table, plain_value
@@ -588,7 +588,10 @@ class TruthfulRegressionMechanism(RegressorMixin, BaseEstimator):
     budget_ : float
         Sum of the payments.
     epsilon_ : float
-        Joint differential privacy level of the whole output, ``2 * epsilon``.
+        Joint differential privacy level of the whole output, ``2 * epsilon`` (Theorem 2), with ``epsilon`` as
+        the noise delivers it: the largest ``effective_epsilon`` of the three ridge releases'
+        :class:`~privrelease.noise.VectorLaplace` noise (``epsilon`` or one ulp above it). The accountant
+        records this level.
     sensitivity_ : float
         L2 sensitivity bound the full estimator's noise is calibrated to.
     group_sensitivity_ : ndarray of shape (2,)
@@ -705,6 +708,19 @@ class TruthfulRegressionMechanism(RegressorMixin, BaseEstimator):
         X[bad_x] = X[bad_x] / top[bad_x, None] / unit[bad_x, None]
         return _onto_ball(X, norms > 1.0), np.clip(y, -Y, Y), n_bad
 
+    def _joint_epsilon(self, n):
+        """The joint-DP level of the release, ``2 epsilon`` (Theorem 2) with ``epsilon`` the largest privacy the three
+        ridge releases' noise delivers (:attr:`VectorLaplace.effective_epsilon`: ``sensitivity / scale`` rounded up,
+        one ulp above ``epsilon`` where the scale's division rounded down), from the sizes alone: known, and
+        refused or recorded, before any noise is drawn."""
+        eps = float(self.epsilon)
+        if np.isinf(eps):
+            return np.inf
+        alpha, bound = float(self.alpha), float(self.response_bound)
+        delivered = [_proven_epsilon(s, _noise_scale(s, eps))
+                     for s in (ridge_sensitivity(m, alpha, bound) for m in {n, n // 2, n - n // 2})]
+        return 2.0 * max(delivered)
+
     def _private_ridge(self, X, y, source, svd=None):
         """Ridge estimator plus high-dimensional Laplace noise; returns (coef, sensitivity).
 
@@ -805,8 +821,9 @@ class TruthfulRegressionMechanism(RegressorMixin, BaseEstimator):
         # the whole output (the public model, the two group models, the payments) is 2 epsilon-jointly DP
         # (Theorem 2): checked before any noise is drawn, so a release past the budget is refused whole, and
         # recorded with the payments, no other thread's release in between
+        eps_joint = self._joint_epsilon(n)
         with acc.atomic():
-            acc.check(2.0 * float(self.epsilon))
+            acc.check(eps_joint)
             try:
                 self.coef_, self.sensitivity_ = self._private_ridge(X, y, source)
                 self.intercept_ = 0.0
@@ -831,12 +848,10 @@ class TruthfulRegressionMechanism(RegressorMixin, BaseEstimator):
                                                offset=float(self.payment_offset))
                 self.budget_ = float(self.payments_.sum())
             except BaseException:  # noise was drawn: recorded even though the fit did not finish
-                acc.spend(2.0 * float(self.epsilon), mechanism="TruthfulRegressionMechanism", n_samples=n,
-                          status="failed")
+                acc.spend(eps_joint, mechanism="TruthfulRegressionMechanism", n_samples=n, status="failed")
                 raise
-            acc.spend(2.0 * float(self.epsilon), mechanism="TruthfulRegressionMechanism", n_samples=n,
-                      total_payment=self.budget_)
-        self.epsilon_ = 2.0 * float(self.epsilon)
+            acc.spend(eps_joint, mechanism="TruthfulRegressionMechanism", n_samples=n, total_payment=self.budget_)
+        self.epsilon_ = eps_joint
         return self
 
     def predict(self, X):

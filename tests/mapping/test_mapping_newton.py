@@ -4,6 +4,7 @@ written out in full: ``[K E^T; E 0] [dx; nu] = [-g; 0]`` with ``K = hess f + dia
 factoring the Schur complement (dense Cholesky, sparse LU when it is sparse) are checked."""
 
 import numpy as np
+import scipy.sparse
 from threadpoolctl import threadpool_limits
 import pytest
 
@@ -304,3 +305,26 @@ def test_a_warm_start_over_the_budget_is_mixed_back_only_as_far_as_the_slack_ask
     np.testing.assert_allclose(P.sum(axis=1), 1.0, atol=1e-12)
     assert P.min() >= 0.0 and prob.distortion(P) <= delta * (1 + 1e-12)
     assert prob.certificate(P, delta, target_bits=1e-6, pi_hint=hint)[0] <= 1e-6
+
+
+@pytest.mark.parametrize("nb", [1, 2, 4])
+def test_cached_gram_product_is_scipys_product_exactly(nb):
+    # the Schur complement's Gram term made from the structures cached for the support (_GramProduct) is the same
+    # numbers as scipy's ``Vs @ Vs.T`` built afresh, call after call with new values (some of them exactly zero, as
+    # the factorisation sets the ones below 1e-150), so the barrier's path is the one it had before the cache
+    rng = np.random.default_rng(nb)
+    k, nc = 30, 25
+    sup = _support(rng, k, 6)[:, :nc] | (np.arange(nc)[None, :] == np.arange(k)[:, None] % nc)
+    r, jc = np.nonzero(sup)
+    gram = _fast._GramProduct(r, jc, nb, k, nc)
+    rows, cols = np.repeat(r, nb), (jc[:, None] * nb + np.arange(nb)).ravel()
+    for _ in range(3):
+        V = rng.normal(size=(r.size, nb)) * 10.0 ** rng.uniform(-8, 8, size=(r.size, 1))
+        V[rng.random(V.shape) < 0.1] = 0.0
+        Vs = scipy.sparse.csr_matrix((V.ravel(), (rows, cols)), shape=(k, nc * nb))
+        expected = -(Vs @ Vs.T)
+        got = gram(V)
+        assert got.shape == (k, k)
+        assert np.array_equal(got.toarray(), expected.toarray())
+        # and the same matrix as the product written out in dense form (up to the order of the additions)
+        np.testing.assert_allclose(got.toarray(), -(Vs.toarray() @ Vs.toarray().T), rtol=1e-12, atol=0.0)
