@@ -90,8 +90,14 @@ def _attack_columns(table):
         for attacker in ("fixed", "adaptive"):
             sub = table[(table.target == target) & (table.attacker == attacker)]
             if len(sub):
-                auc = sub["auc"].to_numpy(dtype=float)
-                row[f"worst_auc_{attacker}{suffix}"] = float(np.max(np.maximum(auc, 1.0 - auc)))
+                # folded class by class (AttackResult.folded_auc): folding the macro AUC let classes ranked
+                # backwards cancel classes found outright
+                if "folded_auc" in sub:
+                    folded = sub["folded_auc"].to_numpy(dtype=float)
+                else:  # a table of an older release of the library
+                    auc = sub["auc"].to_numpy(dtype=float)
+                    folded = np.maximum(auc, 1.0 - auc)
+                row[f"worst_auc_{attacker}{suffix}"] = float(np.max(folded))
                 row[f"worst_advantage_{attacker}{suffix}"] = float(sub["advantage"].max())
     return row
 
@@ -125,7 +131,9 @@ class PrivacyUtilityCurve:
         one class are ``LogisticRegression`` and ``LogisticRegression_2``),
         ``worst_auc_fixed`` / ``worst_auc_adaptive`` (the largest folded AUC
         ``max(AUC, 1 - AUC)`` over models and features: an AUC well below 0.5 is
-        a reliably wrong attacker, i.e. still leakage),
+        a reliably wrong attacker, i.e. still leakage; for more than two classes
+        each class's one-vs-rest AUC is folded before the mean,
+        :attr:`AttackResult.folded_auc`),
         ``worst_advantage_fixed`` / ``worst_advantage_adaptive`` (the largest
         accuracy minus the majority-class rate), and, for a 2-D private
         attribute, the same four figures per column (the marginals) with the

@@ -1,0 +1,93 @@
+"""Hostile inputs, seventeenth audit: the evaluation (attackers, scorers, the curve)."""
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.metrics import roc_auc_score
+from sklearn.model_selection import StratifiedKFold, cross_val_predict
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import FunctionTransformer
+
+from doubles import ItemMean
+from privrelease.evaluation import InferenceAttack, evaluate_attacks, make_privacy_scorer, privacy_utility_curve
+
+
+class Rigged(ClassifierMixin, BaseEstimator):
+    """An attacker whose posterior is the first three rating columns, normalised: its one-vs-rest AUCs are set by
+    the data."""
+
+    def fit(self, X, y):
+        self.classes_ = np.unique(y)
+        return self
+
+    def predict_proba(self, X):
+        P = (X.toarray() if sp.issparse(X) else np.asarray(X, dtype=float))[:, :3]
+        return P / P.sum(axis=1, keepdims=True)
+
+
+class _Recommender(BaseEstimator):
+    """The last step of a pipeline (the adaptive_auc scorer never asks it anything)."""
+
+    def fit(self, X, y=None):
+        return self
+
+
+#: class 0 users look like class 1 and class 1 users like class 0 (AUC 0 for both), class 2 users are found (AUC 1)
+_ROWS = {0: [1, 3, 1], 1: [3, 1, 1], 2: [3, 3, 4]}
+
+
+def _rigged_data(n_per_class=20, n_extra=6, seed=0):
+    rng = np.random.default_rng(seed)
+    y = np.repeat([0, 1, 2], n_per_class)
+    X = np.hstack([np.array([_ROWS[c] for c in y], dtype=float),
+                   rng.integers(1, 6, (y.size, n_extra)).astype(float)])
+    return X, y
+
+
+def test_a_multiclass_attacker_ranking_classes_backwards_is_folded_class_by_class():
+    # per-class AUCs [0, 0, 1]: the attacker finds class 2 outright and ranks classes 0 and 1 reliably backwards.
+    # The macro AUC is 1/3 and the old folded figure max(1/3, 2/3) = 0.667 reported it near chance; every class is
+    # in fact exposed (flip the ranking of classes 0 and 1): folded class by class, 1.0
+    X, y = _rigged_data()
+    res = InferenceAttack(model=Rigged()).fit(X, y).evaluate(X, y)
+    P = Rigged().fit(X, y).predict_proba(X)
+    per = [roc_auc_score(y == k, P[:, k]) for k in range(3)]
+    assert per == [0.0, 0.0, 1.0]
+    assert res.auc == roc_auc_score(y, P, multi_class="ovr", average="macro") == np.mean(per)
+    assert res.class_aucs == {0: 0.0, 1: 0.0, 2: 1.0}
+    assert res.folded_auc == 1.0
+    table, _ = evaluate_attacks(X, None, y, X, y, models=[Rigged()], features="values", verbose=0)
+    assert table["folded_auc"].tolist() == [1.0]
+    # two classes: the fold of the one AUC, as before
+    two = y < 2
+    res2 = InferenceAttack(model=Rigged()).fit(X[two], y[two]).evaluate(X[two], y[two])
+    assert res2.auc == 0.0 and res2.folded_auc == 1.0
+
+
+def test_the_curve_worst_auc_folds_each_class_before_averaging():
+    # was 0.6667 for an attacker whose ranking exposes every class (see above); the binary curves are unchanged
+    X, y = _rigged_data()
+    curve = privacy_utility_curve(FunctionTransformer(accept_sparse=True), X, y, cv=2, recommender=ItemMean(),
+                                  attack_models=[Rigged()], attack_features="values", random_state=0, verbose=0)
+    f = curve.frame.iloc[0]
+    assert f["auc_fixed_Rigged_values"] == np.float64(1 / 3)
+    assert f["worst_auc_fixed"] == 1.0 and f["worst_auc_adaptive"] == 1.0
+
+
+def test_the_adaptive_auc_scorer_folds_each_class_before_averaging():
+    # the scorer folded the macro AUC: a class ranked below 0.5 by the cross-validated attacker cancelled part of
+    # another's exposure. It now equals minus the mean over classes of max(AUC_k, 1 - AUC_k), computed here by hand
+    rng = np.random.default_rng(4)
+    y = np.repeat([0, 1, 2], 30)
+    X = rng.integers(1, 6, (y.size, 8)).astype(float)  # noise: per-class AUCs on both sides of 0.5
+    pipe = Pipeline([("privacy", FunctionTransformer()), ("recommender", _Recommender())]).fit(X)
+    scorer = make_privacy_scorer("adaptive_auc", random_state=7)
+    att = InferenceAttack(model="logistic", random_state=scorer.seed)
+    P = cross_val_predict(att, X, y, method="predict_proba", cv=StratifiedKFold(3, shuffle=True,
+                                                                                 random_state=scorer.seed))
+    per = np.array([roc_auc_score(y == k, P[:, k]) for k in range(3)])
+    assert per.min() < 0.5 < per.max()  # the case the fix is about
+    macro = per.mean()
+    expected = -np.mean(np.maximum(per, 1 - per))
+    assert expected < -max(macro, 1 - macro)
+    assert scorer(pipe, X, y) == expected
