@@ -34,6 +34,7 @@ from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ..mappers._dask import computed
 from ..utils import check_private_labels, check_random_source
 from ..utils._constraints import RANDOM_STATE_CONSTRAINT
 from ..utils._threads import single_threaded_blas
@@ -213,6 +214,7 @@ class InferenceAttack(ClassifierMixin, BaseEstimator):
         self.random_state = random_state
 
     def _validate_X(self, X, reset):
+        X = computed(X)  # a dask array of sparse blocks: "setting an array element with a sequence"
         check_table(X)
         return validate_data(
             self, X, reset=reset, accept_sparse="csr", dtype=np.float64, ensure_all_finite=True
@@ -241,6 +243,7 @@ class InferenceAttack(ClassifierMixin, BaseEstimator):
                 f"{type(self).__name__} requires y to be passed, but the target y is None: it learns the "
                 "private attribute from users who disclosed it"
             )
+        X, y = computed(X), computed(y)  # a dask array of sparse blocks: "setting an array element with a sequence"
         check_table(X)
         check_same_index(X, y)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, ensure_all_finite=True)
@@ -371,6 +374,7 @@ class InferenceAttack(ClassifierMixin, BaseEstimator):
         """The rows of ``X`` and labels of ``y`` of the users who disclosed the attribute, and which they are;
         refuses labels of another kind than ``classes_`` (strings against numbers) and classes ``fit`` never saw."""
         check_is_fitted(self, "model_")
+        X, y = computed(X), computed(y)
         check_same_index(X, y)
         n = X.shape[0] if hasattr(X, "shape") else len(X)
         y, labeled = check_private_labels(y, n)
@@ -602,6 +606,10 @@ def evaluate_attacks(X_train_original, X_train_released, y_train, X_test_release
         for the marginals, plus the fitted fixed attackers under the key
         ``"fixed_attackers"``.
     """
+    # read into memory (a dask array of sparse blocks was "setting an array element with a sequence")
+    X_train_original, X_train_released, X_test_released = map(computed, (X_train_original, X_train_released,
+                                                                          X_test_released))
+    y_train, y_test = computed(y_train), computed(y_test)
     # rows are paired by position: a y (or a release) indexed in another order gave users other users' labels
     check_same_index(X_train_original, y_train, "y_train", x_name="X_train_original")
     if X_train_released is not None:

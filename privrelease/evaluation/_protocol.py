@@ -35,6 +35,7 @@ import scipy.sparse as sp
 from joblib import Parallel, delayed
 from sklearn.base import clone
 
+from ..mappers._dask import computed
 from ..recommender import SurpriseRecommender, holdout_split
 from ..utils import check_number, check_random_source, check_rating_matrix, check_rating_scale
 from ..utils._validation import UNDISCLOSED_SHORT, check_n_jobs, plain_labels, plain_value
@@ -195,6 +196,7 @@ def _check_mapper_target(mapper_target, y, names):
 
 def _prepare_split(ratings, private, *, opt_in_fraction, cv, heldout_fraction, rating_range,
                    random_state, mapper_target=None):
+    ratings, private = computed(ratings), computed(private)  # a dask array of sparse blocks was "not numbers"
     check_same_index(ratings, private, "private", x_name="ratings")
     try:
         X, _ = check_rating_matrix(ratings, name="ratings", rating_range=rating_range)
@@ -495,7 +497,8 @@ def rmse_cost(mapper, ratings, private, *, opt_in_fraction=0.5, cv=5, heldout_fr
         disclosed attribute only (``fit(X_opt_in, y_opt_in)``). It never sees a
         protected user's attribute nor a held-out rating.
     ratings : {array-like, sparse matrix} of shape (n_users, n_items)
-        Ratings on ``rating_range``, 0 = not rated.
+        Ratings on ``rating_range``, 0 = not rated. A dask collection (dense
+        or sparse blocks) is read into memory: the protocol needs every user.
     private : array-like of shape (n_users,) or (n_users, n_attributes)
         Every user's TRUE private attribute: binary, multi-class, or one column
         per attribute (a DataFrame's column names name them). Only the opted-in

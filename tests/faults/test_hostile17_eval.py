@@ -1,6 +1,7 @@
 """Hostile inputs, seventeenth audit: the evaluation (attackers, scorers, the curve)."""
 
 import numpy as np
+import pytest
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.metrics import roc_auc_score
@@ -9,7 +10,9 @@ from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import FunctionTransformer
 
 from doubles import ItemMean
-from privrelease.evaluation import InferenceAttack, evaluate_attacks, make_privacy_scorer, privacy_utility_curve
+from privrelease.evaluation import (BlurMe, InferenceAttack, attack, evaluate_attacks, make_privacy_scorer,
+                                    privacy_utility_curve, rmse_cost)
+from privrelease.recommender import SurpriseRecommender, holdout_split
 
 
 class Rigged(ClassifierMixin, BaseEstimator):
@@ -91,3 +94,37 @@ def test_the_adaptive_auc_scorer_folds_each_class_before_averaging():
     expected = -np.mean(np.maximum(per, 1 - per))
     assert expected < -max(macro, 1 - macro)
     assert scorer(pipe, X, y) == expected
+
+
+# --------------------------------------------------------------------------- dask collections in the evaluation
+def _sparse_blocks(X, rows):
+    da = pytest.importorskip("dask.array")
+    return da.from_array(X, chunks=(rows, X.shape[1])).map_blocks(sp.csr_matrix, dtype=X.dtype)
+
+
+@pytest.mark.parametrize("rows", [(60,), (0, 25, 35), (20, 20, 20)])
+def test_a_dask_array_of_sparse_blocks_is_evaluated_as_in_memory(rows):
+    # the dask form the mappers take (scipy sparse blocks) was read by numpy as an array of matrix objects:
+    # rmse_cost said "ratings must hold numbers, got object", the attackers and BlurMe.fit "setting an array element
+    # with a sequence", BlurMe.transform "Expected 2D array, got scalar array". Now computed first: same figures
+    rng = np.random.default_rng(1)
+    y = np.arange(60) % 2
+    X = rng.integers(1, 6, (60, 10)) * (rng.random((60, 10)) < 0.6)
+    X[:, 0] = np.where(y == 1, 5, 1)
+    X = X.astype(float)
+    D = _sparse_blocks(X, rows)
+    kw = dict(recommender=ItemMean(), cv=2, random_state=0, verbose=0)
+    assert rmse_cost(BlurMe(), D, y, **kw).summary == rmse_cost(BlurMe(), X, y, **kw).summary
+    table_d, _ = evaluate_attacks(D, D, y, D, y, models="logistic", random_state=0, verbose=0)
+    table_m, _ = evaluate_attacks(X, X, y, X, y, models="logistic", random_state=0, verbose=0)
+    assert table_d.equals(table_m)
+    blur = BlurMe(fraction=0.5).fit(D, y)
+    out = blur.transform(D)
+    assert sp.issparse(out) and out.shape == X.shape
+    assert (out != sp.csr_matrix(BlurMe(fraction=0.5).fit(X, y).transform(X))).nnz == 0
+    assert InferenceAttack(random_state=0).fit(D, y).evaluate(D, y).auc == attack(X, y, X, y, random_state=0).auc
+    visible, held = holdout_split(D, 0.3, random_state=0)
+    visible_m, held_m = holdout_split(X, 0.3, random_state=0)
+    assert (visible != visible_m).nnz == 0 and (held != held_m).nnz == 0
+    rec = SurpriseRecommender("BaselineOnly", rating_scale=(1, 5)).fit(D)
+    assert rec.rmse(D, D) == SurpriseRecommender("BaselineOnly", rating_scale=(1, 5)).fit(X).rmse(X, X)
