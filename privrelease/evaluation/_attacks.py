@@ -86,10 +86,10 @@ def _make_model(model, seed):
         return RandomForestClassifier(
             n_estimators=200, min_samples_leaf=2, max_features="sqrt", n_jobs=1, random_state=seed
         )
-    est = clone(model)
-    if "random_state" in est.get_params(deep=False) and est.get_params()["random_state"] is None:
-        est.set_params(random_state=seed)
-    return est
+    from ._protocol import _seed_unset
+
+    # nested ones too: a Pipeline(scaler, RandomForestClassifier()) attacker drew from numpy's global state
+    return _seed_unset(clone(model), seed)
 
 
 @dataclass

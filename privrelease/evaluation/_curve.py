@@ -457,7 +457,9 @@ def privacy_utility_curve(mapper, ratings, private, *, deltas=None, max_leakages
         name, grid = given[0]
         label = {"delta": "deltas", "max_leakage": "max_leakages"}.get(name, "values")
         grid = check_privacy_grid(grid, label)
-        known = mapper.get_params(deep=False) if hasattr(mapper, "get_params") else {}
+        # deep: a Pipeline's step parameters (privacy__fraction) were refused as "no parameter" although set_params
+        # sets them
+        known = mapper.get_params(deep=True) if hasattr(mapper, "get_params") else {}
         if name not in known:
             raise ValueError(
                 f"{type(mapper).__name__} has no parameter {name!r} to sweep; its parameters are {sorted(known)!r}"

@@ -284,12 +284,21 @@ def _prepare_split(ratings, private, *, opt_in_fraction, cv, heldout_fraction, r
 
 
 # --------------------------------------------------------------------------- one fold
-def _with_seed(est, seed):
-    est = clone(est)
-    if seed is not None and "random_state" in est.get_params(deep=False):
-        if est.get_params(deep=False)["random_state"] is None:
-            est.set_params(random_state=seed)
+def _seed_unset(est, seed):
+    """``seed`` set on every ``random_state`` of ``est`` left None: its own and its nested estimators' (a Pipeline's
+    ``privacy__random_state``). Only the estimator's own was seeded: a mapper inside a Pipeline drew from the
+    operating system's entropy, and ``random_state=0`` gave another RMSE at every call."""
+    if seed is None or not hasattr(est, "get_params"):
+        return est
+    unset = {key: seed for key, value in est.get_params(deep=True).items()
+             if (key == "random_state" or key.endswith("__random_state")) and value is None}
+    if unset:
+        est.set_params(**unset)
     return est
+
+
+def _with_seed(est, seed):
+    return _seed_unset(clone(est), seed)
 
 
 def _as_csr(X, shape, what):
@@ -404,10 +413,7 @@ def _run_jobs(jobs, n_jobs, verbose, desc):
 
 
 def _fit_mapper(mapper, split):
-    m = clone(mapper)
-    if split.attack_seed is not None and "random_state" in m.get_params(deep=False):
-        if m.get_params(deep=False)["random_state"] is None:
-            m.set_params(random_state=split.attack_seed + 1)
+    m = _seed_unset(clone(mapper), None if split.attack_seed is None else split.attack_seed + 1)
     return m.fit(split.X_opt, split.mapper_y)
 
 
