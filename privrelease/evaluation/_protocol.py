@@ -536,7 +536,8 @@ def rmse_cost(mapper, ratings, private, *, opt_in_fraction=0.5, cv=5, heldout_fr
         evaluation reproducible (it is salted, so that data generated with the
         same integer seed is not correlated with the split): it then also seeds the recommender (the same
         seed for every release in a fold) and the mapper, when their
-        ``random_state`` is None. ``None`` uses operating-system entropy.
+        ``random_state`` is None (and every ``random_state`` left None in
+        them: a Pipeline's steps). ``None`` uses operating-system entropy.
     n_jobs : int or None
         Folds and releases run in parallel with joblib.
     verbose : int, default=1
