@@ -21,6 +21,7 @@ from ._protocol import (
     _check_mapper,
     _check_recommender,
     _fit_mapper,
+    _fitted_attr,
     _fold_rmse,
     _mapper_figures,
     _prepare_split,
@@ -339,7 +340,7 @@ def _warn_uncertified(fitted, name, values):
     """A ConvergenceWarning, from the calling thread, for every fitted mapper whose solve was not certified."""
     for v, m in zip(values, fitted):
         v = plain_value(v)
-        res = getattr(m, "solver_result_", None)
+        res = _fitted_attr(m, "solver_result_")
         status = getattr(res, "status", "optimal")
         if status != "optimal":
             gap = getattr(res, "certificate", {}).get("gap_bits", np.nan)

@@ -417,10 +417,21 @@ def _fit_mapper(mapper, split):
     return m.fit(split.X_opt, split.mapper_y)
 
 
+def _fitted_attr(mapper, name, default=None):
+    """``mapper.name``, or for a Pipeline the last step's that has it (the privacy step: a Pipeline has no
+    ``leakage_`` of its own, and a curve over ``privacy__max_leakage`` reported leakage_bits NaN)."""
+    if hasattr(mapper, name):
+        return getattr(mapper, name)
+    for _, step in reversed(getattr(mapper, "steps", None) or []):
+        if hasattr(step, name):
+            return getattr(step, name)
+    return default
+
+
 def _mapper_figures(mapper):
     out = {}
     for name in ("leakage_", "distortion_"):
-        v = getattr(mapper, name, np.nan)
+        v = _fitted_attr(mapper, name, np.nan)
         try:
             out[name.rstrip("_")] = float(v)
         except (TypeError, ValueError):

@@ -178,3 +178,18 @@ def test_an_attacker_pipeline_is_seeded_by_random_state():
     model = make_pipeline(MaxAbsScaler(), RandomForestClassifier(n_estimators=10))
     probas = [InferenceAttack(model=model, random_state=0).fit(X, y).predict_proba(X) for _ in range(2)]
     np.testing.assert_array_equal(probas[0], probas[1])
+
+
+def test_a_pipeline_mapper_reports_its_privacy_step_leakage_and_distortion():
+    # a Pipeline has no leakage_ of its own: rmse_cost's summary and the curve's leakage_bits / distortion were NaN
+    # for Pipeline([..., ("privacy", QuantizedPrivacyMapper(...))]); they are now its privacy step's
+    from privrelease import QuantizedPrivacyMapper
+    from privrelease.datasets import make_ratings
+
+    R, a, _ = make_ratings(200, 20, mean_ratings_per_user=8, random_state=0)
+    kw = dict(cv=2, recommender=ItemMean(), random_state=0, verbose=0)
+    mapper = QuantizedPrivacyMapper(n_clusters=3, max_leakage=0.05)
+    nested, plain = rmse_cost(_in_pipeline(mapper), R, a, **kw), rmse_cost(mapper, R, a, **kw)
+    assert np.isfinite(plain["leakage"]) and np.isfinite(plain["distortion"])
+    assert (nested["leakage"], nested["distortion"]) == (plain["leakage"], plain["distortion"])
+    assert nested["leakage"] == nested.mapper.named_steps["privacy"].leakage_
