@@ -20,6 +20,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..mappers._base import _refuse_nan_ratings
+from ..mappers._dask import computed
 from ..utils import check_random_source, restore_sparse_format
 from ..utils._constraints import RANDOM_STATE_CONSTRAINT, NumberInterval
 from ..utils._threads import single_threaded_blas
@@ -144,6 +145,7 @@ class BlurMe(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                 "BlurMe requires y to be passed, but the target y is None: it learns from the users "
                 "who disclosed the private attribute"
             )
+        X, y = computed(X), computed(y)  # a dask array of sparse blocks: "setting an array element with a sequence"
         check_table(X)
         _refuse_nan_ratings(X)
         check_same_index(X, y)
@@ -195,7 +197,9 @@ class BlurMe(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         Returns
         -------
         X_blurred : same type, shape and dtype as ``X``
-            Added ratings (item means) are rounded for an integer dtype.
+            Added ratings (item means) are rounded for an integer dtype. A dask
+            array is computed first (BlurMe works in memory): its release is a
+            scipy sparse matrix for sparse blocks, an array for dense ones.
         """
         Xs, fmt, dtype = self._working_copy(X)
         with single_threaded_blas():
@@ -226,6 +230,7 @@ class BlurMe(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         """A validated float64 CSR copy of ``X`` without stored zeros (sorted indices), the caller's sparse
         format and the caller's dtype (that of the release)."""
         check_is_fitted(self, "classifier_")
+        X = computed(X)  # BlurMe works in memory: a dask array of sparse blocks was "Expected 2D array, got scalar"
         # the caller's sparse format, and whether it was a sparse array (csr_array came back as csr_matrix)
         # (a DataFrame of sparse columns comes back as one, with its index and columns)
         fmt = (X.format, isinstance(X, sp.sparray)) if sp.issparse(X) else None

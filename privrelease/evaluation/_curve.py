@@ -21,6 +21,7 @@ from ._protocol import (
     _check_mapper,
     _check_recommender,
     _fit_mapper,
+    _fitted_attr,
     _fold_rmse,
     _mapper_figures,
     _prepare_split,
@@ -90,8 +91,14 @@ def _attack_columns(table):
         for attacker in ("fixed", "adaptive"):
             sub = table[(table.target == target) & (table.attacker == attacker)]
             if len(sub):
-                auc = sub["auc"].to_numpy(dtype=float)
-                row[f"worst_auc_{attacker}{suffix}"] = float(np.max(np.maximum(auc, 1.0 - auc)))
+                # folded class by class (AttackResult.folded_auc): folding the macro AUC let classes ranked
+                # backwards cancel classes found outright
+                if "folded_auc" in sub:
+                    folded = sub["folded_auc"].to_numpy(dtype=float)
+                else:  # a table of an older release of the library
+                    auc = sub["auc"].to_numpy(dtype=float)
+                    folded = np.maximum(auc, 1.0 - auc)
+                row[f"worst_auc_{attacker}{suffix}"] = float(np.max(folded))
                 row[f"worst_advantage_{attacker}{suffix}"] = float(sub["advantage"].max())
     return row
 
@@ -125,7 +132,9 @@ class PrivacyUtilityCurve:
         one class are ``LogisticRegression`` and ``LogisticRegression_2``),
         ``worst_auc_fixed`` / ``worst_auc_adaptive`` (the largest folded AUC
         ``max(AUC, 1 - AUC)`` over models and features: an AUC well below 0.5 is
-        a reliably wrong attacker, i.e. still leakage),
+        a reliably wrong attacker, i.e. still leakage; for more than two classes
+        each class's one-vs-rest AUC is folded before the mean,
+        :attr:`AttackResult.folded_auc`),
         ``worst_advantage_fixed`` / ``worst_advantage_adaptive`` (the largest
         accuracy minus the majority-class rate), and, for a 2-D private
         attribute, the same four figures per column (the marginals) with the
@@ -331,7 +340,7 @@ def _warn_uncertified(fitted, name, values):
     """A ConvergenceWarning, from the calling thread, for every fitted mapper whose solve was not certified."""
     for v, m in zip(values, fitted):
         v = plain_value(v)
-        res = getattr(m, "solver_result_", None)
+        res = _fitted_attr(m, "solver_result_")
         status = getattr(res, "status", "optimal")
         if status != "optimal":
             gap = getattr(res, "certificate", {}).get("gap_bits", np.nan)
@@ -449,7 +458,9 @@ def privacy_utility_curve(mapper, ratings, private, *, deltas=None, max_leakages
         name, grid = given[0]
         label = {"delta": "deltas", "max_leakage": "max_leakages"}.get(name, "values")
         grid = check_privacy_grid(grid, label)
-        known = mapper.get_params(deep=False) if hasattr(mapper, "get_params") else {}
+        # deep: a Pipeline's step parameters (privacy__fraction) were refused as "no parameter" although set_params
+        # sets them
+        known = mapper.get_params(deep=True) if hasattr(mapper, "get_params") else {}
         if name not in known:
             raise ValueError(
                 f"{type(mapper).__name__} has no parameter {name!r} to sweep; its parameters are {sorted(known)!r}"

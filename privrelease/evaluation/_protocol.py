@@ -35,6 +35,7 @@ import scipy.sparse as sp
 from joblib import Parallel, delayed
 from sklearn.base import clone
 
+from ..mappers._dask import computed
 from ..recommender import SurpriseRecommender, holdout_split
 from ..utils import check_number, check_random_source, check_rating_matrix, check_rating_scale
 from ..utils._validation import UNDISCLOSED_SHORT, check_n_jobs, plain_labels, plain_value
@@ -195,6 +196,7 @@ def _check_mapper_target(mapper_target, y, names):
 
 def _prepare_split(ratings, private, *, opt_in_fraction, cv, heldout_fraction, rating_range,
                    random_state, mapper_target=None):
+    ratings, private = computed(ratings), computed(private)  # a dask array of sparse blocks was "not numbers"
     check_same_index(ratings, private, "private", x_name="ratings")
     try:
         X, _ = check_rating_matrix(ratings, name="ratings", rating_range=rating_range)
@@ -282,12 +284,21 @@ def _prepare_split(ratings, private, *, opt_in_fraction, cv, heldout_fraction, r
 
 
 # --------------------------------------------------------------------------- one fold
-def _with_seed(est, seed):
-    est = clone(est)
-    if seed is not None and "random_state" in est.get_params(deep=False):
-        if est.get_params(deep=False)["random_state"] is None:
-            est.set_params(random_state=seed)
+def _seed_unset(est, seed):
+    """``seed`` set on every ``random_state`` of ``est`` left None: its own and its nested estimators' (a Pipeline's
+    ``privacy__random_state``). Only the estimator's own was seeded: a mapper inside a Pipeline drew from the
+    operating system's entropy, and ``random_state=0`` gave another RMSE at every call."""
+    if seed is None or not hasattr(est, "get_params"):
+        return est
+    unset = {key: seed for key, value in est.get_params(deep=True).items()
+             if (key == "random_state" or key.endswith("__random_state")) and value is None}
+    if unset:
+        est.set_params(**unset)
     return est
+
+
+def _with_seed(est, seed):
+    return _seed_unset(clone(est), seed)
 
 
 def _as_csr(X, shape, what):
@@ -402,17 +413,25 @@ def _run_jobs(jobs, n_jobs, verbose, desc):
 
 
 def _fit_mapper(mapper, split):
-    m = clone(mapper)
-    if split.attack_seed is not None and "random_state" in m.get_params(deep=False):
-        if m.get_params(deep=False)["random_state"] is None:
-            m.set_params(random_state=split.attack_seed + 1)
+    m = _seed_unset(clone(mapper), None if split.attack_seed is None else split.attack_seed + 1)
     return m.fit(split.X_opt, split.mapper_y)
+
+
+def _fitted_attr(mapper, name, default=None):
+    """``mapper.name``, or for a Pipeline the last step's that has it (the privacy step: a Pipeline has no
+    ``leakage_`` of its own, and a curve over ``privacy__max_leakage`` reported leakage_bits NaN)."""
+    if hasattr(mapper, name):
+        return getattr(mapper, name)
+    for _, step in reversed(getattr(mapper, "steps", None) or []):
+        if hasattr(step, name):
+            return getattr(step, name)
+    return default
 
 
 def _mapper_figures(mapper):
     out = {}
     for name in ("leakage_", "distortion_"):
-        v = getattr(mapper, name, np.nan)
+        v = _fitted_attr(mapper, name, np.nan)
         try:
             out[name.rstrip("_")] = float(v)
         except (TypeError, ValueError):
@@ -495,7 +514,8 @@ def rmse_cost(mapper, ratings, private, *, opt_in_fraction=0.5, cv=5, heldout_fr
         disclosed attribute only (``fit(X_opt_in, y_opt_in)``). It never sees a
         protected user's attribute nor a held-out rating.
     ratings : {array-like, sparse matrix} of shape (n_users, n_items)
-        Ratings on ``rating_range``, 0 = not rated.
+        Ratings on ``rating_range``, 0 = not rated. A dask collection (dense
+        or sparse blocks) is read into memory: the protocol needs every user.
     private : array-like of shape (n_users,) or (n_users, n_attributes)
         Every user's TRUE private attribute: binary, multi-class, or one column
         per attribute (a DataFrame's column names name them). Only the opted-in
@@ -527,7 +547,8 @@ def rmse_cost(mapper, ratings, private, *, opt_in_fraction=0.5, cv=5, heldout_fr
         evaluation reproducible (it is salted, so that data generated with the
         same integer seed is not correlated with the split): it then also seeds the recommender (the same
         seed for every release in a fold) and the mapper, when their
-        ``random_state`` is None. ``None`` uses operating-system entropy.
+        ``random_state`` is None (and every ``random_state`` left None in
+        them: a Pipeline's steps). ``None`` uses operating-system entropy.
     n_jobs : int or None
         Folds and releases run in parallel with joblib.
     verbose : int, default=1

@@ -51,6 +51,7 @@ from ..utils._validation import check_same_index as _check_same_index, plain_val
 
 __all__ = [
     "is_dask_collection",
+    "computed",
     "block_random_state",
     "transform",
     "transform_in_blocks",
@@ -78,6 +79,30 @@ def is_dask_collection(X):
 
 
 _is_dask_collection = is_dask_collection
+
+
+def computed(X):
+    """``X`` itself, or a dask collection read into memory (``X.compute()``) for the code that needs every user at once.
+
+    The evaluation (:func:`~privrelease.evaluation.rmse_cost`, the attackers, :class:`~privrelease.evaluation.BlurMe`)
+    and the recommender work in memory. numpy read a dask array of dense blocks through ``np.asarray`` (so it worked),
+    but one of scipy sparse blocks -- the form the mappers' dask path takes -- was read as an array of matrix
+    objects: "ratings must hold numbers, got object", "setting an array element with a sequence" or "Expected 2D
+    array, got scalar array". Computed, it is a scipy sparse matrix (a dense array, a pandas frame or series).
+
+    Parameters
+    ----------
+    X : object
+        Anything; only a dask collection is changed.
+
+    Returns
+    -------
+    X : object
+        ``X``, or ``X.compute()`` for a dask collection.
+    """
+    if not is_dask_collection(X):
+        return X
+    return X.compute()
 
 
 # ----------------------------------------------------------------------------- seeding

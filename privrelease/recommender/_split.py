@@ -8,6 +8,16 @@ from ..utils import check_number, check_random_source, check_rating_matrix
 __all__ = ["holdout_split"]
 
 
+def _in_memory(X):
+    """``X``, or a dask collection computed (:func:`privrelease.mappers._dask.computed`; the mappers are imported
+    only then): a dask array of sparse blocks was read as an array of matrix objects."""
+    if not (type(X).__module__ or "").startswith("dask"):
+        return X
+    from ..mappers._dask import computed
+
+    return computed(X)
+
+
 def holdout_split(X, fraction=0.1, *, random_state=None, min_train=1):
     """Split each user's ratings into a training part and a held-out part.
 
@@ -48,7 +58,7 @@ def holdout_split(X, fraction=0.1, *, random_state=None, min_train=1):
     """
     fraction = check_number(fraction, "fraction", low=0, high=1)
     min_train = check_number(min_train, "min_train", low=0, integer=True)
-    Xc, _ = check_rating_matrix(X)
+    Xc, _ = check_rating_matrix(_in_memory(X))
     X = sp.csr_matrix(Xc) if not sp.issparse(Xc) else sp.csr_matrix(Xc)
     X.sort_indices()
     rng = check_random_source(random_state)

@@ -22,6 +22,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..utils import check_random_source, check_rating_matrix, check_rating_scale
 from ..utils._constraints import RANDOM_STATE_CONSTRAINT, NumberInterval
 from ..utils._threads import single_threaded_blas
+from ._split import _in_memory
 from ..utils._validation import (check_allocation, check_bool_number_mix, check_same_columns, check_same_index,
                                  check_table, plain_value)
 
@@ -509,6 +510,7 @@ class SurpriseRecommender(BaseEstimator):
             raise ValueError("algo_params must be None when algorithm is an instance, got "
                              f"{self.algo_params!r}")
         scale = self._check_scale()
+        X = _in_memory(X)
         check_table(X)
         X = validate_data(self, X, accept_sparse=("csr", "csc", "coo"), dtype=np.float64,
                           reset=True)
@@ -785,6 +787,7 @@ class SurpriseRecommender(BaseEstimator):
 
     def _check_X(self, X, name="X"):
         check_is_fitted(self)
+        X = _in_memory(X)
         check_table(X)
         X = validate_data(self, X, accept_sparse=("csr", "csc", "coo"), dtype=np.float64,
                           reset=False)
@@ -812,6 +815,7 @@ class SurpriseRecommender(BaseEstimator):
         -------
         ndarray of shape (n_rows, n_items) or csr_matrix
         """
+        X, mask = _in_memory(X), _in_memory(mask)
         if mask is not None:
             _check_same_labels(X, mask, "mask")
         Xr = self._check_X(X)
@@ -870,6 +874,7 @@ class SurpriseRecommender(BaseEstimator):
         -------
         float
         """
+        X, y = _in_memory(X), _in_memory(y)
         _check_same_labels(X, y, "y")
         Xr = self._check_X(X)
         Y, _ = check_rating_matrix(y, name="y")

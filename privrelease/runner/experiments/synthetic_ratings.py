@@ -361,8 +361,8 @@ def _one_dataset(report, name, R, a, *, rec, max_leakages, fractions, n_clusters
 
     out = {f"{name}_rmse_original": float(ref["rmse_original"]),
            f"{name}_rel_increase_release_nothing": float(ref["rel_increase_release_nothing"]),
-           f"{name}_worst_auc_no_privacy": float(np.max(np.maximum(q.reference_attacks.auc,
-                                                                   1 - q.reference_attacks.auc)))}
+           # folded class by class, as the curve's worst_auc_* (AttackResult.folded_auc)
+           f"{name}_worst_auc_no_privacy": float(np.max(q.reference_attacks.folded_auc))}
     if point is None:
         report.text(f"**No point of the curve brings every adaptive attacker to a folded AUC <= {target_auc}.**")
         out[f"{name}_operating_point"] = "none"
