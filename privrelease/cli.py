@@ -99,7 +99,8 @@ def _log(msg):
 
 
 def cmd_demo(args):
-    from .runner import available_experiments, check_run, load_pipeline, pipeline_params
+    from .runner import (OutputFolderError, ReportWriteError, available_experiments, check_run, load_pipeline,
+                         pipeline_params)
     from .runner._report import Report, prepare_output_folder
 
     avail = set(available_experiments())
@@ -135,6 +136,9 @@ def cmd_demo(args):
     )
     try:
         return _run_demo(plan, out, index, args)
+    except OutputFolderError as exc:  # checked before the runs: the folder changed while they worked (exit 1)
+        index.discard()
+        raise ReportWriteError(f"the demo ran, but its index page could not be written: {exc}") from exc
     except BaseException:  # interrupted: the index written so far is dropped, the earlier one stays whole
         index.discard()
         raise

@@ -1,6 +1,7 @@
 """Experiment runner behind the command line: report folders, pipeline files and their schemas."""
 
 from ._pipeline import (
+    ReportWriteError,
     RunIncomplete,
     available_experiments,
     check_run,
@@ -27,4 +28,5 @@ __all__ = [
     "ParameterTypeError",
     "OutputFolderError",
     "RunIncomplete",
+    "ReportWriteError",
 ]
