@@ -36,6 +36,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..utils import check_private_labels, check_random_source
 from ..utils._constraints import RANDOM_STATE_CONSTRAINT
+from ..utils._fit import atomic_fit
 from ..utils._threads import single_threaded_blas
 from ..utils._validation import UNDISCLOSED_SHORT, check_same_index, check_table, plain_labels, undisclosed_note
 from ._targets import attribute_targets
@@ -86,8 +87,15 @@ def _make_model(model, seed):
             n_estimators=200, min_samples_leaf=2, max_features="sqrt", n_jobs=1, random_state=seed
         )
     est = clone(model)
-    if "random_state" in est.get_params(deep=False) and est.get_params()["random_state"] is None:
-        est.set_params(random_state=seed)
+    # every random_state left None, the nested ones too (a forest inside a Pipeline, the base estimator of a
+    # bagging): only the top level was seeded, and InferenceAttack(model=make_pipeline(scaler, forest),
+    # random_state=0) gave another attacker at every fit. The top level keeps ``seed`` itself; nested ones get
+    # seeds derived from it, so that two forests of an ensemble are not the same forest.
+    unset = sorted(name for name, value in est.get_params(deep=True).items()
+                   if value is None and (name == "random_state" or name.endswith("__random_state")))
+    if unset:
+        nested = np.random.default_rng(seed).integers(0, 2**31 - 1, size=len(unset))
+        est.set_params(**{name: seed if name == "random_state" else int(s) for name, s in zip(unset, nested)})
     return est
 
 
@@ -205,6 +213,7 @@ class InferenceAttack(ClassifierMixin, BaseEstimator):
             self, X, reset=reset, accept_sparse="csr", dtype=np.float64, ensure_all_finite=True
         )
 
+    @atomic_fit
     def fit(self, X, y):
         """Train the attacker on ratings ``X`` and the true attribute ``y``.
 
@@ -234,7 +243,7 @@ class InferenceAttack(ClassifierMixin, BaseEstimator):
         shape = getattr(y, "shape", None) or np.asarray(y).shape
         if len(shape) == 2 and shape[1] == 1:
             warnings.warn("A column-vector y was passed when a 1d array was expected; it is used as "
-                          f"y.ravel() (shape {shape})", DataConversionWarning, stacklevel=2)
+                          f"y.ravel() (shape {shape})", DataConversionWarning, stacklevel=3)  # fit, atomic_fit
         y, labeled = check_private_labels(y, X.shape[0])
         note = undisclosed_note(y, labeled)
         if not labeled.all():

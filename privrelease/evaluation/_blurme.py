@@ -22,6 +22,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..mappers._base import _refuse_nan_ratings
 from ..utils import check_random_source, restore_sparse_format
 from ..utils._constraints import RANDOM_STATE_CONSTRAINT, NumberInterval
+from ..utils._fit import atomic_fit
 from ..utils._threads import single_threaded_blas
 from ..utils._validation import (UNDISCLOSED_SHORT, canonical_sparse, check_same_index, check_table, is_sparse_frame,
                                  nullable_numpy_dtype, plain_labels, ratings_in_dtype, sparse_frame_like,
@@ -120,6 +121,7 @@ class BlurMe(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         self.C = C
         self.random_state = random_state
 
+    @atomic_fit
     def fit(self, X, y):
         """Learn the items indicative of each class from the labeled users.
 

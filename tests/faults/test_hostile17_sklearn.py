@@ -1,0 +1,170 @@
+"""Hostile use of the estimators as scikit-learn objects: refits that fail, refits that change the kind of y,
+custom attack models whose randomness sits in a nested estimator.
+
+A failed ``fit`` must leave the previous fit whole (the mappers already did: their ``fit`` runs on a copy);
+a successful one must leave nothing of the previous fit behind.
+"""
+
+import numpy as np
+import pytest
+from sklearn.ensemble import BaggingClassifier, RandomForestClassifier
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.tree import DecisionTreeClassifier
+
+from privrelease import (BlurMe, BlurMore, DCLEFEstimator, InferenceAttack, SurpriseRecommender,
+                         TruthfulRegressionMechanism)
+from privrelease.accounting import PrivacyAccountant
+from privrelease.exceptions import PrivacyLeakWarning
+
+pytestmark = pytest.mark.filterwarnings("ignore", category=PrivacyLeakWarning)
+
+
+def _ratings(n=90, m=8, seed=0):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    X = np.clip(np.round(rng.normal(3 + 0.8 * y[:, None], 1, (n, m))), 1, 5)
+    X[rng.random((n, m)) < 0.3] = 0
+    return X, y
+
+
+def _fitted_state(est):
+    return {k: v for k, v in vars(est).items() if k.endswith("_") and not k.startswith("_")}
+
+
+def _same_state(a, b):
+    assert a.keys() == b.keys()
+    for k in a:
+        assert a[k] is b[k], k
+
+
+def test_attack_keeps_its_classes_when_a_refit_fails():
+    # the failed refit left classes_ = [0] beside the old two-class model: every user was predicted 0 and
+    # predict_proba had one column
+    X, y = _ratings()
+    attack = InferenceAttack(random_state=0).fit(X, y)
+    proba, before = attack.predict_proba(X), _fitted_state(attack)
+    with pytest.raises(ValueError, match="at least two classes"):
+        attack.fit(X[:10, :5], np.zeros(10, dtype=int))
+    _same_state(before, _fitted_state(attack))
+    assert attack.n_features_in_ == 8 and attack.classes_.tolist() == [0, 1]
+    assert np.array_equal(attack.predict_proba(X), proba)
+    assert set(attack.predict(X)) == {0, 1}
+
+
+@pytest.mark.parametrize("Est", [BlurMe, BlurMore])
+def test_blurme_keeps_its_fit_when_a_refit_fails(Est):
+    X, y = _ratings()
+    est = Est(random_state=0).fit(X, y)
+    out, before = est.transform(X), _fitted_state(est)
+    with pytest.raises(ValueError, match="at least two classes"):
+        est.fit(X[:, :6], np.zeros(len(y), dtype=int))
+    _same_state(before, _fitted_state(est))
+    assert np.array_equal(est.transform(X), out)  # was refused: "X has 8 features, but ... expecting 6"
+
+
+def test_blurme_refit_on_one_attribute_drops_the_joint_tuples_of_two():
+    X, y = _ratings()
+    est = BlurMe(random_state=0).fit(X, np.column_stack([y, np.arange(len(y)) % 2]))
+    assert est.joint_tuples_ is not None
+    est.fit(X, y)
+    assert not hasattr(est, "joint_tuples_")  # the previous fit's tuples described classes_ no more
+
+
+def test_dclef_keeps_its_data_range_when_a_refit_fails():
+    # the refused refit set data_range_ = (2, 3) beside d_ in [1, 5]; predict then recorded the query's spend
+    # on the accountant and failed with "every d_i must lie in data_range (2.0, 3.0)"
+    rng = np.random.default_rng(0)
+    Y = rng.normal(size=(50, 3))
+    d = np.clip(np.round(3 + Y[:, 0]), 1, 5)
+    acc = PrivacyAccountant()
+    est = DCLEFEstimator(budget=5.0, data_range=(1, 5), random_state=0, accountant=acc).fit(Y, d)
+    before = _fitted_state(est)
+    with pytest.raises(ValueError, match="outside data_range"):
+        est.set_params(data_range=(2, 3)).fit(Y, d)
+    _same_state(before, _fitted_state(est))
+    assert est.data_range_ == (1.0, 5.0)
+    pred = est.predict(Y[:2])
+    assert pred.shape == (2,) and len(acc) == 2
+
+
+def test_dclef_keeps_its_cap_when_a_refit_fails_on_the_cap():
+    rng = np.random.default_rng(1)
+    Y = rng.normal(size=(30, 2))
+    d = np.clip(np.round(3 + Y[:, 0]), 1, 5)
+    est = DCLEFEstimator(data_range=(0, 10), epsilon_cap=0.5, random_state=0).fit(Y, d)
+    before = _fitted_state(est)
+    with pytest.raises(ValueError, match="epsilon_cap has 3 entries"):
+        est.set_params(data_range=(1, 5), epsilon_cap=[1.0, 2.0, 3.0]).fit(Y, d)
+    _same_state(before, _fitted_state(est))
+    assert est.data_range_ == (0.0, 10.0)
+
+
+def test_truthful_regression_keeps_its_fit_when_the_accountant_refuses_a_refit():
+    # n_clipped_ was written before the accountant refused the refit: it counted the new data's clipped rows
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(40, 3)) / 4
+    y = X @ np.array([0.3, -0.2, 0.1])
+    acc = PrivacyAccountant(epsilon=2.5)
+    mech = TruthfulRegressionMechanism(clip=True, random_state=0, accountant=acc).fit(X, y)
+    before = _fitted_state(mech)
+    assert mech.n_clipped_ == 0
+    X2 = X.copy()
+    X2[:5] *= 10
+    with pytest.raises(Exception, match="refused"):
+        mech.fit(X2, y)
+    _same_state(before, _fitted_state(mech))
+    assert mech.n_clipped_ == 0
+
+
+def test_truthful_regression_warnings_still_point_at_the_callers_fit():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(30, 2)) / 4
+    X[0] = [3.0, 4.0]
+    with pytest.warns(PrivacyLeakWarning) as record:
+        TruthfulRegressionMechanism(clip=True, epsilon=np.inf, random_state=0).fit(X, X[:, 0])
+    leaks = [w for w in record if issubclass(w.category, PrivacyLeakWarning)]
+    assert len(leaks) == 2 and all(w.filename == __file__ for w in leaks)
+
+
+def test_dclef_data_range_warning_points_at_the_callers_fit():
+    rng = np.random.default_rng(4)
+    Y = rng.normal(size=(20, 2))
+    with pytest.warns(PrivacyLeakWarning, match="data_range=None") as record:
+        DCLEFEstimator(random_state=0).fit(Y, Y[:, 0])
+    assert record[0].filename == __file__
+
+
+def test_surprise_keeps_its_fit_when_a_refit_fails_on_user_ids():
+    # user_ids_ and n_features_in_ of the refused refit were written beside the previous model
+    pytest.importorskip("surprise")
+    X, _ = _ratings(40, 6)
+    rec = SurpriseRecommender("BaselineOnly", random_state=0).fit(X)
+    pred, before = rec.predict(X), _fitted_state(rec)
+    with pytest.raises(ValueError, match="user_ids"):
+        rec.fit(X[:, :4], user_ids=list(range(3)))
+    _same_state(before, _fitted_state(rec))
+    assert np.array_equal(rec.predict(X), pred)
+
+
+@pytest.mark.parametrize("model", [
+    make_pipeline(StandardScaler(), RandomForestClassifier(n_estimators=10)),
+    BaggingClassifier(DecisionTreeClassifier(), n_estimators=4, random_state=None),
+], ids=["pipeline", "bagging-of-trees"])
+def test_attack_seeds_the_randomness_of_nested_models(model):
+    # only a top-level random_state was seeded: a forest inside a Pipeline drew a new forest at every fit
+    X, y = _ratings()
+    a = InferenceAttack(model=model, random_state=0).fit(X, y)
+    b = InferenceAttack(model=model, random_state=0).fit(X, y)
+    assert np.array_equal(a.predict_proba(X), b.predict_proba(X))
+    assert model.get_params()["random_state" if hasattr(model, "random_state") else "randomforestclassifier__"
+                               "random_state"] is None  # the user's model is not modified
+
+
+def test_attack_keeps_a_nested_seed_the_user_gave():
+    X, y = _ratings()
+    model = make_pipeline(StandardScaler(), RandomForestClassifier(n_estimators=10, random_state=7))
+    attack = InferenceAttack(model=model, random_state=0).fit(X, y)
+    assert attack.model_.get_params()["randomforestclassifier__random_state"] == 7
+    other = InferenceAttack(model=model, random_state=1).fit(X, y)
+    assert np.array_equal(attack.predict_proba(X), other.predict_proba(X))
