@@ -168,3 +168,22 @@ def test_attack_keeps_a_nested_seed_the_user_gave():
     assert attack.model_.get_params()["randomforestclassifier__random_state"] == 7
     other = InferenceAttack(model=model, random_state=1).fit(X, y)
     assert np.array_equal(attack.predict_proba(X), other.predict_proba(X))
+
+
+@pytest.mark.parametrize("Est", [BlurMe, BlurMore])
+def test_blurme_releases_a_dense_frame_as_a_frame_with_its_users_and_items(Est):
+    # "X_blurred: same type, shape and dtype as X": a dense DataFrame came back as an ndarray (the user ids of
+    # its index and the item names lost), while a sparse DataFrame and QuantizedPrivacyMapper kept the frame
+    import pandas as pd
+
+    X, y = _ratings()
+    df = pd.DataFrame(X.astype(np.int64), columns=[f"item{j}" for j in range(X.shape[1])],
+                      index=pd.Index(np.arange(1000, 1000 + len(X)), name="user"))
+    out = Est(random_state=0).fit(df, y).transform(df)
+    assert isinstance(out, pd.DataFrame)
+    assert out.index.equals(df.index) and list(out.columns) == list(df.columns)
+    assert out.dtypes.tolist() == df.dtypes.tolist()
+    assert np.array_equal(out.to_numpy(), Est(random_state=0).fit(X.astype(np.int64), y).transform(X.astype(np.int64)))
+    assert (out.to_numpy() != 0).sum() >= (X != 0).sum()
+    nullable = df.astype({"item0": "Int64"})
+    assert Est(random_state=0).fit(nullable, y).transform(nullable).dtypes.tolist() == nullable.dtypes.tolist()
