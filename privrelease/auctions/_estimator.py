@@ -196,7 +196,7 @@ class DCLEFEstimator(RegressorMixin, BaseEstimator):
             check_same_index(X, other, name)
             check_same_index(y, other, name, x_name="y")
         X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
-        check_real_target(y, "y", "the private values d as real numbers")
+        check_real_target(y, "y", "the private values d as real numbers", finite=True)
         n = X.shape[0]
         if unit_costs is None:
             costs = np.ones(n)

@@ -790,7 +790,7 @@ class TruthfulRegressionMechanism(RegressorMixin, BaseEstimator):
         check_table(y, "y")
         check_same_index(X, y)
         X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
-        check_real_target(y, "y", "the reported responses as real numbers")
+        check_real_target(y, "y", "the reported responses as real numbers", finite=True)
         n = X.shape[0]
         if n < 2:
             raise ValueError(

@@ -187,3 +187,36 @@ def test_blurme_releases_a_dense_frame_as_a_frame_with_its_users_and_items(Est):
     assert (out.to_numpy() != 0).sum() >= (X != 0).sum()
     nullable = df.astype({"item0": "Int64"})
     assert Est(random_state=0).fit(nullable, y).transform(nullable).dtypes.tolist() == nullable.dtypes.tolist()
+
+
+@pytest.mark.parametrize("missing", [None, float("inf")], ids=["None", "inf"])
+@pytest.mark.parametrize("as_series", [False, True], ids=["object-array", "Series"])
+def test_dclef_refuses_a_missing_private_value_in_an_object_y(missing, as_series):
+    # scikit-learn checks an object y for NaN before converting it, and None is no NaN there: d_ held NaN,
+    # the data_range check (NaN < low is False) let it through, and every predict recorded its spend on the
+    # accountant before failing with "every d_i must lie in data_range (1.0, 5.0) ..., got nan"
+    import pandas as pd
+
+    rng = np.random.default_rng(5)
+    Y = rng.normal(size=(30, 2))
+    d = np.clip(np.round(3 + Y[:, 0]), 1, 5).astype(object)
+    d[4] = missing
+    acc = PrivacyAccountant()
+    est = DCLEFEstimator(data_range=(1, 5), random_state=0, accountant=acc)
+    with pytest.raises(ValueError, match=r"y must hold the private values d as real numbers, got (nan|inf) at "
+                                         r"position 4"):
+        est.fit(Y, pd.Series(d) if as_series else d)
+    assert len(acc) == 0 and not hasattr(est, "d_")
+
+
+def test_truthful_regression_refuses_a_missing_response_before_spending():
+    # the None became NaN: the fit drew its noise, recorded a failed release of 2 epsilon on the accountant
+    # and failed in the payments with "outcome must not contain NaN, got array([nan, nan, ...])"
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(30, 2)) / 4
+    y = (X @ np.array([0.3, -0.2])).astype(object)
+    y[2] = None
+    acc = PrivacyAccountant()
+    with pytest.raises(ValueError, match="y must hold the reported responses as real numbers, got nan at position 2"):
+        TruthfulRegressionMechanism(random_state=0, accountant=acc).fit(X, y)
+    assert acc.spent == 0.0 and len(acc) == 0
