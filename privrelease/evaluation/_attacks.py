@@ -34,6 +34,7 @@ from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ..mappers._base import check_sample_weight
 from ..utils import check_private_labels, check_random_source
 from ..utils._constraints import RANDOM_STATE_CONSTRAINT
 from ..utils._fit import atomic_fit
@@ -357,10 +358,14 @@ class InferenceAttack(ClassifierMixin, BaseEstimator):
 
         X, y, labeled = self._scored_users(X, y)
         if sample_weight is not None:
-            sample_weight = np.asarray(sample_weight)
-            if sample_weight.shape != labeled.shape:
-                raise ValueError(f"sample_weight has shape {sample_weight.shape} but y has {labeled.size} labels")
-            sample_weight = sample_weight[labeled]
+            if np.shape(sample_weight) != labeled.shape:
+                raise ValueError(f"sample_weight has shape {np.shape(sample_weight)} but y has {labeled.size} labels")
+            # the mappers' check: None in an object array reached accuracy_score ("unsupported operand type(s) for
+            # +: 'NoneType' and 'float'"), and a negative weight was used (an accuracy of 0.69 from a weight of -5)
+            sample_weight = check_sample_weight(sample_weight, labeled.size)[labeled]
+            if not sample_weight.sum() > 0:
+                raise ValueError(f"sample_weight gives the {sample_weight.size} users who disclosed the attribute a "
+                                 "total weight of 0; expected a positive total (undisclosed users are not scored)")
         return float(accuracy_score(y, self.predict(X), sample_weight=sample_weight))
 
     def _scored_users(self, X, y):

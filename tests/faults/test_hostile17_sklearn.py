@@ -220,3 +220,21 @@ def test_truthful_regression_refuses_a_missing_response_before_spending():
     with pytest.raises(ValueError, match="y must hold the reported responses as real numbers, got nan at position 2"):
         TruthfulRegressionMechanism(random_state=0, accountant=acc).fit(X, y)
     assert acc.spent == 0.0 and len(acc) == 0
+
+
+@pytest.mark.parametrize("weights, error, match", [
+    (np.array([None] + [1.0] * 89, dtype=object), TypeError, "sample_weight must hold numbers.*None.*row 0"),
+    (np.array([-5.0] + [1.0] * 89), ValueError, "finite and non-negative, got -5.0 at row 0"),
+    (np.r_[np.ones(15), np.zeros(75)], ValueError, "the 75 users who disclosed the attribute a total weight of 0"),
+], ids=["None", "negative", "zero-on-the-disclosed"])
+def test_attack_score_checks_its_weights(weights, error, match):
+    # None reached accuracy_score ("unsupported operand type(s) for +: 'NoneType' and 'float'"), a weight of -5
+    # gave an accuracy of 0.69, weights only on the undisclosed users divided 0 by 0
+    X, y = _ratings()
+    y_disclosed = y.copy()
+    y_disclosed[:15] = -1
+    attack = InferenceAttack(random_state=0).fit(X, y_disclosed)
+    with pytest.raises(error, match=match):
+        attack.score(X, y_disclosed, sample_weight=weights)
+    w = np.r_[np.zeros(15), np.full(75, 2.5)]  # all-equal weights on the scored users: the plain accuracy
+    assert attack.score(X, y_disclosed, sample_weight=w) == attack.score(X, y_disclosed)
