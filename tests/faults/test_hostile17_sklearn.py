@@ -238,3 +238,53 @@ def test_attack_score_checks_its_weights(weights, error, match):
         attack.score(X, y_disclosed, sample_weight=weights)
     w = np.r_[np.zeros(15), np.full(75, 2.5)]  # all-equal weights on the scored users: the plain accuracy
     assert attack.score(X, y_disclosed, sample_weight=w) == attack.score(X, y_disclosed)
+
+
+class _MustNotFit:
+    """A mapper whose fit must not run: verbose is to be checked before any work."""
+
+    def get_params(self, deep=True):
+        return {}
+
+    def set_params(self, **params):
+        return self
+
+    def fit(self, X, y=None):
+        raise AssertionError("the mapper was fitted before verbose was checked")
+
+    def transform(self, X):
+        return X
+
+
+class _ItemMean:
+    def get_params(self, deep=True):
+        return {}
+
+    def set_params(self, **params):
+        return self
+
+    def fit(self, X):
+        import scipy.sparse as sp
+
+        X = sp.csr_matrix(X)
+        self.mean_ = np.asarray(X.sum(axis=0)).ravel() / np.maximum(X.getnnz(axis=0), 1)
+        return self
+
+    def rmse(self, X, y):
+        import scipy.sparse as sp
+
+        y = sp.coo_matrix(y)
+        return float(np.sqrt(np.mean((y.data - self.mean_[y.col]) ** 2)))
+
+
+@pytest.mark.parametrize("verbose, error", [(-1, ValueError), (2.5, TypeError)])
+@pytest.mark.parametrize("which", ["rmse_cost", "privacy_utility_curve"])
+def test_verbose_is_checked_before_any_work(which, verbose, error):
+    # verbose was read by the progress bar only: the mapper(s) were fitted (and the folds sent to joblib) first,
+    # and a negative count was a TypeError
+    from privrelease.evaluation import privacy_utility_curve, rmse_cost
+
+    X, y = _ratings(60, 10)
+    func = rmse_cost if which == "rmse_cost" else privacy_utility_curve
+    with pytest.raises(error, match=f"verbose must be a non-negative int or a bool .*got {verbose!r}"):
+        func(_MustNotFit(), X, y, cv=2, recommender=_ItemMean(), random_state=0, verbose=verbose)
