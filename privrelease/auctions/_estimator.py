@@ -14,6 +14,7 @@ from ..exceptions import BudgetExceededError, PrivacyLeakWarning
 from ..utils import check_random_source
 from ..utils._validation import check_real_target, check_same_index, check_table
 from ..utils._constraints import RANDOM_STATE_CONSTRAINT, NumberInterval
+from ..utils._fit import atomic_fit
 from ._dclef import DCLEF, _check_vector, check_data_range
 from ._mechanism import _fair_inner_product_rows, fair_inner_product
 from ._predictors import knn_weights, nadaraya_watson_weights, ridge_weights
@@ -168,6 +169,7 @@ class DCLEFEstimator(RegressorMixin, BaseEstimator):
         self.random_state = random_state
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @atomic_fit
     def fit(self, X, y, *, unit_costs=None):
         """Store public features, private values and unit costs.
 
@@ -194,7 +196,7 @@ class DCLEFEstimator(RegressorMixin, BaseEstimator):
             check_same_index(X, other, name)
             check_same_index(y, other, name, x_name="y")
         X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
-        check_real_target(y, "y", "the private values d as real numbers")
+        check_real_target(y, "y", "the private values d as real numbers", finite=True)
         n = X.shape[0]
         if unit_costs is None:
             costs = np.ones(n)
@@ -209,7 +211,8 @@ class DCLEFEstimator(RegressorMixin, BaseEstimator):
             warnings.warn(
                 f"data_range=None: the interval [{low}, {high}] was computed from the private "
                 "values themselves, which the privacy guarantee does not cover; pass the public "
-                "data_range (for ratings, the rating scale)", PrivacyLeakWarning, stacklevel=2)
+                "data_range (for ratings, the rating scale)", PrivacyLeakWarning,
+                stacklevel=4)  # fit, atomic_fit, _fit_context: the caller's fit
             self.data_range_ = (low, high)
         else:
             self.data_range_ = check_data_range(self.data_range)

@@ -34,9 +34,11 @@ from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ..mappers._base import check_sample_weight
 from ..mappers._dask import computed
 from ..utils import check_private_labels, check_random_source
 from ..utils._constraints import RANDOM_STATE_CONSTRAINT
+from ..utils._fit import atomic_fit
 from ..utils._threads import single_threaded_blas
 from ..utils._validation import UNDISCLOSED_SHORT, check_same_index, check_table, plain_labels, undisclosed_note
 from ._targets import attribute_targets
@@ -86,10 +88,17 @@ def _make_model(model, seed):
         return RandomForestClassifier(
             n_estimators=200, min_samples_leaf=2, max_features="sqrt", n_jobs=1, random_state=seed
         )
-    from ._protocol import _seed_unset
-
-    # nested ones too: a Pipeline(scaler, RandomForestClassifier()) attacker drew from numpy's global state
-    return _seed_unset(clone(model), seed)
+    est = clone(model)
+    # every random_state left None, the nested ones too (a forest inside a Pipeline, the base estimator of a
+    # bagging): only the top level was seeded, and InferenceAttack(model=make_pipeline(scaler, forest),
+    # random_state=0) gave another attacker at every fit. The top level keeps ``seed`` itself; nested ones get
+    # seeds derived from it, so that two forests of an ensemble are not the same forest.
+    unset = sorted(name for name, value in est.get_params(deep=True).items()
+                   if value is None and (name == "random_state" or name.endswith("__random_state")))
+    if unset:
+        nested = np.random.default_rng(seed).integers(0, 2**31 - 1, size=len(unset))
+        est.set_params(**{name: seed if name == "random_state" else int(s) for name, s in zip(unset, nested)})
+    return est
 
 
 @dataclass
@@ -220,6 +229,7 @@ class InferenceAttack(ClassifierMixin, BaseEstimator):
             self, X, reset=reset, accept_sparse="csr", dtype=np.float64, ensure_all_finite=True
         )
 
+    @atomic_fit
     def fit(self, X, y):
         """Train the attacker on ratings ``X`` and the true attribute ``y``.
 
@@ -250,7 +260,7 @@ class InferenceAttack(ClassifierMixin, BaseEstimator):
         shape = getattr(y, "shape", None) or np.asarray(y).shape
         if len(shape) == 2 and shape[1] == 1:
             warnings.warn("A column-vector y was passed when a 1d array was expected; it is used as "
-                          f"y.ravel() (shape {shape})", DataConversionWarning, stacklevel=2)
+                          f"y.ravel() (shape {shape})", DataConversionWarning, stacklevel=3)  # fit, atomic_fit
         y, labeled = check_private_labels(y, X.shape[0])
         note = undisclosed_note(y, labeled)
         if not labeled.all():
@@ -364,10 +374,14 @@ class InferenceAttack(ClassifierMixin, BaseEstimator):
 
         X, y, labeled = self._scored_users(X, y)
         if sample_weight is not None:
-            sample_weight = np.asarray(sample_weight)
-            if sample_weight.shape != labeled.shape:
-                raise ValueError(f"sample_weight has shape {sample_weight.shape} but y has {labeled.size} labels")
-            sample_weight = sample_weight[labeled]
+            if np.shape(sample_weight) != labeled.shape:
+                raise ValueError(f"sample_weight has shape {np.shape(sample_weight)} but y has {labeled.size} labels")
+            # the mappers' check: None in an object array reached accuracy_score ("unsupported operand type(s) for
+            # +: 'NoneType' and 'float'"), and a negative weight was used (an accuracy of 0.69 from a weight of -5)
+            sample_weight = check_sample_weight(sample_weight, labeled.size)[labeled]
+            if not sample_weight.sum() > 0:
+                raise ValueError(f"sample_weight gives the {sample_weight.size} users who disclosed the attribute a "
+                                 "total weight of 0; expected a positive total (undisclosed users are not scored)")
         return float(accuracy_score(y, self.predict(X), sample_weight=sample_weight))
 
     def _scored_users(self, X, y):

@@ -23,6 +23,7 @@ from ..mappers._base import _refuse_nan_ratings
 from ..mappers._dask import computed
 from ..utils import check_random_source, restore_sparse_format
 from ..utils._constraints import RANDOM_STATE_CONSTRAINT, NumberInterval
+from ..utils._fit import atomic_fit
 from ..utils._threads import single_threaded_blas
 from ..utils._validation import (UNDISCLOSED_SHORT, canonical_sparse, check_same_index, check_table, is_sparse_frame,
                                  nullable_numpy_dtype, plain_labels, ratings_in_dtype, sparse_frame_like,
@@ -121,6 +122,7 @@ class BlurMe(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         self.C = C
         self.random_state = random_state
 
+    @atomic_fit
     def fit(self, X, y):
         """Learn the items indicative of each class from the labeled users.
 
@@ -197,7 +199,8 @@ class BlurMe(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         Returns
         -------
         X_blurred : same type, shape and dtype as ``X``
-            Added ratings (item means) are rounded for an integer dtype. A dask
+            Added ratings (item means) are rounded for an integer dtype. A
+            DataFrame (dense or sparse) keeps its index and columns. A dask
             array is computed first (BlurMe works in memory): its release is a
             scipy sparse matrix for sparse blocks, an array for dense ones.
         """
@@ -235,6 +238,9 @@ class BlurMe(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         # (a DataFrame of sparse columns comes back as one, with its index and columns)
         fmt = (X.format, isinstance(X, sp.sparray)) if sp.issparse(X) else None
         fmt = ("frame", X) if is_sparse_frame(X) else fmt
+        # a dense DataFrame stays one too, with its index (the users) and columns (the items), as
+        # QuantizedPrivacyMapper releases it: it came back as an ndarray, against "same type as X"
+        fmt = ("dense_frame", X) if fmt is None and hasattr(X, "iloc") and getattr(X, "ndim", 0) == 2 else fmt
         check_table(X)
         _refuse_nan_ratings(X)
         # dtype="numeric" keeps the caller's dtype (integer ratings came back as float64 means); scikit-learn
@@ -260,6 +266,15 @@ class BlurMe(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         format (a sparse array for a sparse array)."""
         if fmt is None:  # float16 too (scipy's sparse matrices cannot store it: cast the dense release)
             return out.toarray().astype(dtype, copy=False)
+        if fmt[0] == "dense_frame":
+            import pandas as pd
+
+            frame = fmt[1]
+            released = pd.DataFrame(out.toarray().astype(dtype, copy=False), index=frame.index,
+                                    columns=frame.columns, copy=False)
+            nullable = {c: d for c, d in frame.dtypes.items() if not isinstance(d, np.dtype)}
+            # pandas' nullable integer columns (Int64, UInt8, boolean) stay nullable, their ratings whole numbers
+            return released.astype(nullable) if nullable and nullable_numpy_dtype(frame) is not None else released
         out = out.astype(dtype, copy=False)
         if fmt[0] == "frame":  # a sparse DataFrame stays one (same index and columns)
             return sparse_frame_like(out, fmt[1])
@@ -383,7 +398,8 @@ class BlurMore(BlurMe):
         -------
         X_blurred : same type, shape and dtype as ``X``
             Every user has as many ratings as in ``X``; added ratings (item
-            means) are rounded for an integer dtype.
+            means) are rounded for an integer dtype. A DataFrame (dense or
+            sparse) keeps its index and columns.
         """
         Xs, fmt, dtype = self._working_copy(X)
         n_users = Xs.shape[0]

@@ -20,6 +20,7 @@ from ._protocol import (
     RELEASES,
     _check_mapper,
     _check_recommender,
+    _check_verbose,
     _fit_mapper,
     _fitted_attr,
     _fold_rmse,
@@ -454,6 +455,7 @@ def privacy_utility_curve(mapper, ratings, private, *, deltas=None, max_leakages
                          "deltas or max_leakages is given (they sweep delta and max_leakage); pass values=[...] "
                          "with param, or drop param")
     n_jobs = check_n_jobs(n_jobs)
+    verbose = _check_verbose(verbose)  # before any work: it was read once the mappers were fitted
     if given:
         name, grid = given[0]
         label = {"delta": "deltas", "max_leakage": "max_leakages"}.get(name, "values")

@@ -359,10 +359,13 @@ def _fold_rmse(split, k, release, recommender, mapper=None):
 
 
 def _check_verbose(verbose):
+    """``verbose`` as an int: TypeError for what is not an int or a bool, ValueError for a negative int."""
     if isinstance(verbose, (bool, np.bool_)):
         return int(verbose)
-    if not isinstance(verbose, numbers.Integral) or verbose < 0:
+    if not isinstance(verbose, numbers.Integral):
         raise TypeError(f"verbose must be a non-negative int or a bool (0 = no progress bar), got {verbose!r}")
+    if verbose < 0:
+        raise ValueError(f"verbose must be a non-negative int or a bool (0 = no progress bar), got {int(verbose)!r}")
     return int(verbose)
 
 
@@ -407,6 +410,7 @@ def _progress(iterable, total, verbose, desc):
 
 def _run_jobs(jobs, n_jobs, verbose, desc):
     """Run ``(func, args)`` jobs with joblib, in order, with a progress bar."""
+    verbose = _check_verbose(verbose)  # before the jobs are sent
     par = Parallel(n_jobs=n_jobs, return_as="generator")
     gen = par(delayed(f)(*a) for f, a in jobs)
     return list(_progress(gen, len(jobs), verbose, desc))
@@ -609,6 +613,7 @@ def rmse_cost(mapper, ratings, private, *, opt_in_fraction=0.5, cv=5, heldout_fr
     """
     _check_mapper(mapper)
     n_jobs = check_n_jobs(n_jobs)
+    verbose = _check_verbose(verbose)  # before any work: it was read once the mapper was fitted and the folds sent
     recommender = _check_recommender(recommender, rating_range)
     split = _prepare_split(ratings, private, opt_in_fraction=opt_in_fraction, cv=cv,
                            heldout_fraction=heldout_fraction, rating_range=rating_range,

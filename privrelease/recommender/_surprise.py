@@ -21,6 +21,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..utils import check_random_source, check_rating_matrix, check_rating_scale
 from ..utils._constraints import RANDOM_STATE_CONSTRAINT, NumberInterval
+from ..utils._fit import atomic_fit
 from ..utils._threads import single_threaded_blas
 from ._split import _in_memory
 from ..utils._validation import (check_allocation, check_bool_number_mix, check_same_columns, check_same_index,
@@ -482,6 +483,7 @@ class SurpriseRecommender(BaseEstimator):
             algo.random_state = check_random_source(self.random_state).spawn_seed()
         return algo
 
+    @atomic_fit
     def fit(self, X, y=None, *, user_ids=None, item_ids=None):
         """Fit the Surprise algorithm on the nonzero entries of ``X``.
 

@@ -27,6 +27,7 @@ from ..utils import check_number, check_random_source
 from ..utils._linalg import ridge_svd
 from ..utils._validation import check_real_target, check_same_index, check_table, plain_value
 from ..utils._constraints import RANDOM_STATE_CONSTRAINT, NumberInterval
+from ..utils._fit import atomic_fit
 
 __all__ = [
     "TruthfulRegressionMechanism",
@@ -701,7 +702,7 @@ class TruthfulRegressionMechanism(RegressorMixin, BaseEstimator):
             f"responses into [-{Y}, {Y}]): the privacy guarantee holds for the clipped data "
             "and rests on the clipping being applied to every record",
             PrivacyLeakWarning,
-            stacklevel=3,
+            stacklevel=5,  # _check_domain, fit, atomic_fit, _fit_context: the caller's fit
         )
         X = X.copy()
         # x / ||x|| as (x / max|x_j|) / ||x / max|x_j|||: ||[3e200, 4e200]|| overflowed, and the row became 0
@@ -786,6 +787,7 @@ class TruthfulRegressionMechanism(RegressorMixin, BaseEstimator):
         return np.where(nonzero, q, 0.0)
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @atomic_fit
     def fit(self, X, y):
         """Run the mechanism on the players' reports.
 
@@ -804,7 +806,7 @@ class TruthfulRegressionMechanism(RegressorMixin, BaseEstimator):
         check_table(y, "y")
         check_same_index(X, y)
         X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
-        check_real_target(y, "y", "the reported responses as real numbers")
+        check_real_target(y, "y", "the reported responses as real numbers", finite=True)
         n = X.shape[0]
         if n < 2:
             raise ValueError(
@@ -815,7 +817,7 @@ class TruthfulRegressionMechanism(RegressorMixin, BaseEstimator):
         X, y, self.n_clipped_ = self._check_domain(X, y)
         if np.isinf(float(self.epsilon)):
             _warn_infinite_epsilon("TruthfulRegressionMechanism",
-                                   "the ridge estimators (coef_ and group_coef_) are", stacklevel=4)
+                                   "the ridge estimators (coef_ and group_coef_) are", stacklevel=5)
         source = check_random_source(self.random_state)
         acc = check_accountant(self.accountant)
         # the whole output (the public model, the two group models, the payments) is 2 epsilon-jointly DP

@@ -1073,16 +1073,24 @@ def plain_labels(y):
     return plain
 
 
-def check_real_target(y, name="y", what="real numbers"):
+def check_real_target(y, name="y", what="real numbers", finite=False):
     """Refuse a target that is not made of real numbers (strings, complex, dates) with a message naming it.
 
     ``validate_data(..., y_numeric=True)`` converts object arrays but lets a
-    string array through, which then fails deep inside numpy.
+    string array through, which then fails deep inside numpy. ``finite=True`` also refuses NaN and
+    +-inf: scikit-learn checks an object ``y`` for NaN before converting it, and ``None`` (or
+    ``float("inf")``) in an object array or Series is no NaN there, so it came out of ``validate_data``
+    as NaN (inf): a DCLEFEstimator stored a NaN private value that its range check let through.
     """
     if y.dtype.kind not in "biuf":
         first = y.ravel()[0] if y.size else None
         raise TypeError(f"{name} must hold {what}, got an array of dtype {y.dtype} (for example "
                         f"{plain_value(first)!r})")
+    if finite and y.dtype.kind == "f" and not np.all(np.isfinite(y)):
+        bad = np.flatnonzero(~np.isfinite(y.ravel()))
+        raise ValueError(f"{name} must hold {what}, got {plain_value(y.ravel()[bad[0]])!r} at position {int(bad[0])} "
+                         f"({bad.size} such value(s); a None or missing value of an object array or Series "
+                         "is read as NaN)")
     return y
 
 

@@ -145,8 +145,10 @@ def test_a_frame_of_nullable_integer_ratings_is_released_as_integers_in_memory_a
     assert all(pd.api.types.is_integer_dtype(d) for d in out.dtypes)
     assert out.dtypes.tolist() == m.transform(dd.from_pandas(mixed, npartitions=2)).compute().dtypes.tolist()
     for blur in (BlurMe(random_state=0), BlurMore(random_state=0)):
-        out = blur.fit(df, gender).transform(df)
-        assert out.dtype == np.int64 and np.array_equal(out, np.rint(out))
+        out = blur.fit(df, gender).transform(df)  # a frame, as the mapper's: df's labels and nullable integer dtypes
+        assert out.dtypes.tolist() == df.dtypes.tolist() and out.index.equals(df.index)
+        out = out.to_numpy(dtype=np.float64)
+        assert np.array_equal(out, np.rint(out))
     # floats are still released as floats
     assert set(m.transform(df.astype("Float64")).dtypes) == {np.dtype(np.float64)}
 
