@@ -19,7 +19,7 @@ import scipy.sparse as sp
 
 from ..utils import check_rating_scale
 from ..utils._validation import (canonical_sparse, check_bool_number_mix, check_ids, check_not_subnormal, check_table,
-                                 is_sparse_frame, plain_value, ratings_in_dtype)
+                                 is_sparse_frame, plain_value, ratings_in_dtype, sparse_frame_as_csr)
 
 __all__ = ["RatingsFrame"]
 
@@ -420,8 +420,8 @@ class RatingsFrame:
             kinds = [getattr(d, "subtype", d) for d in X.dtypes]  # a float32 frame came back as float64 ratings
             if kinds and all(isinstance(d, np.dtype) and d.kind in "biuf" for d in kinds):
                 dtype = np.result_type(*kinds)
-            if is_sparse_frame(X):  # never densified
-                X = X.sparse.to_coo()
+            if is_sparse_frame(X):  # never densified; filled with NaN: pandas' to_coo refused it
+                X = sparse_frame_as_csr(X)
         try:
             X = sp.csr_matrix(X, dtype=np.float64) if not sp.issparse(X) else sp.csr_matrix(X).astype(np.float64)
         except (TypeError, ValueError) as exc:

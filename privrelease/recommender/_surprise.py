@@ -23,7 +23,7 @@ from ..utils import check_random_source, check_rating_matrix, check_rating_scale
 from ..utils._constraints import RANDOM_STATE_CONSTRAINT, NumberInterval
 from ..utils._threads import single_threaded_blas
 from ..utils._validation import (check_allocation, check_bool_number_mix, check_same_columns, check_same_index,
-                                 check_table, plain_value)
+                                 check_table, plain_value, zero_fill_sparse_frame)
 
 __all__ = ["SurpriseRecommender"]
 
@@ -510,6 +510,7 @@ class SurpriseRecommender(BaseEstimator):
                              f"{self.algo_params!r}")
         scale = self._check_scale()
         check_table(X)
+        X = zero_fill_sparse_frame(X)  # NaN-filled sparse columns: pandas' "fill value must be 0" in scikit-learn
         X = validate_data(self, X, accept_sparse=("csr", "csc", "coo"), dtype=np.float64,
                           reset=True)
         Xc, _ = check_rating_matrix(X, rating_range=scale)
@@ -786,6 +787,7 @@ class SurpriseRecommender(BaseEstimator):
     def _check_X(self, X, name="X"):
         check_is_fitted(self)
         check_table(X)
+        X = zero_fill_sparse_frame(X, name)
         X = validate_data(self, X, accept_sparse=("csr", "csc", "coo"), dtype=np.float64,
                           reset=False)
         Xc, _ = check_rating_matrix(X, name=name)

@@ -557,7 +557,8 @@ def check_numeric_frame(X, name="X"):
 def check_rating_matrix(X, *, name="X", rating_range=None, dtype=(np.float64, np.float32)):
     """Validate a user x item rating matrix (0 = not rated).
 
-    Dense arrays and every scipy sparse format are accepted; sparse input is
+    Dense arrays, every scipy sparse format and DataFrames of sparse columns
+    (read without densifying, as ``"csr"``) are accepted; sparse input is
     returned as CSR (the format is remembered so a transform can give back the
     caller's format, see :func:`restore_sparse_format`). Explicitly stored zeros
     are dropped: 0 means "not rated".
@@ -584,6 +585,8 @@ def check_rating_matrix(X, *, name="X", rating_range=None, dtype=(np.float64, np
     check_table(X, name)
     check_no_time_values(X, name)
     check_numeric_frame(X, name)
+    if is_sparse_frame(X):  # np.asarray below densified the whole user x item table
+        X = sparse_frame_as_csr(X, name)
     if sp.issparse(X):
         fmt = X.format
         Xc = X.tocsr(copy=True)
@@ -783,6 +786,56 @@ def is_sparse_frame(X):
 
     return (isinstance(X, pd.DataFrame) and X.shape[1] > 0
             and all(isinstance(d, pd.SparseDtype) for d in X.dtypes))
+
+
+def sparse_frame_as_csr(X, name="X"):
+    """A DataFrame of sparse columns as a scipy ``csr_matrix`` of its stored values, never densified.
+
+    pandas' ``X.sparse.to_coo()`` (which scikit-learn's ``validate_data`` calls) accepts only columns filled with
+    0: ``df.astype(pd.SparseDtype(float))``, the usual way to make a frame sparse, fills with NaN and stores
+    every other value, zeros included, so a frame without a single NaN was refused with pandas' "fill value must
+    be 0 when converting to COO matrix", naming no column; ``np.asarray`` read it densely (the whole user x item
+    table in memory). Here a NaN-filled column whose cells are all stored is read as it is (a stored 0 is "not
+    rated"); one with unstored cells holds NaN there: ValueError naming their number and the first, as for a
+    dense NaN (0 means "not rated" in a rating matrix). Other fill values are refused by :func:`check_table`.
+    """
+    import pandas as pd
+
+    n_rows = X.shape[0]
+    rows, cols, vals, dtypes = [], [], [], []
+    nan_count, first = 0, None
+    for j, (_, col) in enumerate(X.items()):
+        arr = col.array
+        pos = np.asarray(arr.sp_index.indices, dtype=np.int64)
+        if pd.isna(arr.fill_value) and pos.size < n_rows:
+            nan_count += n_rows - pos.size
+            unstored = np.setdiff1d(np.arange(n_rows), pos, assume_unique=True)
+            if first is None or int(unstored[0]) < first[0]:  # the first in row order
+                first = (int(unstored[0]), j)
+        rows.append(pos)
+        cols.append(np.full(pos.size, j, dtype=np.int64))
+        vals.append(np.asarray(arr.sp_values))
+        dtypes.append(col.dtype.subtype)
+    if nan_count:
+        raise ValueError(
+            f"{name} holds {nan_count} NaN entries (the first at row {first[0]}, column {first[1]}: unstored cells of "
+            f"a sparse column filled with NaN); in a rating matrix 0 means 'not rated': fill them with 0 "
+            f"({name}.fillna(0) keeps the columns sparse, filled with 0)")
+    dtype = np.result_type(*dtypes)
+    data = np.concatenate(vals).astype(dtype, copy=False) if vals else np.empty(0, dtype=dtype)
+    return sp.csr_matrix((data, (np.concatenate(rows), np.concatenate(cols))), shape=X.shape, dtype=dtype)
+
+
+def zero_fill_sparse_frame(X, name="X"):
+    """``X`` unchanged unless it is a DataFrame of sparse columns one of which is filled with NaN: then the same
+    frame (index, column labels, stored values) with every column filled with 0, which scikit-learn's
+    ``validate_data`` reads as a sparse matrix (see :func:`sparse_frame_as_csr`, which refuses unstored NaN
+    cells)."""
+    if not is_sparse_frame(X) or all(d.fill_value == 0 for d in X.dtypes):
+        return X
+    import pandas as pd
+
+    return pd.DataFrame.sparse.from_spmatrix(sparse_frame_as_csr(X, name), index=X.index, columns=X.columns)
 
 
 def sparse_frame_like(X_sparse, like):
