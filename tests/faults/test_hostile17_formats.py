@@ -90,3 +90,31 @@ def test_check_rating_matrix_and_holdout_split_keep_a_sparse_frame_sparse():
     assert peak < n * m, peak  # the dense float64 table is 8 * n * m bytes
     train, held = holdout_split(frame.iloc[:300], 0.2, random_state=0)
     assert sp.issparse(train) and (train + held != X[:300]).nnz == 0
+
+
+# ----------------------------------------------------------------------------- 3. from_matrix: missing cells, Int64
+def _small():
+    df = pd.DataFrame({"user": ["a", "b", "a"], "item": [1, 2, 3], "rating": [4, 2, 5]})
+    return RatingsFrame().fit(df)
+
+
+@pytest.mark.parametrize("X", [
+    np.array([[4, None, 5], [0, 2, 0]], dtype=object),  # scipy read None as 0: the cell was dropped silently
+    [[4, None, 5], [0, 2, 0]],
+    pd.DataFrame([[4.0, pd.NA, 5.0], [0.0, 2.0, 0.0]], index=["a", "b"], columns=[1, 2, 3]).astype("Float64"),
+    pd.DataFrame([[4, pd.NA, 5], [0, 2, 0]], index=["a", "b"], columns=[1, 2, 3]).astype("Int64"),
+])
+def test_from_matrix_names_a_missing_cell_of_an_object_or_nullable_table(X):
+    # pd.NA: TypeError "X must hold real-number ratings, got boolean value of NA is ambiguous"
+    with pytest.raises(ValueError, match=r"X holds 1 missing rating\(s\) \(NaN, None or pd\.NA; the first at row 0, "
+                                         r"column 1\).*fillna\(0\)"):
+        _small().from_matrix(X)
+
+
+def test_from_matrix_keeps_the_integer_dtype_of_a_nullable_integer_frame():
+    # the docstring promises the frame's dtype; an Int64 frame (a mapper's release of one) gave float64 ratings
+    W = pd.DataFrame([[4, 0, 5], [0, 2, 0]], index=["a", "b"], columns=[1, 2, 3])
+    out = _small().from_matrix(W.astype("Int64"))
+    assert out["rating"].dtype == np.int64 and out["rating"].tolist() == [4, 5, 2]
+    assert _small().from_matrix(W.astype("UInt8"))["rating"].dtype == np.uint8
+    assert _small().from_matrix(W.astype("Float32"))["rating"].dtype == np.float32
