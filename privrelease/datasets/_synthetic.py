@@ -265,6 +265,8 @@ def make_ratings(n_users=1000, n_items=200, *, n_factors=5, attribute_strength=1
     n_users = check_number(n_users, "n_users", low=1, integer=True)
     n_items = check_number(n_items, "n_items", low=1, integer=True)
     n_factors = check_number(n_factors, "n_factors", low=1, integer=True)
+    if not isinstance(return_dense, (bool, np.bool_)):  # return_dense="no" returned a dense array
+        raise TypeError(f"return_dense must be a bool, got {return_dense!r}")
     attribute_strength = check_number(attribute_strength, "attribute_strength", low=0)
     weights = _check_class_weights(attribute_proportion)
     mean_ratings_per_user = check_number(mean_ratings_per_user, "mean_ratings_per_user",

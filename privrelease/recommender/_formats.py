@@ -432,8 +432,11 @@ class RatingsFrame:
         """
         self._check_fitted()
         check_table(X)  # complex values, masked entries, ragged rows
-        if not sp.issparse(X) and np.ndim(X) != 2:
-            raise ValueError(f"X must be a 2-D user x item matrix, got an array of shape {np.shape(X)}")
+        # a 1-D scipy sparse array (scipy >= 1.15) was "X must hold real-number ratings, got shape must have length
+        # in (2,)"
+        shape = X.shape if sp.issparse(X) else np.shape(X)
+        if len(shape) != 2:
+            raise ValueError(f"X must be a 2-D user x item matrix, got an array of shape {shape}")
         # the ratings' dtype: an int8 or float32 release came back as float64 ratings
         dtype = getattr(X, "dtype", None)
         dtype = dtype if isinstance(dtype, np.dtype) and dtype.kind in "biuf" else np.dtype(np.float64)

@@ -118,3 +118,18 @@ def test_from_matrix_keeps_the_integer_dtype_of_a_nullable_integer_frame():
     assert out["rating"].dtype == np.int64 and out["rating"].tolist() == [4, 5, 2]
     assert _small().from_matrix(W.astype("UInt8"))["rating"].dtype == np.uint8
     assert _small().from_matrix(W.astype("Float32"))["rating"].dtype == np.float32
+
+
+def test_from_matrix_says_a_one_dimensional_sparse_array_is_not_a_matrix():
+    # TypeError "X must hold real-number ratings, got shape must have length in (2,). Got new_shape=(1,)"
+    with pytest.raises(ValueError, match=r"X must be a 2-D user x item matrix, got an array of shape \(3,\)"):
+        _small().from_matrix(sp.coo_array(np.array([4.0, 0.0, 5.0])))
+
+
+# ----------------------------------------------------------------------------- 4. generators
+@pytest.mark.parametrize("value", ["no", 1, None])
+def test_make_ratings_refuses_a_return_dense_that_is_not_a_bool(value):
+    # return_dense="no" (or 1) returned a dense ndarray, None a CSR matrix, without a word
+    with pytest.raises(TypeError, match=f"return_dense must be a bool, got {value!r}"):
+        make_ratings(10, 30, return_dense=value, random_state=0)
+    assert isinstance(make_ratings(10, 30, return_dense=np.True_, random_state=0)[0], np.ndarray)
