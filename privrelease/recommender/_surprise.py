@@ -23,7 +23,8 @@ from ..utils import check_random_source, check_rating_matrix, check_rating_scale
 from ..utils._constraints import RANDOM_STATE_CONSTRAINT, NumberInterval
 from ..utils._threads import single_threaded_blas
 from ..utils._validation import (check_allocation, check_bool_number_mix, check_same_columns, check_same_index,
-                                 check_table, plain_value, zero_fill_sparse_frame)
+                                 check_table, is_sparse_frame, plain_value, sparse_frame_as_csr,
+                                 zero_fill_sparse_frame)
 
 __all__ = ["SurpriseRecommender"]
 
@@ -250,6 +251,43 @@ def _lookup_ids(known, requested, what):
                       f"requested match no {what} of the fit, for example {example!r}{hint}; they get the "
                       f"prediction of an unknown {what} ({fallback})", UserWarning, stacklevel=3)
     return at
+
+
+def _mask_matrix(mask):
+    """``predict``'s ``mask`` as a CSR matrix of its support, never densified; a missing cell refused.
+
+    ``sp.csr_matrix(mask)`` read a NaN (the held-out ratings in pivot form, NaN where not held out; a sparse frame
+    filled with NaN) as nonzero, so every such cell was predicted without a word; a pandas nullable boolean frame
+    failed with "scipy.sparse does not support dtype object" (with a pd.NA: "boolean value of NA is ambiguous"),
+    and a sparse frame was densified.
+    """
+    check_table(mask, "mask")
+    if is_sparse_frame(mask):
+        return sp.csr_matrix(sparse_frame_as_csr(mask, "mask"))  # unstored NaN cells refused there
+    if sp.issparse(mask):
+        M = sp.csr_matrix(mask)
+        values = M.data
+        missing, first = (np.isnan(values) if values.dtype.kind == "f" else np.zeros(values.shape, bool)), None
+        if missing.any():
+            C = M.tocoo()
+            k = int(np.flatnonzero(np.isnan(C.data))[0])
+            first = (int(C.row[k]), int(C.col[k]))
+    else:
+        if isinstance(mask, pd.DataFrame):
+            missing = mask.isna().to_numpy(dtype=bool)
+            arr = None if missing.any() else mask.to_numpy(dtype=np.float64)
+        else:
+            arr = np.asarray(mask)
+            missing = np.asarray(pd.isna(arr), dtype=bool) if arr.dtype == object or arr.dtype.kind == "f" else None
+        first = tuple(int(v) for v in np.argwhere(missing)[0]) if missing is not None and missing.ndim == 2 \
+            and missing.any() else None
+        M = None if first is not None else sp.csr_matrix(arr)
+    if first is not None:
+        raise ValueError(f"mask holds {int(np.sum(missing))} missing cell(s) (NaN, None or pd.NA; the first at row "
+                         f"{first[0]}, column {first[1]}); expected nonzero (True) where a prediction is wanted and 0 "
+                         "(False) elsewhere: a NaN is nonzero, so such a cell would be predicted; fill them with 0 "
+                         "(mask.fillna(0) or np.nan_to_num(mask, nan=0.0))")
+    return M
 
 
 def _check_same_labels(X, y, name):
@@ -818,7 +856,7 @@ class SurpriseRecommender(BaseEstimator):
             _check_same_labels(X, mask, "mask")
         Xr = self._check_X(X)
         if mask is not None:
-            M = sp.csr_matrix(mask)
+            M = _mask_matrix(mask)
             if M.shape != Xr.shape:
                 raise ValueError(f"mask has shape {M.shape} but X has shape {Xr.shape}")
             M.eliminate_zeros()

@@ -133,3 +133,34 @@ def test_make_ratings_refuses_a_return_dense_that_is_not_a_bool(value):
     with pytest.raises(TypeError, match=f"return_dense must be a bool, got {value!r}"):
         make_ratings(10, 30, return_dense=value, random_state=0)
     assert isinstance(make_ratings(10, 30, return_dense=np.True_, random_state=0)[0], np.ndarray)
+
+
+# ----------------------------------------------------------------------------- 5. predict's mask
+def _fitted_split():
+    X, _ = _ratings()
+    train, held = holdout_split(X, 0.2, random_state=0)
+    rec = SurpriseRecommender("BaselineOnly").fit(train)
+    return rec, train, held
+
+
+@pytest.mark.parametrize("kind", ["nan_array", "none_objects", "nullable_na", "stored_nan"])
+def test_predict_refuses_a_mask_with_missing_cells(kind):
+    # the held-out ratings in pivot form (NaN where not held out) were read as nonzero: every cell was predicted
+    rec, train, held = _fitted_split()
+    D = held.toarray()
+    mask = {"nan_array": np.where(D == 0, np.nan, D),
+            "none_objects": np.where(D != 0, 1, None),
+            "nullable_na": pd.DataFrame(np.where(D != 0, True, None)).astype("boolean"),
+            "stored_nan": sp.csr_matrix(np.where(D == 0, np.nan, D))}[kind]
+    with pytest.raises(ValueError, match=r"mask holds \d+ missing cell\(s\) \(NaN, None or pd\.NA; the first at row "
+                                         r"0, column \d+\).*fillna\(0\)"):
+        rec.predict(train, mask=mask)
+
+
+def test_predict_reads_a_nullable_boolean_mask_by_its_support():
+    # "scipy.sparse does not support dtype object"
+    rec, train, held = _fitted_split()
+    mask = pd.DataFrame(held.toarray() != 0).astype("boolean")
+    got = rec.predict(train, mask=mask)
+    assert got.nnz == held.nnz
+    np.testing.assert_allclose(got.toarray(), rec.predict(train, mask=held).toarray())
