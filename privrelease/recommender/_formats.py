@@ -18,8 +18,9 @@ import pandas as pd
 import scipy.sparse as sp
 
 from ..utils import check_rating_scale
-from ..utils._validation import (canonical_sparse, check_bool_number_mix, check_ids, check_not_subnormal, check_table,
-                                 is_sparse_frame, plain_value, ratings_in_dtype, sparse_frame_as_csr)
+from ..utils._validation import (canonical_sparse, check_bool_number_mix, check_ids, check_no_time_values,
+                                 check_not_subnormal, check_table, is_sparse_frame, plain_value, ratings_in_dtype,
+                                 sparse_frame_as_csr)
 
 __all__ = ["RatingsFrame"]
 
@@ -300,6 +301,9 @@ class RatingsFrame:
                 raise TypeError(f"ratings[{col!r}] must hold hashable ids (numbers, strings, tuples), got "
                                 f"{unhashable!r} of type {type(unhashable).__name__}")
             check_ids(ratings[col].to_numpy(), f"ratings[{col!r}]")  # a NUL refused; ids printing alike warned
+        # pandas reads dates and durations as numbers: a datetime64 rating column became ratings of 1.6e15 (its
+        # microseconds since 1970), a timedelta one its microseconds, without a word
+        check_no_time_values(ratings[[self.rating]], "ratings")
         r = pd.to_numeric(ratings[self.rating], errors="coerce")
         bad = r.isna()
         if bad.any():

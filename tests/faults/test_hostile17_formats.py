@@ -164,3 +164,30 @@ def test_predict_reads_a_nullable_boolean_mask_by_its_support():
     got = rec.predict(train, mask=mask)
     assert got.nnz == held.nnz
     np.testing.assert_allclose(got.toarray(), rec.predict(train, mask=held).toarray())
+
+
+# ----------------------------------------------------------------------------- 6. loaders
+@pytest.mark.parametrize("loader", ["load_movielens_100k", "load_movielens_1m"])
+def test_a_movielens_ratings_csv_folder_points_to_load_ratings_csv(tmp_path, loader):
+    # MovieLens latest / 20M / 25M ('userId,movieId,rating,timestamp'): the message listed the missing files only
+    from privrelease import datasets
+
+    (tmp_path / "ratings.csv").write_text("userId,movieId,rating,timestamp\n1,1,4.0,964982703\n2,1,3.5,964982931\n")
+    with pytest.raises(FileNotFoundError, match=r"ratings\.csv exists .*load_ratings_csv\(path, user_col='userId', "
+                                                r"item_col='movieId', timestamp_col='timestamp'\)"):
+        getattr(datasets, loader)(tmp_path)
+    X, users, items = datasets.load_ratings_csv(tmp_path / "ratings.csv", user_col="userId", item_col="movieId",
+                                                timestamp_col="timestamp")
+    assert X.toarray().tolist() == [[4.0], [3.5]] and users.tolist() == [1, 2] and items.tolist() == [1]
+
+
+# ----------------------------------------------------------------------------- 7. long-form ratings
+@pytest.mark.parametrize("ratings", [pd.to_datetime(["2020-01-01", "2020-01-02", "2020-01-03"]),
+                                     pd.to_datetime(["2020-01-01", "2020-01-02", "2020-01-03"]).tz_localize("UTC"),
+                                     pd.to_timedelta([1, 2, 3], unit="s")])
+def test_a_date_or_duration_rating_column_is_refused(ratings):
+    # read as numbers: ratings of 1.5778368e+15 (microseconds since 1970) or 1e6 (microseconds), without a word
+    df = pd.DataFrame({"user": ["a", "b", "a"], "item": [1, 2, 3], "rating": ratings})
+    with pytest.raises(TypeError, match=r"ratings must hold ratings as numbers, got dtype .*\(column 'rating'\): "
+                                        r"dates and durations are not ratings"):
+        RatingsFrame().fit(df)
