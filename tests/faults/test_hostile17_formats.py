@@ -191,3 +191,16 @@ def test_a_date_or_duration_rating_column_is_refused(ratings):
     with pytest.raises(TypeError, match=r"ratings must hold ratings as numbers, got dtype .*\(column 'rating'\): "
                                         r"dates and durations are not ratings"):
         RatingsFrame().fit(df)
+
+
+def test_the_attacker_and_blurme_read_a_nan_filled_sparse_frame_as_its_values():
+    # pandas' "fill value must be 0 when converting to COO matrix" inside scikit-learn
+    from privrelease.evaluation import BlurMe, InferenceAttack
+
+    X, y = _ratings()
+    F = _nan_filled(X)
+    attack = InferenceAttack(random_state=0).fit(F, y)
+    np.testing.assert_array_equal(attack.predict(F), InferenceAttack(random_state=0).fit(X, y).predict(X))
+    out = BlurMe(random_state=0).fit(F, y).transform(F)
+    expected = BlurMe(random_state=0).fit(X, y).transform(X)
+    np.testing.assert_array_equal(sp.csr_matrix(out.sparse.to_coo()).toarray(), expected.toarray())
