@@ -248,10 +248,15 @@ def check_table(X, name="X"):
       without naming it;
     * a DataFrame with a column name used twice: scikit-learn's (narwhals') "Expected unique column names"
       named neither the argument nor what to do;
+    * a DataFrame without columns: scikit-learn's "at least one array or dtype is required" (numpy's);
     * a DataFrame of sparse columns one of which has a fill value neither 0 nor NaN: every unstored cell holds
       that value, and pandas' "fill value must be 0 when converting to COO matrix" named no column.
     """
     columns = getattr(X, "columns", None)
+    if columns is not None and len(columns) == 0 and getattr(X, "ndim", None) == 2 and hasattr(X, "iloc"):
+        # scikit-learn's check_array failed on it with numpy's "at least one array or dtype is required"
+        raise ValueError(f"{name} is a DataFrame without columns (shape {tuple(X.shape)}); expected at least one "
+                         "column (one per item or field)")
     if is_sparse_frame(X):  # read as one scipy sparse matrix (a frame with a dense column is read densely)
         for col, dt in X.dtypes.items():
             fill = dt.fill_value

@@ -204,3 +204,20 @@ def test_the_attacker_and_blurme_read_a_nan_filled_sparse_frame_as_its_values():
     out = BlurMe(random_state=0).fit(F, y).transform(F)
     expected = BlurMe(random_state=0).fit(X, y).transform(X)
     np.testing.assert_array_equal(sp.csr_matrix(out.sparse.to_coo()).toarray(), expected.toarray())
+
+
+# ----------------------------------------------------------------------------- 8. a frame without columns
+@pytest.mark.parametrize("call", ["quantized", "erasure", "recommender", "attack"])
+def test_a_dataframe_without_columns_is_named(call):
+    # scikit-learn's check_array: numpy's "at least one array or dtype is required"
+    from privrelease import ErasureMapper
+    from privrelease.evaluation import InferenceAttack
+
+    E, y = pd.DataFrame(index=range(10)), [0, 1] * 5
+    run = {"quantized": lambda: QuantizedPrivacyMapper(random_state=0).fit(E, y),
+           "erasure": lambda: ErasureMapper(random_state=0).fit(E, y),
+           "recommender": lambda: SurpriseRecommender().fit(E),
+           "attack": lambda: InferenceAttack().fit(E, y)}[call]
+    with pytest.raises(ValueError, match=r"X is a DataFrame without columns \(shape \(10, 0\)\); expected at least "
+                                         r"one column"):
+        run()
