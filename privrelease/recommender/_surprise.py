@@ -218,6 +218,13 @@ def _id_array(ids):
     if isinstance(ids, (np.ndarray, pd.Index, pd.Series)):
         return np.asarray(ids)
     values = list(ids) if not isinstance(ids, (str, bytes)) and np.ndim(ids) > 0 else [ids]
+    if any(isinstance(v, tuple) for v in values):
+        # tuple ids (RatingsFrame keeps them): np.asarray made a 2-D array of their fields, refused as "got shape
+        # (20, 2)" by fit and flattened into separate ids by predict_pairs
+        out = np.empty(len(values), dtype=object)
+        for k, v in enumerate(values):
+            out[k] = v
+        return out
     arr = np.asarray(values)
     if arr.ndim != 1 or arr.dtype == object:
         return arr

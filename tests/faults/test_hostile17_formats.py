@@ -221,3 +221,13 @@ def test_a_dataframe_without_columns_is_named(call):
     with pytest.raises(ValueError, match=r"X is a DataFrame without columns \(shape \(10, 0\)\); expected at least "
                                          r"one column"):
         run()
+
+
+# ----------------------------------------------------------------------------- 9. tuple ids in the recommender
+def test_the_recommender_takes_tuple_ids_as_ids():
+    # fit: "user_ids must have one id per row (20), got shape (20, 2)"; predict_pairs flattened the tuples' fields
+    X, _, _ = make_ratings(20, 30, random_state=0)
+    ids = [(i, "x") for i in range(20)]
+    rec = SurpriseRecommender("BaselineOnly").fit(X, user_ids=ids)
+    assert rec.user_ids_.shape == (20,) and rec.user_ids_[3] == (3, "x")
+    np.testing.assert_allclose(rec.predict_pairs([(3, "x"), (4, "x")], [0, 1]), rec.predict(X[3:5])[[0, 1], [0, 1]])
