@@ -231,3 +231,18 @@ def test_the_recommender_takes_tuple_ids_as_ids():
     rec = SurpriseRecommender("BaselineOnly").fit(X, user_ids=ids)
     assert rec.user_ids_.shape == (20,) and rec.user_ids_[3] == (3, "x")
     np.testing.assert_allclose(rec.predict_pairs([(3, "x"), (4, "x")], [0, 1]), rec.predict(X[3:5])[[0, 1], [0, 1]])
+
+
+# ----------------------------------------------------------------------------- 10. generators at extreme scales
+@pytest.mark.parametrize("kw", [{"preference_scale": 1e308, "noise": 1e308},
+                                {"attribute_bias_shift": 1e308, "noise": 1e308},
+                                {"user_bias_scale": 1e308, "noise": 1e308}])
+def test_make_realistic_ratings_never_stores_a_nan_rating(kw):
+    # terms overflowing to +inf and -inf summed to NaN: 10 to 37 NaN ratings stored in the matrix, without a word
+    from privrelease.datasets import make_realistic_ratings
+
+    with np.errstate(all="ignore"), pytest.raises(ValueError, match=r"generated ratings are NaN: their terms "
+                                                                    r"overflow float64 .*noise=1e\+308"):
+        make_realistic_ratings(100, 40, random_state=0, **kw)
+    X, _, _ = make_realistic_ratings(100, 40, random_state=0, noise=1e308)  # +-inf alone: clipped to the scale
+    assert np.isfinite(X.data).all() and set(np.unique(X.data)) <= {1.0, 5.0}
