@@ -402,6 +402,10 @@ def _id_strings(v):
     return []
 
 
+#: texts that write a missing value (pandas, numpy, R, SQL): an id spelled so is warned about by check_ids
+_MISSING_ID_TEXTS = ("nan", "na", "n/a", "<na>", "nat", "none", "null")
+
+
 def check_ids(ids, name, *, where=None):
     """Refuse user or item ids that would be misread (ValueError); warn about ids that print alike.
 
@@ -412,6 +416,10 @@ def check_ids(ids, name, *, where=None):
       normal form (``'José'`` composed, NFC, and decomposed, NFD) print alike: they are kept as two ids, as
       given (ids are keys: the library never rewrites them), with a ``UserWarning`` naming the first such
       pair and how to write them one way if they name one user.
+
+    * an id spelled like a missing value (``'nan'``, ``'NA'``, ``'None'``, ``'NULL'`` ..., any case: what
+      ``astype(str)`` of a NaN, R or a database write) is kept, with a ``UserWarning`` counting its rows:
+      every rating whose id was missing would be one user's.
 
     An id holding invisible characters but printing like no other id is kept without a word (real names
     hold them). ``ids`` is the column of ids in row order (numbers, strings, tuples); ``where(i)`` describes
@@ -427,6 +435,17 @@ def check_ids(ids, name, *, where=None):
 
     def row_of(v):
         return int(next(i for i, u in enumerate(values) if u == v))
+
+    markers = [v for v in uniq if isinstance(v, str) and v.strip().lower() in _MISSING_ID_TEXTS]
+    if markers:
+        # 'nan' (what df[col].astype(str) makes of a missing id) or R's 'NA' was one user holding every rating
+        # whose id was missing, without a word (an empty id is refused)
+        rows = sum(int(np.sum(values == m)) for m in markers)
+        warnings.warn(f"{name} holds the id {plain_value(markers[0])!r} ({where(row_of(markers[0]))}; {rows} row(s) "
+                      f"hold such ids: {sorted(set(markers))!r}), the text pandas, numpy, R or a database write for a "
+                      "missing value (numpy's astype(str) turns NaN into 'nan'): each is read as ONE id holding every "
+                      "such row. If these ids are missing, leave those rows out first; if it is a real id, ignore "
+                      "this warning", UserWarning, stacklevel=3)
 
     odd = []  # ids whose key is not themselves: not ASCII, or with spaces around
     for v in uniq:

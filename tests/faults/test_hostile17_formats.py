@@ -246,3 +246,23 @@ def test_make_realistic_ratings_never_stores_a_nan_rating(kw):
         make_realistic_ratings(100, 40, random_state=0, **kw)
     X, _, _ = make_realistic_ratings(100, 40, random_state=0, noise=1e308)  # +-inf alone: clipped to the scale
     assert np.isfinite(X.data).all() and set(np.unique(X.data)) <= {1.0, 5.0}
+
+
+# ----------------------------------------------------------------------------- 11. ids spelled like a missing value
+def test_a_rating_file_whose_ids_are_missing_markers_is_warned(tmp_path):
+    # R writes a missing id as NA: every such rating became one user 'NA', without a word (an empty id is refused)
+    from privrelease.datasets import load_ratings_csv
+
+    path = tmp_path / "r.csv"
+    path.write_text("user,item,rating\nNA,2,4\n1,3,5\nNA,3,2\n")
+    with pytest.warns(UserWarning, match=r"column 'user' holds the id 'NA' \(line 2; 2 row\(s\) hold such ids: "
+                                         r"\['NA'\]\), the text pandas, numpy, R or a database write for a missing"):
+        X, users, _ = load_ratings_csv(path)
+    assert users.tolist() == ["1", "NA"] and X.shape == (2, 2)  # kept: it may be a real id
+
+
+def test_ratings_frame_warns_about_an_id_spelled_nan():
+    ids = np.array([1.0, np.nan, 2.0]).astype(str).astype(object)  # numpy writes the missing id as 'nan'
+    df = pd.DataFrame({"user": ids, "item": [1, 2, 3], "rating": [4, 2, 5]})
+    with pytest.warns(UserWarning, match=r"ratings\['user'\] holds the id 'nan' \(row 1; 1 row\(s\)"):
+        RatingsFrame().fit(df)
