@@ -116,6 +116,17 @@ def _ratings_alone_hint(looked, data_name):
             "item_col=1, rating_col=2, timestamp_col=3).")
 
 
+def _ratings_csv_hint(looked):
+    """A hint for a folder holding ``ratings.csv``: the MovieLens 20M, 25M, 32M and latest archives, whose
+    ``userId,movieId,rating,timestamp`` file neither loader reads and which have no users table."""
+    found = [folder for folder, _ in looked if (Path(folder) / "ratings.csv").is_file()]
+    if not found:
+        return ""
+    return (f"\n{found[0] / 'ratings.csv'} exists (the layout of MovieLens 20M, 25M, 32M and latest: "
+            "'userId,movieId,rating,timestamp', no users table): read the ratings with load_ratings_csv(path, "
+            "user_col='userId', item_col='movieId', timestamp_col='timestamp').")
+
+
 def other_archive(path, dataset):
     """The folder among those searched for ``path`` that holds every file of the OTHER MovieLens archive than
     ``dataset`` (``"ml-100k"`` or ``"ml-1m"``), as ``(folder, other dataset)``; None if there is none."""
@@ -216,7 +227,7 @@ def load_movielens_100k(path=None):
     folder = _find_folder(path, movielens_100k_search_paths(path), _ML100K_FILES,
                           lambda looked: _missing_files_message(looked, "MovieLens 100k", _ML100K_FILES, "ml-100k",
                                                                 _GROUPLENS_URL, "load_movielens_100k")
-                          + _other_archive_hint(path, "ml-100k"))
+                          + _other_archive_hint(path, "ml-100k") + _ratings_csv_hint(looked))
     data_file = folder / "u.data"
     raw = _read_fields(data_file, "\t", 4, 4, "tab-separated 'user item rating timestamp' file",
                        encodings=("utf-8",))
@@ -328,7 +339,8 @@ def load_movielens_1m(path=None):
     folder = _find_folder(path, movielens_1m_search_paths(path), _ML1M_FILES,
                           lambda looked: _missing_files_message(looked, "MovieLens 1M", _ML1M_FILES, "ml-1m",
                                                                 _GROUPLENS_1M_URL, "load_movielens_1m")
-                          + _ratings_alone_hint(looked, "ratings.dat") + _other_archive_hint(path, "ml-1m"))
+                          + _ratings_alone_hint(looked, "ratings.dat") + _other_archive_hint(path, "ml-1m")
+                          + _ratings_csv_hint(looked))
     data_file, users_file, movies_file = (folder / f for f in _ML1M_FILES)
     raw = _read_fields(data_file, "::", 4, 4, "'::'-separated 'UserID::MovieID::Rating::Timestamp' file",
                        encodings=("utf-8",))

@@ -37,6 +37,18 @@ _CHUNK_CELLS = 2_000_000
 _MAX_SKEW = float(np.sqrt(np.finfo(np.float64).max))
 
 
+def _ratings_from_raw(raw, low, high, params):
+    """``clip(rint(raw), low, high)``; a NaN in ``raw`` (terms overflowing float64 to +inf and -inf, summed) is
+    refused naming ``params`` (``{name: value}``, the scales of the terms): it was stored as a NaN rating."""
+    bad = np.isnan(raw)
+    if bad.any():
+        given = ", ".join(f"{k}={plain_value(v)!r}" for k, v in params.items())
+        raise ValueError(f"{int(bad.sum())} of the {raw.size} generated ratings are NaN: their terms overflow float64 "
+                         f"(+inf and -inf summed) with {given}; expected scales in stars of a 1-5 scale (the "
+                         "defaults are below 1), far below float64's largest value 1.8e308")
+    return np.clip(np.rint(raw), low, high).astype(np.float64)
+
+
 def _check_rng(random_state):
     if random_state is None or isinstance(random_state, np.random.Generator):
         return np.random.default_rng(random_state)
@@ -265,6 +277,8 @@ def make_ratings(n_users=1000, n_items=200, *, n_factors=5, attribute_strength=1
     n_users = check_number(n_users, "n_users", low=1, integer=True)
     n_items = check_number(n_items, "n_items", low=1, integer=True)
     n_factors = check_number(n_factors, "n_factors", low=1, integer=True)
+    if not isinstance(return_dense, (bool, np.bool_)):  # return_dense="no" returned a dense array
+        raise TypeError(f"return_dense must be a bool, got {return_dense!r}")
     attribute_strength = check_number(attribute_strength, "attribute_strength", low=0)
     weights = _check_class_weights(attribute_proportion)
     mean_ratings_per_user = check_number(mean_ratings_per_user, "mean_ratings_per_user",
@@ -312,10 +326,11 @@ def make_ratings(n_users=1000, n_items=200, *, n_factors=5, attribute_strength=1
 
     mu = low + 0.625 * (high - low)
     unit = (high - low) / 4.0  # the deviations are in stars of a 1-5 scale, stretched with the scale's width
-    raw = (mu + unit * b_user[rows] + unit * b_item[indices]
-           + unit * np.einsum("ij,ij->i", P[rows], Q[indices])
-           + unit * (noise * rng.normal(size=rows.shape[0])))
-    values = np.clip(np.rint(raw), low, high).astype(np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):  # inf is clipped to the scale; a NaN is refused
+        raw = (mu + unit * b_user[rows] + unit * b_item[indices]
+               + unit * np.einsum("ij,ij->i", P[rows], Q[indices])
+               + unit * (noise * rng.normal(size=rows.shape[0])))
+    values = _ratings_from_raw(raw, low, high, {"noise": noise, "attribute_strength": attribute_strength})
     ratings = sp.csr_matrix((values, (rows, indices)), shape=(n_users, n_items))
     ratings.sort_indices()
     item_names = [f"item_{i}" for i in range(n_items)]
@@ -629,9 +644,13 @@ def make_realistic_ratings(n_users=1000, n_items=1700, *, attributes=None, n_fac
     rows, indices = _cover_every_item(indptr, indices, counts, n_items, rng)
     mu = low + 0.6 * (high - low)
     unit = (high - low) / 4.0  # the deviations are in stars of a 1-5 scale, stretched with the scale's width
-    raw = (mu + unit * b_user[rows] + unit * b_item[indices] + unit * np.einsum("ij,ij->i", P[rows], Q[indices])
-           + unit * offsets(rows, indices) + unit * (noise * rng.normal(size=rows.shape[0])))
-    values = np.clip(np.rint(raw), low, high).astype(np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):  # inf is clipped to the scale; a NaN is refused
+        raw = (mu + unit * b_user[rows] + unit * b_item[indices] + unit * np.einsum("ij,ij->i", P[rows], Q[indices])
+               + unit * offsets(rows, indices) + unit * (noise * rng.normal(size=rows.shape[0])))
+    # noise=1e308 with preference_scale=1e308 stored 10 NaN ratings in the matrix, without a word
+    values = _ratings_from_raw(raw, low, high, {
+        "noise": noise, "preference_scale": preference_scale, "user_bias_scale": user_bias_scale,
+        "attribute_bias_shift": attribute_bias_shift, "attribute_taste_shift": attribute_taste_shift})
     ratings = sp.csr_matrix((values, (rows, indices)), shape=(n_users, n_items))
     ratings.sum_duplicates()
     ratings.sort_indices()

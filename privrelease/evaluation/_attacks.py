@@ -40,7 +40,8 @@ from ..utils import check_private_labels, check_random_source
 from ..utils._constraints import RANDOM_STATE_CONSTRAINT
 from ..utils._fit import atomic_fit
 from ..utils._threads import single_threaded_blas
-from ..utils._validation import UNDISCLOSED_SHORT, check_same_index, check_table, plain_labels, undisclosed_note
+from ..utils._validation import (UNDISCLOSED_SHORT, check_same_index, check_table, plain_labels, undisclosed_note,
+                                 zero_fill_sparse_frame)
 from ._targets import attribute_targets
 
 __all__ = [
@@ -225,6 +226,7 @@ class InferenceAttack(ClassifierMixin, BaseEstimator):
     def _validate_X(self, X, reset):
         X = computed(X)  # a dask array of sparse blocks: "setting an array element with a sequence"
         check_table(X)
+        X = zero_fill_sparse_frame(X)  # NaN-filled sparse columns: pandas' "fill value must be 0" in scikit-learn
         return validate_data(
             self, X, reset=reset, accept_sparse="csr", dtype=np.float64, ensure_all_finite=True
         )
@@ -256,6 +258,7 @@ class InferenceAttack(ClassifierMixin, BaseEstimator):
         X, y = computed(X), computed(y)  # a dask array of sparse blocks: "setting an array element with a sequence"
         check_table(X)
         check_same_index(X, y)
+        X = zero_fill_sparse_frame(X)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, ensure_all_finite=True)
         shape = getattr(y, "shape", None) or np.asarray(y).shape
         if len(shape) == 2 and shape[1] == 1:

@@ -27,7 +27,7 @@ from ..utils._fit import atomic_fit
 from ..utils._threads import single_threaded_blas
 from ..utils._validation import (UNDISCLOSED_SHORT, canonical_sparse, check_same_index, check_table, is_sparse_frame,
                                  nullable_numpy_dtype, plain_labels, ratings_in_dtype, sparse_frame_like,
-                                 undisclosed_mask, undisclosed_note)
+                                 undisclosed_mask, undisclosed_note, zero_fill_sparse_frame)
 from ._targets import check_attribute, joint_attribute
 
 __all__ = ["BlurMe", "BlurMore"]
@@ -151,6 +151,7 @@ class BlurMe(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         check_table(X)
         _refuse_nan_ratings(X)
         check_same_index(X, y)
+        X = zero_fill_sparse_frame(X)  # NaN-filled sparse columns: pandas' "fill value must be 0" in scikit-learn
         X = canonical_sparse(validate_data(self, X, accept_sparse="csr", dtype=np.float64, ensure_all_finite=True))
         name = type(self).__name__
         y, labeled, names = check_attribute(y, X.shape[0])
@@ -243,6 +244,7 @@ class BlurMe(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         fmt = ("dense_frame", X) if fmt is None and hasattr(X, "iloc") and getattr(X, "ndim", 0) == 2 else fmt
         check_table(X)
         _refuse_nan_ratings(X)
+        X = zero_fill_sparse_frame(X)
         # dtype="numeric" keeps the caller's dtype (integer ratings came back as float64 means); scikit-learn
         # reads an Int64 frame as float64, so its integer dtype is taken before
         nullable = nullable_numpy_dtype(X)

@@ -19,7 +19,7 @@ from ..utils._threads import single_thread
 from ..utils._validation import (as_float_if_object, canonical_sparse, check_allocation, check_label_kinds,
                                  check_no_time_values, check_not_subnormal, check_numeric_frame, check_table,
                                  is_sparse_frame, nullable_numpy_dtype, plain_value, ratings_in_dtype, round_ratings,
-                                 sparse_frame_like)
+                                 sparse_frame_like, zero_fill_sparse_frame)
 from . import _dask
 from ._base import (_BUDGET_TOL, PriorEstimate, _BaseMapper, _frame_columns, _matrix, _refuse_long_form,
                     _refuse_nan_ratings, _refuse_surprise_data, _row_stochastic, check_column_labels,
@@ -964,6 +964,9 @@ class QuantizedPrivacyMapper(_BaseMapper):
             record_column_labels(self, _frame_columns(X))
         else:
             check_column_labels(self, _frame_columns(X))
+        # a sparse frame filled with NaN (astype(pd.SparseDtype(float))) and no NaN cell: pandas' "fill value must
+        # be 0 when converting to COO matrix" inside scikit-learn
+        X = zero_fill_sparse_frame(X)
         fmt = X.format if sp.issparse(X) else None
         if fmt is not None and fmt not in ("csr", "csc"):
             X = X.tocsr()

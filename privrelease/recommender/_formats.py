@@ -18,8 +18,9 @@ import pandas as pd
 import scipy.sparse as sp
 
 from ..utils import check_rating_scale
-from ..utils._validation import (canonical_sparse, check_bool_number_mix, check_ids, check_not_subnormal, check_table,
-                                 is_sparse_frame, plain_value, ratings_in_dtype)
+from ..utils._validation import (canonical_sparse, check_bool_number_mix, check_ids, check_no_time_values,
+                                 check_not_subnormal, check_table, is_sparse_frame, plain_value, ratings_in_dtype,
+                                 sparse_frame_as_csr)
 
 __all__ = ["RatingsFrame"]
 
@@ -161,6 +162,30 @@ def _label_positions(labels, ids, axis, what):
     )
 
 
+def _refuse_missing_cells(X):
+    """Refuse an object array or list, or a DataFrame of object or pandas nullable columns, holding a missing cell
+    (None, pd.NA, NaN), naming their number and the first: a release holds ratings, 0 meaning 'not rated'
+    (scipy read None as 0, and pandas' pd.NA failed with "boolean value of NA is ambiguous")."""
+    if isinstance(X, pd.DataFrame):
+        if all(isinstance(d, np.dtype) and d != object for d in X.dtypes):
+            return  # a NaN of a float column: the non-finite ratings are named below
+        missing = X.isna().to_numpy(dtype=bool)
+    else:
+        try:
+            arr = np.asarray(X) if not isinstance(X, np.ndarray) else X
+        except (TypeError, ValueError):
+            return  # said by the conversion below
+        if arr.dtype != object:
+            return  # a float NaN: the non-finite ratings are named below
+        missing = np.asarray(pd.isna(arr), dtype=bool)
+    if missing.ndim != 2 or not missing.any():
+        return
+    r, c = np.argwhere(missing)[0]
+    raise ValueError(f"X holds {int(missing.sum())} missing rating(s) (NaN, None or pd.NA; the first at row {r}, "
+                     f"column {c}); a released rating is a finite number, 0 meaning 'not rated': fill them with 0 "
+                     "(X.fillna(0) or np.nan_to_num(X, nan=0.0))")
+
+
 def _normal_form(text):
     for form in ("NFC", "NFD", "NFKC", "NFKD"):
         if unicodedata.is_normalized(form, text):
@@ -276,6 +301,9 @@ class RatingsFrame:
                 raise TypeError(f"ratings[{col!r}] must hold hashable ids (numbers, strings, tuples), got "
                                 f"{unhashable!r} of type {type(unhashable).__name__}")
             check_ids(ratings[col].to_numpy(), f"ratings[{col!r}]")  # a NUL refused; ids printing alike warned
+        # pandas reads dates and durations as numbers: a datetime64 rating column became ratings of 1.6e15 (its
+        # microseconds since 1970), a timedelta one its microseconds, without a word
+        check_no_time_values(ratings[[self.rating]], "ratings")
         r = pd.to_numeric(ratings[self.rating], errors="coerce")
         bad = r.isna()
         if bad.any():
@@ -395,19 +423,24 @@ class RatingsFrame:
         -------
         pandas.DataFrame
             Columns ``user``, ``item``, ``rating``, sorted by row then column. The
-            ratings keep ``X``'s dtype (a DataFrame's columns' common dtype;
-            float64 for a list or an object array).
+            ratings keep ``X``'s dtype (a DataFrame's columns' common dtype, the
+            numpy one of pandas' nullable ``Int64``, ``Float32`` ...; float64 for a
+            list or an object array).
 
         Raises
         ------
         ValueError
             A DataFrame whose index (or columns) holds other labels than the
-            user (item) ids: its rows would be paired with users by position.
+            user (item) ids: its rows would be paired with users by position. A
+            missing cell (NaN, None, pd.NA) or an infinite rating.
         """
         self._check_fitted()
         check_table(X)  # complex values, masked entries, ragged rows
-        if not sp.issparse(X) and np.ndim(X) != 2:
-            raise ValueError(f"X must be a 2-D user x item matrix, got an array of shape {np.shape(X)}")
+        # a 1-D scipy sparse array (scipy >= 1.15) was "X must hold real-number ratings, got shape must have length
+        # in (2,)"
+        shape = X.shape if sp.issparse(X) else np.shape(X)
+        if len(shape) != 2:
+            raise ValueError(f"X must be a 2-D user x item matrix, got an array of shape {shape}")
         # the ratings' dtype: an int8 or float32 release came back as float64 ratings
         dtype = getattr(X, "dtype", None)
         dtype = dtype if isinstance(dtype, np.dtype) and dtype.kind in "biuf" else np.dtype(np.float64)
@@ -417,11 +450,15 @@ class RatingsFrame:
             # order than user_ids_ was written back with every user given another user's ratings
             rows_at = _label_positions(X.index, self.user_ids_, "index", "user")
             cols_at = _label_positions(X.columns, self.item_ids_, "columns", "item")
-            kinds = [getattr(d, "subtype", d) for d in X.dtypes]  # a float32 frame came back as float64 ratings
+            # a float32 frame came back as float64 ratings, and an Int64 one (a mapper's release of an Int64 frame)
+            kinds = [d.subtype if isinstance(d, pd.SparseDtype) else d if isinstance(d, np.dtype)
+                     else getattr(d, "numpy_dtype", d) if getattr(d, "_is_numeric", False) else d for d in X.dtypes]
             if kinds and all(isinstance(d, np.dtype) and d.kind in "biuf" for d in kinds):
                 dtype = np.result_type(*kinds)
-            if is_sparse_frame(X):  # never densified
-                X = X.sparse.to_coo()
+            if is_sparse_frame(X):  # never densified; filled with NaN: pandas' to_coo refused it
+                X = sparse_frame_as_csr(X)
+        if not sp.issparse(X):
+            _refuse_missing_cells(X)  # None was read as 0 ('not rated') and pd.NA as "boolean value of NA is ambiguous"
         try:
             X = sp.csr_matrix(X, dtype=np.float64) if not sp.issparse(X) else sp.csr_matrix(X).astype(np.float64)
         except (TypeError, ValueError) as exc:

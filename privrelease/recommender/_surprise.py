@@ -25,7 +25,8 @@ from ..utils._fit import atomic_fit
 from ..utils._threads import single_threaded_blas
 from ._split import _in_memory
 from ..utils._validation import (check_allocation, check_bool_number_mix, check_same_columns, check_same_index,
-                                 check_table, plain_value)
+                                 check_table, is_sparse_frame, plain_value, sparse_frame_as_csr,
+                                 zero_fill_sparse_frame)
 
 __all__ = ["SurpriseRecommender"]
 
@@ -219,6 +220,13 @@ def _id_array(ids):
     if isinstance(ids, (np.ndarray, pd.Index, pd.Series)):
         return np.asarray(ids)
     values = list(ids) if not isinstance(ids, (str, bytes)) and np.ndim(ids) > 0 else [ids]
+    if any(isinstance(v, tuple) for v in values):
+        # tuple ids (RatingsFrame keeps them): np.asarray made a 2-D array of their fields, refused as "got shape
+        # (20, 2)" by fit and flattened into separate ids by predict_pairs
+        out = np.empty(len(values), dtype=object)
+        for k, v in enumerate(values):
+            out[k] = v
+        return out
     arr = np.asarray(values)
     if arr.ndim != 1 or arr.dtype == object:
         return arr
@@ -252,6 +260,43 @@ def _lookup_ids(known, requested, what):
                       f"requested match no {what} of the fit, for example {example!r}{hint}; they get the "
                       f"prediction of an unknown {what} ({fallback})", UserWarning, stacklevel=3)
     return at
+
+
+def _mask_matrix(mask):
+    """``predict``'s ``mask`` as a CSR matrix of its support, never densified; a missing cell refused.
+
+    ``sp.csr_matrix(mask)`` read a NaN (the held-out ratings in pivot form, NaN where not held out; a sparse frame
+    filled with NaN) as nonzero, so every such cell was predicted without a word; a pandas nullable boolean frame
+    failed with "scipy.sparse does not support dtype object" (with a pd.NA: "boolean value of NA is ambiguous"),
+    and a sparse frame was densified.
+    """
+    check_table(mask, "mask")
+    if is_sparse_frame(mask):
+        return sp.csr_matrix(sparse_frame_as_csr(mask, "mask"))  # unstored NaN cells refused there
+    if sp.issparse(mask):
+        M = sp.csr_matrix(mask)
+        values = M.data
+        missing, first = (np.isnan(values) if values.dtype.kind == "f" else np.zeros(values.shape, bool)), None
+        if missing.any():
+            C = M.tocoo()
+            k = int(np.flatnonzero(np.isnan(C.data))[0])
+            first = (int(C.row[k]), int(C.col[k]))
+    else:
+        if isinstance(mask, pd.DataFrame):
+            missing = mask.isna().to_numpy(dtype=bool)
+            arr = None if missing.any() else mask.to_numpy(dtype=np.float64)
+        else:
+            arr = np.asarray(mask)
+            missing = np.asarray(pd.isna(arr), dtype=bool) if arr.dtype == object or arr.dtype.kind == "f" else None
+        first = tuple(int(v) for v in np.argwhere(missing)[0]) if missing is not None and missing.ndim == 2 \
+            and missing.any() else None
+        M = None if first is not None else sp.csr_matrix(arr)
+    if first is not None:
+        raise ValueError(f"mask holds {int(np.sum(missing))} missing cell(s) (NaN, None or pd.NA; the first at row "
+                         f"{first[0]}, column {first[1]}); expected nonzero (True) where a prediction is wanted and 0 "
+                         "(False) elsewhere: a NaN is nonzero, so such a cell would be predicted; fill them with 0 "
+                         "(mask.fillna(0) or np.nan_to_num(mask, nan=0.0))")
+    return M
 
 
 def _check_same_labels(X, y, name):
@@ -514,6 +559,7 @@ class SurpriseRecommender(BaseEstimator):
         scale = self._check_scale()
         X = _in_memory(X)
         check_table(X)
+        X = zero_fill_sparse_frame(X)  # NaN-filled sparse columns: pandas' "fill value must be 0" in scikit-learn
         X = validate_data(self, X, accept_sparse=("csr", "csc", "coo"), dtype=np.float64,
                           reset=True)
         Xc, _ = check_rating_matrix(X, rating_range=scale)
@@ -791,6 +837,7 @@ class SurpriseRecommender(BaseEstimator):
         check_is_fitted(self)
         X = _in_memory(X)
         check_table(X)
+        X = zero_fill_sparse_frame(X, name)
         X = validate_data(self, X, accept_sparse=("csr", "csc", "coo"), dtype=np.float64,
                           reset=False)
         Xc, _ = check_rating_matrix(X, name=name)
@@ -822,7 +869,7 @@ class SurpriseRecommender(BaseEstimator):
             _check_same_labels(X, mask, "mask")
         Xr = self._check_X(X)
         if mask is not None:
-            M = sp.csr_matrix(mask)
+            M = _mask_matrix(mask)
             if M.shape != Xr.shape:
                 raise ValueError(f"mask has shape {M.shape} but X has shape {Xr.shape}")
             M.eliminate_zeros()

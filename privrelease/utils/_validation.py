@@ -248,10 +248,15 @@ def check_table(X, name="X"):
       without naming it;
     * a DataFrame with a column name used twice: scikit-learn's (narwhals') "Expected unique column names"
       named neither the argument nor what to do;
+    * a DataFrame without columns: scikit-learn's "at least one array or dtype is required" (numpy's);
     * a DataFrame of sparse columns one of which has a fill value neither 0 nor NaN: every unstored cell holds
       that value, and pandas' "fill value must be 0 when converting to COO matrix" named no column.
     """
     columns = getattr(X, "columns", None)
+    if columns is not None and len(columns) == 0 and getattr(X, "ndim", None) == 2 and hasattr(X, "iloc"):
+        # scikit-learn's check_array failed on it with numpy's "at least one array or dtype is required"
+        raise ValueError(f"{name} is a DataFrame without columns (shape {tuple(X.shape)}); expected at least one "
+                         "column (one per item or field)")
     if is_sparse_frame(X):  # read as one scipy sparse matrix (a frame with a dense column is read densely)
         for col, dt in X.dtypes.items():
             fill = dt.fill_value
@@ -397,6 +402,10 @@ def _id_strings(v):
     return []
 
 
+#: texts that write a missing value (pandas, numpy, R, SQL): an id spelled so is warned about by check_ids
+_MISSING_ID_TEXTS = ("nan", "na", "n/a", "<na>", "nat", "none", "null")
+
+
 def check_ids(ids, name, *, where=None):
     """Refuse user or item ids that would be misread (ValueError); warn about ids that print alike.
 
@@ -407,6 +416,10 @@ def check_ids(ids, name, *, where=None):
       normal form (``'José'`` composed, NFC, and decomposed, NFD) print alike: they are kept as two ids, as
       given (ids are keys: the library never rewrites them), with a ``UserWarning`` naming the first such
       pair and how to write them one way if they name one user.
+
+    * an id spelled like a missing value (``'nan'``, ``'NA'``, ``'None'``, ``'NULL'`` ..., any case: what
+      ``astype(str)`` of a NaN, R or a database write) is kept, with a ``UserWarning`` counting its rows:
+      every rating whose id was missing would be one user's.
 
     An id holding invisible characters but printing like no other id is kept without a word (real names
     hold them). ``ids`` is the column of ids in row order (numbers, strings, tuples); ``where(i)`` describes
@@ -422,6 +435,17 @@ def check_ids(ids, name, *, where=None):
 
     def row_of(v):
         return int(next(i for i, u in enumerate(values) if u == v))
+
+    markers = [v for v in uniq if isinstance(v, str) and v.strip().lower() in _MISSING_ID_TEXTS]
+    if markers:
+        # 'nan' (what df[col].astype(str) makes of a missing id) or R's 'NA' was one user holding every rating
+        # whose id was missing, without a word (an empty id is refused)
+        rows = sum(int(np.sum(values == m)) for m in markers)
+        warnings.warn(f"{name} holds the id {plain_value(markers[0])!r} ({where(row_of(markers[0]))}; {rows} row(s) "
+                      f"hold such ids: {sorted(set(markers))!r}), the text pandas, numpy, R or a database write for a "
+                      "missing value (numpy's astype(str) turns NaN into 'nan'): each is read as ONE id holding every "
+                      "such row. If these ids are missing, leave those rows out first; if it is a real id, ignore "
+                      "this warning", UserWarning, stacklevel=3)
 
     odd = []  # ids whose key is not themselves: not ASCII, or with spaces around
     for v in uniq:
@@ -557,7 +581,8 @@ def check_numeric_frame(X, name="X"):
 def check_rating_matrix(X, *, name="X", rating_range=None, dtype=(np.float64, np.float32)):
     """Validate a user x item rating matrix (0 = not rated).
 
-    Dense arrays and every scipy sparse format are accepted; sparse input is
+    Dense arrays, every scipy sparse format and DataFrames of sparse columns
+    (read without densifying, as ``"csr"``) are accepted; sparse input is
     returned as CSR (the format is remembered so a transform can give back the
     caller's format, see :func:`restore_sparse_format`). Explicitly stored zeros
     are dropped: 0 means "not rated".
@@ -584,6 +609,8 @@ def check_rating_matrix(X, *, name="X", rating_range=None, dtype=(np.float64, np
     check_table(X, name)
     check_no_time_values(X, name)
     check_numeric_frame(X, name)
+    if is_sparse_frame(X):  # np.asarray below densified the whole user x item table
+        X = sparse_frame_as_csr(X, name)
     if sp.issparse(X):
         fmt = X.format
         Xc = X.tocsr(copy=True)
@@ -783,6 +810,56 @@ def is_sparse_frame(X):
 
     return (isinstance(X, pd.DataFrame) and X.shape[1] > 0
             and all(isinstance(d, pd.SparseDtype) for d in X.dtypes))
+
+
+def sparse_frame_as_csr(X, name="X"):
+    """A DataFrame of sparse columns as a scipy ``csr_matrix`` of its stored values, never densified.
+
+    pandas' ``X.sparse.to_coo()`` (which scikit-learn's ``validate_data`` calls) accepts only columns filled with
+    0: ``df.astype(pd.SparseDtype(float))``, the usual way to make a frame sparse, fills with NaN and stores
+    every other value, zeros included, so a frame without a single NaN was refused with pandas' "fill value must
+    be 0 when converting to COO matrix", naming no column; ``np.asarray`` read it densely (the whole user x item
+    table in memory). Here a NaN-filled column whose cells are all stored is read as it is (a stored 0 is "not
+    rated"); one with unstored cells holds NaN there: ValueError naming their number and the first, as for a
+    dense NaN (0 means "not rated" in a rating matrix). Other fill values are refused by :func:`check_table`.
+    """
+    import pandas as pd
+
+    n_rows = X.shape[0]
+    rows, cols, vals, dtypes = [], [], [], []
+    nan_count, first = 0, None
+    for j, (_, col) in enumerate(X.items()):
+        arr = col.array
+        pos = np.asarray(arr.sp_index.indices, dtype=np.int64)
+        if pd.isna(arr.fill_value) and pos.size < n_rows:
+            nan_count += n_rows - pos.size
+            unstored = np.setdiff1d(np.arange(n_rows), pos, assume_unique=True)
+            if first is None or int(unstored[0]) < first[0]:  # the first in row order
+                first = (int(unstored[0]), j)
+        rows.append(pos)
+        cols.append(np.full(pos.size, j, dtype=np.int64))
+        vals.append(np.asarray(arr.sp_values))
+        dtypes.append(col.dtype.subtype)
+    if nan_count:
+        raise ValueError(
+            f"{name} holds {nan_count} NaN entries (the first at row {first[0]}, column {first[1]}: unstored cells of "
+            f"a sparse column filled with NaN); in a rating matrix 0 means 'not rated': fill them with 0 "
+            f"({name}.fillna(0) keeps the columns sparse, filled with 0)")
+    dtype = np.result_type(*dtypes)
+    data = np.concatenate(vals).astype(dtype, copy=False) if vals else np.empty(0, dtype=dtype)
+    return sp.csr_matrix((data, (np.concatenate(rows), np.concatenate(cols))), shape=X.shape, dtype=dtype)
+
+
+def zero_fill_sparse_frame(X, name="X"):
+    """``X`` unchanged unless it is a DataFrame of sparse columns one of which is filled with NaN: then the same
+    frame (index, column labels, stored values) with every column filled with 0, which scikit-learn's
+    ``validate_data`` reads as a sparse matrix (see :func:`sparse_frame_as_csr`, which refuses unstored NaN
+    cells)."""
+    if not is_sparse_frame(X) or all(d.fill_value == 0 for d in X.dtypes):
+        return X
+    import pandas as pd
+
+    return pd.DataFrame.sparse.from_spmatrix(sparse_frame_as_csr(X, name), index=X.index, columns=X.columns)
 
 
 def sparse_frame_like(X_sparse, like):
