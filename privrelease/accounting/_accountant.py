@@ -29,13 +29,15 @@ Two levels of accounting are kept:
 """
 
 import math
+import os
 import threading
+import warnings
 
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from ..exceptions import BudgetExceededError
+from ..exceptions import BudgetExceededError, PrivacyLeakWarning
 from ..utils import check_number
 from ..utils._validation import check_allocation, check_real_target, plain_value
 
@@ -107,8 +109,17 @@ class PrivacyAccountant:
     and :func:`sklearn.base.clone` share it): a ledger of privacy actually spent
     must never be duplicated, or the spending of a cloned estimator (in
     ``cross_val_score``, ``GridSearchCV``) would be recorded on a copy nobody sees.
-    Separate processes (``n_jobs > 1``) receive pickled copies: account there
-    explicitly.
+    Separate processes (``n_jobs > 1``, a fork) receive copies, which know the process
+    their original lives in: a copy with a budget refuses every release
+    (:class:`~privrelease.exceptions.BudgetExceededError`: what it records never reaches
+    the original, so it could not keep the budget), and an unlimited copy records with a
+    :class:`~privrelease.exceptions.PrivacyLeakWarning` (the original's ledger will not
+    show it). The estimators that record (``accountant=None``) send the default
+    accountant of the process that dispatches them along, so a ``with
+    PrivacyAccountant(epsilon=...):`` block around ``cross_val_score(..., n_jobs=2)``
+    refuses the releases its workers would make. Run releases in the process that holds
+    the accountant (``n_jobs=1``, or joblib threads), or create an accountant in each
+    worker and account there.
 
     Parameters
     ----------
@@ -156,6 +167,7 @@ class PrivacyAccountant:
         self._carry = 0.0            # ... and the round-off it lost (Neumaier), so that spent stays exact
         self._records = []           # dict of information per release
         self._populations = {}       # name -> dict(n=..., rows=[...], eps=[...], pay=[...])
+        self._pid = os.getpid()      # the process this ledger lives in: elsewhere (a pickle, a fork) it is a copy
 
     # ---------------------------------------------------------------- copying
     def __copy__(self):
@@ -168,11 +180,37 @@ class PrivacyAccountant:
         state = self.__dict__.copy()
         del state["_lock"]
         state.pop("_previous", None)  # the defaults this process's with-blocks replaced: not part of the ledger
+        state.pop("_warned_copy", None)
         return state
 
     def __setstate__(self, state):
         self.__dict__.update(state)
         self._lock = threading.RLock()
+        self.__dict__.setdefault("_pid", None)  # a pickle of an older version: its origin is unknown
+
+    def _copy_of(self):
+        """The id of the process the original lives in when this accountant is a copy of one that lives in
+        another process (unpickled in a worker of ``n_jobs > 1``, inherited by a fork), else None."""
+        pid = self.__dict__.get("_pid")
+        return pid if pid is not None and pid != os.getpid() else None
+
+    def _refuse_copy(self, epsilon):
+        """Refuse a release on a budgeted copy; warn (once per copy) on an unlimited one (see the class notes)."""
+        origin = self._copy_of()
+        if origin is None:
+            return
+        where = (f"this PrivacyAccountant is a copy, in process {os.getpid()}, of the one in process {origin} (a "
+                 "worker of n_jobs > 1, or a fork): what it records never reaches the original")
+        if not math.isinf(self.epsilon):
+            raise BudgetExceededError(
+                f"release refused: it would spend epsilon = {epsilon:.6g}, but {where}, so the budget epsilon = "
+                f"{self.epsilon:g} cannot be kept; make the release in the process that holds the accountant "
+                "(n_jobs=1, or joblib threads: prefer='threads'), or give each worker an accountant created there")
+        if not self.__dict__.get("_warned_copy"):
+            self._warned_copy = True
+            warnings.warn(f"{where}: the original's ledger (spent, records, individual_spent) will not show this "
+                          "release; make it in the process that holds the accountant (n_jobs=1, or joblib threads) "
+                          "to have it recorded", PrivacyLeakWarning, stacklevel=4)
 
     def __repr__(self):
         return (f"PrivacyAccountant(epsilon={self.epsilon!r}) "
@@ -255,6 +293,7 @@ class PrivacyAccountant:
             When ``spent + epsilon > budget``.
         """
         epsilon = _check_epsilon(epsilon)
+        self._refuse_copy(epsilon)
         total = self.spent + epsilon
         if _exceeds(total, self.epsilon):
             raise BudgetExceededError(
@@ -497,6 +536,38 @@ def set_default_accountant(accountant):
     with _DEFAULT_LOCK:
         previous, _DEFAULT["accountant"] = _DEFAULT["accountant"], new
     return previous
+
+
+class AccountedMixin:
+    """For estimators with an ``accountant`` parameter: the accountant a release records on.
+
+    Pickled (sent to a worker process by ``n_jobs > 1``) with ``accountant=None``, the estimator takes along
+    the default accountant of the process that sends it: in the worker that copy, not the worker's own
+    default, is the one used, and it refuses or warns (see :class:`PrivacyAccountant`). A worker's own default
+    knew nothing of a budget set in the calling process: ``with PrivacyAccountant(epsilon=0.5):
+    cross_val_score(DCLEFEstimator(...), n_jobs=2)`` released every prediction at epsilon = 1, the calling
+    process's accountant recording nothing.
+    """
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        if self.accountant is None:
+            # a copy received from another process stays the one sent along (``copy.copy`` in an atomic fit
+            # pickles too: it would have put the worker's own default in its place)
+            sent = self.__dict__.get("_sent_default_accountant")
+            state["_sent_default_accountant"] = (sent if sent is not None and sent._copy_of() is not None
+                                                 else get_default_accountant())
+        return state
+
+    def _accountant(self, accountant=None):
+        """``accountant``, else the ``accountant`` parameter, else the default accountant (the sending
+        process's, in a worker process)."""
+        chosen = accountant if accountant is not None else self.accountant
+        if chosen is None:
+            sent = self.__dict__.get("_sent_default_accountant")
+            if sent is not None and sent._copy_of() is not None:
+                return sent
+        return check_accountant(chosen)
 
 
 def check_accountant(accountant):

@@ -9,7 +9,8 @@ from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..accounting import PrivacyAccountant, check_accountant
+from ..accounting import PrivacyAccountant
+from ..accounting._accountant import AccountedMixin
 from ..exceptions import BudgetExceededError, PrivacyLeakWarning
 from ..utils import check_random_source
 from ..utils._validation import check_real_target, check_same_index, check_table
@@ -22,7 +23,7 @@ from ._predictors import knn_weights, nadaraya_watson_weights, ridge_weights
 __all__ = ["DCLEFEstimator"]
 
 
-class DCLEFEstimator(RegressorMixin, BaseEstimator):
+class DCLEFEstimator(AccountedMixin, RegressorMixin, BaseEstimator):
     """Predict a new individual's private value with a privacy auction per query.
 
     ``fit(Y_public, d, unit_costs=v)`` stores the public features ``Y_public`` of
@@ -281,7 +282,7 @@ class DCLEFEstimator(RegressorMixin, BaseEstimator):
         ndarray of shape (n_samples,)
         """
         check_is_fitted(self)
-        acc = check_accountant(accountant if accountant is not None else self.accountant)
+        acc = self._accountant(accountant)
         return acc.individual_spent(self.population_, self.X_fit_.shape[0])
 
     def _run_query(self, w, spent):
@@ -341,7 +342,7 @@ class DCLEFEstimator(RegressorMixin, BaseEstimator):
         check_is_fitted(self)
         check_table(X)
         X = validate_data(self, X, reset=False, dtype=np.float64)
-        acc = check_accountant(self.accountant)
+        acc = self._accountant()
         Wq = self._weights(X)
         with acc.atomic():  # the spent read here and the spends below: no other thread's release in between
             return self._predict_queries(Wq, acc)

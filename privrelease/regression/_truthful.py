@@ -19,7 +19,8 @@ from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
 from sklearn.utils._param_validation import Options
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..accounting import PrivacyAccountant, check_accountant
+from ..accounting import PrivacyAccountant
+from ..accounting._accountant import AccountedMixin
 from ..exceptions import PrivacyLeakWarning
 from ..noise import VectorLaplace
 from ..noise._laplace import _noise_scale, _proven_epsilon, _warn_infinite_epsilon
@@ -478,7 +479,7 @@ def _unit_scaled(X):
     return X
 
 
-class TruthfulRegressionMechanism(RegressorMixin, BaseEstimator):
+class TruthfulRegressionMechanism(AccountedMixin, RegressorMixin, BaseEstimator):
     r"""Ridge regression bought from privacy-aware players, paid by peer prediction.
 
     The Private Regression Mechanism (Algorithm 2 of Cummings, Ioannidis and
@@ -819,7 +820,7 @@ class TruthfulRegressionMechanism(RegressorMixin, BaseEstimator):
             _warn_infinite_epsilon("TruthfulRegressionMechanism",
                                    "the ridge estimators (coef_ and group_coef_) are", stacklevel=5)
         source = check_random_source(self.random_state)
-        acc = check_accountant(self.accountant)
+        acc = self._accountant()
         # the whole output (the public model, the two group models, the payments) is 2 epsilon-jointly DP
         # (Theorem 2): checked before any noise is drawn, so a release past the budget is refused whole, and
         # recorded with the payments, no other thread's release in between

@@ -1,0 +1,103 @@
+"""Accountants in other processes (issue: ``n_jobs > 1`` bypassed the budget).
+
+A worker process of ``n_jobs > 1`` (or a fork) holds a copy of an accountant, and a release recorded there never
+reaches the original: ``with PrivacyAccountant(epsilon=0.5): cross_val_score(DCLEFEstimator(...), n_jobs=2)``
+released all its predictions at epsilon = 1 while the calling process's accountant recorded nothing. A budgeted copy
+now refuses, an unlimited one records with a PrivacyLeakWarning; threads share the accountant as before."""
+
+import multiprocessing
+import pickle
+import warnings
+from concurrent.futures import ProcessPoolExecutor
+
+import numpy as np
+import pytest
+from joblib import Parallel, delayed
+from sklearn.model_selection import cross_val_score
+
+from privrelease.accounting import PrivacyAccountant, get_default_accountant
+from privrelease.auctions import DCLEFEstimator
+from privrelease.exceptions import BudgetExceededError, PrivacyLeakWarning
+
+
+def _data(n=60):
+    rng = np.random.default_rng(0)
+    Y = rng.normal(size=(n, 3))
+    d = np.clip(np.round(3 + Y[:, 0]), 1, 5)
+    return Y, d
+
+
+def _spend(acc, eps):
+    """In a worker: record ``eps`` on ``acc``; returns the warnings' categories and the error's type, if any."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            acc.spend(eps)
+            error = None
+        except BudgetExceededError as exc:
+            error = str(exc)
+    return [w.category.__name__ for w in caught], error
+
+
+def test_a_budgeted_copy_in_a_worker_process_refuses():
+    acc = PrivacyAccountant(epsilon=10.0)
+    (cats, error), = Parallel(n_jobs=2)(delayed(_spend)(acc, 0.1) for _ in range(1))
+    assert error is not None and "is a copy, in process" in error and "cannot be kept" in error
+    assert acc.spent == 0.0
+
+
+def test_an_unlimited_copy_in_a_worker_process_records_with_a_warning():
+    acc = PrivacyAccountant()
+    (cats, error), = Parallel(n_jobs=2)(delayed(_spend)(acc, 0.1) for _ in range(1))
+    assert error is None and cats == ["PrivacyLeakWarning"]
+
+
+def _spend_on_default(eps):
+    return _spend(get_default_accountant(), eps)
+
+
+@pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="needs fork")
+def test_a_forked_default_accountant_refuses():
+    with PrivacyAccountant(epsilon=1.0) as acc:
+        with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork")) as ex:
+            cats, error = ex.submit(_spend_on_default, 0.1).result()
+    assert error is not None and "is a copy" in error
+    assert acc.spent == 0.0
+
+
+def test_the_same_process_keeps_recording():
+    # threads share the accountant (not a copy), and an accountant unpickled in the process that made it is not
+    # taken for a copy from elsewhere (the documented caveat of a pickle round trip stands)
+    acc = PrivacyAccountant(epsilon=1.0)
+    Parallel(n_jobs=2, prefer="threads")(delayed(acc.spend)(0.25) for _ in range(2))
+    assert acc.spent == 0.5
+    again = pickle.loads(pickle.dumps(acc))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        again.spend(0.25)
+    assert again.spent == 0.75
+
+
+def test_cross_val_score_in_worker_processes_keeps_the_callers_budget():
+    Y, d = _data()
+    est = DCLEFEstimator(budget=5.0, data_range=(1, 5), random_state=0)
+    # one process: the first query is refused (epsilon 1 > 0.5)
+    with PrivacyAccountant(epsilon=0.5) as acc:
+        with pytest.raises(BudgetExceededError):
+            cross_val_score(est, Y, d, cv=2, n_jobs=1, error_score="raise")
+    assert acc.spent == 0.0
+    # worker processes: the estimator takes the caller's default accountant along, and its copy refuses
+    with PrivacyAccountant(epsilon=0.5) as acc:
+        with pytest.raises(BudgetExceededError, match="is a copy"):
+            cross_val_score(est, Y, d, cv=2, n_jobs=2, error_score="raise")
+    assert acc.spent == 0.0
+
+
+def test_an_explicit_budgeted_accountant_refuses_in_worker_processes():
+    Y, d = _data()
+    acc = PrivacyAccountant(epsilon=100.0)
+    est = DCLEFEstimator(budget=5.0, data_range=(1, 5), random_state=0, accountant=acc)
+    with pytest.raises(BudgetExceededError, match="is a copy"):
+        cross_val_score(est, Y, d, cv=2, n_jobs=2, error_score="raise")
+    cross_val_score(est, Y, d, cv=2, n_jobs=1, error_score="raise")  # in this process: recorded
+    assert acc.spent > 0
