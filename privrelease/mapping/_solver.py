@@ -889,7 +889,9 @@ def _solve_ml(prob, delta, target_bits, solver, tol=1e-6):
             P = (1 - hi) * P + hi * Pz
     if info is None:  # the bound is the dual of the LP already solved for the answer (cvxpy: solved here)
         _, info = solve_maximal_leakage_lp(prob, target_bits=target_bits)
-    lb = info["lp_dual_objective"]
+    # the weak-duality bound of the LP's multipliers, not HiGHS's dual objective (not a bound: see
+    # maximal_leakage_distortion_bound); delta_min when HiGHS gave no marginals
+    lb = info.get("lower_bound", prob.delta_min)
     gap = max(prob.distortion(P) - lb, 0.0)
     rng_ = max(prob.delta_max - prob.delta_min, 1e-300)
     cert = {"gap_bits": max(math.log2(max(ml_sum(P), 1.0)) - target_bits, 0.0), "distortion_gap": float(prob.to_user(gap)),
