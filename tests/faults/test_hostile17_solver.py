@@ -116,3 +116,26 @@ def test_delta_mode_finite_penalty_meets_the_lp_optimum(penalty, delta):
     assert res.status == "optimal"
     assert res.leakage <= best + 1e-7
     assert res.distortion <= delta * (1 + 1e-9)
+
+
+def _mi_bits(prior, mapping):
+    J = prior @ mapping
+    outer = J.sum(axis=1, keepdims=True) * J.sum(axis=0, keepdims=True)
+    keep = J > 0
+    return float((J[keep] * np.log2(J[keep] / outer[keep])).sum())
+
+
+@pytest.mark.parametrize("share, witness_budget", [(0.3, 0.0306), (0.7, 0.00225)])
+def test_mi_target_mode_far_symbol_is_not_certified_far_from_the_optimum(share, witness_budget):
+    # the distortion tolerance was 1e-6 of the whole range (delta_max - delta_min), which the far point makes 1e4
+    # times the answer: 0.0582 and 0.0360 were returned 'optimal' where 0.0306 and 0.00225 reach the target
+    D = squared_euclidean_distortion(POINTS[:, None])
+    target = share * _mi_bits(PRIOR, np.eye(6))
+    witness = solve_mapping(PRIOR, D, witness_budget).mapping  # checked independently below
+    assert _mi_bits(PRIOR, witness) <= target
+    witness_distortion = float((PRIOR.sum(axis=0)[:, None] * witness * D).sum())
+    assert witness_distortion <= witness_budget * (1 + 1e-9)
+    res = solve_mapping(PRIOR, D, max_leakage=target)
+    assert _mi_bits(PRIOR, res.mapping) <= target * (1 + 1e-9)
+    assert res.status == "optimal"
+    assert res.distortion <= witness_distortion * (1 + 2e-3)
