@@ -589,6 +589,19 @@ def _independence_lp(prob, r, c, n, sel, n_all, w, s, opts, method="highs"):
     return prob.clean(prob.from_edges(x), None), 0, t
 
 
+#: the maximal-leakage LP's budget row is divided by the budget, but its coefficients kept below this (HiGHS takes a
+#: coefficient of 1e20 for infinite: a distortion with a 1e30 penalty entry was a "model error")
+BUDGET_ROW_MAX_COEF = 1e9
+
+
+def _budget_unit(prob, delta):
+    """The unit of the maximal-leakage LP's budget row: the budget, within BUDGET_ROW_MAX_COEF of the largest
+    edge weight (1 when both are 0)."""
+    w = prob.edge_weights()
+    unit = max(float(delta), float(w.max(initial=0.0)) / BUDGET_ROW_MAX_COEF)
+    return unit if unit > 0 else 1.0
+
+
 def _maximal_leakage_lp(prob, delta, target_bits):
     """``(cost, A_ub, b_ub, A_eq, b_eq, has_budget)`` of the maximal-leakage LP over the variables
     ``[x (the allowed entries, prob.edges()), z (one epigraph variable per output)]``."""
@@ -608,8 +621,12 @@ def _maximal_leakage_lp(prob, delta, target_bits):
     if target_bits is None:
         cost = np.concatenate([np.zeros(n), np.ones(kh)])
         if delta is not None and np.isfinite(delta) and delta < prob.delta_max:
-            rows_ub.append(sp.csr_matrix(np.concatenate([prob.edge_weights(), np.zeros(kh)])[None, :]))
-            b_ub.append(np.array([float(delta)]))
+            # the budget row in units of the budget (divided by _budget_unit): in internal units (the largest
+            # distortion 1) a distortion with one far symbol had a budget of ~1e-9, below HiGHS's absolute
+            # feasibility tolerance (1e-7), and the LP's mapping leaked 0.49 bits where 0 was reachable
+            unit = _budget_unit(prob, delta)
+            rows_ub.append(sp.csr_matrix(np.concatenate([prob.edge_weights() / unit, np.zeros(kh)])[None, :]))
+            b_ub.append(np.array([float(delta) / unit]))
             has_budget = True
     else:
         cost = np.concatenate([prob.edge_weights(), np.zeros(kh)])
@@ -653,6 +670,46 @@ def maximal_leakage_lower_bound(prob, lam, mu, delta):
     np.minimum.at(row_min, r, g)
     return float(row_min.sum() - (mu * float(delta) if mu > 0 else 0.0))
 
+
+def maximal_leakage_distortion_bound(prob, lam, nu, target_bits):
+    """Rigorous lower bound on the distortion of every mapping with maximal leakage ``<= target_bits``.
+
+    The target mode's counterpart of :func:`maximal_leakage_lower_bound` (weak duality, any multipliers): for
+    ``lam(a, j) >= 0`` on the epigraph rows ``p(j | a) <= z_j`` and ``nu >= max_j sum_a lam(a, j)`` on
+    ``sum_j z_j <= 2^target``, every feasible mapping has distortion ``>= sum_c min_j [w(c, j) +
+    sum_a lam(a, j) p(a, c) / p(a)] - nu 2^target``. HiGHS's dual objective is no such bound: its
+    marginals meet the dual constraints to an absolute 1e-7 only, while the edge weights (the internal
+    distortion, divided by its largest entry, times ``p(c)``) of a distortion with one far symbol are ~1e-7
+    themselves, so a mapping 10% above the optimum was reported with a distortion gap of 4e-9.
+
+    Parameters
+    ----------
+    prob : Problem or SparseProblem
+        The (reduced) program.
+    lam : ndarray of shape (n_private, n_outputs)
+        Multipliers of the epigraph rows.
+    nu : float
+        Multiplier of the leakage row (raised to ``max_j sum_a lam(a, j)`` when below it).
+    target_bits : float
+        The maximal-leakage target.
+
+    Returns
+    -------
+    float
+        The bound in internal distortion units (at least ``prob.delta_min``).
+    """
+    r, c, n = _entries(prob)
+    lam = np.clip(np.nan_to_num(np.asarray(lam, dtype=float), nan=0.0, posinf=0.0), 0.0, None)
+    nu = max(float(nu) if np.isfinite(nu) else 0.0, float(lam.sum(axis=0).max(initial=0.0)), 0.0)
+    g = prob.edge_weights() + ((prob.M[:, r] / prob.pA[:, None]) * lam[:, c]).sum(axis=0)
+    row_min = np.full(prob.k, np.inf)
+    np.minimum.at(row_min, r, g)
+    bound = float(row_min.sum() - nu * 2.0 ** float(target_bits))
+    return max(bound, float(prob.delta_min)) if np.isfinite(bound) else float(prob.delta_min)
+
+
+#: target mode: an LP whose optimum is below this share of its largest cost is solved again in units of that optimum
+TARGET_COST_RESCALE = 1e-3
 
 #: the exact polish of a maximal-leakage vertex (a dense least-squares solve) is skipped above this many cells
 POLISH_MAX_CELLS = 4_000_000
@@ -726,11 +783,27 @@ def solve_maximal_leakage_lp(prob, *, delta=None, target_bits=None):
             f"achievable maximal leakage is {smallest!r} bits", smallest_feasible=smallest)
     if res.status != 0:
         raise SolverError(f"HiGHS did not solve the maximal-leakage LP: {res.message}")
+    unit = 1.0  # target mode: the costs are divided by ``unit`` in the LP HiGHS solved
+    if target_bits is not None and 0.0 < res.fun < TARGET_COST_RESCALE * cost.max():
+        # the internal costs are p(c) d / max(d): with one far symbol (d up to 1e5 times the others) the costs that
+        # matter were ~1e-7, within HiGHS's absolute dual tolerance, and its mapping 9% above the optimum
+        # distortion. Solved again in units of its first answer, where they are ~1
+        unit = float(res.fun)
+        res2 = linprog(cost / unit, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq, bounds=(0, None), method=method)
+        if res2.status == 0:
+            res = res2
+        else:
+            unit = 1.0
     P = prob.from_edges(res.x[:n])
-    dual = _dual_bound(res, b_ub, b_eq)
-    info = {"lp_objective": float(res.fun), "lp_dual_objective": dual, "lp_gap": max(float(res.fun) - dual, 0.0)}
+    dual = _dual_bound(res, b_ub, b_eq) * unit
+    info = {"lp_objective": float(res.fun) * unit, "lp_dual_objective": dual,
+            "lp_gap": max(float(res.fun) * unit - dual, 0.0)}
     if target_bits is None and res.ineqlin is not None:
         marg = -np.asarray(res.ineqlin.marginals, dtype=float)
         info["lower_bound"] = maximal_leakage_lower_bound(
-            prob, marg[:na * kh].reshape(na, kh), marg[-1] if has_budget else 0.0, delta)
+            prob, marg[:na * kh].reshape(na, kh), marg[-1] / _budget_unit(prob, delta) if has_budget else 0.0, delta)
+    elif res.ineqlin is not None:  # target mode: the distortion bound of the same multipliers (rigorous)
+        marg = -np.asarray(res.ineqlin.marginals, dtype=float)
+        info["lower_bound"] = maximal_leakage_distortion_bound(prob, unit * marg[:na * kh].reshape(na, kh),
+                                                               unit * marg[-1], target_bits)
     return P, info

@@ -66,7 +66,10 @@ Tolerance policy
   the target (up to 1e-12 relative rounding) and ``certificate['distortion_gap']``
   is a rigorous bound on its distance to the smallest distortion reaching the
   target (Lagrangian lower bounds, :func:`_solve_mi_target`); certified when it is
-  at most ``DIST_RTOL`` times the distortion range. The maximal-leakage target is
+  at most ``DIST_RTOL`` times the distortion range (mutual information: and at most
+  ``ANSWER_RTOL`` times the answer's distance to the smallest distortion, down to
+  ``ANSWER_RTOL * DIST_RTOL`` times the range, so that one far symbol, which makes the
+  range 1e4 times that distance, does not certify a far answer). The maximal-leakage target is
   enforced exactly after the LP (mixing with the perfect-privacy mapping).
 """
 
@@ -126,6 +129,9 @@ SHARPEN_WITHIN = 10.0
 ML_GAP_BITS = 1e-7
 #: max_leakage mode: at most this many delta solves (Newton usually needs 3 to 8)
 MAX_TARGET_SOLVES = 40
+#: max_leakage mode (mutual information): the distortion tolerance is also at most this share of the answer's
+#: distance to the smallest distortion
+ANSWER_RTOL = 1e-3
 #: max_leakage mode: a target of at least this share of the smallest distortion's leakage (and of 1e3 times ``tol``)
 #: starts its search from the cheapest constant mapping (leakage 0) and solves the perfect-privacy LP only if the
 #: search ends uncertified: its bound matters only for targets near 0, and at |A| = 10, k = 260 the LP alone took
@@ -527,7 +533,8 @@ def _solve_mi_target(prob, target_bits, solver, tol):
       ``lambda * DIST_RTOL``, which the distortion certificate needs).
 
     ``distortion_gap`` = returned distortion minus the lower bound (rigorous); the
-    answer is certified when it is at most ``DIST_RTOL`` times the distortion range.
+    answer is certified when it is at most ``DIST_RTOL`` times the distortion range and
+    at most the tolerance relative to the answer itself (see ``answer_tol`` below).
     """
     L = target_bits * LN2 * (1 - 1e-12)  # a hair inside, so that rounding never exceeds the target
     rng_ = max(prob.delta_max - prob.delta_min, 0.0)
@@ -706,8 +713,21 @@ def _solve_mi_target(prob, target_bits, solver, tol):
     d_cur, f_cur, lam_cur = prob.delta_min, f0, lam0
     best_P, best_d = feasible()
 
+    def answer_tol():
+        """The distortion tolerance: DIST_RTOL times the range, but at most ANSWER_RTOL times the answer's own
+        distance to the smallest distortion (one far symbol made the range 1e4 times that distance: an answer
+        with 20,000 times the optimum's distance was certified), or the distortion that ``tol`` bits buy at the
+        curve's slope at the smallest distortion when that is larger (a target a hair below the smallest
+        distortion's leakage; not a slope further right, which is smaller than the answer's), and never below
+        ANSWER_RTOL times the range's tolerance."""
+        floor = tol * LN2 / lam0 if 0 < lam0 < np.inf else 0.0
+        own = max(ANSWER_RTOL * (best_d - prob.delta_min), floor, ANSWER_RTOL * DIST_RTOL * rng_)
+        return max(min(DIST_RTOL * rng_, own), DIST_RTOL * 1e-300)
+
+    dist_tol = answer_tol()
+
     def search(n_solves):
-        nonlocal d_cur, f_cur, lam_cur, best_P, best_d
+        nonlocal d_cur, f_cur, lam_cur, best_P, best_d, dist_tol
         stalled = 0
         fallbacks = 0
         for _ in range(n_solves):
@@ -753,6 +773,7 @@ def _solve_mi_target(prob, target_bits, solver, tol):
             _, f_new, _, lam_new = run(nxt, tol_k, warm=near)
             d_cur, f_cur, lam_cur = nxt, f_new, lam_new
             best_P, best_d = feasible()
+            dist_tol = answer_tol()
             # stop when the certified interval stops shrinking (the delta solves' own certificates
             # are then the limit): further solves would only repeat the same bounds
             stalled = stalled + 1 if (best_d - lower()) > 0.99 * gap_before else 0
@@ -769,6 +790,7 @@ def _solve_mi_target(prob, target_bits, solver, tol):
         if Ppp is not None and prob.objective(Ppp) <= L:
             rights.append((prob.distortion(Ppp), Ppp, prob.objective(Ppp)))
         best_P, best_d = feasible()
+        dist_tol = answer_tol()
         search(max(MAX_TARGET_SOLVES - len(lines), 0))
     if best_d - lower() > dist_tol and not sharpened and t_pp is not None and target_bits > 0:
         sharpen()  # not certified: the sharpest bound of the LP's multipliers before giving up
@@ -889,7 +911,9 @@ def _solve_ml(prob, delta, target_bits, solver, tol=1e-6):
             P = (1 - hi) * P + hi * Pz
     if info is None:  # the bound is the dual of the LP already solved for the answer (cvxpy: solved here)
         _, info = solve_maximal_leakage_lp(prob, target_bits=target_bits)
-    lb = info["lp_dual_objective"]
+    # the weak-duality bound of the LP's multipliers, not HiGHS's dual objective (not a bound: see
+    # maximal_leakage_distortion_bound); delta_min when HiGHS gave no marginals
+    lb = info.get("lower_bound", prob.delta_min)
     gap = max(prob.distortion(P) - lb, 0.0)
     rng_ = max(prob.delta_max - prob.delta_min, 1e-300)
     cert = {"gap_bits": max(math.log2(max(ml_sum(P), 1.0)) - target_bits, 0.0), "distortion_gap": float(prob.to_user(gap)),
