@@ -29,6 +29,7 @@ Two levels of accounting are kept:
 """
 
 import math
+import multiprocessing
 import os
 import threading
 import warnings
@@ -109,17 +110,21 @@ class PrivacyAccountant:
     and :func:`sklearn.base.clone` share it): a ledger of privacy actually spent
     must never be duplicated, or the spending of a cloned estimator (in
     ``cross_val_score``, ``GridSearchCV``) would be recorded on a copy nobody sees.
-    Separate processes (``n_jobs > 1``, a fork) receive copies, which know the process
-    their original lives in: a copy with a budget refuses every release
-    (:class:`~privrelease.exceptions.BudgetExceededError`: what it records never reaches
-    the original, so it could not keep the budget), and an unlimited copy records with a
-    :class:`~privrelease.exceptions.PrivacyLeakWarning` (the original's ledger will not
-    show it). The estimators that record (``accountant=None``) send the default
-    accountant of the process that dispatches them along, so a ``with
-    PrivacyAccountant(epsilon=...):`` block around ``cross_val_score(..., n_jobs=2)``
-    refuses the releases its workers would make. Run releases in the process that holds
-    the accountant (``n_jobs=1``, or joblib threads), or create an accountant in each
-    worker and account there.
+    Worker processes (``n_jobs > 1`` with joblib's processes, a ``multiprocessing`` pool)
+    receive copies, and what a copy records never reaches the original: in a worker, a
+    copy of an accountant of the process that started it refuses every release when it has
+    a budget (:class:`~privrelease.exceptions.BudgetExceededError`: it could not keep it)
+    and records with a :class:`~privrelease.exceptions.PrivacyLeakWarning` when unlimited
+    (the original's ledger will not show the release). The estimators that record
+    (``accountant=None``) tell their workers the calling process's default budget, so a
+    ``with PrivacyAccountant(epsilon=...):`` block around ``cross_val_score(...,
+    n_jobs=2)`` refuses the releases its workers would make instead of letting each worker
+    record on an unlimited default of its own. Make releases in the process that holds the
+    accountant (``n_jobs=1``, or joblib threads), or install an accountant in the worker
+    itself (``set_default_accountant`` or a ``with`` block there), which is then used.
+    An accountant pickled and loaded in a later, unrelated process is a ledger of its own
+    (to resume a budget across sessions); one unpickled in the process it came from is a
+    duplicate that records apart from the original.
 
     Parameters
     ----------
@@ -189,10 +194,22 @@ class PrivacyAccountant:
         self.__dict__.setdefault("_pid", None)  # a pickle of an older version: its origin is unknown
 
     def _copy_of(self):
-        """The id of the process the original lives in when this accountant is a copy of one that lives in
-        another process (unpickled in a worker of ``n_jobs > 1``, inherited by a fork), else None."""
+        """The id of the process the original lives in when this accountant is a copy made for a worker of that
+        process (unpickled in a worker of ``n_jobs > 1``, inherited by a forked pool worker), else None. An
+        accountant loaded by an unrelated process (a later session) is not such a copy."""
         pid = self.__dict__.get("_pid")
-        return pid if pid is not None and pid != os.getpid() else None
+        parent = multiprocessing.parent_process()
+        if pid is None or pid == os.getpid() or parent is None:
+            return None
+        return pid if pid == parent.pid else None
+
+    def _budget_only(self):
+        """A copy of this accountant with its budget and origin but none of its ledger: what an estimator tells a
+        worker of the default budget (a pickle of the whole ledger grew with every release, 32 MB after 2,000, and
+        carried other populations' payments)."""
+        stub = PrivacyAccountant(self.epsilon)
+        stub._pid = self.__dict__.get("_pid") or os.getpid()
+        return stub
 
     def _refuse_copy(self, epsilon):
         """Refuse a release on a budgeted copy; warn (once per copy) on an unlimited one (see the class notes)."""
@@ -502,6 +519,7 @@ class PrivacyAccountant:
 
 
 _DEFAULT = {"accountant": PrivacyAccountant()}
+_DEFAULT["initial"] = _DEFAULT["accountant"]  # the import-time default, back in place after a with-block
 _DEFAULT_LOCK = threading.Lock()
 
 
@@ -535,36 +553,40 @@ def set_default_accountant(accountant):
     new = PrivacyAccountant() if accountant is None else check_accountant(accountant)
     with _DEFAULT_LOCK:
         previous, _DEFAULT["accountant"] = _DEFAULT["accountant"], new
+        # a worker that installs an accountant of its own is not overruled by the budget sent along (AccountedMixin)
+        _DEFAULT["installed_in"] = os.getpid() if new is not _DEFAULT["initial"] else None
     return previous
 
 
 class AccountedMixin:
     """For estimators with an ``accountant`` parameter: the accountant a release records on.
 
-    Pickled (sent to a worker process by ``n_jobs > 1``) with ``accountant=None``, the estimator takes along
-    the default accountant of the process that sends it: in the worker that copy, not the worker's own
-    default, is the one used, and it refuses or warns (see :class:`PrivacyAccountant`). A worker's own default
-    knew nothing of a budget set in the calling process: ``with PrivacyAccountant(epsilon=0.5):
-    cross_val_score(DCLEFEstimator(...), n_jobs=2)`` released every prediction at epsilon = 1, the calling
-    process's accountant recording nothing.
+    Pickled (sent to a worker process by ``n_jobs > 1``) with ``accountant=None``, the estimator takes along the
+    budget of the sending process's default accountant (not its ledger): in a worker of that process which has not
+    installed an accountant of its own, that budget's copy, not the worker's unlimited default, is used, and it
+    refuses or warns (see :class:`PrivacyAccountant`). ``with PrivacyAccountant(epsilon=0.5):
+    cross_val_score(DCLEFEstimator(...), n_jobs=2)`` released every prediction at epsilon = 1 with the calling
+    process's accountant recording nothing. Elsewhere (the process that pickled it, a later session loading it) the
+    default accountant of the process at hand is used, as before.
     """
 
     def __getstate__(self):
         state = super().__getstate__()
         if self.accountant is None:
-            # a copy received from another process stays the one sent along (``copy.copy`` in an atomic fit
-            # pickles too: it would have put the worker's own default in its place)
-            sent = self.__dict__.get("_sent_default_accountant")
-            state["_sent_default_accountant"] = (sent if sent is not None and sent._copy_of() is not None
-                                                 else get_default_accountant())
+            # a copy received from the parent stays the one sent along (``copy.copy`` in an atomic fit pickles too:
+            # it would have put the worker's own default in its place)
+            sent = self.__dict__.get("_sent_default_budget")
+            if sent is None or sent._copy_of() is None:
+                sent = get_default_accountant()._budget_only()
+            state["_sent_default_budget"] = sent
         return state
 
     def _accountant(self, accountant=None):
-        """``accountant``, else the ``accountant`` parameter, else the default accountant (the sending
-        process's, in a worker process)."""
+        """``accountant``, else the ``accountant`` parameter, else the default accountant (in a worker that has
+        installed none, the sending process's budget)."""
         chosen = accountant if accountant is not None else self.accountant
-        if chosen is None:
-            sent = self.__dict__.get("_sent_default_accountant")
+        if chosen is None and _DEFAULT.get("installed_in") != os.getpid():
+            sent = self.__dict__.get("_sent_default_budget")
             if sent is not None and sent._copy_of() is not None:
                 return sent
         return check_accountant(chosen)

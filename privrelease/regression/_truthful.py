@@ -720,7 +720,7 @@ class TruthfulRegressionMechanism(AccountedMixin, RegressorMixin, BaseEstimator)
             return np.inf
         alpha, bound = float(self.alpha), float(self.response_bound)
         delivered = [_proven_epsilon(s, _noise_scale(s, eps))
-                     for s in (ridge_sensitivity(m, alpha, bound) for m in {n, n // 2, n - n // 2})]
+                     for s in (ridge_sensitivity(m, alpha, bound) for m in dict.fromkeys((n, n // 2, n - n // 2)))]
         return 2.0 * max(delivered)
 
     def _private_ridge(self, X, y, source, svd=None):

@@ -101,3 +101,73 @@ def test_an_explicit_budgeted_accountant_refuses_in_worker_processes():
         cross_val_score(est, Y, d, cv=2, n_jobs=2, error_score="raise")
     cross_val_score(est, Y, d, cv=2, n_jobs=1, error_score="raise")  # in this process: recorded
     assert acc.spent > 0
+
+
+# ------------------------------------------------------------------ what is not a worker's copy (review)
+_LOADER = """
+import pickle, sys, warnings
+from privrelease.accounting import PrivacyAccountant
+from privrelease.exceptions import BudgetExceededError
+obj = pickle.load(open(sys.argv[1], "rb"))
+warnings.simplefilter("error")
+try:
+    if isinstance(obj, PrivacyAccountant):
+        obj.spend(0.5)
+        print("spent", obj.spent)
+    else:
+        with PrivacyAccountant(epsilon=1e-6) as acc:
+            obj.predict(obj._X[:3])
+        print("released")
+except BudgetExceededError as exc:
+    print("refused", "is a copy" in str(exc))
+"""
+
+
+def _load_elsewhere(tmp_path, obj):
+    import subprocess
+    import sys
+
+    path = tmp_path / "obj.pkl"
+    path.write_bytes(pickle.dumps(obj))
+    out = subprocess.run([sys.executable, "-c", _LOADER, str(path)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.split()
+
+
+def test_a_ledger_loaded_in_a_later_session_is_its_own(tmp_path):
+    acc = PrivacyAccountant(epsilon=2.0).spend(0.5)
+    assert _load_elsewhere(tmp_path, acc) == ["spent", "1.0"]
+
+
+def test_a_pickled_estimator_follows_the_budget_of_the_process_that_loads_it(tmp_path):
+    Y, d = _data()
+    est = DCLEFEstimator(budget=5.0, data_range=(1, 5), random_state=0).fit(Y, d)
+    est._X = Y
+    # the loading process's own budget refuses (not the budget-free default of the process that pickled it)
+    assert _load_elsewhere(tmp_path, est) == ["refused", "False"]
+
+
+def test_the_default_ledger_is_not_pickled_with_an_estimator():
+    Y, d = _data()
+    est = DCLEFEstimator(budget=5.0, data_range=(1, 5), random_state=0).fit(Y, d)
+    with PrivacyAccountant() as acc:
+        for _ in range(50):
+            est.predict(Y[:5])
+        size = len(pickle.dumps(est))
+    assert len(acc) == 250  # one release a query
+    fresh = DCLEFEstimator(budget=5.0, data_range=(1, 5), random_state=0).fit(Y, d)
+    assert size <= len(pickle.dumps(fresh)) + 1000
+
+
+def _predict_with_own_accountant(est, X):
+    with PrivacyAccountant(epsilon=100.0) as acc:
+        est.predict(X)
+    return acc.spent
+
+
+def test_a_worker_that_installs_its_own_accountant_records_there():
+    Y, d = _data()
+    est = DCLEFEstimator(budget=5.0, data_range=(1, 5), random_state=0).fit(Y, d)
+    with PrivacyAccountant(epsilon=0.5):
+        spent, = Parallel(n_jobs=2)(delayed(_predict_with_own_accountant)(est, Y[:3]) for _ in range(1))
+    assert spent > 0
