@@ -89,17 +89,12 @@ def _make_model(model, seed):
         return RandomForestClassifier(
             n_estimators=200, min_samples_leaf=2, max_features="sqrt", n_jobs=1, random_state=seed
         )
-    est = clone(model)
-    # every random_state left None, the nested ones too (a forest inside a Pipeline, the base estimator of a
-    # bagging): only the top level was seeded, and InferenceAttack(model=make_pipeline(scaler, forest),
-    # random_state=0) gave another attacker at every fit. The top level keeps ``seed`` itself; nested ones get
-    # seeds derived from it, so that two forests of an ensemble are not the same forest.
-    unset = sorted(name for name, value in est.get_params(deep=True).items()
-                   if value is None and (name == "random_state" or name.endswith("__random_state")))
-    if unset:
-        nested = np.random.default_rng(seed).integers(0, 2**31 - 1, size=len(unset))
-        est.set_params(**{name: seed if name == "random_state" else int(s) for name, s in zip(unset, nested)})
-    return est
+    from ._protocol import _seed_unset
+
+    # every random_state left None, the nested ones too (a forest inside a Pipeline, the trees of a bagging): only
+    # the top level was seeded, and InferenceAttack(model=make_pipeline(scaler, forest), random_state=0) gave
+    # another attacker at every fit
+    return _seed_unset(clone(model), seed)
 
 
 @dataclass

@@ -285,15 +285,24 @@ def _prepare_split(ratings, private, *, opt_in_fraction, cv, heldout_fraction, r
 
 # --------------------------------------------------------------------------- one fold
 def _seed_unset(est, seed):
-    """``seed`` set on every ``random_state`` of ``est`` left None: its own and its nested estimators' (a Pipeline's
-    ``privacy__random_state``). Only the estimator's own was seeded: a mapper inside a Pipeline drew from the
-    operating system's entropy, and ``random_state=0`` gave another RMSE at every call."""
+    """Seed every ``random_state`` of ``est`` left None: its own and its nested estimators' (a Pipeline's
+    ``privacy__random_state``, the forests of an ensemble). Only the estimator's own was seeded: a mapper inside a
+    Pipeline drew from the operating system's entropy, and ``random_state=0`` gave another RMSE at every call.
+
+    A single unset ``random_state`` (the estimator's own, or the one random step of a Pipeline) gets ``seed``
+    itself, so a Pipeline around a mapper draws what the mapper alone draws; when several are unset, the top level
+    keeps ``seed`` and each nested one gets a seed of its own derived from it: two forests of a voting attacker
+    seeded alike were one forest twice (a weaker attacker), two noise steps seeded alike drew the same noise.
+    """
     if seed is None or not hasattr(est, "get_params"):
         return est
-    unset = {key: seed for key, value in est.get_params(deep=True).items()
-             if (key == "random_state" or key.endswith("__random_state")) and value is None}
-    if unset:
-        est.set_params(**unset)
+    unset = sorted(key for key, value in est.get_params(deep=True).items()
+                   if (key == "random_state" or key.endswith("__random_state")) and value is None)
+    if len(unset) == 1:
+        est.set_params(**{unset[0]: seed})
+    elif unset:
+        derived = np.random.default_rng(seed).integers(0, 2**31 - 1, size=len(unset))
+        est.set_params(**{key: seed if key == "random_state" else int(s) for key, s in zip(unset, derived)})
     return est
 
 
@@ -422,11 +431,13 @@ def _fit_mapper(mapper, split):
 
 
 def _fitted_attr(mapper, name, default=None):
-    """``mapper.name``, or for a Pipeline the last step's that has it (the privacy step: a Pipeline has no
-    ``leakage_`` of its own, and a curve over ``privacy__max_leakage`` reported leakage_bits NaN)."""
+    """``mapper.name``, or for a Pipeline the first step's that has it (the privacy step: a Pipeline has no
+    ``leakage_`` of its own, and a curve over ``privacy__max_leakage`` reported leakage_bits NaN). The first, as
+    the adaptive scorer reads it: every later step is post-processing of that step's release, so its guarantee
+    holds for the Pipeline's output (data processing inequality)."""
     if hasattr(mapper, name):
         return getattr(mapper, name)
-    for _, step in reversed(getattr(mapper, "steps", None) or []):
+    for _, step in getattr(mapper, "steps", None) or []:
         if hasattr(step, name):
             return getattr(step, name)
     return default

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import StratifiedKFold, cross_val_predict
 from sklearn.pipeline import Pipeline
@@ -193,3 +193,21 @@ def test_a_pipeline_mapper_reports_its_privacy_step_leakage_and_distortion():
     assert np.isfinite(plain["leakage"]) and np.isfinite(plain["distortion"])
     assert (nested["leakage"], nested["distortion"]) == (plain["leakage"], plain["distortion"])
     assert nested["leakage"] == nested.mapper.named_steps["privacy"].leakage_
+
+
+def test_nested_seeds_are_distinct_where_several_are_unset_and_the_seed_itself_where_one_is():
+    # the attackers derived a seed per nested estimator while the protocol gave every nested one the same seed (a
+    # voting attacker of two forests seeded 7 and 7 is one forest twice): one rule for both now
+    from sklearn.ensemble import RandomForestClassifier, VotingClassifier
+
+    from privrelease.evaluation._attacks import _make_model
+    from privrelease.evaluation._protocol import _seed_unset
+
+    vote = VotingClassifier([("a", RandomForestClassifier()), ("b", RandomForestClassifier())], voting="soft")
+    for seeded in (_make_model(vote, 7), _seed_unset(clone(vote), 7)):
+        params = seeded.get_params()
+        assert params["a__random_state"] != params["b__random_state"]
+        assert params["a__random_state"] is not None and params["b__random_state"] is not None
+    one = _seed_unset(_in_pipeline(BlurMe(strategy="random")), 7)
+    assert one.get_params()["privacy__random_state"] == 7
+    assert vote.get_params()["a__random_state"] is None  # the user's model is not modified by _make_model
