@@ -2304,6 +2304,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
 
     def _check_fitted_state(self):
         """The shared checks and claims, then the profiles' mixture weights against ``prior_`` and ``mapping_``."""
+        self._upgrade_distortion_figures()
         super()._check_fitted_state()
         weights = getattr(self, "profile_weights_", None)
         if weights is not None:
@@ -2312,6 +2313,32 @@ class QuantizedPrivacyMapper(_BaseMapper):
                     or np.max(np.abs(weights - expected)) > 1e-9):
                 raise ValueError("fitted.profile_weights_ are not the mixture weights p(c | c_hat) recomputed "
                                  f"from prior_ and mapping_ (profile={self.profile!r})")
+
+    def _upgrade_distortion_figures(self):
+        """A file written before the distortions were weighted by the labeled users' cluster shares
+        (:meth:`_distortion_weights`): its ``distortion_``, ``center_distortion_`` and ``smallest_delta_`` are all
+        three the smoothed ``prior_``'s. They are recomputed (with a ``UserWarning``) so that the claims and the
+        ``delta`` budget are then checked over the labeled users; any other figure is left to the checks."""
+        try:
+            old = {"distortion_": expected_distortion(self.prior_, self.mapping_, self.cost_matrix_),
+                   "center_distortion_": expected_distortion(self.prior_, self.mapping_, self.center_cost_matrix_)}
+            C = np.asarray(self.cost_matrix_, dtype=np.float64)
+            old["smallest_delta_"] = float(np.sum(np.asarray(self.prior_).sum(axis=0)
+                                                  * np.where(np.isfinite(C), C, np.inf).min(axis=1)))
+            new = self._figures()
+        except Exception:  # a malformed state: the checks that follow name what is wrong
+            return
+        got = {name: getattr(self, name, None) for name in old}
+        if not all(isinstance(v, (float, np.floating)) and abs(float(v) - old[n]) <= 1e-9 * max(1.0, abs(old[n]))
+                   for n, v in got.items()):
+            return
+        if all(abs(float(got[n]) - new[n]) <= 1e-9 * max(1.0, abs(new[n])) for n in old):
+            return
+        warnings.warn(f"the file's distortion_ ({float(got['distortion_']):.6g}) was weighted by the smoothed "
+                      f"prior_ (an earlier privrelease); recomputed over the labeled users' cluster shares: "
+                      f"{new['distortion_']:.6g}", UserWarning, stacklevel=5)
+        for n in old:
+            setattr(self, n, new[n])
 
     def _check_heldout(self):
         """The held-out rule's figures: four arrays of one length, a grid of integers >= 2, and ``n_clusters_``

@@ -78,3 +78,24 @@ def test_distortion_is_what_the_labeled_users_pay(data, kw):
     assert m.smallest_delta_ == pytest.approx(float(shares @ C.min(axis=1)), rel=1e-9)
     # Theorem 2 under the same weights: the lift costs at most the centre-level distortion plus r
     assert m.distortion_ <= m.center_distortion_ + m.quantization_radius_ + 1e-9
+
+
+def test_a_file_with_the_earlier_weights_loads_with_the_figures_recomputed(data, tmp_path):
+    """A file written before the fix holds the smoothed prior's figures: they are recomputed, with a warning."""
+    from privrelease._persistence import load, save
+    from privrelease.mapping import expected_distortion
+
+    X, y = data
+    m = QuantizedPrivacyMapper(n_clusters=30, smoothing=5.0, max_leakage=0.05).fit(X, y)
+    paid = _labeled_users_distortion(m, X, y)
+    C = m.cost_matrix_
+    m.distortion_ = expected_distortion(m.prior_, m.mapping_, C)
+    m.center_distortion_ = expected_distortion(m.prior_, m.mapping_, m.center_cost_matrix_)
+    m.smallest_delta_ = float(m.prior_.sum(axis=0) @ C.min(axis=1))
+    assert abs(m.distortion_ - paid) > 1e-4
+    with pytest.warns(UserWarning, match=r"weighted by the smoothed prior_ \(an earlier privrelease\)"):
+        path = save(m, tmp_path / "m.npz")
+    assert load(path).distortion_ == pytest.approx(paid, rel=1e-9)
+    m.distortion_ = paid * 0.5  # any other figure is a false claim
+    with pytest.raises(ValueError, match="distortion_ .* does not hold"):
+        m._check_fitted_state()
