@@ -510,8 +510,9 @@ def test_identity_mapping_with_every_claim_recomputed_breaks_the_budget(tmp_path
     fitted = meta["fitted"]
     fitted["leakage_"]["v"] = repr(true_leak)
     fitted["map_accuracy_"]["v"] = repr(map_attack_accuracy(P, M))
-    fitted["distortion_"]["v"] = repr(expected_distortion(P, M, arrays["fitted/cost_matrix_"]))
-    fitted["center_distortion_"]["v"] = repr(expected_distortion(P, M, arrays["fitted/center_cost_matrix_"]))
+    shares = arrays["fitted/empirical_prior_"]  # the distortions weigh the clusters by the labeled users' shares
+    fitted["distortion_"]["v"] = repr(expected_distortion(shares, M, arrays["fitted/cost_matrix_"]))
+    fitted["center_distortion_"]["v"] = repr(expected_distortion(shares, M, arrays["fitted/center_cost_matrix_"]))
     from privrelease.mapping import mutual_information
 
     fitted["empirical_leakage_"]["v"] = repr(mutual_information(arrays["fitted/empirical_prior_"] @ M))

@@ -128,7 +128,9 @@ def test_a_dishonest_prior_at_large_k_is_rejected(sharp):
     _, _, m = sharp
     ex, noise = m.heldout_leakage_excess_, m.heldout_noise_
     assert ex[-1] > 2.5 * noise[-1] and ex[-1] > m.heldout_tolerance
-    assert ex[-2:].mean() > ex[:2].mean() + 2 * noise[-1]
+    # 1.5 noise sd: since the distortion is weighted by the labeled users' cluster shares (not the smoothed
+    # prior's), the mapping at large k leaks less on the held-out users (0.039 / 0.061 against 0.069 / 0.084 bits)
+    assert ex[-2:].mean() > ex[:2].mean() + 1.5 * noise[-1]
     assert m.n_clusters_ == m.heldout_n_clusters_[0]
 
 

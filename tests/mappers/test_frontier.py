@@ -124,9 +124,9 @@ def test_sqeuclidean_refinement_step_is_the_exact_barycenter(data):
     lab = m0.labels_
     k = m0.n_clusters_
     size = np.bincount(lab, minlength=k)
-    q = m0.prior_.sum(axis=0)
+    q = m0.empirical_prior_.sum(axis=0)  # the labeled users' cluster shares n(c) / n weigh the distortion
     for j in range(k):
-        w = q[lab] * m0.mapping_[lab, j] / size[lab]  # q(c) p(j|c) / |c| for each member
+        w = q[lab] * m0.mapping_[lab, j] / size[lab]  # n(c) p(j|c) / |c| for each member
         if w.sum() == 0:
             continue
         z = w @ E / w.sum()
@@ -141,7 +141,7 @@ def test_sqeuclidean_refinement_step_is_the_exact_barycenter(data):
     cost = np.vstack([D[lab == c].mean(axis=0) for c in range(k)])
     np.testing.assert_allclose(m1.cost_matrix_, cost, rtol=1e-9, atol=1e-12)
     # chain: old mapping at the new points is no worse, and the re-solved mapping no worse still
-    moved = float(np.sum(m0.prior_.sum(axis=0)[:, None] * m0.mapping_ * cost))
+    moved = float(np.sum(q[:, None] * m0.mapping_ * cost))
     assert m1.distortion_ <= moved + 1e-9 <= m0.distortion_ + 1e-9
     assert mutual_information(m1.prior_ @ m1.mapping_) < 1e-6
 
