@@ -48,6 +48,7 @@ import scipy.sparse as sp
 
 from ..utils import SeededRandomSource, check_private_labels, check_random_source
 from ..utils._validation import check_same_index as _check_same_index, plain_value
+from ._columns import check_column_labels
 
 __all__ = [
     "is_dask_collection",
@@ -294,8 +295,6 @@ def transform(mapper, X):
                 f"X has {len(X.columns)} features, but {type(mapper).__name__} is expecting "
                 f"{n_features} features as input"
             )
-        from ._base import check_column_labels
-
         check_column_labels(mapper, list(X.columns))  # before the graph is built, not when a block is computed
         return X.map_partitions(_transform_partition, mapper, seed, _WarnOnce(X.npartitions),
                                 meta=mapper._release_meta(X._meta))

@@ -12,8 +12,8 @@ from ..utils import check_random_source
 from ..utils._validation import (_format_bytes, _physical_memory, check_bool_number_mix, check_label_kinds, check_table,
                                  is_sparse_frame, plain_value, undisclosed_mask)
 from . import _dask
-from ._base import PriorEstimate, _BaseMapper, _frame_columns, _refuse_surprise_data, check_column_labels, \
-    record_column_labels
+from ._base import PriorEstimate, _BaseMapper, _refuse_surprise_data
+from ._columns import _frame_columns, check_column_labels, record_column_labels
 from ._common import BUDGET_CONSTRAINT, LEAKAGE_CONSTRAINT, PROTECT_CONSTRAINT, RANDOM_STATE_CONSTRAINT
 
 __all__ = ["ErasureMapper"]

@@ -21,9 +21,9 @@ from ..utils._validation import (as_float_if_object, canonical_sparse, check_all
                                  is_sparse_frame, nullable_numpy_dtype, plain_value, ratings_in_dtype, round_ratings,
                                  sparse_frame_like, zero_fill_sparse_frame)
 from . import _dask
-from ._base import (_BUDGET_TOL, PriorEstimate, _BaseMapper, _frame_columns, _matrix, _refuse_long_form,
-                    _refuse_nan_ratings, _refuse_surprise_data, _row_stochastic, check_column_labels,
-                    record_column_labels, stack_marginal_priors)
+from ._base import (_BUDGET_TOL, PriorEstimate, _BaseMapper, _matrix, _refuse_long_form, _refuse_nan_ratings,
+                    _refuse_surprise_data, _row_stochastic, stack_marginal_priors)
+from ._columns import _frame_columns, check_column_labels, record_column_labels
 from ._common import BUDGET_CONSTRAINT, LEAKAGE_CONSTRAINT, PROTECT_CONSTRAINT, RANDOM_STATE_CONSTRAINT
 from ._quantize import (
     TasteEmbedding,
