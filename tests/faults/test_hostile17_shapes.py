@@ -1,5 +1,8 @@
 """Real-data shapes (shape17): long-tailed product-like stand-ins drawn by the synthetic generators."""
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -88,3 +91,40 @@ def test_reference_pattern_equals_generator_under_a_fixed_seed():
     keys = log_w + np.random.default_rng(11).gumbel(size=log_w.shape)
     for u, row in enumerate(_reference_pattern(keys, counts)):
         np.testing.assert_array_equal(indices[indptr[u]:indptr[u + 1]], row)
+
+
+def _sparse_product_files(folder, mean_ratings_per_user):
+    R, a, _ = make_ratings(1500, 600, mean_ratings_per_user=mean_ratings_per_user, popularity_skew=1.2,
+                           random_state=0)
+    R = R.tocoo()
+    ratings, users = folder / "ratings.csv", folder / "users.csv"
+    ratings.write_text("user,item,rating\n" + "".join(f"P{u}x,I{i},{v:g}\n" for u, i, v in zip(R.row, R.col, R.data)))
+    users.write_text("zip,user,g,extra\n" + "".join(f"0{u},P{u}x,{['M', 'F'][c]},z\n" for u, c in enumerate(a)))
+    return ratings, users
+
+
+def _run_ratings_file(tmp_path, capsys, mean_ratings_per_user):
+    from shared_helpers import run_cli  # tests/shared_helpers.py
+
+    ratings, users = _sparse_product_files(tmp_path, mean_ratings_per_user)
+    pipeline = str(Path(__file__).resolve().parents[2] / "pipelines" / "ratings_file.toml")
+    out = tmp_path / "out"
+    rc, _, err = run_cli(["run", pipeline, "--quick", "-o", str(out), "--set", f"path={ratings}",
+                          "--set", f"users_path={users}", "--set", "attribute=g", "--set", "max_leakages=[0.0]"],
+                         capsys)
+    assert rc == 0, err
+    return (out / "report.md").read_text(encoding="utf-8"), json.loads((out / "headline.json").read_text())
+
+
+def test_report_warns_when_releasing_nothing_beats_the_original_ratings(tmp_path, capsys):
+    # a product-like file (about 4 ratings per user): the recommender predicts the held-out ratings better from
+    # its baselines than from the users' own rows, so every "relative increase" is against a costly yardstick
+    report, headline = _run_ratings_file(tmp_path, capsys, 4)
+    assert headline["ratings_rel_increase_release_nothing"] < 0
+    assert "releasing nothing gives a LOWER RMSE" in report
+
+
+def test_report_has_no_such_warning_when_the_original_ratings_help(tmp_path, capsys):
+    report, headline = _run_ratings_file(tmp_path, capsys, 30)
+    assert headline["ratings_rel_increase_release_nothing"] > 0
+    assert "releasing nothing gives a LOWER RMSE" not in report
