@@ -153,9 +153,18 @@ def _sample_rated_items(log_weights_fn, n_items, counts, rng):
     for start in range(0, n_users, chunk):
         stop = min(n_users, start + chunk)
         keys = log_weights_fn(start, stop) + rng.gumbel(size=(stop - start, n_items))
-        order = np.argsort(-keys, axis=1, kind="stable")
         k = counts[start:stop]
-        take = np.arange(n_items)[None, :] < k[:, None]
+        top = int(k.max()) if k.size else 0
+        if 0 < top < n_items and np.isfinite(keys).all():
+            # only the chunk's `top` largest keys can be chosen: partition them out (linear time) and sort those
+            # alone; a full sort of every row made a 20,000 x 10,000 draw take a minute. The same items:
+            # continuous keys have no ties, so the largest k keys of a row are one set however they are found.
+            part = np.argpartition(-keys, top - 1, axis=1)[:, :top]
+            order = np.take_along_axis(part, np.argsort(-np.take_along_axis(keys, part, axis=1), axis=1,
+                                                        kind="stable"), axis=1)
+        else:
+            order = np.argsort(-keys, axis=1, kind="stable")
+        take = np.arange(order.shape[1])[None, :] < k[:, None]
         chosen = np.sort(np.where(take, order, n_items), axis=1)
         # rows are sorted, so the chosen items come first, padded by n_items
         indices[indptr[start]:indptr[stop]] = chosen[chosen < n_items]
