@@ -17,6 +17,8 @@ from privrelease import (BlurMe, BlurMore, DCLEFEstimator, InferenceAttack, Surp
 from privrelease.accounting import PrivacyAccountant
 from privrelease.exceptions import PrivacyLeakWarning
 
+from doubles import ItemMean
+
 pytestmark = pytest.mark.filterwarnings("ignore", category=PrivacyLeakWarning)
 
 
@@ -256,27 +258,6 @@ class _MustNotFit:
         return X
 
 
-class _ItemMean:
-    def get_params(self, deep=True):
-        return {}
-
-    def set_params(self, **params):
-        return self
-
-    def fit(self, X):
-        import scipy.sparse as sp
-
-        X = sp.csr_matrix(X)
-        self.mean_ = np.asarray(X.sum(axis=0)).ravel() / np.maximum(X.getnnz(axis=0), 1)
-        return self
-
-    def rmse(self, X, y):
-        import scipy.sparse as sp
-
-        y = sp.coo_matrix(y)
-        return float(np.sqrt(np.mean((y.data - self.mean_[y.col]) ** 2)))
-
-
 @pytest.mark.parametrize("verbose, error", [(-1, ValueError), (2.5, TypeError)])
 @pytest.mark.parametrize("which", ["rmse_cost", "privacy_utility_curve"])
 def test_verbose_is_checked_before_any_work(which, verbose, error):
@@ -287,4 +268,4 @@ def test_verbose_is_checked_before_any_work(which, verbose, error):
     X, y = _ratings(60, 10)
     func = rmse_cost if which == "rmse_cost" else privacy_utility_curve
     with pytest.raises(error, match=f"verbose must be a non-negative int or a bool .*got {verbose!r}"):
-        func(_MustNotFit(), X, y, cv=2, recommender=_ItemMean(), random_state=0, verbose=verbose)
+        func(_MustNotFit(), X, y, cv=2, recommender=ItemMean(), random_state=0, verbose=verbose)
