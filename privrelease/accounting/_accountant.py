@@ -110,12 +110,12 @@ class PrivacyAccountant:
     and :func:`sklearn.base.clone` share it): a ledger of privacy actually spent
     must never be duplicated, or the spending of a cloned estimator (in
     ``cross_val_score``, ``GridSearchCV``) would be recorded on a copy nobody sees.
-    Worker processes (``n_jobs > 1`` with joblib's processes, a ``multiprocessing`` pool)
-    receive copies, and what a copy records never reaches the original: in a worker, a
-    copy of an accountant of the process that started it refuses every release when it has
-    a budget (:class:`~privrelease.exceptions.BudgetExceededError`: it could not keep it)
-    and records with a :class:`~privrelease.exceptions.PrivacyLeakWarning` when unlimited
-    (the original's ledger will not show the release). The estimators that record
+    Worker processes (``n_jobs > 1`` with joblib's processes, a ``multiprocessing`` pool, their
+    own workers, a fork) receive copies, and what a copy records never reaches the original: a
+    copy refuses every release when it has a budget
+    (:class:`~privrelease.exceptions.BudgetExceededError`: it could not keep it) and records
+    with a :class:`~privrelease.exceptions.PrivacyLeakWarning` when unlimited (the original's
+    ledger will not show the release). The estimators that record
     (``accountant=None``) tell their workers the calling process's default budget, so a
     ``with PrivacyAccountant(epsilon=...):`` block around ``cross_val_score(...,
     n_jobs=2)`` refuses the releases its workers would make instead of letting each worker
@@ -186,22 +186,28 @@ class PrivacyAccountant:
         del state["_lock"]
         state.pop("_previous", None)  # the defaults this process's with-blocks replaced: not part of the ledger
         state.pop("_warned_copy", None)
+        state["_sent_from"] = os.getpid()  # the process that pickled it: a worker's parent, or an earlier session
         return state
 
     def __setstate__(self, state):
         self.__dict__.update(state)
         self._lock = threading.RLock()
-        self.__dict__.setdefault("_pid", None)  # a pickle of an older version: its origin is unknown
+        sent_from = self.__dict__.pop("_sent_from", None)
+        pid = self.__dict__.setdefault("_pid", None)  # None: a pickle of an older version, origin unknown
+        parent = multiprocessing.parent_process()
+        if (pid is not None and pid != os.getpid() and sent_from != os.getpid()
+                and (parent is None or sent_from != parent.pid)):
+            # neither this process's own ledger, nor one its parent sent (a worker's copy, which keeps its origin
+            # through every level of workers), nor a copy pickled here again: a ledger saved by an unrelated
+            # process, an earlier session, is this process's own now; its own workers then receive copies of it
+            self._pid = os.getpid()
 
     def _copy_of(self):
-        """The id of the process the original lives in when this accountant is a copy made for a worker of that
-        process (unpickled in a worker of ``n_jobs > 1``, inherited by a forked pool worker), else None. An
-        accountant loaded by an unrelated process (a later session) is not such a copy."""
+        """The id of the process the original lives in when this accountant is a copy of it: unpickled in a
+        worker (of any depth) of that process, or inherited by a fork; None otherwise (an accountant loaded by an
+        unrelated process, a later session, is that process's own, see ``__setstate__``)."""
         pid = self.__dict__.get("_pid")
-        parent = multiprocessing.parent_process()
-        if pid is None or pid == os.getpid() or parent is None:
-            return None
-        return pid if pid == parent.pid else None
+        return pid if pid is not None and pid != os.getpid() else None
 
     def _budget_only(self):
         """A copy of this accountant with its budget and origin but none of its ledger: what an estimator tells a

@@ -2334,6 +2334,15 @@ class QuantizedPrivacyMapper(_BaseMapper):
             return
         if all(abs(float(got[n]) - new[n]) <= 1e-9 * max(1.0, abs(new[n])) for n in old):
             return
+        delta = getattr(self, "delta", None)
+        if delta is not None and new["distortion_"] > delta + _BUDGET_TOL * max(1.0, delta) \
+                and float(got["distortion_"]) <= delta + _BUDGET_TOL * max(1.0, delta):
+            # said as what it is, not as the false claim the budget check below would take it for
+            raise ValueError(
+                f"the file was fitted by an earlier privrelease, which weighted the distortion by the smoothed "
+                f"prior_: its mapping met delta = {delta!r} under those weights ({float(got['distortion_']):.6g}) "
+                f"but costs the labeled users {new['distortion_']:.6g} on average, above the budget; refit the "
+                "mapper with this version (its privacy figures are unchanged)")
         warnings.warn(f"the file's distortion_ ({float(got['distortion_']):.6g}) was weighted by the smoothed "
                       f"prior_ (an earlier privrelease); recomputed over the labeled users' cluster shares: "
                       f"{new['distortion_']:.6g}", UserWarning, stacklevel=5)

@@ -171,3 +171,68 @@ def test_a_worker_that_installs_its_own_accountant_records_there():
     with PrivacyAccountant(epsilon=0.5):
         spent, = Parallel(n_jobs=2)(delayed(_predict_with_own_accountant)(est, Y[:3]) for _ in range(1))
     assert spent > 0
+
+
+# ------------------------------------------------------------------ second review: later sessions, forks, nesting
+_LATER = """
+import pickle, sys
+from joblib import Parallel, delayed
+acc = pickle.load(open(sys.argv[1], "rb"))
+
+def spend(a):
+    try:
+        a.spend(0.3)
+        return "recorded"
+    except Exception as exc:
+        return "refused" if "is a copy" in str(exc) else repr(exc)
+
+print(spend(acc), Parallel(n_jobs=2)(delayed(spend)(acc) for _ in range(1))[0])
+"""
+
+
+def test_a_ledger_loaded_in_a_later_session_is_copied_to_that_sessions_workers(tmp_path):
+    # loaded in a later session the ledger is that session's own; its workers hold copies and refuse (they recorded
+    # silently: the loaded ledger kept the earlier session's process id, which no worker took for its parent's)
+    import subprocess
+    import sys
+
+    path = tmp_path / "acc.pkl"
+    path.write_bytes(pickle.dumps(PrivacyAccountant(epsilon=1.0)))
+    out = subprocess.run([sys.executable, "-c", _LATER, str(path)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["recorded", "refused"]
+
+
+def _forked_spend(acc):
+    import os
+
+    pid = os.fork()
+    if pid == 0:  # the child: a copy of the ledger in memory
+        try:
+            acc.spend(0.1)
+            os._exit(3)
+        except BudgetExceededError:
+            os._exit(4)
+    return os.waitpid(pid, 0)[1] >> 8
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs os.fork")
+def test_a_plain_fork_holds_a_copy():
+    acc = PrivacyAccountant(epsilon=1.0)
+    assert _forked_spend(acc) == 4
+    assert acc.spent == 0.0
+
+
+def _nested(acc):
+    import multiprocessing as mp
+
+    again = pickle.loads(pickle.dumps(acc))  # a copy pickled again in the worker stays a copy
+    with ProcessPoolExecutor(1, mp_context=mp.get_context("fork")) as ex:  # and so in the worker's own worker
+        return _spend(again, 0.1)[1], ex.submit(_spend, acc, 0.1).result()[1]
+
+
+@pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="needs fork")
+def test_a_worker_of_a_worker_holds_a_copy():
+    acc = PrivacyAccountant(epsilon=10.0)
+    errors, = Parallel(n_jobs=2)(delayed(_nested)(acc) for _ in range(1))
+    assert all(e is not None and "is a copy" in e for e in errors)

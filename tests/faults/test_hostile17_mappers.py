@@ -99,3 +99,24 @@ def test_a_file_with_the_earlier_weights_loads_with_the_figures_recomputed(data,
     m.distortion_ = paid * 0.5  # any other figure is a false claim
     with pytest.raises(ValueError, match="distortion_ .* does not hold"):
         m._check_fitted_state()
+
+
+def test_an_earlier_delta_file_over_the_budget_for_the_labeled_users_says_why(data, tmp_path):
+    # a file fitted before the fix met delta under the smoothed prior's weights: it was refused as "fitted.distortion_
+    # exceeds the budget", which reads like an edited file; it is named as an earlier version's, to refit
+    from privrelease.mapping import expected_distortion
+
+    X, y = data
+    m = QuantizedPrivacyMapper(n_clusters=30, smoothing=5.0, max_leakage=0.05, random_state=0).fit(X, y)
+    old = expected_distortion(m.prior_, m.mapping_, m.cost_matrix_)
+    new = m.distortion_
+    assert abs(old - new) > 1e-4
+    m.set_params(max_leakage=None)
+    m.distortion_ = old
+    m.center_distortion_ = expected_distortion(m.prior_, m.mapping_, m.center_cost_matrix_)
+    m.smallest_delta_ = float(m.prior_.sum(axis=0) @ m.cost_matrix_.min(axis=1))
+    m.delta = (old + new) / 2 if old < new else None
+    if m.delta is None:
+        pytest.skip("the smoothed weights cost more here")
+    with pytest.raises(ValueError, match=r"fitted by an earlier privrelease.*met delta = .* refit the mapper"):
+        m._check_fitted_state()
