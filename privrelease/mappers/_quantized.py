@@ -489,7 +489,10 @@ class QuantizedPrivacyMapper(_BaseMapper):
         operating system's entropy (production). An integer makes ``transform``
         reproducible (every call restarts the same seeded stream): for tests and
         experiments only. Clustering and the SVD get a seed from the same source
-        (:meth:`RandomSource.spawn_seed`; they are not privacy steps).
+        (:meth:`RandomSource.spawn_seed`; they are not privacy steps). A dask
+        ``transform`` draws each row block from a stream of its own: with one
+        integer the release depends on the chunking (the same chunks, the same
+        release).
     dask_sample_size : int, default=100_000
         Used only when ``X`` is a dask collection: the quantizer (taste
         embedding, clusters) is learnt in memory on at most this many labeled
