@@ -684,6 +684,14 @@ class SurpriseRecommender(BaseEstimator):
             raise ValueError(f"{name} must have one id per {'row' if name == 'user_ids' else 'column'} "
                              f"({n}), got shape {ids.shape}")
         check_bool_number_mix(ids, name, what="id", whole="the ids")
+        # a missing id (as RatingsFrame refuses it): NaN != NaN, so two NaN ids passed the uniqueness test below,
+        # and predict_pairs could never find the user again
+        missing = [i for i, v in enumerate(ids.tolist()) if v is None or v is pd.NA or v is pd.NaT
+                   or (isinstance(v, float) and v != v)]
+        if missing:
+            raise ValueError(f"{name} must not hold missing values (None, NaN, NA): got {ids.tolist()[missing[0]]!r} "
+                             f"at position {missing[0]} ({len(missing)} in all); expected one id per "
+                             f"{'row' if name == 'user_ids' else 'column'}")
         if pd.Index(ids).has_duplicates:
             raise ValueError(f"{name} must be unique, got duplicates such as "
                              f"{plain_value(pd.Index(ids)[pd.Index(ids).duplicated()][0])!r}")
