@@ -20,6 +20,7 @@ error (one line on stderr; ``--debug`` shows the traceback).
 
 import argparse
 import logging
+import os
 import sys
 import time
 import traceback
@@ -95,7 +96,18 @@ def _parse_override(text):
 
 
 def _log(msg):
-    print(msg, flush=True)
+    """A progress line on stdout. A reader that went away (``privrelease demo | head -1``) stops the printing, not
+    the run: BrokenPipeError ended the run with status 1 and discarded its report."""
+    try:
+        print(msg, flush=True)
+    except BrokenPipeError:
+        # as Python's documentation advises: stdout onto devnull, so that the interpreter's final flush of the
+        # broken pipe does not fail again at exit
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (AttributeError, OSError, ValueError):  # a stdout without a file descriptor (captured)
+            pass
 
 
 def cmd_demo(args):

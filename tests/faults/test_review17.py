@@ -18,3 +18,21 @@ def test_surprise_recommender_refuses_missing_ids(bad, name):
     with pytest.raises(ValueError, match=f"{name} must not hold missing values .* at position 1"):
         SurpriseRecommender("BaselineOnly", random_state=0).fit(X, **{name: ids})
     SurpriseRecommender("BaselineOnly", random_state=0).fit(X, **{name: np.arange(n) + 0.5})  # floats are fine
+
+
+def test_a_reader_that_goes_away_stops_the_printing_not_the_run(tmp_path):
+    # `privrelease run ... | head -1`: BrokenPipeError ended the run with status 1 and its report was discarded
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    pipeline = Path(__file__).resolve().parents[2] / "pipelines" / "iris_quantization.toml"
+    out = tmp_path / "report"
+    proc = subprocess.Popen([sys.executable, "-m", "privrelease", "run", str(pipeline), "--quick", "-o", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**__import__("os").environ,
+                                                                                    "MPLBACKEND": "Agg"})
+    assert proc.stdout.read(1)  # the first byte of the progress, then the reader goes away
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=300) == 0, err
+    assert (out / "report.md").is_file() and (out / "report.html").is_file()
