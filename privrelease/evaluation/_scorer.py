@@ -19,7 +19,7 @@ from ..utils import check_random_source
 from ..utils._validation import check_same_index, is_sparse_frame, plain_labels, sparse_frame_like
 from ._attacks import InferenceAttack, _take_rows
 from ..recommender import holdout_split
-from ._protocol import _check_fraction
+from ._protocol import _check_fraction, _fitted_attr
 from ._targets import check_attribute, joint_attribute
 
 __all__ = ["make_privacy_scorer", "privacy_scoring", "lowest_rmse_within"]
@@ -38,9 +38,9 @@ def _split_pipeline(estimator):
 
 
 def _leakage(release):
-    for _, step in release.steps:
-        if hasattr(step, "leakage_"):
-            return float(step.leakage_)
+    leakage = _fitted_attr(release, "leakage_")  # the first step that has it, as the protocol reads it
+    if leakage is not None:
+        return float(leakage)
     raise AttributeError(
         "no step before the recommender exposes a fitted leakage_ attribute; "
         f"steps: {[name for name, _ in release.steps]!r}"
