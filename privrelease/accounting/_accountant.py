@@ -97,6 +97,89 @@ def _stack_rows(rows, n):
     return sp.csr_matrix((data, indices, indptr), shape=(len(parts), n))
 
 
+def _ledger_error(what, value, expected):
+    return ValueError(f"a loaded PrivacyAccountant ledger has {what} = {plain_value(value)!r:.80}, expected "
+                      f"{expected}; the ledger was edited or damaged and is refused (nothing of it was loaded)")
+
+
+def _check_ledger(state):
+    """Re-verify an unpickled ledger: a valid budget, spends that are numbers >= 0 adding up to the stored total,
+    one record per spend, and population books whose rows, individual epsilons and payments fit the spends
+    (ValueError naming the first value that does not hold)."""
+    if not isinstance(state, dict):
+        raise _ledger_error("a state of type", type(state).__name__, "a dict")
+    eps = state.get("epsilon")
+    if isinstance(eps, (bool, np.bool_)) or not isinstance(eps, (int, float, np.integer, np.floating)) \
+            or math.isnan(eps) or eps < 0:
+        raise _ledger_error("the budget epsilon", eps, "a number >= 0 (inf: unlimited)")
+    spends, records = state.get("_spends"), state.get("_records")
+    if not isinstance(spends, list) or not isinstance(records, list):
+        raise _ledger_error("_spends and _records of types", (type(spends).__name__, type(records).__name__),
+                            "two lists")
+    for i, s in enumerate(spends):
+        if isinstance(s, (bool, np.bool_)) or not isinstance(s, (int, float, np.integer, np.floating)) \
+                or math.isnan(s) or s < 0 or (math.isinf(s) and not math.isinf(eps)):
+            raise _ledger_error(f"release {i}'s epsilon", s, "a number >= 0 (inf only under an unlimited budget)")
+    if len(records) != len(spends):
+        raise _ledger_error("the number of records", len(records), f"one per release ({len(spends)})")
+    for i, (s, rec) in enumerate(zip(spends, records)):
+        got = rec.get("epsilon") if isinstance(rec, dict) else rec
+        if not (isinstance(got, (int, float, np.integer, np.floating)) and float(got) == float(s)):
+            raise _ledger_error(f"record {i}'s epsilon", got, f"the epsilon of release {i} ({plain_value(s)!r})")
+    total, carry = state.get("_total"), state.get("_carry", 0.0)
+    if not all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+               for v in (total, carry)):
+        raise _ledger_error("the total spent", total, "a number")
+    exact = math.fsum(spends) if all(map(math.isfinite, spends)) else math.inf
+    stored = float(total) + float(carry) if math.isfinite(total) else float(total)
+    # a plain running sum of n terms >= 0 is within n ulps (relative) of the exact sum; the compensated one closer
+    slack = (len(spends) + 1) * np.finfo(np.float64).eps * exact if math.isfinite(exact) else 0.0
+    if not (stored == exact or abs(stored - exact) <= slack):
+        raise _ledger_error("the total spent", stored, f"the sum of its {len(spends)} releases' epsilons "
+                            f"({exact!r})")
+    books = state.get("_populations")
+    if not isinstance(books, dict):
+        raise _ledger_error("_populations of type", type(books).__name__, "a dict")
+    for name, book in books.items():
+        where = f"population {plain_value(name)!r}"  # 'population 'p' release row 0 = 7'
+        if not isinstance(book, dict) or set(book) != {"n", "rows", "eps", "pay"}:
+            raise _ledger_error(f"{where} book", book, "a dict with keys n, rows, eps, pay")
+        n, rows = book["n"], book["rows"]
+        if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < 0:
+            raise _ledger_error(f"{where} size n", n, "an integer >= 0")
+        if not (isinstance(rows, list) and isinstance(book["eps"], list) and isinstance(book["pay"], list)
+                and len(rows) == len(book["eps"]) == len(book["pay"])):
+            lengths = tuple(len(v) if isinstance(v, list) else None for v in (rows, book["eps"], book["pay"]))
+            raise _ledger_error(f"{where} rows, eps and pay of lengths", lengths,
+                                "three lists of one entry per release of the population")
+        for k, row in enumerate(rows):
+            if isinstance(row, (bool, np.bool_)) or not isinstance(row, (int, np.integer)) \
+                    or not 0 <= row < len(spends) or (k and row <= rows[k - 1]):
+                raise _ledger_error(f"{where} release row {k}", row,
+                                    f"increasing release numbers in [0, {len(spends)})")
+            if not isinstance(records[row], dict) or records[row].get("population") != name:
+                raise _ledger_error(f"record {row}'s population", records[row].get("population"), where)
+        for key in ("eps", "pay"):
+            for k, part in enumerate(book[key]):
+                try:
+                    idx, val = (part.indices, part.data) if sp.issparse(part) else part
+                    idx, val = np.asarray(idx), np.asarray(val)
+                    ok = (idx.ndim == val.ndim == 1 and idx.shape == val.shape and idx.dtype.kind in "iu"
+                          and val.dtype.kind in "iuf")
+                except (TypeError, ValueError):
+                    ok = False
+                if not ok or (idx.size and (idx.min() < 0 or idx.max() >= n)):
+                    raise _ledger_error(f"{where} {key} entry {k}", part, f"(indices in [0, {n}), values) of "
+                                        "one release")
+                bad = ~np.isfinite(val) | (val < 0)
+                if bad.any():
+                    raise _ledger_error(f"{where} {key} value in release row {k}", val[bad][0],
+                                        "a finite number >= 0")
+                if key == "eps" and val.size and _exceeds(float(val.max()), float(spends[rows[k]])):
+                    raise _ledger_error(f"{where} largest individual epsilon in release {rows[k]}", val.max(),
+                                        f"at most that release's epsilon ({plain_value(spends[rows[k]])!r})")
+
+
 class PrivacyAccountant:
     """Keep the account of the privacy spent by a sequence of releases.
 
@@ -190,6 +273,9 @@ class PrivacyAccountant:
         return state
 
     def __setstate__(self, state):
+        # a ledger loaded from a file is re-verified before it is used: an edited one (spent reset to 0, a negative
+        # or NaN spend, a NaN budget that refused nothing) loaded and resumed a budget it had not kept
+        _check_ledger(state)
         self.__dict__.update(state)
         self._lock = threading.RLock()
         sent_from = self.__dict__.pop("_sent_from", None)
