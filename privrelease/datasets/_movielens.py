@@ -190,7 +190,8 @@ def load_movielens_100k(path=None):
         Ratings 1-5 (0 = not rated). Row ``k`` is the ``k``-th smallest user id
         and column ``j`` the ``j``-th smallest item id (for the real archive,
         user id ``k + 1`` and item id ``j + 1``). If a (user, item) pair occurs
-        more than once the latest rating (by timestamp) is kept.
+        more than once the latest rating (by timestamp, ties in file order) is
+        kept, with a ``UserWarning`` counting the rows collapsed.
     users : pandas.DataFrame of shape (n_users,  4)
         Indexed by ``user_id`` in row order, columns ``age`` (int),
         ``gender`` (categorical ``F``/``M``), ``occupation`` (categorical),
@@ -209,7 +210,8 @@ def load_movielens_100k(path=None):
         A file is malformed (an id, age or timestamp that is not an integer written
         with the ASCII digits 0-9, an optional sign and spaces around: ``'1_0'`` and
         ``'\u0663'`` are refused), a gender is not F or M, or ``u.data`` rates with a user
-        ``u.user`` does not describe (the message names the file).
+        ``u.user`` does not describe, or ``u.user`` (``u.item``) lists a user (an item)
+        twice with different values (the message names the file).
 
     References
     ----------
@@ -245,13 +247,15 @@ def load_movielens_100k(path=None):
     users["user_id"] = _integer_column(users["user_id"], folder / "u.user", "user id")
     users["age"] = _integer_column(users["age"], folder / "u.user", "age")
     items["item_id"] = _integer_column(items["item_id"], folder / "u.item", "item id")
+    # an item listed twice with different titles kept the first title without a word
+    _refuse_conflicting_lines(items, folder / "u.item", "item_id", "item")
     if (users["age"] < 0).any():
         row = int(np.flatnonzero(users["age"].to_numpy() < 0)[0])
         raise ValueError(f"{folder / 'u.user'} line {users.index[row]}: age {int(users['age'].iloc[row])} is negative; "
                          "expected an age in years")
     # an 'f', 'X' or '<script>' gender was counted as a man by the gender attribute (a silent wrong answer)
     _check_gender(users, folder / "u.user")
-    _refuse_conflicting_users(users, folder / "u.user")
+    _refuse_conflicting_lines(users, folder / "u.user")
 
     _check_ratings(data["rating"].to_numpy(), raw[2], data_file)
     # a rating by a user u.user does not describe got NaN demographics (and turned the int ages float) without a
@@ -264,7 +268,7 @@ def load_movielens_100k(path=None):
                          "expected the u.user of the same archive")
     user_ids = np.union1d(users["user_id"].to_numpy(), data["user_id"].to_numpy())
     item_ids = np.union1d(items["item_id"].to_numpy(), data["item_id"].to_numpy())
-    ratings = _rating_matrix(data, user_ids, item_ids)
+    ratings = _rating_matrix(data, user_ids, item_ids, data_file)
     return ratings, _users_frame(users, user_ids), _titles(items, item_ids)
 
 
@@ -291,7 +295,7 @@ def load_movielens_1m(path=None):
         movies that have a rating (the real archive: 6,040 users x 3,706 movies,
         1,000,209 ratings; 177 movies of ``movies.dat`` have no rating and no
         column). If a (user, movie) pair occurs more than once the latest rating
-        (by timestamp) is kept.
+        (by timestamp, ties in file order) is kept, with a ``UserWarning`` counting the rows collapsed.
     users : pandas.DataFrame of shape (n_users, 4)
         Indexed by ``user_id`` in row order, columns ``age`` (int: the age
         CODE of ``users.dat``, the first age of the user's band: 1 = under 18,
@@ -315,7 +319,8 @@ def load_movielens_1m(path=None):
         age or timestamp that is not an integer written with the ASCII digits
         0-9 (an optional sign and spaces around), a rating outside 1-5, a gender other than F/M, an age
         that is not one of the codes, or a rating by a user ``users.dat`` does
-        not describe (the message names the file and the line).
+        not describe (the message names the file and the line), or ``users.dat``
+        (``movies.dat``) lists a user (a movie) twice with different values.
 
     See Also
     --------
@@ -363,10 +368,11 @@ def load_movielens_1m(path=None):
         raise ValueError(f"{users_file} line {users.index[row]}: age {int(users['age'].iloc[row])} is not one of "
                          f"MovieLens 1M's age codes {list(ML1M_AGE_CODES)}")
     _check_gender(users, users_file)
-    _refuse_conflicting_users(users, users_file)
+    _refuse_conflicting_lines(users, users_file)
     items = _read_fields(movies_file, "::", 3, 3, "'::'-separated 'MovieID::Title::Genres' table")
     items.columns = ["item_id", "title", "genres"]
     items["item_id"] = _integer_column(items["item_id"], movies_file, "movie id")
+    _refuse_conflicting_lines(items[["item_id", "title"]], movies_file, "item_id", "movie")
 
     _check_ratings(data["rating"].to_numpy(), raw[2], data_file)
     user_ids = np.unique(users["user_id"].to_numpy())
@@ -377,7 +383,7 @@ def load_movielens_1m(path=None):
                          f"{users_file} ({int(unknown.sum())} rating(s) by users it does not describe); "
                          "expected the users.dat of the same archive")
     item_ids = np.unique(data["item_id"].to_numpy())
-    ratings = _rating_matrix(data, user_ids, item_ids)
+    ratings = _rating_matrix(data, user_ids, item_ids, data_file)
     return ratings, _users_frame(users, user_ids), _titles(items, item_ids)
 
 
@@ -397,10 +403,17 @@ def _check_ratings(rating, raw, data_file):
                          f"scale [{low}, {high}] ({int(out.sum())} such rating(s))")
 
 
-def _rating_matrix(data, user_ids, item_ids):
-    """CSR users x items from a (user_id, item_id, rating, timestamp) frame; a repeated pair keeps its latest."""
+def _rating_matrix(data, user_ids, item_ids, data_file):
+    """CSR users x items from a (user_id, item_id, rating, timestamp) frame; a repeated pair keeps its latest,
+    with a ``UserWarning`` counting the rows collapsed (as :func:`load_ratings_csv` gives)."""
+    n_rows = len(data)
     data = data.sort_values("timestamp", kind="stable").drop_duplicates(
         ["user_id", "item_id"], keep="last")
+    if len(data) < n_rows:
+        # a user's two ratings of one movie (5, then 1) left one of them without a word
+        warnings.warn(f"{data_file}: {n_rows - len(data)} row(s) repeat the (user, item) pair of another row and "
+                      "were collapsed, keeping one rating per pair (the latest by timestamp, ties in file order)",
+                      UserWarning, stacklevel=3)
     rows = np.searchsorted(user_ids, data["user_id"].to_numpy())
     cols = np.searchsorted(item_ids, data["item_id"].to_numpy())
     ratings = sp.csr_matrix((data["rating"].to_numpy(), (rows, cols)),
@@ -424,12 +437,12 @@ def _titles(items, item_ids):
             .reindex(item_ids).fillna("").astype(str).tolist())
 
 
-def _refuse_conflicting_users(users, file):
-    dup = users.duplicated("user_id", keep=False) & ~users.duplicated(keep=False)
+def _refuse_conflicting_lines(users, file, id_col="user_id", what="user"):
+    dup = users.duplicated(id_col, keep=False) & ~users.duplicated(keep=False)
     if dup.any():
-        uid = users["user_id"].to_numpy()[dup.to_numpy()][0]
-        raise ValueError(f"{file} describes user {int(uid)} more than once, with different "
-                         "values; expected one line per user")
+        uid = users[id_col].to_numpy()[dup.to_numpy()][0]
+        raise ValueError(f"{file} describes {what} {int(uid)} more than once, with different "
+                         f"values; expected one line per {what}")
 
 
 def _decode(file, encodings):

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from privrelease.accounting import PrivacyAccountant
+from privrelease.datasets import load_movielens_1m, load_movielens_100k
 
 
 # ----------------------------------------------------------------------- an edited accountant ledger
@@ -66,3 +67,46 @@ def test_an_honest_ledger_still_loads_and_keeps_its_budget():
     np.testing.assert_array_equal(back.individual_spent("p"), [0.5, 0.25])
     unlimited = PrivacyAccountant().spend(np.inf).spend(1.0)
     assert pickle.loads(pickle.dumps(unlimited)).spent == np.inf
+
+
+# ----------------------------------------------------------------------- MovieLens: nothing collapsed or kept silently
+def _movielens(folder, version, ratings, items=None):
+    """A MovieLens folder of two users whose rating file holds ``ratings`` (user, item, rating, timestamp) and
+    whose item file holds ``items`` (id, title) lines."""
+    folder.mkdir()
+    items = items or [(1, "A"), (2, "B")]
+    if version == "100k":
+        (folder / "u.data").write_text("".join(f"{u}\t{i}\t{r}\t{t}\n" for u, i, r, t in ratings))
+        (folder / "u.user").write_text("1|30|F|writer|12345\n2|40|M|other|54321\n")
+        (folder / "u.item").write_text("".join(f"{i}|{t}|01-Jan-1995\n" for i, t in items))
+        return load_movielens_100k, "u.data", "u.item", "item"
+    (folder / "ratings.dat").write_text("".join(f"{u}::{i}::{r}::{t}\n" for u, i, r, t in ratings))
+    (folder / "users.dat").write_text("1::F::25::1::12345\n2::M::35::2::54321\n")
+    (folder / "movies.dat").write_text("".join(f"{i}::{t}::Drama\n" for i, t in items))
+    return load_movielens_1m, "ratings.dat", "movies.dat", "movie"
+
+
+@pytest.mark.parametrize("version", ["100k", "1m"])
+def test_movielens_repeated_pairs_are_warned_with_their_count(tmp_path, version):
+    # user 1 rated movie 1 twice (5, then 1): one rating was dropped without a word (load_ratings_csv warns)
+    load, data, _, _ = _movielens(tmp_path / "ml", version, [(1, 1, 5, 100), (1, 1, 1, 200), (2, 2, 3, 100),
+                                                             (2, 2, 3, 100)])
+    with pytest.warns(UserWarning, match=rf"{data}: 2 row\(s\) repeat the \(user, item\) pair of another row and "
+                                         r"were collapsed, keeping one rating per pair \(the latest by timestamp"):
+        R, _, _ = load(tmp_path / "ml")
+    assert R.toarray().tolist() == [[1, 0], [0, 3]]  # the latest rating of each pair
+
+
+@pytest.mark.parametrize("version", ["100k", "1m"])
+def test_movielens_item_listed_twice_with_different_titles_is_refused(tmp_path, version):
+    # the first title was kept without a word (a user listed twice with different values was already refused)
+    load, _, file, what = _movielens(tmp_path / "ml", version, [(1, 1, 5, 100), (2, 2, 3, 100)],
+                                     items=[(1, "A"), (2, "B"), (1, "Z")])
+    with pytest.raises(ValueError, match=rf"{file} describes {what} 1 more than once, with different values; "
+                                         rf"expected one line per {what}"):
+        load(tmp_path / "ml")
+    # the same line twice loses nothing and still loads
+    load, _, _, _ = _movielens(tmp_path / "ok", version, [(1, 1, 5, 100), (2, 2, 3, 100)],
+                               items=[(1, "A"), (2, "B"), (1, "A")])
+    _, _, titles = load(tmp_path / "ok")
+    assert titles == ["A", "B"]
