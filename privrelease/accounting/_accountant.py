@@ -208,6 +208,10 @@ class PrivacyAccountant:
     An accountant pickled and loaded in a later, unrelated process is a ledger of its own
     (to resume a budget across sessions); one unpickled in the process it came from is a
     duplicate that records apart from the original.
+    An unpickled ledger is re-verified before it is used: a budget that is not a number
+    ``>= 0``, a negative or NaN spend, a stored total that is not the sum of the spends,
+    records or population books that do not match them are refused (``ValueError``
+    naming the value).
 
     Parameters
     ----------
