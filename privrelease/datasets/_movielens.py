@@ -631,7 +631,7 @@ def load_ratings_csv(path, *, user_col="user", item_col="item", rating_col="rati
         character (a NUL, a tab: what a broken parse leaves) is refused naming the line. Two ids that
         differ only in invisible characters (zero-width space, soft hyphen) or in their Unicode normal
         form (``'José'`` composed and decomposed) print alike: they stay two ids, with a ``UserWarning``
-        naming the first such pair.
+        naming the first such pair; so do an integer written plainly and as a float (``'7'`` and ``'7.0'``).
     item_ids : ndarray of shape (n_items,)
         The raw item ids, sorted, as ``user_ids``.
 
@@ -646,9 +646,28 @@ def load_ratings_csv(path, *, user_col="user", item_col="item", rating_col="rati
         and the column, and ``drop_ratings`` leaves such rows out. A subnormal
         rating (``1e-320``, about 0) and a misleading id (see ``user_ids``) too.
     """
-    return _read_ratings_csv(path, user_col=user_col, item_col=item_col, rating_col=rating_col, sep=sep,
-                             header=header, encoding=encoding, timestamp_col=timestamp_col,
-                             drop_ratings=drop_ratings, warn_repeats=True)[:3]
+    ratings, user_ids, item_ids, _ = _read_ratings_csv(
+        path, user_col=user_col, item_col=item_col, rating_col=rating_col, sep=sep, header=header,
+        encoding=encoding, timestamp_col=timestamp_col, drop_ratings=drop_ratings, warn_repeats=True)
+    for ids, column in ((user_ids, user_col), (item_ids, item_col)):
+        _warn_float_spelled_twins(ids, f"rating file {str(path)!r} column {column!r}")
+    return ratings, user_ids, item_ids
+
+
+def _warn_float_spelled_twins(ids, what):
+    """Warn when text ids hold one integer written both plainly and as a float (``'7'`` and ``'7.0'``, what two
+    exports concatenated hold when one had a missing value): they stay two ids, as the docstring says, but the
+    user who rated under both was split in two without a word."""
+    if ids.dtype.kind not in "OUS":
+        return
+    texts = set(v for v in ids.tolist() if isinstance(v, str))
+    twins = sorted(v for v in texts if re.fullmatch(r"[-+]?[0-9]+\.0+", v) and v.split(".")[0] in texts)
+    if twins:
+        warnings.warn(f"{what} holds {len(twins)} integer id(s) written both plainly and as a float (for example "
+                      f"{twins[0].split('.')[0]!r} and {twins[0]!r}): ids are read as written, so each such integer "
+                      "is two ids (its ratings split in two); write every id one way (integers without '.0') to read "
+                      "them as one", UserWarning,
+                      stacklevel=3)
 
 
 def _read_ratings_csv(path, *, user_col="user", item_col="item", rating_col="rating", sep=",", header=True,

@@ -2,12 +2,14 @@
 finding)."""
 
 import pickle
+import re
+import warnings
 
 import numpy as np
 import pytest
 
 from privrelease.accounting import PrivacyAccountant
-from privrelease.datasets import load_movielens_1m, load_movielens_100k
+from privrelease.datasets import load_movielens_1m, load_movielens_100k, load_ratings_csv
 
 
 # ----------------------------------------------------------------------- an edited accountant ledger
@@ -110,3 +112,26 @@ def test_movielens_item_listed_twice_with_different_titles_is_refused(tmp_path, 
                                items=[(1, "A"), (2, "B"), (1, "A")])
     _, _, titles = load(tmp_path / "ok")
     assert titles == ["A", "B"]
+
+
+# ----------------------------------------------------------------------- one integer id written two ways
+def test_load_ratings_csv_warns_about_an_integer_id_written_plainly_and_as_a_float(tmp_path):
+    # user 1 written '1' and '1.0' (two exports concatenated) was two users without a word (the runner refuses it)
+    path = tmp_path / "r.csv"
+    path.write_text("user,item,rating\n1,x,5\n1.0,y,4\n2,7,3\n3,7.0,2\n")
+    with pytest.warns(UserWarning) as record:
+        R, users, items = load_ratings_csv(path)
+    messages = [str(w.message) for w in record]
+    assert any(re.search(r"column 'user' holds 1 integer id\(s\) written both plainly and as a float \(for "
+                         r"example '1' and '1.0'\)", m) for m in messages)
+    assert any("column 'item' holds 1 integer id(s)" in m and "'7' and '7.0'" in m for m in messages)
+    assert users.tolist() == ["1", "1.0", "2", "3"] and R.nnz == 4  # read as written: nothing merged or lost
+
+
+def test_load_ratings_csv_does_not_warn_about_ids_written_one_way(tmp_path):
+    path = tmp_path / "r.csv"
+    path.write_text("user,item,rating\n1.0,x,5\n2.0,y,4\n007,x,3\n7,y,2\n")  # floats only; a leading zero
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        R, users, _ = load_ratings_csv(path)
+    assert users.tolist() == ["007", "1.0", "2.0", "7"] and R.nnz == 4
