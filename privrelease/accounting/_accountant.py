@@ -102,34 +102,45 @@ def _ledger_error(what, value, expected):
                       f"{expected}; the ledger was edited or damaged and is refused (nothing of it was loaded)")
 
 
+def _ledger_number(value):
+    """``value`` as a float when it is a real number (not a boolean), else None."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        return None
+    try:
+        return float(value)
+    except OverflowError:  # an int beyond float64
+        return math.inf if value > 0 else -math.inf
+
+
 def _check_ledger(state):
     """Re-verify an unpickled ledger: a valid budget, spends that are numbers >= 0 adding up to the stored total,
     one record per spend, and population books whose rows, individual epsilons and payments fit the spends
     (ValueError naming the first value that does not hold)."""
     if not isinstance(state, dict):
         raise _ledger_error("a state of type", type(state).__name__, "a dict")
-    eps = state.get("epsilon")
-    if isinstance(eps, (bool, np.bool_)) or not isinstance(eps, (int, float, np.integer, np.floating)) \
-            or math.isnan(eps) or eps < 0:
-        raise _ledger_error("the budget epsilon", eps, "a number >= 0 (inf: unlimited)")
+    eps = _ledger_number(state.get("epsilon"))
+    if eps is None or math.isnan(eps) or eps < 0:
+        raise _ledger_error("the budget epsilon", state.get("epsilon"), "a number >= 0 (inf: unlimited)")
     spends, records = state.get("_spends"), state.get("_records")
     if not isinstance(spends, list) or not isinstance(records, list):
         raise _ledger_error("_spends and _records of types", (type(spends).__name__, type(records).__name__),
                             "two lists")
     for i, s in enumerate(spends):
-        if isinstance(s, (bool, np.bool_)) or not isinstance(s, (int, float, np.integer, np.floating)) \
-                or math.isnan(s) or s < 0 or (math.isinf(s) and not math.isinf(eps)):
+        v = _ledger_number(s)
+        if v is None or math.isnan(v) or v < 0 or (math.isinf(v) and not math.isinf(eps)):
             raise _ledger_error(f"release {i}'s epsilon", s, "a number >= 0 (inf only under an unlimited budget)")
+    spends = [float(s) for s in spends]
     if len(records) != len(spends):
         raise _ledger_error("the number of records", len(records), f"one per release ({len(spends)})")
     for i, (s, rec) in enumerate(zip(spends, records)):
-        got = rec.get("epsilon") if isinstance(rec, dict) else rec
-        if not (isinstance(got, (int, float, np.integer, np.floating)) and float(got) == float(s)):
+        if not isinstance(rec, dict):
+            raise _ledger_error(f"record {i}", rec, "a dict of the release's information")
+        got = rec.get("epsilon")
+        if _ledger_number(got) != s:
             raise _ledger_error(f"record {i}'s epsilon", got, f"the epsilon of release {i} ({plain_value(s)!r})")
-    total, carry = state.get("_total"), state.get("_carry", 0.0)
-    if not all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
-               for v in (total, carry)):
-        raise _ledger_error("the total spent", total, "a number")
+    total, carry = _ledger_number(state.get("_total")), _ledger_number(state.get("_carry", 0.0))
+    if total is None or carry is None or math.isnan(total) or math.isnan(carry):
+        raise _ledger_error("the total spent", state.get("_total"), "a number")
     exact = math.fsum(spends) if all(map(math.isfinite, spends)) else math.inf
     stored = float(total) + float(carry) if math.isfinite(total) else float(total)
     # a plain running sum of n terms >= 0 is within n ulps (relative) of the exact sum; the compensated one closer

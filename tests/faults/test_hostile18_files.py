@@ -40,6 +40,9 @@ def _edited(edit):
     (lambda a: a._spends.__setitem__(1, float("nan")), r"release 1's epsilon = nan, expected a number >= 0"),
     (lambda a: a._spends.__setitem__(0, "0.5"), r"release 0's epsilon = '0.5', expected a number >= 0"),
     (lambda a: a._records.pop(), r"the number of records = 1, expected one per release \(2\)"),
+    (lambda a: a._records.__setitem__(0, 0.5), r"record 0 = 0.5, expected a dict of the release's information"),
+    (lambda a: a._spends.__setitem__(0, 10**400), r"release 0's epsilon = 1000.*, expected a number >= 0 \(inf only "
+                                                  r"under an unlimited budget\)"),
     (lambda a: a._records[0].__setitem__("epsilon", 0.1),
      r"record 0's epsilon = 0.1, expected the epsilon of release 0 \(0.5\)"),
     # an individual's composed guarantee read -5 (or 3, above the release's own epsilon of 0.5)
