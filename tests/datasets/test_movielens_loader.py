@@ -43,7 +43,8 @@ def test_archive_subfolder_and_duplicates(tmp_path):
     # the unzipped archive has an ml-100k/ sub-folder; a repeated pair keeps the latest
     data = U_DATA + "1\t2\t1\t999999999\n1\t2\t3\t100\n"
     write_ml100k(tmp_path / "ml-100k", data=data)
-    X, _, _ = load_movielens_100k(str(tmp_path))
+    with pytest.warns(UserWarning, match="2 row"):
+        X, _, _ = load_movielens_100k(str(tmp_path))
     assert X[0, 1] == 1.0
 
 
@@ -255,8 +256,10 @@ def test_ml1m_agrees_with_the_100k_reader_on_the_same_ratings(tmp_path):
     write_ml100k(tmp_path / "b", data="".join(f"{u}\t{i}\t{r}\t{t}\n" for u, i, r, t in body),
                  user="".join(f"{u}|20|M|x|0\n" for u in range(1, 30)),
                  item="".join(f"{i}|m{i}|x\n" for i in np.unique(items)))
-    X1, _, t1 = load_movielens_1m(tmp_path / "a")
-    X2, _, t2 = load_movielens_100k(tmp_path / "b")
+    with pytest.warns(UserWarning, match="collapsed"):
+        X1, _, t1 = load_movielens_1m(tmp_path / "a")
+    with pytest.warns(UserWarning, match="collapsed"):
+        X2, _, t2 = load_movielens_100k(tmp_path / "b")
     assert (X1 != X2).nnz == 0 and t1 == t2
     # and the latest rating of every pair wins (brute force over the lines)
     latest = {}
@@ -272,7 +275,8 @@ def test_ml1m_agrees_with_the_100k_reader_on_the_same_ratings(tmp_path):
 
 def test_ml1m_duplicates_keep_the_latest(tmp_path):
     write_ml1m(tmp_path, ratings=RATINGS_DAT + "1::20::1::999999999\n1::20::3::100\n")
-    X, _, _ = load_movielens_1m(tmp_path)
+    with pytest.warns(UserWarning, match="2 row"):
+        X, _, _ = load_movielens_1m(tmp_path)
     assert X[0, 1] == 1.0 and X.nnz == 4
 
 
