@@ -125,7 +125,8 @@ def chance_folded_auc(class_counts):
     10 users among 40 000). Beyond it, the normal approximation of ``U`` with a continuity correction and the
     Edgeworth term of its kurtosis (``U`` is flatter than a normal: the plain normal figure is low by
     ``0.05 / min(n0, n1)`` of the excess over 0.5). Its error on the expected folded AUC, measured against the
-    exact figure: below 1e-5 when the smaller class has 10 users or more, below 3e-4 for 2 to 9 users.
+    exact figure: below 1e-5 when the smaller class has 10 users or more, below 3e-4 for 2 to 9 users (the
+    approximation is used for those only beside more than 49 000 others; it is worse, 4e-4, beside 20).
 
     The figure assumes untied scores (continuous probabilities). Ties pull the AUC toward 0.5 (a constant
     attacker scores exactly 0.5), so an uninformed attacker with many ties folds lower than this.
