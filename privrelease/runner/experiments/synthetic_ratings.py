@@ -224,7 +224,8 @@ def _chance_note(frame, n_users):
     return (f" Chance: an attacker whose scores carry no information is expected to score a folded AUC of "
             f"**{frame['chance_folded_auc'].iloc[0]:.3f}** on these {n_users} protected users (Mann-Whitney, from the "
             f"class sizes{also}; column `chance_folded_auc`), and the worst of several such attackers higher still: "
-            "a `worst_auc_*` near it is no evidence of leakage.")
+            "a `worst_auc_*` near it is no evidence of leakage (the figure is for untied scores: a release that "
+            "makes users alike ties their scores and pulls the AUC toward 0.5).")
 
 
 def _release_nothing_note(ref):
