@@ -172,6 +172,8 @@ def run(report, *, random_state=0, quick=False, n_clusters=25, n_deltas=12, opt_
         "auc_original": float(base["auc"].max()),
         "auc_fixed_perfect_privacy": float(tab.loc[tab["attacker"] == "fixed", "auc"].max()),
         "auc_adaptive_perfect_privacy": float(tab.loc[tab["attacker"] == "adaptive", "auc"].max()),
+        # the folded AUC one uninformed attacker is expected to score on the protected users
+        "chance_folded_auc": float(tab["chance_folded_auc"].iloc[0]),
     }
     report.json(head, "headline")
     return head

@@ -208,6 +208,8 @@ def run(report, *, random_state=0, quick=False, n_clusters=25, n_deltas=12, max_
         "auc_original": float(first["auc_original"]),
         "auc_adaptive_ours_perfect_privacy": at_pp("auc_adaptive"),
         "auc_fixed_ours_perfect_privacy": at_pp("auc_fixed"),
+        # the folded AUC one uninformed attacker is expected to score on the protected users
+        "chance_folded_auc": float(first["chance_folded_auc"]),
     }
     report.json(head, "headline")
     return head
