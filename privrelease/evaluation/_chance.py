@@ -32,7 +32,7 @@ def _mann_whitney_null(m, n):
     (nothing aliases, and no denominator vanishes: ``2 N`` never divides ``j (2 k + 1)`` for ``j < N``), where
     each normalised factor is a ratio of sines times a phase; the probabilities are its (shifted) discrete
     Fourier transform. Every partial product is a characteristic function (bounded by 1), the sines are taken
-    of arguments reduced exactly in integers, and nothing cancels: the probabilities agree with exact integer
+    of arguments reduced exactly in integers, and no step amplifies rounding: the probabilities agree with exact integer
     arithmetic to 1e-15 (the division by ``1 - q^i`` as a running sum amplified rounding without bound: 0.98
     for ``m = n = 271`` where the truth is 0.52).
     """
