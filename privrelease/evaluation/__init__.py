@@ -7,7 +7,8 @@
   attackers (trained on original ratings, the paper's Fig. 12) and ADAPTIVE ones
   (trained on released ratings), logistic regression and random forest, on
   rating values and on rated / not-rated indicators; ROC, AUC, accuracy against
-  the majority-class guess.
+  the majority-class guess; :func:`chance_folded_auc` - the folded AUC an
+  uninformed attacker is expected to score (Mann-Whitney), the level to read one against.
 * :func:`privacy_utility_curve` / :class:`PrivacyUtilityCurve` - sweep a mapper's
   privacy parameter on one shared draw of the protocol; plots of the
   privacy-distortion curve, the leakage-RMSE frontier, attacker AUCs and ROC curves.
@@ -29,6 +30,7 @@ from ._attacks import (
     evaluate_attacks,
 )
 from ._blurme import BlurMe, BlurMore
+from ._chance import chance_folded_auc
 from ._curve import PrivacyUtilityCurve, check_privacy_grid, privacy_utility_curve
 from ._protocol import RMSECost, rmse_cost
 from ._scorer import lowest_rmse_within, make_privacy_scorer, privacy_scoring
@@ -42,6 +44,7 @@ __all__ = [
     "attack",
     "BlurMe",
     "BlurMore",
+    "chance_folded_auc",
     "evaluate_attacks",
     "RMSECost",
     "PrivacyUtilityCurve",

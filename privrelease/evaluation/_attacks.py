@@ -42,6 +42,7 @@ from ..utils._fit import atomic_fit
 from ..utils._threads import single_threaded_blas
 from ..utils._validation import (UNDISCLOSED_SHORT, check_same_index, check_table, plain_labels, undisclosed_note,
                                  zero_fill_sparse_frame)
+from ._chance import chance_folded_auc
 from ._targets import attribute_targets
 
 __all__ = [
@@ -131,6 +132,14 @@ class AttackResult:
         The ROC curve for ``positive_class`` (empty arrays for more than two classes).
     positive_class : object
         The class scored by the ROC curve (the larger label for two classes).
+    chance_folded_auc : float
+        The expected ``folded_auc`` of an attacker whose scores carry no information, for the class sizes of
+        the scored users (the same classes as ``folded_auc``; :func:`chance_folded_auc`, from the Mann-Whitney
+        null distribution). Folding keeps the upper half of the AUC's scatter around 0.5, so chance is ABOVE
+        0.5 on finitely many users (about 0.56 for a class of 17 users among 170): a ``folded_auc`` near this
+        figure is no evidence of leakage. NaN with fewer than two classes present. It is the chance level of
+        ONE attacker: the worst over several attackers on the same users has a higher one (see
+        :func:`chance_folded_auc`).
     """
 
     auc: float
@@ -144,6 +153,7 @@ class AttackResult:
     tpr: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0))
     thresholds: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0))
     positive_class: object = None
+    chance_folded_auc: float = float("nan")
 
     def as_dict(self):
         """The scalar figures as a dict."""
@@ -154,6 +164,7 @@ class AttackResult:
             "advantage": self.advantage,
             "n_samples": self.n_samples,
             "folded_auc": self.folded_auc,
+            "chance_folded_auc": self.chance_folded_auc,
         }
 
 
@@ -431,7 +442,7 @@ def _score(y, proba, classes, majority_class):
     pred = classes[np.argmax(proba, axis=1)]
     acc = float(accuracy_score(y, pred))
     maj = float(np.mean(y == majority_class))
-    present = np.unique(y)
+    present, counts = np.unique(y, return_counts=True)
     empty = np.zeros(0)
     fpr = tpr = thr = empty
     positive = None
@@ -457,7 +468,9 @@ def _score(y, proba, classes, majority_class):
         folded = float(np.mean(np.maximum(per, 1.0 - per)))
     return AttackResult(auc=auc, accuracy=acc, majority_accuracy=maj, advantage=acc - maj,
                         n_samples=int(y.shape[0]), folded_auc=folded, class_aucs=class_aucs,
-                        fpr=fpr, tpr=tpr, thresholds=thr, positive_class=positive)
+                        fpr=fpr, tpr=tpr, thresholds=thr, positive_class=positive,
+                        # the same classes as folded_auc: those present among the scored users
+                        chance_folded_auc=chance_folded_auc(counts))
 
 
 def attack(X_train, y_train, X_test, y_test, *, model="logistic", features="values", random_state=None):
@@ -607,8 +620,10 @@ def evaluate_attacks(X_train_original, X_train_released, y_train, X_test_release
     table : pandas.DataFrame
         One row per (target, attacker, model, features): ``auc`` (macro
         one-vs-rest for more than two classes), ``accuracy``,
-        ``majority_accuracy``, ``advantage``, ``n_samples``, ``folded_auc``
-        (see :class:`AttackResult`). ``target`` is
+        ``majority_accuracy``, ``advantage``, ``n_samples``, ``folded_auc``,
+        ``chance_folded_auc`` (the folded AUC an uninformed attacker is
+        expected to score on these users, the same on every row of a target:
+        see :class:`AttackResult`). ``target`` is
         ``"attribute"`` for a 1-D attribute; for a 2-D one, ``"joint"`` (the
         tuple of the columns, :func:`joint_attribute`) then one row per column
         (the marginals).

@@ -104,6 +104,20 @@ def _attack_columns(table):
     return row
 
 
+def _chance_columns(table):
+    """``chance_folded_auc`` (and ``chance_folded_auc__<column>`` for the marginals of a 2-D attribute) of one
+    release's attack table: the folded AUC an uninformed attacker is expected to score on the protected users, the
+    same for every attacker of a target (they score the same users); see :class:`PrivacyUtilityCurve`."""
+    if "chance_folded_auc" not in table:  # a table of an older release of the library
+        return {}
+    main_target = "joint" if (table.target == "joint").any() else "attribute"
+    row = {}
+    for target in pd.unique(table.target):
+        suffix = "" if target == main_target else f"__{target}"
+        row[f"chance_folded_auc{suffix}"] = float(table.loc[table.target == target, "chance_folded_auc"].iloc[0])
+    return row
+
+
 def _attack_job(fitted, split, fixed_attackers, models, features):
     X_opt_rel = _release(fitted, split.X_opt, split.rating_range)
     X_prot_rel = _release(fitted, split.X_prot, split.rating_range)
@@ -143,13 +157,24 @@ class PrivacyUtilityCurve:
         for more than two classes the AUC is the macro one-vs-rest average,
         ``rmse_released`` (mean over folds) and its ``_std``, ``rmse_original``,
         ``rmse_release_nothing``, ``rmse_release_everything``,
-        ``rel_increase_released``, ``rel_increase_release_nothing``.
+        ``rel_increase_released``, ``rel_increase_release_nothing``, then,
+        when attackers ran, ``chance_folded_auc`` (and
+        ``chance_folded_auc__<column>`` for the marginals): the folded AUC an
+        attacker whose scores carry no information is expected to score on the
+        protected users (:attr:`AttackResult.chance_folded_auc`, from the class
+        sizes alone; the same for every value of the parameter). It is the
+        chance level of each attacker's ``folded_auc``, and a LOWER bound of the
+        chance level of ``worst_auc_*``: the largest of several attackers'
+        folded AUCs on the same users is expected higher still (by how much
+        depends on how alike the attackers rank), so a ``worst_auc_*`` a little
+        above ``chance_folded_auc`` is not yet leakage.
     per_fold : pandas.DataFrame
         ``rmse_*`` per value and fold.
     attacks : pandas.DataFrame
         Long table: value, target (``"attribute"``, or ``"joint"`` and one per
         column of a 2-D attribute), attacker, model, features, auc, accuracy,
-        majority_accuracy, advantage, n_samples.
+        majority_accuracy, advantage, n_samples, folded_auc, chance_folded_auc
+        (see :func:`evaluate_attacks`).
     reference_attacks : pandas.DataFrame
         The attackers on the ORIGINAL ratings of the protected users (no privacy).
     roc : dict
@@ -542,6 +567,8 @@ def privacy_utility_curve(mapper, ratings, private, *, deltas=None, max_leakages
         row["rmse_released_std"] = float(pf["rmse_released"].std(ddof=1)) if n_folds > 1 else 0.0
         row["rel_increase_released"] = _relative_increase(row["rmse_released"], row["rmse_original"])
         row["rel_increase_release_nothing"] = _relative_increase(row["rmse_release_nothing"], row["rmse_original"])
+        if ("attacks", i, None) in out:  # appended: the columns before keep their places
+            row.update(_chance_columns(out[("attacks", i, None)][0]))
         rows.append(row)
     attacks = pd.concat(attack_rows, ignore_index=True) if attack_rows else pd.DataFrame()
     if len(attacks):

@@ -132,6 +132,13 @@ def make_privacy_scorer(metric="rmse", *, heldout_fraction=0.1, attack_model="lo
         :func:`privrelease.utils.undisclosed_mask`, are ignored; a 2-D attribute
         is scored jointly, one class per tuple of its columns,
         :func:`privrelease.evaluation.joint_attribute`). Greater is better for all three.
+        The folded AUC is above 0.5 even for an attacker that learns nothing:
+        its chance level on the scored users is
+        ``chance_folded_auc(class counts)`` (:func:`chance_folded_auc`; the
+        out-of-fold probabilities are pooled into one ranking of every scored
+        user, so the counts are those of all of them), and a search's
+        ``mean_test_neg_adaptive_auc`` averages the folds' figures, so its
+        chance level is minus the mean of the folds' chance levels.
     heldout_fraction : float in (0, 1), default=0.1
         Share of each test user's ratings held out (:func:`privrelease.recommender.holdout_split`).
     attack_model : {"logistic", "forest"}, default="logistic"
@@ -148,6 +155,7 @@ def make_privacy_scorer(metric="rmse", *, heldout_fraction=0.1, attack_model="lo
     --------
     privacy_scoring : the three scorers as a dict for multi-metric search.
     lowest_rmse_within : the matching ``refit`` rule.
+    chance_folded_auc : the folded AUC of an uninformed attacker.
     """
     if metric not in _METRICS:
         raise ValueError(f"metric must be one of {_METRICS!r}, got {metric!r}")
@@ -222,7 +230,10 @@ def lowest_rmse_within(max_leakage_bits=None, *, max_adaptive_auc=None):
     max_leakage_bits : float >= 0 or None
         Largest acceptable mean ``leakage_`` (needs the ``neg_leakage_bits`` scorer).
     max_adaptive_auc : float in [0.5, 1] or None
-        Largest acceptable folded adaptive-attacker AUC (needs ``neg_adaptive_auc``).
+        Largest acceptable folded adaptive-attacker AUC (needs ``neg_adaptive_auc``). Not below chance: an
+        attacker that learns nothing scores above 0.5 on finitely many users (:func:`chance_folded_auc` of the
+        class counts of a search's test folds: about 0.53 for two classes of 150 users), and a target below it
+        is met only by luck.
 
     Returns
     -------

@@ -69,6 +69,16 @@ def _split(n, opt_in_fraction, seed):
     return np.sort(perm[:k]), np.sort(perm[k:])
 
 
+def _chance_sentence(tab):
+    """What an uninformed attacker scores on the protected users, for the caption of the RMSE and AUC table."""
+    chance = float(tab["chance_folded_auc"].iloc[0])
+    # E|AUC - 0.5| = (chance - 0.5), about sd * sqrt(2 / pi) for a normal AUC
+    sd = (chance - 0.5) * np.sqrt(np.pi / 2)
+    return (f"Chance: an attacker whose scores carry no information has an AUC of 0.5 +- {sd:.3f} (one standard "
+            f"deviation) on these users, a folded AUC max(AUC, 1 - AUC) of {chance:.3f} on average (column "
+            "`chance_folded_auc`; the worst of several attackers higher still).")
+
+
 def rmse_and_attacks(mapper, R, a, *, opt_in_fraction=0.5, cv=5, heldout_fraction=0.1, seed=0,
                      attack_models=("logistic",), n_jobs=None):
     """RMSE cost (Table I protocol) and fixed / adaptive attacks of one mapper.
@@ -79,7 +89,10 @@ def rmse_and_attacks(mapper, R, a, *, opt_in_fraction=0.5, cv=5, heldout_fractio
         ``leakage``, ``distortion``, ``rmse_original``, ``rmse_released``,
         ``rmse_release_nothing``, relative increases, ``auc_original`` (logistic
         on original ratings of protected users), ``auc_fixed`` and
-        ``auc_adaptive`` (the worst case over the attack models and features).
+        ``auc_adaptive`` (the worst case over the attack models and features),
+        then ``chance_folded_auc``: the folded AUC ``max(AUC, 1 - AUC)`` one
+        attacker whose scores carry no information is expected to score on the
+        protected users (:attr:`~privrelease.evaluation.AttackResult.chance_folded_auc`).
     attacks : pandas.DataFrame
         One row per attacker.
     results : dict
@@ -110,6 +123,7 @@ def rmse_and_attacks(mapper, R, a, *, opt_in_fraction=0.5, cv=5, heldout_fractio
         "auc_original": float(base["auc"].max()),
         "auc_fixed": float(table.loc[table["attacker"] == "fixed", "auc"].max()),
         "auc_adaptive": float(table.loc[table["attacker"] == "adaptive", "auc"].max()),
+        "chance_folded_auc": float(table["chance_folded_auc"].iloc[0]),
     }
     return row, table, results
 
@@ -163,7 +177,7 @@ def run(report, *, random_state=0, quick=False, n_clusters=25, n_deltas=12, max_
                          f"({cv}-fold CV over protected users). AUC: worst case over attackers "
                          "(logistic regression on values and on indicators). Ours: QuantizedPrivacyMapper "
                          + (", ".join(f"{k}={v!r}" for k, v in options.items()) + " (the defaults otherwise)"
-                            if options else "with its defaults") + ".")
+                            if options else "with its defaults") + ". " + _chance_sentence(tab))
     fig, ax = plt.subplots(figsize=(4.5, 4.2))
     for name, res in roc.items():
         if res is not None and res.fpr is not None:
@@ -194,6 +208,8 @@ def run(report, *, random_state=0, quick=False, n_clusters=25, n_deltas=12, max_
         "auc_original": float(first["auc_original"]),
         "auc_adaptive_ours_perfect_privacy": at_pp("auc_adaptive"),
         "auc_fixed_ours_perfect_privacy": at_pp("auc_fixed"),
+        # the folded AUC one uninformed attacker is expected to score on the protected users
+        "chance_folded_auc": float(first["chance_folded_auc"]),
     }
     report.json(head, "headline")
     return head

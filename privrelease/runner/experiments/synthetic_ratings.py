@@ -214,6 +214,20 @@ def compare_methods(curves, target_auc):
     return pd.DataFrame(rows)
 
 
+def _chance_note(frame, n_users):
+    """One sentence giving the folded AUC an uninformed attacker is expected to score on the protected users
+    (``chance_folded_auc`` of the curve), or '' when the curve ran no attacker."""
+    if "chance_folded_auc" not in frame or not np.isfinite(frame["chance_folded_auc"].iloc[0]):
+        return ""
+    marginals = [c for c in frame.columns if c.startswith("chance_folded_auc__")]
+    also = "".join(f", {c.split('__', 1)[1]} {frame[c].iloc[0]:.3f}" for c in marginals)
+    return (f" Chance: an attacker whose scores carry no information is expected to score a folded AUC of "
+            f"**{frame['chance_folded_auc'].iloc[0]:.3f}** on these {n_users} protected users (Mann-Whitney, from the "
+            f"class sizes{also}; column `chance_folded_auc`), and the worst of several such attackers higher still: "
+            "a `worst_auc_*` near it is no evidence of leakage (the figure is for untied scores: a release that "
+            "makes users alike ties their scores and pulls the AUC toward 0.5).")
+
+
 def _release_nothing_note(ref):
     """A warning when releasing nothing gives a LOWER RMSE than releasing the original ratings (else '').
 
@@ -312,6 +326,8 @@ def _one_dataset(report, name, R, a, *, rec, max_leakages, fractions, n_clusters
     stages.done(f"BlurMore, {len(more_fractions)} fraction(s)")
     f = q.frame
     ref = f.iloc[0]
+    n_protected = int(q.reference_attacks["n_samples"].iloc[0]) if len(q.reference_attacks) else 0
+    chance = float(f["chance_folded_auc"].iloc[0]) if "chance_folded_auc" in f else float("nan")
 
     from ._politics import fitted_clusters
 
@@ -336,7 +352,7 @@ def _one_dataset(report, name, R, a, *, rec, max_leakages, fractions, n_clusters
                          "folded AUC over the attackers (logistic regression and random forest, on values and "
                          "on rated/not-rated indicators). "
                          "FIXED attackers are trained on the opted-in users' original ratings, ADAPTIVE ones on "
-                         "their released ratings.")
+                         "their released ratings." + _chance_note(f, n_protected))
     _csv_only(report, q.frame, f"{name}_mapper_curve_all_columns")
     _csv_only(report, q.attacks, f"{name}_mapper_attacks")
     _csv_only(report, blur.frame, f"{name}_blurme_curve_all_columns")
@@ -364,7 +380,8 @@ def _one_dataset(report, name, R, a, *, rec, max_leakages, fractions, n_clusters
                  caption=f"`meets_target`: worst adaptive folded AUC <= {target_auc}. BlurMe aims at one fixed "
                          "classifier; an adaptive attacker retrained on BlurMe's output is not fooled. (An RMSE "
                          "slightly BELOW the original means the added or smoothed ratings regularise the "
-                         "recommender's fold-in of the user; it is not information gained.)")
+                         "recommender's fold-in of the user; it is not information gained.)"
+                         + _chance_note(f, n_protected))
     report.figure(_frontier_figure(curves, ref, "worst_auc_adaptive", "RMSE vs ADAPTIVE attacker"),
                   f"{name}_frontier_adaptive")
     report.figure(_frontier_figure(curves, ref, "worst_auc_fixed", "RMSE vs FIXED attacker"),
@@ -380,16 +397,22 @@ def _one_dataset(report, name, R, a, *, rec, max_leakages, fractions, n_clusters
     out = {f"{name}_rmse_original": float(ref["rmse_original"]),
            f"{name}_rel_increase_release_nothing": float(ref["rel_increase_release_nothing"]),
            # folded class by class, as the curve's worst_auc_* (AttackResult.folded_auc)
-           f"{name}_worst_auc_no_privacy": float(np.max(q.reference_attacks.folded_auc))}
+           f"{name}_worst_auc_no_privacy": float(np.max(q.reference_attacks.folded_auc)),
+           # what one uninformed attacker is expected to score on the same users (the worst of several: higher)
+           f"{name}_chance_folded_auc": chance}
     if point is None:
-        report.text(f"**No point of the curve brings every adaptive attacker to a folded AUC <= {target_auc}.**")
+        below = (f" (chance alone is {chance:.3f} on these users: a target below it is out of reach of any "
+                 "release)") if chance > target_auc else ""
+        report.text(f"**No point of the curve brings every adaptive attacker to a folded AUC <= {target_auc}.**"
+                    + below)
         out[f"{name}_operating_point"] = "none"
     else:
         beats = point["rmse_released"] < ref["rmse_release_nothing"]
         report.text(
             f"**Operating point** (lowest RMSE with every adaptive attacker at folded AUC <= {target_auc}): "
             f"max_leakage = {point['max_leakage']:g} bits (leakage {point['leakage_bits']:.4f} bits), worst "
-            f"adaptive AUC {point['worst_auc_adaptive']:.3f}, worst fixed AUC {point['worst_auc_fixed']:.3f}, "
+            f"adaptive AUC {point['worst_auc_adaptive']:.3f}, worst fixed AUC {point['worst_auc_fixed']:.3f} "
+            f"(one uninformed attacker: {chance:.3f}), "
             f"RMSE {point['rmse_released']:.4f} ({point['rel_increase_released']:+.2%} vs original; releasing "
             f"nothing costs {point['rel_increase_release_nothing']:+.2%}): "
             + ("better than releasing nothing." if beats else "NOT better than releasing nothing."))
