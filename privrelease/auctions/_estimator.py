@@ -23,6 +23,20 @@ from ._predictors import knn_weights, nadaraya_watson_weights, ridge_weights
 __all__ = ["DCLEFEstimator"]
 
 
+def _in_memory(X):
+    """A dask collection computed; anything else unchanged.
+
+    The estimator keeps the public features in memory (``X_fit_``) and each query's weights are computed against
+    all of them, so nothing is gained by staying lazy; read as an array (through ``np.asarray``), a dask DataFrame
+    lost its column names: ``feature_names_in_`` was not set and a query frame with the columns in another order
+    was accepted (each feature read as another), where a pandas frame, or a mapper fitted on the same dask frame,
+    refuses it.
+    """
+    if (type(X).__module__ or "").startswith("dask") and callable(getattr(X, "compute", None)):
+        return X.compute()
+    return X
+
+
 class DCLEFEstimator(AccountedMixin, RegressorMixin, BaseEstimator):
     """Predict a new individual's private value with a privacy auction per query.
 
@@ -176,8 +190,10 @@ class DCLEFEstimator(AccountedMixin, RegressorMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Public features ``Y_public`` of the individuals.
+        X : array-like, DataFrame or dask collection of shape (n_samples, n_features)
+            Public features ``Y_public`` of the individuals. A dask collection (here, in
+            :meth:`predict` and :meth:`auction_weights`) is computed: the features are kept in
+            memory, and a dask DataFrame's column names are recorded and checked like a pandas one's.
         y : array-like of shape (n_samples,)
             Their private values ``d``.
         unit_costs : array-like of shape (n_samples,), default=None
@@ -188,6 +204,7 @@ class DCLEFEstimator(AccountedMixin, RegressorMixin, BaseEstimator):
         -------
         self
         """
+        X, y, unit_costs = _in_memory(X), _in_memory(y), _in_memory(unit_costs)
         check_table(X)
         check_table(y, "y")
         check_same_index(X, y)
@@ -260,6 +277,7 @@ class DCLEFEstimator(AccountedMixin, RegressorMixin, BaseEstimator):
         W : ndarray of shape (n_queries, n_samples)
         """
         check_is_fitted(self)
+        X = _in_memory(X)
         check_table(X)
         X = validate_data(self, X, reset=False, dtype=np.float64)
         return self._weights(X)
@@ -340,6 +358,7 @@ class DCLEFEstimator(AccountedMixin, RegressorMixin, BaseEstimator):
             answered earlier in the same call stay recorded.
         """
         check_is_fitted(self)
+        X = _in_memory(X)
         check_table(X)
         X = validate_data(self, X, reset=False, dtype=np.float64)
         acc = self._accountant()
