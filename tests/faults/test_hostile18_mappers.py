@@ -1,0 +1,132 @@
+"""Seams between the mappers and DCLEFEstimator, and ErasureMapper's silent long fits (hostile inputs, round 18).
+
+Each test failed before its fix.
+"""
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from privrelease import exceptions
+from privrelease.auctions import DCLEFEstimator
+from privrelease.mappers import ErasureMapper, QuantizedPrivacyMapper
+from privrelease.mappers import _erasure
+from privrelease.mapping import erasure_alphabet, erasure_distortion, solve_mapping
+from privrelease.mapping._presolve import reduce_outputs
+
+
+def _table(n=120, seed=0):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    X = np.column_stack([np.where(rng.random(n) < 0.8, y, 1 - y), rng.integers(0, 3, n),
+                         rng.integers(0, 2, n)]).astype(float)
+    return X, y
+
+
+def _mappers():
+    return [ErasureMapper(delta=0.5, random_state=0), QuantizedPrivacyMapper(n_clusters=3, delta=0.5, random_state=0)]
+
+
+@pytest.mark.parametrize("labels", [[10, 11, 12], pd.MultiIndex.from_tuples([("u", 1), ("u", 2), ("v", 1)])],
+                         ids=["integer ids", "multiindex"])
+@pytest.mark.parametrize("which", [0, 1], ids=["erasure", "quantized"])
+def test_set_output_pandas_keeps_non_string_column_labels(labels, which):
+    # the default output keeps the frame's labels; set_output(transform="pandas") renamed them x0, x1, x2
+    X, y = _table()
+    df = pd.DataFrame(X, columns=labels)
+    mapper = _mappers()[which].fit(df, y)
+    assert list(mapper.transform(df).columns) == list(labels)
+    mapper.set_output(transform="pandas")
+    assert list(mapper.transform(df).columns) == list(labels)
+    assert list(mapper.fit_transform(df, y).columns) == list(labels)
+    # an array given to a mapper fitted on such a frame: the fitted labels, as feature_names_in_ for string names
+    out = mapper.transform(X)
+    assert isinstance(out, pd.DataFrame) and list(out.columns) == list(labels)
+
+
+def test_set_output_pandas_string_names_unchanged():
+    X, y = _table()
+    df = pd.DataFrame(X, columns=["sex", "city", "edu"])
+    for mapper in _mappers():
+        out = mapper.set_output(transform="pandas").fit(df, y).transform(df)
+        assert list(out.columns) == ["sex", "city", "edu"] == list(mapper.get_feature_names_out())
+
+
+def _six_valued(n_rows, n_features, seed=0):
+    """The benchmark's data (benchmarks/bench_erasure_features.py): six-valued fields moved by a binary attribute."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n_rows)
+    cols = {}
+    for f in range(n_features):
+        base = rng.integers(0, 6, n_rows)
+        cols[f"f{f}"] = np.where(rng.random(n_rows) < 0.3, (base + y) % 6, base)
+    return pd.DataFrame(cols), y
+
+
+class _Stop(Exception):
+    pass
+
+
+def test_erasure_large_cap_program_is_announced_before_the_solve(monkeypatch):
+    # 500 rows of eight six-valued fields under a 0.01-bit cap took 372 s in silence (500 x 7: 60 to 120 s)
+    warning = getattr(exceptions, "LargeProgramWarning", None)
+    assert warning is not None and issubclass(warning, UserWarning)
+    X, y = _six_valued(500, 7)
+
+    def no_solve(self, estimate):
+        raise _Stop
+
+    monkeypatch.setattr(ErasureMapper, "_solve_and_report", no_solve)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(_Stop):
+            ErasureMapper(max_leakage=0.01, random_state=0).fit(X, y)
+    found = [w for w in caught if issubclass(w.category, warning)]
+    assert len(found) == 1
+    # the sizes it names are the program's, computed here from the data
+    tuples = np.unique(X.to_numpy(), axis=0)
+    outputs = erasure_alphabet(tuples)
+    kept = reduce_outputs(erasure_distortion(tuples, outputs, sparse=True)).n_outputs
+    text = str(found[0].message)
+    assert f"{tuples.shape[0]:,} distinct input tuples" in text
+    assert f"{outputs.shape[0]:,} outputs" in text and f"{kept:,} after" in text
+    assert f"{tuples.shape[0] * kept:,} input-output cells" in text
+    assert "delta=" in text and "fewer features" in text
+    assert found[0].filename == __file__  # pointed at the caller's fit
+
+
+def test_erasure_small_program_not_announced_and_answer_unchanged(monkeypatch):
+    X, y = _six_valued(200, 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", getattr(exceptions, "LargeProgramWarning", UserWarning))
+        quiet = ErasureMapper(delta=0.5, random_state=0).fit(X, y)
+    # announced (threshold at 0): the same program, the same certified answer, the engine's own
+    monkeypatch.setattr(_erasure, "SLOW_PROGRAM_CELLS", 0, raising=False)
+    with pytest.warns(getattr(exceptions, "LargeProgramWarning", exceptions.UnseenCategoryWarning)):
+        loud = ErasureMapper(delta=0.5, random_state=0).fit(X, y)
+    engine = solve_mapping(quiet.prior_, quiet.cost_matrix_, 0.5)
+    for m in (quiet, loud):
+        np.testing.assert_allclose(m.mapping_, engine.mapping, atol=1e-12)
+        assert m.leakage_ == pytest.approx(engine.leakage, abs=1e-12)
+        assert m.distortion_ == pytest.approx(engine.distortion, abs=1e-12)
+
+
+def test_dclef_dask_frame_records_and_checks_column_names():
+    dd = pytest.importorskip("dask.dataframe")
+    from privrelease.accounting import PrivacyAccountant
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.normal(size=(60, 3)), columns=["a", "b", "c"])
+    d = np.clip(np.round(3 + X["a"].to_numpy()), 1, 5)
+    est = DCLEFEstimator(data_range=(1, 5), random_state=0).fit(dd.from_pandas(X, npartitions=2), d)
+    assert list(est.feature_names_in_) == ["a", "b", "c"]
+    with PrivacyAccountant():
+        with pytest.raises(ValueError, match="same order"):
+            est.predict(X[["c", "b", "a"]])
+        with pytest.raises(ValueError, match="same order"):
+            est.predict(dd.from_pandas(X[["c", "b", "a"]], npartitions=2))
+        assert est.predict(dd.from_pandas(X.iloc[:3], npartitions=1)).shape == (3,)
+    np.testing.assert_array_equal(est.auction_weights(X.iloc[:2]),
+                                  est.auction_weights(dd.from_pandas(X.iloc[:2], npartitions=1)))
