@@ -721,7 +721,8 @@ class ErasureMapper(_BaseMapper):
         check_is_fitted(self)
         if isinstance(top, bool) or not isinstance(top, (int, np.integer)) or top < 1:
             raise ValueError(f"top must be a positive integer, got {top!r}")
-        names = [str(n) for n in self.get_feature_names_out()]
+        labels = getattr(self, "feature_labels_in_", None)  # a frame's non-string labels: theirs, not x0, x1, ...
+        names = [str(n) for n in (self.get_feature_names_out() if labels is None else labels.tolist())]
         p_b = self.prior_.sum(axis=0)
         labels = self._prior_row_labels()
         scale = len(self.classes_) if self._attribute_kind() == "marginal" else 1  # each block sums to 1/m

@@ -130,3 +130,28 @@ def test_dclef_dask_frame_records_and_checks_column_names():
         assert est.predict(dd.from_pandas(X.iloc[:3], npartitions=1)).shape == (3,)
     np.testing.assert_array_equal(est.auction_weights(X.iloc[:2]),
                                   est.auction_weights(dd.from_pandas(X.iloc[:2], npartitions=1)))
+
+
+def test_erasure_mapping_table_names_non_string_labels():
+    # a frame of columns 10, 11, 12 gave a table of columns x0, x1, x2 and "released x0" ...
+    X, y = _table()
+    mapper = ErasureMapper(delta=0.5, random_state=0).fit(pd.DataFrame(X, columns=[10, 11, 12]), y)
+    table = mapper.mapping_table(top=2)
+    for label in ("10", "11", "12"):
+        assert label in table.columns and f"released {label}" in table.columns
+    assert not any(str(c).endswith("x0") for c in table.columns)
+
+
+def test_dclef_sparse_frame_refused_with_frame_advice():
+    # scikit-learn's "Use '.toarray()'": a DataFrame has no such method (the mappers say X.sparse.to_dense())
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame((rng.random((40, 3)) < 0.5).astype(float), columns=["a", "b", "c"])
+    d = rng.integers(1, 6, 40).astype(float)
+    sparse = X.astype(pd.SparseDtype(float, 0.0))
+    with pytest.raises(TypeError, match=r"X\.sparse\.to_dense\(\)") as info:
+        DCLEFEstimator(data_range=(1, 5), random_state=0).fit(sparse, d)
+    assert "toarray" not in str(info.value) and "(40, 3)" in str(info.value)
+    est = DCLEFEstimator(data_range=(1, 5), random_state=0).fit(X, d)
+    for method in (est.predict, est.auction_weights):
+        with pytest.raises(TypeError, match=r"X\.sparse\.to_dense\(\)"):
+            method(sparse.iloc[:2])
