@@ -13,7 +13,7 @@ from ..accounting import PrivacyAccountant
 from ..accounting._accountant import AccountedMixin
 from ..exceptions import BudgetExceededError, PrivacyLeakWarning
 from ..utils import check_random_source
-from ..utils._validation import check_real_target, check_same_index, check_table
+from ..utils._validation import check_real_target, check_same_index, check_table, is_sparse_frame
 from ..utils._constraints import RANDOM_STATE_CONSTRAINT, NumberInterval
 from ..utils._fit import atomic_fit
 from ._dclef import DCLEF, _check_vector, check_data_range
@@ -35,6 +35,18 @@ def _in_memory(X):
     if (type(X).__module__ or "").startswith("dask") and callable(getattr(X, "compute", None)):
         return X.compute()
     return X
+
+
+def _check_features(X):
+    """:func:`check_table`, and a DataFrame of sparse columns refused with advice that fits a DataFrame.
+
+    scikit-learn reads such a frame as a scipy sparse matrix and refused it with "Use '.toarray()' to convert to a
+    dense numpy array", a method a DataFrame does not have (the mappers name ``X.sparse.to_dense()``).
+    """
+    if is_sparse_frame(X):
+        raise TypeError(f"DCLEFEstimator needs dense public features, got a DataFrame of sparse columns of shape "
+                        f"{X.shape}: densify it first with X.sparse.to_dense()")
+    check_table(X)
 
 
 class DCLEFEstimator(AccountedMixin, RegressorMixin, BaseEstimator):
@@ -205,7 +217,7 @@ class DCLEFEstimator(AccountedMixin, RegressorMixin, BaseEstimator):
         self
         """
         X, y, unit_costs = _in_memory(X), _in_memory(y), _in_memory(unit_costs)
-        check_table(X)
+        _check_features(X)
         check_table(y, "y")
         check_same_index(X, y)
         # each individual's cost and cap are paired with her row by position: a Series of them in another order
@@ -278,7 +290,7 @@ class DCLEFEstimator(AccountedMixin, RegressorMixin, BaseEstimator):
         """
         check_is_fitted(self)
         X = _in_memory(X)
-        check_table(X)
+        _check_features(X)
         X = validate_data(self, X, reset=False, dtype=np.float64)
         return self._weights(X)
 
@@ -359,7 +371,7 @@ class DCLEFEstimator(AccountedMixin, RegressorMixin, BaseEstimator):
         """
         check_is_fitted(self)
         X = _in_memory(X)
-        check_table(X)
+        _check_features(X)
         X = validate_data(self, X, reset=False, dtype=np.float64)
         acc = self._accountant()
         Wq = self._weights(X)
