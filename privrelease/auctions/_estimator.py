@@ -12,6 +12,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..accounting import PrivacyAccountant
 from ..accounting._accountant import AccountedMixin
 from ..exceptions import BudgetExceededError, PrivacyLeakWarning
+from ..mappers._columns import _frame_columns, check_column_labels, record_column_labels
 from ..utils import check_random_source
 from ..utils._validation import check_real_target, check_same_index, check_table, is_sparse_frame
 from ..utils._constraints import RANDOM_STATE_CONSTRAINT, NumberInterval
@@ -122,6 +123,10 @@ class DCLEFEstimator(AccountedMixin, RegressorMixin, BaseEstimator):
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Only when ``Y_public`` has string column names.
+    feature_labels_in_ : ndarray of object
+        Only when ``Y_public`` is a DataFrame whose column labels are not all strings
+        (integer item ids, a MultiIndex's tuples): a query DataFrame must carry the same
+        labels in the same order (columns are read by position); another one is refused.
     X_fit_ : ndarray of shape (n_samples, n_features)
         Public features of the individuals.
     d_ : ndarray of shape (n_samples,)
@@ -218,6 +223,9 @@ class DCLEFEstimator(AccountedMixin, RegressorMixin, BaseEstimator):
         """
         X, y, unit_costs = _in_memory(X), _in_memory(y), _in_memory(unit_costs)
         _check_features(X)
+        # a frame's non-string column labels (integer item ids of a pivot): scikit-learn records string names only,
+        # so a query frame of the same ids in another order was read by position, each feature as another
+        record_column_labels(self, _frame_columns(X))
         check_table(y, "y")
         check_same_index(X, y)
         # each individual's cost and cap are paired with her row by position: a Series of them in another order
@@ -291,6 +299,7 @@ class DCLEFEstimator(AccountedMixin, RegressorMixin, BaseEstimator):
         check_is_fitted(self)
         X = _in_memory(X)
         _check_features(X)
+        check_column_labels(self, _frame_columns(X))
         X = validate_data(self, X, reset=False, dtype=np.float64)
         return self._weights(X)
 
@@ -372,6 +381,7 @@ class DCLEFEstimator(AccountedMixin, RegressorMixin, BaseEstimator):
         check_is_fitted(self)
         X = _in_memory(X)
         _check_features(X)
+        check_column_labels(self, _frame_columns(X))
         X = validate_data(self, X, reset=False, dtype=np.float64)
         acc = self._accountant()
         Wq = self._weights(X)

@@ -155,3 +155,23 @@ def test_dclef_sparse_frame_refused_with_frame_advice():
     for method in (est.predict, est.auction_weights):
         with pytest.raises(TypeError, match=r"X\.sparse\.to_dense\(\)"):
             method(sparse.iloc[:2])
+
+
+def test_dclef_checks_non_string_column_labels_like_the_mappers():
+    # public features as a pivot of integer item ids: a query frame with the items in another order was read by
+    # position (each item's value taken for another's); the mappers refuse it (feature_labels_in_)
+    from privrelease.accounting import PrivacyAccountant
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.normal(size=(60, 3)), columns=[101, 205, 307])
+    d = np.clip(np.round(3 + X[101].to_numpy()), 1, 5)
+    est = DCLEFEstimator(data_range=(1, 5), random_state=0).fit(X, d)
+    assert list(est.feature_labels_in_) == [101, 205, 307]
+    reordered = X[[307, 205, 101]]
+    with pytest.raises(ValueError, match=r"column 307 at position 0 where fit saw column 101"):
+        est.auction_weights(reordered)
+    with PrivacyAccountant() as acc:
+        with pytest.raises(ValueError, match=r"column 307 at position 0"):
+            est.predict(reordered)
+        assert len(acc.records) == 0  # refused before any privacy is spent
+        np.testing.assert_array_equal(est.auction_weights(X.iloc[:2]), est.auction_weights(X.iloc[:2].to_numpy()))
