@@ -87,11 +87,17 @@ def keep_column_labels(method):
     ``x0, x1, ...`` under that setting, while the default output of the same call keeps the frame's labels. The
     output's columns are put back to the input frame's labels (checked against ``feature_labels_in_`` by
     ``transform``), or to ``feature_labels_in_`` for an input without labels. This wrapper must be the outermost
-    one (it runs after scikit-learn's renaming).
+    one (it runs after scikit-learn's renaming). A dask DataFrame skips scikit-learn's wrapping (``__wrapped__``):
+    its release stays a lazy dask DataFrame that keeps its index and labels.
     """
 
     @functools.wraps(method)
     def wrapped(self, X, *args, **kwargs):
+        if _is_dask_frame(X):
+            # a dask DataFrame is released lazily, as a dask DataFrame with its index and labels, whatever the
+            # output setting: scikit-learn's pandas wrapping read it with pd.DataFrame(...), which computed the
+            # whole release at once and dropped its index (user ids 100, 101, ... came back as 0, 1, ...)
+            return getattr(method, "__wrapped__", method)(self, X, *args, **kwargs)
         out = method(self, X, *args, **kwargs)
         labels = getattr(self, "feature_labels_in_", None)
         if labels is None or not isinstance(out, pd.DataFrame) or out.shape[1] != len(labels):
@@ -105,3 +111,8 @@ def keep_column_labels(method):
         return out
 
     return wrapped
+
+
+def _is_dask_frame(X):
+    """A dask DataFrame (dask is imported only if ``X`` comes from it)."""
+    return (type(X).__module__ or "").startswith("dask") and hasattr(X, "columns") and hasattr(X, "npartitions")

@@ -175,3 +175,23 @@ def test_dclef_checks_non_string_column_labels_like_the_mappers():
             est.predict(reordered)
         assert len(acc.records) == 0  # refused before any privacy is spent
         np.testing.assert_array_equal(est.auction_weights(X.iloc[:2]), est.auction_weights(X.iloc[:2].to_numpy()))
+
+
+@pytest.mark.parametrize("which", [0, 1], ids=["erasure", "quantized"])
+def test_set_output_pandas_keeps_a_dask_frame_lazy_with_its_index(which):
+    # set_output(transform="pandas") read the lazy release with pd.DataFrame(...): computed at once, and the
+    # user ids of the index (100, 101, ...) came back as 0, 1, ...; the default output keeps both
+    dd = pytest.importorskip("dask.dataframe")
+    X, y = _table()
+    df = pd.DataFrame(X, columns=[10, 11, 12], index=np.arange(100, 100 + len(X)))
+    ddf = dd.from_pandas(df, npartitions=3)
+    mapper = _mappers()[which].fit(ddf, y)
+    default = mapper.transform(ddf).compute()
+    mapper.set_output(transform="pandas")
+    out = mapper.transform(ddf)
+    assert hasattr(out, "compute")  # still lazy
+    out = out.compute()
+    assert list(out.index) == list(df.index) and list(out.columns) == [10, 11, 12]
+    pd.testing.assert_frame_equal(out, default)  # an integer seed replays the same draws
+    fitted = mapper.fit_transform(ddf, y)
+    assert hasattr(fitted, "compute") and list(fitted.compute().index) == list(df.index)
