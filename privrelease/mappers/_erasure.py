@@ -33,7 +33,7 @@ DENSE_CELLS_LIMIT = _presolve.DENSE_CELLS_LIMIT
 #: fields, 500 x 10,821 cells, took about 6 minutes under a 0.01-bit cap, 36 s under a budget and 17 s for
 #: perfect privacy; 500 x 7,080 cells took 60 to 120 s under the cap, 500 x 4,339 cells 18 s
 SLOW_PROGRAM_CELLS = 30_000_000
-#: the number of budget programs a leakage cap's search typically solves (8 to 11 on erasure alphabets)
+#: the number of budget programs a mutual-information cap's search typically solves (8 to 11 on erasure alphabets)
 _CAP_SOLVES = 10
 
 
@@ -436,7 +436,9 @@ class ErasureMapper(_BaseMapper):
         ten budget programs of that size. Nothing is changed: the warning names the sizes and what to do.
         """
         delta, max_leakage = self._check_budget()
-        solves = _CAP_SOLVES if (delta is None and max_leakage is not None and max_leakage > 0) else 1
+        # a mutual-information cap is found by a search over budgets; a maximal-leakage cap is a linear program
+        cap = delta is None and max_leakage is not None and max_leakage > 0
+        solves = _CAP_SOLVES if cap and self.leakage == "mutual_information" else 1
         n_in, n_out = cost.shape
         if n_in * n_out * solves < SLOW_PROGRAM_CELLS and n_in * n_out <= _presolve.REDUCED_DENSE_CELLS_LIMIT:
             return  # the presolve only removes outputs: the program is smaller still
