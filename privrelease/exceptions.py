@@ -14,6 +14,7 @@ __all__ = [
     "BudgetExceededError",
     "UnseenCategoryWarning",
     "ComplexDataError",
+    "LargeProgramWarning",
 ]
 
 
@@ -69,4 +70,12 @@ class ComplexDataError(TypeError, ValueError):
 
     A ``TypeError`` (the wrong kind of number) and a ``ValueError`` (what scikit-learn's
     estimator checks expect for complex data), so callers catching either keep working.
+    """
+
+
+class LargeProgramWarning(UserWarning):
+    """The program a ``fit`` solves is large enough to take minutes.
+
+    Issued before the solve, naming the size of the program (for ``ErasureMapper``, the
+    erasure alphabet) and how to make it smaller, so that a long fit is never a silent one.
     """

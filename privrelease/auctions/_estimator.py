@@ -12,8 +12,9 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..accounting import PrivacyAccountant
 from ..accounting._accountant import AccountedMixin
 from ..exceptions import BudgetExceededError, PrivacyLeakWarning
+from ..mappers._columns import _frame_columns, check_column_labels, record_column_labels
 from ..utils import check_random_source
-from ..utils._validation import check_real_target, check_same_index, check_table
+from ..utils._validation import check_real_target, check_same_index, check_table, is_sparse_frame
 from ..utils._constraints import RANDOM_STATE_CONSTRAINT, NumberInterval
 from ..utils._fit import atomic_fit
 from ._dclef import DCLEF, _check_vector, check_data_range
@@ -21,6 +22,32 @@ from ._mechanism import _fair_inner_product_rows, fair_inner_product
 from ._predictors import knn_weights, nadaraya_watson_weights, ridge_weights
 
 __all__ = ["DCLEFEstimator"]
+
+
+def _in_memory(X):
+    """A dask collection computed; anything else unchanged.
+
+    The estimator keeps the public features in memory (``X_fit_``) and each query's weights are computed against
+    all of them, so nothing is gained by staying lazy; read as an array (through ``np.asarray``), a dask DataFrame
+    lost its column names: ``feature_names_in_`` was not set and a query frame with the columns in another order
+    was accepted (each feature read as another), where a pandas frame, or a mapper fitted on the same dask frame,
+    refuses it.
+    """
+    if (type(X).__module__ or "").startswith("dask") and callable(getattr(X, "compute", None)):
+        return X.compute()
+    return X
+
+
+def _check_features(X):
+    """:func:`check_table`, and a DataFrame of sparse columns refused with advice that fits a DataFrame.
+
+    scikit-learn reads such a frame as a scipy sparse matrix and refused it with "Use '.toarray()' to convert to a
+    dense numpy array", a method a DataFrame does not have (the mappers name ``X.sparse.to_dense()``).
+    """
+    if is_sparse_frame(X):
+        raise TypeError(f"DCLEFEstimator needs dense public features, got a DataFrame of sparse columns of shape "
+                        f"{X.shape}: densify it first with X.sparse.to_dense()")
+    check_table(X)
 
 
 class DCLEFEstimator(AccountedMixin, RegressorMixin, BaseEstimator):
@@ -96,6 +123,10 @@ class DCLEFEstimator(AccountedMixin, RegressorMixin, BaseEstimator):
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Only when ``Y_public`` has string column names.
+    feature_labels_in_ : ndarray of object
+        Only when ``Y_public`` is a DataFrame whose column labels are not all strings
+        (integer item ids, a MultiIndex's tuples): a query DataFrame must carry the same
+        labels in the same order (columns are read by position); another one is refused.
     X_fit_ : ndarray of shape (n_samples, n_features)
         Public features of the individuals.
     d_ : ndarray of shape (n_samples,)
@@ -176,8 +207,10 @@ class DCLEFEstimator(AccountedMixin, RegressorMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Public features ``Y_public`` of the individuals.
+        X : array-like, DataFrame or dask collection of shape (n_samples, n_features)
+            Public features ``Y_public`` of the individuals. A dask collection (here, in
+            :meth:`predict` and :meth:`auction_weights`) is computed: the features are kept in
+            memory, and a dask DataFrame's column names are recorded and checked like a pandas one's.
         y : array-like of shape (n_samples,)
             Their private values ``d``.
         unit_costs : array-like of shape (n_samples,), default=None
@@ -188,7 +221,11 @@ class DCLEFEstimator(AccountedMixin, RegressorMixin, BaseEstimator):
         -------
         self
         """
-        check_table(X)
+        X, y, unit_costs = _in_memory(X), _in_memory(y), _in_memory(unit_costs)
+        _check_features(X)
+        # a frame's non-string column labels (integer item ids of a pivot): scikit-learn records string names only,
+        # so a query frame of the same ids in another order was read by position, each feature as another
+        record_column_labels(self, _frame_columns(X))
         check_table(y, "y")
         check_same_index(X, y)
         # each individual's cost and cap are paired with her row by position: a Series of them in another order
@@ -260,7 +297,9 @@ class DCLEFEstimator(AccountedMixin, RegressorMixin, BaseEstimator):
         W : ndarray of shape (n_queries, n_samples)
         """
         check_is_fitted(self)
-        check_table(X)
+        X = _in_memory(X)
+        _check_features(X)
+        check_column_labels(self, _frame_columns(X))
         X = validate_data(self, X, reset=False, dtype=np.float64)
         return self._weights(X)
 
@@ -340,7 +379,9 @@ class DCLEFEstimator(AccountedMixin, RegressorMixin, BaseEstimator):
             answered earlier in the same call stay recorded.
         """
         check_is_fitted(self)
-        check_table(X)
+        X = _in_memory(X)
+        _check_features(X)
+        check_column_labels(self, _frame_columns(X))
         X = validate_data(self, X, reset=False, dtype=np.float64)
         acc = self._accountant()
         Wq = self._weights(X)

@@ -56,7 +56,7 @@ from ..utils import check_private_labels
 from ..utils._validation import (_as_label_array, check_label_input, check_number, check_same_index, is_sparse_frame,
                                  plain_value, undisclosed_note)
 from . import _dask
-from ._columns import _plain_label
+from ._columns import _plain_label, keep_column_labels
 
 __all__ = ["PriorEstimate", "theorem1_bound", "check_sample_weight", "stack_marginal_priors"]
 
@@ -332,6 +332,13 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     #: ``joint_prior_`` and ``n_labeled_per_attribute_`` exist for a 2-D ``y`` only)
     _optional_attributes = ("feature_names_in_", "attribute_tuples_", "joint_prior_", "n_labeled_per_attribute_",
                             "feature_labels_in_")
+
+    def __init_subclass__(cls, **kwargs):
+        # scikit-learn's set_output wrapping first, then the fitted column labels put back over its renaming
+        # (a frame of integer item ids came back with columns x0, x1, ... under set_output(transform="pandas"))
+        super().__init_subclass__(**kwargs)
+        if "transform" in cls.__dict__:
+            cls.transform = keep_column_labels(cls.__dict__["transform"])
 
     # ---------------------------------------------------------------- hooks
     def _validate_X(self, X, reset):  # pragma: no cover - abstract
@@ -1001,6 +1008,10 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             if np.max(np.abs(P.sum(axis=0) - q_b)) > _CLAIM_TOL:
                 raise ValueError(f"fitted.prior_ block {j} (attribute {j}) has input marginal different from the "
                                  "other blocks'; the stacked marginal prior needs one common q(b)")
+
+
+# TransformerMixin.fit_transform (scikit-learn's set_output wrapper included), with the fitted labels put back last
+_BaseMapper.fit_transform = keep_column_labels(TransformerMixin.fit_transform)
 
 
 def stack_marginal_priors(q_b, joints):

@@ -4,9 +4,12 @@ Shared by the mappers' in-memory paths (:mod:`privrelease.mappers._base` and the
 path (:mod:`privrelease.mappers._dask`), which checks a dask DataFrame's columns before its graph is built.
 """
 
-import numpy as np
+import functools
 
-__all__ = ["check_column_labels", "record_column_labels"]
+import numpy as np
+import pandas as pd
+
+__all__ = ["check_column_labels", "record_column_labels", "keep_column_labels"]
 
 
 def _plain_label(label):
@@ -72,3 +75,44 @@ def check_column_labels(est, columns, name="X"):
                 f"{name} has column {have!r} at position {i} where fit saw column {want!r}: the columns of a frame "
                 f"must be the ones given to fit, in the same order (they are read by position, so its values would "
                 f"be taken for another column's); {how}")
+
+
+
+def keep_column_labels(method):
+    """Wrap ``transform`` / ``fit_transform`` so that a released pandas DataFrame carries the fitted column labels.
+
+    scikit-learn's ``set_output(transform="pandas")`` renames the columns of the output to
+    ``get_feature_names_out()``, which holds strings only: a frame fitted with column labels that are not all strings
+    (integer item ids of a pivot, a MultiIndex's tuples; ``feature_labels_in_``) came back with columns
+    ``x0, x1, ...`` under that setting, while the default output of the same call keeps the frame's labels. The
+    output's columns are put back to the input frame's labels (checked against ``feature_labels_in_`` by
+    ``transform``), or to ``feature_labels_in_`` for an input without labels. This wrapper must be the outermost
+    one (it runs after scikit-learn's renaming). A dask DataFrame skips scikit-learn's wrapping (``__wrapped__``):
+    its release stays a lazy dask DataFrame that keeps its index and labels.
+    """
+
+    @functools.wraps(method)
+    def wrapped(self, X, *args, **kwargs):
+        if _is_dask_frame(X):
+            # a dask DataFrame is released lazily, as a dask DataFrame with its index and labels, whatever the
+            # output setting: scikit-learn's pandas wrapping read it with pd.DataFrame(...), which computed the
+            # whole release at once and dropped its index (user ids 100, 101, ... came back as 0, 1, ...)
+            return getattr(method, "__wrapped__", method)(self, X, *args, **kwargs)
+        out = method(self, X, *args, **kwargs)
+        labels = getattr(self, "feature_labels_in_", None)
+        if labels is None or not isinstance(out, pd.DataFrame) or out.shape[1] != len(labels):
+            return out
+        if isinstance(X, pd.DataFrame) and X.shape[1] == len(labels):
+            columns = X.columns
+        else:
+            columns = pd.Index(labels.tolist(), tupleize_cols=True)
+        if not out.columns.equals(columns):
+            out.columns = columns
+        return out
+
+    return wrapped
+
+
+def _is_dask_frame(X):
+    """A dask DataFrame (dask is imported only if ``X`` comes from it)."""
+    return (type(X).__module__ or "").startswith("dask") and hasattr(X, "columns") and hasattr(X, "npartitions")
