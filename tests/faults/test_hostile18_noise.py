@@ -1,0 +1,94 @@
+"""Noise samplers and privacy accounting seams (eighteenth review).
+
+* An accountant unpickled in the process whose ledger it is was a second ledger with the whole budget again: an
+  estimator saved and loaded in one session, or returned by ``cross_validate(..., n_jobs=2,
+  return_estimator=True)``, released up to the budget a second time while the original recorded nothing (measured:
+  budget 5, the original 0.0 spent, the returned estimator's ledger 5.0).
+* ``set_default_accountant(None)`` (a reset) in a worker counted as installing an accountant of the worker's own: the
+  estimators dropped the calling process's budget and recorded on an unlimited ledger nobody reads, without a
+  refusal or a warning.
+"""
+
+import multiprocessing
+import pickle
+import warnings
+from concurrent.futures import ProcessPoolExecutor
+
+import numpy as np
+import pytest
+
+from privrelease.accounting import PrivacyAccountant, set_default_accountant
+from privrelease.auctions import DCLEFEstimator
+from privrelease.exceptions import BudgetExceededError
+
+
+def _data(n=40):
+    rng = np.random.default_rng(0)
+    Y = rng.normal(size=(n, 3))
+    d = np.clip(np.round(3 + Y[:, 0]), 1, 5)
+    return Y, d
+
+
+def test_an_accountant_loaded_in_its_own_process_is_the_original_ledger():
+    acc = PrivacyAccountant(epsilon=1.0).spend(0.5)
+    back = pickle.loads(pickle.dumps(acc))
+    assert back is acc
+    # the two handles share one budget: the sum of what they allow is the budget, not twice it
+    back.spend(0.5)
+    with pytest.raises(BudgetExceededError, match="release refused"):
+        acc.spend(0.5)
+    assert acc.spent == 1.0
+
+
+def test_an_estimator_saved_and_loaded_in_one_session_keeps_the_callers_budget():
+    Y, d = _data()
+    acc = PrivacyAccountant(epsilon=3.0)
+    est = DCLEFEstimator(budget=2.0, data_range=(1, 5), accountant=acc, random_state=0).fit(Y, d)
+    loaded = pickle.loads(pickle.dumps(est))
+    assert loaded.accountant is acc
+    with pytest.raises(BudgetExceededError):
+        for _ in range(1000):
+            loaded.predict(Y[:2])
+    # what the loaded estimator released is on the original ledger, within its budget
+    assert 0 < acc.spent <= 3.0 * (1 + 1e-12)
+    with pytest.raises(BudgetExceededError):
+        est.predict(Y[:2])
+
+
+def _give_back(obj):
+    return obj
+
+
+@pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="needs fork")
+def test_an_accountant_sent_back_by_a_worker_is_the_original():
+    # what cross_validate(..., n_jobs=2, return_estimator=True) does with an estimator's accountant
+    Y, d = _data()
+    acc = PrivacyAccountant(epsilon=1.0)
+    est = DCLEFEstimator(budget=2.0, data_range=(1, 5), accountant=acc, random_state=0).fit(Y, d)
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork")) as ex:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # fork in a multi-threaded process
+            back_acc, back_est = ex.submit(_give_back, (acc, est)).result()
+    assert back_acc is acc and back_est.accountant is acc
+
+
+def _reset_then_predict(est, X):
+    set_default_accountant(None)
+    try:
+        est.predict(X)
+        return "released"
+    except BudgetExceededError as exc:
+        return "refused" if "is a copy" in str(exc) else repr(exc)
+
+
+@pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="needs fork")
+def test_resetting_the_default_in_a_worker_keeps_the_callers_budget():
+    Y, d = _data()
+    est = DCLEFEstimator(budget=2.0, data_range=(1, 5), random_state=0).fit(Y, d)
+    with PrivacyAccountant(epsilon=0.5) as acc:
+        with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork")) as ex:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)  # fork in a multi-threaded process
+                outcome = ex.submit(_reset_then_predict, est, Y[:3]).result()
+    assert outcome == "refused"
+    assert acc.spent == 0.0
