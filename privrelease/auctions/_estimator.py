@@ -375,6 +375,9 @@ class DCLEFEstimator(AccountedMixin, RegressorMixin, BaseEstimator):
             if res is None:
                 res, excluded = self._run_query(Wq[q], spent)
             est = DCLEF(Wq[q], res.x, self.data_range_)
+            # the noise is checked before the spend: a scale whose noise could overflow float64 (data_range of
+            # 1e307) was refused after the query was recorded, a release that never happened on the ledger
+            draw = est._release(self.d_, random_state=self.noise_source_)
             max_eps = float(res.epsilons.max()) if res.epsilons.size else 0.0
             acc.spend(max_eps, population=self.population_, individual_epsilons=res.epsilons,
                       payments=res.payments, mechanism="DCLEFEstimator", branch=res.branch,
@@ -382,7 +385,7 @@ class DCLEFEstimator(AccountedMixin, RegressorMixin, BaseEstimator):
                       total_weight=res.total_weight, sigma=est.sigma, distortion=est.distortion,
                       max_epsilon=max_eps, n_excluded=int(excluded.sum()))
             spent = spent + res.epsilons
-            preds[q] = est.sample(self.d_, random_state=self.noise_source_)
+            preds[q] = draw()
         return preds
 
     def __sklearn_tags__(self):

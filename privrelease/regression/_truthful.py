@@ -723,6 +723,17 @@ class TruthfulRegressionMechanism(AccountedMixin, RegressorMixin, BaseEstimator)
                      for s in (ridge_sensitivity(m, alpha, bound) for m in dict.fromkeys((n, n // 2, n - n // 2)))]
         return 2.0 * max(delivered)
 
+    def _check_noise(self, n, d):
+        """Refuse, before anything is recorded, noise the three ridge releases could not draw: ``VectorLaplace``
+        checks its scale against overflow (``epsilon = 6.5e-307`` with sensitivity 6.5 was refused inside the
+        first release, after the fit's ``2 epsilon`` went on the ledger as spent, with no noise drawn)."""
+        eps = float(self.epsilon)
+        if np.isinf(eps):
+            return
+        alpha, bound = float(self.alpha), float(self.response_bound)
+        for m in dict.fromkeys((n, n // 2, n - n // 2)):
+            VectorLaplace(dimension=d, epsilon=eps, sensitivity=ridge_sensitivity(m, alpha, bound))
+
     def _private_ridge(self, X, y, source, svd=None):
         """Ridge estimator plus high-dimensional Laplace noise; returns (coef, sensitivity).
 
@@ -825,6 +836,7 @@ class TruthfulRegressionMechanism(AccountedMixin, RegressorMixin, BaseEstimator)
         # (Theorem 2): checked before any noise is drawn, so a release past the budget is refused whole, and
         # recorded with the payments, no other thread's release in between
         eps_joint = self._joint_epsilon(n)
+        self._check_noise(n, X.shape[1])
         with acc.atomic():
             acc.check(eps_joint)
             try:

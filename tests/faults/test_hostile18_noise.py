@@ -92,3 +92,50 @@ def test_resetting_the_default_in_a_worker_keeps_the_callers_budget():
                 outcome = ex.submit(_reset_then_predict, est, Y[:3]).result()
     assert outcome == "refused"
     assert acc.spent == 0.0
+
+
+# ---------------------------------------------------------------- no record without a release
+def test_a_regression_fit_refused_for_its_noise_records_nothing():
+    from privrelease.regression import TruthfulRegressionMechanism
+    from privrelease.regression._truthful import ridge_sensitivity
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(20, 2))
+    X /= 2 * np.linalg.norm(X, axis=1, keepdims=True)
+    y = rng.uniform(-1, 1, 20)
+    # a finite noise scale of 1e307, whose Gamma norm could overflow float64: refused when the first ridge release
+    # built its noise, after the fit's 2 epsilon was recorded as spent ("failed") with no noise drawn
+    eps = ridge_sensitivity(20, 1.0, 1.0) / 1e307
+    acc = PrivacyAccountant()
+    mech = TruthfulRegressionMechanism(alpha=1.0, epsilon=eps, accountant=acc, random_state=0)
+    with pytest.raises(ValueError, match="could overflow float64"):
+        mech.fit(X, y)
+    assert len(acc) == 0 and acc.spent == 0.0
+
+
+def test_a_dclef_query_refused_for_its_noise_records_nothing():
+    rng = np.random.default_rng(0)
+    Y = rng.normal(size=(40, 3))
+    d = rng.uniform(-1e306, 1e306, 40)
+    acc = PrivacyAccountant()
+    # data_range of width 2e307: the Laplace scale of the DCLEF (8e306 at budget 2) could overflow float64; the
+    # query was recorded (epsilon 0.5) and then refused, a release that never happened on the ledger
+    est = DCLEFEstimator(budget=2.0, data_range=(-1e307, 1e307), accountant=acc, random_state=0).fit(Y, d)
+    with pytest.raises(ValueError, match="could overflow float64"):
+        est.predict(Y[:3])
+    assert len(acc) == 0 and acc.spent == 0.0
+
+
+def test_dclef_predictions_are_unchanged_by_the_checks_before_the_spend():
+    # the checks draw nothing: a seeded estimator's predictions are those of DCLEF.sample after each spend
+    Y, d = _data()
+    a = DCLEFEstimator(budget=2.0, data_range=(1, 5), accountant=PrivacyAccountant(), random_state=3).fit(Y, d)
+    preds = a.predict(Y[:4])
+    from privrelease.auctions import DCLEF, fair_inner_product
+    from privrelease.utils import check_random_source
+
+    source = check_random_source(3)
+    W = a.auction_weights(Y[:4])
+    expected = [DCLEF(W[q], fair_inner_product(np.ones(40), W[q], 2.0, data_range=(1, 5)).x, (1, 5))
+                .sample(d, random_state=source) for q in range(4)]
+    np.testing.assert_allclose(preds, expected, rtol=0, atol=0)
