@@ -565,7 +565,8 @@ class TruthfulRegressionMechanism(AccountedMixin, RegressorMixin, BaseEstimator)
     random_state : None, int, numpy Generator or RandomState, or RandomSource, default=None
         ``None`` (the default) draws the split and the noise from the operating
         system's entropy. An integer seed is for tests and reproducible
-        experiments only: it makes the privacy noise predictable.
+        experiments only: it makes the privacy noise predictable (each record of
+        the accountant says ``secure_noise=False``).
     accountant : PrivacyAccountant or None, default=None
         Where each ``fit`` records the ``2 epsilon`` it releases (``None``: the
         process-wide default, :func:`~privrelease.accounting.get_default_accountant`),
@@ -863,9 +864,11 @@ class TruthfulRegressionMechanism(AccountedMixin, RegressorMixin, BaseEstimator)
                                                offset=float(self.payment_offset))
                 self.budget_ = float(self.payments_.sum())
             except BaseException:  # noise was drawn: recorded even though the fit did not finish
-                acc.spend(eps_joint, mechanism="TruthfulRegressionMechanism", n_samples=n, status="failed")
+                acc.spend(eps_joint, mechanism="TruthfulRegressionMechanism", n_samples=n, status="failed",
+                          secure_noise=source.secure)
                 raise
-            acc.spend(eps_joint, mechanism="TruthfulRegressionMechanism", n_samples=n, total_payment=self.budget_)
+            acc.spend(eps_joint, mechanism="TruthfulRegressionMechanism", n_samples=n, total_payment=self.budget_,
+                      secure_noise=source.secure)
         self.epsilon_ = eps_joint
         return self
 

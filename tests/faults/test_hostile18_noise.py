@@ -139,3 +139,17 @@ def test_dclef_predictions_are_unchanged_by_the_checks_before_the_spend():
     expected = [DCLEF(W[q], fair_inner_product(np.ones(40), W[q], 2.0, data_range=(1, 5)).x, (1, 5))
                 .sample(d, random_state=source) for q in range(4)]
     np.testing.assert_allclose(preds, expected, rtol=0, atol=0)
+
+
+# ---------------------------------------------------------------- a seed on a privacy path is on the record
+def test_the_ledger_says_whether_the_noise_came_from_a_seed():
+    from privrelease.regression import TruthfulRegressionMechanism
+
+    Y, d = _data()
+    for random_state, secure in [(0, False), (None, True)]:
+        acc = PrivacyAccountant()
+        DCLEFEstimator(budget=2.0, data_range=(1, 5), accountant=acc, random_state=random_state).fit(Y, d).predict(
+            Y[:2])
+        X = Y / (2 * np.linalg.norm(Y, axis=1, keepdims=True))
+        TruthfulRegressionMechanism(epsilon=1.0, accountant=acc, random_state=random_state).fit(X, d / 5)
+        assert acc.records["secure_noise"].tolist() == [secure] * 3
