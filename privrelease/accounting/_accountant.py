@@ -667,7 +667,8 @@ def _restore(state):
 
 
 _DEFAULT = {"accountant": PrivacyAccountant()}
-_DEFAULT["initial"] = _DEFAULT["accountant"]  # the import-time default, back in place after a with-block
+# the default no caller installed (at import, or after set_default_accountant(None)), back in place after a with-block
+_DEFAULT["initial"] = _DEFAULT["accountant"]
 _DEFAULT_LOCK = threading.Lock()
 
 
@@ -706,8 +707,9 @@ def set_default_accountant(accountant):
         # a worker that installs an accountant of its own is not overruled by the budget sent along (AccountedMixin);
         # None (a reset, "no accountant of mine") is not one: it silently replaced the caller's budget in a worker by
         # an unlimited ledger nobody reads, every release recorded there without a refusal or a warning
-        own = accountant is not None and new is not _DEFAULT["initial"]
-        _DEFAULT["installed_in"] = os.getpid() if own else None
+        if accountant is None:
+            _DEFAULT["initial"] = new  # a with-block that exits back to it does not make it installed either
+        _DEFAULT["installed_in"] = os.getpid() if new is not _DEFAULT["initial"] else None
     return previous
 
 

@@ -72,8 +72,11 @@ def test_an_accountant_sent_back_by_a_worker_is_the_original():
     assert back_acc is acc and back_est.accountant is acc
 
 
-def _reset_then_predict(est, X):
+def _reset_then_predict(est, X, block=False):
     set_default_accountant(None)
+    if block:  # a with-block in the worker, exited: back to the reset default, still not an accountant of its own
+        with PrivacyAccountant():
+            pass
     try:
         est.predict(X)
         return "released"
@@ -82,14 +85,15 @@ def _reset_then_predict(est, X):
 
 
 @pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="needs fork")
-def test_resetting_the_default_in_a_worker_keeps_the_callers_budget():
+@pytest.mark.parametrize("block", [False, True])
+def test_resetting_the_default_in_a_worker_keeps_the_callers_budget(block):
     Y, d = _data()
     est = DCLEFEstimator(budget=2.0, data_range=(1, 5), random_state=0).fit(Y, d)
     with PrivacyAccountant(epsilon=0.5) as acc:
         with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork")) as ex:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", DeprecationWarning)  # fork in a multi-threaded process
-                outcome = ex.submit(_reset_then_predict, est, Y[:3]).result()
+                outcome = ex.submit(_reset_then_predict, est, Y[:3], block).result()
     assert outcome == "refused"
     assert acc.spent == 0.0
 
