@@ -157,3 +157,22 @@ def test_the_ledger_says_whether_the_noise_came_from_a_seed():
         X = Y / (2 * np.linalg.norm(Y, axis=1, keepdims=True))
         TruthfulRegressionMechanism(epsilon=1.0, accountant=acc, random_state=random_state).fit(X, d / 5)
         assert acc.records["secure_noise"].tolist() == [secure] * 3
+
+
+# ---------------------------------------------------------------- the contracts' guarantees, never below the noise's
+def test_biased_laplace_epsilons_are_never_below_what_the_noise_delivers():
+    from fractions import Fraction
+
+    from privrelease.contracts import BiasedLaplaceMechanism, design_contract
+
+    a = np.random.default_rng(0).uniform(0, 1, 300)
+    b = 0.37
+    eps = BiasedLaplaceMechanism(a, b).epsilons
+    for ai, ei in zip(a.tolist(), eps.tolist()):
+        exact = Fraction(ai) / Fraction(b)
+        # the least float at or above a_i / b (a_i / b in floating point was below it for about half of them)
+        assert Fraction(ei) >= exact and Fraction(float(np.nextafter(ei, 0))) < exact
+    c = design_contract([1.0, 0.3, 0.05], 0.5)
+    for ai, ei in zip(c.a.tolist(), c.epsilons.tolist()):
+        assert ai == 0 and ei == 0 or Fraction(ei) >= Fraction(ai) / Fraction(c.b)
+    np.testing.assert_array_equal(c.mechanism().epsilons, c.epsilons)
