@@ -58,6 +58,8 @@ _RTOL = 1e-12
 #: process again is that accountant, not a second ledger with a budget of its own
 _LEDGERS = weakref.WeakValueDictionary()
 _LEDGERS_LOCK = threading.Lock()
+#: this process's session (with its id: a fork child shares it, a later process that reuses the id does not)
+_SESSION = secrets.token_hex(8)
 
 
 def _exceeds(amount, bound):
@@ -281,6 +283,7 @@ class PrivacyAccountant:
         self._populations = {}       # name -> dict(n=..., rows=[...], eps=[...], pay=[...])
         self._pid = os.getpid()      # the process this ledger lives in: elsewhere (a pickle, a fork) it is a copy
         self._ledger_id = secrets.token_hex(16)  # the same in every pickle and copy of this ledger
+        self._session = _SESSION
         self._register()
 
     def _register(self):
@@ -328,8 +331,11 @@ class PrivacyAccountant:
             # through every level of workers), nor a copy pickled here again: a ledger saved by an unrelated
             # process, an earlier session, is this process's own now; its own workers then receive copies of it
             self._pid = os.getpid()
-        if "_ledger_id" not in self.__dict__:  # a pickle of an older version: a ledger of its own from now on
+        if self._copy_of() is None and not (pid == os.getpid() and self.__dict__.get("_session") == _SESSION):
+            # a ledger of an earlier session (or of an older version) is a new ledger of this one: two snapshots of
+            # it saved at different times are two ledgers here, neither taken for the other
             self._ledger_id = secrets.token_hex(16)
+            self._session = _SESSION
 
     def _copy_of(self):
         """The id of the process the original lives in when this accountant is a copy of it: unpickled in a

@@ -55,6 +55,28 @@ def test_an_estimator_saved_and_loaded_in_one_session_keeps_the_callers_budget()
         est.predict(Y[:2])
 
 
+@pytest.mark.parametrize("pid", ["other", "same"])
+def test_snapshots_of_an_earlier_session_are_ledgers_of_their_own(pid):
+    # an earlier session saved one ledger twice (spent 0.25, later 0.75); this session (another process id, or the
+    # same id reused, as in a container) loads both: neither is taken for the other, nor for a live ledger here
+    import os
+
+    from privrelease.accounting._accountant import _restore
+
+    acc = PrivacyAccountant(epsilon=1.0).spend(0.75)
+    restored = []
+    for spent in (0.25, 0.75):
+        state = acc.__getstate__()   # the same ledger id, as the earlier session's snapshots have
+        state.update(_spends=[spent], _total=spent, _carry=0.0, _records=[{"epsilon": spent}], _session="earlier",
+                     _pid=os.getpid() if pid == "same" else -4242, _sent_from=-4242)
+        restored.append(_restore(state))
+    a, b = restored
+    assert a is not acc and b is not acc and a is not b
+    assert (a.spent, b.spent, acc.spent) == (0.25, 0.75, 0.75)
+    assert a._copy_of() is None and b._copy_of() is None    # this session's own ledgers
+    assert pickle.loads(pickle.dumps(a)) is a and pickle.loads(pickle.dumps(b)) is b
+
+
 def _give_back(obj):
     return obj
 
