@@ -372,7 +372,7 @@ class Contract:
     b : float
         Laplace scale.
     epsilons : ndarray
-        ``a_i / b``.
+        ``a_i / b`` in exact arithmetic rounded up: never below what the noise delivers.
     payments : ndarray
         ``p_i = c(v_i, epsilon_i)`` (IR binds at the optimum).
     total_payment : float

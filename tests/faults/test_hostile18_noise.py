@@ -20,6 +20,7 @@ import pytest
 from privrelease.accounting import PrivacyAccountant, set_default_accountant
 from privrelease.auctions import DCLEFEstimator
 from privrelease.exceptions import BudgetExceededError
+from privrelease.noise import Laplace
 
 
 def _data(n=40):
@@ -198,3 +199,25 @@ def test_biased_laplace_epsilons_are_never_below_what_the_noise_delivers():
     for ai, ei in zip(c.a.tolist(), c.epsilons.tolist()):
         assert ai == 0 and ei == 0 or Fraction(ei) >= Fraction(ai) / Fraction(c.b)
     np.testing.assert_array_equal(c.mechanism().epsilons, c.epsilons)
+
+
+# ---------------------------------------------------------------- the sampler's law at the ends of float64
+@pytest.mark.parametrize("make", [
+    lambda: Laplace(scale=1e-300, random_state=11),
+    lambda: Laplace(scale=1e300, random_state=12),
+    lambda: Laplace(epsilon=1e300, sensitivity=1.0, random_state=13),     # scale 1e-300
+    lambda: Laplace(epsilon=5e-324, sensitivity=1e-310, random_state=14),  # a subnormal epsilon, scale 2.0e13
+    lambda: Laplace(epsilon=1e-300, sensitivity=1e-10, random_state=15),   # scale 1e290
+])
+def test_laplace_noise_follows_the_exact_cdf_at_extreme_scales(make):
+    from scipy import stats
+
+    mech = make()
+    x = mech.sample(4000)
+    assert stats.kstest(x, stats.laplace(scale=mech.scale).cdf).pvalue > 1e-3
+    assert mech.effective_epsilon >= mech.sensitivity / mech.scale
+
+
+def test_sensitivity_zero_adds_no_noise_and_claims_no_more_than_asked():
+    mech = Laplace(epsilon=1.0, sensitivity=0.0, random_state=0)
+    assert mech.scale == 0.0 and mech.randomise(2.5) == 2.5 and mech.effective_epsilon <= 1.0
