@@ -22,8 +22,11 @@ class PrivacyLeakWarning(UserWarning):
     """The privacy guarantee actually delivered is weaker than the one asked for.
 
     Raised, for example, when inputs had to be clipped so that a sensitivity
-    bound holds, or when a seeded (non-secure) random source is used on a
-    privacy path.
+    bound holds, or when ``epsilon=inf`` releases a value exactly. A seeded
+    (non-secure) random source on a privacy path is the documented setting of
+    ``random_state=int`` (tests and experiments) and is not warned about: the
+    estimators that record on an accountant mark such releases
+    ``secure_noise=False`` in its records.
     """
 
 

@@ -31,8 +31,10 @@ Two levels of accounting are kept:
 import math
 import multiprocessing
 import os
+import secrets
 import threading
 import warnings
+import weakref
 
 import numpy as np
 import pandas as pd
@@ -51,6 +53,13 @@ __all__ = [
 
 #: relative slack when comparing a spend with the budget (float round-off of sums)
 _RTOL = 1e-12
+
+#: ledger id -> the live accountant that is this process's own ledger of that id: a pickle of it loaded in this
+#: process again is that accountant, not a second ledger with a budget of its own
+_LEDGERS = weakref.WeakValueDictionary()
+_LEDGERS_LOCK = threading.Lock()
+#: this process's session (with its id: a fork child shares it, a later process that reuses the id does not)
+_SESSION = secrets.token_hex(8)
 
 
 def _exceeds(amount, bound):
@@ -217,8 +226,10 @@ class PrivacyAccountant:
     accountant (``n_jobs=1``, or joblib threads), or install an accountant in the worker
     itself (``set_default_accountant`` or a ``with`` block there), which is then used.
     An accountant pickled and loaded in a later, unrelated process is a ledger of its own
-    (to resume a budget across sessions); one unpickled in the process it came from is a
-    duplicate that records apart from the original.
+    (to resume a budget across sessions); one unpickled in the process whose ledger it is, is
+    that process's accountant itself while it lives (``pickle.loads(pickle.dumps(acc)) is acc``,
+    as for a deep copy; an estimator returned by a worker, or saved and loaded in one session,
+    records on the original, never on a second ledger with the whole budget again).
     An unpickled ledger is re-verified before it is used: a budget that is not a number
     ``>= 0``, a negative or NaN spend, a stored total that is not the sum of the spends,
     records or population books that do not match them are refused (``ValueError``
@@ -271,6 +282,20 @@ class PrivacyAccountant:
         self._records = []           # dict of information per release
         self._populations = {}       # name -> dict(n=..., rows=[...], eps=[...], pay=[...])
         self._pid = os.getpid()      # the process this ledger lives in: elsewhere (a pickle, a fork) it is a copy
+        self._ledger_id = secrets.token_hex(16)  # the same in every pickle and copy of this ledger
+        self._session = _SESSION
+        self._register()
+
+    def _register(self):
+        """The live accountant of this process that holds this ledger: this one, unless one loaded (or made) here
+        earlier holds it already. Copies (in a worker, a fork) are not registered."""
+        if self._copy_of() is not None:
+            return self
+        with _LEDGERS_LOCK:
+            live = _LEDGERS.get(self._ledger_id)
+            if live is None or live._copy_of() is not None:  # a fork child inherits its parent's entries: copies
+                _LEDGERS[self._ledger_id] = live = self
+        return live
 
     # ---------------------------------------------------------------- copying
     def __copy__(self):
@@ -278,6 +303,10 @@ class PrivacyAccountant:
 
     def __deepcopy__(self, memo):
         return self
+
+    def __reduce_ex__(self, protocol):
+        # loaded through _restore, which returns the live accountant of this ledger where there is one
+        return _restore, (self.__getstate__(),)
 
     def __getstate__(self):
         state = self.__dict__.copy()
@@ -302,6 +331,11 @@ class PrivacyAccountant:
             # through every level of workers), nor a copy pickled here again: a ledger saved by an unrelated
             # process, an earlier session, is this process's own now; its own workers then receive copies of it
             self._pid = os.getpid()
+        if self._copy_of() is None and not (pid == os.getpid() and self.__dict__.get("_session") == _SESSION):
+            # a ledger of an earlier session (or of an older version) is a new ledger of this one: two snapshots of
+            # it saved at different times are two ledgers here, neither taken for the other
+            self._ledger_id = secrets.token_hex(16)
+            self._session = _SESSION
 
     def _copy_of(self):
         """The id of the process the original lives in when this accountant is a copy of it: unpickled in a
@@ -625,8 +659,22 @@ class PrivacyAccountant:
         return self.records.iloc[self._book(population)["rows"]].reset_index(drop=True)
 
 
+def _restore(state):
+    """Unpickle an accountant: in the process whose own ledger it is, the live accountant of that ledger when there
+    is one (``pickle.loads(pickle.dumps(acc)) is acc``, as ``copy.deepcopy``), else a new one holding the state.
+
+    A pickle loaded in the process it came from was a second ledger with the whole budget again: an estimator
+    returned by ``cross_validate(..., n_jobs=2, return_estimator=True)``, or saved and loaded in one session,
+    released up to the budget once more while the original recorded nothing.
+    """
+    acc = PrivacyAccountant.__new__(PrivacyAccountant)
+    acc.__setstate__(state)
+    return acc._register()
+
+
 _DEFAULT = {"accountant": PrivacyAccountant()}
-_DEFAULT["initial"] = _DEFAULT["accountant"]  # the import-time default, back in place after a with-block
+# the default no caller installed (at import, or after set_default_accountant(None)), back in place after a with-block
+_DEFAULT["initial"] = _DEFAULT["accountant"]
 _DEFAULT_LOCK = threading.Lock()
 
 
@@ -650,7 +698,9 @@ def set_default_accountant(accountant):
     Parameters
     ----------
     accountant : PrivacyAccountant or None
-        ``None`` installs a fresh unlimited accountant.
+        ``None`` installs a fresh unlimited accountant, as at import. It is no accountant of the caller's own: in a
+        worker process, the estimators given ``accountant=None`` keep the budget their calling process sent
+        along (see :class:`AccountedMixin`), as they do before any accountant is installed there.
 
     Returns
     -------
@@ -660,7 +710,11 @@ def set_default_accountant(accountant):
     new = PrivacyAccountant() if accountant is None else check_accountant(accountant)
     with _DEFAULT_LOCK:
         previous, _DEFAULT["accountant"] = _DEFAULT["accountant"], new
-        # a worker that installs an accountant of its own is not overruled by the budget sent along (AccountedMixin)
+        # a worker that installs an accountant of its own is not overruled by the budget sent along (AccountedMixin);
+        # None (a reset, "no accountant of mine") is not one: it silently replaced the caller's budget in a worker by
+        # an unlimited ledger nobody reads, every release recorded there without a refusal or a warning
+        if accountant is None:
+            _DEFAULT["initial"] = new  # a with-block that exits back to it does not make it installed either
         _DEFAULT["installed_in"] = os.getpid() if new is not _DEFAULT["initial"] else None
     return previous
 

@@ -541,8 +541,15 @@ class DCLEF:
         -------
         s_hat : float or ndarray of shape (n_databases,)
         """
+        return self._release(d, random_state)()
+
+    def _release(self, d, random_state=None):
+        """Every check of :meth:`sample` (``d``, the noise scale, the overflow of the noisy value), then a function
+        that draws the estimate: a caller that records the release in between records only releases that happen."""
         mu = self.mean(d)
-        return Laplace(scale=self.sigma, random_state=random_state).randomise(mu)
+        mech = Laplace(scale=self.sigma, random_state=random_state)
+        mu = mech._check_value(mu)
+        return lambda: mech.randomise(mu)
 
     def privacy_index(self, *, max_exact=40):
         """Privacy index ``beta`` (Definition 3) of this estimator; see :func:`privacy_index`.

@@ -116,7 +116,8 @@ class DCLEFEstimator(AccountedMixin, RegressorMixin, BaseEstimator):
     random_state : None, int, numpy Generator or RandomState, or RandomSource, default=None
         Source of the Laplace noise. ``None`` reads the operating system's
         entropy (use this in production). An integer makes the noise
-        reproducible from ``fit`` on: for tests and experiments only.
+        reproducible from ``fit`` on: for tests and experiments only (each
+        record of the accountant says ``secure_noise=False``).
 
     Attributes
     ----------
@@ -357,7 +358,8 @@ class DCLEFEstimator(AccountedMixin, RegressorMixin, BaseEstimator):
         ``epsilon = max_i eps_i``, each individual's ``eps_i`` and payment, and the
         auction's ``branch``, ``n_selected``, ``value`` (``w(O)``),
         ``total_weight``, ``sigma``, ``distortion`` (eq. 6), ``total_payment``,
-        ``max_epsilon`` and ``n_excluded`` (for the cap). Two calls on the same rows
+        ``max_epsilon``, ``n_excluded`` (for the cap) and ``secure_noise`` (False when
+        the noise comes from a seed, ``random_state``). Two calls on the same rows
         give different (fresh) noise and both are paid for. Calls from several threads on one
         accountant run one after the other (:meth:`PrivacyAccountant.atomic`), so that
         ``epsilon_cap`` holds for their sum.
@@ -416,14 +418,17 @@ class DCLEFEstimator(AccountedMixin, RegressorMixin, BaseEstimator):
             if res is None:
                 res, excluded = self._run_query(Wq[q], spent)
             est = DCLEF(Wq[q], res.x, self.data_range_)
+            # the noise is checked before the spend: a scale whose noise could overflow float64 (data_range of
+            # 1e307) was refused after the query was recorded, a release that never happened on the ledger
+            draw = est._release(self.d_, random_state=self.noise_source_)
             max_eps = float(res.epsilons.max()) if res.epsilons.size else 0.0
             acc.spend(max_eps, population=self.population_, individual_epsilons=res.epsilons,
                       payments=res.payments, mechanism="DCLEFEstimator", branch=res.branch,
                       n_selected=int(res.selected.sum()), value=res.value,
                       total_weight=res.total_weight, sigma=est.sigma, distortion=est.distortion,
-                      max_epsilon=max_eps, n_excluded=int(excluded.sum()))
+                      max_epsilon=max_eps, n_excluded=int(excluded.sum()), secure_noise=self.noise_source_.secure)
             spent = spent + res.epsilons
-            preds[q] = est.sample(self.d_, random_state=self.noise_source_)
+            preds[q] = draw()
         return preds
 
     def __sklearn_tags__(self):

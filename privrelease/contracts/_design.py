@@ -26,7 +26,7 @@ from ..exceptions import InfeasibleBudgetError, SolverError
 from ..noise._laplace import biased_laplace_mse
 from ..utils import check_number
 from ..utils._validation import as_float_array, plain_value
-from ._mechanism import BiasedLaplaceMechanism
+from ._mechanism import BiasedLaplaceMechanism, seller_epsilons
 
 __all__ = [
     "Contract",
@@ -372,7 +372,7 @@ class Contract:
     b : float
         Laplace scale.
     epsilons : ndarray
-        ``a_i / b``.
+        ``a_i / b`` in exact arithmetic rounded up: never below what the noise delivers.
     payments : ndarray
         ``p_i = c(v_i, epsilon_i)`` (IR binds at the optimum).
     total_payment : float
@@ -415,8 +415,7 @@ class Contract:
 
 def _make_contract(v, a, b, K, cost):
     a = np.clip(np.asarray(a, dtype=float), 0.0, 1.0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        eps = np.where(a > 0, a / b, 0.0)
+    eps = seller_epsilons(a, b)  # what the mechanism's noise delivers, rounded up (a / b could be an ulp below)
     pay = cost(v, eps)
     achieved = biased_laplace_mse(np.sum(1.0 - a) / 2.0, b)
     return Contract(valuations=v, a=a, b=float(b), epsilons=eps, payments=pay,

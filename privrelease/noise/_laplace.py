@@ -393,6 +393,19 @@ class Laplace:
             return np.zeros(() if size is None else size)[()]
         return self.scale * _standard_laplace(self._source, size)
 
+    def _check_value(self, value):
+        """``value`` as a float64 array, refused (before any draw) where :meth:`randomise` could not release it: not
+        real and finite, or so large that value plus noise could overflow float64. A caller that records the
+        release first checks here, so that a refused release is never on the ledger."""
+        # strings ("1" was read as 1.0) and complex numbers (the imaginary part was dropped) are refused
+        value = check_real_target(np.asarray(value), "value").astype(np.float64)
+        if not np.all(np.isfinite(value)):
+            raise ValueError(f"value must be finite, got {plain_value(value)!r}")
+        if self.snapping_bound is None and self.scale != 0:
+            _check_reach(self.scale, _LAPLACE_REACH, float(np.max(np.abs(value), initial=0.0)),
+                         what="value + noise")
+        return value
+
     def randomise(self, value):
         """Return ``value`` plus Laplace noise (elementwise for arrays).
 
@@ -408,15 +421,10 @@ class Laplace:
             ``value`` (with ``snapping_bound``: clamped to ``[-B, B]`` and rounded to
             the snapping grid).
         """
-        # strings ("1" was read as 1.0) and complex numbers (the imaginary part was dropped) are refused
-        value = check_real_target(np.asarray(value), "value").astype(np.float64)
-        if not np.all(np.isfinite(value)):
-            raise ValueError(f"value must be finite, got {plain_value(value)!r}")
+        value = self._check_value(value)
         if self.snapping_bound is None:
             if self.scale == 0:
                 return value[()]
-            _check_reach(self.scale, _LAPLACE_REACH, float(np.max(np.abs(value), initial=0.0)),
-                         what="value + noise")
             return (value + self.scale * _standard_laplace(self._source, value.shape or None))[()]
         B = self.snapping_bound
         lam = self.scale

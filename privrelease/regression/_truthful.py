@@ -565,7 +565,8 @@ class TruthfulRegressionMechanism(AccountedMixin, RegressorMixin, BaseEstimator)
     random_state : None, int, numpy Generator or RandomState, or RandomSource, default=None
         ``None`` (the default) draws the split and the noise from the operating
         system's entropy. An integer seed is for tests and reproducible
-        experiments only: it makes the privacy noise predictable.
+        experiments only: it makes the privacy noise predictable (each record of
+        the accountant says ``secure_noise=False``).
     accountant : PrivacyAccountant or None, default=None
         Where each ``fit`` records the ``2 epsilon`` it releases (``None``: the
         process-wide default, :func:`~privrelease.accounting.get_default_accountant`),
@@ -723,6 +724,17 @@ class TruthfulRegressionMechanism(AccountedMixin, RegressorMixin, BaseEstimator)
                      for s in (ridge_sensitivity(m, alpha, bound) for m in dict.fromkeys((n, n // 2, n - n // 2)))]
         return 2.0 * max(delivered)
 
+    def _check_noise(self, n, d):
+        """Refuse, before anything is recorded, noise the three ridge releases could not draw: ``VectorLaplace``
+        checks its scale against overflow (``epsilon = 6.5e-307`` with sensitivity 6.5 was refused inside the
+        first release, after the fit's ``2 epsilon`` went on the ledger as spent, with no noise drawn)."""
+        eps = float(self.epsilon)
+        if np.isinf(eps):
+            return
+        alpha, bound = float(self.alpha), float(self.response_bound)
+        for m in dict.fromkeys((n, n // 2, n - n // 2)):
+            VectorLaplace(dimension=d, epsilon=eps, sensitivity=ridge_sensitivity(m, alpha, bound))
+
     def _private_ridge(self, X, y, source, svd=None):
         """Ridge estimator plus high-dimensional Laplace noise; returns (coef, sensitivity).
 
@@ -825,6 +837,7 @@ class TruthfulRegressionMechanism(AccountedMixin, RegressorMixin, BaseEstimator)
         # (Theorem 2): checked before any noise is drawn, so a release past the budget is refused whole, and
         # recorded with the payments, no other thread's release in between
         eps_joint = self._joint_epsilon(n)
+        self._check_noise(n, X.shape[1])
         with acc.atomic():
             acc.check(eps_joint)
             try:
@@ -851,9 +864,11 @@ class TruthfulRegressionMechanism(AccountedMixin, RegressorMixin, BaseEstimator)
                                                offset=float(self.payment_offset))
                 self.budget_ = float(self.payments_.sum())
             except BaseException:  # noise was drawn: recorded even though the fit did not finish
-                acc.spend(eps_joint, mechanism="TruthfulRegressionMechanism", n_samples=n, status="failed")
+                acc.spend(eps_joint, mechanism="TruthfulRegressionMechanism", n_samples=n, status="failed",
+                          secure_noise=source.secure)
                 raise
-            acc.spend(eps_joint, mechanism="TruthfulRegressionMechanism", n_samples=n, total_payment=self.budget_)
+            acc.spend(eps_joint, mechanism="TruthfulRegressionMechanism", n_samples=n, total_payment=self.budget_,
+                      secure_noise=source.secure)
         self.epsilon_ = eps_joint
         return self
 

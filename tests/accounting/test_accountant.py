@@ -77,10 +77,10 @@ def test_individual_ledger_matches_brute_force():
 def test_copies_share_the_ledger_and_pickle_keeps_it():
     acc = PrivacyAccountant(epsilon=2.0).spend(0.5)
     assert copy.deepcopy(acc) is acc and copy.copy(acc) is acc
+    # in the process whose ledger it is, a pickle loads as the accountant itself (a second ledger had the whole
+    # budget again); elsewhere it keeps the ledger (tests/accounting/test_accountant_processes17.py)
     back = pickle.loads(pickle.dumps(acc))
-    assert back is not acc and back.spent == 0.5 and back.epsilon == 2.0
-    back.spend(1.0)
-    assert acc.spent == 0.5
+    assert back is acc and back.spent == 0.5 and back.epsilon == 2.0
 
 
 def test_default_accountant_get_set_and_with_block():

@@ -67,7 +67,7 @@ def test_a_forked_default_accountant_refuses():
 
 def test_the_same_process_keeps_recording():
     # threads share the accountant (not a copy), and an accountant unpickled in the process that made it is not
-    # taken for a copy from elsewhere (the documented caveat of a pickle round trip stands)
+    # taken for a copy from elsewhere (it is that accountant itself)
     acc = PrivacyAccountant(epsilon=1.0)
     Parallel(n_jobs=2, prefer="threads")(delayed(acc.spend)(0.25) for _ in range(2))
     assert acc.spent == 0.5
