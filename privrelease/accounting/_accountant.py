@@ -288,12 +288,17 @@ class PrivacyAccountant:
 
     def _register(self):
         """The live accountant of this process that holds this ledger: this one, unless one loaded (or made) here
-        earlier holds it already. Copies (in a worker, a fork) are not registered."""
+        earlier holds it already, with every release this one holds. Copies (in a worker, a fork) are not
+        registered."""
         if self._copy_of() is not None:
             return self
         with _LEDGERS_LOCK:
             live = _LEDGERS.get(self._ledger_id)
-            if live is None or live._copy_of() is not None:  # a fork child inherits its parent's entries: copies
+            n = len(self._spends)
+            # a live handle that lacks releases of this one is an earlier snapshot loaded after the original died:
+            # it answered for a later snapshot (0.25 spent returned where 0.75 was), so this one is the ledger now
+            if (live is None or live._copy_of() is not None or len(live._spends) < n
+                    or live._spends[:n] != self._spends):
                 _LEDGERS[self._ledger_id] = live = self
         return live
 

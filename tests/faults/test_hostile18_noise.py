@@ -221,3 +221,23 @@ def test_laplace_noise_follows_the_exact_cdf_at_extreme_scales(make):
 def test_sensitivity_zero_adds_no_noise_and_claims_no_more_than_asked():
     mech = Laplace(epsilon=1.0, sensitivity=0.0, random_state=0)
     assert mech.scale == 0.0 and mech.randomise(2.5) == 2.5 and mech.effective_epsilon <= 1.0
+
+
+def test_a_later_snapshot_is_never_answered_by_an_earlier_one():
+    # the original ledger is gone; an earlier snapshot (0.25 spent) is loaded first, then a later one (0.75 spent):
+    # the later one was answered by the earlier handle (0.25), its 0.5 of further releases lost
+    import gc
+
+    acc = PrivacyAccountant(epsilon=1.0).spend(0.25)
+    early = pickle.dumps(acc)
+    acc.spend(0.5)
+    late = pickle.dumps(acc)
+    del acc
+    gc.collect()
+    a = pickle.loads(early)
+    b = pickle.loads(late)
+    assert a.spent == 0.25 and b.spent == 0.75
+    # the later snapshot is the ledger from now on: loaded again, either snapshot answers with it
+    assert pickle.loads(early) is b and pickle.loads(late) is b
+    with pytest.raises(BudgetExceededError):
+        b.spend(0.5)
