@@ -1,5 +1,6 @@
 """DCLEFEstimator: a regressor that buys privacy for every prediction it releases."""
 
+import math
 import secrets
 import warnings
 from numbers import Integral, Real
@@ -325,8 +326,29 @@ class DCLEFEstimator(AccountedMixin, RegressorMixin, BaseEstimator):
         acc = self._accountant(accountant)
         return acc.individual_spent(self.population_, self.X_fit_.shape[0])
 
-    def _run_query(self, w, spent):
-        """One auction, honouring the cap; returns the AuctionResult and the exclusions."""
+    def _over_cap(self, res, spent, history):
+        """Individuals bought by ``res`` whose composed guarantee would exceed their cap, decided exactly.
+
+        ``spent + eps_i > cap_i`` in floating point, with a tolerance of ``1e-12 cap_i``, let a query take an
+        individual over her cap: with ``epsilon_cap=1/3`` a k-NN query giving her ``eps_i = fl(1/3)`` plus an ulp
+        (the level its noise delivers) was bought, and her recorded total was ``1.7e-16`` above the cap. Close
+        calls are decided on the exact sum of her recorded guarantees (``history(i)``, the accountant's) and
+        ``eps_i``: ``math.fsum`` of them minus the cap is correctly rounded, so its sign is exact.
+        """
+        cap = self.epsilon_cap_
+        eps = res.epsilons
+        with np.errstate(over="ignore", invalid="ignore"):
+            total = spent + eps
+            over = res.selected & (total > cap)
+            near = (res.selected & (eps > 0) & np.isfinite(total) & np.isfinite(cap)
+                    & (np.abs(total - cap) <= 1e-6 * cap))
+        for i in np.flatnonzero(near).tolist():
+            over[i] = math.fsum(history(i) + [float(eps[i]), -float(cap[i])]) > 0
+        return over
+
+    def _run_query(self, w, spent, history):
+        """One auction, honouring the cap; returns the AuctionResult and the exclusions. ``history(i)``: the
+        guarantees recorded for individual ``i`` (see :meth:`_over_cap`)."""
         v = self.unit_costs_.copy()
         excluded = np.zeros(v.size, dtype=bool)
         cap = self.epsilon_cap_
@@ -337,7 +359,7 @@ class DCLEFEstimator(AccountedMixin, RegressorMixin, BaseEstimator):
             res = fair_inner_product(v, w, self.budget, data_range=self.data_range_)
             if cap is None:
                 return res, excluded
-            over = res.selected & (spent + res.epsilons > cap * (1 + 1e-12))
+            over = self._over_cap(res, spent, history)
             if not over.any():
                 return res, excluded
             if self.cap_policy == "raise":
@@ -395,6 +417,14 @@ class DCLEFEstimator(AccountedMixin, RegressorMixin, BaseEstimator):
         spent = acc.individual_spent(self.population_, self.X_fit_.shape[0])
         preds = np.empty(Wq.shape[0])
         cap = self.epsilon_cap_
+
+        def history(i):
+            """Individual ``i``'s guarantees recorded so far (earlier calls and this one's earlier queries)."""
+            try:
+                col = acc.individual_epsilons(self.population_)[:, [i]]
+            except KeyError:   # no release of this population yet
+                return []
+            return col.data.tolist()
         # The auctions run in batches (the same outcome per row as one fair_inner_product per query): a query's
         # first auction depends on the earlier queries only through the individuals already at their cap, so a
         # batch computed for one excluded set serves every query that finds the same set; a query that finds
@@ -413,10 +443,10 @@ class DCLEFEstimator(AccountedMixin, RegressorMixin, BaseEstimator):
                                                      first_block=None if cap is None else 4)
                     batch_excluded = excluded
                 res = next(batch)
-                if cap is not None and (res.selected & (spent + res.epsilons > cap * (1 + 1e-12))).any():
+                if cap is not None and self._over_cap(res, spent, history).any():
                     res = None
             if res is None:
-                res, excluded = self._run_query(Wq[q], spent)
+                res, excluded = self._run_query(Wq[q], spent, history)
             est = DCLEF(Wq[q], res.x, self.data_range_)
             # the noise is checked before the spend: a scale whose noise could overflow float64 (data_range of
             # 1e307) was refused after the query was recorded, a release that never happened on the ledger

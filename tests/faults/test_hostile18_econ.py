@@ -25,3 +25,69 @@ def test_menu_epsilons_cover_the_delivered_level():
         m = design_menu(1.0, rng.uniform(1.0, 5.0), rng.uniform(0.0, 1.0), rng.uniform(0.1, 1.0))
         below += len(_below_delivered([m.a_high, m.a_low], m.b, [m.eps_high, m.eps_low]))
     assert below == 0
+
+
+# ---------------------------------------------------------------- DCLEFEstimator: the per-individual cap, exactly
+def _cap_instance():
+    """Four individuals, all neighbours of the query (k-NN weights 1/4 each): the auction buys the cheapest alone,
+    at ``eps = (1/4) / (3/4)``, which the noise of scale ``4 * 0.75 = 3`` delivers as 1/3 exactly: the float just
+    above ``fl(1/3)``."""
+    Y = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    d = np.array([1.0, 2.0, 3.0, 4.0])
+    costs = np.array([1.0, 10.0, 10.0, 10.0])
+    return Y, d, costs
+
+
+@pytest.mark.filterwarnings("ignore::privrelease.exceptions.PrivacyLeakWarning")
+def test_epsilon_cap_is_never_exceeded_by_an_ulp():
+    from privrelease.accounting import PrivacyAccountant
+    from privrelease.auctions import DCLEFEstimator
+
+    Y, d, costs = _cap_instance()
+    cap = 1.0 / 3.0
+    est = DCLEFEstimator(budget=1.0, predictor="knn", n_neighbors=4, data_range=(1, 5), epsilon_cap=cap,
+                         random_state=0).fit(Y, d, unit_costs=costs)
+    with PrivacyAccountant() as acc:
+        est.predict(np.array([[0.5, 0.5]]))
+        E = acc.individual_epsilons(est.population_).toarray()
+    composed = [sum((Fraction(x) for x in E[:, i]), Fraction(0)) for i in range(4)]
+    assert max(composed) <= Fraction(cap)
+    # without the cap she is bought at exactly that level (the cap is what keeps her out)
+    free = DCLEFEstimator(budget=1.0, predictor="knn", n_neighbors=4, data_range=(1, 5),
+                          random_state=0).fit(Y, d, unit_costs=costs)
+    with PrivacyAccountant() as acc:
+        free.predict(np.array([[0.5, 0.5]]))
+        e0 = acc.individual_epsilons(free.population_).toarray()[0, 0]
+    assert e0 > cap
+
+
+@pytest.mark.filterwarnings("ignore::privrelease.exceptions.PrivacyLeakWarning")
+def test_epsilon_cap_raise_policy_refuses_a_query_an_ulp_over():
+    from privrelease.accounting import PrivacyAccountant
+    from privrelease.auctions import DCLEFEstimator
+    from privrelease.exceptions import BudgetExceededError
+
+    Y, d, costs = _cap_instance()
+    est = DCLEFEstimator(budget=1.0, predictor="knn", n_neighbors=4, data_range=(1, 5), epsilon_cap=1.0 / 3.0,
+                         cap_policy="raise", random_state=0).fit(Y, d, unit_costs=costs)
+    with PrivacyAccountant():
+        with pytest.raises(BudgetExceededError, match="individual 0"):
+            est.predict(np.array([[0.5, 0.5]]))
+
+
+@pytest.mark.filterwarnings("ignore::privrelease.exceptions.PrivacyLeakWarning")
+def test_epsilon_cap_met_exactly_by_two_queries_is_allowed():
+    # two queries of eps = 1/2 each (weights 1/3, one bought: (1/3) / (2/3)) compose to 1 exactly: a cap of 1 allows
+    # both (an exact decision, not a tolerance)
+    from privrelease.accounting import PrivacyAccountant
+    from privrelease.auctions import DCLEFEstimator
+
+    Y = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
+    est = DCLEFEstimator(budget=1.0, predictor="knn", n_neighbors=3, data_range=(1, 5), epsilon_cap=1.0,
+                         random_state=0).fit(Y, np.array([1.0, 2.0, 3.0]), unit_costs=np.array([1.0, 10.0, 10.0]))
+    with PrivacyAccountant() as acc:
+        est.predict(np.array([[0.5, 0.5], [0.5, 0.5]]))
+        E = acc.individual_epsilons(est.population_).toarray()
+    composed = sum((Fraction(x) for x in E[:, 0]), Fraction(0))
+    assert composed == 1
+    assert E[0, 0] == E[1, 0] == 0.5
