@@ -65,7 +65,16 @@ class _Cost:
         """``fn(v, eps)`` as a float array of the broadcast shape of ``v`` and ``eps``, or an error naming the cost
         (a callable returning a string or an array of another shape failed inside numpy, naming neither)."""
         with np.errstate(over="ignore", invalid="ignore"):  # inf at a large eps is the right answer, as built in
-            out = self.fn(v, eps)
+            try:
+                out = self.fn(v, eps)
+            except (TypeError, ValueError) as err:
+                if self.builtin:
+                    raise
+                # a cost written for scalars (math.exp, float(eps), ``if eps > 1``) failed inside numpy with
+                # "only 0-dimensional arrays can be converted to Python scalars", naming neither the cost nor the fix
+                raise type(err)(f"cost {self.name}(v, eps) failed on numpy arrays (v of shape {np.shape(v)}, eps of "
+                                f"shape {np.shape(eps)}): {type(err).__name__}: {err}; expected a cost that works "
+                                "elementwise on arrays (np.exp, not math.exp; np.where, not if)") from err
         shape = _broadcast_shape(np.shape(v), np.shape(eps))
         if type(out) is np.ndarray and out.dtype == np.float64 and out.shape == shape:
             return out  # the usual answer: nothing to convert or broadcast (the searches call this ~10^5 times)

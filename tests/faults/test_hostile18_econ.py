@@ -91,3 +91,16 @@ def test_epsilon_cap_met_exactly_by_two_queries_is_allowed():
     composed = sum((Fraction(x) for x in E[:, 0]), Fraction(0))
     assert composed == 1
     assert E[0, 0] == E[1, 0] == 0.5
+
+
+# ---------------------------------------------------------------- contracts: a cost written for scalars
+@pytest.mark.parametrize("design", [lambda cost: design_contract([1.0, 2.0], 0.5, cost=cost),
+                                    lambda cost: design_menu(1.0, 2.0, 0.5, 0.5, cost=cost)])
+def test_a_cost_written_for_scalars_is_refused_naming_the_cost_and_the_fix(design):
+    import math
+
+    def scalar_cost(v, eps):
+        return v * math.expm1(float(eps))
+
+    with pytest.raises(TypeError, match=r"cost scalar_cost\(v, eps\) failed on numpy arrays.*elementwise"):
+        design(scalar_cost)
