@@ -346,9 +346,20 @@ class DCLEFEstimator(AccountedMixin, RegressorMixin, BaseEstimator):
             over[i] = math.fsum(history(i) + [float(eps[i]), -float(cap[i])]) > 0
         return over
 
-    def _run_query(self, w, spent, history):
-        """One auction, honouring the cap; returns the AuctionResult and the exclusions. ``history(i)``: the
-        guarantees recorded for individual ``i`` (see :meth:`_over_cap`)."""
+    def _history(self, acc):
+        """``history(i)``: individual ``i``'s guarantees recorded on ``acc`` so far (earlier calls and this one's
+        earlier queries), for :meth:`_over_cap`."""
+        def history(i):
+            try:
+                col = acc.individual_epsilons(self.population_)[:, [i]]
+            except KeyError:   # no release of this population yet
+                return []
+            return col.data.tolist()
+        return history
+
+    def _run_query(self, w, spent):
+        """One auction, honouring the cap; returns the AuctionResult and the exclusions."""
+        history = self._history(self._accountant())   # the accountant predict holds (same thread, same call)
         v = self.unit_costs_.copy()
         excluded = np.zeros(v.size, dtype=bool)
         cap = self.epsilon_cap_
@@ -417,14 +428,7 @@ class DCLEFEstimator(AccountedMixin, RegressorMixin, BaseEstimator):
         spent = acc.individual_spent(self.population_, self.X_fit_.shape[0])
         preds = np.empty(Wq.shape[0])
         cap = self.epsilon_cap_
-
-        def history(i):
-            """Individual ``i``'s guarantees recorded so far (earlier calls and this one's earlier queries)."""
-            try:
-                col = acc.individual_epsilons(self.population_)[:, [i]]
-            except KeyError:   # no release of this population yet
-                return []
-            return col.data.tolist()
+        history = self._history(acc)
         # The auctions run in batches (the same outcome per row as one fair_inner_product per query): a query's
         # first auction depends on the earlier queries only through the individuals already at their cap, so a
         # batch computed for one excluded set serves every query that finds the same set; a query that finds
@@ -446,7 +450,7 @@ class DCLEFEstimator(AccountedMixin, RegressorMixin, BaseEstimator):
                 if cap is not None and self._over_cap(res, spent, history).any():
                     res = None
             if res is None:
-                res, excluded = self._run_query(Wq[q], spent, history)
+                res, excluded = self._run_query(Wq[q], spent)
             est = DCLEF(Wq[q], res.x, self.data_range_)
             # the noise is checked before the spend: a scale whose noise could overflow float64 (data_range of
             # 1e307) was refused after the query was recorded, a release that never happened on the ledger
