@@ -547,6 +547,12 @@ class DCLEF:
         """Every check of :meth:`sample` (``d``, the noise scale, the overflow of the noisy value), then a function
         that draws the estimate: a caller that records the release in between records only releases that happen."""
         mu = self.mean(d)
+        if self.sigma == 0 and not np.any(self.epsilons > 0):
+            # every |w_i| x_i is 0: the estimate does not depend on d and is released as it is, with eps_i = 0 for
+            # everybody (Laplace noise of scale 0 warned that the value had "no differential privacy": a query whose
+            # ridge weights are all 0 drew that warning from DCLEFEstimator.predict while recording eps = 0)
+            const = np.asarray(mu, dtype=np.float64)[()]
+            return lambda: const
         mech = Laplace(scale=self.sigma, random_state=random_state)
         mu = mech._check_value(mu)
         return lambda: mech.randomise(mu)

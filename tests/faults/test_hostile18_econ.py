@@ -104,3 +104,30 @@ def test_a_cost_written_for_scalars_is_refused_naming_the_cost_and_the_fix(desig
 
     with pytest.raises(TypeError, match=r"cost scalar_cost\(v, eps\) failed on numpy arrays.*elementwise"):
         design(scalar_cost)
+
+
+# ---------------------------------------------------------------- DCLEF: a release that uses no private value
+def test_a_dclef_that_uses_no_private_value_releases_its_constant_without_a_leak_warning():
+    import warnings
+
+    from privrelease.accounting import PrivacyAccountant
+    from privrelease.auctions import DCLEF, DCLEFEstimator
+    from privrelease.exceptions import PrivacyLeakWarning
+
+    est = DCLEF([0.0, 0.0, 0.0], [0, 0, 0], (1, 5))
+    assert est.sigma == 0 and est.epsilons.tolist() == [0.0, 0.0, 0.0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        assert est.sample([1.0, 2.0, 5.0], random_state=0) == 0.0
+        # the ridge weights of a zero query are all 0: nothing is bought, eps = 0 is recorded, and the release
+        # is the constant 0 (no private value enters it)
+        Y = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+        model = DCLEFEstimator(predictor="ridge", data_range=(1, 5), random_state=0).fit(Y, [1.0, 2.0, 3.0])
+        with PrivacyAccountant() as acc:
+            assert model.predict(np.zeros((1, 2))).tolist() == [0.0]
+        assert acc.spent == 0.0
+    # a DCLEF releasing a private value without noise still says so
+    with pytest.warns(PrivacyLeakWarning):
+        leak = DCLEF([1.0, 1.0], [1, 1], (1, 5))
+    with pytest.warns(PrivacyLeakWarning, match="no differential privacy"):
+        assert leak.sample([1.0, 2.0], random_state=0) == 3.0
