@@ -107,7 +107,10 @@ class BiasedLaplaceMechanism:
                 f"every weight is 0; got a = {self.a.tolist()!r}"
             )
         self.n_sellers = self.a.size
-        self._noise = Laplace(scale=self.b, random_state=check_random_source(random_state))
+        # the query's sensitivity to one seller is at most max_i a_i: with every a_i = 0 and b = 0 the noise of scale 0
+        # (on a constant) warned 'no differential privacy' under the default sensitivity 1, while every eps_i is 0
+        self._noise = Laplace(scale=self.b, sensitivity=float(np.max(self.a)),
+                              random_state=check_random_source(random_state))
 
     @classmethod
     def unbiased(cls, n_sellers, b, *, random_state=None):

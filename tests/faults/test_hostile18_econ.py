@@ -131,3 +131,18 @@ def test_a_dclef_that_uses_no_private_value_releases_its_constant_without_a_leak
         leak = DCLEF([1.0, 1.0], [1, 1], (1, 5))
     with pytest.warns(PrivacyLeakWarning, match="no differential privacy"):
         assert leak.sample([1.0, 2.0], random_state=0) == 3.0
+
+
+def test_a_pure_noise_contract_without_noise_releases_its_constant_without_a_leak_warning():
+    # K = n^2 / 4: the cheapest answer ignores the data (a = 0) and needs no noise (b = 0); every eps_i is 0
+    import warnings
+
+    from privrelease.exceptions import PrivacyLeakWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        c = design_contract([1.0, 2.0], 1.0)
+        assert c.b == 0.0 and c.a.tolist() == [0.0, 0.0] and c.epsilons.tolist() == [0.0, 0.0]
+        mech = c.mechanism(random_state=0)
+        assert mech.release([0.1, 0.9]) == 1.0            # sum_i (1 - a_i) / 2
+        assert BiasedLaplaceMechanism([0.0], 0.0).release([0.3]) == 0.5
