@@ -7,7 +7,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from privrelease.contracts import design_menu
+from privrelease.contracts import BiasedLaplaceMechanism, design_contract, design_menu
 
 
 def _below_delivered(a, b, eps):
