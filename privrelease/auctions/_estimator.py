@@ -94,7 +94,7 @@ class DCLEFEstimator(AccountedMixin, RegressorMixin, BaseEstimator):
     epsilon_cap : float, array-like of shape (n_samples,) or None, default=None
         Optional cap on each individual's composed ``eps_i`` over all queries
         recorded for this fitted population (one value for everybody, or one
-        per individual).
+        per individual). Decided exactly on the recorded guarantees: no slack, not even an ulp.
     cap_policy : {"exclude", "raise"}, default="exclude"
         What a query does when buying someone would take her over the cap.
         ``"exclude"``: she is left out of this query's auction (as if her unit
