@@ -943,6 +943,12 @@ def _solve_ml(prob, delta, target_bits, solver, tol=1e-6):
     if ml_sum(P) > cap:
         # LP feasibility tolerances can leave the target exceeded by ~1e-8: pull back inside
         Ppp, _ = perfect_privacy_mapping(prob)
+        if Ppp is None or ml_sum(Ppp) > 1.0 + 1e-12:
+            # the perfect-privacy LP's mapping leaks after rounding (p(c) over 8 decades, |A| = 5: a target of 0 was
+            # refused as unreachable on a distortion without forbidden entries): the cheapest constant mapping,
+            # whose leakage is exactly 0, when there is one
+            Pc = _cheapest_constant_mapping(prob)
+            Ppp = Pc if Pc is not None else Ppp
         Pz = Ppp if Ppp is not None else prob.clean(solve_maximal_leakage_lp(prob)[0], None)
         if Ppp is not None and cap < ml_sum(Ppp) <= 1.0 + 1e-12:
             # a target of 0 (or below the rounding of 0): sum_j max_a p(j | a) >= 1 for every mapping,

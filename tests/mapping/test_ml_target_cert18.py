@@ -162,3 +162,35 @@ def test_ordinary_instance_still_certifies():
         assert res.status == "optimal"
         if best is not None:
             assert res.distortion == pytest.approx(best, rel=1e-6, abs=1e-12)
+
+
+def _outlier_39(seed=15):
+    """39 points in the plane, one far; |A| = 5, p(c) over 8 decades (the perfect-privacy LP's mapping leaks
+    after rounding there)."""
+    rng = np.random.default_rng(seed)
+    na, k = int(rng.integers(2, 6)), 39
+    X = rng.normal(size=(k, 2))
+    X[-1] += 10 ** rng.uniform(1, 3)
+    D = squared_euclidean_distortion(X)
+    if rng.random() < 0.5:
+        prior = rng.dirichlet(np.full(na * k, 0.5)).reshape(na, k)
+    else:
+        pc = 10.0 ** rng.uniform(-8, 0, size=k)
+        prior = rng.dirichlet(np.full(na, 0.5), size=k).T * (pc / pc.sum())
+    return prior, D
+
+
+def test_target_zero_is_not_refused_when_a_constant_mapping_exists():
+    # every entry finite: a constant mapping leaks exactly 0, yet a target of 0 raised InfeasibleBudgetError
+    # (the perfect-privacy LP's mapping leaked after rounding)
+    prior, D = _outlier_39()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # the constant mapping may be 3e-4 above the optimum
+        res = solve_mapping(prior, D, max_leakage=0.0, leakage="maximal_leakage")
+    assert maximal_leakage(prior, res.mapping) <= 1e-12
+    best, _ = ref_ml_target(prior, D, 0.0)
+    pc = prior.sum(axis=0)
+    assert best * (1 - 1e-9) <= res.distortion <= (pc @ D).min() * (1 + 1e-12)
+    assert res.certificate["distortion_lower_bound"] <= best * (1 + 1e-9)
+    if res.status == "optimal":
+        assert res.distortion - best <= ANSWER_RTOL * (res.distortion - float(pc @ D.min(axis=1)))
