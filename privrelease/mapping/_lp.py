@@ -629,7 +629,13 @@ def _maximal_leakage_lp(prob, delta, target_bits):
             b_ub.append(np.array([float(delta) / unit]))
             has_budget = True
     else:
-        cost = np.concatenate([prob.edge_weights(), np.zeros(kh)])
+        # the distortion above each input's cheapest output (the objective minus delta_min, a constant): HiGHS's
+        # absolute tolerances then apply to the answer's distance to the smallest distortion, which the
+        # certificate measures, not to a distortion that may be mostly delta_min
+        w = prob.edge_weights()
+        row_min = np.full(prob.k, np.inf)
+        np.minimum.at(row_min, r, w)
+        cost = np.concatenate([np.maximum(w - row_min[r], 0.0), np.zeros(kh)])
         rows_ub.append(sp.csr_matrix(np.concatenate([np.zeros(n), np.ones(kh)])[None, :]))
         b_ub.append(np.array([2.0 ** float(target_bits)]))
     return cost, sp.vstack(rows_ub, format="csr"), np.concatenate(b_ub), A_eq, b_eq, has_budget
@@ -757,11 +763,13 @@ def polish_maximal_leakage(prob, P, delta):
     return prob.from_edges(np.clip(w[:n], 0.0, None))
 
 
-def solve_maximal_leakage_lp(prob, *, delta=None, target_bits=None):
+def solve_maximal_leakage_lp(prob, *, delta=None, target_bits=None, bound_bits=None):
     """Minimise maximal leakage (delta mode) or distortion (target mode) by one HiGHS LP.
 
     Returns ``(P, info)`` with ``info['lp_gap']`` = primal minus dual objective; in delta mode also
-    ``info['lower_bound']``, the rigorous bound of :func:`maximal_leakage_lower_bound` at the LP's duals.
+    ``info['lower_bound']``, the rigorous bound of :func:`maximal_leakage_lower_bound` at the LP's duals; in target
+    mode the bound of :func:`maximal_leakage_distortion_bound` at the LP's multipliers, for the target
+    ``bound_bits`` (default ``target_bits``: the multipliers bound the distortion at every target).
     """
     n = _entries(prob)[2]
     na = prob.M.shape[0]
@@ -787,7 +795,8 @@ def solve_maximal_leakage_lp(prob, *, delta=None, target_bits=None):
     if target_bits is not None and 0.0 < res.fun < TARGET_COST_RESCALE * cost.max():
         # the internal costs are p(c) d / max(d): with one far symbol (d up to 1e5 times the others) the costs that
         # matter were ~1e-7, within HiGHS's absolute dual tolerance, and its mapping 9% above the optimum
-        # distortion. Solved again in units of its first answer, where they are ~1
+        # distortion. Solved again in units of its first answer (the distance to the smallest distortion), where
+        # they are ~1
         unit = float(res.fun)
         res2 = linprog(cost / unit, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq, bounds=(0, None), method=method)
         if res2.status == 0:
@@ -798,12 +807,17 @@ def solve_maximal_leakage_lp(prob, *, delta=None, target_bits=None):
     dual = _dual_bound(res, b_ub, b_eq) * unit
     info = {"lp_objective": float(res.fun) * unit, "lp_dual_objective": dual,
             "lp_gap": max(float(res.fun) * unit - dual, 0.0)}
+    if target_bits is not None:  # the target mode's LP minimised the distortion above delta_min
+        info["lp_objective"] += float(prob.delta_min)
+        info["lp_dual_objective"] += float(prob.delta_min)
     if target_bits is None and res.ineqlin is not None:
         marg = -np.asarray(res.ineqlin.marginals, dtype=float)
         info["lower_bound"] = maximal_leakage_lower_bound(
             prob, marg[:na * kh].reshape(na, kh), marg[-1] / _budget_unit(prob, delta) if has_budget else 0.0, delta)
     elif res.ineqlin is not None:  # target mode: the distortion bound of the same multipliers (rigorous)
         marg = -np.asarray(res.ineqlin.marginals, dtype=float)
-        info["lower_bound"] = maximal_leakage_distortion_bound(prob, unit * marg[:na * kh].reshape(na, kh),
-                                                               unit * marg[-1], target_bits)
+        lam, nu = unit * marg[:na * kh].reshape(na, kh), unit * marg[-1]
+        info["lower_bound"] = maximal_leakage_distortion_bound(prob, lam, nu,
+                                                               target_bits if bound_bits is None else bound_bits)
+        info["lower_bound_lp_target"] = maximal_leakage_distortion_bound(prob, lam, nu, target_bits)
     return P, info
