@@ -25,7 +25,8 @@ import numpy as np
 
 from ..noise import Laplace
 from ..exceptions import PrivacyLeakWarning
-from ..noise._laplace import _NORMAL, _ratio_up, biased_laplace_mse, check_normal_scale
+from ..noise._laplace import (_LAPLACE_REACH, _NORMAL, _check_reach, _ratio_up, biased_laplace_mse,
+                              check_normal_scale)
 from ..utils import check_number
 from ..utils._validation import as_float_array, check_real_target, check_same_index, plain_value
 
@@ -554,6 +555,14 @@ class DCLEF:
             const = np.asarray(mu, dtype=np.float64)[()]
             return lambda: const
         mech = Laplace(scale=self.sigma, random_state=random_state)
+        # the overflow check on the largest |mean| any data inside data_range can give (public), not on this data's
+        # mean: refused or not then says nothing about the private values (a check on the mean itself refused some
+        # databases and released others, a refusal that depended on d)
+        low, high = self.data_range
+        with np.errstate(over="ignore"):
+            reach = (max(abs(low), abs(high)) * float(np.abs(self.weights) @ self.x)
+                     + abs(self.midpoint) * float(np.abs(self.weights) @ (1.0 - self.x))) * (1 + 1e-12)
+        _check_reach(self.sigma, _LAPLACE_REACH, reach, what="the estimate plus its noise over data_range")
         mu = mech._check_value(mu)
         return lambda: mech.randomise(mu)
 

@@ -241,3 +241,24 @@ def test_a_later_snapshot_is_never_answered_by_an_earlier_one():
     assert pickle.loads(early) is b and pickle.loads(late) is b
     with pytest.raises(BudgetExceededError):
         b.spend(0.5)
+
+
+def test_a_dclef_refusal_for_overflow_does_not_depend_on_the_private_data():
+    # the overflow check ran on this database's mean: with the same public weights, range and noise, a database of
+    # small values was released and one of large values refused, so the refusal told the two apart
+    from privrelease.auctions import DCLEF
+
+    w = np.ones(40)
+    x = np.r_[np.ones(39), 0.0]
+    lo, hi = -5.5e305, 5.5e305  # noise scale 1.1e306: its reach alone stays finite, plus 39 x hi it does not
+    est = DCLEF(w, x, (lo, hi))
+    small, large = np.zeros(40), np.full(40, hi)
+    outcomes = []
+    for d in (small, large):
+        try:
+            est.sample(d, random_state=0)
+            outcomes.append("released")
+        except ValueError as exc:
+            assert "over data_range" in str(exc)
+            outcomes.append("refused")
+    assert outcomes[0] == outcomes[1]
