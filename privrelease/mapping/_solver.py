@@ -956,8 +956,10 @@ def _solve_ml(prob, delta, target_bits, solver, tol=1e-6):
             # LP's mapping is the answer (maximal leakage 0 up to rounding, reported as gap_bits)
             P = Ppp
         elif ml_sum(Pz) > cap:
-            raise InfeasibleBudgetError(f"max_leakage={target_bits!r} bits cannot be reached by any allowed mapping",
-                                        smallest_feasible=math.log2(max(ml_sum(Pz), 1.0)))
+            smallest = math.log2(max(ml_sum(Pz), 1.0))
+            raise InfeasibleBudgetError(f"max_leakage={target_bits!r} bits cannot be reached by any allowed mapping; "
+                                        f"the smallest achievable maximal leakage is {smallest!r} bits",
+                                        smallest_feasible=smallest)
         else:
             # the partner of the mixture: the LP's answer a little further inside the target when it meets it (a
             # chord of the convex curve, whose cost is the curve's slope), else the perfect-privacy mapping, whose

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from scipy.optimize import linprog
 
-from privrelease.exceptions import ConvergenceWarning
+from privrelease.exceptions import ConvergenceWarning, InfeasibleBudgetError
 from privrelease.mapping import _lp, _solver, maximal_leakage, solve_mapping, squared_euclidean_distortion
 from privrelease.mapping._solver import ANSWER_RTOL
 
@@ -194,3 +194,15 @@ def test_target_zero_is_not_refused_when_a_constant_mapping_exists():
     assert res.certificate["distortion_lower_bound"] <= best * (1 + 1e-9)
     if res.status == "optimal":
         assert res.distortion - best <= ANSWER_RTOL * (res.distortion - float(pc @ D.min(axis=1)))
+
+
+@pytest.mark.parametrize("shortfall", [1e-6, 1e-9, 1e-13])
+def test_an_unreachable_maximal_leakage_target_names_the_smallest_achievable(shortfall):
+    # every input has one allowed output (the identity): the maximal leakage is fixed; a target a hair below it is
+    # refused, the message and the exception naming the smallest achievable value
+    prior = np.array([[.3, .1, .1], [.1, .2, .2]])
+    D = np.where(np.eye(3) > 0, 0.0, np.inf)
+    L0 = float(np.log2((prior / prior.sum(axis=1, keepdims=True)).max(axis=0).sum()))
+    with pytest.raises(InfeasibleBudgetError, match="smallest achievable maximal leakage is") as info:
+        solve_mapping(prior, D, max_leakage=L0 * (1 - shortfall), leakage="maximal_leakage")
+    assert info.value.smallest_feasible == pytest.approx(L0, rel=1e-12)
