@@ -654,17 +654,32 @@ def load_ratings_csv(path, *, user_col="user", item_col="item", rating_col="rati
     return ratings, user_ids, item_ids
 
 
+def integer_spellings(ids):
+    """The text ids of ``ids`` that spell an integer: ``(plain, floats)``, two dicts from each spelling to its
+    integer (a sign ``+`` dropped): ``plain`` the ids written as integers (``'7'``, ``'+8'``), ``floats`` those
+    written as floats with a zero fraction (``'7.0'``, ``'+8.00'``, what pandas writes for an integer column holding a
+    missing value). Shared by :func:`load_ratings_csv` (which warns about an integer written both ways) and the
+    ``ratings_file`` experiment (which refuses a column mixing the two)."""
+    plain, floats = {}, {}
+    if ids.dtype.kind not in "OUS":
+        return plain, floats
+    for v in set(v for v in ids.tolist() if isinstance(v, str)):
+        m = re.fullmatch(r"([-+]?)([0-9]+)(\.0+)?", v)
+        if m:
+            (floats if m.group(3) else plain)[v] = ("-" if m.group(1) == "-" else "") + m.group(2)
+    return plain, floats
+
+
 def _warn_float_spelled_twins(ids, what):
     """Warn when text ids hold one integer written both plainly and as a float (``'7'`` and ``'7.0'``, what two
     exports concatenated hold when one had a missing value): they stay two ids, as the docstring says, but the
     user who rated under both was split in two without a word."""
-    if ids.dtype.kind not in "OUS":
-        return
-    texts = set(v for v in ids.tolist() if isinstance(v, str))
-    twins = sorted(v for v in texts if re.fullmatch(r"[-+]?[0-9]+\.0+", v) and v.split(".")[0] in texts)
+    plain, floats = integer_spellings(ids)
+    integers = {n: v for v, n in plain.items()}
+    twins = sorted((integers[n], v) for v, n in floats.items() if n in integers)
     if twins:
         warnings.warn(f"{what} holds {len(twins)} integer id(s) written both plainly and as a float (for example "
-                      f"{twins[0].split('.')[0]!r} and {twins[0]!r}): ids are read as written, so each such integer "
+                      f"{twins[0][0]!r} and {twins[0][1]!r}): ids are read as written, so each such integer "
                       "is two ids (its ratings split in two); write every id one way (integers without '.0') to read "
                       "them as one", UserWarning,
                       stacklevel=3)

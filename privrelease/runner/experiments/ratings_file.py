@@ -44,7 +44,7 @@ import pandas as pd
 from .._report import MAX_CELL_CHARS, escape_text, inline_code
 from .._schema import (Bool, Choice, Either, File, Float, Int, PipelineError, Seed, Seq, Table, Text,
                        quick_values)
-from ...datasets._movielens import repeats_sentence
+from ...datasets._movielens import integer_spellings, repeats_sentence
 from ...utils import check_rating_scale
 from ...utils._validation import _MARKER_WORDS, UNDISCLOSED_TEXTS, check_ids, plain_value, undisclosed_mask
 from .movielens_gender import analyse_ratings
@@ -349,18 +349,13 @@ def _refuse_float_spelled_twins(ids, path, column):
     A ``.0`` made every id of the column text: ``"7"`` and ``"7.0"`` were two users (or items) without a word, and
     a user written ``8.0`` matched no users-file row ``8`` (an id ``8.0`` of the users file matches ``8`` only when
     every rating id is an integer), so its ratings were left out as "not disclosed"."""
-    if ids.dtype.kind not in "OUS":
+    plain, floats = integer_spellings(ids)
+    if not floats or not plain:
         return
-    texts = [s for s in ids.tolist() if isinstance(s, str)]
-    floats = [s for s in texts if re.fullmatch(r"[-+]?[0-9]+\.0", s)]
-    if not floats:
-        return
-    plain = set(s for s in texts if re.fullmatch(r"[-+]?[0-9]+", s))
-    if not plain:
-        return
-    twin = next((s for s in floats if s[:-2] in plain), None)
-    example = (f"{twin[:-2]!r} and {twin!r}, one id written two ways" if twin is not None
-               else f"{sorted(plain)[0]!r} and {floats[0]!r}")
+    integers = {n: v for v, n in plain.items()}
+    twin = min(((integers[n], v) for v, n in floats.items() if n in integers), default=None)
+    example = (f"{twin[0]!r} and {twin[1]!r}, one id written two ways" if twin is not None
+               else f"{min(plain)!r} and {min(floats)!r}")
     raise PipelineError(f"the rating file {path!r} writes some ids of column {column!r} as integers and "
                         f"{len(floats)} as floats ({example}): the '.0' makes every id text, so '7' and '7.0' "
                         "are two ids and '7.0' matches no users-file row '7'; expected each id written one way "
