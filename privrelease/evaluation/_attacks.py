@@ -137,7 +137,9 @@ class AttackResult:
         the scored users (the same classes as ``folded_auc``; :func:`chance_folded_auc`, from the Mann-Whitney
         null distribution). Folding keeps the upper half of the AUC's scatter around 0.5, so chance is ABOVE
         0.5 on finitely many users (about 0.56 for a class of 17 users among 170): a ``folded_auc`` near this
-        figure is no evidence of leakage. NaN with fewer than two classes present. It is the chance level of
+        figure is what an attacker that learns nothing shows (for untied scores: where the release makes many
+        users' scores tie, an uninformed attacker folds lower, so a figure near this level can still hide some
+        leakage). NaN with fewer than two classes present. It is the chance level of
         ONE attacker: the worst over several attackers on the same users has a higher one (see
         :func:`chance_folded_auc`).
     """

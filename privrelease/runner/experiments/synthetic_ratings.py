@@ -224,8 +224,10 @@ def _chance_note(frame, n_users):
     return (f" Chance: an attacker whose scores carry no information is expected to score a folded AUC of "
             f"**{frame['chance_folded_auc'].iloc[0]:.3f}** on these {n_users} protected users (Mann-Whitney, from the "
             f"class sizes{also}; column `chance_folded_auc`), and the worst of several such attackers higher still: "
-            "a `worst_auc_*` near it is no evidence of leakage (the figure is for untied scores: a release that "
-            "makes users alike ties their scores and pulls the AUC toward 0.5).")
+            "a `worst_auc_*` near it is what attackers that learn nothing show. The figure is for untied scores: a "
+            "release that makes users alike ties their scores and pulls an uninformed attacker toward 0.5, so "
+            "against such a release a figure near this level can still hide some leakage; the certified leakage "
+            "in bits is the guarantee.")
 
 
 def _release_nothing_note(ref):
