@@ -403,7 +403,11 @@ def _dual_pi_batch(A, B, OK, m, U0, stop=0.0, max_steps=300, shrink=0.1):
 
 class Problem:
     """Reduced form of ``(prior, distortion)``; information in nats, distortions in units of
-    ``scale`` (the largest finite distortion): ``to_internal`` / ``to_user`` convert budgets."""
+    ``scale`` (the largest finite distortion): ``to_internal`` / ``to_user`` convert budgets.
+
+    With at most ``EDGE_DENSITY`` of its cells allowed (``edge_mode``: an erasure alphabet), the scores,
+    the Lagrangian bounds of :meth:`certificate`, the distortion and the outputs' usage are computed over
+    the allowed entries only (:func:`edge_bound`); the interface and the numbers are the dense ones."""
 
     def __init__(self, prior, distortion):
         self.prior = prior
