@@ -1082,9 +1082,13 @@ def _newton_on_support(prob, P, delta, lam_active, max_iter, lam=0.0):
     reg_rel = REG
     fails = 0
     rho = lam
+    # the support and its entries are carried from step to step (row by row, as np.nonzero gives them): rebuilt
+    # from a dense k x kh matrix at every step, its passes took 1.1 s of the exact polish's 2.2 s on an erasure
+    # alphabet (500 records x 8 fields: 500 x 10,821 cells, 0.9 % allowed)
+    r, j = np.nonzero(P > 0)
+    x = P[r, j]
+    moved = False
     for it in range(max_iter):
-        r, j = np.nonzero(P > 0)
-        x = P[r, j]
         # (a class of prior mass 1e-300 in a row is left out of the Newton systems, as in the barrier's: _HESS_FLOOR;
         # families2 seed 0, near_min on denormal_prior, 7.3e-6 bits from certified before; the merit and the
         # certificate stay exact)
@@ -1143,8 +1147,9 @@ def _newton_on_support(prob, P, delta, lam_active, max_iter, lam=0.0):
         if accepted is not None:
             a, xn, phin = accepted
             step = float(np.abs(xn - x).max())
-            P = np.zeros_like(P)
-            P[r, j] = xn
+            on = xn > 0
+            r, j, x = r[on], j[on], xn[on]
+            moved = True
             phi = phin
             if a == 1.0:
                 reg_rel = max(reg_rel * 0.1, 1e-9)
@@ -1156,4 +1161,7 @@ def _newton_on_support(prob, P, delta, lam_active, max_iter, lam=0.0):
             fails += 1
             if fails > 6:
                 break
+    if moved:
+        P = np.zeros_like(P)
+        P[r, j] = x
     return P

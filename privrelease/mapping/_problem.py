@@ -36,6 +36,13 @@ from ..exceptions import InfeasibleBudgetError
 __all__ = ["Problem", "lagrangian_bound"]
 
 LN2 = math.log(2.0)
+#: a problem whose allowed entries are at most this share of its ``k x kh`` cells computes its scores,
+#: Lagrangian bounds, distortion and output usage over the allowed entries only (the edge form, see
+#: :class:`Problem`): the same quantities (the distortion and usage up to the order of the additions), in
+#: time proportional to the allowed entries. Measured crossover of one certificate (random patterns, k = 300 x
+#: kh = 3,000, |A| = 2): edge 9 ms against dense 22 ms at 10 % allowed, 17 against 21 at 20 %, 26 against 18
+#: at 30 % (k = 500 x 2,000, |A| = 4: 15 / 24, 24 / 32, 46 / 36); erasure alphabets are near 1 % (2 / 23 ms)
+EDGE_DENSITY = 0.1
 _LOG_TINY = math.log(1e-300)  # the log of a class a posterior cannot hold
 
 
@@ -182,6 +189,39 @@ def lagrangian_bound(A, B, rhs, mu0=None, n_bisect=60):
             return float(vmin.sum()) - mu * rhs, float(slope_rows.sum()) - rhs
 
         return ev_small
+
+    return maximize_multiplier(ev, scale, mu0, n_bisect, narrow=narrow)
+
+
+def edge_bound(A, B, indptr, rhs, mu0=None, n_bisect=60, n_cols=None):
+    """:func:`lagrangian_bound` over the allowed entries only: ``A`` and ``B`` are vectors over the entries
+    of a ``k``-row pattern stored row by row (row ``c``'s entries at ``indptr[c]:indptr[c + 1]``, columns
+    increasing, every row non-empty), ``n_cols`` the dense matrix's columns. The evaluations are the dense
+    one's: the row minima of ``A + mu B`` with the ``B`` of each row's first minimiser (its lowest column,
+    as ``np.argmin``), and, once the maximiser is bracketed (more than 16 columns: where the dense search
+    narrows), the smallest ``B`` among the row's minimisers (the narrowed evaluator's slope). So the same
+    values and slopes, in time proportional to the entries."""
+    k = indptr.size - 1
+    starts = indptr[:-1]
+    row = np.repeat(np.arange(k), np.diff(indptr))
+    pos = np.arange(A.size)
+    scale = max(abs(rhs), 1e-300)
+
+    def ev(mu):
+        V = A + mu * B if mu > 0 else A
+        m = np.minimum.reduceat(V, starts)
+        first = np.minimum.reduceat(np.where(V == m[row], pos, A.size), starts)
+        first = np.minimum(first, A.size - 1)  # a row of NaN (no minimiser): its value is NaN anyway
+        return float(m.sum()) - mu * rhs, float(B[first].sum()) - rhs
+
+    def ev_low(mu):
+        V = A + mu * B if mu > 0 else A
+        m = np.minimum.reduceat(V, starts)
+        slope_rows = np.minimum.reduceat(np.where(V == m[row], B, np.inf), starts)
+        return float(m.sum()) - mu * rhs, float(slope_rows.sum()) - rhs
+
+    def narrow(lo, hi):
+        return ev if n_cols is not None and n_cols <= 16 else ev_low
 
     return maximize_multiplier(ev, scale, mu0, n_bisect, narrow=narrow)
 
@@ -363,7 +403,11 @@ def _dual_pi_batch(A, B, OK, m, U0, stop=0.0, max_steps=300, shrink=0.1):
 
 class Problem:
     """Reduced form of ``(prior, distortion)``; information in nats, distortions in units of
-    ``scale`` (the largest finite distortion): ``to_internal`` / ``to_user`` convert budgets."""
+    ``scale`` (the largest finite distortion): ``to_internal`` / ``to_user`` convert budgets.
+
+    With at most ``EDGE_DENSITY`` of its cells allowed (``edge_mode``: an erasure alphabet), the scores,
+    the Lagrangian bounds of :meth:`certificate`, the distortion and the outputs' usage are computed over
+    the allowed entries only (:func:`edge_bound`); the interface and the numbers are the dense ones."""
 
     def __init__(self, prior, distortion):
         self.prior = prior
@@ -412,8 +456,25 @@ class Problem:
         self.argmin_mask = self.mask & (self.d <= (self.row_min_full[self.rows] + tie_tol)[:, None])
         #: number of cheapest outputs of each row (a unique minimum-distortion mapping when all are 1)
         self.n_argmin = self.argmin_mask.sum(axis=1)
+        self._MU = None  # M U of the posteriors' fallback mapping U (made once, on first use)
+        #: the edge form: the scores, Lagrangian bounds, distortion and output usage over the allowed entries only
+        #: (an erasure alphabet: 300 inputs x 24,677 outputs of which 0.9 % allowed)
+        n_allowed = int(np.count_nonzero(self.mask))
+        self.edge_mode = n_allowed <= EDGE_DENSITY * self.mask.size
+        if self.edge_mode:
+            self._make_edges()
 
     sparse = False
+
+    def _make_edges(self):
+        """The edge form's arrays: the allowed entries row by row (columns increasing), their weights and
+        prior columns."""
+        er, ec = np.nonzero(self.mask)
+        self._er, self._ec = er, ec
+        self._indptr = np.zeros(self.k + 1, dtype=np.int64)
+        np.cumsum(np.bincount(er, minlength=self.k), out=self._indptr[1:])
+        self._We = self.W[er, ec]
+        self._Mr = self.M[:, er]  # (|A|, n_allowed)
 
     # ---- edges (the interface shared with :class:`~privrelease.mapping._sparse.SparseProblem`) ----
     def edges(self):
@@ -433,7 +494,12 @@ class Problem:
         return P
 
     def joint(self, P):
-        """``J = M P``."""
+        """``J = M P``.
+
+        Dense in the edge form too: one product over the mapping (``|A|`` rows), and its additions' order
+        steers the leakage search (the objective's last bits): summed over the allowed entries instead, a
+        capped erasure fit (300 records x 7 fields) took another path, 642 Newton systems instead of 574,
+        both certified."""
         return self.M @ P
 
     def to_internal(self, delta):
@@ -447,26 +513,64 @@ class Problem:
     # ---- objective and posterior ------------------------------------------------------
     def objective(self, P):
         """I(A; C_hat) in nats of a reduced mapping."""
-        J = self.M @ P
+        J = self.joint(P)
         q = J.sum(axis=0)
         return max(float(rel_entr(J, self.pA[:, None] * q[None, :]).sum()), 0.0)
 
     def distortion(self, P):
+        if self.edge_mode:
+            return float((self._We * np.asarray(P)[self._er, self._ec]).sum())
         return float((self.W * np.where(self.mask, P, 0.0)).sum())
 
     def posteriors(self, P, smooth=1e-12):
         """Columns ``pi_j = p(. | j)``, each a proper distribution (unused outputs get the
         posterior of a uniform fallback mapping, a valid if loose choice)."""
-        U = self.mask / self.mask.sum(axis=1, keepdims=True)
-        J = self.M @ P + smooth * (self.M @ U)
+        if self._MU is None:
+            self._MU = self.M @ (self.mask / self.mask.sum(axis=1, keepdims=True))
+        J = self.joint(P) + smooth * self._MU
         J = np.maximum(J, 1e-300)
         return J / J.sum(axis=0, keepdims=True)
 
+    def _edge_scores(self, pi):
+        """:meth:`scores` on the allowed entries (edge form), a vector."""
+        L = np.log(pi) - np.log(self.pA)[:, None]
+        return np.einsum("ae,ae->e", self._Mr, L[:, self._ec])
+
     def scores(self, pi):
         """``S_pi(c, j) = sum_a p(a, c) ln(pi_j(a)/p(a))`` with ``+inf`` on forbidden entries."""
+        if self.edge_mode:
+            S = np.full((self.k, self.kh), np.inf)
+            S[self._er, self._ec] = self._edge_scores(pi)
+            return S
         L = np.log(pi) - np.log(self.pA)[:, None]
         S = self.M.T @ L
         return np.where(self.mask, S, np.inf)
+
+    def _usage(self, P):
+        """``q = p_C P``, the outputs' probabilities."""
+        if self.edge_mode:
+            return np.bincount(self._ec, weights=self.pc[self._er] * np.asarray(P)[self._er, self._ec],
+                               minlength=self.kh)
+        return self.pc @ P
+
+    def _bound(self, pi, free, rhs, mu0, drop=None):
+        """``lagrangian_bound(S_pi, W or 0, rhs, mu0)`` -> ``(lb, mu)``, the outputs ``drop`` (boolean, kh)
+        left out of the row minima (None when a row then has no finite score): dense, or over the allowed
+        entries in the edge form (the same bound)."""
+        if self.edge_mode:
+            A = self._edge_scores(pi)
+            if drop is not None:
+                A[drop[self._ec]] = np.inf
+                if not np.logical_or.reduceat(np.isfinite(A), self._indptr[:-1]).all():
+                    return None
+            B = np.zeros_like(self._We) if free else self._We
+            return edge_bound(A, B, self._indptr, rhs, None if free else mu0, n_cols=self.kh)
+        A = self.scores(pi)
+        if drop is not None:
+            A[:, drop] = np.inf
+            if not np.isfinite(A).any(axis=1).all():
+                return None
+        return lagrangian_bound(A, np.zeros(self.W.shape) if free else self.W, rhs, None if free else mu0)
 
     def certificate(self, P, delta, mu0=None, target_bits=None, lp=True, return_pi=False, pi_hint=None,
                     both_starts=False):
@@ -491,16 +595,16 @@ class Problem:
             return (0.0, 0.0, 0.0, pi) if return_pi else (0.0, 0.0, 0.0)
         rhs = max(float(delta), self.delta_min)
         free = not np.isfinite(rhs) or rhs >= self.delta_max
-        Wb = np.zeros_like(self.W) if free else self.W
+        Wb = np.zeros(self.W.shape) if free else self.W  # calloc: no pass over the cells
         rhs = 0.0 if free else rhs
-        lb, mu = lagrangian_bound(self.scores(pi), Wb, rhs, None if free else mu0)
+        lb, mu = self._bound(pi, free, rhs, mu0)
         own = (pi, lb, mu)  # the mapping's own posteriors: the other start of the refinement below
         if pi_hint is not None and (f - lb) / LN2 > (0.0 if target_bits is None else target_bits):
-            unused = (self.pc @ P) <= 0
+            unused = self._usage(P) <= 0
             if unused.any():
                 pi_h = pi.copy()
                 pi_h[:, unused] = pi_hint[:, unused]
-                lb_h, mu_h = lagrangian_bound(self.scores(pi_h), Wb, rhs, None if free else mu0)
+                lb_h, mu_h = self._bound(pi_h, free, rhs, mu0)
                 if lb_h > lb:
                     pi, lb, mu = pi_h, lb_h, mu_h
         if pi_hint is not None and (f - lb) / LN2 > (0.0 if target_bits is None else target_bits):
@@ -509,7 +613,7 @@ class Problem:
             # loose (an output used by one class only has pi(a') ~ 1e-9, so the other class's rows
             # score ln 1e-9 there: 0.3 bits below a point 5e-7 bits from the optimum), while the
             # interior point it started from, all entries in use, bounds within 5e-7 bits
-            lb_h, mu_h = lagrangian_bound(self.scores(pi_hint), Wb, rhs, None if free else mu0)
+            lb_h, mu_h = self._bound(pi_hint, free, rhs, mu0)
             if lb_h > lb:
                 pi, lb, mu = pi_hint, lb_h, mu_h
         lb, best_mu, best_pi = self._refine_bound(P, f, pi, lb, mu, Wb, rhs, free, target_bits, lp)
@@ -536,13 +640,13 @@ class Problem:
         # (below)
         pi0, mu0_ = pi, mu
         best = [lb, mu, pi]
-        q = self.pc @ P
+        q = self._usage(P)
 
         def stage(pi, mu, light_rel, lp_stage):
             for _ in range(3):
                 pi2 = self.refine_pi(P, pi, Wb, mu, budget=0.02 * target_bits * LN2, lp=lp_stage,
                                      light_rel=light_rel)
-                lb2, mu2 = lagrangian_bound(self.scores(pi2), Wb, rhs, None if free else mu)
+                lb2, mu2 = self._bound(pi2, free, rhs, mu)
                 if lb2 <= best[0]:
                     break
                 pi, mu = pi2, mu2
@@ -553,11 +657,7 @@ class Problem:
         def upper(pi, light, mu):
             # no pi on the light outputs beats leaving them out of the row minima: the bound of the other
             # outputs alone (and its multiplier) bounds every bound a refinement of the light ones reaches
-            S0 = self.scores(pi)
-            S0[:, light] = np.inf
-            if not np.isfinite(S0).any(axis=1).all():
-                return None
-            return lagrangian_bound(S0, Wb, rhs, None if free else mu)
+            return self._bound(pi, free, rhs, mu, drop=light)
 
         tried = []
         for light_rel in (1e-2, 1e-9):
@@ -617,7 +717,7 @@ class Problem:
 
         pi = pi.copy()
         V = self.scores(pi) + mu * Wb
-        q = self.pc @ P
+        q = self._usage(P)
         const = -(self.M.T @ np.log(self.pA))  # (k,)
         cand = np.flatnonzero(q <= light_rel * q.max())
         if cand.size == 0:
