@@ -582,8 +582,16 @@ def _independence_lp(prob, r, c, n, sel, n_all, w, s, opts, method="highs"):
         m = float(np.abs(coef).max(initial=0.0))
         # not where the coefficients are the subtraction's rounding (an independent prior): scaled, its noise
         # became equations (a target of 1e-20 bits on an exactly independent prior was then "undecided")
-        mag = float(np.maximum(prob.M[a, r] / prob.pA[a], prob.pc[r]).max(initial=0.0) / float(np.min(s)))
+        mag = float((np.maximum(prob.M[a, r] / prob.pA[a], prob.pc[r]) / s).max(initial=0.0))
         if ROW_SCALE_FLOOR * mag < m < ROW_SCALE_BELOW * mag and np.isfinite(m):
+            # g(c) = p(c | a) - p(c) sums to 0 over the inputs (a constant mapping is independent of A), but its
+            # rounding (1e-17) divided by m (2.5e-11 at p(a, c) = p(a) p(c) (1 + 1e-9 e)) is above HiGHS's
+            # feasibility tolerance: every perfectly private mapping was "infeasible". The residual is taken out in
+            # proportion to p(c) (inputs without mass keep 0) before the scaling
+            g = prob.M[a] / prob.pA[a] - prob.pc
+            g = g - math.fsum(g) * prob.pc
+            coef = g[r] / s
+            m = float(np.abs(coef).max(initial=0.0))
             row_unit[i] = m
             coef = coef / m
         blocks.append(sp.csr_matrix((coef, (c, np.arange(n))), shape=(prob.kh, n)))

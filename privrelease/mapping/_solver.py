@@ -672,14 +672,8 @@ def _solve_mi_target(prob, target_bits, solver, tol):
         tol_pp = _answer_dist_tol(prob, prob.distortion(Ppp), ANSWER_RTOL * DIST_RTOL * rng_)
         cert = {"gap_bits": float(fpp / LN2), "distortion_gap": float(prob.to_user(gap_pp)),
                 "distortion_tolerance": float(prob.to_user(tol_pp)), "method": "perfect-privacy LP (HiGHS)"}
-        if gap_pp <= tol_pp:
-            return Ppp, cert, "highs", "optimal"
-        msg = (f"the distortion for max_leakage={target_bits!r} bits is only certified to within "
-               f"{cert['distortion_gap']:.3g} (tolerance {prob.to_user(tol_pp):.3g}) by the perfect-privacy LP")
-        if solver != "auto":
-            raise SolverError(msg)
-        warnings.warn(msg + "; status='inaccurate'", ConvergenceWarning, stacklevel=3)
-        return Ppp, cert, "highs", "inaccurate"
+        return _target_answer(prob, Ppp, cert, "highs", gap_pp, tol_pp, target_bits, solver,
+                              " by the perfect-privacy LP")
     if lazy:
         pass  # the constant mapping is the right end
     elif Ppp is not None and prob.objective(Ppp) <= L:
@@ -700,13 +694,26 @@ def _solve_mi_target(prob, target_bits, solver, tol):
             answer = below_rounding()
             if answer is not None:
                 return answer
-        if fm > L:
+        if fm > L and const is not None:
+            # a constant mapping leaks exactly 0, so the target is reachable: the right end of the bracket (a
+            # perfect-privacy LP that HiGHS called infeasible on a nearly independent prior, p(a, c) = p(a) p(c) (1 +
+            # 1e-9 e), raised "could not decide" with solver="auto"); the search then certifies its answer or warns
+            rights.append((prob.distortion(const), const, prob.objective(const)))
+        elif fm > L:
             raise SolverError(f"could not decide whether max_leakage={target_bits!r} bits is reachable: "
                               f"the smallest leakage found is {fm / LN2:.6g} bits, its lower bound {lbm / LN2:.6g}")
     if L <= 0.0 and Ppp is not None:
-        # perfect privacy: the LP's mapping is the answer (HiGHS certifies the LP optimum)
-        cert = {"gap_bits": 0.0, "distortion_gap": float(prob.to_user(gap_pp)), "method": "perfect-privacy LP (HiGHS)"}
-        return Ppp, cert, "highs", "optimal"
+        # perfect privacy where the LP's mapping leaks above tol and the solve without a budget found a mapping of
+        # leakage 0: the LP's mapping was returned "optimal" with a gap of 0 bits whatever it leaked; now the cheaper
+        # of the two that leak nothing measurable, its distortion certified by the bounds (or warned)
+        P0 = Ppp if prob.objective(Ppp) <= L else Pm
+        d0 = prob.distortion(P0)
+        gap0, tol0 = max(d0 - lower(), 0.0), _answer_dist_tol(prob, d0, ANSWER_RTOL * DIST_RTOL * rng_)
+        cert = {"gap_bits": float(max(prob.objective(P0), 0.0) / LN2), "distortion_gap": float(prob.to_user(gap0)),
+                "distortion_lower_bound": float(prob.to_user(lower())),
+                "distortion_tolerance": float(prob.to_user(tol0)),
+                "method": "perfect privacy: a mapping of leakage 0 and the bounds"}
+        return _target_answer(prob, P0, cert, "+".join(sorted(names | {"highs"})), gap0, tol0, target_bits, solver)
 
     def leakage_terms(J):
         return rel_entr(J, prob.pA[:, None] * J.sum(axis=0)[None, :])
@@ -832,15 +839,22 @@ def _solve_mi_target(prob, target_bits, solver, tol):
         "method": "Newton on the square root of the privacy-distortion curve with Lagrangian lower bounds"
                   + bound_note(),
     }
-    name = "+".join(sorted(names))
-    if gap_d <= dist_tol:  # the bounds are rigorous whether or not each delta solve certified
-        return best_P, cert, name, "optimal"
+    # the bounds are rigorous whether or not each delta solve certified
+    return _target_answer(prob, best_P, cert, "+".join(sorted(names)), gap_d, dist_tol, target_bits, solver)
+
+
+def _target_answer(prob, P, cert, name, gap, tol_d, target_bits, solver, how=""):
+    """A max_leakage answer and its status: optimal when its distortion gap is within ``tol_d``, else the policy
+    of the module notes (``solver="auto"``: a ConvergenceWarning and status "inaccurate"; an explicit solver: a
+    SolverError)."""
+    if gap <= tol_d:
+        return P, cert, name, "optimal"
     msg = (f"the distortion for max_leakage={target_bits!r} bits is only certified to within "
-           f"{cert['distortion_gap']:.3g} (tolerance {prob.to_user(dist_tol):.3g})")
+           f"{cert['distortion_gap']:.3g} (tolerance {prob.to_user(tol_d):.3g}){how}")
     if solver != "auto":
         raise SolverError(msg)
-    warnings.warn(msg + "; status='inaccurate'", ConvergenceWarning, stacklevel=3)
-    return best_P, cert, name, "inaccurate"
+    warnings.warn(msg + "; status='inaccurate'", ConvergenceWarning, stacklevel=4)
+    return P, cert, name, "inaccurate"
 
 
 def _answer_dist_tol(prob, answer, floor=0.0):
