@@ -314,7 +314,14 @@ class PrivacyAccountant:
         return _restore, (self.__getstate__(),)
 
     def __getstate__(self):
-        state = self.__dict__.copy()
+        # under the lock, with the lists copied: a shallow copy taken while another thread recorded held lists of
+        # different lengths by the time they were pickled (31 of 396 round trips refused as a damaged ledger)
+        with self._lock:
+            state = self.__dict__.copy()
+            state["_spends"] = list(self._spends)
+            state["_records"] = list(self._records)
+            state["_populations"] = {name: {k: list(v) if isinstance(v, list) else v for k, v in book.items()}
+                                     for name, book in self._populations.items()}
         del state["_lock"]
         state.pop("_previous", None)  # the defaults this process's with-blocks replaced: not part of the ledger
         state.pop("_warned_copy", None)
