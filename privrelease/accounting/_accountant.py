@@ -150,7 +150,10 @@ def _check_ledger(state):
     total, carry = _ledger_number(state.get("_total")), _ledger_number(state.get("_carry", 0.0))
     if total is None or carry is None or math.isnan(total) or math.isnan(carry):
         raise _ledger_error("the total spent", state.get("_total"), "a number")
-    exact = math.fsum(spends) if all(map(math.isfinite, spends)) else math.inf
+    try:
+        exact = math.fsum(spends) if all(map(math.isfinite, spends)) else math.inf
+    except OverflowError:  # finite spends >= 0 whose sum is beyond float64 (two of 1e308): the total is inf
+        exact = math.inf
     stored = float(total) + float(carry) if math.isfinite(total) else float(total)
     # a plain running sum of n terms >= 0 is within n ulps (relative) of the exact sum; the compensated one closer
     slack = (len(spends) + 1) * np.finfo(np.float64).eps * exact if math.isfinite(exact) else 0.0
