@@ -106,6 +106,11 @@ def _stack_rows(rows, n):
     return sp.csr_matrix((data, indices, indptr), shape=(len(parts), n))
 
 
+#: key of a record that says whether the release recorded individual epsilons (in its population's book); not shown
+#: in ``records``
+_INDIVIDUAL = "_individual_epsilons"
+
+
 def _ledger_error(what, value, expected):
     return ValueError(f"a loaded PrivacyAccountant ledger has {what} = {plain_value(value)!r:.80}, expected "
                       f"{expected}; the ledger was edited or damaged and is refused (nothing of it was loaded)")
@@ -163,6 +168,7 @@ def _check_ledger(state):
     books = state.get("_populations")
     if not isinstance(books, dict):
         raise _ledger_error("_populations of type", type(books).__name__, "a dict")
+    booked = set()  # the releases some population book lists
     for name, book in books.items():
         where = f"population {plain_value(name)!r}"  # 'population 'p' release row 0 = 7'
         if not isinstance(book, dict) or set(book) != {"n", "rows", "eps", "pay"}:
@@ -182,6 +188,9 @@ def _check_ledger(state):
                                     f"increasing release numbers in [0, {len(spends)})")
             if not isinstance(records[row], dict) or records[row].get("population") != name:
                 raise _ledger_error(f"record {row}'s population", records[row].get("population"), where)
+            if records[row].get(_INDIVIDUAL, True) is not True:
+                raise _ledger_error(f"{where} release row {k}", row, "a release that recorded individual epsilons")
+            booked.add(row)
         for key in ("eps", "pay"):
             for k, part in enumerate(book[key]):
                 try:
@@ -201,6 +210,13 @@ def _check_ledger(state):
                 if key == "eps" and val.size and _exceeds(float(val.max()), float(spends[rows[k]])):
                     raise _ledger_error(f"{where} largest individual epsilon in release {rows[k]}", val.max(),
                                         f"at most that release's epsilon ({plain_value(spends[rows[k]])!r})")
+    # record -> book: a release marked as having recorded individual epsilons is in its population's book (a
+    # removed book, or a book whose last rows were cut, loaded and reset individual_spent); a ledger pickled before
+    # the mark existed has none, and only the book -> record check above applies to it
+    for i, rec in enumerate(records):
+        if rec.get(_INDIVIDUAL) is True and i not in booked:
+            raise _ledger_error(f"record {i}'s population book", plain_value(rec.get("population")),
+                                "a book listing this release, which recorded individual epsilons")
 
 
 class PrivacyAccountant:
@@ -577,6 +593,8 @@ class PrivacyAccountant:
                 self._carry = getattr(self, "_carry", 0.0) + ((big - total) + small)
             self._total = total
             self._records.append(record)
+            if self._copy_of() is not None:
+                self._copy_recorded = True  # never taken for a later state of the original (see _register)
         return self
 
     # ---------------------------------------------------------------- reading
@@ -687,10 +705,19 @@ def _restore(state):
     return acc._register()
 
 
-_DEFAULT = {"accountant": PrivacyAccountant()}
-# the default no caller installed (at import, or after set_default_accountant(None)), back in place after a with-block
-_DEFAULT["initial"] = _DEFAULT["accountant"]
+#: the default accountant, and the id of the process whose caller installed it (None: no caller did, it is the one
+#: made at import or by set_default_accountant(None); see AccountedMixin)
+_DEFAULT = {"accountant": PrivacyAccountant(), "installed_in": None}
 _DEFAULT_LOCK = threading.Lock()
+#: the defaults made at import or by set_default_accountant(None): set again as the default (``prev =
+#: set_default_accountant(None); ...; set_default_accountant(prev)``) they are still no accountant of the caller's
+_RESET_DEFAULTS = weakref.WeakSet([_DEFAULT["accountant"]])
+
+
+def _install(accountant, installed):
+    """Make ``accountant`` the default, installed by the caller or not (``_DEFAULT_LOCK`` held)."""
+    _DEFAULT["accountant"] = accountant
+    _DEFAULT["installed_in"] = os.getpid() if installed else None
 
 
 def get_default_accountant():
