@@ -306,20 +306,49 @@ class PrivacyAccountant:
         self._register()
 
     def _register(self):
-        """The live accountant of this process that holds this ledger: this one, unless one loaded (or made) here
-        earlier holds it already, with every release this one holds. Copies (in a worker, a fork) are not
-        registered."""
+        """The live accountant of this process that holds this ledger: this one when there is none yet, else the
+        live one (one ledger, one budget). Copies (in a worker, a fork) are not registered.
+
+        * a copy that recorded releases in a worker (unlimited, with a warning) and came back: the live one, its
+          records left out (a copy's records never reach the original; measured: the copies returned by
+          ``cross_validate(..., n_jobs=2, return_estimator=True)`` had more releases than the original, one of them
+          became the ledger, and ``pickle.loads(pickle.dumps(acc)) is acc`` was False);
+        * a snapshot whose releases the live one holds (an earlier or the same state): the live one;
+        * a later snapshot of the ledger an earlier snapshot's handle holds (loaded after the original died): that
+          handle, brought up to date in place (a second handle with the same id and a budget of its own let a
+          budget of 1 release 1.75);
+        * a snapshot that diverged from the live one (both recorded releases since they parted): ValueError.
+        """
         if self._copy_of() is not None:
             return self
-        with _LEDGERS_LOCK:
-            live = _LEDGERS.get(self._ledger_id)
-            n = len(self._spends)
-            # a live handle that lacks releases of this one is an earlier snapshot loaded after the original died:
-            # it answered for a later snapshot (0.25 spent returned where 0.75 was), so this one is the ledger now
-            if (live is None or live._copy_of() is not None or len(live._spends) < n
-                    or live._spends[:n] != self._spends):
-                _LEDGERS[self._ledger_id] = live = self
-        return live
+        while True:
+            with _LEDGERS_LOCK:
+                live = _LEDGERS.get(self._ledger_id)
+                if live is None or live is self or live._copy_of() is not None:
+                    _LEDGERS[self._ledger_id] = self
+                    self.__dict__.pop("_copy_recorded", None)  # the ledger of this process now
+                    return self
+            # the live ledger's lock first, then the registry's (the order of every path that takes both)
+            with live._lock, _LEDGERS_LOCK:
+                if _LEDGERS.get(self._ledger_id) is not live:
+                    continue  # replaced meanwhile: look again
+                return live._absorb(self)
+
+    def _absorb(self, loaded):
+        """This live ledger, once ``loaded`` (the same ledger id, not registered) is taken into account (see
+        :meth:`_register`; both locks held)."""
+        mine, theirs = self._spends, loaded._spends
+        if loaded.__dict__.get("_copy_recorded") or (len(theirs) <= len(mine) and mine[:len(theirs)] == theirs):
+            return self
+        if theirs[:len(mine)] == mine:
+            for key in ("epsilon", "_spends", "_total", "_carry", "_records", "_populations"):
+                self.__dict__[key] = loaded.__dict__.get(key, 0.0)
+            return self
+        raise ValueError(
+            f"this PrivacyAccountant ledger is live in this process with {len(mine)} release(s) (spent "
+            f"{self.spent:.6g}), and the loaded snapshot of it holds {len(theirs)} (spent {loaded.spent:.6g}): "
+            "both recorded releases the other does not have since they parted, so neither is the whole ledger; "
+            "the load is refused rather than making two ledgers of one budget (nothing of it was loaded)")
 
     # ---------------------------------------------------------------- copying
     def __copy__(self):
@@ -602,7 +631,7 @@ class PrivacyAccountant:
     def records(self):
         """One row per release: ``epsilon``, ``population``, ``total_payment`` and the
         information given to :meth:`spend` (a new :class:`pandas.DataFrame`)."""
-        return pd.DataFrame(self._records)
+        return pd.DataFrame(self._records).drop(columns=[_INDIVIDUAL], errors="ignore")
 
     def populations(self):
         """Names of the populations with individual guarantees on record."""
