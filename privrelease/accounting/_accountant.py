@@ -446,14 +446,20 @@ class PrivacyAccountant:
         record on whichever accountant entered last. Threads that need accountants of their own pass them
         explicitly (``accountant=``).
         """
-        previous = set_default_accountant(self)
+        with _DEFAULT_LOCK:
+            saved = (_DEFAULT["accountant"], _DEFAULT["installed_in"])
+            _install(self, installed=self not in _RESET_DEFAULTS)
         # a stack: re-entering the same accountant (``with acc: with acc:``) overwrote the one saved default,
-        # the outer exit raised AttributeError and left this accountant the default for good
-        self.__dict__.setdefault("_previous", []).append(previous)
+        # the outer exit raised AttributeError and left this accountant the default for good. The default is saved
+        # with whether the caller had installed it: exiting back to the unlimited default of a process that
+        # installed none (a worker, after ``set_default_accountant(None)`` in the block) made it count as installed
+        self.__dict__.setdefault("_previous", []).append(saved)
         return self
 
     def __exit__(self, *exc):
-        set_default_accountant(self._previous.pop())
+        previous, installed_in = self._previous.pop()
+        with _DEFAULT_LOCK:
+            _DEFAULT["accountant"], _DEFAULT["installed_in"] = previous, installed_in
         return False
 
     # ---------------------------------------------------------------- budget
@@ -598,8 +604,12 @@ class PrivacyAccountant:
         if pay is not None and "total_payment" in info:
             raise ValueError(f"spend() sets 'total_payment' itself, the sum of payments ({float(pay.sum())!r}), got "
                              f"total_payment={plain_value(info['total_payment'])!r} too; give only one of them")
+        if _INDIVIDUAL in info:
+            raise ValueError(f"spend() keeps {_INDIVIDUAL!r} itself (whether the release recorded individual "
+                             "epsilons); give the information under another name")
         record = dict(epsilon=epsilon, population=population,
                       total_payment=float(pay.sum()) if pay is not None else info.pop("total_payment", 0.0), **info)
+        record[_INDIVIDUAL] = eps_i is not None   # checked against the books when the ledger is loaded
         with self._lock:
             self.check(epsilon)
             if eps_i is not None:
@@ -780,13 +790,14 @@ def set_default_accountant(accountant):
     """
     new = PrivacyAccountant() if accountant is None else check_accountant(accountant)
     with _DEFAULT_LOCK:
-        previous, _DEFAULT["accountant"] = _DEFAULT["accountant"], new
+        previous = _DEFAULT["accountant"]
         # a worker that installs an accountant of its own is not overruled by the budget sent along (AccountedMixin);
         # None (a reset, "no accountant of mine") is not one: it silently replaced the caller's budget in a worker by
-        # an unlimited ledger nobody reads, every release recorded there without a refusal or a warning
+        # an unlimited ledger nobody reads, every release recorded there without a refusal or a warning. Nor is a
+        # reset default put back (the restore pattern, with the accountant this function returned)
         if accountant is None:
-            _DEFAULT["initial"] = new  # a with-block that exits back to it does not make it installed either
-        _DEFAULT["installed_in"] = os.getpid() if new is not _DEFAULT["initial"] else None
+            _RESET_DEFAULTS.add(new)
+        _install(new, installed=new not in _RESET_DEFAULTS)
     return previous
 
 
