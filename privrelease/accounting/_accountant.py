@@ -248,7 +248,10 @@ class PrivacyAccountant:
     (to resume a budget across sessions); one unpickled in the process whose ledger it is, is
     that process's accountant itself while it lives (``pickle.loads(pickle.dumps(acc)) is acc``,
     as for a deep copy; an estimator returned by a worker, or saved and loaded in one session,
-    records on the original, never on a second ledger with the whole budget again).
+    records on the original, never on a second ledger with the whole budget again). A copy that
+    recorded in a worker and came back is the original too, without its records; a later snapshot
+    loaded while a handle of an earlier one lives brings that handle up to date (one ledger, one
+    budget), and a snapshot that diverged from it (both recorded since) is refused (``ValueError``).
     An unpickled ledger is re-verified before it is used: a budget that is not a number
     ``>= 0``, a negative or NaN spend, a stored total that is not the sum of the spends,
     records or population books that do not match them are refused (``ValueError``
