@@ -106,6 +106,11 @@ def _stack_rows(rows, n):
     return sp.csr_matrix((data, indices, indptr), shape=(len(parts), n))
 
 
+#: key of a record that says whether the release recorded individual epsilons (in its population's book); not shown
+#: in ``records``
+_INDIVIDUAL = "_individual_epsilons"
+
+
 def _ledger_error(what, value, expected):
     return ValueError(f"a loaded PrivacyAccountant ledger has {what} = {plain_value(value)!r:.80}, expected "
                       f"{expected}; the ledger was edited or damaged and is refused (nothing of it was loaded)")
@@ -150,7 +155,10 @@ def _check_ledger(state):
     total, carry = _ledger_number(state.get("_total")), _ledger_number(state.get("_carry", 0.0))
     if total is None or carry is None or math.isnan(total) or math.isnan(carry):
         raise _ledger_error("the total spent", state.get("_total"), "a number")
-    exact = math.fsum(spends) if all(map(math.isfinite, spends)) else math.inf
+    try:
+        exact = math.fsum(spends) if all(map(math.isfinite, spends)) else math.inf
+    except OverflowError:  # finite spends >= 0 whose sum is beyond float64 (two of 1e308): the total is inf
+        exact = math.inf
     stored = float(total) + float(carry) if math.isfinite(total) else float(total)
     # a plain running sum of n terms >= 0 is within n ulps (relative) of the exact sum; the compensated one closer
     slack = (len(spends) + 1) * np.finfo(np.float64).eps * exact if math.isfinite(exact) else 0.0
@@ -160,6 +168,7 @@ def _check_ledger(state):
     books = state.get("_populations")
     if not isinstance(books, dict):
         raise _ledger_error("_populations of type", type(books).__name__, "a dict")
+    booked = set()  # the releases some population book lists
     for name, book in books.items():
         where = f"population {plain_value(name)!r}"  # 'population 'p' release row 0 = 7'
         if not isinstance(book, dict) or set(book) != {"n", "rows", "eps", "pay"}:
@@ -179,6 +188,9 @@ def _check_ledger(state):
                                     f"increasing release numbers in [0, {len(spends)})")
             if not isinstance(records[row], dict) or records[row].get("population") != name:
                 raise _ledger_error(f"record {row}'s population", records[row].get("population"), where)
+            if records[row].get(_INDIVIDUAL, True) is not True:
+                raise _ledger_error(f"{where} release row {k}", row, "a release that recorded individual epsilons")
+            booked.add(row)
         for key in ("eps", "pay"):
             for k, part in enumerate(book[key]):
                 try:
@@ -198,6 +210,13 @@ def _check_ledger(state):
                 if key == "eps" and val.size and _exceeds(float(val.max()), float(spends[rows[k]])):
                     raise _ledger_error(f"{where} largest individual epsilon in release {rows[k]}", val.max(),
                                         f"at most that release's epsilon ({plain_value(spends[rows[k]])!r})")
+    # record -> book: a release marked as having recorded individual epsilons is in its population's book (a
+    # removed book, or a book whose last rows were cut, loaded and reset individual_spent); a ledger pickled before
+    # the mark existed has none, and only the book -> record check above applies to it
+    for i, rec in enumerate(records):
+        if rec.get(_INDIVIDUAL) is True and i not in booked:
+            raise _ledger_error(f"record {i}'s population book", plain_value(rec.get("population")),
+                                "a book listing this release, which recorded individual epsilons")
 
 
 class PrivacyAccountant:
@@ -229,7 +248,10 @@ class PrivacyAccountant:
     (to resume a budget across sessions); one unpickled in the process whose ledger it is, is
     that process's accountant itself while it lives (``pickle.loads(pickle.dumps(acc)) is acc``,
     as for a deep copy; an estimator returned by a worker, or saved and loaded in one session,
-    records on the original, never on a second ledger with the whole budget again).
+    records on the original, never on a second ledger with the whole budget again). A copy that
+    recorded in a worker and came back is the original too, without its records; a later snapshot
+    loaded while a handle of an earlier one lives brings that handle up to date (one ledger, one
+    budget), and a snapshot that diverged from it (both recorded since) is refused (``ValueError``).
     An unpickled ledger is re-verified before it is used: a budget that is not a number
     ``>= 0``, a negative or NaN spend, a stored total that is not the sum of the spends,
     records or population books that do not match them are refused (``ValueError``
@@ -287,20 +309,49 @@ class PrivacyAccountant:
         self._register()
 
     def _register(self):
-        """The live accountant of this process that holds this ledger: this one, unless one loaded (or made) here
-        earlier holds it already, with every release this one holds. Copies (in a worker, a fork) are not
-        registered."""
+        """The live accountant of this process that holds this ledger: this one when there is none yet, else the
+        live one (one ledger, one budget). Copies (in a worker, a fork) are not registered.
+
+        * a copy that recorded releases in a worker (unlimited, with a warning) and came back: the live one, its
+          records left out (a copy's records never reach the original; measured: the copies returned by
+          ``cross_validate(..., n_jobs=2, return_estimator=True)`` had more releases than the original, one of them
+          became the ledger, and ``pickle.loads(pickle.dumps(acc)) is acc`` was False);
+        * a snapshot whose releases the live one holds (an earlier or the same state): the live one;
+        * a later snapshot of the ledger an earlier snapshot's handle holds (loaded after the original died): that
+          handle, brought up to date in place (a second handle with the same id and a budget of its own let a
+          budget of 1 release 1.75);
+        * a snapshot that diverged from the live one (both recorded releases since they parted): ValueError.
+        """
         if self._copy_of() is not None:
             return self
-        with _LEDGERS_LOCK:
-            live = _LEDGERS.get(self._ledger_id)
-            n = len(self._spends)
-            # a live handle that lacks releases of this one is an earlier snapshot loaded after the original died:
-            # it answered for a later snapshot (0.25 spent returned where 0.75 was), so this one is the ledger now
-            if (live is None or live._copy_of() is not None or len(live._spends) < n
-                    or live._spends[:n] != self._spends):
-                _LEDGERS[self._ledger_id] = live = self
-        return live
+        while True:
+            with _LEDGERS_LOCK:
+                live = _LEDGERS.get(self._ledger_id)
+                if live is None or live is self or live._copy_of() is not None:
+                    _LEDGERS[self._ledger_id] = self
+                    self.__dict__.pop("_copy_recorded", None)  # the ledger of this process now
+                    return self
+            # the live ledger's lock first, then the registry's (the order of every path that takes both)
+            with live._lock, _LEDGERS_LOCK:
+                if _LEDGERS.get(self._ledger_id) is not live:
+                    continue  # replaced meanwhile: look again
+                return live._absorb(self)
+
+    def _absorb(self, loaded):
+        """This live ledger, once ``loaded`` (the same ledger id, not registered) is taken into account (see
+        :meth:`_register`; both locks held)."""
+        mine, theirs = self._spends, loaded._spends
+        if loaded.__dict__.get("_copy_recorded") or (len(theirs) <= len(mine) and mine[:len(theirs)] == theirs):
+            return self
+        if theirs[:len(mine)] == mine:
+            for key in ("epsilon", "_spends", "_total", "_carry", "_records", "_populations"):
+                self.__dict__[key] = loaded.__dict__.get(key, 0.0)
+            return self
+        raise ValueError(
+            f"this PrivacyAccountant ledger is live in this process with {len(mine)} release(s) (spent "
+            f"{self.spent:.6g}), and the loaded snapshot of it holds {len(theirs)} (spent {loaded.spent:.6g}): "
+            "both recorded releases the other does not have since they parted, so neither is the whole ledger; "
+            "the load is refused rather than making two ledgers of one budget (nothing of it was loaded)")
 
     # ---------------------------------------------------------------- copying
     def __copy__(self):
@@ -314,7 +365,14 @@ class PrivacyAccountant:
         return _restore, (self.__getstate__(),)
 
     def __getstate__(self):
-        state = self.__dict__.copy()
+        # under the lock, with the lists copied: a shallow copy taken while another thread recorded held lists of
+        # different lengths by the time they were pickled (31 of 396 round trips refused as a damaged ledger)
+        with self._lock:
+            state = self.__dict__.copy()
+            state["_spends"] = list(self._spends)
+            state["_records"] = list(self._records)
+            state["_populations"] = {name: {k: list(v) if isinstance(v, list) else v for k, v in book.items()}
+                                     for name, book in self._populations.items()}
         del state["_lock"]
         state.pop("_previous", None)  # the defaults this process's with-blocks replaced: not part of the ledger
         state.pop("_warned_copy", None)
@@ -391,14 +449,20 @@ class PrivacyAccountant:
         record on whichever accountant entered last. Threads that need accountants of their own pass them
         explicitly (``accountant=``).
         """
-        previous = set_default_accountant(self)
+        with _DEFAULT_LOCK:
+            saved = (_DEFAULT["accountant"], _DEFAULT["installed_in"])
+            _install(self, installed=self not in _RESET_DEFAULTS)
         # a stack: re-entering the same accountant (``with acc: with acc:``) overwrote the one saved default,
-        # the outer exit raised AttributeError and left this accountant the default for good
-        self.__dict__.setdefault("_previous", []).append(previous)
+        # the outer exit raised AttributeError and left this accountant the default for good. The default is saved
+        # with whether the caller had installed it: exiting back to the unlimited default of a process that
+        # installed none (a worker, after ``set_default_accountant(None)`` in the block) made it count as installed
+        self.__dict__.setdefault("_previous", []).append(saved)
         return self
 
     def __exit__(self, *exc):
-        set_default_accountant(self._previous.pop())
+        previous, installed_in = self._previous.pop()
+        with _DEFAULT_LOCK:
+            _DEFAULT["accountant"], _DEFAULT["installed_in"] = previous, installed_in
         return False
 
     # ---------------------------------------------------------------- budget
@@ -543,8 +607,12 @@ class PrivacyAccountant:
         if pay is not None and "total_payment" in info:
             raise ValueError(f"spend() sets 'total_payment' itself, the sum of payments ({float(pay.sum())!r}), got "
                              f"total_payment={plain_value(info['total_payment'])!r} too; give only one of them")
+        if _INDIVIDUAL in info:
+            raise ValueError(f"spend() keeps {_INDIVIDUAL!r} itself (whether the release recorded individual "
+                             "epsilons); give the information under another name")
         record = dict(epsilon=epsilon, population=population,
                       total_payment=float(pay.sum()) if pay is not None else info.pop("total_payment", 0.0), **info)
+        record[_INDIVIDUAL] = eps_i is not None   # checked against the books when the ledger is loaded
         with self._lock:
             self.check(epsilon)
             if eps_i is not None:
@@ -567,6 +635,8 @@ class PrivacyAccountant:
                 self._carry = getattr(self, "_carry", 0.0) + ((big - total) + small)
             self._total = total
             self._records.append(record)
+            if self._copy_of() is not None:
+                self._copy_recorded = True  # never taken for a later state of the original (see _register)
         return self
 
     # ---------------------------------------------------------------- reading
@@ -574,7 +644,7 @@ class PrivacyAccountant:
     def records(self):
         """One row per release: ``epsilon``, ``population``, ``total_payment`` and the
         information given to :meth:`spend` (a new :class:`pandas.DataFrame`)."""
-        return pd.DataFrame(self._records)
+        return pd.DataFrame(self._records).drop(columns=[_INDIVIDUAL], errors="ignore")
 
     def populations(self):
         """Names of the populations with individual guarantees on record."""
@@ -677,10 +747,19 @@ def _restore(state):
     return acc._register()
 
 
-_DEFAULT = {"accountant": PrivacyAccountant()}
-# the default no caller installed (at import, or after set_default_accountant(None)), back in place after a with-block
-_DEFAULT["initial"] = _DEFAULT["accountant"]
+#: the default accountant, and the id of the process whose caller installed it (None: no caller did, it is the one
+#: made at import or by set_default_accountant(None); see AccountedMixin)
+_DEFAULT = {"accountant": PrivacyAccountant(), "installed_in": None}
 _DEFAULT_LOCK = threading.Lock()
+#: the defaults made at import or by set_default_accountant(None): set again as the default (``prev =
+#: set_default_accountant(None); ...; set_default_accountant(prev)``) they are still no accountant of the caller's
+_RESET_DEFAULTS = weakref.WeakSet([_DEFAULT["accountant"]])
+
+
+def _install(accountant, installed):
+    """Make ``accountant`` the default, installed by the caller or not (``_DEFAULT_LOCK`` held)."""
+    _DEFAULT["accountant"] = accountant
+    _DEFAULT["installed_in"] = os.getpid() if installed else None
 
 
 def get_default_accountant():
@@ -714,13 +793,14 @@ def set_default_accountant(accountant):
     """
     new = PrivacyAccountant() if accountant is None else check_accountant(accountant)
     with _DEFAULT_LOCK:
-        previous, _DEFAULT["accountant"] = _DEFAULT["accountant"], new
+        previous = _DEFAULT["accountant"]
         # a worker that installs an accountant of its own is not overruled by the budget sent along (AccountedMixin);
         # None (a reset, "no accountant of mine") is not one: it silently replaced the caller's budget in a worker by
-        # an unlimited ledger nobody reads, every release recorded there without a refusal or a warning
+        # an unlimited ledger nobody reads, every release recorded there without a refusal or a warning. Nor is a
+        # reset default put back (the restore pattern, with the accountant this function returned)
         if accountant is None:
-            _DEFAULT["initial"] = new  # a with-block that exits back to it does not make it installed either
-        _DEFAULT["installed_in"] = os.getpid() if new is not _DEFAULT["initial"] else None
+            _RESET_DEFAULTS.add(new)
+        _install(new, installed=new not in _RESET_DEFAULTS)
     return previous
 
 

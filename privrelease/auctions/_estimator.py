@@ -2,6 +2,7 @@
 
 import math
 import secrets
+import threading
 import warnings
 from numbers import Integral, Real
 
@@ -21,6 +22,9 @@ from ..utils._fit import atomic_fit
 from ._dclef import DCLEF, _check_vector, check_data_range
 from ._mechanism import _fair_inner_product_rows, fair_inner_product
 from ._predictors import knn_weights, nadaraya_watson_weights, ridge_weights
+
+#: per thread: (estimator, accountant) of the predict running in it, for _run_query
+_HELD = threading.local()
 
 __all__ = ["DCLEFEstimator"]
 
@@ -357,9 +361,17 @@ class DCLEFEstimator(AccountedMixin, RegressorMixin, BaseEstimator):
             return col.data.tolist()
         return history
 
-    def _run_query(self, w, spent):
-        """One auction, honouring the cap; returns the AuctionResult and the exclusions."""
-        history = self._history(self._accountant())   # the accountant predict holds (same thread, same call)
+    def _run_query(self, w, spent, acc=None):
+        """One auction, honouring the cap; returns the AuctionResult and the exclusions.
+
+        The cap is decided on ``acc``'s history, by default the accountant this thread's :meth:`predict` holds: read
+        again here, a with-block entered by another thread in between swapped the process default, and the decision
+        read another ledger's history.
+        """
+        if acc is None:
+            held = getattr(_HELD, "acc", None)
+            acc = held[1] if held is not None and held[0] is self else None
+        history = self._history(acc if acc is not None else self._accountant())
         v = self.unit_costs_.copy()
         excluded = np.zeros(v.size, dtype=bool)
         cap = self.epsilon_cap_
@@ -425,6 +437,14 @@ class DCLEFEstimator(AccountedMixin, RegressorMixin, BaseEstimator):
 
     def _predict_queries(self, Wq, acc):
         """The auctions, releases and records of :meth:`predict`, given the query weights (``acc`` held)."""
+        # _run_query (which subclasses override as ``_run_query(self, w, spent)``) finds ``acc`` here
+        outer, _HELD.acc = getattr(_HELD, "acc", None), (self, acc)
+        try:
+            return self._predict_queries_held(Wq, acc)
+        finally:
+            _HELD.acc = outer
+
+    def _predict_queries_held(self, Wq, acc):
         spent = acc.individual_spent(self.population_, self.X_fit_.shape[0])
         preds = np.empty(Wq.shape[0])
         cap = self.epsilon_cap_
