@@ -15,11 +15,12 @@
 import hashlib
 import math
 import threading
+import warnings
 from collections import OrderedDict
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.optimize import linprog
+from scipy.optimize import OptimizeWarning, linprog
 
 from ..exceptions import InfeasibleBudgetError, SolverError
 
@@ -614,22 +615,33 @@ def _independence_lp(prob, r, c, n, sel, n_all, w, s, opts, method="highs"):
     return prob.clean(prob.from_edges(x), None), 0, t
 
 
-#: the maximal-leakage LP's budget row is divided by the budget, but its coefficients kept below this (HiGHS takes a
-#: coefficient of 1e20 for infinite: a distortion with a 1e30 penalty entry was a "model error")
+#: the maximal-leakage LP's budget row is written in units of the budget's slack above the smallest distortion; an
+#: entry whose excess cost over its row's cheapest output is more than this many slacks is fixed at 0 (it could carry
+#: at most 1/BUDGET_ROW_MAX_COEF of its row), so the row's coefficients stay within [0, BUDGET_ROW_MAX_COEF]
 BUDGET_ROW_MAX_COEF = 1e9
 
+#: an entry whose cost is within this share of its row's cheapest cost is one of the row's cheapest (Problem's ties)
+BUDGET_TIE_RTOL = 1e-12
 
-def _budget_unit(prob, delta):
-    """The unit of the maximal-leakage LP's budget row: the budget, within BUDGET_ROW_MAX_COEF of the largest
-    edge weight (1 when both are 0)."""
+
+def _budget_excess(prob, delta):
+    """``(e, s)``: each allowed entry's cost above its row's cheapest (``prob.edges()`` order, ties at 0) and the
+    budget's slack ``delta - sum_c min_j w(c, j)`` (at least 0), internal units: every mapping of distortion
+    ``<= delta`` has ``sum e x <= s`` (its rows sum to 1)."""
+    r, _, _ = _entries(prob)
     w = prob.edge_weights()
-    unit = max(float(delta), float(w.max(initial=0.0)) / BUDGET_ROW_MAX_COEF)
-    return unit if unit > 0 else 1.0
+    row_min = np.full(prob.k, np.inf)
+    np.minimum.at(row_min, r, w)
+    e = np.maximum(w - row_min[r], 0.0)
+    e[e <= BUDGET_TIE_RTOL * np.abs(row_min[r])] = 0.0
+    return e, max(float(delta) - float(row_min.sum()), 0.0)
 
 
 def _maximal_leakage_lp(prob, delta, target_bits):
-    """``(cost, A_ub, b_ub, A_eq, b_eq, has_budget)`` of the maximal-leakage LP over the variables
-    ``[x (the allowed entries, prob.edges()), z (one epigraph variable per output)]``."""
+    """``(cost, A_ub, b_ub, A_eq, b_eq, budget_unit, ub)`` of the maximal-leakage LP over the variables
+    ``[x (the allowed entries, prob.edges()), z (one epigraph variable per output)]``: ``budget_unit`` is the
+    slack the budget row (the last of ``A_ub``) is divided by (None without one), ``ub`` the variables' upper
+    bounds (inf where free)."""
     r, c, n = _entries(prob)
     na = prob.M.shape[0]
     kh = prob.kh
@@ -642,17 +654,27 @@ def _maximal_leakage_lp(prob, delta, target_bits):
     b_ub = [np.zeros(na * kh)]
     A_eq = sp.hstack([_row_sum_matrix(prob, r, n), sp.csr_matrix((prob.k, kh))], format="csr")
     b_eq = np.ones(prob.k)
-    has_budget = False
+    ub = np.full(n + kh, np.inf)
+    budget_unit = None
     if target_bits is None:
         cost = np.concatenate([np.zeros(n), np.ones(kh)])
         if delta is not None and np.isfinite(delta) and delta < prob.delta_max:
-            # the budget row in units of the budget (divided by _budget_unit): in internal units (the largest
-            # distortion 1) a distortion with one far symbol had a budget of ~1e-9, below HiGHS's absolute
-            # feasibility tolerance (1e-7), and the LP's mapping leaked 0.49 bits where 0 was reachable
-            unit = _budget_unit(prob, delta)
-            rows_ub.append(sp.csr_matrix(np.concatenate([prob.edge_weights() / unit, np.zeros(kh)])[None, :]))
-            b_ub.append(np.array([float(delta) / unit]))
-            has_budget = True
+            # the budget row as the distortion above each input's cheapest output, in units of the budget's slack
+            # above the smallest distortion: sum_c (e / s) x <= 1. Written as the distortion in units of the budget
+            # (internal units: the largest distortion 1), a distortion spanning 1e-8 .. 1e8 at the smallest budget
+            # had coefficients 6e-8 .. 1e9 against a right-hand side of 3e-5, and HiGHS's unscaled answer broke
+            # the row ("model_status is Unknown", every method). An entry costing more than BUDGET_ROW_MAX_COEF
+            # slacks is fixed at 0 (no bound s / e on the others: its multiplier would be missing from the
+            # certificate's, which are the rows'); at the smallest budget (s = 0) only the rows' cheapest entries
+            # remain and the row goes
+            e, s = _budget_excess(prob, delta)
+            big = e > BUDGET_ROW_MAX_COEF * s
+            ub[:n][big] = 0.0
+            some = (e > 0) & ~big
+            if some.any():
+                rows_ub.append(sp.csr_matrix(np.concatenate([np.where(some, e / s, 0.0), np.zeros(kh)])[None, :]))
+                b_ub.append(np.array([1.0]))
+                budget_unit = s
     else:
         # the distortion above each input's cheapest output (the objective minus delta_min, a constant): HiGHS's
         # absolute tolerances then apply to the answer's distance to the smallest distortion, which the
@@ -663,7 +685,7 @@ def _maximal_leakage_lp(prob, delta, target_bits):
         cost = np.concatenate([np.maximum(w - row_min[r], 0.0), np.zeros(kh)])
         rows_ub.append(sp.csr_matrix(np.concatenate([np.zeros(n), np.ones(kh)])[None, :]))
         b_ub.append(np.array([2.0 ** float(target_bits)]))
-    return cost, sp.vstack(rows_ub, format="csr"), np.concatenate(b_ub), A_eq, b_eq, has_budget
+    return cost, sp.vstack(rows_ub, format="csr"), np.concatenate(b_ub), A_eq, b_eq, budget_unit, ub
 
 
 def maximal_leakage_lower_bound(prob, lam, mu, delta):
@@ -694,12 +716,29 @@ def maximal_leakage_lower_bound(prob, lam, mu, delta):
     lam = np.clip(np.nan_to_num(np.asarray(lam, dtype=float), nan=0.0), 0.0, None)
     lam = lam / np.maximum(lam.sum(axis=0), 1.0)
     g = ((prob.M[:, r] / prob.pA[:, None]) * lam[:, c]).sum(axis=0)
-    mu = float(mu) if delta is not None and np.isfinite(delta) and np.isfinite(mu) and mu > 0 else 0.0
-    if mu > 0:
-        g = g + mu * prob.edge_weights()
+    budgeted = delta is not None and np.isfinite(delta) and delta < prob.delta_max
+    mu = float(mu) if budgeted and np.isfinite(mu) and mu > 0 else 0.0
+    if budgeted:
+        # in the excess form of the LP's budget row (_budget_excess): sum_c min_j [.. + mu e(c, j)] - mu s, the same
+        # bound without the cancellation of mu w against mu delta (the smallest budget: s = 0, mu up to 1 / s); at
+        # s = 0 a feasible mapping uses only its rows' cheapest entries, the minimum is over those
+        e, slack = _budget_excess(prob, delta)
+        if slack <= 0.0:
+            g = np.where(e > 0, np.inf, g)
+        elif (e > 0).any():
+            # also at the multiplier that prices every entry above its row's cheapest out of the minima (the LP's
+            # row may be gone: all its entries above BUDGET_ROW_MAX_COEF slacks, fixed at 0): the bound of the
+            # rows' cheapest entries less at most max(g) / BUDGET_ROW_MAX_COEF
+            mu_cut = float(g.max(initial=0.0)) / float(e[e > 0].min())
+            best = -np.inf
+            for m in {mu, mu_cut}:
+                row_min = np.full(prob.k, np.inf)
+                np.minimum.at(row_min, r, g + m * e)
+                best = max(best, float(row_min.sum() - m * slack))
+            return best
     row_min = np.full(prob.k, np.inf)
     np.minimum.at(row_min, r, g)
-    return float(row_min.sum() - (mu * float(delta) if mu > 0 else 0.0))
+    return float(row_min.sum())
 
 
 def maximal_leakage_distortion_bound(prob, lam, nu, target_bits):
@@ -769,7 +808,7 @@ def polish_maximal_leakage(prob, P, delta):
         The polished mapping (same form as ``P``), or None when the active system does not give a feasible one.
     """
     r, c, n = _entries(prob)
-    _, A_ub, b_ub, A_eq, b_eq, _ = _maximal_leakage_lp(prob, delta, None)
+    _, A_ub, b_ub, A_eq, b_eq, _, _ = _maximal_leakage_lp(prob, delta, None)
     x = np.asarray(P, dtype=float)[r, c] if not getattr(prob, "sparse", False) else np.asarray(P, dtype=float)
     z = (prob.joint(prob.from_edges(x)) / prob.pA[:, None]).max(axis=0)
     v = np.concatenate([x, z])
@@ -788,6 +827,37 @@ def polish_maximal_leakage(prob, P, delta):
     return prob.from_edges(np.clip(w[:n], 0.0, None))
 
 
+#: HiGHS's methods tried in turn on the maximal-leakage LP when one ends without an answer (an unknown model status
+#: or a solve error): its dual simplex with tolerances of 1e-9, its interior point without the crossover, then both
+#: without presolve
+ML_LP_RETRIES = (
+    ("highs-ds", {"primal_feasibility_tolerance": 1e-9, "dual_feasibility_tolerance": 1e-9}),
+    ("highs-ipm", {"run_crossover": "off"}),
+    ("highs-ds", {"presolve": False}),
+    ("highs-ipm", {"presolve": False}),
+)
+
+
+def _ml_linprog(cost, A_ub, b_ub, A_eq, b_eq, bounds, method, retry_infeasible=False):
+    """``linprog`` by ``method``, then by the ML_LP_RETRIES while HiGHS returns neither an optimum nor (unless
+    ``retry_infeasible``: the delta mode's LP is always feasible) infeasibility; the first result when all fail.
+
+    A nearly independent prior (|A| = 10) had its LP's unscaled answer miss the dual tolerances by 3e6 times
+    ("model_status is Unknown" by either method, with or without presolve) where the dual simplex at tolerances of
+    1e-9 or the interior point without crossover solve it; integer distortions with ties were a "Solve error" of
+    the interior point that the dual simplex solves."""
+    first = None
+    for meth, opts in ((method, {}),) + ML_LP_RETRIES:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", OptimizeWarning)  # run_crossover: passed to HiGHS, unknown to linprog
+            res = linprog(cost, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq, bounds=bounds, method=meth,
+                          options=opts)
+        first = res if first is None else first
+        if res.status == 0 or (res.status == 2 and not retry_infeasible):
+            return res
+    return first
+
+
 def solve_maximal_leakage_lp(prob, *, delta=None, target_bits=None, bound_bits=None):
     """Minimise maximal leakage (delta mode) or distortion (target mode) by one HiGHS LP.
 
@@ -799,7 +869,7 @@ def solve_maximal_leakage_lp(prob, *, delta=None, target_bits=None, bound_bits=N
     n = _entries(prob)[2]
     na = prob.M.shape[0]
     kh = prob.kh
-    cost, A_ub, b_ub, A_eq, b_eq, has_budget = _maximal_leakage_lp(prob, delta, target_bits)
+    cost, A_ub, b_ub, A_eq, b_eq, budget_unit, ub = _maximal_leakage_lp(prob, delta, target_bits)
     # beyond two classes by HiGHS's interior point (with its crossover to a vertex: the same optimum, basis
     # multipliers), as the perfect-privacy LP: the |A| blocks of epigraph rows are degenerate for the dual
     # simplex. Paired on squared-Euclidean instances with a far cluster and a Dirichlet(0.5) joint: 54 draws at
@@ -807,7 +877,8 @@ def solve_maximal_leakage_lp(prob, *, delta=None, target_bits=None, bound_bits=N
     # k = 150 .. 300, |A| = 3 .. 10, faster on 7 (up to 8.7x), slower on 3 (up to 2.3x: |A| = 10, k = 300,
     # 216 s against 93 s); docs/benchmarks.md, stop 33
     method = "highs-ipm" if na > 2 else "highs"
-    res = linprog(cost, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq, bounds=(0, None), method=method)
+    bounds = np.column_stack([np.zeros(ub.size), ub])
+    res = _ml_linprog(cost, A_ub, b_ub, A_eq, b_eq, bounds, method, retry_infeasible=target_bits is None)
     if res.status == 2 and target_bits is not None:
         _, info = solve_maximal_leakage_lp(prob)
         smallest = float(np.log2(max(info["lp_objective"], 1.0)))
@@ -823,7 +894,7 @@ def solve_maximal_leakage_lp(prob, *, delta=None, target_bits=None, bound_bits=N
         # distortion. Solved again in units of its first answer (the distance to the smallest distortion), where
         # they are ~1
         unit = float(res.fun)
-        res2 = linprog(cost / unit, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq, bounds=(0, None), method=method)
+        res2 = _ml_linprog(cost / unit, A_ub, b_ub, A_eq, b_eq, bounds, method)
         if res2.status == 0:
             res = res2
         else:
@@ -838,7 +909,7 @@ def solve_maximal_leakage_lp(prob, *, delta=None, target_bits=None, bound_bits=N
     if target_bits is None and res.ineqlin is not None:
         marg = -np.asarray(res.ineqlin.marginals, dtype=float)
         info["lower_bound"] = maximal_leakage_lower_bound(
-            prob, marg[:na * kh].reshape(na, kh), marg[-1] / _budget_unit(prob, delta) if has_budget else 0.0, delta)
+            prob, marg[:na * kh].reshape(na, kh), marg[-1] / budget_unit if budget_unit else 0.0, delta)
     elif res.ineqlin is not None:  # target mode: the distortion bound of the same multipliers (rigorous)
         marg = -np.asarray(res.ineqlin.marginals, dtype=float)
         lam, nu = unit * marg[:na * kh].reshape(na, kh), unit * marg[-1]

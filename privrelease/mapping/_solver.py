@@ -932,14 +932,19 @@ def _solve_ml(prob, delta, target_bits, solver, tol=1e-6):
         P, name, info = X.value, "cvxpy-SCIPY", None
     else:
         try:
-            P, info = solve_maximal_leakage_lp(prob, delta=delta, target_bits=lp_bits, bound_bits=target_bits)
-        except InfeasibleBudgetError:
-            if lp_bits == target_bits:
+            try:
+                P, info = solve_maximal_leakage_lp(prob, delta=delta, target_bits=lp_bits, bound_bits=target_bits)
+            except InfeasibleBudgetError:
+                if lp_bits == target_bits:
+                    raise
+                # the target is within the hair of the smallest achievable value: the LP at the target itself (it
+                # raises naming the target when that is out of reach too)
+                lp_bits = target_bits
+                P, info = solve_maximal_leakage_lp(prob, delta=delta, target_bits=target_bits)
+        except SolverError as exc:
+            if solver != "auto":
                 raise
-            # the target is within the hair of the smallest achievable value: the LP at the target itself (it
-            # raises naming the target when that is out of reach too)
-            lp_bits = target_bits
-            P, info = solve_maximal_leakage_lp(prob, delta=delta, target_bits=target_bits)
+            return _ml_fallback(prob, delta, target_bits, exc)
         name = "highs"
     P_raw, P = P, prob.clean(P, delta)
 
@@ -1036,6 +1041,39 @@ def _solve_ml(prob, delta, target_bits, solver, tol=1e-6):
             "distortion_tolerance": float(prob.to_user(dist_tol)),
             "method": "linear program (HiGHS), dual bound" + lb_note}
     return P, cert, name, "optimal" if gap <= dist_tol else "inaccurate"
+
+
+def _ml_fallback(prob, delta, target_bits, exc):
+    """The best feasible mapping at hand when HiGHS solved no form of the maximal-leakage LP (``solver="auto"``):
+    the cheapest mapping, the cheapest constant mapping and the perfect-privacy LP's mapping, the least leaky within
+    the budget (delta mode) or the cheapest within the target (target mode), status "inaccurate" (the caller warns);
+    the SolverError again when none is feasible."""
+    def ml_sum(Q):
+        return float((prob.joint(Q) / prob.pA[:, None]).max(axis=0).sum())
+
+    cands = [prob.P_min, _cheapest_constant_mapping(prob)]
+    try:
+        cands.append(perfect_privacy_mapping(prob)[0])
+    except SolverError:
+        pass
+    cands = [Q for Q in cands if Q is not None]
+    note = f"HiGHS did not solve the maximal-leakage LP ({exc}): the best of the cheapest, constant and " \
+           "perfect-privacy mappings"
+    if target_bits is None:
+        ok = [Q for Q in cands if delta is None or not np.isfinite(delta) or prob.distortion(Q) <= delta]
+        P = min(ok, key=ml_sum)  # the cheapest mapping is always within the budget (delta >= delta_min)
+        cert = {"gap_bits": float(math.log2(max(ml_sum(P), 1.0))), "lp_gap": float("nan"), "method": note}
+        return P, cert, "highs", "inaccurate"
+    cap = 2.0 ** target_bits * (1 + 1e-12)
+    ok = [Q for Q in cands if ml_sum(Q) <= max(cap, 1.0 + 1e-12)]
+    if not ok:
+        raise exc
+    P = min(ok, key=prob.distortion)
+    cert = {"gap_bits": max(math.log2(max(ml_sum(P), 1.0)) - target_bits, 0.0),
+            "distortion_gap": float(prob.to_user(prob.distortion(P) - prob.delta_min)),
+            "distortion_lower_bound": float(prob.to_user(prob.delta_min)), "distortion_tolerance": 0.0,
+            "method": note}
+    return P, cert, "highs", "inaccurate"
 
 
 def _lower_partner(prob, target_bits, use_lp, ml_sum, cap, fallback):
