@@ -694,7 +694,9 @@ def maximal_leakage_lower_bound(prob, lam, mu, delta):
     For multipliers ``lam(a, j) >= 0`` with ``sum_a lam(a, j) <= 1`` (rescaled to it) and ``mu >= 0``,
     ``max_a p(j | a) >= sum_a lam(a, j) p(j | a)`` and ``mu (distortion - delta) <= 0``, so every
     feasible mapping has ``sum_j max_a p(j | a) >= sum_c min_j [sum_a lam(a, j) p(a, c) / p(a) + mu w(c, j)]
-    - mu delta`` (weak duality, any multipliers: no trust in the LP's dual feasibility is needed).
+    - mu delta`` (weak duality, any multipliers: no trust in the LP's dual feasibility is needed). Evaluated in the
+    form of the LP's budget row, ``w`` and ``delta`` less the rows' cheapest costs (the same value), and also at the
+    multiplier that leaves only the rows' cheapest entries in the minima; the larger of the two.
 
     Parameters
     ----------
