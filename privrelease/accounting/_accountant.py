@@ -109,6 +109,9 @@ def _stack_rows(rows, n):
 #: key of a record that says whether the release recorded individual epsilons (in its population's book); not shown
 #: in ``records``
 _INDIVIDUAL = "_individual_epsilons"
+#: key of a record holding a token of its own: two snapshots of one ledger share a release only if they share its
+#: token (equal epsilons are not the same release); not shown in ``records``
+_RELEASE = "_release"
 
 
 def _ledger_error(what, value, expected):
@@ -340,7 +343,10 @@ class PrivacyAccountant:
     def _absorb(self, loaded):
         """This live ledger, once ``loaded`` (the same ledger id, not registered) is taken into account (see
         :meth:`_register`; both locks held)."""
-        mine, theirs = self._spends, loaded._spends
+        # the releases themselves (their epsilons and tokens), not the epsilons alone: a snapshot that diverged with
+        # a release of the same epsilon (0.5 by the original, then 0.5 by an earlier snapshot's handle) was taken for
+        # the same history, and a budget of 1 released 1.5
+        mine, theirs = _history(self), _history(loaded)
         if loaded.__dict__.get("_copy_recorded") or (len(theirs) <= len(mine) and mine[:len(theirs)] == theirs):
             return self
         if theirs[:len(mine)] == mine:
@@ -399,6 +405,11 @@ class PrivacyAccountant:
             # it saved at different times are two ledgers here, neither taken for the other
             self._ledger_id = secrets.token_hex(16)
             self._session = _SESSION
+            if pid is None:  # an older version's file: this process's own ledger now (as an earlier session's)
+                self._pid = os.getpid()
+            # registered here: a pickle of an older version is loaded without _restore, and its ledger was never
+            # registered, so a round trip of it made a second ledger with a budget of its own (1.5 released on 1)
+            self._register()
 
     def _copy_of(self):
         """The id of the process the original lives in when this accountant is a copy of it: unpickled in a
@@ -607,12 +618,15 @@ class PrivacyAccountant:
         if pay is not None and "total_payment" in info:
             raise ValueError(f"spend() sets 'total_payment' itself, the sum of payments ({float(pay.sum())!r}), got "
                              f"total_payment={plain_value(info['total_payment'])!r} too; give only one of them")
+        if _RELEASE in info:
+            raise ValueError(f"spend() keeps {_RELEASE!r} itself (a token of the release); got it as information")
         if _INDIVIDUAL in info:
             raise ValueError(f"spend() keeps {_INDIVIDUAL!r} itself (whether the release recorded individual "
                              "epsilons); give the information under another name")
         record = dict(epsilon=epsilon, population=population,
                       total_payment=float(pay.sum()) if pay is not None else info.pop("total_payment", 0.0), **info)
         record[_INDIVIDUAL] = eps_i is not None   # checked against the books when the ledger is loaded
+        record[_RELEASE] = secrets.token_hex(8)
         with self._lock:
             self.check(epsilon)
             if eps_i is not None:
@@ -644,7 +658,7 @@ class PrivacyAccountant:
     def records(self):
         """One row per release: ``epsilon``, ``population``, ``total_payment`` and the
         information given to :meth:`spend` (a new :class:`pandas.DataFrame`)."""
-        return pd.DataFrame(self._records).drop(columns=[_INDIVIDUAL], errors="ignore")
+        return pd.DataFrame(self._records).drop(columns=[_INDIVIDUAL, _RELEASE], errors="ignore")
 
     def populations(self):
         """Names of the populations with individual guarantees on record."""
@@ -732,6 +746,11 @@ class PrivacyAccountant:
             Those rows, re-indexed from 0.
         """
         return self.records.iloc[self._book(population)["rows"]].reset_index(drop=True)
+
+
+def _history(acc):
+    """The releases of a ledger as ``(epsilon, token)`` pairs (token None in a ledger of an older version)."""
+    return [(e, r.get(_RELEASE) if isinstance(r, dict) else None) for e, r in zip(acc._spends, acc._records)]
 
 
 def _restore(state):

@@ -239,3 +239,46 @@ def test_run_query_reads_the_ledger_predict_holds():
         set_default_accountant(before)
     assert len(mine) == 1 and len(other) == 0
     assert read and all(a is mine for a in read)
+
+
+def test_a_ledger_of_an_older_version_is_registered_when_loaded():
+    # a pickle of an older version is loaded without _restore (the default reduce): its ledger was never registered,
+    # so a round trip made a second ledger with a budget of its own (1.5 released on a budget of 1)
+    import pickle
+
+    from privrelease.accounting import PrivacyAccountant
+    from privrelease.exceptions import BudgetExceededError
+
+    a = PrivacyAccountant(1.0).spend(0.25)
+    old = a.__getstate__()
+    for key in ("_ledger_id", "_session", "_pid"):
+        old.pop(key, None)
+    old["_records"] = [{k: v for k, v in r.items() if not k.startswith("_")} for r in old["_records"]]
+    loaded = PrivacyAccountant.__new__(PrivacyAccountant)
+    loaded.__setstate__(old)
+    back = pickle.loads(pickle.dumps(loaded))
+    assert back is loaded
+    back.spend(0.5)
+    with pytest.raises(BudgetExceededError):
+        loaded.spend(0.5)
+
+
+def test_a_snapshot_diverged_by_a_release_of_the_same_epsilon_is_refused():
+    # divergence was told by the epsilons alone: the original's 0.5 and an earlier snapshot's handle's 0.5 looked
+    # like one history, the later snapshot was taken for the handle's, and a budget of 1 released 1.5
+    import gc
+    import pickle
+
+    from privrelease.accounting import PrivacyAccountant
+
+    A = PrivacyAccountant(1.0)
+    s0 = pickle.dumps(A)
+    A.spend(0.5, query="by A")
+    s1 = pickle.dumps(A)
+    del A
+    gc.collect()
+    H = pickle.loads(s0)
+    H.spend(0.5, query="by H")
+    with pytest.raises(ValueError, match="both recorded releases the other does not have"):
+        pickle.loads(s1)
+    assert not [c for c in H.records.columns if c.startswith("_")]  # the tokens are not shown
