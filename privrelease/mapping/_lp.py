@@ -348,8 +348,7 @@ def independence_lower_bound(prob, t, leak_nats):
     # independent class reach 1e12, and the rounding of p(a, c) - p(a) p(c) times them is the bound's error
     LD = np.longdouble
     w = prob.edge_weights().astype(LD)
-    M_ld = prob.M.astype(LD)
-    G = M_ld[: na - 1] - M_ld.sum(axis=1)[: na - 1, None] * M_ld.sum(axis=0)[None, :]
+    G = prob.M[: na - 1].astype(LD) - prob.pA[: na - 1, None].astype(LD) * prob.pc[None, :].astype(LD)
     ordered = bool(np.all(np.diff(r) >= 0))
     starts = np.flatnonzero(np.r_[True, r[1:] != r[:-1]]) if ordered else None
 
@@ -389,6 +388,7 @@ def independence_lower_bound(prob, t, leak_nats):
     # of 3e12 (a nearly independent prior) the float bound stood 1.6e-4 relative above the same Lagrangian in exact
     # arithmetic. Each row's minimum moves by at most its largest entry's error
     u = float(np.finfo(LD).eps)
+    u64 = float(np.finfo(float).eps)
     mass = prob.M[: na - 1, r] + (na + prob.k + 3) * prob.pA[: na - 1, None] * prob.pc[None, r]
     gabs = np.abs(gr).astype(float)
     wabs = np.abs(prob.edge_weights())
@@ -405,7 +405,10 @@ def independence_lower_bound(prob, t, leak_nats):
         if np.all(np.isfinite(m)):
             total = m.sum()
             # the sum's rounding (extended), then its conversion to a double, rounded down
-            slack = rounding(tt) + prob.k * u * float(np.abs(m).sum())
+            # and the marginals' own rounding (p_A, p_C are float sums of M): at an independent joint r = J - p_A q
+            # is then not 0 but within (k + |A|) ulps of p(a) q(j), times the multipliers
+            marg = (prob.k + na) * u64 * float((np.abs(tt) * prob.pA[: na - 1, None]).sum(axis=0).max(initial=0.0))
+            slack = rounding(tt) + prob.k * u * float(np.abs(m).sum()) + marg
             low = float(total)
             if low > total:
                 low = float(np.nextafter(low, -np.inf))

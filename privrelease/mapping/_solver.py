@@ -1147,8 +1147,10 @@ def solve_mapping(prior, distortion, delta=None, *, max_leakage=None, leakage="m
     max_leakage : float, optional
         Privacy target in bits (``>= 0``). The answer's distortion is certified to within
         ``ANSWER_RTOL`` (1e-3) of its distance to the smallest distortion, and at most ``DIST_RTOL``
-        (1e-6) of the distortion range (module notes, tolerance policy);
-        ``certificate['distortion_tolerance']`` gives it in maximal-leakage mode.
+        (1e-6) of the distortion range (module notes, tolerance policy); in maximal-leakage mode
+        plus what meeting the target exactly after HiGHS's tolerances costs (at most another
+        ``DIST_RTOL`` of the range). ``certificate['distortion_tolerance']`` gives the tolerance
+        applied where it differs from that rule.
     leakage : {"mutual_information", "maximal_leakage"}
         The privacy measure. ``"maximal_leakage"`` (``log2 sum_j max_a p(j|a)``)
         is minimised exactly by one linear program (HiGHS).
