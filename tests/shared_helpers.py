@@ -95,3 +95,23 @@ def reference_leakage(prior, d, delta):
         mid = 0.5 * (lo + hi)
         lo, hi = (lo, mid) if expected_distortion(prior, (1 - mid) * Q + mid * P_min, d) <= delta else (mid, hi)
     return leakage(prior, (1 - hi) * Q + hi * P_min)
+
+
+def nearly_independent(seed, na=10, k=40, eps=1e-7):
+    """A prior whose attribute is nearly independent of the inputs, ``p(a, c) = p(a) p(c) (1 + eps e)``, and
+    squared index distances: the instances on which the perfect-privacy LP's equations fell below HiGHS's
+    tolerances (families hunt of stop 41)."""
+    rng = np.random.default_rng(seed)
+    pa, pc = rng.dirichlet(np.ones(na)), rng.dirichlet(np.ones(k))
+    prior = np.outer(pa, pc) * (1 + eps * rng.standard_normal((na, k)))
+    prior /= prior.sum()
+    d = (np.subtract.outer(np.arange(k), np.arange(k)) ** 2).astype(float)
+    return prior, d
+
+
+def dclef_data(n):
+    """``n`` users' 3 features and a private rating in 1..5 (the first feature, rounded): DCLEFEstimator's data."""
+    rng = np.random.default_rng(0)
+    Y = rng.normal(size=(n, 3))
+    d = np.clip(np.round(3 + Y[:, 0]), 1, 5)
+    return Y, d

@@ -17,6 +17,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 import pytest
+from shared_helpers import dclef_data  # tests/shared_helpers.py
 
 from privrelease.accounting import PrivacyAccountant, get_default_accountant, set_default_accountant
 from privrelease.accounting._accountant import _restore
@@ -27,10 +28,7 @@ needs_fork = pytest.mark.skipif("fork" not in multiprocessing.get_all_start_meth
 
 
 def _data(n=30):
-    rng = np.random.default_rng(0)
-    Y = rng.normal(size=(n, 3))
-    d = np.clip(np.round(3 + Y[:, 0]), 1, 5)
-    return Y, d
+    return dclef_data(n)
 
 
 # ---------------------------------------------------------------- 1. a consistent snapshot

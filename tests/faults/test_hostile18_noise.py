@@ -16,6 +16,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 import pytest
+from shared_helpers import dclef_data  # tests/shared_helpers.py
 
 from privrelease.accounting import PrivacyAccountant, set_default_accountant
 from privrelease.auctions import DCLEFEstimator
@@ -24,10 +25,7 @@ from privrelease.noise import Laplace
 
 
 def _data(n=40):
-    rng = np.random.default_rng(0)
-    Y = rng.normal(size=(n, 3))
-    d = np.clip(np.round(3 + Y[:, 0]), 1, 5)
-    return Y, d
+    return dclef_data(n)
 
 
 def test_an_accountant_loaded_in_its_own_process_is_the_original_ledger():

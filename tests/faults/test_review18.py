@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from privrelease.datasets import load_ratings_csv
+from shared_helpers import nearly_independent  # tests/shared_helpers.py
 
 
 def test_every_integer_written_plainly_and_as_a_float_is_counted(tmp_path):
@@ -31,13 +32,7 @@ def test_the_ratings_file_experiment_refuses_an_id_written_with_two_zeros(tmp_pa
         _refuse_float_spelled_twins(np.array(["9", "10"], dtype=object), "r.csv", "user")
 
 
-def _nearly_independent(seed, na=10, k=40, eps=1e-7):
-    rng = np.random.default_rng(seed)
-    pa, pc = rng.dirichlet(np.ones(na)), rng.dirichlet(np.ones(k))
-    prior = np.outer(pa, pc) * (1 + eps * rng.standard_normal((na, k)))
-    prior /= prior.sum()
-    d = (np.subtract.outer(np.arange(k), np.arange(k)) ** 2).astype(float)
-    return prior, d
+_nearly_independent = nearly_independent
 
 
 def _perfect_privacy_reference(prior, d):

@@ -12,6 +12,7 @@ import warnings
 
 import numpy as np
 import pytest
+from shared_helpers import nearly_independent  # tests/shared_helpers.py
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
@@ -68,12 +69,7 @@ def _span_instance(seed):
 
 
 def _near_independent(seed, k=20, eps=1e-6, na=10):
-    rng = np.random.default_rng(seed)
-    pa, pc = rng.dirichlet(np.ones(na)), rng.dirichlet(np.ones(k))
-    prior = np.outer(pa, pc) * (1 + eps * rng.standard_normal((na, k)))
-    prior /= prior.sum()
-    d = (np.subtract.outer(np.arange(k), np.arange(k)) ** 2).astype(float)
-    return prior, d
+    return nearly_independent(seed, na=na, k=k, eps=eps)
 
 
 def _certified(res, prior):
