@@ -115,3 +115,20 @@ def dclef_data(n):
     Y = rng.normal(size=(n, 3))
     d = np.clip(np.round(3 + Y[:, 0]), 1, 5)
     return Y, d
+
+
+def ledger_snapshots():
+    """Two pickles of one ledger (budget 1): ``early`` with 0.25 spent, ``late`` with 0.75; the original is gone
+    (collected), so neither is taken for a live handle when loaded."""
+    import gc
+    import pickle
+
+    from privrelease.accounting import PrivacyAccountant
+
+    acc = PrivacyAccountant(epsilon=1.0).spend(0.25)
+    early = pickle.dumps(acc)
+    acc.spend(0.5)
+    late = pickle.dumps(acc)
+    del acc
+    gc.collect()
+    return early, late

@@ -391,7 +391,7 @@ def independence_lower_bound(prob, t, leak_nats):
     u64 = float(np.finfo(float).eps)
     mass = prob.M[: na - 1, r] + (na + prob.k + 3) * prob.pA[: na - 1, None] * prob.pc[None, r]
     gabs = np.abs(gr).astype(float)
-    wabs = np.abs(prob.edge_weights())
+    wabs = np.abs(w).astype(float)
 
     def rounding(tt):
         at = np.abs(tt[:, c])

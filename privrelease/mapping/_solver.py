@@ -1027,25 +1027,31 @@ def _solve_ml(prob, delta, target_bits, solver, tol=1e-6):
     # the weak-duality bound of the LP's multipliers, not HiGHS's dual objective (not a bound: see
     # maximal_leakage_distortion_bound); delta_min when HiGHS gave no marginals
     lb = info.get("lower_bound", prob.delta_min)
+    d_P = prob.distortion(P)
+
+    def tolerance(lb):
+        # relative to the answer's distance to the smallest distortion, as the mutual-information target mode:
+        # relative to the range, an LP answer of 1.026 where 0.274 is optimal was certified (a distortion with a 1e9
+        # penalty). Plus what the LP's hair inside the target costs by the same multipliers (their bound at the LP's
+        # own target minus the one at the target): a target at the smallest distortion's leakage is met at a
+        # distortion above it
+        return _answer_dist_tol(prob, d_P, ML_ROUNDING_RTOL * max(prob.delta_max - prob.delta_min, 0.0)) + max(
+            info.get("lower_bound_lp_target", lb) - lb, 0.0) + pull_price
+
     lb_note = ""
-    if not prob.sparse and target_bits <= ML_INDEPENDENCE_BITS:
+    if max(d_P - lb, 0.0) > tolerance(lb) and not prob.sparse and target_bits <= ML_INDEPENDENCE_BITS:
         # near perfect privacy the LP's multipliers see little (a target of 1e-12 bits on a nearly independent
         # prior: bound 0 against an answer of 85.2, certified only through the pull-back's price); maximal leakage
         # bounds the mutual information (Sibson's order infinity), so every mapping within the target leaks at most
         # target_bits of mutual information, and the perfect-privacy LP's multipliers relaxed to it bound its
-        # distortion (independence_lower_bound)
+        # distortion (independence_lower_bound). Only where the LP's bound falls short: the perfect-privacy LP is
+        # a solve of its own (seconds at k = 1000), and a tighter bound cannot make a certified answer uncertified
         _, _, t_pp = perfect_privacy_mapping(prob, return_duals=True)
         lb_ind = independence_lower_bound(prob, t_pp, target_bits * LN2)
         if lb_ind > lb:
             lb, lb_note = lb_ind, "; distortion bound: the perfect-privacy LP's multipliers (I <= maximal leakage)"
-    d_P = prob.distortion(P)
     gap = max(d_P - lb, 0.0)
-    # relative to the answer's distance to the smallest distortion, as the mutual-information target mode: relative
-    # to the range, an LP answer of 1.026 where 0.274 is optimal was certified (a distortion with a 1e9 penalty).
-    # Plus what the LP's hair inside the target costs by the same multipliers (their bound at the LP's own target
-    # minus the one at the target): a target at the smallest distortion's leakage is met at a distortion above it
-    dist_tol = _answer_dist_tol(prob, d_P, ML_ROUNDING_RTOL * max(prob.delta_max - prob.delta_min, 0.0)) + max(
-        info.get("lower_bound_lp_target", lb) - lb, 0.0) + pull_price
+    dist_tol = tolerance(lb)
     cert = {"gap_bits": max(math.log2(max(ml_sum(P), 1.0)) - target_bits, 0.0),
             "distortion_gap": float(prob.to_user(gap)), "distortion_lower_bound": float(prob.to_user(lb)),
             "distortion_tolerance": float(prob.to_user(dist_tol)),

@@ -17,7 +17,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 import pytest
-from shared_helpers import dclef_data  # tests/shared_helpers.py
+from shared_helpers import dclef_data, ledger_snapshots  # tests/shared_helpers.py
 
 from privrelease.accounting import PrivacyAccountant, get_default_accountant, set_default_accountant
 from privrelease.accounting._accountant import _restore
@@ -89,19 +89,9 @@ def test_a_copy_that_recorded_in_a_worker_never_replaces_the_original():
     assert pickle.loads(pickle.dumps(acc)) is acc
 
 
-def _snapshots():
-    acc = PrivacyAccountant(epsilon=1.0).spend(0.25)
-    early = pickle.dumps(acc)
-    acc.spend(0.5)
-    late = pickle.dumps(acc)
-    del acc
-    gc.collect()
-    return early, late
-
-
 def test_a_later_snapshot_brings_the_live_handle_up_to_date():
     # two handles of one ledger id, each with its own remaining budget: a budget of 1 released 1.75
-    early, late = _snapshots()
+    early, late = ledger_snapshots()
     a = pickle.loads(early)
     assert a.spent == 0.25
     b = pickle.loads(late)
@@ -113,7 +103,7 @@ def test_a_later_snapshot_brings_the_live_handle_up_to_date():
 
 
 def test_a_snapshot_that_diverged_from_the_live_handle_is_refused():
-    early, late = _snapshots()
+    early, late = ledger_snapshots()
     a = pickle.loads(early)
     a.spend(0.1)                      # recorded since the two parted, as the later snapshot did
     with pytest.raises(ValueError, match="both recorded releases the other does not have"):

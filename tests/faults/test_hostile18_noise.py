@@ -16,7 +16,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 import pytest
-from shared_helpers import dclef_data  # tests/shared_helpers.py
+from shared_helpers import dclef_data, ledger_snapshots  # tests/shared_helpers.py
 
 from privrelease.accounting import PrivacyAccountant, set_default_accountant
 from privrelease.auctions import DCLEFEstimator
@@ -224,14 +224,7 @@ def test_sensitivity_zero_adds_no_noise_and_claims_no_more_than_asked():
 def test_a_later_snapshot_is_never_answered_by_an_earlier_one():
     # the original ledger is gone; an earlier snapshot (0.25 spent) is loaded first, then a later one (0.75 spent):
     # the later one was answered by the earlier handle (0.25), its 0.5 of further releases lost
-    import gc
-
-    acc = PrivacyAccountant(epsilon=1.0).spend(0.25)
-    early = pickle.dumps(acc)
-    acc.spend(0.5)
-    late = pickle.dumps(acc)
-    del acc
-    gc.collect()
+    early, late = ledger_snapshots()
     a = pickle.loads(early)
     assert a.spent == 0.25
     b = pickle.loads(late)
