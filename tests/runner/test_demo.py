@@ -127,6 +127,11 @@ def test_politics_binarized_quick(demo_quick, top5_threat_by_counting):
     # perfect privacy can only add distortion to the quantization's own (delta = 0 point)
     assert head["quantization_distortion"] <= head["perfect_privacy_distortion"] + 1e-9
     assert head["auc_original"] > 0.8 and head["auc_adaptive_perfect_privacy"] < 0.6
+    # the worst cases are folded like the chance level beside them: max(AUC, 1 - AUC) of the attack table's rows
+    tab = pd.read_csv(tmp_path / "politics_binarized_attacks.csv")
+    adaptive = tab.loc[tab["attacker"] == "adaptive", "auc"]
+    assert head["auc_adaptive_perfect_privacy"] == pytest.approx(np.maximum(adaptive, 1 - adaptive).max(), abs=1e-12)
+    assert head["auc_adaptive_perfect_privacy"] >= head["chance_folded_auc"] - 0.1 >= 0.4
     assert json.loads((tmp_path / "headline.json").read_text())["mi_top5_bits"] == pytest.approx(head["mi_top5_bits"])
 
 
@@ -137,6 +142,9 @@ def test_politics_ratings_quick(demo_quick):
     # the default mapper at perfect privacy: attacker near random, RMSE below "release nothing"
     assert head["auc_original"] > 0.8
     assert head["auc_adaptive_ours_perfect_privacy"] < 0.6
+    tab = pd.read_csv(tmp_path / "politics_ratings_rmse_auc.csv")
+    for col in ("auc_original", "auc_fixed", "auc_adaptive"):
+        assert (tab[col] >= 0.5).all(), col   # folded
     assert head["rmse_increase_ours_perfect_privacy"] < head["rmse_increase_release_nothing"]
     assert head["rmse_increase_naive_representative"] > head["rmse_increase_release_nothing"]
 
