@@ -130,14 +130,34 @@ _SUBNORMAL = np.nextafter(0.0, 1.0)  # 5e-324
 
 
 def _cho_factor(S):
-    """Lower Cholesky factor of ``S`` by LAPACK's ``dpotrf``, called directly: ``scipy.linalg.cho_factor`` makes the
-    same call (``clean=False``, so the same numbers) behind a wrapper that cost ~40 us a call, a quarter of a small
-    problem's Newton step (three solves and a factorisation each). Raises ``LinAlgError`` when ``S`` is not
-    positive definite (or holds a NaN, which LAPACK reports as an illegal value)."""
-    c, info = _lapack.dpotrf(S, lower=1, clean=0)
+    """Lower Cholesky factor of the symmetric ``S`` by LAPACK's ``dpotrf``, called directly: ``scipy.linalg.cho_factor``
+    makes the same call (``clean=False``, so the same numbers) behind a wrapper that cost ~40 us a call, a quarter of a
+    small problem's Newton step (three solves and a factorisation each). Raises ``LinAlgError`` when ``S`` is not
+    positive definite (or holds a NaN, which LAPACK reports as an illegal value).
+
+    The factor is written over ``S`` when ``S`` is C-contiguous (the Schur complements are): LAPACK is handed
+    ``S.T``, a Fortran-ordered view of the same symmetric matrix, whose lower triangle is ``S``'s upper one, so no
+    Fortran-ordered copy of ``S`` is made first (a transposing copy, k = 2000: ~8 ms beside ~70 ms for the
+    factorisation). The Schur complements are exactly symmetric (each entry pair is the same sum of the same
+    products in the same order), so the numbers are those of the factor of a copy. On failure ``S``'s upper
+    triangle (its diagonal included) is overwritten, its strictly lower triangle is intact (see
+    :func:`_restore_upper`). Any other ``S`` is copied, as before.
+    """
+    if S.flags.c_contiguous and S.flags.writeable:
+        c, info = _lapack.dpotrf(S.T, lower=1, clean=0, overwrite_a=1)
+    else:
+        c, info = _lapack.dpotrf(S, lower=1, clean=0)
     if info != 0:
         raise np.linalg.LinAlgError(f"dpotrf info {info}: the Schur complement is not positive definite")
     return c
+
+
+def _restore_upper(S, diag):
+    """``S`` (C-contiguous, symmetric) again after a failed :func:`_cho_factor`: its upper triangle copied from the
+    intact strictly lower one, its diagonal set to ``diag``."""
+    iu = np.triu_indices(S.shape[0], 1)
+    S[iu] = S.T[iu]
+    S[np.diag_indices(S.shape[0])] = diag
 
 
 def _cho_solve(c, b):
@@ -181,6 +201,7 @@ class _GramProduct:
         from scipy.sparse import _sparsetools
 
         self._kernel = _sparsetools.csr_matmat
+        self._todense = _sparsetools.csr_todense
         n = r.size * nb
         # each value's position in the operands' data: the CSR matrices of the labels 1..n (exact in float64)
         lab = np.arange(1, n + 1, dtype=float)
@@ -196,12 +217,34 @@ class _GramProduct:
         self._k = k
         self._C = (np.empty(k + 1, dtype=idx), np.empty(max(nnz, 1), dtype=idx), np.empty(max(nnz, 1)))
 
-    def __call__(self, V):
+    def product(self, V):
+        """Compute ``V_s V_s^T`` into the buffers; returns its number of nonzeros. Read it once, with :meth:`sparse`
+        or :meth:`dense` (which negates the buffer in place), before the next call."""
         v = V.ravel()
         (Ap, Aj, pa), (Bp, Bj, pb), (Cp, Cj, Cx) = self._A, self._B, self._C
         self._kernel(self._k, self._k, Ap, Aj, v[pa], Bp, Bj, v[pb], Cp, Cj, Cx)
+        return int(Cp[-1])
+
+    def sparse(self):
+        """``-(V_s V_s^T)`` of the last :meth:`product`, a CSR matrix of its own arrays."""
+        Cp, Cj, Cx = self._C
         nnz = int(Cp[-1])
         return sp.csr_matrix((-Cx[:nnz], Cj[:nnz].copy(), Cp.copy()), shape=(self._k, self._k))
+
+    def dense(self):
+        """``-(V_s V_s^T)`` of the last :meth:`product` as a dense C-contiguous array, written straight from the
+        buffers (the numbers of ``sparse().toarray()``: each entry negated, added to 0), without the CSR matrix
+        and the copies of its arrays that :meth:`sparse` makes."""
+        Cp, Cj, Cx = self._C
+        nnz = int(Cp[-1])
+        np.negative(Cx[:nnz], out=Cx[:nnz])
+        out = np.zeros((self._k, self._k))
+        self._todense(self._k, self._k, Cp, Cj, Cx, out)
+        return out
+
+    def __call__(self, V):
+        self.product(V)
+        return self.sparse()
 
 
 class _Barrier:
@@ -426,17 +469,17 @@ class _Barrier:
         else:
             if self._gram is None:
                 self._gram = _GramProduct(self.r, jc, nb, self.k, nc)
-            S = self._gram(V)
-            if S.nnz <= _SPARSE_SCHUR * self.k * self.k:
-                csolve = _sparse_spd_solver(S, self.rowsum(Dinv))
+            if self._gram.product(V) <= _SPARSE_SCHUR * self.k * self.k:
+                csolve = _sparse_spd_solver(self._gram.sparse(), self.rowsum(Dinv))
             else:
-                S = S.toarray()
+                S = self._gram.dense()
                 S[np.diag_indices(self.k)] += self.rowsum(Dinv)
         if csolve is None:
+            d0 = np.diag(S).copy()  # _cho_factor writes the factor over S
             try:
                 cf = _cho_factor(S)
             except np.linalg.LinAlgError:
-                S[np.diag_indices(self.k)] += 1e-13 * np.abs(np.diag(S)).max()
+                _restore_upper(S, d0 + 1e-13 * np.abs(d0).max())
                 cf = _cho_factor(S)
 
             def csolve(b):
