@@ -71,6 +71,79 @@ def _exceeds(amount, bound):
     return amount > bound and amount - bound > _RTOL * bound
 
 
+class _WouldDeadlock(RuntimeError):
+    """Waiting for a ledger's lock would close a cycle of threads each waiting for a lock the next one holds."""
+
+
+#: thread id -> the ledger lock that thread is waiting for (read and written under ``_WAITS_LOCK``)
+_WAITS = {}
+_WAITS_LOCK = threading.Lock()
+
+
+class _LedgerLock:
+    """A ledger's reentrant lock (what :meth:`PrivacyAccountant.atomic` returns) that refuses to wait when waiting
+    would never end: when its holder waits, directly or through other threads, for a ledger lock the calling thread
+    holds, ``acquire`` raises :class:`_WouldDeadlock` (a RuntimeError naming the cycle) instead of blocking.
+
+    Two threads each in the ``atomic()`` block of one ledger and asking for the other's lock (a ``spend`` on it,
+    or loading a later snapshot of it) waited for ever; now the second to ask is refused, before it changed
+    anything, and the first goes on once the refused one leaves its block.
+    """
+
+    __slots__ = ("_lock", "_owner", "_depth")
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._owner = None   # thread id of the holder
+        self._depth = 0      # how many times it holds it
+
+    def acquire(self, blocking=True, timeout=-1):
+        me = threading.get_ident()
+        if self._owner == me:
+            self._depth += 1
+            return True
+        if not self._lock.acquire(False):
+            if not blocking:
+                return False
+            with _WAITS_LOCK:
+                lock, seen = self, set()
+                while lock is not None and id(lock) not in seen:
+                    seen.add(id(lock))
+                    owner = lock._owner
+                    if owner == me:
+                        raise _WouldDeadlock(
+                            "this PrivacyAccountant's lock is held by a thread waiting (directly or through others) "
+                            "for a ledger lock this thread holds (an atomic() block): waiting would never end, so "
+                            "the call is refused (nothing was recorded); take the ledgers' atomic() blocks in the "
+                            "same order in every thread")
+                    lock = _WAITS.get(owner)
+                _WAITS[me] = self
+            try:
+                got = self._lock.acquire(True, timeout)
+            finally:
+                with _WAITS_LOCK:
+                    del _WAITS[me]
+            if not got:
+                return False
+        self._owner, self._depth = me, 1
+        return True
+
+    def release(self):
+        if self._owner != threading.get_ident():
+            raise RuntimeError("cannot release a PrivacyAccountant lock this thread does not hold")
+        self._depth -= 1
+        if not self._depth:
+            self._owner = None
+            self._lock.release()
+
+    def __enter__(self):
+        return self.acquire()
+
+    def __exit__(self, *exc):
+        self.release()
+        return False
+
+
 def _check_epsilon(value, name="epsilon"):
     """A real number >= 0 (inf allowed; an int beyond float64, 10**400, is inf), by ``check_number``."""
     return check_number(value, name, low=0.0, allow_inf=True)
@@ -300,7 +373,7 @@ class PrivacyAccountant:
 
     def __init__(self, epsilon=np.inf):
         self.epsilon = _check_epsilon(epsilon)
-        self._lock = threading.RLock()   # reentrant: spend() inside an atomic() block
+        self._lock = _LedgerLock()   # reentrant: spend() inside an atomic() block
         self._spends = []            # dataset-level epsilon of each release
         self._total = 0.0            # their running sum (compared with the budget up to 1e-12) ...
         self._carry = 0.0            # ... and the round-off it lost (Neumaier), so that spent stays exact
@@ -334,15 +407,35 @@ class PrivacyAccountant:
                     _LEDGERS[self._ledger_id] = self
                     self.__dict__.pop("_copy_recorded", None)  # the ledger of this process now
                     return self
-            # the live ledger's lock first, then the registry's (the order of every path that takes both)
-            with live._lock, _LEDGERS_LOCK:
-                if _LEDGERS.get(self._ledger_id) is not live:
-                    continue  # replaced meanwhile: look again
-                return live._absorb(self)
+                # without the live ledger's lock: its history only grows outside this registry lock, so a snapshot
+                # it holds stays held and a diverged one stays diverged (a load took the live ledger's lock every
+                # time, and one made inside another ledger's atomic() block waited for ever on a thread doing the
+                # converse)
+                if live._absorb(self, update=False) is live:
+                    return live
+            # a later snapshot: the live ledger is brought up to date under its own lock (an atomic() block on it
+            # sees no change mid-block), taken first, then the registry's (the order of every path taking both)
+            try:
+                live._lock.acquire()
+            except _WouldDeadlock:
+                raise RuntimeError(
+                    "this PrivacyAccountant snapshot is later than the live ledger of it in this process, which is "
+                    "brought up to date under its lock; another thread holds that lock (an atomic() block) and "
+                    "waits for a ledger lock this thread holds (another accountant's atomic() block): the two "
+                    "would wait for each other for ever, so the load is refused (nothing of it was loaded); load "
+                    "it outside the atomic() block") from None
+            try:
+                with _LEDGERS_LOCK:
+                    if _LEDGERS.get(self._ledger_id) is not live:
+                        continue  # replaced meanwhile: look again
+                    return live._absorb(self)
+            finally:
+                live._lock.release()
 
-    def _absorb(self, loaded):
+    def _absorb(self, loaded, update=True):
         """This live ledger, once ``loaded`` (the same ledger id, not registered) is taken into account (see
-        :meth:`_register`; both locks held)."""
+        :meth:`_register`; the registry's lock held, and this ledger's when ``update``); None when ``loaded`` is
+        later and not ``update``: it is then to be taken in under this ledger's lock."""
         # the releases themselves (their epsilons and tokens), not the epsilons alone: a snapshot that diverged with
         # a release of the same epsilon (0.5 by the original, then 0.5 by an earlier snapshot's handle) was taken for
         # the same history, and a budget of 1 released 1.5
@@ -350,6 +443,8 @@ class PrivacyAccountant:
         if loaded.__dict__.get("_copy_recorded") or (len(theirs) <= len(mine) and mine[:len(theirs)] == theirs):
             return self
         if theirs[:len(mine)] == mine:
+            if not update:
+                return None
             for key in ("epsilon", "_spends", "_total", "_carry", "_records", "_populations"):
                 self.__dict__[key] = loaded.__dict__.get(key, 0.0)
             return self
@@ -390,7 +485,7 @@ class PrivacyAccountant:
         # or NaN spend, a NaN budget that refused nothing) loaded and resumed a budget it had not kept
         _check_ledger(state)
         self.__dict__.update(state)
-        self._lock = threading.RLock()
+        self._lock = _LedgerLock()
         sent_from = self.__dict__.pop("_sent_from", None)
         pid = self.__dict__.setdefault("_pid", None)  # None: a pickle of an older version, origin unknown
         parent = multiprocessing.parent_process()

@@ -1,0 +1,97 @@
+"""Hostile inputs, nineteenth audit: a ledger loaded inside another ledger's atomic() block, and the surfaces the
+earlier rounds left (one test per finding)."""
+
+import pickle
+import threading
+
+import pytest
+
+from privrelease.accounting import PrivacyAccountant
+from shared_helpers import ledger_snapshots
+
+
+# ----------------------------------------------------------------------- two ledgers loaded crosswise
+def _handle_and_later():
+    """A live handle of an earlier snapshot of a ledger (0.25 spent) and the pickle of a later one (0.75 spent):
+    loading the later one brings the handle up to date in place."""
+    early, late = ledger_snapshots()
+    return pickle.loads(early), late
+
+
+def test_crosswise_loads_inside_atomic_blocks_do_not_wait_forever():
+    """Thread 1 holds ledger X's atomic() and loads a later snapshot of Y while thread 2 holds Y's and loads one of
+    X: each load needs the other's lock. Before, both waited for ever; now one load goes through (its handle holds
+    the later snapshot's 0.75) and the other is refused with a RuntimeError saying why, nothing of it loaded (its
+    handle still at 0.25), and loaded again outside the block it goes through."""
+    (hx, late_x), (hy, late_y) = _handle_and_later(), _handle_and_later()
+    both_in = threading.Barrier(2)
+    outcome = {}
+
+    def load(held, snapshot, name):
+        with held.atomic():
+            both_in.wait()
+            try:
+                outcome[name] = pickle.loads(snapshot)
+            except RuntimeError as exc:
+                outcome[name] = exc
+
+    threads = [threading.Thread(target=load, args=(hx, late_y, "y"), daemon=True),
+               threading.Thread(target=load, args=(hy, late_x, "x"), daemon=True)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=10)
+    assert not any(t.is_alive() for t in threads), "the two loads wait for each other for ever"
+    handles = {"x": hx, "y": hy}
+    refused = [name for name, got in outcome.items() if isinstance(got, RuntimeError)]
+    assert len(refused) == 1, outcome
+    loaded = "xy".replace(refused[0], "")
+    assert outcome[loaded] is handles[loaded] and handles[loaded].spent == pytest.approx(0.75)
+    assert "atomic()" in str(outcome[refused[0]]) and "nothing of it was loaded" in str(outcome[refused[0]])
+    assert handles[refused[0]].spent == pytest.approx(0.25) and len(handles[refused[0]]) == 1
+    again = pickle.loads(late_x if refused[0] == "x" else late_y)
+    assert again is handles[refused[0]] and again.spent == pytest.approx(0.75) and len(again) == 2
+
+
+def test_load_inside_own_atomic_block_and_plain_nesting_still_work():
+    """The reentrant cases are unchanged: a later snapshot loaded inside its own ledger's atomic() block updates
+    it, and spend() inside atomic() records."""
+    h, late = _handle_and_later()
+    with h.atomic():
+        assert pickle.loads(late) is h and h.spent == pytest.approx(0.75)
+        h.spend(0.25)
+    assert h.spent == pytest.approx(1.0) and len(h) == 3
+    other = PrivacyAccountant(epsilon=2.0)
+    with other.atomic(), h.atomic():
+        other.spend(0.5)
+    assert other.spent == 0.5
+
+
+def test_crosswise_spends_inside_atomic_blocks_do_not_wait_forever():
+    """Thread 1 in X's atomic() block spends on Y while thread 2 in Y's spends on X: before, both waited for ever;
+    now the second to ask is refused (RuntimeError, nothing recorded on its ledger) and the first records."""
+    x, y = PrivacyAccountant(epsilon=1.0), PrivacyAccountant(epsilon=1.0)
+    both_in = threading.Barrier(2)
+    outcome = {}
+
+    def spend(held, other, name):
+        with held.atomic():
+            both_in.wait()
+            try:
+                outcome[name] = other.spend(0.5)
+            except RuntimeError as exc:
+                outcome[name] = exc
+
+    threads = [threading.Thread(target=spend, args=(x, y, "y"), daemon=True),
+               threading.Thread(target=spend, args=(y, x, "x"), daemon=True)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=10)
+    assert not any(t.is_alive() for t in threads), "the two spends wait for each other for ever"
+    refused = [name for name, got in outcome.items() if isinstance(got, RuntimeError)]
+    assert len(refused) == 1, outcome
+    accs = {"x": x, "y": y}
+    assert accs[refused[0]].spent == 0 and len(accs[refused[0]]) == 0
+    assert accs["xy".replace(refused[0], "")].spent == 0.5
+    assert "atomic()" in str(outcome[refused[0]])
