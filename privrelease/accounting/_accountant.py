@@ -80,6 +80,17 @@ _WAITS = {}
 _WAITS_LOCK = threading.Lock()
 
 
+def _after_fork_in_child():
+    """A fork child has one thread: no other waits, and a wait lock held by another thread at the fork is free."""
+    global _WAITS_LOCK
+    _WAITS.clear()
+    _WAITS_LOCK = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 class _LedgerLock:
     """A ledger's reentrant lock (what :meth:`PrivacyAccountant.atomic` returns) that refuses to wait when waiting
     would never end: when its holder waits, directly or through other threads, for a ledger lock the calling thread
@@ -202,6 +213,14 @@ def _ledger_number(value):
         return math.inf if value > 0 else -math.inf
 
 
+def _spends_sum(spends):
+    """The exact sum of a ledger's spends (floats >= 0), inf when one is inf or the sum is beyond float64."""
+    try:
+        return math.fsum(spends) if all(map(math.isfinite, spends)) else math.inf
+    except OverflowError:  # finite spends >= 0 whose sum is beyond float64 (two of 1e308): the total is inf
+        return math.inf
+
+
 def _check_ledger(state):
     """Re-verify an unpickled ledger: a valid budget, spends that are numbers >= 0 adding up to the stored total,
     one record per spend, and population books whose rows, individual epsilons and payments fit the spends
@@ -228,13 +247,14 @@ def _check_ledger(state):
         got = rec.get("epsilon")
         if _ledger_number(got) != s:
             raise _ledger_error(f"record {i}'s epsilon", got, f"the epsilon of release {i} ({plain_value(s)!r})")
+    exact = _spends_sum(spends)
+    if "_total" not in state and "_carry" not in state:
+        # the first version kept no running total (its spent summed _spends): refused as "edited or damaged", its
+        # ledgers could not be resumed; the total is the sum of the spends checked above (__setstate__ stores it)
+        state = dict(state, _total=exact, _carry=0.0)
     total, carry = _ledger_number(state.get("_total")), _ledger_number(state.get("_carry", 0.0))
     if total is None or carry is None or math.isnan(total) or math.isnan(carry):
         raise _ledger_error("the total spent", state.get("_total"), "a number")
-    try:
-        exact = math.fsum(spends) if all(map(math.isfinite, spends)) else math.inf
-    except OverflowError:  # finite spends >= 0 whose sum is beyond float64 (two of 1e308): the total is inf
-        exact = math.inf
     stored = float(total) + float(carry) if math.isfinite(total) else float(total)
     # a plain running sum of n terms >= 0 is within n ulps (relative) of the exact sum; the compensated one closer
     slack = (len(spends) + 1) * np.finfo(np.float64).eps * exact if math.isfinite(exact) else 0.0
@@ -484,6 +504,8 @@ class PrivacyAccountant:
         # a ledger loaded from a file is re-verified before it is used: an edited one (spent reset to 0, a negative
         # or NaN spend, a NaN budget that refused nothing) loaded and resumed a budget it had not kept
         _check_ledger(state)
+        if "_total" not in state and "_carry" not in state:  # a ledger of the first version (see _check_ledger)
+            state = dict(state, _total=_spends_sum([float(s) for s in state["_spends"]]), _carry=0.0)
         self.__dict__.update(state)
         self._lock = _LedgerLock()
         sent_from = self.__dict__.pop("_sent_from", None)

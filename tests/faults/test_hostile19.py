@@ -95,3 +95,46 @@ def test_crosswise_spends_inside_atomic_blocks_do_not_wait_forever():
     assert accs[refused[0]].spent == 0 and len(accs[refused[0]]) == 0
     assert accs["xy".replace(refused[0], "")].spent == 0.5
     assert "atomic()" in str(outcome[refused[0]])
+
+
+# ----------------------------------------------------------------------- a ledger pickled by the first version
+class _FirstVersionPickle:
+    """Pickles as privrelease's first PrivacyAccountant did (its default pickling: the class and its __dict__
+    without the lock); that version kept no running total (spent was the sum of ``_spends``)."""
+
+    def __init__(self, state):
+        self.state = state
+
+    def __reduce__(self):
+        return object.__new__, (PrivacyAccountant,), self.state
+
+
+def _first_version_state():
+    import numpy as np
+    import scipy.sparse as sp
+
+    row = sp.csr_matrix(np.array([[0.25, 0.1]]))
+    return {"epsilon": 1.0, "_spends": [0.25, 0.25],
+            "_records": [{"epsilon": 0.25, "population": "p", "total_payment": 3.0},
+                         {"epsilon": 0.25, "population": None, "total_payment": 0.0}],
+            "_populations": {"p": {"n": 2, "rows": [0], "eps": [row], "pay": [sp.csr_matrix(np.array([[1.0, 2.0]]))]}}}
+
+
+def test_first_version_ledger_loads_with_its_spends_summed():
+    """A ledger saved by the first version (no ``_total``) was refused as "edited or damaged"; it is a valid ledger:
+    its spent is the sum of its spends, and it keeps refusing past its budget."""
+    acc = pickle.loads(pickle.dumps(_FirstVersionPickle(_first_version_state())))
+    assert isinstance(acc, PrivacyAccountant)
+    assert acc.spent == 0.5 and len(acc) == 2 and acc.remaining() == 0.5
+    assert acc.individual_spent("p").tolist() == [0.25, 0.1]
+    acc.spend(0.5)
+    with pytest.raises(Exception, match="release refused"):
+        acc.spend(0.1)
+
+
+def test_first_version_ledger_with_an_edited_spend_is_still_refused():
+    """Without a stored total, the spends themselves are still checked (a negative one is refused)."""
+    state = _first_version_state()
+    state["_spends"][1] = -0.25
+    with pytest.raises(ValueError, match="release 1's epsilon"):
+        pickle.loads(pickle.dumps(_FirstVersionPickle(state)))
