@@ -163,12 +163,24 @@ def _check_epsilon(value, name="epsilon"):
 def _unequal_to_itself(name):
     """Whether a population name (or an item of a tuple name) is not equal to itself, as NaN is: a dictionary would
     never find its ledger again."""
-    if isinstance(name, tuple):
+    if isinstance(name, (tuple, frozenset)):  # frozenset({nan}) == itself, not a new frozenset({nan})
         return any(_unequal_to_itself(v) for v in name)
     try:
         return not bool(name == name)
     except (TypeError, ValueError, ArithmeticError):  # pd.NA, Decimal('sNaN')
         return True
+
+
+def _without_bools(name):
+    """``name`` with the booleans inside its tuples and frozensets made ints (the name they hash and compare as);
+    ``name`` itself when it holds none."""
+    if isinstance(name, (bool, np.bool_)):
+        return int(name)
+    if isinstance(name, (tuple, frozenset)):
+        items = [_without_bools(v) for v in name]
+        if any(a is not b for a, b in zip(items, name)):
+            return frozenset(items) if isinstance(name, frozenset) else tuple(items)
+    return name
 
 
 def _sparse_row(v):
@@ -708,6 +720,11 @@ class PrivacyAccountant:
                 raise TypeError(f"population must be a name (a str, an int, a tuple), got the boolean "
                                 f"{plain_value(population)!r}, which would share the ledger of population "
                                 f"{int(population)}")
+            if _without_bools(population) is not population:
+                # so do the tuples holding them: (True,) wrote into the ledger of population (1,)
+                raise TypeError(f"population must be a name (a str, an int, a tuple), got {population!r}, which "
+                                f"holds a boolean: it would share the ledger of population "
+                                f"{_without_bools(population)!r}")
             if _unequal_to_itself(population):
                 # a NaN name is never found again: every release opened a new ledger of its own
                 raise ValueError(f"population must be a name equal to itself, got {plain_value(population)!r}: a "

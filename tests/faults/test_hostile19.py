@@ -138,3 +138,27 @@ def test_first_version_ledger_with_an_edited_spend_is_still_refused():
     state["_spends"][1] = -0.25
     with pytest.raises(ValueError, match="release 1's epsilon"):
         pickle.loads(pickle.dumps(_FirstVersionPickle(state)))
+
+
+# ----------------------------------------------------------------------- population names holding a boolean or NaN
+@pytest.mark.parametrize("name, twin", [((True,), (1,)), (("run", False), ("run", 0)), ((("a", True),), (("a", 1),)),
+                                        (frozenset({True}), frozenset({1}))],
+                         ids=["(True,)", "('run', False)", "nested", "frozenset"])
+def test_population_name_holding_a_boolean_is_refused(name, twin):
+    """population=True is refused (it shared population 1's ledger), but a tuple holding True was taken: (True,)
+    == (1,) and they hash alike, so two populations' individual guarantees were composed in one ledger."""
+    acc = PrivacyAccountant()
+    acc.spend(None, population=twin, individual_epsilons=[0.5, 0.5])
+    with pytest.raises(TypeError, match="boolean") as info:
+        acc.spend(None, population=name, individual_epsilons=[0.25, 0.25])
+    assert repr(twin) in str(info.value)  # the name it would have shared a ledger with
+    assert acc.individual_spent(twin).tolist() == [0.5, 0.5] and len(acc) == 1
+
+
+def test_population_frozenset_holding_nan_is_refused():
+    """A NaN name is refused (never found again); a frozenset holding a NaN was taken, and each release under a new
+    frozenset({nan}) opened a ledger of its own."""
+    acc = PrivacyAccountant()
+    with pytest.raises(ValueError, match="equal to itself"):
+        acc.spend(None, population=frozenset({float("nan")}), individual_epsilons=[0.25])
+    assert len(acc) == 0 and acc.populations() == []
