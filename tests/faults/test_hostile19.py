@@ -3,6 +3,7 @@ earlier rounds left (one test per finding)."""
 
 import pickle
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -162,3 +163,70 @@ def test_population_frozenset_holding_nan_is_refused():
     with pytest.raises(ValueError, match="equal to itself"):
         acc.spend(None, population=frozenset({float("nan")}), individual_epsilons=[0.25])
     assert len(acc) == 0 and acc.populations() == []
+
+
+# ----------------------------------------------------------------------- a saved mapper's numbers beyond float64
+def _saved_erasure(tmp_path, **params):
+    import numpy as np
+
+    from privrelease.mappers import ErasureMapper
+
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 120)
+    X = np.column_stack([np.where(rng.random(120) < 0.8, y, 1 - y), rng.integers(0, 3, 120)]).astype(float)
+    return Path(ErasureMapper(delta=0.5, random_state=None, **params).fit(X, y).save(tmp_path / "m.npz"))
+
+
+@pytest.mark.parametrize("where, name", [("params", "delta"), ("fitted", "leakage_"), ("fitted", "n_labeled_")])
+def test_saved_integer_beyond_float64_is_refused_naming_it(tmp_path, where, name):
+    """An edited file whose number is an integer beyond float64 (JSON allows 10**400) escaped load as an
+    OverflowError from whichever check first made it a float; it is refused as a ValueError naming the field."""
+    import privrelease
+    from privrelease._persistence import _read, _write
+
+    path = _saved_erasure(tmp_path)
+    meta, arrays = _read(path)
+    meta[where][name] = {"t": "value", "v": 10 ** 400}
+    _write(path, meta, arrays)
+    with pytest.raises(ValueError, match=rf"{where}\.{name}: .*beyond the float64 range"):
+        privrelease.load(path)
+
+
+def test_metadata_holding_nan_is_refused_naming_it(tmp_path):
+    """JSON's NaN and Infinity tokens (which privrelease.save never writes) were parsed, and the checksum's encoder
+    then failed with "Out of range float values are not JSON compliant", naming nothing."""
+    import io
+    import json
+
+    import numpy as np
+
+    import privrelease
+    from privrelease._persistence import _read
+
+    path = _saved_erasure(tmp_path)
+    meta, arrays = _read(path)
+    text = json.dumps(meta, sort_keys=True)[:-1] + ', "note": NaN}'
+    buf = io.BytesIO()
+    np.savez(buf, **arrays, __metadata__=np.array(text))
+    path.write_bytes(buf.getvalue())
+    with pytest.raises(ValueError, match="NaN"):
+        privrelease.load(path)
+
+
+def test_save_refuses_an_integer_load_would_refuse(tmp_path):
+    """The other side of the refusal above: a parameter beyond float64 is refused when saving, naming it, rather
+    than written into a file that load refuses."""
+    with pytest.raises(TypeError, match="params/.*beyond the float64 range"):
+        _saved_quantized(tmp_path, dask_sample_size=10 ** 400)
+
+
+def _saved_quantized(tmp_path, **params):
+    import numpy as np
+
+    from privrelease.mappers import QuantizedPrivacyMapper
+
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 60)
+    X = np.repeat(np.eye(4) * 5, 15, axis=0)
+    return QuantizedPrivacyMapper(n_clusters=4, space="raw", random_state=None, **params).fit(X, y).save(
+        tmp_path / "q.npz")
