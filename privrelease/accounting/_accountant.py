@@ -615,6 +615,11 @@ class PrivacyAccountant:
         threads predicting at once, a :class:`~privrelease.auctions.DCLEFEstimator` took individuals to
         three times their ``epsilon_cap``. :meth:`spend` may be called inside (the lock is reentrant).
 
+        Entering the block (and :meth:`spend`, pickling, or loading a later snapshot of this ledger) raises
+        ``RuntimeError``, before anything is recorded or loaded, when waiting for the lock would never end: when the
+        thread holding it waits, directly or through other threads, for an accountant's lock this thread holds (two
+        threads nesting two accountants' blocks in opposite orders waited for each other for ever).
+
         Returns
         -------
         context manager
