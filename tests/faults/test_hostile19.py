@@ -230,3 +230,33 @@ def _saved_quantized(tmp_path, **params):
     X = np.repeat(np.eye(4) * 5, 15, axis=0)
     return QuantizedPrivacyMapper(n_clusters=4, space="raw", random_state=None, **params).fit(X, y).save(
         tmp_path / "q.npz")
+
+
+# ----------------------------------------------------------------------- a saved mapper's object classes unsorted
+@pytest.mark.parametrize("labels", [["m", "f"], [10, 2]], ids=["strings", "numbers"])
+def test_saved_object_classes_out_of_order_are_refused(tmp_path, labels):
+    """classes_ must be sorted as fit sorts them (the prior's rows follow that order): an unsorted array was
+    refused, but classes_ of dtype object (a categorical, string or nullable Int64 y gives them) skipped the check,
+    and a file with the classes swapped loaded, each prior row attributed to the other class."""
+    import numpy as np
+    import pandas as pd
+
+    import privrelease
+    from privrelease._persistence import _read, _write
+    from privrelease.mappers import ErasureMapper
+
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 120)
+    X = np.column_stack([np.where(rng.random(120) < 0.8, y, 1 - y), rng.integers(0, 3, 120)]).astype(float)
+    y_named = pd.Series(pd.Categorical(np.where(y, labels[0], labels[1])))
+    path = Path(ErasureMapper(delta=0.5, random_state=None).fit(X, y_named).save(tmp_path / "m.npz"))
+    assert privrelease.load(path).classes_.tolist() == sorted(labels)
+    meta, arrays = _read(path)
+    node = meta["fitted"]["classes_"]
+    if node["t"] == "array":  # strings: one array
+        arrays[node["key"]] = arrays[node["key"]][::-1].copy()
+    else:  # numbers: one entry each
+        node["items"] = node["items"][::-1]
+    _write(path, meta, arrays)
+    with pytest.raises(ValueError, match="classes_ must be sorted"):
+        privrelease.load(path)
