@@ -83,6 +83,20 @@ def registered_classes():
     return sorted(_REGISTRY)
 
 
+def _beyond_float64(n):
+    """Whether the int ``n`` is beyond the float64 range (``float(n)`` overflows)."""
+    try:
+        float(n)
+    except OverflowError:
+        return True
+    return False
+
+
+def _refuse_constant(name):
+    """``json.loads``' hook for NaN, Infinity and -Infinity, which JSON itself does not allow."""
+    raise ValueError(f"the metadata holds {name}, which JSON does not allow and privrelease.save never writes")
+
+
 # ----------------------------------------------------------------------------- encoding
 class _Encoder:
     def __init__(self):
@@ -109,6 +123,9 @@ class _Encoder:
         if isinstance(value, np.bool_):
             return {"t": "value", "v": bool(value)}
         if isinstance(value, (Integral, np.integer)):
+            if _beyond_float64(int(value)):  # load refuses it (the numbers of a file are read as float64)
+                raise TypeError(f"cannot save {key!r}: an integer of {len(str(abs(int(value))))} digits, beyond the "
+                                "float64 range, has no portable encoding")
             return {"t": "value", "v": int(value)}
         if isinstance(value, (Real, np.floating)):
             return {"t": "float", "v": repr(float(value))}
@@ -158,6 +175,11 @@ def _decode(node, arrays, where, depth=0):
     t = _field(node, "t", where, str)
     if t == "value":
         v = _field(node, "v", where, (type(None), bool, int, str))
+        if isinstance(v, int) and not isinstance(v, bool) and _beyond_float64(v):
+            # JSON holds any integer: 10**400 escaped load as an OverflowError from the first check that made it a
+            # float (a budget, a leakage claim, a count)
+            raise ValueError(f"{where}: an integer of {len(str(abs(v)))} digits, beyond the float64 range; "
+                             "privrelease.save writes none")
         return v
     if t == "float":
         text = _field(node, "v", where, str)
@@ -397,9 +419,12 @@ def _read(path, key=None, *, max_bytes=DEFAULT_MAX_BYTES):
     if raw_meta.dtype.kind != "U" or raw_meta.ndim != 0:
         raise ValueError(f"{path!r}: {_META_KEY!r} must be a JSON string, got an array of dtype {raw_meta.dtype}")
     try:
-        meta = json.loads(str(raw_meta))
+        # NaN and Infinity were read, and the checksum's encoder failed later ("Out of range float values")
+        meta = json.loads(str(raw_meta), parse_constant=_refuse_constant)
     except json.JSONDecodeError as exc:
         raise ValueError(f"{path!r}: the metadata is not valid JSON ({exc})") from None
+    except ValueError as exc:
+        raise ValueError(f"{path!r}: {exc}") from None
     except RecursionError:
         raise ValueError(f"{path!r}: the metadata nests too deeply to be read") from None
     if not isinstance(meta, dict):

@@ -71,6 +71,90 @@ def _exceeds(amount, bound):
     return amount > bound and amount - bound > _RTOL * bound
 
 
+class _WouldDeadlock(RuntimeError):
+    """Waiting for a ledger's lock would close a cycle of threads each waiting for a lock the next one holds."""
+
+
+#: thread id -> the ledger lock that thread is waiting for (read and written under ``_WAITS_LOCK``)
+_WAITS = {}
+_WAITS_LOCK = threading.Lock()
+
+
+def _after_fork_in_child():
+    """A fork child has one thread: no other waits, and a wait lock held by another thread at the fork is free."""
+    global _WAITS_LOCK
+    _WAITS.clear()
+    _WAITS_LOCK = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+class _LedgerLock:
+    """A ledger's reentrant lock (what :meth:`PrivacyAccountant.atomic` returns) that refuses to wait when waiting
+    would never end: when its holder waits, directly or through other threads, for a ledger lock the calling thread
+    holds, ``acquire`` raises :class:`_WouldDeadlock` (a RuntimeError naming the cycle) instead of blocking.
+
+    Two threads each in the ``atomic()`` block of one ledger and asking for the other's lock (a ``spend`` on it,
+    or loading a later snapshot of it) waited for ever; now the second to ask is refused, before it changed
+    anything, and the first goes on once the refused one leaves its block.
+    """
+
+    __slots__ = ("_lock", "_owner", "_depth")
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._owner = None   # thread id of the holder
+        self._depth = 0      # how many times it holds it
+
+    def acquire(self, blocking=True, timeout=-1):
+        me = threading.get_ident()
+        if self._owner == me:
+            self._depth += 1
+            return True
+        if not self._lock.acquire(False):
+            if not blocking:
+                return False
+            with _WAITS_LOCK:
+                lock, seen = self, set()
+                while lock is not None and id(lock) not in seen:
+                    seen.add(id(lock))
+                    owner = lock._owner
+                    if owner == me:
+                        raise _WouldDeadlock(
+                            "this PrivacyAccountant's lock is held by a thread waiting (directly or through others) "
+                            "for a ledger lock this thread holds (an atomic() block): waiting would never end, so "
+                            "the call is refused (nothing was recorded); take the ledgers' atomic() blocks in the "
+                            "same order in every thread")
+                    lock = _WAITS.get(owner)
+                _WAITS[me] = self
+            try:
+                got = self._lock.acquire(True, timeout)
+            finally:
+                with _WAITS_LOCK:
+                    del _WAITS[me]
+            if not got:
+                return False
+        self._owner, self._depth = me, 1
+        return True
+
+    def release(self):
+        if self._owner != threading.get_ident():
+            raise RuntimeError("cannot release a PrivacyAccountant lock this thread does not hold")
+        self._depth -= 1
+        if not self._depth:
+            self._owner = None
+            self._lock.release()
+
+    def __enter__(self):
+        return self.acquire()
+
+    def __exit__(self, *exc):
+        self.release()
+        return False
+
+
 def _check_epsilon(value, name="epsilon"):
     """A real number >= 0 (inf allowed; an int beyond float64, 10**400, is inf), by ``check_number``."""
     return check_number(value, name, low=0.0, allow_inf=True)
@@ -79,12 +163,24 @@ def _check_epsilon(value, name="epsilon"):
 def _unequal_to_itself(name):
     """Whether a population name (or an item of a tuple name) is not equal to itself, as NaN is: a dictionary would
     never find its ledger again."""
-    if isinstance(name, tuple):
+    if isinstance(name, (tuple, frozenset)):  # frozenset({nan}) == itself, not a new frozenset({nan})
         return any(_unequal_to_itself(v) for v in name)
     try:
         return not bool(name == name)
     except (TypeError, ValueError, ArithmeticError):  # pd.NA, Decimal('sNaN')
         return True
+
+
+def _without_bools(name):
+    """``name`` with the booleans inside its tuples and frozensets made ints (the name they hash and compare as);
+    ``name`` itself when it holds none."""
+    if isinstance(name, (bool, np.bool_)):
+        return int(name)
+    if isinstance(name, (tuple, frozenset)):
+        items = [_without_bools(v) for v in name]
+        if any(a is not b for a, b in zip(items, name)):
+            return frozenset(items) if isinstance(name, frozenset) else tuple(items)
+    return name
 
 
 def _sparse_row(v):
@@ -129,6 +225,14 @@ def _ledger_number(value):
         return math.inf if value > 0 else -math.inf
 
 
+def _spends_sum(spends):
+    """The exact sum of a ledger's spends (floats >= 0), inf when one is inf or the sum is beyond float64."""
+    try:
+        return math.fsum(spends) if all(map(math.isfinite, spends)) else math.inf
+    except OverflowError:  # finite spends >= 0 whose sum is beyond float64 (two of 1e308): the total is inf
+        return math.inf
+
+
 def _check_ledger(state):
     """Re-verify an unpickled ledger: a valid budget, spends that are numbers >= 0 adding up to the stored total,
     one record per spend, and population books whose rows, individual epsilons and payments fit the spends
@@ -155,13 +259,14 @@ def _check_ledger(state):
         got = rec.get("epsilon")
         if _ledger_number(got) != s:
             raise _ledger_error(f"record {i}'s epsilon", got, f"the epsilon of release {i} ({plain_value(s)!r})")
+    exact = _spends_sum(spends)
+    if "_total" not in state and "_carry" not in state:
+        # the first version kept no running total (its spent summed _spends): refused as "edited or damaged", its
+        # ledgers could not be resumed; the total is the sum of the spends checked above (__setstate__ stores it)
+        state = dict(state, _total=exact, _carry=0.0)
     total, carry = _ledger_number(state.get("_total")), _ledger_number(state.get("_carry", 0.0))
     if total is None or carry is None or math.isnan(total) or math.isnan(carry):
         raise _ledger_error("the total spent", state.get("_total"), "a number")
-    try:
-        exact = math.fsum(spends) if all(map(math.isfinite, spends)) else math.inf
-    except OverflowError:  # finite spends >= 0 whose sum is beyond float64 (two of 1e308): the total is inf
-        exact = math.inf
     stored = float(total) + float(carry) if math.isfinite(total) else float(total)
     # a plain running sum of n terms >= 0 is within n ulps (relative) of the exact sum; the compensated one closer
     slack = (len(spends) + 1) * np.finfo(np.float64).eps * exact if math.isfinite(exact) else 0.0
@@ -300,7 +405,7 @@ class PrivacyAccountant:
 
     def __init__(self, epsilon=np.inf):
         self.epsilon = _check_epsilon(epsilon)
-        self._lock = threading.RLock()   # reentrant: spend() inside an atomic() block
+        self._lock = _LedgerLock()   # reentrant: spend() inside an atomic() block
         self._spends = []            # dataset-level epsilon of each release
         self._total = 0.0            # their running sum (compared with the budget up to 1e-12) ...
         self._carry = 0.0            # ... and the round-off it lost (Neumaier), so that spent stays exact
@@ -334,15 +439,35 @@ class PrivacyAccountant:
                     _LEDGERS[self._ledger_id] = self
                     self.__dict__.pop("_copy_recorded", None)  # the ledger of this process now
                     return self
-            # the live ledger's lock first, then the registry's (the order of every path that takes both)
-            with live._lock, _LEDGERS_LOCK:
-                if _LEDGERS.get(self._ledger_id) is not live:
-                    continue  # replaced meanwhile: look again
-                return live._absorb(self)
+                # without the live ledger's lock: its history only grows outside this registry lock, so a snapshot
+                # it holds stays held and a diverged one stays diverged (a load took the live ledger's lock every
+                # time, and one made inside another ledger's atomic() block waited for ever on a thread doing the
+                # converse)
+                if live._absorb(self, update=False) is live:
+                    return live
+            # a later snapshot: the live ledger is brought up to date under its own lock (an atomic() block on it
+            # sees no change mid-block), taken first, then the registry's (the order of every path taking both)
+            try:
+                live._lock.acquire()
+            except _WouldDeadlock:
+                raise RuntimeError(
+                    "this PrivacyAccountant snapshot is later than the live ledger of it in this process, which is "
+                    "brought up to date under its lock; another thread holds that lock (an atomic() block) and "
+                    "waits for a ledger lock this thread holds (another accountant's atomic() block): the two "
+                    "would wait for each other for ever, so the load is refused (nothing of it was loaded); load "
+                    "it outside the atomic() block") from None
+            try:
+                with _LEDGERS_LOCK:
+                    if _LEDGERS.get(self._ledger_id) is not live:
+                        continue  # replaced meanwhile: look again
+                    return live._absorb(self)
+            finally:
+                live._lock.release()
 
-    def _absorb(self, loaded):
+    def _absorb(self, loaded, update=True):
         """This live ledger, once ``loaded`` (the same ledger id, not registered) is taken into account (see
-        :meth:`_register`; both locks held)."""
+        :meth:`_register`; the registry's lock held, and this ledger's when ``update``); None when ``loaded`` is
+        later and not ``update``: it is then to be taken in under this ledger's lock."""
         # the releases themselves (their epsilons and tokens), not the epsilons alone: a snapshot that diverged with
         # a release of the same epsilon (0.5 by the original, then 0.5 by an earlier snapshot's handle) was taken for
         # the same history, and a budget of 1 released 1.5
@@ -350,6 +475,8 @@ class PrivacyAccountant:
         if loaded.__dict__.get("_copy_recorded") or (len(theirs) <= len(mine) and mine[:len(theirs)] == theirs):
             return self
         if theirs[:len(mine)] == mine:
+            if not update:
+                return None
             for key in ("epsilon", "_spends", "_total", "_carry", "_records", "_populations"):
                 self.__dict__[key] = loaded.__dict__.get(key, 0.0)
             return self
@@ -389,8 +516,10 @@ class PrivacyAccountant:
         # a ledger loaded from a file is re-verified before it is used: an edited one (spent reset to 0, a negative
         # or NaN spend, a NaN budget that refused nothing) loaded and resumed a budget it had not kept
         _check_ledger(state)
+        if "_total" not in state and "_carry" not in state:  # a ledger of the first version (see _check_ledger)
+            state = dict(state, _total=_spends_sum([float(s) for s in state["_spends"]]), _carry=0.0)
         self.__dict__.update(state)
-        self._lock = threading.RLock()
+        self._lock = _LedgerLock()
         sent_from = self.__dict__.pop("_sent_from", None)
         pid = self.__dict__.setdefault("_pid", None)  # None: a pickle of an older version, origin unknown
         parent = multiprocessing.parent_process()
@@ -485,6 +614,11 @@ class PrivacyAccountant:
         releases made concurrently from several threads cannot both pass the same check: with two
         threads predicting at once, a :class:`~privrelease.auctions.DCLEFEstimator` took individuals to
         three times their ``epsilon_cap``. :meth:`spend` may be called inside (the lock is reentrant).
+
+        Entering the block (and :meth:`spend`, pickling, or loading a later snapshot of this ledger) raises
+        ``RuntimeError``, before anything is recorded or loaded, when waiting for the lock would never end: when the
+        thread holding it waits, directly or through other threads, for an accountant's lock this thread holds (two
+        threads nesting two accountants' blocks in opposite orders waited for each other for ever).
 
         Returns
         -------
@@ -591,6 +725,11 @@ class PrivacyAccountant:
                 raise TypeError(f"population must be a name (a str, an int, a tuple), got the boolean "
                                 f"{plain_value(population)!r}, which would share the ledger of population "
                                 f"{int(population)}")
+            if _without_bools(population) is not population:
+                # so do the tuples holding them: (True,) wrote into the ledger of population (1,)
+                raise TypeError(f"population must be a name (a str, an int, a tuple), got {population!r}, which "
+                                f"holds a boolean: it would share the ledger of population "
+                                f"{_without_bools(population)!r}")
             if _unequal_to_itself(population):
                 # a NaN name is never found again: every release opened a new ledger of its own
                 raise ValueError(f"population must be a name equal to itself, got {plain_value(population)!r}: a "

@@ -964,7 +964,17 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             if cls.dtype.kind not in "biufSUO" or (cls.dtype.kind == "f" and not np.all(np.isfinite(cls))):
                 raise ValueError(f"fitted.{where} must hold finite numbers, strings, bytes or booleans (the labels fit "
                                  f"saw), got dtype {cls.dtype}: {cls.tolist()!r:.80}")
-            if cls.dtype.kind != "O" and np.any(cls[1:] <= cls[:-1]):
+            if cls.dtype.kind != "O":
+                unsorted = bool(np.any(cls[1:] <= cls[:-1]))
+            else:
+                # object classes (a categorical, string or nullable y) are sorted by fit too: skipping them loaded a
+                # file whose classes were swapped, each prior row attributed to the other class
+                items = cls.tolist()
+                try:
+                    unsorted = any(not a < b for a, b in zip(items, items[1:]))
+                except TypeError:  # labels of kinds that do not compare ('a' and 1): fit refuses such a y
+                    unsorted = True
+            if unsorted:
                 raise ValueError(f"fitted.{where} must be sorted as fit sorts the labels (the prior's rows follow "
                                  f"that order), got {cls.tolist()!r:.80}")
         if not isinstance(classes, list):
