@@ -1093,13 +1093,17 @@ def _ml_fallback(prob, delta, target_bits, exc):
 
 
 def _lower_partner(prob, target_bits, use_lp, ml_sum, cap, fallback):
-    """The LP's answer at ``2^target (1 - PULLBACK_RTOL)`` when it meets ``cap`` (after rounding), else
-    ``fallback``."""
-    s = 2.0 ** target_bits * (1 - PULLBACK_RTOL)
-    if not use_lp or s <= 1.0:
+    """The LP's answer at the slack ``(2^target - 1) (1 - PULLBACK_RTOL)`` when it meets ``cap`` (after rounding),
+    else ``fallback``.
+
+    The hair is taken from the slack above 1 (``sum_j max_a p(j | a) >= 1`` for every mapping), not from
+    ``2^target``: below 1.44e-6 bits ``2^target (1 - PULLBACK_RTOL)`` is under 1, no mapping meets it, and every
+    answer was mixed with the perfect-privacy mapping (the whole distortion range away)."""
+    s = math.expm1(target_bits * math.log(2.0)) * (1 - PULLBACK_RTOL)
+    if not use_lp or not s > 0.0:
         return fallback
     try:
-        Q, _ = solve_maximal_leakage_lp(prob, target_bits=math.log2(s))
+        Q, _ = solve_maximal_leakage_lp(prob, target_bits=math.log1p(s) / math.log(2.0))
     except (InfeasibleBudgetError, SolverError):
         return fallback
     Q = prob.clean(Q, None)
