@@ -977,6 +977,30 @@ def _solve_ml(prob, delta, target_bits, solver, tol=1e-6):
                 Pp = prob.clean(Pp, delta)
                 if gap_of(Pp) < gap_of(P):
                     P = Pp
+        near = NEAR_MIN_RTOL * max(prob.delta_min, prob.delta_max - prob.delta_min)
+        if gap_of(P) > need and prob.n_argmin.max() > 1 and prob.delta_min < delta <= prob.delta_min + near:
+            # a hair above the smallest budget with tied cheapest outputs: the budget row keeps every entry within
+            # BUDGET_ROW_MAX_COEF slacks of its row's cheapest (a slack of 1e-24 against entries 16 decades apart),
+            # and HiGHS's answer came back 1.1e-7 bits above the optimum at the smallest budget, which is feasible
+            # here. That optimum is the LP on the rows' cheapest entries (every other entry fixed at 0), and its
+            # multipliers bound the leakage at this budget too (maximal_leakage_lower_bound prices the other
+            # entries out, at most max(g) / BUDGET_ROW_MAX_COEF of the bound)
+            try:
+                Q, info_min = solve_maximal_leakage_lp(prob, delta=prob.delta_min, bound_delta=delta)
+            except SolverError:
+                pass
+            else:
+                dual = max(dual, info_min.get("lower_bound", -math.inf))
+                Q = prob.clean(Q, delta)
+                Qp = polish_maximal_leakage(prob, Q, prob.delta_min) if gap_of(Q) > need else None
+                Qp = prob.clean(Qp, delta) if Qp is not None else None
+                Q = Qp if Qp is not None and gap_of(Qp) < gap_of(Q) else Q
+                # and the LP's answer at this budget brought within it by mixing with that optimum rather than with
+                # the cheapest mapping (clean: one cheapest output per row, far leakier where rows have ties);
+                # maximal leakage is convex in the mapping
+                for cand in (Q, _mix_into_budget(prob, prob.clean(P_raw, None), Q, delta)):
+                    if cand is not None and gap_of(cand) < gap_of(P):
+                        P = cand
         primal = ml_sum(P)
         cert = {"gap_bits": gap_of(P), "lp_gap": float(max(primal - dual, 0.0)),
                 "method": "linear program (HiGHS), dual bound"}
@@ -1059,6 +1083,19 @@ def _solve_ml(prob, delta, target_bits, solver, tol=1e-6):
             "distortion_tolerance": float(prob.to_user(dist_tol)),
             "method": "linear program (HiGHS), dual bound" + lb_note}
     return P, cert, name, "optimal" if gap <= dist_tol else "inaccurate"
+
+
+def _mix_into_budget(prob, P, Q, delta):
+    """``(1 - theta) P + theta Q`` with the smallest ``theta`` that meets the budget ``delta`` (``Q`` within it), or
+    None when ``Q`` is not within it."""
+    d_P, d_Q = prob.distortion(P), prob.distortion(Q)
+    if d_P <= delta:
+        return P
+    if d_Q > delta:
+        return None
+    theta = min(1.0, (d_P - delta) / (d_P - d_Q) * (1 + 1e-9) + 1e-15)
+    R = (1 - theta) * P + theta * Q
+    return R if prob.distortion(R) <= delta else Q
 
 
 def _ml_fallback(prob, delta, target_bits, exc):
