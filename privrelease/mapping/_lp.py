@@ -670,8 +670,9 @@ def _budget_excess(prob, delta):
     return e, max(float(delta) - float(row_min.sum()), 0.0)
 
 
-#: target mode: the leakage rows are written in units of the target's slack ``2^target - 1``, at least this one (a
-#: target of 0 has no slack; below it the rows' coefficients, up to 1 / slack, would near HiGHS's largest allowed)
+#: target mode: the leakage rows are written in units of the target's slack ``2^target - 1`` when it is at least this
+#: (below, in units of 1: the rows' coefficients, up to 1 / slack, would near HiGHS's largest allowed, and at a target
+#: of 0, the perfect-privacy LP, rows in units of 1e-12 made HiGHS call a perfectly private instance infeasible)
 ML_SLACK_FLOOR = 1e-12
 
 
@@ -683,6 +684,12 @@ def _ml_reference_class(prob):
 def _ml_target_slack(target_bits):
     """``2^target - 1`` to relative precision (``expm1``): the room above 1 of ``sum_j max_a p(j | a)``."""
     return math.expm1(float(target_bits) * math.log(2.0))
+
+
+def _ml_row_unit(target_bits):
+    """The unit the target mode's leakage rows are written in: the slack ``2^target - 1``, 1 below ML_SLACK_FLOOR."""
+    s = _ml_target_slack(target_bits)
+    return s if s >= ML_SLACK_FLOOR else 1.0
 
 
 def _ml_class_differences(prob):
@@ -701,8 +708,8 @@ def _maximal_leakage_lp(prob, delta, target_bits):
     output)]``, rows ``p(j | a) - z_j <= 0`` per class then the budget row; ``budget_unit`` is the slack the budget
     row (the last of ``A_ub``) is divided by (None without one). Target mode: over ``[x, v]`` in the slack form
     ``z_j = p(j | a0) + sigma v_j`` (:func:`_ml_reference_class`), rows ``(p(j | a) - p(j | a0)) / sigma - v_j <= 0``
-    per class ``a != a0`` then ``sum_j v_j <= s / sigma``, ``s = 2^target - 1``, ``sigma = max(s, ML_SLACK_FLOOR)``
-    (``budget_unit``). ``ub``: the variables' upper bounds (inf where free)."""
+    per class ``a != a0`` then ``sum_j v_j <= s / sigma``, ``s = 2^target - 1``, ``sigma = s`` (1 below
+    ML_SLACK_FLOOR; ``budget_unit``). ``ub``: the variables' upper bounds (inf where free)."""
     r, c, n = _entries(prob)
     na = prob.M.shape[0]
     kh = prob.kh
@@ -748,13 +755,13 @@ def _maximal_leakage_target_lp(prob, target_bits, A_eq, b_eq, ub):
     absolute feasibility tolerance (1e-7), so the LP could not see the target (its answer the cheapest mapping,
     leaking 5e-7 where 4.6e-7 were allowed) and the answer was pulled back towards the perfect-privacy mapping. With
     ``z_j = p(j | a0) + u_j`` the budget is ``sum_j u_j <= s`` (``s`` to relative precision) and ``u_j >= p(j | a) -
-    p(j | a0)`` per class ``a != a0`` (the row of ``a0`` is ``u_j >= 0``); in units of ``sigma`` (``s``, at least
+    p(j | a0)`` per class ``a != a0`` (the row of ``a0`` is ``u_j >= 0``); in units of ``sigma`` (``s``; 1 below
     ML_SLACK_FLOOR) HiGHS's tolerances apply relative to the slack.
     """
     r, c, n = _entries(prob)
     kh = prob.kh
     s = _ml_target_slack(target_bits)
-    sigma = max(s, ML_SLACK_FLOOR)
+    sigma = _ml_row_unit(target_bits)
     delta_c, a0 = _ml_class_differences(prob)
     rows_ub = []
     for a in range(prob.M.shape[0]):

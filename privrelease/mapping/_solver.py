@@ -94,7 +94,7 @@ from ._checks import (_refuse_strings, check_budget, check_distortion, check_map
                       check_prior)
 from ._cvx import solve_quietly
 from ._leakage import expected_distortion, leakage as _leakage
-from ._lp import (ML_SLACK_FLOOR, ROW_SCALE_FLOOR, independence_lower_bound, perfect_privacy_mapping,
+from ._lp import (ROW_SCALE_FLOOR, _ml_row_unit, independence_lower_bound, perfect_privacy_mapping,
                   polish_maximal_leakage, sharpest_independence_multipliers, solve_maximal_leakage_lp)
 from ._presolve import reduce_outputs
 from ._problem import LN2, Problem, bound_rounding
@@ -1037,7 +1037,7 @@ def _solve_ml(prob, delta, target_bits, solver, tol=1e-6):
             hi = _mix_to_target(ml_sum, P, Pz, cap)  # ml_sum is convex in the mapping, as f in the joint
             over, d_before = ml_sum(P) - cap, prob.distortion(P)
             P = (1 - hi) * P + hi * Pz
-            if over <= HIGHS_FEAS_TOL * prob.kh * max(math.expm1(target_bits * math.log(2.0)), ML_SLACK_FLOOR):
+            if over <= HIGHS_FEAS_TOL * prob.kh * _ml_row_unit(target_bits):
                 # the price of meeting the target exactly where HiGHS's answer met it within its feasibility tolerance
                 # (1e-7 per epigraph row, whose unit is the target's slack 2^target - 1: _maximal_leakage_target_lp;
                 # in units of 1 an answer 3.4e-10 over a slack of 2.6e-9, 15% of it, was pulled back at a price of
