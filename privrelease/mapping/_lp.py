@@ -9,7 +9,8 @@
 * :func:`solve_maximal_leakage_lp`: minimise the maximal leakage
   ``log2 sum_j max_a p(j | a)`` under a distortion budget (or the distortion
   under a maximal-leakage target). ``sum_j max_a`` is convex piecewise linear:
-  with epigraph variables ``z_j >= p(j | a)`` it is an LP.
+  with epigraph variables ``z_j >= p(j | a)`` it is an LP (the target mode in the slack form
+  ``z_j = p(j | a0) + u_j``, ``sum_j u_j <= 2^target - 1``: :func:`_maximal_leakage_target_lp`).
 """
 
 import hashlib

@@ -981,10 +981,10 @@ def _solve_ml(prob, delta, target_bits, solver, tol=1e-6):
         if gap_of(P) > need and prob.n_argmin.max() > 1 and prob.delta_min < delta <= prob.delta_min + near:
             # a hair above the smallest budget with tied cheapest outputs: the budget row keeps every entry within
             # BUDGET_ROW_MAX_COEF slacks of its row's cheapest (a slack of 1e-24 against entries 16 decades apart),
-            # and HiGHS's answer came back 1.1e-7 bits above the optimum at the smallest budget, which is feasible
-            # here. That optimum is the LP on the rows' cheapest entries (every other entry fixed at 0), and its
-            # multipliers bound the leakage at this budget too (maximal_leakage_lower_bound prices the other
-            # entries out, at most max(g) / BUDGET_ROW_MAX_COEF of the bound)
+            # and HiGHS's answer came back 1e-7 .. 3.9e-7 bits (once 0.036 bits) above the bound and above the optimum
+            # at the smallest budget, which is feasible here. That optimum is the LP on the rows' cheapest entries
+            # (every other entry fixed at 0), and its multipliers bound the leakage at this budget too
+            # (maximal_leakage_lower_bound prices the other entries out)
             try:
                 Q, info_min = solve_maximal_leakage_lp(prob, delta=prob.delta_min, bound_delta=delta)
             except SolverError:
@@ -1042,10 +1042,8 @@ def _solve_ml(prob, delta, target_bits, solver, tol=1e-6):
                 # (1e-7 per epigraph row, whose unit is the target's slack 2^target - 1: _maximal_leakage_target_lp;
                 # in units of 1 an answer 3.4e-10 over a slack of 2.6e-9, 15% of it, was pulled back at a price of
                 # 0.024 and certified where 8.3e-7 is optimal): the LP's multipliers cannot see it (1 - I at the
-                # identity's leakage: the identity, bound 0, the answer 1.4e-13 above it)
-                # (1e-7 per epigraph row): the LP's multipliers cannot see it (1 - I at the identity's leakage: the
-                # identity, bound 0, the answer 1.4e-13 above it); at most DIST_RTOL of the range (unbounded, it
-                # tolerated the whole answer: 146.6 "optimal" with a bound of 0, 85.2 reachable)
+                # identity's leakage: the identity, bound 0, the answer 1.4e-13 above it); at most DIST_RTOL of the
+                # range (unbounded, it tolerated the whole answer: 146.6 "optimal" with a bound of 0, 85.2 reachable)
                 pull_price = min(max(prob.distortion(P) - d_before, 0.0),
                                  DIST_RTOL * max(prob.delta_max - prob.delta_min, 0.0))
     if info is None:  # the bound is the dual of the LP already solved for the answer (cvxpy: solved here)
