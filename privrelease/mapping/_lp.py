@@ -9,7 +9,8 @@
 * :func:`solve_maximal_leakage_lp`: minimise the maximal leakage
   ``log2 sum_j max_a p(j | a)`` under a distortion budget (or the distortion
   under a maximal-leakage target). ``sum_j max_a`` is convex piecewise linear:
-  with epigraph variables ``z_j >= p(j | a)`` it is an LP.
+  with epigraph variables ``z_j >= p(j | a)`` it is an LP (the target mode in the slack form
+  ``z_j = p(j | a0) + u_j``, ``sum_j u_j <= 2^target - 1``: :func:`_maximal_leakage_target_lp`).
 """
 
 import hashlib
@@ -23,6 +24,7 @@ import scipy.sparse as sp
 from scipy.optimize import OptimizeWarning, linprog
 
 from ..exceptions import InfeasibleBudgetError, SolverError
+from ._problem import maximize_multiplier
 
 __all__ = ["perfect_privacy_mapping", "independence_lower_bound", "sharpest_independence_multipliers",
            "solve_maximal_leakage_lp"]
@@ -669,14 +671,54 @@ def _budget_excess(prob, delta):
     return e, max(float(delta) - float(row_min.sum()), 0.0)
 
 
+#: target mode: the leakage rows are written in units of the target's slack ``2^target - 1`` when it is at least this
+#: (below, in units of 1: the rows' coefficients, up to 1 / slack, would near HiGHS's largest allowed, and at a target
+#: of 0, the perfect-privacy LP, rows in units of 1e-12 made HiGHS call a perfectly private instance infeasible)
+ML_SLACK_FLOOR = 1e-12
+
+
+def _ml_reference_class(prob):
+    """The class ``a0`` whose conditional ``p(. | a0)`` the target mode's leakage rows are written against."""
+    return int(np.argmax(prob.pA))
+
+
+def _ml_target_slack(target_bits):
+    """``2^target - 1`` to relative precision (``expm1``): the room above 1 of ``sum_j max_a p(j | a)``."""
+    return math.expm1(float(target_bits) * math.log(2.0))
+
+
+def _ml_row_unit(target_bits):
+    """The unit the target mode's leakage rows are written in: the slack ``2^target - 1``, 1 below ML_SLACK_FLOOR."""
+    s = _ml_target_slack(target_bits)
+    return s if s >= ML_SLACK_FLOOR else 1.0
+
+
+def _ml_class_differences(prob):
+    """``(Delta, a0)``: ``Delta[a, e] = p(c | a) - p(c | a0)`` on each allowed entry ``e`` (input ``c``), in
+    ``prob.edges()`` order (the row of ``a0`` is 0), and the reference class ``a0``."""
+    r, _, _ = _entries(prob)
+    a0 = _ml_reference_class(prob)
+    cond = prob.M / prob.pA[:, None]
+    return cond[:, r] - cond[a0, r][None, :], a0
+
+
 def _maximal_leakage_lp(prob, delta, target_bits):
-    """``(cost, A_ub, b_ub, A_eq, b_eq, budget_unit, ub)`` of the maximal-leakage LP over the variables
-    ``[x (the allowed entries, prob.edges()), z (one epigraph variable per output)]``: ``budget_unit`` is the
-    slack the budget row (the last of ``A_ub``) is divided by (None without one), ``ub`` the variables' upper
-    bounds (inf where free)."""
+    """``(cost, A_ub, b_ub, A_eq, b_eq, budget_unit, ub)`` of the maximal-leakage LP.
+
+    Delta mode: over the variables ``[x (the allowed entries, prob.edges()), z (one epigraph variable per
+    output)]``, rows ``p(j | a) - z_j <= 0`` per class then the budget row; ``budget_unit`` is the slack the budget
+    row (the last of ``A_ub``) is divided by (None without one). Target mode: over ``[x, v]`` in the slack form
+    ``z_j = p(j | a0) + sigma v_j`` (:func:`_ml_reference_class`), rows ``(p(j | a) - p(j | a0)) / sigma - v_j <= 0``
+    per class ``a != a0`` then ``sum_j v_j <= s / sigma``, ``s = 2^target - 1``, ``sigma = s`` (1 below
+    ML_SLACK_FLOOR; ``budget_unit``). ``ub``: the variables' upper bounds (inf where free)."""
     r, c, n = _entries(prob)
     na = prob.M.shape[0]
     kh = prob.kh
+    A_eq = sp.hstack([_row_sum_matrix(prob, r, n), sp.csr_matrix((prob.k, kh))], format="csr")
+    b_eq = np.ones(prob.k)
+    ub = np.full(n + kh, np.inf)
+    if target_bits is not None:
+        return _maximal_leakage_target_lp(prob, target_bits, A_eq, b_eq, ub)
     # p(j | a) - z_j <= 0
     rows_ub = []
     for a in range(na):
@@ -684,40 +726,61 @@ def _maximal_leakage_lp(prob, delta, target_bits):
         block = sp.hstack([sp.csr_matrix((coef, (c, np.arange(n))), shape=(kh, n)), -sp.identity(kh)])
         rows_ub.append(block)
     b_ub = [np.zeros(na * kh)]
-    A_eq = sp.hstack([_row_sum_matrix(prob, r, n), sp.csr_matrix((prob.k, kh))], format="csr")
-    b_eq = np.ones(prob.k)
-    ub = np.full(n + kh, np.inf)
     budget_unit = None
-    if target_bits is None:
-        cost = np.concatenate([np.zeros(n), np.ones(kh)])
-        if delta is not None and np.isfinite(delta) and delta < prob.delta_max:
-            # the budget row as the distortion above each input's cheapest output, in units of the budget's slack
-            # above the smallest distortion: sum_c (e / s) x <= 1. Written as the distortion in units of the budget
-            # (internal units: the largest distortion 1), a distortion spanning 1e-8 .. 1e8 at the smallest budget
-            # had coefficients 6e-8 .. 1e9 against a right-hand side of 3e-5, and HiGHS's unscaled answer broke
-            # the row ("model_status is Unknown", every method). An entry costing more than BUDGET_ROW_MAX_COEF
-            # slacks is fixed at 0 (no bound s / e on the others: its multiplier would be missing from the
-            # certificate's, which are the rows'); at the smallest budget (s = 0) only the rows' cheapest entries
-            # remain and the row goes
-            e, s = _budget_excess(prob, delta)
-            big = e > BUDGET_ROW_MAX_COEF * s
-            ub[:n][big] = 0.0
-            some = (e > 0) & ~big
-            if some.any():
-                rows_ub.append(sp.csr_matrix(np.concatenate([np.where(some, e / s, 0.0), np.zeros(kh)])[None, :]))
-                b_ub.append(np.array([1.0]))
-                budget_unit = s
-    else:
-        # the distortion above each input's cheapest output (the objective minus delta_min, a constant): HiGHS's
-        # absolute tolerances then apply to the answer's distance to the smallest distortion, which the
-        # certificate measures, not to a distortion that may be mostly delta_min
-        w = prob.edge_weights()
-        row_min = np.full(prob.k, np.inf)
-        np.minimum.at(row_min, r, w)
-        cost = np.concatenate([np.maximum(w - row_min[r], 0.0), np.zeros(kh)])
-        rows_ub.append(sp.csr_matrix(np.concatenate([np.zeros(n), np.ones(kh)])[None, :]))
-        b_ub.append(np.array([2.0 ** float(target_bits)]))
+    cost = np.concatenate([np.zeros(n), np.ones(kh)])
+    if delta is not None and np.isfinite(delta) and delta < prob.delta_max:
+        # the budget row as the distortion above each input's cheapest output, in units of the budget's slack
+        # above the smallest distortion: sum_c (e / s) x <= 1. Written as the distortion in units of the budget
+        # (internal units: the largest distortion 1), a distortion spanning 1e-8 .. 1e8 at the smallest budget
+        # had coefficients 6e-8 .. 1e9 against a right-hand side of 3e-5, and HiGHS's unscaled answer broke
+        # the row ("model_status is Unknown", every method). An entry costing more than BUDGET_ROW_MAX_COEF
+        # slacks is fixed at 0 (no bound s / e on the others: its multiplier would be missing from the
+        # certificate's, which are the rows'); at the smallest budget (s = 0) only the rows' cheapest entries
+        # remain and the row goes
+        e, s = _budget_excess(prob, delta)
+        big = e > BUDGET_ROW_MAX_COEF * s
+        ub[:n][big] = 0.0
+        some = (e > 0) & ~big
+        if some.any():
+            rows_ub.append(sp.csr_matrix(np.concatenate([np.where(some, e / s, 0.0), np.zeros(kh)])[None, :]))
+            b_ub.append(np.array([1.0]))
+            budget_unit = s
     return cost, sp.vstack(rows_ub, format="csr"), np.concatenate(b_ub), A_eq, b_eq, budget_unit, ub
+
+
+def _maximal_leakage_target_lp(prob, target_bits, A_eq, b_eq, ub):
+    """The target mode of :func:`_maximal_leakage_lp`: the slack form, in units of the target's slack.
+
+    Written as ``sum_j z_j <= 2^target`` with ``z_j >= p(j | a)``, the budget row's right-hand side differs from
+    ``sum_j p(j | a0) = 1`` (met by every mapping) by ``s = 2^target - 1``: 6.9e-8 at 1e-7 bits, below HiGHS's
+    absolute feasibility tolerance (1e-7), so the LP could not see the target (its answer the cheapest mapping,
+    leaking 5e-7 where 4.6e-7 were allowed) and the answer was pulled back towards the perfect-privacy mapping. With
+    ``z_j = p(j | a0) + u_j`` the budget is ``sum_j u_j <= s`` (``s`` to relative precision) and ``u_j >= p(j | a) -
+    p(j | a0)`` per class ``a != a0`` (the row of ``a0`` is ``u_j >= 0``); in units of ``sigma`` (``s``; 1 below
+    ML_SLACK_FLOOR) HiGHS's tolerances apply relative to the slack.
+    """
+    r, c, n = _entries(prob)
+    kh = prob.kh
+    s = _ml_target_slack(target_bits)
+    sigma = _ml_row_unit(target_bits)
+    delta_c, a0 = _ml_class_differences(prob)
+    rows_ub = []
+    for a in range(prob.M.shape[0]):
+        if a == a0:
+            continue
+        block = sp.hstack([sp.csr_matrix((delta_c[a] / sigma, (c, np.arange(n))), shape=(kh, n)), -sp.identity(kh)])
+        rows_ub.append(block)
+    rows_ub.append(sp.csr_matrix(np.concatenate([np.zeros(n), np.ones(kh)])[None, :]))
+    b_ub = np.zeros((prob.M.shape[0] - 1) * kh + 1)
+    b_ub[-1] = max(s, 0.0) / sigma
+    # the distortion above each input's cheapest output (the objective minus delta_min, a constant): HiGHS's
+    # absolute tolerances then apply to the answer's distance to the smallest distortion, which the
+    # certificate measures, not to a distortion that may be mostly delta_min
+    w = prob.edge_weights()
+    row_min = np.full(prob.k, np.inf)
+    np.minimum.at(row_min, r, w)
+    cost = np.concatenate([np.maximum(w - row_min[r], 0.0), np.zeros(kh)])
+    return cost, sp.vstack(rows_ub, format="csr"), b_ub, A_eq, b_eq, sigma, ub
 
 
 def maximal_leakage_lower_bound(prob, lam, mu, delta):
@@ -764,26 +827,40 @@ def maximal_leakage_lower_bound(prob, lam, mu, delta):
             # row may be gone: all its entries above BUDGET_ROW_MAX_COEF slacks, fixed at 0): the bound of the
             # rows' cheapest entries less at most max(g) / BUDGET_ROW_MAX_COEF
             mu_cut = float(g.max(initial=0.0)) / float(e[e > 0].min())
-            best = -np.inf
-            for m in {mu, mu_cut}:
+
+            def ev(m):  # the bound at the multiplier m, and its slope in m (the minimisers' excess less the slack)
+                v = g + m * e
                 row_min = np.full(prob.k, np.inf)
-                np.minimum.at(row_min, r, g + m * e)
-                best = max(best, float(row_min.sum() - m * slack))
-            return best
+                np.minimum.at(row_min, r, v)
+                at_min = np.flatnonzero(v <= row_min[r])
+                first = np.full(prob.k, -1)
+                first[r[at_min[::-1]]] = at_min[::-1]
+                return float(row_min.sum() - m * slack), float(e[first[first >= 0]].sum() - slack)
+
+            best = max(ev(m)[0] for m in {mu, mu_cut})
+            # and the best multiplier for these lam (concave, piecewise linear in it): within a slack of 1e-24 of the
+            # smallest budget, with entries 16 decades apart, neither the LP's multiplier (none: the LP at the
+            # smallest budget has no budget row) nor mu_cut (every entry above its row's cheapest priced out, at
+            # mu_cut times the slack) came within 1e-7 bits of the LP's optimum, the best one did (1e-16)
+            return max(best, maximize_multiplier(ev, slack, mu0=mu if mu > 0 else mu_cut)[0])
     row_min = np.full(prob.k, np.inf)
     np.minimum.at(row_min, r, g)
     return float(row_min.sum())
 
 
-def maximal_leakage_distortion_bound(prob, lam, nu, target_bits):
+def maximal_leakage_distortion_bound(prob, lam, nu, target_bits, unit=1.0):
     """Rigorous lower bound on the distortion of every mapping with maximal leakage ``<= target_bits``.
 
-    The target mode's counterpart of :func:`maximal_leakage_lower_bound` (weak duality, any multipliers): for
-    ``lam(a, j) >= 0`` on the epigraph rows ``p(j | a) <= z_j`` and ``nu >= max_j sum_a lam(a, j)`` on
-    ``sum_j z_j <= 2^target``, every feasible mapping has distortion ``>= sum_c min_j [w(c, j) +
-    sum_a lam(a, j) p(a, c) / p(a)] - nu 2^target``. HiGHS's dual objective is no such bound: its
-    marginals meet the dual constraints to an absolute 1e-7 only, while the edge weights (the internal
-    distortion, divided by its largest entry, times ``p(c)``) of a distortion with one far symbol are ~1e-7
+    The target mode's counterpart of :func:`maximal_leakage_lower_bound` (weak duality, any multipliers), in the
+    slack form of the target mode's LP (:func:`_maximal_leakage_target_lp`): every mapping within the target has
+    ``u_j = max_a p(j | a) - p(j | a0) >= 0`` with ``sum_j u_j <= s = 2^target - 1``, so for ``lam(a, j) >= 0`` on
+    the rows ``p(j | a) - p(j | a0) <= u_j`` (``a != a0``) and ``nu >= max_j sum_a lam(a, j)`` on ``sum_j u_j <=
+    s`` its distortion is ``>= sum_c min_j [w(c, j) + sum_a lam(a, j) (p(a, c) / p(a) - p(a0, c) / p(a0))] - nu
+    s``, less the rounding of that sum (a few ulps of the magnitudes summed: the multipliers per unit of a slack of
+    1e-9 are 1e9 times the distortion's scale). Written with ``2^target`` itself (``nu 2^target`` against sums that
+    carry ``nu`` once per mapping), the bound lost what the slack is to the cancellation. HiGHS's dual objective is
+    no such bound: its marginals meet the dual constraints to an absolute 1e-7 only, while the edge weights (the
+    internal distortion, divided by its largest entry, times ``p(c)``) of a distortion with one far symbol are ~1e-7
     themselves, so a mapping 10% above the optimum was reported with a distortion gap of 4e-9.
 
     Parameters
@@ -791,11 +868,13 @@ def maximal_leakage_distortion_bound(prob, lam, nu, target_bits):
     prob : Problem or SparseProblem
         The (reduced) program.
     lam : ndarray of shape (n_private, n_outputs)
-        Multipliers of the epigraph rows.
+        Multipliers of the rows ``(p(j | a) - p(j | a0)) / unit <= u_j / unit`` (the row of ``a0`` is ignored).
     nu : float
-        Multiplier of the leakage row (raised to ``max_j sum_a lam(a, j)`` when below it).
+        Multiplier of the row ``sum_j u_j / unit <= s / unit`` (raised to ``max_j sum_a lam(a, j)`` when below it).
     target_bits : float
         The maximal-leakage target.
+    unit : float, default=1.0
+        The unit of the slack the LP's rows were written in (its ``budget_unit``).
 
     Returns
     -------
@@ -803,13 +882,27 @@ def maximal_leakage_distortion_bound(prob, lam, nu, target_bits):
         The bound in internal distortion units (at least ``prob.delta_min``).
     """
     r, c, n = _entries(prob)
-    lam = np.clip(np.nan_to_num(np.asarray(lam, dtype=float), nan=0.0, posinf=0.0), 0.0, None)
-    nu = max(float(nu) if np.isfinite(nu) else 0.0, float(lam.sum(axis=0).max(initial=0.0)), 0.0)
-    g = prob.edge_weights() + ((prob.M[:, r] / prob.pA[:, None]) * lam[:, c]).sum(axis=0)
+    delta_c, a0 = _ml_class_differences(prob)
+    lam = np.clip(np.nan_to_num(np.asarray(lam, dtype=float), nan=0.0, posinf=0.0), 0.0, None) / float(unit)
+    lam[a0] = 0.0
+    nu = max(float(nu) / float(unit) if np.isfinite(nu) else 0.0, float(lam.sum(axis=0).max(initial=0.0)), 0.0)
+    w = prob.edge_weights()
+    g = w + (delta_c * lam[:, c]).sum(axis=0)
     row_min = np.full(prob.k, np.inf)
     np.minimum.at(row_min, r, g)
-    bound = float(row_min.sum() - nu * 2.0 ** float(target_bits))
-    return max(bound, float(prob.delta_min)) if np.isfinite(bound) else float(prob.delta_min)
+    s = max(_ml_target_slack(target_bits), 0.0)
+    bound = float(row_min.sum() - nu * s)
+    if not np.isfinite(bound):
+        return float(prob.delta_min)
+    # rounding: each entry's sum over the classes (and each difference p(c | a) - p(c | a0)), then the sum of the row
+    # minima, a few ulps of the magnitudes summed
+    cond = prob.M / prob.pA[:, None]
+    mag_e = np.abs(w) + (lam[:, c] * (np.abs(cond[:, r]) + np.abs(cond[a0, r])[None, :])).sum(axis=0)
+    mag = np.zeros(prob.k)
+    np.maximum.at(mag, r, mag_e)
+    depth = prob.M.shape[0] + math.log2(max(prob.k, 2)) + 4.0
+    bound -= 2.0 * depth * np.finfo(float).eps * (float(mag.sum()) + nu * s)
+    return max(bound, float(prob.delta_min))
 
 
 #: target mode: an LP whose optimum is below this share of its largest cost is solved again in units of that optimum
@@ -892,11 +985,12 @@ def _ml_linprog(cost, A_ub, b_ub, A_eq, b_eq, bounds, method, retry_infeasible=F
     return first
 
 
-def solve_maximal_leakage_lp(prob, *, delta=None, target_bits=None, bound_bits=None):
+def solve_maximal_leakage_lp(prob, *, delta=None, target_bits=None, bound_bits=None, bound_delta=None):
     """Minimise maximal leakage (delta mode) or distortion (target mode) by one HiGHS LP.
 
     Returns ``(P, info)`` with ``info['lp_gap']`` = primal minus dual objective; in delta mode also
-    ``info['lower_bound']``, the rigorous bound of :func:`maximal_leakage_lower_bound` at the LP's duals; in target
+    ``info['lower_bound']``, the rigorous bound of :func:`maximal_leakage_lower_bound` at the LP's duals, for the
+    budget ``bound_delta`` (default ``delta``: the multipliers bound the leakage at every budget); in target
     mode the bound of :func:`maximal_leakage_distortion_bound` at the LP's multipliers, for the target
     ``bound_bits`` (default ``target_bits``: the multipliers bound the distortion at every target).
     """
@@ -943,11 +1037,14 @@ def solve_maximal_leakage_lp(prob, *, delta=None, target_bits=None, bound_bits=N
     if target_bits is None and res.ineqlin is not None:
         marg = -np.asarray(res.ineqlin.marginals, dtype=float)
         info["lower_bound"] = maximal_leakage_lower_bound(
-            prob, marg[:na * kh].reshape(na, kh), marg[-1] / budget_unit if budget_unit else 0.0, delta)
+            prob, marg[:na * kh].reshape(na, kh), marg[-1] / budget_unit if budget_unit else 0.0,
+            delta if bound_delta is None else bound_delta)
     elif res.ineqlin is not None:  # target mode: the distortion bound of the same multipliers (rigorous)
         marg = -np.asarray(res.ineqlin.marginals, dtype=float)
-        lam, nu = unit * marg[:na * kh].reshape(na, kh), unit * marg[-1]
-        info["lower_bound"] = maximal_leakage_distortion_bound(prob, lam, nu,
-                                                               target_bits if bound_bits is None else bound_bits)
-        info["lower_bound_lp_target"] = maximal_leakage_distortion_bound(prob, lam, nu, target_bits)
+        lam = np.zeros((na, kh))
+        lam[np.arange(na) != _ml_reference_class(prob)] = unit * marg[:(na - 1) * kh].reshape(na - 1, kh)
+        nu = unit * marg[-1]
+        info["lower_bound"] = maximal_leakage_distortion_bound(
+            prob, lam, nu, target_bits if bound_bits is None else bound_bits, budget_unit)
+        info["lower_bound_lp_target"] = maximal_leakage_distortion_bound(prob, lam, nu, target_bits, budget_unit)
     return P, info

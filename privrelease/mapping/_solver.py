@@ -94,8 +94,8 @@ from ._checks import (_refuse_strings, check_budget, check_distortion, check_map
                       check_prior)
 from ._cvx import solve_quietly
 from ._leakage import expected_distortion, leakage as _leakage
-from ._lp import (ROW_SCALE_FLOOR, independence_lower_bound, perfect_privacy_mapping, polish_maximal_leakage,
-                  sharpest_independence_multipliers, solve_maximal_leakage_lp)
+from ._lp import (ROW_SCALE_FLOOR, _ml_row_unit, independence_lower_bound, perfect_privacy_mapping,
+                  polish_maximal_leakage, sharpest_independence_multipliers, solve_maximal_leakage_lp)
 from ._presolve import reduce_outputs
 from ._problem import LN2, Problem, bound_rounding
 from ._result import MappingResult
@@ -977,6 +977,30 @@ def _solve_ml(prob, delta, target_bits, solver, tol=1e-6):
                 Pp = prob.clean(Pp, delta)
                 if gap_of(Pp) < gap_of(P):
                     P = Pp
+        near = NEAR_MIN_RTOL * max(prob.delta_min, prob.delta_max - prob.delta_min)
+        if gap_of(P) > need and prob.n_argmin.max() > 1 and prob.delta_min < delta <= prob.delta_min + near:
+            # a hair above the smallest budget with tied cheapest outputs: the budget row keeps every entry within
+            # BUDGET_ROW_MAX_COEF slacks of its row's cheapest (a slack of 1e-24 against entries 16 decades apart),
+            # and HiGHS's answer came back 1e-7 .. 3.9e-7 bits (once 0.036 bits) above the bound and above the optimum
+            # at the smallest budget, which is feasible here. That optimum is the LP on the rows' cheapest entries
+            # (every other entry fixed at 0), and its multipliers bound the leakage at this budget too
+            # (maximal_leakage_lower_bound prices the other entries out)
+            try:
+                Q, info_min = solve_maximal_leakage_lp(prob, delta=prob.delta_min, bound_delta=delta)
+            except SolverError:
+                pass
+            else:
+                dual = max(dual, info_min.get("lower_bound", -math.inf))
+                Q = prob.clean(Q, delta)
+                Qp = polish_maximal_leakage(prob, Q, prob.delta_min) if gap_of(Q) > need else None
+                Qp = prob.clean(Qp, delta) if Qp is not None else None
+                Q = Qp if Qp is not None and gap_of(Qp) < gap_of(Q) else Q
+                # and the LP's answer at this budget brought within it by mixing with that optimum rather than with
+                # the cheapest mapping (clean: one cheapest output per row, far leakier where rows have ties);
+                # maximal leakage is convex in the mapping
+                for cand in (Q, _mix_into_budget(prob, prob.clean(P_raw, None), Q, delta)):
+                    if cand is not None and gap_of(cand) < gap_of(P):
+                        P = cand
         primal = ml_sum(P)
         cert = {"gap_bits": gap_of(P), "lp_gap": float(max(primal - dual, 0.0)),
                 "method": "linear program (HiGHS), dual bound"}
@@ -1013,13 +1037,13 @@ def _solve_ml(prob, delta, target_bits, solver, tol=1e-6):
             hi = _mix_to_target(ml_sum, P, Pz, cap)  # ml_sum is convex in the mapping, as f in the joint
             over, d_before = ml_sum(P) - cap, prob.distortion(P)
             P = (1 - hi) * P + hi * Pz
-            if over <= HIGHS_FEAS_TOL * prob.kh:
+            if over <= HIGHS_FEAS_TOL * prob.kh * _ml_row_unit(target_bits):
                 # the price of meeting the target exactly where HiGHS's answer met it within its feasibility tolerance
-                # (1e-7 per epigraph row): the LP's multipliers cannot see it (1 - I at the identity's leakage: the
-                # identity, bound 0, the answer 1.4e-13 above it)
-                # (1e-7 per epigraph row): the LP's multipliers cannot see it (1 - I at the identity's leakage: the
-                # identity, bound 0, the answer 1.4e-13 above it); at most DIST_RTOL of the range (unbounded, it
-                # tolerated the whole answer: 146.6 "optimal" with a bound of 0, 85.2 reachable)
+                # (1e-7 per epigraph row, whose unit is the target's slack 2^target - 1: _maximal_leakage_target_lp;
+                # in units of 1 an answer 3.4e-10 over a slack of 2.6e-9, 15% of it, was pulled back at a price of
+                # 0.024 and certified where 8.3e-7 is optimal): the LP's multipliers cannot see it (1 - I at the
+                # identity's leakage: the identity, bound 0, the answer 1.4e-13 above it); at most DIST_RTOL of the
+                # range (unbounded, it tolerated the whole answer: 146.6 "optimal" with a bound of 0, 85.2 reachable)
                 pull_price = min(max(prob.distortion(P) - d_before, 0.0),
                                  DIST_RTOL * max(prob.delta_max - prob.delta_min, 0.0))
     if info is None:  # the bound is the dual of the LP already solved for the answer (cvxpy: solved here)
@@ -1059,6 +1083,19 @@ def _solve_ml(prob, delta, target_bits, solver, tol=1e-6):
     return P, cert, name, "optimal" if gap <= dist_tol else "inaccurate"
 
 
+def _mix_into_budget(prob, P, Q, delta):
+    """``(1 - theta) P + theta Q`` with the smallest ``theta`` that meets the budget ``delta`` (``Q`` within it), or
+    None when ``Q`` is not within it."""
+    d_P, d_Q = prob.distortion(P), prob.distortion(Q)
+    if d_P <= delta:
+        return P
+    if d_Q > delta:
+        return None
+    theta = min(1.0, (d_P - delta) / (d_P - d_Q) * (1 + 1e-9) + 1e-15)
+    R = (1 - theta) * P + theta * Q
+    return R if prob.distortion(R) <= delta else Q
+
+
 def _ml_fallback(prob, delta, target_bits, exc):
     """The best feasible mapping at hand when HiGHS solved no form of the maximal-leakage LP (``solver="auto"``):
     the cheapest mapping, the cheapest constant mapping and the perfect-privacy LP's mapping, the least leaky within
@@ -1093,13 +1130,17 @@ def _ml_fallback(prob, delta, target_bits, exc):
 
 
 def _lower_partner(prob, target_bits, use_lp, ml_sum, cap, fallback):
-    """The LP's answer at ``2^target (1 - PULLBACK_RTOL)`` when it meets ``cap`` (after rounding), else
-    ``fallback``."""
-    s = 2.0 ** target_bits * (1 - PULLBACK_RTOL)
-    if not use_lp or s <= 1.0:
+    """The LP's answer at the slack ``(2^target - 1) (1 - PULLBACK_RTOL)`` when it meets ``cap`` (after rounding),
+    else ``fallback``.
+
+    The hair is taken from the slack above 1 (``sum_j max_a p(j | a) >= 1`` for every mapping), not from
+    ``2^target``: below 1.44e-6 bits ``2^target (1 - PULLBACK_RTOL)`` is under 1, no mapping meets it, and every
+    answer was mixed with the perfect-privacy mapping (the whole distortion range away)."""
+    s = math.expm1(target_bits * math.log(2.0)) * (1 - PULLBACK_RTOL)
+    if not use_lp or not s > 0.0:
         return fallback
     try:
-        Q, _ = solve_maximal_leakage_lp(prob, target_bits=math.log2(s))
+        Q, _ = solve_maximal_leakage_lp(prob, target_bits=math.log1p(s) / math.log(2.0))
     except (InfeasibleBudgetError, SolverError):
         return fallback
     Q = prob.clean(Q, None)
