@@ -75,7 +75,10 @@ Tolerance policy
   costs (the LP is solved ``LP_TARGET_RTOL`` inside the target, in units of the answer's
   distance; an answer HiGHS left above it within its feasibility tolerance is mixed with the
   LP's answer ``PULLBACK_RTOL`` further inside, else with the perfect-privacy mapping, and the
-  distortion that adds is tolerated). ``certificate['distortion_tolerance']`` reports it.
+  distortion that adds is tolerated). No tolerance is below the distortion's own rounding
+  (``ROUNDING_ULPS`` ulps of its magnitude per input and output symbol): a constant
+  distortion has a range of 0. A target that the least-leaking mapping found meets within
+  that rounding is met by that mapping.
 """
 
 import logging
@@ -125,6 +128,16 @@ NEAR_MIN_RTOL = 1e-6
 #: max_leakage mode: certified when the distortion is within ``DIST_RTOL`` times the
 #: distortion range ``(delta_max - delta_min)`` of a rigorous lower bound
 DIST_RTOL = 1e-6
+#: max_leakage mode: the search aims this share inside the target (mutual information), so that the answer's
+#: leakage never exceeds it after rounding
+TARGET_HAIR = 1e-12
+#: the same for the maximal leakage's ``sum_j max_a p(j | a) <= 2^target``
+ML_TARGET_HAIR = 1e-13
+#: max_leakage mode: the rounding of a sum over the input and output symbols, this many ulps of its magnitude per
+#: symbol. No distortion is certified more finely (a constant distortion, range 0, was "inaccurate" at a gap of
+#: 1.6e-16), and a target that the least-leaking mapping meets within it is met by that mapping (a target equal to
+#: the only allowed mapping's leakage, as leakage() computes it, was refused)
+ROUNDING_ULPS = 4.0
 #: max_leakage mode: the perfect-privacy LP's bound is sharpened (its multipliers re-optimised for the target) up
 #: front when it lies within this many tolerances of the LP's distortion, and always before an answer is given up.
 #: Up front it narrows the search's bracket, which changes the delta solves' path: at 1e3 a pc_range target of
@@ -556,7 +569,7 @@ def _solve_mi_target(prob, target_bits, solver, tol):
     answer is certified when it is at most ``DIST_RTOL`` times the distortion range and
     at most the tolerance relative to the answer itself (see ``answer_tol`` below).
     """
-    L = target_bits * LN2 * (1 - 1e-12)  # a hair inside, so that rounding never exceeds the target
+    L = target_bits * LN2 * (1 - TARGET_HAIR)  # a hair inside, so that rounding never exceeds the target
     rng_ = max(prob.delta_max - prob.delta_min, 0.0)
     dist_tol = DIST_RTOL * max(rng_, 1e-300)
     lines = []  # (delta_k, LB_k, lambda_k): LB_k - lambda_k (delta - delta_k) <= I*(delta)
@@ -683,12 +696,26 @@ def _solve_mi_target(prob, target_bits, solver, tol):
         rights.append((prob.distortion(Ppp), Ppp, prob.objective(Ppp)))
     else:
         Pm, fm, lbm, _ = run(np.inf, tol)
-        if lbm > L:
+        if lbm > L and fm <= target_bits * LN2 * (1 + _rounding_share(prob)):
+            # the target is the smallest achievable leakage up to rounding, inside the hair the search keeps (a target
+            # equal to the leakage of the only allowed mapping, as leakage() computes it, was refused as unreachable):
+            # the least-leaking mapping found, its distortion certified or warned
+            dm = prob.distortion(Pm)
+            gap_m, tol_m = max(dm - lower(), 0.0), _answer_dist_tol(prob, dm, ANSWER_RTOL * DIST_RTOL * rng_)
+            cert = {"gap_bits": float(max(fm - lbm, 0.0) / LN2), "distortion_gap": float(prob.to_user(gap_m)),
+                    "distortion_lower_bound": float(prob.to_user(lower())),
+                    "distortion_tolerance": float(prob.to_user(tol_m)),
+                    "method": "the target is the smallest achievable leakage (up to rounding)"}
+            return _target_answer(prob, Pm, cert, "+".join(sorted(names)), gap_m, tol_m, target_bits, solver)
+        if lbm > target_bits * LN2:
             raise InfeasibleBudgetError(
                 f"max_leakage={target_bits!r} bits cannot be reached by any allowed mapping; "
                 f"the smallest achievable leakage is at least {lbm / LN2:.6g} bits (at most {fm / LN2:.6g})",
                 smallest_feasible=fm / LN2,
             )
+        if lbm > L:
+            raise SolverError(f"could not decide whether max_leakage={target_bits!r} bits is reachable: the smallest "
+                              f"achievable leakage is at least {lbm / LN2:.17g} bits and at most {fm / LN2:.17g}")
         if fm > L and Ppp is not None and prob.objective(Ppp) <= tol * LN2:
             # a target below the rounding of the leakage itself (I(A; C) = 0 up to 1e-16 bits):
             # no mapping shows f <= L in floating point, but the perfect-privacy LP's mapping is
@@ -867,6 +894,11 @@ def _target_answer(prob, P, cert, name, gap, tol_d, target_bits, solver, how="")
     return P, cert, name, "inaccurate"
 
 
+def _rounding_share(prob):
+    """The relative rounding of a sum over ``prob``'s input and output symbols (``ROUNDING_ULPS`` ulps each)."""
+    return ROUNDING_ULPS * (prob.k + prob.kh) * np.finfo(float).eps
+
+
 def _answer_dist_tol(prob, answer, floor=0.0):
     """The distortion tolerance of a ``max_leakage`` answer (both measures; internal units).
 
@@ -880,7 +912,9 @@ def _answer_dist_tol(prob, answer, floor=0.0):
     """
     rng_ = max(prob.delta_max - prob.delta_min, 0.0)
     own = max(ANSWER_RTOL * max(answer - prob.delta_min, 0.0), floor)
-    return max(min(DIST_RTOL * rng_, own), DIST_RTOL * 1e-300)
+    # the rounding of the distortion itself (a sum over the k x k_hat entries of the mapping) and of its bound
+    rounding = _rounding_share(prob) * max(abs(answer), abs(prob.delta_min))
+    return max(min(DIST_RTOL * rng_, own), rounding, DIST_RTOL * 1e-300)
 
 
 def _cheapest_constant_mapping(prob):
@@ -1005,7 +1039,7 @@ def _solve_ml(prob, delta, target_bits, solver, tol=1e-6):
         cert = {"gap_bits": gap_of(P), "lp_gap": float(max(primal - dual, 0.0)),
                 "method": "linear program (HiGHS), dual bound"}
         return P, cert, name, "optimal" if cert["gap_bits"] <= need else "inaccurate"
-    cap = 2.0 ** target_bits * (1 - 1e-13)
+    cap = 2.0 ** target_bits * (1 - ML_TARGET_HAIR)
     pull_price = 0.0
     if ml_sum(P) > cap:
         # LP feasibility tolerances can leave the target exceeded by ~1e-8: pull back inside
@@ -1022,11 +1056,16 @@ def _solve_ml(prob, delta, target_bits, solver, tol=1e-6):
             # so the hair inside the target (cap < 1) refused even perfect privacy. The perfect-privacy
             # LP's mapping is the answer (maximal leakage 0 up to rounding, reported as gap_bits)
             P = Ppp
-        elif ml_sum(Pz) > cap:
+        elif ml_sum(Pz) > 2.0 ** target_bits * (1 + _rounding_share(prob)):
             smallest = math.log2(max(ml_sum(Pz), 1.0))
             raise InfeasibleBudgetError(f"max_leakage={target_bits!r} bits cannot be reached by any allowed mapping; "
                                         f"the smallest achievable maximal leakage is {smallest!r} bits",
                                         smallest_feasible=smallest)
+        elif ml_sum(Pz) > cap:
+            # the target is the smallest achievable maximal leakage up to rounding, inside the hair kept (a target
+            # equal to the only allowed mapping's maximal leakage was refused as unreachable, naming the target itself
+            # as the smallest): the least-leaking mapping, certified below or warned
+            P = Pz
         else:
             # the partner of the mixture: the LP's answer a little further inside the target when it meets it (a
             # chord of the convex curve, whose cost is the curve's slope), else the perfect-privacy mapping, whose
