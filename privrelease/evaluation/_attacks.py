@@ -40,8 +40,8 @@ from ..utils import check_private_labels, check_random_source
 from ..utils._constraints import RANDOM_STATE_CONSTRAINT
 from ..utils._fit import atomic_fit
 from ..utils._threads import single_threaded_blas
-from ..utils._validation import (UNDISCLOSED_SHORT, check_same_index, check_table, plain_labels, undisclosed_note,
-                                 zero_fill_sparse_frame)
+from ..utils._validation import (UNDISCLOSED_SHORT, check_rating_container, check_same_index, check_table, plain_labels,
+                                 undisclosed_note, zero_fill_sparse_frame)
 from ._chance import chance_folded_auc
 from ._targets import attribute_targets
 
@@ -233,6 +233,7 @@ class InferenceAttack(ClassifierMixin, BaseEstimator):
 
     def _validate_X(self, X, reset):
         X = computed(X)  # a dask array of sparse blocks: "setting an array element with a sequence"
+        check_rating_container(X)
         check_table(X)
         X = zero_fill_sparse_frame(X)  # NaN-filled sparse columns: pandas' "fill value must be 0" in scikit-learn
         return validate_data(
@@ -264,6 +265,7 @@ class InferenceAttack(ClassifierMixin, BaseEstimator):
                 "private attribute from users who disclosed it"
             )
         X, y = computed(X), computed(y)  # a dask array of sparse blocks: "setting an array element with a sequence"
+        check_rating_container(X)
         check_table(X)
         check_same_index(X, y)
         X = zero_fill_sparse_frame(X)
@@ -639,6 +641,10 @@ def evaluate_attacks(X_train_original, X_train_released, y_train, X_test_release
     X_train_original, X_train_released, X_test_released = map(computed, (X_train_original, X_train_released,
                                                                           X_test_released))
     y_train, y_test = computed(y_train), computed(y_test)
+    # a long-form table was read as one "user" per rating, a Surprise Trainset failed inside numpy
+    for x_name, X_ in (("X_train_original", X_train_original), ("X_train_released", X_train_released),
+                       ("X_test_released", X_test_released)):
+        check_rating_container(X_, x_name)
     # rows are paired by position: a y (or a release) indexed in another order gave users other users' labels
     check_same_index(X_train_original, y_train, "y_train", x_name="X_train_original")
     if X_train_released is not None:

@@ -54,7 +54,7 @@ from ..mapping import (
 from ..mapping._checks import check_distortion
 from ..utils import check_private_labels
 from ..utils._validation import (_as_label_array, check_label_input, check_number, check_same_index, is_sparse_frame,
-                                 plain_value, undisclosed_note)
+                                 plain_value, refuse_long_form, refuse_surprise_data, undisclosed_note)
 from . import _dask
 from ._columns import _plain_label, keep_column_labels
 
@@ -199,49 +199,9 @@ def _is_fitted_attr(name):
     return name.endswith("_") and not name.startswith("_")
 
 
-def _refuse_surprise_data(X):
-    """A Surprise ``Dataset`` / ``Trainset`` is not a matrix: say how to convert it.
-
-    sklearn would report "Expected 2D array, got scalar array instead".
-    """
-    if hasattr(X, "raw_ratings") or (hasattr(X, "all_ratings") and hasattr(X, "to_raw_uid")):
-        raise TypeError(
-            f"X is a surprise {type(X).__name__}, not a user x item matrix; convert it first: "
-            "rf, ratings = RatingsFrame.from_surprise(X); X = rf.to_matrix(ratings) "
-            "(privrelease.recommender.RatingsFrame), then rf.from_matrix(release) for the long form"
-        )
-
-
-#: column names (lower case, letters and digits only) that mark a table of ratings in long form
-_USER_COLUMNS = ("user", "userid", "uid", "users", "username", "customer", "customerid", "reviewerid")
-_ITEM_COLUMNS = ("item", "itemid", "iid", "items", "movie", "movieid", "product", "productid", "asin", "isbn",
-                 "book", "bookid", "show", "showid", "track", "trackid")
-
-
-def _refuse_long_form(X):
-    """A pandas table with a user column and an item column holds ratings in long form, not a user x item
-    matrix: say how to convert it.
-
-    Without this a numeric long-form table (user, item, rating ids as numbers) is read as a matrix of three
-    "items" per row, one row per rating, and fitted without a word.
-    """
-    columns = getattr(X, "columns", None)
-    if columns is None or not hasattr(X, "iloc"):
-        return
-    names = {}
-    for c in columns:
-        names["".join(ch for ch in str(c).lower() if ch.isalnum())] = c
-    user = next((names[n] for n in _USER_COLUMNS if n in names), None)
-    item = next((names[n] for n in _ITEM_COLUMNS if n in names), None)
-    if user is not None and item is not None:
-        rating = next((c for c in columns if c not in (user, item)), "rating")
-        raise TypeError(
-            f"X looks like ratings in long form (columns {list(map(str, columns))}: one row per rating, "
-            f"users in {user!r}, items in {item!r}), not a user x item matrix; convert it first: "
-            f"rf = RatingsFrame(user={user!r}, item={item!r}, rating={rating!r}).fit(X); "
-            "ratings = rf.to_matrix(X) (privrelease.recommender.RatingsFrame), then rf.from_matrix(release) "
-            "for the long form"
-        )
+#: a Surprise Dataset / Trainset and a long-form table are refused with their conversion
+_refuse_surprise_data = refuse_surprise_data
+_refuse_long_form = refuse_long_form
 
 
 def _refuse_nan_ratings(X, name="X", row_offset=None):

@@ -230,6 +230,59 @@ def _refuse_beyond_int64(X, name, what):
 _MAX_SPARSE_DIM = np.iinfo(np.int32).max
 
 
+#: column names (lower case, letters and digits only) that mark a table of ratings in long form
+LONG_FORM_USER_COLUMNS = ("user", "userid", "uid", "users", "username", "customer", "customerid", "reviewerid")
+LONG_FORM_ITEM_COLUMNS = ("item", "itemid", "iid", "items", "movie", "movieid", "product", "productid", "asin",
+                          "isbn", "book", "bookid", "show", "showid", "track", "trackid")
+
+
+def refuse_surprise_data(X, name="X"):
+    """A Surprise ``Dataset`` / ``Trainset`` is not a matrix: say how to convert it (TypeError naming ``name``).
+
+    scikit-learn would report "Expected 2D array, got scalar array instead", numpy "float() argument must be a
+    string or a real number, not 'Trainset'".
+    """
+    if hasattr(X, "raw_ratings") or (hasattr(X, "all_ratings") and hasattr(X, "to_raw_uid")):
+        raise TypeError(
+            f"{name} is a surprise {type(X).__name__}, not a user x item matrix; convert it first: "
+            f"rf, ratings = RatingsFrame.from_surprise({name}); {name} = rf.to_matrix(ratings) "
+            "(privrelease.recommender.RatingsFrame), then rf.from_matrix(release) for the long form"
+        )
+
+
+def refuse_long_form(X, name="X"):
+    """A pandas table with a user column and an item column holds ratings in long form, not a user x item
+    matrix: say how to convert it (TypeError naming ``name``).
+
+    Without this a numeric long-form table (user, item, rating ids as numbers) is read as a matrix of three
+    "items" per row, one row per rating, and used without a word.
+    """
+    columns = getattr(X, "columns", None)
+    if columns is None or not hasattr(X, "iloc"):
+        return
+    names = {}
+    for c in columns:
+        names["".join(ch for ch in str(c).lower() if ch.isalnum())] = c
+    user = next((names[n] for n in LONG_FORM_USER_COLUMNS if n in names), None)
+    item = next((names[n] for n in LONG_FORM_ITEM_COLUMNS if n in names), None)
+    if user is not None and item is not None:
+        rating = next((c for c in columns if c not in (user, item)), "rating")
+        raise TypeError(
+            f"{name} looks like ratings in long form (columns {list(map(str, columns))}: one row per rating, "
+            f"users in {user!r}, items in {item!r}), not a user x item matrix; convert it first: "
+            f"rf = RatingsFrame(user={user!r}, item={item!r}, rating={rating!r}).fit({name}); "
+            f"ratings = rf.to_matrix({name}) (privrelease.recommender.RatingsFrame), then rf.from_matrix(release) "
+            "for the long form"
+        )
+
+
+def check_rating_container(X, name="X"):
+    """Refuse what holds ratings but is no user x item matrix: a Surprise ``Dataset`` / ``Trainset`` and a
+    long-form table (one row per rating), each with the conversion (TypeError naming ``name``)."""
+    refuse_surprise_data(X, name)
+    refuse_long_form(X, name)
+
+
 def check_table(X, name="X"):
     """Refuse what numpy would misread as a table, before scikit-learn's ``validate_data`` (ValueError naming ``name``).
 
@@ -606,6 +659,7 @@ def check_rating_matrix(X, *, name="X", rating_range=None, dtype=(np.float64, np
         The input's sparse format (``"csr"``, ``"csc"``, ``"coo"`` ...) or None for dense.
     """
     fmt = None
+    check_rating_container(X, name)
     check_table(X, name)
     check_no_time_values(X, name)
     check_numeric_frame(X, name)
