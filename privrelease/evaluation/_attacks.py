@@ -40,8 +40,8 @@ from ..utils import check_private_labels, check_random_source
 from ..utils._constraints import RANDOM_STATE_CONSTRAINT
 from ..utils._fit import atomic_fit
 from ..utils._threads import single_threaded_blas
-from ..utils._validation import (UNDISCLOSED_SHORT, check_rating_container, check_same_index, check_table, plain_labels,
-                                 undisclosed_note, zero_fill_sparse_frame)
+from ..utils._validation import (UNDISCLOSED_SHORT, canonical_sparse, check_rating_container, check_same_index,
+                                 check_table, plain_labels, undisclosed_note, zero_fill_sparse_frame)
 from ._chance import chance_folded_auc
 from ._targets import attribute_targets
 
@@ -645,6 +645,9 @@ def evaluate_attacks(X_train_original, X_train_released, y_train, X_test_release
     for x_name, X_ in (("X_train_original", X_train_original), ("X_train_released", X_train_released),
                        ("X_test_released", X_test_released)):
         check_rating_container(X_, x_name)
+    # warned of once, here: a pair stored twice is read as its sum (scipy's reading) by every attacker
+    X_train_original, X_train_released, X_test_released = map(canonical_sparse, (X_train_original, X_train_released,
+                                                                                 X_test_released))
     # rows are paired by position: a y (or a release) indexed in another order gave users other users' labels
     check_same_index(X_train_original, y_train, "y_train", x_name="X_train_original")
     if X_train_released is not None:

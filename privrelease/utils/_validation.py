@@ -276,11 +276,46 @@ def refuse_long_form(X, name="X"):
         )
 
 
+def warn_duplicate_entries(X, name="X"):
+    """Warn (``UserWarning`` naming the first pair, its values and their sum) when a sparse rating matrix stores
+    a (user, item) pair more than once.
+
+    scipy reads such a matrix as the SUM of the entries, and so does privrelease (a rating may be stored as
+    summands). But a COO matrix built from ``(rating, (user, item))`` triples of a file keeps a re-rated pair
+    twice: a 4 and a 1 became one rating 5, inside the scale, without a word. Stored zeros ("not rated") never
+    count. Only a COO, CSR or CSC matrix not known to be canonical is looked at.
+    """
+    if not sp.issparse(X) or X.format not in ("coo", "csr", "csc") or getattr(X, "has_canonical_format", True):
+        return
+    coo = X.tocoo(copy=False) if X.format != "coo" else X
+    rated = np.asarray(coo.data) != 0
+    rows, cols = np.asarray(coo.row)[rated].astype(np.int64), np.asarray(coo.col)[rated].astype(np.int64)
+    if rows.size < 2:
+        return
+    key = np.sort(rows * int(X.shape[1]) + cols)
+    repeated = key[1:][key[1:] == key[:-1]]
+    if not repeated.size:
+        return
+    first = int(repeated[0])  # the first repeated pair in row-major order
+    values = np.asarray(coo.data)[rated][rows * int(X.shape[1]) + cols == first]
+    r, c = divmod(first, int(X.shape[1]))
+    warnings.warn(
+        f"{name} stores {int(np.unique(repeated).size)} (user, item) pair(s) more than once, for example row {r}, "
+        f"column {c} {values.size} times (values {[plain_value(v) for v in values]!r}); they are read as scipy "
+        f"reads them, as ONE rating, their sum ({plain_value(values.sum())!r}). If they are repeated ratings "
+        "(triples of a file turned into a COO matrix), keep one rating per (user, item) pair first "
+        "(privrelease.recommender.RatingsFrame refuses repeated pairs of a long-form table)",
+        UserWarning, stacklevel=3,
+    )
+
+
 def check_rating_container(X, name="X"):
     """Refuse what holds ratings but is no user x item matrix: a Surprise ``Dataset`` / ``Trainset`` and a
-    long-form table (one row per rating), each with the conversion (TypeError naming ``name``)."""
+    long-form table (one row per rating), each with the conversion (TypeError naming ``name``); warn of a sparse
+    matrix storing a (user, item) pair twice (:func:`warn_duplicate_entries`)."""
     refuse_surprise_data(X, name)
     refuse_long_form(X, name)
+    warn_duplicate_entries(X, name)
 
 
 def check_table(X, name="X"):
@@ -817,14 +852,15 @@ def ratings_in_dtype(values, dtype, *, what, source, name="X"):
 
 
 def canonical_sparse(X):
-    """A sparse CSR / CSC rating matrix with its duplicates summed and its stored zeros dropped (0 = not rated).
+    """A sparse CSR / CSC / COO rating matrix with its duplicates summed and its stored zeros dropped (0 = not rated).
 
     scipy sums a pair stored twice and a stored 0 is "not rated", but code reading ``indptr`` / ``data``
     directly (rating counts, distances to the cluster centres, item means) took a non-canonical matrix
     at its word: duplicates counted twice, a stored 0 as a rating. Returns ``X`` itself when it is
     already canonical (or dense), else a canonical copy: the caller's matrix is never modified.
     """
-    if not sp.issparse(X) or (X.has_canonical_format and not np.any(X.data == 0)):
+    if not sp.issparse(X) or not hasattr(X, "has_canonical_format") or (  # DOK, LIL: one entry per pair
+            X.has_canonical_format and not np.any(X.data == 0)):
         return X
     X = X.copy()
     X.sum_duplicates()

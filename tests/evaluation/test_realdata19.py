@@ -72,3 +72,68 @@ def test_surprise_data_refused_with_the_conversion(kind, entry):
     with pytest.raises(TypeError, match=f"surprise {kind}") as err:
         calls[entry]()
     assert "RatingsFrame.from_surprise" in str(err.value)
+
+
+# --------------------------------------------------------------------------- duplicate entries of a sparse matrix
+# A COO matrix built from (rating, (user, item)) triples keeps a re-rated pair twice, and scipy ADDS the two on
+# conversion: a 4 and a 1 became one rating 5, inside the scale, without a word (on a 1..5 scale a 5 and a 1 became
+# a 6, refused as "outside the rating scale", which named the wrong cause). The sum stays the reading (a rating may
+# be stored as summands, tests/faults/test_hostile_inputs3.py), said once per call.
+def _dense(X):
+    return X.toarray() if sp.issparse(X) else np.asarray(X)
+
+
+def _with_duplicate(fmt="coo_matrix"):
+    X, y = _ratings()
+    u, i = np.nonzero(X)
+    rows, cols, vals = np.r_[u, u[3]], np.r_[i, i[3]], np.r_[X[u, i], 1.0]
+    if fmt == "csr_matrix":  # a CSR matrix given its arrays as they are, the pair twice in one row
+        order = np.lexsort((cols, rows))
+        indptr = np.r_[0, np.cumsum(np.bincount(rows, minlength=X.shape[0]))]
+        C = sp.csr_matrix((vals[order], cols[order], indptr), shape=X.shape)
+    else:
+        C = getattr(sp, fmt)((vals, (rows, cols)), shape=X.shape)
+    summed = X.copy()
+    summed[u[3], i[3]] += 1.0
+    return C, summed, y, (int(u[3]), int(i[3]), float(X[u[3], i[3]]))
+
+
+@pytest.mark.parametrize("fmt", ["coo_matrix", "coo_array", "csr_matrix"])
+@pytest.mark.parametrize("entry", ["rmse_cost", "QuantizedPrivacyMapper.fit", "evaluate_attacks",
+                                   "SurpriseRecommender.fit", "BlurMe.fit", "holdout_split"])
+def test_duplicate_sparse_entries_said_once_and_read_as_their_sum(fmt, entry):
+    C, summed, y, (r, c, v) = _with_duplicate(fmt)
+    calls = {
+        "rmse_cost": lambda X: rmse_cost(QuantizedPrivacyMapper(n_clusters=2), X, y, rating_range=(1, 10), cv=2,
+                                         heldout_fraction=0.5, random_state=0, verbose=0).summary["rmse_original"],
+        "QuantizedPrivacyMapper.fit": lambda X: QuantizedPrivacyMapper(n_clusters=2, random_state=0).fit(X, y).prior_,
+        "evaluate_attacks": lambda X: evaluate_attacks(X, summed, y, summed, y, models="logistic", features="values",
+                                                       random_state=0, verbose=0)[0]["auc"].to_numpy(),
+        "SurpriseRecommender.fit": lambda X: _dense(SurpriseRecommender(rating_scale=(1, 10), random_state=0).fit(X)
+                                                    .predict(sp.csr_matrix(summed))),
+        "BlurMe.fit": lambda X: _dense(BlurMe(random_state=0).fit(X, y).transform(summed)),
+        "holdout_split": lambda X: [m.toarray() for m in holdout_split(X, 0.2, random_state=0)],
+    }
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = calls[entry](C)
+    said = [w for w in caught if "more than once" in str(w.message)]
+    assert len(said) == 1, [str(w.message) for w in caught]
+    message = str(said[0].message)
+    assert f"row {r}, column {c} 2 times (values [{v!r}, 1.0])" in message and f"their sum ({v + 1.0!r})" in message
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = calls[entry](sp.csr_matrix(summed))
+    np.testing.assert_allclose(got, expected)
+
+
+def test_coo_without_duplicates_and_explicit_zeros_read_as_their_csr():
+    X, _ = _ratings()
+    u, i = np.nonzero(X)
+    # unsorted triples, plus an explicit 0 ("not rated") stored on a rated pair: no duplicate rating
+    perm = np.random.default_rng(0).permutation(u.size)
+    rows, cols, vals = np.r_[u[perm], u[0]], np.r_[i[perm], i[0]], np.r_[X[u, i][perm], 0.0]
+    coo = sp.coo_matrix((vals, (rows, cols)), shape=X.shape)
+    a, b = holdout_split(coo, 0.3, random_state=4), holdout_split(sp.csr_matrix(X), 0.3, random_state=4)
+    assert all((p != q).nnz == 0 for p, q in zip(a, b))
+    assert ((a[0] + a[1]).toarray() == X).all()
