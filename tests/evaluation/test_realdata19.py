@@ -137,3 +137,37 @@ def test_coo_without_duplicates_and_explicit_zeros_read_as_their_csr():
     a, b = holdout_split(coo, 0.3, random_state=4), holdout_split(sp.csr_matrix(X), 0.3, random_state=4)
     assert all((p != q).nnz == 0 for p, q in zip(a, b))
     assert ((a[0] + a[1]).toarray() == X).all()
+
+
+# --------------------------------------------------------------------------- a shuffled Series beside a matrix
+# A pandas y whose index holds the positions 0 .. n-1 in another order (y.sort_values(), y.sample(frac=1)) beside
+# a matrix without labels (an array, a sparse matrix) was paired by position: every user got another user's label,
+# and the prior, the leakage claimed from it and the attackers' scores described nobody. Beside a DataFrame built
+# from the same array it was refused already.
+@pytest.mark.parametrize("entry", ["rmse_cost", "QuantizedPrivacyMapper.fit", "evaluate_attacks", "BlurMe.fit",
+                                   "InferenceAttack.fit"])
+@pytest.mark.parametrize("as_matrix", [np.asarray, sp.csr_matrix])
+def test_a_series_indexed_by_positions_in_another_order_is_refused(entry, as_matrix):
+    X, y = _ratings()
+    X = as_matrix(X)
+    shuffled = pd.Series(np.where(y == 1, "F", "M")).sort_values(kind="stable")
+    calls = {
+        "rmse_cost": lambda: rmse_cost(QuantizedPrivacyMapper(), X, shuffled, verbose=0),
+        "QuantizedPrivacyMapper.fit": lambda: QuantizedPrivacyMapper().fit(X, shuffled),
+        "evaluate_attacks": lambda: evaluate_attacks(X, None, shuffled, X, shuffled.to_numpy(), verbose=0),
+        "BlurMe.fit": lambda: BlurMe().fit(X, shuffled),
+        "InferenceAttack.fit": lambda: InferenceAttack().fit(X, shuffled),
+    }
+    name = "private" if entry == "rmse_cost" else "y_train" if entry == "evaluate_attacks" else "y"
+    with pytest.raises(ValueError, match=rf"{name} is indexed differently from .*row 0 is 0 .* but 1 in {name}"):
+        calls[entry]()
+
+
+def test_a_series_in_row_order_or_of_other_labels_still_pairs_by_position():
+    X, y = _ratings()
+    labels = np.where(y == 1, "F", "M")
+    a = QuantizedPrivacyMapper(n_clusters=2, random_state=0).fit(X, labels)
+    for series in (pd.Series(labels), pd.Series(labels, index=[f"u{k}" for k in range(len(y))]),
+                   pd.Series(labels, index=np.arange(100, 100 + len(y))[::-1])):
+        b = QuantizedPrivacyMapper(n_clusters=2, random_state=0).fit(sp.csr_matrix(X), series)
+        np.testing.assert_array_equal(a.empirical_prior_, b.empirical_prior_)
