@@ -267,8 +267,9 @@ def refuse_long_form(X, name="X"):
     item = next((names[n] for n in LONG_FORM_ITEM_COLUMNS if n in names), None)
     if user is not None and item is not None:
         rating = next((c for c in columns if c not in (user, item)), "rating")
+        what = "ratings" if name == "X" else "a table of ratings"  # not "ratings looks like ratings"
         raise TypeError(
-            f"{name} looks like ratings in long form (columns {list(map(str, columns))}: one row per rating, "
+            f"{name} looks like {what} in long form (columns {list(map(str, columns))}: one row per rating, "
             f"users in {user!r}, items in {item!r}), not a user x item matrix; convert it first: "
             f"rf = RatingsFrame(user={user!r}, item={item!r}, rating={rating!r}).fit({name}); "
             f"ratings = rf.to_matrix({name}) (privrelease.recommender.RatingsFrame), then rf.from_matrix(release) "
