@@ -41,7 +41,8 @@ from ..utils._constraints import RANDOM_STATE_CONSTRAINT
 from ..utils._fit import atomic_fit
 from ..utils._threads import single_threaded_blas
 from ..utils._validation import (UNDISCLOSED_SHORT, canonical_sparse, check_rating_container, check_same_index,
-                                 check_table, plain_labels, undisclosed_note, zero_fill_sparse_frame)
+                                 check_table, is_sparse_frame, plain_labels, refuse_nan_ratings, undisclosed_note,
+                                 zero_fill_sparse_frame)
 from ._chance import chance_folded_auc
 from ._targets import attribute_targets
 
@@ -236,6 +237,7 @@ class InferenceAttack(ClassifierMixin, BaseEstimator):
         check_rating_container(X)
         check_table(X)
         X = zero_fill_sparse_frame(X)  # NaN-filled sparse columns: pandas' "fill value must be 0" in scikit-learn
+        refuse_nan_ratings(X)  # a pivot table: scikit-learn's "consider HistGradientBoostingClassifier"
         return validate_data(
             self, X, reset=reset, accept_sparse="csr", dtype=np.float64, ensure_all_finite=True
         )
@@ -269,6 +271,7 @@ class InferenceAttack(ClassifierMixin, BaseEstimator):
         check_table(X)
         check_same_index(X, y)
         X = zero_fill_sparse_frame(X)
+        refuse_nan_ratings(X)  # a pivot table: scikit-learn's "consider HistGradientBoostingClassifier"
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, ensure_all_finite=True)
         shape = getattr(y, "shape", None) or np.asarray(y).shape
         if len(shape) == 2 and shape[1] == 1:
@@ -645,6 +648,8 @@ def evaluate_attacks(X_train_original, X_train_released, y_train, X_test_release
     for x_name, X_ in (("X_train_original", X_train_original), ("X_train_released", X_train_released),
                        ("X_test_released", X_test_released)):
         check_rating_container(X_, x_name)
+        if X_ is not None and not is_sparse_frame(X_):  # a NaN-filled sparse column reads its unstored cells as 0
+            refuse_nan_ratings(X_, x_name)
     # warned of once, here: a pair stored twice is read as its sum (scipy's reading) by every attacker
     X_train_original, X_train_released, X_test_released = map(canonical_sparse, (X_train_original, X_train_released,
                                                                                  X_test_released))

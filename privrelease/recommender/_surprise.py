@@ -26,7 +26,7 @@ from ..utils._threads import single_threaded_blas
 from ._split import _in_memory
 from ..utils._validation import (canonical_sparse, check_allocation, check_bool_number_mix, check_rating_container,
                                  check_same_columns, check_same_index, check_table, is_sparse_frame, plain_value,
-                                 sparse_frame_as_csr, zero_fill_sparse_frame)
+                                 refuse_nan_ratings, sparse_frame_as_csr, zero_fill_sparse_frame)
 
 __all__ = ["SurpriseRecommender"]
 
@@ -562,6 +562,7 @@ class SurpriseRecommender(BaseEstimator):
         X = canonical_sparse(X)  # warned of once: validate_data kept a COO matrix non-canonical
         check_table(X)
         X = zero_fill_sparse_frame(X)  # NaN-filled sparse columns: pandas' "fill value must be 0" in scikit-learn
+        refuse_nan_ratings(X)  # a pivot table: scikit-learn's "consider HistGradientBoostingClassifier"
         X = validate_data(self, X, accept_sparse=("csr", "csc", "coo"), dtype=np.float64,
                           reset=True)
         Xc, _ = check_rating_matrix(X, rating_range=scale)
@@ -850,6 +851,7 @@ class SurpriseRecommender(BaseEstimator):
         X = canonical_sparse(X)  # warned of once: validate_data kept a COO matrix non-canonical
         check_table(X)
         X = zero_fill_sparse_frame(X, name)
+        refuse_nan_ratings(X, name)  # a pivot table: scikit-learn's "consider HistGradientBoostingClassifier"
         X = validate_data(self, X, accept_sparse=("csr", "csc", "coo"), dtype=np.float64,
                           reset=False)
         Xc, _ = check_rating_matrix(X, name=name)

@@ -171,3 +171,29 @@ def test_a_series_in_row_order_or_of_other_labels_still_pairs_by_position():
                    pd.Series(labels, index=np.arange(100, 100 + len(y))[::-1])):
         b = QuantizedPrivacyMapper(n_clusters=2, random_state=0).fit(sp.csr_matrix(X), series)
         np.testing.assert_array_equal(a.empirical_prior_, b.empirical_prior_)
+
+
+# --------------------------------------------------------------------------- a pivot table (NaN = not rated)
+# DataFrame.pivot of long-form ratings leaves NaN in every unrated cell: the mappers and BlurMe said to fill them
+# with 0; the recommender and the attackers passed on scikit-learn's "Input X contains NaN ... consider
+# HistGradientBoostingClassifier", naming no argument, and rmse_cost called them "non-finite ratings".
+@pytest.mark.parametrize("entry, name", [
+    ("rmse_cost", "ratings"), ("evaluate_attacks", "X_test_released"), ("InferenceAttack.fit", "X"),
+    ("SurpriseRecommender.fit", "X"), ("SurpriseRecommender.rmse", "y"), ("holdout_split", "X")])
+def test_a_pivot_table_gets_the_fill_with_zero_message(entry, name):
+    X, y = _ratings()
+    pivot = pd.DataFrame(np.where(X == 0, np.nan, X))
+    r, c = np.argwhere(X == 0)[0]
+    fitted = SurpriseRecommender().fit(X) if entry == "SurpriseRecommender.rmse" else None
+    calls = {
+        "rmse_cost": lambda: rmse_cost(QuantizedPrivacyMapper(), pivot, y, verbose=0),
+        "evaluate_attacks": lambda: evaluate_attacks(X, None, y, pivot, y, verbose=0),
+        "InferenceAttack.fit": lambda: InferenceAttack().fit(pivot, y),
+        "SurpriseRecommender.fit": lambda: SurpriseRecommender().fit(pivot),
+        "SurpriseRecommender.rmse": lambda: fitted.rmse(X, pivot),
+        "holdout_split": lambda: holdout_split(pivot, 0.2, random_state=0),
+    }
+    n_nan = int(np.sum(X == 0))
+    with pytest.raises(ValueError, match=rf"^{name} holds {n_nan} NaN entries \(the first at row {r}, column {c}\); "
+                                         rf"in a rating matrix 0 means 'not rated'.*{name}.fillna\(0\)"):
+        calls[entry]()

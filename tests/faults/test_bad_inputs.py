@@ -585,6 +585,8 @@ def _catalogue():
         ("recommender", "SurpriseRecommender('KNNBaseline', algo_params={'sim_options': {'name': 'cos'}}).fit(X)",
          lambda: SurpriseRecommender("KNNBaseline", algo_params={"sim_options": {"name": "cos"}}).fit(
              _ratings_and_labels()[0]), ValueError, "'cos'"),
+        ("recommender", "SurpriseRecommender().fit(a pivot table, NaN where unrated)",
+         lambda: SurpriseRecommender().fit(np.where(X_SMALL == 0, np.nan, X_SMALL)), ValueError, "fillna(0)"),
         ("recommender", "SurpriseRecommender(rating_scale=(0, 10)).fit(X) (0 means 'not rated')",
          lambda: SurpriseRecommender(rating_scale=(0, 10)).fit(_ratings_and_labels()[0]), ValueError, "(0, 10)"),
         # --- evaluation / datasets
