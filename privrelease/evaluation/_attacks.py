@@ -440,6 +440,17 @@ def _n_rows(X):
     return int(shape[0]) if shape is not None and len(shape) else len(X)
 
 
+def _n_items(X):
+    """Number of items (columns) of a 2-D rating matrix, frame or array-like; None when it has no two axes."""
+    shape = getattr(X, "shape", None)
+    if shape is None and isinstance(X, (list, tuple)):
+        try:
+            shape = np.shape(X)
+        except ValueError:  # ragged rows: refused where the matrix is read
+            return None
+    return int(shape[1]) if shape is not None and len(shape) == 2 else None
+
+
 def _kind_of(dtype):
     """``"strings"``, ``"booleans"`` or ``"numbers"``: the kind of labels an array of ``dtype`` holds."""
     return {"U": "strings", "S": "strings", "b": "booleans"}.get(np.dtype(dtype).kind, "numbers")
@@ -667,6 +678,13 @@ def evaluate_attacks(X_train_original, X_train_released, y_train, X_test_release
         # the adaptive attacker's fit found it first, blaming y ("y has 30 labels but X has 20 users")
         raise ValueError(f"X_train_released has {_n_rows(X_train_released)} users but X_train_original has "
                          f"{_n_rows(X_train_original)}: the release of the training users must keep every user")
+    for x_name, X_ in (("X_train_released", X_train_released), ("X_test_released", X_test_released)):
+        if X_ is not None and _n_items(X_) is not None and _n_items(X_train_original) is not None \
+                and _n_items(X_) != _n_items(X_train_original):
+            # the attacker's "X has 11 features, but InferenceAttack is expecting 10" named neither
+            raise ValueError(f"{x_name} has {_n_items(X_)} items but X_train_original has "
+                             f"{_n_items(X_train_original)}: a release keeps the item columns of the ratings (an item "
+                             "rated only by some users is a column of every matrix, 0 where not rated)")
     models, features = _check_attackers(models, features)
     rs = check_random_source(random_state)
     fixed_attackers = dict(fixed_attackers or {})

@@ -197,3 +197,17 @@ def test_a_pivot_table_gets_the_fill_with_zero_message(entry, name):
     with pytest.raises(ValueError, match=rf"^{name} holds {n_nan} NaN entries \(the first at row {r}, column {c}\); "
                                          rf"in a rating matrix 0 means 'not rated'.*{name}.fillna\(0\)"):
         calls[entry]()
+
+
+# --------------------------------------------------------------------------- items of the releases
+# A release with an item more or less than the training matrices (an item rated only by the protected users,
+# appended to their matrix) was blamed by the attacker on "X has 11 features, but InferenceAttack is expecting 10",
+# naming neither the argument nor the items.
+@pytest.mark.parametrize("which", ["X_train_released", "X_test_released"])
+def test_evaluate_attacks_names_the_release_with_other_items(which):
+    X, y = _ratings()
+    wider = sp.csr_matrix(np.c_[X, np.ones(len(y))])
+    args = {"X_train_released": X, "X_test_released": X, which: wider}
+    with pytest.raises(ValueError, match=rf"^{which} has 7 items but X_train_original has 6"):
+        evaluate_attacks(X, args["X_train_released"], y, args["X_test_released"], y, models="logistic",
+                         features="values", verbose=0)
