@@ -40,7 +40,8 @@ from ..utils import check_private_labels, check_random_source
 from ..utils._constraints import RANDOM_STATE_CONSTRAINT
 from ..utils._fit import atomic_fit
 from ..utils._threads import single_threaded_blas
-from ..utils._validation import (UNDISCLOSED_SHORT, check_same_index, check_table, plain_labels, undisclosed_note,
+from ..utils._validation import (UNDISCLOSED_SHORT, canonical_sparse, check_rating_container, check_same_index,
+                                 check_table, is_sparse_frame, plain_labels, refuse_nan_ratings, undisclosed_note,
                                  zero_fill_sparse_frame)
 from ._chance import chance_folded_auc
 from ._targets import attribute_targets
@@ -233,8 +234,10 @@ class InferenceAttack(ClassifierMixin, BaseEstimator):
 
     def _validate_X(self, X, reset):
         X = computed(X)  # a dask array of sparse blocks: "setting an array element with a sequence"
+        check_rating_container(X)
         check_table(X)
         X = zero_fill_sparse_frame(X)  # NaN-filled sparse columns: pandas' "fill value must be 0" in scikit-learn
+        refuse_nan_ratings(X)  # a pivot table: scikit-learn's "consider HistGradientBoostingClassifier"
         return validate_data(
             self, X, reset=reset, accept_sparse="csr", dtype=np.float64, ensure_all_finite=True
         )
@@ -264,9 +267,11 @@ class InferenceAttack(ClassifierMixin, BaseEstimator):
                 "private attribute from users who disclosed it"
             )
         X, y = computed(X), computed(y)  # a dask array of sparse blocks: "setting an array element with a sequence"
+        check_rating_container(X)
         check_table(X)
         check_same_index(X, y)
         X = zero_fill_sparse_frame(X)
+        refuse_nan_ratings(X)  # a pivot table: scikit-learn's "consider HistGradientBoostingClassifier"
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, ensure_all_finite=True)
         shape = getattr(y, "shape", None) or np.asarray(y).shape
         if len(shape) == 2 and shape[1] == 1:
@@ -433,6 +438,17 @@ def _n_rows(X):
     """Number of users (rows) of a rating matrix, frame or array-like."""
     shape = getattr(X, "shape", None)
     return int(shape[0]) if shape is not None and len(shape) else len(X)
+
+
+def _n_items(X):
+    """Number of items (columns) of a 2-D rating matrix, frame or array-like; None when it has no two axes."""
+    shape = getattr(X, "shape", None)
+    if shape is None and isinstance(X, (list, tuple)):
+        try:
+            shape = np.shape(X)
+        except ValueError:  # ragged rows: refused where the matrix is read
+            return None
+    return int(shape[1]) if shape is not None and len(shape) == 2 else None
 
 
 def _kind_of(dtype):
@@ -639,6 +655,15 @@ def evaluate_attacks(X_train_original, X_train_released, y_train, X_test_release
     X_train_original, X_train_released, X_test_released = map(computed, (X_train_original, X_train_released,
                                                                           X_test_released))
     y_train, y_test = computed(y_train), computed(y_test)
+    # a long-form table was read as one "user" per rating, a Surprise Trainset failed inside numpy
+    for x_name, X_ in (("X_train_original", X_train_original), ("X_train_released", X_train_released),
+                       ("X_test_released", X_test_released)):
+        check_rating_container(X_, x_name)
+        if X_ is not None and not is_sparse_frame(X_):  # a NaN-filled sparse column reads its unstored cells as 0
+            refuse_nan_ratings(X_, x_name)
+    # warned of once, here: a pair stored twice is read as its sum (scipy's reading) by every attacker
+    X_train_original, X_train_released, X_test_released = map(canonical_sparse, (X_train_original, X_train_released,
+                                                                                 X_test_released))
     # rows are paired by position: a y (or a release) indexed in another order gave users other users' labels
     check_same_index(X_train_original, y_train, "y_train", x_name="X_train_original")
     if X_train_released is not None:
@@ -653,6 +678,13 @@ def evaluate_attacks(X_train_original, X_train_released, y_train, X_test_release
         # the adaptive attacker's fit found it first, blaming y ("y has 30 labels but X has 20 users")
         raise ValueError(f"X_train_released has {_n_rows(X_train_released)} users but X_train_original has "
                          f"{_n_rows(X_train_original)}: the release of the training users must keep every user")
+    for x_name, X_ in (("X_train_released", X_train_released), ("X_test_released", X_test_released)):
+        if X_ is not None and _n_items(X_) is not None and _n_items(X_train_original) is not None \
+                and _n_items(X_) != _n_items(X_train_original):
+            # the attacker's "X has 11 features, but InferenceAttack is expecting 10" named neither
+            raise ValueError(f"{x_name} has {_n_items(X_)} items but X_train_original has "
+                             f"{_n_items(X_train_original)}: a release keeps the item columns of the ratings (an item "
+                             "rated only by some users is a column of every matrix, 0 where not rated)")
     models, features = _check_attackers(models, features)
     rs = check_random_source(random_state)
     fixed_attackers = dict(fixed_attackers or {})

@@ -25,8 +25,9 @@ from ..utils import check_random_source, restore_sparse_format
 from ..utils._constraints import RANDOM_STATE_CONSTRAINT, NumberInterval
 from ..utils._fit import atomic_fit
 from ..utils._threads import single_threaded_blas
-from ..utils._validation import (UNDISCLOSED_SHORT, canonical_sparse, check_same_index, check_table, is_sparse_frame,
-                                 nullable_numpy_dtype, plain_labels, ratings_in_dtype, sparse_frame_like,
+from ..utils._validation import (UNDISCLOSED_SHORT, canonical_sparse, check_rating_container, check_same_index,
+                                 check_table, is_sparse_frame, nullable_numpy_dtype, plain_labels, ratings_in_dtype,
+                                 sparse_frame_like,
                                  undisclosed_mask, undisclosed_note, zero_fill_sparse_frame)
 from ._targets import check_attribute, joint_attribute
 
@@ -148,6 +149,7 @@ class BlurMe(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                 "who disclosed the private attribute"
             )
         X, y = computed(X), computed(y)  # a dask array of sparse blocks: "setting an array element with a sequence"
+        check_rating_container(X)
         check_table(X)
         _refuse_nan_ratings(X)
         check_same_index(X, y)
@@ -242,6 +244,7 @@ class BlurMe(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         # a dense DataFrame stays one too, with its index (the users) and columns (the items), as
         # QuantizedPrivacyMapper releases it: it came back as an ndarray, against "same type as X"
         fmt = ("dense_frame", X) if fmt is None and hasattr(X, "iloc") and getattr(X, "ndim", 0) == 2 else fmt
+        check_rating_container(X)
         check_table(X)
         _refuse_nan_ratings(X)
         X = zero_fill_sparse_frame(X)

@@ -53,8 +53,8 @@ from ..mapping import (
 )
 from ..mapping._checks import check_distortion
 from ..utils import check_private_labels
-from ..utils._validation import (_as_label_array, check_label_input, check_number, check_same_index, is_sparse_frame,
-                                 plain_value, undisclosed_note)
+from ..utils._validation import (_as_label_array, check_label_input, check_number, check_same_index, plain_value,
+                                 refuse_long_form, refuse_nan_ratings, refuse_surprise_data, undisclosed_note)
 from . import _dask
 from ._columns import _plain_label, keep_column_labels
 
@@ -199,123 +199,13 @@ def _is_fitted_attr(name):
     return name.endswith("_") and not name.startswith("_")
 
 
-def _refuse_surprise_data(X):
-    """A Surprise ``Dataset`` / ``Trainset`` is not a matrix: say how to convert it.
-
-    sklearn would report "Expected 2D array, got scalar array instead".
-    """
-    if hasattr(X, "raw_ratings") or (hasattr(X, "all_ratings") and hasattr(X, "to_raw_uid")):
-        raise TypeError(
-            f"X is a surprise {type(X).__name__}, not a user x item matrix; convert it first: "
-            "rf, ratings = RatingsFrame.from_surprise(X); X = rf.to_matrix(ratings) "
-            "(privrelease.recommender.RatingsFrame), then rf.from_matrix(release) for the long form"
-        )
+#: a Surprise Dataset / Trainset and a long-form table are refused with their conversion
+_refuse_surprise_data = refuse_surprise_data
+_refuse_long_form = refuse_long_form
 
 
-#: column names (lower case, letters and digits only) that mark a table of ratings in long form
-_USER_COLUMNS = ("user", "userid", "uid", "users", "username", "customer", "customerid", "reviewerid")
-_ITEM_COLUMNS = ("item", "itemid", "iid", "items", "movie", "movieid", "product", "productid", "asin", "isbn",
-                 "book", "bookid", "show", "showid", "track", "trackid")
-
-
-def _refuse_long_form(X):
-    """A pandas table with a user column and an item column holds ratings in long form, not a user x item
-    matrix: say how to convert it.
-
-    Without this a numeric long-form table (user, item, rating ids as numbers) is read as a matrix of three
-    "items" per row, one row per rating, and fitted without a word.
-    """
-    columns = getattr(X, "columns", None)
-    if columns is None or not hasattr(X, "iloc"):
-        return
-    names = {}
-    for c in columns:
-        names["".join(ch for ch in str(c).lower() if ch.isalnum())] = c
-    user = next((names[n] for n in _USER_COLUMNS if n in names), None)
-    item = next((names[n] for n in _ITEM_COLUMNS if n in names), None)
-    if user is not None and item is not None:
-        rating = next((c for c in columns if c not in (user, item)), "rating")
-        raise TypeError(
-            f"X looks like ratings in long form (columns {list(map(str, columns))}: one row per rating, "
-            f"users in {user!r}, items in {item!r}), not a user x item matrix; convert it first: "
-            f"rf = RatingsFrame(user={user!r}, item={item!r}, rating={rating!r}).fit(X); "
-            "ratings = rf.to_matrix(X) (privrelease.recommender.RatingsFrame), then rf.from_matrix(release) "
-            "for the long form"
-        )
-
-
-def _refuse_nan_ratings(X, name="X", row_offset=None):
-    """A rating matrix whose unrated cells are NaN (what ``DataFrame.pivot`` of a long table gives): say that
-    0 means "not rated" here.
-
-    scikit-learn's own message ("does not accept missing values encoded as NaN natively ... consider
-    HistGradientBoostingClassifier") pointed a user with the commonest form of a dense rating table elsewhere.
-    Every container is checked in memory of its stored values: a DataFrame of sparse columns column by column
-    (its ``isna()`` as one array was a dense boolean table of every cell), a DOK or LIL matrix through COO,
-    an object array or a list (``None`` or NaN cells) by ``pandas.isna``.
-    """
-    if type(X).__module__.startswith("dask"):
-        return  # never computed here: each block is checked where it lives
-    count, first = _nan_cells(X)
-    if not count:
-        return
-    # row_offset: X is the block of a dask collection starting at that row (rows are named in the whole collection)
-    offset = 0 if row_offset is None else int(row_offset)
-    at = "" if first is None else f" (the first at row {first[0] + offset}, column {first[1]})"
-    block = "" if row_offset is None else f" in its block of rows {offset} to {offset + X.shape[0] - 1}"
-    raise ValueError(
-        f"{name} holds {count} NaN entries{block}{at}; in a rating matrix 0 means 'not rated' (a NaN "
-        f"is what a pandas pivot of ratings gives for unrated cells): fill them with 0 ({name}.fillna(0) or "
-        f"np.nan_to_num({name}, nan=0.0)), or convert long-form ratings with privrelease.recommender.RatingsFrame"
-    )
-
-
-def _nan_cells(X):
-    """The number of NaN (or None / NA) cells of a rating table and the (row, column) of the first in row
-    order (None when unknown); ``(0, None)`` for a table without any, or of a type checked later."""
-    import pandas as pd
-
-    def first_of(rows, cols):
-        k = np.lexsort((cols, rows))[0]
-        return int(rows[k]), int(cols[k])
-
-    if sp.issparse(X):
-        C = X if isinstance(getattr(X, "data", None), np.ndarray) else X.tocoo()  # DOK and LIL: no value array
-        if not np.issubdtype(C.data.dtype, np.floating) or not np.isnan(C.data).any():
-            return 0, None
-        C = C.tocoo()  # the rows and columns of the stored values
-        nan = np.isnan(C.data)
-        return int(nan.sum()), first_of(np.asarray(C.row)[nan], np.asarray(C.col)[nan])
-    if is_sparse_frame(X):
-        count, rows, cols = 0, [], []
-        for j, (_, col) in enumerate(X.items()):
-            arr = col.array
-            pos = arr.sp_index.indices
-            stored = pd.isna(arr.sp_values)
-            if pd.isna(arr.fill_value):  # every unstored cell is NaN (astype(pd.SparseDtype(float)) of a pivot)
-                unstored = np.setdiff1d(np.arange(len(arr)), pos, assume_unique=True)
-                bad = np.concatenate([pos[stored], unstored])
-            else:
-                bad = pos[stored]
-            if bad.size:
-                count += bad.size
-                rows.append(int(bad.min()))
-                cols.append(j)
-        return (count, first_of(np.asarray(rows), np.asarray(cols))) if count else (0, None)
-    if hasattr(X, "isna") and hasattr(X, "iloc"):
-        nan = np.asarray(X.isna(), dtype=bool)
-    else:
-        arr = np.asarray(X) if not isinstance(X, np.ndarray) else X
-        if arr.dtype == object:
-            nan = np.asarray(pd.isna(arr), dtype=bool)  # None or NaN cells of a list or an object array
-        elif np.issubdtype(arr.dtype, np.floating):
-            nan = np.isnan(arr)
-        else:
-            return 0, None
-    if not nan.any():
-        return 0, None
-    where = np.argwhere(nan)[0] if nan.ndim == 2 else None
-    return int(nan.sum()), None if where is None else (int(where[0]), int(where[1]))
+#: the NaN cells of a pivot table are refused with the fill (utils._validation.refuse_nan_ratings)
+_refuse_nan_ratings = refuse_nan_ratings
 
 
 class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):

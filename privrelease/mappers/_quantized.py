@@ -17,12 +17,13 @@ from ..utils import check_random_source
 from ..utils._constraints import NumberInterval
 from ..utils._threads import single_thread
 from ..utils._validation import (as_float_if_object, canonical_sparse, check_allocation, check_label_kinds,
-                                 check_no_time_values, check_not_subnormal, check_numeric_frame, check_table,
+                                 check_no_time_values, check_not_subnormal, check_numeric_frame, check_rating_container,
+                                 check_table,
                                  is_sparse_frame, nullable_numpy_dtype, plain_value, ratings_in_dtype, round_ratings,
                                  sparse_frame_like, zero_fill_sparse_frame)
 from . import _dask
-from ._base import (_BUDGET_TOL, PriorEstimate, _BaseMapper, _matrix, _refuse_long_form, _refuse_nan_ratings,
-                    _refuse_surprise_data, _row_stochastic, stack_marginal_priors)
+from ._base import (_BUDGET_TOL, PriorEstimate, _BaseMapper, _matrix, _refuse_nan_ratings, _row_stochastic,
+                    stack_marginal_priors)
 from ._columns import _frame_columns, check_column_labels, record_column_labels
 from ._common import BUDGET_CONSTRAINT, LEAKAGE_CONSTRAINT, PROTECT_CONSTRAINT, RANDOM_STATE_CONSTRAINT
 from ._quantize import (
@@ -962,8 +963,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
     # ------------------------------------------------------------------ helpers
     def _check_X(self, X, reset):
         """Validate ``X``; return it (CSR, CSC or dense), the caller's sparse format and the caller's dtype."""
-        _refuse_surprise_data(X)
-        _refuse_long_form(X)
+        check_rating_container(X)
         check_table(X)
         check_no_time_values(X)
         check_numeric_frame(X)

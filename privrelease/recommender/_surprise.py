@@ -24,9 +24,9 @@ from ..utils._constraints import RANDOM_STATE_CONSTRAINT, NumberInterval
 from ..utils._fit import atomic_fit
 from ..utils._threads import single_threaded_blas
 from ._split import _in_memory
-from ..utils._validation import (check_allocation, check_bool_number_mix, check_same_columns, check_same_index,
-                                 check_table, is_sparse_frame, plain_value, sparse_frame_as_csr,
-                                 zero_fill_sparse_frame)
+from ..utils._validation import (canonical_sparse, check_allocation, check_bool_number_mix, check_rating_container,
+                                 check_same_columns, check_same_index, check_table, is_sparse_frame, plain_value,
+                                 refuse_nan_ratings, sparse_frame_as_csr, zero_fill_sparse_frame)
 
 __all__ = ["SurpriseRecommender"]
 
@@ -558,8 +558,11 @@ class SurpriseRecommender(BaseEstimator):
                              f"{self.algo_params!r}")
         scale = self._check_scale()
         X = _in_memory(X)
+        check_rating_container(X)
+        X = canonical_sparse(X)  # warned of once: validate_data kept a COO matrix non-canonical
         check_table(X)
         X = zero_fill_sparse_frame(X)  # NaN-filled sparse columns: pandas' "fill value must be 0" in scikit-learn
+        refuse_nan_ratings(X)  # a pivot table: scikit-learn's "consider HistGradientBoostingClassifier"
         X = validate_data(self, X, accept_sparse=("csr", "csc", "coo"), dtype=np.float64,
                           reset=True)
         Xc, _ = check_rating_matrix(X, rating_range=scale)
@@ -844,8 +847,11 @@ class SurpriseRecommender(BaseEstimator):
     def _check_X(self, X, name="X"):
         check_is_fitted(self)
         X = _in_memory(X)
+        check_rating_container(X)
+        X = canonical_sparse(X)  # warned of once: validate_data kept a COO matrix non-canonical
         check_table(X)
         X = zero_fill_sparse_frame(X, name)
+        refuse_nan_ratings(X, name)  # a pivot table: scikit-learn's "consider HistGradientBoostingClassifier"
         X = validate_data(self, X, accept_sparse=("csr", "csc", "coo"), dtype=np.float64,
                           reset=False)
         Xc, _ = check_rating_matrix(X, name=name)

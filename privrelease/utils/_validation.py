@@ -230,6 +230,169 @@ def _refuse_beyond_int64(X, name, what):
 _MAX_SPARSE_DIM = np.iinfo(np.int32).max
 
 
+#: column names (lower case, letters and digits only) that mark a table of ratings in long form
+LONG_FORM_USER_COLUMNS = ("user", "userid", "uid", "users", "username", "customer", "customerid", "reviewerid")
+LONG_FORM_ITEM_COLUMNS = ("item", "itemid", "iid", "items", "movie", "movieid", "product", "productid", "asin",
+                          "isbn", "book", "bookid", "show", "showid", "track", "trackid")
+
+
+def refuse_surprise_data(X, name="X"):
+    """A Surprise ``Dataset`` / ``Trainset`` is not a matrix: say how to convert it (TypeError naming ``name``).
+
+    scikit-learn would report "Expected 2D array, got scalar array instead", numpy "float() argument must be a
+    string or a real number, not 'Trainset'".
+    """
+    if hasattr(X, "raw_ratings") or (hasattr(X, "all_ratings") and hasattr(X, "to_raw_uid")):
+        raise TypeError(
+            f"{name} is a surprise {type(X).__name__}, not a user x item matrix; convert it first: "
+            f"rf, ratings = RatingsFrame.from_surprise({name}); {name} = rf.to_matrix(ratings) "
+            "(privrelease.recommender.RatingsFrame), then rf.from_matrix(release) for the long form"
+        )
+
+
+def refuse_long_form(X, name="X"):
+    """A pandas table with a user column and an item column holds ratings in long form, not a user x item
+    matrix: say how to convert it (TypeError naming ``name``).
+
+    Without this a numeric long-form table (user, item, rating ids as numbers) is read as a matrix of three
+    "items" per row, one row per rating, and used without a word.
+    """
+    columns = getattr(X, "columns", None)
+    if columns is None or not hasattr(X, "iloc"):
+        return
+    names = {}
+    for c in columns:
+        names["".join(ch for ch in str(c).lower() if ch.isalnum())] = c
+    user = next((names[n] for n in LONG_FORM_USER_COLUMNS if n in names), None)
+    item = next((names[n] for n in LONG_FORM_ITEM_COLUMNS if n in names), None)
+    if user is not None and item is not None:
+        rating = next((c for c in columns if c not in (user, item)), "rating")
+        what = "ratings" if name == "X" else "a table of ratings"  # not "ratings looks like ratings"
+        raise TypeError(
+            f"{name} looks like {what} in long form (columns {list(map(str, columns))}: one row per rating, "
+            f"users in {user!r}, items in {item!r}), not a user x item matrix; convert it first: "
+            f"rf = RatingsFrame(user={user!r}, item={item!r}, rating={rating!r}).fit({name}); "
+            f"ratings = rf.to_matrix({name}) (privrelease.recommender.RatingsFrame), then rf.from_matrix(release) "
+            "for the long form"
+        )
+
+
+def warn_duplicate_entries(X, name="X"):
+    """Warn (``UserWarning`` naming the first pair, its values and their sum) when a sparse rating matrix stores
+    a (user, item) pair more than once.
+
+    scipy reads such a matrix as the SUM of the entries, and so does privrelease (a rating may be stored as
+    summands). But a COO matrix built from ``(rating, (user, item))`` triples of a file keeps a re-rated pair
+    twice: a 4 and a 1 became one rating 5, inside the scale, without a word. Stored zeros ("not rated") never
+    count. Only a COO, CSR or CSC matrix not known to be canonical is looked at.
+    """
+    if not sp.issparse(X) or X.format not in ("coo", "csr", "csc") or getattr(X, "has_canonical_format", True):
+        return
+    coo = X.tocoo(copy=False) if X.format != "coo" else X
+    rated = np.asarray(coo.data) != 0
+    rows, cols = np.asarray(coo.row)[rated].astype(np.int64), np.asarray(coo.col)[rated].astype(np.int64)
+    if rows.size < 2:
+        return
+    key = np.sort(rows * int(X.shape[1]) + cols)
+    repeated = key[1:][key[1:] == key[:-1]]
+    if not repeated.size:
+        return
+    first = int(repeated[0])  # the first repeated pair in row-major order
+    values = np.asarray(coo.data)[rated][rows * int(X.shape[1]) + cols == first]
+    r, c = divmod(first, int(X.shape[1]))
+    warnings.warn(
+        f"{name} stores {int(np.unique(repeated).size)} (user, item) pair(s) more than once, for example row {r}, "
+        f"column {c} {values.size} times (values {[plain_value(v) for v in values]!r}); they are read as scipy "
+        f"reads them, as ONE rating, their sum ({plain_value(values.sum())!r}). If they are repeated ratings "
+        "(triples of a file turned into a COO matrix), keep one rating per (user, item) pair first "
+        "(privrelease.recommender.RatingsFrame refuses repeated pairs of a long-form table)",
+        UserWarning, stacklevel=3,
+    )
+
+
+def refuse_nan_ratings(X, name="X", row_offset=None):
+    """A rating matrix whose unrated cells are NaN (what ``DataFrame.pivot`` of a long table gives): say that
+    0 means "not rated" here.
+
+    scikit-learn's own message ("does not accept missing values encoded as NaN natively ... consider
+    HistGradientBoostingClassifier") pointed a user with the commonest form of a dense rating table elsewhere.
+    Every container is checked in memory of its stored values: a DataFrame of sparse columns column by column
+    (its ``isna()`` as one array was a dense boolean table of every cell), a DOK or LIL matrix through COO,
+    an object array or a list (``None`` or NaN cells) by ``pandas.isna``.
+    """
+    if type(X).__module__.startswith("dask"):
+        return  # never computed here: each block is checked where it lives
+    count, first = _nan_cells(X)
+    if not count:
+        return
+    # row_offset: X is the block of a dask collection starting at that row (rows are named in the whole collection)
+    offset = 0 if row_offset is None else int(row_offset)
+    at = "" if first is None else f" (the first at row {first[0] + offset}, column {first[1]})"
+    block = "" if row_offset is None else f" in its block of rows {offset} to {offset + X.shape[0] - 1}"
+    raise ValueError(
+        f"{name} holds {count} NaN entries{block}{at}; in a rating matrix 0 means 'not rated' (a NaN "
+        f"is what a pandas pivot of ratings gives for unrated cells): fill them with 0 ({name}.fillna(0) or "
+        f"np.nan_to_num({name}, nan=0.0)), or convert long-form ratings with privrelease.recommender.RatingsFrame"
+    )
+
+
+def _nan_cells(X):
+    """The number of NaN (or None / NA) cells of a rating table and the (row, column) of the first in row
+    order (None when unknown); ``(0, None)`` for a table without any, or of a type checked later."""
+    import pandas as pd
+
+    def first_of(rows, cols):
+        k = np.lexsort((cols, rows))[0]
+        return int(rows[k]), int(cols[k])
+
+    if sp.issparse(X):
+        C = X if isinstance(getattr(X, "data", None), np.ndarray) else X.tocoo()  # DOK and LIL: no value array
+        if not np.issubdtype(C.data.dtype, np.floating) or not np.isnan(C.data).any():
+            return 0, None
+        C = C.tocoo()  # the rows and columns of the stored values
+        nan = np.isnan(C.data)
+        return int(nan.sum()), first_of(np.asarray(C.row)[nan], np.asarray(C.col)[nan])
+    if is_sparse_frame(X):
+        count, rows, cols = 0, [], []
+        for j, (_, col) in enumerate(X.items()):
+            arr = col.array
+            pos = arr.sp_index.indices
+            stored = pd.isna(arr.sp_values)
+            if pd.isna(arr.fill_value):  # every unstored cell is NaN (astype(pd.SparseDtype(float)) of a pivot)
+                unstored = np.setdiff1d(np.arange(len(arr)), pos, assume_unique=True)
+                bad = np.concatenate([pos[stored], unstored])
+            else:
+                bad = pos[stored]
+            if bad.size:
+                count += bad.size
+                rows.append(int(bad.min()))
+                cols.append(j)
+        return (count, first_of(np.asarray(rows), np.asarray(cols))) if count else (0, None)
+    if hasattr(X, "isna") and hasattr(X, "iloc"):
+        nan = np.asarray(X.isna(), dtype=bool)
+    else:
+        arr = np.asarray(X) if not isinstance(X, np.ndarray) else X
+        if arr.dtype == object:
+            nan = np.asarray(pd.isna(arr), dtype=bool)  # None or NaN cells of a list or an object array
+        elif np.issubdtype(arr.dtype, np.floating):
+            nan = np.isnan(arr)
+        else:
+            return 0, None
+    if not nan.any():
+        return 0, None
+    where = np.argwhere(nan)[0] if nan.ndim == 2 else None
+    return int(nan.sum()), None if where is None else (int(where[0]), int(where[1]))
+
+
+def check_rating_container(X, name="X"):
+    """Refuse what holds ratings but is no user x item matrix: a Surprise ``Dataset`` / ``Trainset`` and a
+    long-form table (one row per rating), each with the conversion (TypeError naming ``name``); warn of a sparse
+    matrix storing a (user, item) pair twice (:func:`warn_duplicate_entries`)."""
+    refuse_surprise_data(X, name)
+    refuse_long_form(X, name)
+    warn_duplicate_entries(X, name)
+
+
 def check_table(X, name="X"):
     """Refuse what numpy would misread as a table, before scikit-learn's ``validate_data`` (ValueError naming ``name``).
 
@@ -606,9 +769,12 @@ def check_rating_matrix(X, *, name="X", rating_range=None, dtype=(np.float64, np
         The input's sparse format (``"csr"``, ``"csc"``, ``"coo"`` ...) or None for dense.
     """
     fmt = None
+    check_rating_container(X, name)
     check_table(X, name)
     check_no_time_values(X, name)
     check_numeric_frame(X, name)
+    if not is_sparse_frame(X):  # a NaN-filled sparse column is read with 0 for its unstored cells
+        refuse_nan_ratings(X, name)  # a pivot table's unrated cells were "non-finite ratings"
     if is_sparse_frame(X):  # np.asarray below densified the whole user x item table
         X = sparse_frame_as_csr(X, name)
     if sp.issparse(X):
@@ -763,14 +929,15 @@ def ratings_in_dtype(values, dtype, *, what, source, name="X"):
 
 
 def canonical_sparse(X):
-    """A sparse CSR / CSC rating matrix with its duplicates summed and its stored zeros dropped (0 = not rated).
+    """A sparse CSR / CSC / COO rating matrix with its duplicates summed and its stored zeros dropped (0 = not rated).
 
     scipy sums a pair stored twice and a stored 0 is "not rated", but code reading ``indptr`` / ``data``
     directly (rating counts, distances to the cluster centres, item means) took a non-canonical matrix
     at its word: duplicates counted twice, a stored 0 as a rating. Returns ``X`` itself when it is
     already canonical (or dense), else a canonical copy: the caller's matrix is never modified.
     """
-    if not sp.issparse(X) or (X.has_canonical_format and not np.any(X.data == 0)):
+    if not sp.issparse(X) or not hasattr(X, "has_canonical_format") or (  # DOK, LIL: one entry per pair
+            X.has_canonical_format and not np.any(X.data == 0)):
         return X
     X = X.copy()
     X.sum_duplicates()
@@ -911,16 +1078,38 @@ def check_same_index(X, y, name="y", *, x_name="X", consequence="users would get
     _refuse_label_mismatch(X, y, "index", name, x_name, consequence)
 
 
+def _positions_index(X, y):
+    """The rows of an unlabelled ``X`` (an array, a sparse matrix) as the default index ``0 .. n-1`` they are
+    paired by, when ``y`` is labelled (a pandas Series or DataFrame); else ``None``.
+
+    A ``y`` whose index holds those very positions in another order (``y.sort_values()``, ``y.sample(frac=1)``
+    beside a matrix) was paired by position: every user got another user's label.
+    """
+    import pandas as pd
+
+    if isinstance(getattr(X, "index", None), pd.Index) or not isinstance(getattr(y, "index", None), pd.Index):
+        return None
+    shape = getattr(X, "shape", None)
+    if type(X).__module__.startswith("dask") or shape is None or len(shape) != 2 or not isinstance(
+            shape[0], (int, np.integer)):  # a dask collection: its own labels, and checked where it is read
+        return None
+    return pd.RangeIndex(int(shape[0]))
+
+
 def _refuse_label_mismatch(X, y, axis, name, x_name, consequence):
     """The ValueError of :func:`check_same_index` (``axis="index"``) and :func:`check_same_columns`."""
-    mismatch = _label_mismatch(getattr(X, axis, None), getattr(y, axis, None))
+    rows = axis == "index"
+    positions = _positions_index(X, y) if rows else None
+    mismatch = _label_mismatch(getattr(X, axis, None) if positions is None else positions, getattr(y, axis, None))
     if mismatch is None:
         return
     ix, iy, k, same = mismatch
-    rows = axis == "index"
     what = "is indexed differently from" if rows else "has columns labelled differently from"
     where, paired = ("row", "rows") if rows else ("column", "columns")
     align = f"{name}.reindex({x_name}.index)" if rows else f"{name}.reindex(columns={x_name}.columns)"
+    if positions is not None:  # X has no labels: its rows are the positions 0 .. n-1, which y's index holds
+        align = f"{name}.sort_index(), if its index holds each user's row of {x_name}"
+        same = f"{x_name} has no row labels, and {name}'s index holds its row positions in another order"
     raise ValueError(
         f"{name} {what} {x_name} ({same}: {where} {k} is {plain_value(ix[k])!r} in {x_name} but "
         f"{plain_value(iy[k])!r} in {name}); {paired} are paired by position, so {consequence}: align it first "

@@ -161,6 +161,21 @@ def _ml100k_user(line):
     return folder
 
 
+def _long_form_ratings():
+    """The ratings of ``_ratings_and_labels`` in long form with MovieLens' column names (numeric ids)."""
+    import pandas as pd
+
+    coo = sp.coo_matrix(_ratings_and_labels()[0])
+    return pd.DataFrame({"userId": coo.row + 1, "movieId": coo.col + 1, "rating": coo.data})
+
+
+def _series_sorted(labels):
+    """``labels`` as a pandas Series sorted by value: its index holds the row positions in another order."""
+    import pandas as pd
+
+    return pd.Series(labels).sort_values(kind="stable")
+
+
 def _surprise_trainset():
     import pandas as pd
     import surprise
@@ -247,7 +262,7 @@ def _catalogue():
                                       privacy_index)
     from privrelease.contracts import BiasedLaplaceMechanism, design_contract, design_menu
     from privrelease.datasets import load_movielens_100k, load_ratings_csv, make_ratings
-    from privrelease.evaluation import check_privacy_grid, lowest_rmse_within, rmse_cost
+    from privrelease.evaluation import check_privacy_grid, evaluate_attacks, lowest_rmse_within, rmse_cost
     from privrelease.exceptions import InfeasibleBudgetError
     import pandas as pd
 
@@ -570,6 +585,8 @@ def _catalogue():
         ("recommender", "SurpriseRecommender('KNNBaseline', algo_params={'sim_options': {'name': 'cos'}}).fit(X)",
          lambda: SurpriseRecommender("KNNBaseline", algo_params={"sim_options": {"name": "cos"}}).fit(
              _ratings_and_labels()[0]), ValueError, "'cos'"),
+        ("recommender", "SurpriseRecommender().fit(a pivot table, NaN where unrated)",
+         lambda: SurpriseRecommender().fit(np.where(X_SMALL == 0, np.nan, X_SMALL)), ValueError, "fillna(0)"),
         ("recommender", "SurpriseRecommender(rating_scale=(0, 10)).fit(X) (0 means 'not rated')",
          lambda: SurpriseRecommender(rating_scale=(0, 10)).fit(_ratings_and_labels()[0]), ValueError, "(0, 10)"),
         # --- evaluation / datasets
@@ -586,6 +603,15 @@ def _catalogue():
         ("evaluation", "rmse_cost(mapper, R, a, rating_range=(5, 1))",
          lambda: rmse_cost(FunctionTransformer(), *_ratings_and_labels(), rating_range=(5, 1)), ValueError,
          "(5, 1)"),
+        ("evaluation", "rmse_cost(mapper, long-form DataFrame with columns userId, movieId, rating, a)",
+         lambda: rmse_cost(FunctionTransformer(), _long_form_ratings(), _ratings_and_labels()[1]), TypeError,
+         "'userId'"),
+        ("evaluation", "evaluate_attacks(a surprise Trainset, None, y, X, y)",
+         lambda: evaluate_attacks(_surprise_trainset(), None, [0, 1], X_SMALL, Y_SMALL), TypeError,
+         "X_train_original is a surprise Trainset"),
+        ("evaluation", "rmse_cost(mapper, sparse R, a as a pandas Series after a.sort_values())",
+         lambda: rmse_cost(FunctionTransformer(), _ratings_and_labels()[0],
+                           _series_sorted(_ratings_and_labels()[1])), ValueError, "row positions in another order"),
         ("datasets", "make_ratings(n_users=0)", lambda: make_ratings(0, 10), ValueError, "0"),
         ("datasets", "load_movielens_100k(folder whose u.data has a 5th field)",
          lambda: load_movielens_100k(_ml100k_folder("1\t1\t5\t881250949\t7\n")), ValueError, "5 field(s)"),
