@@ -908,6 +908,9 @@ def maximal_leakage_distortion_bound(prob, lam, nu, target_bits, unit=1.0):
 #: target mode: an LP whose optimum is below this share of its largest cost is solved again in units of that optimum
 TARGET_COST_RESCALE = 1e-3
 
+#: target mode: at most this many such solves in units of the previous answer
+TARGET_RESCALE_ROUNDS = 4
+
 #: the exact polish of a maximal-leakage vertex (a dense least-squares solve) is skipped above this many cells
 POLISH_MAX_CELLS = 4_000_000
 
@@ -952,6 +955,105 @@ def polish_maximal_leakage(prob, P, delta):
             or np.abs(A_eq @ w - b_eq).max() > 1e-13):
         return None
     return prob.from_edges(np.clip(w[:n], 0.0, None))
+
+
+#: target-mode polish: a variable above this is in the vertex's support; a row whose slack is at most
+#: POLISH_ACTIVE_RTOL of its magnitude (``|A| |v| + |b|``: the rows' coefficients are up to 1 / slack, 1e8 and more,
+#: so their rounding alone is ~1e-8 in the rows' units) is active
+POLISH_SUPPORT_FLOOR = 1e-12
+POLISH_ACTIVE_RTOL = 1e-12
+#: target-mode polish: at most this many solves, each dropping the support's entries that came out negative
+POLISH_ROUNDS = 4
+
+
+def _refined_lstsq(A, b):
+    """Least-squares solution of ``A y = b`` (dense) with one step of iterative refinement."""
+    y = np.linalg.lstsq(A, b, rcond=None)[0]
+    return y + np.linalg.lstsq(A, b - A @ y, rcond=None)[0]
+
+
+def polish_maximal_leakage_target(prob, v, y_ub, y_eq, target_bits):
+    """The target mode's LP vertex near HiGHS's answer ``v``, and multipliers from its active constraints, or None.
+
+    HiGHS's interior point (after its own cost scaling) answers within its 1e-7 feasibility tolerance of the scaled
+    model: on costs spanning 16 decades at a target of 2.8e-9 bits an entry of the mapping came back at -4.6e-8 and
+    the clipped answer's leakage slack ``sum_j max_a p(j | a) - 1`` was 2.4 times the target's. The vertex is the
+    solution of the constraints active at ``v`` (rows within POLISH_ACTIVE_RTOL of their magnitude, the rows sum to
+    1) on its support (variables above POLISH_SUPPORT_FLOOR), solved by least squares with iterative refinement in
+    double precision; entries that come out negative leave the support and the system is solved again. The
+    multipliers solve ``A_S^T y = c_S`` on the same system (zero reduced costs on the support), signs clipped:
+    :func:`maximal_leakage_distortion_bound` turns any multipliers into a bound, so they need no exactness. The
+    mapping is returned only if it is exactly feasible (entries ``>= 0``, rows summing to 1 after the clip) with
+    ``sum_j max_a p(j | a) - 1 <= 2^target - 1`` computed as the sum of ``max_a (p(j | a) - p(j | a0))``, against
+    the slack by ``expm1``, to relative precision.
+
+    Parameters
+    ----------
+    prob : Problem or SparseProblem
+        The (reduced) program.
+    v : ndarray
+        HiGHS's answer on the LP's variables ``[x (prob.edges()), v (one per output)]``.
+    y_ub, y_eq : ndarray
+        HiGHS's marginals of the inequality rows (``<= 0``) and of the rows' sums, for the costs in internal units.
+    target_bits : float
+        The target the LP was solved at.
+
+    Returns
+    -------
+    tuple or None
+        ``(x, lam, nu)``: the polished mapping on ``prob.edges()`` and the multipliers in the form of
+        :func:`solve_maximal_leakage_lp`'s (``lam`` of shape ``(n_private, n_outputs)``, ``nu``; rows in the LP's
+        unit, costs in internal units), or None when the active system gives no feasible vertex.
+    """
+    r, c, n = _entries(prob)
+    na, kh = prob.M.shape[0], prob.kh
+    cost, A_ub, b_ub, A_eq, b_eq, _, ub = _maximal_leakage_lp(prob, None, target_bits)
+    v = np.asarray(v, dtype=float)
+    if v.shape != (n + kh,) or not np.all(np.isfinite(v)):
+        return None
+    mag = abs(A_ub) @ np.abs(v) + np.abs(b_ub)
+    act = b_ub - A_ub @ v <= POLISH_ACTIVE_RTOL * mag
+    A_all = sp.vstack([A_ub[act], A_eq], format="csc")
+    b = np.concatenate([b_ub[act], b_eq])
+    S = (v > POLISH_SUPPORT_FLOOR) & (ub > 0)
+    w = None
+    for _ in range(POLISH_ROUNDS):
+        if not S.any() or A_all.shape[0] * int(S.sum()) > POLISH_MAX_CELLS:
+            return None
+        A = A_all[:, S].toarray()
+        ws = _refined_lstsq(A, b)
+        if not np.all(np.isfinite(ws)):
+            return None
+        if ws.min() >= 0.0:
+            w = np.zeros(n + kh)
+            w[S] = ws
+            break
+        S[np.flatnonzero(S)[ws < 0.0]] = False
+    if w is None:
+        return None
+    x = w[:n]
+    rows = np.zeros(prob.k)
+    np.add.at(rows, r, x)
+    if np.any(rows <= 0.0):
+        return None
+    x = x / rows[r]
+    # the leakage slack to relative precision: sum_j max(0, max_a sum_c (p(c | a) - p(c | a0)) x(c, j))
+    delta_c, _ = _ml_class_differences(prob)
+    u = np.zeros((na, kh))
+    for a in range(na):
+        np.add.at(u[a], c, delta_c[a] * x)
+    if float(np.maximum(u.max(axis=0), 0.0).sum()) > max(_ml_target_slack(target_bits), 0.0):
+        return None
+    # HiGHS's multipliers on the active rows (zero on the others, by complementary slackness), moved by the least
+    # change that zeroes the reduced costs on the support (A_S^T y = c_S: a vertex of a degenerate program has more
+    # active rows than support, and the least-norm solution alone put its weight on the rows' sums, bounding nothing)
+    y0 = np.concatenate([np.minimum(np.asarray(y_ub, dtype=float)[act], 0.0), np.asarray(y_eq, dtype=float)])
+    y = y0 + _refined_lstsq(A.T, cost[S] - A.T @ y0)
+    marg = np.zeros(A_ub.shape[0])
+    marg[act] = np.maximum(-y[:int(act.sum())], 0.0)
+    lam = np.zeros((na, kh))
+    lam[np.arange(na) != _ml_reference_class(prob)] = marg[:(na - 1) * kh].reshape(na - 1, kh)
+    return x, lam, float(marg[-1])
 
 
 #: HiGHS's methods tried in turn on the maximal-leakage LP when one ends without an answer (an unknown model status
@@ -1016,22 +1118,29 @@ def solve_maximal_leakage_lp(prob, *, delta=None, target_bits=None, bound_bits=N
     if res.status != 0:
         raise SolverError(f"HiGHS did not solve the maximal-leakage LP: {res.message}")
     unit = 1.0  # target mode: the costs are divided by ``unit`` in the LP HiGHS solved
-    if target_bits is not None and 0.0 < res.fun < TARGET_COST_RESCALE * cost.max():
+    for _ in range(TARGET_RESCALE_ROUNDS if target_bits is not None else 0):
         # the internal costs are p(c) d / max(d): with one far symbol (d up to 1e5 times the others) the costs that
         # matter were ~1e-7, within HiGHS's absolute dual tolerance, and its mapping 9% above the optimum
-        # distortion. Solved again in units of its first answer (the distance to the smallest distortion), where
-        # they are ~1
-        unit = float(res.fun)
-        res2 = _ml_linprog(cost / unit, A_ub, b_ub, A_eq, b_eq, bounds, method)
-        if res2.status == 0:
-            res = res2
-        else:
-            unit = 1.0
+        # distortion. Solved again in units of its answer (the distance to the smallest distortion), where they are
+        # ~1, until the answer stays within TARGET_COST_RESCALE of its unit: with costs over 16 decades the first
+        # answer was 1.8e8 times the optimum, the second (in its units) still 68 times it, 3.8e-7 of its unit (within
+        # the dual tolerance of 0), and its multipliers bounded nothing
+        if not 0.0 < res.fun < TARGET_COST_RESCALE * (cost.max() / unit if unit == 1.0 else 1.0):
+            break
+        res2 = _ml_linprog(cost / (unit * float(res.fun)), A_ub, b_ub, A_eq, b_eq, bounds, method)
+        if res2.status != 0:
+            break
+        unit, res = unit * float(res.fun), res2
     P = prob.from_edges(res.x[:n])
     dual = _dual_bound(res, b_ub, b_eq) * unit
     info = {"lp_objective": float(res.fun) * unit, "lp_dual_objective": dual,
             "lp_gap": max(float(res.fun) * unit - dual, 0.0)}
     if target_bits is not None:  # the target mode's LP minimised the distortion above delta_min
+        # for polish_maximal_leakage_target: the answer and the marginals for the costs in internal units
+        info["lp_solution"] = np.asarray(res.x, dtype=float)
+        if res.ineqlin is not None and res.eqlin is not None:
+            info["lp_marginals"] = (unit * np.asarray(res.ineqlin.marginals, dtype=float),
+                                    unit * np.asarray(res.eqlin.marginals, dtype=float))
         info["lp_objective"] += float(prob.delta_min)
         info["lp_dual_objective"] += float(prob.delta_min)
     if target_bits is None and res.ineqlin is not None:

@@ -97,8 +97,9 @@ from ._checks import (_refuse_strings, check_budget, check_distortion, check_map
                       check_prior)
 from ._cvx import solve_quietly
 from ._leakage import expected_distortion, leakage as _leakage
-from ._lp import (ROW_SCALE_FLOOR, _ml_row_unit, independence_lower_bound, perfect_privacy_mapping,
-                  polish_maximal_leakage, sharpest_independence_multipliers, solve_maximal_leakage_lp)
+from ._lp import (ROW_SCALE_FLOOR, _ml_row_unit, independence_lower_bound, maximal_leakage_distortion_bound,
+                  perfect_privacy_mapping, polish_maximal_leakage, polish_maximal_leakage_target,
+                  sharpest_independence_multipliers, solve_maximal_leakage_lp)
 from ._presolve import reduce_outputs
 from ._problem import LN2, Problem, bound_rounding
 from ._result import MappingResult
@@ -1040,6 +1041,9 @@ def _solve_ml(prob, delta, target_bits, solver, tol=1e-6):
                 "method": "linear program (HiGHS), dual bound"}
         return P, cert, name, "optimal" if cert["gap_bits"] <= need else "inaccurate"
     cap = 2.0 ** target_bits * (1 - ML_TARGET_HAIR)
+    polished = None
+    if info is not None and "lp_marginals" in info:
+        polished, info = _polish_target(prob, P, info, lp_bits, target_bits, ml_sum, cap)
     pull_price = 0.0
     if ml_sum(P) > cap:
         # LP feasibility tolerances can leave the target exceeded by ~1e-8: pull back inside
@@ -1085,6 +1089,11 @@ def _solve_ml(prob, delta, target_bits, solver, tol=1e-6):
                 # range (unbounded, it tolerated the whole answer: 146.6 "optimal" with a bound of 0, 85.2 reachable)
                 pull_price = min(max(prob.distortion(P) - d_before, 0.0),
                                  DIST_RTOL * max(prob.delta_max - prob.delta_min, 0.0))
+    if polished is not None and prob.distortion(polished) <= prob.distortion(P):
+        # the exact vertex, unless the answer pulled back within the target is cheaper (the vertex's active system
+        # may be inconsistent once an entry that came out negative leaves the support: its least-squares point is
+        # feasible, not always the vertex)
+        P, pull_price = polished, 0.0
     if info is None:  # the bound is the dual of the LP already solved for the answer (cvxpy: solved here)
         _, info = solve_maximal_leakage_lp(prob, target_bits=lp_bits, bound_bits=target_bits)
     # the weak-duality bound of the LP's multipliers, not HiGHS's dual objective (not a bound: see
@@ -1120,6 +1129,39 @@ def _solve_ml(prob, delta, target_bits, solver, tol=1e-6):
             "distortion_tolerance": float(prob.to_user(dist_tol)),
             "method": "linear program (HiGHS), dual bound" + lb_note}
     return P, cert, name, "optimal" if gap <= dist_tol else "inaccurate"
+
+
+def _polish_target(prob, P, info, lp_bits, target_bits, ml_sum, cap):
+    """``(Pp, info)``: the exact vertex of the target mode's LP
+    (:func:`~privrelease.mapping._lp.polish_maximal_leakage_target`) when HiGHS's answer ``P`` is over the target or
+    not certified by its own multipliers (None otherwise, or when the vertex is not within the target, or is dearer
+    than ``P`` within it), and ``info`` with the bound raised to the vertex's multipliers' where higher.
+
+    On costs spanning 16 decades HiGHS's answer met its tolerances in its own scaling only (an entry at -4.6e-8, the
+    clipped answer 2.4 times the target's slack over it, and mixed back towards perfect privacy at up to DIST_RTOL of
+    the range) or its multipliers bounded nothing (the bound the smallest distortion against an optimal answer).
+    Only then: a certified answer is kept as it is."""
+    lb = info.get("lower_bound", prob.delta_min)
+    lb_lp = info.get("lower_bound_lp_target", lb)
+    d_P = prob.distortion(P)
+    over = ml_sum(P) > cap
+    tol = _answer_dist_tol(prob, d_P, ML_ROUNDING_RTOL * max(prob.delta_max - prob.delta_min, 0.0))
+    if not over and d_P - lb <= tol + max(lb_lp - lb, 0.0):
+        return None, info
+    out = polish_maximal_leakage_target(prob, info["lp_solution"], *info["lp_marginals"], lp_bits)
+    if out is None:
+        return None, info
+    x, lam, nu = out
+    Pp = prob.clean(prob.from_edges(x), None)
+    if ml_sum(Pp) > cap or (not over and prob.distortion(Pp) > d_P):
+        Pp = None
+    unit = _ml_row_unit(lp_bits)
+    lbp = maximal_leakage_distortion_bound(prob, lam, nu, target_bits, unit)
+    info = dict(info)
+    if lbp > lb:
+        info["lower_bound"] = lbp
+        info["lower_bound_lp_target"] = maximal_leakage_distortion_bound(prob, lam, nu, lp_bits, unit)
+    return Pp, info
 
 
 def _mix_into_budget(prob, P, Q, delta):
