@@ -1056,6 +1056,73 @@ def polish_maximal_leakage_target(prob, v, y_ub, y_eq, target_bits):
     return x, lam, float(marg[-1])
 
 
+#: the target mode's dual LP: an entry's cost, in units of the answer's distance to the smallest distortion, is capped
+#: at this (a smaller right-hand side only shrinks the dual's feasible set, so its multipliers stay valid for the
+#: true costs; the optimum's row minima are within a few units, far below it)
+DUAL_COST_CAP = 1e6
+
+
+def maximal_leakage_target_multipliers(prob, target_bits, scale):
+    """Multipliers ``(lam, nu)`` of the target mode's rows, from its dual LP solved with the multipliers in units
+    of ``scale`` (the answer's distance to the smallest distortion), or None.
+
+    The primal LP's leakage rows are written in units of the slack ``s = 2^target - 1`` (HiGHS's primal tolerance
+    then applies relative to it), so their multipliers are ``s`` times those of the rows ``p(j | a) - p(j | a0) <=
+    u_j``: 3e-8 of the costs' unit at a slack of 2.8e-9, below HiGHS's dual tolerance (1e-7), and their signs came
+    back as noise (``-1e-18`` in the LP's units, each multiplying coefficients up to 1e8): clipped, the bound was the
+    smallest distortion against an optimal answer. Here the dual is the LP: maximise ``sum_c y_c - nu s`` over
+    ``y_c <= e(c, j) + sum_{a != a0} lam(a, j) (p(c | a) - p(c | a0))`` (each allowed entry; ``e`` its cost above
+    its row's cheapest, divided by ``scale`` and capped at DUAL_COST_CAP), ``sum_a lam(a, j) <= nu``, ``lam, nu >=
+    0``, whose variables are of order 1. Any multipliers give a bound (:func:`maximal_leakage_distortion_bound`,
+    weak duality), so HiGHS's tolerances here cost the bound at most their size, not its validity.
+
+    Parameters
+    ----------
+    prob : Problem or SparseProblem
+        The (reduced) program.
+    target_bits : float
+        The maximal-leakage target.
+    scale : float
+        The unit of the multipliers (internal distortion units, ``> 0``).
+
+    Returns
+    -------
+    tuple or None
+        ``(lam, nu)`` for :func:`maximal_leakage_distortion_bound` with ``unit=1`` (``lam`` of shape ``(n_private,
+        n_outputs)``, the row of ``a0`` zero), or None when HiGHS does not solve the dual.
+    """
+    r, c, n = _entries(prob)
+    na, kh, k = prob.M.shape[0], prob.kh, prob.k
+    if not (np.isfinite(scale) and scale > 0.0) or na < 2:
+        return None
+    delta_c, a0 = _ml_class_differences(prob)
+    others = [a for a in range(na) if a != a0]
+    m = len(others) * kh
+    w = prob.edge_weights()
+    row_min = np.full(k, np.inf)
+    np.minimum.at(row_min, r, w)
+    e = np.minimum(np.maximum(w - row_min[r], 0.0) / scale, DUAL_COST_CAP)
+    # variables [y (k), lam (others x kh), nu]; rows: one per allowed entry, then one per output
+    idx = np.arange(n)
+    blocks = [sp.csr_matrix((np.ones(n), (idx, r)), shape=(n, k))]
+    for a in others:
+        blocks.append(sp.csr_matrix((-delta_c[a], (idx, c)), shape=(n, kh)))
+    blocks.append(sp.csr_matrix((n, 1)))
+    top = sp.hstack(blocks, format="csr")
+    bottom = sp.hstack([sp.csr_matrix((kh, k)), sp.hstack([sp.identity(kh)] * len(others)),
+                        -sp.csr_matrix(np.ones((kh, 1)))], format="csr")
+    A_ub = sp.vstack([top, bottom], format="csr")
+    b_ub = np.concatenate([e, np.zeros(kh)])
+    cost = np.concatenate([-np.ones(k), np.zeros(m), [max(_ml_target_slack(target_bits), 0.0)]])
+    bounds = [(None, None)] * k + [(0, None)] * (m + 1)
+    res = _ml_linprog(cost, A_ub, b_ub, None, None, bounds, "highs")
+    if res.status != 0 or res.x is None:
+        return None
+    lam = np.zeros((na, kh))
+    lam[others] = scale * np.clip(res.x[k:k + m], 0.0, None).reshape(len(others), kh)
+    return lam, scale * max(float(res.x[-1]), 0.0)
+
+
 #: HiGHS's methods tried in turn on the maximal-leakage LP when one ends without an answer (an unknown model status
 #: or a solve error): its dual simplex with tolerances of 1e-9, its interior point without the crossover, then both
 #: without presolve

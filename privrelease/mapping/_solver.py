@@ -98,8 +98,8 @@ from ._checks import (_refuse_strings, check_budget, check_distortion, check_map
 from ._cvx import solve_quietly
 from ._leakage import expected_distortion, leakage as _leakage
 from ._lp import (ROW_SCALE_FLOOR, _ml_row_unit, independence_lower_bound, maximal_leakage_distortion_bound,
-                  perfect_privacy_mapping, polish_maximal_leakage, polish_maximal_leakage_target,
-                  sharpest_independence_multipliers, solve_maximal_leakage_lp)
+                  maximal_leakage_target_multipliers, perfect_privacy_mapping, polish_maximal_leakage,
+                  polish_maximal_leakage_target, sharpest_independence_multipliers, solve_maximal_leakage_lp)
 from ._presolve import reduce_outputs
 from ._problem import LN2, Problem, bound_rounding
 from ._result import MappingResult
@@ -1148,19 +1148,25 @@ def _polish_target(prob, P, info, lp_bits, target_bits, ml_sum, cap):
     tol = _answer_dist_tol(prob, d_P, ML_ROUNDING_RTOL * max(prob.delta_max - prob.delta_min, 0.0))
     if not over and d_P - lb <= tol + max(lb_lp - lb, 0.0):
         return None, info
+    info, Pp = dict(info), None
     out = polish_maximal_leakage_target(prob, info["lp_solution"], *info["lp_marginals"], lp_bits)
-    if out is None:
-        return None, info
-    x, lam, nu = out
-    Pp = prob.clean(prob.from_edges(x), None)
-    if ml_sum(Pp) > cap or (not over and prob.distortion(Pp) > d_P):
-        Pp = None
-    unit = _ml_row_unit(lp_bits)
-    lbp = maximal_leakage_distortion_bound(prob, lam, nu, target_bits, unit)
-    info = dict(info)
-    if lbp > lb:
-        info["lower_bound"] = lbp
-        info["lower_bound_lp_target"] = maximal_leakage_distortion_bound(prob, lam, nu, lp_bits, unit)
+    cands = []  # (multipliers, the unit of their rows)
+    if out is not None:
+        x, lam, nu = out
+        Pp = prob.clean(prob.from_edges(x), None)
+        if ml_sum(Pp) > cap or (not over and prob.distortion(Pp) > d_P):
+            Pp = None
+        cands.append((lam, nu, _ml_row_unit(lp_bits)))
+    # and the multipliers of the dual LP in units of the answer's distance to the smallest distortion (those of the
+    # LP's rows, in units of the slack, are below HiGHS's dual tolerance: maximal_leakage_target_multipliers)
+    dual = maximal_leakage_target_multipliers(prob, target_bits, d_P - prob.delta_min)
+    if dual is not None:
+        cands.append((dual[0], dual[1], 1.0))
+    for lam, nu, unit in cands:
+        lbp = maximal_leakage_distortion_bound(prob, lam, nu, target_bits, unit)
+        if lbp > info.get("lower_bound", prob.delta_min):
+            info["lower_bound"] = lbp
+            info["lower_bound_lp_target"] = maximal_leakage_distortion_bound(prob, lam, nu, lp_bits, unit)
     return Pp, info
 
 
