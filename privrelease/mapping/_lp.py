@@ -974,7 +974,52 @@ def _refined_lstsq(A, b):
     return y + np.linalg.lstsq(A, b - A @ y, rcond=None)[0]
 
 
-def polish_maximal_leakage_target(prob, v, y_ub, y_eq, target_bits):
+def _ml_target_vertex(prob, A_ub, b_ub, A_eq, b_eq, act, S, target_bits):
+    """``(x, A, S)``: the target mode's LP vertex with the rows ``act`` of ``A_ub`` active (and the rows' sums) on the
+    support ``S`` (variables ``[x, v]``), its system ``A`` and final support ``S``; or None when it is not feasible.
+
+    Least squares with iterative refinement in double precision; entries below ``-POLISH_SUPPORT_FLOOR`` leave the
+    support and the system is solved again (at most POLISH_ROUNDS times), the others are clipped at 0. Kept only if
+    exactly feasible after the clip: rows renormalised to sum to 1, and ``sum_j max_a p(j | a) - 1 <= 2^target - 1``
+    (``target_bits``: the LP's vertex is on its own boundary, a hair inside the target, so checked against the target)
+    computed as the sum of ``max(0, max_a sum_c (p(c | a) - p(c | a0)) x(c, j))`` against ``expm1`` (relative
+    precision; written with ``2^target``, the slack of 1e-9 would be lost to the rounding of 1)."""
+    r, c, n = _entries(prob)
+    na, kh = prob.M.shape[0], prob.kh
+    A_all = sp.vstack([A_ub[act], A_eq], format="csc")
+    b = np.concatenate([b_ub[act], b_eq])
+    S = np.array(S, dtype=bool)
+    w = None
+    for _ in range(POLISH_ROUNDS):
+        if not S.any() or A_all.shape[0] * int(S.sum()) > POLISH_MAX_CELLS:
+            return None
+        A = A_all[:, S].toarray()
+        ws = _refined_lstsq(A, b)
+        if not np.all(np.isfinite(ws)):
+            return None
+        if ws.min() >= -POLISH_SUPPORT_FLOOR:
+            w = np.zeros(n + kh)
+            w[S] = np.maximum(ws, 0.0)
+            break
+        S[np.flatnonzero(S)[ws < -POLISH_SUPPORT_FLOOR]] = False
+    if w is None:
+        return None
+    x = w[:n]
+    rows = np.zeros(prob.k)
+    np.add.at(rows, r, x)
+    if np.any(rows <= 0.0):
+        return None
+    x = x / rows[r]
+    delta_c, _ = _ml_class_differences(prob)
+    u = np.zeros((na, kh))
+    for a in range(na):
+        np.add.at(u[a], c, delta_c[a] * x)
+    if float(np.maximum(u.max(axis=0), 0.0).sum()) > max(_ml_target_slack(target_bits), 0.0):
+        return None
+    return x, A, S
+
+
+def polish_maximal_leakage_target(prob, v, y_ub, y_eq, lp_bits, target_bits):
     """The target mode's LP vertex near HiGHS's answer ``v``, and multipliers from its active constraints, or None.
 
     HiGHS's interior point (after its own cost scaling) answers within its 1e-7 feasibility tolerance of the scaled
@@ -982,7 +1027,7 @@ def polish_maximal_leakage_target(prob, v, y_ub, y_eq, target_bits):
     the clipped answer's leakage slack ``sum_j max_a p(j | a) - 1`` was 2.4 times the target's. The vertex is the
     solution of the constraints active at ``v`` (rows within POLISH_ACTIVE_RTOL of their magnitude, the rows sum to
     1) on its support (variables above POLISH_SUPPORT_FLOOR), solved by least squares with iterative refinement in
-    double precision; entries that come out negative leave the support and the system is solved again. The
+    double precision (:func:`_ml_target_vertex`; entries that come out negative leave the support). The
     multipliers solve ``A_S^T y = c_S`` on the same system (zero reduced costs on the support), signs clipped:
     :func:`maximal_leakage_distortion_bound` turns any multipliers into a bound, so they need no exactness. The
     mapping is returned only if it is exactly feasible (entries ``>= 0``, rows summing to 1 after the clip) with
@@ -997,8 +1042,10 @@ def polish_maximal_leakage_target(prob, v, y_ub, y_eq, target_bits):
         HiGHS's answer on the LP's variables ``[x (prob.edges()), v (one per output)]``.
     y_ub, y_eq : ndarray
         HiGHS's marginals of the inequality rows (``<= 0``) and of the rows' sums, for the costs in internal units.
+    lp_bits : float
+        The target the LP was solved at (a hair inside ``target_bits``: its vertex is on that boundary).
     target_bits : float
-        The target the LP was solved at.
+        The target the vertex must meet.
 
     Returns
     -------
@@ -1009,43 +1056,16 @@ def polish_maximal_leakage_target(prob, v, y_ub, y_eq, target_bits):
     """
     r, c, n = _entries(prob)
     na, kh = prob.M.shape[0], prob.kh
-    cost, A_ub, b_ub, A_eq, b_eq, _, ub = _maximal_leakage_lp(prob, None, target_bits)
+    cost, A_ub, b_ub, A_eq, b_eq, _, ub = _maximal_leakage_lp(prob, None, lp_bits)
     v = np.asarray(v, dtype=float)
     if v.shape != (n + kh,) or not np.all(np.isfinite(v)):
         return None
     mag = abs(A_ub) @ np.abs(v) + np.abs(b_ub)
     act = b_ub - A_ub @ v <= POLISH_ACTIVE_RTOL * mag
-    A_all = sp.vstack([A_ub[act], A_eq], format="csc")
-    b = np.concatenate([b_ub[act], b_eq])
-    S = (v > POLISH_SUPPORT_FLOOR) & (ub > 0)
-    w = None
-    for _ in range(POLISH_ROUNDS):
-        if not S.any() or A_all.shape[0] * int(S.sum()) > POLISH_MAX_CELLS:
-            return None
-        A = A_all[:, S].toarray()
-        ws = _refined_lstsq(A, b)
-        if not np.all(np.isfinite(ws)):
-            return None
-        if ws.min() >= 0.0:
-            w = np.zeros(n + kh)
-            w[S] = ws
-            break
-        S[np.flatnonzero(S)[ws < 0.0]] = False
-    if w is None:
+    out = _ml_target_vertex(prob, A_ub, b_ub, A_eq, b_eq, act, (v > POLISH_SUPPORT_FLOOR) & (ub > 0), target_bits)
+    if out is None:
         return None
-    x = w[:n]
-    rows = np.zeros(prob.k)
-    np.add.at(rows, r, x)
-    if np.any(rows <= 0.0):
-        return None
-    x = x / rows[r]
-    # the leakage slack to relative precision: sum_j max(0, max_a sum_c (p(c | a) - p(c | a0)) x(c, j))
-    delta_c, _ = _ml_class_differences(prob)
-    u = np.zeros((na, kh))
-    for a in range(na):
-        np.add.at(u[a], c, delta_c[a] * x)
-    if float(np.maximum(u.max(axis=0), 0.0).sum()) > max(_ml_target_slack(target_bits), 0.0):
-        return None
+    x, A, S = out
     # HiGHS's multipliers on the active rows (zero on the others, by complementary slackness), moved by the least
     # change that zeroes the reduced costs on the support (A_S^T y = c_S: a vertex of a degenerate program has more
     # active rows than support, and the least-norm solution alone put its weight on the rows' sums, bounding nothing)
@@ -1058,15 +1078,20 @@ def polish_maximal_leakage_target(prob, v, y_ub, y_eq, target_bits):
     return x, lam, float(marg[-1])
 
 
+#: the target mode's dual LP (its variables of order 1): a row within this of its bound is tight, a multiplier above
+#: it positive (the support and the active rows of the primal vertex, by complementary slackness)
+DUAL_TIGHT = 1e-9
+
 #: the target mode's dual LP: an entry's cost, in units of the answer's distance to the smallest distortion, is capped
 #: at this (a smaller right-hand side only shrinks the dual's feasible set, so its multipliers stay valid for the
 #: true costs; the optimum's row minima are within a few units, far below it)
 DUAL_COST_CAP = 1e6
 
 
-def maximal_leakage_target_multipliers(prob, target_bits, scale):
+def maximal_leakage_target_multipliers(prob, target_bits, scale, vertex_bits=None):
     """Multipliers ``(lam, nu)`` of the target mode's rows, from its dual LP solved with the multipliers in units
-    of ``scale`` (the answer's distance to the smallest distortion), or None.
+    of ``scale`` (the answer's distance to the smallest distortion), and the primal vertex they are complementary
+    to; or None.
 
     The primal LP's leakage rows are written in units of the slack ``s = 2^target - 1`` (HiGHS's primal tolerance
     then applies relative to it), so their multipliers are ``s`` times those of the rows ``p(j | a) - p(j | a0) <=
@@ -1078,6 +1103,12 @@ def maximal_leakage_target_multipliers(prob, target_bits, scale):
     0``, whose variables are of order 1. Any multipliers give a bound (:func:`maximal_leakage_distortion_bound`,
     weak duality), so HiGHS's tolerances here cost the bound at most their size, not its validity.
 
+    The primal vertex (with ``vertex_bits``): the entries whose rows are tight (within DUAL_TIGHT) are its support,
+    the leakage rows with a positive multiplier (and the budget row, with a positive ``nu``) are active, solved
+    exactly by :func:`_ml_target_vertex` for the LP at ``vertex_bits`` and kept if within ``target_bits``. Where
+    HiGHS's own answer to the primal had an entry at -6.9e-8 in a basis whose exact solution kept it negative (the
+    polish of that answer failed), this system was square and its solution feasible and optimal to 3e-11.
+
     Parameters
     ----------
     prob : Problem or SparseProblem
@@ -1086,12 +1117,15 @@ def maximal_leakage_target_multipliers(prob, target_bits, scale):
         The maximal-leakage target.
     scale : float
         The unit of the multipliers (internal distortion units, ``> 0``).
+    vertex_bits : float, optional
+        The target of the LP whose vertex is wanted (the LP's, a hair inside the target); no vertex without it.
 
     Returns
     -------
     tuple or None
-        ``(lam, nu)`` for :func:`maximal_leakage_distortion_bound` with ``unit=1`` (``lam`` of shape ``(n_private,
-        n_outputs)``, the row of ``a0`` zero), or None when HiGHS does not solve the dual.
+        ``(lam, nu, x)``: ``lam, nu`` for :func:`maximal_leakage_distortion_bound` with ``unit=1`` (``lam`` of shape
+        ``(n_private, n_outputs)``, the row of ``a0`` zero), ``x`` the vertex on ``prob.edges()`` (None when not
+        asked for or not feasible); None when HiGHS does not solve the dual.
     """
     r, c, n = _entries(prob)
     na, kh, k = prob.M.shape[0], prob.kh, prob.k
@@ -1122,7 +1156,15 @@ def maximal_leakage_target_multipliers(prob, target_bits, scale):
         return None
     lam = np.zeros((na, kh))
     lam[others] = scale * np.clip(res.x[k:k + m], 0.0, None).reshape(len(others), kh)
-    return lam, scale * max(float(res.x[-1]), 0.0)
+    nu = scale * max(float(res.x[-1]), 0.0)
+    x = None
+    if vertex_bits is not None:
+        _, P_ub, p_ub, P_eq, p_eq, _, ub = _maximal_leakage_lp(prob, None, vertex_bits)
+        tight = b_ub - A_ub @ res.x <= DUAL_TIGHT
+        act = np.concatenate([res.x[k:k + m] > DUAL_TIGHT, [res.x[-1] > DUAL_TIGHT]])
+        out = _ml_target_vertex(prob, P_ub, p_ub, P_eq, p_eq, act, tight & (ub > 0), target_bits)
+        x = out[0] if out is not None else None
+    return lam, nu, x
 
 
 #: HiGHS's methods tried in turn on the maximal-leakage LP when one ends without an answer (an unknown model status

@@ -1149,7 +1149,7 @@ def _polish_target(prob, P, info, lp_bits, target_bits, ml_sum, cap):
     if not over and d_P - lb <= tol + max(lb_lp - lb, 0.0):
         return None, info
     info, Pp = dict(info), None
-    out = polish_maximal_leakage_target(prob, info["lp_solution"], *info["lp_marginals"], lp_bits)
+    out = polish_maximal_leakage_target(prob, info["lp_solution"], *info["lp_marginals"], lp_bits, target_bits)
     cands = []  # (multipliers, the unit of their rows)
     if out is not None:
         x, lam, nu = out
@@ -1159,9 +1159,14 @@ def _polish_target(prob, P, info, lp_bits, target_bits, ml_sum, cap):
         cands.append((lam, nu, _ml_row_unit(lp_bits)))
     # and the multipliers of the dual LP in units of the answer's distance to the smallest distortion (those of the
     # LP's rows, in units of the slack, are below HiGHS's dual tolerance: maximal_leakage_target_multipliers)
-    dual = maximal_leakage_target_multipliers(prob, target_bits, d_P - prob.delta_min)
+    dual = maximal_leakage_target_multipliers(prob, target_bits, d_P - prob.delta_min, vertex_bits=lp_bits)
     if dual is not None:
         cands.append((dual[0], dual[1], 1.0))
+        if dual[2] is not None:  # the vertex complementary to them, where cheaper than the polished one
+            Pd = prob.clean(prob.from_edges(dual[2]), None)
+            if ml_sum(Pd) <= cap and (over or prob.distortion(Pd) <= d_P) and (
+                    Pp is None or prob.distortion(Pd) < prob.distortion(Pp)):
+                Pp = Pd
     for lam, nu, unit in cands:
         lbp = maximal_leakage_distortion_bound(prob, lam, nu, target_bits, unit)
         if lbp > info.get("lower_bound", prob.delta_min):
