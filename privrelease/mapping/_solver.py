@@ -78,7 +78,10 @@ Tolerance policy
   distortion that adds is tolerated). No tolerance is below the distortion's own rounding
   (``ROUNDING_ULPS`` ulps of its magnitude per input and output symbol): a constant
   distortion has a range of 0. A target that the least-leaking mapping found meets within
-  that rounding is met by that mapping.
+  that rounding is met by that mapping. An LP answer over the target or not certified is
+  first replaced by an exact vertex (of HiGHS's active constraints, or complementary to the
+  dual LP's multipliers, checked within the target to relative precision) when one is
+  cheaper, and bounded by the dual LP (:func:`_polish_target`).
 """
 
 import logging
