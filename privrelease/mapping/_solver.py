@@ -63,9 +63,10 @@ Tolerance policy
   relative to the smallest distortion itself (not to ``scale``), so a ``D`` whose
   entries span many decades keeps them apart.
 * ``max_leakage`` mode (every solver): the returned mapping's leakage is at most
-  the target (up to 1e-12 relative rounding) and ``certificate['distortion_gap']``
-  is a rigorous bound on its distance to the smallest distortion reaching the
-  target (Lagrangian lower bounds, :func:`_solve_mi_target`); certified when it is
+  the target up to rounding (1e-12 relative; for the maximal leakage,
+  ``ROUNDING_ULPS`` ulps per symbol of ``2^target``: about ``(k + k_hat) 1e-15`` bits,
+  also near 0) and ``certificate['distortion_gap']`` is a rigorous bound on its
+  distance to the smallest distortion reaching the target (Lagrangian lower bounds, :func:`_solve_mi_target`); certified when it is
   at most ``DIST_RTOL`` times the distortion range and at most ``ANSWER_RTOL`` times the
   answer's distance to the smallest distortion (both measures, :func:`_answer_dist_tol`), so
   that one far symbol, which makes the range 1e4 .. 1e9 times that distance, does not certify
@@ -1331,7 +1332,11 @@ def solve_mapping(prior, distortion, delta=None, *, max_leakage=None, leakage="m
         ``.smallest_feasible`` give it), a row of ``distortion`` without a finite
         entry, or an unreachable ``max_leakage``.
     SolverError
-        An explicitly chosen solver could not certify its answer to ``tol``.
+        An explicitly chosen solver could not certify its answer to ``tol``;
+        with any solver, a ``max_leakage`` target that neither the least-leaking
+        mapping found meets nor its lower bound rules out (a target within the
+        solver's tolerance of the smallest achievable leakage, when that is
+        above 0 because of forbidden entries): the message gives both figures.
 
     See Also
     --------

@@ -1078,38 +1078,19 @@ def check_same_index(X, y, name="y", *, x_name="X", consequence="users would get
     _refuse_label_mismatch(X, y, "index", name, x_name, consequence)
 
 
-def _positions_index(X, y):
-    """The rows of an unlabelled ``X`` (an array, a sparse matrix) as the default index ``0 .. n-1`` they are
-    paired by, when ``y`` is labelled (a pandas Series or DataFrame); else ``None``.
-
-    A ``y`` whose index holds those very positions in another order (``y.sort_values()``, ``y.sample(frac=1)``
-    beside a matrix) was paired by position: every user got another user's label.
-    """
-    import pandas as pd
-
-    if isinstance(getattr(X, "index", None), pd.Index) or not isinstance(getattr(y, "index", None), pd.Index):
-        return None
-    shape = getattr(X, "shape", None)
-    if type(X).__module__.startswith("dask") or shape is None or len(shape) != 2 or not isinstance(
-            shape[0], (int, np.integer)):  # a dask collection: its own labels, and checked where it is read
-        return None
-    return pd.RangeIndex(int(shape[0]))
-
-
 def _refuse_label_mismatch(X, y, axis, name, x_name, consequence):
     """The ValueError of :func:`check_same_index` (``axis="index"``) and :func:`check_same_columns`."""
     rows = axis == "index"
-    positions = _positions_index(X, y) if rows else None
-    mismatch = _label_mismatch(getattr(X, axis, None) if positions is None else positions, getattr(y, axis, None))
+    # an X without labels (an array, a sparse matrix) is paired by position, as scikit-learn pairs it, whatever y's
+    # index holds: a y whose index is the positions in another order is what shuffling or sorting a table together
+    # with X gives (sklearn.utils.shuffle(X, y), a frame sorted then split into X.to_numpy() and y), paired right
+    mismatch = _label_mismatch(getattr(X, axis, None), getattr(y, axis, None))
     if mismatch is None:
         return
     ix, iy, k, same = mismatch
     what = "is indexed differently from" if rows else "has columns labelled differently from"
     where, paired = ("row", "rows") if rows else ("column", "columns")
     align = f"{name}.reindex({x_name}.index)" if rows else f"{name}.reindex(columns={x_name}.columns)"
-    if positions is not None:  # X has no labels: its rows are the positions 0 .. n-1, which y's index holds
-        align = f"{name}.sort_index(), if its index holds each user's row of {x_name}"
-        same = f"{x_name} has no row labels, and {name}'s index holds its row positions in another order"
     raise ValueError(
         f"{name} {what} {x_name} ({same}: {where} {k} is {plain_value(ix[k])!r} in {x_name} but "
         f"{plain_value(iy[k])!r} in {name}); {paired} are paired by position, so {consequence}: align it first "

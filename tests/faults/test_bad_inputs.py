@@ -169,13 +169,6 @@ def _long_form_ratings():
     return pd.DataFrame({"userId": coo.row + 1, "movieId": coo.col + 1, "rating": coo.data})
 
 
-def _series_sorted(labels):
-    """``labels`` as a pandas Series sorted by value: its index holds the row positions in another order."""
-    import pandas as pd
-
-    return pd.Series(labels).sort_values(kind="stable")
-
-
 def _surprise_trainset():
     import pandas as pd
     import surprise
@@ -609,9 +602,6 @@ def _catalogue():
         ("evaluation", "evaluate_attacks(a surprise Trainset, None, y, X, y)",
          lambda: evaluate_attacks(_surprise_trainset(), None, [0, 1], X_SMALL, Y_SMALL), TypeError,
          "X_train_original is a surprise Trainset"),
-        ("evaluation", "rmse_cost(mapper, sparse R, a as a pandas Series after a.sort_values())",
-         lambda: rmse_cost(FunctionTransformer(), _ratings_and_labels()[0],
-                           _series_sorted(_ratings_and_labels()[1])), ValueError, "row positions in another order"),
         ("datasets", "make_ratings(n_users=0)", lambda: make_ratings(0, 10), ValueError, "0"),
         ("datasets", "load_movielens_100k(folder whose u.data has a 5th field)",
          lambda: load_movielens_100k(_ml100k_folder("1\t1\t5\t881250949\t7\n")), ValueError, "5 field(s)"),
