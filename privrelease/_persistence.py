@@ -37,6 +37,7 @@ import hashlib
 import hmac
 import io
 import json
+import math
 import os
 import stat
 import tempfile
@@ -95,6 +96,16 @@ def _beyond_float64(n):
 def _refuse_constant(name):
     """``json.loads``' hook for NaN, Infinity and -Infinity, which JSON itself does not allow."""
     raise ValueError(f"the metadata holds {name}, which JSON does not allow and privrelease.save never writes")
+
+
+def _finite_float(text):
+    """``json.loads``' hook for numbers with a fraction or an exponent: refused beyond float64 (``1e400`` read as
+    inf and failed later in the checksum, "Out of range float values are not JSON compliant", naming nothing)."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the metadata holds the number {text[:40]!r}, beyond the float64 range, which "
+                         "privrelease.save never writes")
+    return value
 
 
 # ----------------------------------------------------------------------------- encoding
@@ -420,7 +431,7 @@ def _read(path, key=None, *, max_bytes=DEFAULT_MAX_BYTES):
         raise ValueError(f"{path!r}: {_META_KEY!r} must be a JSON string, got an array of dtype {raw_meta.dtype}")
     try:
         # NaN and Infinity were read, and the checksum's encoder failed later ("Out of range float values")
-        meta = json.loads(str(raw_meta), parse_constant=_refuse_constant)
+        meta = json.loads(str(raw_meta), parse_constant=_refuse_constant, parse_float=_finite_float)
     except json.JSONDecodeError as exc:
         raise ValueError(f"{path!r}: the metadata is not valid JSON ({exc})") from None
     except ValueError as exc:

@@ -116,6 +116,14 @@ class _LedgerLock:
         if not self._lock.acquire(False):
             if not blocking:
                 return False
+            if timeout is not None and timeout >= 0:
+                # a timed wait ends by itself: neither refused nor recorded as a wait another thread's check follows
+                # (a thread waiting 0.2 s on a ledger held by one waiting for it was refused, where the lock's wait
+                # returned False after 0.2 s and let the other through)
+                if not self._lock.acquire(True, timeout):
+                    return False
+                self._owner, self._depth = me, 1
+                return True
             with _WAITS_LOCK:
                 lock, seen = self, set()
                 while lock is not None and id(lock) not in seen:
@@ -260,9 +268,10 @@ def _check_ledger(state):
         if _ledger_number(got) != s:
             raise _ledger_error(f"record {i}'s epsilon", got, f"the epsilon of release {i} ({plain_value(s)!r})")
     exact = _spends_sum(spends)
-    if "_total" not in state and "_carry" not in state:
-        # the first version kept no running total (its spent summed _spends): refused as "edited or damaged", its
-        # ledgers could not be resumed; the total is the sum of the spends checked above (__setstate__ stores it)
+    if "_total" not in state and "_carry" not in state and not any(_RELEASE in rec for rec in records):
+        # the first version kept no running total (its spent summed _spends) and no release tokens: refused as
+        # "edited or damaged", its ledgers could not be resumed; the total is the sum of the spends checked above
+        # (__setstate__ stores it). A ledger with release tokens was written with a total: one without is edited
         state = dict(state, _total=exact, _carry=0.0)
     total, carry = _ledger_number(state.get("_total")), _ledger_number(state.get("_carry", 0.0))
     if total is None or carry is None or math.isnan(total) or math.isnan(carry):
@@ -516,7 +525,7 @@ class PrivacyAccountant:
         # a ledger loaded from a file is re-verified before it is used: an edited one (spent reset to 0, a negative
         # or NaN spend, a NaN budget that refused nothing) loaded and resumed a budget it had not kept
         _check_ledger(state)
-        if "_total" not in state and "_carry" not in state:  # a ledger of the first version (see _check_ledger)
+        if "_total" not in state and "_carry" not in state:  # a ledger of the first version (_check_ledger said so)
             state = dict(state, _total=_spends_sum([float(s) for s in state["_spends"]]), _carry=0.0)
         self.__dict__.update(state)
         self._lock = _LedgerLock()
