@@ -1325,7 +1325,12 @@ def solve_maximal_leakage_lp(prob, *, delta=None, target_bits=None, bound_bits=N
         # the dual tolerance of 0), and its multipliers bounded nothing
         if not 0.0 < res.fun < TARGET_COST_RESCALE * (cost.max() / unit if unit == 1.0 else 1.0):
             break
-        res2 = _ml_linprog(cost / (unit * float(res.fun)), A_ub, b_ub, A_eq, b_eq, bounds, method)
+        # the entries costing more than PP_COST_RANGE answers are fixed at 0 there (a bounded dynamic range: a
+        # distortion of 0 .. 1e12 had costs up to 1e14 answers at a target of 0, and HiGHS's interior point did not
+        # return); the certificate's bound prices them with the multipliers (all entries), so it stays a bound
+        bounds2 = bounds.copy()
+        bounds2[:n, 1][cost[:n] > PP_COST_RANGE * unit * float(res.fun)] = 0.0
+        res2 = _ml_linprog(cost / (unit * float(res.fun)), A_ub, b_ub, A_eq, b_eq, bounds2, method)
         if res2.status != 0:
             break
         unit, res = unit * float(res.fun), res2
