@@ -631,22 +631,109 @@ def _independence_lp(prob, r, c, n, sel, n_all, w, s, opts, method="highs"):
             coef = coef / m
         blocks.append(sp.csr_matrix((coef, (c, np.arange(n))), shape=(prob.kh, n)))
         b.append(np.zeros(prob.kh))
-    res = linprog(w / s, A_eq=sp.vstack(blocks, format="csr"), b_eq=np.concatenate(b), bounds=(0, None),
-                  method=method, options=opts)
-    if res.status != 0:
-        return None, res.status, None
+    xs, status, y = _independence_lp_by_cost(w / s, sp.vstack(blocks, format="csr"), np.concatenate(b), r,
+                                             prob.k, method, opts)
+    if xs is None:
+        return None, status, None
     x = np.zeros(n_all)
-    x[sel] = res.x / s
+    x[sel] = xs / s
     t = None
-    if res.eqlin is not None and res.eqlin.marginals is not None:
+    if y is not None:
         # multipliers of sum_c g_a(c) P(c, j) = 0 (g_a = p(a, c) - p(a) p(c)) for the classes solved, then
         # rewritten for the classes 0 .. |A| - 2 (sum_a g_a = 0): the form independence_lower_bound takes
-        ts = np.asarray(res.eqlin.marginals, dtype=float)[prob.k:].reshape(na - 1, prob.kh)
+        ts = y[prob.k:].reshape(na - 1, prob.kh)
         ts = ts / (row_unit * prob.pA[classes])[:, None]  # the multipliers of the equations before their scaling
         full = np.zeros((na, prob.kh))
         full[classes] = ts
         t = full[: na - 1] - full[na - 1][None, :]
     return prob.clean(prob.from_edges(x), None), 0, t
+
+
+#: the perfect-privacy LP is solved again, in units of its own optimum, when its answer is more than this share of its
+#: distortion above the Lagrangian bound of its multipliers (see _independence_lp_by_cost)
+PP_GAP_RTOL = 1e-9
+#: ... on the entries costing at most this many optima (the others priced by the multipliers, added when they price in)
+PP_COST_RANGE = 1e6
+#: ... in at most this many rounds of rescaling, each of at most PP_PRICE_ROUNDS rounds of pricing
+PP_SCALE_ROUNDS = 6
+PP_PRICE_ROUNDS = 20
+
+
+def _lagrangian_bound(cost, A, b, y, r, k):
+    """The Lagrangian bound ``sum_c b_c min_e (cost_e - sum_i A(i, e) y_i)`` (the minimum over row ``c``'s entries
+    ``e``, ``i`` over the independence equations: every row of ``A`` but the first ``k``, the row sums ``sum_e x_e =
+    b_c``) of the LP ``min cost x, A x = b, x >= 0``: a lower bound on its optimum for any ``y``; and the reduced costs
+    ``cost - A_indep^T y``."""
+    red = cost - A[k:].T @ y[k:]
+    m = np.full(k, np.inf)
+    np.minimum.at(m, r, red)
+    return float(np.dot(b[:k], m)), red
+
+
+def _independence_lp_by_cost(cost, A, b, r, k, method, opts):
+    """``(x, 0, y)`` of ``min cost x, A x = b, x >= 0`` (the perfect-privacy LP; ``y`` its multipliers, in the units
+    of ``cost``), or ``(None, HiGHS status, None)``.
+
+    HiGHS's dual feasibility tolerance is absolute (1e-7, or the one in ``opts``): internal costs are in units of the
+    largest distortion, and where the distortion spans many decades (0, 1, 1e6, 1e12) the optimum (1e-14 internal)
+    is far below it, so every entry of cost below ~1e-7 looked free and HiGHS's "optimal" vertex cost 80198 where
+    0.012 is perfectly private. When the answer is not within PP_GAP_RTOL of the Lagrangian bound of its own
+    multipliers, the LP is solved again in units of its answer's distortion ``f``, on the entries costing at most
+    PP_COST_RANGE ``f`` (a bounded dynamic range; the range grown by that factor while the LP is infeasible), the
+    others priced by the multipliers and added while any prices in (reduced cost below ``-tol``); then again in
+    units of the new answer while that is much smaller. The best answer by the same bound is returned.
+    """
+    res = linprog(cost, A_eq=A, b_eq=b, bounds=(0, None), method=method, options=opts)
+    if res.status != 0:
+        return None, res.status, None
+    x = res.x
+    if res.eqlin is None or res.eqlin.marginals is None:
+        return x, 0, None
+    y = np.asarray(res.eqlin.marginals, dtype=float)
+    f = float(np.dot(cost, x))
+    low, _ = _lagrangian_bound(cost, A, b, y, r, k)
+    tol = float(opts.get("dual_feasibility_tolerance", 1e-7))
+    n = cost.size
+    for _ in range(PP_SCALE_ROUNDS):
+        if not f - low > PP_GAP_RTOL * f or not f > 0:
+            break
+        unit = f
+        c_u = cost / unit
+        rng_ = PP_COST_RANGE
+        while True:  # a feasible working set: the entries costing at most rng_ answers
+            work = c_u <= rng_
+            if work.all():
+                break
+            sub = linprog(c_u[work], A_eq=A[:, work], b_eq=b, bounds=(0, None), method=method, options=opts)
+            if sub.status != 2:
+                break
+            rng_ *= PP_COST_RANGE
+        xn = yn = None
+        for _ in range(PP_PRICE_ROUNDS):
+            sub = linprog(c_u[work], A_eq=A[:, work], b_eq=b, bounds=(0, None), method=method, options=opts)
+            if sub.status != 0 or sub.eqlin is None or sub.eqlin.marginals is None:
+                xn = None
+                break
+            xn = np.zeros(n)
+            xn[work] = sub.x
+            yn = np.asarray(sub.eqlin.marginals, dtype=float)
+            _, red = _lagrangian_bound(c_u, A, b, yn, r, k)
+            enter = ~work & (red < -tol)
+            if not enter.any():
+                break
+            work = work | enter
+        if xn is None:
+            break
+        yn = yn * unit
+        fn = float(np.dot(cost, xn))
+        lown, _ = _lagrangian_bound(cost, A, b, yn, r, k)
+        if not fn - lown < f - low:  # no better certified
+            break
+        shrink = fn < 0.5 * f
+        x, y, f, low = xn, yn, fn, lown
+        if not shrink:
+            break
+    return x, 0, y
 
 
 #: the maximal-leakage LP's budget row is written in units of the budget's slack above the smallest distortion; an
@@ -1238,7 +1325,12 @@ def solve_maximal_leakage_lp(prob, *, delta=None, target_bits=None, bound_bits=N
         # the dual tolerance of 0), and its multipliers bounded nothing
         if not 0.0 < res.fun < TARGET_COST_RESCALE * (cost.max() / unit if unit == 1.0 else 1.0):
             break
-        res2 = _ml_linprog(cost / (unit * float(res.fun)), A_ub, b_ub, A_eq, b_eq, bounds, method)
+        # the entries costing more than PP_COST_RANGE answers are fixed at 0 there (a bounded dynamic range: a
+        # distortion of 0 .. 1e12 had costs up to 1e14 answers at a target of 0, and HiGHS's interior point did not
+        # return); the certificate's bound prices them with the multipliers (all entries), so it stays a bound
+        bounds2 = bounds.copy()
+        bounds2[:n, 1][cost[:n] > PP_COST_RANGE * unit * float(res.fun)] = 0.0
+        res2 = _ml_linprog(cost / (unit * float(res.fun)), A_ub, b_ub, A_eq, b_eq, bounds2, method)
         if res2.status != 0:
             break
         unit, res = unit * float(res.fun), res2

@@ -955,7 +955,11 @@ def _solve_ml(prob, delta, target_bits, solver, tol=1e-6):
     if solver == "cvxpy" and not prob.sparse:
         import cvxpy as cp
 
-        X = cp.Variable((prob.k, prob.kh), nonneg=True)
+        # the entries bounded by [0, 1] (implied by the row sums), not nonneg=True: cvxpy (1.9) propagates bounds
+        # through M @ X for the epigraph variables of the max, and with X in [0, inf) a zero cell p(a, c) = 0 gave
+        # 0 * inf = NaN, turned into the bounds [0, 0] by the product with 1 / p(a): HiGHS was handed an infeasible
+        # program (every prior with a zero cell, both modes). Finite bounds keep every propagated bound a number
+        X = cp.Variable((prob.k, prob.kh), bounds=[0.0, 1.0])
         cons = [cp.sum(X, axis=1) == 1]
         if (~prob.mask).any():
             cons.append(cp.multiply((~prob.mask).astype(float), X) == 0)
