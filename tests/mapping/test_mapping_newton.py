@@ -328,3 +328,9 @@ def test_cached_gram_product_is_scipys_product_exactly(nb):
         assert np.array_equal(got.toarray(), expected.toarray())
         # and the same matrix as the product written out in dense form (up to the order of the additions)
         np.testing.assert_allclose(got.toarray(), -(Vs.toarray() @ Vs.toarray().T), rtol=1e-12, atol=0.0)
+        # written straight into a dense array (the in-place Cholesky's input): the same numbers, exactly symmetric
+        # (the factor reads the lower triangle's), C-ordered; the product's count of nonzeros is scipy's
+        assert gram.product(V) == (Vs @ Vs.T).nnz
+        D = gram.dense()
+        assert D.flags.c_contiguous and D.shape == (k, k)
+        assert np.array_equal(D, expected.toarray()) and np.array_equal(D, D.T)

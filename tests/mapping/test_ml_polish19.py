@@ -21,14 +21,11 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
-from scipy.optimize import linprog
+
+from shared_helpers import ml_target_reference  # tests/shared_helpers.py
 
 from privrelease.exceptions import ConvergenceWarning
 from privrelease.mapping import _lp, _solver, maximal_leakage, solve_mapping
-
-TIGHT = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
-
 
 def _span(seed):
     """|A| 2..4, k 6..40, Dirichlet(0.1..1) joint; distortion log-uniform over 1e-8 .. 1e8 with one cheap entry
@@ -39,37 +36,6 @@ def _span(seed):
     d = 10.0 ** rng.uniform(-8, 8, (k, k))
     d[np.arange(k), rng.integers(0, k, k)] = 10.0 ** rng.uniform(-8, -6, k)
     return prior, d, float(10 ** rng.uniform(-9, -5))
-
-
-def _reference(prior, d, target_bits):
-    """min E[d] s.t. sum_j max_a p(j | a) <= 2^target, in the slack form: u_j >= p(j | a) - p(j | 0) for every class,
-    sum_j u_j <= s = expm1(target ln 2), rows divided by s, the distortion above each row's cheapest output; solved
-    again in units of its answer until that stays within 1e-3 of its unit. Returns (optimum, smallest distortion)."""
-    na, k = prior.shape
-    kh = d.shape[1]
-    pa, pc = prior.sum(1), prior.sum(0)
-    cond = prior / pa[:, None]
-    s = math.expm1(target_bits * math.log(2.0))
-    rmin = d.min(1)
-    n = k * kh
-    cost = np.concatenate([(pc[:, None] * (d - rmin[:, None])).ravel(), np.zeros(kh)])
-    rows = [sp.hstack([sp.kron(sp.csr_matrix((cond[a] - cond[0])[None, :] / s), sp.identity(kh)),
-                       -sp.identity(kh)]) for a in range(1, na)]
-    rows.append(sp.csr_matrix(np.concatenate([np.zeros(n), np.ones(kh)])[None, :]))
-    A_ub = sp.vstack(rows, format="csr")
-    b_ub = np.zeros(A_ub.shape[0])
-    b_ub[-1] = 1.0
-    A_eq = sp.hstack([sp.kron(sp.identity(k), np.ones((1, kh))), sp.csr_matrix((k, kh))], format="csr")
-    unit = 1.0
-    for _ in range(6):
-        res = linprog(cost / unit, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=np.ones(k), bounds=(0, None),
-                      method="highs", options=TIGHT)
-        assert res.status == 0, res.message
-        value = float(pc @ rmin) + res.fun * unit
-        if not 0 < res.fun < 1e-3:
-            break
-        unit *= res.fun
-    return value, float(pc @ rmin)
 
 
 def _exact_slack(prior, mapping):
@@ -99,7 +65,7 @@ WARNED = [0, 1, 2, 26, 35, 37, 38, 74, 204]
 @pytest.mark.parametrize("seed", WARNED)
 def test_a_target_on_a_sixteen_decade_distortion_is_certified_at_the_independent_optimum(seed):
     prior, d, target = _span(seed)
-    ref, dmin = _reference(prior, d, target)
+    ref, dmin = ml_target_reference(prior, d, target)
     res = _quiet(prior, d, max_leakage=target, leakage="maximal_leakage")
     assert res.status == "optimal", res.certificate
     assert maximal_leakage(prior, res.mapping) <= target
@@ -115,7 +81,7 @@ def test_a_target_on_a_sixteen_decade_distortion_is_certified_at_the_independent
 @pytest.mark.parametrize("seed", [1, 38])
 def test_the_polished_vertex_is_within_the_target_exactly_where_highs_answer_clipped_was_over_it(seed):
     prior, d, target = _span(seed)
-    ref, dmin = _reference(prior, d, target)
+    ref, dmin = ml_target_reference(prior, d, target)
     prob, _ = _solver._presolved_problem(*_solver._check_problem(prior, d, "maximal_leakage", "auto"))
     lp_bits = math.log2(2.0 ** target * (1 - _solver.LP_TARGET_RTOL))
     _, info = _lp.solve_maximal_leakage_lp(prob, target_bits=lp_bits, bound_bits=target)
@@ -137,7 +103,7 @@ def test_the_polished_vertex_is_within_the_target_exactly_where_highs_answer_cli
 @pytest.mark.parametrize("seed", [1, 35, 37, 74])
 def test_the_dual_lps_multipliers_bound_the_optimum_within_its_tolerance_where_the_lps_bound_nothing(seed):
     prior, d, target = _span(seed)
-    ref, dmin = _reference(prior, d, target)
+    ref, dmin = ml_target_reference(prior, d, target)
     prob, _ = _solver._presolved_problem(*_solver._check_problem(prior, d, "maximal_leakage", "auto"))
     lp_bits = math.log2(2.0 ** target * (1 - _solver.LP_TARGET_RTOL))
     _, info = _lp.solve_maximal_leakage_lp(prob, target_bits=lp_bits, bound_bits=target)
@@ -193,7 +159,7 @@ def test_the_bound_charges_each_entry_its_own_rounding_and_stays_below_its_exact
 @pytest.mark.parametrize("seed", [137, 204])
 def test_the_vertex_complementary_to_the_dual_lps_multipliers_is_the_optimum_where_highs_basis_is_infeasible(seed):
     prior, d, target = _span(seed)
-    ref, dmin = _reference(prior, d, target)
+    ref, dmin = ml_target_reference(prior, d, target)
     prob, _ = _solver._presolved_problem(*_solver._check_problem(prior, d, "maximal_leakage", "auto"))
     lp_bits = math.log2(2.0 ** target * (1 - _solver.LP_TARGET_RTOL))
     _, info = _lp.solve_maximal_leakage_lp(prob, target_bits=lp_bits, bound_bits=target)

@@ -21,43 +21,12 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from scipy.optimize import linprog
-from shared_helpers import nearly_independent  # tests/shared_helpers.py
+from shared_helpers import ml_target_reference, nearly_independent  # tests/shared_helpers.py
 
 from privrelease.exceptions import ConvergenceWarning
 from privrelease.mapping import _lp, _solver, maximal_leakage, solve_mapping
 
 TIGHT = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
-
-
-def _ref_target(prior, d, target_bits):
-    """min E[d] s.t. sum_j max_a p(j | a) <= 2^target: with u_j >= p(j | a) - p(j | 0) (every class a), sum_j u_j <=
-    2^target - 1 (expm1), u = s v and each row divided by s; the distortion above each row's cheapest output, solved
-    twice (the second time in units of the first answer). Returns (optimum, smallest distortion)."""
-    na, k = prior.shape
-    kh = d.shape[1]
-    pa, pc = prior.sum(1), prior.sum(0)
-    cond = prior / pa[:, None]
-    s = math.expm1(target_bits * math.log(2.0))
-    rmin = d.min(1)
-    n = k * kh
-    cost = np.concatenate([(pc[:, None] * (d - rmin[:, None])).ravel(), np.zeros(kh)])
-    rows = [sp.hstack([sp.kron(sp.csr_matrix((cond[a] - cond[0])[None, :] / s), sp.identity(kh)),
-                       -sp.identity(kh)]) for a in range(1, na)]
-    rows.append(sp.csr_matrix(np.concatenate([np.zeros(n), np.ones(kh)])[None, :]))
-    A_ub = sp.vstack(rows, format="csr")
-    b_ub = np.zeros(A_ub.shape[0])
-    b_ub[-1] = 1.0
-    A_eq = sp.hstack([sp.kron(sp.identity(k), np.ones((1, kh))), sp.csr_matrix((k, kh))], format="csr")
-    unit, value = 1.0, None
-    for _ in range(2):
-        res = linprog(cost / unit, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=np.ones(k), bounds=(0, None),
-                      method="highs", options=TIGHT)
-        assert res.status == 0, res.message
-        value = float(pc @ rmin) + res.fun * unit
-        if res.fun <= 0:
-            break
-        unit *= res.fun
-    return value, float(pc @ rmin)
 
 
 def _ref_at_smallest_budget(prior, d):
@@ -106,7 +75,7 @@ NEAR_ZERO = [(130, 4, 21, 2.05e-7, 1.67e-8), (166, 4, 31, 4.76e-7, 6.62e-7), (18
 @pytest.mark.parametrize("seed,na,k,eps,target", NEAR_ZERO)
 def test_a_target_below_the_budget_rows_tolerance_is_certified_at_the_independent_optimum(seed, na, k, eps, target):
     prior, d = nearly_independent(seed, na=na, k=k, eps=eps)
-    ref, dmin = _ref_target(prior, d, target)
+    ref, dmin = ml_target_reference(prior, d, target)
     res = _quiet(prior, d, max_leakage=target, leakage="maximal_leakage")
     assert res.status == "optimal", res.certificate
     assert maximal_leakage(prior, res.mapping) <= target
@@ -122,7 +91,7 @@ def test_a_target_below_the_budget_rows_tolerance_is_certified_at_the_independen
 def test_the_slack_form_bound_at_the_lps_multipliers_is_the_optimum_and_random_multipliers_stay_below(
         seed, na, k, eps, target):
     prior, d = nearly_independent(seed, na=na, k=k, eps=eps)
-    ref, dmin = _ref_target(prior, d, target)
+    ref, dmin = ml_target_reference(prior, d, target)
     prob, _ = _solver._presolved_problem(prior, d)
     _, info = _lp.solve_maximal_leakage_lp(prob, target_bits=target)
     # a bound, within a small share of the certificate's tolerance (1e-3 of the distance to the smallest distortion)

@@ -5,7 +5,6 @@ engine with the copying kernels; the answers still match an independent referenc
 
 import numpy as np
 import pytest
-import scipy.sparse
 from scipy.linalg import lapack
 from threadpoolctl import threadpool_limits
 
@@ -80,35 +79,6 @@ def test_a_failed_cholesky_in_place_leaves_what_restores_the_matrix(k):
     assert np.array_equal(np.tril(S, -1), np.tril(S0, -1))
     _fast._restore_upper(S, d0)
     assert np.array_equal(S, S0)
-
-
-@pytest.mark.parametrize("nb", [1, 2, 4])
-def test_dense_gram_product_is_scipys_product_made_dense(nb):
-    # -(Vs Vs^T) written straight into a dense array: the numbers of scipy's product (and of the engine's sparse
-    # result made dense), exactly symmetric (so the in-place Cholesky reads the lower triangle's numbers), call
-    # after call with new values, some exactly zero; sparse() after product() still the CSR result
-    rng = np.random.default_rng(nb)
-    k, nc = 50, 44
-    sup = np.zeros((k, nc), dtype=bool)
-    for c in range(k):
-        sup[c, rng.choice(nc, size=7, replace=False)] = True
-    sup[np.arange(k), np.arange(k) % nc] = True
-    r, jc = np.nonzero(sup)
-    gram = _fast._GramProduct(r, jc, nb, k, nc)
-    rows, cols = np.repeat(r, nb), (jc[:, None] * nb + np.arange(nb)).ravel()
-    for _ in range(3):
-        V = rng.normal(size=(r.size, nb)) * 10.0 ** rng.uniform(-8, 8, size=(r.size, 1))
-        V[rng.random(V.shape) < 0.1] = 0.0
-        Vs = scipy.sparse.csr_matrix((V.ravel(), (rows, cols)), shape=(k, nc * nb))
-        expected = (-(Vs @ Vs.T)).toarray()
-        nnz = gram.product(V)
-        assert nnz == (Vs @ Vs.T).nnz
-        assert np.array_equal(gram.sparse().toarray(), expected)
-        gram.product(V)
-        D = gram.dense()
-        assert D.flags.c_contiguous and D.shape == (k, k)
-        assert np.array_equal(D, expected) and np.array_equal(D, D.T)
-        np.testing.assert_allclose(D, -(Vs.toarray() @ Vs.toarray().T), rtol=1e-12, atol=0.0)
 
 
 def _full_kkt_direction(prob, r, j, x, Dinv, r1, g):
