@@ -62,27 +62,28 @@ Tolerance policy
   tolerance, and the one that decides which outputs tie for a row's cheapest, are
   relative to the smallest distortion itself (not to ``scale``), so a ``D`` whose
   entries span many decades keeps them apart.
-* ``max_leakage`` mode (every solver): the returned mapping's leakage is at most
-  the target up to rounding (1e-12 relative; for the maximal leakage,
-  ``ROUNDING_ULPS`` ulps per symbol of ``2^target``: about ``(k + k_hat) 1e-15`` bits,
-  also near 0) and ``certificate['distortion_gap']`` is a rigorous bound on its
-  distance to the smallest distortion reaching the target (Lagrangian lower bounds, :func:`_solve_mi_target`); certified when it is
-  at most ``DIST_RTOL`` times the distortion range and at most ``ANSWER_RTOL`` times the
-  answer's distance to the smallest distortion (both measures, :func:`_answer_dist_tol`), so
-  that one far symbol, which makes the range 1e4 .. 1e9 times that distance, does not certify
-  a far answer; that share has a floor: mutual information, ``ANSWER_RTOL * DIST_RTOL`` times
-  the range or what ``tol`` bits buy at the smallest distortion; maximal leakage,
-  ``ML_ROUNDING_RTOL`` (1e-14) times the range plus what meeting the target after rounding
-  costs (the LP is solved ``LP_TARGET_RTOL`` inside the target, in units of the answer's
-  distance; an answer HiGHS left above it within its feasibility tolerance is mixed with the
-  LP's answer ``PULLBACK_RTOL`` further inside, else with the perfect-privacy mapping, and the
-  distortion that adds is tolerated). No tolerance is below the distortion's own rounding
-  (``ROUNDING_ULPS`` ulps of its magnitude per input and output symbol): a constant
-  distortion has a range of 0. A target that the least-leaking mapping found meets within
-  that rounding is met by that mapping. An LP answer over the target or not certified is
-  first replaced by an exact vertex (of HiGHS's active constraints, or complementary to the
-  dual LP's multipliers, checked within the target to relative precision) when one is
-  cheaper, and bounded by the dual LP (:func:`_polish_target`).
+* ``max_leakage`` mode (every solver): the returned mapping's leakage is at most the target
+  up to rounding (1e-12 relative; for the maximal leakage, ``ROUNDING_ULPS`` ulps per symbol
+  of ``2^target``: about ``(k + k_hat) 1e-15`` bits, also near 0) and
+  ``certificate['distortion_gap']`` is a rigorous bound on its distance to the smallest
+  distortion reaching the target (Lagrangian lower bounds, :func:`_solve_mi_target`);
+  certified when it is at most ``DIST_RTOL`` times the distortion range and at most
+  ``ANSWER_RTOL`` times the answer's distance to the smallest distortion (both measures,
+  :func:`_answer_dist_tol`), so that one far symbol, which makes the range 1e4 .. 1e9 times
+  that distance, does not certify a far answer; that share has a floor: mutual information,
+  ``ANSWER_RTOL * DIST_RTOL`` times the range or what ``tol`` bits buy at the smallest
+  distortion; maximal leakage, ``ML_ROUNDING_RTOL`` (1e-14) times the range plus what
+  meeting the target after rounding costs (the LP is solved ``LP_TARGET_RTOL`` inside the
+  target, in units of the answer's distance; an answer HiGHS left above it within its
+  feasibility tolerance is mixed with the LP's answer ``PULLBACK_RTOL`` further inside, else
+  with the perfect-privacy mapping, and the distortion that adds is tolerated). No tolerance
+  is below the distortion's own rounding (``ROUNDING_ULPS`` ulps of its magnitude per input
+  and output symbol): a constant distortion has a range of 0. A target that the
+  least-leaking mapping found meets within that rounding is met by that mapping. An LP
+  answer over the target or not certified is first replaced by an exact vertex (of HiGHS's
+  active constraints, or complementary to the dual LP's multipliers, checked within the
+  target to relative precision) when one is cheaper, and bounded by the dual LP
+  (:func:`_polish_target`).
 """
 
 import logging

@@ -178,7 +178,8 @@ def run(report, *, random_state=0, quick=False, n_clusters=25, n_deltas=12, max_
     report.table(tab, "politics_ratings_rmse_auc",
                  caption="RMSE: Surprise SVD, 10 % of each protected test user's true ratings held out "
                          f"({cv}-fold CV over protected users). AUC: worst folded AUC "
-                         "max(AUC, 1 - AUC) over attackers (logistic regression on values and on indicators). Ours: QuantizedPrivacyMapper "
+                         "max(AUC, 1 - AUC) over attackers (logistic regression on values and on indicators). "
+                         "Ours: QuantizedPrivacyMapper "
                          + (", ".join(f"{k}={v!r}" for k, v in options.items()) + " (the defaults otherwise)"
                             if options else "with its defaults") + ". " + _chance_sentence(tab))
     fig, ax = plt.subplots(figsize=(4.5, 4.2))
