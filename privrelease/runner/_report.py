@@ -83,25 +83,36 @@ def _open_regular(name, fd):
 
 class _Deferred:
     """Hold back SIGINT and SIGTERM while the folder changes from one report to the next (main thread only): a
-    Ctrl-C between removing the earlier report's files and moving the new ones in left neither report."""
+    Ctrl-C between removing the earlier report's files and moving the new ones in left neither report.
 
-    _SIGNALS = ()
+    The signals are caught by a handler that records them and raised again, in order, once the folder holds the new
+    report whole. (Blocking them in the main thread's signal mask did not hold them back: the kernel delivers a
+    signal sent to the process to any thread that does not block it, a BLAS or I/O thread, and Python then ran the
+    main thread's handler at once, or, once, not before the run had ended.)"""
 
     def __enter__(self):
         import signal
         import threading
 
-        self._old = None
-        if hasattr(signal, "pthread_sigmask") and threading.current_thread() is threading.main_thread():
-            self._SIGNALS = {signal.SIGINT, signal.SIGTERM}
-            self._old = signal.pthread_sigmask(signal.SIG_BLOCK, self._SIGNALS)
+        self._old, self._held = None, []
+        if threading.current_thread() is threading.main_thread():
+            self._old = {}
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self._old[sig] = signal.signal(sig, self._hold)
         return self
+
+    def _hold(self, signum, frame):
+        self._held.append(signum)
 
     def __exit__(self, *exc):
         import signal
 
         if self._old is not None:
-            signal.pthread_sigmask(signal.SIG_SETMASK, self._old)  # a signal held back is delivered now
+            for sig, handler in self._old.items():
+                # None: a handler not installed from Python, which cannot be put back; the default is the closest
+                signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+            for sig in dict.fromkeys(self._held):  # a signal held back is delivered now
+                signal.raise_signal(sig)
         return False
 
 

@@ -240,6 +240,27 @@ print(json.dumps(seen))
 """
 
 
+def test_saving_defers_ctrl_c_delivered_to_another_thread(tmp_path):
+    # a signal sent to the process goes to any thread that does not block it: blocking it in the main thread's mask
+    # did not hold it back (Python ran the handler in the main thread at once); here it goes to a worker thread
+    import subprocess
+    import sys
+
+    out = tmp_path / "out"
+    script = _DEFERRED.replace(
+        "os.kill(os.getpid(), signal.SIGINT)",
+        "signal.pthread_kill(worker.ident, signal.SIGINT)").replace(
+        "seen = {}", "import threading\nstop = threading.Event()\nworker = threading.Thread(target=stop.wait)\n"
+                     "worker.start()\nseen = {}").replace(
+        "print(json.dumps(seen))", "stop.set()\nworker.join()\nprint(json.dumps(seen))")
+    assert "pthread_kill" in script and "worker.start()" in script
+    done = subprocess.run([sys.executable, "-c", script, str(out)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen == {"locked": True, "interrupted": True}
+    assert "B" in (out / "report.md").read_text() and (out / "new.csv").exists() and not (out / "old.csv").exists()
+
+
 def test_saving_holds_the_folder_and_defers_ctrl_c(tmp_path):
     # in a process of its own: signals are held back in the main thread only (a test worker may run elsewhere)
     import subprocess
