@@ -19,7 +19,6 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..mappers._base import _refuse_nan_ratings
 from ..mappers._dask import computed
 from ..utils import check_random_source, restore_sparse_format
 from ..utils._constraints import RANDOM_STATE_CONSTRAINT, NumberInterval
@@ -27,8 +26,8 @@ from ..utils._fit import atomic_fit
 from ..utils._threads import single_threaded_blas
 from ..utils._validation import (UNDISCLOSED_SHORT, canonical_sparse, check_rating_container, check_same_index,
                                  check_table, is_sparse_frame, nullable_numpy_dtype, plain_labels, ratings_in_dtype,
-                                 sparse_frame_like,
-                                 undisclosed_mask, undisclosed_note, zero_fill_sparse_frame)
+                                 refuse_nan_ratings, sparse_frame_like, undisclosed_mask, undisclosed_note,
+                                 zero_fill_sparse_frame)
 from ._targets import check_attribute, joint_attribute
 
 __all__ = ["BlurMe", "BlurMore"]
@@ -151,7 +150,7 @@ class BlurMe(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         X, y = computed(X), computed(y)  # a dask array of sparse blocks: "setting an array element with a sequence"
         check_rating_container(X)
         check_table(X)
-        _refuse_nan_ratings(X)
+        refuse_nan_ratings(X)
         check_same_index(X, y)
         X = zero_fill_sparse_frame(X)  # NaN-filled sparse columns: pandas' "fill value must be 0" in scikit-learn
         X = canonical_sparse(validate_data(self, X, accept_sparse="csr", dtype=np.float64, ensure_all_finite=True))
@@ -246,7 +245,7 @@ class BlurMe(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         fmt = ("dense_frame", X) if fmt is None and hasattr(X, "iloc") and getattr(X, "ndim", 0) == 2 else fmt
         check_rating_container(X)
         check_table(X)
-        _refuse_nan_ratings(X)
+        refuse_nan_ratings(X)
         X = zero_fill_sparse_frame(X)
         # dtype="numeric" keeps the caller's dtype (integer ratings came back as float64 means); scikit-learn
         # reads an Int64 frame as float64, so its integer dtype is taken before

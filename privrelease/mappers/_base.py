@@ -54,7 +54,7 @@ from ..mapping import (
 from ..mapping._checks import check_distortion
 from ..utils import check_private_labels
 from ..utils._validation import (_as_label_array, check_label_input, check_number, check_same_index, plain_value,
-                                 refuse_long_form, refuse_nan_ratings, refuse_surprise_data, undisclosed_note)
+                                 refuse_surprise_data, undisclosed_note)
 from . import _dask
 from ._columns import _plain_label, keep_column_labels
 
@@ -199,15 +199,6 @@ def _is_fitted_attr(name):
     return name.endswith("_") and not name.startswith("_")
 
 
-#: a Surprise Dataset / Trainset and a long-form table are refused with their conversion
-_refuse_surprise_data = refuse_surprise_data
-_refuse_long_form = refuse_long_form
-
-
-#: the NaN cells of a pivot table are refused with the fill (utils._validation.refuse_nan_ratings)
-_refuse_nan_ratings = refuse_nan_ratings
-
-
 class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     """Template of the privacy mappers (see the module notes)."""
 
@@ -282,7 +273,7 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                 f"{type(self).__name__} requires y to be passed, but the target y is None (y is the private "
                 "attribute, -1 for users who did not disclose it)"
             )
-        _refuse_surprise_data(X)
+        refuse_surprise_data(X)
         self._check_budget()
         check_same_index(X, y)
         check_same_index(X, sample_weight, "sample_weight")

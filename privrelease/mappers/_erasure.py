@@ -12,9 +12,9 @@ from ..exceptions import LargeProgramWarning, UnseenCategoryWarning
 from ..mapping import _presolve, erasure_alphabet, erasure_distortion
 from ..utils import check_random_source
 from ..utils._validation import (_format_bytes, _physical_memory, check_bool_number_mix, check_label_kinds, check_table,
-                                 is_sparse_frame, plain_value, undisclosed_mask)
+                                 is_sparse_frame, plain_value, refuse_surprise_data, undisclosed_mask)
 from . import _dask
-from ._base import PriorEstimate, _BaseMapper, _refuse_surprise_data
+from ._base import PriorEstimate, _BaseMapper
 from ._columns import _frame_columns, check_column_labels, record_column_labels
 from ._common import BUDGET_CONSTRAINT, LEAKAGE_CONSTRAINT, PROTECT_CONSTRAINT, RANDOM_STATE_CONSTRAINT
 
@@ -304,7 +304,7 @@ class ErasureMapper(_BaseMapper):
 
     # ------------------------------------------------------------------ helpers
     def _check_X(self, X, reset):
-        _refuse_surprise_data(X)
+        refuse_surprise_data(X)
         if isinstance(X, pd.Series):
             # one field as a Series reached dtypes.items() ("'StringDtype' object has no attribute 'items'")
             raise TypeError(f"ErasureMapper needs a 2-D table of categorical fields (one column per field), got a "

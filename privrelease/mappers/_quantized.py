@@ -18,11 +18,10 @@ from ..utils._constraints import NumberInterval
 from ..utils._threads import single_thread
 from ..utils._validation import (as_float_if_object, canonical_sparse, check_allocation, check_label_kinds,
                                  check_no_time_values, check_not_subnormal, check_numeric_frame, check_rating_container,
-                                 check_table,
-                                 is_sparse_frame, nullable_numpy_dtype, plain_value, ratings_in_dtype, round_ratings,
-                                 sparse_frame_like, zero_fill_sparse_frame)
+                                 check_table, is_sparse_frame, nullable_numpy_dtype, plain_value, ratings_in_dtype,
+                                 refuse_nan_ratings, round_ratings, sparse_frame_like, zero_fill_sparse_frame)
 from . import _dask
-from ._base import (_BUDGET_TOL, PriorEstimate, _BaseMapper, _matrix, _refuse_nan_ratings, _row_stochastic,
+from ._base import (_BUDGET_TOL, PriorEstimate, _BaseMapper, _matrix, _row_stochastic,
                     stack_marginal_priors)
 from ._columns import _frame_columns, check_column_labels, record_column_labels
 from ._common import BUDGET_CONSTRAINT, LEAKAGE_CONSTRAINT, PROTECT_CONSTRAINT, RANDOM_STATE_CONSTRAINT
@@ -967,7 +966,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
         check_table(X)
         check_no_time_values(X)
         check_numeric_frame(X)
-        _refuse_nan_ratings(X)
+        refuse_nan_ratings(X)
         if reset:
             record_column_labels(self, _frame_columns(X))
         else:
@@ -2621,7 +2620,7 @@ def _checked_block(Xb, start):
     Only the rows drawn for k-means used to be checked: a NaN in another labeled row came out of the full pass as
     "distortion must not contain NaN", or (``metric="hamming"``) was counted as a rating without a word.
     """
-    _refuse_nan_ratings(Xb, row_offset=start)
+    refuse_nan_ratings(Xb, row_offset=start)
     C = Xb.tocoo() if sp.issparse(Xb) else None
     data = C.data if C is not None else np.asarray(Xb)
     if data.dtype.kind == "f" and not np.isfinite(data).all():

@@ -232,14 +232,14 @@ def test_nan_check_of_a_sparse_frame_allocates_no_dense_table():
 
     import scipy.sparse as sp
 
-    from privrelease.mappers._base import _refuse_nan_ratings
+    from privrelease.utils._validation import refuse_nan_ratings
 
     n, m = 20_000, 500
     X = sp.random(n, m, density=0.01, format="csr", random_state=0, data_rvs=lambda k: np.full(k, 3.0))
     frame = pd.DataFrame.sparse.from_spmatrix(X)
     tracemalloc.start()
     try:
-        _refuse_nan_ratings(frame)
+        refuse_nan_ratings(frame)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
@@ -247,10 +247,10 @@ def test_nan_check_of_a_sparse_frame_allocates_no_dense_table():
     # NaN-filled sparse columns (a pivot cast with astype(pd.SparseDtype(float))): every unstored cell is NaN
     pivot = pd.DataFrame(X_NAN).astype(pd.SparseDtype("float64"))
     with pytest.raises(ValueError, match=r"X holds 3 NaN entries \(the first at row 0, column 1\)"):
-        _refuse_nan_ratings(pivot)
+        refuse_nan_ratings(pivot)
     stored = pd.DataFrame(X_NAN).astype(pd.SparseDtype("float64", 0.0))  # NaN stored beside a fill value 0
     with pytest.raises(ValueError, match=r"X holds 3 NaN entries \(the first at row 0, column 1\)"):
-        _refuse_nan_ratings(stored)
+        refuse_nan_ratings(stored)
 
 
 def test_book_crossing_users_file_with_null_ages_is_read(tmp_path, ratings):
