@@ -24,7 +24,7 @@ import scipy.sparse as sp
 from scipy.optimize import OptimizeWarning, linprog
 
 from ..exceptions import InfeasibleBudgetError, SolverError
-from ._problem import maximize_multiplier
+from ._problem import Problem, maximize_multiplier
 
 __all__ = ["perfect_privacy_mapping", "independence_lower_bound", "sharpest_independence_multipliers",
            "solve_maximal_leakage_lp"]
@@ -416,6 +416,109 @@ def independence_lower_bound(prob, t, leak_nats):
                 low = float(np.nextafter(low, -np.inf))
             best = max(best, low - slack - _deviation_slack(tt, prob.pA, leak_nats))
     return best
+
+
+def allowed_blocks(prob):
+    """``(labels, n_blocks)``: the connected component of each input (``labels``, length ``k``) in the bipartite graph
+    of the allowed entries (inputs and outputs the nodes, an allowed entry an edge). Outputs no input may reach
+    belong to no block. Dense problems only (None for a sparse one)."""
+    if prob.sparse:
+        return None
+    from scipy.sparse.csgraph import connected_components
+
+    r, c, n = prob.edges()
+    g = sp.csr_matrix((np.ones(n), (r, prob.k + c)), shape=(prob.k + prob.kh, prob.k + prob.kh))
+    _, lab = connected_components(g, directed=False)
+    labels = np.unique(lab[: prob.k], return_inverse=True)[1].reshape(-1)
+    return labels, int(labels.max()) + 1
+
+
+class BlockFloor:
+    """The smallest leakage when the allowed entries split the inputs and outputs into several blocks, and the
+    cheapest mappings that reach it.
+
+    The block ``B`` of an input (:func:`allowed_blocks`) is also the block of every output it may reach, so
+    ``C_hat`` determines ``B`` and ``I(A; C_hat) = I(A; B) + I(A; C_hat | B) >= I(A; B)``, with equality iff
+    ``p(c_hat | a, B)`` does not depend on ``a`` within each block (perfect privacy given the block). The distortion
+    is a sum over the blocks, so the cheapest such mapping is the perfect-privacy LP of each block's own problem
+    (its prior ``p(a, c | B = b)``, its inputs and outputs; :func:`perfect_privacy_mapping`), and the bound of its
+    multipliers (:func:`independence_lower_bound`) bounds every mapping leaking at most ``I(A; B) + e``: then
+    ``I(A; C_hat | B = b) <= e / p(b)`` in each block. Maximal leakage: ``sum_j max_a p(j | a) >= sum_b max_a p(b |
+    a)``, the smallest maximal leakage (:attr:`ml_floor`).
+
+    Attributes
+    ----------
+    n_blocks : int
+        The number of blocks (1: the ordinary case, where the floor is 0).
+    mi_floor : float
+        ``I(A; B)`` in nats.
+    ml_floor : float
+        ``sum_b max_a p(b | a)`` (the smallest ``2^maximal leakage``).
+    """
+
+    def __init__(self, prob):
+        self.prob = prob
+        out = allowed_blocks(prob)
+        self.labels, self.n_blocks = out if out is not None else (np.zeros(prob.k, dtype=int), 1)
+        # p(a, b), the joint of the class and the block (columns of M summed per block)
+        self.pab = np.zeros((prob.M.shape[0], self.n_blocks))
+        np.add.at(self.pab.T, self.labels, prob.M.T)
+        pb = self.pab.sum(axis=0)
+        from scipy.special import rel_entr
+
+        self.mi_floor = max(float(rel_entr(self.pab, prob.pA[:, None] * pb[None, :]).sum()), 0.0)
+        self.ml_floor = float((self.pab / prob.pA[:, None]).max(axis=0).sum())
+        self._parts = None
+
+    def parts(self):
+        """Per block ``(rows, cols, p(b), sub-problem)`` (cached); the sub-problem in the distortion units of
+        ``prob``'s internal ones (its ``to_user`` converts back)."""
+        if self._parts is None:
+            prob = self.prob
+            d = np.where(prob.mask, prob.d, np.inf)
+            self._parts = []
+            for b in range(self.n_blocks):
+                rows = np.flatnonzero(self.labels == b)
+                cols = np.flatnonzero(prob.mask[rows].any(axis=0))
+                pb = float(prob.pc[rows].sum())
+                sub = Problem(prob.M[:, rows] / pb, d[np.ix_(rows, cols)])
+                self._parts.append((rows, cols, pb, sub))
+        return self._parts
+
+    def mapping(self):
+        """``(P, t)``: the cheapest reduced mapping of leakage ``I(A; B)`` (per-block perfect privacy) and each
+        block's multipliers (None for a block whose cheapest mapping is private: one input or one class), or
+        ``(None, None)`` when some block has no perfectly private mapping."""
+        prob = self.prob
+        P = np.zeros((prob.k, prob.kh))
+        ts = []
+        for rows, cols, _, sub in self.parts():
+            if sub.k == 1 or sub.M.shape[0] == 1:  # p(c_hat | a, b) is the one row's: private whatever it is
+                Pb, t = sub.P_min, None
+            else:
+                Pb, _, t = perfect_privacy_mapping(sub, return_duals=True)
+                if Pb is None:
+                    return None, None
+            P[np.ix_(rows, cols)] = Pb  # every input of a block has mass: the sub-problem drops none
+            ts.append(t)
+        return P, ts
+
+    def lower_bound(self, ts, leak_nats):
+        """Lower bound (internal units of ``prob``) on the distortion of every mapping leaking at most ``leak_nats``
+        (``-inf`` below ``I(A; B)`` or without a block's multipliers)."""
+        excess = float(leak_nats) - self.mi_floor
+        if ts is None or excess < 0.0:
+            return -math.inf
+        total = 0.0
+        for (rows, cols, pb, sub), t in zip(self.parts(), ts):
+            if t is None and (sub.k == 1 or sub.M.shape[0] == 1):
+                lb = sub.delta_min  # the cheapest mapping itself is private
+            else:
+                lb = independence_lower_bound(sub, t, excess / pb)
+            if not np.isfinite(lb):
+                return -math.inf
+            total += pb * sub.to_user(max(lb, sub.delta_min))
+        return total
 
 
 #: largest Lagrangian (allowed entries x (|A| - 1)) for which sharpest_independence_multipliers solves its cone program

@@ -102,7 +102,7 @@ from ._checks import (_refuse_strings, check_budget, check_distortion, check_map
                       check_prior)
 from ._cvx import solve_quietly
 from ._leakage import expected_distortion, leakage as _leakage
-from ._lp import (ROW_SCALE_FLOOR, _ml_row_unit, independence_lower_bound, maximal_leakage_distortion_bound,
+from ._lp import (ROW_SCALE_FLOOR, BlockFloor, _ml_row_unit, independence_lower_bound, maximal_leakage_distortion_bound,
                   maximal_leakage_target_multipliers, perfect_privacy_mapping, polish_maximal_leakage,
                   polish_maximal_leakage_target, sharpest_independence_multipliers, solve_maximal_leakage_lp)
 from ._presolve import reduce_outputs
@@ -625,6 +625,31 @@ def _solve_mi_target(prob, target_bits, solver, tol):
         cert = {"gap_bits": float(max(f0 - lb0, 0.0) / LN2), "distortion_gap": 0.0,
                 "method": "the minimum distortion already meets the target", "n_delta_solves": 1}
         return P0, cert, next(iter(names)), "optimal"
+    # blocks of allowed entries: every mapping leaks at least I(A; B), reached by perfect privacy within each block
+    # (BlockFloor); at that floor the per-block perfect-privacy LP is the answer, above it the right end of the bracket
+    # and its multipliers' bound (the global perfect-privacy LP has no solution: a target at the floor raised "could
+    # not decide", and the search near it had no bound that certifies)
+    floor = None if prob.sparse else BlockFloor(prob)
+    P_blk = ts_blk = None
+    if floor is not None and floor.n_blocks > 1 and floor.mi_floor > 0.0 \
+            and target_bits * LN2 >= floor.mi_floor * (1 - _rounding_share(prob)):
+        P_blk, ts_blk = floor.mapping()
+        if P_blk is not None and target_bits * LN2 <= floor.mi_floor * (1 + _rounding_share(prob)) \
+                and prob.objective(P_blk) <= floor.mi_floor + tol * LN2:
+            # the target is the smallest leakage up to rounding: the cheapest mapping of leakage I(A; B), its
+            # distortion certified by the blocks' multipliers (or warned; an explicit solver raises)
+            d_blk = prob.distortion(P_blk)
+            lb_blk = max(floor.lower_bound(ts_blk, max(target_bits * LN2, floor.mi_floor)), prob.delta_min)
+            gap_b = max(d_blk - lb_blk, 0.0)
+            tol_b = _answer_dist_tol(prob, d_blk, ANSWER_RTOL * DIST_RTOL * rng_)
+            cert = {"gap_bits": float(max(prob.objective(P_blk) / LN2 - target_bits, 0.0)),
+                    "distortion_gap": float(prob.to_user(gap_b)),
+                    "distortion_lower_bound": float(prob.to_user(lb_blk)),
+                    "distortion_tolerance": float(prob.to_user(tol_b)),
+                    "method": f"the target is the smallest leakage I(A; B) over {floor.n_blocks} blocks of allowed "
+                              "entries: per-block perfect-privacy LP (HiGHS)"}
+            return _target_answer(prob, P_blk, cert, "highs", gap_b, tol_b, target_bits, solver,
+                                  " by the per-block perfect-privacy LP")
     const = None if prob.sparse else _cheapest_constant_mapping(prob)
     lazy = const is not None and L >= max(LAZY_LP_SHARE * f0, 1e3 * tol * LN2)
     if lazy:  # the right end of the bracket: a constant mapping (leakage 0); the LP only if needed at the end
@@ -635,6 +660,8 @@ def _solve_mi_target(prob, target_bits, solver, tol):
         # the LP's multipliers bound the distortion of every mapping leaking at most the target
         # (Pinsker's or the Donsker-Varadhan inequality, see independence_lower_bound): tight for targets far below tol
         lb_pp = independence_lower_bound(prob, t_pp, target_bits * LN2)
+        if Ppp is None and P_blk is not None:  # blocks: their multipliers bound every mapping within the target
+            lb_pp = floor.lower_bound(ts_blk, target_bits * LN2)
     sharpened = sharp_gain = False
 
     def sharpen():
@@ -700,6 +727,8 @@ def _solve_mi_target(prob, target_bits, solver, tol):
         pass  # the constant mapping is the right end
     elif Ppp is not None and prob.objective(Ppp) <= L:
         rights.append((prob.distortion(Ppp), Ppp, prob.objective(Ppp)))
+    elif Ppp is None and P_blk is not None and prob.objective(P_blk) <= L:
+        rights.append((prob.distortion(P_blk), P_blk, prob.objective(P_blk)))
     else:
         Pm, fm, lbm, _ = run(np.inf, tol)
         if lbm > L and fm <= target_bits * LN2 * (1 + _rounding_share(prob)):
