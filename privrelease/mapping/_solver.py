@@ -102,9 +102,10 @@ from ._checks import (_refuse_strings, check_budget, check_distortion, check_map
                       check_prior)
 from ._cvx import solve_quietly
 from ._leakage import expected_distortion, leakage as _leakage
-from ._lp import (ROW_SCALE_FLOOR, BlockFloor, _ml_row_unit, independence_lower_bound, maximal_leakage_distortion_bound,
-                  maximal_leakage_target_multipliers, perfect_privacy_mapping, polish_maximal_leakage,
-                  polish_maximal_leakage_target, sharpest_independence_multipliers, solve_maximal_leakage_lp)
+from ._lp import (ROW_SCALE_FLOOR, BlockFloor, _ml_references, _ml_row_unit, _ml_target_slack,
+                  independence_lower_bound, maximal_leakage_distortion_bound, maximal_leakage_target_multipliers,
+                  perfect_privacy_mapping, polish_maximal_leakage, polish_maximal_leakage_target,
+                  sharpest_independence_multipliers, solve_maximal_leakage_lp)
 from ._presolve import reduce_outputs
 from ._problem import LN2, Problem, bound_rounding
 from ._result import MappingResult
@@ -1106,8 +1107,11 @@ def _solve_ml(prob, delta, target_bits, solver, tol=1e-6):
         elif ml_sum(Pz) > cap:
             # the target is the smallest achievable maximal leakage up to rounding, inside the hair kept (a target
             # equal to the only allowed mapping's maximal leakage was refused as unreachable, naming the target itself
-            # as the smallest): the least-leaking mapping, certified below or warned
-            P = Pz
+            # as the smallest): the least-leaking mapping, certified below or warned. The LP's own answer when it is
+            # as little leaking: the least-leaking mappings are many (blocks of allowed entries: any mapping within
+            # each block dominated by its likeliest class, _lp._ml_references) and Pz, found without regard to the
+            # distortion, was one of them 0.67 above the cheapest
+            P = P if ml_sum(P) <= max(ml_sum(Pz), 2.0 ** target_bits) * (1 + _rounding_share(prob)) else Pz
         else:
             # the partner of the mixture: the LP's answer a little further inside the target when it meets it (a
             # chord of the convex curve, whose cost is the curve's slope), else the perfect-privacy mapping, whose
@@ -1118,7 +1122,7 @@ def _solve_ml(prob, delta, target_bits, solver, tol=1e-6):
             hi = _mix_to_target(ml_sum, P, Pz, cap)  # ml_sum is convex in the mapping, as f in the joint
             over, d_before = ml_sum(P) - cap, prob.distortion(P)
             P = (1 - hi) * P + hi * Pz
-            if over <= HIGHS_FEAS_TOL * prob.kh * _ml_row_unit(target_bits):
+            if over <= HIGHS_FEAS_TOL * prob.kh * _ml_row_unit(target_bits, prob):
                 # the price of meeting the target exactly where HiGHS's answer met it within its feasibility tolerance
                 # (1e-7 per epigraph row, whose unit is the target's slack 2^target - 1: _maximal_leakage_target_lp;
                 # in units of 1 an answer 3.4e-10 over a slack of 2.6e-9, 15% of it, was pulled back at a price of
@@ -1194,7 +1198,7 @@ def _polish_target(prob, P, info, lp_bits, target_bits, ml_sum, cap):
         Pp = prob.clean(prob.from_edges(x), None)
         if ml_sum(Pp) > cap or (not over and prob.distortion(Pp) > d_P):
             Pp = None
-        cands.append((lam, nu, _ml_row_unit(lp_bits)))
+        cands.append((lam, nu, _ml_row_unit(lp_bits, prob)))
     # and the multipliers of the dual LP in units of the answer's distance to the smallest distortion (those of the
     # LP's rows, in units of the slack, are below HiGHS's dual tolerance: maximal_leakage_target_multipliers)
     dual = maximal_leakage_target_multipliers(prob, target_bits, d_P - prob.delta_min, vertex_bits=lp_bits)
@@ -1266,11 +1270,13 @@ def _lower_partner(prob, target_bits, use_lp, ml_sum, cap, fallback):
     The hair is taken from the slack above 1 (``sum_j max_a p(j | a) >= 1`` for every mapping), not from
     ``2^target``: below 1.44e-6 bits ``2^target (1 - PULLBACK_RTOL)`` is under 1, no mapping meets it, and every
     answer was mixed with the perfect-privacy mapping (the whole distortion range away)."""
-    s = math.expm1(target_bits * math.log(2.0)) * (1 - PULLBACK_RTOL)
+    # (the slack above F = sum_j p(j | ref_j), 1 with one block of allowed entries: _lp._ml_references)
+    excess = _ml_references(prob)[1]
+    s = _ml_target_slack(target_bits, prob) * (1 - PULLBACK_RTOL)
     if not use_lp or not s > 0.0:
         return fallback
     try:
-        Q, _ = solve_maximal_leakage_lp(prob, target_bits=math.log1p(s) / math.log(2.0))
+        Q, _ = solve_maximal_leakage_lp(prob, target_bits=math.log1p(excess + s) / math.log(2.0))
     except (InfeasibleBudgetError, SolverError):
         return fallback
     Q = prob.clean(Q, None)
