@@ -192,9 +192,19 @@ def test_a_single_block_is_unchanged():
     for target in (0.05, 0.3):
         res = solve_quiet(prior, d, target, "maximal_leakage")
         assert res.distortion == pytest.approx(ml_target_reference(prior, d, target)[0], rel=1e-6, abs=1e-10)
+        res = solve_quiet(prior, d, target, "mutual_information")
+        assert res.status == "optimal" and res.leakage <= target * (1 + 1e-9)
+
+
+def test_a_single_block_keeps_one_reference_class():
+    # the slack form of the maximal-leakage target LP: one reference class, F = 1 (the form before blocks)
     from privrelease.mapping._lp import _ml_reference_class, _ml_references
     from privrelease.mapping._problem import Problem
 
+    rng = np.random.default_rng(5)
+    prior = rng.dirichlet(np.ones(12)).reshape(3, 4)
+    d = rng.uniform(0, 1, size=(4, 4))
+    d[0, 1] = np.inf  # a forbidden entry that splits nothing
     prob = Problem(prior, d)
     ref, excess = _ml_references(prob)
     assert excess == 0.0 and np.all(ref == _ml_reference_class(prob))
