@@ -17,6 +17,7 @@ import hashlib
 import math
 import threading
 import warnings
+import weakref
 from collections import OrderedDict
 
 import numpy as np
@@ -886,6 +887,20 @@ def _ml_references(prob):
     is that of the smallest leakage (every ``p(j | ref_b) >= p(j | a)`` in its block), where with ``a0`` alone it
     was the edge of a slack of ``F - 1`` (an answer 0.67 above the optimum, warned). ``excess = sum_b (p(b | ref_b)
     - p(b | a0))`` (``sum_b p(b | a0) = 1``), a sum of non-negative terms."""
+    with _PP_LOCK:
+        hit = _ML_REFS.get(prob)
+    if hit is None:  # every consumer of the slack form asks (a dozen times a solve): once per problem
+        hit = _ml_references_of(prob)
+        with _PP_LOCK:
+            _ML_REFS[prob] = hit
+    return hit[0].copy(), hit[1]
+
+
+#: the reference classes of the problems alive (:func:`_ml_references`)
+_ML_REFS = weakref.WeakKeyDictionary()
+
+
+def _ml_references_of(prob):
     a0 = _ml_reference_class(prob)
     labels, out, nb = allowed_blocks(prob)
     ref = np.full(prob.kh, a0)
