@@ -1014,6 +1014,12 @@ def _solve_ml(prob, delta, target_bits, solver, tol=1e-6):
         if pr.status != "optimal" or X.value is None:
             raise SolverError(f"cvxpy/HiGHS did not solve the maximal-leakage program: status {pr.status!r}")
         P, name, info = X.value, "cvxpy-SCIPY", None
+        if target_bits is not None:
+            # the bound of the same LP by HiGHS, and with it the exact vertex and the dual LP's multipliers of the
+            # fast path (_polish_target, below): on distortions over 16 decades the multipliers of HiGHS's marginals
+            # bound nothing and cvxpy's answer (HiGHS without the rescaling) was up to 1e4 times the optimum's
+            # distance, so every such answer raised "not certified" where "auto" certifies
+            _, info = solve_maximal_leakage_lp(prob, target_bits=lp_bits, bound_bits=target_bits)
     else:
         try:
             try:
@@ -1136,6 +1142,7 @@ def _solve_ml(prob, delta, target_bits, solver, tol=1e-6):
         # may be inconsistent once an entry that came out negative leaves the support: its least-squares point is
         # feasible, not always the vertex)
         P, pull_price = polished, 0.0
+        name = name if name == "highs" else name + "+highs-vertex"
     if info is None:  # the bound is the dual of the LP already solved for the answer (cvxpy: solved here)
         _, info = solve_maximal_leakage_lp(prob, target_bits=lp_bits, bound_bits=target_bits)
     # the weak-duality bound of the LP's multipliers, not HiGHS's dual objective (not a bound: see
