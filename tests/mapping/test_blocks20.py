@@ -61,6 +61,8 @@ def per_block_pp_reference(prior, d, labels):
         pb = pc[rows].sum()
         for a in range(na):
             pab = prior[a, rows].sum()
+            if pab == 0.0:  # a class absent from the block: nothing to be independent of
+                continue
             g = np.where(rows, prior[a] / pab - pc / pb, 0.0)
             block = sp.kron(sp.csr_matrix(g[None, :]), sp.identity(kh)).tolil()
             cols = np.flatnonzero(fin[rows].any(axis=0))
@@ -246,3 +248,22 @@ def test_cvxpy_maximal_leakage_target_certifies_as_the_fast_path(seed):
     cert = res.certificate
     assert cert["distortion_lower_bound"] <= ref * (1 + 1e-9)
     assert res.distortion - ref <= 1e-3 * (ref - dmin) + 1e-12 * ref
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_class_absent_from_a_block_and_a_sparse_distortion(seed):
+    # class 0 has no mass in block 0 (its independence there is vacuous); the sparse form of the same distortion
+    # plus 1e-3 on every stored entry costs exactly 1e-3 more
+    prior, d, labels, out_labels = block_instance(seed)
+    prior[0, labels == 0] = 0.0
+    prior /= prior.sum()
+    P = block_constant(d, labels, out_labels)
+    ref_ml, _ = ml_floor_reference(prior, d, labels)
+    ref_mi = per_block_pp_reference(prior, d, labels)
+    Ds = sp.csr_matrix(np.where(np.isfinite(d), d + 1e-3, 0.0))
+    for kind, target, ref in (("maximal_leakage", maximal_leakage(prior, P), ref_ml),
+                              ("mutual_information", leakage(prior, P), ref_mi)):
+        for D, shift in ((d, 0.0), (Ds, 1e-3)):
+            res = solve_quiet(prior, D, target, kind)
+            assert res.status == "optimal"
+            assert res.distortion == pytest.approx(ref + shift, rel=1e-7, abs=1e-12)
