@@ -492,7 +492,7 @@ class BlockFloor:
         ``(None, None)`` when some block has no perfectly private mapping."""
         prob = self.prob
         P = np.zeros((prob.k, prob.kh))
-        ts = []
+        ts, self._blocks = [], []
         for rows, cols, _, sub in self.parts():
             if sub.k == 1 or sub.M.shape[0] == 1:  # p(c_hat | a, b) is the one row's: private whatever it is
                 Pb, t = sub.P_min, None
@@ -502,23 +502,28 @@ class BlockFloor:
                     return None, None
             P[np.ix_(rows, cols)] = Pb  # every input of a block has mass: the sub-problem drops none
             ts.append(t)
+            self._blocks.append(Pb)
+        self._P = P
         return P, ts
 
     def lower_bound(self, ts, leak_nats):
         """Lower bound (internal units of ``prob``) on the distortion of every mapping leaking at most ``leak_nats``
-        (``-inf`` below ``I(A; B)`` or without a block's multipliers)."""
+        (``-inf`` below ``I(A; B)`` or without a block's multipliers; ``ts`` from :meth:`mapping`).
+
+        The distortion of :meth:`mapping`'s answer less each block's distance to its bound, ``p(b)`` times the
+        difference of two distortions of the block's problem in user units (its ``to_user``, whatever offset it
+        adds, cancels in the difference; mappings' distortions differ by the same in ``prob``'s units)."""
         excess = float(leak_nats) - self.mi_floor
         if ts is None or excess < 0.0:
             return -math.inf
-        total = 0.0
-        for (rows, cols, pb, sub), t in zip(self.parts(), ts):
+        total = self.prob.distortion(self._P)
+        for (_, _, pb, sub), t, Pb in zip(self.parts(), ts, self._blocks):
             if t is None and (sub.k == 1 or sub.M.shape[0] == 1):
-                lb = sub.delta_min  # the cheapest mapping itself is private
-            else:
-                lb = independence_lower_bound(sub, t, excess / pb)
+                continue  # the cheapest mapping itself is private: no distance
+            lb = independence_lower_bound(sub, t, excess / pb)
             if not np.isfinite(lb):
                 return -math.inf
-            total += pb * sub.to_user(max(lb, sub.delta_min))
+            total -= pb * max(sub.to_user(sub.distortion(Pb)) - sub.to_user(max(lb, sub.delta_min)), 0.0)
         return total
 
 
