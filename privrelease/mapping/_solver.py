@@ -1143,8 +1143,6 @@ def _solve_ml(prob, delta, target_bits, solver, tol=1e-6):
         # feasible, not always the vertex)
         P, pull_price = polished, 0.0
         name = name if name == "highs" else name + "+highs-vertex"
-    if info is None:  # the bound is the dual of the LP already solved for the answer (cvxpy: solved here)
-        _, info = solve_maximal_leakage_lp(prob, target_bits=lp_bits, bound_bits=target_bits)
     # the weak-duality bound of the LP's multipliers, not HiGHS's dual objective (not a bound: see
     # maximal_leakage_distortion_bound); delta_min when HiGHS gave no marginals
     lb = info.get("lower_bound", prob.delta_min)
