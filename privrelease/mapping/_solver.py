@@ -83,7 +83,12 @@ Tolerance policy
   answer over the target or not certified is first replaced by an exact vertex (of HiGHS's
   active constraints, or complementary to the dual LP's multipliers, checked within the
   target to relative precision) when one is cheaper, and bounded by the dual LP
-  (:func:`_polish_target`).
+  (:func:`_polish_target`; ``solver="cvxpy"`` too, from HiGHS's LP of the same target).
+* Blocks of allowed entries (components of the bipartite graph of finite distortions): every
+  mapping leaks at least ``I(A; B)`` (``log2 sum_b max_a p(b | a)`` for the maximal leakage); a
+  target at that floor (within the rounding above) is answered by the per-block perfect-privacy
+  LP (:class:`~._lp.BlockFloor`; the maximal-leakage LP with a reference class per block,
+  ``_lp._ml_references``), and its multipliers bound the distortion above it.
 """
 
 import logging
