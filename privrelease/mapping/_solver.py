@@ -637,17 +637,22 @@ def _solve_mi_target(prob, target_bits, solver, tol):
     # not decide", and the search near it had no bound that certifies)
     floor = None if prob.sparse else BlockFloor(prob)
     P_blk = ts_blk = None
+    # the floor's rounding, and the target's, relative to the terms they sum (not to the floor: they cancel)
+    floor_tol = 0.0 if floor is None else _rounding_share(prob) * floor.mi_magnitude
     if floor is not None and floor.n_blocks > 1 and floor.mi_floor > 0.0 \
-            and target_bits * LN2 >= floor.mi_floor * (1 - _rounding_share(prob)):
+            and target_bits * LN2 >= floor.mi_floor - floor_tol:
         P_blk, ts_blk = floor.mapping()
-        if P_blk is not None and target_bits * LN2 <= floor.mi_floor * (1 + _rounding_share(prob)) \
+        if P_blk is not None and target_bits * LN2 <= floor.mi_floor + floor_tol \
                 and prob.objective(P_blk) <= floor.mi_floor + tol * LN2:
             # the target is the smallest leakage up to rounding: the cheapest mapping of leakage I(A; B), its
             # distortion certified by the blocks' multipliers (or warned; an explicit solver raises)
             d_blk = prob.distortion(P_blk)
-            lb_blk = max(floor.lower_bound(ts_blk, max(target_bits * LN2, floor.mi_floor)), prob.delta_min)
-            gap_b = max(d_blk - lb_blk, 0.0)
+            L_blk = max(target_bits * LN2, floor.mi_floor)
+            lb_blk = max(floor.lower_bound(ts_blk, L_blk), prob.delta_min)
             tol_b = _answer_dist_tol(prob, d_blk, ANSWER_RTOL * DIST_RTOL * rng_)
+            if d_blk - lb_blk > tol_b:  # a target a rounding above the floor: the multipliers sharpest there
+                lb_blk = max(lb_blk, floor.lower_bound(floor.sharpest(ts_blk, L_blk), L_blk))
+            gap_b = max(d_blk - lb_blk, 0.0)
             cert = {"gap_bits": float(max(prob.objective(P_blk) / LN2 - target_bits, 0.0)),
                     "distortion_gap": float(prob.to_user(gap_b)),
                     "distortion_lower_bound": float(prob.to_user(lb_blk)),
