@@ -3,6 +3,8 @@
 Every error quotes the value received and says what was expected.
 """
 
+import contextlib
+import contextvars
 import numbers
 import warnings
 from decimal import Decimal
@@ -399,6 +401,9 @@ def warn_duplicate_entries(X, name="X"):
     """
     if not sp.issparse(X) or X.format not in ("coo", "csr", "csc") or getattr(X, "has_canonical_format", True):
         return
+    said = _DUPLICATES_SAID.get()
+    if said is not None and any(m is X for m in said):
+        return  # said already in this call (fit_transform's fit, then its transform, of the same matrix)
     coo = X.tocoo(copy=False) if X.format != "coo" else X
     rated = np.asarray(coo.data) != 0
     rows, cols = np.asarray(coo.row)[rated].astype(np.int64), np.asarray(coo.col)[rated].astype(np.int64)
@@ -419,6 +424,27 @@ def warn_duplicate_entries(X, name="X"):
         "(privrelease.recommender.RatingsFrame refuses repeated pairs of a long-form table)",
         UserWarning, stacklevel=3,
     )
+    if said is not None:
+        said.append(X)  # held (not its id) until the call ends: an id may be reused by another matrix
+
+
+#: the matrices whose repeated pairs were warned about in the current call (None outside :func:`duplicates_said_once`)
+_DUPLICATES_SAID = contextvars.ContextVar("privrelease_duplicates_said", default=None)
+
+
+@contextlib.contextmanager
+def duplicates_said_once():
+    """Within this block, :func:`warn_duplicate_entries` warns once per matrix object.
+
+    ``fit_transform`` checks its input in ``fit`` and again in ``transform``: a matrix storing a (user, item) pair
+    twice was warned about twice for one call. Blocks may nest; the outermost one decides.
+    """
+    token = _DUPLICATES_SAID.set([]) if _DUPLICATES_SAID.get() is None else None
+    try:
+        yield
+    finally:
+        if token is not None:
+            _DUPLICATES_SAID.reset(token)
 
 
 def refuse_nan_ratings(X, name="X", row_offset=None):

@@ -111,3 +111,38 @@ def test_a_wide_pivot_with_nan_is_told_to_fill_not_to_convert_from_long_form():
         QuantizedPrivacyMapper(n_clusters=2, random_state=0).fit(W, y)
     Z = QuantizedPrivacyMapper(n_clusters=2, random_state=0).fit(W.fillna(0), y).transform(W.fillna(0))
     assert Z.shape == W.shape
+
+
+# --------------------------------------------------------------------------- 2. fit_transform says it once
+def _with_repeated_pair():
+    rng = np.random.default_rng(0)
+    X = np.where(rng.random((30, 6)) < 0.6, rng.integers(1, 6, (30, 6)), 0).astype(float)
+    X[:, 0] = rng.integers(1, 6, 30)
+    c = sp.coo_matrix(X)
+    repeated = sp.coo_matrix((np.r_[c.data, 1.0], (np.r_[c.row, 0], np.r_[c.col, 0])), shape=X.shape)
+    summed = X.copy()
+    summed[0, 0] += 1.0
+    return repeated, summed, np.arange(30) % 2
+
+
+def _said(caught):
+    return [w for w in caught if "more than once" in str(w.message)]
+
+
+def test_fit_transform_warns_once_of_a_repeated_pair_and_releases_as_fit_then_transform():
+    D, summed, y = _with_repeated_pair()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        Z = QuantizedPrivacyMapper(n_clusters=3, random_state=0).fit_transform(D, y)
+    assert len(_said(caught)) == 1
+    assert sp.issparse(Z) and Z.format == "coo" and Z.shape == D.shape
+    expected = QuantizedPrivacyMapper(n_clusters=3, random_state=0).fit(sp.coo_matrix(summed), y).transform(
+        sp.coo_matrix(summed))
+    np.testing.assert_array_equal(Z.toarray(), expected.toarray())
+    # each call of its own still says it: fit, then transform
+    mapper = QuantizedPrivacyMapper(n_clusters=3, random_state=0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        mapper.fit(D, y)
+        mapper.transform(D)
+    assert len(_said(caught)) == 2
