@@ -146,3 +146,20 @@ def test_fit_transform_warns_once_of_a_repeated_pair_and_releases_as_fit_then_tr
         mapper.fit(D, y)
         mapper.transform(D)
     assert len(_said(caught)) == 2
+
+
+# --------------------------------------------------------------------------- 3. RatingsFrame.from_matrix
+def test_from_matrix_warns_of_a_pair_stored_twice_and_reads_the_sum():
+    rf = RatingsFrame().fit(pd.DataFrame({"user": ["a", "b", "c"], "item": [1, 2, 1], "rating": [3.0, 4.0, 5.0]}))
+    D = sp.coo_matrix(([2.0, 2.0, 4.0], ([0, 0, 1], [0, 0, 1])), shape=(3, 2))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = rf.from_matrix(D)
+    said = _said(caught)
+    assert len(said) == 1 and "row 0, column 0 2 times" in str(said[0].message)
+    assert out.to_dict("list") == {"user": ["a", "b"], "item": [1, 2], "rating": [4.0, 4.0]}
+    # a canonical matrix (a mapper's release) is read without a word
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        rf.from_matrix(sp.csr_matrix(D))
+    assert not _said(caught)
