@@ -54,7 +54,7 @@ from ..mapping import (
 from ..mapping._checks import check_distortion
 from ..utils import check_private_labels
 from ..utils._validation import (_as_label_array, check_label_input, check_number, check_same_index,
-                                 duplicates_said_once, plain_value, refuse_surprise_data, undisclosed_note)
+                                 fit_transform_said_once, plain_value, refuse_surprise_data, undisclosed_note)
 from . import _dask
 from ._columns import _plain_label, keep_column_labels
 
@@ -901,15 +901,9 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                                  "other blocks'; the stacked marginal prior needs one common q(b)")
 
 
-def _fit_transform(self, X, y=None, **fit_params):
-    # fit then transform check the same X: a sparse matrix storing a (user, item) pair twice is said once
-    with duplicates_said_once():
-        return TransformerMixin.fit_transform(self, X, y, **fit_params)
-
-
-# TransformerMixin.fit_transform (scikit-learn's set_output wrapper included), with the fitted labels put back last
-_fit_transform.__doc__ = TransformerMixin.fit_transform.__doc__
-_BaseMapper.fit_transform = keep_column_labels(_fit_transform)
+# TransformerMixin.fit_transform (scikit-learn's set_output wrapper included), with the fitted labels put back last;
+# fit and transform check the same X: a sparse matrix storing a (user, item) pair twice is said once
+_BaseMapper.fit_transform = keep_column_labels(fit_transform_said_once(TransformerMixin.fit_transform))
 
 
 def stack_marginal_priors(q_b, joints):

@@ -447,6 +447,19 @@ def duplicates_said_once():
             _DUPLICATES_SAID.reset(token)
 
 
+def fit_transform_said_once(fit_transform):
+    """``fit_transform`` (scikit-learn's ``fit(X, y).transform(X)``) run inside :func:`duplicates_said_once`: fit
+    and transform check the same ``X``, and a matrix storing a (user, item) pair twice is said once per call."""
+    import functools
+
+    @functools.wraps(fit_transform)
+    def wrapped(self, X, *args, **kwargs):
+        with duplicates_said_once():
+            return fit_transform(self, X, *args, **kwargs)
+
+    return wrapped
+
+
 def refuse_nan_ratings(X, name="X", row_offset=None):
     """A rating matrix whose unrated cells are NaN (what ``DataFrame.pivot`` of a long table gives): say that
     0 means "not rated" here.

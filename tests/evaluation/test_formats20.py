@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 import scipy.sparse as sp
 
-from privrelease.evaluation import InferenceAttack, evaluate_attacks, rmse_cost
+from privrelease.evaluation import BlurMe, BlurMore, InferenceAttack, evaluate_attacks, rmse_cost
 from privrelease.mappers import QuantizedPrivacyMapper
 from privrelease.recommender import RatingsFrame
 
@@ -163,3 +163,15 @@ def test_from_matrix_warns_of_a_pair_stored_twice_and_reads_the_sum():
         warnings.simplefilter("always")
         rf.from_matrix(sp.csr_matrix(D))
     assert not _said(caught)
+
+
+@pytest.mark.parametrize("make", [lambda: BlurMe(random_state=0), lambda: BlurMore(random_state=0)])
+def test_blurme_fit_transform_warns_once_of_a_repeated_pair(make):
+    D, summed, y = _with_repeated_pair()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        Z = make().fit_transform(D, y)
+    assert len(_said(caught)) == 1
+    assert sp.issparse(Z) and Z.format == "coo" and Z.shape == D.shape
+    expected = make().fit(sp.coo_matrix(summed), y).transform(sp.coo_matrix(summed))
+    np.testing.assert_array_equal(Z.toarray(), expected.toarray())
