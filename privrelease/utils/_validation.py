@@ -1470,6 +1470,26 @@ def plain_labels(y):
     return plain
 
 
+def refuse_missing_target(y, name="y", what="real numbers"):
+    """Name the first missing value (NaN, None, ``pd.NA`` of a nullable Series) of a real-valued target, before
+    scikit-learn's ``validate_data``, whose "Input y contains NaN." named neither where nor what was expected (an
+    object ``y`` holding None was named by :func:`check_real_target`, a float NaN or a ``Float64`` pd.NA was not).
+    """
+    import pandas as pd
+
+    if y is None or sp.issparse(y) or (type(y).__module__ or "").startswith("dask"):
+        return
+    try:
+        values = np.asarray(y, dtype=object).ravel()
+    except (TypeError, ValueError):
+        return  # a ragged table: check_table names it
+    missing = np.asarray(pd.isna(values), dtype=bool)
+    if missing.any():
+        i = int(np.flatnonzero(missing)[0])
+        raise ValueError(f"{name} must hold {what}, got {plain_value(values[i])!r} at position {i} "
+                         f"({int(missing.sum())} missing value(s): NaN, None or pd.NA); every row needs its value")
+
+
 def check_real_target(y, name="y", what="real numbers", finite=False):
     """Refuse a target that is not made of real numbers (strings, complex, dates) with a message naming it.
 
