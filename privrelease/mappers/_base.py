@@ -901,9 +901,10 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                                  "other blocks'; the stacked marginal prior needs one common q(b)")
 
 
-# TransformerMixin.fit_transform (scikit-learn's set_output wrapper included), with the fitted labels put back last;
+# TransformerMixin.fit_transform (scikit-learn's set_output wrapper included), with the fitted labels put back last
+# (keep_column_labels reads a dask frame's release past scikit-learn's wrapper: it must wrap that method itself);
 # fit and transform check the same X: a sparse matrix storing a (user, item) pair twice is said once
-_BaseMapper.fit_transform = keep_column_labels(fit_transform_said_once(TransformerMixin.fit_transform))
+_BaseMapper.fit_transform = fit_transform_said_once(keep_column_labels(TransformerMixin.fit_transform))
 
 
 def stack_marginal_priors(q_b, joints):

@@ -1486,8 +1486,9 @@ def refuse_missing_target(y, name="y", what="real numbers"):
     missing = np.asarray(pd.isna(values), dtype=bool)
     if missing.any():
         i = int(np.flatnonzero(missing)[0])
-        raise ValueError(f"{name} must hold {what}, got {plain_value(values[i])!r} at position {i} "
-                         f"({int(missing.sum())} missing value(s): NaN, None or pd.NA); every row needs its value")
+        # named as check_real_target names a None it reads as NaN
+        raise ValueError(f"{name} must hold {what}, got nan at position {i} ({int(missing.sum())} missing value(s): "
+                         "NaN, None or pd.NA); every row needs its value")
 
 
 def check_real_target(y, name="y", what="real numbers", finite=False):

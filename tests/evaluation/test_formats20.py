@@ -191,7 +191,7 @@ def test_a_missing_private_value_is_named_with_its_position(make, missing):
          "Float64 NA": pd.Series(d).astype("Float64").mask(pd.Series(range(20)) == 3, pd.NA),
          "None": pd.Series(list(d[:3]) + [None] + list(d[4:]), dtype=object)}[missing]
     est = DCLEFEstimator(data_range=(0, 1), random_state=0) if make == "dclef" else TruthfulRegressionMechanism()
-    with pytest.raises(ValueError, match=r"y must hold .* real numbers, got .* at position 3 \(1 missing value"):
+    with pytest.raises(ValueError, match=r"y must hold .* real numbers, got nan at position 3 \(1 missing value"):
         est.fit(X, y)
     complete = pd.Series(d).astype("Float64")  # the nullable dtype without a missing value is read as its numbers
     fitted = est.fit(X, complete)
