@@ -289,6 +289,10 @@ def refuse_long_form(X, name="X"):
     item = next((names[n] for n in LONG_FORM_ITEM_COLUMNS if n in names), None)
     if user is None or item is None:
         return
+    if (type(X).__module__ or "").startswith("dask"):
+        # a lazy frame (read as an array of its blocks by the mappers' dask fit, which passed a long-form one
+        # without a word): its first block, the one computed, shows the signs
+        X = X.partitions[0].compute()
     signs = _long_form_signs(X, user, item)
     if signs is None:
         return

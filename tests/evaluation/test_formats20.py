@@ -196,3 +196,20 @@ def test_a_missing_private_value_is_named_with_its_position(make, missing):
     complete = pd.Series(d).astype("Float64")  # the nullable dtype without a missing value is read as its numbers
     fitted = est.fit(X, complete)
     assert fitted.predict(X).shape == (20,) if make == "dclef" else hasattr(fitted, "n_clipped_")
+
+
+# --------------------------------------------------------------------------- hunt: a long-form dask DataFrame
+# The mappers' dask fit reads a frame as an array of its blocks: a long-form frame was fitted as a matrix of three
+# "items" without a word (in memory it was refused), and a wide dask frame with items named like ids is a matrix.
+def test_a_long_form_dask_frame_is_refused_and_a_wide_one_fitted():
+    import dask.dataframe as dd
+
+    L = _long()
+    with pytest.raises(TypeError, match="long form") as err:
+        QuantizedPrivacyMapper(n_clusters=2, random_state=0).fit(dd.from_pandas(L, npartitions=3),
+                                                                 np.arange(len(L)) % 2)
+    assert "RatingsFrame(user='userId', item='movieId', rating='rating')" in str(err.value)
+    W, y = _wide(60)
+    D = dd.from_pandas(W, npartitions=3)
+    Z = QuantizedPrivacyMapper(n_clusters=2, random_state=0).fit(D, y).transform(D)
+    assert Z.compute().shape == W.shape
