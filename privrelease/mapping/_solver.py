@@ -280,6 +280,15 @@ def _cvxpy_candidates(prob, *, delta=None, target_nats=None, solvers=("CLARABEL"
 
 
 # ---------------------------------------------------------------------------- helpers
+def _below_smallest(prob, delta):
+    """Whether the budget ``delta`` (user units) is below the smallest feasible distortion by more than
+    ``BUDGET_RTOL`` of that distortion (a budget within it is solved at the smallest). In user units: the
+    tolerance is for the rounding of a budget the caller computed, which follows the distortions' common
+    offset (the problem's internal units have none)."""
+    smallest = prob.to_user(prob.delta_min)
+    return delta < smallest - BUDGET_RTOL * abs(smallest)
+
+
 def _make_result(prob, P_red, *, prior, distortion, status, certificate, solver, delta, max_leakage, kind,
                  reduction=None):
     full = _full_mapping(prob, reduction, P_red)
@@ -669,7 +678,7 @@ def _solve_mi_target(prob, target_bits, solver, tol):
         gap_d = max(prob.distortion(Ppp) - lower(), 0.0)
         if gap_d > dist_tol:
             return None
-        cert = {"gap_bits": float(prob.objective(Ppp) / LN2), "distortion_gap": float(prob.to_user(gap_d)),
+        cert = {"gap_bits": float(prob.objective(Ppp) / LN2), "distortion_gap": float(prob.gap_to_user(gap_d)),
                 "distortion_lower_bound": float(prob.to_user(lower())),
                 "method": "perfect-privacy LP (HiGHS): the target is below the leakage's rounding" + bound_note()}
         return Ppp, cert, "highs", "optimal"
@@ -692,8 +701,8 @@ def _solve_mi_target(prob, target_bits, solver, tol):
         # 1e-7 e)) a mapping of distortion 97.7 came back "optimal" with a distortion gap of 35.9 (85.2 reachable)
         fpp = prob.objective(Ppp)
         tol_pp = _answer_dist_tol(prob, prob.distortion(Ppp), ANSWER_RTOL * DIST_RTOL * rng_)
-        cert = {"gap_bits": float(fpp / LN2), "distortion_gap": float(prob.to_user(gap_pp)),
-                "distortion_tolerance": float(prob.to_user(tol_pp)), "method": "perfect-privacy LP (HiGHS)"}
+        cert = {"gap_bits": float(fpp / LN2), "distortion_gap": float(prob.gap_to_user(gap_pp)),
+                "distortion_tolerance": float(prob.gap_to_user(tol_pp)), "method": "perfect-privacy LP (HiGHS)"}
         return _target_answer(prob, Ppp, cert, "highs", gap_pp, tol_pp, target_bits, solver,
                               " by the perfect-privacy LP")
     if lazy:
@@ -708,9 +717,9 @@ def _solve_mi_target(prob, target_bits, solver, tol):
             # the least-leaking mapping found, its distortion certified or warned
             dm = prob.distortion(Pm)
             gap_m, tol_m = max(dm - lower(), 0.0), _answer_dist_tol(prob, dm, ANSWER_RTOL * DIST_RTOL * rng_)
-            cert = {"gap_bits": float(max(fm - lbm, 0.0) / LN2), "distortion_gap": float(prob.to_user(gap_m)),
+            cert = {"gap_bits": float(max(fm - lbm, 0.0) / LN2), "distortion_gap": float(prob.gap_to_user(gap_m)),
                     "distortion_lower_bound": float(prob.to_user(lower())),
-                    "distortion_tolerance": float(prob.to_user(tol_m)),
+                    "distortion_tolerance": float(prob.gap_to_user(tol_m)),
                     "method": "the target is the smallest achievable leakage (up to rounding)"}
             return _target_answer(prob, Pm, cert, "+".join(sorted(names)), gap_m, tol_m, target_bits, solver)
         if lbm > target_bits * LN2:
@@ -745,9 +754,9 @@ def _solve_mi_target(prob, target_bits, solver, tol):
         P0 = Ppp if prob.objective(Ppp) <= L else Pm
         d0 = prob.distortion(P0)
         gap0, tol0 = max(d0 - lower(), 0.0), _answer_dist_tol(prob, d0, ANSWER_RTOL * DIST_RTOL * rng_)
-        cert = {"gap_bits": float(max(prob.objective(P0), 0.0) / LN2), "distortion_gap": float(prob.to_user(gap0)),
+        cert = {"gap_bits": float(max(prob.objective(P0), 0.0) / LN2), "distortion_gap": float(prob.gap_to_user(gap0)),
                 "distortion_lower_bound": float(prob.to_user(lower())),
-                "distortion_tolerance": float(prob.to_user(tol0)),
+                "distortion_tolerance": float(prob.gap_to_user(tol0)),
                 "method": "perfect privacy: a mapping of leakage 0 and the bounds"}
         return _target_answer(prob, P0, cert, "+".join(sorted(names | {"highs"})), gap0, tol0, target_bits, solver)
 
@@ -869,7 +878,7 @@ def _solve_mi_target(prob, target_bits, solver, tol):
     f_best = prob.objective(best_P)
     cert = {
         "gap_bits": float(max(f_best - bound_at(best_d), 0.0) / LN2),
-        "distortion_gap": float(prob.to_user(gap_d)),
+        "distortion_gap": float(prob.gap_to_user(gap_d)),
         "distortion_lower_bound": float(prob.to_user(lb)),
         "n_delta_solves": len(lines),
         "method": "Newton on the square root of the privacy-distortion curve with Lagrangian lower bounds"
@@ -893,7 +902,7 @@ def _target_answer(prob, P, cert, name, gap, tol_d, target_bits, solver, how="")
     if gap <= tol_d:
         return P, cert, name, "optimal"
     msg = (f"the distortion for max_leakage={target_bits!r} bits is only certified to within "
-           f"{cert['distortion_gap']:.3g} (tolerance {prob.to_user(tol_d):.3g}){how}")
+           f"{cert['distortion_gap']:.3g} (tolerance {prob.gap_to_user(tol_d):.3g}){how}")
     if solver != "auto":
         raise SolverError(msg)
     warnings.warn(msg + "; status='inaccurate'", ConvergenceWarning, stacklevel=4)
@@ -1134,8 +1143,8 @@ def _solve_ml(prob, delta, target_bits, solver, tol=1e-6):
     gap = max(d_P - lb, 0.0)
     dist_tol = tolerance(lb)
     cert = {"gap_bits": max(math.log2(max(ml_sum(P), 1.0)) - target_bits, 0.0),
-            "distortion_gap": float(prob.to_user(gap)), "distortion_lower_bound": float(prob.to_user(lb)),
-            "distortion_tolerance": float(prob.to_user(dist_tol)),
+            "distortion_gap": float(prob.gap_to_user(gap)), "distortion_lower_bound": float(prob.to_user(lb)),
+            "distortion_tolerance": float(prob.gap_to_user(dist_tol)),
             "method": "linear program (HiGHS), dual bound" + lb_note}
     return P, cert, name, "optimal" if gap <= dist_tol else "inaccurate"
 
@@ -1224,7 +1233,7 @@ def _ml_fallback(prob, delta, target_bits, exc):
         raise exc
     P = min(ok, key=prob.distortion)
     cert = {"gap_bits": max(math.log2(max(ml_sum(P), 1.0)) - target_bits, 0.0),
-            "distortion_gap": float(prob.to_user(prob.distortion(P) - prob.delta_min)),
+            "distortion_gap": float(prob.gap_to_user(prob.distortion(P) - prob.delta_min)),
             "distortion_lower_bound": float(prob.to_user(prob.delta_min)), "distortion_tolerance": 0.0,
             "method": note}
     return P, cert, "highs", "inaccurate"
@@ -1381,7 +1390,7 @@ def solve_mapping(prior, distortion, delta=None, *, max_leakage=None, leakage="m
     if delta is not None:
         delta = check_budget(delta, "delta")
         d_int = prob.to_internal(delta)
-        if d_int < prob.delta_min * (1 - BUDGET_RTOL):
+        if _below_smallest(prob, delta):
             raise InfeasibleBudgetError(
                 f"delta={delta!r} is below the smallest feasible expected distortion "
                 f"{prob.to_user(prob.delta_min)!r} (= sum_c p(c) min_c_hat d(c, c_hat))",
