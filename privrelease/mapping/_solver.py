@@ -131,6 +131,9 @@ BUDGET_RTOL = 1e-12
 #: budgets within this slack of the smallest, relative to the larger of the smallest budget and the
 #: budget's range ``delta_max - delta_min``, also try the optimum at the smallest budget
 NEAR_MIN_RTOL = 1e-6
+#: budgets within this share of the distortion range above the smallest try the first-order step from the cheapest
+#: mapping before the interior point (which cannot resolve such a slack)
+FIRST_ORDER_RTOL = 1e-9
 #: max_leakage mode: certified when the distortion is within ``DIST_RTOL`` times the
 #: distortion range ``(delta_max - delta_min)`` of a rigorous lower bound
 DIST_RTOL = 1e-6
@@ -289,6 +292,16 @@ def _below_smallest(prob, delta):
     return delta < smallest - BUDGET_RTOL * abs(smallest)
 
 
+def _internal_budget(prob, delta):
+    """The internal budget of the user budget ``delta`` (not below :func:`_below_smallest`): ``delta_min`` within
+    ``ROUNDING_ULPS`` ulps of the smallest distortion in user units (a caller's own sum of it rounds so: a
+    ``d_min`` one ulp above the exact one moved 1.6e-16 of mass off the cheapest mapping), else its own."""
+    smallest = prob.to_user(prob.delta_min)
+    if delta <= smallest + ROUNDING_ULPS * np.finfo(float).eps * abs(smallest):
+        return prob.delta_min
+    return max(prob.to_internal(delta), prob.delta_min)
+
+
 def _make_result(prob, P_red, *, prior, distortion, status, certificate, solver, delta, max_leakage, kind,
                  reduction=None):
     full = _full_mapping(prob, reduction, P_red)
@@ -425,11 +438,18 @@ def feasible_candidate(prob, P, delta, pi_hint=None):
 
 def _fast_candidates(prob, delta, tol, warm, notes):
     """The fast path's candidates, each computed only when the previous one did not certify: the
-    structured interior point, then :func:`_first_order_step`, then (within ``NEAR_MIN_RTOL`` of the
+    structured interior point, then :func:`_first_order_step` (first, within ``FIRST_ORDER_RTOL`` of the range above
+    the smallest budget), then (within ``NEAR_MIN_RTOL`` of the
     smallest budget, with tied cheapest outputs) the optimum at the smallest budget."""
     from ._fast import solve_fast
 
     bounds = []
+    # a slack the barrier cannot resolve: the step first (it is the optimum there up to second order); the barrier
+    # certified 1.1e-7 bits above it at 1e-21 of the range (1e-9 of a smallest distortion of 1e-8, entries to 1e4)
+    tiny = prob.delta_min < delta <= prob.delta_min + FIRST_ORDER_RTOL * max(prob.delta_max - prob.delta_min, 0.0)
+    step = _first_order_step(prob, delta) if tiny else None
+    if step is not None:
+        yield "first-order", step
     try:
         out = solve_fast(prob, delta, tol=tol, warm=warm, return_hint=True, bounds=bounds)
     except (SolverError, np.linalg.LinAlgError, ArithmeticError, ValueError) as exc:
@@ -439,7 +459,7 @@ def _fast_candidates(prob, delta, tol, warm, notes):
         # (P, pi of the outputs the polish may empty, the bounds computed on the way); a bare mapping is
         # accepted too
         yield ("fast", *out, bounds) if isinstance(out, tuple) else ("fast", out, None, bounds)
-    step = _first_order_step(prob, delta)  # certified only when the budget is nearly the smallest
+    step = None if tiny else _first_order_step(prob, delta)  # certified only when the budget is nearly the smallest
     if step is not None:
         yield "first-order", step
     near = NEAR_MIN_RTOL * max(prob.delta_min, prob.delta_max - prob.delta_min)
@@ -1389,14 +1409,13 @@ def solve_mapping(prior, distortion, delta=None, *, max_leakage=None, leakage="m
     warm = _warm(prob, warm_start, reduction)
     if delta is not None:
         delta = check_budget(delta, "delta")
-        d_int = prob.to_internal(delta)
         if _below_smallest(prob, delta):
             raise InfeasibleBudgetError(
                 f"delta={delta!r} is below the smallest feasible expected distortion "
                 f"{prob.to_user(prob.delta_min)!r} (= sum_c p(c) min_c_hat d(c, c_hat))",
                 smallest_feasible=prob.to_user(prob.delta_min),
             )
-        delta_eff = max(d_int, prob.delta_min)
+        delta_eff = _internal_budget(prob, delta)
         if leakage == "maximal_leakage":
             Pr, cert, name, status = _ml_policy(_solve_ml(prob, delta_eff, None, solver, tol), solver)
         else:
