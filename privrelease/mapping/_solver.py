@@ -284,22 +284,26 @@ def _cvxpy_candidates(prob, *, delta=None, target_nats=None, solvers=("CLARABEL"
 
 # ---------------------------------------------------------------------------- helpers
 def _below_smallest(prob, delta):
-    """Whether the budget ``delta`` (user units) is below the smallest feasible distortion by more than
-    ``BUDGET_RTOL`` of that distortion (a budget within it is solved at the smallest). In user units: the
-    tolerance is for the rounding of a budget the caller computed, which follows the distortions' common
-    offset (the problem's internal units have none)."""
+    """Whether the budget ``delta`` (user units) is below the smallest feasible distortion by more than that
+    distortion's rounding (``ROUNDING_ULPS`` ulps of it per input and output symbol, at most ``BUDGET_RTOL`` of it;
+    a budget within it is solved at the smallest). In user units: it is the rounding of a budget the caller
+    computed, which follows the distortions' common offset; more would follow the offset too (``BUDGET_RTOL`` of
+    ``1e6`` took budgets a whole spread of ``1e-6`` below the smallest for it, and the answer exceeded them)."""
     smallest = prob.to_user(prob.delta_min)
-    return delta < smallest - BUDGET_RTOL * abs(smallest)
+    return delta < smallest - min(BUDGET_RTOL, _rounding_share(prob)) * abs(smallest)
 
 
 def _internal_budget(prob, delta):
-    """The internal budget of the user budget ``delta`` (not below :func:`_below_smallest`): ``delta_min`` within
-    ``ROUNDING_ULPS`` ulps of the smallest distortion in user units (a caller's own sum of it rounds so: a
-    ``d_min`` one ulp above the exact one moved 1.6e-16 of mass off the cheapest mapping), else its own."""
-    smallest = prob.to_user(prob.delta_min)
-    if delta <= smallest + ROUNDING_ULPS * np.finfo(float).eps * abs(smallest):
-        return prob.delta_min
-    return max(prob.to_internal(delta), prob.delta_min)
+    """The internal budget of the user budget ``delta`` (not below :func:`_below_smallest`): ``delta_min`` when its
+    slack above it can move at most ``ROUNDING_ULPS`` ulps of a row's mass (the slack over the cheapest weight
+    ``p(c) d(c, j)`` above a row's minimum), a mapping the cheapest one up to its own rounding (a caller's ``d_min``
+    0.3 ulp above the exact sum moved 1.6e-16 of mass off it), else its own. Judged in the problem's units, not
+    against the offset: at ``1e9 + 1e-6 D0`` one ulp of the offset is 0.12 of the spread."""
+    d_int = max(prob.to_internal(delta), prob.delta_min)
+    w = prob.edge_weights()
+    w = w[w > 0]
+    step = float(w.min()) if w.size else 0.0
+    return prob.delta_min if d_int - prob.delta_min <= ROUNDING_ULPS * np.finfo(float).eps * step else d_int
 
 
 def _make_result(prob, P_red, *, prior, distortion, status, certificate, solver, delta, max_leakage, kind,
