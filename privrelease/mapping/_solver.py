@@ -956,6 +956,20 @@ def _answer_dist_tol(prob, answer, floor=0.0):
     return max(min(DIST_RTOL * rng_, own), rounding, DIST_RTOL * 1e-300)
 
 
+def _ml_rounding_floor(prob, P):
+    """The maximal-leakage target mode's distortion tolerance floor for the answer ``P`` (internal units): the
+    rounding of its masses (``ROUNDING_ULPS`` ulps per symbol of each row's total, 1) times the dearest entry the row
+    uses, ``sum_c max_{j: P(c, j) > 0} p(c) d(c, j)``, at most ``ML_ROUNDING_RTOL`` times the range. Over the whole
+    row (the range) the floor followed entries no answer uses: 13.3 beside an optimum of 3.24 on distortions over 16
+    decades."""
+    if prob.sparse:
+        used = np.where(np.asarray(P) > 0, prob.w, 0.0)
+        dearest = float(np.maximum.reduceat(used, prob.indptr[:-1]).sum())
+    else:
+        dearest = float(np.where(prob.mask & (P > 0), prob.W, 0.0).max(axis=1).sum())
+    return min(_rounding_share(prob) * dearest, ML_ROUNDING_RTOL * max(prob.delta_max - prob.delta_min, 0.0))
+
+
 def _cheapest_constant_mapping(prob):
     """The cheapest mapping of every input to one output (leakage exactly 0), or None when no output is
     allowed for every input."""
@@ -1149,7 +1163,7 @@ def _solve_ml(prob, delta, target_bits, solver, tol=1e-6):
         # penalty). Plus what the LP's hair inside the target costs by the same multipliers (their bound at the LP's
         # own target minus the one at the target): a target at the smallest distortion's leakage is met at a
         # distortion above it
-        return _answer_dist_tol(prob, d_P, ML_ROUNDING_RTOL * max(prob.delta_max - prob.delta_min, 0.0)) + max(
+        return _answer_dist_tol(prob, d_P, _ml_rounding_floor(prob, P)) + max(
             info.get("lower_bound_lp_target", lb) - lb, 0.0) + pull_price
 
     lb_note = ""
@@ -1187,7 +1201,7 @@ def _polish_target(prob, P, info, lp_bits, target_bits, ml_sum, cap):
     lb_lp = info.get("lower_bound_lp_target", lb)
     d_P = prob.distortion(P)
     over = ml_sum(P) > cap
-    tol = _answer_dist_tol(prob, d_P, ML_ROUNDING_RTOL * max(prob.delta_max - prob.delta_min, 0.0))
+    tol = _answer_dist_tol(prob, d_P, _ml_rounding_floor(prob, P))
     if not over and d_P - lb <= tol + max(lb_lp - lb, 0.0):
         return None, info
     info, Pp = dict(info), None
