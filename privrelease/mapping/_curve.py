@@ -14,7 +14,7 @@ from ._checks import check_budget
 from ._leakage import expected_distortion, leakage as _leakage, map_attack_accuracy
 from ._lp import perfect_privacy_mapping
 from ._result import MappingResult
-from ._solver import _below_smallest, _check_problem, _internal_budget, _full_mapping, _presolved_problem, solve_mapping
+from ._solver import _below_smallest, _check_problem, _full_mapping, _internal_budget, _presolved_problem, solve_mapping
 
 __all__ = ["privacy_distortion_curve"]
 
