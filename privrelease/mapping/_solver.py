@@ -14,7 +14,8 @@ Solvers
     its answer does not certify, the first-order step from the cheapest mapping
     (:func:`_first_order_step`, the optimum within a relative slack of ~1e-9 of the
     smallest budget, where an interior point cannot resolve the budget), used only
-    when it certifies.
+    when it certifies (tried first within ``FIRST_ORDER_RTOL`` of the range above the
+    smallest budget).
 ``"auto"``
     ``"fast"``, then ``"cvxpy"`` if the fast answer does not certify.
 Sparse distortion (stored entries = allowed transitions)
@@ -55,13 +56,18 @@ Tolerance policy
 ----------------
 * Leakage (bits are scale free): ``tol`` is an absolute bound on the certified
   gap, reported in ``certificate['gap_bits']`` for every answer.
-* Distortion: ``D`` is divided by ``scale`` = its largest finite entry before
-  anything is compared, so every distortion tolerance is relative and ``D`` and
-  ``c * D`` (budget ``c * delta``) give the same mapping. A budget below
-  ``delta_min * (1 - BUDGET_RTOL)`` is infeasible; within it, ``delta_min``. That
-  tolerance, and the one that decides which outputs tie for a row's cheapest, are
-  relative to the smallest distortion itself (not to ``scale``), so a ``D`` whose
-  entries span many decades keeps them apart.
+* Distortion: each row of ``D`` has its minimum ``m(c)`` subtracted (every mapping's
+  expected distortion then drops by the same constant ``sum_c p(c) m(c)``, the offset,
+  kept exactly as a correctly rounded pair) and is divided by ``scale`` = the largest
+  finite difference before anything is compared, so every distortion tolerance is
+  relative to the distortions' spread: ``D``, ``c * D`` (budget ``c * delta``) and
+  ``a + D`` (budget ``a + delta``; ``a`` a constant or a vector over the rows) give the
+  same mapping. Budgets, bounds and the smallest feasible distortion are reported with the
+  offset, gaps and tolerances without it. A budget below the smallest feasible distortion
+  by more than that distortion's rounding (``ROUNDING_ULPS`` ulps of it per input and
+  output symbol, at most ``BUDGET_RTOL`` of it) is infeasible; within it, the smallest.
+  A budget whose slack above the smallest moves at most ``ROUNDING_ULPS`` ulps of a row's
+  mass is the smallest. Outputs tie for a row's cheapest when their costs are equal.
 * ``max_leakage`` mode (every solver): the returned mapping's leakage is at most the target
   up to rounding (1e-12 relative; for the maximal leakage, ``ROUNDING_ULPS`` ulps per symbol
   of ``2^target``: about ``(k + k_hat) 1e-15`` bits, also near 0) and
@@ -72,7 +78,9 @@ Tolerance policy
   :func:`_answer_dist_tol`), so that one far symbol, which makes the range 1e4 .. 1e9 times
   that distance, does not certify a far answer; that share has a floor: mutual information,
   ``ANSWER_RTOL * DIST_RTOL`` times the range or what ``tol`` bits buy at the smallest
-  distortion; maximal leakage, ``ML_ROUNDING_RTOL`` (1e-14) times the range plus what
+  distortion; maximal leakage, the rounding of the answer's masses (``ROUNDING_ULPS`` ulps
+  per symbol) times the dearest entry each row uses, at most ``ML_ROUNDING_RTOL`` (1e-14)
+  times the range, plus what
   meeting the target after rounding costs (the LP is solved ``LP_TARGET_RTOL`` inside the
   target, in units of the answer's distance; an answer HiGHS left above it within its
   feasibility tolerance is mixed with the LP's answer ``PULLBACK_RTOL`` further inside, else
@@ -125,8 +133,8 @@ CVXPY_FALLBACK_MAX_VARIABLES = 250_000
 #: entries; on 126 x 126 entries with 124 inputs of mass 1e-8 neither solver was back after 8 minutes, and
 #: CLARABEL's answer, where it returned, was worse than the fast one). ``solver="cvxpy"`` is not limited.
 CVXPY_FALLBACK_TIME_LIMIT = 120.0
-#: tolerance policy (see the module notes): budgets within ``BUDGET_RTOL * delta_min`` of the
-#: smallest feasible distortion count as that distortion
+#: tolerance policy (see the module notes): budgets below the smallest feasible distortion by at most its
+#: rounding, and at most ``BUDGET_RTOL`` of it, count as that distortion
 BUDGET_RTOL = 1e-12
 #: budgets within this slack of the smallest, relative to the larger of the smallest budget and the
 #: budget's range ``delta_max - delta_min``, also try the optimum at the smallest budget
