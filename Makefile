@@ -3,12 +3,13 @@
 #   make test   sets up .venv with the test extra, runs the test suite, the doctests of privrelease/,
 #               every example (--quick) and the README's Python blocks (see CONTRIBUTING.md), on every
 #               core (pytest-xdist -n auto --dist loadfile: each test file runs on one worker, so its
-#               module fixtures are built once). make test PYTEST_ARGS="-n 0" runs it in one process.
+#               module fixtures are built once; the files marked slow start first, see tests/conftest.py).
+#               make test PYTEST_ARGS="-n 0" runs it in one process.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 DEMO_OUT ?= reports/demo
-PYTEST_ARGS ?= -n auto --dist loadfile
+PYTEST_ARGS ?= -n auto --dist loadfile --no-loadscope-reorder
 
 .PHONY: demo test doctest examples install clean bench help
 

@@ -52,3 +52,19 @@ def pytest_configure(config):
         threads = str(max(1, (os.cpu_count() or 1) // workers))
         for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
             os.environ.setdefault(name, threads)
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """Test files marked ``slow`` (``pytestmark = pytest.mark.slow``: 20 s or more on one core) first, then the
+    others by their number of tests, most first (the order pytest-xdist's ``--dist loadfile`` would give them).
+
+    ``make test`` runs pytest-xdist with ``--no-loadscope-reorder``, so the workers take the files in this order:
+    with the default order (most tests first) the quick demo's 7 tests and the stress suite's 2 came among the
+    last files, and one worker ran them alone for up to a minute after the other had finished. A stable sort:
+    the tests of a file keep their order."""
+    files = {}
+    for item in items:
+        files.setdefault(item.nodeid.split("::")[0], []).append(item)
+    slow = {f for f, its in files.items() if any(it.get_closest_marker("slow") for it in its)}
+    order = sorted(files, key=lambda f: (f not in slow, 0 if f in slow else -len(files[f])))
+    items[:] = [it for f in order for it in files[f]]

@@ -21,7 +21,8 @@ from privrelease import (
 )
 from privrelease.exceptions import PrivacyLeakWarning
 
-pytestmark = pytest.mark.filterwarnings("ignore", category=PrivacyLeakWarning)
+pytestmark = [pytest.mark.filterwarnings("ignore", category=PrivacyLeakWarning),
+              pytest.mark.slow]  # started first under pytest-xdist (tests/conftest.py)
 
 _SCORE_2D = ("score(X, y) takes y = held-out ratings, a matrix of the same shape as X "
              "(users x items), not a 1-D target")

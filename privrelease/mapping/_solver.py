@@ -91,7 +91,12 @@ Tolerance policy
   answer over the target or not certified is first replaced by an exact vertex (of HiGHS's
   active constraints, or complementary to the dual LP's multipliers, checked within the
   target to relative precision) when one is cheaper, and bounded by the dual LP
-  (:func:`_polish_target`).
+  (:func:`_polish_target`; ``solver="cvxpy"`` too, from HiGHS's LP of the same target).
+* Blocks of allowed entries (components of the bipartite graph of finite distortions): every
+  mapping leaks at least ``I(A; B)`` (``log2 sum_b max_a p(b | a)`` for the maximal leakage); a
+  target at that floor (within the rounding above) is answered by the per-block perfect-privacy
+  LP (:class:`~._lp.BlockFloor`; the maximal-leakage LP with a reference class per block,
+  ``_lp._ml_references``), and its multipliers bound the distortion above it.
 """
 
 import logging
@@ -110,9 +115,10 @@ from ._checks import (_refuse_strings, check_budget, check_distortion, check_map
                       check_prior)
 from ._cvx import solve_quietly
 from ._leakage import expected_distortion, leakage as _leakage
-from ._lp import (ROW_SCALE_FLOOR, _ml_row_unit, independence_lower_bound, maximal_leakage_distortion_bound,
-                  maximal_leakage_target_multipliers, perfect_privacy_mapping, polish_maximal_leakage,
-                  polish_maximal_leakage_target, sharpest_independence_multipliers, solve_maximal_leakage_lp)
+from ._lp import (ROW_SCALE_FLOOR, BlockFloor, _ml_references, _ml_row_unit, _ml_target_slack,
+                  independence_lower_bound, maximal_leakage_distortion_bound, maximal_leakage_target_multipliers,
+                  perfect_privacy_mapping, polish_maximal_leakage, polish_maximal_leakage_target,
+                  sharpest_independence_multipliers, solve_maximal_leakage_lp)
 from ._presolve import reduce_outputs
 from ._problem import LN2, Problem, bound_rounding
 from ._result import MappingResult
@@ -666,6 +672,36 @@ def _solve_mi_target(prob, target_bits, solver, tol):
         cert = {"gap_bits": float(max(f0 - lb0, 0.0) / LN2), "distortion_gap": 0.0,
                 "method": "the minimum distortion already meets the target", "n_delta_solves": 1}
         return P0, cert, next(iter(names)), "optimal"
+    # blocks of allowed entries: every mapping leaks at least I(A; B), reached by perfect privacy within each block
+    # (BlockFloor); at that floor the per-block perfect-privacy LP is the answer, above it the right end of the bracket
+    # and its multipliers' bound (the global perfect-privacy LP has no solution: a target at the floor raised "could
+    # not decide", and the search near it had no bound that certifies)
+    floor = None if prob.sparse else BlockFloor(prob)
+    P_blk = ts_blk = None
+    # the floor's rounding, and the target's, relative to the terms they sum (not to the floor: they cancel)
+    floor_tol = 0.0 if floor is None else _rounding_share(prob) * floor.mi_magnitude
+    if floor is not None and floor.n_blocks > 1 and floor.mi_floor > 0.0 \
+            and target_bits * LN2 >= floor.mi_floor - floor_tol:
+        P_blk, ts_blk = floor.mapping()
+        if P_blk is not None and target_bits * LN2 <= floor.mi_floor + floor_tol \
+                and prob.objective(P_blk) <= floor.mi_floor + tol * LN2:
+            # the target is the smallest leakage up to rounding: the cheapest mapping of leakage I(A; B), its
+            # distortion certified by the blocks' multipliers (or warned; an explicit solver raises)
+            d_blk = prob.distortion(P_blk)
+            L_blk = max(target_bits * LN2, floor.mi_floor)
+            lb_blk = max(floor.lower_bound(ts_blk, L_blk), prob.delta_min)
+            tol_b = _answer_dist_tol(prob, d_blk, ANSWER_RTOL * DIST_RTOL * rng_)
+            if d_blk - lb_blk > tol_b:  # a target a rounding above the floor: the multipliers sharpest there
+                lb_blk = max(lb_blk, floor.lower_bound(floor.sharpest(ts_blk, L_blk), L_blk))
+            gap_b = max(d_blk - lb_blk, 0.0)
+            cert = {"gap_bits": float(max(prob.objective(P_blk) / LN2 - target_bits, 0.0)),
+                    "distortion_gap": float(prob.to_user(gap_b)),
+                    "distortion_lower_bound": float(prob.to_user(lb_blk)),
+                    "distortion_tolerance": float(prob.to_user(tol_b)),
+                    "method": f"the target is the smallest leakage I(A; B) over {floor.n_blocks} blocks of allowed "
+                              "entries: per-block perfect-privacy LP (HiGHS)"}
+            return _target_answer(prob, P_blk, cert, "highs", gap_b, tol_b, target_bits, solver,
+                                  " by the per-block perfect-privacy LP")
     const = None if prob.sparse else _cheapest_constant_mapping(prob)
     lazy = const is not None and L >= max(LAZY_LP_SHARE * f0, 1e3 * tol * LN2)
     if lazy:  # the right end of the bracket: a constant mapping (leakage 0); the LP only if needed at the end
@@ -676,6 +712,8 @@ def _solve_mi_target(prob, target_bits, solver, tol):
         # the LP's multipliers bound the distortion of every mapping leaking at most the target
         # (Pinsker's or the Donsker-Varadhan inequality, see independence_lower_bound): tight for targets far below tol
         lb_pp = independence_lower_bound(prob, t_pp, target_bits * LN2)
+        if Ppp is None and P_blk is not None:  # blocks: their multipliers bound every mapping within the target
+            lb_pp = floor.lower_bound(ts_blk, target_bits * LN2)
     sharpened = sharp_gain = False
 
     def sharpen():
@@ -741,6 +779,8 @@ def _solve_mi_target(prob, target_bits, solver, tol):
         pass  # the constant mapping is the right end
     elif Ppp is not None and prob.objective(Ppp) <= L:
         rights.append((prob.distortion(Ppp), Ppp, prob.objective(Ppp)))
+    elif Ppp is None and P_blk is not None and prob.objective(P_blk) <= L:
+        rights.append((prob.distortion(P_blk), P_blk, prob.objective(P_blk)))
     else:
         Pm, fm, lbm, _ = run(np.inf, tol)
         if lbm > L and fm <= target_bits * LN2 * (1 + _rounding_share(prob)):
@@ -1039,6 +1079,12 @@ def _solve_ml(prob, delta, target_bits, solver, tol=1e-6):
         if pr.status != "optimal" or X.value is None:
             raise SolverError(f"cvxpy/HiGHS did not solve the maximal-leakage program: status {pr.status!r}")
         P, name, info = X.value, "cvxpy-SCIPY", None
+        if target_bits is not None:
+            # the bound of the same LP by HiGHS, and with it the exact vertex and the dual LP's multipliers of the
+            # fast path (_polish_target, below): on distortions over 16 decades the multipliers of HiGHS's marginals
+            # bound nothing and cvxpy's answer (HiGHS without the rescaling) was up to 1e4 times the optimum's
+            # distance, so every such answer raised "not certified" where "auto" certifies
+            _, info = solve_maximal_leakage_lp(prob, target_bits=lp_bits, bound_bits=target_bits)
     else:
         try:
             try:
@@ -1132,8 +1178,11 @@ def _solve_ml(prob, delta, target_bits, solver, tol=1e-6):
         elif ml_sum(Pz) > cap:
             # the target is the smallest achievable maximal leakage up to rounding, inside the hair kept (a target
             # equal to the only allowed mapping's maximal leakage was refused as unreachable, naming the target itself
-            # as the smallest): the least-leaking mapping, certified below or warned
-            P = Pz
+            # as the smallest): the least-leaking mapping, certified below or warned. The LP's own answer when it is
+            # as little leaking: the least-leaking mappings are many (blocks of allowed entries: any mapping within
+            # each block dominated by its likeliest class, _lp._ml_references) and Pz, found without regard to the
+            # distortion, was one of them 0.67 above the cheapest
+            P = P if ml_sum(P) <= max(ml_sum(Pz), 2.0 ** target_bits) * (1 + _rounding_share(prob)) else Pz
         else:
             # the partner of the mixture: the LP's answer a little further inside the target when it meets it (a
             # chord of the convex curve, whose cost is the curve's slope), else the perfect-privacy mapping, whose
@@ -1144,7 +1193,7 @@ def _solve_ml(prob, delta, target_bits, solver, tol=1e-6):
             hi = _mix_to_target(ml_sum, P, Pz, cap)  # ml_sum is convex in the mapping, as f in the joint
             over, d_before = ml_sum(P) - cap, prob.distortion(P)
             P = (1 - hi) * P + hi * Pz
-            if over <= HIGHS_FEAS_TOL * prob.kh * _ml_row_unit(target_bits):
+            if over <= HIGHS_FEAS_TOL * prob.kh * _ml_row_unit(target_bits, prob):
                 # the price of meeting the target exactly where HiGHS's answer met it within its feasibility tolerance
                 # (1e-7 per epigraph row, whose unit is the target's slack 2^target - 1: _maximal_leakage_target_lp;
                 # in units of 1 an answer 3.4e-10 over a slack of 2.6e-9, 15% of it, was pulled back at a price of
@@ -1158,8 +1207,7 @@ def _solve_ml(prob, delta, target_bits, solver, tol=1e-6):
         # may be inconsistent once an entry that came out negative leaves the support: its least-squares point is
         # feasible, not always the vertex)
         P, pull_price = polished, 0.0
-    if info is None:  # the bound is the dual of the LP already solved for the answer (cvxpy: solved here)
-        _, info = solve_maximal_leakage_lp(prob, target_bits=lp_bits, bound_bits=target_bits)
+        name = name if name == "highs" else name + "+highs-vertex"
     # the weak-duality bound of the LP's multipliers, not HiGHS's dual objective (not a bound: see
     # maximal_leakage_distortion_bound); delta_min when HiGHS gave no marginals
     lb = info.get("lower_bound", prob.delta_min)
@@ -1220,7 +1268,7 @@ def _polish_target(prob, P, info, lp_bits, target_bits, ml_sum, cap):
         Pp = prob.clean(prob.from_edges(x), None)
         if ml_sum(Pp) > cap or (not over and prob.distortion(Pp) > d_P):
             Pp = None
-        cands.append((lam, nu, _ml_row_unit(lp_bits)))
+        cands.append((lam, nu, _ml_row_unit(lp_bits, prob)))
     # and the multipliers of the dual LP in units of the answer's distance to the smallest distortion (those of the
     # LP's rows, in units of the slack, are below HiGHS's dual tolerance: maximal_leakage_target_multipliers)
     dual = maximal_leakage_target_multipliers(prob, target_bits, d_P - prob.delta_min, vertex_bits=lp_bits)
@@ -1292,11 +1340,13 @@ def _lower_partner(prob, target_bits, use_lp, ml_sum, cap, fallback):
     The hair is taken from the slack above 1 (``sum_j max_a p(j | a) >= 1`` for every mapping), not from
     ``2^target``: below 1.44e-6 bits ``2^target (1 - PULLBACK_RTOL)`` is under 1, no mapping meets it, and every
     answer was mixed with the perfect-privacy mapping (the whole distortion range away)."""
-    s = math.expm1(target_bits * math.log(2.0)) * (1 - PULLBACK_RTOL)
+    # (the slack above F = sum_j p(j | ref_j), 1 with one block of allowed entries: _lp._ml_references)
+    excess = _ml_references(prob)[1]
+    s = _ml_target_slack(target_bits, prob) * (1 - PULLBACK_RTOL)
     if not use_lp or not s > 0.0:
         return fallback
     try:
-        Q, _ = solve_maximal_leakage_lp(prob, target_bits=math.log1p(s) / math.log(2.0))
+        Q, _ = solve_maximal_leakage_lp(prob, target_bits=math.log1p(excess + s) / math.log(2.0))
     except (InfeasibleBudgetError, SolverError):
         return fallback
     Q = prob.clean(Q, None)

@@ -19,6 +19,8 @@ from privrelease.accounting import PrivacyAccountant, get_default_accountant
 from privrelease.auctions import DCLEFEstimator
 from privrelease.exceptions import BudgetExceededError, PrivacyLeakWarning
 
+pytestmark = pytest.mark.slow  # started first under pytest-xdist (tests/conftest.py)
+
 
 def _data(n=60):
     rng = np.random.default_rng(0)

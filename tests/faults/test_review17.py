@@ -6,6 +6,8 @@ import scipy.sparse as sp
 
 from privrelease.recommender import SurpriseRecommender
 
+pytestmark = pytest.mark.slow  # started first under pytest-xdist (tests/conftest.py)
+
 
 @pytest.mark.parametrize("bad", [np.nan, None, float("nan")])
 @pytest.mark.parametrize("name", ["user_ids", "item_ids"])

@@ -20,6 +20,8 @@ import pytest
 from privrelease.exceptions import ConvergenceWarning
 from privrelease.mapping import expected_distortion, solve_mapping, squared_euclidean_distortion
 
+pytestmark = pytest.mark.slow  # started first under pytest-xdist (tests/conftest.py)
+
 N_INSTANCES = 1000
 SHAPES = [(2, 3, 3), (2, 4, 4), (3, 4, 4), (2, 5, 6), (3, 5, 5), (4, 5, 6)]  # (|A|, k, outputs)
 TOL = 1e-6

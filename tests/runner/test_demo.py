@@ -15,6 +15,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+pytestmark = pytest.mark.slow  # started first under pytest-xdist (tests/conftest.py)
+
 
 def _plain(value):
     """Tuples as lists, recursively (a TOML file gives lists where a signature has tuples)."""

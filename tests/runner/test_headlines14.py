@@ -10,6 +10,8 @@ import pytest
 from privrelease.mapping import mutual_information
 from privrelease.runner import run_pipeline
 
+pytestmark = pytest.mark.slow  # started first under pytest-xdist (tests/conftest.py)
+
 PIPELINES = Path(__file__).resolve().parents[2] / "pipelines"
 
 

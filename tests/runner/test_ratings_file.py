@@ -16,6 +16,8 @@ import pytest
 
 from privrelease.cli import main
 
+pytestmark = pytest.mark.slow  # started first under pytest-xdist (tests/conftest.py)
+
 PIPELINE = str(Path(__file__).resolve().parents[2] / "pipelines" / "ratings_file.toml")
 
 
