@@ -695,9 +695,9 @@ def _solve_mi_target(prob, target_bits, solver, tol):
                 lb_blk = max(lb_blk, floor.lower_bound(floor.sharpest(ts_blk, L_blk), L_blk))
             gap_b = max(d_blk - lb_blk, 0.0)
             cert = {"gap_bits": float(max(prob.objective(P_blk) / LN2 - target_bits, 0.0)),
-                    "distortion_gap": float(prob.to_user(gap_b)),
+                    "distortion_gap": float(prob.gap_to_user(gap_b)),
                     "distortion_lower_bound": float(prob.to_user(lb_blk)),
-                    "distortion_tolerance": float(prob.to_user(tol_b)),
+                    "distortion_tolerance": float(prob.gap_to_user(tol_b)),
                     "method": f"the target is the smallest leakage I(A; B) over {floor.n_blocks} blocks of allowed "
                               "entries: per-block perfect-privacy LP (HiGHS)"}
             return _target_answer(prob, P_blk, cert, "highs", gap_b, tol_b, target_bits, solver,
