@@ -289,23 +289,13 @@ def test_smallest_feasible_distortion_in_user_units():
     assert res.leakage < leakage(P, M) - 1e-4
 
 
-def _sixteen_decades(seed):
-    """Maximal-leakage targets on distortions log-uniform over 1e-8 .. 1e8 with one entry 1e-8 .. 1e-6 a row."""
-    rng = np.random.default_rng(seed)
-    na, k = int(rng.integers(2, 5)), int(rng.integers(6, 41))
-    prior = rng.dirichlet(np.full(na * k, rng.uniform(0.1, 1))).reshape(na, k)
-    D = 10.0 ** rng.uniform(-8, 8, (k, k))
-    D[np.arange(k), rng.integers(0, k, k)] = 10.0 ** rng.uniform(-8, -6, k)
-    return prior, D, 10.0 ** rng.uniform(-9, -5)
-
-
-@pytest.mark.parametrize("seed", [4, 14, 21])
+@pytest.mark.parametrize("seed", [20, 29, 32])
 def test_maximal_leakage_tolerance_follows_the_answers_support(seed):
-    # the tolerance's floor was 1e-14 of the range (entries to 1e8 no answer uses): 1.5 .. 5.5 times the optimum's
+    # the tolerance's floor was 1e-14 of the range (entries to 1e8 no answer uses): 3 .. 13 times the optimum's
     # distance to the smallest distortion, so an answer at twice that distance would have been certified
-    from shared_helpers import ml_target_reference
+    from shared_helpers import ml_span_instance, ml_target_reference
 
-    prior, D, t = _sixteen_decades(seed)
+    prior, D, t = ml_span_instance(seed)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         res = solve_mapping(prior, D, max_leakage=t, leakage="maximal_leakage")
