@@ -535,8 +535,8 @@ class BlockFloor:
         (``-inf`` below ``I(A; B)`` or without a block's multipliers; ``ts`` from :meth:`mapping`).
 
         The distortion of :meth:`mapping`'s answer less each block's distance to its bound, ``p(b)`` times the
-        difference of two distortions of the block's problem in user units (its ``to_user``, whatever offset it
-        adds, cancels in the difference; mappings' distortions differ by the same in ``prob``'s units)."""
+        difference of two distortions of the block's problem in user units (its ``gap_to_user``: a difference carries
+        no offset; mappings' distortions differ by the same in ``prob``'s units)."""
         excess = float(leak_nats) - self.mi_floor
         if ts is None or excess < 0.0:
             return -math.inf
@@ -547,7 +547,7 @@ class BlockFloor:
             lb = independence_lower_bound(sub, t, excess / pb)
             if not np.isfinite(lb):
                 return -math.inf
-            total -= pb * max(sub.to_user(sub.distortion(Pb)) - sub.to_user(max(lb, sub.delta_min)), 0.0)
+            total -= pb * max(sub.gap_to_user(sub.distortion(Pb) - max(lb, sub.delta_min)), 0.0)
         return total
 
 
