@@ -1253,6 +1253,11 @@ class QuantizedPrivacyMapper(_BaseMapper):
             return self._split_cells(E, w)
         self.output_points_ = self.cluster_centers_.copy()
         self.center_cost_matrix_ = self._center_costs()
+        if self.attribute_directions_.shape[0]:
+            # each labeled row in the cell transform sends it to (quantize's rule), the partition the prior counts:
+            # the members' means are not k-means' last centres (k-means stops at a tolerance), so a row near a
+            # boundary could be counted in one cell and released from another (1 labeled user of 300 on a seed)
+            return self._nearest_centers(E)
         return relabel[labels]
 
     def _split_cells(self, E, w):

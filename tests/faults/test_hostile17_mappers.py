@@ -86,7 +86,8 @@ def test_a_file_with_the_earlier_weights_loads_with_the_figures_recomputed(data,
     from privrelease.mapping import expected_distortion
 
     X, y = data
-    m = QuantizedPrivacyMapper(n_clusters=30, smoothing=5.0, max_leakage=0.05).fit(X, y)
+    # seed 16: a labeled user on a cell boundary was counted in another cell than transform sends her to
+    m = QuantizedPrivacyMapper(n_clusters=30, smoothing=5.0, max_leakage=0.05, random_state=16).fit(X, y)
     paid = _labeled_users_distortion(m, X, y)
     C = m.cost_matrix_
     m.distortion_ = expected_distortion(m.prior_, m.mapping_, C)
@@ -99,6 +100,18 @@ def test_a_file_with_the_earlier_weights_loads_with_the_figures_recomputed(data,
     m.distortion_ = paid * 0.5  # any other figure is a false claim
     with pytest.raises(ValueError, match="distortion_ .* does not hold"):
         m._check_fitted_state()
+
+
+@pytest.mark.parametrize("seed", [16, 0, 1])
+def test_the_prior_counts_each_labeled_user_in_the_cell_transform_sends_her_to(data, seed):
+    # attribute-free cells: the centres are the members' means in the whole space, not k-means' last centres (it
+    # stops at a tolerance); a labeled user near a boundary was counted in one cell and released from another
+    X, y = data
+    m = QuantizedPrivacyMapper(n_clusters=30, smoothing=5.0, max_leakage=0.05, clustering="attribute_free",
+                               random_state=seed).fit(X, y)
+    rows = np.flatnonzero(y != -1)
+    np.testing.assert_array_equal(m.labels_, m.quantize(X[rows]))
+    assert m.distortion_ == pytest.approx(_labeled_users_distortion(m, X, y), rel=1e-9)
 
 
 def test_an_earlier_delta_file_over_the_budget_for_the_labeled_users_says_why(data, tmp_path):
