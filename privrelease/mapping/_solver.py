@@ -981,9 +981,15 @@ def _solve_ml(prob, delta, target_bits, solver, tol=1e-6):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             pr.solve(solver="SCIPY", scipy_options={"method": "highs"})
-        if pr.status != "optimal" or X.value is None:
+        if target_bits is not None and pr.status in ("infeasible", "infeasible_inaccurate"):
+            # a target out of reach (or within the hair kept inside it of the smallest value): the least-leaking
+            # mapping, which the checks below refuse naming the smallest achievable value as the other solvers do
+            # (a SolverError naming the status, where "fast" and "auto" raised InfeasibleBudgetError), or return
+            P, name, info = solve_maximal_leakage_lp(prob)[0], "cvxpy-SCIPY", None
+        elif pr.status != "optimal" or X.value is None:
             raise SolverError(f"cvxpy/HiGHS did not solve the maximal-leakage program: status {pr.status!r}")
-        P, name, info = X.value, "cvxpy-SCIPY", None
+        else:
+            P, name, info = X.value, "cvxpy-SCIPY", None
     else:
         try:
             try:
