@@ -171,3 +171,15 @@ def ml_target_reference(prior, d, target_bits, max_rounds=6):
             break
         unit *= res.fun
     return value, float(pc @ rmin)
+
+
+def ml_span_instance(seed):
+    """A maximal-leakage target instance on a distortion spanning 16 decades: ``(prior, d, target_bits)``; |A|
+    2..4, k 6..40, Dirichlet(0.1..1) joint; distortion log-uniform over 1e-8 .. 1e8 with one cheap entry (1e-8 ..
+    1e-6) per row; target 10^U(-9, -5) bits."""
+    rng = np.random.default_rng(seed)
+    k, na = int(rng.integers(6, 41)), int(rng.integers(2, 5))
+    prior = rng.dirichlet(np.full(na * k, float(rng.uniform(0.1, 1)))).reshape(na, k)
+    d = 10.0 ** rng.uniform(-8, 8, (k, k))
+    d[np.arange(k), rng.integers(0, k, k)] = 10.0 ** rng.uniform(-8, -6, k)
+    return prior, d, float(10 ** rng.uniform(-9, -5))

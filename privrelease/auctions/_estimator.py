@@ -16,7 +16,7 @@ from ..accounting._accountant import AccountedMixin
 from ..exceptions import BudgetExceededError, PrivacyLeakWarning
 from ..mappers._columns import _frame_columns, check_column_labels, record_column_labels
 from ..utils import check_random_source
-from ..utils._validation import check_real_target, check_same_index, check_table, is_sparse_frame
+from ..utils._validation import check_real_target, check_same_index, check_table, is_sparse_frame, refuse_missing_target
 from ..utils._constraints import RANDOM_STATE_CONSTRAINT, NumberInterval
 from ..utils._fit import atomic_fit
 from ._dclef import DCLEF, _check_vector, check_data_range
@@ -239,6 +239,7 @@ class DCLEFEstimator(AccountedMixin, RegressorMixin, BaseEstimator):
         for other, name in ((unit_costs, "unit_costs"), (self.epsilon_cap, "epsilon_cap")):
             check_same_index(X, other, name)
             check_same_index(y, other, name, x_name="y")
+        refuse_missing_target(y, "y", "the private values d as real numbers")  # scikit-learn: "Input y contains NaN."
         X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
         check_real_target(y, "y", "the private values d as real numbers", finite=True)
         n = X.shape[0]

@@ -25,9 +25,9 @@ from ..utils._constraints import RANDOM_STATE_CONSTRAINT, NumberInterval
 from ..utils._fit import atomic_fit
 from ..utils._threads import single_threaded_blas
 from ..utils._validation import (UNDISCLOSED_SHORT, canonical_sparse, check_rating_container, check_same_index,
-                                 check_table, is_sparse_frame, nullable_numpy_dtype, plain_labels, ratings_in_dtype,
-                                 refuse_nan_ratings, sparse_frame_like, undisclosed_mask, undisclosed_note,
-                                 zero_fill_sparse_frame)
+                                 check_table, fit_transform_said_once, is_sparse_frame, nullable_numpy_dtype,
+                                 plain_labels, ratings_in_dtype, refuse_nan_ratings, sparse_frame_like,
+                                 undisclosed_mask, undisclosed_note, zero_fill_sparse_frame)
 from ._targets import check_attribute, joint_attribute
 
 __all__ = ["BlurMe", "BlurMore"]
@@ -309,6 +309,10 @@ class BlurMe(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         tags.target_tags.required = True
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
         return tags
+
+
+# fit and transform check the same X: a sparse matrix storing a (user, item) pair twice is said once per call
+BlurMe.fit_transform = fit_transform_said_once(TransformerMixin.fit_transform)
 
 
 class BlurMore(BlurMe):

@@ -53,8 +53,8 @@ from ..mapping import (
 )
 from ..mapping._checks import check_distortion
 from ..utils import check_private_labels
-from ..utils._validation import (_as_label_array, check_label_input, check_number, check_same_index, plain_value,
-                                 refuse_surprise_data, undisclosed_note)
+from ..utils._validation import (_as_label_array, check_label_input, check_number, check_same_index,
+                                 fit_transform_said_once, plain_value, refuse_surprise_data, undisclosed_note)
 from . import _dask
 from ._columns import _plain_label, keep_column_labels
 
@@ -902,7 +902,9 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
 
 # TransformerMixin.fit_transform (scikit-learn's set_output wrapper included), with the fitted labels put back last
-_BaseMapper.fit_transform = keep_column_labels(TransformerMixin.fit_transform)
+# (keep_column_labels reads a dask frame's release past scikit-learn's wrapper: it must wrap that method itself);
+# fit and transform check the same X: a sparse matrix storing a (user, item) pair twice is said once
+_BaseMapper.fit_transform = fit_transform_said_once(keep_column_labels(TransformerMixin.fit_transform))
 
 
 def stack_marginal_priors(q_b, joints):

@@ -2059,6 +2059,8 @@ class QuantizedPrivacyMapper(_BaseMapper):
                 f"n_refine={self.n_refine!r} needs the labeled users in memory (each refinement re-measures "
                 "their distances to the moved output points); use n_refine=0 with a dask collection"
             )
+        # the frame's columns are lost in the array: a long-form frame (user, item, rating) is refused as in memory
+        check_rating_container(X)
         Xd, columns = _dask.as_row_chunked_array(X)
         if Xd.dtype.kind in "OUS":
             # a frame with object columns (numbers as strings): converted block by block as an in-memory fit

@@ -15,7 +15,7 @@ from ._checks import check_budget
 from ._leakage import expected_distortion, leakage as _leakage, map_attack_accuracy
 from ._lp import perfect_privacy_mapping
 from ._result import MappingResult
-from ._solver import BUDGET_RTOL, _check_problem, _full_mapping, _presolved_problem, solve_mapping
+from ._solver import _below_smallest, _check_problem, _full_mapping, _internal_budget, _presolved_problem, solve_mapping
 
 __all__ = ["privacy_distortion_curve"]
 
@@ -91,7 +91,7 @@ def privacy_distortion_curve(prior, distortion, deltas, *, leakage="mutual_infor
     # solve_mapping, where raw.astype(float) raised OverflowError
     budgets = [check_budget(d, "delta") for d in np.atleast_1d(raw).tolist()]
     prob, reduction = _presolved_problem(P, D)  # the exact presolve solve_mapping applies
-    low = [d for d in budgets if prob.to_internal(d) < prob.delta_min * (1 - BUDGET_RTOL)]
+    low = [d for d in budgets if _below_smallest(prob, d)]
     if low:
         raise InfeasibleBudgetError(
             f"delta={min(low)!r} is below the smallest feasible expected distortion "
@@ -121,7 +121,7 @@ def privacy_distortion_curve(prior, distortion, deltas, *, leakage="mutual_infor
         if Ppp is not None and d >= dpp:
             results[i] = pp_result(d)
         else:
-            groups.setdefault(-np.inf if prob.to_internal(d) <= prob.delta_min else d, []).append(i)
+            groups.setdefault(-np.inf if _internal_budget(prob, d) <= prob.delta_min else d, []).append(i)
     # one sweep in increasing budget, each solve warm-started from the previous mapping
     todo = sorted(groups, key=lambda key: budgets[groups[key][0]])
     if n_jobs in (None, 1):

@@ -17,6 +17,7 @@ import hashlib
 import math
 import threading
 import warnings
+import weakref
 from collections import OrderedDict
 
 import numpy as np
@@ -24,7 +25,7 @@ import scipy.sparse as sp
 from scipy.optimize import OptimizeWarning, linprog
 
 from ..exceptions import InfeasibleBudgetError, SolverError
-from ._problem import maximize_multiplier
+from ._problem import Problem, maximize_multiplier
 
 __all__ = ["perfect_privacy_mapping", "independence_lower_bound", "sharpest_independence_multipliers",
            "solve_maximal_leakage_lp"]
@@ -418,6 +419,138 @@ def independence_lower_bound(prob, t, leak_nats):
     return best
 
 
+def allowed_blocks(prob):
+    """``(labels, out_labels, n_blocks)``: the connected component of each input (``labels``, length ``k``) and of
+    each output (``out_labels``, length ``k_hat``; -1 for an output no input may reach) in the bipartite graph of
+    the allowed entries (inputs and outputs the nodes, an allowed entry an edge)."""
+    from scipy.sparse.csgraph import connected_components
+
+    r, c, n = prob.edges()
+    g = sp.csr_matrix((np.ones(n), (r, prob.k + c)), shape=(prob.k + prob.kh, prob.k + prob.kh))
+    _, lab = connected_components(g, directed=False)
+    ids, labels = np.unique(lab[: prob.k], return_inverse=True)
+    labels = labels.reshape(-1)
+    out = np.full(prob.kh, -1)
+    out[c] = labels[r]
+    return labels, out, int(ids.size)
+
+
+class BlockFloor:
+    """The smallest leakage when the allowed entries split the inputs and outputs into several blocks, and the
+    cheapest mappings that reach it.
+
+    The block ``B`` of an input (:func:`allowed_blocks`) is also the block of every output it may reach, so
+    ``C_hat`` determines ``B`` and ``I(A; C_hat) = I(A; B) + I(A; C_hat | B) >= I(A; B)``, with equality iff
+    ``p(c_hat | a, B)`` does not depend on ``a`` within each block (perfect privacy given the block). The distortion
+    is a sum over the blocks, so the cheapest such mapping is the perfect-privacy LP of each block's own problem
+    (its prior ``p(a, c | B = b)``, its inputs and outputs; :func:`perfect_privacy_mapping`), and the bound of its
+    multipliers (:func:`independence_lower_bound`) bounds every mapping leaking at most ``I(A; B) + e``: then
+    ``I(A; C_hat | B = b) <= e / p(b)`` in each block. Maximal leakage: ``sum_j max_a p(j | a) >= sum_b max_a p(b |
+    a)``, the smallest maximal leakage (:attr:`ml_floor`).
+
+    Attributes
+    ----------
+    n_blocks : int
+        The number of blocks (1: the ordinary case, where the floor is 0).
+    mi_floor : float
+        ``I(A; B)`` in nats.
+    mi_magnitude : float
+        The magnitude of the terms summed into it (its rounding is relative to that).
+    ml_floor : float
+        ``sum_b max_a p(b | a)`` (the smallest ``2^maximal leakage``).
+    """
+
+    def __init__(self, prob):
+        self.prob = prob
+        self.labels, _, self.n_blocks = allowed_blocks(prob)
+        # p(a, b), the joint of the class and the block (columns of M summed per block)
+        self.pab = np.zeros((prob.M.shape[0], self.n_blocks))
+        np.add.at(self.pab.T, self.labels, prob.M.T)
+        pb = self.pab.sum(axis=0)
+        from scipy.special import rel_entr
+
+        terms = rel_entr(self.pab, prob.pA[:, None] * pb[None, :])
+        self.mi_floor = max(float(terms.sum()), 0.0)
+        #: the magnitude the floor's rounding is relative to: its terms (and the masses, which sum to 1), not the
+        #: floor itself, which cancels them (0.0108 bits computed from the reduced problem and by leakage() from the
+        #: user's differed by 2.2e-14 of it)
+        self.mi_magnitude = float(np.abs(terms).sum()) + 1.0
+        self.ml_floor = float((self.pab / prob.pA[:, None]).max(axis=0).sum())
+        self._parts = None
+
+    def parts(self):
+        """Per block ``(rows, cols, p(b), sub-problem)`` (cached); the sub-problem in the distortion units of
+        ``prob``'s internal ones (its ``to_user`` converts back)."""
+        if self._parts is None:
+            prob = self.prob
+            d = np.where(prob.mask, prob.d, np.inf)
+            self._parts = []
+            for b in range(self.n_blocks):
+                rows = np.flatnonzero(self.labels == b)
+                cols = np.flatnonzero(prob.mask[rows].any(axis=0))
+                pb = float(prob.pc[rows].sum())
+                sub = Problem(prob.M[:, rows] / pb, d[np.ix_(rows, cols)])
+                self._parts.append((rows, cols, pb, sub))
+        return self._parts
+
+    def mapping(self):
+        """``(P, t)``: the cheapest reduced mapping of leakage ``I(A; B)`` (per-block perfect privacy) and each
+        block's multipliers (None for a block whose cheapest mapping is private: one input or one class), or
+        ``(None, None)`` when some block has no perfectly private mapping."""
+        prob = self.prob
+        P = np.zeros((prob.k, prob.kh))
+        ts, self._blocks = [], []
+        for rows, cols, _, sub in self.parts():
+            if sub.k == 1 or sub.M.shape[0] == 1:  # p(c_hat | a, b) is the one row's: private whatever it is
+                Pb, t = sub.P_min, None
+            else:
+                Pb, _, t = perfect_privacy_mapping(sub, return_duals=True)
+                if Pb is None:
+                    return None, None
+            P[np.ix_(rows, cols)] = Pb  # every input of a block has mass: the sub-problem drops none
+            ts.append(t)
+            self._blocks.append(Pb)
+        self._P = P
+        return P, ts
+
+    def sharpest(self, ts, leak_nats):
+        """Each block's multipliers re-optimised for the leakage ``leak_nats``
+        (:func:`sharpest_independence_multipliers` at ``e / p(b)``, ``e`` the excess over the floor) where that raises
+        its bound; ``ts`` otherwise."""
+        excess = float(leak_nats) - self.mi_floor
+        if ts is None or excess <= 0.0:
+            return ts
+        out = []
+        for (_, _, pb, sub), t in zip(self.parts(), ts):
+            if t is not None:
+                t_best = sharpest_independence_multipliers(sub, excess / pb)
+                if t_best is not None and independence_lower_bound(sub, t_best, excess / pb) > \
+                        independence_lower_bound(sub, t, excess / pb):
+                    t = t_best
+            out.append(t)
+        return out
+
+    def lower_bound(self, ts, leak_nats):
+        """Lower bound (internal units of ``prob``) on the distortion of every mapping leaking at most ``leak_nats``
+        (``-inf`` below ``I(A; B)`` or without a block's multipliers; ``ts`` from :meth:`mapping`).
+
+        The distortion of :meth:`mapping`'s answer less each block's distance to its bound, ``p(b)`` times the
+        difference of two distortions of the block's problem in user units (its ``gap_to_user``: a difference carries
+        no offset; mappings' distortions differ by the same in ``prob``'s units)."""
+        excess = float(leak_nats) - self.mi_floor
+        if ts is None or excess < 0.0:
+            return -math.inf
+        total = self.prob.distortion(self._P)
+        for (_, _, pb, sub), t, Pb in zip(self.parts(), ts, self._blocks):
+            if t is None and (sub.k == 1 or sub.M.shape[0] == 1):
+                continue  # the cheapest mapping itself is private: no distance
+            lb = independence_lower_bound(sub, t, excess / pb)
+            if not np.isfinite(lb):
+                return -math.inf
+            total -= pb * max(sub.gap_to_user(sub.distortion(Pb) - max(lb, sub.delta_min)), 0.0)
+        return total
+
+
 #: largest Lagrangian (allowed entries x (|A| - 1)) for which sharpest_independence_multipliers solves its cone program
 SHARPEN_MAX_ENTRIES = 400_000
 
@@ -765,28 +898,106 @@ ML_SLACK_FLOOR = 1e-12
 
 
 def _ml_reference_class(prob):
-    """The class ``a0`` whose conditional ``p(. | a0)`` the target mode's leakage rows are written against."""
+    """The class ``a0`` whose conditional ``p(. | a0)`` the target mode's leakage rows are written against (the
+    outputs of a block where another class is likelier get that class: :func:`_ml_references`)."""
     return int(np.argmax(prob.pA))
 
 
-def _ml_target_slack(target_bits):
-    """``2^target - 1`` to relative precision (``expm1``): the room above 1 of ``sum_j max_a p(j | a)``."""
-    return math.expm1(float(target_bits) * math.log(2.0))
+def _ml_references(prob):
+    """``(ref, excess)``: the reference class of each output in the target mode's slack form and ``F - 1``, ``F =
+    sum_j p(j | ref_j)`` for every mapping.
+
+    The slack form holds for any reference classes: ``u_j = max_a p(j | a) - p(j | ref_j) >= 0`` and ``sum_j u_j =
+    sum_j max_a p(j | a) - F``, so a target is ``sum_j u_j <= 2^target - F``. With one block of allowed entries
+    (:func:`allowed_blocks`) ``ref_j = a0`` (:func:`_ml_reference_class`) and ``F = 1``. With several, an output's
+    block ``b`` is fixed by its inputs, ``F = sum_b p(b | ref_b)``, and the reference of a block is its likeliest
+    class ``argmax_a p(b | a)`` (``a0`` where it is as likely, up to rounding): then ``F = sum_b max_a p(b | a)`` is
+    the smallest ``2^maximal leakage`` of any mapping, a target at it leaves a slack of 0 and the LP's feasible set
+    is that of the smallest leakage (every ``p(j | ref_b) >= p(j | a)`` in its block), where with ``a0`` alone it
+    was the edge of a slack of ``F - 1`` (an answer 0.67 above the optimum, warned). ``excess = sum_b (p(b | ref_b)
+    - p(b | a0))`` (``sum_b p(b | a0) = 1``), a sum of non-negative terms."""
+    with _PP_LOCK:
+        hit = _ML_REFS.get(prob)
+    if hit is None:  # every consumer of the slack form asks (a dozen times a solve): once per problem
+        hit = _ml_references_of(prob)
+        with _PP_LOCK:
+            _ML_REFS[prob] = hit
+    return hit[0].copy(), hit[1]
 
 
-def _ml_row_unit(target_bits):
-    """The unit the target mode's leakage rows are written in: the slack ``2^target - 1``, 1 below ML_SLACK_FLOOR."""
-    s = _ml_target_slack(target_bits)
+#: the reference classes of the problems alive (:func:`_ml_references`)
+_ML_REFS = weakref.WeakKeyDictionary()
+
+
+def _ml_references_of(prob):
+    a0 = _ml_reference_class(prob)
+    labels, out, nb = allowed_blocks(prob)
+    ref = np.full(prob.kh, a0)
+    if nb < 2:
+        return ref, 0.0
+    cond = prob.M / prob.pA[:, None]
+    pb = np.zeros((nb, cond.shape[0]))
+    np.add.at(pb, labels, cond.T)  # p(b | a), (blocks, classes)
+    diff = pb - pb[:, [a0]]
+    best = np.argmax(diff, axis=1)
+    # ties within the rounding of the sums (each p(b | a) a sum over the block's inputs): a0 kept
+    tie = diff[np.arange(nb), best] <= 4.0 * prob.k * np.finfo(float).eps * pb.max(axis=1)
+    best[tie] = a0
+    reach = out >= 0
+    ref[reach] = best[out[reach]]
+    return ref, math.fsum(diff[np.arange(nb), best])
+
+
+def _ml_target_slack(target_bits, prob=None):
+    """``2^target - F`` (:func:`_ml_references`; ``F = 1`` without ``prob`` or with one block) to relative precision
+    (``expm1``): the room above ``F`` of ``sum_j max_a p(j | a)``."""
+    s = math.expm1(float(target_bits) * math.log(2.0))
+    return s if prob is None else s - _ml_references(prob)[1]
+
+
+def _ml_row_unit(target_bits, prob=None):
+    """The unit the target mode's leakage rows are written in: the slack ``2^target - F`` (:func:`_ml_target_slack`),
+    1 below ML_SLACK_FLOOR."""
+    s = _ml_target_slack(target_bits, prob)
     return s if s >= ML_SLACK_FLOOR else 1.0
 
 
+def _ml_floor_rounding(prob):
+    """The rounding of ``F`` (:func:`_ml_references`), a sum over the inputs of each block: a slack ``2^target - F``
+    above ``-`` this is a target at the smallest maximal leakage."""
+    return 4.0 * (prob.k + prob.kh) * np.finfo(float).eps * (1.0 + _ml_references(prob)[1])
+
+
 def _ml_class_differences(prob):
-    """``(Delta, a0)``: ``Delta[a, e] = p(c | a) - p(c | a0)`` on each allowed entry ``e`` (input ``c``), in
-    ``prob.edges()`` order (the row of ``a0`` is 0), and the reference class ``a0``."""
-    r, _, _ = _entries(prob)
+    """``(Delta, a0)``: ``Delta[a, e] = p(c | a) - p(c | ref_j)`` on each allowed entry ``e`` (input ``c``, output
+    ``j``), in ``prob.edges()`` order, and the reference class ``a0``; the row of ``a0`` is 0, and where ``ref_j !=
+    a0`` (:func:`_ml_references`) the classes ``a0`` and ``ref_j`` trade rows (the row of ``ref_j`` holds ``p(c |
+    a0) - p(c | ref_j)``), so that every consumer skips the row of ``a0`` alone."""
+    r, c, _ = _entries(prob)
     a0 = _ml_reference_class(prob)
     cond = prob.M / prob.pA[:, None]
-    return cond[:, r] - cond[a0, r][None, :], a0
+    ref, _ = _ml_references(prob)
+    ref_e = ref[c]
+    delta = cond[:, r] - cond[ref_e, r][None, :]
+    swap = np.flatnonzero(ref_e != a0)
+    if swap.size:
+        delta[ref_e[swap], swap] = cond[a0, r[swap]] - cond[ref_e[swap], r[swap]]
+        delta[a0, swap] = 0.0
+    return delta, a0
+
+
+def _ml_class_magnitudes(prob):
+    """``|p(c | a')| + |p(c | ref_j)|`` per row and entry of :func:`_ml_class_differences` (``a'`` the class whose
+    difference the row holds): the magnitudes of their rounding."""
+    r, c, _ = _entries(prob)
+    a0 = _ml_reference_class(prob)
+    cond = prob.M / prob.pA[:, None]
+    ref_e = _ml_references(prob)[0][c]
+    mag = np.abs(cond[:, r]) + np.abs(cond[ref_e, r])[None, :]
+    swap = np.flatnonzero(ref_e != a0)
+    if swap.size:
+        mag[ref_e[swap], swap] = np.abs(cond[a0, r[swap]]) + np.abs(cond[ref_e[swap], r[swap]])
+    return mag
 
 
 def _maximal_leakage_lp(prob, delta, target_bits):
@@ -848,8 +1059,8 @@ def _maximal_leakage_target_lp(prob, target_bits, A_eq, b_eq, ub):
     """
     r, c, n = _entries(prob)
     kh = prob.kh
-    s = _ml_target_slack(target_bits)
-    sigma = _ml_row_unit(target_bits)
+    s = _ml_target_slack(target_bits, prob)
+    sigma = _ml_row_unit(target_bits, prob)
     delta_c, a0 = _ml_class_differences(prob)
     rows_ub = []
     for a in range(prob.M.shape[0]):
@@ -859,7 +1070,9 @@ def _maximal_leakage_target_lp(prob, target_bits, A_eq, b_eq, ub):
         rows_ub.append(block)
     rows_ub.append(sp.csr_matrix(np.concatenate([np.zeros(n), np.ones(kh)])[None, :]))
     b_ub = np.zeros((prob.M.shape[0] - 1) * kh + 1)
-    b_ub[-1] = max(s, 0.0) / sigma
+    # a slack below 0 by more than the rounding of F (blocks of allowed entries: a target under the smallest maximal
+    # leakage) is kept, and the LP is infeasible
+    b_ub[-1] = (max(s, 0.0) if s >= -_ml_floor_rounding(prob) else s) / sigma
     # the distortion above each input's cheapest output (the objective minus delta_min, a constant): HiGHS's
     # absolute tolerances then apply to the answer's distance to the smallest distortion, which the
     # certificate measures, not to a distortion that may be mostly delta_min
@@ -980,13 +1193,13 @@ def maximal_leakage_distortion_bound(prob, lam, nu, target_bits, unit=1.0):
     # its own rounding: an entry far above its row's cheapest carries a large rounding but is not the minimum;
     # charging each row its largest entry's rounding cost 3% of a bound of 6e-14 whose rows held entries of 1e-2),
     # then the sum of the row minima, a few ulps of their magnitudes
-    cond = prob.M / prob.pA[:, None]
-    mag_e = np.abs(w) + (lam[:, c] * (np.abs(cond[:, r]) + np.abs(cond[a0, r])[None, :])).sum(axis=0)
+    mag_e = np.abs(w) + (lam[:, c] * _ml_class_magnitudes(prob)).sum(axis=0)
     depth = prob.M.shape[0] + math.log2(max(prob.k, 2)) + 4.0
     ulps = 2.0 * depth * np.finfo(float).eps
     row_min = np.full(prob.k, np.inf)
     np.minimum.at(row_min, r, g - ulps * mag_e)
-    s = max(_ml_target_slack(target_bits), 0.0)
+    # blocks of allowed entries: the slack above F, widened by F's own rounding (_ml_references)
+    s = max(_ml_target_slack(target_bits, prob) + (_ml_floor_rounding(prob) if _ml_references(prob)[1] else 0.0), 0.0)
     bound = float(row_min.sum() - nu * s)
     if not np.isfinite(bound):
         return float(prob.delta_min)
@@ -1101,7 +1314,7 @@ def _ml_target_vertex(prob, A_ub, b_ub, A_eq, b_eq, act, S, target_bits):
     u = np.zeros((na, kh))
     for a in range(na):
         np.add.at(u[a], c, delta_c[a] * x)
-    if float(np.maximum(u.max(axis=0), 0.0).sum()) > max(_ml_target_slack(target_bits), 0.0):
+    if float(np.maximum(u.max(axis=0), 0.0).sum()) > max(_ml_target_slack(target_bits, prob), 0.0):
         return None
     return x, A, S
 
@@ -1236,7 +1449,7 @@ def maximal_leakage_target_multipliers(prob, target_bits, scale, vertex_bits=Non
                         -sp.csr_matrix(np.ones((kh, 1)))], format="csr")
     A_ub = sp.vstack([top, bottom], format="csr")
     b_ub = np.concatenate([e, np.zeros(kh)])
-    cost = np.concatenate([-np.ones(k), np.zeros(m), [max(_ml_target_slack(target_bits), 0.0)]])
+    cost = np.concatenate([-np.ones(k), np.zeros(m), [max(_ml_target_slack(target_bits, prob), 0.0)]])
     bounds = [(None, None)] * k + [(0, None)] * (m + 1)
     res = _ml_linprog(cost, A_ub, b_ub, None, None, bounds, "highs")
     if res.status != 0 or res.x is None:

@@ -401,9 +401,61 @@ def _dual_pi_batch(A, B, OK, m, U0, stop=0.0, max_steps=300, shrink=0.1):
     return best_u, converged
 
 
+def _split(x):
+    """Veltkamp's split of ``x`` (``|x| < 2**996``) into two halves of 26 bits each: ``x == hi + lo`` exactly."""
+    c = 134217729.0 * x  # 2**27 + 1
+    hi = c - (c - x)
+    return hi, x - hi
+
+
+def row_offset(pc, shift):
+    """``sum_c pc(c) shift(c)`` exactly as the pair ``(hi, lo)``: ``hi`` the correctly rounded sum, ``lo`` the
+    rest, rounded (a budget near the offset is then converted to its distance from it without the offset's
+    rounding, one ulp of 1e9 being 0.12 of a spread of 1e-6). Each product is split exactly (Dekker) after scaling
+    ``shift`` into ``[0.5, 1)``, then summed by ``math.fsum``. ``(inf, 0)`` when the sum overflows."""
+    pc = np.asarray(pc, dtype=float)
+    mant, expo = np.frexp(np.asarray(shift, dtype=float))
+    prod = pc * mant
+    (ah, al), (bh, bl) = _split(pc), _split(mant)
+    err = ((ah * bh - prod) + ah * bl + al * bh) + al * bl
+    with np.errstate(over="ignore"):
+        terms = np.concatenate([np.ldexp(prod, expo), np.ldexp(err, expo)])
+    if not np.isfinite(terms).all():
+        return float("inf"), 0.0
+    try:
+        hi = math.fsum(terms)
+    except OverflowError:
+        return float("inf"), 0.0
+    return hi, math.fsum(np.append(terms, -hi))
+
+
+def to_internal(prob, delta):
+    """A user budget as ``prob``'s internal one: its distance to the offset (correctly rounded) over the scale."""
+    delta = float(delta)
+    if not np.isfinite(delta):
+        return delta
+    return math.fsum((delta, -prob.offset, -prob.offset_lo)) / prob.scale
+
+
+def to_user(prob, value):
+    """An internal distortion of ``prob`` in user units (the offset added back, correctly rounded)."""
+    value = float(value) * prob.scale
+    if not np.isfinite(value):
+        return value
+    return math.fsum((prob.offset, prob.offset_lo, value))
+
+
 class Problem:
-    """Reduced form of ``(prior, distortion)``; information in nats, distortions in units of
-    ``scale`` (the largest finite distortion): ``to_internal`` / ``to_user`` convert budgets.
+    """Reduced form of ``(prior, distortion)``; information in nats, distortions relative to each public
+    symbol's cheapest output and in units of ``scale`` (the largest such finite difference): ``to_internal`` /
+    ``to_user`` convert budgets and distortions, ``gap_to_user`` differences (gaps, tolerances).
+
+    Every row of a mapping sums to 1, so subtracting the row minimum ``m(c)`` from row ``c`` lowers every
+    mapping's expected distortion by the same constant ``offset = sum_c p(c) m(c)``: the problem is solved on
+    ``(D - m) / scale`` with the budget ``(delta - offset) / scale``, and every tolerance follows the
+    distortions' spread, not a common offset (``1e6 + 1e-6 D0`` was certified at 10 times its optimum, its
+    tolerances being 1e-12 of 1e6). The subtraction is exact for entries within a factor 2 of their row's
+    minimum (Sterbenz) and otherwise rounds the difference to its own relative precision.
 
     With at most ``EDGE_DENSITY`` of its cells allowed (``edge_mode``: an erasure alphabet), the scores,
     the Lagrangian bounds of :meth:`certificate`, the distortion and the outputs' usage are computed over
@@ -412,14 +464,6 @@ class Problem:
     def __init__(self, prior, distortion):
         self.prior = prior
         self.D_user = distortion
-        fin = distortion[np.isfinite(distortion)]
-        top = float(np.abs(fin).max()) if fin.size else 0.0
-        #: distortions are divided by ``scale`` (the largest finite entry) so that every
-        #: internal tolerance is relative: ``D`` and ``1e-13 * D`` give the same mapping
-        self.scale = top if top > 0 and np.isfinite(top) else 1.0
-        distortion = distortion / self.scale
-        self.D = distortion
-        self.n_public, self.n_outputs = distortion.shape
         finite = np.isfinite(distortion)
         empty = ~finite.any(axis=1)
         if np.any(empty):
@@ -429,6 +473,21 @@ class Problem:
                 "anywhere, so no distortion budget is feasible (smallest feasible distortion: inf)",
                 smallest_feasible=float("inf"),
             )
+        shift = np.where(finite, distortion, np.inf).min(axis=1)
+        #: the constant every mapping's expected distortion carries (user units): ``sum_c p(c) min_j d(c, j)``,
+        #: as ``offset + offset_lo`` (:func:`row_offset`); no shift where that overflows
+        self.offset, self.offset_lo = row_offset(prior.sum(axis=0), shift)
+        if not np.isfinite(self.offset):
+            shift[:], self.offset, self.offset_lo = 0.0, 0.0, 0.0
+        distortion = distortion - shift[:, None]
+        fin = distortion[finite]
+        top = float(fin.max()) if fin.size else 0.0
+        #: the shifted distortions are divided by ``scale`` (their largest finite entry) so that every
+        #: internal tolerance is relative: ``D``, ``1e-13 * D`` and ``1e6 + D`` give the same mapping
+        self.scale = top if top > 0 and np.isfinite(top) else 1.0
+        distortion = distortion / self.scale
+        self.D = distortion
+        self.n_public, self.n_outputs = distortion.shape
         pa = prior.sum(axis=1)
         pc = prior.sum(axis=0)
         self.pc_full = pc
@@ -450,10 +509,10 @@ class Problem:
         # the cheapest mapping: each row on its first cheapest output
         self.P_min = np.zeros((self.k, self.kh))
         self.P_min[np.arange(self.k), self.argmin_full[self.rows]] = 1.0
-        # relative to the row's own minimum (an absolute part would tie a 1e-12 entry with a 0 when D spans
-        # many decades: the issue-10 dyn_range family, whose d_min mapping then exceeded d_min by 7 %)
-        tie_tol = 1e-12 * np.abs(self.row_min_full[self.rows])
-        self.argmin_mask = self.mask & (self.d <= (self.row_min_full[self.rows] + tie_tol)[:, None])
+        # exact ties: every row's minimum is 0 after the shift, and an entry equal to it is exactly 0 (an absolute
+        # tolerance tied a 1e-12 entry with a 0 when D spans many decades, the issue-10 dyn_range family, whose d_min
+        # mapping then exceeded d_min by 7 %; one relative to the unshifted minimum tied a whole row of 1e6 + 1e-6 D0)
+        self.argmin_mask = self.mask & (self.d <= 0.0)
         #: number of cheapest outputs of each row (a unique minimum-distortion mapping when all are 1)
         self.n_argmin = self.argmin_mask.sum(axis=1)
         self._MU = None  # M U of the posteriors' fallback mapping U (made once, on first use)
@@ -503,11 +562,15 @@ class Problem:
         return self.M @ P
 
     def to_internal(self, delta):
-        """A distortion budget in user units -> internal units (divided by ``scale``)."""
-        return float(delta) / self.scale
+        """A distortion budget in user units -> internal units (less ``offset``, divided by ``scale``)."""
+        return to_internal(self, delta)
 
     def to_user(self, value):
-        """An internal distortion -> user units."""
+        """An internal distortion (or budget, or lower bound) -> user units (``offset`` added back)."""
+        return to_user(self, value)
+
+    def gap_to_user(self, value):
+        """An internal difference of distortions (a gap, a tolerance) -> user units (no offset)."""
         return float(value) * self.scale
 
     # ---- objective and posterior ------------------------------------------------------

@@ -18,7 +18,7 @@ computed edge-wise, in memory proportional to the number of edges:
   exponential cones. For one categorical column with 100,000 categories the
   program has 200,000 linear variables and ``|A|`` cones.
 
-The reduction (rows with ``p(c) = 0``, classes with ``p(a) = 0``), the scale
+The reduction (rows with ``p(c) = 0``, classes with ``p(a) = 0``), the row shift and scale
 normalisation and the tolerance policy are those of the dense
 :class:`~privrelease.mapping._problem.Problem`, whose interface this class
 mirrors (a reduced mapping is an edge vector here, a matrix there).
@@ -30,7 +30,7 @@ from scipy.special import rel_entr
 
 from ..exceptions import InfeasibleBudgetError
 from ._cvx import solve_quietly
-from ._problem import bound_rounding, maximize_multiplier
+from ._problem import bound_rounding, maximize_multiplier, row_offset, to_internal, to_user
 
 __all__ = ["SparseProblem", "sparse_candidates", "edge_lagrangian_bound"]
 
@@ -73,8 +73,6 @@ class SparseProblem:
         D = distortion  # canonical csr_array (check_distortion): sorted indices, finite data
         self.prior = prior
         self.D_user = D
-        top = float(np.abs(D.data).max()) if D.nnz else 0.0
-        self.scale = top if top > 0 and np.isfinite(top) else 1.0
         self.n_public, self.n_outputs = D.shape
         deg = np.diff(D.indptr)
         if np.any(deg == 0):
@@ -84,8 +82,16 @@ class SparseProblem:
                 "anywhere, so no distortion budget is feasible (smallest feasible distortion: inf)",
                 smallest_feasible=float("inf"),
             )
-        d_full = D.data / self.scale
         row_full = np.repeat(np.arange(self.n_public), deg)
+        # relative to each row's cheapest entry, as in Problem: every mapping's distortion less the constant offset
+        shift = _segment_min(D.data, D.indptr)
+        self.offset, self.offset_lo = row_offset(prior.sum(axis=0), shift)
+        if not np.isfinite(self.offset):  # no shift where the offset overflows
+            shift[:], self.offset, self.offset_lo = 0.0, 0.0, 0.0
+        d_full = D.data - shift[row_full]
+        top = float(d_full.max()) if D.nnz else 0.0
+        self.scale = top if top > 0 and np.isfinite(top) else 1.0
+        d_full = d_full / self.scale
         self.row_min_full = _segment_min(d_full, D.indptr)
         pos = np.arange(d_full.size)
         #: the first cheapest edge of every row (index into the full pattern)
@@ -115,8 +121,7 @@ class SparseProblem:
         first = _segment_min(np.where(self.d <= row_min[self.r], np.arange(self.n), self.n), self.indptr)
         self.P_min = np.zeros(self.n)
         self.P_min[first] = 1.0
-        tie_tol = 1e-12 * np.abs(row_min)  # relative, as in Problem
-        self.argmin_edges = self.d <= (row_min + tie_tol)[self.r]
+        self.argmin_edges = self.d <= 0.0  # exact ties of the shifted minimum 0, as in Problem
         #: number of cheapest outputs of each row (a unique minimum-distortion mapping when all are 1)
         self.n_argmin = np.bincount(self.r, weights=self.argmin_edges, minlength=self.k).astype(np.int64)
         #: output incidence (kh x n) and the prior's rows over the edges (n_a x n)
@@ -126,9 +131,15 @@ class SparseProblem:
 
     # ---- units --------------------------------------------------------------------------
     def to_internal(self, delta):
-        return float(delta) / self.scale
+        """A distortion budget in user units -> internal units (less ``offset``, divided by ``scale``)."""
+        return to_internal(self, delta)
 
     def to_user(self, value):
+        """An internal distortion (or budget, or lower bound) -> user units (``offset`` added back)."""
+        return to_user(self, value)
+
+    def gap_to_user(self, value):
+        """An internal difference of distortions (a gap, a tolerance) -> user units (no offset)."""
         return float(value) * self.scale
 
     # ---- edges (the interface shared with the dense Problem) ----------------------------

@@ -20,7 +20,7 @@ import scipy.sparse as sp
 from ..utils import check_rating_scale
 from ..utils._validation import (canonical_sparse, check_bool_number_mix, check_ids, check_no_time_values,
                                  check_not_subnormal, check_table, is_sparse_frame, plain_value, ratings_in_dtype,
-                                 sparse_frame_as_csr)
+                                 sparse_frame_as_csr, warn_duplicate_entries)
 
 __all__ = ["RatingsFrame"]
 
@@ -433,6 +433,12 @@ class RatingsFrame:
             A DataFrame whose index (or columns) holds other labels than the
             user (item) ids: its rows would be paired with users by position. A
             missing cell (NaN, None, pd.NA) or an infinite rating.
+
+        Warns
+        -----
+        UserWarning
+            A sparse ``X`` storing a (user, item) pair more than once: it is
+            read as scipy reads it, as one rating, the sum of the entries.
         """
         self._check_fitted()
         check_table(X)  # complex values, masked entries, ragged rows
@@ -457,6 +463,9 @@ class RatingsFrame:
                 dtype = np.result_type(*kinds)
             if is_sparse_frame(X):  # never densified; filled with NaN: pandas' to_coo refused it
                 X = sparse_frame_as_csr(X)
+        # a re-rated pair kept twice (triples of a file turned into a COO matrix) was summed into one rating without
+        # a word, where every other entry point says so: the same rule (read as the sum, said once)
+        warn_duplicate_entries(X)
         if not sp.issparse(X):
             _refuse_missing_cells(X)  # None was read as 0 ('not rated') and pd.NA as "boolean value of NA is ambiguous"
         try:

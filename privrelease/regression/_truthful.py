@@ -26,7 +26,7 @@ from ..noise import VectorLaplace
 from ..noise._laplace import _noise_scale, _proven_epsilon, _warn_infinite_epsilon
 from ..utils import check_number, check_random_source
 from ..utils._linalg import ridge_svd
-from ..utils._validation import check_real_target, check_same_index, check_table, plain_value
+from ..utils._validation import check_real_target, check_same_index, check_table, plain_value, refuse_missing_target
 from ..utils._constraints import RANDOM_STATE_CONSTRAINT, NumberInterval
 from ..utils._fit import atomic_fit
 
@@ -818,6 +818,7 @@ class TruthfulRegressionMechanism(AccountedMixin, RegressorMixin, BaseEstimator)
         check_table(X)
         check_table(y, "y")
         check_same_index(X, y)
+        refuse_missing_target(y, "y", "the reported responses as real numbers")  # scikit-learn: "Input y contains NaN."
         X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
         check_real_target(y, "y", "the reported responses as real numbers", finite=True)
         n = X.shape[0]

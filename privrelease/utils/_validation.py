@@ -3,6 +3,8 @@
 Every error quotes the value received and says what was expected.
 """
 
+import contextlib
+import contextvars
 import numbers
 import warnings
 from decimal import Decimal
@@ -250,31 +252,146 @@ def refuse_surprise_data(X, name="X"):
         )
 
 
+#: a long-form table holds the two ids, the rating and a few fields more (a timestamp, a review's votes ...); a
+#: table with more columns is read as a user x item matrix unless its content says otherwise
+LONG_FORM_MAX_COLUMNS = 8
+#: the share of rows repeating an earlier row's (user, item) pair above which a table is not "one row per rating"
+#: (a long-form table holds each pair once; a re-rated pair or two of a log stay below it)
+LONG_FORM_REPEATED_SHARE = 0.05
+
+
 def refuse_long_form(X, name="X"):
-    """A pandas table with a user column and an item column holds ratings in long form, not a user x item
-    matrix: say how to convert it (TypeError naming ``name``).
+    """A pandas table of ratings in long form (one row per rating: a user column, an item column, the rating) is
+    not a user x item matrix: say how to convert it (TypeError naming ``name``).
 
     Without this a numeric long-form table (user, item, rating ids as numbers) is read as a matrix of three
-    "items" per row, one row per rating, and used without a word.
+    "items" per row, one row per rating, and used without a word. The column names alone do not decide it: a
+    user x item table whose items happen to be named like ids (``"Customer"``, ``"Product"`` beside 40 other
+    items) was refused. A table with a user-named and an item-named column is read as long form when
+
+    * its ids are not numbers (strings, categories, dates: no rating is), or else when at least two of:
+    * it has few columns (at most :data:`LONG_FORM_MAX_COLUMNS`);
+    * it holds one row per rating: at most :data:`LONG_FORM_REPEATED_SHARE` of its rows repeat an earlier
+      row's (user, item) pair;
+    * its two id columns hold values that no other column holds (ids, where the columns of a user x item table
+      hold the values of one rating scale).
+
+    Booleans, NaN and non-whole numbers are no ids: such a table is a matrix. When the signs disagree the error
+    says so, with the way out for either reading (the conversion, or ``X.to_numpy()`` for a matrix).
     """
     columns = getattr(X, "columns", None)
-    if columns is None or not hasattr(X, "iloc"):
+    if columns is None or not hasattr(X, "iloc") or getattr(X, "ndim", 2) != 2:
         return
     names = {}
     for c in columns:
         names["".join(ch for ch in str(c).lower() if ch.isalnum())] = c
     user = next((names[n] for n in LONG_FORM_USER_COLUMNS if n in names), None)
     item = next((names[n] for n in LONG_FORM_ITEM_COLUMNS if n in names), None)
-    if user is not None and item is not None:
-        rating = next((c for c in columns if c not in (user, item)), "rating")
-        what = "ratings" if name == "X" else "a table of ratings"  # not "ratings looks like ratings"
-        raise TypeError(
-            f"{name} looks like {what} in long form (columns {list(map(str, columns))}: one row per rating, "
-            f"users in {user!r}, items in {item!r}), not a user x item matrix; convert it first: "
-            f"rf = RatingsFrame(user={user!r}, item={item!r}, rating={rating!r}).fit({name}); "
-            f"ratings = rf.to_matrix({name}) (privrelease.recommender.RatingsFrame), then rf.from_matrix(release) "
-            "for the long form"
-        )
+    if user is None or item is None:
+        return
+    if (type(X).__module__ or "").startswith("dask"):
+        # a lazy frame (read as an array of its blocks by the mappers' dask fit, which passed a long-form one
+        # without a word): its first block, the one computed, shows the signs
+        X = X.partitions[0].compute()
+    signs = _long_form_signs(X, user, item)
+    if signs is None:
+        return
+    long_signs = [text for is_long, text in signs if is_long]
+    wide_signs = [text for is_long, text in signs if not is_long]
+    if wide_signs and len(long_signs) < 2:
+        return  # a user x item matrix with items named like ids
+    rating = next((c for c in columns if c not in (user, item)), "rating")
+    what = "ratings" if name == "X" else "a table of ratings"  # not "ratings looks like ratings"
+    head = (f"{name} looks like {what} in long form (columns {list(map(str, columns))}: one row per rating, "
+            f"users in {user!r}, items in {item!r}), not a user x item matrix")
+    convert = (f"rf = RatingsFrame(user={user!r}, item={item!r}, rating={rating!r}).fit({name}); "
+               f"ratings = rf.to_matrix({name}) (privrelease.recommender.RatingsFrame), then rf.from_matrix(release) "
+               "for the long form")
+    if not wide_signs:
+        raise TypeError(f"{head}; convert it first: {convert}")
+    raise TypeError(
+        f"{head}: {' and '.join(long_signs)}; but {' and '.join(wide_signs)}, as in a user x item matrix, so which "
+        f"it is cannot be told from the table. In long form, convert it first: {convert}. A user x item matrix "
+        f"whose items {user!r} and {item!r} are named like ids: pass {name}.to_numpy(), or rename those columns"
+    )
+
+
+def _long_form_signs(X, user, item):
+    """The signs of a long-form table with users in column ``user`` and items in ``item``: a list of
+    ``(says_long_form, text)``; ``None`` when the two columns cannot hold ids (booleans, NaN, non-whole numbers)."""
+    import pandas as pd
+
+    cols = [X[user], X[item]]
+    if any(getattr(c, "ndim", 1) != 1 for c in cols):
+        return None  # a name used twice: check_table names it
+    n_rows, n_cols = X.shape
+    for c in cols:
+        dtype = c.dtype
+        dtype = dtype.subtype if isinstance(dtype, pd.SparseDtype) else dtype
+        if pd.api.types.is_bool_dtype(dtype):
+            return None
+        if isinstance(dtype, pd.CategoricalDtype) or not pd.api.types.is_numeric_dtype(dtype):
+            if dtype == object and _all_numbers(c):
+                continue
+            kind = "categories" if isinstance(dtype, pd.CategoricalDtype) else f"values of dtype {dtype}"
+            return [(True, f"its column {c.name!r} holds {kind}, not ratings")]
+    ids = [_unique_numbers(c) for c in cols]
+    if any(v is None for v in ids):
+        return None  # NaN, or numbers that are no ids: a matrix (a pivot's NaN are named by refuse_nan_ratings)
+    signs = []
+    few = n_cols <= LONG_FORM_MAX_COLUMNS
+    signs.append((few, f"it has {n_cols} columns" if few else f"it has {n_cols} columns, more than a long form's "
+                  f"{LONG_FORM_MAX_COLUMNS}"))
+    repeated = float(X[[user, item]].duplicated().mean()) if n_rows else 0.0
+    once = repeated <= LONG_FORM_REPEATED_SHARE
+    signs.append((once, "each (user, item) pair is on one row" if repeated == 0 else
+                  f"{repeated:.0%} of its rows repeat a (user, item) pair"))
+    remaining = np.union1d(*ids)
+    for j, c in enumerate(X.columns):
+        if c in (user, item):
+            continue
+        values = _unique_numbers(X.iloc[:, j], whole=False)
+        if values is not None:
+            remaining = np.setdiff1d(remaining, values, assume_unique=True)
+            if not remaining.size:
+                break
+    signs.append((bool(remaining.size), f"{user!r} and {item!r} hold values no other column holds" if remaining.size
+                  else f"{user!r} and {item!r} hold only values the other columns hold"))
+    return signs
+
+
+def _all_numbers(col):
+    """Whether an object column holds real numbers only (no booleans, strings or missing values)."""
+    return all(isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_)) for v in col.tolist())
+
+
+def _unique_numbers(col, whole=True):
+    """The distinct values of a numeric pandas column as floats (a sparse column's stored values and its fill
+    value), or ``None`` for a column of other values. ``whole``: ``None`` too when a value is missing or not a whole
+    number (no id); else missing values are left out."""
+    import pandas as pd
+
+    dtype = col.dtype
+    if isinstance(dtype, pd.SparseDtype):
+        arr = col.array
+        values = np.asarray(arr.sp_values, dtype=object)
+        if arr.sp_index.npoints < len(arr):
+            values = np.append(values, arr.fill_value)
+        dtype = dtype.subtype
+    else:
+        values = col.to_numpy(dtype=object)
+    if pd.api.types.is_bool_dtype(dtype) or isinstance(dtype, pd.CategoricalDtype):
+        return None
+    if not pd.api.types.is_numeric_dtype(dtype) and not (dtype == object and _all_numbers(col)):
+        return None
+    missing = np.asarray(pd.isna(values), dtype=bool)
+    try:
+        floats = values[~missing].astype(np.float64)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    if whole and (missing.any() or not np.all(np.isfinite(floats)) or np.any(floats != np.round(floats))):
+        return None
+    return np.unique(floats[np.isfinite(floats)])
 
 
 def warn_duplicate_entries(X, name="X"):
@@ -288,6 +405,9 @@ def warn_duplicate_entries(X, name="X"):
     """
     if not sp.issparse(X) or X.format not in ("coo", "csr", "csc") or getattr(X, "has_canonical_format", True):
         return
+    said = _DUPLICATES_SAID.get()
+    if said is not None and any(m is X for m in said):
+        return  # said already in this call (fit_transform's fit, then its transform, of the same matrix)
     coo = X.tocoo(copy=False) if X.format != "coo" else X
     rated = np.asarray(coo.data) != 0
     rows, cols = np.asarray(coo.row)[rated].astype(np.int64), np.asarray(coo.col)[rated].astype(np.int64)
@@ -308,6 +428,40 @@ def warn_duplicate_entries(X, name="X"):
         "(privrelease.recommender.RatingsFrame refuses repeated pairs of a long-form table)",
         UserWarning, stacklevel=3,
     )
+    if said is not None:
+        said.append(X)  # held (not its id) until the call ends: an id may be reused by another matrix
+
+
+#: the matrices whose repeated pairs were warned about in the current call (None outside :func:`duplicates_said_once`)
+_DUPLICATES_SAID = contextvars.ContextVar("privrelease_duplicates_said", default=None)
+
+
+@contextlib.contextmanager
+def duplicates_said_once():
+    """Within this block, :func:`warn_duplicate_entries` warns once per matrix object.
+
+    ``fit_transform`` checks its input in ``fit`` and again in ``transform``: a matrix storing a (user, item) pair
+    twice was warned about twice for one call. Blocks may nest; the outermost one decides.
+    """
+    token = _DUPLICATES_SAID.set([]) if _DUPLICATES_SAID.get() is None else None
+    try:
+        yield
+    finally:
+        if token is not None:
+            _DUPLICATES_SAID.reset(token)
+
+
+def fit_transform_said_once(fit_transform):
+    """``fit_transform`` (scikit-learn's ``fit(X, y).transform(X)``) run inside :func:`duplicates_said_once`: fit
+    and transform check the same ``X``, and a matrix storing a (user, item) pair twice is said once per call."""
+    import functools
+
+    @functools.wraps(fit_transform)
+    def wrapped(self, X, *args, **kwargs):
+        with duplicates_said_once():
+            return fit_transform(self, X, *args, **kwargs)
+
+    return wrapped
 
 
 def refuse_nan_ratings(X, name="X", row_offset=None):
@@ -1318,6 +1472,27 @@ def plain_labels(y):
                                        and float(v) != int(v) for v in flat):
         plain = np.asarray([int(v) for v in flat])  # the numbers are whole (check_private_labels)
     return plain
+
+
+def refuse_missing_target(y, name="y", what="real numbers"):
+    """Name the first missing value (NaN, None, ``pd.NA`` of a nullable Series) of a real-valued target, before
+    scikit-learn's ``validate_data``, whose "Input y contains NaN." named neither where nor what was expected (an
+    object ``y`` holding None was named by :func:`check_real_target`, a float NaN or a ``Float64`` pd.NA was not).
+    """
+    import pandas as pd
+
+    if y is None or sp.issparse(y) or (type(y).__module__ or "").startswith("dask"):
+        return
+    try:
+        values = np.asarray(y, dtype=object).ravel()
+    except (TypeError, ValueError):
+        return  # a ragged table: check_table names it
+    missing = np.asarray(pd.isna(values), dtype=bool)
+    if missing.any():
+        i = int(np.flatnonzero(missing)[0])
+        # named as check_real_target names a None it reads as NaN
+        raise ValueError(f"{name} must hold {what}, got nan at position {i} ({int(missing.sum())} missing value(s): "
+                         "NaN, None or pd.NA); every row needs its value")
 
 
 def check_real_target(y, name="y", what="real numbers", finite=False):

@@ -169,6 +169,13 @@ def _long_form_ratings():
     return pd.DataFrame({"userId": coo.row + 1, "movieId": coo.col + 1, "rating": coo.data})
 
 
+def _ambiguous_ratings():
+    """A table with user and item columns whose ids 1-3 are also ratings: a tiny long form, or a 3-item matrix."""
+    import pandas as pd
+
+    return pd.DataFrame({"user": [1, 1, 2, 2, 3], "item": [1, 2, 1, 3, 2], "rating": [5, 3, 4, 1, 2]})
+
+
 def _surprise_trainset():
     import pandas as pd
     import surprise
@@ -496,6 +503,9 @@ def _catalogue():
          lambda: privacy_index(np.full(200, 1e-3), np.ones(200), max_exact=10**6), ValueError, "1000000"),
         ("auctions", "fair_inner_product(['1', '2'], [1, 1], 1)",
          lambda: fair_inner_product(["1", "2"], [1, 1], 1), TypeError, "'1'"),
+        ("auctions", "DCLEFEstimator(data_range=(0, 1)).fit(X, y with NaN)",
+         lambda: DCLEFEstimator(data_range=(0, 1)).fit(np.eye(2), np.array([0.5, np.nan])), ValueError,
+         "position 1"),
         ("auctions", "DCLEFEstimator(data_range=(0, 1)).fit(X, y of strings)",
          lambda: DCLEFEstimator(data_range=(0, 1)).fit(np.eye(2), np.array(["a", "b"])), TypeError, "<U1"),
         ("auctions", "optimal_dclef([1, 2], [1.7e308, -1.7e308], 1) (sum |w_i| beyond float64)",
@@ -599,6 +609,9 @@ def _catalogue():
         ("evaluation", "rmse_cost(mapper, long-form DataFrame with columns userId, movieId, rating, a)",
          lambda: rmse_cost(FunctionTransformer(), _long_form_ratings(), _ratings_and_labels()[1]), TypeError,
          "'userId'"),
+        ("evaluation", "rmse_cost(mapper, DataFrame with columns user, item, rating: ids 1-3, ratings 1-5)",
+         lambda: rmse_cost(FunctionTransformer(), _ambiguous_ratings(), [0, 1, 0, 1, 0]), TypeError,
+         "cannot be told"),
         ("evaluation", "evaluate_attacks(a surprise Trainset, None, y, X, y)",
          lambda: evaluate_attacks(_surprise_trainset(), None, [0, 1], X_SMALL, Y_SMALL), TypeError,
          "X_train_original is a surprise Trainset"),

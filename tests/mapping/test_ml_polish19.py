@@ -22,20 +22,12 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from shared_helpers import ml_target_reference  # tests/shared_helpers.py
+from shared_helpers import ml_span_instance, ml_target_reference  # tests/shared_helpers.py
 
 from privrelease.exceptions import ConvergenceWarning
 from privrelease.mapping import _lp, _solver, maximal_leakage, solve_mapping
 
-def _span(seed):
-    """|A| 2..4, k 6..40, Dirichlet(0.1..1) joint; distortion log-uniform over 1e-8 .. 1e8 with one cheap entry
-    (1e-8 .. 1e-6) per row; target 10^U(-9, -5) bits."""
-    rng = np.random.default_rng(seed)
-    k, na = int(rng.integers(6, 41)), int(rng.integers(2, 5))
-    prior = rng.dirichlet(np.full(na * k, float(rng.uniform(0.1, 1)))).reshape(na, k)
-    d = 10.0 ** rng.uniform(-8, 8, (k, k))
-    d[np.arange(k), rng.integers(0, k, k)] = 10.0 ** rng.uniform(-8, -6, k)
-    return prior, d, float(10 ** rng.uniform(-9, -5))
+_span = ml_span_instance  # tests/shared_helpers.py
 
 
 def _exact_slack(prior, mapping):
