@@ -277,5 +277,16 @@ def _check_mapping_entries(values, name, atol, position):
 
 
 def check_budget(value, name):
-    """A non-negative budget (``np.inf`` allowed); TypeError/ValueError quoting the value."""
+    """A non-negative budget (``np.inf`` allowed) as a float; TypeError/ValueError quoting the value.
+
+    A 0-d numpy array of a real number (``np.array(0.1)``) and a ``Decimal`` are the number they hold, as
+    :func:`~privrelease.mapping.privacy_distortion_curve` read them (``solve_mapping`` refused them with a
+    TypeError); a ``Decimal`` beyond float64 is the infinite budget, as the int ``10**400``.
+    """
+    if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iufO":
+        value = value[()]
+    if isinstance(value, Decimal):
+        if value.is_snan():
+            raise ValueError(f"{name} must be a number, got {value!r}")
+        value = float(value)
     return check_number(value, name, low=0.0, allow_inf=True)

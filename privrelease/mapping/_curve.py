@@ -3,6 +3,7 @@
 import dataclasses
 import numbers
 import warnings
+from decimal import Decimal
 
 import numpy as np
 import pandas as pd
@@ -82,7 +83,7 @@ def privacy_distortion_curve(prior, distortion, deltas, *, leakage="mutual_infor
         raw = np.asarray([None])
     items = raw.ravel().tolist() if raw.dtype.kind == "O" else []
     if raw.dtype.kind not in "iufO" or not all(
-            isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_)) for v in items):
+            isinstance(v, (numbers.Real, Decimal)) and not isinstance(v, (bool, np.bool_)) for v in items):
         raise TypeError(f"deltas must be a 1-D list of real-number budgets, got {deltas!r}")
     if raw.ndim > 1 or raw.size == 0:
         raise ValueError(f"deltas must be a non-empty 1-D list of budgets, got {deltas!r}")

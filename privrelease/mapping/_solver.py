@@ -87,7 +87,10 @@ Tolerance policy
   with the perfect-privacy mapping, and the distortion that adds is tolerated). No tolerance
   is below the distortion's own rounding (``ROUNDING_ULPS`` ulps of its magnitude per input
   and output symbol): a constant distortion has a range of 0. A target that the
-  least-leaking mapping found meets within that rounding is met by that mapping. An LP
+  least-leaking mapping found meets within that rounding is met by that mapping. At a target no
+  solve tells from 0 the perfect-privacy LP's mapping answers only when it leaks within that
+  rounding (HiGHS's tolerances let public symbols of mass 1e-11 leak 1e-12 bits); else the cheapest
+  constant mapping (leakage exactly 0), certified or warned; an answer over the target is never "optimal". An LP
   answer over the target or not certified is first replaced by an exact vertex (of HiGHS's
   active constraints, or complementary to the dual LP's multipliers, checked within the
   target to relative precision) when one is cheaper, and bounded by the dual LP
@@ -753,7 +756,15 @@ def _solve_mi_target(prob, target_bits, solver, tol):
                 "method": "perfect-privacy LP (HiGHS): the target is below the leakage's rounding" + bound_note()}
         return Ppp, cert, "highs", "optimal"
 
-    if 0.0 < L <= bound_rounding(prob.pA, prob.k, 0.0, 0.0, 0.0) and Ppp is not None \
+    leak_rounding = bound_rounding(prob.pA, prob.k, 0.0, 0.0, 0.0)
+    if L <= leak_rounding and Ppp is not None and max(L, 0.0) + leak_rounding < prob.objective(Ppp) <= tol * LN2:
+        # the perfect-privacy LP's mapping leaks beyond rounding at a target no solve tells from 0 (public symbols
+        # of mass 1e-11: their rows of the LP in joint masses are below HiGHS's feasibility tolerance, and 6.6e-12
+        # bits came back "optimal" at distortion 0.101 for a target of 0 whose exact optimum is 0.632): not an
+        # answer to it. The cheapest constant mapping, which leaks exactly 0, certified by the LP's multipliers or
+        # warned; without one, the LP's mapping warned (or refused)
+        return _leaky_private_answer(prob, Ppp, t_pp, target_bits, solver, rng_)
+    if 0.0 < L <= leak_rounding and Ppp is not None \
             and prob.objective(Ppp) <= tol * LN2:
         # a target below the rounding of the certificate itself (4 ulps of H(A) per summation level): no solve can
         # tell it from 0, and the lines' roots are rounding noise (families seed 12, indep: a target of 3.6e-19
@@ -960,6 +971,29 @@ def _solve_mi_target(prob, target_bits, solver, tol):
     return _target_answer(prob, best_P, cert, "+".join(sorted(names)), gap_d, dist_tol, target_bits, solver)
 
 
+def _leaky_private_answer(prob, Ppp, t_pp, target_bits, solver, rng_):
+    """The answer to a mutual-information target no solve tells from 0 when the perfect-privacy LP's mapping
+    ``Ppp`` leaks beyond rounding: the cheapest constant mapping (leakage exactly 0) when there is one, certified
+    when the multipliers ``t_pp`` bound its distortion within tolerance, else the policy of
+    :func:`_target_answer` (a warning with ``solver="auto"``, else a SolverError); without a constant mapping
+    ``Ppp`` itself under that policy (it is above the target)."""
+    Pc = _cheapest_constant_mapping(prob)
+    lb = -math.inf if t_pp is None else independence_lower_bound(prob, t_pp, 0.0)
+    P = Pc if Pc is not None else Ppp
+    d = prob.distortion(P)
+    gap = max(d - lb, 0.0) if Pc is not None else math.inf
+    tol_d = _answer_dist_tol(prob, d, ANSWER_RTOL * DIST_RTOL * rng_)
+    cert = {"gap_bits": float(prob.objective(P) / LN2),
+            "distortion_gap": float(prob.to_user(gap)) if np.isfinite(gap) else math.inf,
+            "distortion_lower_bound": float(prob.to_user(lb)) if np.isfinite(lb) else -math.inf,
+            "distortion_tolerance": float(prob.to_user(tol_d)),
+            "method": "cheapest constant mapping: the perfect-privacy LP's mapping leaked "
+                      f"{prob.objective(Ppp) / LN2:.3g} bits" if Pc is not None else "perfect-privacy LP (HiGHS)"}
+    how = " by the cheapest constant mapping" if Pc is not None else \
+        f"; the perfect-privacy LP's mapping leaks {cert['gap_bits']:.3g} bits, above the target beyond rounding"
+    return _target_answer(prob, P, cert, "highs", gap, tol_d, target_bits, solver, how)
+
+
 def _measurably_dependent(prob):
     """Whether the (reduced) prior depends on A above the rounding of ``p(c | a) - p(c)`` (``ROW_SCALE_FLOOR``
     of the terms), so that a computed leakage of 0 is no proof of independence."""
@@ -1076,15 +1110,21 @@ def _solve_ml(prob, delta, target_bits, solver, tol=1e-6):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             pr.solve(solver="SCIPY", scipy_options={"method": "highs"})
-        if pr.status != "optimal" or X.value is None:
+        if target_bits is not None and pr.status in ("infeasible", "infeasible_inaccurate"):
+            # a target out of reach (or within the hair kept inside it of the smallest value): the least-leaking
+            # mapping, which the checks below refuse naming the smallest achievable value as the other solvers do
+            # (a SolverError naming the status, where "fast" and "auto" raised InfeasibleBudgetError), or return
+            P, name, info = solve_maximal_leakage_lp(prob)[0], "cvxpy-SCIPY", None
+        elif pr.status != "optimal" or X.value is None:
             raise SolverError(f"cvxpy/HiGHS did not solve the maximal-leakage program: status {pr.status!r}")
-        P, name, info = X.value, "cvxpy-SCIPY", None
-        if target_bits is not None:
-            # the bound of the same LP by HiGHS, and with it the exact vertex and the dual LP's multipliers of the
-            # fast path (_polish_target, below): on distortions over 16 decades the multipliers of HiGHS's marginals
-            # bound nothing and cvxpy's answer (HiGHS without the rescaling) was up to 1e4 times the optimum's
-            # distance, so every such answer raised "not certified" where "auto" certifies
-            _, info = solve_maximal_leakage_lp(prob, target_bits=lp_bits, bound_bits=target_bits)
+        else:
+            P, name, info = X.value, "cvxpy-SCIPY", None
+            if target_bits is not None:
+                # the bound of the same LP by HiGHS, and with it the exact vertex and the dual LP's multipliers of
+                # the fast path (_polish_target, below): on distortions over 16 decades the multipliers of HiGHS's
+                # marginals bound nothing and cvxpy's answer (HiGHS without the rescaling) was up to 1e4 times the
+                # optimum's distance, so every such answer raised "not certified" where "auto" certifies
+                _, info = solve_maximal_leakage_lp(prob, target_bits=lp_bits, bound_bits=target_bits)
     else:
         try:
             try:
@@ -1158,10 +1198,11 @@ def _solve_ml(prob, delta, target_bits, solver, tol=1e-6):
     if ml_sum(P) > cap:
         # LP feasibility tolerances can leave the target exceeded by ~1e-8: pull back inside
         Ppp, _ = perfect_privacy_mapping(prob)
-        if Ppp is None or ml_sum(Ppp) > 1.0 + 1e-12:
-            # the perfect-privacy LP's mapping leaks after rounding (p(c) over 8 decades, |A| = 5: a target of 0 was
-            # refused as unreachable on a distortion without forbidden entries): the cheapest constant mapping,
-            # whose leakage is exactly 0, when there is one
+        if Ppp is None or ml_sum(Ppp) > 1.0 + _rounding_share(prob):
+            # the perfect-privacy LP's mapping leaks beyond rounding (p(c) over 8 decades, |A| = 5: a target of 0 was
+            # refused as unreachable on a distortion without forbidden entries; a public symbol of mass 1e-12: its
+            # conditional error counts linearly, 2e-13 bits returned "optimal" at a target of 0): the cheapest
+            # constant mapping, whose leakage is exactly 0, when there is one
             Pc = _cheapest_constant_mapping(prob)
             Ppp = Pc if Pc is not None else Ppp
         Pz = Ppp if Ppp is not None else prob.clean(solve_maximal_leakage_lp(prob)[0], None)
@@ -1240,7 +1281,10 @@ def _solve_ml(prob, delta, target_bits, solver, tol=1e-6):
             "distortion_gap": float(prob.gap_to_user(gap)), "distortion_lower_bound": float(prob.to_user(lb)),
             "distortion_tolerance": float(prob.gap_to_user(dist_tol)),
             "method": "linear program (HiGHS), dual bound" + lb_note}
-    return P, cert, name, "optimal" if gap <= dist_tol else "inaccurate"
+    # and within the target up to rounding (the perfect-privacy LP's mapping, taken near a target of 0, may leak
+    # HiGHS's feasibility tolerance: a distortion gap alone certified 2e-13 bits over a target of 0)
+    within = ml_sum(P) <= 2.0 ** target_bits * (1 + _rounding_share(prob))
+    return P, cert, name, "optimal" if gap <= dist_tol and within else "inaccurate"
 
 
 def _polish_target(prob, P, info, lp_bits, target_bits, ml_sum, cap):
