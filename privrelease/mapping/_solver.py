@@ -984,9 +984,9 @@ def _leaky_private_answer(prob, Ppp, t_pp, target_bits, solver, rng_):
     gap = max(d - lb, 0.0) if Pc is not None else math.inf
     tol_d = _answer_dist_tol(prob, d, ANSWER_RTOL * DIST_RTOL * rng_)
     cert = {"gap_bits": float(prob.objective(P) / LN2),
-            "distortion_gap": float(prob.to_user(gap)) if np.isfinite(gap) else math.inf,
+            "distortion_gap": float(prob.gap_to_user(gap)) if np.isfinite(gap) else math.inf,
             "distortion_lower_bound": float(prob.to_user(lb)) if np.isfinite(lb) else -math.inf,
-            "distortion_tolerance": float(prob.to_user(tol_d)),
+            "distortion_tolerance": float(prob.gap_to_user(tol_d)),
             "method": "cheapest constant mapping: the perfect-privacy LP's mapping leaked "
                       f"{prob.objective(Ppp) / LN2:.3g} bits" if Pc is not None else "perfect-privacy LP (HiGHS)"}
     how = " by the cheapest constant mapping" if Pc is not None else \

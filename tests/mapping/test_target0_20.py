@@ -115,6 +115,20 @@ def test_mi_target_zero_with_rare_symbols_is_exactly_private_or_warned():
         assert r.status == "optimal" and mi_bits(P_MI, r.mapping) <= 1e-15
 
 
+@pytest.mark.parametrize("offset", [1e3, 1e6])
+def test_the_constant_answers_certificate_holds_differences_not_the_offset(offset):
+    """The certificate of that answer gives its gap and tolerance as distortion differences: the same for ``D`` and
+    ``D + offset`` (the distortion's common offset was added to both, a gap of 1000.63 beside an answer 0.53 above
+    its bound), and the gap is the answer less its lower bound."""
+    r0, _ = solve_recorded(P_MI, D_MI, max_leakage=0.0)
+    r1, _ = solve_recorded(P_MI, D_MI + offset, max_leakage=0.0)
+    c0, c1 = r0.certificate, r1.certificate
+    assert c0["distortion_gap"] == pytest.approx(r0.distortion - c0["distortion_lower_bound"], abs=1e-9)
+    assert c1["distortion_gap"] == pytest.approx(c0["distortion_gap"], abs=1e-9 * offset)
+    assert c1["distortion_tolerance"] == pytest.approx(c0["distortion_tolerance"], abs=1e-9 * offset)
+    assert c1["distortion_lower_bound"] == pytest.approx(c0["distortion_lower_bound"] + offset, rel=1e-12)
+
+
 def test_mi_target_below_rounding_with_rare_symbols_is_met():
     """A target of 1e-15 bits, below the leakage's rounding: answered as a target of 0, under the same rule."""
     r, w = solve_recorded(P_MI, D_MI, max_leakage=1e-15)
