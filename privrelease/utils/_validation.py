@@ -1539,44 +1539,85 @@ def plain_labels(y):
 
 
 def refuse_missing_target(y, name="y", what="real numbers"):
-    """Name the first missing value (NaN, None, ``pd.NA`` of a nullable Series) of a real-valued target, before
-    scikit-learn's ``validate_data``, whose "Input y contains NaN." named neither where nor what was expected (an
-    object ``y`` holding None was named by :func:`check_real_target`, a float NaN or a ``Float64`` pd.NA was not).
+    """Refuse a real-valued target that misses a value or holds an infinite one (ValueError naming the first
+    such value, NaN, None, ``pd.NA`` or +-inf, and its position), before scikit-learn's ``validate_data``, whose
+    "Input y contains NaN." named neither where nor what was expected.
+
+    A target of values that are no numbers (strings that are no numbers) is refused as :func:`check_real_target`
+    refuses it (TypeError naming its dtype); numbers stored as strings are read as the numbers, as scikit-learn
+    reads them. Other values (complex numbers, dates) are left to :func:`check_real_target`.
     """
     import pandas as pd
 
     if y is None or sp.issparse(y) or (type(y).__module__ or "").startswith("dask"):
         return
+    dtypes = list(y.dtypes) if hasattr(y, "columns") else [getattr(y, "dtype", None)]
+    nullable = any(d is not None and not isinstance(d, np.dtype) for d in dtypes)  # pd.NA read as NaN by numpy
     try:
-        values = np.asarray(y, dtype=object).ravel()
+        arr = np.asarray(y)
+        plain = arr.dtype.kind in "biuf" and not nullable
+        values = arr.ravel() if plain else np.asarray(y, dtype=object).ravel()
     except (TypeError, ValueError):
         return  # a ragged table: check_table names it
-    missing = np.asarray(pd.isna(values), dtype=bool)
-    if missing.any():
-        i = int(np.flatnonzero(missing)[0])
-        # named as check_real_target names a None it reads as NaN
-        raise ValueError(f"{name} must hold {what}, got nan at position {i} ({int(missing.sum())} missing value(s): "
-                         "NaN, None or pd.NA); every row needs its value")
+    if values.dtype.kind in "biuf":
+        floats = values.astype(np.float64)
+    else:
+        missing = np.asarray(pd.isna(values), dtype=bool)
+        floats = np.full(values.size, np.nan)
+        for i in np.flatnonzero(~missing):
+            v = values[i]
+            if isinstance(v, numbers.Real):
+                floats[i] = float(v)
+            elif isinstance(v, str):
+                try:
+                    floats[i] = float(v)
+                except ValueError:
+                    raise TypeError(_not_real_text(name, what, arr.dtype, v)) from None
+            else:
+                return
+    _refuse_non_finite(values, floats, name, what)
+
+
+def _not_real_text(name, what, dtype, example):
+    """The message refusing a target of ``dtype`` that holds values that are no real numbers (``example``)."""
+    return f"{name} must hold {what}, got an array of dtype {dtype} (for example {plain_value(example)!r})"
+
+
+def _refuse_non_finite(values, floats, name, what):
+    """ValueError naming the first value of ``values`` whose number (``floats``, NaN for a missing one) is not
+    finite: NaN, None and ``pd.NA`` as missing, +-inf as infinite, with the position and the counts."""
+    bad = ~np.isfinite(floats)
+    if not bad.any():
+        return
+    i = int(np.flatnonzero(bad)[0])
+    v = values[i]
+    shown = "None" if v is None else "pd.NA" if _is_pd_na(v) else repr(plain_value(v))
+    n_inf = int(np.isinf(floats).sum())
+    counts = [f"{n} {kind} value(s)" for n, kind in ((int(bad.sum()) - n_inf, "missing"), (n_inf, "infinite")) if n]
+    raise ValueError(f"{name} must hold {what}, got {shown} at position {i} ({' and '.join(counts)}); every row "
+                     "needs a finite value")
+
+
+def _is_pd_na(v):
+    try:
+        import pandas as pd
+    except ImportError:  # pragma: no cover - pandas is a dependency
+        return False
+    return v is pd.NA
 
 
 def check_real_target(y, name="y", what="real numbers", finite=False):
     """Refuse a target that is not made of real numbers (strings, complex, dates) with a message naming it.
 
-    ``validate_data(..., y_numeric=True)`` converts object arrays but lets a
-    string array through, which then fails deep inside numpy. ``finite=True`` also refuses NaN and
-    +-inf: scikit-learn checks an object ``y`` for NaN before converting it, and ``None`` (or
-    ``float("inf")``) in an object array or Series is no NaN there, so it came out of ``validate_data``
-    as NaN (inf): a DCLEFEstimator stored a NaN private value that its range check let through.
+    ``validate_data(..., y_numeric=True)`` converts object arrays but lets a string array through, which then
+    fails deep inside numpy. ``finite=True`` also refuses NaN and +-inf (as :func:`refuse_missing_target` names
+    them): scikit-learn checks an object ``y`` for NaN before converting it, and ``None`` (or ``float("inf")``)
+    in an object array or Series is no NaN there, so it comes out of ``validate_data`` as NaN (inf).
     """
     if y.dtype.kind not in "biuf":
-        first = y.ravel()[0] if y.size else None
-        raise TypeError(f"{name} must hold {what}, got an array of dtype {y.dtype} (for example "
-                        f"{plain_value(first)!r})")
-    if finite and y.dtype.kind == "f" and not np.all(np.isfinite(y)):
-        bad = np.flatnonzero(~np.isfinite(y.ravel()))
-        raise ValueError(f"{name} must hold {what}, got {plain_value(y.ravel()[bad[0]])!r} at position {int(bad[0])} "
-                         f"({bad.size} such value(s); a None or missing value of an object array or Series "
-                         "is read as NaN)")
+        raise TypeError(_not_real_text(name, what, y.dtype, y.ravel()[0] if y.size else None))
+    if finite and y.dtype.kind == "f":
+        _refuse_non_finite(y.ravel(), y.ravel(), name, what)
     return y
 
 

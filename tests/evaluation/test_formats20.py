@@ -256,25 +256,37 @@ def test_blurme_fit_transform_warns_once_of_a_repeated_pair(make):
     np.testing.assert_array_equal(Z.toarray(), expected.toarray())
 
 
-# --------------------------------------------------------------------------- hunt: a missing real-valued target
-# A NaN, or a pandas Float64 pd.NA, among the private values (responses) got scikit-learn's "Input y contains NaN.",
-# naming neither where nor what was expected; a None of an object Series was named.
 @pytest.mark.parametrize("make", ["dclef", "truthful"])
-@pytest.mark.parametrize("missing", ["nan", "Float64 NA", "None"])
-def test_a_missing_private_value_is_named_with_its_position(make, missing):
+@pytest.mark.parametrize("missing, shown", [("nan", "nan"), ("Float64 NA", "pd.NA"), ("None", "None"),
+                                            ("inf", "inf"), ("-inf in a list", "-inf")])
+def test_a_missing_or_infinite_private_value_is_named_with_its_position(make, missing, shown):
     from privrelease import DCLEFEstimator, TruthfulRegressionMechanism
 
     X = np.random.default_rng(0).random((20, 2)) / 2
     d = np.linspace(0.0, 1.0, 20)
     y = {"nan": np.r_[d[:3], np.nan, d[4:]],
          "Float64 NA": pd.Series(d).astype("Float64").mask(pd.Series(range(20)) == 3, pd.NA),
-         "None": pd.Series(list(d[:3]) + [None] + list(d[4:]), dtype=object)}[missing]
+         "None": pd.Series(list(d[:3]) + [None] + list(d[4:]), dtype=object),
+         "inf": np.r_[d[:3], np.inf, d[4:]],
+         "-inf in a list": list(d[:3]) + [-np.inf] + list(d[4:])}[missing]
+    kind = "infinite" if "inf" in missing else "missing"
     est = DCLEFEstimator(data_range=(0, 1), random_state=0) if make == "dclef" else TruthfulRegressionMechanism()
-    with pytest.raises(ValueError, match=r"y must hold .* real numbers, got nan at position 3 \(1 missing value"):
+    with pytest.raises(ValueError, match=rf"y must hold .* real numbers, got {shown} at position 3 \(1 {kind} value"):
         est.fit(X, y)
     complete = pd.Series(d).astype("Float64")  # the nullable dtype without a missing value is read as its numbers
     fitted = est.fit(X, complete)
     assert fitted.predict(X).shape == (20,) if make == "dclef" else hasattr(fitted, "n_clipped_")
+
+
+@pytest.mark.parametrize("make", ["dclef", "truthful"])
+def test_a_target_of_strings_with_a_missing_value_is_refused_for_its_strings(make):
+    from privrelease import DCLEFEstimator, TruthfulRegressionMechanism
+
+    est = DCLEFEstimator(data_range=(0, 1), random_state=0) if make == "dclef" else TruthfulRegressionMechanism()
+    for y in (np.array(["a", None, "b", "c"], dtype=object), pd.Series(["a", "b", None, "c"])):
+        with pytest.raises(TypeError, match=r"y must hold .* real numbers, got an array of dtype object \(for "
+                                            r"example 'a'\)"):
+            est.fit(np.eye(4) / 2, y)
 
 
 # --------------------------------------------------------------------------- hunt: a long-form dask DataFrame
