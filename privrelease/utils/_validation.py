@@ -5,6 +5,7 @@ Every error quotes the value received and says what was expected.
 
 import contextlib
 import contextvars
+import functools
 import numbers
 import warnings
 from decimal import Decimal
@@ -504,8 +505,8 @@ _DUPLICATES_SAID = contextvars.ContextVar("privrelease_duplicates_said", default
 def duplicates_said_once():
     """Within this block, :func:`warn_duplicate_entries` warns once per matrix object.
 
-    ``fit_transform`` checks its input in ``fit`` and again in ``transform``: a matrix storing a (user, item) pair
-    twice was warned about twice for one call. Blocks may nest; the outermost one decides.
+    ``fit_transform`` checks its input in ``fit`` and again in ``transform``: within the block a matrix storing a
+    (user, item) pair twice is warned about once per call. Blocks may nest; the outermost one decides.
     """
     token = _DUPLICATES_SAID.set([]) if _DUPLICATES_SAID.get() is None else None
     try:
@@ -518,8 +519,6 @@ def duplicates_said_once():
 def fit_transform_said_once(fit_transform):
     """``fit_transform`` (scikit-learn's ``fit(X, y).transform(X)``) run inside :func:`duplicates_said_once`: fit
     and transform check the same ``X``, and a matrix storing a (user, item) pair twice is said once per call."""
-    import functools
-
     @functools.wraps(fit_transform)
     def wrapped(self, X, *args, **kwargs):
         with duplicates_said_once():
@@ -1540,8 +1539,8 @@ def plain_labels(y):
 
 def refuse_missing_target(y, name="y", what="real numbers"):
     """Refuse a real-valued target that misses a value or holds an infinite one (ValueError naming the first
-    such value, NaN, None, ``pd.NA`` or +-inf, and its position), before scikit-learn's ``validate_data``, whose
-    "Input y contains NaN." named neither where nor what was expected.
+    such value, NaN, None, ``pd.NA`` or +-inf, and its position). Run before scikit-learn's ``validate_data``,
+    whose "Input y contains NaN." names neither where nor what is expected.
 
     A target of values that are no numbers (strings that are no numbers) is refused as :func:`check_real_target`
     refuses it (TypeError naming its dtype); numbers stored as strings are read as the numbers, as scikit-learn

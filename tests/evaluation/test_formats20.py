@@ -30,9 +30,6 @@ def _long(n_users=30, n_items=20, seed=0):
                          "timestamp": rng.integers(10**9, 2 * 10**9, u.size)})
 
 
-# --------------------------------------------------------------------------- 1. long form or wide table
-# The refusal keyed on column names only: a user x item table whose items happen to be called "Customer" and
-# "Product" was refused as long form by the mappers and every evaluation entry point.
 @pytest.mark.parametrize("n_users, density", [(50, 0.5), (10, 1.0), (6, 1.0)])
 def test_a_wide_table_with_items_named_like_ids_is_released_as_a_matrix(n_users, density):
     W, y = _wide(n_users, density)
@@ -192,7 +189,6 @@ def test_a_wide_pivot_with_nan_is_told_to_fill_not_to_convert_from_long_form():
     assert Z.shape == W.shape
 
 
-# --------------------------------------------------------------------------- 2. fit_transform says it once
 def _with_repeated_pair():
     rng = np.random.default_rng(0)
     X = np.where(rng.random((30, 6)) < 0.6, rng.integers(1, 6, (30, 6)), 0).astype(float)
@@ -227,7 +223,6 @@ def test_fit_transform_warns_once_of_a_repeated_pair_and_releases_as_fit_then_tr
     assert len(_said(caught)) == 2
 
 
-# --------------------------------------------------------------------------- 3. RatingsFrame.from_matrix
 def test_from_matrix_warns_of_a_pair_stored_twice_and_reads_the_sum():
     rf = RatingsFrame().fit(pd.DataFrame({"user": ["a", "b", "c"], "item": [1, 2, 1], "rating": [3.0, 4.0, 5.0]}))
     D = sp.coo_matrix(([2.0, 2.0, 4.0], ([0, 0, 1], [0, 0, 1])), shape=(3, 2))
@@ -289,9 +284,6 @@ def test_a_target_of_strings_with_a_missing_value_is_refused_for_its_strings(mak
             est.fit(np.eye(4) / 2, y)
 
 
-# --------------------------------------------------------------------------- hunt: a long-form dask DataFrame
-# The mappers' dask fit reads a frame as an array of its blocks: a long-form frame was fitted as a matrix of three
-# "items" without a word (in memory it was refused), and a wide dask frame with items named like ids is a matrix.
 def test_a_long_form_dask_frame_is_refused_and_a_wide_one_fitted():
     import dask.dataframe as dd
 
