@@ -54,7 +54,7 @@ from ..mapping import (
 from ..mapping._checks import check_distortion
 from ..utils import check_private_labels
 from ..utils._validation import (_as_label_array, check_label_input, check_number, check_same_index,
-                                 fit_transform_said_once, plain_value, refuse_surprise_data, undisclosed_note)
+                                 fit_transform_said_once, plain_value, undisclosed_note)
 from . import _dask
 from ._columns import _plain_label, keep_column_labels
 
@@ -273,7 +273,6 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                 f"{type(self).__name__} requires y to be passed, but the target y is None (y is the private "
                 "attribute, -1 for users who did not disclose it)"
             )
-        refuse_surprise_data(X)
         self._check_budget()
         check_same_index(X, y)
         check_same_index(X, sample_weight, "sample_weight")
