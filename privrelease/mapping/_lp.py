@@ -782,6 +782,138 @@ def _independence_lp(prob, r, c, n, sel, n_all, w, s, opts, method="highs"):
     return prob.clean(prob.from_edges(x), None), 0, t
 
 
+def _class_differences(prob, ref):
+    """``(H, E, classes)``: for every class ``a`` but ``ref`` (with mass), ``H[i] = p(. | a) - p(. | ref)`` computed so
+    that each entry is exact to a few ulps of the conditionals it is the difference of, and ``E[i]`` a bound on each
+    entry's error.
+
+    ``p(c | a) - p(c)`` (or ``p(a, c) - p(a) p(c)``) of a symbol near ``p(c | a) = 1`` cancels: its rounding, 1e-16,
+    is the whole difference of a class whose other symbols have mass 1e-11. Here every entry but the one of each
+    class's largest conditional is the difference of two conditionals (relative precision), and that one is minus
+    their sum, exact since both conditionals sum to 1."""
+    eps = np.finfo(float).eps
+    cond = prob.M / prob.pA[:, None]
+    classes = [a for a in range(prob.M.shape[0]) if a != ref and prob.pA[a] > 0]
+    H = np.zeros((len(classes), prob.k))
+    E = np.zeros((len(classes), prob.k))
+    for i, a in enumerate(classes):
+        h = cond[a] - cond[ref]
+        # p(c | a) carries the rounding of p(a) (a sum of k terms) and of the division; the difference one more
+        E[i] = 2.0 * (prob.k + 3) * eps * (cond[a] + cond[ref])
+        big = int(np.argmax(cond[a] + cond[ref]))
+        h[big] = 0.0
+        h[big] = -math.fsum(h)
+        E[i, big] = E[i].sum() - E[i, big] + 2.0 * eps * abs(h[big])
+        H[i] = h
+    return H, E, classes
+
+
+#: the conditional perfect-privacy LP is solved with its independence rows multiplied by these gains in turn, until its
+#: polished answer is private to rounding: HiGHS's feasibility tolerance is absolute (1e-10 at the tightest), and a
+#: support it accepted at a residual of 1e-12 had no exact solution (|A| = 2, a class of mass 1e-13: the conditionals
+#: stayed 1.2e-13 apart); with the rows 100 times larger its support is exact
+CONDITIONAL_ROW_GAINS = (1.0, 1e2, 1e4)
+
+
+def conditional_perfect_privacy(prob, spread_tol):
+    """The perfect-privacy LP in conditional form, for priors with rare public symbols; ``(P, lower)`` (internal units)
+    or ``(None, -inf)``.
+
+    The unknowns are the mapping's rows ``P(c, .)``, of order 1 whatever ``p(c)`` is, and independence is written
+    ``sum_c (p(c | a) - p(c | ref)) P(c, j) = 0`` for every class ``a`` but the likeliest ``ref`` and every output
+    ``j``, each class's equations divided by their largest coefficient (:func:`_class_differences`: the differences
+    without cancellation). In the joint masses, or in ``p(c | a) - p(c)``, a symbol of mass 1e-11 sits below HiGHS's
+    absolute tolerances and its rows leak (1e-12 bits at "perfect privacy", its multipliers bounding 0.101 where 0.632
+    is optimal). HiGHS's answer is polished on its support (the equations on the entries it uses solved again by
+    least squares from its point), with the independence rows multiplied by each of ``CONDITIONAL_ROW_GAINS`` in turn
+    until the conditionals ``p(j | a)`` of the polished answer differ by at most ``spread_tol`` in all
+    (``sum_j max_a - min_a``); else the answer whose conditionals differ the least. ``lower`` bounds the distortion of
+    every exactly private allowed mapping: weak duality of the scaled equations with HiGHS's multipliers, evaluated in
+    extended precision, less the multipliers times each coefficient's error bound and the evaluation's rounding (the
+    largest over the solves).
+    """
+    if prob.sparse:
+        return None, -math.inf
+    r, c, n = prob.edges()
+    if n == 0:
+        return None, -math.inf
+    ref = int(np.argmax(prob.pA))
+    H, E, classes = _class_differences(prob, ref)
+    unit = np.abs(H).max(axis=1, initial=0.0)
+    keep = unit > 0
+    H, E = H[keep] / unit[keep, None], E[keep] / unit[keep, None]
+    m, kh = H.shape[0], prob.kh
+    w = prob.edge_weights()
+    rows = _row_sum_matrix(prob, r, n)
+    indep = sp.vstack([sp.csr_matrix((H[i, r], (c, np.arange(n))), shape=(kh, n)) for i in range(m)] or
+                      [sp.csr_matrix((0, n))], format="csr")
+    A = sp.vstack([rows, indep], format="csr")
+    b = np.concatenate([np.ones(prob.k), np.zeros(m * kh)])
+    tight = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
+    scale = float(np.abs(w).max(initial=0.0)) or 1.0
+
+    def spread(P):
+        cond = prob.joint(P) / prob.pA[:, None]
+        return float((cond.max(axis=0) - cond.min(axis=0)).sum())
+
+    best, best_spread, lower = None, math.inf, -math.inf
+    for gain in CONDITIONAL_ROW_GAINS:
+        A_g = sp.vstack([rows, gain * indep], format="csr")
+        res = linprog(w / scale, A_eq=A_g, b_eq=b, bounds=(0, None), method="highs", options=tight)
+        if res.status != 0:
+            break
+        if res.eqlin is not None and res.eqlin.marginals is not None:
+            s = np.asarray(res.eqlin.marginals, dtype=float)[prob.k:].reshape(m, kh) * (scale * gain)
+            lower = max(lower, _conditional_bound(prob, H, E, s, r, c, w))
+        P = prob.clean(prob.from_edges(res.x), None)
+        # the exact point of HiGHS's support: HiGHS's point moved by the least-norm correction of its residual (in the
+        # unscaled equations), twice; the support's system may have more unknowns than independent equations, and the
+        # correction, of the residual's order, keeps the point near HiGHS's
+        S = np.flatnonzero(res.x > POLISH_SUPPORT_FLOOR)
+        if S.size:
+            AS = A[:, S].toarray()
+            xs = res.x[S].copy()
+            for _ in range(2):
+                xs = xs + np.linalg.lstsq(AS, b - AS @ xs, rcond=None)[0]
+            if xs.min(initial=0.0) >= 0.0:
+                x = np.zeros(n)
+                x[S] = xs
+                Q = prob.clean(prob.from_edges(x), None)
+                if spread(Q) <= spread(P):
+                    P = Q
+        if spread(P) < best_spread:
+            best, best_spread = P, spread(P)
+        if best_spread <= spread_tol:
+            break
+    return best, lower
+
+
+def _conditional_bound(prob, H, E, s, r, c, w):
+    """``sum_c min_j (W(c, j) - sum_a H(a, c) s(a, j))`` over the allowed entries, less ``sum_c max_j sum_a |s(a, j)|
+    (E(a, c) + eps |H(a, c)|)`` (the coefficients' error: the exact equations' residual at any exactly private
+    mapping, whose rows sum to 1) and the rounding of its evaluation: a lower bound on the distortion of every
+    exactly private allowed mapping (internal units)."""
+    LD = np.longdouble
+    u = float(np.finfo(LD).eps)
+    eps = np.finfo(float).eps
+    m = H.shape[0]
+    sc = s[:, c]
+    lag = w.astype(LD) - np.einsum("ae,ae->e", H[:, r].astype(LD), sc.astype(LD))
+    err = np.einsum("ae,ae->e", E[:, r] + eps * np.abs(H[:, r]), np.abs(sc))
+    err = err + u * ((m + 2) * np.einsum("ae,ae->e", np.abs(H[:, r]), np.abs(sc)) + np.abs(w))
+    mins = np.full(prob.k, np.inf, dtype=LD)
+    np.minimum.at(mins, r, lag)
+    worst = np.zeros(prob.k)
+    np.maximum.at(worst, r, err)
+    if not np.all(np.isfinite(mins)):
+        return -math.inf
+    total = mins.sum()
+    low = float(total)
+    if low > total:
+        low = float(np.nextafter(low, -np.inf))
+    return low - float(worst.sum()) * (1.0 + 1e-9) - prob.k * u * float(np.abs(mins).sum())
+
+
 #: the perfect-privacy LP is solved again, in units of its own optimum, when its answer is more than this share of its
 #: distortion above the Lagrangian bound of its multipliers (see _independence_lp_by_cost)
 PP_GAP_RTOL = 1e-9
