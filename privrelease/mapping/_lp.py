@@ -808,29 +808,34 @@ def _class_differences(prob, ref):
     return H, E, classes
 
 
-#: the conditional perfect-privacy LP is solved with its independence rows multiplied by these gains in turn, until its
-#: polished answer is private to rounding: HiGHS's feasibility tolerance is absolute (1e-10 at the tightest), and a
-#: support it accepted at a residual of 1e-12 had no exact solution (|A| = 2, a class of mass 1e-13: the conditionals
-#: stayed 1.2e-13 apart); with the rows 100 times larger its support is exact
+#: the conditional perfect-privacy LP is also solved in the mapping's own units with its independence rows multiplied by
+#: these gains (see conditional_perfect_privacy)
 CONDITIONAL_ROW_GAINS = (1.0, 1e2, 1e4)
+#: the conditional perfect-privacy LP's answer is refined at most this many times (a correction LP for its residual, in
+#: units of the residual): HiGHS's feasibility tolerance is absolute (1e-10 at the tightest), and a rare symbol's row
+#: sum, of the order of its coefficients, is below it
+CONDITIONAL_REFINE_ROUNDS = 4
 
 
 def conditional_perfect_privacy(prob, spread_tol):
     """The perfect-privacy LP in conditional form, for priors with rare public symbols; ``(P, lower)`` (internal units)
     or ``(None, -inf)``.
 
-    The unknowns are the mapping's rows ``P(c, .)``, of order 1 whatever ``p(c)`` is, and independence is written
-    ``sum_c (p(c | a) - p(c | ref)) P(c, j) = 0`` for every class ``a`` but the likeliest ``ref`` and every output
-    ``j``, each class's equations divided by their largest coefficient (:func:`_class_differences`: the differences
-    without cancellation). In the joint masses, or in ``p(c | a) - p(c)``, a symbol of mass 1e-11 sits below HiGHS's
-    absolute tolerances and its rows leak (1e-12 bits at "perfect privacy", its multipliers bounding 0.101 where 0.632
-    is optimal). HiGHS's answer is polished on its support (the equations on the entries it uses solved again by
-    least squares from its point), with the independence rows multiplied by each of ``CONDITIONAL_ROW_GAINS`` in turn
-    until the conditionals ``p(j | a)`` of the polished answer differ by at most ``spread_tol`` in all
-    (``sum_j max_a - min_a``); else the answer whose conditionals differ the least. ``lower`` bounds the distortion of
-    every exactly private allowed mapping: weak duality of the scaled equations with HiGHS's multipliers, evaluated in
-    extended precision, less the multipliers times each coefficient's error bound and the evaluation's rounding (the
-    largest over the solves).
+    Independence is written ``sum_c (p(c | a) - p(c | ref)) P(c, j) = 0`` for every class ``a`` but the likeliest
+    ``ref`` and every output ``j``, each class's equations divided by their largest coefficient
+    (:func:`_class_differences`: the differences without cancellation). In the joint masses, or in ``p(c | a) -
+    p(c)``, a symbol of mass 1e-11 sits below HiGHS's absolute tolerances and its rows leak (1e-12 bits at "perfect
+    privacy", its multipliers bounding 0.101 where 0.632 is optimal). Here each symbol's row is in units of its own
+    largest coefficient ``s(c)`` (unknowns ``z(c, j) = s(c) P(c, j)``, row sums ``s(c)``), so that no coefficient is
+    below HiGHS's drop threshold (1e-9; a symbol whose conditionals differ by 1e-12 was dropped and the LP declared
+    infeasible); the row sums, below HiGHS's feasibility tolerance, are then met by iterative refinement: the LP of
+    the correction, its right-hand side the residual scaled to 1 (``CONDITIONAL_REFINE_ROUNDS`` at most). The
+    answer is polished on its support (the equations on the entries it uses solved again by least squares from its
+    point) and taken when that makes the conditionals ``p(j | a)`` closer; it is returned whatever their difference
+    ``sum_j max_a - min_a`` (the caller checks its leakage), the refinement stopping once it is at most
+    ``spread_tol``. ``lower`` bounds the distortion of every exactly private allowed mapping: weak duality of the
+    equations with HiGHS's multipliers, evaluated in extended precision, less the multipliers times each
+    coefficient's error bound and the evaluation's rounding.
     """
     if prob.sparse:
         return None, -math.inf
@@ -844,48 +849,88 @@ def conditional_perfect_privacy(prob, spread_tol):
     H, E = H[keep] / unit[keep, None], E[keep] / unit[keep, None]
     m, kh = H.shape[0], prob.kh
     w = prob.edge_weights()
-    rows = _row_sum_matrix(prob, r, n)
-    indep = sp.vstack([sp.csr_matrix((H[i, r], (c, np.arange(n))), shape=(kh, n)) for i in range(m)] or
-                      [sp.csr_matrix((0, n))], format="csr")
-    A = sp.vstack([rows, indep], format="csr")
-    b = np.concatenate([np.ones(prob.k), np.zeros(m * kh)])
-    tight = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
-    scale = float(np.abs(w).max(initial=0.0)) or 1.0
 
     def spread(P):
         cond = prob.joint(P) / prob.pA[:, None]
         return float((cond.max(axis=0) - cond.min(axis=0)).sum())
 
-    best, best_spread, lower = None, math.inf, -math.inf
-    for gain in CONDITIONAL_ROW_GAINS:
-        A_g = sp.vstack([rows, gain * indep], format="csr")
-        res = linprog(w / scale, A_eq=A_g, b_eq=b, bounds=(0, None), method="highs", options=tight)
-        if res.status != 0:
-            break
-        if res.eqlin is not None and res.eqlin.marginals is not None:
-            s = np.asarray(res.eqlin.marginals, dtype=float)[prob.k:].reshape(m, kh) * (scale * gain)
-            lower = max(lower, _conditional_bound(prob, H, E, s, r, c, w))
-        P = prob.clean(prob.from_edges(res.x), None)
-        # the exact point of HiGHS's support: HiGHS's point moved by the least-norm correction of its residual (in the
-        # unscaled equations), twice; the support's system may have more unknowns than independent equations, and the
-        # correction, of the residual's order, keeps the point near HiGHS's
-        S = np.flatnonzero(res.x > POLISH_SUPPORT_FLOOR)
-        if S.size:
-            AS = A[:, S].toarray()
-            xs = res.x[S].copy()
-            for _ in range(2):
-                xs = xs + np.linalg.lstsq(AS, b - AS @ xs, rcond=None)[0]
-            if xs.min(initial=0.0) >= 0.0:
-                x = np.zeros(n)
-                x[S] = xs
-                Q = prob.clean(prob.from_edges(x), None)
-                if spread(Q) <= spread(P):
-                    P = Q
-        if spread(P) < best_spread:
-            best, best_spread = P, spread(P)
-        if best_spread <= spread_tol:
+    sym = np.abs(H).max(axis=0, initial=0.0)
+    # each symbol's unit: its largest coefficient (1 without any); then, where that leaves the conditionals apart
+    # beyond spread_tol, every unit 1 (the unknowns P themselves: a support with a consistent exact point where the
+    # units' made the refinement end 3.7e-12 apart), with the independence rows multiplied by CONDITIONAL_ROW_GAINS in
+    # turn (a support HiGHS accepted at a residual of 1e-12 had no exact point: |A| = 2, a class of mass 1e-13, the
+    # conditionals 1.2e-13 apart; with the rows 100 times larger its support was exact)
+    best, lower = None, -math.inf
+    variants = [(np.where(sym > 0, sym, 1.0), 1.0)] + [(np.ones(prob.k), g) for g in CONDITIONAL_ROW_GAINS]
+    for units, gain in variants:
+        P, low = _conditional_solve(prob, H, E, units, gain, r, c, n, w, spread, spread_tol)
+        lower = max(lower, low)
+        if P is not None and (best is None or spread(P) < spread(best)):
+            best = P
+        if best is not None and spread(best) <= spread_tol:
             break
     return best, lower
+
+
+def _conditional_solve(prob, H, E, sym, gain, r, c, n, w, spread, spread_tol):
+    """One solve of :func:`conditional_perfect_privacy`'s LP with the symbols' units ``sym`` and the independence rows
+    multiplied by ``gain``: ``(P, lower)`` or ``(None, -inf)``."""
+    m, kh = H.shape[0], prob.kh
+    se = sym[r]
+    rows = sp.csr_matrix((np.ones(n), (r, np.arange(n))), shape=(prob.k, n))
+    indep = [sp.csr_matrix((gain * H[i, r] / se, (c, np.arange(n))), shape=(kh, n)) for i in range(m)]
+    A = sp.vstack([rows] + indep, format="csr")
+    b = np.concatenate([sym, np.zeros(m * kh)])
+    cost = w / se
+    scale = float(np.abs(cost).max(initial=0.0)) or 1.0
+    tight = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
+    res = linprog(cost / scale, A_eq=A, b_eq=b, bounds=(0, None), method="highs", options=tight)
+    if res.status != 0:
+        return None, -math.inf
+    lower = -math.inf
+    if res.eqlin is not None and res.eqlin.marginals is not None:
+        # the multipliers of gain sum_c H(a, c) / s(c) z(c, j) = 0, i.e. of sum_c H(a, c) P(c, j) = 0 times gain
+        s = np.asarray(res.eqlin.marginals, dtype=float)[prob.k:].reshape(m, kh) * (scale * gain)
+        lower = _conditional_bound(prob, H, E, s, r, c, w)
+
+    def mapping(z):
+        return prob.clean(prob.from_edges(np.maximum(z, 0.0) / se), None)
+
+    z = np.maximum(res.x, 0.0)
+    for _ in range(CONDITIONAL_REFINE_ROUNDS):
+        if spread(mapping(z)) <= spread_tol:
+            break
+        # the residual of each equation relative to its scale (a row sum: s(c); an independence row: gain)
+        resid = b - A @ z
+        big = float(np.abs(resid / np.concatenate([sym, np.full(m * kh, gain)])).max(initial=0.0))
+        if not big > 0:
+            break
+        gain = 1.0 / big
+        corr = linprog(cost / scale, A_eq=A, b_eq=gain * resid, bounds=np.c_[-gain * z, np.full(n, np.inf)],
+                       method="highs", options=tight)
+        if corr.status != 0:
+            break
+        z = np.maximum(z + corr.x / gain, 0.0)
+    P = mapping(z)
+    # the exact point of the support: moved by the least-norm correction of its residual in P's units (row sums 1),
+    # twice; the support's system may have more unknowns than independent equations, and the correction, of the
+    # residual's order, keeps the point near the LP's
+    S = np.flatnonzero(z / se > POLISH_SUPPORT_FLOOR)
+    if S.size and spread(P) > 0.0:
+        AS = sp.vstack([sp.csr_matrix((np.ones(n), (r, np.arange(n))), shape=(prob.k, n))]
+                       + [sp.csr_matrix((H[i, r], (c, np.arange(n))), shape=(kh, n)) for i in range(m)],
+                       format="csr")[:, S].toarray()
+        bP = np.concatenate([np.ones(prob.k), np.zeros(m * kh)])
+        xs = P[r[S], c[S]].copy()
+        for _ in range(2):
+            xs = xs + np.linalg.lstsq(AS, bP - AS @ xs, rcond=None)[0]
+        if xs.min(initial=0.0) >= 0.0:
+            x = np.zeros(n)
+            x[S] = xs
+            Q = prob.clean(prob.from_edges(x), None)
+            if spread(Q) <= spread(P):
+                P = Q
+    return P, lower
 
 
 def _conditional_bound(prob, H, E, s, r, c, w):

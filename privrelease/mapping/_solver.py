@@ -764,6 +764,12 @@ def _solve_mi_target(prob, target_bits, solver, tol):
         # answer to it. The cheapest constant mapping, which leaks exactly 0, certified by the LP's multipliers or
         # warned; without one, the LP's mapping warned (or refused)
         return _leaky_private_answer(prob, Ppp, t_pp, target_bits, solver, rng_, leak_rounding)
+    if L <= leak_rounding and not prob.sparse and (Ppp is None or prob.objective(Ppp) > tol * LN2):
+        # the perfect-privacy LP infeasible or leaking beyond tol (rare symbols: coefficients of 1e-12 dropped by
+        # HiGHS): the LP in conditional form, when its mapping is private to rounding
+        Qc, lb_c = conditional_perfect_privacy(prob, _rounding_share(prob))
+        if Qc is not None and _private_to_rounding(prob, Qc, leak_rounding):
+            return _leaky_private_answer(prob, Ppp, t_pp, target_bits, solver, rng_, leak_rounding, (Qc, lb_c))
     if 0.0 < L <= leak_rounding and Ppp is not None \
             and prob.objective(Ppp) <= tol * LN2:
         # a target below the rounding of the certificate itself (4 ulps of H(A) per summation level): no solve can
@@ -782,6 +788,14 @@ def _solve_mi_target(prob, target_bits, solver, tol):
         # 1e-7 e)) a mapping of distortion 97.7 came back "optimal" with a distortion gap of 35.9 (85.2 reachable)
         fpp = prob.objective(Ppp)
         tol_pp = _answer_dist_tol(prob, prob.distortion(Ppp), ANSWER_RTOL * DIST_RTOL * rng_)
+        if gap_pp > tol_pp:
+            # not certified by its multipliers (rare public symbols or classes: below HiGHS's tolerances their rows
+            # look free, and the bound fell 2.7e-5 .. 0.89 short): the LP in conditional form, its mapping when it
+            # is private to rounding and cheaper, its bound when higher
+            Qc, lb_c = conditional_perfect_privacy(prob, _rounding_share(prob))
+            if Qc is not None and _private_to_rounding(prob, Qc, leak_rounding):
+                return _leaky_private_answer(prob, Ppp, t_pp, target_bits, solver, rng_, leak_rounding, (Qc, lb_c),
+                                             keep=Ppp)
         cert = {"gap_bits": float(fpp / LN2), "distortion_gap": float(prob.gap_to_user(gap_pp)),
                 "distortion_tolerance": float(prob.gap_to_user(tol_pp)), "method": "perfect-privacy LP (HiGHS)"}
         return _target_answer(prob, Ppp, cert, "highs", gap_pp, tol_pp, target_bits, solver,
@@ -971,30 +985,36 @@ def _solve_mi_target(prob, target_bits, solver, tol):
     return _target_answer(prob, best_P, cert, "+".join(sorted(names)), gap_d, dist_tol, target_bits, solver)
 
 
-def _leaky_private_answer(prob, Ppp, t_pp, target_bits, solver, rng_, allowance):
+def _leaky_private_answer(prob, Ppp, t_pp, target_bits, solver, rng_, allowance, conditional=None, keep=None):
     """The answer to a mutual-information target no solve tells from 0 when the perfect-privacy LP's mapping
-    ``Ppp`` leaks beyond rounding (public symbols of mass 1e-11 below HiGHS's tolerances).
+    ``Ppp`` leaks beyond rounding (public symbols of mass 1e-11 below HiGHS's tolerances), is None (HiGHS called the LP
+    infeasible), or is not certified by its multipliers.
 
     The LP again in conditional form (:func:`~._lp.conditional_perfect_privacy`: unknowns of order 1 whatever
     ``p(c)``, differences of conditionals without cancellation), its mapping taken when it leaks at most
     ``allowance`` nats (the leakage's rounding), and the cheapest constant mapping (leakage exactly 0): the cheaper
     of the two, certified when the larger of the two multipliers' bounds (``t_pp``'s and the conditional LP's) is
     within tolerance of its distortion, else the policy of :func:`_target_answer` (a warning with ``solver="auto"``,
-    else a SolverError); with neither, ``Ppp`` itself under that policy (it is above the target)."""
+    else a SolverError); with neither, ``Ppp`` itself under that policy (it is above the target). ``conditional``: the
+    conditional LP's ``(mapping, bound)`` when already solved; ``keep``: a mapping private to rounding (``Ppp``, not
+    certified) also a candidate."""
     Pc = _cheapest_constant_mapping(prob)
     lb = -math.inf if t_pp is None else independence_lower_bound(prob, t_pp, 0.0)
-    Qc, lb_c = conditional_perfect_privacy(prob, _rounding_share(prob))
+    Qc, lb_c = conditional if conditional is not None else conditional_perfect_privacy(prob, _rounding_share(prob))
     lb = max(lb, lb_c)
-    cands = [Q for Q in (Pc, Qc) if Q is not None]
-    cands = [Q for Q in cands if Q is Pc or prob.objective(Q) <= allowance]
+    cands = [Q for Q in (Pc, Qc, keep) if Q is not None]
+    cands = [Q for Q in cands if Q is Pc or _private_to_rounding(prob, Q, allowance)]
     P = min(cands, key=prob.distortion) if cands else Ppp
     d = prob.distortion(P)
     gap = max(d - lb, 0.0) if cands else math.inf
     tol_d = _answer_dist_tol(prob, d, ANSWER_RTOL * DIST_RTOL * rng_)
     if P is Pc:
-        method = "cheapest constant mapping: the perfect-privacy LP's mapping leaked " \
-                 f"{prob.objective(Ppp) / LN2:.3g} bits"
+        method = "cheapest constant mapping: the perfect-privacy LP's mapping " + (
+            "was not found" if Ppp is None else f"leaked {prob.objective(Ppp) / LN2:.3g} bits")
         how = " by the cheapest constant mapping"
+    elif P is keep:
+        method = "perfect-privacy LP (HiGHS); distortion bound: the perfect-privacy LP in conditional form"
+        how = " by the perfect-privacy LP"
     elif cands:
         method = "perfect-privacy LP in conditional form (HiGHS, polished on its support)"
         how = " by the perfect-privacy LP in conditional form"
@@ -1007,6 +1027,18 @@ def _leaky_private_answer(prob, Ppp, t_pp, target_bits, solver, rng_, allowance)
             "distortion_lower_bound": float(prob.to_user(lb)) if np.isfinite(lb) else -math.inf,
             "distortion_tolerance": float(prob.gap_to_user(tol_d)), "method": method}
     return _target_answer(prob, P, cert, "highs", gap, tol_d, target_bits, solver, how)
+
+
+def _private_to_rounding(prob, Q, allowance):
+    """Whether the mapping ``Q`` is perfectly private up to rounding: its leakage at most ``allowance`` nats, or its
+    conditionals ``p(j | a)`` within the rounding of a sum over the symbols of each other (``sum_j max_a - min_a``
+    at most :func:`_rounding_share`). The leakage's own evaluation rounds to a few ulps of 1 (each term's logarithm
+    of a ratio near 1), which is above ``allowance`` where a class of mass 1e-12 makes ``H(A)`` tiny: a mapping
+    whose conditionals agreed to 1.7e-16 leaked 1.1e-16 nats against an allowance of 1e-24."""
+    if prob.objective(Q) <= allowance:
+        return True
+    cond = prob.joint(Q) / prob.pA[:, None]
+    return float((cond.max(axis=0) - cond.min(axis=0)).sum()) <= _rounding_share(prob)
 
 
 def _measurably_dependent(prob):
