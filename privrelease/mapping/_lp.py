@@ -916,7 +916,7 @@ def _conditional_solve(prob, H, E, sym, gain, r, c, n, w, spread, spread_tol):
     # twice; the support's system may have more unknowns than independent equations, and the correction, of the
     # residual's order, keeps the point near the LP's
     S = np.flatnonzero(z / se > POLISH_SUPPORT_FLOOR)
-    if S.size and spread(P) > 0.0:
+    if S.size and spread(P) > 0.0 and (prob.k + m * kh) * S.size <= POLISH_MAX_CELLS:  # a dense system
         AS = sp.vstack([sp.csr_matrix((np.ones(n), (r, np.arange(n))), shape=(prob.k, n))]
                        + [sp.csr_matrix((H[i, r], (c, np.arange(n))), shape=(kh, n)) for i in range(m)],
                        format="csr")[:, S].toarray()
