@@ -829,8 +829,9 @@ def conditional_perfect_privacy(prob, spread_tol):
     largest coefficient ``s(c)`` (unknowns ``z(c, j) = s(c) P(c, j)``, row sums ``s(c)``), so that no coefficient is
     below HiGHS's drop threshold (1e-9; a symbol whose conditionals differ by 1e-12 was dropped and the LP declared
     infeasible); the row sums, below HiGHS's feasibility tolerance, are then met by iterative refinement: the LP of
-    the correction, its right-hand side the residual scaled to 1 (``CONDITIONAL_REFINE_ROUNDS`` at most). The
-    answer is polished on its support (the equations on the entries it uses solved again by least squares from its
+    the correction, its right-hand side the residual scaled to 1 (``CONDITIONAL_REFINE_ROUNDS`` at most); then, until
+    an answer is private to ``spread_tol``, in the mapping's own units with the independence rows multiplied by each
+    of ``CONDITIONAL_ROW_GAINS``. Each answer is polished on its support (the equations on the entries it uses solved again by least squares from its
     point) and taken when that makes the conditionals ``p(j | a)`` closer; it is returned whatever their difference
     ``sum_j max_a - min_a`` (the caller checks its leakage), the refinement stopping once it is at most
     ``spread_tol``. ``lower`` bounds the distortion of every exactly private allowed mapping: weak duality of the

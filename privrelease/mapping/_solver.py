@@ -89,8 +89,10 @@ Tolerance policy
   and output symbol): a constant distortion has a range of 0. A target that the
   least-leaking mapping found meets within that rounding is met by that mapping. At a target no
   solve tells from 0 the perfect-privacy LP's mapping answers only when it leaks within that
-  rounding (HiGHS's tolerances let public symbols of mass 1e-11 leak 1e-12 bits); else the cheapest
-  constant mapping (leakage exactly 0), certified or warned; an answer over the target is never "optimal". An LP
+  rounding (HiGHS's tolerances let public symbols of mass 1e-11 leak 1e-12 bits) and is certified; else the
+  cheaper of the perfect-privacy LP in conditional form (``_lp.conditional_perfect_privacy``, when private to
+  rounding; also where the LP is infeasible) and the cheapest constant mapping (leakage exactly 0), certified by the
+  larger of the two LPs' bounds or warned; an answer over the target is never "optimal". An LP
   answer over the target or not certified is first replaced by an exact vertex (of HiGHS's
   active constraints, or complementary to the dual LP's multipliers, checked within the
   target to relative precision) when one is cheaper, and bounded by the dual LP
