@@ -831,9 +831,10 @@ def conditional_perfect_privacy(prob, spread_tol):
     infeasible); the row sums, below HiGHS's feasibility tolerance, are then met by iterative refinement: the LP of
     the correction, its right-hand side the residual scaled to 1 (``CONDITIONAL_REFINE_ROUNDS`` at most); then, until
     an answer is private to ``spread_tol``, in the mapping's own units with the independence rows multiplied by each
-    of ``CONDITIONAL_ROW_GAINS``. Each answer is polished on its support (the equations on the entries it uses solved again by least squares from its
-    point) and taken when that makes the conditionals ``p(j | a)`` closer; it is returned whatever their difference
-    ``sum_j max_a - min_a`` (the caller checks its leakage), the refinement stopping once it is at most
+    of ``CONDITIONAL_ROW_GAINS``. Each answer is polished on its support (the equations on the entries it uses
+    solved again by least squares from its point) and taken when that makes the conditionals ``p(j | a)`` closer;
+    the closest is returned whatever their difference ``sum_j max_a - min_a`` (the caller checks its leakage), the
+    refinement stopping once it is at most
     ``spread_tol``. ``lower`` bounds the distortion of every exactly private allowed mapping: weak duality of the
     equations with HiGHS's multipliers, evaluated in extended precision, less the multipliers times each
     coefficient's error bound and the evaluation's rounding.
