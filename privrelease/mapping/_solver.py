@@ -89,8 +89,10 @@ Tolerance policy
   and output symbol): a constant distortion has a range of 0. A target that the
   least-leaking mapping found meets within that rounding is met by that mapping. At a target no
   solve tells from 0 the perfect-privacy LP's mapping answers only when it leaks within that
-  rounding (HiGHS's tolerances let public symbols of mass 1e-11 leak 1e-12 bits); else the cheapest
-  constant mapping (leakage exactly 0), certified or warned; an answer over the target is never "optimal". An LP
+  rounding (HiGHS's tolerances let public symbols of mass 1e-11 leak 1e-12 bits) and is certified; else the
+  cheaper of the perfect-privacy LP in conditional form (``_lp.conditional_perfect_privacy``, when private to
+  rounding; also where the LP is infeasible) and the cheapest constant mapping (leakage exactly 0), certified by the
+  larger of the two LPs' bounds or warned; an answer over the target is never "optimal". An LP
   answer over the target or not certified is first replaced by an exact vertex (of HiGHS's
   active constraints, or complementary to the dual LP's multipliers, checked within the
   target to relative precision) when one is cheaper, and bounded by the dual LP
@@ -119,9 +121,9 @@ from ._checks import (_refuse_strings, check_budget, check_distortion, check_map
 from ._cvx import solve_quietly
 from ._leakage import expected_distortion, leakage as _leakage
 from ._lp import (ROW_SCALE_FLOOR, BlockFloor, _ml_references, _ml_row_unit, _ml_target_slack,
-                  independence_lower_bound, maximal_leakage_distortion_bound, maximal_leakage_target_multipliers,
-                  perfect_privacy_mapping, polish_maximal_leakage, polish_maximal_leakage_target,
-                  sharpest_independence_multipliers, solve_maximal_leakage_lp)
+                  conditional_perfect_privacy, independence_lower_bound, maximal_leakage_distortion_bound,
+                  maximal_leakage_target_multipliers, perfect_privacy_mapping, polish_maximal_leakage,
+                  polish_maximal_leakage_target, sharpest_independence_multipliers, solve_maximal_leakage_lp)
 from ._presolve import reduce_outputs
 from ._problem import LN2, Problem, bound_rounding
 from ._result import MappingResult
@@ -763,7 +765,13 @@ def _solve_mi_target(prob, target_bits, solver, tol):
         # bits came back "optimal" at distortion 0.101 for a target of 0 whose exact optimum is 0.632): not an
         # answer to it. The cheapest constant mapping, which leaks exactly 0, certified by the LP's multipliers or
         # warned; without one, the LP's mapping warned (or refused)
-        return _leaky_private_answer(prob, Ppp, t_pp, target_bits, solver, rng_)
+        return _leaky_private_answer(prob, Ppp, t_pp, target_bits, solver, rng_, leak_rounding)
+    if L <= leak_rounding and not prob.sparse and (Ppp is None or prob.objective(Ppp) > tol * LN2):
+        # the perfect-privacy LP infeasible or leaking beyond tol (rare symbols: coefficients of 1e-12 dropped by
+        # HiGHS): the LP in conditional form, when its mapping is private to rounding
+        Qc, lb_c = conditional_perfect_privacy(prob, _rounding_share(prob))
+        if Qc is not None and _private_to_rounding(prob, Qc, leak_rounding):
+            return _leaky_private_answer(prob, Ppp, t_pp, target_bits, solver, rng_, leak_rounding, (Qc, lb_c))
     if 0.0 < L <= leak_rounding and Ppp is not None \
             and prob.objective(Ppp) <= tol * LN2:
         # a target below the rounding of the certificate itself (4 ulps of H(A) per summation level): no solve can
@@ -782,6 +790,14 @@ def _solve_mi_target(prob, target_bits, solver, tol):
         # 1e-7 e)) a mapping of distortion 97.7 came back "optimal" with a distortion gap of 35.9 (85.2 reachable)
         fpp = prob.objective(Ppp)
         tol_pp = _answer_dist_tol(prob, prob.distortion(Ppp), ANSWER_RTOL * DIST_RTOL * rng_)
+        if gap_pp > tol_pp:
+            # not certified by its multipliers (rare public symbols or classes: below HiGHS's tolerances their rows
+            # look free, and the bound fell 2.7e-5 .. 0.89 short): the LP in conditional form, its mapping when it
+            # is private to rounding and cheaper, its bound when higher
+            Qc, lb_c = conditional_perfect_privacy(prob, _rounding_share(prob))
+            if Qc is not None and _private_to_rounding(prob, Qc, leak_rounding):
+                return _leaky_private_answer(prob, Ppp, t_pp, target_bits, solver, rng_, leak_rounding, (Qc, lb_c),
+                                             keep=Ppp)
         cert = {"gap_bits": float(fpp / LN2), "distortion_gap": float(prob.gap_to_user(gap_pp)),
                 "distortion_tolerance": float(prob.gap_to_user(tol_pp)), "method": "perfect-privacy LP (HiGHS)"}
         return _target_answer(prob, Ppp, cert, "highs", gap_pp, tol_pp, target_bits, solver,
@@ -971,27 +987,60 @@ def _solve_mi_target(prob, target_bits, solver, tol):
     return _target_answer(prob, best_P, cert, "+".join(sorted(names)), gap_d, dist_tol, target_bits, solver)
 
 
-def _leaky_private_answer(prob, Ppp, t_pp, target_bits, solver, rng_):
+def _leaky_private_answer(prob, Ppp, t_pp, target_bits, solver, rng_, allowance, conditional=None, keep=None):
     """The answer to a mutual-information target no solve tells from 0 when the perfect-privacy LP's mapping
-    ``Ppp`` leaks beyond rounding: the cheapest constant mapping (leakage exactly 0) when there is one, certified
-    when the multipliers ``t_pp`` bound its distortion within tolerance, else the policy of
-    :func:`_target_answer` (a warning with ``solver="auto"``, else a SolverError); without a constant mapping
-    ``Ppp`` itself under that policy (it is above the target)."""
+    ``Ppp`` leaks beyond rounding (public symbols of mass 1e-11 below HiGHS's tolerances), is None (HiGHS called the LP
+    infeasible), or is not certified by its multipliers.
+
+    The LP again in conditional form (:func:`~._lp.conditional_perfect_privacy`: unknowns of order 1 whatever
+    ``p(c)``, differences of conditionals without cancellation), its mapping taken when it leaks at most
+    ``allowance`` nats (the leakage's rounding), and the cheapest constant mapping (leakage exactly 0): the cheaper
+    of the two, certified when the larger of the two multipliers' bounds (``t_pp``'s and the conditional LP's) is
+    within tolerance of its distortion, else the policy of :func:`_target_answer` (a warning with ``solver="auto"``,
+    else a SolverError); with neither, ``Ppp`` itself under that policy (it is above the target). ``conditional``: the
+    conditional LP's ``(mapping, bound)`` when already solved; ``keep``: a mapping private to rounding (``Ppp``, not
+    certified) also a candidate."""
     Pc = _cheapest_constant_mapping(prob)
     lb = -math.inf if t_pp is None else independence_lower_bound(prob, t_pp, 0.0)
-    P = Pc if Pc is not None else Ppp
+    Qc, lb_c = conditional if conditional is not None else conditional_perfect_privacy(prob, _rounding_share(prob))
+    lb = max(lb, lb_c)
+    cands = [Q for Q in (Pc, Qc, keep) if Q is not None]
+    cands = [Q for Q in cands if Q is Pc or _private_to_rounding(prob, Q, allowance)]
+    P = min(cands, key=prob.distortion) if cands else Ppp
     d = prob.distortion(P)
-    gap = max(d - lb, 0.0) if Pc is not None else math.inf
+    gap = max(d - lb, 0.0) if cands else math.inf
     tol_d = _answer_dist_tol(prob, d, ANSWER_RTOL * DIST_RTOL * rng_)
+    if P is Pc:
+        method = "cheapest constant mapping: the perfect-privacy LP's mapping " + (
+            "was not found" if Ppp is None else f"leaked {prob.objective(Ppp) / LN2:.3g} bits")
+        how = " by the cheapest constant mapping"
+    elif P is keep:
+        method = "perfect-privacy LP (HiGHS); distortion bound: the perfect-privacy LP in conditional form"
+        how = " by the perfect-privacy LP"
+    elif cands:
+        method = "perfect-privacy LP in conditional form (HiGHS, polished on its support)"
+        how = " by the perfect-privacy LP in conditional form"
+    else:
+        method = "perfect-privacy LP (HiGHS)"
+        how = f"; the perfect-privacy LP's mapping leaks {prob.objective(P) / LN2:.3g} bits, above the target beyond " \
+              "rounding"
     cert = {"gap_bits": float(prob.objective(P) / LN2),
             "distortion_gap": float(prob.gap_to_user(gap)) if np.isfinite(gap) else math.inf,
             "distortion_lower_bound": float(prob.to_user(lb)) if np.isfinite(lb) else -math.inf,
-            "distortion_tolerance": float(prob.gap_to_user(tol_d)),
-            "method": "cheapest constant mapping: the perfect-privacy LP's mapping leaked "
-                      f"{prob.objective(Ppp) / LN2:.3g} bits" if Pc is not None else "perfect-privacy LP (HiGHS)"}
-    how = " by the cheapest constant mapping" if Pc is not None else \
-        f"; the perfect-privacy LP's mapping leaks {cert['gap_bits']:.3g} bits, above the target beyond rounding"
+            "distortion_tolerance": float(prob.gap_to_user(tol_d)), "method": method}
     return _target_answer(prob, P, cert, "highs", gap, tol_d, target_bits, solver, how)
+
+
+def _private_to_rounding(prob, Q, allowance):
+    """Whether the mapping ``Q`` is perfectly private up to rounding: its leakage at most ``allowance`` nats, or its
+    conditionals ``p(j | a)`` within the rounding of a sum over the symbols of each other (``sum_j max_a - min_a``
+    at most :func:`_rounding_share`). The leakage's own evaluation rounds to a few ulps of 1 (each term's logarithm
+    of a ratio near 1), which is above ``allowance`` where a class of mass 1e-12 makes ``H(A)`` tiny: a mapping
+    whose conditionals agreed to 1.7e-16 leaked 1.1e-16 nats against an allowance of 1e-24."""
+    if prob.objective(Q) <= allowance:
+        return True
+    cond = prob.joint(Q) / prob.pA[:, None]
+    return float((cond.max(axis=0) - cond.min(axis=0)).sum()) <= _rounding_share(prob)
 
 
 def _measurably_dependent(prob):
@@ -1192,6 +1241,7 @@ def _solve_ml(prob, delta, target_bits, solver, tol=1e-6):
         return P, cert, name, "optimal" if cert["gap_bits"] <= need else "inaccurate"
     cap = 2.0 ** target_bits * (1 - ML_TARGET_HAIR)
     polished = None
+    lb_cond = -math.inf  # the conditional perfect-privacy LP's bound, when it is solved below
     if info is not None and "lp_marginals" in info:
         polished, info = _polish_target(prob, P, info, lp_bits, target_bits, ml_sum, cap)
     pull_price = 0.0
@@ -1202,9 +1252,13 @@ def _solve_ml(prob, delta, target_bits, solver, tol=1e-6):
             # the perfect-privacy LP's mapping leaks beyond rounding (p(c) over 8 decades, |A| = 5: a target of 0 was
             # refused as unreachable on a distortion without forbidden entries; a public symbol of mass 1e-12: its
             # conditional error counts linearly, 2e-13 bits returned "optimal" at a target of 0): the cheapest
-            # constant mapping, whose leakage is exactly 0, when there is one
+            # constant mapping, whose leakage is exactly 0, when there is one; and the LP in conditional form (unknowns
+            # of order 1, differences of conditionals without cancellation), whose mapping is private to rounding where
+            # the LP in joint masses leaks: the cheaper of the two, its multipliers' bound kept for a target of 0
             Pc = _cheapest_constant_mapping(prob)
-            Ppp = Pc if Pc is not None else Ppp
+            Qc, lb_cond = conditional_perfect_privacy(prob, _rounding_share(prob))
+            cands = [Q for Q in (Pc, Qc) if Q is not None and ml_sum(Q) <= 1.0 + _rounding_share(prob)]
+            Ppp = min(cands, key=prob.distortion) if cands else Ppp
         Pz = Ppp if Ppp is not None else prob.clean(solve_maximal_leakage_lp(prob)[0], None)
         if Ppp is not None and cap < ml_sum(Ppp) <= 1.0 + 1e-12:
             # a target of 0 (or below the rounding of 0): sum_j max_a p(j | a) >= 1 for every mapping,
@@ -1275,6 +1329,10 @@ def _solve_ml(prob, delta, target_bits, solver, tol=1e-6):
         lb_ind = independence_lower_bound(prob, t_pp, target_bits * LN2)
         if lb_ind > lb:
             lb, lb_note = lb_ind, "; distortion bound: the perfect-privacy LP's multipliers (I <= maximal leakage)"
+    if lb_cond > lb and 2.0 ** target_bits <= 1.0 + _rounding_share(prob):
+        # a target of 0 up to rounding: every mapping that meets it is private, and the conditional LP's multipliers
+        # bound the distortion of every private mapping (the joint-mass LP's see a rare symbol's rows as free)
+        lb, lb_note = lb_cond, "; distortion bound: the perfect-privacy LP in conditional form"
     gap = max(d_P - lb, 0.0)
     dist_tol = tolerance(lb)
     cert = {"gap_bits": max(math.log2(max(ml_sum(P), 1.0)) - target_bits, 0.0),
