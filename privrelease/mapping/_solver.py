@@ -64,8 +64,8 @@ Tolerance policy
   ``a + D`` (budget ``a + delta``; ``a`` a constant or a vector over the rows) give the
   same mapping. Budgets, bounds and the smallest feasible distortion are reported with the
   offset, gaps and tolerances without it. A budget below the smallest feasible distortion
-  by more than that distortion's rounding (``ROUNDING_ULPS`` ulps of it per input and
-  output symbol, at most ``BUDGET_RTOL`` of it) is infeasible; within it, the smallest.
+  by more than that distortion's rounding (``ceil(log2 k) + 2`` ulps of it over ``k`` inputs,
+  at most ``BUDGET_RTOL`` of it) is infeasible; within it, the smallest.
   A budget whose slack above the smallest moves at most ``ROUNDING_ULPS`` ulps of a row's
   mass is the smallest. Outputs tie for a row's cheapest when their costs are equal.
 * ``max_leakage`` mode (every solver): the returned mapping's leakage is at most the target
@@ -117,7 +117,7 @@ from ..utils._validation import check_table
 from ._checks import (_refuse_strings, check_budget, check_distortion, check_mapping, check_paired_labels,
                       check_prior)
 from ._cvx import solve_quietly
-from ._leakage import expected_distortion, leakage as _leakage
+from ._leakage import _expected_distortion, leakage as _leakage
 from ._lp import (ROW_SCALE_FLOOR, BlockFloor, _ml_references, _ml_row_unit, _ml_target_slack,
                   independence_lower_bound, maximal_leakage_distortion_bound, maximal_leakage_target_multipliers,
                   perfect_privacy_mapping, polish_maximal_leakage, polish_maximal_leakage_target,
@@ -300,27 +300,44 @@ def _cvxpy_candidates(prob, *, delta=None, target_nats=None, solvers=("CLARABEL"
 
 
 # ---------------------------------------------------------------------------- helpers
+def budget_slack(smallest, n):
+    """How far below the smallest feasible distortion ``smallest`` (user units) a budget still counts as it: the
+    rounding of ``smallest`` computed as a sum of ``n`` terms ``p(c) min_j d(c, j)`` (pairwise summation, as
+    numpy's: ``ceil(log2 n) + 2`` ulps of ``smallest``; the correctly rounded value this module reports is within
+    one), at most ``BUDGET_RTOL`` of it. In user units, since it is the rounding of a number the caller
+    computed; it does not grow with the output alphabet, nor linearly with ``n``, which took budgets a whole
+    spread below the smallest (``k = 1200`` at ``1e6 + 1e-6 D0``)."""
+    smallest = abs(float(smallest))
+    if not math.isfinite(smallest):
+        return 0.0
+    ulps = math.ceil(math.log2(max(int(n), 2))) + 2
+    return min(ulps * float(np.spacing(smallest)), BUDGET_RTOL * smallest)
+
+
 def _below_smallest(prob, delta):
-    """Whether the budget ``delta`` (user units) is below the smallest feasible distortion by more than that
-    distortion's rounding (``ROUNDING_ULPS`` ulps of it per input and output symbol, at most ``BUDGET_RTOL`` of it;
-    a budget within it is solved at the smallest). In user units: it is the rounding of a budget the caller
-    computed, which follows the distortions' common offset; more would follow the offset too (``BUDGET_RTOL`` of
-    ``1e6`` took budgets a whole spread of ``1e-6`` below the smallest for it, and the answer exceeded them)."""
+    """Whether the budget ``delta`` (user units) is below the smallest feasible distortion by more than
+    :func:`budget_slack` (a budget within it is solved at the smallest)."""
     smallest = prob.to_user(prob.delta_min)
-    return delta < smallest - min(BUDGET_RTOL, _rounding_share(prob)) * abs(smallest)
+    return delta < smallest - budget_slack(smallest, prob.k)
 
 
 def _internal_budget(prob, delta):
     """The internal budget of the user budget ``delta`` (not below :func:`_below_smallest`): ``delta_min`` when its
     slack above it can move at most ``ROUNDING_ULPS`` ulps of a row's mass (the slack over the cheapest weight
-    ``p(c) d(c, j)`` above a row's minimum), a mapping the cheapest one up to its own rounding (a caller's ``d_min``
-    0.3 ulp above the exact sum moved 1.6e-16 of mass off it), else its own. Judged in the problem's units, not
-    against the offset: at ``1e9 + 1e-6 D0`` one ulp of the offset is 0.12 of the spread."""
+    ``p(c) d(c, j)`` above a row's minimum), so that the answer is the cheapest mapping up to its own rounding;
+    else its own. Judged in the problem's units, where the slack is measured against the distortions' spread,
+    not against their common offset."""
     d_int = max(prob.to_internal(delta), prob.delta_min)
     w = prob.edge_weights()
     w = w[w > 0]
     step = float(w.min()) if w.size else 0.0
     return prob.delta_min if d_int - prob.delta_min <= ROUNDING_ULPS * np.finfo(float).eps * step else d_int
+
+
+def reported_distortion(prior, mapping, distortion):
+    """The expected distortion of ``mapping`` under the checked (normalised) ``prior`` the solver used: its
+    column sums as they are, not normalised again."""
+    return float(_expected_distortion(np.asarray(prior).sum(axis=0), mapping, distortion))
 
 
 def _make_result(prob, P_red, *, prior, distortion, status, certificate, solver, delta, max_leakage, kind,
@@ -329,7 +346,7 @@ def _make_result(prob, P_red, *, prior, distortion, status, certificate, solver,
     return MappingResult(
         mapping=full,
         leakage=float(_leakage(prior, full, kind=kind)),
-        distortion=float(expected_distortion(prior, full, distortion)),
+        distortion=reported_distortion(prior, full, distortion),
         status=status,
         certificate=certificate,
         solver=solver,
@@ -1041,9 +1058,8 @@ def _answer_dist_tol(prob, answer, floor=0.0):
 def _ml_rounding_floor(prob, P):
     """The maximal-leakage target mode's distortion tolerance floor for the answer ``P`` (internal units): the
     rounding of its masses (``ROUNDING_ULPS`` ulps per symbol of each row's total, 1) times the dearest entry the row
-    uses, ``sum_c max_{j: P(c, j) > 0} p(c) d(c, j)``, at most ``ML_ROUNDING_RTOL`` times the range. Over the whole
-    row (the range) the floor followed entries no answer uses: 13.3 beside an optimum of 3.24 on distortions over 16
-    decades."""
+    uses, ``sum_c max_{j: P(c, j) > 0} p(c) d(c, j)``, at most ``ML_ROUNDING_RTOL`` times the range. Only the entries
+    the answer uses enter: a row's dearest entry may be decades above them (distortions over 16 decades)."""
     if prob.sparse:
         used = np.where(np.asarray(P) > 0, prob.w, 0.0)
         dearest = float(np.maximum.reduceat(used, prob.indptr[:-1]).sum())
