@@ -716,7 +716,7 @@ def _solve_mi_target(prob, target_bits, solver, tol):
             gap_b = max(d_blk - lb_blk, 0.0)
             cert = {"gap_bits": float(max(prob.objective(P_blk) / LN2 - target_bits, 0.0)),
                     "distortion_gap": float(prob.gap_to_user(gap_b)),
-                    "distortion_lower_bound": float(prob.to_user(lb_blk)),
+                    "distortion_lower_bound": float(prob.to_user_down(lb_blk)),
                     "distortion_tolerance": float(prob.gap_to_user(tol_b)),
                     "method": f"the target is the smallest leakage I(A; B) over {floor.n_blocks} blocks of allowed "
                               "entries: per-block perfect-privacy LP (HiGHS)"}
@@ -769,7 +769,7 @@ def _solve_mi_target(prob, target_bits, solver, tol):
         if gap_d > dist_tol:
             return None
         cert = {"gap_bits": float(prob.objective(Ppp) / LN2), "distortion_gap": float(prob.gap_to_user(gap_d)),
-                "distortion_lower_bound": float(prob.to_user(lower())),
+                "distortion_lower_bound": float(prob.to_user_down(lower())),
                 "method": "perfect-privacy LP (HiGHS): the target is below the leakage's rounding" + bound_note()}
         return Ppp, cert, "highs", "optimal"
 
@@ -818,7 +818,7 @@ def _solve_mi_target(prob, target_bits, solver, tol):
             dm = prob.distortion(Pm)
             gap_m, tol_m = max(dm - lower(), 0.0), _answer_dist_tol(prob, dm, ANSWER_RTOL * DIST_RTOL * rng_)
             cert = {"gap_bits": float(max(fm - lbm, 0.0) / LN2), "distortion_gap": float(prob.gap_to_user(gap_m)),
-                    "distortion_lower_bound": float(prob.to_user(lower())),
+                    "distortion_lower_bound": float(prob.to_user_down(lower())),
                     "distortion_tolerance": float(prob.gap_to_user(tol_m)),
                     "method": "the target is the smallest achievable leakage (up to rounding)"}
             return _target_answer(prob, Pm, cert, "+".join(sorted(names)), gap_m, tol_m, target_bits, solver)
@@ -855,7 +855,7 @@ def _solve_mi_target(prob, target_bits, solver, tol):
         d0 = prob.distortion(P0)
         gap0, tol0 = max(d0 - lower(), 0.0), _answer_dist_tol(prob, d0, ANSWER_RTOL * DIST_RTOL * rng_)
         cert = {"gap_bits": float(max(prob.objective(P0), 0.0) / LN2), "distortion_gap": float(prob.gap_to_user(gap0)),
-                "distortion_lower_bound": float(prob.to_user(lower())),
+                "distortion_lower_bound": float(prob.to_user_down(lower())),
                 "distortion_tolerance": float(prob.gap_to_user(tol0)),
                 "method": "perfect privacy: a mapping of leakage 0 and the bounds"}
         return _target_answer(prob, P0, cert, "+".join(sorted(names | {"highs"})), gap0, tol0, target_bits, solver)
@@ -979,7 +979,7 @@ def _solve_mi_target(prob, target_bits, solver, tol):
     cert = {
         "gap_bits": float(max(f_best - bound_at(best_d), 0.0) / LN2),
         "distortion_gap": float(prob.gap_to_user(gap_d)),
-        "distortion_lower_bound": float(prob.to_user(lb)),
+        "distortion_lower_bound": float(prob.to_user_down(lb)),
         "n_delta_solves": len(lines),
         "method": "Newton on the square root of the privacy-distortion curve with Lagrangian lower bounds"
                   + bound_note(),
@@ -1002,7 +1002,7 @@ def _leaky_private_answer(prob, Ppp, t_pp, target_bits, solver, rng_):
     tol_d = _answer_dist_tol(prob, d, ANSWER_RTOL * DIST_RTOL * rng_)
     cert = {"gap_bits": float(prob.objective(P) / LN2),
             "distortion_gap": float(prob.gap_to_user(gap)) if np.isfinite(gap) else math.inf,
-            "distortion_lower_bound": float(prob.to_user(lb)) if np.isfinite(lb) else -math.inf,
+            "distortion_lower_bound": float(prob.to_user_down(lb)) if np.isfinite(lb) else -math.inf,
             "distortion_tolerance": float(prob.gap_to_user(tol_d)),
             "method": "cheapest constant mapping: the perfect-privacy LP's mapping leaked "
                       f"{prob.objective(Ppp) / LN2:.3g} bits" if Pc is not None else "perfect-privacy LP (HiGHS)"}
@@ -1294,7 +1294,7 @@ def _solve_ml(prob, delta, target_bits, solver, tol=1e-6):
     gap = max(d_P - lb, 0.0)
     dist_tol = tolerance(lb)
     cert = {"gap_bits": max(math.log2(max(ml_sum(P), 1.0)) - target_bits, 0.0),
-            "distortion_gap": float(prob.gap_to_user(gap)), "distortion_lower_bound": float(prob.to_user(lb)),
+            "distortion_gap": float(prob.gap_to_user(gap)), "distortion_lower_bound": float(prob.to_user_down(lb)),
             "distortion_tolerance": float(prob.gap_to_user(dist_tol)),
             "method": "linear program (HiGHS), dual bound" + lb_note}
     # and within the target up to rounding (the perfect-privacy LP's mapping, taken near a target of 0, may leak
@@ -1388,7 +1388,7 @@ def _ml_fallback(prob, delta, target_bits, exc):
     P = min(ok, key=prob.distortion)
     cert = {"gap_bits": max(math.log2(max(ml_sum(P), 1.0)) - target_bits, 0.0),
             "distortion_gap": float(prob.gap_to_user(prob.distortion(P) - prob.delta_min)),
-            "distortion_lower_bound": float(prob.to_user(prob.delta_min)), "distortion_tolerance": 0.0,
+            "distortion_lower_bound": float(prob.to_user_down(prob.delta_min)), "distortion_tolerance": 0.0,
             "method": note}
     return P, cert, "highs", "inaccurate"
 

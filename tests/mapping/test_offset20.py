@@ -415,3 +415,20 @@ def test_degenerate_mapper_result_follows_the_engines_budget_rule():
         _degenerate_result(prior, cost, 1e9 - 1e-4, None, "mutual_information")
     res = _degenerate_result(prior, cost, 1e9, None, "mutual_information")
     assert res.distortion == 1e9
+
+
+@pytest.mark.parametrize("seed", [0, 2, 3])
+def test_distortion_lower_bound_is_rounded_down(seed):
+    # the bound was converted to user units rounded to nearest: with offsets near 5e8 half an ulp is 0.06 of a
+    # spread of 1e-6, and the reported lower bound exceeded the optimum by that much
+    P, D0 = _instance(seed)
+    k = D0.shape[0]
+    a = np.random.default_rng(200 + seed).uniform(5e8, 1e9, k)
+    D = a[:, None] + 1e-6 * D0
+    D_eff = (D - a[:, None]) / 1e-6
+    off = sum(Fraction(float(p)) * Fraction(float(x)) for p, x in zip(P.sum(axis=0), a))
+    res = solve_mapping(P, D, max_leakage=0.02)
+    _, ref = _cvx_reference(P, D_eff, target_bits=0.02)
+    rng_, _ = _range(P, D_eff)
+    lb = res.certificate["distortion_lower_bound"]
+    assert (Fraction(lb) - off) / Fraction(1e-6) <= Fraction(ref + 1e-7 * rng_)
