@@ -482,12 +482,17 @@ def _fast_candidates(prob, delta, tol, warm, notes):
     from ._fast import solve_fast
 
     bounds = []
-    # a slack the barrier cannot resolve: the step first (it is the optimum there up to second order); the barrier
-    # certified 1.1e-7 bits above it at 1e-21 of the range (1e-9 of a smallest distortion of 1e-8, entries to 1e4)
+
+    def first_order():
+        step = _first_order_step(prob, delta)
+        return [] if step is None else [("first-order", step)]
+
+    # the first-order step from the cheapest mapping is the optimum up to second order in the budget's slack above
+    # the smallest: first when that slack is one the barrier cannot resolve (within FIRST_ORDER_RTOL of the range),
+    # else after the barrier, in case that one does not certify
     tiny = prob.delta_min < delta <= prob.delta_min + FIRST_ORDER_RTOL * max(prob.delta_max - prob.delta_min, 0.0)
-    step = _first_order_step(prob, delta) if tiny else None
-    if step is not None:
-        yield "first-order", step
+    if tiny:
+        yield from first_order()
     try:
         out = solve_fast(prob, delta, tol=tol, warm=warm, return_hint=True, bounds=bounds)
     except (SolverError, np.linalg.LinAlgError, ArithmeticError, ValueError) as exc:
@@ -497,20 +502,16 @@ def _fast_candidates(prob, delta, tol, warm, notes):
         # (P, pi of the outputs the polish may empty, the bounds computed on the way); a bare mapping is
         # accepted too
         yield ("fast", *out, bounds) if isinstance(out, tuple) else ("fast", out, None, bounds)
-    step = None if tiny else _first_order_step(prob, delta)  # certified only when the budget is nearly the smallest
-    if step is not None:
-        yield "first-order", step
+    if not tiny:
+        yield from first_order()
     near = NEAR_MIN_RTOL * max(prob.delta_min, prob.delta_max - prob.delta_min)
     if prob.n_argmin.max() > 1 and prob.delta_min < delta <= prob.delta_min + near:
-        # a hair above the smallest budget with tied cheapest outputs (a row of equal costs): the
-        # optimum at the smallest budget (the program on the cheapest entries only, no budget to
-        # resolve) is feasible here and within slope x slack of the optimum; the barrier cannot
-        # resolve a slack of 1e-9 of the budget, and the first-order step ignores free moves
-        # (families, seed 10: a row of zeros, 0.18 bits from the barrier, 1.85 from the step). "A hair" is
-        # relative to the budget's range as well: with a free output in every row the smallest budget is 0,
-        # and delta = 1e-173 of the largest distortion (families2, curve_odd: a denormal budget, entries
-        # over 300 decades) left the barrier 2.8 bits from certified (its budget term lam / s overflows),
-        # where the optimum at the smallest budget certifies (2.7e-7 bits)
+        # a hair above the smallest budget with tied cheapest outputs (a row of equal costs): the optimum at the
+        # smallest budget (the program on the cheapest entries only, no budget to resolve) is feasible here and
+        # within slope x slack of the optimum, where the barrier cannot resolve the slack and the first-order step
+        # ignores the free moves between tied outputs. "A hair" is relative to the budget's range as well: with a
+        # free output in every row the smallest budget is 0, and a budget many decades below the largest
+        # distortion overflows the barrier's budget term
         try:
             P_at_min = solve_fast(prob, prob.delta_min, tol=tol)
         except (SolverError, np.linalg.LinAlgError, ArithmeticError, ValueError) as exc:
