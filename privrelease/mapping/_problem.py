@@ -415,9 +415,9 @@ def row_offset(pc, shift):
     rounding, one ulp of 1e9 being 0.12 of a spread of 1e-6). Each product is split exactly (Dekker) after scaling
     ``shift`` into ``[0.5, 1)``, then summed by ``math.fsum``. ``(inf, 0)`` when the sum overflows.
 
-    The products are exact only while their parts stay normal numbers: terms below ``2**-969`` (an offset near
-    float's underflow) are rounded to the subnormal grid when scaled back, so there the pair is the sum up to
-    ``2**-1074`` per term, not correctly rounded.
+    The split is exact only while the products' error parts stay normal numbers: a product ``pc(c) mant(c)`` below
+    about ``2**-969`` (``pc(c)`` under ~1e-292), or a term scaled back below it (an offset near float's underflow),
+    loses its bits under ``2**-1074`` (times the scaling ``2**expo``), and the pair is then not correctly rounded.
     """
     pc = np.asarray(pc, dtype=float)
     mant, expo = np.frexp(np.asarray(shift, dtype=float))
