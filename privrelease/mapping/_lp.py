@@ -479,8 +479,9 @@ class BlockFloor:
         self._parts = None
 
     def parts(self):
-        """Per block ``(rows, cols, p(b), sub-problem)`` (cached); the sub-problem in the distortion units of
-        ``prob``'s internal ones (its ``to_user`` converts back)."""
+        """Per block ``(rows, cols, p(b), sub-problem)`` (cached). A sub-problem's distortion is ``prob``'s internal
+        one on the block (each row's minimum 0, so no offset): its user units are ``prob``'s internal units, and a
+        difference of its distortions converts by its ``gap_to_user``."""
         if self._parts is None:
             prob = self.prob
             d = np.where(prob.mask, prob.d, np.inf)
