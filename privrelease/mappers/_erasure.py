@@ -580,6 +580,7 @@ class ErasureMapper(_BaseMapper):
         if _dask.is_dask_collection(X):
             return _dask.transform(self, X)
         check_is_fitted(self)
+        self._check_guarantee_unchanged()
         Xa = self._check_X(X, reset=False)
         source = check_random_source(self.random_state)
         codes = self._encode(Xa)

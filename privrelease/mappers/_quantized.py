@@ -2244,6 +2244,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
         if _dask.is_dask_collection(X):
             return _dask.transform(self, X)
         check_is_fitted(self)
+        self._check_guarantee_unchanged()
         frame = X if is_sparse_frame(X) else None
         # a dense DataFrame stays one too (its index and columns: the users and items), as on the dask path
         dense_frame = X if frame is None and _is_pandas_frame(X) else None
