@@ -1,6 +1,7 @@
 """Hostile inputs, round 20: parameters changed after fit, files of another byte order, paths swapped for FIFOs,
 integers beyond float64 as privacy budgets, the CLI's success line."""
 
+import math
 import os
 import sys
 import threading
@@ -227,3 +228,58 @@ def test_a_path_swapped_for_a_fifo_after_the_check_is_refused_not_waited_on(tmp_
         pytest.fail("load blocked on a FIFO swapped in after its regular-file check")
     assert isinstance(outcome["result"], ValueError)
     assert "not a regular file" in str(outcome["result"])
+
+
+# ----------------------------------------------------------------------------- F5: an epsilon beyond float64
+def test_truthful_regression_refuses_an_epsilon_beyond_float64_by_name():
+    from privrelease.regression import TruthfulRegressionMechanism
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 3)) / 4
+    y = np.clip(X @ np.array([0.5, -0.2, 0.1]), -1, 1)
+    with pytest.raises(ValueError, match=r"epsilon must be finite, got a number of 1101 bits, beyond the float64"):
+        TruthfulRegressionMechanism(epsilon=2**1100, random_state=0).fit(X, y)
+    with pytest.raises(ValueError, match=r"payment_scale must be finite, got a number of 1101 bits"):
+        TruthfulRegressionMechanism(epsilon=1.0, payment_scale=2**1100, random_state=0).fit(X, y)
+
+
+@pytest.mark.parametrize("make", [
+    lambda eps: __import__("privrelease.noise", fromlist=["Laplace"]).Laplace(epsilon=eps, sensitivity=1.0),
+    lambda eps: __import__("privrelease.noise", fromlist=["VectorLaplace"]).VectorLaplace(
+        dimension=2, epsilon=eps, sensitivity=1.0),
+    lambda eps: __import__("privrelease.accounting", fromlist=["PrivacyAccountant"]).PrivacyAccountant(eps),
+])
+def test_an_epsilon_beyond_float64_is_refused_not_made_infinite(make):
+    # inf is no noise at all (Laplace) or an unlimited budget (the accountant): more than 2**1100 promises
+    with pytest.raises(ValueError, match=r"epsilon must be finite, got a number of 1101 bits, beyond the float64"):
+        make(2**1100)
+    assert np.isinf(make(np.inf).epsilon)   # inf itself, written as such, keeps its meaning
+
+
+# ----------------------------------------------------------------------------- F6: the accountant, the CLI
+def test_a_positive_spend_that_rounds_to_zero_is_refused_and_minus_zero_is_zero():
+    from privrelease.accounting import PrivacyAccountant
+
+    acc = PrivacyAccountant(0)
+    with pytest.raises(ValueError, match=r"epsilon = .* is positive but rounds to 0 in float64"):
+        acc.spend(np.longdouble("1e-4000"))
+    assert len(acc) == 0 and acc.spent == 0.0
+    acc = PrivacyAccountant(-0.0)
+    assert math.copysign(1.0, acc.epsilon) == 1.0 and "epsilon=0.0" in repr(acc)
+    acc.spend(-0.0)
+    assert math.copysign(1.0, acc.spent) == 1.0
+
+
+def test_the_cli_success_line_shows_the_report_path_quoted(tmp_path, monkeypatch, capsys):
+    import privrelease.runner
+    from privrelease.cli import main
+
+    folder = tmp_path / "out\x1b[2Jx"
+
+    def fake_run(pipeline, output, **kwargs):
+        return str(output) + "/report.md", {}, 0.0
+
+    monkeypatch.setattr(privrelease.runner, "run_pipeline", fake_run)
+    assert main(["run", "p.toml", "-o", str(folder)]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\\x1b[2Jx" in out
