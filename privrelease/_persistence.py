@@ -60,6 +60,8 @@ MAX_MEMBERS = 4096
 #: how deep the metadata may nest (dicts and lists inside the parameters and state)
 MAX_DEPTH = 32
 _META_KEY = "__metadata__"
+_O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _SIGNED_MAGIC = b"PRIVRELEASE-HMAC-SHA256\n"
 _TAG_BYTES = 32
 
@@ -203,6 +205,10 @@ def _decode(node, arrays, where, depth=0):
         if key not in arrays:
             raise ValueError(f"{where}: array {key!r} described in the metadata is missing from the file")
         a = arrays[key]
+        if not a.dtype.isnative:
+            # a file written on a host of the other byte order: the same values in this host's order (scipy.sparse
+            # and numpy's compiled routines refuse or slow down on swapped dtypes such as >f8)
+            a = a.astype(a.dtype.newbyteorder("="))
         if node.get("object"):
             if a.dtype.kind != "U":
                 raise ValueError(f"{where}: array {key!r} is marked as strings but has dtype {a.dtype}")
@@ -239,6 +245,9 @@ def _decode(node, arrays, where, depth=0):
                              f"({data.size} values, {indices.size} indices, indptr ends at {int(indptr[-1])})")
         if indices.size and (indices.min() < 0 or indices.max() >= shape[1]):
             raise ValueError(f"{where}: a column index is outside [0, {shape[1]})")
+        if data.dtype == np.float16:  # built, then refused by scipy's first copy with a message naming no entry
+            raise ValueError(f"{where}.data: dtype float16, which scipy.sparse cannot store; expected float64 as "
+                             "privrelease.save writes (or another dtype scipy.sparse stores)")
         M = sp.csr_matrix((data, indices, indptr), shape=tuple(shape))
         if node.get("sparray"):
             M = sp.csr_array(M)
@@ -365,15 +374,20 @@ def _read(path, key=None, *, max_bytes=DEFAULT_MAX_BYTES):
             raise FileNotFoundError(f"cannot load {path!r}: it is a symbolic link to {os.readlink(path)!r}, "
                                     "which leads to no file (a missing target or a loop of links)")
         raise FileNotFoundError(f"cannot load {path!r}: no such file")
-    if not stat.S_ISREG(os.stat(path).st_mode):
-        # a FIFO blocked the read forever; /dev/zero (size 0) was read up to max_bytes
-        raise ValueError(f"cannot load {path!r}: it is not a regular file (a FIFO, socket or device); expected "
-                         "a file saved by privrelease.save")
-    size = os.path.getsize(path)
-    if size > max_bytes:
-        raise ValueError(f"{path!r} holds {size} bytes, more than max_bytes={max_bytes}; "
-                         "raise the cap with load(..., max_bytes=...) if the file is expected to be that large")
-    with open(path, "rb") as fh:
+    not_regular = (f"cannot load {path!r}: it is not a regular file (a FIFO, socket or device); expected a file "
+                   "saved by privrelease.save")
+    if not stat.S_ISREG(os.stat(path).st_mode):  # a socket cannot even be opened: said here
+        raise ValueError(not_regular)
+    # opened without blocking (a FIFO's open waits for a writer) and checked again on the open descriptor: a path
+    # swapped for a FIFO or a device after the check above is refused too; a regular file ignores O_NONBLOCK
+    fd = os.open(path, os.O_RDONLY | _O_NONBLOCK | _O_CLOEXEC)
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        if not stat.S_ISREG(st.st_mode):  # a FIFO blocks a read forever; /dev/zero would be read up to max_bytes
+            raise ValueError(not_regular)
+        if st.st_size > max_bytes:
+            raise ValueError(f"{path!r} holds {st.st_size} bytes, more than max_bytes={max_bytes}; "
+                             "raise the cap with load(..., max_bytes=...) if the file is expected to be that large")
         raw = fh.read(max_bytes + 1)
     body = _unwrap(path, raw, key)
     head = body[:4]

@@ -216,8 +216,10 @@ def cmd_run(args):
                                         overrides=overrides, overwrite=args.overwrite, log=_log)
     for k, v in (headline or {}).items():
         _log(f"  {k}: {_fmt(v)}")
-    _log(f"done in {secs:.1f} s; report written to {Path(path).resolve()} and "
-         f"{Path(path).with_suffix('.html').resolve()}")
+    # quoted as the error messages show paths: a control character in the folder's name (an ESC) reaches the
+    # terminal escaped, not as a command to it
+    _log(f"done in {secs:.1f} s; report written to {str(Path(path).resolve())!r} and "
+         f"{str(Path(path).with_suffix('.html').resolve())!r}")
     return 0
 
 

@@ -163,9 +163,18 @@ class _LedgerLock:
         return False
 
 
-def _check_epsilon(value, name="epsilon"):
-    """A real number >= 0 (inf allowed; an int beyond float64, 10**400, is inf), by ``check_number``."""
-    return check_number(value, name, low=0.0, allow_inf=True)
+def _check_epsilon(value, name="epsilon", *, budget=False):
+    """A real number >= 0 as a float64 (inf allowed), by ``check_number``; -0.0 is 0.0.
+
+    A spend beyond float64 (an int such as ``10**400``) is recorded as inf, an upper bound of it; a ``budget``
+    beyond float64 is refused (inf would be an unlimited budget, more than the one given). A positive value that
+    float64 rounds to 0 (``np.longdouble("1e-4000")``) is refused: recorded as 0, a release would spend nothing.
+    """
+    v = check_number(value, name, low=0.0, allow_inf=True, overflow_to_inf=not budget)
+    if v == 0 and value > 0:
+        raise ValueError(f"{name} = {plain_value(value)!r} is positive but rounds to 0 in float64, which would record "
+                         "no privacy spent; expected 0 or a number >= 5e-324")
+    return v + 0.0  # -0.0 is shown and recorded as 0.0
 
 
 def _unequal_to_itself(name):
@@ -413,7 +422,7 @@ class PrivacyAccountant:
     """
 
     def __init__(self, epsilon=np.inf):
-        self.epsilon = _check_epsilon(epsilon)
+        self.epsilon = _check_epsilon(epsilon, budget=True)
         self._lock = _LedgerLock()   # reentrant: spend() inside an atomic() block
         self._spends = []            # dataset-level epsilon of each release
         self._total = 0.0            # their running sum (compared with the budget up to 1e-12) ...

@@ -209,12 +209,15 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         "n_features_in_", "feature_names_in_", "classes_", "prior_", "cost_matrix_", "mapping_",
         "leakage_", "prior_leakage_", "distortion_", "map_accuracy_", "smallest_delta_",
         "mismatch_bound_", "n_labeled_", "solver_result_", "leakage_per_attribute_", "joint_leakage_",
-        "attribute_tuples_", "joint_prior_", "n_labeled_per_attribute_", "feature_labels_in_",
+        "attribute_tuples_", "joint_prior_", "n_labeled_per_attribute_", "feature_labels_in_", "guarantee_params_",
     )
     #: of those, the ones a fitted mapper may lack (the names and labels of a frame's columns; ``attribute_tuples_``,
     #: ``joint_prior_`` and ``n_labeled_per_attribute_`` exist for a 2-D ``y`` only)
     _optional_attributes = ("feature_names_in_", "attribute_tuples_", "joint_prior_", "n_labeled_per_attribute_",
-                            "feature_labels_in_")
+                            "feature_labels_in_", "guarantee_params_")
+
+    #: of those, the arrays fit always computes in float64 (a file holding them in another float dtype is refused)
+    _float64_attributes = ("prior_", "cost_matrix_", "mapping_", "joint_prior_")
 
     def __init_subclass__(cls, **kwargs):
         # scikit-learn's set_output wrapping first, then the fitted column labels put back over its renaming
@@ -486,6 +489,35 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         self.mapping_ = _row_stochastic(result.mapping, self.cost_matrix_)
         self.solver_result_ = result
         self._set_figures()
+        self.guarantee_params_ = {name: getattr(self, name) for name in self._guarantee_names()}
+
+    def _guarantee_names(self):
+        """The constructor parameters the fitted guarantee was established under (``guarantee_params_``).
+
+        ``leakage`` is the measure ``leakage_`` is stated in, ``delta`` / ``max_leakage`` the budget the
+        mapping was solved for, and ``protect`` (2-D ``y`` only) whether the joint tuple or each attribute
+        is what the mapping protects.
+        """
+        names = ["leakage", "delta", "max_leakage"]
+        if isinstance(self.classes_, list):
+            names.append("protect")
+        return names
+
+    def _check_guarantee_unchanged(self):
+        """Refuse to release when ``set_params`` changed a parameter of the guarantee after fit.
+
+        The mapping, ``leakage_`` and the budget check were computed under the fitted values: releasing
+        under other ones would present a guarantee the mapping was never solved for (a cap lowered to 0.05
+        after a fit at 0.2 would go on releasing at 0.2 bits, ``leakage_`` stated in the fitted measure).
+        """
+        for name, fitted in self.guarantee_params_.items():
+            current = getattr(self, name)
+            if not _same_param(current, fitted):
+                raise ValueError(
+                    f"{name}={plain_value(current)!r} is not the value this {type(self).__name__} was fitted with "
+                    f"({name}={plain_value(fitted)!r}): its mapping and leakage_ hold for the fitted value only; "
+                    "call fit again after set_params"
+                )
 
     def _marginal_prior(self, common, blocks):
         """The stacked marginal prior ``Q'`` of ``protect="marginal"`` (see :func:`stack_marginal_priors`).
@@ -647,6 +679,7 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
     def _persist_state(self):
         check_is_fitted(self)
+        self._check_guarantee_unchanged()  # the file's parameters must be those its mapping was fitted with
         try:
             self._check_fitted_state()  # never write a file that load would refuse
         except ValueError as exc:
@@ -668,6 +701,12 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         return value
 
     def _decode_attribute(self, name, value):
+        if name in self._float64_attributes:
+            dtype = getattr(value, "dtype", None)
+            if isinstance(dtype, np.dtype) and dtype.kind == "f" and dtype != np.float64:
+                # fit computes them in float64 and save writes them so; the checks recompute the claims on float64
+                # copies, and a float128 or float32 array kept as loaded would be what transform samples from
+                raise ValueError(f"fitted.{name} must hold float64 values, as save writes it, got dtype {dtype}")
         if name == "solver_result_":
             if not isinstance(value, dict):
                 raise ValueError(f"fitted.solver_result_ must be a mapping of fields, got {type(value).__name__}")
@@ -711,6 +750,9 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                 raise ValueError(f"fitted.{name}: fitted attribute {name} is missing from the file")
         for name, value in state.items():
             setattr(est, name, est._decode_attribute(name, value))
+        if "guarantee_params_" not in state:
+            # a file written before the record: save wrote the parameters of the fit, which the checks below verify
+            est.guarantee_params_ = {name: getattr(est, name) for name in est._guarantee_names()}
         try:
             est._check_fitted_state()
         except (TypeError, KeyError, IndexError, AttributeError) as exc:
@@ -822,6 +864,20 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                              "the parameters promise")
         if cap is not None:
             self._check_raw_cap(cap)
+        self._check_guarantee_record()
+
+    def _check_guarantee_record(self):
+        """``guarantee_params_``: the parameters of the guarantee, equal to the constructor's (a file's own)."""
+        record = self.guarantee_params_
+        names = self._guarantee_names()
+        if not isinstance(record, dict) or sorted(record) != sorted(names):
+            raise ValueError(f"fitted.guarantee_params_ must map {names} to the values fit used, got "
+                             f"{plain_value(record)!r:.80}")
+        for name in names:
+            if not _same_param(record[name], getattr(self, name)):
+                raise ValueError(f"fitted.guarantee_params_[{name!r}] = {plain_value(record[name])!r:.40} is not the "
+                                 f"parameter {name}={plain_value(getattr(self, name))!r:.40}: the guarantee was "
+                                 "established under another value")
 
     def _check_raw_cap(self, cap):
         """A mapper whose cap also holds under other figures checks them here (loaded files)."""
@@ -1051,6 +1107,20 @@ def _matrix(a, name, allow_posinf=False):
         raise ValueError(f"fitted.{name} has a non-finite entry at {tuple(int(i) for i in bad)}: "
                          f"{float(a[tuple(bad)])!r}")
     return a.astype(np.float64, copy=False)
+
+
+def _same_param(a, b):
+    """Whether two values of a guarantee parameter are the same: both None, equal texts or equal numbers (1 and 1.0)."""
+    if a is None or b is None:
+        return a is None and b is None
+    if isinstance(a, str) or isinstance(b, str):
+        return isinstance(a, str) and isinstance(b, str) and str(a) == str(b)
+    if isinstance(a, bool) != isinstance(b, bool):
+        return False
+    try:
+        return float(a) == float(b)
+    except (TypeError, ValueError, OverflowError):
+        return False
 
 
 def _check_claim(est, name, expected):

@@ -193,6 +193,11 @@ class ErasureMapper(_BaseMapper):
     n_labeled_ : int
         Number of labeled rows that enter the prior (those of nonzero weight), whatever the scale of
         ``sample_weight``: the ``n`` of Theorem 1 behind ``mismatch_bound_``.
+    guarantee_params_ : dict
+        The parameters the fitted guarantee was established under: ``leakage``,
+        ``delta``, ``max_leakage`` (and ``protect`` for a 2-D ``y``) as fit read
+        them. ``transform`` and ``save`` refuse a mapper whose parameters now
+        differ from them (``set_params`` after fit): call fit again.
     solver_result_ : object
         The engine's result (``status``, ``certificate``).
     leakage_per_attribute_ : ndarray of shape (n_attributes,)
@@ -580,6 +585,7 @@ class ErasureMapper(_BaseMapper):
         if _dask.is_dask_collection(X):
             return _dask.transform(self, X)
         check_is_fitted(self)
+        self._check_guarantee_unchanged()
         Xa = self._check_X(X, reset=False)
         source = check_random_source(self.random_state)
         codes = self._encode(Xa)

@@ -781,6 +781,11 @@ class QuantizedPrivacyMapper(_BaseMapper):
     release_profiles_ : sparse matrix of shape (n_outputs, n_features_in_)
         Row ``j`` is what a user whose ``c_hat = j`` releases (last row empty
         for ``release="profile"``).
+    guarantee_params_ : dict
+        The parameters the fitted guarantee was established under: ``leakage``,
+        ``delta``, ``max_leakage`` (and ``protect`` for a 2-D ``y``) as fit read
+        them. ``transform`` and ``save`` refuse a mapper whose parameters now
+        differ from them (``set_params`` after fit): call fit again.
     solver_result_ : MappingResult
         The engine's result (``status``, ``certificate``, ``solver``). At perfect
         privacy (the default) it is the least-leakage solve with no budget:
@@ -2244,6 +2249,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
         if _dask.is_dask_collection(X):
             return _dask.transform(self, X)
         check_is_fitted(self)
+        self._check_guarantee_unchanged()
         frame = X if is_sparse_frame(X) else None
         # a dense DataFrame stays one too (its index and columns: the users and items), as on the dask path
         dense_frame = X if frame is None and _is_pandas_frame(X) else None

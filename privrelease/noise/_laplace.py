@@ -330,7 +330,9 @@ class Laplace:
         if snapping_bound is not None:
             snapping_bound = check_number(snapping_bound, "snapping_bound", low=0, low_inclusive=False)
         if epsilon is not None:
-            epsilon = check_number(epsilon, "epsilon", low=0, low_inclusive=False, allow_inf=True)
+            # an epsilon beyond float64 is refused, not read as inf (which draws no noise at all)
+            epsilon = check_number(epsilon, "epsilon", low=0, low_inclusive=False, allow_inf=True,
+                                   overflow_to_inf=False)
             self.scale = _noise_scale(sensitivity, epsilon)
             if snapping_bound is not None and not np.isinf(epsilon) and sensitivity > 0:
                 self.scale = _snapping_scale(sensitivity, epsilon, snapping_bound)
@@ -546,7 +548,8 @@ class VectorLaplace:
 
     def __init__(self, *, dimension, epsilon, sensitivity, random_state=None):
         self.dimension = check_number(dimension, "dimension", low=1, integer=True)
-        self.epsilon = check_number(epsilon, "epsilon", low=0, low_inclusive=False, allow_inf=True)
+        self.epsilon = check_number(epsilon, "epsilon", low=0, low_inclusive=False, allow_inf=True,
+                                    overflow_to_inf=False)  # beyond float64: refused, not read as no noise
         self.sensitivity = check_number(sensitivity, "sensitivity", low=0)
         self.scale = _noise_scale(self.sensitivity, self.epsilon)
         _check_reach(self.scale, _gamma_reach(self.dimension),

@@ -815,6 +815,11 @@ class TruthfulRegressionMechanism(AccountedMixin, RegressorMixin, BaseEstimator)
         -------
         self : object
         """
+        # the parameters are read as float64 below: one beyond its range is refused by name (epsilon is not read as
+        # inf, which would release the estimators without noise)
+        check_number(self.epsilon, "epsilon", low=0, low_inclusive=False, allow_inf=True, overflow_to_inf=False)
+        for name in ("alpha", "response_bound", "payment_scale", "payment_offset"):
+            check_number(getattr(self, name), name, low=0)
         check_table(X)
         check_table(y, "y")
         check_same_index(X, y)

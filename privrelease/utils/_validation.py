@@ -43,7 +43,7 @@ def plain_value(value):
 
 
 def check_number(value, name, *, low=None, high=None, low_inclusive=True,
-                 high_inclusive=True, allow_inf=False, integer=False):
+                 high_inclusive=True, allow_inf=False, integer=False, overflow_to_inf=True):
     """Validate one real number and return it as ``float`` (or ``int``).
 
     Parameters
@@ -60,6 +60,10 @@ def check_number(value, name, *, low=None, high=None, low_inclusive=True,
         Accept ``+-inf`` (NaN is always refused).
     integer : bool, default=False
         Require an integral value, returned as ``int``.
+    overflow_to_inf : bool, default=True
+        With ``allow_inf``, read a number beyond the float64 range (an int such as
+        ``2**1100``) as ``+-inf``; False refuses it, for a parameter whose infinite
+        value means something else than a large one (``epsilon=inf``: no noise at all).
 
     Returns
     -------
@@ -79,7 +83,7 @@ def check_number(value, name, *, low=None, high=None, low_inclusive=True,
         v = float(value)
     except OverflowError:  # an int (or Fraction) beyond float64, such as 10**400
         v = np.inf if value > 0 else -np.inf
-        if integer or not allow_inf:
+        if integer or not allow_inf or not overflow_to_inf:
             raise ValueError(f"{name} must be finite, got a number of {abs(int(value)).bit_length()} bits, "
                              "beyond the float64 range") from None
     if integer and not (isinstance(value, numbers.Integral) or v.is_integer()):

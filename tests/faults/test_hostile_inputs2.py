@@ -467,8 +467,11 @@ def test_set_params_that_keep_the_space_still_transform_the_same():
     R, y = _binary_ratings()
     m = QuantizedPrivacyMapper(n_clusters=3, random_state=0).fit(R, y)
     before = m.transform(R)
-    m.set_params(metric="sqeuclidean", delta=-5, smoothing=1e9)   # none of them moves the fitted clusters
+    m.set_params(metric="sqeuclidean", smoothing=1e9)   # neither moves the fitted clusters
     np.testing.assert_array_equal(m.transform(R), before)
+    m.set_params(delta=-5)   # a parameter of the guarantee: refused (test_hostile20), never released under
+    with pytest.raises(ValueError, match=r"delta=-5 is not the value .* call fit again"):
+        m.transform(R)
 
 
 def test_biased_laplace_refuses_weights_or_data_given_as_strings():
