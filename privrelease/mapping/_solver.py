@@ -118,7 +118,7 @@ from ._checks import (_refuse_strings, check_budget, check_distortion, check_map
                       check_prior)
 from ._cvx import solve_quietly
 from ._leakage import expected_distortion, leakage as _leakage
-from ._lp import (ROW_SCALE_FLOOR, BlockFloor, _ml_references, _ml_row_unit, _ml_target_slack,
+from ._lp import (ROW_SCALE_FLOOR, BlockFloor, _ml_floor_rounding, _ml_references, _ml_row_unit, _ml_target_slack,
                   independence_lower_bound, maximal_leakage_distortion_bound, maximal_leakage_target_multipliers,
                   perfect_privacy_mapping, polish_maximal_leakage, polish_maximal_leakage_target,
                   sharpest_independence_multipliers, solve_maximal_leakage_lp)
@@ -1054,14 +1054,16 @@ def _ml_rounding_floor(prob, P):
 
 def _cheapest_constant_mapping(prob):
     """The cheapest mapping of every input to one output (leakage exactly 0), or None when no output is
-    allowed for every input."""
-    allowed = prob.mask.all(axis=0)
+    allowed for every input (an edge vector for a sparse problem, a matrix for a dense one)."""
+    r, c, _ = prob.edges()
+    w = prob.edge_weights()
+    # each output's number of allowed inputs (each input has one entry per output at most) and its total cost
+    allowed = np.bincount(c, minlength=prob.kh) == prob.k
     if not allowed.any():
         return None
-    cost = np.where(allowed, np.where(prob.mask, prob.W, 0.0).sum(axis=0), np.inf)
-    P = np.zeros((prob.k, prob.kh))
-    P[:, int(np.argmin(cost))] = 1.0
-    return P
+    cost = np.where(allowed, np.bincount(c, weights=w, minlength=prob.kh), np.inf)
+    x = (c == int(np.argmin(cost))).astype(float)
+    return prob.from_edges(x)
 
 
 def _solve_ml(prob, delta, target_bits, solver, tol=1e-6):
@@ -1191,11 +1193,21 @@ def _solve_ml(prob, delta, target_bits, solver, tol=1e-6):
                 "method": "linear program (HiGHS), dual bound"}
         return P, cert, name, "optimal" if cert["gap_bits"] <= need else "inaccurate"
     cap = 2.0 ** target_bits * (1 - ML_TARGET_HAIR)
+    # blocks of allowed entries: every mapping has sum_j max_a p(j | a) >= F = 1 + excess (_lp._ml_references), so
+    # at a target whose hair is below F no mapping meets the hair; there the answers are held to the target up to
+    # the rounding of the sum, the rule by which `within` below certifies them
+    excess = _ml_references(prob)[1]
+    at_floor = excess > 0.0 and cap < 1.0 + excess
+    if at_floor:
+        cap = 2.0 ** target_bits * (1 + _rounding_share(prob))
     polished = None
     if info is not None and "lp_marginals" in info:
         polished, info = _polish_target(prob, P, info, lp_bits, target_bits, ml_sum, cap)
     pull_price = 0.0
-    if ml_sum(P) > cap:
+    if at_floor and ml_sum(P) > cap:
+        # the exact vertex when there is one (it meets cap), else another least-leaking mapping
+        P = polished if polished is not None else _ml_floor_answer(prob, P, target_bits, ml_sum, cap)
+    elif ml_sum(P) > cap:
         # LP feasibility tolerances can leave the target exceeded by ~1e-8: pull back inside
         Ppp, _ = perfect_privacy_mapping(prob)
         if Ppp is None or ml_sum(Ppp) > 1.0 + _rounding_share(prob):
@@ -1285,6 +1297,39 @@ def _solve_ml(prob, delta, target_bits, solver, tol=1e-6):
     # HiGHS's feasibility tolerance: a distortion gap alone certified 2e-13 bits over a target of 0)
     within = ml_sum(P) <= 2.0 ** target_bits * (1 + _rounding_share(prob))
     return P, cert, name, "optimal" if gap <= dist_tol and within else "inaccurate"
+
+
+def _ml_floor_answer(prob, P, target_bits, ml_sum, cap):
+    """The answer at a maximal-leakage target near ``F = sum_b max_a p(b | a)`` (blocks of allowed entries; every
+    mapping has ``sum_j max_a p(j | a) >= F``) when the LP's answer ``P`` exceeds ``cap`` (HiGHS's feasibility
+    tolerance): the cheapest of ``P``, the mapping perfectly private within each block
+    (:class:`~privrelease.mapping._lp.BlockFloor`, whose sum is ``F`` when every block has one) and the
+    least-leaking LP's answer that meets ``cap``.
+
+    When none does: InfeasibleBudgetError naming the least leaking one's maximal leakage if ``cap`` is below ``F``
+    beyond its rounding (HiGHS accepts a target up to its 1e-7 tolerance below ``F``), else the least leaking one
+    (the target is ``F`` up to rounding, which forbidden entries inside a block may make unreachable by a hair; the
+    caller's certificate marks the answer "inaccurate"). Mixing towards another mapping cannot bring the sum below
+    ``F``."""
+    cands = [P]
+    if not prob.sparse:
+        Pb, _ = BlockFloor(prob).mapping()
+        if Pb is not None:
+            cands.append(Pb)
+    try:
+        cands.append(prob.clean(solve_maximal_leakage_lp(prob)[0], None))
+    except (InfeasibleBudgetError, SolverError):
+        pass
+    ok = [Q for Q in cands if ml_sum(Q) <= cap]
+    if ok:
+        return min(ok, key=prob.distortion)
+    least = min(cands, key=ml_sum)
+    if cap < 1.0 + _ml_references(prob)[1] - _ml_floor_rounding(prob):
+        smallest = math.log2(max(ml_sum(least), 1.0))
+        raise InfeasibleBudgetError(f"max_leakage={target_bits!r} bits cannot be reached by any allowed mapping; "
+                                    f"the smallest achievable maximal leakage is {smallest!r} bits",
+                                    smallest_feasible=smallest)
+    return least
 
 
 def _polish_target(prob, P, info, lp_bits, target_bits, ml_sum, cap):
