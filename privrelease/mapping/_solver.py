@@ -686,10 +686,11 @@ def _solve_mi_target(prob, target_bits, solver, tol):
     if floor is not None and floor.n_blocks > 1 and floor.mi_floor > 0.0 \
             and target_bits * LN2 >= floor.mi_floor - floor_tol:
         P_blk, ts_blk = floor.mapping()
-        if P_blk is not None and target_bits * LN2 <= floor.mi_floor + floor_tol \
+        if P_blk is not None and L <= floor.mi_floor + floor_tol \
                 and prob.objective(P_blk) <= floor.mi_floor + tol * LN2:
-            # the target is the smallest leakage up to rounding: the cheapest mapping of leakage I(A; B), its
-            # distortion certified by the blocks' multipliers (or warned; an explicit solver raises)
+            # the target is the smallest leakage up to rounding and the hair kept inside it (no mapping leaks less
+            # than the floor, so the search's bracket would have no right end): the cheapest mapping of leakage I(A;
+            # B), its distortion certified by the blocks' multipliers (or warned; an explicit solver raises)
             d_blk = prob.distortion(P_blk)
             L_blk = max(target_bits * LN2, floor.mi_floor)
             lb_blk = max(floor.lower_bound(ts_blk, L_blk), prob.delta_min)
@@ -697,14 +698,17 @@ def _solve_mi_target(prob, target_bits, solver, tol):
             if d_blk - lb_blk > tol_b:  # a target a rounding above the floor: the multipliers sharpest there
                 lb_blk = max(lb_blk, floor.lower_bound(floor.sharpest(ts_blk, L_blk), L_blk))
             gap_b = max(d_blk - lb_blk, 0.0)
-            cert = {"gap_bits": float(max(prob.objective(P_blk) / LN2 - target_bits, 0.0)),
-                    "distortion_gap": float(prob.gap_to_user(gap_b)),
-                    "distortion_lower_bound": float(prob.to_user(lb_blk)),
-                    "distortion_tolerance": float(prob.gap_to_user(tol_b)),
-                    "method": f"the target is the smallest leakage I(A; B) over {floor.n_blocks} blocks of allowed "
-                              "entries: per-block perfect-privacy LP (HiGHS)"}
-            return _target_answer(prob, P_blk, cert, "highs", gap_b, tol_b, target_bits, solver,
-                                  " by the per-block perfect-privacy LP")
+            # not certified but within the hair (its leakage computed at the floor or below): the search, with it as
+            # the bracket's right end, may certify a cheaper answer from its lines
+            if gap_b <= tol_b or prob.objective(P_blk) > L:
+                cert = {"gap_bits": float(max(prob.objective(P_blk) / LN2 - target_bits, 0.0)),
+                        "distortion_gap": float(prob.gap_to_user(gap_b)),
+                        "distortion_lower_bound": float(prob.to_user(lb_blk)),
+                        "distortion_tolerance": float(prob.gap_to_user(tol_b)),
+                        "method": f"the target is the smallest leakage I(A; B) over {floor.n_blocks} blocks of "
+                                  "allowed entries: per-block perfect-privacy LP (HiGHS)"}
+                return _target_answer(prob, P_blk, cert, "highs", gap_b, tol_b, target_bits, solver,
+                                      " by the per-block perfect-privacy LP")
     const = None if prob.sparse else _cheapest_constant_mapping(prob)
     lazy = const is not None and L >= max(LAZY_LP_SHARE * f0, 1e3 * tol * LN2)
     if lazy:  # the right end of the bracket: a constant mapping (leakage 0); the LP only if needed at the end
@@ -724,6 +728,13 @@ def _solve_mi_target(prob, target_bits, solver, tol):
         sharpest_independence_multipliers): the LP's own are the best at leakage 0 only."""
         nonlocal lb_pp, sharpened, sharp_gain
         sharpened = True
+        if t_pp is None and ts_blk is not None:
+            # blocks without a perfectly private mapping of the whole: each block's multipliers re-optimised for
+            # its share of the target's excess over the floor
+            lb_best = floor.lower_bound(floor.sharpest(ts_blk, target_bits * LN2), target_bits * LN2)
+            if lb_best > lb_pp:
+                lb_pp, sharp_gain = lb_best, True
+            return
         t_best = sharpest_independence_multipliers(prob, target_bits * LN2)
         if t_best is not None:
             lb_best = independence_lower_bound(prob, t_best, target_bits * LN2)
@@ -732,11 +743,13 @@ def _solve_mi_target(prob, target_bits, solver, tol):
 
     def bound_note():
         # which bound certifies, when it is the LP's multipliers re-optimised by the cone program (CLARABEL)
-        return "; distortion bound: the perfect-privacy LP's multipliers re-optimised for the target (CLARABEL)" \
+        whose = "the perfect-privacy LP's" if t_pp is not None else "the blocks' perfect-privacy LPs'"
+        return f"; distortion bound: {whose} multipliers re-optimised for the target (CLARABEL)" \
             if sharp_gain and lb_pp >= lower() else ""
 
-    if Ppp is not None and t_pp is not None and target_bits > 0 \
-            and prob.distortion(Ppp) - lb_pp <= SHARPEN_WITHIN * dist_tol:
+    # the mapping whose multipliers give lb_pp: the perfect-privacy LP's, or the blocks' (its right end)
+    P_lb = Ppp if t_pp is not None else (P_blk if ts_blk is not None and prob.objective(P_blk) <= L else None)
+    if P_lb is not None and target_bits > 0 and prob.distortion(P_lb) - lb_pp <= SHARPEN_WITHIN * dist_tol:
         # the LP's bound is within reach of the tolerance: near perfect privacy (targets down to the leakage's
         # rounding) it is the only bound that certifies, and the sharpest one narrows the search's bracket
         sharpen()
@@ -954,7 +967,8 @@ def _solve_mi_target(prob, target_bits, solver, tol):
         best_P, best_d = feasible()
         dist_tol = answer_tol()
         search(max(MAX_TARGET_SOLVES - len(lines), 0))
-    if best_d - lower() > dist_tol and not sharpened and t_pp is not None and target_bits > 0:
+    if best_d - lower() > dist_tol and not sharpened and (t_pp is not None or ts_blk is not None) \
+            and target_bits > 0:
         sharpen()  # not certified: the sharpest bound of the LP's multipliers before giving up
     lb = lower()
     gap_d = max(best_d - lb, 0.0)
