@@ -677,8 +677,7 @@ def _solve_mi_target(prob, target_bits, solver, tol):
         return P0, cert, next(iter(names)), "optimal"
     # blocks of allowed entries: every mapping leaks at least I(A; B), reached by perfect privacy within each block
     # (BlockFloor); at that floor the per-block perfect-privacy LP is the answer, above it the right end of the bracket
-    # and its multipliers' bound (the global perfect-privacy LP has no solution: a target at the floor raised "could
-    # not decide", and the search near it had no bound that certifies)
+    # and its multipliers' bound (the global perfect-privacy LP has no solution, so neither gives a bracket or a bound)
     floor = None if prob.sparse else BlockFloor(prob)
     P_blk = ts_blk = None
     # the floor's rounding, and the target's, relative to the terms they sum (not to the floor: they cancel)
@@ -1243,12 +1242,9 @@ def _solve_ml(prob, delta, target_bits, solver, tol=1e-6):
                                         f"the smallest achievable maximal leakage is {smallest!r} bits",
                                         smallest_feasible=smallest)
         elif ml_sum(Pz) > cap:
-            # the target is the smallest achievable maximal leakage up to rounding, inside the hair kept (a target
-            # equal to the only allowed mapping's maximal leakage was refused as unreachable, naming the target itself
-            # as the smallest): the least-leaking mapping, certified below or warned. The LP's own answer when it is
-            # as little leaking: the least-leaking mappings are many (blocks of allowed entries: any mapping within
-            # each block dominated by its likeliest class, _lp._ml_references) and Pz, found without regard to the
-            # distortion, was one of them 0.67 above the cheapest
+            # the target is the smallest achievable maximal leakage up to rounding, inside the hair kept: the
+            # least-leaking mapping, certified below or warned; the LP's own answer when it leaks as little (the
+            # least-leaking mappings may be many, and Pz is found without regard to the distortion)
             P = P if ml_sum(P) <= max(ml_sum(Pz), 2.0 ** target_bits) * (1 + _rounding_share(prob)) else Pz
         else:
             # the partner of the mixture: the LP's answer a little further inside the target when it meets it (a
@@ -1262,7 +1258,7 @@ def _solve_ml(prob, delta, target_bits, solver, tol=1e-6):
             P = (1 - hi) * P + hi * Pz
             if over <= HIGHS_FEAS_TOL * prob.kh * _ml_row_unit(target_bits, prob):
                 # the price of meeting the target exactly where HiGHS's answer met it within its feasibility tolerance
-                # (1e-7 per epigraph row, whose unit is the target's slack 2^target - 1: _maximal_leakage_target_lp;
+                # (1e-7 per epigraph row, whose unit is the target's slack 2^target - F: _maximal_leakage_target_lp;
                 # in units of 1 an answer 3.4e-10 over a slack of 2.6e-9, 15% of it, was pulled back at a price of
                 # 0.024 and certified where 8.3e-7 is optimal): the LP's multipliers cannot see it (1 - I at the
                 # identity's leakage: the identity, bound 0, the answer 1.4e-13 above it); at most DIST_RTOL of the
@@ -1437,13 +1433,12 @@ def _ml_fallback(prob, delta, target_bits, exc):
 
 
 def _lower_partner(prob, target_bits, use_lp, ml_sum, cap, fallback):
-    """The LP's answer at the slack ``(2^target - 1) (1 - PULLBACK_RTOL)`` when it meets ``cap`` (after rounding),
+    """The LP's answer at the slack ``(2^target - F) (1 - PULLBACK_RTOL)`` when it meets ``cap`` (after rounding),
     else ``fallback``.
 
-    The hair is taken from the slack above 1 (``sum_j max_a p(j | a) >= 1`` for every mapping), not from
-    ``2^target``: below 1.44e-6 bits ``2^target (1 - PULLBACK_RTOL)`` is under 1, no mapping meets it, and every
-    answer was mixed with the perfect-privacy mapping (the whole distortion range away)."""
-    # (the slack above F = sum_j p(j | ref_j), 1 with one block of allowed entries: _lp._ml_references)
+    The hair is taken from the slack above ``F = sum_j p(j | ref_j)`` (``sum_j max_a p(j | a) >= F`` for every
+    mapping; ``F = 1`` with one block of allowed entries: :func:`~privrelease.mapping._lp._ml_references`), not from
+    ``2^target``: below 1.44e-6 bits ``2^target (1 - PULLBACK_RTOL)`` is under 1, which no mapping meets."""
     excess = _ml_references(prob)[1]
     s = _ml_target_slack(target_bits, prob) * (1 - PULLBACK_RTOL)
     if not use_lp or not s > 0.0:
