@@ -1273,6 +1273,7 @@ def _solve_ml(prob, delta, target_bits, solver, tol=1e-6):
         name = name if name == "highs" else name + "+highs-vertex"
     # the weak-duality bound of the LP's multipliers, not HiGHS's dual objective (not a bound: see
     # maximal_leakage_distortion_bound); delta_min when HiGHS gave no marginals
+    info = {} if info is None else info  # (the cvxpy path's least-leaking mapping: no LP information)
     lb = info.get("lower_bound", prob.delta_min)
     d_P = prob.distortion(P)
 
@@ -1317,10 +1318,10 @@ def _ml_floor_answer(prob, P, target_bits, ml_sum, cap):
     least-leaking LP's answer that meets ``cap``.
 
     When none does: InfeasibleBudgetError naming the least leaking one's maximal leakage if ``cap`` is below ``F``
-    beyond its rounding (HiGHS accepts a target up to its 1e-7 tolerance below ``F``), else the least leaking one
-    (the target is ``F`` up to rounding, which forbidden entries inside a block may make unreachable by a hair; the
-    caller's certificate marks the answer "inaccurate"). Mixing towards another mapping cannot bring the sum below
-    ``F``."""
+    beyond its rounding (HiGHS accepts a target up to its 1e-7 tolerance below ``F``) or the least leaking one
+    exceeds it beyond HiGHS's feasibility tolerance (forbidden entries inside a block raise the smallest leakage
+    above ``F``), else the least leaking one (the caller's certificate marks it "inaccurate"). Mixing towards
+    another mapping cannot bring the sum below ``F``."""
     cands = [P]
     if not prob.sparse:
         Pb, _ = BlockFloor(prob).mapping()
@@ -1334,7 +1335,8 @@ def _ml_floor_answer(prob, P, target_bits, ml_sum, cap):
     if ok:
         return min(ok, key=prob.distortion)
     least = min(cands, key=ml_sum)
-    if cap < 1.0 + _ml_references(prob)[1] - _ml_floor_rounding(prob):
+    if cap < 1.0 + _ml_references(prob)[1] - _ml_floor_rounding(prob) or \
+            ml_sum(least) > cap + HIGHS_FEAS_TOL * prob.kh:
         smallest = math.log2(max(ml_sum(least), 1.0))
         raise InfeasibleBudgetError(f"max_leakage={target_bits!r} bits cannot be reached by any allowed mapping; "
                                     f"the smallest achievable maximal leakage is {smallest!r} bits",

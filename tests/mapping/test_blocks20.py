@@ -351,10 +351,11 @@ def test_maximal_leakage_target_exactly_at_the_floor(seed, excess):
     # returned "inaccurate" (17, 20), or the least-leaking LP's answer, 3e-10 over, refused the target itself (31)
     prior, d = wide_block_instance(seed)
     ref, floor = ml_floor_reference(prior, d, component_labels(d))
-    res = solve_quiet(prior, d, floor + excess, "maximal_leakage")
-    assert res.status == "optimal"
-    assert res.distortion == pytest.approx(ref, rel=1e-7, abs=1e-12)
-    assert res.leakage <= (floor + excess) * (1 + 1e-12) + 1e-15
+    for solver in ("auto", "cvxpy"):
+        res = solve_quiet(prior, d, floor + excess, "maximal_leakage", solver)
+        assert res.status == "optimal"
+        assert res.distortion == pytest.approx(ref, rel=1e-7, abs=1e-12)
+        assert res.leakage <= (floor + excess) * (1 + 1e-12) + 1e-15
 
 
 def four_block_instance(seed, variant="plain"):
