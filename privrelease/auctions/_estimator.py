@@ -239,7 +239,7 @@ class DCLEFEstimator(AccountedMixin, RegressorMixin, BaseEstimator):
         for other, name in ((unit_costs, "unit_costs"), (self.epsilon_cap, "epsilon_cap")):
             check_same_index(X, other, name)
             check_same_index(y, other, name, x_name="y")
-        refuse_missing_target(y, "y", "the private values d as real numbers")  # scikit-learn: "Input y contains NaN."
+        refuse_missing_target(y, "y", "the private values d as real numbers")
         X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
         check_real_target(y, "y", "the private values d as real numbers", finite=True)
         n = X.shape[0]

@@ -52,9 +52,11 @@ from ..mapping import (
     solve_mapping,
 )
 from ..mapping._checks import check_distortion
+from ..mapping._problem import row_offset
+from ..mapping._solver import budget_slack
 from ..utils import check_private_labels
 from ..utils._validation import (_as_label_array, check_label_input, check_number, check_same_index,
-                                 fit_transform_said_once, plain_value, refuse_surprise_data, undisclosed_note)
+                                 fit_transform_said_once, plain_value, undisclosed_note)
 from . import _dask
 from ._columns import _plain_label, keep_column_labels
 
@@ -273,7 +275,6 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                 f"{type(self).__name__} requires y to be passed, but the target y is None (y is the private "
                 "attribute, -1 for users who did not disclose it)"
             )
-        refuse_surprise_data(X)
         self._check_budget()
         check_same_index(X, y)
         check_same_index(X, sample_weight, "sample_weight")
@@ -990,8 +991,9 @@ def _degenerate_result(prior, cost, delta, max_leakage, kind):
         row_min = np.where(np.isfinite(C), C, np.inf).min(axis=1)
         mapping = np.zeros(C.shape)
         mapping[np.arange(C.shape[0]), np.argmin(np.where(np.isfinite(C), C, np.inf), axis=1)] = 1.0
-    smallest = float(np.sum(p_in * row_min))
-    if delta is not None and float(delta) < smallest * (1 - 1e-12):
+    # the engine's smallest feasible distortion (correctly rounded) and its rule for a budget below it
+    smallest = row_offset(p_in, row_min)[0]
+    if delta is not None and float(delta) < smallest - budget_slack(smallest, np.count_nonzero(p_in > 0)):
         raise InfeasibleBudgetError(f"delta={delta!r} is below the smallest feasible expected distortion "
                                     f"{smallest!r}", smallest_feasible=smallest)
     return MappingResult(mapping=mapping, leakage=0.0, distortion=smallest, status="optimal",

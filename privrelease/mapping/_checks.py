@@ -1,6 +1,7 @@
 """Validation of priors, distortion matrices and mappings (shared by the mapping engine)."""
 
 import datetime
+import math
 import numbers
 import warnings
 from decimal import Decimal
@@ -18,6 +19,10 @@ __all__ = ["check_prior", "check_distortion", "check_mapping", "check_budget", "
 PRIOR_SUM_TOL = 1e-8
 #: a float32 / float16 prior may miss 1 by this many of its own epsilons (it was normalised at its precision)
 PRIOR_SUM_EPS = 8
+#: 1 and its two neighbours: a prior whose exact sum rounds to one of them is returned as it is. Divided by its
+#: correctly rounded sum, a prior's exact sum is within half an ulp (of the quotients' total) of 1, so its own
+#: correctly rounded sum is one of these three: ``check_prior(check_prior(P))`` is ``check_prior(P)``
+_ONE_ULP = (float(np.nextafter(1.0, 0.0)), float(np.nextafter(1.0, 2.0)))
 
 
 def check_prior(prior, *, name="prior"):
@@ -26,6 +31,10 @@ def check_prior(prior, *, name="prior"):
     A scipy sparse prior is densified (a joint distribution is small: ``n_private x n_public``).
     A float32 (float16) prior only has to sum to 1 within ``8`` epsilons of its dtype
     (``9.5e-7`` for float32): normalised at that precision it missed ``1e-8``.
+
+    The prior is divided by its sum (correctly rounded), unless that sum is 1 or one of its neighbours: then it
+    is returned as it is, so that the result passed again comes back unchanged (a division by a sum one ulp off
+    1 moved every entry by an ulp, and the solver and the reported distortion used priors an ulp apart).
 
     Raises
     ------
@@ -56,9 +65,11 @@ def check_prior(prior, *, name="prior"):
         raise ValueError(f"{name} must be finite, got {float(P[~np.isfinite(P)].ravel()[0])!r}")
     if np.any(P < 0):
         raise ValueError(f"{name} must be non-negative, got a smallest entry of {float(P.min())!r}")
-    total = P.sum()
+    total = math.fsum(P.ravel())
     if abs(total - 1.0) > tol:
         raise ValueError(f"{name} must sum to 1 (a joint distribution), got a sum of {float(total)!r}")
+    if _ONE_ULP[0] <= total <= _ONE_ULP[1]:
+        return P.copy()  # a copy, as the division's: the caller's array is never returned
     return P / total
 
 

@@ -12,10 +12,11 @@ from ..exceptions import ConvergenceWarning, InfeasibleBudgetError
 from ..utils._threads import single_threaded_blas
 from ..utils._validation import check_n_jobs
 from ._checks import check_budget
-from ._leakage import expected_distortion, leakage as _leakage, map_attack_accuracy
+from ._leakage import leakage as _leakage, map_attack_accuracy
 from ._lp import perfect_privacy_mapping
 from ._result import MappingResult
-from ._solver import _below_smallest, _check_problem, _full_mapping, _internal_budget, _presolved_problem, solve_mapping
+from ._solver import (_below_smallest, _check_problem, _full_mapping, _internal_budget, _presolved_problem,
+                      reported_distortion, solve_mapping)
 
 __all__ = ["privacy_distortion_curve"]
 
@@ -59,7 +60,8 @@ def privacy_distortion_curve(prior, distortion, deltas, *, leakage="mutual_infor
         Columns ``delta, leakage_bits, distortion, map_accuracy, status,
         gap_bits, solver``, one row per budget in the order given.
         ``curve.attrs['perfect_privacy_delta']`` is the smallest distortion with
-        zero leakage (``inf`` if no allowed mapping reaches it).
+        zero leakage (``inf`` if no allowed mapping reaches it), rounded up: a budget
+        equal to it gets the perfect-privacy mapping.
     results : list of MappingResult
         Only with ``return_mappings=True``.
 
@@ -98,7 +100,12 @@ def privacy_distortion_curve(prior, distortion, deltas, *, leakage="mutual_infor
             f"{prob.to_user(prob.delta_min)!r}",
             smallest_feasible=prob.to_user(prob.delta_min),
         )
-    Ppp, dpp = perfect_privacy_mapping(prob)
+    Ppp, _ = perfect_privacy_mapping(prob)
+    # the budgets are compared with the perfect-privacy distortion in the problem's units, as solve_mapping
+    # judges a mapping against its budget: in user units the offset's rounding (an ulp of 1e9 is 0.12 of a
+    # spread of 1e-6) let a budget below that distortion take the mapping
+    d_pp = prob.distortion(Ppp) if Ppp is not None else np.inf
+    dpp = prob.to_user_up(d_pp) if Ppp is not None else float("inf")
 
     def pp_result(d):
         full = _full_mapping(prob, reduction, Ppp)
@@ -107,7 +114,7 @@ def privacy_distortion_curve(prior, distortion, deltas, *, leakage="mutual_infor
             warnings.warn(f"the perfect-privacy mapping used for delta={d!r} leaks {lk:.3g} bits (> tol={tol!r}); "
                           "status='inaccurate'", ConvergenceWarning, stacklevel=3)
         return MappingResult(
-            mapping=full, leakage=lk, distortion=float(expected_distortion(P, full, D)),
+            mapping=full, leakage=lk, distortion=reported_distortion(P, full, D),
             status="optimal" if lk <= tol else "inaccurate",
             certificate={"gap_bits": lk, "method": "perfect-privacy LP (leakage >= 0)"},
             solver="highs", delta=float(d), max_leakage=None, kind=leakage,
@@ -118,7 +125,7 @@ def privacy_distortion_curve(prior, distortion, deltas, *, leakage="mutual_infor
     # below the smallest feasible distortion (solve_mapping solves them all at delta_min)
     groups = {}
     for i, d in enumerate(budgets):
-        if Ppp is not None and d >= dpp:
+        if Ppp is not None and _internal_budget(prob, d) >= d_pp:
             results[i] = pp_result(d)
         else:
             groups.setdefault(-np.inf if _internal_budget(prob, d) <= prob.delta_min else d, []).append(i)

@@ -191,7 +191,12 @@ def expected_distortion(prior, mapping, distortion):
     D = check_distortion(distortion, P.shape[1])
     if D.shape != M.shape:
         raise ValueError(f"distortion has shape {D.shape} but mapping has shape {M.shape}")
-    pc = P.sum(axis=0)
+    return _expected_distortion(P.sum(axis=0), M, D)
+
+
+def _expected_distortion(pc, M, D):
+    """:func:`expected_distortion` of checked inputs, with the public symbols' masses ``pc`` as given (the
+    solver reports its answers' distortion with its own normalised prior's)."""
     if sp.issparse(M) or sp.issparse(D):
         return _sparse_expected_distortion(pc, M, D)
     W = pc[:, None] * M

@@ -477,8 +477,9 @@ class BlockFloor:
         self._mapping = None  # (P, ts, each block's mapping): mapping()'s, which lower_bound() measures from
 
     def parts(self):
-        """Per block ``(rows, cols, p(b), sub-problem)`` (cached); the sub-problem in the distortion units of
-        ``prob``'s internal ones (its ``to_user`` converts back)."""
+        """Per block ``(rows, cols, p(b), sub-problem)`` (cached). A sub-problem's distortion is ``prob``'s internal
+        one on the block (each row's minimum 0, so no offset): its user units are ``prob``'s internal units, and a
+        difference of its distortions converts by its ``gap_to_user``."""
         if self._parts is None:
             prob = self.prob
             d = np.where(prob.mask, prob.d, np.inf)
@@ -793,6 +794,185 @@ def _independence_lp(prob, r, c, n, sel, n_all, w, s, opts, method="highs"):
         full[classes] = ts
         t = full[: na - 1] - full[na - 1][None, :]
     return prob.clean(prob.from_edges(x), None), 0, t
+
+
+def _class_differences(prob, ref):
+    """``(H, E, classes)``: for every class ``a`` but ``ref`` (with mass), ``H[i] = p(. | a) - p(. | ref)`` computed so
+    that each entry is exact to a few ulps of the conditionals it is the difference of, and ``E[i]`` a bound on each
+    entry's error.
+
+    ``p(c | a) - p(c)`` (or ``p(a, c) - p(a) p(c)``) of a symbol near ``p(c | a) = 1`` cancels: its rounding, 1e-16,
+    is the whole difference of a class whose other symbols have mass 1e-11. Here every entry but the one of each
+    class's largest conditional is the difference of two conditionals (relative precision), and that one is minus
+    their sum, exact since both conditionals sum to 1."""
+    eps = np.finfo(float).eps
+    cond = prob.M / prob.pA[:, None]
+    classes = [a for a in range(prob.M.shape[0]) if a != ref and prob.pA[a] > 0]
+    H = np.zeros((len(classes), prob.k))
+    E = np.zeros((len(classes), prob.k))
+    for i, a in enumerate(classes):
+        h = cond[a] - cond[ref]
+        # p(c | a) carries the rounding of p(a) (a sum of k terms) and of the division; the difference one more
+        E[i] = 2.0 * (prob.k + 3) * eps * (cond[a] + cond[ref])
+        big = int(np.argmax(cond[a] + cond[ref]))
+        h[big] = 0.0
+        h[big] = -math.fsum(h)
+        E[i, big] = E[i].sum() - E[i, big] + 2.0 * eps * abs(h[big])
+        H[i] = h
+    return H, E, classes
+
+
+#: the conditional perfect-privacy LP is also solved in the mapping's own units with its independence rows multiplied by
+#: these gains (see conditional_perfect_privacy)
+CONDITIONAL_ROW_GAINS = (1.0, 1e2, 1e4)
+#: the conditional perfect-privacy LP's answer is refined at most this many times (a correction LP for its residual, in
+#: units of the residual): HiGHS's feasibility tolerance is absolute (1e-10 at the tightest), and a rare symbol's row
+#: sum, of the order of its coefficients, is below it
+CONDITIONAL_REFINE_ROUNDS = 4
+
+
+def conditional_perfect_privacy(prob, spread_tol):
+    """The perfect-privacy LP in conditional form, for priors with rare public symbols; ``(P, lower)`` (internal units)
+    or ``(None, -inf)``.
+
+    Independence is written ``sum_c (p(c | a) - p(c | ref)) P(c, j) = 0`` for every class ``a`` but the likeliest
+    ``ref`` and every output ``j``, each class's equations divided by their largest coefficient
+    (:func:`_class_differences`: the differences without cancellation). In the joint masses, or in ``p(c | a) -
+    p(c)``, a symbol of mass 1e-11 sits below HiGHS's absolute tolerances and its rows leak (1e-12 bits at "perfect
+    privacy", its multipliers bounding 0.101 where 0.632 is optimal). Here each symbol's row is in units of its own
+    largest coefficient ``s(c)`` (unknowns ``z(c, j) = s(c) P(c, j)``, row sums ``s(c)``), so that no coefficient is
+    below HiGHS's drop threshold (1e-9; a symbol whose conditionals differ by 1e-12 was dropped and the LP declared
+    infeasible); the row sums, below HiGHS's feasibility tolerance, are then met by iterative refinement: the LP of
+    the correction, its right-hand side the residual scaled to 1 (``CONDITIONAL_REFINE_ROUNDS`` at most); then, until
+    an answer is private to ``spread_tol``, in the mapping's own units with the independence rows multiplied by each
+    of ``CONDITIONAL_ROW_GAINS``. Each answer is polished on its support (the equations on the entries it uses
+    solved again by least squares from its point) and taken when that makes the conditionals ``p(j | a)`` closer;
+    the closest is returned whatever their difference ``sum_j max_a - min_a`` (the caller checks its leakage), the
+    refinement stopping once it is at most
+    ``spread_tol``. ``lower`` bounds the distortion of every exactly private allowed mapping: weak duality of the
+    equations with HiGHS's multipliers, evaluated in extended precision, less the multipliers times each
+    coefficient's error bound and the evaluation's rounding.
+    """
+    if prob.sparse:
+        return None, -math.inf
+    r, c, n = prob.edges()
+    if n == 0:
+        return None, -math.inf
+    ref = int(np.argmax(prob.pA))
+    H, E, classes = _class_differences(prob, ref)
+    unit = np.abs(H).max(axis=1, initial=0.0)
+    keep = unit > 0
+    H, E = H[keep] / unit[keep, None], E[keep] / unit[keep, None]
+    m, kh = H.shape[0], prob.kh
+    w = prob.edge_weights()
+
+    def spread(P):
+        cond = prob.joint(P) / prob.pA[:, None]
+        return float((cond.max(axis=0) - cond.min(axis=0)).sum())
+
+    sym = np.abs(H).max(axis=0, initial=0.0)
+    # each symbol's unit: its largest coefficient (1 without any); then, where that leaves the conditionals apart
+    # beyond spread_tol, every unit 1 (the unknowns P themselves: a support with a consistent exact point where the
+    # units' made the refinement end 3.7e-12 apart), with the independence rows multiplied by CONDITIONAL_ROW_GAINS in
+    # turn (a support HiGHS accepted at a residual of 1e-12 had no exact point: |A| = 2, a class of mass 1e-13, the
+    # conditionals 1.2e-13 apart; with the rows 100 times larger its support was exact)
+    best, lower = None, -math.inf
+    variants = [(np.where(sym > 0, sym, 1.0), 1.0)] + [(np.ones(prob.k), g) for g in CONDITIONAL_ROW_GAINS]
+    for units, gain in variants:
+        P, low = _conditional_solve(prob, H, E, units, gain, r, c, n, w, spread, spread_tol)
+        lower = max(lower, low)
+        if P is not None and (best is None or spread(P) < spread(best)):
+            best = P
+        if best is not None and spread(best) <= spread_tol:
+            break
+    return best, lower
+
+
+def _conditional_solve(prob, H, E, sym, gain, r, c, n, w, spread, spread_tol):
+    """One solve of :func:`conditional_perfect_privacy`'s LP with the symbols' units ``sym`` and the independence rows
+    multiplied by ``gain``: ``(P, lower)`` or ``(None, -inf)``."""
+    m, kh = H.shape[0], prob.kh
+    se = sym[r]
+    rows = sp.csr_matrix((np.ones(n), (r, np.arange(n))), shape=(prob.k, n))
+    indep = [sp.csr_matrix((gain * H[i, r] / se, (c, np.arange(n))), shape=(kh, n)) for i in range(m)]
+    A = sp.vstack([rows] + indep, format="csr")
+    b = np.concatenate([sym, np.zeros(m * kh)])
+    cost = w / se
+    scale = float(np.abs(cost).max(initial=0.0)) or 1.0
+    tight = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
+    res = linprog(cost / scale, A_eq=A, b_eq=b, bounds=(0, None), method="highs", options=tight)
+    if res.status != 0:
+        return None, -math.inf
+    lower = -math.inf
+    if res.eqlin is not None and res.eqlin.marginals is not None:
+        # the multipliers of gain sum_c H(a, c) / s(c) z(c, j) = 0, i.e. of sum_c H(a, c) P(c, j) = 0 times gain
+        s = np.asarray(res.eqlin.marginals, dtype=float)[prob.k:].reshape(m, kh) * (scale * gain)
+        lower = _conditional_bound(prob, H, E, s, r, c, w)
+
+    def mapping(z):
+        return prob.clean(prob.from_edges(np.maximum(z, 0.0) / se), None)
+
+    z = np.maximum(res.x, 0.0)
+    for _ in range(CONDITIONAL_REFINE_ROUNDS):
+        if spread(mapping(z)) <= spread_tol:
+            break
+        # the residual of each equation relative to its scale (a row sum: s(c); an independence row: gain)
+        resid = b - A @ z
+        big = float(np.abs(resid / np.concatenate([sym, np.full(m * kh, gain)])).max(initial=0.0))
+        if not big > 0:
+            break
+        gain = 1.0 / big
+        corr = linprog(cost / scale, A_eq=A, b_eq=gain * resid, bounds=np.c_[-gain * z, np.full(n, np.inf)],
+                       method="highs", options=tight)
+        if corr.status != 0:
+            break
+        z = np.maximum(z + corr.x / gain, 0.0)
+    P = mapping(z)
+    # the exact point of the support: moved by the least-norm correction of its residual in P's units (row sums 1),
+    # twice; the support's system may have more unknowns than independent equations, and the correction, of the
+    # residual's order, keeps the point near the LP's
+    S = np.flatnonzero(z / se > POLISH_SUPPORT_FLOOR)
+    if S.size and spread(P) > 0.0 and (prob.k + m * kh) * S.size <= POLISH_MAX_CELLS:  # a dense system
+        AS = sp.vstack([sp.csr_matrix((np.ones(n), (r, np.arange(n))), shape=(prob.k, n))]
+                       + [sp.csr_matrix((H[i, r], (c, np.arange(n))), shape=(kh, n)) for i in range(m)],
+                       format="csr")[:, S].toarray()
+        bP = np.concatenate([np.ones(prob.k), np.zeros(m * kh)])
+        xs = P[r[S], c[S]].copy()
+        for _ in range(2):
+            xs = xs + np.linalg.lstsq(AS, bP - AS @ xs, rcond=None)[0]
+        if xs.min(initial=0.0) >= 0.0:
+            x = np.zeros(n)
+            x[S] = xs
+            Q = prob.clean(prob.from_edges(x), None)
+            if spread(Q) <= spread(P):
+                P = Q
+    return P, lower
+
+
+def _conditional_bound(prob, H, E, s, r, c, w):
+    """``sum_c min_j (W(c, j) - sum_a H(a, c) s(a, j))`` over the allowed entries, less ``sum_c max_j sum_a |s(a, j)|
+    (E(a, c) + eps |H(a, c)|)`` (the coefficients' error: the exact equations' residual at any exactly private
+    mapping, whose rows sum to 1) and the rounding of its evaluation: a lower bound on the distortion of every
+    exactly private allowed mapping (internal units)."""
+    LD = np.longdouble
+    u = float(np.finfo(LD).eps)
+    eps = np.finfo(float).eps
+    m = H.shape[0]
+    sc = s[:, c]
+    lag = w.astype(LD) - np.einsum("ae,ae->e", H[:, r].astype(LD), sc.astype(LD))
+    err = np.einsum("ae,ae->e", E[:, r] + eps * np.abs(H[:, r]), np.abs(sc))
+    err = err + u * ((m + 2) * np.einsum("ae,ae->e", np.abs(H[:, r]), np.abs(sc)) + np.abs(w))
+    mins = np.full(prob.k, np.inf, dtype=LD)
+    np.minimum.at(mins, r, lag)
+    worst = np.zeros(prob.k)
+    np.maximum.at(worst, r, err)
+    if not np.all(np.isfinite(mins)):
+        return -math.inf
+    total = mins.sum()
+    low = float(total)
+    if low > total:
+        low = float(np.nextafter(low, -np.inf))
+    return low - float(worst.sum()) * (1.0 + 1e-9) - prob.k * u * float(np.abs(mins).sum())
 
 
 #: the perfect-privacy LP is solved again, in units of its own optimum, when its answer is more than this share of its

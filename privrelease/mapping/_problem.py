@@ -27,6 +27,7 @@ the certificate is tight when ``P`` is optimal and ``pi`` is its posterior.
 """
 
 import math
+from fractions import Fraction
 
 import numpy as np
 from scipy.special import rel_entr
@@ -412,7 +413,12 @@ def row_offset(pc, shift):
     """``sum_c pc(c) shift(c)`` exactly as the pair ``(hi, lo)``: ``hi`` the correctly rounded sum, ``lo`` the
     rest, rounded (a budget near the offset is then converted to its distance from it without the offset's
     rounding, one ulp of 1e9 being 0.12 of a spread of 1e-6). Each product is split exactly (Dekker) after scaling
-    ``shift`` into ``[0.5, 1)``, then summed by ``math.fsum``. ``(inf, 0)`` when the sum overflows."""
+    ``shift`` into ``[0.5, 1)``, then summed by ``math.fsum``. ``(inf, 0)`` when the sum overflows.
+
+    The split is exact only while the products' error parts stay normal numbers: a product ``pc(c) mant(c)`` below
+    about ``2**-969`` (``pc(c)`` under ~1e-292), or a term scaled back below it (an offset near float's underflow),
+    loses its bits under ``2**-1074`` (times the scaling ``2**expo``), and the pair is then not correctly rounded.
+    """
     pc = np.asarray(pc, dtype=float)
     mant, expo = np.frexp(np.asarray(shift, dtype=float))
     prod = pc * mant
@@ -445,17 +451,89 @@ def to_user(prob, value):
     return math.fsum((prob.offset, prob.offset_lo, value))
 
 
-class Problem:
-    """Reduced form of ``(prior, distortion)``; information in nats, distortions relative to each public
-    symbol's cheapest output and in units of ``scale`` (the largest such finite difference): ``to_internal`` /
-    ``to_user`` convert budgets and distortions, ``gap_to_user`` differences (gaps, tolerances).
+def to_user_up(prob, value):
+    """:func:`to_user` rounded up as far as :func:`to_internal` sees it: the smallest float whose internal value is
+    at least ``value`` (at most a few ulps above :func:`to_user`; a budget equal to it admits every mapping of
+    internal distortion ``value``)."""
+    user = to_user(prob, value)
+    for _ in range(8):
+        if not np.isfinite(user) or to_internal(prob, user) >= value:
+            break
+        user = float(np.nextafter(user, np.inf))
+    return user
+
+
+def to_user_down(prob, value):
+    """:func:`to_user` rounded down: the largest float at most ``offset + offset_lo + value * scale`` (a lower
+    bound stays one in user units, where rounding to nearest could lift it half an ulp of the offset, 0.06 of a
+    spread of 1e-6 at 5e8)."""
+    user = to_user(prob, value)
+    if not np.isfinite(user):
+        return user
+    exact = Fraction(prob.offset) + Fraction(prob.offset_lo) + Fraction(float(value)) * Fraction(prob.scale)
+    if Fraction(user) > exact:
+        user = float(np.nextafter(user, -np.inf))
+    return user
+
+
+class OffsetUnits:
+    """The distortion units of :class:`Problem` and :class:`~privrelease.mapping._sparse.SparseProblem`.
 
     Every row of a mapping sums to 1, so subtracting the row minimum ``m(c)`` from row ``c`` lowers every
     mapping's expected distortion by the same constant ``offset = sum_c p(c) m(c)``: the problem is solved on
     ``(D - m) / scale`` with the budget ``(delta - offset) / scale``, and every tolerance follows the
-    distortions' spread, not a common offset (``1e6 + 1e-6 D0`` was certified at 10 times its optimum, its
-    tolerances being 1e-12 of 1e6). The subtraction is exact for entries within a factor 2 of their row's
-    minimum (Sterbenz) and otherwise rounds the difference to its own relative precision.
+    distortions' spread, not a common offset. The subtraction is exact for entries within a factor 2 of their
+    row's minimum (Sterbenz) and otherwise rounds the difference to its own relative precision. ``scale`` is the
+    largest shifted entry of the rows with ``p(c) > 0``: the rows with ``p(c) = 0`` are dropped from the problem,
+    and their entries would only shrink every internal distortion (a ``1e300`` in such a row left the others near
+    ``1e-300``)."""
+
+    def _set_units(self, pc, shift):
+        """Set ``offset``, ``offset_lo`` for the row minima ``shift`` (finite) and the prior's column sums ``pc``;
+        returns the shift to apply (zeros where the offset overflows: the distortions are then used as they
+        are)."""
+        #: the constant every mapping's expected distortion carries (user units): ``sum_c p(c) min_j d(c, j)``,
+        #: as ``offset + offset_lo`` (:func:`row_offset`)
+        self.offset, self.offset_lo = row_offset(pc, shift)
+        if not np.isfinite(self.offset):
+            self.offset, self.offset_lo = 0.0, 0.0
+            return np.zeros_like(shift)
+        return shift
+
+    def _set_scale(self, shifted):
+        """Set ``scale`` to the largest of the shifted finite entries ``shifted`` of the rows with ``p(c) > 0``
+        (1 when there is none, or it is 0 or overflows): every internal tolerance is then relative, and ``D``,
+        ``1e-13 * D`` and ``1e6 + D`` give the same mapping."""
+        top = float(shifted.max()) if shifted.size else 0.0
+        self.scale = top if top > 0 and np.isfinite(top) else 1.0
+
+    def to_internal(self, delta):
+        """A distortion budget in user units -> internal units (less ``offset``, divided by ``scale``)."""
+        return to_internal(self, delta)
+
+    def to_user(self, value):
+        """An internal distortion (or budget, or lower bound) -> user units (``offset`` added back)."""
+        return to_user(self, value)
+
+    def to_user_up(self, value):
+        """:meth:`to_user` rounded up so that :meth:`to_internal` of it is at least ``value``."""
+        return to_user_up(self, value)
+
+    def to_user_down(self, value):
+        """:meth:`to_user` rounded down (lower bounds)."""
+        return to_user_down(self, value)
+
+    def gap_to_user(self, value):
+        """An internal difference of distortions (a gap, a tolerance) -> user units (no offset)."""
+        return float(value) * self.scale
+
+
+class Problem(OffsetUnits):
+    """Reduced form of ``(prior, distortion)``; information in nats, distortions relative to each public
+    symbol's cheapest output and in units of ``scale`` (:class:`OffsetUnits`: ``to_internal`` / ``to_user``
+    convert budgets and distortions, ``gap_to_user`` differences such as gaps and tolerances). Relative to the
+    row minima, every tolerance follows the distortions' spread, not a common offset (``1e6 + 1e-6 D0`` was
+    certified at 10 times its optimum, its tolerances being 1e-12 of 1e6).
 
     With at most ``EDGE_DENSITY`` of its cells allowed (``edge_mode``: an erasure alphabet), the scores,
     the Lagrangian bounds of :meth:`certificate`, the distortion and the outputs' usage are computed over
@@ -473,27 +551,19 @@ class Problem:
                 "anywhere, so no distortion budget is feasible (smallest feasible distortion: inf)",
                 smallest_feasible=float("inf"),
             )
-        shift = np.where(finite, distortion, np.inf).min(axis=1)
-        #: the constant every mapping's expected distortion carries (user units): ``sum_c p(c) min_j d(c, j)``,
-        #: as ``offset + offset_lo`` (:func:`row_offset`); no shift where that overflows
-        self.offset, self.offset_lo = row_offset(prior.sum(axis=0), shift)
-        if not np.isfinite(self.offset):
-            shift[:], self.offset, self.offset_lo = 0.0, 0.0, 0.0
-        distortion = distortion - shift[:, None]
-        fin = distortion[finite]
-        top = float(fin.max()) if fin.size else 0.0
-        #: the shifted distortions are divided by ``scale`` (their largest finite entry) so that every
-        #: internal tolerance is relative: ``D``, ``1e-13 * D`` and ``1e6 + D`` give the same mapping
-        self.scale = top if top > 0 and np.isfinite(top) else 1.0
-        distortion = distortion / self.scale
-        self.D = distortion
-        self.n_public, self.n_outputs = distortion.shape
         pa = prior.sum(axis=1)
         pc = prior.sum(axis=0)
-        self.pc_full = pc
+        shift = self._set_units(pc, np.where(finite, distortion, np.inf).min(axis=1))
+        distortion = distortion - shift[:, None]
         Dm = np.where(finite, distortion, np.inf)
-        self.row_min_full = Dm.min(axis=1)
+        # the cheapest outputs before the division: a row with p(c) = 0 may overflow to inf once divided
         self.argmin_full = Dm.argmin(axis=1)
+        self._set_scale(distortion[finite & (pc > 0)[:, None]])
+        with np.errstate(over="ignore"):  # only rows with p(c) = 0 can overflow
+            distortion = distortion / self.scale
+        self.D = distortion
+        self.n_public, self.n_outputs = distortion.shape
+        self.pc_full = pc
         self.rows = np.flatnonzero(pc > 0)
         self.arows = np.flatnonzero(pa > 0)
         self.M = prior[np.ix_(self.arows, self.rows)]
@@ -509,9 +579,8 @@ class Problem:
         # the cheapest mapping: each row on its first cheapest output
         self.P_min = np.zeros((self.k, self.kh))
         self.P_min[np.arange(self.k), self.argmin_full[self.rows]] = 1.0
-        # exact ties: every row's minimum is 0 after the shift, and an entry equal to it is exactly 0 (an absolute
-        # tolerance tied a 1e-12 entry with a 0 when D spans many decades, the issue-10 dyn_range family, whose d_min
-        # mapping then exceeded d_min by 7 %; one relative to the unshifted minimum tied a whole row of 1e6 + 1e-6 D0)
+        # exact ties: every row's minimum is 0 after the shift, so its cheapest outputs are its entries equal to 0
+        # (no tolerance: on distortions over many decades a 1e-12 entry beside a 0 is a dearer output, not a tie)
         self.argmin_mask = self.mask & (self.d <= 0.0)
         #: number of cheapest outputs of each row (a unique minimum-distortion mapping when all are 1)
         self.n_argmin = self.argmin_mask.sum(axis=1)
@@ -560,18 +629,6 @@ class Problem:
         capped erasure fit (300 records x 7 fields) took another path, 642 Newton systems instead of 574,
         both certified."""
         return self.M @ P
-
-    def to_internal(self, delta):
-        """A distortion budget in user units -> internal units (less ``offset``, divided by ``scale``)."""
-        return to_internal(self, delta)
-
-    def to_user(self, value):
-        """An internal distortion (or budget, or lower bound) -> user units (``offset`` added back)."""
-        return to_user(self, value)
-
-    def gap_to_user(self, value):
-        """An internal difference of distortions (a gap, a tolerance) -> user units (no offset)."""
-        return float(value) * self.scale
 
     # ---- objective and posterior ------------------------------------------------------
     def objective(self, P):

@@ -64,8 +64,8 @@ Tolerance policy
   ``a + D`` (budget ``a + delta``; ``a`` a constant or a vector over the rows) give the
   same mapping. Budgets, bounds and the smallest feasible distortion are reported with the
   offset, gaps and tolerances without it. A budget below the smallest feasible distortion
-  by more than that distortion's rounding (``ROUNDING_ULPS`` ulps of it per input and
-  output symbol, at most ``BUDGET_RTOL`` of it) is infeasible; within it, the smallest.
+  by more than that distortion's rounding (``ceil(log2 k) + 2`` ulps of it over ``k`` inputs,
+  at most ``BUDGET_RTOL`` of it) is infeasible; within it, the smallest.
   A budget whose slack above the smallest moves at most ``ROUNDING_ULPS`` ulps of a row's
   mass is the smallest. Outputs tie for a row's cheapest when their costs are equal.
 * ``max_leakage`` mode (every solver): the returned mapping's leakage is at most the target
@@ -89,8 +89,10 @@ Tolerance policy
   and output symbol): a constant distortion has a range of 0. A target that the
   least-leaking mapping found meets within that rounding is met by that mapping. At a target no
   solve tells from 0 the perfect-privacy LP's mapping answers only when it leaks within that
-  rounding (HiGHS's tolerances let public symbols of mass 1e-11 leak 1e-12 bits); else the cheapest
-  constant mapping (leakage exactly 0), certified or warned; an answer over the target is never "optimal". An LP
+  rounding (HiGHS's tolerances let public symbols of mass 1e-11 leak 1e-12 bits) and is certified; else the
+  cheaper of the perfect-privacy LP in conditional form (``_lp.conditional_perfect_privacy``, when private to
+  rounding; also where the LP is infeasible) and the cheapest constant mapping (leakage exactly 0), certified by the
+  larger of the two LPs' bounds or warned; an answer over the target is never "optimal". An LP
   answer over the target or not certified is first replaced by an exact vertex (of HiGHS's
   active constraints, or complementary to the dual LP's multipliers, checked within the
   target to relative precision) when one is cheaper, and bounded by the dual LP
@@ -117,11 +119,11 @@ from ..utils._validation import check_table
 from ._checks import (_refuse_strings, check_budget, check_distortion, check_mapping, check_paired_labels,
                       check_prior)
 from ._cvx import solve_quietly
-from ._leakage import expected_distortion, leakage as _leakage
+from ._leakage import _expected_distortion, leakage as _leakage
 from ._lp import (ROW_SCALE_FLOOR, BlockFloor, _ml_floor_rounding, _ml_references, _ml_row_unit, _ml_target_slack,
-                  independence_lower_bound, maximal_leakage_distortion_bound, maximal_leakage_target_multipliers,
-                  perfect_privacy_mapping, polish_maximal_leakage, polish_maximal_leakage_target,
-                  sharpest_independence_multipliers, solve_maximal_leakage_lp)
+                  conditional_perfect_privacy, independence_lower_bound, maximal_leakage_distortion_bound,
+                  maximal_leakage_target_multipliers, perfect_privacy_mapping, polish_maximal_leakage,
+                  polish_maximal_leakage_target, sharpest_independence_multipliers, solve_maximal_leakage_lp)
 from ._presolve import reduce_outputs
 from ._problem import LN2, Problem, bound_rounding
 from ._result import MappingResult
@@ -300,27 +302,44 @@ def _cvxpy_candidates(prob, *, delta=None, target_nats=None, solvers=("CLARABEL"
 
 
 # ---------------------------------------------------------------------------- helpers
+def budget_slack(smallest, n):
+    """How far below the smallest feasible distortion ``smallest`` (user units) a budget still counts as it: the
+    rounding of ``smallest`` computed as a sum of ``n`` terms ``p(c) min_j d(c, j)`` (pairwise summation, as
+    numpy's: ``ceil(log2 n) + 2`` ulps of ``smallest``; the correctly rounded value this module reports is within
+    one), at most ``BUDGET_RTOL`` of it. In user units, since it is the rounding of a number the caller
+    computed; it does not grow with the output alphabet, nor linearly with ``n``, which took budgets a whole
+    spread below the smallest (``k = 1200`` at ``1e6 + 1e-6 D0``)."""
+    smallest = abs(float(smallest))
+    if not math.isfinite(smallest):
+        return 0.0
+    ulps = math.ceil(math.log2(max(int(n), 2))) + 2
+    return min(ulps * float(np.spacing(smallest)), BUDGET_RTOL * smallest)
+
+
 def _below_smallest(prob, delta):
-    """Whether the budget ``delta`` (user units) is below the smallest feasible distortion by more than that
-    distortion's rounding (``ROUNDING_ULPS`` ulps of it per input and output symbol, at most ``BUDGET_RTOL`` of it;
-    a budget within it is solved at the smallest). In user units: it is the rounding of a budget the caller
-    computed, which follows the distortions' common offset; more would follow the offset too (``BUDGET_RTOL`` of
-    ``1e6`` took budgets a whole spread of ``1e-6`` below the smallest for it, and the answer exceeded them)."""
+    """Whether the budget ``delta`` (user units) is below the smallest feasible distortion by more than
+    :func:`budget_slack` (a budget within it is solved at the smallest)."""
     smallest = prob.to_user(prob.delta_min)
-    return delta < smallest - min(BUDGET_RTOL, _rounding_share(prob)) * abs(smallest)
+    return delta < smallest - budget_slack(smallest, prob.k)
 
 
 def _internal_budget(prob, delta):
     """The internal budget of the user budget ``delta`` (not below :func:`_below_smallest`): ``delta_min`` when its
     slack above it can move at most ``ROUNDING_ULPS`` ulps of a row's mass (the slack over the cheapest weight
-    ``p(c) d(c, j)`` above a row's minimum), a mapping the cheapest one up to its own rounding (a caller's ``d_min``
-    0.3 ulp above the exact sum moved 1.6e-16 of mass off it), else its own. Judged in the problem's units, not
-    against the offset: at ``1e9 + 1e-6 D0`` one ulp of the offset is 0.12 of the spread."""
+    ``p(c) d(c, j)`` above a row's minimum), so that the answer is the cheapest mapping up to its own rounding;
+    else its own. Judged in the problem's units, where the slack is measured against the distortions' spread,
+    not against their common offset."""
     d_int = max(prob.to_internal(delta), prob.delta_min)
     w = prob.edge_weights()
     w = w[w > 0]
     step = float(w.min()) if w.size else 0.0
     return prob.delta_min if d_int - prob.delta_min <= ROUNDING_ULPS * np.finfo(float).eps * step else d_int
+
+
+def reported_distortion(prior, mapping, distortion):
+    """The expected distortion of ``mapping`` under the checked (normalised) ``prior`` the solver used: its
+    column sums as they are, not normalised again."""
+    return float(_expected_distortion(np.asarray(prior).sum(axis=0), mapping, distortion))
 
 
 def _make_result(prob, P_red, *, prior, distortion, status, certificate, solver, delta, max_leakage, kind,
@@ -329,7 +348,7 @@ def _make_result(prob, P_red, *, prior, distortion, status, certificate, solver,
     return MappingResult(
         mapping=full,
         leakage=float(_leakage(prior, full, kind=kind)),
-        distortion=float(expected_distortion(prior, full, distortion)),
+        distortion=reported_distortion(prior, full, distortion),
         status=status,
         certificate=certificate,
         solver=solver,
@@ -465,12 +484,17 @@ def _fast_candidates(prob, delta, tol, warm, notes):
     from ._fast import solve_fast
 
     bounds = []
-    # a slack the barrier cannot resolve: the step first (it is the optimum there up to second order); the barrier
-    # certified 1.1e-7 bits above it at 1e-21 of the range (1e-9 of a smallest distortion of 1e-8, entries to 1e4)
+
+    def first_order():
+        step = _first_order_step(prob, delta)
+        return [] if step is None else [("first-order", step)]
+
+    # the first-order step from the cheapest mapping is the optimum up to second order in the budget's slack above
+    # the smallest: first when that slack is one the barrier cannot resolve (within FIRST_ORDER_RTOL of the range),
+    # else after the barrier, in case that one does not certify
     tiny = prob.delta_min < delta <= prob.delta_min + FIRST_ORDER_RTOL * max(prob.delta_max - prob.delta_min, 0.0)
-    step = _first_order_step(prob, delta) if tiny else None
-    if step is not None:
-        yield "first-order", step
+    if tiny:
+        yield from first_order()
     try:
         out = solve_fast(prob, delta, tol=tol, warm=warm, return_hint=True, bounds=bounds)
     except (SolverError, np.linalg.LinAlgError, ArithmeticError, ValueError) as exc:
@@ -480,20 +504,16 @@ def _fast_candidates(prob, delta, tol, warm, notes):
         # (P, pi of the outputs the polish may empty, the bounds computed on the way); a bare mapping is
         # accepted too
         yield ("fast", *out, bounds) if isinstance(out, tuple) else ("fast", out, None, bounds)
-    step = None if tiny else _first_order_step(prob, delta)  # certified only when the budget is nearly the smallest
-    if step is not None:
-        yield "first-order", step
+    if not tiny:
+        yield from first_order()
     near = NEAR_MIN_RTOL * max(prob.delta_min, prob.delta_max - prob.delta_min)
     if prob.n_argmin.max() > 1 and prob.delta_min < delta <= prob.delta_min + near:
-        # a hair above the smallest budget with tied cheapest outputs (a row of equal costs): the
-        # optimum at the smallest budget (the program on the cheapest entries only, no budget to
-        # resolve) is feasible here and within slope x slack of the optimum; the barrier cannot
-        # resolve a slack of 1e-9 of the budget, and the first-order step ignores free moves
-        # (families, seed 10: a row of zeros, 0.18 bits from the barrier, 1.85 from the step). "A hair" is
-        # relative to the budget's range as well: with a free output in every row the smallest budget is 0,
-        # and delta = 1e-173 of the largest distortion (families2, curve_odd: a denormal budget, entries
-        # over 300 decades) left the barrier 2.8 bits from certified (its budget term lam / s overflows),
-        # where the optimum at the smallest budget certifies (2.7e-7 bits)
+        # a hair above the smallest budget with tied cheapest outputs (a row of equal costs): the optimum at the
+        # smallest budget (the program on the cheapest entries only, no budget to resolve) is feasible here and
+        # within slope x slack of the optimum, where the barrier cannot resolve the slack and the first-order step
+        # ignores the free moves between tied outputs. "A hair" is relative to the budget's range as well: with a
+        # free output in every row the smallest budget is 0, and a budget many decades below the largest
+        # distortion overflows the barrier's budget term
         try:
             P_at_min = solve_fast(prob, prob.delta_min, tol=tol)
         except (SolverError, np.linalg.LinAlgError, ArithmeticError, ValueError) as exc:
@@ -702,7 +722,7 @@ def _solve_mi_target(prob, target_bits, solver, tol):
             if gap_b <= tol_b or prob.objective(P_blk) > L:
                 cert = {"gap_bits": float(max(prob.objective(P_blk) / LN2 - target_bits, 0.0)),
                         "distortion_gap": float(prob.gap_to_user(gap_b)),
-                        "distortion_lower_bound": float(prob.to_user(lb_blk)),
+                        "distortion_lower_bound": float(prob.to_user_down(lb_blk)),
                         "distortion_tolerance": float(prob.gap_to_user(tol_b)),
                         "method": f"the target is the smallest leakage I(A; B) over {floor.n_blocks} blocks of "
                                   "allowed entries: per-block perfect-privacy LP (HiGHS)"}
@@ -764,7 +784,7 @@ def _solve_mi_target(prob, target_bits, solver, tol):
         if gap_d > dist_tol:
             return None
         cert = {"gap_bits": float(prob.objective(Ppp) / LN2), "distortion_gap": float(prob.gap_to_user(gap_d)),
-                "distortion_lower_bound": float(prob.to_user(lower())),
+                "distortion_lower_bound": float(prob.to_user_down(lower())),
                 "method": "perfect-privacy LP (HiGHS): the target is below the leakage's rounding" + bound_note()}
         return Ppp, cert, "highs", "optimal"
 
@@ -775,7 +795,13 @@ def _solve_mi_target(prob, target_bits, solver, tol):
         # bits came back "optimal" at distortion 0.101 for a target of 0 whose exact optimum is 0.632): not an
         # answer to it. The cheapest constant mapping, which leaks exactly 0, certified by the LP's multipliers or
         # warned; without one, the LP's mapping warned (or refused)
-        return _leaky_private_answer(prob, Ppp, t_pp, target_bits, solver, rng_)
+        return _leaky_private_answer(prob, Ppp, t_pp, target_bits, solver, rng_, leak_rounding)
+    if L <= leak_rounding and not prob.sparse and (Ppp is None or prob.objective(Ppp) > tol * LN2):
+        # the perfect-privacy LP infeasible or leaking beyond tol (rare symbols: coefficients of 1e-12 dropped by
+        # HiGHS): the LP in conditional form, when its mapping is private to rounding
+        Qc, lb_c = conditional_perfect_privacy(prob, _rounding_share(prob))
+        if Qc is not None and _private_to_rounding(prob, Qc, leak_rounding):
+            return _leaky_private_answer(prob, Ppp, t_pp, target_bits, solver, rng_, leak_rounding, (Qc, lb_c))
     if 0.0 < L <= leak_rounding and Ppp is not None \
             and prob.objective(Ppp) <= tol * LN2:
         # a target below the rounding of the certificate itself (4 ulps of H(A) per summation level): no solve can
@@ -794,6 +820,14 @@ def _solve_mi_target(prob, target_bits, solver, tol):
         # 1e-7 e)) a mapping of distortion 97.7 came back "optimal" with a distortion gap of 35.9 (85.2 reachable)
         fpp = prob.objective(Ppp)
         tol_pp = _answer_dist_tol(prob, prob.distortion(Ppp), ANSWER_RTOL * DIST_RTOL * rng_)
+        if gap_pp > tol_pp:
+            # not certified by its multipliers (rare public symbols or classes: below HiGHS's tolerances their rows
+            # look free, and the bound fell 2.7e-5 .. 0.89 short): the LP in conditional form, its mapping when it
+            # is private to rounding and cheaper, its bound when higher
+            Qc, lb_c = conditional_perfect_privacy(prob, _rounding_share(prob))
+            if Qc is not None and _private_to_rounding(prob, Qc, leak_rounding):
+                return _leaky_private_answer(prob, Ppp, t_pp, target_bits, solver, rng_, leak_rounding, (Qc, lb_c),
+                                             keep=Ppp)
         cert = {"gap_bits": float(fpp / LN2), "distortion_gap": float(prob.gap_to_user(gap_pp)),
                 "distortion_tolerance": float(prob.gap_to_user(tol_pp)), "method": "perfect-privacy LP (HiGHS)"}
         return _target_answer(prob, Ppp, cert, "highs", gap_pp, tol_pp, target_bits, solver,
@@ -813,7 +847,7 @@ def _solve_mi_target(prob, target_bits, solver, tol):
             dm = prob.distortion(Pm)
             gap_m, tol_m = max(dm - lower(), 0.0), _answer_dist_tol(prob, dm, ANSWER_RTOL * DIST_RTOL * rng_)
             cert = {"gap_bits": float(max(fm - lbm, 0.0) / LN2), "distortion_gap": float(prob.gap_to_user(gap_m)),
-                    "distortion_lower_bound": float(prob.to_user(lower())),
+                    "distortion_lower_bound": float(prob.to_user_down(lower())),
                     "distortion_tolerance": float(prob.gap_to_user(tol_m)),
                     "method": "the target is the smallest achievable leakage (up to rounding)"}
             return _target_answer(prob, Pm, cert, "+".join(sorted(names)), gap_m, tol_m, target_bits, solver)
@@ -850,7 +884,7 @@ def _solve_mi_target(prob, target_bits, solver, tol):
         d0 = prob.distortion(P0)
         gap0, tol0 = max(d0 - lower(), 0.0), _answer_dist_tol(prob, d0, ANSWER_RTOL * DIST_RTOL * rng_)
         cert = {"gap_bits": float(max(prob.objective(P0), 0.0) / LN2), "distortion_gap": float(prob.gap_to_user(gap0)),
-                "distortion_lower_bound": float(prob.to_user(lower())),
+                "distortion_lower_bound": float(prob.to_user_down(lower())),
                 "distortion_tolerance": float(prob.gap_to_user(tol0)),
                 "method": "perfect privacy: a mapping of leakage 0 and the bounds"}
         return _target_answer(prob, P0, cert, "+".join(sorted(names | {"highs"})), gap0, tol0, target_bits, solver)
@@ -975,7 +1009,7 @@ def _solve_mi_target(prob, target_bits, solver, tol):
     cert = {
         "gap_bits": float(max(f_best - bound_at(best_d), 0.0) / LN2),
         "distortion_gap": float(prob.gap_to_user(gap_d)),
-        "distortion_lower_bound": float(prob.to_user(lb)),
+        "distortion_lower_bound": float(prob.to_user_down(lb)),
         "n_delta_solves": len(lines),
         "method": "Newton on the square root of the privacy-distortion curve with Lagrangian lower bounds"
                   + bound_note(),
@@ -984,27 +1018,60 @@ def _solve_mi_target(prob, target_bits, solver, tol):
     return _target_answer(prob, best_P, cert, "+".join(sorted(names)), gap_d, dist_tol, target_bits, solver)
 
 
-def _leaky_private_answer(prob, Ppp, t_pp, target_bits, solver, rng_):
+def _leaky_private_answer(prob, Ppp, t_pp, target_bits, solver, rng_, allowance, conditional=None, keep=None):
     """The answer to a mutual-information target no solve tells from 0 when the perfect-privacy LP's mapping
-    ``Ppp`` leaks beyond rounding: the cheapest constant mapping (leakage exactly 0) when there is one, certified
-    when the multipliers ``t_pp`` bound its distortion within tolerance, else the policy of
-    :func:`_target_answer` (a warning with ``solver="auto"``, else a SolverError); without a constant mapping
-    ``Ppp`` itself under that policy (it is above the target)."""
+    ``Ppp`` leaks beyond rounding (public symbols of mass 1e-11 below HiGHS's tolerances), is None (HiGHS called the LP
+    infeasible), or is not certified by its multipliers.
+
+    The LP again in conditional form (:func:`~._lp.conditional_perfect_privacy`: unknowns of order 1 whatever
+    ``p(c)``, differences of conditionals without cancellation), its mapping taken when it leaks at most
+    ``allowance`` nats (the leakage's rounding), and the cheapest constant mapping (leakage exactly 0): the cheaper
+    of the two, certified when the larger of the two multipliers' bounds (``t_pp``'s and the conditional LP's) is
+    within tolerance of its distortion, else the policy of :func:`_target_answer` (a warning with ``solver="auto"``,
+    else a SolverError); with neither, ``Ppp`` itself under that policy (it is above the target). ``conditional``: the
+    conditional LP's ``(mapping, bound)`` when already solved; ``keep``: a mapping private to rounding (``Ppp``, not
+    certified) also a candidate."""
     Pc = _cheapest_constant_mapping(prob)
     lb = -math.inf if t_pp is None else independence_lower_bound(prob, t_pp, 0.0)
-    P = Pc if Pc is not None else Ppp
+    Qc, lb_c = conditional if conditional is not None else conditional_perfect_privacy(prob, _rounding_share(prob))
+    lb = max(lb, lb_c)
+    cands = [Q for Q in (Pc, Qc, keep) if Q is not None]
+    cands = [Q for Q in cands if Q is Pc or _private_to_rounding(prob, Q, allowance)]
+    P = min(cands, key=prob.distortion) if cands else Ppp
     d = prob.distortion(P)
-    gap = max(d - lb, 0.0) if Pc is not None else math.inf
+    gap = max(d - lb, 0.0) if cands else math.inf
     tol_d = _answer_dist_tol(prob, d, ANSWER_RTOL * DIST_RTOL * rng_)
+    if P is Pc:
+        method = "cheapest constant mapping: the perfect-privacy LP's mapping " + (
+            "was not found" if Ppp is None else f"leaked {prob.objective(Ppp) / LN2:.3g} bits")
+        how = " by the cheapest constant mapping"
+    elif P is keep:
+        method = "perfect-privacy LP (HiGHS); distortion bound: the perfect-privacy LP in conditional form"
+        how = " by the perfect-privacy LP"
+    elif cands:
+        method = "perfect-privacy LP in conditional form (HiGHS, polished on its support)"
+        how = " by the perfect-privacy LP in conditional form"
+    else:
+        method = "perfect-privacy LP (HiGHS)"
+        how = f"; the perfect-privacy LP's mapping leaks {prob.objective(P) / LN2:.3g} bits, above the target beyond " \
+              "rounding"
     cert = {"gap_bits": float(prob.objective(P) / LN2),
             "distortion_gap": float(prob.gap_to_user(gap)) if np.isfinite(gap) else math.inf,
-            "distortion_lower_bound": float(prob.to_user(lb)) if np.isfinite(lb) else -math.inf,
-            "distortion_tolerance": float(prob.gap_to_user(tol_d)),
-            "method": "cheapest constant mapping: the perfect-privacy LP's mapping leaked "
-                      f"{prob.objective(Ppp) / LN2:.3g} bits" if Pc is not None else "perfect-privacy LP (HiGHS)"}
-    how = " by the cheapest constant mapping" if Pc is not None else \
-        f"; the perfect-privacy LP's mapping leaks {cert['gap_bits']:.3g} bits, above the target beyond rounding"
+            "distortion_lower_bound": float(prob.to_user_down(lb)) if np.isfinite(lb) else -math.inf,
+            "distortion_tolerance": float(prob.gap_to_user(tol_d)), "method": method}
     return _target_answer(prob, P, cert, "highs", gap, tol_d, target_bits, solver, how)
+
+
+def _private_to_rounding(prob, Q, allowance):
+    """Whether the mapping ``Q`` is perfectly private up to rounding: its leakage at most ``allowance`` nats, or its
+    conditionals ``p(j | a)`` within the rounding of a sum over the symbols of each other (``sum_j max_a - min_a``
+    at most :func:`_rounding_share`). The leakage's own evaluation rounds to a few ulps of 1 (each term's logarithm
+    of a ratio near 1), which is above ``allowance`` where a class of mass 1e-12 makes ``H(A)`` tiny: a mapping
+    whose conditionals agreed to 1.7e-16 leaked 1.1e-16 nats against an allowance of 1e-24."""
+    if prob.objective(Q) <= allowance:
+        return True
+    cond = prob.joint(Q) / prob.pA[:, None]
+    return float((cond.max(axis=0) - cond.min(axis=0)).sum()) <= _rounding_share(prob)
 
 
 def _measurably_dependent(prob):
@@ -1054,9 +1121,8 @@ def _answer_dist_tol(prob, answer, floor=0.0):
 def _ml_rounding_floor(prob, P):
     """The maximal-leakage target mode's distortion tolerance floor for the answer ``P`` (internal units): the
     rounding of its masses (``ROUNDING_ULPS`` ulps per symbol of each row's total, 1) times the dearest entry the row
-    uses, ``sum_c max_{j: P(c, j) > 0} p(c) d(c, j)``, at most ``ML_ROUNDING_RTOL`` times the range. Over the whole
-    row (the range) the floor followed entries no answer uses: 13.3 beside an optimum of 3.24 on distortions over 16
-    decades."""
+    uses, ``sum_c max_{j: P(c, j) > 0} p(c) d(c, j)``, at most ``ML_ROUNDING_RTOL`` times the range. Only the entries
+    the answer uses enter: a row's dearest entry may be decades above them (distortions over 16 decades)."""
     if prob.sparse:
         used = np.where(np.asarray(P) > 0, prob.w, 0.0)
         dearest = float(np.maximum.reduceat(used, prob.indptr[:-1]).sum())
@@ -1214,6 +1280,7 @@ def _solve_ml(prob, delta, target_bits, solver, tol=1e-6):
     if at_floor:
         cap = 2.0 ** target_bits * (1 + _rounding_share(prob))
     polished = None
+    lb_cond = -math.inf  # the conditional perfect-privacy LP's bound, when it is solved below
     if info is not None and "lp_marginals" in info:
         polished, info = _polish_target(prob, P, info, lp_bits, target_bits, ml_sum, cap)
     pull_price = 0.0
@@ -1227,9 +1294,13 @@ def _solve_ml(prob, delta, target_bits, solver, tol=1e-6):
             # the perfect-privacy LP's mapping leaks beyond rounding (p(c) over 8 decades, |A| = 5: a target of 0 was
             # refused as unreachable on a distortion without forbidden entries; a public symbol of mass 1e-12: its
             # conditional error counts linearly, 2e-13 bits returned "optimal" at a target of 0): the cheapest
-            # constant mapping, whose leakage is exactly 0, when there is one
+            # constant mapping, whose leakage is exactly 0, when there is one; and the LP in conditional form (unknowns
+            # of order 1, differences of conditionals without cancellation), whose mapping is private to rounding where
+            # the LP in joint masses leaks: the cheaper of the two, its multipliers' bound kept for a target of 0
             Pc = _cheapest_constant_mapping(prob)
-            Ppp = Pc if Pc is not None else Ppp
+            Qc, lb_cond = conditional_perfect_privacy(prob, _rounding_share(prob))
+            cands = [Q for Q in (Pc, Qc) if Q is not None and ml_sum(Q) <= 1.0 + _rounding_share(prob)]
+            Ppp = min(cands, key=prob.distortion) if cands else Ppp
         Pz = Ppp if Ppp is not None else prob.clean(solve_maximal_leakage_lp(prob)[0], None)
         if Ppp is not None and cap < ml_sum(Ppp) <= 1.0 + 1e-12:
             # a target of 0 (or below the rounding of 0): sum_j max_a p(j | a) >= 1 for every mapping,
@@ -1298,10 +1369,14 @@ def _solve_ml(prob, delta, target_bits, solver, tol=1e-6):
         lb_ind = independence_lower_bound(prob, t_pp, target_bits * LN2)
         if lb_ind > lb:
             lb, lb_note = lb_ind, "; distortion bound: the perfect-privacy LP's multipliers (I <= maximal leakage)"
+    if lb_cond > lb and 2.0 ** target_bits <= 1.0 + _rounding_share(prob):
+        # a target of 0 up to rounding: every mapping that meets it is private, and the conditional LP's multipliers
+        # bound the distortion of every private mapping (the joint-mass LP's see a rare symbol's rows as free)
+        lb, lb_note = lb_cond, "; distortion bound: the perfect-privacy LP in conditional form"
     gap = max(d_P - lb, 0.0)
     dist_tol = tolerance(lb)
     cert = {"gap_bits": max(math.log2(max(ml_sum(P), 1.0)) - target_bits, 0.0),
-            "distortion_gap": float(prob.gap_to_user(gap)), "distortion_lower_bound": float(prob.to_user(lb)),
+            "distortion_gap": float(prob.gap_to_user(gap)), "distortion_lower_bound": float(prob.to_user_down(lb)),
             "distortion_tolerance": float(prob.gap_to_user(dist_tol)),
             "method": "linear program (HiGHS), dual bound" + lb_note}
     # and within the target up to rounding (the perfect-privacy LP's mapping, taken near a target of 0, may leak
@@ -1429,7 +1504,7 @@ def _ml_fallback(prob, delta, target_bits, exc):
     P = min(ok, key=prob.distortion)
     cert = {"gap_bits": max(math.log2(max(ml_sum(P), 1.0)) - target_bits, 0.0),
             "distortion_gap": float(prob.gap_to_user(prob.distortion(P) - prob.delta_min)),
-            "distortion_lower_bound": float(prob.to_user(prob.delta_min)), "distortion_tolerance": 0.0,
+            "distortion_lower_bound": float(prob.to_user_down(prob.delta_min)), "distortion_tolerance": 0.0,
             "method": note}
     return P, cert, "highs", "inaccurate"
 

@@ -30,7 +30,7 @@ from scipy.special import rel_entr
 
 from ..exceptions import InfeasibleBudgetError
 from ._cvx import solve_quietly
-from ._problem import bound_rounding, maximize_multiplier, row_offset, to_internal, to_user
+from ._problem import OffsetUnits, bound_rounding, maximize_multiplier
 
 __all__ = ["SparseProblem", "sparse_candidates", "edge_lagrangian_bound"]
 
@@ -60,7 +60,7 @@ def edge_lagrangian_bound(A, B, indptr, rhs, mu0=None, n_bisect=60):
     return maximize_multiplier(ev, scale, mu0, n_bisect)
 
 
-class SparseProblem:
+class SparseProblem(OffsetUnits):
     """Reduced form of ``(prior, distortion)`` for a sparse distortion (stored entries = allowed).
 
     A reduced mapping is a vector over the edges of the rows with ``p(c) > 0``,
@@ -83,23 +83,20 @@ class SparseProblem:
                 smallest_feasible=float("inf"),
             )
         row_full = np.repeat(np.arange(self.n_public), deg)
-        # relative to each row's cheapest entry, as in Problem: every mapping's distortion less the constant offset
-        shift = _segment_min(D.data, D.indptr)
-        self.offset, self.offset_lo = row_offset(prior.sum(axis=0), shift)
-        if not np.isfinite(self.offset):  # no shift where the offset overflows
-            shift[:], self.offset, self.offset_lo = 0.0, 0.0, 0.0
-        d_full = D.data - shift[row_full]
-        top = float(d_full.max()) if D.nnz else 0.0
-        self.scale = top if top > 0 and np.isfinite(top) else 1.0
-        d_full = d_full / self.scale
-        self.row_min_full = _segment_min(d_full, D.indptr)
-        pos = np.arange(d_full.size)
-        #: the first cheapest edge of every row (index into the full pattern)
-        self.argmin_edge_full = _segment_min(np.where(d_full <= self.row_min_full[row_full], pos, d_full.size),
-                                             D.indptr)
-        self._indptr_full, self._indices_full = D.indptr, D.indices
         pa = prior.sum(axis=1)
         pc = prior.sum(axis=0)
+        # relative to each row's cheapest entry, in the units of Problem (OffsetUnits)
+        shift = self._set_units(pc, _segment_min(D.data, D.indptr))
+        d_full = D.data - shift[row_full]
+        # the first cheapest edge of every row (index into the full pattern), found before the division: a row with
+        # p(c) = 0 may overflow to inf once divided
+        row_min = _segment_min(d_full, D.indptr)
+        pos = np.arange(d_full.size)
+        self.argmin_edge_full = _segment_min(np.where(d_full <= row_min[row_full], pos, d_full.size), D.indptr)
+        self._set_scale(d_full[(pc > 0)[row_full]])
+        with np.errstate(over="ignore"):  # only rows with p(c) = 0 can overflow
+            d_full = d_full / self.scale
+        self._indptr_full, self._indices_full = D.indptr, D.indices
         self.pc_full = pc
         self.rows = np.flatnonzero(pc > 0)
         self.arows = np.flatnonzero(pa > 0)
@@ -115,7 +112,7 @@ class SparseProblem:
         self.n = self.r.size
         self.d = d_full[self.edge_full]
         self.w = self.pc[self.r] * self.d
-        row_min = self.row_min_full[self.rows]
+        row_min = _segment_min(self.d, self.indptr)
         self.delta_min = float(np.sum(self.pc * row_min))
         self.delta_max = float(np.sum(self.pc * np.maximum.reduceat(self.d, self.indptr[:-1])))
         first = _segment_min(np.where(self.d <= row_min[self.r], np.arange(self.n), self.n), self.indptr)
@@ -128,19 +125,6 @@ class SparseProblem:
         self.C = sp.csr_array((np.ones(self.n), (self.j, np.arange(self.n))), shape=(self.kh, self.n))
         self.Mr = self.M[:, self.r]
         self._uniform = 1.0 / np.repeat(deg_r, deg_r).astype(float)
-
-    # ---- units --------------------------------------------------------------------------
-    def to_internal(self, delta):
-        """A distortion budget in user units -> internal units (less ``offset``, divided by ``scale``)."""
-        return to_internal(self, delta)
-
-    def to_user(self, value):
-        """An internal distortion (or budget, or lower bound) -> user units (``offset`` added back)."""
-        return to_user(self, value)
-
-    def gap_to_user(self, value):
-        """An internal difference of distortions (a gap, a tolerance) -> user units (no offset)."""
-        return float(value) * self.scale
 
     # ---- edges (the interface shared with the dense Problem) ----------------------------
     def edges(self):

@@ -463,11 +463,11 @@ class RatingsFrame:
                 dtype = np.result_type(*kinds)
             if is_sparse_frame(X):  # never densified; filled with NaN: pandas' to_coo refused it
                 X = sparse_frame_as_csr(X)
-        # a re-rated pair kept twice (triples of a file turned into a COO matrix) was summed into one rating without
-        # a word, where every other entry point says so: the same rule (read as the sum, said once)
+        # a re-rated pair kept twice (triples of a file turned into a COO matrix) is read as the sum of its entries
+        # and said once, as at every other entry point
         warn_duplicate_entries(X)
         if not sp.issparse(X):
-            _refuse_missing_cells(X)  # None was read as 0 ('not rated') and pd.NA as "boolean value of NA is ambiguous"
+            _refuse_missing_cells(X)  # csr_matrix reads None as 0 ('not rated') and fails on pd.NA
         try:
             X = sp.csr_matrix(X, dtype=np.float64) if not sp.issparse(X) else sp.csr_matrix(X).astype(np.float64)
         except (TypeError, ValueError) as exc:

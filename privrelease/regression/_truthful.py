@@ -818,7 +818,7 @@ class TruthfulRegressionMechanism(AccountedMixin, RegressorMixin, BaseEstimator)
         check_table(X)
         check_table(y, "y")
         check_same_index(X, y)
-        refuse_missing_target(y, "y", "the reported responses as real numbers")  # scikit-learn: "Input y contains NaN."
+        refuse_missing_target(y, "y", "the reported responses as real numbers")
         X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
         check_real_target(y, "y", "the reported responses as real numbers", finite=True)
         n = X.shape[0]

@@ -5,6 +5,7 @@ Every error quotes the value received and says what was expected.
 
 import contextlib
 import contextvars
+import functools
 import numbers
 import warnings
 from decimal import Decimal
@@ -258,41 +259,57 @@ LONG_FORM_MAX_COLUMNS = 8
 #: the share of rows repeating an earlier row's (user, item) pair above which a table is not "one row per rating"
 #: (a long-form table holds each pair once; a re-rated pair or two of a log stay below it)
 LONG_FORM_REPEATED_SHARE = 0.05
+#: the largest magnitude on a rating scale (1..5, 0..10, -10..10, 0..100): a column holding a larger value
+#: (a timestamp, a count, a row number of a large table) holds no ratings
+RATING_SCALE_BOUND = 100
+#: the names (lower case, letters and digits only) of the row-number column that ``reset_index()`` ("index",
+#: "level_0") or a CSV round trip ("Unnamed: 0") adds
+ROW_NUMBER_COLUMNS = ("index", "level0", "unnamed0", "")
+#: a column of more rows holding 0..n-1 or 1..n holds row numbers, whatever its name: more values than a rating
+#: scale of 0..10 has
+ROW_NUMBER_MIN_ROWS = 11
+#: column names (lower case, letters and digits only) of a long-form table's rating
+LONG_FORM_RATING_COLUMNS = ("rating", "ratings", "score", "stars", "overall", "value", "rate", "grade", "preference")
 
 
 def refuse_long_form(X, name="X"):
     """A pandas table of ratings in long form (one row per rating: a user column, an item column, the rating) is
     not a user x item matrix: say how to convert it (TypeError naming ``name``).
 
-    Without this a numeric long-form table (user, item, rating ids as numbers) is read as a matrix of three
-    "items" per row, one row per rating, and used without a word. The column names alone do not decide it: a
-    user x item table whose items happen to be named like ids (``"Customer"``, ``"Product"`` beside 40 other
-    items) was refused. A table with a user-named and an item-named column is read as long form when
+    A numeric long-form table (user, item, rating ids as numbers) would otherwise be read as a matrix of three
+    "items" per row, one row per rating. The column names alone do not decide it: a user x item table may have
+    items named like ids (``"Customer"``, ``"Product"`` beside 40 other items). A table with a user-named and an
+    item-named column is read as long form when
 
     * its ids are not numbers (strings, categories, dates: no rating is), or else when at least two of:
     * it has few columns (at most :data:`LONG_FORM_MAX_COLUMNS`);
     * it holds one row per rating: at most :data:`LONG_FORM_REPEATED_SHARE` of its rows repeat an earlier
       row's (user, item) pair;
-    * its two id columns hold values that no other column holds (ids, where the columns of a user x item table
-      hold the values of one rating scale).
+    * its two id columns hold values that no column of ratings holds (ids, where the columns of a user x item
+      table hold the values of one rating scale). A column holds ratings when its values are numbers within
+      +-:data:`RATING_SCALE_BOUND` and are not row numbers (0..n-1 or 1..n, what ``reset_index()`` or a CSV
+      round trip adds: see :data:`ROW_NUMBER_COLUMNS`, :data:`ROW_NUMBER_MIN_ROWS`); timestamps, counts and
+      text are left out.
 
-    Booleans, NaN and non-whole numbers are no ids: such a table is a matrix. When the signs disagree the error
-    says so, with the way out for either reading (the conversion, or ``X.to_numpy()`` for a matrix).
+    Numbers stored as strings are read as the numbers (as the mappers read them). Booleans and non-whole numbers
+    are no ids: such a table is a matrix; a missing id is left out. A table without rows shows no sign; of a dask
+    frame the first partition with rows is looked at. When the signs disagree the error says so, with the way
+    out for either reading (the conversion, or ``X.to_numpy()`` for a matrix).
     """
     columns = getattr(X, "columns", None)
-    if columns is None or not hasattr(X, "iloc") or getattr(X, "ndim", 2) != 2:
+    if columns is None or not hasattr(X, "iloc"):
         return
     names = {}
     for c in columns:
-        names["".join(ch for ch in str(c).lower() if ch.isalnum())] = c
+        names[_plain_name(c)] = c
     user = next((names[n] for n in LONG_FORM_USER_COLUMNS if n in names), None)
     item = next((names[n] for n in LONG_FORM_ITEM_COLUMNS if n in names), None)
     if user is None or item is None:
         return
     if (type(X).__module__ or "").startswith("dask"):
-        # a lazy frame (read as an array of its blocks by the mappers' dask fit, which passed a long-form one
-        # without a word): its first block, the one computed, shows the signs
-        X = X.partitions[0].compute()
+        X = _first_rows(X)  # a lazy frame: the mappers' dask fit reads it as an array of its blocks
+        if X is None:
+            return
     signs = _long_form_signs(X, user, item)
     if signs is None:
         return
@@ -300,7 +317,7 @@ def refuse_long_form(X, name="X"):
     wide_signs = [text for is_long, text in signs if not is_long]
     if wide_signs and len(long_signs) < 2:
         return  # a user x item matrix with items named like ids
-    rating = next((c for c in columns if c not in (user, item)), "rating")
+    rating = _rating_column(X, user, item)
     what = "ratings" if name == "X" else "a table of ratings"  # not "ratings looks like ratings"
     head = (f"{name} looks like {what} in long form (columns {list(map(str, columns))}: one row per rating, "
             f"users in {user!r}, items in {item!r}), not a user x item matrix")
@@ -308,7 +325,7 @@ def refuse_long_form(X, name="X"):
                f"ratings = rf.to_matrix({name}) (privrelease.recommender.RatingsFrame), then rf.from_matrix(release) "
                "for the long form")
     if not wide_signs:
-        raise TypeError(f"{head}; convert it first: {convert}")
+        raise TypeError(f"{head}: {' and '.join(long_signs)}; convert it first: {convert}")
     raise TypeError(
         f"{head}: {' and '.join(long_signs)}; but {' and '.join(wide_signs)}, as in a user x item matrix, so which "
         f"it is cannot be told from the table. In long form, convert it first: {convert}. A user x item matrix "
@@ -316,59 +333,75 @@ def refuse_long_form(X, name="X"):
     )
 
 
+def _plain_name(column):
+    """A column name in lower case, letters and digits only (``"User_ID"`` -> ``"userid"``)."""
+    return "".join(ch for ch in str(column).lower() if ch.isalnum())
+
+
+def _first_rows(X):
+    """The first partition with rows of the dask frame ``X`` as a pandas frame (the partitions before it are
+    computed, the ones after it are not); ``None`` when no partition has rows."""
+    for i in range(X.npartitions):
+        part = X.partitions[i].compute()
+        if len(part):
+            return part
+    return None
+
+
 def _long_form_signs(X, user, item):
     """The signs of a long-form table with users in column ``user`` and items in ``item``: a list of
-    ``(says_long_form, text)``; ``None`` when the two columns cannot hold ids (booleans, NaN, non-whole numbers)."""
+    ``(says_long_form, text)``; ``None`` when no sign can be read (no rows, a name used twice) or the two columns
+    cannot hold ids (booleans, non-whole numbers)."""
     import pandas as pd
 
     cols = [X[user], X[item]]
-    if any(getattr(c, "ndim", 1) != 1 for c in cols):
-        return None  # a name used twice: check_table names it
     n_rows, n_cols = X.shape
+    if not n_rows or any(getattr(c, "ndim", 1) != 1 for c in cols):
+        return None  # a name used twice: check_table names it
+    ids = []
     for c in cols:
-        dtype = c.dtype
-        dtype = dtype.subtype if isinstance(dtype, pd.SparseDtype) else dtype
-        if pd.api.types.is_bool_dtype(dtype):
-            return None
-        if isinstance(dtype, pd.CategoricalDtype) or not pd.api.types.is_numeric_dtype(dtype):
-            if dtype == object and _all_numbers(c):
-                continue
+        values = _column_numbers(c)
+        if values is None:
+            dtype = c.dtype.subtype if isinstance(c.dtype, pd.SparseDtype) else c.dtype
+            if pd.api.types.is_bool_dtype(dtype):
+                return None
             kind = "categories" if isinstance(dtype, pd.CategoricalDtype) else f"values of dtype {dtype}"
             return [(True, f"its column {c.name!r} holds {kind}, not ratings")]
-    ids = [_unique_numbers(c) for c in cols]
-    if any(v is None for v in ids):
-        return None  # NaN, or numbers that are no ids: a matrix (a pivot's NaN are named by refuse_nan_ratings)
+        if not values.size or not np.all(np.isfinite(values)) or np.any(values != np.round(values)):
+            return None  # numbers that are no ids: a matrix (a pivot's NaN are named by refuse_nan_ratings)
+        ids.append(values)
     signs = []
     few = n_cols <= LONG_FORM_MAX_COLUMNS
     signs.append((few, f"it has {n_cols} columns" if few else f"it has {n_cols} columns, more than a long form's "
                   f"{LONG_FORM_MAX_COLUMNS}"))
-    repeated = float(X[[user, item]].duplicated().mean()) if n_rows else 0.0
+    repeated = float(X[[user, item]].duplicated().mean())
     once = repeated <= LONG_FORM_REPEATED_SHARE
     signs.append((once, "each (user, item) pair is on one row" if repeated == 0 else
                   f"{repeated:.0%} of its rows repeat a (user, item) pair"))
     remaining = np.union1d(*ids)
+    n_ratings = 0
     for j, c in enumerate(X.columns):
         if c in (user, item):
             continue
-        values = _unique_numbers(X.iloc[:, j], whole=False)
+        values = _rating_values(X.iloc[:, j], n_rows)
         if values is not None:
+            n_ratings += 1
             remaining = np.setdiff1d(remaining, values, assume_unique=True)
             if not remaining.size:
                 break
-    signs.append((bool(remaining.size), f"{user!r} and {item!r} hold values no other column holds" if remaining.size
-                  else f"{user!r} and {item!r} hold only values the other columns hold"))
+    if not n_ratings:
+        signs.append((True, f"no column beside {user!r} and {item!r} holds ratings"))
+    elif remaining.size:
+        signs.append((True, f"{user!r} and {item!r} hold values no column of ratings holds"))
+    else:
+        signs.append((False, f"{user!r} and {item!r} hold only values its columns of ratings hold"))
     return signs
 
 
-def _all_numbers(col):
-    """Whether an object column holds real numbers only (no booleans, strings or missing values)."""
-    return all(isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_)) for v in col.tolist())
-
-
-def _unique_numbers(col, whole=True):
-    """The distinct values of a numeric pandas column as floats (a sparse column's stored values and its fill
-    value), or ``None`` for a column of other values. ``whole``: ``None`` too when a value is missing or not a whole
-    number (no id); else missing values are left out."""
+def _column_numbers(col):
+    """The distinct values of a pandas column read as numbers, missing values left out, as sorted float64 (a
+    sparse column's stored values and its fill value; numbers stored as strings are read as the numbers), or
+    ``None`` for a column of other values (booleans, categories, dates, text)."""
     import pandas as pd
 
     dtype = col.dtype
@@ -382,16 +415,48 @@ def _unique_numbers(col, whole=True):
         values = col.to_numpy(dtype=object)
     if pd.api.types.is_bool_dtype(dtype) or isinstance(dtype, pd.CategoricalDtype):
         return None
-    if not pd.api.types.is_numeric_dtype(dtype) and not (dtype == object and _all_numbers(col)):
-        return None
     missing = np.asarray(pd.isna(values), dtype=bool)
+    values = values[~missing]
+    if not pd.api.types.is_numeric_dtype(dtype):
+        if not (dtype == object or pd.api.types.is_string_dtype(dtype)):
+            return None  # dates, periods, intervals
+        if any(isinstance(v, (bool, np.bool_)) or not isinstance(v, (numbers.Real, str)) for v in values):
+            return None
+        try:
+            values = pd.to_numeric(pd.Series(values, dtype=object)).to_numpy(dtype=object)
+        except (TypeError, ValueError):
+            return None
     try:
-        floats = values[~missing].astype(np.float64)
+        return np.unique(values.astype(np.float64))
     except (TypeError, ValueError, OverflowError):
         return None
-    if whole and (missing.any() or not np.all(np.isfinite(floats)) or np.any(floats != np.round(floats))):
+
+
+def _rating_values(col, n_rows):
+    """The distinct values of a column that holds ratings (:func:`refuse_long_form`), or ``None`` for a column of
+    other values: text, booleans, a value beyond +-:data:`RATING_SCALE_BOUND`, row numbers 0..n-1 or 1..n."""
+    values = _column_numbers(col)
+    if values is None or not values.size or not np.all(np.abs(values) <= RATING_SCALE_BOUND):
         return None
-    return np.unique(floats[np.isfinite(floats)])
+    # a few ratings may be 1..n by chance: a short column is a row number only when named like one
+    numbered = n_rows > ROW_NUMBER_MIN_ROWS or _plain_name(col.name) in ROW_NUMBER_COLUMNS
+    if numbered and values.size == n_rows and values[0] in (0, 1) and np.array_equal(
+            values, np.arange(values[0], values[0] + n_rows)):
+        return None
+    return values
+
+
+def _rating_column(X, user, item):
+    """The column of a long-form table to suggest as its rating: the first one named like a rating, else the first
+    one holding ratings (:func:`_rating_values`), else the first one beside the ids; ``"rating"`` for none."""
+    others = [j for j, c in enumerate(X.columns) if c not in (user, item)]
+    for j in others:
+        if _plain_name(X.columns[j]) in LONG_FORM_RATING_COLUMNS:
+            return X.columns[j]
+    for j in others:
+        if _rating_values(X.iloc[:, j], len(X)) is not None:
+            return X.columns[j]
+    return X.columns[others[0]] if others else "rating"
 
 
 def warn_duplicate_entries(X, name="X"):
@@ -440,8 +505,8 @@ _DUPLICATES_SAID = contextvars.ContextVar("privrelease_duplicates_said", default
 def duplicates_said_once():
     """Within this block, :func:`warn_duplicate_entries` warns once per matrix object.
 
-    ``fit_transform`` checks its input in ``fit`` and again in ``transform``: a matrix storing a (user, item) pair
-    twice was warned about twice for one call. Blocks may nest; the outermost one decides.
+    ``fit_transform`` checks its input in ``fit`` and again in ``transform``: within the block a matrix storing a
+    (user, item) pair twice is warned about once per call. Blocks may nest; the outermost one decides.
     """
     token = _DUPLICATES_SAID.set([]) if _DUPLICATES_SAID.get() is None else None
     try:
@@ -454,8 +519,6 @@ def duplicates_said_once():
 def fit_transform_said_once(fit_transform):
     """``fit_transform`` (scikit-learn's ``fit(X, y).transform(X)``) run inside :func:`duplicates_said_once`: fit
     and transform check the same ``X``, and a matrix storing a (user, item) pair twice is said once per call."""
-    import functools
-
     @functools.wraps(fit_transform)
     def wrapped(self, X, *args, **kwargs):
         with duplicates_said_once():
@@ -1475,44 +1538,85 @@ def plain_labels(y):
 
 
 def refuse_missing_target(y, name="y", what="real numbers"):
-    """Name the first missing value (NaN, None, ``pd.NA`` of a nullable Series) of a real-valued target, before
-    scikit-learn's ``validate_data``, whose "Input y contains NaN." named neither where nor what was expected (an
-    object ``y`` holding None was named by :func:`check_real_target`, a float NaN or a ``Float64`` pd.NA was not).
+    """Refuse a real-valued target that misses a value or holds an infinite one (ValueError naming the first
+    such value, NaN, None, ``pd.NA`` or +-inf, and its position). Run before scikit-learn's ``validate_data``,
+    whose "Input y contains NaN." names neither where nor what is expected.
+
+    A target of values that are no numbers (strings that are no numbers) is refused as :func:`check_real_target`
+    refuses it (TypeError naming its dtype); numbers stored as strings are read as the numbers, as scikit-learn
+    reads them. Other values (complex numbers, dates) are left to :func:`check_real_target`.
     """
     import pandas as pd
 
     if y is None or sp.issparse(y) or (type(y).__module__ or "").startswith("dask"):
         return
+    dtypes = list(y.dtypes) if hasattr(y, "columns") else [getattr(y, "dtype", None)]
+    nullable = any(d is not None and not isinstance(d, np.dtype) for d in dtypes)  # pd.NA read as NaN by numpy
     try:
-        values = np.asarray(y, dtype=object).ravel()
+        arr = np.asarray(y)
+        plain = arr.dtype.kind in "biuf" and not nullable
+        values = arr.ravel() if plain else np.asarray(y, dtype=object).ravel()
     except (TypeError, ValueError):
         return  # a ragged table: check_table names it
-    missing = np.asarray(pd.isna(values), dtype=bool)
-    if missing.any():
-        i = int(np.flatnonzero(missing)[0])
-        # named as check_real_target names a None it reads as NaN
-        raise ValueError(f"{name} must hold {what}, got nan at position {i} ({int(missing.sum())} missing value(s): "
-                         "NaN, None or pd.NA); every row needs its value")
+    if values.dtype.kind in "biuf":
+        floats = values.astype(np.float64)
+    else:
+        missing = np.asarray(pd.isna(values), dtype=bool)
+        floats = np.full(values.size, np.nan)
+        for i in np.flatnonzero(~missing):
+            v = values[i]
+            if isinstance(v, numbers.Real):
+                floats[i] = float(v)
+            elif isinstance(v, str):
+                try:
+                    floats[i] = float(v)
+                except ValueError:
+                    raise TypeError(_not_real_text(name, what, arr.dtype, v)) from None
+            else:
+                return
+    _refuse_non_finite(values, floats, name, what)
+
+
+def _not_real_text(name, what, dtype, example):
+    """The message refusing a target of ``dtype`` that holds values that are no real numbers (``example``)."""
+    return f"{name} must hold {what}, got an array of dtype {dtype} (for example {plain_value(example)!r})"
+
+
+def _refuse_non_finite(values, floats, name, what):
+    """ValueError naming the first value of ``values`` whose number (``floats``, NaN for a missing one) is not
+    finite: NaN, None and ``pd.NA`` as missing, +-inf as infinite, with the position and the counts."""
+    bad = ~np.isfinite(floats)
+    if not bad.any():
+        return
+    i = int(np.flatnonzero(bad)[0])
+    v = values[i]
+    shown = "None" if v is None else "pd.NA" if _is_pd_na(v) else repr(plain_value(v))
+    n_inf = int(np.isinf(floats).sum())
+    counts = [f"{n} {kind} value(s)" for n, kind in ((int(bad.sum()) - n_inf, "missing"), (n_inf, "infinite")) if n]
+    raise ValueError(f"{name} must hold {what}, got {shown} at position {i} ({' and '.join(counts)}); every row "
+                     "needs a finite value")
+
+
+def _is_pd_na(v):
+    try:
+        import pandas as pd
+    except ImportError:  # pragma: no cover - pandas is a dependency
+        return False
+    return v is pd.NA
 
 
 def check_real_target(y, name="y", what="real numbers", finite=False):
     """Refuse a target that is not made of real numbers (strings, complex, dates) with a message naming it.
 
-    ``validate_data(..., y_numeric=True)`` converts object arrays but lets a
-    string array through, which then fails deep inside numpy. ``finite=True`` also refuses NaN and
-    +-inf: scikit-learn checks an object ``y`` for NaN before converting it, and ``None`` (or
-    ``float("inf")``) in an object array or Series is no NaN there, so it came out of ``validate_data``
-    as NaN (inf): a DCLEFEstimator stored a NaN private value that its range check let through.
+    ``validate_data(..., y_numeric=True)`` converts object arrays but lets a string array through, which then
+    fails deep inside numpy. ``finite=True`` also refuses NaN and +-inf (as :func:`refuse_missing_target` names
+    them): scikit-learn checks an object ``y`` for NaN before converting it, and ``None`` (or ``float("inf")``)
+    in an object array or Series is no NaN there, so it comes out of ``validate_data`` as NaN (inf).
     """
     if y.dtype.kind not in "biuf":
-        first = y.ravel()[0] if y.size else None
-        raise TypeError(f"{name} must hold {what}, got an array of dtype {y.dtype} (for example "
-                        f"{plain_value(first)!r})")
-    if finite and y.dtype.kind == "f" and not np.all(np.isfinite(y)):
-        bad = np.flatnonzero(~np.isfinite(y.ravel()))
-        raise ValueError(f"{name} must hold {what}, got {plain_value(y.ravel()[bad[0]])!r} at position {int(bad[0])} "
-                         f"({bad.size} such value(s); a None or missing value of an object array or Series "
-                         "is read as NaN)")
+        raise TypeError(_not_real_text(name, what, y.dtype, y.ravel()[0] if y.size else None))
+    if finite and y.dtype.kind == "f":
+        _refuse_non_finite(y.ravel(), y.ravel(), name, what)
     return y
 
 

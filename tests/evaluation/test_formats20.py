@@ -30,9 +30,6 @@ def _long(n_users=30, n_items=20, seed=0):
                          "timestamp": rng.integers(10**9, 2 * 10**9, u.size)})
 
 
-# --------------------------------------------------------------------------- 1. long form or wide table
-# The refusal keyed on column names only: a user x item table whose items happen to be called "Customer" and
-# "Product" was refused as long form by the mappers and every evaluation entry point.
 @pytest.mark.parametrize("n_users, density", [(50, 0.5), (10, 1.0), (6, 1.0)])
 def test_a_wide_table_with_items_named_like_ids_is_released_as_a_matrix(n_users, density):
     W, y = _wide(n_users, density)
@@ -103,6 +100,85 @@ def test_a_play_log_with_repeated_pairs_is_not_read_as_a_matrix():
         QuantizedPrivacyMapper(n_clusters=2, random_state=0).fit(log, np.arange(200) % 2)
 
 
+def _log(n_rows=3000, repeated=0.3, seed=0):
+    """A MovieLens-like table of which ``repeated`` of the rows repeat an earlier (user, item) pair (a play log)."""
+    rng = np.random.default_rng(seed)
+    df = pd.DataFrame({"userId": rng.integers(1, 944, n_rows), "movieId": rng.integers(1, 1683, n_rows)})
+    df = df.drop_duplicates().reset_index(drop=True)
+    df = pd.concat([df, df.iloc[:int(repeated * len(df))]], ignore_index=True)
+    return df.assign(rating=rng.integers(1, 6, len(df)), timestamp=rng.integers(874724710, 893286638, len(df)))
+
+
+def _genres(L, seed=0):
+    """``L`` with 19 one-hot genre columns (MovieLens' u.item joined to its ratings)."""
+    flags = np.random.default_rng(seed).integers(0, 2, (len(L), 19))
+    return pd.concat([L, pd.DataFrame(flags, columns=[f"genre {k}" for k in range(19)])], axis=1)
+
+
+def _csv_round_trip(L):
+    import io
+
+    buffer = io.StringIO()
+    L.to_csv(buffer)
+    buffer.seek(0)
+    return pd.read_csv(buffer)
+
+
+@pytest.mark.parametrize("make", [lambda: _log().reset_index(), lambda: _csv_round_trip(_log()),
+                                  lambda: _genres(_log(repeated=0)).reset_index(),
+                                  lambda: _csv_round_trip(_genres(_log(repeated=0)))])
+def test_a_long_form_table_with_a_row_number_column_is_not_read_as_a_matrix(make):
+    # the row numbers hold every id; they are no ratings, and neither are the timestamps
+    L = make()
+    y = np.arange(len(L)) % 2
+    with pytest.raises(TypeError, match="long form") as err:
+        QuantizedPrivacyMapper(random_state=0).fit(L, y)
+    assert "RatingsFrame(user='userId', item='movieId', rating='rating')" in str(err.value)
+    with pytest.raises(TypeError, match="long form"):
+        rmse_cost(QuantizedPrivacyMapper(random_state=0), L, y, random_state=0, verbose=0, cv=2)
+
+
+@pytest.mark.parametrize("rating", ["stars", "overall", "grade"])
+def test_the_conversion_names_the_rating_column_not_the_row_numbers(rating):
+    L = _csv_round_trip(_long().drop(columns="timestamp").rename(columns={"rating": rating}))
+    assert L.columns[0] == "Unnamed: 0"
+    with pytest.raises(TypeError, match="long form") as err:
+        QuantizedPrivacyMapper(random_state=0).fit(L, np.arange(len(L)) % 2)
+    assert f"RatingsFrame(user='userId', item='movieId', rating='{rating}')" in str(err.value)
+    # a rating column without a rating's name: the one on a rating scale, not the row numbers or the timestamps
+    L = _csv_round_trip(_long().rename(columns={"rating": "r"})[["userId", "movieId", "timestamp", "r"]])
+    with pytest.raises(TypeError, match="long form") as err:
+        QuantizedPrivacyMapper(random_state=0).fit(L, np.arange(len(L)) % 2)
+    assert "RatingsFrame(user='userId', item='movieId', rating='r')" in str(err.value)
+
+
+@pytest.mark.parametrize("as_strings", [lambda W: W.astype(str), lambda W: W.astype({"Customer": str, "Product": str}),
+                                        lambda W: W.astype("string")])
+def test_a_wide_table_of_numbers_stored_as_strings_is_a_matrix(as_strings):
+    # a quoted CSV: the numbers are read as numbers, as without the two id-like names
+    W, y = _wide(100, 1.0)
+    Z = QuantizedPrivacyMapper(n_clusters=2, random_state=0).fit(as_strings(W), y).transform(as_strings(W))
+    expected = QuantizedPrivacyMapper(n_clusters=2, random_state=0).fit(W, y).transform(W)
+    np.testing.assert_array_equal(np.asarray(Z, dtype=float), expected.to_numpy(dtype=float))
+
+
+def test_a_long_form_table_with_a_missing_id_is_refused_as_long_form_not_told_to_fill_it():
+    # filling the NaN with 0 would release the long form as a matrix
+    L = _log(repeated=0).astype({"userId": float})
+    L.loc[3, "userId"] = np.nan
+    with pytest.raises(TypeError, match="long form") as err:
+        QuantizedPrivacyMapper(random_state=0).fit(L, np.arange(len(L)) % 2)
+    assert "fillna" not in str(err.value)
+
+
+def test_a_plain_refusal_says_why_the_table_is_long_form():
+    L = _long()
+    with pytest.raises(TypeError, match="long form") as err:
+        QuantizedPrivacyMapper(random_state=0).fit(L, np.arange(len(L)) % 2)
+    assert ("it has 4 columns and each (user, item) pair is on one row and 'userId' and 'movieId' hold values no "
+            "column of ratings holds" in str(err.value))
+
+
 def test_a_wide_pivot_with_nan_is_told_to_fill_not_to_convert_from_long_form():
     # items named like ids in a pivot (NaN unrated): the NaN are the problem, not the form
     W, y = _wide(20)
@@ -113,7 +189,6 @@ def test_a_wide_pivot_with_nan_is_told_to_fill_not_to_convert_from_long_form():
     assert Z.shape == W.shape
 
 
-# --------------------------------------------------------------------------- 2. fit_transform says it once
 def _with_repeated_pair():
     rng = np.random.default_rng(0)
     X = np.where(rng.random((30, 6)) < 0.6, rng.integers(1, 6, (30, 6)), 0).astype(float)
@@ -148,7 +223,6 @@ def test_fit_transform_warns_once_of_a_repeated_pair_and_releases_as_fit_then_tr
     assert len(_said(caught)) == 2
 
 
-# --------------------------------------------------------------------------- 3. RatingsFrame.from_matrix
 def test_from_matrix_warns_of_a_pair_stored_twice_and_reads_the_sum():
     rf = RatingsFrame().fit(pd.DataFrame({"user": ["a", "b", "c"], "item": [1, 2, 1], "rating": [3.0, 4.0, 5.0]}))
     D = sp.coo_matrix(([2.0, 2.0, 4.0], ([0, 0, 1], [0, 0, 1])), shape=(3, 2))
@@ -177,30 +251,39 @@ def test_blurme_fit_transform_warns_once_of_a_repeated_pair(make):
     np.testing.assert_array_equal(Z.toarray(), expected.toarray())
 
 
-# --------------------------------------------------------------------------- hunt: a missing real-valued target
-# A NaN, or a pandas Float64 pd.NA, among the private values (responses) got scikit-learn's "Input y contains NaN.",
-# naming neither where nor what was expected; a None of an object Series was named.
 @pytest.mark.parametrize("make", ["dclef", "truthful"])
-@pytest.mark.parametrize("missing", ["nan", "Float64 NA", "None"])
-def test_a_missing_private_value_is_named_with_its_position(make, missing):
+@pytest.mark.parametrize("missing, shown", [("nan", "nan"), ("Float64 NA", "pd.NA"), ("None", "None"),
+                                            ("inf", "inf"), ("-inf in a list", "-inf")])
+def test_a_missing_or_infinite_private_value_is_named_with_its_position(make, missing, shown):
     from privrelease import DCLEFEstimator, TruthfulRegressionMechanism
 
     X = np.random.default_rng(0).random((20, 2)) / 2
     d = np.linspace(0.0, 1.0, 20)
     y = {"nan": np.r_[d[:3], np.nan, d[4:]],
          "Float64 NA": pd.Series(d).astype("Float64").mask(pd.Series(range(20)) == 3, pd.NA),
-         "None": pd.Series(list(d[:3]) + [None] + list(d[4:]), dtype=object)}[missing]
+         "None": pd.Series(list(d[:3]) + [None] + list(d[4:]), dtype=object),
+         "inf": np.r_[d[:3], np.inf, d[4:]],
+         "-inf in a list": list(d[:3]) + [-np.inf] + list(d[4:])}[missing]
+    kind = "infinite" if "inf" in missing else "missing"
     est = DCLEFEstimator(data_range=(0, 1), random_state=0) if make == "dclef" else TruthfulRegressionMechanism()
-    with pytest.raises(ValueError, match=r"y must hold .* real numbers, got nan at position 3 \(1 missing value"):
+    with pytest.raises(ValueError, match=rf"y must hold .* real numbers, got {shown} at position 3 \(1 {kind} value"):
         est.fit(X, y)
     complete = pd.Series(d).astype("Float64")  # the nullable dtype without a missing value is read as its numbers
     fitted = est.fit(X, complete)
     assert fitted.predict(X).shape == (20,) if make == "dclef" else hasattr(fitted, "n_clipped_")
 
 
-# --------------------------------------------------------------------------- hunt: a long-form dask DataFrame
-# The mappers' dask fit reads a frame as an array of its blocks: a long-form frame was fitted as a matrix of three
-# "items" without a word (in memory it was refused), and a wide dask frame with items named like ids is a matrix.
+@pytest.mark.parametrize("make", ["dclef", "truthful"])
+def test_a_target_of_strings_with_a_missing_value_is_refused_for_its_strings(make):
+    from privrelease import DCLEFEstimator, TruthfulRegressionMechanism
+
+    est = DCLEFEstimator(data_range=(0, 1), random_state=0) if make == "dclef" else TruthfulRegressionMechanism()
+    for y in (np.array(["a", None, "b", "c"], dtype=object), pd.Series(["a", "b", None, "c"])):
+        with pytest.raises(TypeError, match=r"y must hold .* real numbers, got an array of dtype object \(for "
+                                            r"example 'a'\)"):
+            est.fit(np.eye(4) / 2, y)
+
+
 def test_a_long_form_dask_frame_is_refused_and_a_wide_one_fitted():
     import dask.dataframe as dd
 
@@ -213,3 +296,24 @@ def test_a_long_form_dask_frame_is_refused_and_a_wide_one_fitted():
     D = dd.from_pandas(W, npartitions=3)
     Z = QuantizedPrivacyMapper(n_clusters=2, random_state=0).fit(D, y).transform(D)
     assert Z.compute().shape == W.shape
+
+
+def test_a_long_form_dask_frame_whose_first_partition_is_empty_is_refused():
+    import dask.dataframe as dd
+
+    L = _long(60, 40)
+    D = dd.from_pandas(L, npartitions=4)
+    D = D[D["userId"] > int(L["userId"].iloc[len(L) // 3])]  # a filter empties the first partition
+    assert D.partitions[0].compute().empty
+    with pytest.raises(TypeError, match="long form") as err:
+        QuantizedPrivacyMapper(n_clusters=2, random_state=0).fit(D, np.arange(len(D)) % 2)
+    assert "RatingsFrame(user='userId', item='movieId', rating='rating')" in str(err.value)
+    assert "cannot be told" not in str(err.value)  # its rows say it: an empty partition says nothing
+    # a wide frame of six columns, two named like ids, whose first partition is empty is a matrix
+    W, y = _wide(60, columns=["Customer", "Product", "a", "b", "c", "d"])
+    D = dd.from_pandas(W, npartitions=3)
+    dy = dd.from_pandas(pd.Series(y), npartitions=3)
+    D, dy = D.loc[20:], dy.loc[20:]
+    assert D.partitions[0].compute().empty
+    Z = QuantizedPrivacyMapper(n_clusters=2, random_state=0).fit(D, dy).transform(W.iloc[20:])
+    assert Z.shape == (40, 6)

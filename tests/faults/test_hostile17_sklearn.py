@@ -205,7 +205,7 @@ def test_dclef_refuses_a_missing_private_value_in_an_object_y(missing, as_series
     d[4] = missing
     acc = PrivacyAccountant()
     est = DCLEFEstimator(data_range=(1, 5), random_state=0, accountant=acc)
-    with pytest.raises(ValueError, match=r"y must hold the private values d as real numbers, got (nan|inf) at "
+    with pytest.raises(ValueError, match=r"y must hold the private values d as real numbers, got (None|nan|inf) at "
                                          r"position 4"):
         est.fit(Y, pd.Series(d) if as_series else d)
     assert len(acc) == 0 and not hasattr(est, "d_")
@@ -219,7 +219,7 @@ def test_truthful_regression_refuses_a_missing_response_before_spending():
     y = (X @ np.array([0.3, -0.2])).astype(object)
     y[2] = None
     acc = PrivacyAccountant()
-    with pytest.raises(ValueError, match="y must hold the reported responses as real numbers, got nan at position 2"):
+    with pytest.raises(ValueError, match="y must hold the reported responses as real numbers, got None at position 2"):
         TruthfulRegressionMechanism(random_state=0, accountant=acc).fit(X, y)
     assert acc.spent == 0.0 and len(acc) == 0
 

@@ -304,3 +304,131 @@ def test_maximal_leakage_tolerance_follows_the_answers_support(seed):
     assert leakage(prior, res.mapping, kind="maximal_leakage") <= t * (1 + 1e-12)
     assert res.distortion - ref <= 1e-3 * (ref - dmin) + 1e-12 * ref
     assert res.certificate["distortion_tolerance"] <= 0.01 * (ref - dmin)
+
+
+def _exact_distortion(pc, M, D):
+    """``sum_c pc(c) [m(c) + sum_j M(c, j) (D(c, j) - m(c))]`` in exact rational arithmetic (``m(c)`` the row's
+    smallest entry): the expected distortion of ``M`` with its rows taken as summing to 1 (a float mapping's rows
+    miss 1 by an ulp, which times an offset of 1e9 is 0.1 of a spread of 1e-6)."""
+    total = Fraction(0)
+    for c in range(M.shape[0]):
+        m = Fraction(float(np.min(D[c])))
+        row = sum(Fraction(float(M[c, j])) * (Fraction(float(D[c, j])) - m) for j in np.flatnonzero(M[c]))
+        total += Fraction(float(pc[c])) * (m + row)
+    return total
+
+
+def test_curve_judges_the_perfect_privacy_budget_in_the_problems_units():
+    # the curve compared its budgets with the perfect-privacy distortion rounded to user units: at 1e9 a budget one
+    # ulp of the offset (0.2 of the spread) below it got the perfect-privacy mapping, over the budget
+    prior = np.array([[0.4, 0.1], [0.1, 0.4]])
+    D = 1e9 + 1e-6 * np.array([[0.0, 0.6], [0.8, 0.0]])
+    pc = prior.sum(axis=0)
+    # perfect privacy maps both inputs to one output: the cheaper is output 1, its distortion exactly
+    pp = _exact_distortion(pc, np.array([[0.0, 1.0], [0.0, 1.0]]), D)
+    below = float(pp)
+    if Fraction(below) >= pp:
+        below = math.nextafter(below, -math.inf)  # the largest budget below it
+    curve, results = privacy_distortion_curve(prior, D, [below, 2e9], return_mappings=True)
+    assert _exact_distortion(pc, results[0].mapping, D) <= Fraction(below)
+    assert results[0].leakage > 1e-3  # not the perfect-privacy mapping
+    # the reported perfect-privacy distortion is rounded up: a budget equal to it admits the mapping
+    dpp = curve.attrs["perfect_privacy_delta"]
+    curve, results = privacy_distortion_curve(prior, D, [dpp], return_mappings=True)
+    assert results[0].leakage <= 1e-12
+    assert _exact_distortion(pc, results[0].mapping, D) <= Fraction(dpp)
+
+
+@pytest.mark.parametrize("big", [1e300, 1.7e308])
+@pytest.mark.parametrize("solver", ["auto", "fast", "cvxpy", "sparse"])
+def test_input_of_probability_zero_does_not_set_the_scale(big, solver):
+    # the scale was the largest entry of every row: an input of probability 0 holding the only huge entries put
+    # every internal distortion near 1e-300 ("inaccurate" at 0.30 bits where 0.0004 is optimal; fast and cvxpy raised)
+    prior = np.array([[0.3, 0.1, 0.05, 0.0], [0.05, 0.2, 0.3, 0.0]])
+    D = np.array([[0.0, 1, 2], [1, 0, 1], [2, 1, 0], [0, big, big]])
+    delta = 0.6
+    ref, _ = _cvx_reference(prior[:, :3] / prior[:, :3].sum(), D[:3], delta=delta)
+    if solver == "sparse":
+        r, j = np.nonzero(np.isfinite(D))
+        res = solve_mapping(prior, sp.csr_array((D[r, j], (r, j)), shape=D.shape), delta=delta)
+        M = res.mapping.toarray()
+    else:
+        res = solve_mapping(prior, D, delta=delta, solver=solver)
+        M = res.mapping
+    assert res.status == "optimal"
+    assert res.leakage <= ref + 1e-6
+    assert _exact_distortion(prior.sum(axis=0), M, D) <= Fraction(delta)
+
+
+def test_budget_below_the_smallest_by_a_share_of_the_spread_is_refused():
+    # the slack below the smallest distortion was 4 (k + kh) ulps of it: at 1e6 with k = 1200 it took budgets half
+    # a spread of 1e-6 below the smallest, and answered the cheapest mapping, over them
+    rng = np.random.default_rng(0)
+    k = 1200
+    prior = rng.dirichlet(np.ones(2 * k)).reshape(2, k)
+    D = 1e6 + 1e-6 * np.column_stack([np.zeros(k), rng.uniform(0.5, 1, k)])
+    smallest = float(sum(Fraction(float(p)) * Fraction(float(d)) for p, d in zip(prior.sum(axis=0), D[:, 0])))
+    with pytest.raises(InfeasibleBudgetError, match="below the smallest feasible"):
+        solve_mapping(prior, D, delta=smallest - 0.5e-6)
+    # a budget the caller summed (pairwise, rounded) stays the smallest
+    computed = expected_distortion(prior, np.eye(2)[np.zeros(k, dtype=int)], D)
+    res = solve_mapping(prior, D, delta=min(computed, smallest))
+    assert res.status == "optimal"
+
+
+def test_check_prior_is_idempotent():
+    # the prior was always divided by its sum: 1 + 2^-52 became 1 - 2^-53, then 1 + 2^-52, ... each pass moving
+    # entries by an ulp
+    from privrelease.mapping._checks import check_prior
+
+    rng = np.random.default_rng(5)
+    priors = [np.array([[0.1, 0.3], [0.2, 0.4000000000000001]])]
+    for n in (3, 17, 200, 5000):
+        P = rng.random((2, n))
+        priors += [P / P.sum(), (P / P.sum()) * (1 + 3e-16), P / P.sum() * (1 - 5e-16)]
+    for P in priors:
+        once = check_prior(P)
+        np.testing.assert_array_equal(check_prior(once), once)
+
+
+def test_reported_distortion_uses_the_solvers_prior():
+    # the reported distortion normalised the prior again: at 1e9 one ulp of p(c) is 2.2e-7, and an answer on its
+    # budget (1e9 + 1.19e-7) was reported 3.6e-7 above 1e9
+    prior = np.array([[0.1, 0.3], [0.2, 0.4000000000000001]])
+    D = 1e9 + 1e-6 * np.array([[0.0, 1.0], [1.0, 0.0]])
+    delta = 1e9 + 1.1920928955078125e-07
+    res = solve_mapping(prior, D, delta=delta)
+    assert res.status == "optimal"
+    assert res.distortion <= delta
+    pc = prior.sum(axis=0) / math.fsum(prior.ravel())
+    assert _exact_distortion(pc, res.mapping, D) <= Fraction(delta) + Fraction(math.ulp(1e9))
+
+
+def test_degenerate_mapper_result_follows_the_engines_budget_rule():
+    # one private value: the mappers' cheapest mapping refused budgets below (1 - 1e-12) times the smallest
+    # distortion, which at 1e9 took budgets a thousand spreads of 1e-6 below it
+    from privrelease.mappers._base import _degenerate_result
+
+    prior = np.array([[0.5, 0.5]])
+    cost = 1e9 + 1e-6 * np.array([[0.0, 1.0], [1.0, 0.0]])
+    with pytest.raises(InfeasibleBudgetError, match="below the smallest feasible"):
+        _degenerate_result(prior, cost, 1e9 - 1e-4, None, "mutual_information")
+    res = _degenerate_result(prior, cost, 1e9, None, "mutual_information")
+    assert res.distortion == 1e9
+
+
+@pytest.mark.parametrize("seed", [0, 2, 3])
+def test_distortion_lower_bound_is_rounded_down(seed):
+    # the bound was converted to user units rounded to nearest: with offsets near 5e8 half an ulp is 0.06 of a
+    # spread of 1e-6, and the reported lower bound exceeded the optimum by that much
+    P, D0 = _instance(seed)
+    k = D0.shape[0]
+    a = np.random.default_rng(200 + seed).uniform(5e8, 1e9, k)
+    D = a[:, None] + 1e-6 * D0
+    D_eff = (D - a[:, None]) / 1e-6
+    off = sum(Fraction(float(p)) * Fraction(float(x)) for p, x in zip(P.sum(axis=0), a))
+    res = solve_mapping(P, D, max_leakage=0.02)
+    _, ref = _cvx_reference(P, D_eff, target_bits=0.02)
+    rng_, _ = _range(P, D_eff)
+    lb = res.certificate["distortion_lower_bound"]
+    assert (Fraction(lb) - off) / Fraction(1e-6) <= Fraction(ref + 1e-7 * rng_)
