@@ -10,7 +10,8 @@
   ``log2 sum_j max_a p(j | a)`` under a distortion budget (or the distortion
   under a maximal-leakage target). ``sum_j max_a`` is convex piecewise linear:
   with epigraph variables ``z_j >= p(j | a)`` it is an LP (the target mode in the slack form
-  ``z_j = p(j | a0) + u_j``, ``sum_j u_j <= 2^target - 1``: :func:`_maximal_leakage_target_lp`).
+  ``z_j = p(j | ref_j) + u_j``, ``sum_j u_j <= 2^target - F``, ``F = sum_j p(j | ref_j)`` for every mapping:
+  :func:`_ml_references`, :func:`_maximal_leakage_target_lp`).
 """
 
 import hashlib
@@ -445,8 +446,8 @@ class BlockFloor:
     is a sum over the blocks, so the cheapest such mapping is the perfect-privacy LP of each block's own problem
     (its prior ``p(a, c | B = b)``, its inputs and outputs; :func:`perfect_privacy_mapping`), and the bound of its
     multipliers (:func:`independence_lower_bound`) bounds every mapping leaking at most ``I(A; B) + e``: then
-    ``I(A; C_hat | B = b) <= e / p(b)`` in each block. Maximal leakage: ``sum_j max_a p(j | a) >= sum_b max_a p(b |
-    a)``, the smallest maximal leakage (:attr:`ml_floor`).
+    ``I(A; C_hat | B = b) <= e / p(b)`` in each block. (Maximal leakage: ``sum_j max_a p(j | a) >= sum_b max_a p(b
+    | a)``, :func:`_ml_references`.)
 
     Attributes
     ----------
@@ -456,8 +457,6 @@ class BlockFloor:
         ``I(A; B)`` in nats.
     mi_magnitude : float
         The magnitude of the terms summed into it (its rounding is relative to that).
-    ml_floor : float
-        ``sum_b max_a p(b | a)`` (the smallest ``2^maximal leakage``).
     """
 
     def __init__(self, prob):
@@ -472,11 +471,10 @@ class BlockFloor:
         terms = rel_entr(self.pab, prob.pA[:, None] * pb[None, :])
         self.mi_floor = max(float(terms.sum()), 0.0)
         #: the magnitude the floor's rounding is relative to: its terms (and the masses, which sum to 1), not the
-        #: floor itself, which cancels them (0.0108 bits computed from the reduced problem and by leakage() from the
-        #: user's differed by 2.2e-14 of it)
+        #: floor itself, which cancels them (the floor computed in another order differs by the rounding of its terms)
         self.mi_magnitude = float(np.abs(terms).sum()) + 1.0
-        self.ml_floor = float((self.pab / prob.pA[:, None]).max(axis=0).sum())
         self._parts = None
+        self._mapping = None  # (P, ts, each block's mapping): mapping()'s, which lower_bound() measures from
 
     def parts(self):
         """Per block ``(rows, cols, p(b), sub-problem)`` (cached). A sub-problem's distortion is ``prob``'s internal
@@ -497,22 +495,31 @@ class BlockFloor:
     def mapping(self):
         """``(P, t)``: the cheapest reduced mapping of leakage ``I(A; B)`` (per-block perfect privacy) and each
         block's multipliers (None for a block whose cheapest mapping is private: one input or one class), or
-        ``(None, None)`` when some block has no perfectly private mapping."""
+        ``(None, None)`` when some block has no perfectly private mapping (computed once; copies returned)."""
+        if self._mapping is None:
+            self._mapping = self._solve_blocks()
+        P, ts, _ = self._mapping
+        if P is None:
+            return None, None
+        return P.copy(), [None if t is None else t.copy() for t in ts]
+
+    def _solve_blocks(self):
+        """``(P, ts, blocks)`` of :meth:`mapping` (each block's own mapping in ``blocks``), or ``(None, None,
+        None)``."""
         prob = self.prob
         P = np.zeros((prob.k, prob.kh))
-        ts, self._blocks = [], []
+        ts, blocks = [], []
         for rows, cols, _, sub in self.parts():
             if sub.k == 1 or sub.M.shape[0] == 1:  # p(c_hat | a, b) is the one row's: private whatever it is
                 Pb, t = sub.P_min, None
             else:
                 Pb, _, t = perfect_privacy_mapping(sub, return_duals=True)
                 if Pb is None:
-                    return None, None
+                    return None, None, None
             P[np.ix_(rows, cols)] = Pb  # every input of a block has mass: the sub-problem drops none
             ts.append(t)
-            self._blocks.append(Pb)
-        self._P = P
-        return P, ts
+            blocks.append(Pb)
+        return P, ts, blocks
 
     def sharpest(self, ts, leak_nats):
         """Each block's multipliers re-optimised for the leakage ``leak_nats``
@@ -533,7 +540,8 @@ class BlockFloor:
 
     def lower_bound(self, ts, leak_nats):
         """Lower bound (internal units of ``prob``) on the distortion of every mapping leaking at most ``leak_nats``
-        (``-inf`` below ``I(A; B)`` or without a block's multipliers; ``ts`` from :meth:`mapping`).
+        (``-inf`` below ``I(A; B)``, without a block's multipliers or without a per-block mapping; ``ts`` from
+        :meth:`mapping` or :meth:`sharpest`; the blocks' mappings are solved here if :meth:`mapping` was not called).
 
         The distortion of :meth:`mapping`'s answer less each block's distance to its bound, ``p(b)`` times the
         difference of two distortions of the block's problem in user units (its ``gap_to_user``: a difference carries
@@ -541,8 +549,13 @@ class BlockFloor:
         excess = float(leak_nats) - self.mi_floor
         if ts is None or excess < 0.0:
             return -math.inf
-        total = self.prob.distortion(self._P)
-        for (_, _, pb, sub), t, Pb in zip(self.parts(), ts, self._blocks):
+        if self._mapping is None:
+            self._mapping = self._solve_blocks()
+        P, _, blocks = self._mapping
+        if P is None:
+            return -math.inf
+        total = self.prob.distortion(P)
+        for (_, _, pb, sub), t, Pb in zip(self.parts(), ts, blocks):
             if t is None and (sub.k == 1 or sub.M.shape[0] == 1):
                 continue  # the cheapest mapping itself is private: no distance
             lb = independence_lower_bound(sub, t, excess / pb)
@@ -1071,7 +1084,7 @@ def _budget_excess(prob, delta):
     return e, max(float(delta) - float(row_min.sum()), 0.0)
 
 
-#: target mode: the leakage rows are written in units of the target's slack ``2^target - 1`` when it is at least this
+#: target mode: the leakage rows are written in units of the target's slack ``2^target - F`` when it is at least this
 #: (below, in units of 1: the rows' coefficients, up to 1 / slack, would near HiGHS's largest allowed, and at a target
 #: of 0, the perfect-privacy LP, rows in units of 1e-12 made HiGHS call a perfectly private instance infeasible)
 ML_SLACK_FLOOR = 1e-12
@@ -1091,11 +1104,11 @@ def _ml_references(prob):
     sum_j max_a p(j | a) - F``, so a target is ``sum_j u_j <= 2^target - F``. With one block of allowed entries
     (:func:`allowed_blocks`) ``ref_j = a0`` (:func:`_ml_reference_class`) and ``F = 1``. With several, an output's
     block ``b`` is fixed by its inputs, ``F = sum_b p(b | ref_b)``, and the reference of a block is its likeliest
-    class ``argmax_a p(b | a)`` (``a0`` where it is as likely, up to rounding): then ``F = sum_b max_a p(b | a)`` is
-    the smallest ``2^maximal leakage`` of any mapping, a target at it leaves a slack of 0 and the LP's feasible set
-    is that of the smallest leakage (every ``p(j | ref_b) >= p(j | a)`` in its block), where with ``a0`` alone it
-    was the edge of a slack of ``F - 1`` (an answer 0.67 above the optimum, warned). ``excess = sum_b (p(b | ref_b)
-    - p(b | a0))`` (``sum_b p(b | a0) = 1``), a sum of non-negative terms."""
+    class ``argmax_a p(b | a)`` (``a0`` where it is as likely, up to rounding): then ``F = sum_b max_a p(b | a)``, a
+    lower bound on ``2^maximal leakage`` of every mapping (reached when each block has a mapping with ``p(j | ref_b)
+    >= p(j | a)`` on its outputs; forbidden entries inside a block may raise the true minimum), and a target at ``F``
+    leaves a slack of 0: the LP's feasible set is then the mappings of leakage ``F`` (every ``p(j | ref_b) >= p(j |
+    a)``). ``excess = sum_b (p(b | ref_b) - p(b | a0))`` (``sum_b p(b | a0) = 1``), a sum of non-negative terms."""
     with _PP_LOCK:
         hit = _ML_REFS.get(prob)
     if hit is None:  # every consumer of the slack form asks (a dozen times a solve): once per problem
@@ -1148,36 +1161,35 @@ def _ml_floor_rounding(prob):
     return 4.0 * (prob.k + prob.kh) * np.finfo(float).eps * (1.0 + _ml_references(prob)[1])
 
 
-def _ml_class_differences(prob):
-    """``(Delta, a0)``: ``Delta[a, e] = p(c | a) - p(c | ref_j)`` on each allowed entry ``e`` (input ``c``, output
-    ``j``), in ``prob.edges()`` order, and the reference class ``a0``; the row of ``a0`` is 0, and where ``ref_j !=
-    a0`` (:func:`_ml_references`) the classes ``a0`` and ``ref_j`` trade rows (the row of ``ref_j`` holds ``p(c |
-    a0) - p(c | ref_j)``), so that every consumer skips the row of ``a0`` alone."""
-    r, c, _ = _entries(prob)
-    a0 = _ml_reference_class(prob)
-    cond = prob.M / prob.pA[:, None]
-    ref, _ = _ml_references(prob)
-    ref_e = ref[c]
-    delta = cond[:, r] - cond[ref_e, r][None, :]
-    swap = np.flatnonzero(ref_e != a0)
-    if swap.size:
-        delta[ref_e[swap], swap] = cond[a0, r[swap]] - cond[ref_e[swap], r[swap]]
-        delta[a0, swap] = 0.0
-    return delta, a0
-
-
-def _ml_class_magnitudes(prob):
-    """``|p(c | a')| + |p(c | ref_j)|`` per row and entry of :func:`_ml_class_differences` (``a'`` the class whose
-    difference the row holds): the magnitudes of their rounding."""
+def _ml_class_pairs(prob):
+    """``(p_row, p_ref, a0)``: ``p(c | a')`` per row and allowed entry (input ``c``, output ``j``, ``prob.edges()``
+    order) and ``p(c | ref_j)`` per entry (:func:`_ml_references`), ``a'`` the class of the row except where ``ref_j
+    != a0``: there the classes ``a0`` and ``ref_j`` trade rows (the row of ``ref_j`` holds ``a0``, the row of ``a0``
+    holds ``ref_j``), so that the row of ``a0`` pairs the reference with itself and every consumer skips it alone."""
     r, c, _ = _entries(prob)
     a0 = _ml_reference_class(prob)
     cond = prob.M / prob.pA[:, None]
     ref_e = _ml_references(prob)[0][c]
-    mag = np.abs(cond[:, r]) + np.abs(cond[ref_e, r])[None, :]
+    cls = np.repeat(np.arange(cond.shape[0])[:, None], r.size, axis=1)
     swap = np.flatnonzero(ref_e != a0)
-    if swap.size:
-        mag[ref_e[swap], swap] = np.abs(cond[a0, r[swap]]) + np.abs(cond[ref_e[swap], r[swap]])
-    return mag
+    cls[ref_e[swap], swap] = a0
+    cls[a0, swap] = ref_e[swap]
+    return cond[cls, r[None, :]], cond[ref_e, r], a0
+
+
+def _ml_class_differences(prob):
+    """``(Delta, a0)``: ``Delta[a, e] = p(c | a') - p(c | ref_j)`` on each allowed entry ``e`` (:func:`_ml_class_pairs`:
+    ``a' = a`` but for the trade of the rows of ``a0`` and ``ref_j``), and the reference class ``a0``, whose row is
+    0."""
+    p_row, p_ref, a0 = _ml_class_pairs(prob)
+    return p_row - p_ref[None, :], a0
+
+
+def _ml_class_magnitudes(prob):
+    """``|p(c | a')| + |p(c | ref_j)|`` per row and entry of :func:`_ml_class_differences`: the magnitudes of their
+    rounding."""
+    p_row, p_ref, _ = _ml_class_pairs(prob)
+    return np.abs(p_row) + np.abs(p_ref)[None, :]
 
 
 def _maximal_leakage_lp(prob, delta, target_bits):
@@ -1186,9 +1198,9 @@ def _maximal_leakage_lp(prob, delta, target_bits):
     Delta mode: over the variables ``[x (the allowed entries, prob.edges()), z (one epigraph variable per
     output)]``, rows ``p(j | a) - z_j <= 0`` per class then the budget row; ``budget_unit`` is the slack the budget
     row (the last of ``A_ub``) is divided by (None without one). Target mode: over ``[x, v]`` in the slack form
-    ``z_j = p(j | a0) + sigma v_j`` (:func:`_ml_reference_class`), rows ``(p(j | a) - p(j | a0)) / sigma - v_j <= 0``
-    per class ``a != a0`` then ``sum_j v_j <= s / sigma``, ``s = 2^target - 1``, ``sigma = s`` (1 below
-    ML_SLACK_FLOOR; ``budget_unit``). ``ub``: the variables' upper bounds (inf where free)."""
+    ``z_j = p(j | ref_j) + sigma v_j`` (:func:`_ml_references`), rows ``(p(j | a) - p(j | ref_j)) / sigma - v_j <=
+    0`` per class (:func:`_ml_class_differences`) then ``sum_j v_j <= s / sigma``, ``s = 2^target - F``, ``sigma = s``
+    (1 below ML_SLACK_FLOOR; ``budget_unit``). ``ub``: the variables' upper bounds (inf where free)."""
     r, c, n = _entries(prob)
     na = prob.M.shape[0]
     kh = prob.kh
@@ -1229,13 +1241,12 @@ def _maximal_leakage_lp(prob, delta, target_bits):
 def _maximal_leakage_target_lp(prob, target_bits, A_eq, b_eq, ub):
     """The target mode of :func:`_maximal_leakage_lp`: the slack form, in units of the target's slack.
 
-    Written as ``sum_j z_j <= 2^target`` with ``z_j >= p(j | a)``, the budget row's right-hand side differs from
-    ``sum_j p(j | a0) = 1`` (met by every mapping) by ``s = 2^target - 1``: 6.9e-8 at 1e-7 bits, below HiGHS's
-    absolute feasibility tolerance (1e-7), so the LP could not see the target (its answer the cheapest mapping,
-    leaking 5e-7 where 4.6e-7 were allowed) and the answer was pulled back towards the perfect-privacy mapping. With
-    ``z_j = p(j | a0) + u_j`` the budget is ``sum_j u_j <= s`` (``s`` to relative precision) and ``u_j >= p(j | a) -
-    p(j | a0)`` per class ``a != a0`` (the row of ``a0`` is ``u_j >= 0``); in units of ``sigma`` (``s``; 1 below
-    ML_SLACK_FLOOR) HiGHS's tolerances apply relative to the slack.
+    Written as ``sum_j z_j <= 2^target`` with ``z_j >= p(j | a)``, the budget row's right-hand side would differ from
+    ``sum_j p(j | ref_j) = F`` (met by every mapping, :func:`_ml_references`) by ``s = 2^target - F``: 6.9e-8 at
+    1e-7 bits with one block, below HiGHS's absolute feasibility tolerance (1e-7), so the LP could not see the
+    target. With ``z_j = p(j | ref_j) + u_j`` the budget is ``sum_j u_j <= s`` (``s`` to relative precision) and
+    ``u_j >= p(j | a) - p(j | ref_j)`` per class (:func:`_ml_class_differences`; the row of ``ref_j`` is ``u_j >=
+    0``); in units of ``sigma`` (``s``; 1 below ML_SLACK_FLOOR) HiGHS's tolerances apply relative to the slack.
     """
     r, c, n = _entries(prob)
     kh = prob.kh
@@ -1333,22 +1344,23 @@ def maximal_leakage_distortion_bound(prob, lam, nu, target_bits, unit=1.0):
 
     The target mode's counterpart of :func:`maximal_leakage_lower_bound` (weak duality, any multipliers), in the
     slack form of the target mode's LP (:func:`_maximal_leakage_target_lp`): every mapping within the target has
-    ``u_j = max_a p(j | a) - p(j | a0) >= 0`` with ``sum_j u_j <= s = 2^target - 1``, so for ``lam(a, j) >= 0`` on
-    the rows ``p(j | a) - p(j | a0) <= u_j`` (``a != a0``) and ``nu >= max_j sum_a lam(a, j)`` on ``sum_j u_j <=
-    s`` its distortion is ``>= sum_c min_j [w(c, j) + sum_a lam(a, j) (p(a, c) / p(a) - p(a0, c) / p(a0))] - nu
-    s``, less the rounding of that sum (a few ulps of the magnitudes summed: the multipliers per unit of a slack of
-    1e-9 are 1e9 times the distortion's scale). Written with ``2^target`` itself (``nu 2^target`` against sums that
-    carry ``nu`` once per mapping), the bound lost what the slack is to the cancellation. HiGHS's dual objective is
-    no such bound: its marginals meet the dual constraints to an absolute 1e-7 only, while the edge weights (the
-    internal distortion, divided by its largest entry, times ``p(c)``) of a distortion with one far symbol are ~1e-7
-    themselves, so a mapping 10% above the optimum was reported with a distortion gap of 4e-9.
+    ``u_j = max_a p(j | a) - p(j | ref_j) >= 0`` with ``sum_j u_j <= s = 2^target - F`` (:func:`_ml_references`),
+    so for ``lam(a, j) >= 0`` on the rows ``p(j | a) - p(j | ref_j) <= u_j`` (:func:`_ml_class_differences`) and
+    ``nu >= max_j sum_a lam(a, j)`` on ``sum_j u_j <= s`` its distortion is ``>= sum_c min_j [w(c, j) + sum_a lam(a,
+    j) (p(c | a) - p(c | ref_j))] - nu s``, less the rounding of that sum (a few ulps of the magnitudes summed: the
+    multipliers per unit of a slack of 1e-9 are 1e9 times the distortion's scale). Written with ``2^target`` itself
+    (``nu 2^target`` against sums that carry ``nu`` once per mapping), the bound would lose what the slack is to the
+    cancellation. HiGHS's dual objective is no such bound: its marginals meet the dual constraints to an absolute
+    1e-7 only, while the edge weights (the internal distortion, divided by its largest entry, times ``p(c)``) of a
+    distortion with one far symbol are ~1e-7 themselves, so a mapping 10% above the optimum would show a distortion
+    gap of 4e-9.
 
     Parameters
     ----------
     prob : Problem or SparseProblem
         The (reduced) program.
     lam : ndarray of shape (n_private, n_outputs)
-        Multipliers of the rows ``(p(j | a) - p(j | a0)) / unit <= u_j / unit`` (the row of ``a0`` is ignored).
+        Multipliers of the rows of :func:`_ml_class_differences` divided by ``unit`` (the row of ``a0`` ignored).
     nu : float
         Multiplier of the row ``sum_j u_j / unit <= s / unit`` (raised to ``max_j sum_a lam(a, j)`` when below it).
     target_bits : float
@@ -1460,10 +1472,11 @@ def _ml_target_vertex(prob, A_ub, b_ub, A_eq, b_eq, act, S, target_bits):
 
     Least squares with iterative refinement in double precision; entries below ``-POLISH_SUPPORT_FLOOR`` leave the
     support and the system is solved again (at most POLISH_ROUNDS times), the others are clipped at 0. Kept only if
-    exactly feasible after the clip: rows renormalised to sum to 1, and ``sum_j max_a p(j | a) - 1 <= 2^target - 1``
-    (``target_bits``: the LP's vertex is on its own boundary, a hair inside the target, so checked against the target)
-    computed as the sum of ``max(0, max_a sum_c (p(c | a) - p(c | a0)) x(c, j))`` against ``expm1`` (relative
-    precision; written with ``2^target``, the slack of 1e-9 would be lost to the rounding of 1)."""
+    exactly feasible after the clip: rows renormalised to sum to 1, and ``sum_j max_a p(j | a) - F <= 2^target - F``
+    (:func:`_ml_references`; ``target_bits``: the LP's vertex is on its own boundary, a hair inside the target, so
+    checked against the target) computed as the sum of ``max(0, max_a sum_c (p(c | a) - p(c | ref_j)) x(c, j))``
+    against :func:`_ml_target_slack` (relative precision; written with ``2^target``, the slack of 1e-9 would be lost
+    to the rounding of 1), or against the rounding of ``F`` when that slack is 0 up to it."""
     r, c, n = _entries(prob)
     na, kh = prob.M.shape[0], prob.kh
     A_all = sp.vstack([A_ub[act], A_eq], format="csc")
@@ -1494,7 +1507,14 @@ def _ml_target_vertex(prob, A_ub, b_ub, A_eq, b_eq, act, S, target_bits):
     u = np.zeros((na, kh))
     for a in range(na):
         np.add.at(u[a], c, delta_c[a] * x)
-    if float(np.maximum(u.max(axis=0), 0.0).sum()) > max(_ml_target_slack(target_bits, prob), 0.0):
+    slack, fr = _ml_target_slack(target_bits, prob), _ml_floor_rounding(prob)
+    room = max(slack, 0.0)
+    if _ml_references(prob)[1] > 0.0 and abs(slack) <= fr:
+        # a target at the smallest maximal leakage of blocks of allowed entries: a slack of 0, which the rounding of
+        # the differences summed (each p(c | a) - p(c | ref_j) rounded) exceeds at every vertex; the caller checks the
+        # mapping's sum against the target up to its rounding
+        room = fr
+    if float(np.maximum(u.max(axis=0), 0.0).sum()) > room:
         return None
     return x, A, S
 
@@ -1511,8 +1531,8 @@ def polish_maximal_leakage_target(prob, v, y_ub, y_eq, lp_bits, target_bits):
     multipliers solve ``A_S^T y = c_S`` on the same system (zero reduced costs on the support), signs clipped:
     :func:`maximal_leakage_distortion_bound` turns any multipliers into a bound, so they need no exactness. The
     mapping is returned only if it is exactly feasible (entries ``>= 0``, rows summing to 1 after the clip) with
-    ``sum_j max_a p(j | a) - 1 <= 2^target - 1`` computed as the sum of ``max_a (p(j | a) - p(j | a0))``, against
-    the slack by ``expm1``, to relative precision.
+    ``sum_j max_a p(j | a) - F <= 2^target - F`` computed as the sum of ``max_a (p(j | a) - p(j | ref_j))``, against
+    the slack to relative precision (:func:`_ml_target_vertex`).
 
     Parameters
     ----------
@@ -1573,15 +1593,16 @@ def maximal_leakage_target_multipliers(prob, target_bits, scale, vertex_bits=Non
     of ``scale`` (the answer's distance to the smallest distortion), and the primal vertex they are complementary
     to; or None.
 
-    The primal LP's leakage rows are written in units of the slack ``s = 2^target - 1`` (HiGHS's primal tolerance
-    then applies relative to it), so their multipliers are ``s`` times those of the rows ``p(j | a) - p(j | a0) <=
-    u_j``: 3e-8 of the costs' unit at a slack of 2.8e-9, below HiGHS's dual tolerance (1e-7), and their signs came
+    The primal LP's leakage rows are written in units of the slack ``s = 2^target - F`` (HiGHS's primal tolerance
+    then applies relative to it), so their multipliers are ``s`` times those of the rows ``p(j | a) - p(j | ref_j)
+    <= u_j``: 3e-8 of the costs' unit at a slack of 2.8e-9, below HiGHS's dual tolerance (1e-7), and their signs came
     back as noise (``-1e-18`` in the LP's units, each multiplying coefficients up to 1e8): clipped, the bound was the
     smallest distortion against an optimal answer. Here the dual is the LP: maximise ``sum_c y_c - nu s`` over
-    ``y_c <= e(c, j) + sum_{a != a0} lam(a, j) (p(c | a) - p(c | a0))`` (each allowed entry; ``e`` its cost above
-    its row's cheapest, divided by ``scale`` and capped at DUAL_COST_CAP), ``sum_a lam(a, j) <= nu``, ``lam, nu >=
-    0``, whose variables are of order 1. Any multipliers give a bound (:func:`maximal_leakage_distortion_bound`,
-    weak duality), so HiGHS's tolerances here cost the bound at most their size, not its validity.
+    ``y_c <= e(c, j) + sum_a lam(a, j) (p(c | a) - p(c | ref_j))`` (the rows of :func:`_ml_class_differences`; each
+    allowed entry; ``e`` its cost above its row's cheapest, divided by ``scale`` and capped at DUAL_COST_CAP),
+    ``sum_a lam(a, j) <= nu``, ``lam, nu >= 0``, whose variables are of order 1. Any multipliers give a bound
+    (:func:`maximal_leakage_distortion_bound`, weak duality), so HiGHS's tolerances here cost the bound at most
+    their size, not its validity.
 
     The primal vertex (with ``vertex_bits``): the entries whose rows are tight (within DUAL_TIGHT) are its support,
     the leakage rows with a positive multiplier (and the budget row, with a positive ``nu``) are active, solved

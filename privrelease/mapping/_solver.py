@@ -120,7 +120,7 @@ from ._checks import (_refuse_strings, check_budget, check_distortion, check_map
                       check_prior)
 from ._cvx import solve_quietly
 from ._leakage import _expected_distortion, leakage as _leakage
-from ._lp import (ROW_SCALE_FLOOR, BlockFloor, _ml_references, _ml_row_unit, _ml_target_slack,
+from ._lp import (ROW_SCALE_FLOOR, BlockFloor, _ml_floor_rounding, _ml_references, _ml_row_unit, _ml_target_slack,
                   conditional_perfect_privacy, independence_lower_bound, maximal_leakage_distortion_bound,
                   maximal_leakage_target_multipliers, perfect_privacy_mapping, polish_maximal_leakage,
                   polish_maximal_leakage_target, sharpest_independence_multipliers, solve_maximal_leakage_lp)
@@ -697,8 +697,7 @@ def _solve_mi_target(prob, target_bits, solver, tol):
         return P0, cert, next(iter(names)), "optimal"
     # blocks of allowed entries: every mapping leaks at least I(A; B), reached by perfect privacy within each block
     # (BlockFloor); at that floor the per-block perfect-privacy LP is the answer, above it the right end of the bracket
-    # and its multipliers' bound (the global perfect-privacy LP has no solution: a target at the floor raised "could
-    # not decide", and the search near it had no bound that certifies)
+    # and its multipliers' bound (the global perfect-privacy LP has no solution, so neither gives a bracket or a bound)
     floor = None if prob.sparse else BlockFloor(prob)
     P_blk = ts_blk = None
     # the floor's rounding, and the target's, relative to the terms they sum (not to the floor: they cancel)
@@ -706,10 +705,11 @@ def _solve_mi_target(prob, target_bits, solver, tol):
     if floor is not None and floor.n_blocks > 1 and floor.mi_floor > 0.0 \
             and target_bits * LN2 >= floor.mi_floor - floor_tol:
         P_blk, ts_blk = floor.mapping()
-        if P_blk is not None and target_bits * LN2 <= floor.mi_floor + floor_tol \
+        if P_blk is not None and L <= floor.mi_floor + floor_tol \
                 and prob.objective(P_blk) <= floor.mi_floor + tol * LN2:
-            # the target is the smallest leakage up to rounding: the cheapest mapping of leakage I(A; B), its
-            # distortion certified by the blocks' multipliers (or warned; an explicit solver raises)
+            # the target is the smallest leakage up to rounding and the hair kept inside it (no mapping leaks less
+            # than the floor, so the search's bracket would have no right end): the cheapest mapping of leakage I(A;
+            # B), its distortion certified by the blocks' multipliers (or warned; an explicit solver raises)
             d_blk = prob.distortion(P_blk)
             L_blk = max(target_bits * LN2, floor.mi_floor)
             lb_blk = max(floor.lower_bound(ts_blk, L_blk), prob.delta_min)
@@ -717,14 +717,17 @@ def _solve_mi_target(prob, target_bits, solver, tol):
             if d_blk - lb_blk > tol_b:  # a target a rounding above the floor: the multipliers sharpest there
                 lb_blk = max(lb_blk, floor.lower_bound(floor.sharpest(ts_blk, L_blk), L_blk))
             gap_b = max(d_blk - lb_blk, 0.0)
-            cert = {"gap_bits": float(max(prob.objective(P_blk) / LN2 - target_bits, 0.0)),
-                    "distortion_gap": float(prob.gap_to_user(gap_b)),
-                    "distortion_lower_bound": float(prob.to_user_down(lb_blk)),
-                    "distortion_tolerance": float(prob.gap_to_user(tol_b)),
-                    "method": f"the target is the smallest leakage I(A; B) over {floor.n_blocks} blocks of allowed "
-                              "entries: per-block perfect-privacy LP (HiGHS)"}
-            return _target_answer(prob, P_blk, cert, "highs", gap_b, tol_b, target_bits, solver,
-                                  " by the per-block perfect-privacy LP")
+            # not certified but within the hair (its leakage computed at the floor or below): the search, with it as
+            # the bracket's right end, may certify a cheaper answer from its lines
+            if gap_b <= tol_b or prob.objective(P_blk) > L:
+                cert = {"gap_bits": float(max(prob.objective(P_blk) / LN2 - target_bits, 0.0)),
+                        "distortion_gap": float(prob.gap_to_user(gap_b)),
+                        "distortion_lower_bound": float(prob.to_user_down(lb_blk)),
+                        "distortion_tolerance": float(prob.gap_to_user(tol_b)),
+                        "method": f"the target is the smallest leakage I(A; B) over {floor.n_blocks} blocks of "
+                                  "allowed entries: per-block perfect-privacy LP (HiGHS)"}
+                return _target_answer(prob, P_blk, cert, "highs", gap_b, tol_b, target_bits, solver,
+                                      " by the per-block perfect-privacy LP")
     const = None if prob.sparse else _cheapest_constant_mapping(prob)
     lazy = const is not None and L >= max(LAZY_LP_SHARE * f0, 1e3 * tol * LN2)
     if lazy:  # the right end of the bracket: a constant mapping (leakage 0); the LP only if needed at the end
@@ -744,6 +747,13 @@ def _solve_mi_target(prob, target_bits, solver, tol):
         sharpest_independence_multipliers): the LP's own are the best at leakage 0 only."""
         nonlocal lb_pp, sharpened, sharp_gain
         sharpened = True
+        if t_pp is None and ts_blk is not None:
+            # blocks without a perfectly private mapping of the whole: each block's multipliers re-optimised for
+            # its share of the target's excess over the floor
+            lb_best = floor.lower_bound(floor.sharpest(ts_blk, target_bits * LN2), target_bits * LN2)
+            if lb_best > lb_pp:
+                lb_pp, sharp_gain = lb_best, True
+            return
         t_best = sharpest_independence_multipliers(prob, target_bits * LN2)
         if t_best is not None:
             lb_best = independence_lower_bound(prob, t_best, target_bits * LN2)
@@ -752,11 +762,13 @@ def _solve_mi_target(prob, target_bits, solver, tol):
 
     def bound_note():
         # which bound certifies, when it is the LP's multipliers re-optimised by the cone program (CLARABEL)
-        return "; distortion bound: the perfect-privacy LP's multipliers re-optimised for the target (CLARABEL)" \
+        whose = "the perfect-privacy LP's" if t_pp is not None else "the blocks' perfect-privacy LPs'"
+        return f"; distortion bound: {whose} multipliers re-optimised for the target (CLARABEL)" \
             if sharp_gain and lb_pp >= lower() else ""
 
-    if Ppp is not None and t_pp is not None and target_bits > 0 \
-            and prob.distortion(Ppp) - lb_pp <= SHARPEN_WITHIN * dist_tol:
+    # the mapping whose multipliers give lb_pp: the perfect-privacy LP's, or the blocks' (its right end)
+    P_lb = Ppp if t_pp is not None else (P_blk if ts_blk is not None and prob.objective(P_blk) <= L else None)
+    if P_lb is not None and target_bits > 0 and prob.distortion(P_lb) - lb_pp <= SHARPEN_WITHIN * dist_tol:
         # the LP's bound is within reach of the tolerance: near perfect privacy (targets down to the leakage's
         # rounding) it is the only bound that certifies, and the sharpest one narrows the search's bracket
         sharpen()
@@ -988,7 +1000,8 @@ def _solve_mi_target(prob, target_bits, solver, tol):
         best_P, best_d = feasible()
         dist_tol = answer_tol()
         search(max(MAX_TARGET_SOLVES - len(lines), 0))
-    if best_d - lower() > dist_tol and not sharpened and t_pp is not None and target_bits > 0:
+    if best_d - lower() > dist_tol and not sharpened and (t_pp is not None or ts_blk is not None) \
+            and target_bits > 0:
         sharpen()  # not certified: the sharpest bound of the LP's multipliers before giving up
     lb = lower()
     gap_d = max(best_d - lb, 0.0)
@@ -1120,14 +1133,16 @@ def _ml_rounding_floor(prob, P):
 
 def _cheapest_constant_mapping(prob):
     """The cheapest mapping of every input to one output (leakage exactly 0), or None when no output is
-    allowed for every input."""
-    allowed = prob.mask.all(axis=0)
+    allowed for every input (an edge vector for a sparse problem, a matrix for a dense one)."""
+    r, c, _ = prob.edges()
+    w = prob.edge_weights()
+    # each output's number of allowed inputs (each input has one entry per output at most) and its total cost
+    allowed = np.bincount(c, minlength=prob.kh) == prob.k
     if not allowed.any():
         return None
-    cost = np.where(allowed, np.where(prob.mask, prob.W, 0.0).sum(axis=0), np.inf)
-    P = np.zeros((prob.k, prob.kh))
-    P[:, int(np.argmin(cost))] = 1.0
-    return P
+    cost = np.where(allowed, np.bincount(c, weights=w, minlength=prob.kh), np.inf)
+    x = (c == int(np.argmin(cost))).astype(float)
+    return prob.from_edges(x)
 
 
 def _solve_ml(prob, delta, target_bits, solver, tol=1e-6):
@@ -1257,12 +1272,22 @@ def _solve_ml(prob, delta, target_bits, solver, tol=1e-6):
                 "method": "linear program (HiGHS), dual bound"}
         return P, cert, name, "optimal" if cert["gap_bits"] <= need else "inaccurate"
     cap = 2.0 ** target_bits * (1 - ML_TARGET_HAIR)
+    # blocks of allowed entries: every mapping has sum_j max_a p(j | a) >= F = 1 + excess (_lp._ml_references), so
+    # at a target whose hair is below F no mapping meets the hair; there the answers are held to the target up to
+    # the rounding of the sum, the rule by which `within` below certifies them
+    excess = _ml_references(prob)[1]
+    at_floor = excess > 0.0 and cap < 1.0 + excess
+    if at_floor:
+        cap = 2.0 ** target_bits * (1 + _rounding_share(prob))
     polished = None
     lb_cond = -math.inf  # the conditional perfect-privacy LP's bound, when it is solved below
     if info is not None and "lp_marginals" in info:
         polished, info = _polish_target(prob, P, info, lp_bits, target_bits, ml_sum, cap)
     pull_price = 0.0
-    if ml_sum(P) > cap:
+    if at_floor and ml_sum(P) > cap:
+        # the exact vertex when there is one (it meets cap), else another least-leaking mapping
+        P = polished if polished is not None else _ml_floor_answer(prob, P, target_bits, ml_sum, cap)
+    elif ml_sum(P) > cap:
         # LP feasibility tolerances can leave the target exceeded by ~1e-8: pull back inside
         Ppp, _ = perfect_privacy_mapping(prob)
         if Ppp is None or ml_sum(Ppp) > 1.0 + _rounding_share(prob):
@@ -1288,12 +1313,9 @@ def _solve_ml(prob, delta, target_bits, solver, tol=1e-6):
                                         f"the smallest achievable maximal leakage is {smallest!r} bits",
                                         smallest_feasible=smallest)
         elif ml_sum(Pz) > cap:
-            # the target is the smallest achievable maximal leakage up to rounding, inside the hair kept (a target
-            # equal to the only allowed mapping's maximal leakage was refused as unreachable, naming the target itself
-            # as the smallest): the least-leaking mapping, certified below or warned. The LP's own answer when it is
-            # as little leaking: the least-leaking mappings are many (blocks of allowed entries: any mapping within
-            # each block dominated by its likeliest class, _lp._ml_references) and Pz, found without regard to the
-            # distortion, was one of them 0.67 above the cheapest
+            # the target is the smallest achievable maximal leakage up to rounding, inside the hair kept: the
+            # least-leaking mapping, certified below or warned; the LP's own answer when it leaks as little (the
+            # least-leaking mappings may be many, and Pz is found without regard to the distortion)
             P = P if ml_sum(P) <= max(ml_sum(Pz), 2.0 ** target_bits) * (1 + _rounding_share(prob)) else Pz
         else:
             # the partner of the mixture: the LP's answer a little further inside the target when it meets it (a
@@ -1307,7 +1329,7 @@ def _solve_ml(prob, delta, target_bits, solver, tol=1e-6):
             P = (1 - hi) * P + hi * Pz
             if over <= HIGHS_FEAS_TOL * prob.kh * _ml_row_unit(target_bits, prob):
                 # the price of meeting the target exactly where HiGHS's answer met it within its feasibility tolerance
-                # (1e-7 per epigraph row, whose unit is the target's slack 2^target - 1: _maximal_leakage_target_lp;
+                # (1e-7 per epigraph row, whose unit is the target's slack 2^target - F: _maximal_leakage_target_lp;
                 # in units of 1 an answer 3.4e-10 over a slack of 2.6e-9, 15% of it, was pulled back at a price of
                 # 0.024 and certified where 8.3e-7 is optimal): the LP's multipliers cannot see it (1 - I at the
                 # identity's leakage: the identity, bound 0, the answer 1.4e-13 above it); at most DIST_RTOL of the
@@ -1322,6 +1344,7 @@ def _solve_ml(prob, delta, target_bits, solver, tol=1e-6):
         name = name if name == "highs" else name + "+highs-vertex"
     # the weak-duality bound of the LP's multipliers, not HiGHS's dual objective (not a bound: see
     # maximal_leakage_distortion_bound); delta_min when HiGHS gave no marginals
+    info = {} if info is None else info  # (the cvxpy path's least-leaking mapping: no LP information)
     lb = info.get("lower_bound", prob.delta_min)
     d_P = prob.distortion(P)
 
@@ -1360,6 +1383,40 @@ def _solve_ml(prob, delta, target_bits, solver, tol=1e-6):
     # HiGHS's feasibility tolerance: a distortion gap alone certified 2e-13 bits over a target of 0)
     within = ml_sum(P) <= 2.0 ** target_bits * (1 + _rounding_share(prob))
     return P, cert, name, "optimal" if gap <= dist_tol and within else "inaccurate"
+
+
+def _ml_floor_answer(prob, P, target_bits, ml_sum, cap):
+    """The answer at a maximal-leakage target near ``F = sum_b max_a p(b | a)`` (blocks of allowed entries; every
+    mapping has ``sum_j max_a p(j | a) >= F``) when the LP's answer ``P`` exceeds ``cap`` (HiGHS's feasibility
+    tolerance): the cheapest of ``P``, the mapping perfectly private within each block
+    (:class:`~privrelease.mapping._lp.BlockFloor`, whose sum is ``F`` when every block has one) and the
+    least-leaking LP's answer that meets ``cap``.
+
+    When none does: InfeasibleBudgetError naming the least leaking one's maximal leakage if ``cap`` is below ``F``
+    beyond its rounding (HiGHS accepts a target up to its 1e-7 tolerance below ``F``) or the least leaking one
+    exceeds it beyond HiGHS's feasibility tolerance (forbidden entries inside a block raise the smallest leakage
+    above ``F``), else the least leaking one (the caller's certificate marks it "inaccurate"). Mixing towards
+    another mapping cannot bring the sum below ``F``."""
+    cands = [P]
+    if not prob.sparse:
+        Pb, _ = BlockFloor(prob).mapping()
+        if Pb is not None:
+            cands.append(Pb)
+    try:
+        cands.append(prob.clean(solve_maximal_leakage_lp(prob)[0], None))
+    except (InfeasibleBudgetError, SolverError):
+        pass
+    ok = [Q for Q in cands if ml_sum(Q) <= cap]
+    if ok:
+        return min(ok, key=prob.distortion)
+    least = min(cands, key=ml_sum)
+    if cap < 1.0 + _ml_references(prob)[1] - _ml_floor_rounding(prob) or \
+            ml_sum(least) > cap + HIGHS_FEAS_TOL * prob.kh:
+        smallest = math.log2(max(ml_sum(least), 1.0))
+        raise InfeasibleBudgetError(f"max_leakage={target_bits!r} bits cannot be reached by any allowed mapping; "
+                                    f"the smallest achievable maximal leakage is {smallest!r} bits",
+                                    smallest_feasible=smallest)
+    return least
 
 
 def _polish_target(prob, P, info, lp_bits, target_bits, ml_sum, cap):
@@ -1453,13 +1510,12 @@ def _ml_fallback(prob, delta, target_bits, exc):
 
 
 def _lower_partner(prob, target_bits, use_lp, ml_sum, cap, fallback):
-    """The LP's answer at the slack ``(2^target - 1) (1 - PULLBACK_RTOL)`` when it meets ``cap`` (after rounding),
+    """The LP's answer at the slack ``(2^target - F) (1 - PULLBACK_RTOL)`` when it meets ``cap`` (after rounding),
     else ``fallback``.
 
-    The hair is taken from the slack above 1 (``sum_j max_a p(j | a) >= 1`` for every mapping), not from
-    ``2^target``: below 1.44e-6 bits ``2^target (1 - PULLBACK_RTOL)`` is under 1, no mapping meets it, and every
-    answer was mixed with the perfect-privacy mapping (the whole distortion range away)."""
-    # (the slack above F = sum_j p(j | ref_j), 1 with one block of allowed entries: _lp._ml_references)
+    The hair is taken from the slack above ``F = sum_j p(j | ref_j)`` (``sum_j max_a p(j | a) >= F`` for every
+    mapping; ``F = 1`` with one block of allowed entries: :func:`~privrelease.mapping._lp._ml_references`), not from
+    ``2^target``: below 1.44e-6 bits ``2^target (1 - PULLBACK_RTOL)`` is under 1, which no mapping meets."""
     excess = _ml_references(prob)[1]
     s = _ml_target_slack(target_bits, prob) * (1 - PULLBACK_RTOL)
     if not use_lp or not s > 0.0:
