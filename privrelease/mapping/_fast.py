@@ -27,7 +27,8 @@ Algorithm
    the ``k x k`` Schur complement ``E K^{-1} E^T`` (diagonal minus a Gram
    matrix), factored by dense Cholesky, or by a sparse LU with a fill-reducing ordering
    (SuperLU, Cholesky's pattern) when it has under 2% nonzeros, as on the exact polish's
-   supports (k = 1000: 1.6 entries per row, 0.01 s instead of 0.28 s a factorisation); two steps of iterative refinement on the full
+   supports (k = 1000: 1.6 entries per row, 0.01 s instead of 0.28 s a factorisation); two steps of
+   iterative refinement on the full
    KKT system restore the accuracy lost to cancellation at small ``mu`` (skipping
    them at large ``mu`` made the small families take up to 40% more Newton steps). The best
    certified iterate is kept; the method stops cleanly when the Newton systems
@@ -612,7 +613,8 @@ class _Barrier:
                 amax = a
                 phi0 = self.merit(x, s, mub)
                 while a > 1e-12:
-                    if self.merit(x + a * dx, s - a * float(w @ dx) if con else s, mub) <= phi0 - 1e-4 * a * max(dec, 0.0):
+                    s_a = s - a * float(w @ dx) if con else s
+                    if self.merit(x + a * dx, s_a, mub) <= phi0 - 1e-4 * a * max(dec, 0.0):
                         break
                     a *= 0.5
                 else:

@@ -333,7 +333,8 @@ def independence_lower_bound(prob, t, leak_nats):
     probabilities). At a leakage above 0 the multipliers are also tried shifted by a constant per class
     (:func:`_shift_classes`: the same row minima, a smaller spread). With the LP's own
     multipliers the first term is the LP's optimum (up to its tolerances), so the bound is
-    ``d_pp - h(t) sqrt(2 I)`` or better (``h``: that half-range): it certifies the distortion of the perfect-privacy mapping for
+    ``d_pp - h(t) sqrt(2 I)`` or better (``h``: that half-range): it certifies the distortion of the perfect-privacy
+    mapping for
     targets below the leakage's rounding (a target of ``1e-30`` bits), where a solve cannot tell
     ``I`` from 0. An output that a single input can reach (the non-erased tuple of an erasure
     alphabet) is forced to 0 by independence; its multiplier is raised so that its entry prices at

@@ -368,7 +368,8 @@ def _warm(prob, warm_start, reduction=None):
         try:
             W = np.asarray(W, dtype=float)
         except (TypeError, ValueError) as exc:
-            raise TypeError(f"warm_start must be a mapping (an array of numbers), got {type(W).__name__}: {exc}") from None
+            raise TypeError(f"warm_start must be a mapping (an array of numbers), got {type(W).__name__}: "
+                            f"{exc}") from None
     shape = (prob.n_public, prob.n_outputs) if reduction is None else reduction.shape
     if not sp.issparse(W) and W.shape != shape:
         raise ValueError(f"warm_start must be a mapping of shape {shape}, got {W.shape}")
