@@ -209,12 +209,12 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         "n_features_in_", "feature_names_in_", "classes_", "prior_", "cost_matrix_", "mapping_",
         "leakage_", "prior_leakage_", "distortion_", "map_accuracy_", "smallest_delta_",
         "mismatch_bound_", "n_labeled_", "solver_result_", "leakage_per_attribute_", "joint_leakage_",
-        "attribute_tuples_", "joint_prior_", "n_labeled_per_attribute_", "feature_labels_in_", "guarantee_params_",
+        "attribute_tuples_", "joint_prior_", "n_labeled_per_attribute_", "feature_labels_in_",
     )
     #: of those, the ones a fitted mapper may lack (the names and labels of a frame's columns; ``attribute_tuples_``,
     #: ``joint_prior_`` and ``n_labeled_per_attribute_`` exist for a 2-D ``y`` only)
     _optional_attributes = ("feature_names_in_", "attribute_tuples_", "joint_prior_", "n_labeled_per_attribute_",
-                            "feature_labels_in_", "guarantee_params_")
+                            "feature_labels_in_")
 
     #: of those, the arrays fit always computes in float64 (a file holding them in another float dtype is refused)
     _float64_attributes = ("prior_", "cost_matrix_", "mapping_", "joint_prior_")
@@ -489,6 +489,10 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         self.mapping_ = _row_stochastic(result.mapping, self.cost_matrix_)
         self.solver_result_ = result
         self._set_figures()
+        self._record_guarantee()
+
+    def _record_guarantee(self):
+        """``guarantee_params_``: the current values of the parameters the fitted guarantee holds under."""
         self.guarantee_params_ = {name: getattr(self, name) for name in self._guarantee_names()}
 
     def _guarantee_names(self):
@@ -509,7 +513,17 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         The mapping, ``leakage_`` and the budget check were computed under the fitted values: releasing
         under other ones would present a guarantee the mapping was never solved for (a cap lowered to 0.05
         after a fit at 0.2 would go on releasing at 0.2 bits, ``leakage_`` stated in the fitted measure).
+
+        A mapper unpickled from a version that kept no record is checked as ``load`` checks a file (its figures
+        against its current parameters, :meth:`_check_fitted_state`) and those parameters are recorded.
         """
+        if not hasattr(self, "guarantee_params_"):
+            try:
+                self._check_fitted_state()
+            except ValueError as exc:
+                raise ValueError(f"this {type(self).__name__} does not hold the guarantee its parameters state "
+                                 f"({exc}); call fit again") from None
+            self._record_guarantee()
         for name, fitted in self.guarantee_params_.items():
             current = getattr(self, name)
             if not _same_param(current, fitted):
@@ -750,9 +764,8 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                 raise ValueError(f"fitted.{name}: fitted attribute {name} is missing from the file")
         for name, value in state.items():
             setattr(est, name, est._decode_attribute(name, value))
-        if "guarantee_params_" not in state:
-            # a file written before the record: save wrote the parameters of the fit, which the checks below verify
-            est.guarantee_params_ = {name: getattr(est, name) for name in est._guarantee_names()}
+        # save wrote the parameters of the fit (it refuses others), and the checks below verify them against the figures
+        est._record_guarantee()
         try:
             est._check_fitted_state()
         except (TypeError, KeyError, IndexError, AttributeError) as exc:
@@ -864,20 +877,6 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                              "the parameters promise")
         if cap is not None:
             self._check_raw_cap(cap)
-        self._check_guarantee_record()
-
-    def _check_guarantee_record(self):
-        """``guarantee_params_``: the parameters of the guarantee, equal to the constructor's (a file's own)."""
-        record = self.guarantee_params_
-        names = self._guarantee_names()
-        if not isinstance(record, dict) or sorted(record) != sorted(names):
-            raise ValueError(f"fitted.guarantee_params_ must map {names} to the values fit used, got "
-                             f"{plain_value(record)!r:.80}")
-        for name in names:
-            if not _same_param(record[name], getattr(self, name)):
-                raise ValueError(f"fitted.guarantee_params_[{name!r}] = {plain_value(record[name])!r:.40} is not the "
-                                 f"parameter {name}={plain_value(getattr(self, name))!r:.40}: the guarantee was "
-                                 "established under another value")
 
     def _check_raw_cap(self, cap):
         """A mapper whose cap also holds under other figures checks them here (loaded files)."""

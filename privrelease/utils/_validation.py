@@ -293,7 +293,8 @@ def refuse_long_form(X, name="X"):
       table hold the values of one rating scale). A column holds ratings when its values are numbers within
       +-:data:`RATING_SCALE_BOUND` and are not row numbers (0..n-1 or 1..n, what ``reset_index()`` or a CSV
       round trip adds: see :data:`ROW_NUMBER_COLUMNS`, :data:`ROW_NUMBER_MIN_ROWS`); timestamps, counts and
-      text are left out.
+      text are left out. A table of more than :data:`LONG_FORM_MAX_COLUMNS` columns none of which holds ratings
+      (a user x item table of play counts) shows no sign here.
 
     Numbers stored as strings are read as the numbers (as the mappers read them). Booleans and non-whole numbers
     are no ids: such a table is a matrix; a missing id is left out. A table without rows shows no sign; of a dask
@@ -394,7 +395,9 @@ def _long_form_signs(X, user, item):
             if not remaining.size:
                 break
     if not n_ratings:
-        signs.append((True, f"no column beside {user!r} and {item!r} holds ratings"))
+        if X.shape[1] <= LONG_FORM_MAX_COLUMNS:
+            signs.append((True, f"no column beside {user!r} and {item!r} holds ratings"))
+        # many columns of values beyond a rating scale (play or view counts) say nothing either way: no sign
     elif remaining.size:
         signs.append((True, f"{user!r} and {item!r} hold values no column of ratings holds"))
     else:

@@ -317,3 +317,15 @@ def test_a_long_form_dask_frame_whose_first_partition_is_empty_is_refused():
     assert D.partitions[0].compute().empty
     Z = QuantizedPrivacyMapper(n_clusters=2, random_state=0).fit(D, dy).transform(W.iloc[20:])
     assert Z.shape == (40, 6)
+
+
+def test_a_wide_table_of_counts_with_items_named_like_ids_is_a_matrix():
+    # play counts (beyond a rating scale) in 40 columns, two of them named like ids: no column holds ratings, which
+    # says nothing about a wide table; it was refused as ambiguous
+    rng = np.random.default_rng(0)
+    C = pd.DataFrame(rng.poisson(300, (60, 40)), columns=[f"m{k}" for k in range(38)] + ["Customer", "Product"])
+    y = rng.integers(0, 2, 60)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = QuantizedPrivacyMapper(n_clusters=3, random_state=0).fit(C, y).transform(C)
+    assert out.shape == C.shape and list(out.columns) == list(C.columns)
