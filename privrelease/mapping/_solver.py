@@ -797,9 +797,11 @@ def _solve_mi_target(prob, target_bits, solver, tol):
         # answer to it. The cheapest constant mapping, which leaks exactly 0, certified by the LP's multipliers or
         # warned; without one, the LP's mapping warned (or refused)
         return _leaky_private_answer(prob, Ppp, t_pp, target_bits, solver, rng_, leak_rounding)
-    if L <= leak_rounding and not prob.sparse and (Ppp is None or prob.objective(Ppp) > tol * LN2):
-        # the perfect-privacy LP infeasible or leaking beyond tol (rare symbols: coefficients of 1e-12 dropped by
-        # HiGHS): the LP in conditional form, when its mapping is private to rounding
+    if L <= leak_rounding and not prob.sparse and (
+            (Ppp is None and _has_rare_masses(prob)) or (Ppp is not None and prob.objective(Ppp) > tol * LN2)):
+        # the perfect-privacy LP infeasible with rare masses, or leaking beyond tol (rare symbols: coefficients of
+        # 1e-12 dropped by HiGHS): the LP in conditional form, when its mapping is private to rounding (an LP
+        # infeasible on ordinary masses is infeasible in that form too: perfect privacy is out of reach)
         Qc, lb_c = conditional_perfect_privacy(prob, _rounding_share(prob))
         if Qc is not None and _private_to_rounding(prob, Qc, leak_rounding):
             return _leaky_private_answer(prob, Ppp, t_pp, target_bits, solver, rng_, leak_rounding, (Qc, lb_c))
@@ -1061,6 +1063,20 @@ def _leaky_private_answer(prob, Ppp, t_pp, target_bits, solver, rng_, allowance,
             "distortion_lower_bound": float(prob.to_user_down(lb)) if np.isfinite(lb) else -math.inf,
             "distortion_tolerance": float(prob.gap_to_user(tol_d)), "method": method}
     return _target_answer(prob, P, cert, "highs", gap, tol_d, target_bits, solver, how)
+
+
+#: masses of the prior below this share of its largest are rare: the perfect-privacy LP in joint masses may drop them
+#: (HiGHS drops matrix entries below 1e-9 and is feasible to 1e-7 per row)
+RARE_MASS_SHARE = 1e-7
+
+
+def _has_rare_masses(prob):
+    """Whether a positive entry of the (reduced) prior, or a class's or public symbol's mass, is below
+    :data:`RARE_MASS_SHARE` of the largest entry."""
+    M = prob.M
+    pos = M[M > 0]
+    floor = RARE_MASS_SHARE * float(pos.max()) if pos.size else 0.0
+    return bool(pos.size and (pos.min() < floor or prob.pA.min() < floor or prob.pc.min() < floor))
 
 
 def _private_to_rounding(prob, Q, allowance):

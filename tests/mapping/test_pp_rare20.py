@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from scipy.optimize import linprog
 
-from privrelease.exceptions import ConvergenceWarning
+from privrelease.exceptions import ConvergenceWarning, InfeasibleBudgetError
 from privrelease.mapping import expected_distortion, leakage, solve_mapping
 
 inf = np.inf
@@ -169,3 +169,18 @@ def test_conditional_lp_bound_is_rigorous_and_tight():
     assert prob.to_user(lower) <= d_ref + 1e-15
     assert prob.to_user(lower) >= d_ref - 1e-9
     assert abs(prob.to_user(prob.distortion(Q)) - d_ref) <= 1e-9
+
+
+def test_perfect_privacy_out_of_reach_on_ordinary_masses_skips_the_conditional_lp(monkeypatch):
+    """Forbidden entries that rule out perfect privacy on ordinary masses: refused naming the smallest leakage, without
+    the LP in conditional form (infeasible there too: up to four LPs spent for nothing)."""
+    import privrelease.mapping._solver as solver_module
+
+    calls = []
+    real = solver_module.conditional_perfect_privacy
+    monkeypatch.setattr(solver_module, "conditional_perfect_privacy", lambda *a, **k: calls.append(1) or real(*a, **k))
+    prior = np.array([[.3, .1, .1], [.1, .1, .3]])
+    D = np.array([[0, 1, np.inf], [np.inf, 0, np.inf], [np.inf, np.inf, 0]])
+    with pytest.raises(InfeasibleBudgetError, match="smallest"):
+        solve_mapping(prior, D, max_leakage=0.0)
+    assert not calls
