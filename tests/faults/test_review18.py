@@ -77,7 +77,16 @@ def test_perfect_privacy_on_a_nearly_independent_prior_is_the_cheapest(seed, eps
         warnings.simplefilter("error" if eps >= 1e-7 else "ignore", ConvergenceWarning)
         res = solve_mapping(prior, d, max_leakage=0.0)
     assert res.status == ("optimal" if eps >= 1e-7 else res.status)
-    assert res.distortion == pytest.approx(ref, rel=1e-6)
+    if eps >= 1e-7:
+        assert res.distortion == pytest.approx(ref, rel=1e-6)
+    else:
+        # dependences of 1e-9 .. 1e-11: conditionals agreeing to rounding (4e-16) relax the independence equations by
+        # 4e-5 of their coefficients, and the LP in conditional form finds a mapping private to rounding that is
+        # cheaper than the reference's by up to 1.2e-5 (relative): at most the reference, its leakage rounding
+        J = prior @ res.mapping
+        cond = J / prior.sum(axis=1)[:, None]
+        assert float((cond.max(axis=0) - cond.min(axis=0)).sum()) <= 1e-14
+        assert res.distortion <= ref * (1 + 1e-6) and res.distortion >= ref * (1 - 1e-4)
     if res.status == "optimal":
         assert res.certificate["distortion_gap"] <= res.certificate["distortion_tolerance"]
 
@@ -97,6 +106,12 @@ def test_an_uncertified_perfect_privacy_answer_is_never_called_optimal(monkeypat
         return out if return_duals else out[:2]
 
     monkeypatch.setattr(_solver, "perfect_privacy_mapping", worse)
+    # the LP in conditional form, tried when the mapping is not certified, finds the cheapest one and certifies it
+    ref = _perfect_privacy_reference(prior, d)
+    res = solve_mapping(prior, d, max_leakage=0.0)
+    assert res.status == "optimal" and res.distortion == pytest.approx(ref, rel=1e-6)
+    # without it (no mapping private to rounding found there) the uncertified mapping is warned, or refused
+    monkeypatch.setattr(_solver, "conditional_perfect_privacy", lambda prob, tol: (None, -np.inf))
     with pytest.warns(ConvergenceWarning, match="only certified to within"):
         res = solve_mapping(prior, d, max_leakage=0.0)
     assert res.status == "inaccurate"
