@@ -435,47 +435,6 @@ def row_offset(pc, shift):
     return hi, math.fsum(np.append(terms, -hi))
 
 
-def to_internal(prob, delta):
-    """A user budget as ``prob``'s internal one: its distance to the offset (correctly rounded) over the scale."""
-    delta = float(delta)
-    if not np.isfinite(delta):
-        return delta
-    return math.fsum((delta, -prob.offset, -prob.offset_lo)) / prob.scale
-
-
-def to_user(prob, value):
-    """An internal distortion of ``prob`` in user units (the offset added back, correctly rounded)."""
-    value = float(value) * prob.scale
-    if not np.isfinite(value):
-        return value
-    return math.fsum((prob.offset, prob.offset_lo, value))
-
-
-def to_user_up(prob, value):
-    """:func:`to_user` rounded up as far as :func:`to_internal` sees it: the smallest float whose internal value is
-    at least ``value`` (at most a few ulps above :func:`to_user`; a budget equal to it admits every mapping of
-    internal distortion ``value``)."""
-    user = to_user(prob, value)
-    for _ in range(8):
-        if not np.isfinite(user) or to_internal(prob, user) >= value:
-            break
-        user = float(np.nextafter(user, np.inf))
-    return user
-
-
-def to_user_down(prob, value):
-    """:func:`to_user` rounded down: the largest float at most ``offset + offset_lo + value * scale`` (a lower
-    bound stays one in user units, where rounding to nearest could lift it half an ulp of the offset, 0.06 of a
-    spread of 1e-6 at 5e8)."""
-    user = to_user(prob, value)
-    if not np.isfinite(user):
-        return user
-    exact = Fraction(prob.offset) + Fraction(prob.offset_lo) + Fraction(float(value)) * Fraction(prob.scale)
-    if Fraction(user) > exact:
-        user = float(np.nextafter(user, -np.inf))
-    return user
-
-
 class OffsetUnits:
     """The distortion units of :class:`Problem` and :class:`~privrelease.mapping._sparse.SparseProblem`.
 
@@ -508,20 +467,43 @@ class OffsetUnits:
         self.scale = top if top > 0 and np.isfinite(top) else 1.0
 
     def to_internal(self, delta):
-        """A distortion budget in user units -> internal units (less ``offset``, divided by ``scale``)."""
-        return to_internal(self, delta)
+        """A distortion budget in user units -> internal units: its distance to the offset (correctly rounded)
+        over ``scale``."""
+        delta = float(delta)
+        if not np.isfinite(delta):
+            return delta
+        return math.fsum((delta, -self.offset, -self.offset_lo)) / self.scale
 
     def to_user(self, value):
-        """An internal distortion (or budget, or lower bound) -> user units (``offset`` added back)."""
-        return to_user(self, value)
+        """An internal distortion (or budget, or lower bound) -> user units (``offset`` added back, correctly
+        rounded)."""
+        value = float(value) * self.scale
+        if not np.isfinite(value):
+            return value
+        return math.fsum((self.offset, self.offset_lo, value))
 
     def to_user_up(self, value):
-        """:meth:`to_user` rounded up so that :meth:`to_internal` of it is at least ``value``."""
-        return to_user_up(self, value)
+        """:meth:`to_user` rounded up as far as :meth:`to_internal` sees it: the smallest float whose internal value
+        is at least ``value`` (at most a few ulps above :meth:`to_user`; a budget equal to it admits every mapping of
+        internal distortion ``value``)."""
+        user = self.to_user(value)
+        for _ in range(8):
+            if not np.isfinite(user) or self.to_internal(user) >= value:
+                break
+            user = float(np.nextafter(user, np.inf))
+        return user
 
     def to_user_down(self, value):
-        """:meth:`to_user` rounded down (lower bounds)."""
-        return to_user_down(self, value)
+        """:meth:`to_user` rounded down: the largest float at most ``offset + offset_lo + value * scale`` (a lower
+        bound stays one in user units, where rounding to nearest could lift it half an ulp of the offset, 0.06 of a
+        spread of 1e-6 at 5e8)."""
+        user = self.to_user(value)
+        if not np.isfinite(user):
+            return user
+        exact = Fraction(self.offset) + Fraction(self.offset_lo) + Fraction(float(value)) * Fraction(self.scale)
+        if Fraction(user) > exact:
+            user = float(np.nextafter(user, -np.inf))
+        return user
 
     def gap_to_user(self, value):
         """An internal difference of distortions (a gap, a tolerance) -> user units (no offset)."""
