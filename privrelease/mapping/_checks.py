@@ -33,8 +33,8 @@ def check_prior(prior, *, name="prior"):
     (``9.5e-7`` for float32): normalised at that precision it missed ``1e-8``.
 
     The prior is divided by its sum (correctly rounded), unless that sum is 1 or one of its neighbours: then it
-    is returned as it is, so that the result passed again comes back unchanged (a division by a sum one ulp off
-    1 moved every entry by an ulp, and the solver and the reported distortion used priors an ulp apart).
+    is returned as it is (a copy), so that the result passed again comes back unchanged and every caller works
+    with the same normalised prior.
 
     Raises
     ------
@@ -290,9 +290,9 @@ def _check_mapping_entries(values, name, atol, position):
 def check_budget(value, name):
     """A non-negative budget (``np.inf`` allowed) as a float; TypeError/ValueError quoting the value.
 
-    A 0-d numpy array of a real number (``np.array(0.1)``) and a ``Decimal`` are the number they hold, as
-    :func:`~privrelease.mapping.privacy_distortion_curve` read them (``solve_mapping`` refused them with a
-    TypeError); a ``Decimal`` beyond float64 is the infinite budget, as the int ``10**400``.
+    A 0-d numpy array of a real number (``np.array(0.1)``) and a ``Decimal`` are the number they hold, in
+    :func:`~privrelease.mapping.solve_mapping` as in :func:`~privrelease.mapping.privacy_distortion_curve`; a
+    ``Decimal`` beyond float64 is the infinite budget, as the int ``10**400``.
     """
     if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iufO":
         value = value[()]
