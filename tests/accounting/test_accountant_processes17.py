@@ -22,6 +22,22 @@ from privrelease.exceptions import BudgetExceededError, PrivacyLeakWarning
 pytestmark = pytest.mark.slow  # started first under pytest-xdist (tests/conftest.py)
 
 
+def _warm(_):
+    import os
+    import time
+
+    time.sleep(0.5)  # long enough that each of the two workers takes one task
+    return os.getpid()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _worker_pool():
+    """Start joblib's two worker processes once for this file, each with this module imported (a worker's start
+    imports privrelease and scikit-learn: seconds a worker). A task that raises in a worker shuts the pool down, so
+    the tests whose workers raise come last in the file."""
+    assert len(set(Parallel(n_jobs=2)(delayed(_warm)(i) for i in range(2)))) == 2
+
+
 def _data(n=60):
     rng = np.random.default_rng(0)
     Y = rng.normal(size=(n, 3))
@@ -80,75 +96,7 @@ def test_the_same_process_keeps_recording():
     assert again.spent == 0.75
 
 
-def test_cross_val_score_in_worker_processes_keeps_the_callers_budget():
-    Y, d = _data()
-    est = DCLEFEstimator(budget=5.0, data_range=(1, 5), random_state=0)
-    # one process: the first query is refused (epsilon 1 > 0.5)
-    with PrivacyAccountant(epsilon=0.5) as acc:
-        with pytest.raises(BudgetExceededError):
-            cross_val_score(est, Y, d, cv=2, n_jobs=1, error_score="raise")
-    assert acc.spent == 0.0
-    # worker processes: the estimator takes the caller's default accountant along, and its copy refuses
-    with PrivacyAccountant(epsilon=0.5) as acc:
-        with pytest.raises(BudgetExceededError, match="is a copy"):
-            cross_val_score(est, Y, d, cv=2, n_jobs=2, error_score="raise")
-    assert acc.spent == 0.0
-
-
-def test_an_explicit_budgeted_accountant_refuses_in_worker_processes():
-    Y, d = _data()
-    acc = PrivacyAccountant(epsilon=100.0)
-    est = DCLEFEstimator(budget=5.0, data_range=(1, 5), random_state=0, accountant=acc)
-    with pytest.raises(BudgetExceededError, match="is a copy"):
-        cross_val_score(est, Y, d, cv=2, n_jobs=2, error_score="raise")
-    cross_val_score(est, Y, d, cv=2, n_jobs=1, error_score="raise")  # in this process: recorded
-    assert acc.spent > 0
-
-
 # ------------------------------------------------------------------ what is not a worker's copy (review)
-_LOADER = """
-import pickle, sys, warnings
-from privrelease.accounting import PrivacyAccountant
-from privrelease.exceptions import BudgetExceededError
-obj = pickle.load(open(sys.argv[1], "rb"))
-warnings.simplefilter("error")
-try:
-    if isinstance(obj, PrivacyAccountant):
-        obj.spend(0.5)
-        print("spent", obj.spent)
-    else:
-        with PrivacyAccountant(epsilon=1e-6) as acc:
-            obj.predict(obj._X[:3])
-        print("released")
-except BudgetExceededError as exc:
-    print("refused", "is a copy" in str(exc))
-"""
-
-
-def _load_elsewhere(tmp_path, obj):
-    import subprocess
-    import sys
-
-    path = tmp_path / "obj.pkl"
-    path.write_bytes(pickle.dumps(obj))
-    out = subprocess.run([sys.executable, "-c", _LOADER, str(path)], capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    return out.stdout.split()
-
-
-def test_a_ledger_loaded_in_a_later_session_is_its_own(tmp_path):
-    acc = PrivacyAccountant(epsilon=2.0).spend(0.5)
-    assert _load_elsewhere(tmp_path, acc) == ["spent", "1.0"]
-
-
-def test_a_pickled_estimator_follows_the_budget_of_the_process_that_loads_it(tmp_path):
-    Y, d = _data()
-    est = DCLEFEstimator(budget=5.0, data_range=(1, 5), random_state=0).fit(Y, d)
-    est._X = Y
-    # the loading process's own budget refuses (not the budget-free default of the process that pickled it)
-    assert _load_elsewhere(tmp_path, est) == ["refused", "False"]
-
-
 def test_the_default_ledger_is_not_pickled_with_an_estimator():
     Y, d = _data()
     est = DCLEFEstimator(budget=5.0, data_range=(1, 5), random_state=0).fit(Y, d)
@@ -176,35 +124,6 @@ def test_a_worker_that_installs_its_own_accountant_records_there():
 
 
 # ------------------------------------------------------------------ second review: later sessions, forks, nesting
-_LATER = """
-import pickle, sys
-from joblib import Parallel, delayed
-acc = pickle.load(open(sys.argv[1], "rb"))
-
-def spend(a):
-    try:
-        a.spend(0.3)
-        return "recorded"
-    except Exception as exc:
-        return "refused" if "is a copy" in str(exc) else repr(exc)
-
-print(spend(acc), Parallel(n_jobs=2)(delayed(spend)(acc) for _ in range(1))[0])
-"""
-
-
-def test_a_ledger_loaded_in_a_later_session_is_copied_to_that_sessions_workers(tmp_path):
-    # loaded in a later session the ledger is that session's own; its workers hold copies and refuse (they recorded
-    # silently: the loaded ledger kept the earlier session's process id, which no worker took for its parent's)
-    import subprocess
-    import sys
-
-    path = tmp_path / "acc.pkl"
-    path.write_bytes(pickle.dumps(PrivacyAccountant(epsilon=1.0)))
-    out = subprocess.run([sys.executable, "-c", _LATER, str(path)], capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["recorded", "refused"]
-
-
 def _forked_spend(acc):
     import os
 
@@ -238,3 +157,103 @@ def test_a_worker_of_a_worker_holds_a_copy():
     acc = PrivacyAccountant(epsilon=10.0)
     errors, = Parallel(n_jobs=2)(delayed(_nested)(acc) for _ in range(1))
     assert all(e is not None and "is a copy" in e for e in errors)
+
+
+# ------------------------------------------------------------------ later sessions: one other interpreter for the three
+_LATER_SESSION = """
+import json, pickle, sys, warnings
+from joblib import Parallel, delayed
+from privrelease.accounting import PrivacyAccountant
+from privrelease.exceptions import BudgetExceededError
+
+def load(name):
+    with open(sys.argv[1] + "/" + name, "rb") as f:
+        return pickle.load(f)
+
+def spend(a):
+    try:
+        a.spend(0.3)
+        return "recorded"
+    except Exception as exc:
+        return "refused" if "is a copy" in str(exc) else repr(exc)
+
+out = {}
+with warnings.catch_warnings():
+    warnings.simplefilter("error")
+    acc = load("spent.pkl")  # a ledger that spent 0.5 of 2 in the session that pickled it
+    acc.spend(0.5)
+    out["spent"] = ["spent", str(acc.spent)]
+    est = load("estimator.pkl")
+    try:
+        with PrivacyAccountant(epsilon=1e-6):
+            est.predict(est._X[:3])
+        out["estimator"] = ["released"]
+    except BudgetExceededError as exc:
+        out["estimator"] = ["refused", str("is a copy" in str(exc))]
+acc = load("fresh.pkl")
+out["workers"] = [spend(acc), Parallel(n_jobs=2)(delayed(spend)(acc) for _ in range(1))[0]]
+print(json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def later_session(tmp_path_factory):
+    """What a later session (another interpreter) does with three pickles: a ledger that spent 0.5 of 2, a fitted
+    estimator (holding its data as ``_X``), and an unspent ledger of budget 1 that it also hands to a worker. One
+    interpreter for the three: its start imports privrelease and scikit-learn."""
+    import json
+    import subprocess
+    import sys
+
+    folder = tmp_path_factory.mktemp("later_session")
+    (folder / "spent.pkl").write_bytes(pickle.dumps(PrivacyAccountant(epsilon=2.0).spend(0.5)))
+    Y, d = _data()
+    est = DCLEFEstimator(budget=5.0, data_range=(1, 5), random_state=0).fit(Y, d)
+    est._X = Y
+    (folder / "estimator.pkl").write_bytes(pickle.dumps(est))
+    (folder / "fresh.pkl").write_bytes(pickle.dumps(PrivacyAccountant(epsilon=1.0)))
+    out = subprocess.run([sys.executable, "-c", _LATER_SESSION, str(folder)], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def test_a_ledger_loaded_in_a_later_session_is_its_own(later_session):
+    assert later_session["spent"] == ["spent", "1.0"]
+
+
+def test_a_pickled_estimator_follows_the_budget_of_the_process_that_loads_it(later_session):
+    # the loading process's own budget refuses (not the budget-free default of the process that pickled it)
+    assert later_session["estimator"] == ["refused", "False"]
+
+
+def test_a_ledger_loaded_in_a_later_session_is_copied_to_that_sessions_workers(later_session):
+    # loaded in a later session the ledger is that session's own; its workers hold copies and refuse (they recorded
+    # silently: the loaded ledger kept the earlier session's process id, which no worker took for its parent's)
+    assert later_session["workers"] == ["recorded", "refused"]
+
+
+# ------------------------------------------------------------------ last: a task that raises shuts the pool down
+def test_cross_val_score_in_worker_processes_keeps_the_callers_budget():
+    Y, d = _data()
+    est = DCLEFEstimator(budget=5.0, data_range=(1, 5), random_state=0)
+    # one process: the first query is refused (epsilon 1 > 0.5)
+    with PrivacyAccountant(epsilon=0.5) as acc:
+        with pytest.raises(BudgetExceededError):
+            cross_val_score(est, Y, d, cv=2, n_jobs=1, error_score="raise")
+    assert acc.spent == 0.0
+    # worker processes: the estimator takes the caller's default accountant along, and its copy refuses
+    with PrivacyAccountant(epsilon=0.5) as acc:
+        with pytest.raises(BudgetExceededError, match="is a copy"):
+            cross_val_score(est, Y, d, cv=2, n_jobs=2, error_score="raise")
+    assert acc.spent == 0.0
+
+
+def test_an_explicit_budgeted_accountant_refuses_in_worker_processes():
+    Y, d = _data()
+    acc = PrivacyAccountant(epsilon=100.0)
+    est = DCLEFEstimator(budget=5.0, data_range=(1, 5), random_state=0, accountant=acc)
+    with pytest.raises(BudgetExceededError, match="is a copy"):
+        cross_val_score(est, Y, d, cv=2, n_jobs=2, error_score="raise")
+    cross_val_score(est, Y, d, cv=2, n_jobs=1, error_score="raise")  # in this process: recorded
+    assert acc.spent > 0
