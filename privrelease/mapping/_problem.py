@@ -149,11 +149,17 @@ def lagrangian_bound(A, B, rhs, mu0=None, n_bisect=60):
     # many decades a budget of 1e-12 of it was taken as "slope 0" at a multiplier far too small
     scale = max(abs(rhs), 1e-300)
     argmins = {}
+    # the matrices A + mu B of the last two evaluations: the bracket's ends when it is found, whose tests
+    # narrow() then makes on them instead of computing them again (the same numbers)
+    last = {}
 
     def ev(mu):
         V = A + mu * B if mu > 0 else A
         idx = np.argmin(V, axis=1)
         argmins[mu] = idx
+        if len(last) == 2:
+            del last[next(iter(last))]
+        last[mu] = V
         val = float(V[rows, idx].sum()) - mu * rhs
         slope = float(B[rows, idx].sum()) - rhs
         return val, slope
@@ -167,20 +173,42 @@ def lagrangian_bound(A, B, rhs, mu0=None, n_bisect=60):
             cross = np.where(b_lo != b_hi, (a_hi - a_lo) / (b_lo - b_hi), lo)
         cross = np.clip(np.nan_to_num(cross, nan=lo), lo, hi)
         keep = np.zeros(A.shape, dtype=bool)
+        test = np.empty(A.shape, dtype=bool)
+        work = None  # a k x kh array free to be written over (not A)
         for m in (lo, hi, cross):
+            V = last.pop(m, None) if np.ndim(m) == 0 else None  # A + m B of an evaluation (A itself at m = 0)
             m = np.asarray(m, dtype=float)
             mc = m[:, None] if m.ndim else m
             u = np.minimum(a_lo + m * b_lo, a_hi + m * b_hi)
             margin = 1e-9 * (np.abs(a_lo) + np.abs(a_hi) + hi * (np.abs(b_lo) + np.abs(b_hi))) + 1e-300
+            if V is None:
+                # A + mc B, written over a matrix no longer needed when there is one (mc B + A: the same sums)
+                V = np.multiply(mc, B, out=work) if work is not None else mc * B
+                V += A
+            # (at m = 0, A itself stands for A + 0 B: the same comparisons, B being finite)
             with np.errstate(invalid="ignore"):
-                keep |= (A + mc * B) <= (u + margin)[:, None]
+                np.less_equal(V, (u + margin)[:, None], out=test)
+            keep |= test
+            if V is not A:
+                work = V
+        del work, V, test
+        last.clear()
         keep[rows, argmins[lo]] = True
         keep[rows, argmins[hi]] = True
-        if keep.sum() > 0.5 * A.size:
+        # every row keeps its minimisers at lo and hi, so each row's entries start where the previous row's end
+        counts = np.count_nonzero(keep, axis=1)
+        if counts.sum() > 0.5 * A.size:
             return ev
-        rr, cc = np.nonzero(keep)
-        a, b = A[rr, cc], B[rr, cc]
-        starts = np.flatnonzero(np.r_[True, rr[1:] != rr[:-1]])
+        # the kept entries row by row, columns increasing (np.nonzero's order), through their flat indices: a
+        # two-dimensional np.nonzero costs several times as much on a k x kh mask
+        flat = np.flatnonzero(keep)
+        if A.flags.c_contiguous and B.flags.c_contiguous:
+            a, b = A.ravel()[flat], B.ravel()[flat]
+        else:
+            rr, cc = np.divmod(flat, A.shape[1])
+            a, b = A[rr, cc], B[rr, cc]
+        starts = np.zeros(A.shape[0], dtype=np.intp)
+        np.cumsum(counts[:-1], out=starts[1:])
 
         def ev_small(mu):
             v = a + mu * b if mu > 0 else a
@@ -571,6 +599,8 @@ class Problem(OffsetUnits):
         #: (an erasure alphabet: 300 inputs x 24,677 outputs of which 0.9 % allowed)
         n_allowed = int(np.count_nonzero(self.mask))
         self.edge_mode = n_allowed <= EDGE_DENSITY * self.mask.size
+        #: the forbidden cells (None when every cell is allowed): :meth:`scores` writes ``+inf`` over them in place
+        self._forbidden = None if n_allowed == self.mask.size else ~self.mask
         if self.edge_mode:
             self._make_edges()
 
@@ -646,7 +676,11 @@ class Problem(OffsetUnits):
             return S
         L = np.log(pi) - np.log(self.pA)[:, None]
         S = self.M.T @ L
-        return np.where(self.mask, S, np.inf)
+        # +inf written over the forbidden cells of the product itself (none: nothing to write) instead of into a
+        # new k x kh array by np.where: the same numbers
+        if self._forbidden is not None:
+            np.copyto(S, np.inf, where=self._forbidden)
+        return S
 
     def _usage(self, P):
         """``q = p_C P``, the outputs' probabilities."""
