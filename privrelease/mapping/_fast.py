@@ -846,11 +846,13 @@ def _solve_fast(prob, delta, *, tol, warm, n_neighbours, max_rounds, bounds=None
         P = np.zeros((prob.k, prob.kh))
         P[r, j] = x
         P /= P.sum(axis=1, keepdims=True)
+        cert = None
         if full or precise:  # loose rounds only price: their points are far from sparse optima
-            P = _sparsify(prob, P, delta, tol)
+            P, cert = _sparsify(prob, P, delta, tol)
         if full and at_min:
             return P, None
-        gap, mu, f = prob.certificate(P, delta)
+        # (the certificate of the point _sparsify returns is the one it computed: the same call on the same P)
+        gap, mu, f = cert if cert is not None else prob.certificate(P, delta)
         lam_c = mu  # the certificate's budget multiplier: the next round's start (see above)
         if DEBUG:
             print(f"round n={r.size} full={full} precise={precise} gap={gap:.2e}")
@@ -885,7 +887,7 @@ def _solve_fast(prob, delta, *, tol, warm, n_neighbours, max_rounds, bounds=None
             # (one support, one Newton solve, the cheap bound with this interior point's posteriors for
             # the outputs it empties; k = 1000: 0.6 s against ~20 s for the two rounds it saves)
             hint = prob.posteriors(x_raw / x_raw.sum(axis=1, keepdims=True))
-            Pt, gt = _kkt_polish(prob, P, delta, tol=tol, pi_hint=hint, trial=True)
+            Pt, gt = _kkt_polish(prob, P, delta, tol=tol, pi_hint=hint, trial=True, own=(gap, mu, V))
             if gt <= tol:
                 return Pt, hint
             if gap <= FULL_POLISH_GAP * tol and gt <= 0.5 * gap:
@@ -895,7 +897,7 @@ def _solve_fast(prob, delta, *, tol, warm, n_neighbours, max_rounds, bounds=None
                 # working set (k = 2000: ~25 s; it ended no closer, 7.8e-6 -> 1.2e-5 bits, while the
                 # trial reached 1.2e-6 and its refined bound 8.8e-7). Where the trial does not move the
                 # bound (an L1 instance, 1.75e-6 -> 1.63e-6) the refinement does not either
-                Pf, gf = _kkt_polish(prob, P, delta, tol=tol, pi_hint=hint, quick=True)
+                Pf, gf = _kkt_polish(prob, P, delta, tol=tol, pi_hint=hint, quick=True, own=(gap, mu, V))
                 if gf <= tol:
                     return Pf, hint
         if not precise and settled:
@@ -911,23 +913,24 @@ def _solve_fast(prob, delta, *, tol, warm, n_neighbours, max_rounds, bounds=None
 
 
 def _sparsify(prob, P, delta, tol):
-    """Zero negligible entries when that keeps (or improves) the certificate."""
-    gp, _, _ = prob.certificate(P, delta)
-    best, gbest = P, gp
+    """Zero negligible entries when that keeps (or improves) the certificate. Returns the point and its
+    ``prob.certificate(point, delta)`` (gap, multiplier, objective)."""
+    cert = prob.certificate(P, delta)
+    best, gbest = P, cert[0]
     rowmax = P.max(axis=1, keepdims=True)
     for thr in (1e-13, 1e-8, 1e-5):
         Q = np.where(P < thr * rowmax, 0.0, P)
         Q /= Q.sum(axis=1, keepdims=True)
         if np.isfinite(delta) and prob.distortion(Q) > delta:
             continue
-        gq, _, _ = prob.certificate(Q, delta)
-        if gq <= max(gbest, tol):
-            best, gbest = Q, gq
-    return best
+        cq = prob.certificate(Q, delta)
+        if cq[0] <= max(gbest, tol):
+            best, gbest, cert = Q, cq[0], cq
+    return best, cert
 
 
 def _kkt_polish(prob, P, delta, *, tol, max_iter=30, max_outer=8, pi_hint=None, trial=False, quick=False,
-                bounds=None):
+                bounds=None, own=None):
     """Exact final polish on the support (projected Newton on the KKT equations).
 
     On the support ``S`` of an approximate optimum the optimality conditions are
@@ -961,15 +964,21 @@ def _kkt_polish(prob, P, delta, *, tol, max_iter=30, max_outer=8, pi_hint=None, 
     ``bounds``: a list to which the refined bounds are appended as ``(lower_bound_nats, multiplier)``
     (see :func:`solve_fast`): the caller certifies the returned point with them instead of refining its
     bound once more (families3, a pc_range prior: the same 7 s refinement twice per solve).
+
+    ``own``: ``(gap, multiplier, V)`` when the caller has them, the first two from ``prob.certificate(P, delta)``
+    and ``V = prob.scores(prob.posteriors(P)) + multiplier * prob.W`` (the working-set rounds' pricing), which
+    the polish would otherwise compute again (the same numbers).
     """
     if pi_hint is None:
         pi_hint = prob.posteriors(P)
-    gap0, lam, _ = prob.certificate(P, delta)
+    if own is None:
+        gap0, lam, _ = prob.certificate(P, delta)
+        V = prob.scores(prob.posteriors(P)) + lam * prob.W
+    else:
+        gap0, lam, V = own
     best = (P, gap0)
     has_con = np.isfinite(delta) and delta < prob.delta_max * (1 - 1e-12)
     lam_active = has_con and lam > 0
-    S = prob.scores(prob.posteriors(P))
-    V = S + lam * prob.W
     rc = np.maximum(V - V.min(axis=1, keepdims=True), 0.0) / prob.pc[:, None]
     tried = set()
     accept = tol if quick else 0.5 * tol
