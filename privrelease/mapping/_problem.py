@@ -862,12 +862,16 @@ class Problem(OffsetUnits):
         keep = np.ones(V.shape[1], dtype=bool)
         keep[cand] = False
         m_used = V[:, keep].min(axis=1) if keep.any() else np.full(V.shape[0], np.inf)
-        def hurt_of(Vc):
+
+        def hurt_of(Vc, scratch=False):
+            # sum_c max(m_c - Vc, 0) per column, a row without another output (m_c = inf: +inf or nan) counted 0;
+            # with scratch=True written over Vc (the cheap stage's trials: no k x n_used copies, the same numbers)
             with np.errstate(invalid="ignore"):
-                return np.nan_to_num(np.maximum(m_used[:, None] - Vc, 0.0), nan=0.0, posinf=0.0).sum(axis=0)
+                D = np.subtract(m_used[:, None], Vc, out=Vc if scratch else None)
+                np.maximum(D, 0.0, out=D)
+            return np.nan_to_num(D, copy=False, nan=0.0, posinf=0.0).sum(axis=0)
 
-
-        hurt = hurt_of(V[:, cand])
+        hurt = hurt_of(V[:, cand], scratch=True)
         # cheap first stage: offer each light output the posterior of every well-used output
         # (duplicate or neighbouring outputs share posteriors at the optimum) and keep the best;
         # when that is too many trials, the posteriors of the outputs that serve the rows it
@@ -885,7 +889,9 @@ class Problem(OffsetUnits):
                 rows_ok = self.mask[:, jj]
                 if every:
                     trial = slice(None)
-                    Vc = np.where(rows_ok[:, None], Su + mu * Wb[:, jj][:, None], np.inf)
+                    Vc = Su + mu * Wb[:, jj][:, None]
+                    if not rows_ok.all():
+                        np.copyto(Vc, np.inf, where=~rows_ok[:, None])
                 else:
                     with np.errstate(invalid="ignore"):
                         loss = np.nan_to_num(m_used - V[:, jj], nan=-np.inf, posinf=-np.inf, neginf=-np.inf)
@@ -893,8 +899,10 @@ class Problem(OffsetUnits):
                     trial = np.unique(serve[top[loss[top] > 0]])
                     if trial.size == 0:
                         continue
-                    Vc = np.where(rows_ok[:, None], Su[:, trial] + mu * Wb[:, jj][:, None], np.inf)
-                h = hurt_of(Vc)
+                    Vc = Su[:, trial] + mu * Wb[:, jj][:, None]
+                    if not rows_ok.all():
+                        np.copyto(Vc, np.inf, where=~rows_ok[:, None])
+                h = hurt_of(Vc, scratch=True)
                 b_i = int(np.argmin(h))
                 if h[b_i] < hurt[i]:
                     hurt[i] = h[b_i]
