@@ -149,17 +149,11 @@ def lagrangian_bound(A, B, rhs, mu0=None, n_bisect=60):
     # many decades a budget of 1e-12 of it was taken as "slope 0" at a multiplier far too small
     scale = max(abs(rhs), 1e-300)
     argmins = {}
-    # the matrices A + mu B of the last two evaluations: the bracket's ends when it is found, whose tests
-    # narrow() then makes on them instead of computing them again (the same numbers)
-    last = {}
 
     def ev(mu):
         V = A + mu * B if mu > 0 else A
         idx = np.argmin(V, axis=1)
         argmins[mu] = idx
-        if len(last) == 2:
-            del last[next(iter(last))]
-        last[mu] = V
         val = float(V[rows, idx].sum()) - mu * rhs
         slope = float(B[rows, idx].sum()) - rhs
         return val, slope
@@ -173,26 +167,19 @@ def lagrangian_bound(A, B, rhs, mu0=None, n_bisect=60):
             cross = np.where(b_lo != b_hi, (a_hi - a_lo) / (b_lo - b_hi), lo)
         cross = np.clip(np.nan_to_num(cross, nan=lo), lo, hi)
         keep = np.zeros(A.shape, dtype=bool)
-        test = np.empty(A.shape, dtype=bool)
-        work = None  # a k x kh array free to be written over (not A)
+        # A + mc B and its test written into the same two arrays at each point (mc B + A: the same sums)
+        work, test = np.empty(A.shape), np.empty(A.shape, dtype=bool)
         for m in (lo, hi, cross):
-            V = last.pop(m, None) if np.ndim(m) == 0 else None  # A + m B of an evaluation (A itself at m = 0)
             m = np.asarray(m, dtype=float)
             mc = m[:, None] if m.ndim else m
             u = np.minimum(a_lo + m * b_lo, a_hi + m * b_hi)
             margin = 1e-9 * (np.abs(a_lo) + np.abs(a_hi) + hi * (np.abs(b_lo) + np.abs(b_hi))) + 1e-300
-            if V is None:
-                # A + mc B, written over a matrix no longer needed when there is one (mc B + A: the same sums)
-                V = np.multiply(mc, B, out=work) if work is not None else mc * B
-                V += A
-            # (at m = 0, A itself stands for A + 0 B: the same comparisons, B being finite)
+            np.multiply(mc, B, out=work)
+            work += A
             with np.errstate(invalid="ignore"):
-                np.less_equal(V, (u + margin)[:, None], out=test)
+                np.less_equal(work, (u + margin)[:, None], out=test)
             keep |= test
-            if V is not A:
-                work = V
-        del work, V, test
-        last.clear()
+        del work, test
         keep[rows, argmins[lo]] = True
         keep[rows, argmins[hi]] = True
         # every row keeps its minimisers at lo and hi, so each row's entries start where the previous row's end
