@@ -630,9 +630,9 @@ class Problem(OffsetUnits):
         return self.M @ P
 
     # ---- objective and posterior ------------------------------------------------------
-    def objective(self, P):
-        """I(A; C_hat) in nats of a reduced mapping."""
-        J = self.joint(P)
+    def objective(self, P, J=None):
+        """I(A; C_hat) in nats of a reduced mapping (``J``: its :meth:`joint`, when the caller has it)."""
+        J = self.joint(P) if J is None else J
         q = J.sum(axis=0)
         return max(float(rel_entr(J, self.pA[:, None] * q[None, :]).sum()), 0.0)
 
@@ -641,12 +641,13 @@ class Problem(OffsetUnits):
             return float((self._We * np.asarray(P)[self._er, self._ec]).sum())
         return float((self.W * np.where(self.mask, P, 0.0)).sum())
 
-    def posteriors(self, P, smooth=1e-12):
+    def posteriors(self, P, smooth=1e-12, J=None):
         """Columns ``pi_j = p(. | j)``, each a proper distribution (unused outputs get the
-        posterior of a uniform fallback mapping, a valid if loose choice)."""
+        posterior of a uniform fallback mapping, a valid if loose choice). ``J``: ``P``'s :meth:`joint`, when the
+        caller has it."""
         if self._MU is None:
             self._MU = self.M @ (self.mask / self.mask.sum(axis=1, keepdims=True))
-        J = self.joint(P) + smooth * self._MU
+        J = (self.joint(P) if J is None else J) + smooth * self._MU
         J = np.maximum(J, 1e-300)
         return J / J.sum(axis=0, keepdims=True)
 
@@ -712,8 +713,9 @@ class Problem(OffsetUnits):
         won the cheap bound but its refinement stays above ``target_bits``, refine from the
         mapping's own posteriors too (twice the work, so not inside the solvers' loops).
         """
-        f = self.objective(P)
-        pi = self.posteriors(P)
+        J = self.joint(P)  # one product for both
+        f = self.objective(P, J)
+        pi = self.posteriors(P, J=J)
         if f <= 0.0:
             return (0.0, 0.0, 0.0, pi) if return_pi else (0.0, 0.0, 0.0)
         rhs = max(float(delta), self.delta_min)
