@@ -428,6 +428,9 @@ class _Barrier:
         F = np.linalg.solve(Lq, R)  # (nc, na, na): T_j = F_j^T F_j
         T = np.transpose(F, (0, 2, 1)) @ F
         Mr, jc = self.Mr, self.jc
+        # each row's sum of Dinv, and its value at every entry (floored): fixed for this system, used by every solve
+        rD = self.rowsum(Dinv)
+        rD_e = np.maximum(rD[self.r], 1e-300)
 
         def kinv(v):
             dv = Dinv * v
@@ -459,7 +462,7 @@ class _Barrier:
                 V = np.einsum("eab,be->ea", F[jc], Mr) * Dinv[:, None]
             V[np.abs(V) < 1e-150] = 0.0  # no denormals in the factorisation
         if self.dense:
-            S[np.diag_indices(self.k)] += self.rowsum(Dinv)
+            S[np.diag_indices(self.k)] += rD
         elif self.n > 0.2 * self.k * nc:
             if self._MM is not None:  # one scatter and one product for all |A| - 1 factors
                 Vd = np.zeros((self.k, nc, nb))
@@ -472,15 +475,15 @@ class _Barrier:
                 for i in range(nb):
                     Vd[self.r, jc] = V[:, i]
                     S -= Vd @ Vd.T
-            S[np.diag_indices(self.k)] += self.rowsum(Dinv)
+            S[np.diag_indices(self.k)] += rD
         else:
             if self._gram is None:
                 self._gram = _GramProduct(self.r, jc, nb, self.k, nc)
             if self._gram.product(V) <= _SPARSE_SCHUR * self.k * self.k:
-                csolve = _sparse_spd_solver(self._gram.sparse(), self.rowsum(Dinv))
+                csolve = _sparse_spd_solver(self._gram.sparse(), rD)
             else:
                 S = self._gram.dense()
-                S[np.diag_indices(self.k)] += self.rowsum(Dinv)
+                S[np.diag_indices(self.k)] += rD
         if csolve is None:
             d0 = np.diag(S).copy()  # _cho_factor writes the factor over S
             try:
@@ -530,7 +533,7 @@ class _Barrier:
                 kv = kinv(g + nu[self.r])
                 dx = -(kv - ks * (float(r1 @ kv) / beta))
             # keep the row sums exact despite rounding
-            dx -= self.rowsum(dx)[self.r] * Dinv / np.maximum(self.rowsum(Dinv)[self.r], 1e-300)
+            dx -= self.rowsum(dx)[self.r] * Dinv / rD_e
             return dx, nu
 
         return solve
