@@ -45,6 +45,7 @@ LN2 = math.log(2.0)
 #: at 30 % (k = 500 x 2,000, |A| = 4: 15 / 24, 24 / 32, 46 / 36); erasure alphabets are near 1 % (2 / 23 ms)
 EDGE_DENSITY = 0.1
 _LOG_TINY = math.log(1e-300)  # the log of a class a posterior cannot hold
+_BLOCK = 1 << 16  # lagrangian_bound's passes over k x kh matrices run on blocks of rows of about this many entries
 
 
 def bound_rounding(pA, k, lb, mu, rhs):
@@ -149,12 +150,28 @@ def lagrangian_bound(A, B, rhs, mu0=None, n_bisect=60):
     # many decades a budget of 1e-12 of it was taken as "slope 0" at a multiplier far too small
     scale = max(abs(rhs), 1e-300)
     argmins = {}
+    # the k x kh passes run over blocks of rows that stay in the processor's cache (A and B read once a pass, no
+    # k x kh temporaries): each row's numbers are those of the whole-matrix operations
+    step = max(1, _BLOCK // max(A.shape[1], 1))
+    blocks = [slice(s, min(s + step, A.shape[0])) for s in range(0, A.shape[0], step)]
+    work = np.empty((min(step, A.shape[0]), A.shape[1]))
 
     def ev(mu):
-        V = A + mu * B if mu > 0 else A
-        idx = np.argmin(V, axis=1)
+        if mu > 0:
+            idx = np.empty(A.shape[0], dtype=np.intp)
+            vmin = np.empty(A.shape[0])
+            for b in blocks:
+                V = work[:b.stop - b.start]
+                np.multiply(mu, B[b], out=V)
+                V += A[b]  # A + mu B
+                i = np.argmin(V, axis=1)
+                idx[b] = i
+                vmin[b] = V[np.arange(i.size), i]
+        else:
+            idx = np.argmin(A, axis=1)
+            vmin = A[rows, idx]
         argmins[mu] = idx
-        val = float(V[rows, idx].sum()) - mu * rhs
+        val = float(vmin.sum()) - mu * rhs
         slope = float(B[rows, idx].sum()) - rhs
         return val, slope
 
@@ -167,19 +184,21 @@ def lagrangian_bound(A, B, rhs, mu0=None, n_bisect=60):
             cross = np.where(b_lo != b_hi, (a_hi - a_lo) / (b_lo - b_hi), lo)
         cross = np.clip(np.nan_to_num(cross, nan=lo), lo, hi)
         keep = np.zeros(A.shape, dtype=bool)
-        # A + mc B and its test written into the same two arrays at each point (mc B + A: the same sums)
-        work, test = np.empty(A.shape), np.empty(A.shape, dtype=bool)
+        test = np.empty(work.shape, dtype=bool)
+        margin = 1e-9 * (np.abs(a_lo) + np.abs(a_hi) + hi * (np.abs(b_lo) + np.abs(b_hi))) + 1e-300
+        points = []
         for m in (lo, hi, cross):
             m = np.asarray(m, dtype=float)
-            mc = m[:, None] if m.ndim else m
             u = np.minimum(a_lo + m * b_lo, a_hi + m * b_hi)
-            margin = 1e-9 * (np.abs(a_lo) + np.abs(a_hi) + hi * (np.abs(b_lo) + np.abs(b_hi))) + 1e-300
-            np.multiply(mc, B, out=work)
-            work += A
-            with np.errstate(invalid="ignore"):
-                np.less_equal(work, (u + margin)[:, None], out=test)
-            keep |= test
-        del work, test
+            points.append((m, (u + margin)[:, None]))
+        for b in blocks:
+            V, t, kb = work[:b.stop - b.start], test[:b.stop - b.start], keep[b]
+            for m, thr in points:
+                np.multiply(m[b, None] if m.ndim else m, B[b], out=V)
+                V += A[b]  # A + m B
+                with np.errstate(invalid="ignore"):
+                    np.less_equal(V, thr[b], out=t)
+                kb |= t
         keep[rows, argmins[lo]] = True
         keep[rows, argmins[hi]] = True
         # every row keeps its minimisers at lo and hi, so each row's entries start where the previous row's end
