@@ -130,6 +130,12 @@ _HESS_FLOOR = 1e-200
 _SUBNORMAL = np.nextafter(0.0, 1.0)  # 5e-324
 
 
+def _entries(mask):
+    """``np.nonzero(mask)`` of a two-dimensional ``mask``: the same index arrays (row by row, columns increasing),
+    from its flat indices, which costs a fifth of the two-dimensional search on a k x kh mask (k = 2000)."""
+    return np.divmod(np.flatnonzero(mask), mask.shape[1])
+
+
 def _cho_factor(S):
     """Lower Cholesky factor of the symmetric ``S`` by LAPACK's ``dpotrf``, called directly: ``scipy.linalg.cho_factor``
     makes the same call (``clean=False``, so the same numbers) behind a wrapper that cost ~40 us a call, a quarter of a
@@ -422,6 +428,9 @@ class _Barrier:
         F = np.linalg.solve(Lq, R)  # (nc, na, na): T_j = F_j^T F_j
         T = np.transpose(F, (0, 2, 1)) @ F
         Mr, jc = self.Mr, self.jc
+        # each row's sum of Dinv, and its value at every entry (floored): fixed for this system, used by every solve
+        rD = self.rowsum(Dinv)
+        rD_e = np.maximum(rD[self.r], 1e-300)
 
         def kinv(v):
             dv = Dinv * v
@@ -453,7 +462,7 @@ class _Barrier:
                 V = np.einsum("eab,be->ea", F[jc], Mr) * Dinv[:, None]
             V[np.abs(V) < 1e-150] = 0.0  # no denormals in the factorisation
         if self.dense:
-            S[np.diag_indices(self.k)] += self.rowsum(Dinv)
+            S[np.diag_indices(self.k)] += rD
         elif self.n > 0.2 * self.k * nc:
             if self._MM is not None:  # one scatter and one product for all |A| - 1 factors
                 Vd = np.zeros((self.k, nc, nb))
@@ -466,15 +475,15 @@ class _Barrier:
                 for i in range(nb):
                     Vd[self.r, jc] = V[:, i]
                     S -= Vd @ Vd.T
-            S[np.diag_indices(self.k)] += self.rowsum(Dinv)
+            S[np.diag_indices(self.k)] += rD
         else:
             if self._gram is None:
                 self._gram = _GramProduct(self.r, jc, nb, self.k, nc)
             if self._gram.product(V) <= _SPARSE_SCHUR * self.k * self.k:
-                csolve = _sparse_spd_solver(self._gram.sparse(), self.rowsum(Dinv))
+                csolve = _sparse_spd_solver(self._gram.sparse(), rD)
             else:
                 S = self._gram.dense()
-                S[np.diag_indices(self.k)] += self.rowsum(Dinv)
+                S[np.diag_indices(self.k)] += rD
         if csolve is None:
             d0 = np.diag(S).copy()  # _cho_factor writes the factor over S
             try:
@@ -524,7 +533,7 @@ class _Barrier:
                 kv = kinv(g + nu[self.r])
                 dx = -(kv - ks * (float(r1 @ kv) / beta))
             # keep the row sums exact despite rounding
-            dx -= self.rowsum(dx)[self.r] * Dinv / np.maximum(self.rowsum(Dinv)[self.r], 1e-300)
+            dx -= self.rowsum(dx)[self.r] * Dinv / rD_e
             return dx, nu
 
         return solve
@@ -780,7 +789,7 @@ def _solve_fast(prob, delta, *, tol, warm, n_neighbours, max_rounds, bounds=None
     best = (None, np.inf)
     lam_c = 0.0
     for _ in range(max_rounds):
-        r, j = np.nonzero(support)
+        r, j = _entries(support)
         bar = _Barrier(prob, r, j, delta, has_con)
         x0 = _start(prob, r, j, delta, has_con)
         full = support.sum() == prob.mask.sum() or at_min
@@ -846,11 +855,13 @@ def _solve_fast(prob, delta, *, tol, warm, n_neighbours, max_rounds, bounds=None
         P = np.zeros((prob.k, prob.kh))
         P[r, j] = x
         P /= P.sum(axis=1, keepdims=True)
+        cert = None
         if full or precise:  # loose rounds only price: their points are far from sparse optima
-            P = _sparsify(prob, P, delta, tol)
+            P, cert = _sparsify(prob, P, delta, tol)
         if full and at_min:
             return P, None
-        gap, mu, f = prob.certificate(P, delta)
+        # (the certificate of the point _sparsify returns is the one it computed: the same call on the same P)
+        gap, mu, f = cert if cert is not None else prob.certificate(P, delta)
         lam_c = mu  # the certificate's budget multiplier: the next round's start (see above)
         if DEBUG:
             print(f"round n={r.size} full={full} precise={precise} gap={gap:.2e}")
@@ -874,8 +885,12 @@ def _solve_fast(prob, delta, *, tol, warm, n_neighbours, max_rounds, bounds=None
         # pricing over all allowed entries
         S = prob.scores(prob.posteriors(P))
         V = S + mu * prob.W
-        best_in = np.where(support, V, np.inf).min(axis=1)
-        spread = np.where(support, V, -np.inf).max(axis=1) - best_in
+        # each row's least and largest value over its working-set entries, from those entries alone (r, j: row by
+        # row, every row holding its cheapest entry) instead of two masked k x kh copies of V: the same numbers
+        Vw = V[r, j]
+        starts = np.flatnonzero(np.r_[True, r[1:] != r[:-1]])
+        best_in = np.minimum.reduceat(Vw, starts)
+        spread = np.maximum.reduceat(Vw, starts) - best_in
         viol = prob.mask & ~support & (V < (best_in + 0.2 * np.maximum(spread, 0.0))[:, None])
         settled = viol.sum() <= 0.01 * support.sum()
         if (precise and round_gap <= gap_nats and viol.any() and delta > prob.delta_min * (1 + 1e-12)
@@ -885,7 +900,7 @@ def _solve_fast(prob, delta, *, tol, warm, n_neighbours, max_rounds, bounds=None
             # (one support, one Newton solve, the cheap bound with this interior point's posteriors for
             # the outputs it empties; k = 1000: 0.6 s against ~20 s for the two rounds it saves)
             hint = prob.posteriors(x_raw / x_raw.sum(axis=1, keepdims=True))
-            Pt, gt = _kkt_polish(prob, P, delta, tol=tol, pi_hint=hint, trial=True)
+            Pt, gt = _kkt_polish(prob, P, delta, tol=tol, pi_hint=hint, trial=True, own=(gap, mu, V))
             if gt <= tol:
                 return Pt, hint
             if gap <= FULL_POLISH_GAP * tol and gt <= 0.5 * gap:
@@ -895,7 +910,7 @@ def _solve_fast(prob, delta, *, tol, warm, n_neighbours, max_rounds, bounds=None
                 # working set (k = 2000: ~25 s; it ended no closer, 7.8e-6 -> 1.2e-5 bits, while the
                 # trial reached 1.2e-6 and its refined bound 8.8e-7). Where the trial does not move the
                 # bound (an L1 instance, 1.75e-6 -> 1.63e-6) the refinement does not either
-                Pf, gf = _kkt_polish(prob, P, delta, tol=tol, pi_hint=hint, quick=True)
+                Pf, gf = _kkt_polish(prob, P, delta, tol=tol, pi_hint=hint, quick=True, own=(gap, mu, V))
                 if gf <= tol:
                     return Pf, hint
         if not precise and settled:
@@ -911,23 +926,24 @@ def _solve_fast(prob, delta, *, tol, warm, n_neighbours, max_rounds, bounds=None
 
 
 def _sparsify(prob, P, delta, tol):
-    """Zero negligible entries when that keeps (or improves) the certificate."""
-    gp, _, _ = prob.certificate(P, delta)
-    best, gbest = P, gp
+    """Zero negligible entries when that keeps (or improves) the certificate. Returns the point and its
+    ``prob.certificate(point, delta)`` (gap, multiplier, objective)."""
+    cert = prob.certificate(P, delta)
+    best, gbest = P, cert[0]
     rowmax = P.max(axis=1, keepdims=True)
     for thr in (1e-13, 1e-8, 1e-5):
         Q = np.where(P < thr * rowmax, 0.0, P)
         Q /= Q.sum(axis=1, keepdims=True)
         if np.isfinite(delta) and prob.distortion(Q) > delta:
             continue
-        gq, _, _ = prob.certificate(Q, delta)
-        if gq <= max(gbest, tol):
-            best, gbest = Q, gq
-    return best
+        cq = prob.certificate(Q, delta)
+        if cq[0] <= max(gbest, tol):
+            best, gbest, cert = Q, cq[0], cq
+    return best, cert
 
 
 def _kkt_polish(prob, P, delta, *, tol, max_iter=30, max_outer=8, pi_hint=None, trial=False, quick=False,
-                bounds=None):
+                bounds=None, own=None):
     """Exact final polish on the support (projected Newton on the KKT equations).
 
     On the support ``S`` of an approximate optimum the optimality conditions are
@@ -961,15 +977,21 @@ def _kkt_polish(prob, P, delta, *, tol, max_iter=30, max_outer=8, pi_hint=None, 
     ``bounds``: a list to which the refined bounds are appended as ``(lower_bound_nats, multiplier)``
     (see :func:`solve_fast`): the caller certifies the returned point with them instead of refining its
     bound once more (families3, a pc_range prior: the same 7 s refinement twice per solve).
+
+    ``own``: ``(gap, multiplier, V)`` when the caller has them, the first two from ``prob.certificate(P, delta)``
+    and ``V = prob.scores(prob.posteriors(P)) + multiplier * prob.W`` (the working-set rounds' pricing), which
+    the polish would otherwise compute again (the same numbers).
     """
     if pi_hint is None:
         pi_hint = prob.posteriors(P)
-    gap0, lam, _ = prob.certificate(P, delta)
+    if own is None:
+        gap0, lam, _ = prob.certificate(P, delta)
+        V = prob.scores(prob.posteriors(P)) + lam * prob.W
+    else:
+        gap0, lam, V = own
     best = (P, gap0)
     has_con = np.isfinite(delta) and delta < prob.delta_max * (1 - 1e-12)
     lam_active = has_con and lam > 0
-    S = prob.scores(prob.posteriors(P))
-    V = S + lam * prob.W
     rc = np.maximum(V - V.min(axis=1, keepdims=True), 0.0) / prob.pc[:, None]
     tried = set()
     accept = tol if quick else 0.5 * tol
@@ -1130,7 +1152,7 @@ def _newton_on_support(prob, P, delta, lam_active, max_iter, lam=0.0):
     # the support and its entries are carried from step to step (row by row, as np.nonzero gives them): rebuilt
     # from a dense k x kh matrix at every step, its passes took 1.1 s of the exact polish's 2.2 s on an erasure
     # alphabet (500 records x 8 fields: 500 x 10,821 cells, 0.9 % allowed)
-    r, j = np.nonzero(P > 0)
+    r, j = _entries(P > 0)
     x = P[r, j]
     moved = False
     for it in range(max_iter):

@@ -45,6 +45,7 @@ LN2 = math.log(2.0)
 #: at 30 % (k = 500 x 2,000, |A| = 4: 15 / 24, 24 / 32, 46 / 36); erasure alphabets are near 1 % (2 / 23 ms)
 EDGE_DENSITY = 0.1
 _LOG_TINY = math.log(1e-300)  # the log of a class a posterior cannot hold
+_BLOCK = 1 << 16  # lagrangian_bound's passes over k x kh matrices run on blocks of rows of about this many entries
 
 
 def bound_rounding(pA, k, lb, mu, rhs):
@@ -149,12 +150,28 @@ def lagrangian_bound(A, B, rhs, mu0=None, n_bisect=60):
     # many decades a budget of 1e-12 of it was taken as "slope 0" at a multiplier far too small
     scale = max(abs(rhs), 1e-300)
     argmins = {}
+    # the k x kh passes run over blocks of rows that stay in the processor's cache (A and B read once a pass, no
+    # k x kh temporaries): each row's numbers are those of the whole-matrix operations
+    step = max(1, _BLOCK // max(A.shape[1], 1))
+    blocks = [slice(s, min(s + step, A.shape[0])) for s in range(0, A.shape[0], step)]
+    work = np.empty((min(step, A.shape[0]), A.shape[1]))
 
     def ev(mu):
-        V = A + mu * B if mu > 0 else A
-        idx = np.argmin(V, axis=1)
+        if mu > 0:
+            idx = np.empty(A.shape[0], dtype=np.intp)
+            vmin = np.empty(A.shape[0])
+            for b in blocks:
+                V = work[:b.stop - b.start]
+                np.multiply(mu, B[b], out=V)
+                V += A[b]  # A + mu B
+                i = np.argmin(V, axis=1)
+                idx[b] = i
+                vmin[b] = V[np.arange(i.size), i]
+        else:
+            idx = np.argmin(A, axis=1)
+            vmin = A[rows, idx]
         argmins[mu] = idx
-        val = float(V[rows, idx].sum()) - mu * rhs
+        val = float(vmin.sum()) - mu * rhs
         slope = float(B[rows, idx].sum()) - rhs
         return val, slope
 
@@ -167,20 +184,37 @@ def lagrangian_bound(A, B, rhs, mu0=None, n_bisect=60):
             cross = np.where(b_lo != b_hi, (a_hi - a_lo) / (b_lo - b_hi), lo)
         cross = np.clip(np.nan_to_num(cross, nan=lo), lo, hi)
         keep = np.zeros(A.shape, dtype=bool)
+        test = np.empty(work.shape, dtype=bool)
+        margin = 1e-9 * (np.abs(a_lo) + np.abs(a_hi) + hi * (np.abs(b_lo) + np.abs(b_hi))) + 1e-300
+        points = []
         for m in (lo, hi, cross):
             m = np.asarray(m, dtype=float)
-            mc = m[:, None] if m.ndim else m
             u = np.minimum(a_lo + m * b_lo, a_hi + m * b_hi)
-            margin = 1e-9 * (np.abs(a_lo) + np.abs(a_hi) + hi * (np.abs(b_lo) + np.abs(b_hi))) + 1e-300
-            with np.errstate(invalid="ignore"):
-                keep |= (A + mc * B) <= (u + margin)[:, None]
+            points.append((m, (u + margin)[:, None]))
+        for b in blocks:
+            V, t, kb = work[:b.stop - b.start], test[:b.stop - b.start], keep[b]
+            for m, thr in points:
+                np.multiply(m[b, None] if m.ndim else m, B[b], out=V)
+                V += A[b]  # A + m B
+                with np.errstate(invalid="ignore"):
+                    np.less_equal(V, thr[b], out=t)
+                kb |= t
         keep[rows, argmins[lo]] = True
         keep[rows, argmins[hi]] = True
-        if keep.sum() > 0.5 * A.size:
+        # every row keeps its minimisers at lo and hi, so each row's entries start where the previous row's end
+        counts = np.count_nonzero(keep, axis=1)
+        if counts.sum() > 0.5 * A.size:
             return ev
-        rr, cc = np.nonzero(keep)
-        a, b = A[rr, cc], B[rr, cc]
-        starts = np.flatnonzero(np.r_[True, rr[1:] != rr[:-1]])
+        # the kept entries row by row, columns increasing (np.nonzero's order), through their flat indices: a
+        # two-dimensional np.nonzero costs several times as much on a k x kh mask
+        flat = np.flatnonzero(keep)
+        if A.flags.c_contiguous and B.flags.c_contiguous:
+            a, b = A.ravel()[flat], B.ravel()[flat]
+        else:
+            rr, cc = np.divmod(flat, A.shape[1])
+            a, b = A[rr, cc], B[rr, cc]
+        starts = np.zeros(A.shape[0], dtype=np.intp)
+        np.cumsum(counts[:-1], out=starts[1:])
 
         def ev_small(mu):
             v = a + mu * b if mu > 0 else a
@@ -571,6 +605,8 @@ class Problem(OffsetUnits):
         #: (an erasure alphabet: 300 inputs x 24,677 outputs of which 0.9 % allowed)
         n_allowed = int(np.count_nonzero(self.mask))
         self.edge_mode = n_allowed <= EDGE_DENSITY * self.mask.size
+        #: the forbidden cells (None when every cell is allowed): :meth:`scores` writes ``+inf`` over them in place
+        self._forbidden = None if n_allowed == self.mask.size else ~self.mask
         if self.edge_mode:
             self._make_edges()
 
@@ -613,9 +649,9 @@ class Problem(OffsetUnits):
         return self.M @ P
 
     # ---- objective and posterior ------------------------------------------------------
-    def objective(self, P):
-        """I(A; C_hat) in nats of a reduced mapping."""
-        J = self.joint(P)
+    def objective(self, P, J=None):
+        """I(A; C_hat) in nats of a reduced mapping (``J``: its :meth:`joint`, when the caller has it)."""
+        J = self.joint(P) if J is None else J
         q = J.sum(axis=0)
         return max(float(rel_entr(J, self.pA[:, None] * q[None, :]).sum()), 0.0)
 
@@ -624,12 +660,13 @@ class Problem(OffsetUnits):
             return float((self._We * np.asarray(P)[self._er, self._ec]).sum())
         return float((self.W * np.where(self.mask, P, 0.0)).sum())
 
-    def posteriors(self, P, smooth=1e-12):
+    def posteriors(self, P, smooth=1e-12, J=None):
         """Columns ``pi_j = p(. | j)``, each a proper distribution (unused outputs get the
-        posterior of a uniform fallback mapping, a valid if loose choice)."""
+        posterior of a uniform fallback mapping, a valid if loose choice). ``J``: ``P``'s :meth:`joint`, when the
+        caller has it."""
         if self._MU is None:
             self._MU = self.M @ (self.mask / self.mask.sum(axis=1, keepdims=True))
-        J = self.joint(P) + smooth * self._MU
+        J = (self.joint(P) if J is None else J) + smooth * self._MU
         J = np.maximum(J, 1e-300)
         return J / J.sum(axis=0, keepdims=True)
 
@@ -646,7 +683,11 @@ class Problem(OffsetUnits):
             return S
         L = np.log(pi) - np.log(self.pA)[:, None]
         S = self.M.T @ L
-        return np.where(self.mask, S, np.inf)
+        # +inf written over the forbidden cells of the product itself (none: nothing to write) instead of into a
+        # new k x kh array by np.where: the same numbers
+        if self._forbidden is not None:
+            np.copyto(S, np.inf, where=self._forbidden)
+        return S
 
     def _usage(self, P):
         """``q = p_C P``, the outputs' probabilities."""
@@ -691,8 +732,9 @@ class Problem(OffsetUnits):
         won the cheap bound but its refinement stays above ``target_bits``, refine from the
         mapping's own posteriors too (twice the work, so not inside the solvers' loops).
         """
-        f = self.objective(P)
-        pi = self.posteriors(P)
+        J = self.joint(P)  # one product for both
+        f = self.objective(P, J)
+        pi = self.posteriors(P, J=J)
         if f <= 0.0:
             return (0.0, 0.0, 0.0, pi) if return_pi else (0.0, 0.0, 0.0)
         rhs = max(float(delta), self.delta_min)
@@ -828,12 +870,16 @@ class Problem(OffsetUnits):
         keep = np.ones(V.shape[1], dtype=bool)
         keep[cand] = False
         m_used = V[:, keep].min(axis=1) if keep.any() else np.full(V.shape[0], np.inf)
-        def hurt_of(Vc):
+
+        def hurt_of(Vc, scratch=False):
+            # sum_c max(m_c - Vc, 0) per column, a row without another output (m_c = inf: +inf or nan) counted 0;
+            # with scratch=True written over Vc (the cheap stage's trials: no k x n_used copies, the same numbers)
             with np.errstate(invalid="ignore"):
-                return np.nan_to_num(np.maximum(m_used[:, None] - Vc, 0.0), nan=0.0, posinf=0.0).sum(axis=0)
+                D = np.subtract(m_used[:, None], Vc, out=Vc if scratch else None)
+                np.maximum(D, 0.0, out=D)
+            return np.nan_to_num(D, copy=False, nan=0.0, posinf=0.0).sum(axis=0)
 
-
-        hurt = hurt_of(V[:, cand])
+        hurt = hurt_of(V[:, cand], scratch=True)
         # cheap first stage: offer each light output the posterior of every well-used output
         # (duplicate or neighbouring outputs share posteriors at the optimum) and keep the best;
         # when that is too many trials, the posteriors of the outputs that serve the rows it
@@ -851,7 +897,9 @@ class Problem(OffsetUnits):
                 rows_ok = self.mask[:, jj]
                 if every:
                     trial = slice(None)
-                    Vc = np.where(rows_ok[:, None], Su + mu * Wb[:, jj][:, None], np.inf)
+                    Vc = Su + mu * Wb[:, jj][:, None]
+                    if not rows_ok.all():
+                        np.copyto(Vc, np.inf, where=~rows_ok[:, None])
                 else:
                     with np.errstate(invalid="ignore"):
                         loss = np.nan_to_num(m_used - V[:, jj], nan=-np.inf, posinf=-np.inf, neginf=-np.inf)
@@ -859,8 +907,10 @@ class Problem(OffsetUnits):
                     trial = np.unique(serve[top[loss[top] > 0]])
                     if trial.size == 0:
                         continue
-                    Vc = np.where(rows_ok[:, None], Su[:, trial] + mu * Wb[:, jj][:, None], np.inf)
-                h = hurt_of(Vc)
+                    Vc = Su[:, trial] + mu * Wb[:, jj][:, None]
+                    if not rows_ok.all():
+                        np.copyto(Vc, np.inf, where=~rows_ok[:, None])
+                h = hurt_of(Vc, scratch=True)
                 b_i = int(np.argmin(h))
                 if h[b_i] < hurt[i]:
                     hurt[i] = h[b_i]
