@@ -27,6 +27,7 @@ from scipy.optimize import OptimizeWarning, linprog
 
 from ..exceptions import InfeasibleBudgetError, SolverError
 from ._problem import Problem, maximize_multiplier
+from ._sparse import SparseProblem
 
 __all__ = ["perfect_privacy_mapping", "independence_lower_bound", "sharpest_independence_multipliers",
            "solve_maximal_leakage_lp"]
@@ -480,16 +481,30 @@ class BlockFloor:
     def parts(self):
         """Per block ``(rows, cols, p(b), sub-problem)`` (cached). A sub-problem's distortion is ``prob``'s internal
         one on the block (each row's minimum 0, so no offset): its user units are ``prob``'s internal units, and a
-        difference of its distortions converts by its ``gap_to_user``."""
+        difference of its distortions converts by its ``gap_to_user``. For a sparse ``prob``
+        (:class:`~privrelease.mapping._sparse.SparseProblem`) ``cols`` are the indices of the block's edges in
+        ``prob``'s edge vector (row by row, outputs increasing: the sub-problem's own edges in the same order) and
+        the sub-problem is sparse too."""
         if self._parts is None:
             prob = self.prob
-            d = np.where(prob.mask, prob.d, np.inf)
             self._parts = []
+            if prob.sparse:
+                r, c, _ = prob.edges()
+            else:
+                d = np.where(prob.mask, prob.d, np.inf)
             for b in range(self.n_blocks):
                 rows = np.flatnonzero(self.labels == b)
-                cols = np.flatnonzero(prob.mask[rows].any(axis=0))
                 pb = float(prob.pc[rows].sum())
-                sub = Problem(prob.M[:, rows] / pb, d[np.ix_(rows, cols)])
+                if prob.sparse:
+                    cols = np.flatnonzero(self.labels[r] == b)
+                    outs, c_sub = np.unique(c[cols], return_inverse=True)
+                    r_sub = np.searchsorted(rows, r[cols])
+                    D_sub = sp.csr_array((prob.d[cols], (r_sub, c_sub.reshape(-1))), shape=(rows.size, outs.size))
+                    D_sub.sort_indices()
+                    sub = SparseProblem(prob.M[:, rows] / pb, D_sub)
+                else:
+                    cols = np.flatnonzero(prob.mask[rows].any(axis=0))
+                    sub = Problem(prob.M[:, rows] / pb, d[np.ix_(rows, cols)])
                 self._parts.append((rows, cols, pb, sub))
         return self._parts
 
@@ -508,7 +523,7 @@ class BlockFloor:
         """``(P, ts, blocks)`` of :meth:`mapping` (each block's own mapping in ``blocks``), or ``(None, None,
         None)``."""
         prob = self.prob
-        P = np.zeros((prob.k, prob.kh))
+        P = np.zeros(prob.edges()[2]) if prob.sparse else np.zeros((prob.k, prob.kh))
         ts, blocks = [], []
         for rows, cols, _, sub in self.parts():
             if sub.k == 1 or sub.M.shape[0] == 1:  # p(c_hat | a, b) is the one row's: private whatever it is
@@ -517,7 +532,11 @@ class BlockFloor:
                 Pb, _, t = perfect_privacy_mapping(sub, return_duals=True)
                 if Pb is None:
                     return None, None, None
-            P[np.ix_(rows, cols)] = Pb  # every input of a block has mass: the sub-problem drops none
+            # every input of a block has mass: the sub-problem drops none (nor, sparse, any of their edges)
+            if prob.sparse:
+                P[cols] = Pb
+            else:
+                P[np.ix_(rows, cols)] = Pb
             ts.append(t)
             blocks.append(Pb)
         return P, ts, blocks

@@ -699,7 +699,7 @@ def _solve_mi_target(prob, target_bits, solver, tol):
     # blocks of allowed entries: every mapping leaks at least I(A; B), reached by perfect privacy within each block
     # (BlockFloor); at that floor the per-block perfect-privacy LP is the answer, above it the right end of the bracket
     # and its multipliers' bound (the global perfect-privacy LP has no solution, so neither gives a bracket or a bound)
-    floor = None if prob.sparse else BlockFloor(prob)
+    floor = BlockFloor(prob)
     P_blk = ts_blk = None
     # the floor's rounding, and the target's, relative to the terms they sum (not to the floor: they cancel)
     floor_tol = 0.0 if floor is None else _rounding_share(prob) * floor.mi_magnitude
