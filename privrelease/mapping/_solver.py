@@ -647,6 +647,16 @@ def _solve_mi_target(prob, target_bits, solver, tol):
     at most the tolerance relative to the answer itself (see ``answer_tol`` below).
     """
     L = target_bits * LN2 * (1 - TARGET_HAIR)  # a hair inside, so that rounding never exceeds the target
+    # blocks of allowed entries: every mapping leaks at least I(A; B) (BlockFloor, below). Its rounding, and the
+    # target's, are relative to the terms they sum (not to the floor: they cancel)
+    floor = BlockFloor(prob)
+    floor_tol = _rounding_share(prob) * floor.mi_magnitude
+    excess = target_bits * LN2 - floor.mi_floor
+    if floor.n_blocks > 1 and floor.mi_floor > 0.0 and floor_tol < excess < 2.0 * TARGET_HAIR * target_bits * LN2:
+        # a target within twice the hair of the floor: the hair would leave no mapping inside (at 1e-13 bits above
+        # a floor of 0.16 bits the search kept L below the floor, and the per-block mapping came back "inaccurate"
+        # for want of a cheaper one): half the excess, at least the floor's rounding, is kept inside instead
+        L = target_bits * LN2 - max(0.5 * excess, floor_tol)
     rng_ = max(prob.delta_max - prob.delta_min, 0.0)
     dist_tol = DIST_RTOL * max(rng_, 1e-300)
     lines = []  # (delta_k, LB_k, lambda_k): LB_k - lambda_k (delta - delta_k) <= I*(delta)
@@ -699,11 +709,8 @@ def _solve_mi_target(prob, target_bits, solver, tol):
     # blocks of allowed entries: every mapping leaks at least I(A; B), reached by perfect privacy within each block
     # (BlockFloor); at that floor the per-block perfect-privacy LP is the answer, above it the right end of the bracket
     # and its multipliers' bound (the global perfect-privacy LP has no solution, so neither gives a bracket or a bound)
-    floor = BlockFloor(prob)
     P_blk = ts_blk = None
-    # the floor's rounding, and the target's, relative to the terms they sum (not to the floor: they cancel)
-    floor_tol = 0.0 if floor is None else _rounding_share(prob) * floor.mi_magnitude
-    if floor is not None and floor.n_blocks > 1 and floor.mi_floor > 0.0 \
+    if floor.n_blocks > 1 and floor.mi_floor > 0.0 \
             and target_bits * LN2 >= floor.mi_floor - floor_tol:
         P_blk, ts_blk = floor.mapping()
         if P_blk is not None and L <= floor.mi_floor + floor_tol \
