@@ -995,6 +995,48 @@ def _conditional_bound(prob, H, E, s, r, c, w):
     return low - float(worst.sum()) * (1.0 + 1e-9) - prob.k * u * float(np.abs(mins).sum())
 
 
+
+def perfect_privacy_unreachable(prob):
+    """Whether no allowed mapping is exactly perfectly private, proven by a Farkas certificate of the perfect-privacy
+    LP in conditional form (False when none is found, or for a sparse problem).
+
+    The equations ``sum_c H(a, c) P(c, j) = 0`` (:func:`_class_differences`, each class's row in units of its largest
+    coefficient) have no row-stochastic allowed solution when multipliers ``s`` make ``sum_c min_j -sum_a H(a, c) s(a,
+    j)`` positive (the minima over the allowed entries): every such ``P`` has ``sum_{a, j} s(a, j) (H P)(a, j) < 0``.
+    The multipliers are those of the LP maximising that sum for ``|s| <= 1``, in the symbols' own units and in units of
+    their largest coefficients (a public symbol of mass 1e-13 has coefficients of that order); the sum is evaluated by
+    :func:`_conditional_bound` (costs 0), less the coefficients' error bounds and its rounding, so a positive value is a
+    proof. With rare masses the smallest leakage may be 1e-12 bits, below what any Lagrangian bound of the leakage
+    resolves, and a target of 0 was "could not decide"."""
+    if prob.sparse:
+        return False
+    r, c, n = prob.edges()
+    H, E, _ = _class_differences(prob, int(np.argmax(prob.pA)))
+    unit = np.abs(H).max(axis=1, initial=0.0)
+    keep = unit > 0
+    H, E = H[keep] / unit[keep, None], E[keep] / unit[keep, None]
+    m, kh, k = H.shape[0], prob.kh, prob.k
+    if m == 0 or n == 0:
+        return False
+    sym = np.abs(H).max(axis=0, initial=0.0)
+    # per allowed entry e: u_{r_e} + sum_a H(a, r_e) / units(r_e) s(a, c_e) <= 0; s in column-major order (a + m j)
+    cols = (np.arange(m)[None, :] + m * c[:, None]).ravel()
+    for units in (np.ones(k), np.where(sym > 0, sym, 1.0)):
+        A_s = sp.csr_matrix(((H[:, r] / units[r]).T.ravel(), (np.repeat(np.arange(n), m), cols)), shape=(n, m * kh))
+        A = sp.hstack([A_s, _row_sum_matrix(prob, r, n).T], format="csr")
+        cost = np.concatenate([np.zeros(m * kh), -units / units.max()])
+        bounds = [(-1.0, 1.0)] * (m * kh) + [(None, None)] * k
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", OptimizeWarning)
+            res = linprog(cost, A_ub=A, b_ub=np.zeros(n), bounds=bounds, method="highs",
+                          options={"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10})
+        if res.status != 0 or not -res.fun > 0.0:
+            continue
+        s_ray = np.asarray(res.x[: m * kh], dtype=float).reshape(kh, m).T
+        if _conditional_bound(prob, H, E, s_ray, r, c, np.zeros(n)) > 0.0:
+            return True
+    return False
+
 #: the perfect-privacy LP is solved again, in units of its own optimum, when its answer is more than this share of its
 #: distortion above the Lagrangian bound of its multipliers (see _independence_lp_by_cost)
 PP_GAP_RTOL = 1e-9

@@ -122,8 +122,9 @@ from ._cvx import solve_quietly
 from ._leakage import _expected_distortion, leakage as _leakage
 from ._lp import (ROW_SCALE_FLOOR, BlockFloor, _ml_floor_rounding, _ml_references, _ml_row_unit, _ml_target_slack,
                   conditional_perfect_privacy, independence_lower_bound, maximal_leakage_distortion_bound,
-                  maximal_leakage_target_multipliers, perfect_privacy_mapping, polish_maximal_leakage,
-                  polish_maximal_leakage_target, sharpest_independence_multipliers, solve_maximal_leakage_lp)
+                  maximal_leakage_target_multipliers, perfect_privacy_mapping, perfect_privacy_unreachable,
+                  polish_maximal_leakage, polish_maximal_leakage_target, sharpest_independence_multipliers,
+                  solve_maximal_leakage_lp)
 from ._presolve import reduce_outputs
 from ._problem import LN2, Problem, bound_rounding
 from ._result import MappingResult
@@ -883,6 +884,15 @@ def _solve_mi_target(prob, target_bits, solver, tol):
             # perfect-privacy LP that HiGHS called infeasible on a nearly independent prior, p(a, c) = p(a) p(c) (1 +
             # 1e-9 e), raised "could not decide" with solver="auto"); the search then certifies its answer or warns
             rights.append((prob.distortion(const), const, prob.objective(const)))
+        elif fm > L and target_bits <= 0.0 and perfect_privacy_unreachable(prob):
+            # rare masses: the smallest leakage, 1e-14 .. 1e-8 bits, below what the solves' bounds resolve (it was
+            # "could not decide"); no mapping is perfectly private, proven by a Farkas certificate
+            raise InfeasibleBudgetError(
+                f"max_leakage={target_bits!r} bits cannot be reached by any allowed mapping: none is perfectly "
+                "private (a Farkas certificate of the perfect-privacy LP in conditional form); the smallest leakage "
+                f"found is {fm / LN2:.6g} bits",
+                smallest_feasible=fm / LN2,
+            )
         elif fm > L:
             raise SolverError(f"could not decide whether max_leakage={target_bits!r} bits is reachable: "
                               f"the smallest leakage found is {fm / LN2:.6g} bits, its lower bound {lbm / LN2:.6g}")
