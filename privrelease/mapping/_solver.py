@@ -798,6 +798,12 @@ def _solve_mi_target(prob, target_bits, solver, tol):
         return Ppp, cert, "highs", "optimal"
 
     leak_rounding = bound_rounding(prob.pA, prob.k, 0.0, 0.0, 0.0)
+    if target_bits <= 0.0 and Ppp is not None and not _private_to_rounding(prob, Ppp, leak_rounding) \
+            and _has_rare_masses(prob) and perfect_privacy_unreachable(prob):
+        # rare masses: the perfect-privacy LP's mapping leaks 1e-14 .. 1e-11 bits (its rows below HiGHS's tolerances)
+        # and was returned "inaccurate" as the answer to a target of 0 that no mapping reaches, as a Farkas certificate
+        # of the LP in conditional form proves
+        raise _privacy_out_of_reach(target_bits, prob.objective(Ppp))
     if L <= leak_rounding and Ppp is not None and max(L, 0.0) + leak_rounding < prob.objective(Ppp) <= tol * LN2:
         # the perfect-privacy LP's mapping leaks beyond rounding at a target no solve tells from 0 (public symbols
         # of mass 1e-11: their rows of the LP in joint masses are below HiGHS's feasibility tolerance, and 6.6e-12
@@ -887,12 +893,7 @@ def _solve_mi_target(prob, target_bits, solver, tol):
         elif fm > L and target_bits <= 0.0 and perfect_privacy_unreachable(prob):
             # rare masses: the smallest leakage, 1e-14 .. 1e-8 bits, below what the solves' bounds resolve (it was
             # "could not decide"); no mapping is perfectly private, proven by a Farkas certificate
-            raise InfeasibleBudgetError(
-                f"max_leakage={target_bits!r} bits cannot be reached by any allowed mapping: none is perfectly "
-                "private (a Farkas certificate of the perfect-privacy LP in conditional form); the smallest leakage "
-                f"found is {fm / LN2:.6g} bits",
-                smallest_feasible=fm / LN2,
-            )
+            raise _privacy_out_of_reach(target_bits, fm)
         elif fm > L:
             raise SolverError(f"could not decide whether max_leakage={target_bits!r} bits is reachable: "
                               f"the smallest leakage found is {fm / LN2:.6g} bits, its lower bound {lbm / LN2:.6g}")
@@ -1036,6 +1037,17 @@ def _solve_mi_target(prob, target_bits, solver, tol):
     }
     # the bounds are rigorous whether or not each delta solve certified
     return _target_answer(prob, best_P, cert, "+".join(sorted(names)), gap_d, dist_tol, target_bits, solver)
+
+
+def _privacy_out_of_reach(target_bits, smallest_nats):
+    """The InfeasibleBudgetError of a target of 0 when no allowed mapping is perfectly private
+    (:func:`~._lp.perfect_privacy_unreachable`), ``smallest_nats`` the smallest leakage found."""
+    return InfeasibleBudgetError(
+        f"max_leakage={target_bits!r} bits cannot be reached by any allowed mapping: none is perfectly private (a "
+        f"Farkas certificate of the perfect-privacy LP in conditional form); the smallest leakage found is "
+        f"{smallest_nats / LN2:.6g} bits",
+        smallest_feasible=smallest_nats / LN2,
+    )
 
 
 def _leaky_private_answer(prob, Ppp, t_pp, target_bits, solver, rng_, allowance, conditional=None, keep=None):

@@ -124,3 +124,15 @@ def test_perfect_privacy_out_of_reach_with_rare_masses_is_refused(seed):
     assert farkas_proof(prior, d)
     with pytest.raises(InfeasibleBudgetError, match="none is perfectly private"):
         solve_mapping(prior, d, max_leakage=0.0)
+
+
+@pytest.mark.parametrize("seed", [78, 159, 209])
+def test_a_leaky_perfect_privacy_lp_is_no_answer_to_an_unreachable_target_of_zero(seed):
+    # the perfect-privacy LP's mapping leaks 6e-14 .. 2e-12 bits (rare symbols below HiGHS's tolerances; scipy's HiGHS
+    # on the conditional form also calls the LP feasible, to its tolerance) and came back "inaccurate" as the answer to
+    # max_leakage=0; no mapping is perfectly private, as the exact certificate proves: refused, naming that leakage
+    prior, d = rare_instance(seed)
+    assert farkas_proof(prior, d)
+    with pytest.raises(InfeasibleBudgetError, match="none is perfectly private") as err:
+        solve_mapping(prior, d, max_leakage=0.0)
+    assert 0.0 < err.value.smallest_feasible < 1e-11
