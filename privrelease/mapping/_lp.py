@@ -27,6 +27,7 @@ from scipy.optimize import OptimizeWarning, linprog
 
 from ..exceptions import InfeasibleBudgetError, SolverError
 from ._problem import Problem, maximize_multiplier
+from ._sparse import SparseProblem
 
 __all__ = ["perfect_privacy_mapping", "independence_lower_bound", "sharpest_independence_multipliers",
            "solve_maximal_leakage_lp"]
@@ -480,16 +481,30 @@ class BlockFloor:
     def parts(self):
         """Per block ``(rows, cols, p(b), sub-problem)`` (cached). A sub-problem's distortion is ``prob``'s internal
         one on the block (each row's minimum 0, so no offset): its user units are ``prob``'s internal units, and a
-        difference of its distortions converts by its ``gap_to_user``."""
+        difference of its distortions converts by its ``gap_to_user``. For a sparse ``prob``
+        (:class:`~privrelease.mapping._sparse.SparseProblem`) ``cols`` are the indices of the block's edges in
+        ``prob``'s edge vector (row by row, outputs increasing: the sub-problem's own edges in the same order) and
+        the sub-problem is sparse too."""
         if self._parts is None:
             prob = self.prob
-            d = np.where(prob.mask, prob.d, np.inf)
             self._parts = []
+            if prob.sparse:
+                r, c, _ = prob.edges()
+            else:
+                d = np.where(prob.mask, prob.d, np.inf)
             for b in range(self.n_blocks):
                 rows = np.flatnonzero(self.labels == b)
-                cols = np.flatnonzero(prob.mask[rows].any(axis=0))
                 pb = float(prob.pc[rows].sum())
-                sub = Problem(prob.M[:, rows] / pb, d[np.ix_(rows, cols)])
+                if prob.sparse:
+                    cols = np.flatnonzero(self.labels[r] == b)
+                    outs, c_sub = np.unique(c[cols], return_inverse=True)
+                    r_sub = np.searchsorted(rows, r[cols])
+                    D_sub = sp.csr_array((prob.d[cols], (r_sub, c_sub.reshape(-1))), shape=(rows.size, outs.size))
+                    D_sub.sort_indices()
+                    sub = SparseProblem(prob.M[:, rows] / pb, D_sub)
+                else:
+                    cols = np.flatnonzero(prob.mask[rows].any(axis=0))
+                    sub = Problem(prob.M[:, rows] / pb, d[np.ix_(rows, cols)])
                 self._parts.append((rows, cols, pb, sub))
         return self._parts
 
@@ -508,7 +523,7 @@ class BlockFloor:
         """``(P, ts, blocks)`` of :meth:`mapping` (each block's own mapping in ``blocks``), or ``(None, None,
         None)``."""
         prob = self.prob
-        P = np.zeros((prob.k, prob.kh))
+        P = np.zeros(prob.edges()[2]) if prob.sparse else np.zeros((prob.k, prob.kh))
         ts, blocks = [], []
         for rows, cols, _, sub in self.parts():
             if sub.k == 1 or sub.M.shape[0] == 1:  # p(c_hat | a, b) is the one row's: private whatever it is
@@ -517,7 +532,11 @@ class BlockFloor:
                 Pb, _, t = perfect_privacy_mapping(sub, return_duals=True)
                 if Pb is None:
                     return None, None, None
-            P[np.ix_(rows, cols)] = Pb  # every input of a block has mass: the sub-problem drops none
+            # every input of a block has mass: the sub-problem drops none (nor, sparse, any of their edges)
+            if prob.sparse:
+                P[cols] = Pb
+            else:
+                P[np.ix_(rows, cols)] = Pb
             ts.append(t)
             blocks.append(Pb)
         return P, ts, blocks
@@ -975,6 +994,48 @@ def _conditional_bound(prob, H, E, s, r, c, w):
         low = float(np.nextafter(low, -np.inf))
     return low - float(worst.sum()) * (1.0 + 1e-9) - prob.k * u * float(np.abs(mins).sum())
 
+
+
+def perfect_privacy_unreachable(prob):
+    """Whether no allowed mapping is exactly perfectly private, proven by a Farkas certificate of the perfect-privacy
+    LP in conditional form (False when none is found, or for a sparse problem).
+
+    The equations ``sum_c H(a, c) P(c, j) = 0`` (:func:`_class_differences`, each class's row in units of its largest
+    coefficient) have no row-stochastic allowed solution when multipliers ``s`` make ``sum_c min_j -sum_a H(a, c) s(a,
+    j)`` positive (the minima over the allowed entries): every such ``P`` has ``sum_{a, j} s(a, j) (H P)(a, j) < 0``.
+    The multipliers are those of the LP maximising that sum for ``|s| <= 1``, in the symbols' own units and in units of
+    their largest coefficients (a public symbol of mass 1e-13 has coefficients of that order); the sum is evaluated by
+    :func:`_conditional_bound` (costs 0), less the coefficients' error bounds and its rounding, so a positive value is a
+    proof. With rare masses the smallest leakage may be 1e-12 bits, below what any Lagrangian bound of the leakage
+    resolves, and a target of 0 was "could not decide"."""
+    if prob.sparse:
+        return False
+    r, c, n = prob.edges()
+    H, E, _ = _class_differences(prob, int(np.argmax(prob.pA)))
+    unit = np.abs(H).max(axis=1, initial=0.0)
+    keep = unit > 0
+    H, E = H[keep] / unit[keep, None], E[keep] / unit[keep, None]
+    m, kh, k = H.shape[0], prob.kh, prob.k
+    if m == 0 or n == 0:
+        return False
+    sym = np.abs(H).max(axis=0, initial=0.0)
+    # per allowed entry e: u_{r_e} + sum_a H(a, r_e) / units(r_e) s(a, c_e) <= 0; s in column-major order (a + m j)
+    cols = (np.arange(m)[None, :] + m * c[:, None]).ravel()
+    for units in (np.ones(k), np.where(sym > 0, sym, 1.0)):
+        A_s = sp.csr_matrix(((H[:, r] / units[r]).T.ravel(), (np.repeat(np.arange(n), m), cols)), shape=(n, m * kh))
+        A = sp.hstack([A_s, _row_sum_matrix(prob, r, n).T], format="csr")
+        cost = np.concatenate([np.zeros(m * kh), -units / units.max()])
+        bounds = [(-1.0, 1.0)] * (m * kh) + [(None, None)] * k
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", OptimizeWarning)
+            res = linprog(cost, A_ub=A, b_ub=np.zeros(n), bounds=bounds, method="highs",
+                          options={"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10})
+        if res.status != 0 or not -res.fun > 0.0:
+            continue
+        s_ray = np.asarray(res.x[: m * kh], dtype=float).reshape(kh, m).T
+        if _conditional_bound(prob, H, E, s_ray, r, c, np.zeros(n)) > 0.0:
+            return True
+    return False
 
 #: the perfect-privacy LP is solved again, in units of its own optimum, when its answer is more than this share of its
 #: distortion above the Lagrangian bound of its multipliers (see _independence_lp_by_cost)

@@ -122,8 +122,9 @@ from ._cvx import solve_quietly
 from ._leakage import _expected_distortion, leakage as _leakage
 from ._lp import (ROW_SCALE_FLOOR, BlockFloor, _ml_floor_rounding, _ml_references, _ml_row_unit, _ml_target_slack,
                   conditional_perfect_privacy, independence_lower_bound, maximal_leakage_distortion_bound,
-                  maximal_leakage_target_multipliers, perfect_privacy_mapping, polish_maximal_leakage,
-                  polish_maximal_leakage_target, sharpest_independence_multipliers, solve_maximal_leakage_lp)
+                  maximal_leakage_target_multipliers, perfect_privacy_mapping, perfect_privacy_unreachable,
+                  polish_maximal_leakage, polish_maximal_leakage_target, sharpest_independence_multipliers,
+                  solve_maximal_leakage_lp)
 from ._presolve import reduce_outputs
 from ._problem import LN2, Problem, bound_rounding
 from ._result import MappingResult
@@ -647,6 +648,16 @@ def _solve_mi_target(prob, target_bits, solver, tol):
     at most the tolerance relative to the answer itself (see ``answer_tol`` below).
     """
     L = target_bits * LN2 * (1 - TARGET_HAIR)  # a hair inside, so that rounding never exceeds the target
+    # blocks of allowed entries: every mapping leaks at least I(A; B) (BlockFloor, below). Its rounding, and the
+    # target's, are relative to the terms they sum (not to the floor: they cancel)
+    floor = BlockFloor(prob)
+    floor_tol = _rounding_share(prob) * floor.mi_magnitude
+    excess = target_bits * LN2 - floor.mi_floor
+    if floor.n_blocks > 1 and floor.mi_floor > 0.0 and floor_tol < excess < 2.0 * TARGET_HAIR * target_bits * LN2:
+        # a target within twice the hair of the floor: the hair would leave no mapping inside (at 1e-13 bits above
+        # a floor of 0.16 bits the search kept L below the floor, and the per-block mapping came back "inaccurate"
+        # for want of a cheaper one): half the excess, at least the floor's rounding, is kept inside instead
+        L = target_bits * LN2 - max(0.5 * excess, floor_tol)
     rng_ = max(prob.delta_max - prob.delta_min, 0.0)
     dist_tol = DIST_RTOL * max(rng_, 1e-300)
     lines = []  # (delta_k, LB_k, lambda_k): LB_k - lambda_k (delta - delta_k) <= I*(delta)
@@ -699,11 +710,8 @@ def _solve_mi_target(prob, target_bits, solver, tol):
     # blocks of allowed entries: every mapping leaks at least I(A; B), reached by perfect privacy within each block
     # (BlockFloor); at that floor the per-block perfect-privacy LP is the answer, above it the right end of the bracket
     # and its multipliers' bound (the global perfect-privacy LP has no solution, so neither gives a bracket or a bound)
-    floor = None if prob.sparse else BlockFloor(prob)
     P_blk = ts_blk = None
-    # the floor's rounding, and the target's, relative to the terms they sum (not to the floor: they cancel)
-    floor_tol = 0.0 if floor is None else _rounding_share(prob) * floor.mi_magnitude
-    if floor is not None and floor.n_blocks > 1 and floor.mi_floor > 0.0 \
+    if floor.n_blocks > 1 and floor.mi_floor > 0.0 \
             and target_bits * LN2 >= floor.mi_floor - floor_tol:
         P_blk, ts_blk = floor.mapping()
         if P_blk is not None and L <= floor.mi_floor + floor_tol \
@@ -790,6 +798,12 @@ def _solve_mi_target(prob, target_bits, solver, tol):
         return Ppp, cert, "highs", "optimal"
 
     leak_rounding = bound_rounding(prob.pA, prob.k, 0.0, 0.0, 0.0)
+    if target_bits <= 0.0 and Ppp is not None and not _private_to_rounding(prob, Ppp, leak_rounding) \
+            and _has_rare_masses(prob) and perfect_privacy_unreachable(prob):
+        # rare masses: the perfect-privacy LP's mapping leaks 1e-14 .. 1e-11 bits (its rows below HiGHS's tolerances)
+        # and was returned "inaccurate" as the answer to a target of 0 that no mapping reaches, as a Farkas certificate
+        # of the LP in conditional form proves
+        raise _privacy_out_of_reach(target_bits, prob.objective(Ppp))
     if L <= leak_rounding and Ppp is not None and max(L, 0.0) + leak_rounding < prob.objective(Ppp) <= tol * LN2:
         # the perfect-privacy LP's mapping leaks beyond rounding at a target no solve tells from 0 (public symbols
         # of mass 1e-11: their rows of the LP in joint masses are below HiGHS's feasibility tolerance, and 6.6e-12
@@ -876,6 +890,10 @@ def _solve_mi_target(prob, target_bits, solver, tol):
             # perfect-privacy LP that HiGHS called infeasible on a nearly independent prior, p(a, c) = p(a) p(c) (1 +
             # 1e-9 e), raised "could not decide" with solver="auto"); the search then certifies its answer or warns
             rights.append((prob.distortion(const), const, prob.objective(const)))
+        elif fm > L and target_bits <= 0.0 and perfect_privacy_unreachable(prob):
+            # rare masses: the smallest leakage, 1e-14 .. 1e-8 bits, below what the solves' bounds resolve (it was
+            # "could not decide"); no mapping is perfectly private, proven by a Farkas certificate
+            raise _privacy_out_of_reach(target_bits, fm)
         elif fm > L:
             raise SolverError(f"could not decide whether max_leakage={target_bits!r} bits is reachable: "
                               f"the smallest leakage found is {fm / LN2:.6g} bits, its lower bound {lbm / LN2:.6g}")
@@ -1019,6 +1037,17 @@ def _solve_mi_target(prob, target_bits, solver, tol):
     }
     # the bounds are rigorous whether or not each delta solve certified
     return _target_answer(prob, best_P, cert, "+".join(sorted(names)), gap_d, dist_tol, target_bits, solver)
+
+
+def _privacy_out_of_reach(target_bits, smallest_nats):
+    """The InfeasibleBudgetError of a target of 0 when no allowed mapping is perfectly private
+    (:func:`~._lp.perfect_privacy_unreachable`), ``smallest_nats`` the smallest leakage found."""
+    return InfeasibleBudgetError(
+        f"max_leakage={target_bits!r} bits cannot be reached by any allowed mapping: none is perfectly private (a "
+        f"Farkas certificate of the perfect-privacy LP in conditional form); the smallest leakage found is "
+        f"{smallest_nats / LN2:.6g} bits",
+        smallest_feasible=smallest_nats / LN2,
+    )
 
 
 def _leaky_private_answer(prob, Ppp, t_pp, target_bits, solver, rng_, allowance, conditional=None, keep=None):
