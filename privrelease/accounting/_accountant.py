@@ -42,7 +42,7 @@ import scipy.sparse as sp
 
 from ..exceptions import BudgetExceededError, PrivacyLeakWarning
 from ..utils import check_number
-from ..utils._validation import check_allocation, check_real_target, plain_value
+from ..utils._validation import check_allocation, check_real_target, plain_value, refuse_masked
 
 __all__ = [
     "PrivacyAccountant",
@@ -729,7 +729,7 @@ class PrivacyAccountant:
             if individual_epsilons is None:
                 raise ValueError("payments were given without individual_epsilons")
             # strings ("0.5" was read as 0.5) and complex numbers (the imaginary part was dropped) are refused
-            eps_i = check_real_target(np.asarray(individual_epsilons), "individual_epsilons").astype(np.float64)
+            eps_i = check_real_target(np.asarray(refuse_masked(individual_epsilons, "individual_epsilons", "used")), "individual_epsilons").astype(np.float64)
             if eps_i.ndim != 1 or not np.all(np.isfinite(eps_i)) or np.any(eps_i < 0):
                 raise ValueError("individual_epsilons must be a 1-D array of finite numbers "
                                  f">= 0, got {individual_epsilons!r}")
@@ -753,7 +753,7 @@ class PrivacyAccountant:
                 raise ValueError(f"population must be a name equal to itself, got {plain_value(population)!r}: a "
                                  "NaN name would open a new ledger at every release; give a str, an int or a tuple")
             if payments is not None:
-                pay = check_real_target(np.asarray(payments), "payments").astype(np.float64)
+                pay = check_real_target(np.asarray(refuse_masked(payments, "payments", "used")), "payments").astype(np.float64)
                 if pay.shape != eps_i.shape:
                     raise ValueError(f"payments has shape {pay.shape} but individual_epsilons "
                                      f"has shape {eps_i.shape}")

@@ -28,7 +28,7 @@ from ..exceptions import PrivacyLeakWarning
 from ..noise._laplace import (_LAPLACE_REACH, _NORMAL, _check_reach, _ratio_up, biased_laplace_mse,
                               check_normal_scale)
 from ..utils import check_number
-from ..utils._validation import as_float_array, check_real_target, check_same_index, plain_value
+from ..utils._validation import as_float_array, check_real_target, check_same_index, plain_value, refuse_masked
 
 __all__ = ["DCLEF", "privacy_index", "check_data_range"]
 
@@ -136,7 +136,7 @@ def check_data_range(data_range, name="data_range"):
 
 
 def _check_vector(values, name, *, allow_inf=False, nonnegative=False):
-    arr = np.asarray(values)
+    arr = np.asarray(refuse_masked(values, name, "used"))
     if arr.dtype.kind in "USO" and not (arr.dtype.kind == "O" and all(
             isinstance(v, numbers.Number) for v in arr.ravel().tolist())):
         # "1.5" was read as 1.5 without a word, while every scalar parameter refuses strings
@@ -497,7 +497,7 @@ class DCLEF:
 
     def _check_d(self, d):
         # strings ("1" was read as 1.0) and complex numbers (the imaginary part was dropped) are refused
-        d = check_real_target(np.asarray(d), "d", "the private values as real numbers").astype(np.float64)
+        d = check_real_target(np.asarray(refuse_masked(d, "d")), "d", "the private values as real numbers").astype(np.float64)
         n = self.weights.shape[0]
         if d.ndim not in (1, 2) or d.shape[-1] != n:
             raise ValueError(
