@@ -319,7 +319,9 @@ class Laplace:
         Mironov's bound above with snapping (at most ``epsilon`` when given).
         A calibrated scale (from ``epsilon``) that rounds below the smallest normal
         float64 is refused (ValueError): a subnormal scale has lost the relative
-        precision the guarantee needs. ``scale=0`` with a positive sensitivity
+        precision the guarantee needs. ``scale=0`` with a positive sensitivity, a
+        given subnormal scale (below 2.2250738585072014e-308, whose noise cannot
+        move the value) or one whose ``sensitivity / scale`` overflows float64
         warns with a :class:`~privrelease.exceptions.PrivacyLeakWarning`
         (``effective_epsilon=inf``).
 
@@ -363,9 +365,20 @@ class Laplace:
             # from the scale actually used, rounded up: 1 / fl(1 / 3) is 3 + 1.7e-16, not 3
             self.effective_epsilon = (epsilon if epsilon is not None and (sensitivity == 0 or np.isinf(epsilon))
                                       else _proven_epsilon(sensitivity, self.scale))
-            if epsilon is None and self.scale == 0 and sensitivity > 0:
-                warnings.warn(f"Laplace(scale=0.0) with sensitivity={sensitivity!r} adds no noise: the value is "
-                              "released exactly, with no differential privacy (effective_epsilon=inf)",
+            if epsilon is None and 0 < self.scale < _NORMAL and sensitivity > 0:
+                # a subnormal scale (5e-324, 1e-310) has lost its relative precision: scale * noise rounds to a few
+                # multiples of 5e-324 (no Laplace noise, and none at all beside a value of magnitude 1), as the
+                # epsilon path refuses such a calibrated scale (check_normal_scale). It used to report a finite
+                # effective_epsilon or none at all, with no warning
+                self.effective_epsilon = np.inf
+            if epsilon is None and np.isinf(self.effective_epsilon) and sensitivity > 0:
+                what = ("adds no noise" if self.scale == 0 else
+                        f"adds noise that cannot move the value (a scale below the smallest normal float64, "
+                        f"{_NORMAL!r})" if self.scale < _NORMAL else
+                        "has no proven differential privacy (sensitivity / scale overflows float64)")
+                warnings.warn(f"Laplace(scale={self.scale!r}) with sensitivity={sensitivity!r} {what}: the value is "
+                              f"released{' exactly,' if self.scale == 0 else ''} with no differential privacy "
+                              "(effective_epsilon=inf)",
                               PrivacyLeakWarning, stacklevel=2)
         else:
             self.snapping_bound = snapping_bound
