@@ -520,7 +520,8 @@ class DCLEF:
 
     def _check_d(self, d):
         # strings ("1" was read as 1.0) and complex numbers (the imaginary part was dropped) are refused
-        d = check_real_target(np.asarray(refuse_masked(d, "d")), "d", "the private values as real numbers").astype(np.float64)
+        d = check_real_target(np.asarray(refuse_masked(d, "d")), "d",
+                              "the private values as real numbers").astype(np.float64)
         n = self.weights.shape[0]
         if d.ndim not in (1, 2) or d.shape[-1] != n:
             raise ValueError(
