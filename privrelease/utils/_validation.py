@@ -200,6 +200,10 @@ def _available_memory():
     return min(free, total)
 
 
+#: allocations of at most this many bytes are taken without reading the memory figures
+_SMALL_ALLOCATION = 64 * 1024
+
+
 def check_allocation(n_values, what, *, itemsize=8):
     """Refuse a computation over ``n_values`` entries whose peak memory cannot fit in the memory available now.
 
@@ -215,6 +219,8 @@ def check_allocation(n_values, what, *, itemsize=8):
     exceeded". ``what`` names it (for example ``"dimension=10**12: the noise vector"``).
     """
     need = int(n_values) * itemsize
+    if need <= _SMALL_ALLOCATION:  # the memory figures are not read for a scalar draw (a file read each time)
+        return
     free = _available_memory()
     if need > np.iinfo(np.intp).max or (free is not None and need > free):
         if free is None:

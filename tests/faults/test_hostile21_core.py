@@ -66,10 +66,11 @@ def test_check_allocation_counts_the_peak_per_value_against_the_memory_available
     from privrelease.utils import _validation
 
     monkeypatch.setattr(_validation, "_physical_memory", lambda: 2**30)
-    monkeypatch.setattr(_validation, "_available_memory", lambda: 1000, raising=False)
-    _validation.check_allocation(125, "x", itemsize=8)        # 1000 bytes: fits exactly
-    with pytest.raises(ValueError, match=r"x would need 1\.1[0-9]* KiB \(18 values of 64 bytes"):
-        _validation.check_allocation(18, "x", itemsize=64)   # 1152 bytes > 1000 available (of 1 GiB)
+    monkeypatch.setattr(_validation, "_available_memory", lambda: 2**20, raising=False)
+    _validation.check_allocation(2**17, "x", itemsize=8)            # 1 MiB: fits exactly
+    with pytest.raises(ValueError, match=r"x would need 1 MiB \(16,385 values of 64 bytes.* 1 MiB of memory "
+                                         r"available \(1 GiB in all\)"):
+        _validation.check_allocation(2**14 + 1, "x", itemsize=64)  # 64 bytes more than the 1 MiB available
 
 
 # ------------------------------------------------------------------ 2. a subnormal Laplace scale
