@@ -14,6 +14,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..accounting import PrivacyAccountant
 from ..accounting._accountant import AccountedMixin
 from ..exceptions import BudgetExceededError, PrivacyLeakWarning
+from ..mappers._base import _same_param
 from ..mappers._columns import _frame_columns, check_column_labels, record_column_labels
 from ..utils import check_random_source
 from ..utils._validation import (check_real_target, check_same_index, check_table, is_sparse_frame, plain_value,
@@ -56,37 +57,10 @@ def _check_features(X):
     check_table(X)
 
 
-#: the parameters a fitted DCLEFEstimator's queries follow, recorded at fit (``guarantee_params_``)
-_GUARANTEE_PARAMS = ("budget", "predictor", "n_neighbors", "bandwidth", "alpha", "data_range", "epsilon_cap",
-                     "cap_policy")
-
-
-def _frozen(value):
-    """A copy of a parameter's value that a later in-place change of the caller's array or list cannot reach."""
-    if isinstance(value, np.ndarray):
-        return value.copy()
-    return list(value) if isinstance(value, list) else value
-
-
-def _same_value(a, b):
-    """Whether two values of a parameter are the same: both None, equal texts, equal numbers (1 and 1.0, a bool
-    only equal to a bool) or arrays of equal shapes and values."""
-    if a is None or b is None:
-        return a is None and b is None
-    if isinstance(a, str) or isinstance(b, str):
-        return isinstance(a, str) and isinstance(b, str) and a == b
-    if np.ndim(a) == 0 and np.ndim(b) == 0:
-        if isinstance(a, (bool, np.bool_)) != isinstance(b, (bool, np.bool_)):
-            return False
-        try:
-            return float(a) == float(b)
-        except (TypeError, ValueError, OverflowError):
-            return False
-    try:
-        a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-    except (TypeError, ValueError, OverflowError):
-        return False
-    return a.shape == b.shape and bool(np.all((a == b) | (np.isnan(a) & np.isnan(b))))
+#: the parameters a fitted DCLEFEstimator's queries read at predict time, recorded at fit (``guarantee_params_``);
+#: ``data_range`` and ``epsilon_cap`` are read at fit only (``data_range_``, ``epsilon_cap_``: a refit refused for
+#: them keeps the fitted ones, and predict goes on under those)
+_GUARANTEE_PARAMS = ("budget", "predictor", "n_neighbors", "bandwidth", "alpha", "cap_policy")
 
 
 class DCLEFEstimator(AccountedMixin, RegressorMixin, BaseEstimator):
@@ -183,10 +157,11 @@ class DCLEFEstimator(AccountedMixin, RegressorMixin, BaseEstimator):
     noise_source_ : privrelease.utils.RandomSource
         Source of the Laplace noise of the releases.
     guarantee_params_ : dict
-        ``budget``, ``predictor``, ``n_neighbors``, ``bandwidth``, ``alpha``,
-        ``data_range``, ``epsilon_cap`` and ``cap_policy`` as fitted: :meth:`predict`
-        and :meth:`auction_weights` refuse to run when ``set_params`` changed one of
-        them after fit (call fit again).
+        ``budget``, ``predictor``, ``n_neighbors``, ``bandwidth``, ``alpha`` and
+        ``cap_policy`` as fitted: :meth:`predict` and :meth:`auction_weights` refuse
+        to run when ``set_params`` changed one of them after fit (call fit again).
+        ``data_range`` and ``epsilon_cap`` hold as fitted (``data_range_``,
+        ``epsilon_cap_``).
 
         See Also
     --------
@@ -321,7 +296,7 @@ class DCLEFEstimator(AccountedMixin, RegressorMixin, BaseEstimator):
         self.unit_costs_ = costs
         self.population_ = f"DCLEFEstimator-{secrets.token_hex(8)}"
         self.noise_source_ = check_random_source(self.random_state)
-        self.guarantee_params_ = {name: _frozen(getattr(self, name)) for name in _GUARANTEE_PARAMS}
+        self.guarantee_params_ = {name: getattr(self, name) for name in _GUARANTEE_PARAMS}
         return self
 
     def _check_guarantee_unchanged(self):
@@ -330,16 +305,16 @@ class DCLEFEstimator(AccountedMixin, RegressorMixin, BaseEstimator):
 
         :meth:`predict` read ``budget``, ``predictor``, ``n_neighbors``, ``bandwidth``, ``alpha`` and ``cap_policy``
         at each call: ``set_params(budget=100)`` after a fit at ``budget=1`` bought at the new budget without a
-        word (eps 5.0 spent on five queries where the fitted estimator spends 1.67), while ``data_range`` and
-        ``epsilon_cap`` were silently kept at their fitted values. As the mappers do (``guarantee_params_``), the
-        values recorded at fit are the ones that hold: another one is refused, naming it. An estimator fitted by a
-        version that kept no record has its current parameters recorded.
+        word (eps 5.0 spent on five queries where the fitted estimator spends 1.67). As the mappers do
+        (``guarantee_params_``), the values recorded at fit are the ones that hold: another one is refused, naming
+        it. ``data_range`` and ``epsilon_cap`` are read at fit only (``data_range_``, ``epsilon_cap_``). An
+        estimator fitted by a version that kept no record has its current parameters recorded.
         """
         if not hasattr(self, "guarantee_params_"):
-            self.guarantee_params_ = {name: _frozen(getattr(self, name)) for name in _GUARANTEE_PARAMS}
+            self.guarantee_params_ = {name: getattr(self, name) for name in _GUARANTEE_PARAMS}
         for name, fitted in self.guarantee_params_.items():
             current = getattr(self, name)
-            if not _same_value(current, fitted):
+            if not _same_param(current, fitted):
                 raise ValueError(
                     f"{name}={plain_value(current)!r} is not the value this {type(self).__name__} was fitted with "
                     f"({name}={plain_value(fitted)!r}): its queries would be bought, weighed or capped under a "

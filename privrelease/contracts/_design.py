@@ -238,9 +238,17 @@ def privacy_cost(valuation, epsilon, cost="linear"):
         vi, ei = float(np.broadcast_to(v, out.shape)[i]), float(np.broadcast_to(eps, out.shape)[i])
         raise ValueError(f"privacy_cost overflows float64: cost {fn.name}(v, eps) at valuation={vi!r}, "
                          f"epsilon={ei!r} is beyond {_MAX:.6g}; expected a smaller epsilon or valuation"
-                         + (f" (epsilon <= {float(np.log1p(_MAX / vi)):.6g} for this valuation)"
+                         + (f" (epsilon <= {_largest_exponent(vi):.6g} for this valuation)"
                             if fn.builtin and fn.name == "exponential" and vi > 0 else ""))
     return out[()]
+
+
+def _largest_exponent(v):
+    """The largest ``eps`` at which the exponential cost ``v * expm1(eps)`` is computed within float64: ``expm1``
+    itself overflows above ``log(max)`` (709.78), and ``v * expm1(eps)`` above ``log1p(max / v)``."""
+    with np.errstate(over="ignore"):
+        ratio = _MAX / v
+    return min(float(np.log(_MAX)), float(np.log1p(ratio)))
 
 
 # ----------------------------------------------------------------------------- validation
