@@ -200,7 +200,8 @@ def _available_memory():
     return min(free, total)
 
 
-#: allocations of at most this many bytes are taken without reading the memory figures
+#: allocations of at most this many bytes (or 1/1024 of the machine's memory) are taken without reading the memory
+#: available
 _SMALL_ALLOCATION = 64 * 1024
 
 
@@ -219,14 +220,16 @@ def check_allocation(n_values, what, *, itemsize=8):
     exceeded". ``what`` names it (for example ``"dimension=10**12: the noise vector"``).
     """
     need = int(n_values) * itemsize
-    if need <= _SMALL_ALLOCATION:  # the memory figures are not read for a scalar draw (a file read each time)
+    total = _physical_memory()
+    # the memory available is read from a file (40 us, a quarter of a draw of 1000 values): not for an allocation
+    # of at most 64 KiB, nor for one of at most 1/1024 of the machine's memory
+    if need <= max(_SMALL_ALLOCATION, (total or 0) // 1024):
         return
     free = _available_memory()
     if need > np.iinfo(np.intp).max or (free is not None and need > free):
         if free is None:
             have = "beyond numpy's limits"
         else:
-            total = _physical_memory()
             have = (f"this machine has {_format_bytes(free)} of memory available"
                     + (f" ({_format_bytes(total)} in all)" if total is not None and total != free else ""))
         each = "bytes" if itemsize == 8 else "bytes at the peak of the computation"
