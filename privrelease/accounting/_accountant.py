@@ -727,7 +727,11 @@ class PrivacyAccountant:
             Dataset-level epsilon of the release. ``None`` takes
             ``max(individual_epsilons)``.
         population : hashable, default=None
-            Name of the population whose individual guarantees are recorded.
+            Name of the population whose individual guarantees are recorded: a
+            str, an int or a tuple of them. Numbers in a name are integers (numpy's
+            are kept as Python ints, ``np.int64(1)`` is population ``1``); a float,
+            ``Fraction``, ``Decimal`` or complex is refused (TypeError), as a boolean
+            is: ``1.0 == 1`` would share the ledger of population ``1``.
         individual_epsilons : array-like of shape (n_individuals,), default=None
             Each individual's ``eps_i`` in this release (needs ``population``).
             Their maximum may not exceed ``epsilon``.
