@@ -80,7 +80,7 @@ def privacy_distortion_curve(prior, distortion, deltas, *, leakage="mutual_infor
     """
     P, D = _check_problem(prior, distortion, leakage, solver)
     # checked before any answer is compared with it (the perfect-privacy answers below were "optimal" at any tol)
-    tol = check_tol(tol, P, D.shape[1], leakage)
+    tol = check_tol(tol, P, D.shape[1])
     n_jobs = check_n_jobs(n_jobs)
     try:
         raw = np.asarray(deltas)

@@ -55,10 +55,10 @@ on the ``"privrelease.mapping"`` logger.
 Tolerance policy
 ----------------
 * Leakage (bits are scale free): ``tol`` is an absolute bound on the certified
-  gap, reported in ``certificate['gap_bits']`` for every answer. It must lie below the
-  most any mapping can leak (``min(H(A), log2(n_outputs))`` bits for the mutual
-  information, ``log2(min(|A|, n_outputs))`` for the maximal leakage), else every mapping
-  would be certified: a larger ``tol`` is refused (:func:`check_tol`).
+  gap, reported in ``certificate['gap_bits']`` for every answer. It must lie below
+  ``log2(min(|A|, n_outputs))`` bits (at least 1), the most any mapping can leak (mutual
+  information or maximal leakage), else every mapping would be certified: a larger ``tol``
+  is refused (:func:`check_tol`).
 * Distortion: each row of ``D`` has its minimum ``m(c)`` subtracted (every mapping's
   expected distortion then drops by the same constant ``sum_c p(c) m(c)``, the offset,
   kept exactly as a correctly rounded pair) and is divided by ``scale`` = the largest
@@ -229,32 +229,23 @@ def _check_problem(prior, distortion, leakage, solver):
     return P, D
 
 
-def _largest_leakage(P, n_out, leakage):
-    """An upper bound, in bits, on the leakage of every mapping of ``P`` to ``n_out`` outputs: ``min(H(A), log2
-    n_out)`` for the mutual information, ``log2 min(|A|, n_out)`` for the maximal leakage."""
-    if leakage == "maximal_leakage":
-        return math.log2(min(P.shape[0], n_out))
-    pa = np.asarray(P.sum(axis=1), dtype=np.float64).ravel()
-    pa = pa[pa > 0] / pa.sum()
-    return max(min(float(-(pa * np.log2(pa)).sum()), math.log2(n_out)), 0.0)
+def check_tol(tol, P, n_out):
+    """``tol`` (bits): a number with ``0 < tol < log2(min(|A|, n_out))``, or a ValueError naming it.
 
-
-def check_tol(tol, P, n_out, leakage):
-    """``tol`` (bits): a number ``> 0`` below the most any mapping can leak (:func:`_largest_leakage`), or a
-    ValueError naming it.
-
-    At a tolerance of that size the certificate holds for every mapping, so it cannot tell any of them from the
-    optimum: ``solve_mapping(..., tol=1e300)`` called a mapping leaking 2.8 times the optimum "optimal". Where no
-    mapping can leak anything (all of the prior's mass on one private value) every answer is optimal, and any
-    positive ``tol`` is accepted.
+    No mapping of ``|A|`` private values to ``n_out`` outputs leaks more than ``log2(min(|A|, n_out))`` bits (of
+    mutual information, ``I <= min(H(A), H(C_hat))``, or of maximal leakage), so at that tolerance the certificate
+    holds for every mapping and cannot tell any of them from the optimum: ``solve_mapping(..., tol=1e300)`` called a
+    mapping leaking 2.8 times the optimum "optimal". The bound depends on the shapes only (at least 1 bit, as a
+    problem has two rows and two columns at least), never on the prior's masses: a prior whose ``H(A)`` is 4e-10
+    bits keeps the default ``tol=1e-6``, and its answers their certificates.
     """
     tol = check_number(tol, "tol", low=0.0, low_inclusive=False)
-    most = _largest_leakage(P, n_out, leakage)
-    if most > 0 and tol >= most:
-        what = ("min(H(A), log2(n_outputs))" if leakage == "mutual_information" else "log2(min(|A|, n_outputs))")
-        raise ValueError(f"tol={plain_value(tol)!r} bits is at least the most any mapping of this prior can leak "
-                         f"({what} = {most:.6g} bits): the certificate could not tell any mapping from the optimum; "
-                         f"expected 0 < tol < {most:.6g} (the default is 1e-6)")
+    most = math.log2(min(P.shape[0], n_out))
+    if tol >= most:
+        raise ValueError(f"tol={plain_value(tol)!r} bits is at least the most any mapping of {P.shape[0]} private "
+                         f"values to {n_out} outputs can leak (log2(min(|A|, n_outputs)) = {most:.6g} bits): the "
+                         f"certificate could not tell any mapping from the optimum; expected 0 < tol < {most:.6g} "
+                         "(the default is 1e-6)")
     return tol
 
 
@@ -1638,11 +1629,10 @@ def solve_mapping(prior, distortion, delta=None, *, max_leakage=None, leakage="m
         ``"auto"`` and ``"cvxpy"`` (column generation, then the plain
         formulation over the allowed transitions).
     tol : float, default=1e-6
-        Required certified optimality gap in bits, ``0 < tol < U`` where ``U``
-        bounds every mapping's leakage (``min(H(A), log2(n_outputs))`` for the
-        mutual information, ``log2(min(|A|, n_outputs))`` for the maximal
-        leakage): a larger ``tol`` would certify any mapping, and is refused
-        (ValueError). In the maximal-leakage
+        Required certified optimality gap in bits,
+        ``0 < tol < log2(min(|A|, n_outputs))`` (at least 1 bit): no mapping
+        leaks more, so a larger ``tol`` would certify any mapping, and is
+        refused (ValueError). In the maximal-leakage
         ``delta`` mode the LP's answer is certified to ``min(tol, 1e-7)`` bits
         (an answer missing it is solved exactly at its vertex first); above it,
         the policy of the module notes (a warning and ``status="inaccurate"``
@@ -1698,7 +1688,7 @@ def solve_mapping(prior, distortion, delta=None, *, max_leakage=None, leakage="m
     0.2781
     """
     P, D = _check_problem(prior, distortion, leakage, solver)
-    tol = check_tol(tol, P, D.shape[1], leakage)
+    tol = check_tol(tol, P, D.shape[1])
     if (delta is None) == (max_leakage is None):
         raise ValueError(
             "give exactly one of delta (a distortion budget) and max_leakage (a privacy target in bits); "

@@ -174,25 +174,38 @@ HAMMING = np.array([[0.0, 1.0], [1.0, 0.0]])
 
 
 def test_a_tolerance_that_certifies_every_mapping_is_refused():
-    """tol=1e300 returned status 'optimal' at 0.0424 bits, 2.8 times the optimum 0.01515: every mapping leaks at most
-    min(H(A), log2 n_outputs) = 1 bit here (H(A) of p(A) = (1/2, 1/2)), so a gap of 1 bit certifies any of them."""
+    """tol=1e300 returned status 'optimal' at 0.0424 bits, 2.8 times the optimum 0.01515: no mapping of 2 private
+    values to 2 outputs leaks more than log2(min(2, 2)) = 1 bit (I(A; C_hat) <= min(H(A), H(C_hat)); the maximal
+    leakage log2 sum_j max_a p(j|a) <= log2 min(|A|, n_out)), so a gap of 1 bit certifies any of them."""
     from privrelease.mapping import privacy_distortion_curve, solve_mapping
 
-    pa = PRIOR.sum(axis=1)
-    most = min(-(pa * np.log2(pa)).sum(), math.log2(HAMMING.shape[1]))
-    assert most == 1.0
+    most = math.log2(min(HAMMING.shape[1], PRIOR.shape[0]))
     for tol in (1e300, most, np.nextafter(most, 2)):
-        with pytest.raises(ValueError, match=r"tol=.* bits is at least the most any mapping of this prior can leak"):
+        with pytest.raises(ValueError, match=r"tol=.* bits is at least the most any mapping of 2 private values to 2 "
+                                             r"outputs can leak \(log2\(min\(\|A\|, n_outputs\)\) = 1 bits\)"):
             solve_mapping(PRIOR, HAMMING, delta=0.3, tol=tol)
     with pytest.raises(ValueError, match=r"tol=1e\+300 bits"):
         privacy_distortion_curve(PRIOR, HAMMING, [0.3, 0.6], tol=1e300)
-    with pytest.raises(ValueError, match=r"log2\(min\(\|A\|, n_outputs\)\) = 1 bits"):
+    with pytest.raises(ValueError, match=r"tol=1\.0 bits"):
         solve_mapping(PRIOR, HAMMING, delta=0.3, tol=1.0, leakage="maximal_leakage")
     # just below the bound: accepted, and what it certifies holds against an independent formulation
     tol = np.nextafter(most, 0)
     res = solve_mapping(PRIOR, HAMMING, delta=0.3, tol=tol)
     assert res.certificate["gap_bits"] <= tol
     assert res.leakage <= reference_leakage(PRIOR, HAMMING, 0.3) + tol
+
+
+def test_the_default_tolerance_holds_for_a_prior_of_tiny_entropy():
+    """The bound depends on the shapes only: a prior with H(A) of 2e-11 bits (every mapping leaks less than the
+    default tol) keeps tol=1e-6, and its answer leaks at most H(A)."""
+    from privrelease.mapping import solve_mapping
+
+    prior = np.array([[0.5 - 5e-13, 0.5 - 5e-13], [1e-12, 0.0]])
+    pa = prior.sum(axis=1)
+    entropy = -(pa * np.log2(pa)).sum()
+    assert entropy < 1e-10
+    res = solve_mapping(prior, HAMMING, delta=0.0)
+    assert res.leakage <= entropy
 
 
 # ------------------------------------------------------------------ 10. booleans in the auctions' vectors
