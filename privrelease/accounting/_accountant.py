@@ -29,6 +29,7 @@ Two levels of accounting are kept:
 """
 
 import math
+import numbers
 import multiprocessing
 import os
 import secrets
@@ -42,7 +43,7 @@ import scipy.sparse as sp
 
 from ..exceptions import BudgetExceededError, PrivacyLeakWarning
 from ..utils import check_number
-from ..utils._validation import check_allocation, check_real_target, plain_value
+from ..utils._validation import check_allocation, check_real_target, plain_value, refuse_masked
 
 __all__ = [
     "PrivacyAccountant",
@@ -195,6 +196,30 @@ def _without_bools(name):
         return int(name)
     if isinstance(name, (tuple, frozenset)):
         items = [_without_bools(v) for v in name]
+        if any(a is not b for a, b in zip(items, name)):
+            return frozenset(items) if isinstance(name, frozenset) else tuple(items)
+    return name
+
+
+def _inexact_number(name):
+    """The first number in a population name (or in its tuples and frozensets) that is not an integer: a float,
+    ``Fraction``, ``Decimal`` or complex; None when there is none. ``1.0 == 1`` and they hash alike, so
+    ``population=1.0`` wrote into the ledger of population 1 (and ``0.5`` into none another run could name
+    exactly)."""
+    if isinstance(name, (tuple, frozenset)):
+        return next((v for v in map(_inexact_number, name) if v is not None), None)
+    if isinstance(name, numbers.Number) and not isinstance(name, (numbers.Integral, bool, np.bool_)):
+        return name
+    return None
+
+
+def _plain_integers(name):
+    """``name`` with its numpy integers (in its tuples and frozensets too) made Python ints: the key the ledger
+    is kept and shown under (``np.int64(1)`` and ``1`` are one population)."""
+    if isinstance(name, np.integer):
+        return int(name)
+    if isinstance(name, (tuple, frozenset)):
+        items = [_plain_integers(v) for v in name]
         if any(a is not b for a, b in zip(items, name)):
             return frozenset(items) if isinstance(name, frozenset) else tuple(items)
     return name
@@ -702,7 +727,11 @@ class PrivacyAccountant:
             Dataset-level epsilon of the release. ``None`` takes
             ``max(individual_epsilons)``.
         population : hashable, default=None
-            Name of the population whose individual guarantees are recorded.
+            Name of the population whose individual guarantees are recorded: a
+            str, an int or a tuple of them. Numbers in a name are integers (numpy's
+            are kept as Python ints, ``np.int64(1)`` is population ``1``); a float,
+            ``Fraction``, ``Decimal`` or complex is refused (TypeError), as a boolean
+            is: ``1.0 == 1`` would share the ledger of population ``1``.
         individual_epsilons : array-like of shape (n_individuals,), default=None
             Each individual's ``eps_i`` in this release (needs ``population``).
             Their maximum may not exceed ``epsilon``.
@@ -729,7 +758,8 @@ class PrivacyAccountant:
             if individual_epsilons is None:
                 raise ValueError("payments were given without individual_epsilons")
             # strings ("0.5" was read as 0.5) and complex numbers (the imaginary part was dropped) are refused
-            eps_i = check_real_target(np.asarray(individual_epsilons), "individual_epsilons").astype(np.float64)
+            eps_i = check_real_target(np.asarray(refuse_masked(individual_epsilons, "individual_epsilons", "used")),
+                                      "individual_epsilons").astype(np.float64)
             if eps_i.ndim != 1 or not np.all(np.isfinite(eps_i)) or np.any(eps_i < 0):
                 raise ValueError("individual_epsilons must be a 1-D array of finite numbers "
                                  f">= 0, got {individual_epsilons!r}")
@@ -752,8 +782,16 @@ class PrivacyAccountant:
                 # a NaN name is never found again: every release opened a new ledger of its own
                 raise ValueError(f"population must be a name equal to itself, got {plain_value(population)!r}: a "
                                  "NaN name would open a new ledger at every release; give a str, an int or a tuple")
+            inexact = _inexact_number(population)
+            if inexact is not None:
+                # one rule for the numbers in a name: integers only (numpy's made Python ints), as booleans are refused
+                raise TypeError(f"population must be a name (a str, an int, a tuple of them), got {population!r}, "
+                                f"which holds the number {plain_value(inexact)!r} of type {type(inexact).__name__}: "
+                                "numbers in a name must be integers (1.0 would share the ledger of population 1)")
+            population = _plain_integers(population)
             if payments is not None:
-                pay = check_real_target(np.asarray(payments), "payments").astype(np.float64)
+                pay = check_real_target(np.asarray(refuse_masked(payments, "payments", "used")),
+                                        "payments").astype(np.float64)
                 if pay.shape != eps_i.shape:
                     raise ValueError(f"payments has shape {pay.shape} but individual_epsilons "
                                      f"has shape {eps_i.shape}")
@@ -823,7 +861,10 @@ class PrivacyAccountant:
 
     def _book(self, population):
         try:
-            return self._populations[population]
+            # the key spend() keeps: np.int64(1) is population 1 (a float, refused there, names no ledger)
+            if _inexact_number(population) is not None:
+                raise KeyError(population)
+            return self._populations[_plain_integers(population)]
         except KeyError:
             raise KeyError(f"no release recorded for population {population!r}; known: "
                            f"{self.populations()!r}") from None

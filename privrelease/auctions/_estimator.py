@@ -14,9 +14,11 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..accounting import PrivacyAccountant
 from ..accounting._accountant import AccountedMixin
 from ..exceptions import BudgetExceededError, PrivacyLeakWarning
+from ..mappers._base import _same_param
 from ..mappers._columns import _frame_columns, check_column_labels, record_column_labels
 from ..utils import check_random_source
-from ..utils._validation import check_real_target, check_same_index, check_table, is_sparse_frame, refuse_missing_target
+from ..utils._validation import (check_real_target, check_same_index, check_table, is_sparse_frame, plain_value,
+                                refuse_missing_target)
 from ..utils._constraints import RANDOM_STATE_CONSTRAINT, NumberInterval
 from ..utils._fit import atomic_fit
 from ._dclef import DCLEF, _check_vector, check_data_range
@@ -53,6 +55,12 @@ def _check_features(X):
         raise TypeError(f"DCLEFEstimator needs dense public features, got a DataFrame of sparse columns of shape "
                         f"{X.shape}: densify it first with X.sparse.to_dense()")
     check_table(X)
+
+
+#: the parameters a fitted DCLEFEstimator's queries read at predict time, recorded at fit (``guarantee_params_``);
+#: ``data_range`` and ``epsilon_cap`` are read at fit only (``data_range_``, ``epsilon_cap_``: a refit refused for
+#: them keeps the fitted ones, and predict goes on under those)
+_GUARANTEE_PARAMS = ("budget", "predictor", "n_neighbors", "bandwidth", "alpha", "cap_policy")
 
 
 class DCLEFEstimator(AccountedMixin, RegressorMixin, BaseEstimator):
@@ -148,6 +156,12 @@ class DCLEFEstimator(AccountedMixin, RegressorMixin, BaseEstimator):
         new population; the data-set-level total keeps counting).
     noise_source_ : privrelease.utils.RandomSource
         Source of the Laplace noise of the releases.
+    guarantee_params_ : dict
+        ``budget``, ``predictor``, ``n_neighbors``, ``bandwidth``, ``alpha`` and
+        ``cap_policy`` as fitted: :meth:`predict` and :meth:`auction_weights` refuse
+        to run when ``set_params`` changed one of them after fit (call fit again).
+        ``data_range`` and ``epsilon_cap`` hold as fitted (``data_range_``,
+        ``epsilon_cap_``).
 
         See Also
     --------
@@ -282,7 +296,29 @@ class DCLEFEstimator(AccountedMixin, RegressorMixin, BaseEstimator):
         self.unit_costs_ = costs
         self.population_ = f"DCLEFEstimator-{secrets.token_hex(8)}"
         self.noise_source_ = check_random_source(self.random_state)
+        self.guarantee_params_ = {name: getattr(self, name) for name in _GUARANTEE_PARAMS}
         return self
+
+    def _check_guarantee_unchanged(self):
+        """Refuse to release (or weigh queries) when ``set_params`` changed, after fit, a parameter the queries'
+        auctions, weights or caps follow.
+
+        :meth:`predict` read ``budget``, ``predictor``, ``n_neighbors``, ``bandwidth``, ``alpha`` and ``cap_policy``
+        at each call: ``set_params(budget=100)`` after a fit at ``budget=1`` bought at the new budget without a
+        word (eps 5.0 spent on five queries where the fitted estimator spends 1.67). As the mappers do
+        (``guarantee_params_``), the values recorded at fit are the ones that hold: another one is refused, naming
+        it. ``data_range`` and ``epsilon_cap`` are read at fit only (``data_range_``, ``epsilon_cap_``). An
+        estimator fitted by a version that kept no record has its current parameters recorded.
+        """
+        if not hasattr(self, "guarantee_params_"):
+            self.guarantee_params_ = {name: getattr(self, name) for name in _GUARANTEE_PARAMS}
+        for name, fitted in self.guarantee_params_.items():
+            current = getattr(self, name)
+            if not _same_param(current, fitted):
+                raise ValueError(
+                    f"{name}={plain_value(current)!r} is not the value this {type(self).__name__} was fitted with "
+                    f"({name}={plain_value(fitted)!r}): its queries would be bought, weighed or capped under a "
+                    "setting the fit did not check; call fit again after set_params")
 
     def _weights(self, X):
         if self.predictor == "knn":
@@ -304,6 +340,7 @@ class DCLEFEstimator(AccountedMixin, RegressorMixin, BaseEstimator):
         W : ndarray of shape (n_queries, n_samples)
         """
         check_is_fitted(self)
+        self._check_guarantee_unchanged()
         X = _in_memory(X)
         _check_features(X)
         check_column_labels(self, _frame_columns(X))
@@ -427,6 +464,7 @@ class DCLEFEstimator(AccountedMixin, RegressorMixin, BaseEstimator):
             answered earlier in the same call stay recorded.
         """
         check_is_fitted(self)
+        self._check_guarantee_unchanged()
         X = _in_memory(X)
         _check_features(X)
         check_column_labels(self, _frame_columns(X))

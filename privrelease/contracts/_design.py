@@ -25,7 +25,7 @@ from scipy.optimize import minimize, minimize_scalar
 from ..exceptions import InfeasibleBudgetError, SolverError
 from ..noise._laplace import biased_laplace_mse
 from ..utils import check_number
-from ..utils._validation import as_float_array, plain_value
+from ..utils._validation import as_float_array, plain_value, refuse_masked
 from ._mechanism import BiasedLaplaceMechanism, seller_epsilons
 
 __all__ = [
@@ -228,7 +228,27 @@ def privacy_cost(valuation, epsilon, cost="linear"):
         bad = np.isnan(arr) | (arr < 0)
         if bad.any():
             raise ValueError(f"{name} must be >= 0 (and not NaN), got {plain_value(arr[bad].ravel()[0])!r}")
-    return _resolve_cost(cost)(valuation, epsilon)[()]
+    fn = _resolve_cost(cost)
+    out = fn(v, eps)
+    # the cost returns inf where it overflows (the designs read that as infeasible); here it would be the answer:
+    # privacy_cost(1.0, 1000.0, 'exponential') returned inf without a word, where design_contract refuses it
+    over = np.isinf(out) & np.isfinite(np.broadcast_to(v, out.shape)) & np.isfinite(np.broadcast_to(eps, out.shape))
+    if over.any():
+        i = np.unravel_index(int(np.flatnonzero(over)[0]), over.shape)
+        vi, ei = float(np.broadcast_to(v, out.shape)[i]), float(np.broadcast_to(eps, out.shape)[i])
+        raise ValueError(f"privacy_cost overflows float64: cost {fn.name}(v, eps) at valuation={vi!r}, "
+                         f"epsilon={ei!r} is beyond {_MAX:.6g}; expected a smaller epsilon or valuation"
+                         + (f" (epsilon <= {_largest_exponent(vi):.6g} for this valuation)"
+                            if fn.builtin and fn.name == "exponential" and vi > 0 else ""))
+    return out[()]
+
+
+def _largest_exponent(v):
+    """The largest ``eps`` at which the exponential cost ``v * expm1(eps)`` is computed within float64: ``expm1``
+    itself overflows above ``log(max)`` (709.78), and ``v * expm1(eps)`` above ``log1p(max / v)``."""
+    with np.errstate(over="ignore"):
+        ratio = _MAX / v
+    return min(float(np.log(_MAX)), float(np.log1p(ratio)))
 
 
 # ----------------------------------------------------------------------------- validation
@@ -257,7 +277,7 @@ def _check_accuracy(accuracy):
 
 def _as_reals(values, name):
     """``values`` as a float array; strings, complex numbers and objects get a TypeError naming them."""
-    arr = np.asarray(values)
+    arr = np.asarray(refuse_masked(values, name, "used"))
     if arr.dtype.kind not in "biuf" and not (
             arr.dtype.kind == "O" and all(isinstance(x, numbers.Real) for x in arr.ravel().tolist())):
         raise TypeError(f"{name} must be real numbers, got {plain_value(values)!r}")
@@ -931,12 +951,14 @@ def design_menu(v_low, v_high, prob_high, accuracy, *, option=1, cost="linear"):
                          f"v_high={v_high!r}")
     pi = check_number(prob_high, "prob_high", low=0.0, high=1.0)
     K = _check_accuracy(accuracy)
-    if option not in (1, 2) or isinstance(option, bool):
-        raise ValueError(f"option must be 1 (menu to both sellers) or 2 (menu to one seller), "
-                         f"got {option!r}")
+    # an integer only: 1.0 was accepted (and stored in the Menu) while True is refused
+    if (isinstance(option, (bool, np.bool_)) or not isinstance(option, numbers.Integral)
+            or option not in (1, 2)):
+        raise ValueError(f"option must be 1 (menu to both sellers) or 2 (menu to one seller), as an integer, "
+                         f"got {plain_value(option)!r}")
+    option = int(option)
     cost = _resolve_cost(cost)
-    if option in (1, 2) and not isinstance(option, bool):
-        _check_payable(np.array([vh]), K, cost, name="v_high", menu_option=option)
+    _check_payable(np.array([vh]), K, cost, name="v_high", menu_option=option)
     cost.check_shape(np.array([vl, vh]), K)
     q_min = 0.0 if option == 1 else 0.25
     if K <= q_min:

@@ -54,9 +54,18 @@ def check_privacy_grid(values, name="deltas"):
         Non-numeric values.
     ValueError
         Empty, negative, non-finite, unsorted or repeated values (the message
-        quotes them).
+        quotes them), or a grid of more than one dimension.
     """
-    arr = np.asarray(values, dtype=object).ravel() if np.ndim(values) else np.asarray([values], dtype=object)
+    try:
+        arr = np.asarray(values, dtype=object)
+    except ValueError:  # rows of different lengths
+        arr = None
+    if arr is None or arr.ndim > 1:
+        # a 2-D grid ([[0.1, 0.2]]) was flattened without a word
+        shape = "rows of different lengths" if arr is None else f"shape {arr.shape}"
+        given = values.tolist() if isinstance(values, np.ndarray) else plain_value(values)
+        raise ValueError(f"{name} must be 1-D (a single number or a sequence of numbers), got {shape}: {given!r}")
+    arr = arr.reshape(-1)
     if arr.size == 0:
         raise ValueError(f"{name} must hold at least one value, got {plain_value(values)!r}")
     for v in arr:

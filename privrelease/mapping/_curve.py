@@ -15,7 +15,7 @@ from ._checks import check_budget
 from ._leakage import leakage as _leakage, map_attack_accuracy
 from ._lp import perfect_privacy_mapping
 from ._result import MappingResult
-from ._solver import (_below_smallest, _check_problem, _full_mapping, _internal_budget, _presolved_problem,
+from ._solver import (_below_smallest, _check_problem, _full_mapping, _internal_budget, _presolved_problem, check_tol,
                       reported_distortion, solve_mapping)
 
 __all__ = ["privacy_distortion_curve"]
@@ -49,7 +49,8 @@ def privacy_distortion_curve(prior, distortion, deltas, *, leakage="mutual_infor
         thread meanwhile (restored after), and each uncertified point warned
         once the workers are done.
     tol : float, default=1e-6
-        Certified gap in bits required at each point.
+        Certified gap in bits required at each point, below the most any
+        mapping can leak (see :func:`solve_mapping`).
     return_mappings : bool, default=False
         Also return the list of :class:`MappingResult`, one per budget, in the
         order of ``deltas``.
@@ -78,6 +79,8 @@ def privacy_distortion_curve(prior, distortion, deltas, *, leakage="mutual_infor
     [0.2781, 0.1733, 0.0]
     """
     P, D = _check_problem(prior, distortion, leakage, solver)
+    # checked before any answer is compared with it (the perfect-privacy answers below were "optimal" at any tol)
+    tol = check_tol(tol, P, D.shape[1])
     n_jobs = check_n_jobs(n_jobs)
     try:
         raw = np.asarray(deltas)

@@ -55,7 +55,10 @@ on the ``"privrelease.mapping"`` logger.
 Tolerance policy
 ----------------
 * Leakage (bits are scale free): ``tol`` is an absolute bound on the certified
-  gap, reported in ``certificate['gap_bits']`` for every answer.
+  gap, reported in ``certificate['gap_bits']`` for every answer. It must lie below
+  ``log2(min(|A|, n_outputs))`` bits (at least 1), the most any mapping can leak (mutual
+  information or maximal leakage), else every mapping would be certified: a larger ``tol``
+  is refused (:func:`check_tol`).
 * Distortion: each row of ``D`` has its minimum ``m(c)`` subtracted (every mapping's
   expected distortion then drops by the same constant ``sum_c p(c) m(c)``, the offset,
   kept exactly as a correctly rounded pair) and is divided by ``scale`` = the largest
@@ -115,7 +118,7 @@ from scipy.special import rel_entr
 
 from ..exceptions import ConvergenceWarning, InfeasibleBudgetError, SolverError
 from ..utils import check_number
-from ..utils._validation import check_table
+from ..utils._validation import check_table, plain_value
 from ._checks import (_refuse_strings, check_budget, check_distortion, check_mapping, check_paired_labels,
                       check_prior)
 from ._cvx import solve_quietly
@@ -225,6 +228,26 @@ def _check_problem(prior, distortion, leakage, solver):
                          "allowed transitions by column generation, then the plain formulation "
                          "(solver='auto' or 'cvxpy')")
     return P, D
+
+
+def check_tol(tol, P, n_out):
+    """``tol`` (bits): a number with ``0 < tol < log2(min(|A|, n_out))``, or a ValueError naming it.
+
+    No mapping of ``|A|`` private values to ``n_out`` outputs leaks more than ``log2(min(|A|, n_out))`` bits (of
+    mutual information, ``I <= min(H(A), H(C_hat))``, or of maximal leakage), so at that tolerance the certificate
+    holds for every mapping and cannot tell any of them from the optimum: ``solve_mapping(..., tol=1e300)`` called a
+    mapping leaking 2.8 times the optimum "optimal". The bound depends on the shapes only (at least 1 bit, as a
+    problem has two rows and two columns at least), never on the prior's masses: a prior whose ``H(A)`` is 4e-10
+    bits keeps the default ``tol=1e-6``, and its answers their certificates.
+    """
+    tol = check_number(tol, "tol", low=0.0, low_inclusive=False)
+    most = math.log2(min(P.shape[0], n_out))
+    if tol >= most:
+        raise ValueError(f"tol={plain_value(tol)!r} bits is at least the most any mapping of {P.shape[0]} private "
+                         f"values to {n_out} outputs can leak (log2(min(|A|, n_outputs)) = {most:.6g} bits): the "
+                         f"certificate could not tell any mapping from the optimum; expected 0 < tol < {most:.6g} "
+                         "(the default is 1e-6)")
+    return tol
 
 
 def _make_problem(P, D):
@@ -1635,7 +1658,10 @@ def solve_mapping(prior, distortion, delta=None, *, max_leakage=None, leakage="m
         ``"auto"`` and ``"cvxpy"`` (column generation, then the plain
         formulation over the allowed transitions).
     tol : float, default=1e-6
-        Required certified optimality gap in bits. In the maximal-leakage
+        Required certified optimality gap in bits,
+        ``0 < tol < log2(min(|A|, n_outputs))`` (at least 1 bit): no mapping
+        leaks more, so a larger ``tol`` would certify any mapping, and is
+        refused (ValueError). In the maximal-leakage
         ``delta`` mode the LP's answer is certified to ``min(tol, 1e-7)`` bits
         (an answer missing it is solved exactly at its vertex first); above it,
         the policy of the module notes (a warning and ``status="inaccurate"``
@@ -1691,7 +1717,7 @@ def solve_mapping(prior, distortion, delta=None, *, max_leakage=None, leakage="m
     0.2781
     """
     P, D = _check_problem(prior, distortion, leakage, solver)
-    tol = check_number(tol, "tol", low=0.0, low_inclusive=False)
+    tol = check_tol(tol, P, D.shape[1])
     if (delta is None) == (max_leakage is None):
         raise ValueError(
             "give exactly one of delta (a distortion budget) and max_leakage (a privacy target in bits); "

@@ -43,7 +43,7 @@ import numpy as np
 from ..exceptions import PrivacyLeakWarning
 from ..utils import check_number, check_random_source
 from ..utils._random import check_size
-from ..utils._validation import check_allocation, check_real_target, plain_value
+from ..utils._validation import check_allocation, check_real_target, plain_value, refuse_masked
 
 __all__ = ["Laplace", "VectorLaplace", "laplace_noise", "uniform_full_precision"]
 
@@ -107,10 +107,23 @@ def uniform_full_precision(source, size=None):
     return u.reshape(shape) if shape else u[0]
 
 
-def _size(size):
-    """``size`` checked (None, an int >= 0 or a tuple of them), in the form numpy takes."""
+#: Bytes a Laplace draw holds per value at its peak (the random bytes, their integer and float copies, the four
+#: normals and the products): measured as 52 for :meth:`Laplace.sample`, 60 for :meth:`Laplace.randomise` (with its
+#: value) and :func:`uniform_full_precision`, 76 with snapping; rounded up.
+_DRAW_PEAK_BYTES = 80
+#: Bytes a Gamma draw (:meth:`RandomSource.gamma`, the norms of :class:`VectorLaplace`) holds per value at its peak:
+#: measured as 122 (the rejection step's normals, uniforms and masks); rounded up.
+_GAMMA_PEAK_BYTES = 128
+#: Bytes :meth:`VectorLaplace.sample` holds per coordinate at its peak (the normals, their bits and the scaled
+#: result): measured as 28; rounded up. The norms add :data:`_GAMMA_PEAK_BYTES` per vector.
+_VECTOR_PEAK_BYTES = 32
+
+
+def _size(size, peak=_DRAW_PEAK_BYTES):
+    """``size`` checked (None, an int >= 0 or a tuple of them), in the form numpy takes; a draw whose peak memory
+    (``peak`` bytes per value) cannot fit in the memory available is refused before anything is drawn."""
     shape = check_size(size)
-    check_allocation(math.prod(shape), f"size={size!r}: the draws")
+    check_allocation(math.prod(shape), f"size={size!r}: the draws", itemsize=peak)
     return None if size is None else shape
 
 
@@ -306,7 +319,9 @@ class Laplace:
         Mironov's bound above with snapping (at most ``epsilon`` when given).
         A calibrated scale (from ``epsilon``) that rounds below the smallest normal
         float64 is refused (ValueError): a subnormal scale has lost the relative
-        precision the guarantee needs. ``scale=0`` with a positive sensitivity
+        precision the guarantee needs. ``scale=0`` with a positive sensitivity, a
+        given subnormal scale (below 2.2250738585072014e-308, whose noise cannot
+        move the value) or one whose ``sensitivity / scale`` overflows float64
         warns with a :class:`~privrelease.exceptions.PrivacyLeakWarning`
         (``effective_epsilon=inf``).
 
@@ -350,9 +365,20 @@ class Laplace:
             # from the scale actually used, rounded up: 1 / fl(1 / 3) is 3 + 1.7e-16, not 3
             self.effective_epsilon = (epsilon if epsilon is not None and (sensitivity == 0 or np.isinf(epsilon))
                                       else _proven_epsilon(sensitivity, self.scale))
-            if epsilon is None and self.scale == 0 and sensitivity > 0:
-                warnings.warn(f"Laplace(scale=0.0) with sensitivity={sensitivity!r} adds no noise: the value is "
-                              "released exactly, with no differential privacy (effective_epsilon=inf)",
+            if epsilon is None and 0 < self.scale < _NORMAL and sensitivity > 0:
+                # a subnormal scale (5e-324, 1e-310) has lost its relative precision: scale * noise rounds to a few
+                # multiples of 5e-324 (no Laplace noise, and none at all beside a value of magnitude 1), as the
+                # epsilon path refuses such a calibrated scale (check_normal_scale). It used to report a finite
+                # effective_epsilon or none at all, with no warning
+                self.effective_epsilon = np.inf
+            if epsilon is None and np.isinf(self.effective_epsilon) and sensitivity > 0:
+                what = ("adds no noise" if self.scale == 0 else
+                        f"adds noise that cannot move the value (a scale below the smallest normal float64, "
+                        f"{_NORMAL!r})" if self.scale < _NORMAL else
+                        "has no proven differential privacy (sensitivity / scale overflows float64)")
+                warnings.warn(f"Laplace(scale={self.scale!r}) with sensitivity={sensitivity!r} {what}: the value is "
+                              f"released{' exactly,' if self.scale == 0 else ''} with no differential privacy "
+                              "(effective_epsilon=inf)",
                               PrivacyLeakWarning, stacklevel=2)
         else:
             self.snapping_bound = snapping_bound
@@ -400,7 +426,9 @@ class Laplace:
         real and finite, or so large that value plus noise could overflow float64. A caller that records the
         release first checks here, so that a refused release is never on the ledger."""
         # strings ("1" was read as 1.0) and complex numbers (the imaginary part was dropped) are refused
-        value = check_real_target(np.asarray(value), "value").astype(np.float64)
+        value = check_real_target(np.asarray(refuse_masked(value, "value")), "value").astype(np.float64)
+        # the noise's temporaries (numpy's MemoryError named no argument)
+        check_allocation(value.size, f"value of {value.size:,} entries: the noisy release", itemsize=_DRAW_PEAK_BYTES)
         if not np.all(np.isfinite(value)):
             raise ValueError(f"value must be finite, got {plain_value(value)!r}")
         if self.snapping_bound is None and self.scale != 0:
@@ -572,7 +600,7 @@ class VectorLaplace:
         norms : float or ndarray
             The norms (zeros when the scale is 0).
         """
-        size = _size(size)
+        size = _size(size, _GAMMA_PEAK_BYTES)
         if self.scale == 0:
             return np.zeros(() if size is None else size)[()]
         return self.scale * self._source.gamma(self.dimension, size)
@@ -592,10 +620,13 @@ class VectorLaplace:
         """
         if size is not None and (isinstance(size, (bool, np.bool_)) or not isinstance(size, numbers.Integral)):
             raise TypeError(f"size must be None or a non-negative integer (the number of vectors), got {size!r}")
-        n = 1 if size is None else int(_size(size)[0])
+        n = 1 if size is None else int(check_size(size)[0])
         d = self.dimension
-        # the normal draws, their norms and the result: numpy's MemoryError named neither d nor size
-        check_allocation(n * d, f"dimension={d}" + ("" if size is None else f", size={n}") + ": the noise vectors")
+        # the normal draws, their norms and the result: numpy's MemoryError named neither d nor size (and d = 10**9
+        # had the process killed, checked as 8 GB of output against the total memory)
+        check_allocation(n * d + n * -(-_GAMMA_PEAK_BYTES // _VECTOR_PEAK_BYTES),
+                         f"dimension={d}" + ("" if size is None else f", size={n}") + ": the noise vectors",
+                         itemsize=_VECTOR_PEAK_BYTES)
         z = self._source.normal((n, d))
         norms = np.linalg.norm(z, axis=1, keepdims=True)
         norms[norms == 0] = 1.0

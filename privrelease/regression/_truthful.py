@@ -26,7 +26,8 @@ from ..noise import VectorLaplace
 from ..noise._laplace import _noise_scale, _proven_epsilon, _warn_infinite_epsilon
 from ..utils import check_number, check_random_source
 from ..utils._linalg import ridge_svd
-from ..utils._validation import check_real_target, check_same_index, check_table, plain_value, refuse_missing_target
+from ..utils._validation import (check_real_target, check_same_index, check_table, plain_value, refuse_masked,
+                                refuse_missing_target)
 from ..utils._constraints import RANDOM_STATE_CONSTRAINT, NumberInterval
 from ..utils._fit import atomic_fit
 
@@ -189,7 +190,7 @@ def brier_payment(outcome, prediction, *, response_bound=1.0, scale=1.0, offset=
                      consequence="each outcome would be scored against another record's prediction")
     arrays = []
     for name, value in (("outcome", outcome), ("prediction", prediction)):
-        arr = check_real_target(np.asarray(value), name).astype(float)
+        arr = check_real_target(np.asarray(refuse_masked(value, name, "used")), name).astype(float)
         if np.any(np.isnan(arr)):
             # clipping keeps NaN: the payment would be NaN
             raise ValueError(f"{name} must not contain NaN, got {plain_value(value)!r}")

@@ -101,11 +101,24 @@ def check_number(value, name, *, low=None, high=None, low_inclusive=True,
     return int(v) if integer else v
 
 
+def refuse_masked(values, name, what="released"):
+    """Refuse a numpy masked array with masked entries (ValueError naming ``name``), before ``np.asarray`` drops
+    the mask: ``Laplace.randomise(np.ma.masked_array([1., 1000.], mask=[0, 1]))`` released the hidden 1000 (plus
+    noise) and returned a plain array. A masked array with nothing masked is its data, as :func:`check_table`
+    accepts it. ``what`` says what would happen to the hidden values."""
+    if isinstance(values, np.ma.MaskedArray) and np.ma.is_masked(values):
+        n = int(np.ma.count_masked(values))
+        raise ValueError(f"{name} is a masked array with {n} masked entr{'y' if n == 1 else 'ies'}; the mask would be "
+                         f"ignored and the hidden values {what}: pass the values meant ({name}.compressed() keeps "
+                         f"the unmasked ones) or fill the masked entries first ({name}.filled(...))")
+    return values
+
+
 def as_float_array(values, name):
     """``values`` (numbers, possibly an object array of Python ints) as a float64 array; a number beyond float64's
     range (the int ``10**400``, whose conversion raised a bare OverflowError) is a ValueError naming ``name``, the
     index and the size of the number, as :func:`check_number` says it for a scalar."""
-    arr = np.asarray(values)
+    arr = np.asarray(refuse_masked(values, name, "used"))
     try:
         return arr.astype(np.float64)
     except OverflowError:
@@ -161,8 +174,46 @@ def _format_bytes(n):
     return f"{n} bytes"
 
 
+def _available_memory():
+    """Bytes of memory available to a new allocation now (Linux's ``MemAvailable``, else the free pages), at most
+    :func:`_physical_memory`; None where the system says neither."""
+    import os
+
+    total = _physical_memory()
+    free = None
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    free = int(line.split()[1]) * 1024
+                    break
+    except (OSError, ValueError, IndexError):
+        free = None
+    if free is None:
+        try:
+            pages, page = os.sysconf("SC_AVPHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
+            free = pages * page if pages > 0 and page > 0 else None
+        except (AttributeError, ValueError, OSError):
+            free = None
+    if free is None or total is None:
+        return total if free is None else free
+    return min(free, total)
+
+
+#: allocations of at most this many bytes (or 1/1024 of the machine's memory) are taken without reading the memory
+#: available
+_SMALL_ALLOCATION = 64 * 1024
+
+
 def check_allocation(n_values, what, *, itemsize=8):
-    """Refuse an array of ``n_values`` entries that cannot fit in this machine's physical memory.
+    """Refuse a computation over ``n_values`` entries whose peak memory cannot fit in the memory available now.
+
+    ``itemsize`` is the number of bytes the computation holds per value at its peak: 8 for a float64 result
+    alone, more for a computation whose temporaries are alive together (the noise samplers hold their random
+    bytes, integer copies and float temporaries: see :data:`privrelease.noise._laplace._DRAW_PEAK_BYTES`).
+    The peak is compared with the memory available (not the machine's total, part of which other processes
+    hold): ``Laplace(epsilon=1).sample(10**9)`` was checked as 8 GB of output against the total, then raised a
+    bare ``MemoryError`` (or had the process killed) while holding about 52 GB of temporaries.
 
     numpy's ``MemoryError`` ("Unable to allocate 7.28 TiB for an array with shape (1000000000000,)")
     did not name the argument, and a shape beyond numpy's limits was "Maximum allowed dimension
@@ -170,9 +221,19 @@ def check_allocation(n_values, what, *, itemsize=8):
     """
     need = int(n_values) * itemsize
     total = _physical_memory()
-    if need > np.iinfo(np.intp).max or (total is not None and need > total):
-        have = f"this machine has {_format_bytes(total)} of memory" if total is not None else "beyond numpy's limits"
-        raise ValueError(f"{what} would need {_format_bytes(need)} ({int(n_values):,} values of {itemsize} bytes); "
+    # the memory available is read from a file (40 us, a quarter of a draw of 1000 values): not for an allocation
+    # of at most 64 KiB, nor for one of at most 1/1024 of the machine's memory
+    if need <= max(_SMALL_ALLOCATION, (total or 0) // 1024):
+        return
+    free = _available_memory()
+    if need > np.iinfo(np.intp).max or (free is not None and need > free):
+        if free is None:
+            have = "beyond numpy's limits"
+        else:
+            have = (f"this machine has {_format_bytes(free)} of memory available"
+                    + (f" ({_format_bytes(total)} in all)" if total is not None and total != free else ""))
+        each = "bytes" if itemsize == 8 else "bytes at the peak of the computation"
+        raise ValueError(f"{what} would need {_format_bytes(need)} ({int(n_values):,} values of {itemsize} {each}); "
                          f"{have}")
 
 

@@ -202,8 +202,11 @@ def test_string_costs_are_refused_like_string_parameters():
         fair_inner_product(["1", "2"], [1.0, 1.0], 1.0)
     with pytest.raises(TypeError, match=r"weights must be an array of real numbers, .*holding 'a'"):
         fair_inner_product([1.0, 2.0], np.array([1.0, "a"], dtype=object), 1.0)
-    res = fair_inner_product(np.array([1, 2], dtype=object), [True, True], 1.0)   # numbers in objects, bools
+    res = fair_inner_product(np.array([1, 2], dtype=object), [1.0, 1.0], 1.0)   # numbers in objects
     assert res.x.shape == (2,)
+    # booleans are refused as a boolean budget is (read as 1 and 0 before): tests/faults/test_hostile21_core.py
+    with pytest.raises(TypeError, match=r"weights must be an array of real numbers, got the boolean True"):
+        fair_inner_product(np.array([1, 2], dtype=object), [True, True], 1.0)
 
 
 def test_ragged_or_string_features_name_the_argument():
