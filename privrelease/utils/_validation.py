@@ -891,13 +891,20 @@ ZERO_NOT_RATED = ("0 is reserved for 'not rated' in a rating matrix; a scale whe
                   "privrelease.recommender.RatingsFrame)")
 
 
+#: the largest rating magnitude (and rating scale bound) accepted where ratings are read from text or a scale is
+#: given: the recommender and the mapper square and sum differences of ratings over millions of ratings, which stay
+#: finite below it
+MAX_RATING = 1e100
+
+
 def check_rating_scale(value, name="rating_scale"):
     """``(low, high)`` as two floats with finite ``low < high`` not holding 0, checked before any work is done.
 
     A pair of anything else is a ``ValueError`` (a reversed or infinite scale, not a pair at all, a scale
     such as ``(0, 10)`` or ``(-5, 5)`` that holds 0, which means "not rated" in a rating matrix: a
-    rating of 0 could not be stored, and a prediction clipped to 0 would read as "not rated"), a pair of
-    non-numbers (strings, booleans) a ``TypeError``; both quote ``value``.
+    rating of 0 could not be stored, and a prediction clipped to 0 would read as "not rated"; a bound beyond
+    :data:`MAX_RATING` in magnitude, where ``(1, 1e300)`` gave predictions of 3.7e297 on 1-5 data and a NaN
+    RMSE), a pair of non-numbers (strings, booleans) a ``TypeError``; both quote ``value``.
 
     Parameters
     ----------
@@ -922,6 +929,11 @@ def check_rating_scale(value, name="rating_scale"):
         raise ValueError(f"{name} must be (low, high) with finite low < high, got {plain_value(tuple(value))!r}")
     if low <= 0 <= high:
         raise ValueError(f"{name} = {plain_value(value)!r} holds 0: {ZERO_NOT_RATED}")
+    if max(abs(low), abs(high)) > MAX_RATING:
+        raise ValueError(f"{name} = {plain_value(tuple(value))!r}: expected bounds of at most {MAX_RATING:g} in "
+                         "magnitude, as for the ratings themselves (the recommender and the mapper square and sum "
+                         "differences of ratings, which overflow float64 beyond that); divide the scale and the "
+                         "ratings by a constant")
     return float(low), float(high)
 
 

@@ -1,0 +1,86 @@
+"""Hostile inputs, round 21 (input and output): rating scales beyond the ratings' bound, parameters changed after
+fit written to a file, output paths with '..', schema bounds the run enforces, numbers written as text in an array,
+bytes paths, a member added to a saved file, timestamps beyond float64, response noise beyond what is measured."""
+
+import math
+import os
+import re
+import warnings
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+
+import privrelease
+from privrelease.mappers import ErasureMapper, QuantizedPrivacyMapper
+from shared_helpers import run_cli
+
+PIPELINES = Path(__file__).resolve().parents[2] / "pipelines"
+
+
+def _ratings():
+    rng = np.random.default_rng(0)
+    X = rng.integers(0, 6, (200, 8)).astype(float)
+    return X, (X[:, 0] > 2).astype(int)
+
+
+def _quantized(**params):
+    X, y = _ratings()
+    return QuantizedPrivacyMapper(n_clusters=4, space="raw", random_state=0, **params).fit(X, y), X
+
+
+def _table():
+    rng = np.random.default_rng(1)
+    a = rng.integers(0, 2, 300)
+    X = pd.DataFrame({"zip": np.where(rng.random(300) < 0.8, a, 1 - a), "age": rng.integers(0, 3, 300)})
+    return X, a
+
+
+def _quiet_load(path, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return privrelease.load(path, **kw)
+
+
+# ----------------------------------------------------------------------------- 4: rating scales beyond 1e100
+def test_a_rating_scale_beyond_the_ratings_bound_is_refused_where_it_enters():
+    from privrelease.recommender import SurpriseRecommender
+    from privrelease.utils import check_rating_scale
+
+    # the bound itself is a scale: squares of differences of 1e100 summed over 1e8 ratings stay finite (1e208)
+    assert check_rating_scale((1, 1e100)) == (1.0, 1e100)
+    assert math.isfinite(1e8 * (1e100 - 1.0) ** 2)
+    for scale in [(1, 1e300), (-1e101, -1)]:
+        with pytest.raises(ValueError, match=r"rating_scale = .*expected bounds of at most 1e\+100 in magnitude"):
+            check_rating_scale(scale)
+    X = sp.random(40, 12, density=0.5, random_state=0, format="csr")
+    X.data = np.ceil(X.data * 5)
+    # predictions of 3.7e297 on 1-5 data: refused before fitting
+    with pytest.raises(ValueError, match=r"rating_scale = \(1, 1e\+300\): expected bounds of at most 1e\+100"):
+        SurpriseRecommender(rating_scale=(1, 1e300)).fit(X)
+
+
+def test_rmse_cost_refuses_a_rating_range_beyond_the_bound_before_any_fold():
+    from privrelease.evaluation import rmse_cost
+
+    X, y = _ratings()
+    with pytest.raises(ValueError, match=r"rating_range = \(1, 1e\+300\): expected bounds of at most 1e\+100"):
+        rmse_cost(QuantizedPrivacyMapper(n_clusters=4, random_state=0), X, y, cv=2, rating_range=(1, 1e300),
+                  random_state=0, verbose=0)
+
+
+def test_the_ratings_file_experiment_checks_the_given_scale_itself():
+    from privrelease.runner import PipelineError, check_run
+    from privrelease.runner.experiments.ratings_file import _scale
+
+    R = sp.csr_matrix(np.array([[1.0, 5.0], [3.0, 0.0]]))
+    with pytest.raises(PipelineError, match=r"rating_range = \(1\.0, 1e\+300\): expected bounds of at most 1e\+100"):
+        _scale(R, [1.0, 1e300])
+    assert _scale(R, [1.0, 5.0]) == (1.0, 5.0)
+    # the schema states the bound and refuses before anything runs (exit 2), not a report of "RMSE inf (+nan%)"
+    with pytest.raises(PipelineError, match=r"parameter rating_range\[1\] = 1e\+300: expected a finite number in "
+                                            r"\[-1e\+100, 1e\+100\]"):
+        check_run("ratings_file", {"rating_range": [1, 1e300]})
