@@ -84,3 +84,42 @@ def test_the_ratings_file_experiment_checks_the_given_scale_itself():
     with pytest.raises(PipelineError, match=r"parameter rating_range\[1\] = 1e\+300: expected a finite number in "
                                             r"\[-1e\+100, 1e\+100\]"):
         check_run("ratings_file", {"rating_range": [1, 1e300]})
+
+
+# ----------------------------------------------------------------------------- 6: parameters changed after fit
+@pytest.mark.parametrize("param, value, fitted", [
+    ("prior", "model", "'counts'"), ("smoothing", 1e6, "1.0"), ("n_clusters", 7, "4"),
+    ("release", "representative", "'profile'"), ("class_bins", 3, "1"), ("protect", "marginal", "'joint'"),
+])
+def test_save_refuses_a_parameter_changed_since_fit(tmp_path, param, value, fitted):
+    m, X = _quantized(max_leakage=0.05)
+    m.set_params(**{param: value})
+    path = tmp_path / "m.npz"
+    with pytest.raises(ValueError, match=rf"{param}={value!r} is not the value this QuantizedPrivacyMapper was "
+                                         rf"fitted with \({param}={fitted}\).*call fit again"):
+        m.save(path)
+    assert not path.exists()
+    m.set_params(**{param: m.fit_params_[param]})  # set back: saved, and the file states the fit's values
+    loaded = _quiet_load(m.save(path))
+    assert loaded.get_params() == m.get_params()
+    np.testing.assert_array_equal(loaded.mapping_, m.mapping_)
+    assert loaded.leakage_ == m.leakage_
+
+
+def test_a_file_states_the_fitted_parameters_random_state_excepted(tmp_path):
+    # the seed is read when releasing: the message of an integer seed asks for random_state=None before saving
+    m, X = _quantized(max_leakage=0.05)
+    m.set_params(random_state=None)
+    loaded = _quiet_load(m.save(tmp_path / "m.npz"))
+    assert loaded.random_state is None and loaded.fit_params_ == m.fit_params_
+    assert loaded.fit_params_["smoothing"] == 1.0 and "random_state" not in loaded.fit_params_
+
+
+def test_erasure_mapper_save_refuses_protect_changed_since_fit(tmp_path):
+    X, a = _table()
+    m = ErasureMapper(random_state=0).fit(X, a)
+    m.set_params(protect="marginal")  # a 1-D y: releases as fitted, but a file would state another protect
+    m.transform(X)
+    with pytest.raises(ValueError, match=r"protect='marginal' is not the value this ErasureMapper was fitted with "
+                                         r"\(protect='joint'\)"):
+        m.save(tmp_path / "e.npz")
