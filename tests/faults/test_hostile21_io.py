@@ -123,3 +123,27 @@ def test_erasure_mapper_save_refuses_protect_changed_since_fit(tmp_path):
     with pytest.raises(ValueError, match=r"protect='marginal' is not the value this ErasureMapper was fitted with "
                                          r"\(protect='joint'\)"):
         m.save(tmp_path / "e.npz")
+
+
+# ----------------------------------------------------------------------------- 7: '..' in the output folder
+def test_an_output_path_with_dot_dot_creates_nothing_outside_the_folder_it_names(tmp_path, monkeypatch):
+    from privrelease.runner._report import prepare_output_folder
+
+    monkeypatch.chdir(tmp_path)
+    out = prepare_output_folder("ofs/hl5/../hl4/sib/../../hl5/y/..")
+    assert out == Path("ofs/hl5")
+    made = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*"))
+    assert made == ["ofs", os.path.join("ofs", "hl5")]
+
+
+def test_dot_dot_after_a_symbolic_link_is_refused_before_anything_is_created(tmp_path, monkeypatch):
+    from privrelease.runner import PipelineError
+    from privrelease.runner._report import prepare_output_folder
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "target" / "deep").mkdir(parents=True)
+    os.symlink(tmp_path / "target" / "deep", tmp_path / "link")
+    # through the link, '..' is target/, not tmp_path: the text alone would name another folder
+    with pytest.raises(PipelineError, match=r"goes up \('\.\.'\) out of the symbolic link 'link'"):
+        prepare_output_folder("new/../link/../x")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link", "target"]
