@@ -147,3 +147,64 @@ def test_dot_dot_after_a_symbolic_link_is_refused_before_anything_is_created(tmp
     with pytest.raises(PipelineError, match=r"goes up \('\.\.'\) out of the symbolic link 'link'"):
         prepare_output_folder("new/../link/../x")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["link", "target"]
+
+
+# ----------------------------------------------------------------------------- 8 and 19: schema bounds of the run
+def test_contract_design_refuses_subnormal_valuations_before_running(tmp_path, capsys):
+    from privrelease.runner import PipelineError, check_run
+
+    for params in ({"valuations": [5e-324, 10.0]}, {"v_low": 1e-310}, {"v_high": 5e-324, "v_low": 4e-324}):
+        with pytest.raises(PipelineError, match=r"expected a finite number >= 2\.2250738585072014e-308"):
+            check_run("contract_design", params)
+    out = tmp_path / "out"
+    rc, _, err = run_cli(["run", str(PIPELINES / "contract_design.toml"), "--quick", "--set",
+                          "valuations=[5e-324, 10.0]", "-o", str(out)], capsys)
+    assert rc == 2 and "valuations" in err and not out.exists()
+
+
+def test_every_stated_lower_bound_of_contract_design_runs():
+    # `list` said "k_min >= 4.45015e-308" while the run refused anything below 3.9699e-06: the smallest value the
+    # schema accepts now passes every check of the run, and the bound as printed reads back as itself
+    from privrelease.contracts import design_contract, design_menu
+    from privrelease.runner import check_run
+    from privrelease.runner._schema import _num
+    from privrelease.runner.experiments.contract_design import PARAMETERS
+
+    k_min = PARAMETERS["k_min"].low
+    assert float(_num(k_min)) == k_min
+    _, params, _ = check_run("contract_design", {"k_min": k_min, "valuations": [1.0]})
+    c = design_contract([1.0], k_min, cost="exponential")
+    assert math.isfinite(c.total_payment) and math.isfinite(c.unbiased_payment)
+    v = PARAMETERS["v_low"].low
+    assert float(_num(v)) == v == np.finfo(np.float64).tiny
+    check_run("contract_design", {"v_low": v, "valuations": [v, 1.0]})
+    assert math.isfinite(design_menu(v, 5.0, 0.5, 0.5).expected_payment)
+
+
+def test_mapper_smoothing_is_capped_in_the_schema(tmp_path, capsys):
+    from privrelease.runner import PipelineError, check_run
+
+    with pytest.raises(PipelineError, match=r"parameter mapper\.smoothing = 1e\+308: expected a finite number in "
+                                            r"\[0, 1000000000\]; the cap 1000000000 is there because smoothing "
+                                            "counts pseudo-users"):
+        check_run("synthetic_ratings", {"mapper": {"smoothing": 1e308}})
+    assert check_run("synthetic_ratings", {"mapper": {"smoothing": 1e9}})[1]["mapper"] == {"smoothing": 1e9}
+    rc, out, _ = run_cli(["list", "ratings_file"], capsys)
+    assert rc == 0 and "smoothing: a finite number in [0, 1000000000]" in out
+    rc, _, err = run_cli(["run", str(PIPELINES / "ratings_file.toml"), "--quick", "--set",
+                          "mapper={smoothing=1e308}", "-o", str(tmp_path / "o")], capsys)
+    assert rc == 2 and "mapper.smoothing = 1e+308" in err and not (tmp_path / "o").exists()
+
+
+def test_truthful_regression_caps_noise_std_where_responses_stop_escaping_the_clip():
+    from privrelease.runner import PipelineError, check_run
+    from privrelease.runner.experiments.truthful_regression import MAX_NOISE_STD
+
+    with pytest.raises(PipelineError, match=r"parameter noise_std = 1e\+308: expected a finite number in \[0, 100\]"):
+        check_run("truthful_regression", {"noise_std": 1e308})
+    check_run("truthful_regression", {"noise_std": MAX_NOISE_STD})
+    # the stated share of responses inside (-1, 1): the noise falls in an interval of width 2 around -theta^T x
+    rng = np.random.default_rng(0)
+    t = rng.uniform(-0.6, 0.6, 2_000_000)
+    inside = np.mean(np.abs(t + MAX_NOISE_STD * rng.normal(size=t.size)) < 1)
+    assert inside == pytest.approx(0.8 / MAX_NOISE_STD, rel=0.05)
