@@ -957,24 +957,51 @@ def check_no_time_values(X, name="X"):
                         "ratings (convert them to numbers first if they are meant as ratings)")
 
 
-def check_numeric_frame(X, name="X"):
-    """Refuse a pandas DataFrame of ratings with a text column that is not numbers (TypeError naming the column,
-    the row and the value). scikit-learn's conversion said "could not convert string to float: 'x'", naming neither
-    the column nor what was expected. Text that reads as numbers (``"4.5"``) stays accepted."""
+def check_numeric_text(X, name="X"):
+    """Ratings written as text, one rule for a DataFrame and an array: text that reads as numbers (``"4.5"``) is
+    accepted, any other text refused (TypeError naming the column, the row and the value).
+
+    scikit-learn's conversion said "could not convert string to float: 'x'", naming neither the column nor what
+    was expected, and refused a numpy array of text outright ("dtype='numeric' is not compatible with arrays of
+    bytes/strings") while the same text in a DataFrame was parsed. Returns ``X``; an array (or a list) of text
+    that reads as numbers is returned as an object array, which is then converted as a DataFrame's text columns are.
+    """
     import pandas as pd
 
-    if not isinstance(X, pd.DataFrame):
-        return
-    for col, dtype in zip(X.columns, X.dtypes):
-        if not (pd.api.types.is_object_dtype(dtype) or pd.api.types.is_string_dtype(dtype)):
-            continue
-        values = X[col]
-        bad = values.notna().to_numpy() & pd.to_numeric(values, errors="coerce").isna().to_numpy()
-        if bad.any():
-            at = int(np.flatnonzero(bad)[0])
-            raise TypeError(f"{name} column {plain_value(col)!r} holds {plain_value(values.iloc[at])!r} (row {at}), "
-                            f"not a rating: expected numbers ({int(bad.sum())} value(s) of that column are not; "
-                            "0 means 'not rated')")
+    if isinstance(X, pd.DataFrame):
+        for col, dtype in zip(X.columns, X.dtypes):
+            if not (pd.api.types.is_object_dtype(dtype) or pd.api.types.is_string_dtype(dtype)):
+                continue
+            values = X[col]
+            bad = values.notna().to_numpy() & pd.to_numeric(values, errors="coerce").isna().to_numpy()
+            if bad.any():
+                at = int(np.flatnonzero(bad)[0])
+                _refuse_text(name, col, at, values.iloc[at], int(bad.sum()))
+        return X
+    if isinstance(X, (list, tuple)):
+        data = np.asarray(X) if all(isinstance(row, (list, tuple, np.ndarray)) for row in X) else None
+    else:
+        data = X if isinstance(X, np.ndarray) else None
+    if data is None or data.dtype.kind not in "USO" or data.ndim != 2 or data.size == 0:
+        return X
+    flat = pd.Series(data.ravel(), dtype=object)
+    if data.dtype.kind == "S":  # bytes: pandas reads text
+        flat = flat.map(lambda v: v.decode("utf-8", "replace") if isinstance(v, bytes) else v)
+    # the text of an object array only: its other objects (a dict, a date) go on to scikit-learn's own refusal
+    text = np.ones(flat.size, dtype=bool) if data.dtype.kind != "O" else flat.map(
+        lambda v: isinstance(v, (str, bytes))).to_numpy(dtype=bool)
+    bad = np.zeros(flat.size, dtype=bool)
+    bad[text] = pd.to_numeric(flat[text], errors="coerce").isna().to_numpy()
+    if bad.any():
+        k = int(np.flatnonzero(bad)[0])
+        row, col = divmod(k, data.shape[1])
+        _refuse_text(name, col, row, flat.iloc[k], int(bad.reshape(data.shape)[:, col].sum()))
+    return X if data.dtype.kind == "O" else flat.to_numpy(dtype=object).reshape(data.shape)
+
+
+def _refuse_text(name, col, row, value, count):
+    raise TypeError(f"{name} column {plain_value(col)!r} holds {plain_value(value)!r} (row {row}), not a rating: "
+                    f"expected numbers ({count} value(s) of that column are not; 0 means 'not rated')")
 
 
 def check_rating_matrix(X, *, name="X", rating_range=None, dtype=(np.float64, np.float32)):
@@ -1008,7 +1035,7 @@ def check_rating_matrix(X, *, name="X", rating_range=None, dtype=(np.float64, np
     check_rating_container(X, name)
     check_table(X, name)
     check_no_time_values(X, name)
-    check_numeric_frame(X, name)
+    X = check_numeric_text(X, name)
     if not is_sparse_frame(X):  # a NaN-filled sparse column is read with 0 for its unstored cells
         refuse_nan_ratings(X, name)  # a pivot table's unrated cells were "non-finite ratings"
     if is_sparse_frame(X):  # np.asarray below densified the whole user x item table

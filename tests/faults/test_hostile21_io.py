@@ -208,3 +208,27 @@ def test_truthful_regression_caps_noise_std_where_responses_stop_escaping_the_cl
     t = rng.uniform(-0.6, 0.6, 2_000_000)
     inside = np.mean(np.abs(t + MAX_NOISE_STD * rng.normal(size=t.size)) < 1)
     assert inside == pytest.approx(0.8 / MAX_NOISE_STD, rel=0.05)
+
+
+# ----------------------------------------------------------------------------- 14: numbers written as text
+def test_numbers_as_text_are_one_rule_for_an_array_and_a_dataframe():
+    m, X = _quantized(max_leakage=0.2)
+    released = m.transform(X)
+    # an integer seed replays the same draws: the text is read as the numbers it writes
+    np.testing.assert_array_equal(m.transform(X.astype(str)), released)
+    np.testing.assert_array_equal(np.asarray(m.transform(pd.DataFrame(X).astype(str))), released)
+    np.testing.assert_array_equal(m.transform(X.astype(str).astype("S")), released)
+    bad = X.astype(str)
+    bad[3, 4] = "x"
+    for Xb in (bad, pd.DataFrame(bad)):
+        with pytest.raises(TypeError, match=r"X column 4 holds 'x' \(row 3\), not a rating: expected numbers"):
+            m.transform(Xb)
+
+
+def test_blurme_reads_numbers_as_text_in_an_array_as_in_a_dataframe():
+    from privrelease.evaluation import BlurMe
+
+    X, y = _ratings()
+    a = BlurMe(random_state=0).fit(X.astype(str), y).transform(X.astype(str))
+    b = BlurMe(random_state=0).fit(X, y).transform(X)
+    np.testing.assert_array_equal(a, b)
