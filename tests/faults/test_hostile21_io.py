@@ -232,3 +232,23 @@ def test_blurme_reads_numbers_as_text_in_an_array_as_in_a_dataframe():
     a = BlurMe(random_state=0).fit(X.astype(str), y).transform(X.astype(str))
     b = BlurMe(random_state=0).fit(X, y).transform(X)
     np.testing.assert_array_equal(a, b)
+
+
+# ----------------------------------------------------------------------------- 15 and 16: persistence
+def test_a_bytes_path_is_refused_with_the_expected_type(tmp_path):
+    m, _ = _quantized()
+    path = os.fsencode(tmp_path / "m.npz")
+    with pytest.raises(TypeError, match=r"cannot save to b'.*m\.npz': path must be a str or path-like"):
+        m.save(path)
+    assert not os.listdir(tmp_path)
+    with pytest.raises(TypeError, match=r"cannot load b'.*m\.npz': path must be a str or path-like"):
+        privrelease.load(path)
+
+
+def test_a_member_added_to_a_saved_file_is_named(tmp_path):
+    m, _ = _quantized()
+    path = m.save(tmp_path / "m.npz")
+    with zipfile.ZipFile(path, "a") as z:
+        z.writestr("evil.npy", b"junk")
+    with pytest.raises(ValueError, match=r"member 'evil\.npy' is not one the file's metadata describes"):
+        privrelease.load(path)
