@@ -252,3 +252,15 @@ def test_a_member_added_to_a_saved_file_is_named(tmp_path):
         z.writestr("evil.npy", b"junk")
     with pytest.raises(ValueError, match=r"member 'evil\.npy' is not one the file's metadata describes"):
         privrelease.load(path)
+
+
+# ----------------------------------------------------------------------------- 18: timestamps beyond float64
+@pytest.mark.parametrize("stamp, why", [("1e400", "overflows float64"), ("-inf", "is infinite"),
+                                        ("soon", "is not a number")])
+def test_a_timestamp_beyond_float64_is_said_to_overflow(tmp_path, stamp, why):
+    from privrelease.datasets import load_ratings_csv
+
+    f = tmp_path / "r.csv"
+    f.write_text(f"user,item,rating,ts\n1,1,4,100\n1,2,5,{stamp}\n2,1,3,7\n")
+    with pytest.raises(ValueError, match=rf"line 3, column 'ts': timestamp '{re.escape(stamp)}' {why}"):
+        load_ratings_csv(f, timestamp_col="ts")
