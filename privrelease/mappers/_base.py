@@ -1126,13 +1126,17 @@ def _matrix(a, name, allow_posinf=False):
 
 
 def _same_param(a, b):
-    """Whether two values of a guarantee parameter are the same: both None, equal texts or equal numbers (1 and 1.0)."""
+    """Whether two values of a parameter are the same: both None, equal texts or equal numbers (1 and 1.0)."""
+    if a is b:
+        return True
     if a is None or b is None:
-        return a is None and b is None
+        return False
     if isinstance(a, str) or isinstance(b, str):
         return isinstance(a, str) and isinstance(b, str) and str(a) == str(b)
     if isinstance(a, bool) != isinstance(b, bool):
         return False
+    if isinstance(a, Integral) and isinstance(b, Integral):
+        return int(a) == int(b)  # exactly: an integer beyond float64 (10**400) was unequal to itself
     try:
         return float(a) == float(b)
     except (TypeError, ValueError, OverflowError):
