@@ -304,8 +304,21 @@ def _archive_bytes(meta, arrays, *, redigest=True):
     return buf.getvalue()
 
 
+def _checked_path(path, action):
+    """``path`` as a str; bytes (``b'/tmp/m.npz'``) and other objects are refused with a TypeError naming them.
+
+    A bytes path reached ``tempfile`` ("Can't mix bytes and non-bytes in path components").
+    """
+    text = os.fspath(path) if isinstance(path, os.PathLike) else path
+    if not isinstance(text, str):
+        raise TypeError(f"cannot {action} {path!r}: path must be a str or path-like naming a file, got "
+                        f"{type(path).__name__}" + (" (decode it first: path.decode())" if isinstance(text, bytes)
+                                                    else ""))
+    return text
+
+
 def _write_bytes(path, data):
-    path = os.fspath(path)
+    path = _checked_path(path, "save to")
     directory = os.path.dirname(os.path.abspath(path))
     if os.path.isdir(path):
         raise IsADirectoryError(f"cannot save to {path!r}: it is a folder; expected the path of a file "
@@ -358,6 +371,19 @@ def _unwrap(path, raw, key):
     return raw
 
 
+def _described_arrays(raw_meta):
+    """The array names the metadata member lists (its ``"arrays"`` object), or None when it cannot be read so:
+    the metadata's own checks (in :func:`_read` and :func:`load`) then say what is wrong with it."""
+    if raw_meta.dtype.kind != "U" or raw_meta.ndim != 0:
+        return None
+    try:
+        meta = json.loads(str(raw_meta), parse_constant=_refuse_constant, parse_float=_finite_float)
+    except (ValueError, RecursionError):
+        return None
+    described = meta.get("arrays") if isinstance(meta, dict) else None
+    return set(described) if isinstance(described, dict) else None
+
+
 def _read(path, key=None, *, max_bytes=DEFAULT_MAX_BYTES):
     """``(meta, arrays)`` of an archive, refusing anything that is not a plain ``.npz``.
 
@@ -366,7 +392,7 @@ def _read(path, key=None, *, max_bytes=DEFAULT_MAX_BYTES):
     """
     key = _check_key(key)
     max_bytes = _check_max_bytes(max_bytes)
-    path = os.fspath(path)
+    path = _checked_path(path, "load")
     if os.path.isdir(path):
         raise IsADirectoryError(f"cannot load {path!r}: it is a folder, not a file saved by privrelease.save")
     if not os.path.exists(path):
@@ -417,6 +443,17 @@ def _read(path, key=None, *, max_bytes=DEFAULT_MAX_BYTES):
             for info in infos:
                 if not info.filename.endswith(".npy"):
                     raise ValueError(f"{path!r}: member {info.filename!r} is not a .npy array")
+            # the metadata first: a member it does not describe is named before its bytes are parsed (a junk
+            # 'evil.npy' added to a saved file was reported as "truncated or corrupt ... reading magic string")
+            infos.sort(key=lambda info: info.filename != _META_KEY + ".npy")
+            described = None
+            for info in infos:
+                if described is not None and info.filename != _META_KEY + ".npy" \
+                        and info.filename[:-4] not in described:
+                    shown = sorted(described)
+                    raise ValueError(f"{path!r}: member {info.filename!r} is not one the file's metadata describes "
+                                     f"(it lists {shown[:8]!r}{' ...' if len(shown) > 8 else ''}); a file written "
+                                     "by privrelease.save holds no other member, so this one was added afterwards")
                 with zf.open(info) as member:
                     data = member.read(info.file_size + 1)
                 if len(data) != info.file_size:
@@ -429,6 +466,8 @@ def _read(path, key=None, *, max_bytes=DEFAULT_MAX_BYTES):
                     raise ValueError(f"{path!r}: member {info.filename!r} declares {a.size:,} elements of dtype "
                                      f"{a.dtype.str} (zero bytes each); privrelease.save writes none")
                 arrays[info.filename[:-4]] = a
+                if info.filename == _META_KEY + ".npy":
+                    described = _described_arrays(a)
     except ValueError as exc:
         msg = str(exc)
         if msg.startswith(repr(path)):
@@ -493,6 +532,7 @@ def save(estimator, path, key=None):
     True
     >>> shutil.rmtree(folder)
     """
+    _checked_path(path, "save to")  # before any work on the estimator
     cls = _REGISTRY.get(type(estimator).__name__)
     if cls is not type(estimator):
         raise TypeError(f"save supports {registered_classes()}, got an instance of {type(estimator).__name__}")

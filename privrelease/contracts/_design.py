@@ -301,6 +301,8 @@ def _check_valuations(valuations):
 
 
 _TINY = float(np.finfo(np.float64).tiny)
+#: the smallest valuation accepted: a normal float64 number (see :func:`_check_normal`)
+SMALLEST_VALUATION = _TINY
 
 
 def _check_normal(values, name):
@@ -318,9 +320,6 @@ def _check_normal(values, name):
 
 
 _MAX = float(np.finfo(np.float64).max)
-#: exp(eps) - 1 is finite up to eps = log(MAX): the exponential cost's unbiased contract (eps = sqrt(2 / K))
-#: overflows for every valuation below this accuracy target
-SMALLEST_EXPONENTIAL_ACCURACY = 2.0 / float(np.log(_MAX)) ** 2
 
 
 def largest_valuation(accuracy, cost="linear", *, menu_option=None):
@@ -346,9 +345,27 @@ def largest_valuation(accuracy, cost="linear", *, menu_option=None):
 
 
 def _unbiased_epsilon(K):
-    """``sqrt(2 / K)`` as the unbiased contract (``1 / b``, ``b = sqrt(K / 2)``) and the menus compute it
-    (the two roundings differ by an ulp)."""
-    return max(float(np.sqrt(2.0 / K)), float(1.0 / np.sqrt(K / 2.0)))
+    """``sqrt(2 / K)`` as the unbiased contract (``1 / b``, ``b = sqrt(K / 2)``, rounded up as
+    :func:`seller_epsilons` delivers it) and the menus compute it (the roundings differ by an ulp)."""
+    b = np.sqrt(K / 2.0)
+    return max(float(np.sqrt(2.0 / K)), float(1.0 / b), float(seller_epsilons(np.ones(1), b)[0]))
+
+
+def _smallest_exponential_accuracy():
+    """The smallest ``K`` at which the exponential cost ``v (exp(eps) - 1)`` of the unbiased contract's
+    ``eps`` (:func:`_unbiased_epsilon`) is finite: ``2 / log(MAX)**2`` moved up by the ulps the roundings of
+    ``eps`` take (at ``2 / log(MAX)**2`` itself the delivered ``eps`` was an ulp above ``log(MAX)``, and the
+    unbiased payment of a valuation of 1, which ``largest_valuation`` allowed, was inf)."""
+    K = 2.0 / float(np.log(_MAX)) ** 2
+    with np.errstate(over="ignore"):
+        while not np.isfinite(np.expm1(_unbiased_epsilon(K))):
+            K = float(np.nextafter(K, np.inf))
+    return K
+
+
+#: exp(eps) - 1 is finite up to eps = log(MAX): the exponential cost's unbiased contract (eps = sqrt(2 / K))
+#: overflows for every valuation below this accuracy target
+SMALLEST_EXPONENTIAL_ACCURACY = _smallest_exponential_accuracy()
 
 
 def _payment_bound(values, K, cost, menu_option):
@@ -380,8 +397,8 @@ def _check_payable(values, K, cost, *, name, menu_option=None):
         raise ValueError(f"{head} (cost {cost.name}); expected smaller valuations (another currency unit)")
     limit = largest_valuation(K, cost, menu_option=menu_option)
     if limit == 0.0:
-        raise ValueError(f"{head}: exp(sqrt(2/K)) overflows for K < {SMALLEST_EXPONENTIAL_ACCURACY:.6g}; expected "
-                         f"K >= {SMALLEST_EXPONENTIAL_ACCURACY:.6g} with the exponential cost")
+        raise ValueError(f"{head}: exp(sqrt(2/K)) overflows for K < {SMALLEST_EXPONENTIAL_ACCURACY!r}; expected "
+                         f"K >= {SMALLEST_EXPONENTIAL_ACCURACY!r} with the exponential cost")
     raise ValueError(f"{head}; expected {'a sum of ' if values.size > 1 else ''}{name} <= {limit:.6g} with "
                      f"cost {cost.name!r} at this K (rescale them, for example to another currency unit)")
 

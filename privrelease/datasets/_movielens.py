@@ -789,8 +789,13 @@ def _read_ratings_csv(path, *, user_col="user", item_col="item", rating_col="rat
         ts = ts.to_numpy() if ts.dtype.kind in "iu" else ts.to_numpy(dtype=np.float64)
         if ts.dtype.kind == "f" and not np.all(np.isfinite(ts)):
             row = int(np.flatnonzero(~np.isfinite(ts))[0])
+            text = df[timestamp_col].iloc[row]
+            # '1e400' parses to inf: it is a number, too large for float64 ("is not a number" said otherwise)
+            why = ("is not a number" if not np.isinf(ts[row])
+                   else "is infinite" if text.strip().lstrip("+-").lower() in ("inf", "infinity")
+                   else "overflows float64 (its magnitude is beyond 1.8e308)")
             raise ValueError(f"rating file {str(path)!r} {where(row)}, column {timestamp_col!r}: timestamp "
-                             f"{df[timestamp_col].iloc[row]!r} is not a number; expected numeric timestamps "
+                             f"{text!r} {why}; expected finite numeric timestamps "
                              "(or timestamp_col=None to keep the last rating of a pair in file order)")
         order = np.lexsort((order, ts))  # by timestamp, ties in file order
     users = _maybe_numeric(df[user_col])[order]

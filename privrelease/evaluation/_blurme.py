@@ -24,10 +24,10 @@ from ..utils import check_random_source, restore_sparse_format
 from ..utils._constraints import RANDOM_STATE_CONSTRAINT, NumberInterval
 from ..utils._fit import atomic_fit
 from ..utils._threads import single_threaded_blas
-from ..utils._validation import (UNDISCLOSED_SHORT, canonical_sparse, check_rating_container, check_same_index,
-                                 check_table, fit_transform_said_once, is_sparse_frame, nullable_numpy_dtype,
-                                 plain_labels, ratings_in_dtype, refuse_nan_ratings, sparse_frame_like,
-                                 undisclosed_mask, undisclosed_note, zero_fill_sparse_frame)
+from ..utils._validation import (UNDISCLOSED_SHORT, canonical_sparse, check_numeric_text, check_rating_container,
+                                 check_same_index, check_table, fit_transform_said_once, is_sparse_frame,
+                                 nullable_numpy_dtype, plain_labels, ratings_in_dtype, refuse_nan_ratings,
+                                 sparse_frame_like, undisclosed_mask, undisclosed_note, zero_fill_sparse_frame)
 from ._targets import check_attribute, joint_attribute
 
 __all__ = ["BlurMe", "BlurMore"]
@@ -150,6 +150,7 @@ class BlurMe(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         X, y = computed(X), computed(y)  # a dask array of sparse blocks: "setting an array element with a sequence"
         check_rating_container(X)
         check_table(X)
+        X = check_numeric_text(X)  # numbers written as text: an array of them as a DataFrame of them
         refuse_nan_ratings(X)
         check_same_index(X, y)
         X = zero_fill_sparse_frame(X)  # NaN-filled sparse columns: pandas' "fill value must be 0" in scikit-learn
@@ -245,6 +246,7 @@ class BlurMe(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         fmt = ("dense_frame", X) if fmt is None and hasattr(X, "iloc") and getattr(X, "ndim", 0) == 2 else fmt
         check_rating_container(X)
         check_table(X)
+        X = check_numeric_text(X)
         refuse_nan_ratings(X)
         X = zero_fill_sparse_frame(X)
         # dtype="numeric" keeps the caller's dtype (integer ratings came back as float64 means); scikit-learn

@@ -491,9 +491,16 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         self._set_figures()
         self._record_guarantee()
 
+    #: constructor parameters read when releasing only (the seed of the draws): ``set_params`` may change them
+    #: after fit, and a file may state another value than the fit's (``random_state=None`` before saving)
+    _release_params = ("random_state",)
+
     def _record_guarantee(self):
-        """``guarantee_params_``: the current values of the parameters the fitted guarantee holds under."""
+        """``guarantee_params_``: the current values of the parameters the fitted guarantee holds under;
+        ``fit_params_``: those of every constructor parameter the fitted state was computed with."""
         self.guarantee_params_ = {name: getattr(self, name) for name in self._guarantee_names()}
+        self.fit_params_ = {name: value for name, value in self.get_params(deep=False).items()
+                            if name not in self._release_params}
 
     def _guarantee_names(self):
         """The constructor parameters the fitted guarantee was established under (``guarantee_params_``).
@@ -513,24 +520,30 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         The mapping, ``leakage_`` and the budget check were computed under the fitted values: releasing
         under other ones would present a guarantee the mapping was never solved for (a cap lowered to 0.05
         after a fit at 0.2 would go on releasing at 0.2 bits, ``leakage_`` stated in the fitted measure).
+        """
+        self._check_params_unchanged("guarantee_params_", "its mapping and leakage_ hold for the fitted value only")
+
+    def _check_params_unchanged(self, record, why):
+        """Refuse when ``set_params`` changed a parameter of the fit record ``record`` (``guarantee_params_`` or
+        ``fit_params_``) after fit: ValueError naming it, both values and ``why`` the fitted value matters.
 
         A mapper unpickled from a version that kept no record is checked as ``load`` checks a file (its figures
         against its current parameters, :meth:`_check_fitted_state`) and those parameters are recorded.
         """
-        if not hasattr(self, "guarantee_params_"):
+        if not hasattr(self, record):
             try:
                 self._check_fitted_state()
             except ValueError as exc:
                 raise ValueError(f"this {type(self).__name__} does not hold the guarantee its parameters state "
                                  f"({exc}); call fit again") from None
             self._record_guarantee()
-        for name, fitted in self.guarantee_params_.items():
+        for name, fitted in getattr(self, record).items():
             current = getattr(self, name)
             if not _same_param(current, fitted):
                 raise ValueError(
                     f"{name}={plain_value(current)!r} is not the value this {type(self).__name__} was fitted with "
-                    f"({name}={plain_value(fitted)!r}): its mapping and leakage_ hold for the fitted value only; "
-                    "call fit again after set_params"
+                    f"({name}={plain_value(fitted)!r}): {why}; call fit again after set_params (or set "
+                    f"{name} back)"
                 )
 
     def _marginal_prior(self, common, blocks):
@@ -693,7 +706,11 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
     def _persist_state(self):
         check_is_fitted(self)
-        self._check_guarantee_unchanged()  # the file's parameters must be those its mapping was fitted with
+        self._check_guarantee_unchanged()
+        # the file's parameters must be those its state was fitted with, every one of them (prior, smoothing,
+        # n_clusters ... changed after fit were written beside a state computed with the old values)
+        self._check_params_unchanged("fit_params_", "the file would state it beside a state fitted with the other "
+                                                    "value")
         try:
             self._check_fitted_state()  # never write a file that load would refuse
         except ValueError as exc:
@@ -1109,13 +1126,17 @@ def _matrix(a, name, allow_posinf=False):
 
 
 def _same_param(a, b):
-    """Whether two values of a guarantee parameter are the same: both None, equal texts or equal numbers (1 and 1.0)."""
+    """Whether two values of a parameter are the same: both None, equal texts or equal numbers (1 and 1.0)."""
+    if a is b:
+        return True
     if a is None or b is None:
-        return a is None and b is None
+        return False
     if isinstance(a, str) or isinstance(b, str):
         return isinstance(a, str) and isinstance(b, str) and str(a) == str(b)
     if isinstance(a, bool) != isinstance(b, bool):
         return False
+    if isinstance(a, Integral) and isinstance(b, Integral):
+        return int(a) == int(b)  # exactly: an integer beyond float64 (10**400) was unequal to itself
     try:
         return float(a) == float(b)
     except (TypeError, ValueError, OverflowError):

@@ -198,6 +198,10 @@ class ErasureMapper(_BaseMapper):
         ``delta``, ``max_leakage`` (and ``protect`` for a 2-D ``y``) as fit read
         them. ``transform`` and ``save`` refuse a mapper whose parameters now
         differ from them (``set_params`` after fit): call fit again.
+    fit_params_ : dict
+        Every constructor parameter as fit read it, ``random_state`` excepted
+        (read when releasing). ``save`` refuses a mapper whose parameters now
+        differ from them: a file states the parameters its state was fitted with.
     solver_result_ : object
         The engine's result (``status``, ``certificate``).
     leakage_per_attribute_ : ndarray of shape (n_attributes,)

@@ -17,7 +17,7 @@ from ..utils import check_random_source
 from ..utils._constraints import NumberInterval
 from ..utils._threads import single_thread
 from ..utils._validation import (as_float_if_object, canonical_sparse, check_allocation, check_label_kinds,
-                                 check_no_time_values, check_not_subnormal, check_numeric_frame, check_rating_container,
+                                 check_no_time_values, check_not_subnormal, check_numeric_text, check_rating_container,
                                  check_table, is_sparse_frame, nullable_numpy_dtype, plain_value, ratings_in_dtype,
                                  refuse_nan_ratings, round_ratings, sparse_frame_like, zero_fill_sparse_frame)
 from . import _dask
@@ -786,6 +786,10 @@ class QuantizedPrivacyMapper(_BaseMapper):
         ``delta``, ``max_leakage`` (and ``protect`` for a 2-D ``y``) as fit read
         them. ``transform`` and ``save`` refuse a mapper whose parameters now
         differ from them (``set_params`` after fit): call fit again.
+    fit_params_ : dict
+        Every constructor parameter as fit read it, ``random_state`` excepted
+        (read when releasing). ``save`` refuses a mapper whose parameters now
+        differ from them: a file states the parameters its state was fitted with.
     solver_result_ : MappingResult
         The engine's result (``status``, ``certificate``, ``solver``). At perfect
         privacy (the default) it is the least-leakage solve with no budget:
@@ -970,7 +974,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
         check_rating_container(X)
         check_table(X)
         check_no_time_values(X)
-        check_numeric_frame(X)
+        X = check_numeric_text(X)
         refuse_nan_ratings(X)
         if reset:
             record_column_labels(self, _frame_columns(X))

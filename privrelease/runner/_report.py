@@ -503,6 +503,35 @@ def _refuse_empty(output_dir):
             "a folder (use -o . to write into the current folder on purpose)")
 
 
+def _without_dot_dot(path):
+    """``path`` with its ``.`` and ``name/..`` parts removed, before anything is created.
+
+    ``mkdir -p`` of ``out/a/../../b`` created ``out/a`` (and every other named folder) on the way, outside the
+    folder the path names. Removing ``name/..`` by the text alone is what the file system does when ``name`` is a
+    real folder or does not exist yet (it would be created as one); through a symbolic link ``..`` is the
+    parent of the link's target, so a link followed by ``..`` is refused, like a link as the output folder.
+    """
+    parts = []
+    for part in path.parts:
+        if part != "..":
+            parts.append(part)
+        elif not parts or parts[-1] == "..":
+            parts.append(part)  # above the current folder, which exists
+        elif parts == [path.anchor]:
+            continue  # '/..' is '/'
+        else:
+            prefix = Path(*parts)
+            if prefix.is_symlink():
+                raise OutputFolderError(
+                    f"output folder {str(path)!r} goes up ('..') out of the symbolic link {str(prefix)!r} (to "
+                    f"{os.readlink(prefix)!r}): expected a path without '..' after a link")
+            if os.path.lexists(prefix) and not prefix.is_dir():
+                raise OutputFolderError(f"cannot create output folder {str(path)!r}: a part of that path is a "
+                                        f"file, not a folder ({str(prefix)!r})")
+            parts.pop()
+    return Path(*parts) if parts else Path(".")
+
+
 def _make_folders(path):
     """``mkdir -p`` that checks each folder it creates is a real folder (not swapped for a link)."""
     missing = []
@@ -558,7 +587,7 @@ def prepare_output_folder(output_dir, *, overwrite=False):
     output_dir = os.path.expanduser(os.fspath(output_dir)) if isinstance(output_dir, (str, os.PathLike)) \
         else output_dir
     try:
-        return _prepare(Path(output_dir), overwrite)
+        return _prepare(_without_dot_dot(Path(output_dir)), overwrite)
     except OutputFolderError:
         raise
     except OSError as exc:  # a name too long for the file system, an unreadable parent ...

@@ -118,10 +118,12 @@ class Bool(Spec):
 
 
 def _num(x):
-    """A bound as a person writes it: 10000000, 0.5."""
+    """A bound as a person writes it: 10000000, 0.5; a bound that 6 digits do not hold exactly in all its digits
+    (a value written as shown must pass a bound shown as ">=": "k_min >= 3.96994e-06" refused 3.96994e-06)."""
     if isinstance(x, int) or (isinstance(x, float) and x.is_integer() and abs(x) < 1e16):
         return str(int(x))
-    return f"{x:g}"
+    text = f"{x:g}"
+    return text if float(text) == x else repr(float(x))
 
 
 class _Range(Spec):
@@ -385,12 +387,15 @@ class EstimatorOptions(Spec):
     the sentence telling what to use instead. Each value is checked by the
     estimator's own parameter validation (scikit-learn's ``_validate_params``
     against its ``_parameter_constraints``), so the constraints live in one place.
+    ``limits`` maps an accepted key to a :class:`Spec` checked first: a bound the
+    experiment's run would enforce only once it has started (stated by ``list``).
     """
 
-    def __init__(self, make, accepted, reserved=None, *, label=None):
+    def __init__(self, make, accepted, reserved=None, *, label=None, limits=None):
         self.make, self.accepted = make, tuple(sorted(accepted))
         self.reserved = dict(reserved or {})
         self.label = label or getattr(make, "__name__", "estimator")
+        self.limits = dict(limits or {})
 
     def derive(self, *, accept=(), reserve=None):
         """The same options for another experiment: ``accept`` keys move to the accepted ones (no longer
@@ -403,11 +408,16 @@ class EstimatorOptions(Spec):
         accepted = (set(self.accepted) | set(accept)) - set(reserve)
         reserved = {k: v for k, v in self.reserved.items() if k not in accept}
         reserved.update(reserve)
-        return type(self)(self.make, accepted, reserved, label=self.label)
+        limits = {k: v for k, v in self.limits.items() if k in accepted}
+        return type(self)(self.make, accepted, reserved, label=self.label, limits=limits)
 
     @property
     def expected(self):
-        return f"a table of {self.label} options among " + ", ".join(self.accepted)
+        text = f"a table of {self.label} options among " + ", ".join(self.accepted)
+        for k, spec in sorted(self.limits.items()):
+            text += f"; {k}: {spec.expected}" + (f" (capped because {spec.why})" if getattr(spec, "why", None)
+                                                  else "")
+        return text
 
     def check(self, name, value):
         from sklearn.utils._param_validation import InvalidParameterError
@@ -424,10 +434,12 @@ class EstimatorOptions(Spec):
                                     + ", ".join(self.accepted))
             v = Scalar().check(f"{name}.{k}", v)
             try:
-                self.make(**{k: v})._validate_params()
+                self.make(**{k: v})._validate_params()  # the estimator's own constraint first (type, sign ...)
             except InvalidParameterError as exc:
                 text = str(exc).replace(f"The {k!r} parameter of {self.label} must be ", "expected ")
                 raise PipelineError(f"parameter {name}.{k} = {_show(v)}: {text}") from None
+            if k in self.limits:
+                self.limits[k].check(f"{name}.{k}", v)
             out[k] = v
         return out
 

@@ -952,13 +952,20 @@ ZERO_NOT_RATED = ("0 is reserved for 'not rated' in a rating matrix; a scale whe
                   "privrelease.recommender.RatingsFrame)")
 
 
+#: the largest rating magnitude (and rating scale bound) accepted where ratings are read from text or a scale is
+#: given: the recommender and the mapper square and sum differences of ratings over millions of ratings, which stay
+#: finite below it
+MAX_RATING = 1e100
+
+
 def check_rating_scale(value, name="rating_scale"):
     """``(low, high)`` as two floats with finite ``low < high`` not holding 0, checked before any work is done.
 
     A pair of anything else is a ``ValueError`` (a reversed or infinite scale, not a pair at all, a scale
     such as ``(0, 10)`` or ``(-5, 5)`` that holds 0, which means "not rated" in a rating matrix: a
-    rating of 0 could not be stored, and a prediction clipped to 0 would read as "not rated"), a pair of
-    non-numbers (strings, booleans) a ``TypeError``; both quote ``value``.
+    rating of 0 could not be stored, and a prediction clipped to 0 would read as "not rated"; a bound beyond
+    :data:`MAX_RATING` in magnitude, where ``(1, 1e300)`` gave predictions of 3.7e297 on 1-5 data and a NaN
+    RMSE), a pair of non-numbers (strings, booleans) a ``TypeError``; both quote ``value``.
 
     Parameters
     ----------
@@ -983,6 +990,11 @@ def check_rating_scale(value, name="rating_scale"):
         raise ValueError(f"{name} must be (low, high) with finite low < high, got {plain_value(tuple(value))!r}")
     if low <= 0 <= high:
         raise ValueError(f"{name} = {plain_value(value)!r} holds 0: {ZERO_NOT_RATED}")
+    if max(abs(low), abs(high)) > MAX_RATING:
+        raise ValueError(f"{name} = {plain_value(tuple(value))!r}: expected bounds of at most {MAX_RATING:g} in "
+                         "magnitude, as for the ratings themselves (the recommender and the mapper square and sum "
+                         "differences of ratings, which overflow float64 beyond that); divide the scale and the "
+                         "ratings by a constant")
     return float(low), float(high)
 
 
@@ -1006,24 +1018,51 @@ def check_no_time_values(X, name="X"):
                         "ratings (convert them to numbers first if they are meant as ratings)")
 
 
-def check_numeric_frame(X, name="X"):
-    """Refuse a pandas DataFrame of ratings with a text column that is not numbers (TypeError naming the column,
-    the row and the value). scikit-learn's conversion said "could not convert string to float: 'x'", naming neither
-    the column nor what was expected. Text that reads as numbers (``"4.5"``) stays accepted."""
+def check_numeric_text(X, name="X"):
+    """Ratings written as text, one rule for a DataFrame and an array: text that reads as numbers (``"4.5"``) is
+    accepted, any other text refused (TypeError naming the column, the row and the value).
+
+    scikit-learn's conversion said "could not convert string to float: 'x'", naming neither the column nor what
+    was expected, and refused a numpy array of text outright ("dtype='numeric' is not compatible with arrays of
+    bytes/strings") while the same text in a DataFrame was parsed. Returns ``X``; an array (or a list) of text
+    that reads as numbers is returned as an object array, which is then converted as a DataFrame's text columns are.
+    """
     import pandas as pd
 
-    if not isinstance(X, pd.DataFrame):
-        return
-    for col, dtype in zip(X.columns, X.dtypes):
-        if not (pd.api.types.is_object_dtype(dtype) or pd.api.types.is_string_dtype(dtype)):
-            continue
-        values = X[col]
-        bad = values.notna().to_numpy() & pd.to_numeric(values, errors="coerce").isna().to_numpy()
-        if bad.any():
-            at = int(np.flatnonzero(bad)[0])
-            raise TypeError(f"{name} column {plain_value(col)!r} holds {plain_value(values.iloc[at])!r} (row {at}), "
-                            f"not a rating: expected numbers ({int(bad.sum())} value(s) of that column are not; "
-                            "0 means 'not rated')")
+    if isinstance(X, pd.DataFrame):
+        for col, dtype in zip(X.columns, X.dtypes):
+            if not (pd.api.types.is_object_dtype(dtype) or pd.api.types.is_string_dtype(dtype)):
+                continue
+            values = X[col]
+            bad = values.notna().to_numpy() & pd.to_numeric(values, errors="coerce").isna().to_numpy()
+            if bad.any():
+                at = int(np.flatnonzero(bad)[0])
+                _refuse_text(name, col, at, values.iloc[at], int(bad.sum()))
+        return X
+    if isinstance(X, (list, tuple)):
+        data = np.asarray(X) if all(isinstance(row, (list, tuple, np.ndarray)) for row in X) else None
+    else:
+        data = X if isinstance(X, np.ndarray) else None
+    if data is None or data.dtype.kind not in "USO" or data.ndim != 2 or data.size == 0:
+        return X
+    flat = pd.Series(data.ravel(), dtype=object)
+    if data.dtype.kind == "S":  # bytes: pandas reads text
+        flat = flat.map(lambda v: v.decode("utf-8", "replace") if isinstance(v, bytes) else v)
+    # the text of an object array only: its other objects (a dict, a date) go on to scikit-learn's own refusal
+    text = np.ones(flat.size, dtype=bool) if data.dtype.kind != "O" else flat.map(
+        lambda v: isinstance(v, (str, bytes))).to_numpy(dtype=bool)
+    bad = np.zeros(flat.size, dtype=bool)
+    bad[text] = pd.to_numeric(flat[text], errors="coerce").isna().to_numpy()
+    if bad.any():
+        k = int(np.flatnonzero(bad)[0])
+        row, col = divmod(k, data.shape[1])
+        _refuse_text(name, col, row, flat.iloc[k], int(bad.reshape(data.shape)[:, col].sum()))
+    return X if data.dtype.kind == "O" else flat.to_numpy(dtype=object).reshape(data.shape)
+
+
+def _refuse_text(name, col, row, value, count):
+    raise TypeError(f"{name} column {plain_value(col)!r} holds {plain_value(value)!r} (row {row}), not a rating: "
+                    f"expected numbers ({count} value(s) of that column are not; 0 means 'not rated')")
 
 
 def check_rating_matrix(X, *, name="X", rating_range=None, dtype=(np.float64, np.float32)):
@@ -1057,7 +1096,7 @@ def check_rating_matrix(X, *, name="X", rating_range=None, dtype=(np.float64, np
     check_rating_container(X, name)
     check_table(X, name)
     check_no_time_values(X, name)
-    check_numeric_frame(X, name)
+    X = check_numeric_text(X, name)
     if not is_sparse_frame(X):  # a NaN-filled sparse column is read with 0 for its unstored cells
         refuse_nan_ratings(X, name)  # a pivot table's unrated cells were "non-finite ratings"
     if is_sparse_frame(X):  # np.asarray below densified the whole user x item table

@@ -21,7 +21,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from ...contracts._design import _SMALLEST_ACCURACY, SMALLEST_EXPONENTIAL_ACCURACY, largest_valuation
+from ...contracts._design import SMALLEST_EXPONENTIAL_ACCURACY, SMALLEST_VALUATION, largest_valuation
 from .._schema import Bool, Float, Int, PipelineError, Seed, Seq, quick_values
 
 __all__ = ["run"]
@@ -29,13 +29,15 @@ __all__ = ["run"]
 PARAMETERS = {
     "random_state": Seed(),
     "quick": Bool(),
-    "valuations": Seq(Float(0, low_open=True), max_len=1000,
+    # valuations are normal float64 numbers, as design_contract and design_menu require (5e-324 failed mid-run)
+    "valuations": Seq(Float(SMALLEST_VALUATION), max_len=1000,
                       why="one contract per seller is designed at every accuracy target"),
-    "v_low": Float(0, low_open=True),
-    "v_high": Float(0, low_open=True),
+    "v_low": Float(SMALLEST_VALUATION),
+    "v_high": Float(SMALLEST_VALUATION),
     "prob_high": Float(0, 1, low_open=True, high_open=True),
-    # the contracts' own floor: the Laplace scale sqrt(K / 2) needs K / 2 normal (1e-320 used to fail mid-run)
-    "k_min": Float(_SMALLEST_ACCURACY),
+    # the full-information contracts use the cost v (exp(eps) - 1), and exp(sqrt(2 / K)) overflows float64 below
+    # this K (the grid starts at k_min): the floor the run enforces, stated by `list` (4.45e-308 was stated)
+    "k_min": Float(SMALLEST_EXPONENTIAL_ACCURACY),
     "k_max": Float(0, low_open=True),
     "n_points": Int(2, 10_000, why="every target designs one contract and two menus; a finer grid does not "
                                    "change the curves and only slows the run"),
@@ -55,11 +57,8 @@ def check_together(params):
     k_min, k_max = params.get("k_min", 0.02), params.get("k_max", 1.2)
     # full information, cost v (exp(eps) - 1), at every K of the grid and at the Monte Carlo check's 0.3:
     # the payments decrease with K, so the smallest K is the binding one
+    # (k_min's schema floor, SMALLEST_EXPONENTIAL_ACCURACY, keeps exp(sqrt(2 / K)) finite at every K of the grid)
     k_full = min(k_min, _K_MONTE_CARLO)
-    if k_full < SMALLEST_EXPONENTIAL_ACCURACY:
-        raise PipelineError(f"parameter k_min = {k_min!r}: expected k_min >= {SMALLEST_EXPONENTIAL_ACCURACY:.6g}; the "
-                            "full-information contracts use the cost v (exp(eps) - 1), and exp(sqrt(2/K)) "
-                            "overflows float64 below it")
     valuations = params.get("valuations", (5.0, 10.0))
     largest = largest_valuation(k_full, "exponential")
     if math.fsum(valuations) > largest:

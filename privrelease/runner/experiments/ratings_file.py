@@ -45,8 +45,8 @@ from .._report import MAX_CELL_CHARS, escape_text, inline_code
 from .._schema import (Bool, Choice, Either, File, Float, Int, PipelineError, Seed, Seq, Table, Text,
                        quick_values)
 from ...datasets._movielens import integer_spellings, repeats_sentence
-from ...utils import check_rating_scale
-from ...utils._validation import _MARKER_WORDS, UNDISCLOSED_TEXTS, check_ids, plain_value, undisclosed_mask
+from ...utils._validation import (_MARKER_WORDS, MAX_RATING, UNDISCLOSED_TEXTS, check_ids, check_rating_scale,
+                                  plain_value, undisclosed_mask)
 from .movielens_gender import analyse_ratings
 from .synthetic_ratings import _LEVELS_CAP, MAPPER, N_CLUSTERS_RULES, PROTOCOL_PARAMETERS, RECOMMENDER
 
@@ -75,7 +75,7 @@ PARAMETERS = {
     "cuts": Table(free=Seq(Float(), max_len=9, increasing=True,
                            why="a column is cut into at most 10 bands, each cut above the previous one"),
                   free_key=Text(200)),
-    "rating_range": Seq(Float(), min_len=2, max_len=2, increasing=True),
+    "rating_range": Seq(Float(-MAX_RATING, MAX_RATING), min_len=2, max_len=2, increasing=True),
     "max_leakages": Seq(Float(0), max_len=30, increasing=True, why=_LEVELS_CAP),
     "blurme_fractions": Seq(Float(0, 1), max_len=30, increasing=True, why=_LEVELS_CAP),
     "n_clusters": Either(Choice(N_CLUSTERS_RULES), Int(1, 1_000_000)),
@@ -89,8 +89,6 @@ PARAMETERS = {
 #: BX-Users.csv writes a missing age NULL, the UCI files "?"): the library's own list, so a file and an array of
 #: labels agree
 MISSING = UNDISCLOSED_TEXTS
-#: the largest rating magnitude read (squares of rating differences summed over millions of ratings stay finite)
-MAX_RATING = 1e100
 #: at most this many classes per attribute column: more is an id or a number to cut (``cuts``)
 MAX_CLASSES = 30
 

@@ -76,6 +76,8 @@ def _quantized_mapper(**kwargs):
     return QuantizedPrivacyMapper(**kwargs)
 
 
+#: the largest ``mapper.smoothing`` of a pipeline (pseudo-users per cluster)
+MAX_SMOOTHING = 1e9
 #: options of every QuantizedPrivacyMapper an experiment builds, as a pipeline table:
 #: ``[params.mapper]`` / ``class_bins = "heldout"``; each value checked by the mapper's own validation
 MAPPER = EstimatorOptions(
@@ -93,7 +95,12 @@ MAPPER = EstimatorOptions(
         "solver": "the experiment uses the mapper's default solver (\"auto\")",
         "leakage": "the leakage caps and the reported leakage_bits are mutual information",
         "dask_sample_size": "the experiment fits in memory (no dask collection)",
-    })
+    },
+    # smoothing=1e308 was refused by the mapper ("drowns the opted-in users' counts") after the run had started
+    limits={"smoothing": Float(0, MAX_SMOOTHING, why="smoothing counts pseudo-users added to every cluster: "
+                               f"{int(MAX_SMOOTHING):,} of them outnumber five times over the users of any data set a "
+                               "pipeline reads (a ratings file of at most 1 GiB holds fewer than 2e8), so the prior "
+                               "would be the pseudo-users', independent of the attribute")})
 #: the experiment parameter n_clusters: a count, "auto" or "heldout" (the mapper's rules)
 N_CLUSTERS_RULES = ("auto", "heldout")
 

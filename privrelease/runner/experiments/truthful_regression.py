@@ -23,6 +23,9 @@ from .._schema import Bool, Float, Int, PipelineError, Seed, Seq, quick_values
 
 __all__ = ["run"]
 
+#: the largest noise_std: the standard deviation of the response noise, against responses clipped to [-1, 1]
+MAX_NOISE_STD = 100.0
+
 PARAMETERS = {
     "random_state": Seed(),
     "quick": Bool(),
@@ -31,7 +34,11 @@ PARAMETERS = {
                                             "memory"), max_len=20),
     "privacy_exponent": Float(0.5, 1, low_open=True, high_open=True),
     "repetitions": Int(1, 1_000),
-    "noise_std": Float(0),
+    # 1e308 overflowed in noise_std * N(0, 1) and clipped every response (exit 0): a response escapes the clip to
+    # [-1, 1] when the noise falls in an interval of width 2, a chance of about 2 / (noise_std sqrt(2 pi))
+    "noise_std": Float(0, MAX_NOISE_STD, why="responses are clipped to [-1, 1]: about 0.8 / noise_std of them "
+                                            f"escape the clip (1 in 125 at {MAX_NOISE_STD:g}), and beyond it the "
+                                            "schedule section measures the clipping, not the estimator"),
     "truthfulness_players": Int(10, 1_000_000, why="each truthfulness run draws that many players in memory"),
     "truthfulness_reps": Int(1, 10_000),
 }
