@@ -995,7 +995,6 @@ def _conditional_bound(prob, H, E, s, r, c, w):
     return low - float(worst.sum()) * (1.0 + 1e-9) - prob.k * u * float(np.abs(mins).sum())
 
 
-
 def perfect_privacy_unreachable(prob):
     """Whether no allowed mapping is exactly perfectly private, proven by a Farkas certificate of the perfect-privacy
     LP in conditional form (False when none is found, or for a sparse problem).

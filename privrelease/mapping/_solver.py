@@ -671,6 +671,7 @@ def _solve_mi_target(prob, target_bits, solver, tol):
     at most the tolerance relative to the answer itself (see ``answer_tol`` below).
     """
     L = target_bits * LN2 * (1 - TARGET_HAIR)  # a hair inside, so that rounding never exceeds the target
+    target_nats = target_bits * LN2
     # blocks of allowed entries: every mapping leaks at least I(A; B) (BlockFloor, below). Its rounding, and the
     # target's, are relative to the terms they sum (not to the floor: they cancel)
     floor = BlockFloor(prob)
@@ -712,11 +713,14 @@ def _solve_mi_target(prob, target_bits, solver, tol):
 
     def lower():
         # every line with a positive slope bounds the answer, whichever side of the target
-        # its solve fell on: below its root the line, hence I*, exceeds L
+        # its solve fell on: below its root the line, hence I*, exceeds the target. The root is taken at the target
+        # itself, not at L (the search's aim, a hair inside): a mapping leaking between L and the target meets the
+        # target too, and the root at L bounded only the mappings leaking at most L (near a block floor, where the
+        # hair is half the excess, the "lower bound" stood 2e-8 above a mapping that meets the target)
         lb = max(prob.delta_min, lb_pp)
         for dk, lbk, lk in lines:
             if lk > 0:
-                lb = max(lb, dk + (lbk - L) / lk)
+                lb = max(lb, dk + (lbk - target_nats) / lk)
         return lb
 
     def bound_at(d):
