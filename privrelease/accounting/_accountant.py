@@ -861,8 +861,13 @@ class PrivacyAccountant:
 
     def _book(self, population):
         try:
-            # the key spend() keeps: np.int64(1) is population 1 (a float, refused there, names no ledger)
+            # the key spend() keeps: np.int64(1) is population 1 (a float, refused there, names no ledger but one
+            # recorded under that very name before floats were refused: an accountant pickled then stays readable,
+            # while 1.0 never reads population 1)
             if _inexact_number(population) is not None:
+                for key, book in self._populations.items():
+                    if type(key) is type(population) and repr(key) == repr(population):
+                        return book
                 raise KeyError(population)
             return self._populations[_plain_integers(population)]
         except KeyError:

@@ -57,10 +57,18 @@ def _check_features(X):
     check_table(X)
 
 
-#: the parameters a fitted DCLEFEstimator's queries read at predict time, recorded at fit (``guarantee_params_``);
-#: ``data_range`` and ``epsilon_cap`` are read at fit only (``data_range_``, ``epsilon_cap_``: a refit refused for
-#: them keeps the fitted ones, and predict goes on under those)
-_GUARANTEE_PARAMS = ("budget", "predictor", "n_neighbors", "bandwidth", "alpha", "cap_policy")
+#: the parameters a fitted DCLEFEstimator's queries read at predict time, recorded at fit (``guarantee_params_``):
+#: those of every predictor, and the weights' own parameter of the fitted predictor (a kNN predictor reads
+#: ``n_neighbors``, never ``bandwidth`` or ``alpha``); ``data_range`` and ``epsilon_cap`` are read at fit only
+#: (``data_range_``, ``epsilon_cap_``: a refit refused for them keeps the fitted ones, and predict goes on under those)
+_GUARANTEE_PARAMS = ("budget", "predictor", "cap_policy")
+_WEIGHT_PARAM = {"knn": "n_neighbors", "nadaraya_watson": "bandwidth", "ridge": "alpha"}
+
+
+def _guarantee_params(est):
+    """The values of the parameters ``est``'s queries read (:data:`_GUARANTEE_PARAMS` and its predictor's own)."""
+    names = _GUARANTEE_PARAMS + ((_WEIGHT_PARAM[est.predictor],) if est.predictor in _WEIGHT_PARAM else ())
+    return {name: getattr(est, name) for name in names}
 
 
 class DCLEFEstimator(AccountedMixin, RegressorMixin, BaseEstimator):
@@ -157,9 +165,10 @@ class DCLEFEstimator(AccountedMixin, RegressorMixin, BaseEstimator):
     noise_source_ : privrelease.utils.RandomSource
         Source of the Laplace noise of the releases.
     guarantee_params_ : dict
-        ``budget``, ``predictor``, ``n_neighbors``, ``bandwidth``, ``alpha`` and
-        ``cap_policy`` as fitted: :meth:`predict` and :meth:`auction_weights` refuse
-        to run when ``set_params`` changed one of them after fit (call fit again).
+        ``budget``, ``predictor``, ``cap_policy`` and the fitted predictor's own
+        parameter (``n_neighbors``, ``bandwidth`` or ``alpha``) as fitted: :meth:`predict`
+        and :meth:`auction_weights` refuse to run when ``set_params`` changed one of them
+        after fit (call fit again).
         ``data_range`` and ``epsilon_cap`` hold as fitted (``data_range_``,
         ``epsilon_cap_``).
 
@@ -296,7 +305,7 @@ class DCLEFEstimator(AccountedMixin, RegressorMixin, BaseEstimator):
         self.unit_costs_ = costs
         self.population_ = f"DCLEFEstimator-{secrets.token_hex(8)}"
         self.noise_source_ = check_random_source(self.random_state)
-        self.guarantee_params_ = {name: getattr(self, name) for name in _GUARANTEE_PARAMS}
+        self.guarantee_params_ = _guarantee_params(self)
         return self
 
     def _check_guarantee_unchanged(self):
@@ -311,7 +320,7 @@ class DCLEFEstimator(AccountedMixin, RegressorMixin, BaseEstimator):
         estimator fitted by a version that kept no record has its current parameters recorded.
         """
         if not hasattr(self, "guarantee_params_"):
-            self.guarantee_params_ = {name: getattr(self, name) for name in _GUARANTEE_PARAMS}
+            self.guarantee_params_ = _guarantee_params(self)
         for name, fitted in self.guarantee_params_.items():
             current = getattr(self, name)
             if not _same_param(current, fitted):

@@ -236,8 +236,9 @@ def privacy_cost(valuation, epsilon, cost="linear"):
     if over.any():
         i = np.unravel_index(int(np.flatnonzero(over)[0]), over.shape)
         vi, ei = float(np.broadcast_to(v, out.shape)[i]), float(np.broadcast_to(eps, out.shape)[i])
-        raise ValueError(f"privacy_cost overflows float64: cost {fn.name}(v, eps) at valuation={vi!r}, "
-                         f"epsilon={ei!r} is beyond {_MAX:.6g}; expected a smaller epsilon or valuation"
+        raise ValueError(f"privacy_cost is infinite: cost {fn.name}(v, eps) at valuation={vi!r}, epsilon={ei!r} "
+                         f"returned inf (beyond float64's largest number {_MAX:.6g}, or infinite by the cost's own "
+                         "definition); expected a finite cost: a smaller epsilon or valuation"
                          + (f" (epsilon <= {_largest_exponent(vi):.6g} for this valuation)"
                             if fn.builtin and fn.name == "exponential" and vi > 0 else ""))
     return out[()]

@@ -56,7 +56,7 @@ from ..mapping._problem import row_offset
 from ..mapping._solver import budget_slack
 from ..utils import check_private_labels
 from ..utils._validation import (_as_label_array, check_label_input, check_number, check_same_index,
-                                 fit_transform_said_once, plain_value, undisclosed_note)
+                                 fit_transform_said_once, plain_value, refuse_masked, undisclosed_note)
 from . import _dask
 from ._columns import _plain_label, keep_column_labels
 
@@ -130,11 +130,8 @@ def check_sample_weight(sample_weight, n_samples):
     """
     if sample_weight is None:
         return np.ones(n_samples)
-    if isinstance(sample_weight, np.ma.MaskedArray) and np.ma.is_masked(sample_weight):
-        n = int(np.ma.count_masked(sample_weight))
-        raise ValueError(f"sample_weight is a masked array with {n} masked entr{'y' if n == 1 else 'ies'}; the mask "
-                         "would be ignored and the hidden values used as weights: fill it first "
-                         "(sample_weight.filled(0) gives the masked rows no weight)")
+    refuse_masked(sample_weight, "sample_weight", "used as weights",
+                  "fill it first (sample_weight.filled(0) gives the masked rows no weight)")
     try:
         raw = np.asarray(sample_weight)
     except (TypeError, ValueError) as exc:

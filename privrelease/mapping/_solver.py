@@ -236,13 +236,14 @@ def check_tol(tol, P, n_out):
     No mapping of ``|A|`` private values to ``n_out`` outputs leaks more than ``log2(min(|A|, n_out))`` bits (of
     mutual information, ``I <= min(H(A), H(C_hat))``, or of maximal leakage), so at that tolerance the certificate
     holds for every mapping and cannot tell any of them from the optimum: ``solve_mapping(..., tol=1e300)`` called a
-    mapping leaking 2.8 times the optimum "optimal". The bound depends on the shapes only (at least 1 bit, as a
-    problem has two rows and two columns at least), never on the prior's masses: a prior whose ``H(A)`` is 4e-10
-    bits keeps the default ``tol=1e-6``, and its answers their certificates.
+    mapping leaking 2.8 times the optimum "optimal". The bound depends on the shapes only (at least 1 bit when there
+    are two outputs or more), never on the prior's masses: a prior whose ``H(A)`` is 4e-10 bits keeps the default
+    ``tol=1e-6``, and its answers their certificates. With a single output every mapping leaks 0 bits and is
+    optimal: any positive ``tol`` is accepted.
     """
     tol = check_number(tol, "tol", low=0.0, low_inclusive=False)
     most = math.log2(min(P.shape[0], n_out))
-    if tol >= most:
+    if most > 0.0 and tol >= most:
         raise ValueError(f"tol={plain_value(tol)!r} bits is at least the most any mapping of {P.shape[0]} private "
                          f"values to {n_out} outputs can leak (log2(min(|A|, n_outputs)) = {most:.6g} bits): the "
                          f"certificate could not tell any mapping from the optimum; expected 0 < tol < {most:.6g} "

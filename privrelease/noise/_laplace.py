@@ -624,9 +624,8 @@ class VectorLaplace:
         d = self.dimension
         # the normal draws, their norms and the result: numpy's MemoryError named neither d nor size (and d = 10**9
         # had the process killed, checked as 8 GB of output against the total memory)
-        check_allocation(n * d + n * -(-_GAMMA_PEAK_BYTES // _VECTOR_PEAK_BYTES),
-                         f"dimension={d}" + ("" if size is None else f", size={n}") + ": the noise vectors",
-                         itemsize=_VECTOR_PEAK_BYTES)
+        check_allocation(n, f"dimension={d}" + ("" if size is None else f", size={n}") + ": the noise vectors",
+                         itemsize=d * _VECTOR_PEAK_BYTES + _GAMMA_PEAK_BYTES, unit="vectors")
         z = self._source.normal((n, d))
         norms = np.linalg.norm(z, axis=1, keepdims=True)
         norms[norms == 0] = 1.0

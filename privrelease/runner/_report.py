@@ -587,7 +587,14 @@ def prepare_output_folder(output_dir, *, overwrite=False):
     output_dir = os.path.expanduser(os.fspath(output_dir)) if isinstance(output_dir, (str, os.PathLike)) \
         else output_dir
     try:
-        return _prepare(_without_dot_dot(Path(output_dir)), overwrite)
+        folder = _without_dot_dot(Path(output_dir))
+        try:
+            return _prepare(folder, overwrite)
+        except OutputFolderError as exc:
+            if str(folder) == str(output_dir):
+                raise
+            # the messages quote the folder without its '.' and 'name/..' parts: name what the user wrote too
+            raise OutputFolderError(f"{exc} (the folder {str(output_dir)!r} names)") from None
     except OutputFolderError:
         raise
     except OSError as exc:  # a name too long for the file system, an unreadable parent ...

@@ -101,16 +101,19 @@ def check_number(value, name, *, low=None, high=None, low_inclusive=True,
     return int(v) if integer else v
 
 
-def refuse_masked(values, name, what="released"):
+def refuse_masked(values, name, what="released", advice=None):
     """Refuse a numpy masked array with masked entries (ValueError naming ``name``), before ``np.asarray`` drops
     the mask: ``Laplace.randomise(np.ma.masked_array([1., 1000.], mask=[0, 1]))`` released the hidden 1000 (plus
     noise) and returned a plain array. A masked array with nothing masked is its data, as :func:`check_table`
-    accepts it. ``what`` says what would happen to the hidden values."""
+    accepts it. ``what`` says what would happen to the hidden values, ``advice`` what to do instead (by default:
+    pass the unmasked values, or fill the masked ones)."""
     if isinstance(values, np.ma.MaskedArray) and np.ma.is_masked(values):
         n = int(np.ma.count_masked(values))
+        if advice is None:
+            advice = (f"pass the values meant ({name}.compressed() keeps the unmasked ones) or fill the masked "
+                      f"entries first ({name}.filled(...))")
         raise ValueError(f"{name} is a masked array with {n} masked entr{'y' if n == 1 else 'ies'}; the mask would be "
-                         f"ignored and the hidden values {what}: pass the values meant ({name}.compressed() keeps "
-                         f"the unmasked ones) or fill the masked entries first ({name}.filled(...))")
+                         f"ignored and the hidden values {what}: {advice}")
     return values
 
 
@@ -205,7 +208,7 @@ def _available_memory():
 _SMALL_ALLOCATION = 64 * 1024
 
 
-def check_allocation(n_values, what, *, itemsize=8):
+def check_allocation(n_values, what, *, itemsize=8, unit="values"):
     """Refuse a computation over ``n_values`` entries whose peak memory cannot fit in the memory available now.
 
     ``itemsize`` is the number of bytes the computation holds per value at its peak: 8 for a float64 result
@@ -217,7 +220,8 @@ def check_allocation(n_values, what, *, itemsize=8):
 
     numpy's ``MemoryError`` ("Unable to allocate 7.28 TiB for an array with shape (1000000000000,)")
     did not name the argument, and a shape beyond numpy's limits was "Maximum allowed dimension
-    exceeded". ``what`` names it (for example ``"dimension=10**12: the noise vector"``).
+    exceeded". ``what`` names it (for example ``"dimension=10**12: the noise vector"``), and ``unit`` what
+    ``n_values`` counts (``"vectors"``: ``itemsize`` is then the bytes a vector holds at the peak).
     """
     need = int(n_values) * itemsize
     total = _physical_memory()
@@ -233,7 +237,7 @@ def check_allocation(n_values, what, *, itemsize=8):
             have = (f"this machine has {_format_bytes(free)} of memory available"
                     + (f" ({_format_bytes(total)} in all)" if total is not None and total != free else ""))
         each = "bytes" if itemsize == 8 else "bytes at the peak of the computation"
-        raise ValueError(f"{what} would need {_format_bytes(need)} ({int(n_values):,} values of {itemsize} {each}); "
+        raise ValueError(f"{what} would need {_format_bytes(need)} ({int(n_values):,} {unit} of {itemsize} {each}); "
                          f"{have}")
 
 
@@ -733,11 +737,7 @@ def check_table(X, name="X"):
         raise ValueError(f"{name} is a structured (record) array with fields {list(fields)!r}, one value per row; "
                          f"expected a table: pass pandas.DataFrame({name}) (a column per field), or "
                          f"numpy.lib.recfunctions.structured_to_unstructured({name}) for numeric fields")
-    if isinstance(X, np.ma.MaskedArray) and np.ma.is_masked(X):
-        n = int(np.ma.count_masked(X))
-        raise ValueError(f"{name} is a masked array with {n} masked entr{'y' if n == 1 else 'ies'}; the mask would "
-                         f"be ignored and the hidden values used: fill it first ({name}.filled(0) for 'not "
-                         "rated' in a rating matrix)")
+    refuse_masked(X, name, "used", f"fill it first ({name}.filled(0) for 'not rated' in a rating matrix)")
     if sp.issparse(X) and X.ndim == 2 and max(X.shape) > _MAX_SPARSE_DIM:
         axis = int(X.shape[1] > _MAX_SPARSE_DIM)
         what, keep = (("rows", f"{name}[{name}.getnnz(axis=1) > 0]") if axis == 0
@@ -1891,11 +1891,8 @@ def check_label_input(y, name="y"):
     * a scipy sparse matrix: ``np.asarray`` wraps it in a 0-d object array ("got shape ()");
     * a list of rows of different lengths (:func:`check_table`).
     """
-    if isinstance(y, np.ma.MaskedArray) and np.ma.is_masked(y):
-        n = int(np.ma.count_masked(y))
-        raise ValueError(f"{name} is a masked array with {n} masked entr{'y' if n == 1 else 'ies'}; the mask would "
-                         f"be ignored and the hidden values used as disclosed labels: mark them not disclosed "
-                         f"first (for example {name}.astype(object).filled(\"\"), or {name}.filled(-1) for numbers)")
+    refuse_masked(y, name, "used as disclosed labels", f"mark them not disclosed first (for example "
+                  f"{name}.astype(object).filled(\"\"), or {name}.filled(-1) for numbers)")
     if sp.issparse(y):
         raise TypeError(f"{name} must be an array of labels (one per user), got a scipy sparse {type(y).__name__} "
                         f"of shape {y.shape}; pass {name}.toarray() (or .ravel() of it for one attribute)")
