@@ -1427,6 +1427,11 @@ TARGET_RESCALE_ROUNDS = 4
 #: delta mode: HiGHS's options for the solves in units of the answer (its smallest tolerances)
 ML_TIGHT_TOLERANCE = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
 
+#: delta mode: an answer leaking less above F (:func:`_ml_references`; 1.4e-9 bits) is not solved again in its units:
+#: its leakage is within the certificate's tolerance (ML_GAP_BITS) already, and in units of 1.6e-12 (rows' coefficients
+#: up to 1e12) HiGHS at its smallest tolerances did not return
+ML_DELTA_RESCALE_FLOOR = 1e-9
+
 #: delta mode: at most this many solves in units of the previous answer's leakage above F (:func:`_ml_references`)
 ML_DELTA_RESCALE_ROUNDS = 4
 
@@ -1812,7 +1817,7 @@ def solve_maximal_leakage_lp(prob, *, delta=None, target_bits=None, bound_bits=N
         # ML_TIGHT_TOLERANCE on every row (a budget 1e-10 of its slack below the perfect-privacy distortion leaks
         # 1e-10 of the range's leakage at most, far below the certificate's tolerance)
         unit2 = max(row_unit * float(res.fun), _ml_excess_in_budget(prob, res.x[:n], delta))
-        if not ML_SLACK_FLOOR < unit2 < TARGET_COST_RESCALE * row_unit:
+        if not ML_DELTA_RESCALE_FLOOR < unit2 < TARGET_COST_RESCALE * row_unit:
             break
         lp2 = _maximal_leakage_lp(prob, delta, None, unit2)
         res2 = _ml_linprog(lp2[0], lp2[1], lp2[2], lp2[3], lp2[4], bounds, method, retry_infeasible=True,
