@@ -9,9 +9,10 @@
 * :func:`solve_maximal_leakage_lp`: minimise the maximal leakage
   ``log2 sum_j max_a p(j | a)`` under a distortion budget (or the distortion
   under a maximal-leakage target). ``sum_j max_a`` is convex piecewise linear:
-  with epigraph variables ``z_j >= p(j | a)`` it is an LP (the target mode in the slack form
-  ``z_j = p(j | ref_j) + u_j``, ``sum_j u_j <= 2^target - F``, ``F = sum_j p(j | ref_j)`` for every mapping:
-  :func:`_ml_references`, :func:`_maximal_leakage_target_lp`).
+  with epigraph variables ``z_j >= p(j | a)`` it is an LP, written in the slack form ``z_j = p(j | ref_j) + u_j``,
+  ``F = sum_j p(j | ref_j)`` for every mapping (:func:`_ml_references`): the delta mode minimises ``sum_j u_j`` (in
+  units of its answer, :func:`_maximal_leakage_lp`), the target mode has ``sum_j u_j <= 2^target - F``
+  (:func:`_maximal_leakage_target_lp`).
 """
 
 import hashlib
