@@ -82,6 +82,15 @@ def privacy_distortion_curve(prior, distortion, deltas, *, leakage="mutual_infor
     # checked before any answer is compared with it (the perfect-privacy answers below were "optimal" at any tol)
     tol = check_tol(tol, P, D.shape[1])
     n_jobs = check_n_jobs(n_jobs)
+    # a masked budget is no budget: solve_mapping refuses np.ma.masked (a TypeError), and np.asarray read a masked
+    # array's hidden value (solved as a real budget) and a list's np.ma.masked as nan
+    n_masked = (int(np.ma.count_masked(deltas)) if isinstance(deltas, np.ma.MaskedArray) else
+                sum(v is np.ma.masked for v in deltas) if isinstance(deltas, (list, tuple)) else 0)
+    if n_masked:
+        entries = "1 masked entry" if n_masked == 1 else f"{n_masked} masked entries"
+        raise TypeError(f"deltas must be real-number budgets, got {entries} in {deltas!r}: a masked budget would be "
+                        "solved at the value it hides; give the budgets to solve only (deltas.compressed() of a masked "
+                        "array)")
     try:
         raw = np.asarray(deltas)
     except (TypeError, ValueError):  # ragged

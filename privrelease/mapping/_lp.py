@@ -9,9 +9,10 @@
 * :func:`solve_maximal_leakage_lp`: minimise the maximal leakage
   ``log2 sum_j max_a p(j | a)`` under a distortion budget (or the distortion
   under a maximal-leakage target). ``sum_j max_a`` is convex piecewise linear:
-  with epigraph variables ``z_j >= p(j | a)`` it is an LP (the target mode in the slack form
-  ``z_j = p(j | ref_j) + u_j``, ``sum_j u_j <= 2^target - F``, ``F = sum_j p(j | ref_j)`` for every mapping:
-  :func:`_ml_references`, :func:`_maximal_leakage_target_lp`).
+  with epigraph variables ``z_j >= p(j | a)`` it is an LP, written in the slack form ``z_j = p(j | ref_j) + u_j``,
+  ``F = sum_j p(j | ref_j)`` for every mapping (:func:`_ml_references`): the delta mode minimises ``sum_j u_j`` (in
+  units of its answer, :func:`_maximal_leakage_lp`), the target mode has ``sum_j u_j <= 2^target - F``
+  (:func:`_maximal_leakage_target_lp`).
 """
 
 import hashlib
@@ -1253,12 +1254,14 @@ def _ml_class_magnitudes(prob):
     return np.abs(p_row) + np.abs(p_ref)[None, :]
 
 
-def _maximal_leakage_lp(prob, delta, target_bits):
+def _maximal_leakage_lp(prob, delta, target_bits, unit=1.0):
     """``(cost, A_ub, b_ub, A_eq, b_eq, budget_unit, ub)`` of the maximal-leakage LP.
 
-    Delta mode: over the variables ``[x (the allowed entries, prob.edges()), z (one epigraph variable per
-    output)]``, rows ``p(j | a) - z_j <= 0`` per class then the budget row; ``budget_unit`` is the slack the budget
-    row (the last of ``A_ub``) is divided by (None without one). Target mode: over ``[x, v]`` in the slack form
+    Delta mode: over ``[x (the allowed entries, prob.edges()), v (one per output)]`` in the slack form ``z_j = p(j |
+    ref_j) + unit v_j`` (:func:`_ml_references`; the objective ``sum_j v_j`` is ``(sum_j max_a p(j | a) - F) /
+    unit``), rows ``(p(j | a) - p(j | ref_j)) / unit - v_j <= 0`` per class but ``a0`` (:func:`_ml_class_differences`)
+    then the budget row; ``budget_unit`` is the slack the budget row (the last of ``A_ub``) is divided by (None
+    without one). Target mode: over ``[x, v]`` in the slack form
     ``z_j = p(j | ref_j) + sigma v_j`` (:func:`_ml_references`), rows ``(p(j | a) - p(j | ref_j)) / sigma - v_j <=
     0`` per class (:func:`_ml_class_differences`) then ``sum_j v_j <= s / sigma``, ``s = 2^target - F``, ``sigma = s``
     (1 below ML_SLACK_FLOOR; ``budget_unit``). ``ub``: the variables' upper bounds (inf where free)."""
@@ -1270,13 +1273,20 @@ def _maximal_leakage_lp(prob, delta, target_bits):
     ub = np.full(n + kh, np.inf)
     if target_bits is not None:
         return _maximal_leakage_target_lp(prob, target_bits, A_eq, b_eq, ub)
-    # p(j | a) - z_j <= 0
+    # (p(j | a) - p(j | ref_j)) / unit - v_j <= 0. Written as p(j | a) - z_j <= 0 (the epigraph form), the part that
+    # matters, sum_j z_j - F (2.2e-8 at a budget 1e-6 of the range below the perfect-privacy distortion), sat at
+    # HiGHS's absolute tolerances: its answer leaked 15 times the optimum and its marginals bounded nothing above F.
+    # In units of that part (solve_maximal_leakage_lp solves again in units of its first answer) they apply to it
+    delta_c, a0 = _ml_class_differences(prob)
     rows_ub = []
     for a in range(na):
-        coef = prob.M[a, r] / prob.pA[a]
-        block = sp.hstack([sp.csr_matrix((coef, (c, np.arange(n))), shape=(kh, n)), -sp.identity(kh)])
+        if a == a0:
+            continue
+        block = sp.hstack([sp.csr_matrix((delta_c[a] / unit, (c, np.arange(n))), shape=(kh, n)), -sp.identity(kh)])
         rows_ub.append(block)
-    b_ub = [np.zeros(na * kh)]
+    if not rows_ub:  # one class: no leakage rows (a row 0 <= 0 keeps the shapes)
+        rows_ub.append(sp.csr_matrix((1, n + kh)))
+    b_ub = [np.zeros(sum(b.shape[0] for b in rows_ub))]
     budget_unit = None
     cost = np.concatenate([np.zeros(n), np.ones(kh)])
     if delta is not None and np.isfinite(delta) and delta < prob.delta_max:
@@ -1338,19 +1348,25 @@ def _maximal_leakage_target_lp(prob, target_bits, A_eq, b_eq, ub):
 def maximal_leakage_lower_bound(prob, lam, mu, delta):
     """Rigorous lower bound on ``sum_j max_a p(j | a)`` over the mappings of distortion ``<= delta``.
 
-    For multipliers ``lam(a, j) >= 0`` with ``sum_a lam(a, j) <= 1`` (rescaled to it) and ``mu >= 0``,
-    ``max_a p(j | a) >= sum_a lam(a, j) p(j | a)`` and ``mu (distortion - delta) <= 0``, so every
-    feasible mapping has ``sum_j max_a p(j | a) >= sum_c min_j [sum_a lam(a, j) p(a, c) / p(a) + mu w(c, j)]
-    - mu delta`` (weak duality, any multipliers: no trust in the LP's dual feasibility is needed). Evaluated in the
-    form of the LP's budget row, ``w`` and ``delta`` less the rows' cheapest costs (the same value), and also at the
-    multiplier that leaves only the rows' cheapest entries in the minima; the larger of the two.
+    In the slack form of the LP (:func:`_maximal_leakage_lp`): every mapping has ``sum_j max_a p(j | a) = F + sum_j
+    u_j``, ``u_j = max_a (p(j | a) - p(j | ref_j)) >= 0`` (:func:`_ml_references`). For multipliers ``lam(a, j) >=
+    0`` of the rows of :func:`_ml_class_differences` with ``sum_a lam(a, j) <= 1`` (rescaled to it; the row of
+    ``a0`` ignored) and ``mu >= 0``, ``u_j >= sum_a lam(a, j) (p(j | a') - p(j | ref_j))`` and ``mu (distortion -
+    delta) <= 0``, so every feasible mapping has ``sum_j u_j >= sum_c min_j [sum_a lam(a, j) (p(c | a') - p(c |
+    ref_j)) + mu w(c, j)] - mu delta`` (weak duality, any multipliers: no trust in the LP's dual feasibility is
+    needed). The bound is that on ``sum_j u_j``, plus ``F``: computed on ``sum_j p(j | a)`` itself, it was the
+    difference of sums near 1 and multipliers whose error (HiGHS's absolute tolerances) exceeded a ``sum_j u_j`` of
+    2.2e-8. Evaluated in the form of the LP's budget row, ``w`` and ``delta`` less the rows' cheapest costs (the same
+    value), and also at the multiplier that leaves only the rows' cheapest entries in the minima; the larger of
+    the two.
 
     Parameters
     ----------
     prob : Problem or SparseProblem
         The (reduced) program.
     lam : ndarray of shape (n_private, n_outputs)
-        Multipliers of the epigraph rows ``p(j | a) <= z_j``.
+        Multipliers of the rows ``p(j | a') - p(j | ref_j) <= u_j`` (:func:`_ml_class_differences`; the row of the
+        reference class ``a0`` ignored).
     mu : float
         Multiplier of the distortion budget (ignored when ``delta`` is not finite).
     delta : float or None
@@ -1362,9 +1378,12 @@ def maximal_leakage_lower_bound(prob, lam, mu, delta):
         The bound (the LP's optimal value when the multipliers are its optimal duals).
     """
     r, c, n = _entries(prob)
-    lam = np.clip(np.nan_to_num(np.asarray(lam, dtype=float), nan=0.0), 0.0, None)
+    delta_c, a0 = _ml_class_differences(prob)
+    floor = 1.0 + _ml_references(prob)[1]
+    lam = np.clip(np.nan_to_num(np.asarray(lam, dtype=float), nan=0.0, posinf=0.0), 0.0, None)
+    lam[a0] = 0.0
     lam = lam / np.maximum(lam.sum(axis=0), 1.0)
-    g = ((prob.M[:, r] / prob.pA[:, None]) * lam[:, c]).sum(axis=0)
+    g = (delta_c * lam[:, c]).sum(axis=0)
     budgeted = delta is not None and np.isfinite(delta) and delta < prob.delta_max
     mu = float(mu) if budgeted and np.isfinite(mu) and mu > 0 else 0.0
     if budgeted:
@@ -1389,15 +1408,15 @@ def maximal_leakage_lower_bound(prob, lam, mu, delta):
                 first[r[at_min[::-1]]] = at_min[::-1]
                 return float(row_min.sum() - m * slack), float(e[first[first >= 0]].sum() - slack)
 
-            best = max(ev(m)[0] for m in {mu, mu_cut})
+            best = max(ev(m)[0] for m in {mu, mu_cut, 0.0})
             # and the best multiplier for these lam (concave, piecewise linear in it): within a slack of 1e-24 of the
             # smallest budget, with entries 16 decades apart, neither the LP's multiplier (none: the LP at the
             # smallest budget has no budget row) nor mu_cut (every entry above its row's cheapest priced out, at
             # mu_cut times the slack) came within 1e-7 bits of the LP's optimum, the best one did (1e-16)
-            return max(best, maximize_multiplier(ev, slack, mu0=mu if mu > 0 else mu_cut)[0])
+            return floor + max(best, maximize_multiplier(ev, slack, mu0=mu if mu > 0 else mu_cut)[0], 0.0)
     row_min = np.full(prob.k, np.inf)
     np.minimum.at(row_min, r, g)
-    return float(row_min.sum())
+    return floor + max(float(row_min.sum()), 0.0)
 
 
 def maximal_leakage_distortion_bound(prob, lam, nu, target_bits, unit=1.0):
@@ -1466,17 +1485,65 @@ TARGET_COST_RESCALE = 1e-3
 #: target mode: at most this many such solves in units of the previous answer
 TARGET_RESCALE_ROUNDS = 4
 
+#: delta mode: HiGHS's options for the solves in units of the answer (its smallest tolerances)
+ML_TIGHT_TOLERANCE = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
+
+#: delta mode: an answer leaking less above F (:func:`_ml_references`; 1.4e-9 bits) is not solved again in its units:
+#: its leakage is within the certificate's tolerance (ML_GAP_BITS) already, and in units of 1.6e-12 (rows' coefficients
+#: up to 1e12) HiGHS at its smallest tolerances did not return
+ML_DELTA_RESCALE_FLOOR = 1e-9
+
+#: delta mode: at most this many solves in units of the previous answer's leakage above F (:func:`_ml_references`)
+ML_DELTA_RESCALE_ROUNDS = 4
+
 #: the exact polish of a maximal-leakage vertex (a dense least-squares solve) is skipped above this many cells
 POLISH_MAX_CELLS = 4_000_000
 
 
-def polish_maximal_leakage(prob, P, delta):
+def _ml_excess(prob, x, total=True):
+    """``u_j = max(0, max_a (p(j | a') - p(j | ref_j)))`` of the mapping ``x`` (on ``prob.edges()``; the rows of
+    :func:`_ml_class_differences`), or their sum: ``sum_j max_a p(j | a) - F`` (:func:`_ml_references`) without the
+    cancellation against ``F``."""
+    _, c, _ = _entries(prob)
+    delta_c, _ = _ml_class_differences(prob)
+    u = np.zeros((delta_c.shape[0], prob.kh))
+    for a in range(delta_c.shape[0]):
+        np.add.at(u[a], c, delta_c[a] * np.asarray(x, dtype=float))
+    u = np.maximum(u.max(axis=0), 0.0)
+    return float(u.sum()) if total else u
+
+
+def _ml_excess_in_budget(prob, x, delta):
+    """An upper bound on :func:`_ml_excess` of ``x`` brought within the budget ``delta`` (internal units) by mixing
+    it with the cheapest mapping (each row on its first cheapest entry), maximal leakage being convex in the
+    mapping; that of ``x`` itself without a finite budget or where ``x`` meets it."""
+    u = _ml_excess(prob, x)
+    if delta is None or not np.isfinite(delta) or delta >= prob.delta_max:
+        return u
+    r, _, n = _entries(prob)
+    e, slack = _budget_excess(prob, delta)
+    used = float(np.dot(e, np.clip(x, 0.0, None)))
+    if used <= slack:
+        return u
+    cheap = np.zeros(n)
+    first = np.full(prob.k, -1)
+    zero = np.flatnonzero(e == 0.0)
+    first[r[zero[::-1]]] = zero[::-1]
+    cheap[first[first >= 0]] = 1.0
+    t = (used - slack) / used
+    return (1.0 - t) * u + t * _ml_excess(prob, cheap)
+
+
+def polish_maximal_leakage(prob, P, delta, unit=1.0):
     """The LP vertex near ``P`` (delta mode) solved exactly from its active constraints, or None.
 
     HiGHS's answer meets the constraints to its feasibility tolerance (1e-7): a mapping whose maximal
-    leakage is 0 came back at 1e-10 bits. The entries of ``P`` above 1e-12 and the constraints it meets
-    within 1e-9 define the vertex; solving them (least squares) in double precision gives the vertex to
-    rounding, kept only if it meets every constraint within 1e-13 and no entry is negative.
+    leakage is 0 came back at 1e-10 bits. The entries of ``P`` above POLISH_SUPPORT_FLOOR and the rows of the LP in
+    the slack form, in units of ``unit`` (:func:`_maximal_leakage_lp`), it meets within POLISH_DELTA_ACTIVE_RTOL of
+    their magnitude define the vertex (an absolute 1e-9 on the rows ``p(j | a) <= z_j`` was 0.05 of a leakage above
+    ``F`` of 2.2e-8, and the vertex it found was not the LP's); solving them (least squares) in double precision
+    gives the vertex to rounding, kept only if it meets every constraint within 1e-13 (in those units) and no entry
+    is negative.
 
     Parameters
     ----------
@@ -1486,6 +1553,8 @@ def polish_maximal_leakage(prob, P, delta):
         The LP's (reduced) mapping, or its values on the allowed entries for a sparse program.
     delta : float or None
         The internal distortion budget.
+    unit : float, default=1.0
+        The unit of the LP's leakage rows (``info['lp_unit']`` of :func:`solve_maximal_leakage_lp`).
 
     Returns
     -------
@@ -1493,23 +1562,28 @@ def polish_maximal_leakage(prob, P, delta):
         The polished mapping (same form as ``P``), or None when the active system does not give a feasible one.
     """
     r, c, n = _entries(prob)
-    _, A_ub, b_ub, A_eq, b_eq, _, _ = _maximal_leakage_lp(prob, delta, None)
+    _, A_ub, b_ub, A_eq, b_eq, _, _ = _maximal_leakage_lp(prob, delta, None, unit)
     x = np.asarray(P, dtype=float)[r, c] if not getattr(prob, "sparse", False) else np.asarray(P, dtype=float)
-    z = (prob.joint(prob.from_edges(x)) / prob.pA[:, None]).max(axis=0)
-    v = np.concatenate([x, z])
-    act = b_ub - A_ub @ v <= 1e-9
-    S = v > 1e-12
+    v = np.concatenate([x, _ml_excess(prob, x, total=False) / unit])
+    mag = abs(A_ub) @ np.abs(v) + np.abs(b_ub)
+    act = b_ub - A_ub @ v <= POLISH_DELTA_ACTIVE_RTOL * mag
+    S = v > POLISH_SUPPORT_FLOOR
     A = sp.vstack([A_ub[act], A_eq], format="csc")[:, S]
     if A.shape[0] * A.shape[1] > POLISH_MAX_CELLS or not S.any():
         return None
     b = np.concatenate([b_ub[act], b_eq])
-    vs = np.linalg.lstsq(A.toarray(), b, rcond=None)[0]
+    vs = _refined_lstsq(A.toarray(), b)
     w = np.zeros_like(v)
     w[S] = vs
     if (not np.all(np.isfinite(vs)) or vs.min() < -1e-13 or np.any(A_ub @ w > b_ub + 1e-13)
             or np.abs(A_eq @ w - b_eq).max() > 1e-13):
         return None
     return prob.from_edges(np.clip(w[:n], 0.0, None))
+
+
+#: delta-mode polish: a row whose slack is at most this share of its magnitude (``|A| |v| + |b|``, in the LP's units)
+#: is active
+POLISH_DELTA_ACTIVE_RTOL = 1e-9
 
 
 #: target-mode polish: a variable above this is in the vertex's support; a row whose slack is at most
@@ -1740,16 +1814,16 @@ ML_LP_RETRIES = (
 )
 
 
-def _ml_linprog(cost, A_ub, b_ub, A_eq, b_eq, bounds, method, retry_infeasible=False):
+def _ml_linprog(cost, A_ub, b_ub, A_eq, b_eq, bounds, method, retry_infeasible=False, options=None):
     """``linprog`` by ``method``, then by the ML_LP_RETRIES while HiGHS returns neither an optimum nor (unless
     ``retry_infeasible``: the delta mode's LP is always feasible) infeasibility; the first result when all fail.
 
     A nearly independent prior (|A| = 10) had its LP's unscaled answer miss the dual tolerances by 3e6 times
     ("model_status is Unknown" by either method, with or without presolve) where the dual simplex at tolerances of
     1e-9 or the interior point without crossover solve it; integer distortions with ties were a "Solve error" of
-    the interior point that the dual simplex solves."""
+    the interior point that the dual simplex solves. ``options``: HiGHS's options for the first solve."""
     first = None
-    for meth, opts in ((method, {}),) + ML_LP_RETRIES:
+    for meth, opts in ((method, dict(options or {})),) + ML_LP_RETRIES:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", OptimizeWarning)  # run_crossover: passed to HiGHS, unknown to linprog
             res = linprog(cost, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq, bounds=bounds, method=meth,
@@ -1790,6 +1864,28 @@ def solve_maximal_leakage_lp(prob, *, delta=None, target_bits=None, bound_bits=N
             f"achievable maximal leakage is {smallest!r} bits", smallest_feasible=smallest)
     if res.status != 0:
         raise SolverError(f"HiGHS did not solve the maximal-leakage LP: {res.message}")
+    row_unit = 1.0  # delta mode: the unit of the leakage rows (and of the objective) in the LP HiGHS solved
+    for _ in range(ML_DELTA_RESCALE_ROUNDS if target_bits is None else 0):
+        # the part of sum_j max_a p(j | a) above F (the objective) near 0 (a budget just below the perfect-privacy
+        # distortion): solved again in units of its answer, where HiGHS's absolute tolerances apply relative to it,
+        # until the answer stays within TARGET_COST_RESCALE of its unit (nothing to do at 0, perfect privacy). The
+        # answer's own value of that part, not HiGHS's objective: its rows met to 1e-7 only, the objective came back
+        # 0 where the answer's mapping (and the optimum) had 8.9e-8
+        # 0 where the answer's mapping (and the optimum) had 8.9e-8. And that answer brought within the budget: the
+        # budget row is met to 1e-7 of its unit (the budget's slack above the smallest distortion) only, and a budget
+        # 1e-7 of the range below the perfect-privacy distortion came back as the perfect-privacy mapping (leakage 0,
+        # as its multipliers' bound), 1e-9 above the budget; the solves in units of the answer then ask HiGHS for
+        # ML_TIGHT_TOLERANCE on every row (a budget 1e-10 of its slack below the perfect-privacy distortion leaks
+        # 1e-10 of the range's leakage at most, far below the certificate's tolerance)
+        unit2 = max(row_unit * float(res.fun), _ml_excess_in_budget(prob, res.x[:n], delta))
+        if not ML_DELTA_RESCALE_FLOOR < unit2 < TARGET_COST_RESCALE * row_unit:
+            break
+        lp2 = _maximal_leakage_lp(prob, delta, None, unit2)
+        res2 = _ml_linprog(lp2[0], lp2[1], lp2[2], lp2[3], lp2[4], bounds, method, retry_infeasible=True,
+                           options=ML_TIGHT_TOLERANCE)
+        if res2.status != 0:
+            break
+        row_unit, res, A_ub, b_ub = unit2, res2, lp2[1], lp2[2]
     unit = 1.0  # target mode: the costs are divided by ``unit`` in the LP HiGHS solved
     for _ in range(TARGET_RESCALE_ROUNDS if target_bits is not None else 0):
         # the internal costs are p(c) d / max(d): with one far symbol (d up to 1e5 times the others) the costs that
@@ -1810,9 +1906,14 @@ def solve_maximal_leakage_lp(prob, *, delta=None, target_bits=None, bound_bits=N
             break
         unit, res = unit * float(res.fun), res2
     P = prob.from_edges(res.x[:n])
-    dual = _dual_bound(res, b_ub, b_eq) * unit
-    info = {"lp_objective": float(res.fun) * unit, "lp_dual_objective": dual,
-            "lp_gap": max(float(res.fun) * unit - dual, 0.0)}
+    dual = _dual_bound(res, b_ub, b_eq) * unit * row_unit
+    info = {"lp_objective": float(res.fun) * unit * row_unit, "lp_dual_objective": dual,
+            "lp_gap": max(float(res.fun) * unit * row_unit - dual, 0.0)}
+    if target_bits is None:  # the LP minimised sum_j max_a p(j | a) - F, in units of row_unit
+        floor = 1.0 + _ml_references(prob)[1]
+        info["lp_objective"] += floor
+        info["lp_dual_objective"] += floor
+        info["lp_unit"] = row_unit
     if target_bits is not None:  # the target mode's LP minimised the distortion above delta_min
         # for polish_maximal_leakage_target: the answer and the marginals for the costs in internal units
         info["lp_solution"] = np.asarray(res.x, dtype=float)
@@ -1822,9 +1923,14 @@ def solve_maximal_leakage_lp(prob, *, delta=None, target_bits=None, bound_bits=N
         info["lp_objective"] += float(prob.delta_min)
         info["lp_dual_objective"] += float(prob.delta_min)
     if target_bits is None and res.ineqlin is not None:
+        # the multipliers of the rows in units of row_unit are those of the rows in units of 1 (the objective is in
+        # the same units); the budget row's, per unit of the objective, are row_unit times smaller
         marg = -np.asarray(res.ineqlin.marginals, dtype=float)
+        lam = np.zeros((na, kh))
+        if na > 1:
+            lam[np.arange(na) != _ml_reference_class(prob)] = marg[:(na - 1) * kh].reshape(na - 1, kh)
         info["lower_bound"] = maximal_leakage_lower_bound(
-            prob, marg[:na * kh].reshape(na, kh), marg[-1] / budget_unit if budget_unit else 0.0,
+            prob, lam, row_unit * marg[-1] / budget_unit if budget_unit else 0.0,
             delta if bound_delta is None else bound_delta)
     elif res.ineqlin is not None:  # target mode: the distortion bound of the same multipliers (rigorous)
         marg = -np.asarray(res.ineqlin.marginals, dtype=float)

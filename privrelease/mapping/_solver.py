@@ -1303,8 +1303,9 @@ def _solve_ml(prob, delta, target_bits, solver, tol=1e-6):
 
     if target_bits is None:
         # dual bound from the exact LP (HiGHS marginals) on the same budget
+        P_lp = P_raw
         if info is None:
-            _, info = solve_maximal_leakage_lp(prob, delta=delta)
+            P_lp, info = solve_maximal_leakage_lp(prob, delta=delta)
         dual = info.get("lower_bound", info["lp_dual_objective"])
         need = min(tol, ML_GAP_BITS)
 
@@ -1312,11 +1313,16 @@ def _solve_ml(prob, delta, target_bits, solver, tol=1e-6):
             return float(max(math.log2(max(ml_sum(Q), 1.0)) - math.log2(max(dual, 1.0)), 0.0))
 
         if gap_of(P) > need:  # HiGHS's feasibility tolerance: solve the vertex's active constraints exactly
-            Pp = polish_maximal_leakage(prob, P_raw, delta)
-            if Pp is not None:
-                Pp = prob.clean(Pp, delta)
-                if gap_of(Pp) < gap_of(P):
-                    P = Pp
+            # cvxpy: also the vertex of the LP its bound came from (in units of its leakage above F, where HiGHS's
+            # tolerances apply to it, _lp.solve_maximal_leakage_lp), as the target mode does. Through cvxpy (the
+            # epigraph form in units of 1) a budget 3e-7 of the range below the perfect-privacy distortion came back
+            # leaking 36 times the optimum (1.6e-7 bits), a vertex its polish does not leave
+            for Q in (P_raw, P_lp) if P_lp is not P_raw else (P_raw,):
+                Pp = polish_maximal_leakage(prob, Q, delta, info.get("lp_unit", 1.0))
+                for cand in (Pp, Q if Q is not P_raw else None):
+                    cand = prob.clean(cand, delta) if cand is not None else None
+                    if cand is not None and gap_of(cand) < gap_of(P):
+                        P = cand
         near = NEAR_MIN_RTOL * max(prob.delta_min, prob.delta_max - prob.delta_min)
         if gap_of(P) > need and prob.n_argmin.max() > 1 and prob.delta_min < delta <= prob.delta_min + near:
             # a hair above the smallest budget with tied cheapest outputs: the budget row keeps every entry within
@@ -1332,7 +1338,8 @@ def _solve_ml(prob, delta, target_bits, solver, tol=1e-6):
             else:
                 dual = max(dual, info_min.get("lower_bound", -math.inf))
                 Q = prob.clean(Q, delta)
-                Qp = polish_maximal_leakage(prob, Q, prob.delta_min) if gap_of(Q) > need else None
+                Qp = (polish_maximal_leakage(prob, Q, prob.delta_min, info_min.get("lp_unit", 1.0)) if gap_of(Q) > need
+                      else None)
                 Qp = prob.clean(Qp, delta) if Qp is not None else None
                 Q = Qp if Qp is not None and gap_of(Qp) < gap_of(Q) else Q
                 # and the LP's answer at this budget brought within it by mixing with that optimum rather than with
