@@ -237,7 +237,8 @@ def check_allocation(n_values, what, *, itemsize=8, unit="values"):
             have = (f"this machine has {_format_bytes(free)} of memory available"
                     + (f" ({_format_bytes(total)} in all)" if total is not None and total != free else ""))
         each = "bytes" if itemsize == 8 else "bytes at the peak of the computation"
-        raise ValueError(f"{what} would need {_format_bytes(need)} ({int(n_values):,} {unit} of {itemsize} {each}); "
+        count = f"{int(n_values):,} {unit[:-1] if int(n_values) == 1 and unit.endswith('s') else unit}"
+        raise ValueError(f"{what} would need {_format_bytes(need)} ({count} of {itemsize} {each}); "
                          f"{have}")
 
 

@@ -138,12 +138,15 @@ def test_dclef_estimator_refuses_a_parameter_changed_after_fit(name, value):
     from privrelease.auctions import DCLEFEstimator
 
     X, d = dclef_data(30)
+    # the weights' parameter of the predictor that reads it (a kNN predictor reads neither bandwidth nor alpha)
+    predictor = {"bandwidth": "nadaraya_watson", "alpha": "ridge"}.get(name, "knn")
     acc = PrivacyAccountant()
-    est = DCLEFEstimator(budget=1.0, data_range=(1, 5), accountant=acc, random_state=0).fit(X, d)
+    est = DCLEFEstimator(budget=1.0, data_range=(1, 5), predictor=predictor, accountant=acc, random_state=0).fit(X, d)
     est.predict(X[:5])
     spent = acc.spent
     fresh = PrivacyAccountant()
-    DCLEFEstimator(budget=1.0, data_range=(1, 5), accountant=fresh, random_state=0).fit(X, d).predict(X[:5])
+    DCLEFEstimator(budget=1.0, data_range=(1, 5), predictor=predictor, accountant=fresh,
+                   random_state=0).fit(X, d).predict(X[:5])
     assert spent == fresh.spent  # five queries at the fitted budget
     est.set_params(**{name: value})
     for call in (est.predict, est.auction_weights):
