@@ -28,7 +28,8 @@ from ..exceptions import PrivacyLeakWarning
 from ..noise._laplace import (_LAPLACE_REACH, _NORMAL, _check_reach, _ratio_up, biased_laplace_mse,
                               check_normal_scale)
 from ..utils import check_number
-from ..utils._validation import as_float_array, check_real_target, check_same_index, plain_value, refuse_masked
+from ..utils._validation import (as_float_array, check_real_target, check_same_index, plain_value,
+                                 refuse_booleans, refuse_masked)
 
 __all__ = ["DCLEF", "privacy_index", "check_data_range"]
 
@@ -141,10 +142,10 @@ def _check_vector(values, name, *, allow_inf=False, nonnegative=False, allow_boo
     ``selected`` mask)."""
     if isinstance(values, (list, tuple)) and not allow_bool:
         # numpy reads [1.0, True] as the floats 1.0, 1.0: look at the values as given
-        _refuse_booleans(np.asarray(values, dtype=object), name)
+        refuse_booleans(np.asarray(values, dtype=object), name)
     arr = np.asarray(refuse_masked(values, name, "used"))
     if not allow_bool:
-        _refuse_booleans(arr, name)
+        refuse_booleans(arr, name)
     if arr.dtype.kind in "USO" and not (arr.dtype.kind == "O" and all(
             isinstance(v, numbers.Number) for v in arr.ravel().tolist())):
         # "1.5" was read as 1.5 without a word, while every scalar parameter refuses strings
@@ -174,21 +175,6 @@ def _check_vector(values, name, *, allow_inf=False, nonnegative=False, allow_boo
         i = int(np.flatnonzero(arr < 0)[0])
         raise ValueError(f"{name} must be >= 0, got {float(arr[i])!r} at index {i}")
     return arr
-
-
-def _refuse_booleans(arr, name):
-    """Refuse booleans among a vector's values (TypeError naming ``name``): an array of bool dtype, or ``True`` /
-    ``False`` in an object array, was read as 1 and 0 (a unit cost of 1, a weight of 0), while a boolean budget or
-    epsilon is refused as no number."""
-    if arr.dtype == bool:
-        raise TypeError(f"{name} must be an array of real numbers, got an array of booleans (dtype bool), which "
-                        f"would be read as 1 and 0; pass numbers ({name}.astype(float) if 1 and 0 are meant)")
-    if arr.dtype == object:
-        flat = arr.ravel().tolist()
-        hit = next((i for i, v in enumerate(flat) if isinstance(v, (bool, np.bool_))), None)
-        if hit is not None:
-            raise TypeError(f"{name} must be an array of real numbers, got the boolean {flat[hit]!r} at index {hit}, "
-                            "which would be read as 1 or 0")
 
 
 def privacy_index(epsilons, weights, *, threshold=0.5, max_exact=40):

@@ -25,7 +25,7 @@ from scipy.optimize import minimize, minimize_scalar
 from ..exceptions import InfeasibleBudgetError, SolverError
 from ..noise._laplace import biased_laplace_mse
 from ..utils import check_number
-from ..utils._validation import as_float_array, plain_value, refuse_masked
+from ..utils._validation import as_float_array, plain_value, refuse_booleans, refuse_masked
 from ._mechanism import BiasedLaplaceMechanism, seller_epsilons
 
 __all__ = [
@@ -279,7 +279,8 @@ def _check_accuracy(accuracy):
 def _as_reals(values, name):
     """``values`` as a float array; strings, complex numbers and objects get a TypeError naming them."""
     arr = np.asarray(refuse_masked(values, name, "used"))
-    if arr.dtype.kind not in "biuf" and not (
+    refuse_booleans(values, name)  # True / False read as 1 / 0, where a boolean epsilon or budget is no number
+    if arr.dtype.kind not in "iuf" and not (
             arr.dtype.kind == "O" and all(isinstance(x, numbers.Real) for x in arr.ravel().tolist())):
         raise TypeError(f"{name} must be real numbers, got {plain_value(values)!r}")
     return as_float_array(arr, name)

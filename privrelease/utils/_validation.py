@@ -117,6 +117,27 @@ def refuse_masked(values, name, what="released", advice=None):
     return values
 
 
+def refuse_booleans(arr, name):
+    """Refuse booleans among a vector's values (TypeError naming ``name``): an array of bool dtype, or ``True`` /
+    ``False`` in an object array, was read as 1 and 0 (a unit cost of 1, a weight of 0), while a boolean budget or
+    epsilon is refused as no number. Anything but an array (a list, a scalar) is looked at as given (numpy reads
+    ``[1.0, True]`` as the floats 1.0, 1.0)."""
+    if not isinstance(arr, np.ndarray):
+        try:
+            arr = np.asarray(arr, dtype=object)
+        except (TypeError, ValueError):
+            return  # not a table of values: the caller's own checks name it
+    if arr.dtype == bool:
+        raise TypeError(f"{name} must be an array of real numbers, got an array of booleans (dtype bool), which "
+                        f"would be read as 1 and 0; pass numbers ({name}.astype(float) if 1 and 0 are meant)")
+    if arr.dtype == object:
+        flat = arr.ravel().tolist()
+        hit = next((i for i, v in enumerate(flat) if isinstance(v, (bool, np.bool_))), None)
+        if hit is not None:
+            raise TypeError(f"{name} must be an array of real numbers, got the boolean {flat[hit]!r} at index {hit}, "
+                            "which would be read as 1 or 0")
+
+
 def as_float_array(values, name):
     """``values`` (numbers, possibly an object array of Python ints) as a float64 array; a number beyond float64's
     range (the int ``10**400``, whose conversion raised a bare OverflowError) is a ValueError naming ``name``, the

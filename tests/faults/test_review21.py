@@ -82,3 +82,24 @@ def test_the_noise_vectors_memory_message_counts_vectors(monkeypatch):
     with pytest.raises(ValueError, match=r"size=5000000: the noise vectors would need 2\.09 GiB \(5,000,000 vectors "
                                          r"of 448 bytes"):
         VectorLaplace(dimension=10, epsilon=1.0, sensitivity=1.0, random_state=0).sample(5_000_000)
+
+
+@pytest.mark.parametrize("call", [
+    lambda: __import__("privrelease.contracts", fromlist=["x"]).design_contract([1.0, True], 0.25),
+    lambda: __import__("privrelease.contracts", fromlist=["x"]).design_contract(np.array([True, True]), 0.25),
+    lambda: __import__("privrelease.contracts", fromlist=["x"]).privacy_cost([1.0, 2.0], [True, 0.5]),
+    lambda: __import__("privrelease.contracts", fromlist=["x"]).privacy_cost(True, 1.0),
+])
+def test_the_contracts_refuse_booleans_as_the_auctions_do(call):
+    # the contracts read True / False as 1 / 0 (a valuation of 1, an epsilon of 0) where the auctions refuse them
+    with pytest.raises(TypeError, match="boolean"):
+        call()
+
+
+def test_the_contracts_still_take_numbers_of_every_kind():
+    from privrelease.contracts import design_contract, privacy_cost
+
+    ref = design_contract([1.0, 2.0], 0.25).total_payment
+    for vals in ([1, 2], np.array([1, 2], dtype=np.int8), np.array([1.0, 2.0], dtype=object), (1.0, np.float32(2))):
+        assert design_contract(vals, 0.25).total_payment == ref
+    assert privacy_cost(2, 3) == 6.0
