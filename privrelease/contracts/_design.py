@@ -167,12 +167,14 @@ class _Cost:
 
 
 def _linear(v, eps):
-    return v * eps
+    # a valuation of 0 costs 0 at any epsilon (0 * inf was nan)
+    with np.errstate(invalid="ignore"):
+        return np.where(np.asarray(v) == 0, 0.0, v * eps)
 
 
 def _exponential(v, eps):
-    with np.errstate(over="ignore"):  # eps up to 1/b: inf is the right answer
-        return v * np.expm1(eps)
+    with np.errstate(over="ignore", invalid="ignore"):  # eps up to 1/b: inf is the right answer (0 at v = 0)
+        return np.where(np.asarray(v) == 0, 0.0, v * np.expm1(eps))
 
 
 def _exponential_deriv(v, eps):

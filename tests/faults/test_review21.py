@@ -103,3 +103,12 @@ def test_the_contracts_still_take_numbers_of_every_kind():
     for vals in ([1, 2], np.array([1, 2], dtype=np.int8), np.array([1.0, 2.0], dtype=object), (1.0, np.float32(2))):
         assert design_contract(vals, 0.25).total_payment == ref
     assert privacy_cost(2, 3) == 6.0
+
+
+def test_a_valuation_of_zero_costs_nothing_at_any_epsilon():
+    # 0 * expm1(1000) = 0 * inf was nan ("returned nan"), 0 * inf likewise for the linear cost
+    from privrelease.contracts import privacy_cost
+
+    assert privacy_cost(0.0, 1000.0, cost="exponential") == 0.0
+    assert privacy_cost(0.0, np.inf) == 0.0
+    np.testing.assert_array_equal(privacy_cost([0.0, 1.0], [2.0, 2.0], cost="exponential"), [0.0, np.expm1(2.0)])
