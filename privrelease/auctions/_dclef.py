@@ -142,7 +142,7 @@ def _check_vector(values, name, *, allow_inf=False, nonnegative=False, allow_boo
     ``selected`` mask)."""
     if isinstance(values, (list, tuple)) and not allow_bool:
         # numpy reads [1.0, True] as the floats 1.0, 1.0: look at the values as given
-        refuse_booleans(np.asarray(values, dtype=object), name)
+        refuse_booleans(values, name)
     arr = np.asarray(refuse_masked(values, name, "used"))
     if not allow_bool:
         refuse_booleans(arr, name)

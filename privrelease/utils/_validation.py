@@ -6,6 +6,7 @@ Every error quotes the value received and says what was expected.
 import contextlib
 import contextvars
 import functools
+import itertools
 import numbers
 import warnings
 from decimal import Decimal
@@ -121,21 +122,39 @@ def refuse_booleans(arr, name):
     """Refuse booleans among a vector's values (TypeError naming ``name``): an array of bool dtype, or ``True`` /
     ``False`` in an object array, was read as 1 and 0 (a unit cost of 1, a weight of 0), while a boolean budget or
     epsilon is refused as no number. Anything but an array (a list, a scalar) is looked at as given (numpy reads
-    ``[1.0, True]`` as the floats 1.0, 1.0)."""
+    ``[1.0, True]`` as the floats 1.0, 1.0).
+
+    An array of a numeric dtype costs one dtype test; a list or an object array is looked at through the set of
+    its values' types (built in C), and only a list holding booleans is searched for the first one (the scan of
+    every value in Python cost 0.23 s per million floats).
+    """
+    if isinstance(arr, np.ndarray) and arr.dtype != object:
+        if arr.dtype == bool:
+            raise TypeError(f"{name} must be an array of real numbers, got an array of booleans (dtype bool), "
+                            f"which would be read as 1 and 0; pass numbers ({name}.astype(float) if 1 and 0 "
+                            "are meant)")
+        return
+    if isinstance(arr, (list, tuple)) and _types_hold_no_boolean(set(map(type, arr)), nested_ok=False):
+        return  # a flat list of numbers (the common case): its values' types say it holds no boolean
     if not isinstance(arr, np.ndarray):
         try:
             arr = np.asarray(arr, dtype=object)
         except (TypeError, ValueError):
             return  # not a table of values: the caller's own checks name it
-    if arr.dtype == bool:
-        raise TypeError(f"{name} must be an array of real numbers, got an array of booleans (dtype bool), which "
-                        f"would be read as 1 and 0; pass numbers ({name}.astype(float) if 1 and 0 are meant)")
-    if arr.dtype == object:
-        flat = arr.ravel().tolist()
-        hit = next((i for i, v in enumerate(flat) if isinstance(v, (bool, np.bool_))), None)
-        if hit is not None:
-            raise TypeError(f"{name} must be an array of real numbers, got the boolean {flat[hit]!r} at index {hit}, "
-                            "which would be read as 1 or 0")
+    flat = arr.ravel().tolist()
+    if _types_hold_no_boolean(set(map(type, flat)), nested_ok=True):
+        return
+    hit = next(i for i, v in enumerate(flat) if isinstance(v, (bool, np.bool_)))
+    raise TypeError(f"{name} must be an array of real numbers, got the boolean {flat[hit]!r} at index {hit}, "
+                    "which would be read as 1 or 0")
+
+
+def _types_hold_no_boolean(types, *, nested_ok):
+    """Whether values of these types hold no boolean (``bool`` and ``np.bool_`` cannot be subclassed); with
+    ``nested_ok=False`` a list or array among them (a nested list) is not decided here."""
+    if bool in types or np.bool_ in types:
+        return False
+    return nested_ok or not any(issubclass(t, (list, tuple, np.ndarray)) for t in types)
 
 
 def as_float_array(values, name):
@@ -1067,12 +1086,19 @@ def check_numeric_text(X, name="X"):
         data = X if isinstance(X, np.ndarray) else None
     if data is None or data.dtype.kind not in "USO" or data.ndim != 2 or data.size == 0:
         return X
+    if data.dtype.kind == "O":
+        # the text of an object array only: its other objects (a dict, a date) go on to scikit-learn's own
+        # refusal. The set of the values' types (built in C) decides the common case, an object array of numbers,
+        # without a Python call per value (0.55 s at 2000 x 1000)
+        values = data.ravel().tolist()
+        if not any(issubclass(t, (str, bytes)) for t in set(map(type, values))):
+            return X
+        text = np.fromiter(map(isinstance, values, itertools.repeat((str, bytes))), dtype=bool, count=len(values))
+    else:
+        text = np.ones(data.size, dtype=bool)
     flat = pd.Series(data.ravel(), dtype=object)
     if data.dtype.kind == "S":  # bytes: pandas reads text
         flat = flat.map(lambda v: v.decode("utf-8", "replace") if isinstance(v, bytes) else v)
-    # the text of an object array only: its other objects (a dict, a date) go on to scikit-learn's own refusal
-    text = np.ones(flat.size, dtype=bool) if data.dtype.kind != "O" else flat.map(
-        lambda v: isinstance(v, (str, bytes))).to_numpy(dtype=bool)
     bad = np.zeros(flat.size, dtype=bool)
     bad[text] = pd.to_numeric(flat[text], errors="coerce").isna().to_numpy()
     if bad.any():
