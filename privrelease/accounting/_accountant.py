@@ -43,7 +43,7 @@ import scipy.sparse as sp
 
 from ..exceptions import BudgetExceededError, PrivacyLeakWarning
 from ..utils import check_number
-from ..utils._validation import check_allocation, check_real_target, plain_value, refuse_masked
+from ..utils._validation import check_allocation, check_real_target, format_bound, plain_value, refuse_masked
 
 __all__ = [
     "PrivacyAccountant",
@@ -713,7 +713,7 @@ class PrivacyAccountant:
         if _exceeds(total, self.epsilon):
             raise BudgetExceededError(
                 f"release refused: it would spend epsilon = {epsilon:.6g} but only "
-                f"{self.remaining():.6g} of the budget epsilon = {self.epsilon:g} remains "
+                f"{format_bound(self.remaining())} of the budget epsilon = {self.epsilon:g} remains "
                 f"({self.spent:.6g} spent in {len(self)} release(s))")
         return True
 

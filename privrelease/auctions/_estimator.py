@@ -17,8 +17,8 @@ from ..exceptions import BudgetExceededError, PrivacyLeakWarning
 from ..mappers._base import _same_param
 from ..mappers._columns import _frame_columns, check_column_labels, record_column_labels
 from ..utils import check_random_source
-from ..utils._validation import (check_real_target, check_same_index, check_table, is_sparse_frame, plain_value,
-                                refuse_missing_target)
+from ..utils._validation import (check_real_target, check_same_index, check_table, format_bound, is_sparse_frame,
+                                plain_value, refuse_missing_target)
 from ..utils._constraints import RANDOM_STATE_CONSTRAINT, NumberInterval
 from ..utils._fit import atomic_fit
 from ._dclef import DCLEF, _check_vector, check_data_range
@@ -436,7 +436,7 @@ class DCLEFEstimator(AccountedMixin, RegressorMixin, BaseEstimator):
                 i = int(np.flatnonzero(over)[0])
                 raise BudgetExceededError(
                     f"query refused: individual {i} has spent {spent[i]:.6g} and "
-                    f"would receive eps = {res.epsilons[i]:.6g} more, above epsilon_cap={cap[i]:g} "
+                    f"would receive eps = {res.epsilons[i]:.6g} more, above epsilon_cap={format_bound(cap[i])} "
                     f"({int(over.sum())} individual(s) affected)"
                 )
             excluded |= over

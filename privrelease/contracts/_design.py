@@ -25,7 +25,7 @@ from scipy.optimize import minimize, minimize_scalar
 from ..exceptions import InfeasibleBudgetError, SolverError
 from ..noise._laplace import biased_laplace_mse
 from ..utils import check_number
-from ..utils._validation import as_float_array, plain_value, refuse_booleans, refuse_masked
+from ..utils._validation import as_float_array, format_bound, plain_value, refuse_booleans, refuse_masked
 from ._mechanism import BiasedLaplaceMechanism, seller_epsilons
 
 __all__ = [
@@ -241,7 +241,7 @@ def privacy_cost(valuation, epsilon, cost="linear"):
         raise ValueError(f"privacy_cost is infinite: cost {fn.name}(v, eps) at valuation={vi!r}, epsilon={ei!r} "
                          f"returned inf (beyond float64's largest number {_MAX:.6g}, or infinite by the cost's own "
                          "definition); expected a finite cost: a smaller epsilon or valuation"
-                         + (f" (epsilon <= {_largest_exponent(vi):.6g} for this valuation)"
+                         + (f" (epsilon <= {format_bound(_largest_exponent(vi))} for this valuation)"
                             if fn.builtin and fn.name == "exponential" and vi > 0 else ""))
     return out[()]
 
@@ -403,7 +403,7 @@ def _check_payable(values, K, cost, *, name, menu_option=None):
     if limit == 0.0:
         raise ValueError(f"{head}: exp(sqrt(2/K)) overflows for K < {SMALLEST_EXPONENTIAL_ACCURACY!r}; expected "
                          f"K >= {SMALLEST_EXPONENTIAL_ACCURACY!r} with the exponential cost")
-    raise ValueError(f"{head}; expected {'a sum of ' if values.size > 1 else ''}{name} <= {limit:.6g} with "
+    raise ValueError(f"{head}; expected {'a sum of ' if values.size > 1 else ''}{name} <= {format_bound(limit)} with "
                      f"cost {cost.name!r} at this K (rescale them, for example to another currency unit)")
 
 
@@ -1084,7 +1084,7 @@ def design_menu(v_low, v_high, prob_high, accuracy, *, option=1, cost="linear"):
         unit = _build_menu(option, pi, vl / vh, 1.0, a_h, a_l, b, K, cost, weight)
         largest = _MAX / max(unit.p_high, unit.p_low, unit.expected_payment, unit.unbiased_payment)
         raise ValueError(f"v_high = {v_high!r}: this menu's payments (p_high, p_low) overflow float64 at "
-                         f"K = {K!r}, prob_high = {prob_high!r}; expected v_high <= {largest:.6g} for these "
+                         f"K = {K!r}, prob_high = {prob_high!r}; expected v_high <= {format_bound(largest)} for these "
                          "parameters (rescale the valuations, for example to another currency unit)")
     return menu
 

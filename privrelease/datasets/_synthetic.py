@@ -23,7 +23,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..utils import check_number
-from ..utils._validation import check_allocation, plain_value
+from ..utils._validation import check_allocation, format_bound, plain_value
 
 __all__ = ["make_ratings", "make_realistic_ratings", "make_politics_tv", "POLITICS_TV_GENRES",
            "REALISTIC_ATTRIBUTES", "REALISTIC_ENTANGLED"]
@@ -299,7 +299,7 @@ def make_ratings(n_users=1000, n_items=200, *, n_factors=5, attribute_strength=1
     popularity_skew = check_number(popularity_skew, "popularity_skew", low=0)
     activity_skew = check_number(activity_skew, "activity_skew", low=0)
     if activity_skew > _MAX_SKEW:  # the log-normal's location log(m) - s**2 / 2 overflowed (OverflowError)
-        raise ValueError(f"activity_skew must be <= {_MAX_SKEW:.3g} (its square overflows float64), "
+        raise ValueError(f"activity_skew must be <= {format_bound(_MAX_SKEW)} (its square overflows float64), "
                          f"got {activity_skew!r}")
     selection_strength = check_number(selection_strength, "selection_strength", low=0)
     noise = check_number(noise, "noise", low=0)

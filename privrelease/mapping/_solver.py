@@ -118,7 +118,7 @@ from scipy.special import rel_entr
 
 from ..exceptions import ConvergenceWarning, InfeasibleBudgetError, SolverError
 from ..utils import check_number
-from ..utils._validation import check_table, plain_value
+from ..utils._validation import check_table, format_bound, plain_value
 from ._checks import (_refuse_strings, check_budget, check_distortion, check_mapping, check_paired_labels,
                       check_prior)
 from ._cvx import solve_quietly
@@ -246,8 +246,8 @@ def check_tol(tol, P, n_out):
     if most > 0.0 and tol >= most:
         raise ValueError(f"tol={plain_value(tol)!r} bits is at least the most any mapping of {P.shape[0]} private "
                          f"values to {n_out} outputs can leak (log2(min(|A|, n_outputs)) = {most:.6g} bits): the "
-                         f"certificate could not tell any mapping from the optimum; expected 0 < tol < {most:.6g} "
-                         "(the default is 1e-6)")
+                         "certificate could not tell any mapping from the optimum; expected 0 < tol < "
+                         f"{format_bound(most)} (the default is 1e-6)")
     return tol
 
 

@@ -43,7 +43,8 @@ import numpy as np
 from ..exceptions import PrivacyLeakWarning
 from ..utils import check_number, check_random_source
 from ..utils._random import check_size
-from ..utils._validation import check_allocation, check_real_target, plain_value, refuse_masked
+from ..utils._validation import (check_allocation, check_real_target, format_bound, plain_value,
+                                refuse_masked)
 
 __all__ = ["Laplace", "VectorLaplace", "laplace_noise", "uniform_full_precision"]
 
@@ -153,7 +154,7 @@ def _check_reach(scale, reach, value_bound=0.0, *, what):
         return scale
     largest = (_MAX_FLOAT - value_bound) / reach
     raise ValueError(f"{what}: the noise reaches {reach:.4g} times its scale {scale:.6g}, so the release could "
-                     f"overflow float64 (an infinite value); expected a scale <= {largest:.4g}"
+                     f"overflow float64 (an infinite value); expected a scale <= {format_bound(largest)}"
                      + (f" for values of magnitude {value_bound:.6g}" if value_bound else ""))
 
 
@@ -179,7 +180,7 @@ def _noise_scale(sensitivity, epsilon):
     if not np.isfinite(scale):
         raise ValueError(f"epsilon={epsilon!r} is too small for sensitivity={sensitivity!r}: the noise scale "
                          "sensitivity / epsilon overflows float64 (the release would be infinite); expected a "
-                         "ratio below 1.8e308")
+                         f"ratio of at most {format_bound(_MAX_FLOAT)}")
     return check_normal_scale(scale, f"sensitivity / epsilon = {sensitivity!r} / {epsilon!r}",
                               positive=sensitivity > 0)
 
@@ -262,8 +263,8 @@ def _snapping_scale(sensitivity, epsilon, bound):
         raise ValueError(
             f"snapping_bound={bound!r} is too large for epsilon={epsilon!r} with sensitivity={sensitivity!r}: "
             f"Mironov's Theorem 1 proves the guarantee only for snapping_bound < 2**46 * scale "
-            f"({2.0**46 * scale:.6g} at the calibrated scale {scale!r}); expected a smaller bound (or a smaller "
-            "epsilon)")
+            f"({format_bound(2.0**46 * scale)} at the calibrated scale {scale!r}); expected a smaller bound (or a "
+            "smaller epsilon)")
     return scale
 
 

@@ -26,8 +26,8 @@ from ..noise import VectorLaplace
 from ..noise._laplace import _noise_scale, _proven_epsilon, _warn_infinite_epsilon
 from ..utils import check_number, check_random_source
 from ..utils._linalg import ridge_svd
-from ..utils._validation import (check_real_target, check_same_index, check_table, plain_value, refuse_masked,
-                                refuse_missing_target)
+from ..utils._validation import (check_real_target, check_same_index, check_table, format_bound, plain_value,
+                                refuse_masked, refuse_missing_target)
 from ..utils._constraints import RANDOM_STATE_CONSTRAINT, NumberInterval
 from ..utils._fit import atomic_fit
 
@@ -41,6 +41,23 @@ __all__ = [
 
 # features whose norm exceeds 1 by less than this are rounding, not data outside the ball
 _NORM_TOL = 1e-9
+
+
+def _sensitivity(Y, alpha, n):
+    """``2 Y / alpha + Y sqrt(n) / alpha^1.5`` in float64 (inf where it overflows).
+
+    ``2 Y`` or ``Y sqrt(n)`` alone overflowed for a Y whose sensitivity is a float64 (Y = 1.5e308 at alpha = 3,
+    n = 7): the sensitivity is ``Y`` times ``2 / alpha + sqrt(n) / alpha^1.5``, and the terms are summed first only
+    where that factor overflows (a tiny alpha, with a Y small enough).
+    """
+    # numpy's power: Python's float ** raises OverflowError for alpha near 1e308 (the bound is then ~0)
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        # math.sqrt: numpy's sqrt of an int beyond 2**64 (an object) failed with "no callable sqrt method"
+        root, power = math.sqrt(n), np.float64(alpha) ** 1.5
+        sens = np.float64(Y) * (2.0 / np.float64(alpha) + root / power)
+        if not np.isfinite(sens):
+            sens = 2.0 * Y / np.float64(alpha) + Y * root / power
+        return float(sens)
 
 
 def ridge_sensitivity(n_samples, alpha, response_bound=1.0):
@@ -114,17 +131,21 @@ def ridge_sensitivity(n_samples, alpha, response_bound=1.0):
     n = check_number(n_samples, "n_samples", low=1, integer=True)
     alpha = check_number(alpha, "alpha", low=0, low_inclusive=False)
     Y = check_number(response_bound, "response_bound", low=0)
-    # numpy's power: Python's float ** raises OverflowError for alpha near 1e308 (the bound is then ~0)
-    with np.errstate(over="ignore", divide="ignore"):
-        # math.sqrt: numpy's sqrt of an int beyond 2**64 (an object) failed with "no callable sqrt method"
-        sens = float(2.0 * Y / np.float64(alpha) + Y * math.sqrt(n) / np.float64(alpha) ** 1.5)
+    sens = _sensitivity(Y, alpha, n)
     if not np.isfinite(sens):
         # the largest Y whose sensitivity is a float64 at this alpha and n: blaming alpha alone sent a user with
         # response_bound=1e308 (and alpha=1) to raise alpha enormously instead of rescaling y
         with np.errstate(over="ignore", divide="ignore"):
             per_y = float(2.0 / np.float64(alpha) + math.sqrt(n) / np.float64(alpha) ** 1.5)
-        what = (f"expected response_bound <= {float(np.finfo(np.float64).max) / per_y:.6g} at this alpha (rescale "
-                "the responses y), or a larger alpha" if np.isfinite(per_y) else
+        largest = float(np.finfo(np.float64).max) / per_y if np.isfinite(per_y) else 0.0
+        # the quotient can be a few ulps above the largest Y whose sensitivity is computed finite: the bound stated
+        # is one that passes (1.5288563654189253e+308 was stated at alpha = 3, n = 7, and refused)
+        for _ in range(64):
+            if np.isfinite(_sensitivity(largest, alpha, n)):
+                break
+            largest = float(np.nextafter(largest, 0.0))
+        what = (f"expected response_bound <= {format_bound(largest)} at this alpha (rescale the responses y), "
+                "or a larger alpha" if np.isfinite(per_y) else
                 f"alpha={alpha!r} is too small for any response bound: expected a larger alpha")
         raise ValueError(f"the sensitivity 2 Y / alpha + Y sqrt(n) / alpha^1.5 overflows float64 for "
                          f"response_bound={Y!r}, alpha={alpha!r} and n={n}: {what}")
@@ -141,7 +162,7 @@ def _check_payment_range(scale, offset, n_payments=1, names=("payment_scale", "p
         what = "a payment" if not np.isfinite(top) else f"the {n_payments} payments together"
         raise ValueError(f"{names[1]}={offset!r} and {names[0]}={scale!r}: {what} could reach "
                          f"{float(total)!r}, beyond float64; expected offset + scale at most "
-                         f"{np.finfo(np.float64).max / n_payments:.3g}")
+                         f"{format_bound(np.finfo(np.float64).max / n_payments)}")
 
 
 def brier_payment(outcome, prediction, *, response_bound=1.0, scale=1.0, offset=0.0):

@@ -21,6 +21,8 @@ import math
 import numbers
 import os
 
+from ..utils._validation import format_bound
+
 __all__ = [
     "PipelineError",
     "ParameterTypeError",
@@ -117,29 +119,20 @@ class Bool(Spec):
         return value
 
 
-def _num(x):
-    """A bound as a person writes it: 10000000, 0.5; a bound that 6 digits do not hold exactly in all its digits
-    (a value written as shown must pass a bound shown as ">=": "k_min >= 3.96994e-06" refused 3.96994e-06)."""
-    if isinstance(x, int) or (isinstance(x, float) and x.is_integer() and abs(x) < 1e16):
-        return str(int(x))
-    text = f"{x:g}"
-    return text if float(text) == x else repr(float(x))
-
-
 class _Range(Spec):
     def __init__(self, low=None, high=None, *, why=None, low_open=False, high_open=False):
         self.low, self.high, self.why = low, high, why
         self.low_open, self.high_open = low_open, high_open
 
     def _range_text(self):
-        lo = "" if self.low is None else ("(" if self.low_open else "[") + _num(self.low)
-        hi = "" if self.high is None else _num(self.high) + (")" if self.high_open else "]")
+        lo = "" if self.low is None else ("(" if self.low_open else "[") + format_bound(self.low)
+        hi = "" if self.high is None else format_bound(self.high) + (")" if self.high_open else "]")
         if self.low is not None and self.high is not None:
             return f" in {lo}, {hi}"
         if self.low is not None:
-            return f" {'>' if self.low_open else '>='} {_num(self.low)}"
+            return f" {'>' if self.low_open else '>='} {format_bound(self.low)}"
         if self.high is not None:
-            return f" {'<' if self.high_open else '<='} {_num(self.high)}"
+            return f" {'<' if self.high_open else '<='} {format_bound(self.high)}"
         return ""
 
     def _check_range(self, name, value):
@@ -147,7 +140,7 @@ class _Range(Spec):
         too_high = self.high is not None and (value >= self.high if self.high_open else value > self.high)
         if too_high and self.why:
             raise PipelineError(
-                f"parameter {name} = {_show(value)}: expected {self.expected}; the cap {_num(self.high)} "
+                f"parameter {name} = {_show(value)}: expected {self.expected}; the cap {format_bound(self.high)} "
                 f"is there because {self.why}")
         if too_low or too_high:
             raise self._value_error(name, value)

@@ -29,6 +29,19 @@ __all__ = [
 ]
 
 
+def format_bound(x):
+    """A bound as a message states it, as a person writes it (10000000, 0.5, 1e+100), unless 6 digits would change
+    it: then its exact ``repr`` (a value written as shown must pass a bound shown as ">=" or "<=": "k_min >=
+    3.96994e-06" refused 3.96994e-06, and a contract's "expected valuations <= 1.79769e+308"-style bound rounded up
+    was refused again when typed back).
+    """
+    x = plain_value(x)
+    if isinstance(x, numbers.Integral) or (isinstance(x, float) and x.is_integer() and abs(x) < 1e16):
+        return str(int(x))
+    text = f"{x:g}"
+    return text if float(text) == x else repr(float(x))
+
+
 def plain_value(value):
     """``value`` as an error message shows it: a numpy scalar (or 0-d array) as the Python value it holds.
 
@@ -1032,8 +1045,9 @@ def check_rating_scale(value, name="rating_scale"):
     if low <= 0 <= high:
         raise ValueError(f"{name} = {plain_value(value)!r} holds 0: {ZERO_NOT_RATED}")
     if max(abs(low), abs(high)) > MAX_RATING:
-        raise ValueError(f"{name} = {plain_value(tuple(value))!r}: expected bounds of at most {MAX_RATING:g} in "
-                         "magnitude, as for the ratings themselves (the recommender and the mapper square and sum "
+        raise ValueError(f"{name} = {plain_value(tuple(value))!r}: expected bounds of at most "
+                         f"{format_bound(MAX_RATING)} in magnitude, as for the ratings themselves (the recommender "
+                         "and the mapper square and sum "
                          "differences of ratings, which overflow float64 beyond that); divide the scale and the "
                          "ratings by a constant")
     return float(low), float(high)
@@ -1216,8 +1230,9 @@ def check_not_subnormal(X, name="X", *, where=None):
     else:
         at = f"position {k}"
     raise ValueError(f"{name} holds {np.count_nonzero(sub)} subnormal rating(s) (for example "
-                     f"{plain_value(data.ravel()[k])!r} at {at}): a nonzero rating closer to 0 than {tiny:g} (the "
-                     f"smallest normal {data.dtype}) reads as 0, 'not rated', where subnormals are flushed to zero; "
+                     f"{plain_value(data.ravel()[k])!r} at {at}): a nonzero rating closer to 0 than "
+                     f"{format_bound(tiny)} (the smallest normal {data.dtype}) reads as 0, 'not rated', where "
+                     "subnormals are flushed to zero; "
                      "ratings are expected on a scale away from 0 (store 0 for 'not rated', or rescale them)")
 
 

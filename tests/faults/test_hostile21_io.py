@@ -167,7 +167,7 @@ def test_every_stated_lower_bound_of_contract_design_runs():
     # schema accepts now passes every check of the run, and the bound as printed reads back as itself
     from privrelease.contracts import design_contract, design_menu
     from privrelease.runner import check_run
-    from privrelease.runner._schema import _num
+    from privrelease.utils._validation import format_bound as _num
     from privrelease.runner.experiments.contract_design import PARAMETERS
 
     k_min = PARAMETERS["k_min"].low

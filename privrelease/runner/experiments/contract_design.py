@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from ...contracts._design import SMALLEST_EXPONENTIAL_ACCURACY, SMALLEST_VALUATION, largest_valuation
+from ...utils._validation import format_bound
 from .._schema import Bool, Float, Int, PipelineError, Seed, Seq, quick_values
 
 __all__ = ["run"]
@@ -63,7 +64,7 @@ def check_together(params):
     largest = largest_valuation(k_full, "exponential")
     if math.fsum(valuations) > largest:
         raise PipelineError(f"parameter valuations = {list(valuations)!r:.80}: expected valuations summing to at "
-                            f"most {largest:.6g}; at K = {k_full:g} their payments (cost v (exp(eps) - 1)) "
+                            f"most {format_bound(largest)}; at K = {k_full:g} their payments (cost v (exp(eps) - 1)) "
                             "overflow float64 beyond it (rescale them)")
     # menus (linear cost): option 1 at k_min, option 2 at the smallest target above 1/4 of the grid
     grids = {params["n_points"]} if "n_points" in params else {40, QUICK_N_POINTS}
@@ -72,8 +73,8 @@ def check_together(params):
                   + ([largest_valuation(min(above), "linear", menu_option=2)] if above else []))
     v_high = params.get("v_high", 5.0)
     if v_high > largest:
-        raise PipelineError(f"parameter v_high = {v_high!r}: expected v_high <= {largest:.6g}; the menus' payments "
-                            f"overflow float64 beyond it at the accuracy targets from k_min = {k_min:g} "
+        raise PipelineError(f"parameter v_high = {v_high!r}: expected v_high <= {format_bound(largest)}; the menus' "
+                            f"payments overflow float64 beyond it at the accuracy targets from k_min = {k_min:g} "
                             "(rescale the valuations)")
 
 

@@ -46,7 +46,7 @@ from .._schema import (Bool, Choice, Either, File, Float, Int, PipelineError, Se
                        quick_values)
 from ...datasets._movielens import integer_spellings, repeats_sentence
 from ...utils._validation import (_MARKER_WORDS, MAX_RATING, UNDISCLOSED_TEXTS, check_ids, check_rating_scale,
-                                  plain_value, undisclosed_mask)
+                                  format_bound, plain_value, undisclosed_mask)
 from .movielens_gender import analyse_ratings
 from .synthetic_ratings import _LEVELS_CAP, MAPPER, N_CLUSTERS_RULES, PROTOCOL_PARAMETERS, RECOMMENDER
 
@@ -201,7 +201,8 @@ def _check_sgd_scale(recommender, rating_range):
         raise PipelineError(
             f"{algorithm}'s gradient descent diverges at {shown} = {lr:g}: the recommender trains on the ratings "
             f"mapped from {low:g}..{high:g} onto 1..5, and a step moves by the learning rate times an error of up to "
-            f"{width:g}, so it overshoots ({lr:g} x {width:g} >= 1); expected a learning rate below {1 / width:.3g} "
+            f"{width:g}, so it overshoots ({lr:g} x {width:g} >= 1); expected a learning rate below "
+            f"{format_bound(1 / width)} "
             f"(--set 'recommender={{algorithm = \"{algorithm}\", algo_params = {{lr_all = {0.5 / width:.3g}}}}}'), "
             "or recommender.algorithm = \"BaselineOnly\"")
 
@@ -365,7 +366,7 @@ def _scale(R, given):
     if max(abs(low), abs(high)) > MAX_RATING:
         # 1e308 passed every check, then overflowed in the recommender's squared errors minutes later
         raise PipelineError(f"the ratings run from {low:g} to {high:g}: expected ratings of at most "
-                            f"{MAX_RATING:g} in magnitude (the recommender and the mapper square and sum "
+                            f"{format_bound(MAX_RATING)} in magnitude (the recommender and the mapper square and sum "
                             "differences of ratings, which overflow beyond that); check rating_col, or divide "
                             "the ratings by a constant")
     if given is None:
