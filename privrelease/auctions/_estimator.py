@@ -14,13 +14,12 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..accounting import PrivacyAccountant
 from ..accounting._accountant import AccountedMixin
 from ..exceptions import BudgetExceededError, PrivacyLeakWarning
-from ..mappers._base import _same_param
 from ..mappers._columns import _frame_columns, check_column_labels, record_column_labels
 from ..utils import check_random_source
 from ..utils._validation import (check_real_target, check_same_index, check_table, format_bound, is_sparse_frame,
-                                plain_value, refuse_missing_target)
+                                refuse_missing_target)
 from ..utils._constraints import RANDOM_STATE_CONSTRAINT, NumberInterval
-from ..utils._fit import atomic_fit
+from ..utils._fit import atomic_fit, check_params_unchanged
 from ._dclef import DCLEF, _check_vector, check_data_range
 from ._mechanism import _fair_inner_product_rows, fair_inner_product
 from ._predictors import knn_weights, nadaraya_watson_weights, ridge_weights
@@ -321,13 +320,8 @@ class DCLEFEstimator(AccountedMixin, RegressorMixin, BaseEstimator):
         """
         if not hasattr(self, "guarantee_params_"):
             self.guarantee_params_ = _guarantee_params(self)
-        for name, fitted in self.guarantee_params_.items():
-            current = getattr(self, name)
-            if not _same_param(current, fitted):
-                raise ValueError(
-                    f"{name}={plain_value(current)!r} is not the value this {type(self).__name__} was fitted with "
-                    f"({name}={plain_value(fitted)!r}): its queries would be bought, weighed or capped under a "
-                    "setting the fit did not check; call fit again after set_params")
+        check_params_unchanged(self, self.guarantee_params_, "its queries would be bought, weighed or capped under a "
+                               "setting the fit did not check")
 
     def _weights(self, X):
         if self.predictor == "knn":

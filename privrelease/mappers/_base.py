@@ -55,6 +55,7 @@ from ..mapping._checks import check_distortion
 from ..mapping._problem import row_offset
 from ..mapping._solver import budget_slack
 from ..utils import check_private_labels
+from ..utils._fit import check_params_unchanged
 from ..utils._validation import (_as_label_array, check_label_input, check_number, check_same_index,
                                  fit_transform_said_once, plain_value, refuse_masked, undisclosed_note)
 from . import _dask
@@ -534,14 +535,7 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                 raise ValueError(f"this {type(self).__name__} does not hold the guarantee its parameters state "
                                  f"({exc}); call fit again") from None
             self._record_guarantee()
-        for name, fitted in getattr(self, record).items():
-            current = getattr(self, name)
-            if not _same_param(current, fitted):
-                raise ValueError(
-                    f"{name}={plain_value(current)!r} is not the value this {type(self).__name__} was fitted with "
-                    f"({name}={plain_value(fitted)!r}): {why}; call fit again after set_params (or set "
-                    f"{name} back)"
-                )
+        check_params_unchanged(self, getattr(self, record), why, set_back=True)
 
     def _marginal_prior(self, common, blocks):
         """The stacked marginal prior ``Q'`` of ``protect="marginal"`` (see :func:`stack_marginal_priors`).
@@ -1120,24 +1114,6 @@ def _matrix(a, name, allow_posinf=False):
         raise ValueError(f"fitted.{name} has a non-finite entry at {tuple(int(i) for i in bad)}: "
                          f"{float(a[tuple(bad)])!r}")
     return a.astype(np.float64, copy=False)
-
-
-def _same_param(a, b):
-    """Whether two values of a parameter are the same: both None, equal texts or equal numbers (1 and 1.0)."""
-    if a is b:
-        return True
-    if a is None or b is None:
-        return False
-    if isinstance(a, str) or isinstance(b, str):
-        return isinstance(a, str) and isinstance(b, str) and str(a) == str(b)
-    if isinstance(a, bool) != isinstance(b, bool):
-        return False
-    if isinstance(a, Integral) and isinstance(b, Integral):
-        return int(a) == int(b)  # exactly: an integer beyond float64 (10**400) was unequal to itself
-    try:
-        return float(a) == float(b)
-    except (TypeError, ValueError, OverflowError):
-        return False
 
 
 def _check_claim(est, name, expected):

@@ -2,6 +2,7 @@
 
 import copy
 import functools
+from numbers import Integral
 
 
 def is_fitted_attribute(name):
@@ -44,3 +45,37 @@ def atomic_fit(fit):
         return self
 
     return wrapped
+
+
+def same_param(a, b):
+    """Whether two values of a parameter are the same: both None, equal texts or equal numbers (1 and 1.0)."""
+    if a is b:
+        return True
+    if a is None or b is None:
+        return False
+    if isinstance(a, str) or isinstance(b, str):
+        return isinstance(a, str) and isinstance(b, str) and str(a) == str(b)
+    if isinstance(a, bool) != isinstance(b, bool):
+        return False
+    if isinstance(a, Integral) and isinstance(b, Integral):
+        return int(a) == int(b)  # exactly: an integer beyond float64 (10**400) was unequal to itself
+    try:
+        return float(a) == float(b)
+    except (TypeError, ValueError, OverflowError):
+        return False
+
+
+def check_params_unchanged(estimator, recorded, why, *, set_back=False):
+    """Refuse when ``set_params`` changed, after fit, a parameter whose fitted value ``recorded`` holds
+    (``{name: value at fit}``): ValueError naming it, both values and ``why`` the fitted value matters, advising
+    to fit again (``set_back``: or to set the parameter back). The mappers' and the DCLEFEstimator's check.
+    """
+    from ._validation import plain_value
+
+    for name, fitted in recorded.items():
+        current = getattr(estimator, name)
+        if not same_param(current, fitted):
+            raise ValueError(
+                f"{name}={plain_value(current)!r} is not the value this {type(estimator).__name__} was fitted with "
+                f"({name}={plain_value(fitted)!r}): {why}; call fit again after set_params"
+                + (f" (or set {name} back)" if set_back else ""))
