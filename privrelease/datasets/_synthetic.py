@@ -31,6 +31,9 @@ __all__ = ["make_ratings", "make_realistic_ratings", "make_politics_tv", "POLITI
 # Chunk of users processed at once when drawing which items they rate; bounds the
 # dense (users x items) scratch array to about this many float64 cells.
 _CHUNK_CELLS = 2_000_000
+#: values held per cell of a chunk of the sampling of rated items (the keys, their Gumbel draws and the orders: 24
+#: bytes a cell measured), rounded up
+_CHUNK_VALUES_PER_CELL = 4
 
 
 #: largest activity_skew whose square is finite
@@ -111,10 +114,12 @@ def _check_generated_size(n_users, n_items, n_factors, n_ratings, *, dense=False
     ``n_factors``-vectors of its user and item the rating is computed from.
     """
     n_values = (n_users + n_items) * (n_factors + 2) + n_ratings * (6 + 2 * n_factors)
+    # the sampling's chunk of users x items cells (48 MiB at the peak at 2 million cells) was not counted
+    n_values += min(n_users, max(1, _CHUNK_CELLS // max(n_items, 1))) * n_items * _CHUNK_VALUES_PER_CELL
     if dense:
         n_values += n_users * n_items
-    check_allocation(n_values, f"n_users={n_users}, n_items={n_items}, n_factors={n_factors}: the latent factors "
-                     f"and at least {n_ratings:,} ratings")
+    check_allocation(n_values, f"n_users={n_users}, n_items={n_items}, n_factors={n_factors}: the latent factors, "
+                     f"the sampling's users x items chunk and at least {n_ratings:,} ratings")
 
 
 def _cover_every_item(indptr, indices, counts, n_items, rng):

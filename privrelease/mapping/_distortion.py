@@ -14,6 +14,13 @@ __all__ = ["squared_euclidean_distortion", "erasure_alphabet", "erasure_distorti
 ERASED = -1
 
 
+#: the bytes per entry ``squared_euclidean_distortion`` holds at its peak: the distances and their finiteness mask
+#: (measured 9.0 at 1,500 x 1,500 centers), rounded up
+_DISTANCE_PEAK_BYTES = 16
+#: ``erasure_distortion`` (dense) per (input, output) pair: these bytes plus 2 per feature (the feature-wise
+#: comparisons and their union with the erasures, alive together); measured 10.4 with 1 feature, 13.5 with 4
+_ERASURE_PEAK_BYTES = 16
+
 def squared_euclidean_distortion(centers_in, centers_out=None):
     """``d(c, c_hat) = ||x_c - x_c_hat||^2`` between two sets of points (paper Sec. VI-B).
 
@@ -44,7 +51,8 @@ def squared_euclidean_distortion(centers_in, centers_out=None):
         if bad.size:
             i, j = (int(v) for v in bad[0])
             raise ValueError(f"{name} must hold finite coordinates, got {float(C[i, j])!r} at ({i}, {j})")
-    check_allocation(A.shape[0] * B.shape[0], f"the distortion of {A.shape[0]} x {B.shape[0]} centers")
+    check_allocation(A.shape[0] * B.shape[0], f"the distortion of {A.shape[0]} x {B.shape[0]} centers",
+                     itemsize=_DISTANCE_PEAK_BYTES)
     # differences first (scipy's cdist): ||a||^2 + ||b||^2 - 2 a.b cancelled to 0 between points far from
     # the origin (1e8 and 1e8 + 1 were at distance 0, so the mapping took them for one point)
     with np.errstate(over="ignore"):
@@ -207,7 +215,7 @@ def erasure_distortion(inputs, outputs, *, sparse=False):
         return _sparse_erasure_distortion(X, Y)
     check_allocation(X.shape[0] * Y.shape[0], f"erasure_distortion of {X.shape[0]} inputs x {Y.shape[0]} outputs "
                      f"of {X.shape[1]} features (dense; sparse=True stores the reachable pairs only)",
-                     itemsize=8 + X.shape[1])  # the float result and the feature-wise comparisons
+                     itemsize=_ERASURE_PEAK_BYTES + 2 * X.shape[1])
     erased = Y == ERASED
     agree = (X[:, None, :] == Y[None, :, :]) | erased[None, :, :]
     ok = agree.all(axis=2)

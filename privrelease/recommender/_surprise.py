@@ -33,6 +33,11 @@ __all__ = ["SurpriseRecommender"]
 _ALGORITHMS = ("SVD", "SVDpp", "BaselineOnly", "KNNBaseline")
 # bound on the (users x d*d) / (items x d*d) scratch arrays of the fold-in
 _FOLD_CELLS = 4_000_000
+#: bytes held at the peak per value counted by the memory checks (measured, rounded up): per factor of SVD's and SVD++'s
+#: factor matrices (31.5: Surprise's draws and the matrices), per cell of KNNBaseline's similarity matrix (43 user
+#: based, 41 item based: the similarities, the counts and the sums of products Surprise keeps beside them), per cell
+#: of a dense ``predict`` without ``mask=`` (119.5 for SVD: the fold-in and the prediction's temporaries)
+_FACTOR_PEAK_BYTES, _SIMILARITY_PEAK_BYTES, _PREDICT_PEAK_BYTES = 40, 48, 128
 #: the scale the Surprise algorithm is trained on: its default learning rates, regularisation and initialisation
 #: are tuned for 1..5 stars (on 0..1 ratings SVD did worse than the global mean, and the relative RMSE costs
 #: changed with the ratings' units), so ratings are mapped linearly from ``rating_scale_`` onto it and back
@@ -667,16 +672,19 @@ class SurpriseRecommender(BaseEstimator):
             # one): n_factors=10**9 reached numpy's bare "Unable to allocate 224. GiB" inside Surprise
             check_allocation((trainset.n_users + 2 * trainset.n_items) * int(factors),
                              f"algo_params n_factors={int(factors)}: {type(algo).__name__}'s factor matrices "
-                             f"({trainset.n_users} users and {trainset.n_items} items x {int(factors)} factors)")
+                             f"({trainset.n_users} users and {trainset.n_items} items x {int(factors)} factors)",
+                             itemsize=_FACTOR_PEAK_BYTES)
         if not isinstance(algo, SymmetricAlgo):  # BaselineOnly has sim_options too, and no similarity
             return
         user_based = algo.sim_options.get("user_based", True)
         n = trainset.n_users if user_based else trainset.n_items
         if user_based:
-            check_allocation(n * n, f"{type(algo).__name__}'s user similarities ({n} rated users squared)")
+            check_allocation(n * n, f"{type(algo).__name__}'s user similarities ({n} rated users squared)",
+                             itemsize=_SIMILARITY_PEAK_BYTES)
         else:
             check_allocation(n * n + n_items * n_items, f"{type(algo).__name__}'s item similarities ({n} rated "
-                                                        f"items squared, then {n_items} items squared)")
+                                                        f"items squared, then {n_items} items squared)",
+                             itemsize=_SIMILARITY_PEAK_BYTES)
 
     @staticmethod
     def _check_ids(ids, n, name):
@@ -897,7 +905,8 @@ class SurpriseRecommender(BaseEstimator):
         """Dense (n_rows, n_items) predictions without per-entry gathers of factors."""
         n_rows, n_items = Xr.shape
         check_allocation(n_rows * n_items, f"predict(X) of {n_rows} users x {n_items} items without mask= "
-                                           "(dense predictions of every cell; pass mask= to predict some)")
+                                           "(dense predictions of every cell; pass mask= to predict some)",
+                         itemsize=_PREDICT_PEAK_BYTES)
         kind = self.kind_
         mu = self.global_mean_
         Xr = self._model_rows(Xr)

@@ -183,3 +183,77 @@ def test_the_text_scan_of_an_object_array_of_numbers_does_not_run_python_per_val
         check_numeric_text(text)
     text[5, 7] = "2"
     assert check_numeric_text(text) is text
+
+
+# ----------------------------------------------------------------------------- 3. memory checks count the real peak
+# Each request below fits in 1 MiB at 8 bytes per counted value (the count before) but holds more at its peak
+# (measured): it is refused before any allocation. The tests never allocate a large array.
+@pytest.fixture
+def one_mib(monkeypatch):
+    from privrelease.utils import _validation
+
+    monkeypatch.setattr(_validation, "_physical_memory", lambda: 2**26)
+    monkeypatch.setattr(_validation, "_available_memory", lambda: 2**20, raising=False)
+
+
+def _refused(call, what):
+    with pytest.raises(ValueError, match=what + r".* would need .* of memory available"):
+        call()
+
+
+def test_the_squared_distances_count_their_mask(one_mib):
+    from privrelease.mapping import squared_euclidean_distortion
+
+    A = np.random.default_rng(0).normal(size=(300, 2))   # 90,000 distances: 720 KB, 1.4 MB with the mask
+    _refused(lambda: squared_euclidean_distortion(A), r"the distortion of 300 x 300 centers")
+
+
+def test_the_erasure_distortion_counts_its_comparisons(one_mib):
+    from privrelease.mapping import erasure_distortion
+
+    rng = np.random.default_rng(0)
+    X, Y = rng.integers(0, 3, size=(200, 4)), rng.integers(-1, 3, size=(300, 4))   # 60,000 pairs of 4 features
+    _refused(lambda: erasure_distortion(X, Y), r"erasure_distortion of 200 inputs x 300 outputs")
+
+
+def test_the_kde_grid_counts_its_log_densities(one_mib):
+    from privrelease.mapping import kde_prior
+
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(40, 2)), np.repeat([0, 1], 20)   # 20,000 points of 2 features: 320 KB counted before
+    _refused(lambda: kde_prior(X, y, n_grid=20_000, bandwidths=[0.5, 0.5], random_state=0),
+             r"n_grid=20000: the grid points")
+
+
+def test_the_generated_ratings_count_the_sampling_chunk(one_mib):
+    from privrelease.datasets import make_ratings
+
+    # 300 users x 400 items: the sampling holds the 120,000 cells' keys and orders (3.7 MB) beside 800 KB counted
+    _refused(lambda: make_ratings(300, 400, random_state=0), r"n_users=300, n_items=400")
+
+
+def _small_ratings():
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(0)
+    R = sp.random(300, 100, density=0.1, format="csr", random_state=0)
+    R.data = rng.integers(1, 6, R.nnz).astype(float)
+    return R
+
+
+def test_the_recommenders_count_their_peak(monkeypatch):
+    from privrelease.recommender import SurpriseRecommender
+    from privrelease.utils import _validation
+
+    R = _small_ratings()
+    fitted = SurpriseRecommender("SVD", algo_params={"n_epochs": 1}, random_state=0).fit(R)
+    monkeypatch.setattr(_validation, "_physical_memory", lambda: 2**26)
+    monkeypatch.setattr(_validation, "_available_memory", lambda: 2**20, raising=False)
+    # 300 x 100 dense predictions: 240 KB counted before, about 3.6 MB at the peak
+    _refused(lambda: fitted.predict(R), r"predict\(X\) of 300 users x 100 items")
+    # 300 users and 2 x 100 items x 250 factors: 1 MB counted before, about 4 MB at the peak
+    _refused(lambda: SurpriseRecommender("SVD", algo_params={"n_factors": 250, "n_epochs": 1}).fit(R),
+             r"n_factors=250: SVD's factor matrices")
+    # 300 users squared: 720 KB counted before, about 3.9 MB with the counts and sums Surprise keeps beside them
+    _refused(lambda: SurpriseRecommender("KNNBaseline", algo_params={"sim_options": {"user_based": True}}).fit(R),
+             r"KNNBaseline's user similarities")
