@@ -28,7 +28,7 @@ from ..exceptions import PrivacyLeakWarning
 from ..noise._laplace import (_LAPLACE_REACH, _NORMAL, _check_reach, _ratio_up, biased_laplace_mse,
                               check_normal_scale)
 from ..utils import check_number
-from ..utils._validation import (as_float_array, check_real_target, check_same_index, plain_value,
+from ..utils._validation import (as_float_array, check_real_target, check_same_index, holds_only, plain_value,
                                  refuse_booleans, refuse_masked)
 
 __all__ = ["DCLEF", "privacy_index", "check_data_range"]
@@ -146,8 +146,7 @@ def _check_vector(values, name, *, allow_inf=False, nonnegative=False, allow_boo
     arr = np.asarray(refuse_masked(values, name, "used"))
     if not allow_bool:
         refuse_booleans(arr, name)
-    if arr.dtype.kind in "USO" and not (arr.dtype.kind == "O" and all(
-            isinstance(v, numbers.Number) for v in arr.ravel().tolist())):
+    if arr.dtype.kind in "USO" and not (arr.dtype.kind == "O" and holds_only(arr, numbers.Number)):
         # "1.5" was read as 1.5 without a word, while every scalar parameter refuses strings
         first = next((v for v in arr.ravel().tolist() if not isinstance(v, numbers.Number)), None)
         raise TypeError(f"{name} must be an array of real numbers, got an array of dtype {arr.dtype} "

@@ -16,6 +16,7 @@ import numpy as np
 
 from ..utils import check_number
 from ..utils._linalg import ridge_svd
+from ..utils._validation import holds_only
 
 __all__ = ["knn_weights", "nadaraya_watson_weights", "ridge_weights"]
 
@@ -28,7 +29,7 @@ def _as_features(values, name):
         raise ValueError(f"{name} must be a rectangular array of numbers, got rows of different lengths") from None
     if arr.dtype.kind in "USOcmMV":
         try:
-            if arr.dtype.kind in "USc" or not all(isinstance(v, numbers.Real) for v in arr.ravel().tolist()):
+            if arr.dtype.kind in "USc" or not holds_only(arr, numbers.Real):
                 raise TypeError
             arr = arr.astype(np.float64)
         except (TypeError, ValueError):

@@ -25,7 +25,8 @@ from scipy.optimize import minimize, minimize_scalar
 from ..exceptions import InfeasibleBudgetError, SolverError
 from ..noise._laplace import biased_laplace_mse
 from ..utils import check_number
-from ..utils._validation import as_float_array, format_bound, plain_value, refuse_booleans, refuse_masked
+from ..utils._validation import (as_float_array, format_bound, holds_only, plain_value, refuse_booleans,
+                                refuse_masked)
 from ._mechanism import BiasedLaplaceMechanism, seller_epsilons
 
 __all__ = [
@@ -283,7 +284,7 @@ def _as_reals(values, name):
     arr = np.asarray(refuse_masked(values, name, "used"))
     refuse_booleans(values, name)  # True / False read as 1 / 0, where a boolean epsilon or budget is no number
     if arr.dtype.kind not in "iuf" and not (
-            arr.dtype.kind == "O" and all(isinstance(x, numbers.Real) for x in arr.ravel().tolist())):
+            arr.dtype.kind == "O" and holds_only(arr, numbers.Real)):
         raise TypeError(f"{name} must be real numbers, got {plain_value(values)!r}")
     return as_float_array(arr, name)
 

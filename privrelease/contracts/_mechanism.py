@@ -8,7 +8,7 @@ from ..auctions._dclef import delivered_epsilons
 from ..noise import Laplace
 from ..noise._laplace import biased_laplace_mse
 from ..utils import check_number, check_random_source
-from ..utils._validation import as_float_array, refuse_booleans, refuse_masked
+from ..utils._validation import as_float_array, holds_only, refuse_booleans, refuse_masked
 
 __all__ = ["BiasedLaplaceMechanism"]
 
@@ -17,8 +17,8 @@ def _real_array(values, name):
     """``values`` as float64; strings ("0.5", parsed before) and other non-numbers are a TypeError."""
     raw = np.asarray(refuse_masked(values, name, "used"))
     refuse_booleans(values, name)
-    if raw.dtype.kind in "USV" or (raw.dtype.kind == "O" and not all(
-            isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_)) for v in raw.ravel().tolist())):
+    if raw.dtype.kind in "USV" or (raw.dtype.kind == "O" and not holds_only(raw, numbers.Real,
+                                                                               but=(bool, np.bool_))):
         raise TypeError(f"{name} must hold real numbers, got {values!r:.80}")
     return as_float_array(raw, name)
 

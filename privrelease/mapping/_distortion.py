@@ -6,7 +6,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.spatial.distance import cdist
 
-from ..utils._validation import as_int64_codes, check_allocation, check_table, plain_value
+from ..utils._validation import as_int64_codes, check_allocation, check_table, holds_only, plain_value
 
 __all__ = ["squared_euclidean_distortion", "erasure_alphabet", "erasure_distortion", "ERASED"]
 
@@ -73,8 +73,7 @@ def _check_centers(x, name):
     if sp.issparse(x):
         x = x.toarray()
     X = np.asarray(x)
-    if X.dtype.kind not in "biuf" and not (X.dtype.kind == "O" and all(
-            isinstance(v, numbers.Real) for v in X.ravel().tolist())):
+    if X.dtype.kind not in "biuf" and not (X.dtype.kind == "O" and holds_only(X, numbers.Real)):
         raise TypeError(f"{name} must hold real coordinates, got an array of dtype {X.dtype}"
                         + (f" (for example {plain_value(X.ravel()[0])!r})" if X.size else ""))
     X = X.astype(np.float64)

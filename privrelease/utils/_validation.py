@@ -162,6 +162,13 @@ def refuse_booleans(arr, name):
                     "which would be read as 1 or 0")
 
 
+def holds_only(arr, kinds, *, but=()):
+    """Whether every value of the object array ``arr`` is an instance of ``kinds`` (and of none of ``but``), decided
+    from the set of the values' types (built in C): the test of each value in Python cost 0.1 s per million."""
+    types = set(map(type, arr.ravel().tolist()))
+    return all(issubclass(t, kinds) and not issubclass(t, but) for t in types)
+
+
 def _types_hold_no_boolean(types, *, nested_ok):
     """Whether values of these types hold no boolean (``bool`` and ``np.bool_`` cannot be subclassed); with
     ``nested_ok=False`` a list or array among them (a nested list) is not decided here."""
