@@ -40,6 +40,10 @@ def test_a_menus_stated_largest_high_valuation_is_accepted_when_typed_back():
     limit = _stated(lambda: design_menu(1.0, 5e307, 0.5, 0.3, option=2), "v_high <= ")
     menu = design_menu(1.0, limit, 0.5, 0.3, option=2)
     assert math.isfinite(menu.expected_payment)
+    # at that bound, this menu's own payments overflow: the bound they state passes in turn
+    top = _stated(lambda: design_menu(limit / 2, limit, 0.5, 0.3, option=2), "expected v_high <= ")
+    menu = design_menu(limit / 2, top, 0.5, 0.3, option=2)
+    assert math.isfinite(menu.p_high) and math.isfinite(menu.p_low)
 
 
 def test_the_exponential_costs_stated_largest_epsilon_costs_a_finite_amount():
