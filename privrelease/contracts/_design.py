@@ -25,8 +25,8 @@ from scipy.optimize import minimize, minimize_scalar
 from ..exceptions import InfeasibleBudgetError, SolverError
 from ..noise._laplace import biased_laplace_mse
 from ..utils import check_number
-from ..utils._validation import (as_float_array, format_bound, holds_only, plain_value, refuse_booleans,
-                                refuse_masked)
+from ..utils._validation import (as_float_array, format_bound, holds_only, largest_passing, plain_value,
+                                 refuse_booleans, refuse_masked)
 from ._mechanism import BiasedLaplaceMechanism, seller_epsilons
 
 __all__ = [
@@ -252,7 +252,9 @@ def _largest_exponent(v):
     itself overflows above ``log(max)`` (709.78), and ``v * expm1(eps)`` above ``log1p(max / v)``."""
     with np.errstate(over="ignore"):
         ratio = _MAX / v
-    return min(float(np.log(_MAX)), float(np.log1p(ratio)))
+        # log1p(max / v) rounded can lie above the last eps at which the cost is finite: the stated bound must pass
+        return largest_passing(min(float(np.log(_MAX)), float(np.log1p(ratio))),
+                               lambda e: bool(np.isfinite(_exponential(v, e))))
 
 
 # ----------------------------------------------------------------------------- validation

@@ -43,7 +43,7 @@ import numpy as np
 from ..exceptions import PrivacyLeakWarning
 from ..utils import check_number, check_random_source
 from ..utils._random import check_size
-from ..utils._validation import (check_allocation, check_real_target, format_bound, plain_value,
+from ..utils._validation import (check_allocation, check_real_target, format_bound, largest_passing, plain_value,
                                 refuse_masked)
 
 __all__ = ["Laplace", "VectorLaplace", "laplace_noise", "uniform_full_precision"]
@@ -152,7 +152,9 @@ def _check_reach(scale, reach, value_bound=0.0, *, what):
     """
     if math.isfinite(value_bound + scale * reach):
         return scale
-    largest = (_MAX_FLOAT - value_bound) / reach
+    with np.errstate(over="ignore"):
+        largest = largest_passing((_MAX_FLOAT - value_bound) / reach,
+                                  lambda s: math.isfinite(value_bound + s * reach))
     raise ValueError(f"{what}: the noise reaches {reach:.4g} times its scale {scale:.6g}, so the release could "
                      f"overflow float64 (an infinite value); expected a scale <= {format_bound(largest)}"
                      + (f" for values of magnitude {value_bound:.6g}" if value_bound else ""))

@@ -682,8 +682,9 @@ class SurpriseRecommender(BaseEstimator):
             check_allocation(n * n, f"{type(algo).__name__}'s user similarities ({n} rated users squared)",
                              itemsize=_SIMILARITY_PEAK_BYTES)
         else:
-            check_allocation(n * n + n_items * n_items, f"{type(algo).__name__}'s item similarities ({n} rated "
-                                                        f"items squared, then {n_items} items squared)",
+            # the two are held one after the other (measured: the peak is the larger, not the sum)
+            check_allocation(max(n * n, n_items * n_items), f"{type(algo).__name__}'s item similarities ({n} rated "
+                                                            f"items squared, then {n_items} items squared)",
                              itemsize=_SIMILARITY_PEAK_BYTES)
 
     @staticmethod

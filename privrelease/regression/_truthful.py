@@ -26,8 +26,8 @@ from ..noise import VectorLaplace
 from ..noise._laplace import _noise_scale, _proven_epsilon, _warn_infinite_epsilon
 from ..utils import check_number, check_random_source
 from ..utils._linalg import ridge_svd
-from ..utils._validation import (check_real_target, check_same_index, check_table, format_bound, plain_value,
-                                refuse_masked, refuse_missing_target)
+from ..utils._validation import (check_real_target, check_same_index, check_table, format_bound, largest_passing,
+                                 plain_value, refuse_masked, refuse_missing_target)
 from ..utils._constraints import RANDOM_STATE_CONSTRAINT, NumberInterval
 from ..utils._fit import atomic_fit
 
@@ -43,6 +43,10 @@ __all__ = [
 _NORM_TOL = 1e-9
 
 
+#: ulps the computed sensitivity is rounded up by (each of its at most seven operations rounds by half an ulp)
+_SENSITIVITY_ULPS = 4
+
+
 def _sensitivity(Y, alpha, n):
     """``2 Y / alpha + Y sqrt(n) / alpha^1.5`` in float64 (inf where it overflows).
 
@@ -50,13 +54,20 @@ def _sensitivity(Y, alpha, n):
     n = 7): the sensitivity is ``Y`` times ``2 / alpha + sqrt(n) / alpha^1.5``, and the terms are summed first only
     where that factor overflows (a tiny alpha, with a Y small enough).
     """
-    # numpy's power: Python's float ** raises OverflowError for alpha near 1e308 (the bound is then ~0)
-    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-        # math.sqrt: numpy's sqrt of an int beyond 2**64 (an object) failed with "no callable sqrt method"
-        root, power = math.sqrt(n), np.float64(alpha) ** 1.5
-        sens = np.float64(Y) * (2.0 / np.float64(alpha) + root / power)
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore", under="ignore"):
+        # math.sqrt: numpy's sqrt of an int beyond 2**64 (an object) failed with "no callable sqrt method";
+        # sqrt(n) / alpha / sqrt(alpha), not / alpha ** 1.5: alpha ** 1.5 overflowed to inf above alpha ~ 1e205 and
+        # the term read 0 (ridge_sensitivity(10**300, 1e206) was 2e-206 where it is 1e-159)
+        a = np.float64(alpha)
+        term = math.sqrt(n) / a / np.sqrt(a)
+        sens = np.float64(Y) * (2.0 / a + term)
         if not np.isfinite(sens):
-            sens = 2.0 * Y / np.float64(alpha) + Y * root / power
+            sens = 2.0 * Y / a + Y * term
+        # an upper bound: the half-ulp roundings of the few operations above could otherwise leave the noise
+        # calibrated to a sensitivity an ulp or two below the exact one
+        # (Y = 0 is exactly 0; a positive Y whose sensitivity underflowed to 0 gets the smallest positive float)
+        for _ in range(_SENSITIVITY_ULPS if Y != 0 else 0):
+            sens = np.nextafter(sens, np.inf)
         return float(sens)
 
 
@@ -162,7 +173,15 @@ def _check_payment_range(scale, offset, n_payments=1, names=("payment_scale", "p
         what = "a payment" if not np.isfinite(top) else f"the {n_payments} payments together"
         raise ValueError(f"{names[1]}={offset!r} and {names[0]}={scale!r}: {what} could reach "
                          f"{float(total)!r}, beyond float64; expected offset + scale at most "
-                         f"{format_bound(np.finfo(np.float64).max / n_payments)}")
+                         f"{format_bound(_largest_top(n_payments))}")
+
+
+def _largest_top(n_payments):
+    """The largest ``offset + scale`` whose total over ``n_payments`` payments is a float64 (``max / n`` rounded
+    can overflow once multiplied back)."""
+    with np.errstate(over="ignore"):
+        return largest_passing(np.finfo(np.float64).max / n_payments,
+                               lambda t: bool(np.isfinite(np.float64(t) * np.float64(n_payments))))
 
 
 def brier_payment(outcome, prediction, *, response_bound=1.0, scale=1.0, offset=0.0):

@@ -29,6 +29,19 @@ __all__ = [
 ]
 
 
+def largest_passing(x, passes, *, steps=64):
+    """``x``, or the largest float below it for which ``passes`` holds: a bound worked out by a division or a
+    logarithm (``max / n``, ``log1p(max / v)``) can round up past the value the check accepts, and the bound a
+    message states must pass when typed back. Steps down one ulp at a time (at most ``steps``; the roundings of a
+    few operations are a few ulps)."""
+    x = float(x)
+    for _ in range(steps):
+        if passes(x):
+            return x
+        x = float(np.nextafter(x, -np.inf))
+    raise RuntimeError(f"no value within {steps} ulps below the bound passes its own check (last tried {x!r})")
+
+
 def format_bound(x):
     """A bound as a message states it, as a person writes it (10000000, 0.5, 1e+100), unless 6 digits would change
     it: then its exact ``repr`` (a value written as shown must pass a bound shown as ">=" or "<=": "k_min >=
@@ -171,10 +184,12 @@ def holds_only(arr, kinds, *, but=()):
 
 def _types_hold_no_boolean(types, *, nested_ok):
     """Whether values of these types hold no boolean (``bool`` and ``np.bool_`` cannot be subclassed); with
-    ``nested_ok=False`` a list or array among them (a nested list) is not decided here."""
+    ``nested_ok=False`` anything but a plain scalar among them (a nested list, a Series) is not decided here."""
     if bool in types or np.bool_ in types:
         return False
-    return nested_ok or not any(issubclass(t, (list, tuple, np.ndarray)) for t in types)
+    # a list of anything but plain scalars (a nested list, a pandas Series / Index / ExtensionArray: numpy expands
+    # whatever has ``__array__``) is not decided from its items' types
+    return nested_ok or all(issubclass(t, (numbers.Number, str, bytes, type(None))) for t in types)
 
 
 def as_float_array(values, name):

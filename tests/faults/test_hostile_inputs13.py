@@ -269,7 +269,7 @@ def test_a_response_bound_too_large_for_float64_is_named_with_the_largest_accept
     from privrelease.regression import TruthfulRegressionMechanism, ridge_sensitivity
 
     with pytest.raises(ValueError, match=r"response_bound=1e\+308, alpha=1.0 and n=2: expected response_bound <= "
-                                         r"5\.265321287086695e\+307 at this alpha \(rescale the responses y\)"):
+                                         r"5\.265321287086693e\+307 at this alpha \(rescale the responses y\)"):
         TruthfulRegressionMechanism(response_bound=1e308, alpha=1.0).fit([[0.6, 0.0], [0.0, 0.6]], [0.5, -0.5])
     assert np.isfinite(ridge_sensitivity(2, 1.0, 0.999 * 5.26532e307))  # just below the bound it names
     with pytest.raises(ValueError, match="alpha=5e-324 is too small for any response bound"):

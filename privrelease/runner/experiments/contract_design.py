@@ -62,7 +62,11 @@ def check_together(params):
     k_full = min(k_min, _K_MONTE_CARLO)
     valuations = params.get("valuations", (5.0, 10.0))
     largest = largest_valuation(k_full, "exponential")
-    if math.fsum(valuations) > largest:
+    try:
+        total = math.fsum(valuations)
+    except OverflowError:  # fsum's partial sums overflowed: a sum beyond float64, above any bound
+        total = math.inf
+    if total > largest:
         raise PipelineError(f"parameter valuations = {list(valuations)!r:.80}: expected valuations summing to at "
                             f"most {format_bound(largest)}; at K = {k_full:g} their payments (cost v (exp(eps) - 1)) "
                             "overflow float64 beyond it (rescale them)")
