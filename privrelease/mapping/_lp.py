@@ -607,9 +607,9 @@ def sharpest_independence_multipliers(prob, leak_nats, max_entries=SHARPEN_MAX_E
     """
     L = float(leak_nats)
     na = prob.M.shape[0]
-    if not L > 0.0 or na < 2 or prob.sparse:
+    if not L > 0.0 or na < 2:
         return None
-    r, c, n = prob.edges()
+    r, c, n = prob.edges()  # the allowed entries only: a sparse problem's edges, never densified
     m, kh = na - 1, prob.kh
     if n == 0 or n * m > max_entries:
         return None
@@ -1834,6 +1834,15 @@ def _ml_linprog(cost, A_ub, b_ub, A_eq, b_eq, bounds, method, retry_infeasible=F
     return first
 
 
+def _ml_bits_up(ml_total):
+    """``log2(ml_total)`` (at least 0) rounded up to the smallest float ``b`` with ``2^b >= ml_total``: the maximal
+    leakage's ``smallest_feasible`` read back as a target at least the sum of the mapping that meets it."""
+    b = math.log2(max(float(ml_total), 1.0))
+    while math.isfinite(b) and 2.0 ** b < ml_total:
+        b = float(np.nextafter(b, math.inf))
+    return b
+
+
 def solve_maximal_leakage_lp(prob, *, delta=None, target_bits=None, bound_bits=None, bound_delta=None):
     """Minimise maximal leakage (delta mode) or distortion (target mode) by one HiGHS LP.
 
@@ -1857,8 +1866,10 @@ def solve_maximal_leakage_lp(prob, *, delta=None, target_bits=None, bound_bits=N
     bounds = np.column_stack([np.zeros(ub.size), ub])
     res = _ml_linprog(cost, A_ub, b_ub, A_eq, b_eq, bounds, method, retry_infeasible=target_bits is None)
     if res.status == 2 and target_bits is not None:
-        _, info = solve_maximal_leakage_lp(prob)
-        smallest = float(np.log2(max(info["lp_objective"], 1.0)))
+        # the hint is the maximal leakage of the least-leaking LP's mapping (cleaned, as the solver returns it), rounded
+        # up: HiGHS's objective was up to 8e-13 bits below it, and that hint passed back was refused again
+        Pz, _ = solve_maximal_leakage_lp(prob)
+        smallest = _ml_bits_up((prob.joint(prob.clean(Pz, None)) / prob.pA[:, None]).max(axis=0).sum())
         raise InfeasibleBudgetError(
             f"max_leakage={target_bits!r} bits cannot be reached by any allowed mapping; the smallest "
             f"achievable maximal leakage is {smallest!r} bits", smallest_feasible=smallest)
