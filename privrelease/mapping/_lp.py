@@ -34,6 +34,32 @@ __all__ = ["perfect_privacy_mapping", "independence_lower_bound", "sharpest_inde
            "solve_maximal_leakage_lp"]
 
 
+#: seconds HiGHS may spend on one LP of the mapping engine: this floor plus HIGHS_SECONDS_PER_NONZERO per nonzero of
+#: its constraint matrix (the perfect-privacy LP at k = 1000, two classes, ~3e6 nonzeros: 60 .. 80 s, within the
+#: limit's 360 s). An LP stopped by it is unsuccessful (HiGHS's status 1), as any other: its caller falls back, or its
+#: answer is warned ("auto") or raised as not certified, never "optimal". Row coefficients of ~1e12 at tolerances of
+#: 1e-10 made HiGHS not return at all
+HIGHS_TIME_LIMIT_FLOOR = 60.0
+HIGHS_SECONDS_PER_NONZERO = 1e-4
+
+
+def highs_time_limit(*matrices):
+    """The time limit (seconds) of an LP whose constraint matrices are ``matrices`` (None entries skipped): see
+    HIGHS_TIME_LIMIT_FLOOR."""
+    nnz = 0
+    for A in matrices:
+        if A is not None:
+            nnz += int(A.nnz) if sp.issparse(A) else int(np.count_nonzero(A))
+    return float(HIGHS_TIME_LIMIT_FLOOR + HIGHS_SECONDS_PER_NONZERO * nnz)
+
+
+def highs_linprog(c, A_ub=None, b_ub=None, A_eq=None, b_eq=None, bounds=(0, None), method="highs", options=None):
+    """scipy's ``linprog`` by HiGHS (``method``) with the time limit of :func:`highs_time_limit` added to
+    ``options``."""
+    opts = {**dict(options or {}), "time_limit": highs_time_limit(A_ub, A_eq)}
+    return linprog(c, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq, bounds=bounds, method=method, options=opts)
+
+
 def _entries(prob):
     return prob.edges()
 
@@ -729,7 +755,8 @@ def _two_class_transport(prob, max_rounds=200):
         n = si.size
         Aeq = sp.csr_matrix((np.ones(2 * n), (np.concatenate([si, npos + sl]), np.tile(np.arange(n), 2))),
                             shape=(npos + nneg, n))
-        res = linprog(Cp[si, sj] + Cn[sl, sj], A_eq=Aeq, b_eq=b, bounds=(0, None), method="highs", options=tight)
+        res = highs_linprog(Cp[si, sj] + Cn[sl, sj], A_eq=Aeq, b_eq=b, bounds=(0, None), method="highs",
+                            options=tight)
         if res.status != 0:
             return None, None
         y = res.eqlin.marginals
@@ -921,7 +948,7 @@ def _conditional_solve(prob, H, E, sym, gain, r, c, n, w, spread, spread_tol):
     cost = w / se
     scale = float(np.abs(cost).max(initial=0.0)) or 1.0
     tight = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
-    res = linprog(cost / scale, A_eq=A, b_eq=b, bounds=(0, None), method="highs", options=tight)
+    res = highs_linprog(cost / scale, A_eq=A, b_eq=b, bounds=(0, None), method="highs", options=tight)
     if res.status != 0:
         return None, -math.inf
     lower = -math.inf
@@ -943,8 +970,8 @@ def _conditional_solve(prob, H, E, sym, gain, r, c, n, w, spread, spread_tol):
         if not big > 0:
             break
         gain = 1.0 / big
-        corr = linprog(cost / scale, A_eq=A, b_eq=gain * resid, bounds=np.c_[-gain * z, np.full(n, np.inf)],
-                       method="highs", options=tight)
+        corr = highs_linprog(cost / scale, A_eq=A, b_eq=gain * resid, bounds=np.c_[-gain * z, np.full(n, np.inf)],
+                             method="highs", options=tight)
         if corr.status != 0:
             break
         z = np.maximum(z + corr.x / gain, 0.0)
@@ -1028,8 +1055,8 @@ def perfect_privacy_unreachable(prob):
         bounds = [(-1.0, 1.0)] * (m * kh) + [(None, None)] * k
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", OptimizeWarning)
-            res = linprog(cost, A_ub=A, b_ub=np.zeros(n), bounds=bounds, method="highs",
-                          options={"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10})
+            res = highs_linprog(cost, A_ub=A, b_ub=np.zeros(n), bounds=bounds, method="highs",
+                                options={"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10})
         if res.status != 0 or not -res.fun > 0.0:
             continue
         s_ray = np.asarray(res.x[: m * kh], dtype=float).reshape(kh, m).T
@@ -1071,7 +1098,7 @@ def _independence_lp_by_cost(cost, A, b, r, k, method, opts):
     others priced by the multipliers and added while any prices in (reduced cost below ``-tol``); then again in
     units of the new answer while that is much smaller. The best answer by the same bound is returned.
     """
-    res = linprog(cost, A_eq=A, b_eq=b, bounds=(0, None), method=method, options=opts)
+    res = highs_linprog(cost, A_eq=A, b_eq=b, bounds=(0, None), method=method, options=opts)
     if res.status != 0:
         return None, res.status, None
     x = res.x
@@ -1092,13 +1119,13 @@ def _independence_lp_by_cost(cost, A, b, r, k, method, opts):
             work = c_u <= rng_
             if work.all():
                 break
-            sub = linprog(c_u[work], A_eq=A[:, work], b_eq=b, bounds=(0, None), method=method, options=opts)
+            sub = highs_linprog(c_u[work], A_eq=A[:, work], b_eq=b, bounds=(0, None), method=method, options=opts)
             if sub.status != 2:
                 break
             rng_ *= PP_COST_RANGE
         xn = yn = None
         for _ in range(PP_PRICE_ROUNDS):
-            sub = linprog(c_u[work], A_eq=A[:, work], b_eq=b, bounds=(0, None), method=method, options=opts)
+            sub = highs_linprog(c_u[work], A_eq=A[:, work], b_eq=b, bounds=(0, None), method=method, options=opts)
             if sub.status != 0 or sub.eqlin is None or sub.eqlin.marginals is None:
                 xn = None
                 break
@@ -1816,7 +1843,8 @@ ML_LP_RETRIES = (
 
 def _ml_linprog(cost, A_ub, b_ub, A_eq, b_eq, bounds, method, retry_infeasible=False, options=None):
     """``linprog`` by ``method``, then by the ML_LP_RETRIES while HiGHS returns neither an optimum nor (unless
-    ``retry_infeasible``: the delta mode's LP is always feasible) infeasibility; the first result when all fail.
+    ``retry_infeasible``: the delta mode's LP is always feasible) infeasibility; the first result when all fail, and at
+    once the result of a solve stopped by its time limit (:func:`highs_time_limit`; status 1, unsuccessful).
 
     A nearly independent prior (|A| = 10) had its LP's unscaled answer miss the dual tolerances by 3e6 times
     ("model_status is Unknown" by either method, with or without presolve) where the dual simplex at tolerances of
@@ -1826,10 +1854,12 @@ def _ml_linprog(cost, A_ub, b_ub, A_eq, b_eq, bounds, method, retry_infeasible=F
     for meth, opts in ((method, dict(options or {})),) + ML_LP_RETRIES:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", OptimizeWarning)  # run_crossover: passed to HiGHS, unknown to linprog
-            res = linprog(cost, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq, bounds=bounds, method=meth,
-                          options=opts)
+            res = highs_linprog(cost, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq, bounds=bounds, method=meth,
+                                options=opts)
         first = res if first is None else first
         if res.status == 0 or (res.status == 2 and not retry_infeasible):
+            return res
+        if res.status == 1:  # stopped by its time limit (highs_time_limit): no retry, each would take as long
             return res
     return first
 

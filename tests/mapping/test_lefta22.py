@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from privrelease.exceptions import InfeasibleBudgetError
+from privrelease.exceptions import InfeasibleBudgetError, SolverError
 from privrelease.mapping import solve_mapping
 from test_blocks20 import four_block_instance, mi_floor_bits, per_block_pp_reference
 from test_left21 import _leakage_long_double, rare_instance
@@ -140,3 +140,71 @@ def test_the_block_floor_hints_are_accepted(seed):
         assert res.status == "optimal"
         leak = (_leakage_long_double if kind == "mutual_information" else _max_leakage_long_double)(prior, res.mapping)
         assert leak <= hint * (1 + 1e-12) + 1e-15
+
+
+# --- 3. HiGHS's calls bounded in time -------------------------------------------------------------------------------
+
+def _tiny_time_limit(monkeypatch):
+    from privrelease.mapping import _lp
+
+    # (not 0: HiGHS reads a time limit of 0 as none)
+    monkeypatch.setattr(_lp, "HIGHS_TIME_LIMIT_FLOOR", 1e-9)
+    monkeypatch.setattr(_lp, "HIGHS_SECONDS_PER_NONZERO", 0.0)
+
+
+def test_the_time_limit_grows_with_the_lp():
+    from privrelease.mapping._lp import HIGHS_SECONDS_PER_NONZERO, HIGHS_TIME_LIMIT_FLOOR, highs_time_limit
+
+    A = sp.random(50, 80, density=0.1, random_state=0, format="csr")
+    assert highs_time_limit(None) == HIGHS_TIME_LIMIT_FLOOR
+    assert highs_time_limit(A, A.toarray()) == HIGHS_TIME_LIMIT_FLOOR + HIGHS_SECONDS_PER_NONZERO * 2 * A.nnz
+
+
+def test_a_maximal_leakage_lp_stopped_by_its_time_limit_is_not_retried(monkeypatch):
+    # _ml_linprog had no time limit (HiGHS did not return on row coefficients of 1e12 at tolerances of 1e-10); stopped
+    # by it, the LP is unsuccessful, and the four retries, each as long, are not run
+    import privrelease.mapping._lp as lp
+
+    _tiny_time_limit(monkeypatch)
+    calls = []
+    real = lp.linprog
+
+    def counted(*args, **kwargs):
+        calls.append(kwargs["options"]["time_limit"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(lp, "linprog", counted)
+    rng = np.random.default_rng(0)
+    A = rng.uniform(size=(300, 600))
+    res = lp._ml_linprog(-rng.uniform(size=600), A, A.sum(axis=1), None, None, [(0, 1)] * 600, "highs")
+    assert res.status == 1 and calls == [1e-9]
+
+
+def _time_limited_instance():
+    rng = np.random.default_rng(3)
+    return rng.dirichlet(np.ones(36)).reshape(3, 12), rng.uniform(0, 1, (12, 10))
+
+
+@pytest.mark.parametrize("kw", [{"delta": 0.2}, {"max_leakage": 0.05}, {"max_leakage": 0.0}])
+def test_maximal_leakage_lps_stopped_by_their_time_limit_are_never_optimal(kw, monkeypatch):
+    # the maximal-leakage LP is the answer and its certificate: stopped, an explicit solver raises and "auto" warns
+    from privrelease.exceptions import ConvergenceWarning
+
+    prior, d = _time_limited_instance()
+    _tiny_time_limit(monkeypatch)
+    with pytest.raises(SolverError, match="Time limit"):
+        solve_mapping(prior, d, leakage="maximal_leakage", solver="fast", **kw)
+    with pytest.warns(ConvergenceWarning, match="not certified"):
+        res = solve_mapping(prior, d, leakage="maximal_leakage", **kw)
+    assert res.status == "inaccurate"
+    M = np.asarray(res.mapping)
+    assert M.min() >= 0.0 and np.allclose(M.sum(axis=1), 1.0, rtol=0, atol=1e-9)
+
+
+def test_a_perfect_privacy_lp_stopped_by_its_time_limit_is_no_answer(monkeypatch):
+    # a mutual-information target of 0 is the perfect-privacy LP's: stopped by its time limit, no answer
+    prior, d = _time_limited_instance()
+    _tiny_time_limit(monkeypatch)
+    for solver in ("auto", "fast"):
+        with pytest.raises(SolverError, match="perfect-privacy LP"):
+            solve_mapping(prior, d, max_leakage=0.0, solver=solver)
