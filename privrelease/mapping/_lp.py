@@ -1034,7 +1034,9 @@ def perfect_privacy_unreachable(prob):
     their largest coefficients (a public symbol of mass 1e-13 has coefficients of that order); the sum is evaluated by
     :func:`_conditional_bound` (costs 0), less the coefficients' error bounds and its rounding, so a positive value is a
     proof. With rare masses the smallest leakage may be 1e-12 bits, below what any Lagrangian bound of the leakage
-    resolves, and a target of 0 was "could not decide"."""
+    resolves, and a target of 0 was "could not decide". A third LP in the symbols' own units keeps every row's minimum
+    at least 0 (a rare symbol's row, weighted by its mass, was below HiGHS's tolerances), and each LP's multipliers are
+    also tried with those of the outputs of the rows that prove nothing set to 0."""
     if prob.sparse:
         return False
     r, c, n = prob.edges()
@@ -1048,11 +1050,18 @@ def perfect_privacy_unreachable(prob):
     sym = np.abs(H).max(axis=0, initial=0.0)
     # per allowed entry e: u_{r_e} + sum_a H(a, r_e) / units(r_e) s(a, c_e) <= 0; s in column-major order (a + m j)
     cols = (np.arange(m)[None, :] + m * c[:, None]).ravel()
-    for units in (np.ones(k), np.where(sym > 0, sym, 1.0)):
+    own = np.where(sym > 0, sym, 1.0)
+    # a third time in the symbols' own units with every row's minimum u_c at least 0 and their plain sum maximised:
+    # weighted by the units (1e-13 for a rare symbol), a rare symbol's row, the only one to prove anything, was below
+    # HiGHS's tolerances (rare_instance(324): a symbol of mass 4.8e-14 whose one allowed output no other symbol
+    # reaches, so that output's p(j | a) = p(c | a) differs over the classes; "could not decide"). With every u_c >= 0
+    # any positive one is a proof whatever the weights (the sum evaluated below, as for the others)
+    for units, floor in ((np.ones(k), None), (own, None), (own, 0.0)):
         A_s = sp.csr_matrix(((H[:, r] / units[r]).T.ravel(), (np.repeat(np.arange(n), m), cols)), shape=(n, m * kh))
         A = sp.hstack([A_s, _row_sum_matrix(prob, r, n).T], format="csr")
-        cost = np.concatenate([np.zeros(m * kh), -units / units.max()])
-        bounds = [(-1.0, 1.0)] * (m * kh) + [(None, None)] * k
+        weights = units / units.max() if floor is None else np.ones(k)
+        cost = np.concatenate([np.zeros(m * kh), -weights])
+        bounds = [(-1.0, 1.0)] * (m * kh) + [(floor, None)] * k
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", OptimizeWarning)
             res = highs_linprog(cost, A_ub=A, b_ub=np.zeros(n), bounds=bounds, method="highs",
@@ -1061,6 +1070,14 @@ def perfect_privacy_unreachable(prob):
             continue
         s_ray = np.asarray(res.x[: m * kh], dtype=float).reshape(kh, m).T
         if _conditional_bound(prob, H, E, s_ray, r, c, np.zeros(n)) > 0.0:
+            return True
+        # the rows that prove nothing (u_c <= 0) held at 0 exactly: the multipliers of every output they reach set to
+        # 0 (HiGHS meets their rows to its tolerance only, -3e-13 in all where the rare rows proved 2e-13), so their
+        # minima are 0 and the rows left prove by themselves (their outputs reached by no other row)
+        idle = np.asarray(res.x[m * kh:], dtype=float) <= 0.0
+        s_own = s_ray.copy()
+        s_own[:, np.unique(c[idle[r]])] = 0.0
+        if s_own.any() and _conditional_bound(prob, H, E, s_own, r, c, np.zeros(n)) > 0.0:
             return True
     return False
 

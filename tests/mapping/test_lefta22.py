@@ -208,3 +208,29 @@ def test_a_perfect_privacy_lp_stopped_by_its_time_limit_is_no_answer(monkeypatch
     for solver in ("auto", "fast"):
         with pytest.raises(SolverError, match="perfect-privacy LP"):
             solve_mapping(prior, d, max_leakage=0.0, solver=solver)
+
+
+# --- 4. rare_instance(324) at a target of 0 ------------------------------------------------------------------------
+
+def test_a_rare_symbol_alone_on_its_output_proves_perfect_privacy_out_of_reach():
+    # a public symbol of mass 4.8e-14 may only be released as an output no other symbol reaches, so that output's
+    # p(j | a) = p(c | a), which differs over the classes (exact rationals, below): no mapping is perfectly private.
+    # The Farkas LP weighted the symbol's row by its mass, below HiGHS's tolerances, and found no ray: "could not
+    # decide" (test_pp_rare20's HiGHS reference calls the LP feasible to its tolerance)
+    from fractions import Fraction
+
+    from test_blocks20 import component_labels
+
+    prior, d = rare_instance(324)
+    labels = component_labels(d)
+    rows = [[Fraction(float(x)) for x in row] for row in prior]
+    block_mass = [{sum(row[c] for c in np.flatnonzero(labels == b)) / sum(row) for row in rows}
+                  for b in np.unique(labels)]
+    assert any(len(m) > 1 for m in block_mass)  # p(block | a) differs over the classes: I(A; B) > 0
+    with pytest.raises(InfeasibleBudgetError, match="none is perfectly private") as err:
+        solve_mapping(prior, d, max_leakage=0.0)
+    hint = err.value.smallest_feasible
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = solve_mapping(prior, d, max_leakage=hint)
+    assert _leakage_long_double(prior, res.mapping) <= hint * (1 + 1e-12) + 1e-15
