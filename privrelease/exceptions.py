@@ -44,7 +44,13 @@ class InfeasibleBudgetError(ValueError):
     Attributes
     ----------
     smallest_feasible : float or None
-        The smallest budget that can be met, when known.
+        A budget or target that can be met, the smallest known (None when unknown; ``inf`` when no mapping is
+        allowed at all). From the mapping solvers it is reachable: passed back as the ``delta`` or ``max_leakage``
+        it was refused for, it is accepted and answered. A distortion budget's is the smallest distortion itself;
+        a leakage target's is the leakage of an allowed mapping the solver found (the least-leaking one as far as
+        its solves resolve, so the true smallest may be a little below it), rounded up so that the value read back
+        as a target is at least that leakage. Elsewhere it may be an infimum that is not attained
+        (:func:`~privrelease.contracts.design_contract`'s accuracy of 1/4).
     """
 
     def __init__(self, message, smallest_feasible=None):

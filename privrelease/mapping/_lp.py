@@ -34,6 +34,32 @@ __all__ = ["perfect_privacy_mapping", "independence_lower_bound", "sharpest_inde
            "solve_maximal_leakage_lp"]
 
 
+#: seconds HiGHS may spend on one LP of the mapping engine: this floor plus HIGHS_SECONDS_PER_NONZERO per nonzero of
+#: its constraint matrix (the perfect-privacy LP at k = 1000, two classes, ~3e6 nonzeros: 60 .. 80 s, within the
+#: limit's 360 s). An LP stopped by it is unsuccessful (HiGHS's status 1), as any other: its caller falls back, or its
+#: answer is warned ("auto") or raised as not certified, never "optimal". Row coefficients of ~1e12 at tolerances of
+#: 1e-10 made HiGHS not return at all
+HIGHS_TIME_LIMIT_FLOOR = 60.0
+HIGHS_SECONDS_PER_NONZERO = 1e-4
+
+
+def highs_time_limit(*matrices):
+    """The time limit (seconds) of an LP whose constraint matrices are ``matrices`` (None entries skipped): see
+    HIGHS_TIME_LIMIT_FLOOR."""
+    nnz = 0
+    for A in matrices:
+        if A is not None:
+            nnz += int(A.nnz) if sp.issparse(A) else int(np.count_nonzero(A))
+    return float(HIGHS_TIME_LIMIT_FLOOR + HIGHS_SECONDS_PER_NONZERO * nnz)
+
+
+def highs_linprog(c, A_ub=None, b_ub=None, A_eq=None, b_eq=None, bounds=(0, None), method="highs", options=None):
+    """scipy's ``linprog`` by HiGHS (``method``) with the time limit of :func:`highs_time_limit` added to
+    ``options``."""
+    opts = {**dict(options or {}), "time_limit": highs_time_limit(A_ub, A_eq)}
+    return linprog(c, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq, bounds=bounds, method=method, options=opts)
+
+
 def _entries(prob):
     return prob.edges()
 
@@ -607,9 +633,9 @@ def sharpest_independence_multipliers(prob, leak_nats, max_entries=SHARPEN_MAX_E
     """
     L = float(leak_nats)
     na = prob.M.shape[0]
-    if not L > 0.0 or na < 2 or prob.sparse:
+    if not L > 0.0 or na < 2:
         return None
-    r, c, n = prob.edges()
+    r, c, n = prob.edges()  # the allowed entries only: a sparse problem's edges, never densified
     m, kh = na - 1, prob.kh
     if n == 0 or n * m > max_entries:
         return None
@@ -729,7 +755,8 @@ def _two_class_transport(prob, max_rounds=200):
         n = si.size
         Aeq = sp.csr_matrix((np.ones(2 * n), (np.concatenate([si, npos + sl]), np.tile(np.arange(n), 2))),
                             shape=(npos + nneg, n))
-        res = linprog(Cp[si, sj] + Cn[sl, sj], A_eq=Aeq, b_eq=b, bounds=(0, None), method="highs", options=tight)
+        res = highs_linprog(Cp[si, sj] + Cn[sl, sj], A_eq=Aeq, b_eq=b, bounds=(0, None), method="highs",
+                            options=tight)
         if res.status != 0:
             return None, None
         y = res.eqlin.marginals
@@ -921,7 +948,7 @@ def _conditional_solve(prob, H, E, sym, gain, r, c, n, w, spread, spread_tol):
     cost = w / se
     scale = float(np.abs(cost).max(initial=0.0)) or 1.0
     tight = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
-    res = linprog(cost / scale, A_eq=A, b_eq=b, bounds=(0, None), method="highs", options=tight)
+    res = highs_linprog(cost / scale, A_eq=A, b_eq=b, bounds=(0, None), method="highs", options=tight)
     if res.status != 0:
         return None, -math.inf
     lower = -math.inf
@@ -943,8 +970,8 @@ def _conditional_solve(prob, H, E, sym, gain, r, c, n, w, spread, spread_tol):
         if not big > 0:
             break
         gain = 1.0 / big
-        corr = linprog(cost / scale, A_eq=A, b_eq=gain * resid, bounds=np.c_[-gain * z, np.full(n, np.inf)],
-                       method="highs", options=tight)
+        corr = highs_linprog(cost / scale, A_eq=A, b_eq=gain * resid, bounds=np.c_[-gain * z, np.full(n, np.inf)],
+                             method="highs", options=tight)
         if corr.status != 0:
             break
         z = np.maximum(z + corr.x / gain, 0.0)
@@ -1007,7 +1034,9 @@ def perfect_privacy_unreachable(prob):
     their largest coefficients (a public symbol of mass 1e-13 has coefficients of that order); the sum is evaluated by
     :func:`_conditional_bound` (costs 0), less the coefficients' error bounds and its rounding, so a positive value is a
     proof. With rare masses the smallest leakage may be 1e-12 bits, below what any Lagrangian bound of the leakage
-    resolves, and a target of 0 was "could not decide"."""
+    resolves, and a target of 0 was "could not decide". A third LP in the symbols' own units keeps every row's minimum
+    at least 0 (a rare symbol's row, weighted by its mass, was below HiGHS's tolerances), and each LP's multipliers are
+    also tried with those of the outputs of the rows that prove nothing set to 0."""
     if prob.sparse:
         return False
     r, c, n = prob.edges()
@@ -1021,19 +1050,34 @@ def perfect_privacy_unreachable(prob):
     sym = np.abs(H).max(axis=0, initial=0.0)
     # per allowed entry e: u_{r_e} + sum_a H(a, r_e) / units(r_e) s(a, c_e) <= 0; s in column-major order (a + m j)
     cols = (np.arange(m)[None, :] + m * c[:, None]).ravel()
-    for units in (np.ones(k), np.where(sym > 0, sym, 1.0)):
+    own = np.where(sym > 0, sym, 1.0)
+    # a third time in the symbols' own units with every row's minimum u_c at least 0 and their plain sum maximised:
+    # weighted by the units (1e-13 for a rare symbol), a rare symbol's row, the only one to prove anything, was below
+    # HiGHS's tolerances (rare_instance(324): a symbol of mass 4.8e-14 whose one allowed output no other symbol
+    # reaches, so that output's p(j | a) = p(c | a) differs over the classes; "could not decide"). With every u_c >= 0
+    # any positive one is a proof whatever the weights (the sum evaluated below, as for the others)
+    for units, floor in ((np.ones(k), None), (own, None), (own, 0.0)):
         A_s = sp.csr_matrix(((H[:, r] / units[r]).T.ravel(), (np.repeat(np.arange(n), m), cols)), shape=(n, m * kh))
         A = sp.hstack([A_s, _row_sum_matrix(prob, r, n).T], format="csr")
-        cost = np.concatenate([np.zeros(m * kh), -units / units.max()])
-        bounds = [(-1.0, 1.0)] * (m * kh) + [(None, None)] * k
+        weights = units / units.max() if floor is None else np.ones(k)
+        cost = np.concatenate([np.zeros(m * kh), -weights])
+        bounds = [(-1.0, 1.0)] * (m * kh) + [(floor, None)] * k
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", OptimizeWarning)
-            res = linprog(cost, A_ub=A, b_ub=np.zeros(n), bounds=bounds, method="highs",
-                          options={"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10})
+            res = highs_linprog(cost, A_ub=A, b_ub=np.zeros(n), bounds=bounds, method="highs",
+                                options={"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10})
         if res.status != 0 or not -res.fun > 0.0:
             continue
         s_ray = np.asarray(res.x[: m * kh], dtype=float).reshape(kh, m).T
         if _conditional_bound(prob, H, E, s_ray, r, c, np.zeros(n)) > 0.0:
+            return True
+        # the rows that prove nothing (u_c <= 0) held at 0 exactly: the multipliers of every output they reach set to
+        # 0 (HiGHS meets their rows to its tolerance only, -3e-13 in all where the rare rows proved 2e-13), so their
+        # minima are 0 and the rows left prove by themselves (their outputs reached by no other row)
+        idle = np.asarray(res.x[m * kh:], dtype=float) <= 0.0
+        s_own = s_ray.copy()
+        s_own[:, np.unique(c[idle[r]])] = 0.0
+        if s_own.any() and _conditional_bound(prob, H, E, s_own, r, c, np.zeros(n)) > 0.0:
             return True
     return False
 
@@ -1071,7 +1115,7 @@ def _independence_lp_by_cost(cost, A, b, r, k, method, opts):
     others priced by the multipliers and added while any prices in (reduced cost below ``-tol``); then again in
     units of the new answer while that is much smaller. The best answer by the same bound is returned.
     """
-    res = linprog(cost, A_eq=A, b_eq=b, bounds=(0, None), method=method, options=opts)
+    res = highs_linprog(cost, A_eq=A, b_eq=b, bounds=(0, None), method=method, options=opts)
     if res.status != 0:
         return None, res.status, None
     x = res.x
@@ -1092,13 +1136,13 @@ def _independence_lp_by_cost(cost, A, b, r, k, method, opts):
             work = c_u <= rng_
             if work.all():
                 break
-            sub = linprog(c_u[work], A_eq=A[:, work], b_eq=b, bounds=(0, None), method=method, options=opts)
+            sub = highs_linprog(c_u[work], A_eq=A[:, work], b_eq=b, bounds=(0, None), method=method, options=opts)
             if sub.status != 2:
                 break
             rng_ *= PP_COST_RANGE
         xn = yn = None
         for _ in range(PP_PRICE_ROUNDS):
-            sub = linprog(c_u[work], A_eq=A[:, work], b_eq=b, bounds=(0, None), method=method, options=opts)
+            sub = highs_linprog(c_u[work], A_eq=A[:, work], b_eq=b, bounds=(0, None), method=method, options=opts)
             if sub.status != 0 or sub.eqlin is None or sub.eqlin.marginals is None:
                 xn = None
                 break
@@ -1816,7 +1860,8 @@ ML_LP_RETRIES = (
 
 def _ml_linprog(cost, A_ub, b_ub, A_eq, b_eq, bounds, method, retry_infeasible=False, options=None):
     """``linprog`` by ``method``, then by the ML_LP_RETRIES while HiGHS returns neither an optimum nor (unless
-    ``retry_infeasible``: the delta mode's LP is always feasible) infeasibility; the first result when all fail.
+    ``retry_infeasible``: the delta mode's LP is always feasible) infeasibility; the first result when all fail, and at
+    once the result of a solve stopped by its time limit (:func:`highs_time_limit`; status 1, unsuccessful).
 
     A nearly independent prior (|A| = 10) had its LP's unscaled answer miss the dual tolerances by 3e6 times
     ("model_status is Unknown" by either method, with or without presolve) where the dual simplex at tolerances of
@@ -1826,12 +1871,23 @@ def _ml_linprog(cost, A_ub, b_ub, A_eq, b_eq, bounds, method, retry_infeasible=F
     for meth, opts in ((method, dict(options or {})),) + ML_LP_RETRIES:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", OptimizeWarning)  # run_crossover: passed to HiGHS, unknown to linprog
-            res = linprog(cost, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq, bounds=bounds, method=meth,
-                          options=opts)
+            res = highs_linprog(cost, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq, bounds=bounds, method=meth,
+                                options=opts)
         first = res if first is None else first
         if res.status == 0 or (res.status == 2 and not retry_infeasible):
             return res
+        if res.status == 1:  # stopped by its time limit (highs_time_limit): no retry, each would take as long
+            return res
     return first
+
+
+def _ml_bits_up(ml_total):
+    """``log2(ml_total)`` (at least 0) rounded up to the smallest float ``b`` with ``2^b >= ml_total``: the maximal
+    leakage's ``smallest_feasible`` read back as a target at least the sum of the mapping that meets it."""
+    b = math.log2(max(float(ml_total), 1.0))
+    while math.isfinite(b) and 2.0 ** b < ml_total:
+        b = float(np.nextafter(b, math.inf))
+    return b
 
 
 def solve_maximal_leakage_lp(prob, *, delta=None, target_bits=None, bound_bits=None, bound_delta=None):
@@ -1857,8 +1913,10 @@ def solve_maximal_leakage_lp(prob, *, delta=None, target_bits=None, bound_bits=N
     bounds = np.column_stack([np.zeros(ub.size), ub])
     res = _ml_linprog(cost, A_ub, b_ub, A_eq, b_eq, bounds, method, retry_infeasible=target_bits is None)
     if res.status == 2 and target_bits is not None:
-        _, info = solve_maximal_leakage_lp(prob)
-        smallest = float(np.log2(max(info["lp_objective"], 1.0)))
+        # the hint is the maximal leakage of the least-leaking LP's mapping (cleaned, as the solver returns it), rounded
+        # up: HiGHS's objective was up to 8e-13 bits below it, and that hint passed back was refused again
+        Pz, _ = solve_maximal_leakage_lp(prob)
+        smallest = _ml_bits_up((prob.joint(prob.clean(Pz, None)) / prob.pA[:, None]).max(axis=0).sum())
         raise InfeasibleBudgetError(
             f"max_leakage={target_bits!r} bits cannot be reached by any allowed mapping; the smallest "
             f"achievable maximal leakage is {smallest!r} bits", smallest_feasible=smallest)

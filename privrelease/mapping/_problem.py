@@ -856,7 +856,7 @@ class Problem(OffsetUnits):
         and by Kelley's cutting planes (HiGHS) for any output whose gap does not close (cutting
         planes alone stall when several rows tie at the optimum).
         """
-        from scipy.optimize import linprog
+        from ._lp import highs_linprog  # (here: _lp imports this module)
         from scipy.special import logsumexp
 
         pi = pi.copy()
@@ -961,8 +961,8 @@ class Problem(OffsetUnits):
             for _ in range(max_cuts):
                 Cm = np.array([np.concatenate([c, np.zeros(R)]) for c in cuts])
                 cb = np.array([float(np.sum(c * np.log(np.maximum(c, 1e-300)))) for c in cuts])
-                res = linprog(c_obj, A_ub=np.vstack([A1, Cm]), b_ub=np.concatenate([b, cb]),
-                              bounds=bounds, method="highs")
+                res = highs_linprog(c_obj, A_ub=np.vstack([A1, Cm]), b_ub=np.concatenate([b, cb]),
+                                    bounds=bounds, method="highs")
                 if res.status != 0:
                     break
                 u = res.x[:na]

@@ -123,11 +123,11 @@ from ._checks import (_refuse_strings, check_budget, check_distortion, check_map
                       check_prior)
 from ._cvx import solve_quietly
 from ._leakage import _expected_distortion, leakage as _leakage
-from ._lp import (ROW_SCALE_FLOOR, BlockFloor, _ml_floor_rounding, _ml_references, _ml_row_unit, _ml_target_slack,
-                  conditional_perfect_privacy, independence_lower_bound, maximal_leakage_distortion_bound,
-                  maximal_leakage_target_multipliers, perfect_privacy_mapping, perfect_privacy_unreachable,
-                  polish_maximal_leakage, polish_maximal_leakage_target, sharpest_independence_multipliers,
-                  solve_maximal_leakage_lp)
+from ._lp import (ROW_SCALE_FLOOR, BlockFloor, _ml_bits_up, _ml_floor_rounding, _ml_references, _ml_row_unit,
+                  _ml_target_slack, conditional_perfect_privacy, independence_lower_bound,
+                  maximal_leakage_distortion_bound, maximal_leakage_target_multipliers, perfect_privacy_mapping,
+                  perfect_privacy_unreachable, polish_maximal_leakage, polish_maximal_leakage_target,
+                  sharpest_independence_multipliers, solve_maximal_leakage_lp)
 from ._presolve import reduce_outputs
 from ._problem import LN2, Problem, bound_rounding
 from ._result import MappingResult
@@ -877,6 +877,13 @@ def _solve_mi_target(prob, target_bits, solver, tol):
                 "distortion_tolerance": float(prob.gap_to_user(tol_pp)), "method": "perfect-privacy LP (HiGHS)"}
         return _target_answer(prob, Ppp, cert, "highs", gap_pp, tol_pp, target_bits, solver,
                               " by the perfect-privacy LP")
+    for Q in (Ppp, P_blk if Ppp is None else None):
+        if Q is not None and L < prob.objective(Q) <= target_nats:
+            # the perfect-privacy LP's mapping (or the blocks') meets the target inside the hair the search keeps: the
+            # target is the smallest_feasible of a refusal of 0 (that mapping's leakage, 1e-13 .. 1e-11 bits with rare
+            # masses), which the search said it "could not decide". Its leakage is the aim, and it a right end
+            L = prob.objective(Q)
+            break
     if lazy:
         pass  # the constant mapping is the right end
     elif Ppp is not None and prob.objective(Ppp) <= L:
@@ -900,11 +907,18 @@ def _solve_mi_target(prob, target_bits, solver, tol):
             raise InfeasibleBudgetError(
                 f"max_leakage={target_bits!r} bits cannot be reached by any allowed mapping; "
                 f"the smallest achievable leakage is at least {lbm / LN2:.6g} bits (at most {fm / LN2:.6g})",
-                smallest_feasible=fm / LN2,
+                smallest_feasible=_bits_up(fm),
             )
         if lbm > L:
             raise SolverError(f"could not decide whether max_leakage={target_bits!r} bits is reachable: the smallest "
                               f"achievable leakage is at least {lbm / LN2:.17g} bits and at most {fm / LN2:.17g}")
+        if L < fm <= target_nats:
+            # the least-leaking mapping found meets the target, inside the hair the search keeps: the target is an
+            # InfeasibleBudgetError's smallest_feasible passed back (that mapping's leakage), which the search said it
+            # "could not decide" (26 of 35 refusals of rare_instance seeds 0 .. 119). Its leakage is the search's aim
+            # and it is the bracket's right end: every answer meets the target, its distortion certified or warned
+            L = fm
+            rights.append((prob.distortion(Pm), Pm, fm))
         if fm > L and Ppp is not None and prob.objective(Ppp) <= tol * LN2:
             # a target below the rounding of the leakage itself (I(A; C) = 0 up to 1e-16 bits):
             # no mapping shows f <= L in floating point, but the perfect-privacy LP's mapping is
@@ -1074,7 +1088,7 @@ def _privacy_out_of_reach(target_bits, smallest_nats):
         f"max_leakage={target_bits!r} bits cannot be reached by any allowed mapping: none is perfectly private (a "
         f"Farkas certificate of the perfect-privacy LP in conditional form); the smallest leakage found is "
         f"{smallest_nats / LN2:.6g} bits",
-        smallest_feasible=smallest_nats / LN2,
+        smallest_feasible=_bits_up(smallest_nats),
     )
 
 
@@ -1167,6 +1181,16 @@ def _target_answer(prob, P, cert, name, gap, tol_d, target_bits, solver, how="")
         raise SolverError(msg)
     warnings.warn(msg + "; status='inaccurate'", ConvergenceWarning, stacklevel=4)
     return P, cert, name, "inaccurate"
+
+
+def _bits_up(nats):
+    """``nats`` in bits, rounded up to the smallest float ``b`` with ``b * LN2 >= nats``: an InfeasibleBudgetError's
+    ``smallest_feasible`` that, passed back as a target, is read (``target * LN2``) as at least the leakage of the
+    mapping that meets it (``fm / LN2 * LN2`` came back an ulp below ``fm``, and that target was "could not decide")."""
+    b = float(nats) / LN2
+    while math.isfinite(b) and b * LN2 < nats:
+        b = float(np.nextafter(b, math.inf))
+    return b
 
 
 def _rounding_share(prob):
@@ -1389,7 +1413,7 @@ def _solve_ml(prob, delta, target_bits, solver, tol=1e-6):
             # LP's mapping is the answer (maximal leakage 0 up to rounding, reported as gap_bits)
             P = Ppp
         elif ml_sum(Pz) > 2.0 ** target_bits * (1 + _rounding_share(prob)):
-            smallest = math.log2(max(ml_sum(Pz), 1.0))
+            smallest = _ml_bits_up(ml_sum(Pz))
             raise InfeasibleBudgetError(f"max_leakage={target_bits!r} bits cannot be reached by any allowed mapping; "
                                         f"the smallest achievable maximal leakage is {smallest!r} bits",
                                         smallest_feasible=smallest)
@@ -1493,7 +1517,7 @@ def _ml_floor_answer(prob, P, target_bits, ml_sum, cap):
     least = min(cands, key=ml_sum)
     if cap < 1.0 + _ml_references(prob)[1] - _ml_floor_rounding(prob) or \
             ml_sum(least) > cap + HIGHS_FEAS_TOL * prob.kh:
-        smallest = math.log2(max(ml_sum(least), 1.0))
+        smallest = _ml_bits_up(ml_sum(least))
         raise InfeasibleBudgetError(f"max_leakage={target_bits!r} bits cannot be reached by any allowed mapping; "
                                     f"the smallest achievable maximal leakage is {smallest!r} bits",
                                     smallest_feasible=smallest)
