@@ -179,6 +179,11 @@ SHARPEN_WITHIN = 10.0
 ML_GAP_BITS = 1e-7
 #: max_leakage mode: at most this many delta solves (Newton usually needs 3 to 8)
 MAX_TARGET_SOLVES = 40
+
+#: a target inside the least-leaking solve's own gap is decided by solving that problem again, each time 100 times
+#: more precisely, at most this many times (then "could not decide": a SolverError whatever the solver)
+UNDECIDED_RESOLVES = 3
+
 #: max_leakage mode (mutual information): the distortion tolerance is also at most this share of the answer's
 #: distance to the smallest distortion
 ANSWER_RTOL = 1e-3
@@ -892,6 +897,15 @@ def _solve_mi_target(prob, target_bits, solver, tol):
         rights.append((prob.distortion(P_blk), P_blk, prob.objective(P_blk)))
     else:
         Pm, fm, lbm, _ = run(np.inf, tol)
+        for _ in range(UNDECIDED_RESOLVES):
+            # the target lies inside the least-leaking solve's own gap (lbm <= L < fm): that solve was only as
+            # precise as tol, and a target 2e-8 bits above the smallest leakage (banded forbidden entries, |A| = 6,
+            # k = 30) raised "could not decide" with solver="auto", where tol = 1e-8 decides it. Solved again, each
+            # time 100 times more precisely (from its own mapping), until one side is proven
+            if not (lbm <= L < fm):
+                break
+            tol_m = max(1e-2 * (fm - lbm) / LN2, 1e-14)
+            Pm, fm, lbm, _ = run(np.inf, tol_m, warm=Pm)
         if lbm > L and fm <= target_bits * LN2 * (1 + _rounding_share(prob)):
             # the target is the smallest achievable leakage up to rounding, inside the hair the search keeps (a target
             # equal to the leakage of the only allowed mapping, as leakage() computes it, was refused as unreachable):
@@ -906,7 +920,8 @@ def _solve_mi_target(prob, target_bits, solver, tol):
         if lbm > target_bits * LN2:
             raise InfeasibleBudgetError(
                 f"max_leakage={target_bits!r} bits cannot be reached by any allowed mapping; "
-                f"the smallest achievable leakage is at least {lbm / LN2:.6g} bits (at most {fm / LN2:.6g})",
+                f"the smallest achievable leakage is at least {format_bound(lbm / LN2)} bits (at most "
+                f"{format_bound(fm / LN2)})",
                 smallest_feasible=_bits_up(fm),
             )
         if lbm > L:
