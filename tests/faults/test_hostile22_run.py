@@ -75,3 +75,78 @@ def test_worker_warning_is_an_error_under_the_callers_error_filter():
         warnings.simplefilter("error", UserWarning)
         with pytest.raises(UserWarning, match="^hostile22: a warning raised while releasing$"):
             _rmse_cost(2)
+
+
+# --------------------------------------------------------------------------- 2: SIGTERM in the command line
+# the run's first file is staged at once (the experiment writes its files at the end), so the staging folder is
+# there when the signal comes; then the quick synthetic run with two loky workers
+_TERM_SCRIPT = """
+import sys
+import pandas as pd
+from privrelease import cli
+from privrelease.runner import _report
+
+init = _report.Report.__init__
+def staged_at_once(self, *args, **kwargs):
+    init(self, *args, **kwargs)
+    self.csv(pd.DataFrame({"x": [1]}), "early")
+_report.Report.__init__ = staged_at_once
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
+def _cmdline(process):
+    import psutil
+
+    try:
+        return process.cmdline()
+    except psutil.Error:  # ended meanwhile
+        return []
+
+
+def test_sigterm_stops_a_cli_run_like_ctrl_c(tmp_path):
+    psutil = pytest.importorskip("psutil")
+    out = tmp_path / "out"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+               OMP_NUM_THREADS="1", MPLBACKEND="Agg")
+    log = tmp_path / "stderr.txt"
+    with open(log, "w") as stderr:  # a file, not a pipe: workers left behind would hold a pipe open
+        proc = subprocess.Popen(
+            [sys.executable, "-c", _TERM_SCRIPT, "run", str(ROOT / "pipelines" / "synthetic_ratings.toml"),
+             "--quick", "--set", "n_jobs=2", "-o", str(out)],
+            env=env, stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True)
+    try:
+        main = psutil.Process(proc.pid)
+        deadline = time.monotonic() + 90
+        workers = []
+        while time.monotonic() < deadline and proc.poll() is None:
+            staged = list(out.glob(".privrelease-run-*")) if out.is_dir() else []
+            workers = [c for c in main.children(recursive=True) if "loky" in " ".join(_cmdline(c))]
+            if staged and len(workers) >= 2:
+                break
+            time.sleep(0.1)
+        assert proc.poll() is None and staged and workers, "the run never had its workers and staging folder"
+        children = main.children(recursive=True)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+        err = log.read_text()
+        assert proc.returncode == 143, err[-2000:]
+        assert err.strip().splitlines()[-1] == "privrelease: error: terminated (SIGTERM)"
+        # joblib shut its workers down; loky's resource tracker ends with its parent
+        _, alive = psutil.wait_procs(children, timeout=15)
+        assert not alive, [p.cmdline() for p in alive]
+        assert not list(out.glob(".privrelease-run-*"))  # the staging folder went, as on Ctrl-C
+        assert not list(Path("/dev/shm").glob(f"joblib_memmapping_folder_{proc.pid}_*"))
+    finally:  # the run's process group (start_new_session): whatever of it is left, workers included
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait()
+
+
+def test_the_library_installs_no_sigterm_handler():
+    code = "import signal, privrelease, privrelease.cli; print(signal.getsignal(signal.SIGTERM) is signal.SIG_DFL)"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert done.stdout.strip() == "True", done.stderr
