@@ -150,3 +150,102 @@ def test_the_library_installs_no_sigterm_handler():
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
     assert done.stdout.strip() == "True", done.stderr
+
+
+# --------------------------------------------------------------------------- 6, 9: report file names
+_HOSTILE_NAME = "x\n# INJECTED heading\n<img src=x onerror=alert(1)>\n- list item"
+
+
+@pytest.mark.parametrize("name", [_HOSTILE_NAME, "tab\there", "esc\x1b[31m", "bidi\u202eevil", "del\x7f",
+                                  "c1\x85", "line\u2028sep"])
+def test_report_refuses_control_characters_in_names(tmp_path, name):
+    from privrelease.runner import Report
+
+    r = Report(tmp_path / "out", title="t")
+    with pytest.raises(ValueError, match="report file name .* holds the control or invisible character"):
+        r.table(pd.DataFrame({"x": [1]}), name)
+    assert not (tmp_path / "out").exists()  # nothing created for a refused name
+
+
+def test_report_md_escapes_file_names(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from urllib.parse import unquote
+
+    from privrelease.runner import Report
+
+    out = tmp_path / "out"
+    r = Report(out, title="t")
+    r.table(pd.DataFrame({"x": [1]}), "t (1) <img src=x> `tick` *b*")
+    fig, _ = plt.subplots()
+    r.figure(fig, "fig (a) b)")
+    md = r.save().read_text(encoding="utf-8")
+    # the table's file name is one code span: its characters are text, not markup
+    assert "(``t (1) <img src=x> `tick` *b*.csv``)" in md
+    assert "<img src=x>.csv`)" not in md.replace("``)", "")
+    # the figure's link leads to the file on disk, whatever its name holds: a destination with no space and no
+    # parenthesis is one link to CommonMark (a raw ')' ended it early, a space made it no link at all)
+    line = next(ln for ln in md.splitlines() if ln.startswith("!["))
+    link = line.split("](", 1)[1][:-1]
+    assert line.endswith(")") and not set(link) & set(" ()<>")
+    assert (out / unquote(link)).is_file() and unquote(link) == "fig (a) b).png"
+
+
+def test_report_refuses_a_name_too_long_before_creating_anything(tmp_path):
+    from privrelease.runner import Report
+
+    out = tmp_path / "out"
+    limit = os.pathconf(tmp_path, "PC_NAME_MAX")
+    r = Report(out)
+    with pytest.raises(ValueError, match=rf"is 304 bytes long: expected at most {limit - 22} bytes "
+                                         rf"\(the file system's limit of {limit} bytes for a name"):
+        r.csv(pd.DataFrame({"x": [1]}), "a" * 300)
+    # counted in bytes: 2 bytes per 'é' in UTF-8
+    with pytest.raises(ValueError, match=rf"is {2 * 120 + 4} bytes long"):
+        r.csv(pd.DataFrame({"x": [1]}), "é" * 120)
+    for bad in ("../evil", "sub/x", "x\x00y"):
+        with pytest.raises(ValueError, match="report file name must be a plain file name"):
+            r.csv(pd.DataFrame({"x": [1]}), bad)
+    assert not out.exists()  # refused names leave no folder behind
+    # the longest name accepted is written and saved whole
+    longest = "b" * (limit - 22 - len(".csv"))
+    assert r.csv(pd.DataFrame({"x": [1]}), longest).name == longest + ".csv"
+    r.save()
+    assert (out / (longest + ".csv")).read_text() == "x\n1\n"
+    assert not list(out.glob(".privrelease-run-*"))
+
+
+# --------------------------------------------------------------------------- 8: n_jobs in the command line
+N_JOBS_EXPERIMENTS = ["movielens_gender", "multi_attribute", "politics_tv_ratings", "ratings_file",
+                      "synthetic_ratings"]
+
+
+@pytest.mark.parametrize("experiment", N_JOBS_EXPERIMENTS)
+def test_cli_n_jobs_follows_the_library_rule(experiment):
+    import importlib
+
+    from privrelease.runner import PipelineError
+    from privrelease.utils._validation import MAX_N_JOBS, check_n_jobs
+
+    module = importlib.import_module(f"privrelease.runner.experiments.{experiment}")
+    spec = module.PARAMETERS["n_jobs"]
+    # every value the Python API takes is taken, as it is
+    for v in (-1, -2, 1, 2, 64, 65, MAX_N_JOBS, -MAX_N_JOBS):
+        assert check_n_jobs(v) == v
+        assert spec.check("n_jobs", v) == v
+    # every value it refuses is refused, and the message says the library's rule (-1 included)
+    for v in (0, MAX_N_JOBS + 1, -MAX_N_JOBS - 1, 1.5, True, "2"):
+        with pytest.raises((TypeError, ValueError)):
+            check_n_jobs(v)
+        with pytest.raises(PipelineError) as info:
+            spec.check("n_jobs", v)
+        assert f"a nonzero integer from -{MAX_N_JOBS} to {MAX_N_JOBS} (-1 = every core)" in str(info.value)
+
+
+def test_cli_n_jobs_minus_one_passes_the_whole_check():
+    from privrelease.runner import check_run
+
+    _, params, _ = check_run("synthetic_ratings", {"n_jobs": -1}, quick=True)
+    assert params["n_jobs"] == -1
