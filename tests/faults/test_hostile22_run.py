@@ -249,3 +249,17 @@ def test_cli_n_jobs_minus_one_passes_the_whole_check():
 
     _, params, _ = check_run("synthetic_ratings", {"n_jobs": -1}, quick=True)
     assert params["n_jobs"] == -1
+
+
+def test_a_folder_that_appears_before_the_first_file_is_checked_as_at_construction(tmp_path):
+    from privrelease.runner import OutputFolderError, Report
+
+    out = tmp_path / "x"
+    rep = Report(out, title="t")  # missing: checked, created at the first file
+    out.mkdir()
+    (out / "report.md").write_text("mine")  # an earlier report appeared meanwhile
+    with pytest.raises(OutputFolderError, match="holds an earlier report"):
+        rep.csv(pd.DataFrame({"a": [1]}), "curve")
+    assert (out / "report.md").read_text() == "mine" and sorted(p.name for p in out.iterdir()) == ["report.md"]
+    with pytest.raises(OutputFolderError, match="a part of that path is a file"):
+        Report(tmp_path / "x" / "report.md" / "sub")
