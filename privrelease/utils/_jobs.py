@@ -33,7 +33,16 @@ class _Captured:
         with warnings.catch_warnings(record=True) as caught:
             # every warning is recorded here; the caller's filters decide what is shown, ignored or raised
             warnings.simplefilter("always")
-            value = self.func(*args, **kwargs)
+            try:
+                value = self.func(*args, **kwargs)
+            except BaseException as exc:
+                # the warnings raised before the error travel with it (an exception's attributes are pickled
+                # with it) and are issued before it is raised again in the caller
+                try:
+                    exc._privrelease_warnings = _portable(caught)
+                except Exception:  # pragma: no cover - an exception type that takes no attribute
+                    pass
+                raise
         return value, _portable(caught)
 
 
@@ -95,6 +104,9 @@ def run_jobs(calls, n_jobs, **parallel):
         for value, records in results:
             reissue(records, seen)
             yield value
+    except BaseException as exc:
+        reissue(getattr(exc, "_privrelease_warnings", ()), seen)
+        raise
     finally:
         # stopped early (a warning made an error by the caller's filters, an exception, Ctrl-C): joblib's own
         # "... tasks have been successfully executed but not used / cancelled" warning, raised as an error under

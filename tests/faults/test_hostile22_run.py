@@ -263,3 +263,16 @@ def test_a_folder_that_appears_before_the_first_file_is_checked_as_at_constructi
     assert (out / "report.md").read_text() == "mine" and sorted(p.name for p in out.iterdir()) == ["report.md"]
     with pytest.raises(OutputFolderError, match="a part of that path is a file"):
         Report(tmp_path / "x" / "report.md" / "sub")
+
+
+def _warn_then_fail(X):
+    warnings.warn("hostile22: raised before the error", UserWarning)
+    raise ValueError("hostile22: the release failed")
+
+
+def test_worker_warnings_raised_before_an_error_come_back_with_it():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(ValueError, match="hostile22: the release failed"):
+            _rmse_cost(2, _warn_then_fail)
+    assert [str(w.message) for w in caught if "hostile22" in str(w.message)] == ["hostile22: raised before the error"]
