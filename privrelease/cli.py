@@ -15,13 +15,16 @@ self-contained ``report.html`` beside it. Reports are written only inside the
 output folder (no symbolic link is followed), and a folder holding an earlier
 report is refused unless ``--overwrite``. Exit status: 0 done, 1 an experiment
 failed or could not do its job (for example a missing data set), 2 a usage
-error (one line on stderr; ``--debug`` shows the traceback).
+error (one line on stderr; ``--debug`` shows the traceback), 130 stopped by
+Ctrl-C, 143 stopped by SIGTERM (both leave the earlier report as it was).
 """
 
 import argparse
 import logging
 import os
+import signal
 import sys
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -32,6 +35,19 @@ from . import __version__
 EXIT_USAGE = 2
 #: exit status of a run that could not do its job (failed or incomplete experiment)
 EXIT_FAILED = 1
+#: exit status of a run stopped by Ctrl-C (128 + SIGINT, as a shell reports it)
+EXIT_INTERRUPTED = 130
+#: exit status of a run stopped by SIGTERM (128 + SIGTERM: ``timeout``, systemd, batch schedulers)
+EXIT_TERMINATED = 143
+
+
+class Terminated(KeyboardInterrupt):
+    """Raised in the main thread when the command line receives SIGTERM (the handler :func:`main` installs).
+
+    A KeyboardInterrupt, so that a run stops as on Ctrl-C: joblib shuts its worker processes down, the run's
+    staging folder is removed and the earlier report stays whole. SIGTERM's default action ended the process at
+    once, leaving loky workers running with no parent, joblib's shared-memory folders and the staging folder.
+    """
 
 # Experiments whose data ships with the package, in the order the demo shows them.
 DEMO_EXPERIMENTS = [
@@ -296,7 +312,8 @@ def build_parser():
         prog="privrelease",
         description="Privacy-preserving release of ratings, what it costs, and paying for privacy.",
         epilog="Exit status: 0 done; 1 an experiment failed or could not do its job (for example its data set "
-               "is missing); 2 a usage error (bad pipeline file, parameter or output folder; nothing ran).",
+               "is missing); 2 a usage error (bad pipeline file, parameter or output folder; nothing ran); 130 "
+               "stopped by Ctrl-C; 143 stopped by SIGTERM.",
     )
     parser.add_argument("--version", action="version", version=f"privrelease {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -331,8 +348,22 @@ def _one_line(exc):
     return text or type(exc).__name__
 
 
+class _TermHandler:
+    """The command line's SIGTERM handler: raises :class:`Terminated` once; a SIGTERM sent again while the run
+    cleans up is ignored (a scheduler's repeated SIGTERM interrupted the cleanup it asked for)."""
+
+    def __init__(self):
+        self.fired = False
+
+    def __call__(self, signum, frame):
+        if not self.fired:
+            self.fired = True
+            raise Terminated(f"terminated by signal {signum} (SIGTERM)")
+
+
 def main(argv=None):
-    """Run the command line; returns the exit status (0 done, 1 run failed, 2 usage error)."""
+    """Run the command line; returns the exit status (0 done, 1 run failed, 2 usage error, 130 Ctrl-C,
+    143 SIGTERM)."""
     # a path that is not valid UTF-8 ('-o $'bad\\xffname'') reaches Python as lone surrogates: a strict stdout
     # raised UnicodeEncodeError after the report was written, and the run was called failed (exit 1)
     restore = []
@@ -340,9 +371,18 @@ def main(argv=None):
         if getattr(stream, "errors", None) == "strict" and hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
             restore.append(stream)
+    # SIGTERM stops a run as Ctrl-C does (see Terminated); installed here, in the command line only (a library
+    # does not take a signal over on import), and put back when main returns (the tests call main in-process)
+    old_term = None
+    if threading.current_thread() is threading.main_thread():
+        old_term = (signal.getsignal(signal.SIGTERM),)
+        signal.signal(signal.SIGTERM, _TermHandler())
     try:
         return _main(argv)
     finally:
+        if old_term is not None:
+            # None: a handler not installed from Python, which cannot be put back; the default is the closest
+            signal.signal(signal.SIGTERM, signal.SIG_DFL if old_term[0] is None else old_term[0])
         for stream in restore:
             stream.reconfigure(errors="strict")
 
@@ -372,8 +412,10 @@ def _main(argv):
         error, status, text = exc, EXIT_USAGE, _one_line(exc)
     except RunIncomplete as exc:
         error, status, text = exc, EXIT_FAILED, _one_line(exc)
+    except Terminated as exc:
+        error, status, text = exc, EXIT_TERMINATED, "terminated (SIGTERM)"
     except KeyboardInterrupt as exc:
-        error, status, text = exc, 130, "interrupted"
+        error, status, text = exc, EXIT_INTERRUPTED, "interrupted"
     except Exception as exc:  # the experiment itself failed: one line, the traceback with --debug
         error, status, text = exc, EXIT_FAILED, f"the run failed: {type(exc).__name__}: {_one_line(exc)}"
     finally:
@@ -382,7 +424,8 @@ def _main(argv):
             log.setLevel(level)
     if args.debug:
         traceback.print_exception(type(error), error, error.__traceback__)
-    hint = "" if args.debug or status == 130 else " (rerun with --debug for the traceback)"
+    stopped = status in (EXIT_INTERRUPTED, EXIT_TERMINATED)
+    hint = "" if args.debug or stopped else " (rerun with --debug for the traceback)"
     if status == EXIT_USAGE:
         hint = ""
     print(f"privrelease: error: {text}{hint}", file=sys.stderr)

@@ -518,9 +518,10 @@ def privacy_utility_curve(mapper, ratings, private, *, deltas=None, max_leakages
         base = _fit_mapper(settings[0], split)
         fitted = [_with_param(base, name, v) for v in raw]
     else:
-        # an uncertified solve warns in the thread or process that fits the mapper: a joblib process drops the
-        # warning, and under joblib's threading backend another worker's catch_warnings (one setting of the whole
-        # process, Python < 3.14) can drop it. Held back here and warned from this thread for every such fit
+        # an uncertified solve warns in the thread or process that fits the mapper: under joblib's threading
+        # backend another worker's catch_warnings (one setting of the whole process, Python < 3.14) can drop it
+        # (a process's warnings are issued again here, by _run_jobs). Held back here and warned from this thread
+        # for every such fit, once
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             fitted = _run_jobs([(_fit_mapper, (m, split)) for m in settings], n_jobs, verbose, "fitting mappers")

@@ -32,13 +32,13 @@ import warnings
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
-from joblib import Parallel, delayed
 from sklearn.base import clone
 
 from ..mappers._dask import computed
 from ..recommender import SurpriseRecommender, holdout_split
 from ..utils import check_number, check_random_source, check_rating_matrix, check_rating_scale
 from ..utils._validation import UNDISCLOSED_SHORT, check_n_jobs, plain_labels, plain_value
+from ..utils._jobs import run_jobs
 from ..utils._validation import check_same_index
 from ._targets import check_attribute, joint_attribute
 
@@ -418,11 +418,10 @@ def _progress(iterable, total, verbose, desc):
 
 
 def _run_jobs(jobs, n_jobs, verbose, desc):
-    """Run ``(func, args)`` jobs with joblib, in order, with a progress bar."""
+    """Run ``(func, args)`` jobs with joblib, in order, with a progress bar; a warning a job raises in a worker
+    process is issued here, in the caller's process, under its filters (``run_jobs``)."""
     verbose = _check_verbose(verbose)  # before the jobs are sent
-    par = Parallel(n_jobs=n_jobs, return_as="generator")
-    gen = par(delayed(f)(*a) for f, a in jobs)
-    return list(_progress(gen, len(jobs), verbose, desc))
+    return list(_progress(run_jobs(jobs, n_jobs), len(jobs), verbose, desc))
 
 
 def _fit_mapper(mapper, split):

@@ -152,7 +152,9 @@ def privacy_distortion_curve(prior, distortion, deltas, *, leakage="mutual_infor
             solved.append(res)
             prev = res
     else:
-        from joblib import Parallel, delayed
+        import functools
+
+        from ..utils._jobs import run_jobs
 
         # BLAS's thread count is one setting of the whole process (OpenBLAS): set here, in the calling thread,
         # for all the workers. Each worker's own limit in the solver, opened and closed at other times, left the
@@ -163,10 +165,11 @@ def privacy_distortion_curve(prior, distortion, deltas, *, leakage="mutual_infor
         # thread; the caller's filters are restored after the workers
         with single_threaded_blas(), warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
-            solved = Parallel(n_jobs=n_jobs, prefer="threads")(
-                delayed(solve_mapping)(P, D, budgets[groups[key][0]], leakage=leakage, solver=solver, tol=tol)
-                for key in todo
-            )
+            # run_jobs: under a process backend (parallel_backend("loky") takes precedence over prefer) a
+            # worker's warnings are issued here too
+            solve = functools.partial(solve_mapping, leakage=leakage, solver=solver, tol=tol)
+            solved = list(run_jobs([(solve, (P, D, budgets[groups[key][0]])) for key in todo], n_jobs,
+                                   prefer="threads"))
         for key, res in zip(todo, solved):
             if res.status != "optimal":
                 gap = res.certificate.get("gap_bits", np.nan)

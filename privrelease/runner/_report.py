@@ -43,7 +43,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ._schema import OutputFolderError
+from ._schema import OutputFolderError, _show
 
 __all__ = ["Report", "markdown_table", "prepare_output_folder", "REPORT_FILES"]
 
@@ -62,6 +62,10 @@ _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+#: bytes a staged file's temporary name adds to the file's own name ('.' + name + '.' + 16 hex digits + '.tmp')
+_TMP_EXTRA_BYTES = 22
+#: the longest file name in bytes where the file system does not say (Linux's NAME_MAX)
+_DEFAULT_NAME_MAX = 255
 
 
 def _open_regular(name, fd):
@@ -114,6 +118,42 @@ class _Deferred:
             for sig in dict.fromkeys(self._held):  # a signal held back is delivered now
                 signal.raise_signal(sig)
         return False
+
+
+def _name_max(folder):
+    """The longest file name in bytes the file system takes in ``folder`` (or its nearest existing parent: the
+    folder is created at the first file written)."""
+    p = Path(folder)
+    while not os.path.isdir(p) and p.parent != p:
+        p = p.parent
+    try:
+        limit = os.pathconf(p, "PC_NAME_MAX")
+    except (AttributeError, ValueError, OSError):  # no pathconf (Windows), or the file system does not say
+        limit = None
+    return limit if isinstance(limit, int) and limit > 0 else _DEFAULT_NAME_MAX
+
+
+def check_file_name(name, folder):
+    """Refuse a report file name before anything is written or created: a plain name (no folder part, not ``.``,
+    ``..``, the manifest's or a staging folder's), without control or invisible characters (a line break in a
+    name started a heading and an HTML block in report.md), and short enough for the file system, staged
+    temporary name included (``"a" * 300`` raised a raw OSError "File name too long")."""
+    if not isinstance(name, str) or not name or name in (".", "..") or "/" in name or "\x00" in name or \
+            (os.sep in name) or (os.altsep and os.altsep in name) or name.startswith(_STAGING_PREFIX) or \
+            name == MANIFEST:
+        raise ValueError(f"report file name must be a plain file name, got {name!r}")
+    hidden = _HIDDEN.search(name)
+    if hidden:
+        raise ValueError(
+            f"report file name {_show(name)} holds the control or invisible character "
+            f"{hidden.group(0)!r}: expected a file name without control "
+            "characters, line breaks or bidirectional marks (report.md would show them as escapes, not the name)")
+    size, name_max = len(os.fsencode(name)), _name_max(folder)
+    if size > name_max - _TMP_EXTRA_BYTES:
+        raise ValueError(
+            f"report file name {_show(name)} is {size} bytes long: expected at most "
+            f"{name_max - _TMP_EXTRA_BYTES} bytes (the file system's limit of {name_max} bytes for a name, less "
+            f"{_TMP_EXTRA_BYTES} for the temporary name the file is first written under)")
 
 
 def _fmt(v):
@@ -578,6 +618,12 @@ def prepare_output_folder(output_dir, *, overwrite=False):
     OutputFolderError
         With the folder and the reason.
     """
+    return _prepare_output_folder(output_dir, overwrite, create=True)
+
+
+def _prepare_output_folder(output_dir, overwrite, create):
+    """:func:`prepare_output_folder`; ``create=False`` (a :class:`Report`): a missing folder is checked, not
+    created (see :func:`_prepare`)."""
     _refuse_empty(output_dir)
     if "\x00" in str(output_dir):
         raise OutputFolderError(f"output folder {str(output_dir)!r} holds a NUL character: expected a path")
@@ -589,7 +635,7 @@ def prepare_output_folder(output_dir, *, overwrite=False):
     try:
         folder = _without_dot_dot(Path(output_dir))
         try:
-            return _prepare(folder, overwrite)
+            return _prepare(folder, overwrite, create)
         except OutputFolderError as exc:
             if str(folder) == str(output_dir):
                 raise
@@ -602,7 +648,21 @@ def prepare_output_folder(output_dir, *, overwrite=False):
                                 "expected a folder path the file system accepts") from None
 
 
-def _prepare(path, overwrite):
+def _check_creatable(path):
+    """Refuse, without creating anything, a missing folder ``path`` that could not be created: its nearest
+    existing parent is a file, or a folder the process cannot write into (what _make_folders would meet)."""
+    parent = path.parent
+    while not os.path.lexists(parent) and parent.parent != parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise OutputFolderError(
+            f"cannot create output folder {str(path)!r}: a part of that path is a file, not a folder")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise OutputFolderError(
+            f"cannot create output folder {str(path)!r}: permission denied (expected a writable location)")
+
+
+def _prepare(path, overwrite, create=True):
     real = Path(os.path.realpath(path))
     try:
         home = Path(os.path.realpath(Path.home()))
@@ -621,6 +681,9 @@ def _prepare(path, overwrite):
             "written into a real folder: give the folder it points to, or another one")
     if path.exists() and not path.is_dir():
         raise OutputFolderError(f"output folder {str(path)!r} is a file, not a folder: expected a folder path")
+    if not create and not os.path.lexists(path):
+        _check_creatable(path)
+        return path
     try:
         _make_folders(path)
     except (FileExistsError, NotADirectoryError):
@@ -814,10 +877,7 @@ class _Folder:
     def write(self, name, data):
         """Write ``data`` (bytes) as ``name`` of the run (into the staging folder until :meth:`commit`); return
         the path the file will have in the output folder."""
-        if not isinstance(name, str) or not name or name in (".", "..") or "/" in name or "\x00" in name or \
-                (os.sep in name) or (os.altsep and os.altsep in name) or name.startswith(_STAGING_PREFIX) or \
-                name == MANIFEST:
-            raise ValueError(f"report file name must be a plain file name, got {name!r}")
+        check_file_name(name, self.path)
         target = self.path / name
         if not _HAVE_DIR_FD:  # pragma: no cover - platforms without dir_fd (Windows)
             return self._write_by_path(target, data)
@@ -1006,8 +1066,9 @@ class Report:
     Parameters
     ----------
     output_dir : str or Path
-        Created if missing (see :func:`prepare_output_folder` for what is
-        refused). Files: ``report.md``, ``report.html`` (one self-contained page:
+        Checked at once (see :func:`prepare_output_folder` for what is
+        refused); created if missing when the first file is written (a
+        refused file name leaves nothing behind). Files: ``report.md``, ``report.html`` (one self-contained page:
         plots inline as base64 PNG, tables as HTML tables), ``<name>.csv``,
         ``<name>.png``, ``<name>.json``.
     title : str
@@ -1032,14 +1093,25 @@ class Report:
     """
 
     def __init__(self, output_dir, title="privrelease report", *, overwrite=False):
-        self.output_dir = prepare_output_folder(output_dir, overwrite=overwrite)
-        self._folder = _Folder(self.output_dir, overwrite=overwrite)
+        self.output_dir = _prepare_output_folder(output_dir, overwrite, create=False)
+        self._overwrite = overwrite
+        self._folder = None
+        if os.path.lexists(self.output_dir):  # checked whole above
+            self._folder = _Folder(self.output_dir, overwrite=overwrite)
         self.title = title
         self._parts = []
         self.files = []
 
+    def _open_folder(self):
+        """The output folder's writer; a missing folder is created now (checked again, as at construction)."""
+        if self._folder is None:
+            self.output_dir = prepare_output_folder(self.output_dir, overwrite=self._overwrite)
+            self._folder = _Folder(self.output_dir, overwrite=self._overwrite)
+        return self._folder
+
     def _write(self, name, data):
-        path = self._folder.write(name, data)
+        check_file_name(name, self.output_dir)  # before the folder is created
+        path = self._open_folder().write(name, data)
         if path not in self.files:
             self.files.append(path)
         return path
@@ -1187,10 +1259,11 @@ class Report:
                 _, df, caption, fname, max_rows = part
                 if caption:
                     out.append(f"\n{_md_text(caption)}\n")
-                out.append("\n" + markdown_table(df, max_rows=max_rows) + f"\n\n(`{fname}`)\n")
+                out.append("\n" + markdown_table(df, max_rows=max_rows) + f"\n\n({inline_code(fname)})\n")
             elif kind == "figure":
                 _, _, caption, fname = part
-                out.append(f"\n![{esc(caption or fname[:-4])}]({fname})\n")
+                # the link percent-encoded: a ')' or a space in a name ended the link early
+                out.append(f"\n![{esc(caption or fname[:-4])}]({urllib.parse.quote(fname)})\n")
                 if caption:
                     out.append(f"\n*{esc(caption)}*\n")
         return "".join(out)
@@ -1243,4 +1316,5 @@ class Report:
 
     def discard(self):
         """Drop what the run wrote so far (its staging folder), leaving the output folder as it was."""
-        self._folder.discard()
+        if self._folder is not None:
+            self._folder.discard()

@@ -21,7 +21,7 @@ import math
 import numbers
 import os
 
-from ..utils._validation import format_bound
+from ..utils._validation import N_JOBS_RULE, check_n_jobs, format_bound
 
 __all__ = [
     "PipelineError",
@@ -33,6 +33,7 @@ __all__ = [
     "Int",
     "Float",
     "Seed",
+    "NJobs",
     "Choice",
     "Text",
     "Scalar",
@@ -187,6 +188,21 @@ class Seed(Int):
     @property
     def expected(self):
         return "an integer seed in [0, 4294967295]"
+
+
+class NJobs(Spec):
+    """joblib's number of workers, by the library's own rule (``check_n_jobs``): -1 is every core, -2 all but one
+    (the schemas' ``Int(1, 64)`` refused -1, which the Python API takes)."""
+
+    expected = N_JOBS_RULE
+
+    def check(self, name, value):
+        try:
+            return check_n_jobs(value)
+        except TypeError:
+            raise self._type_error(name, value) from None
+        except ValueError:
+            raise self._value_error(name, value) from None
 
 
 class Choice(Spec):

@@ -215,6 +215,8 @@ def as_float_array(values, name):
 #: asked, whatever the number of tasks (``n_jobs=200000`` for three tasks spawned processes until it was killed), and
 #: above 500,000 fails inside with "Numeric literal ... is too large"
 MAX_N_JOBS = 4096
+#: what ``n_jobs`` may be besides None, in the words of every message about it (the library's and the runner's)
+N_JOBS_RULE = f"a nonzero integer from -{MAX_N_JOBS} to {MAX_N_JOBS} (-1 = every core)"
 
 
 def check_n_jobs(n_jobs):
@@ -226,7 +228,7 @@ def check_n_jobs(n_jobs):
     """
     if n_jobs is None:
         return None
-    what = f"None or a nonzero integer from -{MAX_N_JOBS} to {MAX_N_JOBS} (-1 = every core)"
+    what = f"None or {N_JOBS_RULE}"
     if isinstance(n_jobs, (bool, np.bool_)) or not isinstance(n_jobs, numbers.Integral):
         raise TypeError(f"n_jobs must be {what}, got {plain_value(n_jobs)!r}")
     if n_jobs == 0 or abs(int(n_jobs)) > MAX_N_JOBS:

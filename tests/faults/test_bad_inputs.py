@@ -139,6 +139,15 @@ def _own_file_in_output():
     Report(folder, title="t").table(pd.DataFrame({"a": [1]}), "curve")
 
 
+def _report_name(name):
+    """A Report into a new folder, asked to write the table ``name``.csv."""
+    import pandas as pd
+
+    from privrelease.runner import Report
+
+    Report(_tempdir(prefix="badinput-") / "out", title="t").csv(pd.DataFrame({"a": [1]}), name)
+
+
 def _dask_columns_unknown():
     import dask.array as da
 
@@ -718,6 +727,12 @@ def _catalogue():
          lambda: prepare_output_folder("x" * 300), OutputFolderError, "File name too long"),
         ("cli", "run P -o <folder holding the user's own curve.csv, no report>",
          _own_file_in_output, OutputFolderError, "curve.csv"),
+        ("cli", "run synthetic_ratings.toml --set n_jobs=0",
+         lambda: check_run("synthetic_ratings", {"n_jobs": 0}), PipelineError, "(-1 = every core)"),
+        ("runner", "Report(folder).csv(df, 'a' * 300)",
+         lambda: _report_name("a" * 300), ValueError, "304 bytes long"),
+        ("runner", "Report(folder).table(df, 'x\\n# heading')",
+         lambda: _report_name("x\n# heading"), ValueError, "'\\n'"),
     ]
     return rows
 

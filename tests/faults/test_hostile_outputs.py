@@ -160,6 +160,7 @@ def test_a_file_the_report_did_not_write_is_never_replaced(tmp_path):
     rep.table(pd.DataFrame({"a": [2]}), "other")  # its own file: written again
     rep.save()
     assert pd.read_csv(tmp_path / "other.csv")["a"].tolist() == [2]
+    (tmp_path / "x").mkdir()  # a Report creates a missing folder only at its first file
     rep = Report(tmp_path / "x", title="t")
     (tmp_path / "x" / "report.md").write_text("mine")  # appeared after the folder was checked
     with pytest.raises(OutputFolderError, match="refusing to replace"):

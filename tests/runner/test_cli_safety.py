@@ -51,6 +51,7 @@ def test_symlink_planted_at_report_md_is_never_followed(tmp_path, capsys):
 
 
 def test_symlink_planted_during_a_run_is_refused_and_the_target_kept(tmp_path):
+    (tmp_path / "out").mkdir()  # a Report creates a missing folder only at its first file
     rep = Report(tmp_path / "out", title="t")
     victim = tmp_path / "outside.csv"
     victim.write_text("precious")

@@ -30,7 +30,8 @@ import time
 import numpy as np
 
 from .._report import escape_text
-from .._schema import Bool, Choice, Either, Float, Folder, Int, PipelineError, Seed, Seq, quick_values
+from .._schema import (Bool, Choice, Either, Float, Folder, Int, NJobs, PipelineError, Seed, Seq,
+                       quick_values)
 from .synthetic_ratings import (_LEVELS_CAP, MAPPER, N_CLUSTERS_RULES, PROTOCOL_PARAMETERS, RECOMMENDER,
                                 _one_dataset, _recommender)
 
@@ -56,7 +57,7 @@ PARAMETERS = {
     **PROTOCOL_PARAMETERS,
     "recommender": RECOMMENDER,
     "mapper": MAPPER,
-    "n_jobs": Int(1, 64),
+    "n_jobs": NJobs(),
 }
 
 

@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator, TransformerMixin, clone
 
-from .._schema import Bool, Choice, Float, Int, PipelineError, Seed, Seq, quick_values
+from .._schema import Bool, Choice, Float, Int, NJobs, PipelineError, Seed, Seq, quick_values
 from ._politics import fitted_clusters
 from .synthetic_ratings import MAPPER as _RATINGS_MAPPER, check_protocol_split
 
@@ -55,7 +55,7 @@ PARAMETERS = {
         "max_leakage": "use the experiment parameter max_leakages (the caps of each mode)",
         "delta": "use the experiment parameter max_leakages (each mode sweeps the leakage cap, not delta)",
     }),
-    "n_jobs": Int(1, 64),
+    "n_jobs": NJobs(),
 }
 
 

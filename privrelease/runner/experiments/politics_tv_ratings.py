@@ -36,7 +36,7 @@ import pandas as pd
 from ._politics import fitted_clusters, plot_curve, quantized_curve
 
 from ...evaluation._attacks import ATTACK_MODELS
-from .._schema import Bool, Choice, Float, Int, Seed, Seq, quick_values
+from .._schema import Bool, Choice, Float, Int, NJobs, Seed, Seq, quick_values
 from .synthetic_ratings import MAPPER as _RATINGS_MAPPER
 
 __all__ = ["run", "rmse_and_attacks"]
@@ -58,7 +58,7 @@ PARAMETERS = {
         "release": "our rows release profiles; the paper's naive release of representatives is its own row",
         "protect": "the private attribute is one binary column (nothing to protect jointly or by marginals)",
     }),
-    "n_jobs": Int(1, 64),
+    "n_jobs": NJobs(),
 }
 
 

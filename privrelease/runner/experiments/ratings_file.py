@@ -42,7 +42,7 @@ import numpy as np
 import pandas as pd
 
 from .._report import MAX_CELL_CHARS, escape_text, inline_code
-from .._schema import (Bool, Choice, Either, File, Float, Int, PipelineError, Seed, Seq, Table, Text,
+from .._schema import (Bool, Choice, Either, File, Float, Int, NJobs, PipelineError, Seed, Seq, Table, Text,
                        quick_values)
 from ...datasets._movielens import integer_spellings, repeats_sentence
 from ...utils._validation import (_MARKER_WORDS, MAX_RATING, UNDISCLOSED_TEXTS, check_ids, check_rating_scale,
@@ -82,7 +82,7 @@ PARAMETERS = {
     **PROTOCOL_PARAMETERS,
     "recommender": RECOMMENDER,
     "mapper": MAPPER,
-    "n_jobs": Int(1, 64),
+    "n_jobs": NJobs(),
 }
 
 #: a users file's value that means "not disclosed" (compared after stripping spaces, ignoring case: Book-Crossing's

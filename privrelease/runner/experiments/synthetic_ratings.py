@@ -20,8 +20,8 @@ import pandas as pd
 
 from ...evaluation._attacks import ATTACK_MODELS
 from ...recommender._surprise import _ALGORITHMS
-from .._schema import (Bool, Choice, Either, EstimatorOptions, Float, Int, ParameterTypeError, PipelineError, Scalar,
-                       Seed, Seq, Table, _show, _type_name, quick_values)
+from .._schema import (Bool, Choice, Either, EstimatorOptions, Float, Int, NJobs, ParameterTypeError, PipelineError,
+                       Scalar, Seed, Seq, Table, _show, _type_name, quick_values)
 
 __all__ = ["run"]
 
@@ -128,7 +128,7 @@ PARAMETERS = {
     "politics_recommender": RECOMMENDER,
     "ratings_recommender": RECOMMENDER,
     "mapper": MAPPER,
-    "n_jobs": Int(1, 64),
+    "n_jobs": NJobs(),
 }
 _QUICK = {"datasets": ("politics_tv",), "max_leakages": (0.0, 0.02, 0.1), "blurme_fractions": (0.1, 0.5),
           "cv": 2, "attack_models": ("logistic",), "n_jobs": 1}
