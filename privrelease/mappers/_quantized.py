@@ -1842,6 +1842,14 @@ class QuantizedPrivacyMapper(_BaseMapper):
             cost = np.asarray(cost, dtype=np.float64) * scale[:, None]
         return super()._engine_solve(prior, cost, delta, max_leakage, warm_start=warm_start)
 
+    def _solver_distortion(self, mapping):
+        """The engine's distortion of ``mapping``: over the labeled users' cluster shares where :meth:`_engine_solve`
+        weighted the costs by them (a dense cost), else the base's."""
+        w = self._distortion_weights(self.prior_)
+        if w is None or sp.issparse(self.cost_matrix_):
+            return super()._solver_distortion(mapping)
+        return float(expected_distortion(w[None, :], mapping, self.cost_matrix_))
+
     def _figures(self):
         out = super()._figures()
         w = self._distortion_weights(self.prior_)
