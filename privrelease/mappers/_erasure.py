@@ -565,6 +565,9 @@ class ErasureMapper(_BaseMapper):
     def transform(self, X):
         """Erase cells according to the fitted mapping.
 
+        The fitted arrays are read-only, and one assigned anew or edited after fit is refused (ValueError naming
+        it): ``leakage_`` holds for fit's.
+
         Parameters
         ----------
         X : DataFrame, array-like or dask collection of shape (n_samples, n_features)
@@ -589,7 +592,7 @@ class ErasureMapper(_BaseMapper):
         if _dask.is_dask_collection(X):
             return _dask.transform(self, X)
         check_is_fitted(self)
-        self._check_guarantee_unchanged()
+        self._check_release_state()
         Xa = self._check_X(X, reset=False)
         source = check_random_source(self.random_state)
         codes = self._encode(Xa)

@@ -2241,6 +2241,8 @@ class QuantizedPrivacyMapper(_BaseMapper):
         everyone else (at the empty-user point), join the nearest cluster and
         go through the mapping too: an empty input row is never passed through
         unchanged, so being empty cannot leak more than any other profile.
+        The fitted arrays are read-only, and one assigned anew or edited after
+        fit is refused (ValueError naming it): ``leakage_`` holds for fit's.
 
         Parameters
         ----------
@@ -2261,7 +2263,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
         if _dask.is_dask_collection(X):
             return _dask.transform(self, X)
         check_is_fitted(self)
-        self._check_guarantee_unchanged()
+        self._check_release_state()
         frame = X if is_sparse_frame(X) else None
         # a dense DataFrame stays one too (its index and columns: the users and items), as on the dask path
         dense_frame = X if frame is None and _is_pandas_frame(X) else None
