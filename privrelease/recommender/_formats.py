@@ -203,13 +203,14 @@ def _normal_form(text):
     return "no normal form"
 
 
-class RatingIds:
+class RatingIds(dict):
     """Every user and item id of a :class:`RatingsFrame` (each row and column of its matrix).
 
     :meth:`RatingsFrame.from_matrix` puts it in the long-form frame it returns, as ``released.attrs["ids"]``:
     long form holds no user (item) without a stored rating, so a release's empty rows and columns are kept
     here. :meth:`RatingsFrame.fit` reads it back (``RatingsFrame().fit(released)`` maps every user and item
-    of the matrix again, in its order).
+    of the matrix again, in its order). As a mapping it holds the counts ``{"n_users": ..., "n_items": ...}``,
+    what a file format that writes a frame's ``attrs`` as JSON (``to_parquet``) keeps of it.
 
     Attributes
     ----------
@@ -219,9 +220,8 @@ class RatingIds:
         Item id of each matrix column.
     """
 
-    __slots__ = ("user_ids", "item_ids")
-
     def __init__(self, user_ids, item_ids):
+        super().__init__(n_users=len(user_ids), n_items=len(item_ids))
         self.user_ids = pd.Index(user_ids)
         self.item_ids = pd.Index(item_ids)
 
@@ -229,9 +229,15 @@ class RatingIds:
         # pandas copies a frame's attrs at every operation: the ids never change (an Index is immutable)
         return self
 
+    def __reduce__(self):
+        return type(self), (self.user_ids, self.item_ids)
+
     def __eq__(self, other):
         return self is other or (isinstance(other, RatingIds) and self.user_ids.equals(other.user_ids)
                                  and self.item_ids.equals(other.item_ids))
+
+    def __ne__(self, other):
+        return not self == other
 
     __hash__ = None
 

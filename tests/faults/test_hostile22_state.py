@@ -230,7 +230,7 @@ def _with_empty_rows(X, users, items):
     return X
 
 
-def test_from_matrix_keeps_and_counts_users_and_items_without_a_rating(converter):
+def test_from_matrix_keeps_and_counts_users_and_items_without_a_rating(converter, tmp_path):
     rf, X = converter
     released = _with_empty_rows(X, users=[1, 4, 7], items=[2])
     empty_users = int(np.sum(released.getnnz(axis=1) == 0))
@@ -246,8 +246,11 @@ def test_from_matrix_keeps_and_counts_users_and_items_without_a_rating(converter
     again = RatingsFrame().fit(long)
     assert again.shape == X.shape
     assert (again.to_matrix(long) != released).nnz == 0
-    # pandas operations keep (and compare) the ids
+    # pandas operations keep (and compare) the ids; a format writing attrs as JSON keeps the counts
     assert pd.concat([long, long]).attrs["ids"] == ids
+    pytest.importorskip("pyarrow")
+    long.to_parquet(tmp_path / "released.parquet")
+    assert pd.read_parquet(tmp_path / "released.parquet").attrs["ids"] == {"n_users": 12, "n_items": 5}
     with pytest.warns(UserWarning, match=r"the Surprise dataset holds 9 of the 12 users"):
         trainset = rf.to_trainset(released)
     assert trainset.n_users == 12 - empty_users
