@@ -30,6 +30,7 @@ import copy
 import math
 import numbers
 import warnings
+import zlib
 from dataclasses import dataclass, field
 from decimal import Decimal
 from numbers import Integral
@@ -40,7 +41,7 @@ from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin, 
 from sklearn.utils.validation import check_is_fitted
 
 from .. import _persistence
-from ..exceptions import ComplexDataError, InfeasibleBudgetError, PrivacyLeakWarning
+from ..exceptions import ComplexDataError, ConvergenceWarning, InfeasibleBudgetError, PrivacyLeakWarning
 from ..mapping import (
     MappingResult,
     expected_distortion,
@@ -199,6 +200,45 @@ def _is_fitted_attr(name):
     return name.endswith("_") and not name.startswith("_")
 
 
+def _leaves(value, depth=0):
+    """The numpy arrays ``value`` holds: itself, a sparse array's three, those of a list, tuple or dict, and those of
+    a privrelease object's attributes (``solver_result_``, ``embedding_``)."""
+    if isinstance(value, np.ndarray):
+        return [value]
+    if sp.issparse(value):
+        return [value.data, value.indices, value.indptr] if hasattr(value, "indptr") else []
+    if depth > 2:
+        return []
+    if isinstance(value, (list, tuple)):
+        items = value
+    elif isinstance(value, dict):
+        items = list(value.values())
+    elif type(value).__module__.startswith("privrelease.") and hasattr(value, "__dict__"):
+        items = list(vars(value).values())
+    else:
+        return []
+    return [leaf for v in items for leaf in _leaves(v, depth + 1)]
+
+
+def _fitted_leaves(est):
+    """``(attribute name, array)`` for every numpy array the fitted attributes hold."""
+    return [(name, leaf) for name, value in vars(est).items() if _is_fitted_attr(name) for leaf in _leaves(value)]
+
+
+def _fitted_digest(est, leaves=None):
+    """Per fitted attribute that holds arrays: a CRC-32 of their dtypes, shapes and values (what an edit changes;
+    a cryptographic digest took 4 times as long, a few per cent of a transform of 10,000 users)."""
+    out = {}
+    for name, leaf in _fitted_leaves(est) if leaves is None else leaves:
+        crc = zlib.crc32(f"{leaf.dtype.str}{leaf.shape}".encode(), out.get(name, 0))
+        if leaf.dtype.kind == "O":
+            crc = zlib.crc32(repr(leaf.tolist()).encode(), crc)
+        else:
+            crc = zlib.crc32(np.ascontiguousarray(leaf).reshape(-1).view(np.uint8), crc)
+        out[name] = crc
+    return out
+
+
 class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     """Template of the privacy mappers (see the module notes)."""
 
@@ -307,6 +347,7 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         for name in [k for k in vars(self) if _is_fitted_attr(k)]:
             delattr(self, name)
         self.__dict__.update({k: v for k, v in vars(work).items() if _is_fitted_attr(k)})
+        self._guard_fitted_state()
         return self
 
     def _fit_in_memory(self, X, y, sample_weight):
@@ -520,6 +561,55 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         after a fit at 0.2 would go on releasing at 0.2 bits, ``leakage_`` stated in the fitted measure).
         """
         self._check_params_unchanged("guarantee_params_", "its mapping and leakage_ hold for the fitted value only")
+
+    def _check_release_state(self):
+        """What a release checks first: the fitted arrays are fit's (:meth:`_check_fitted_arrays`), and the
+        parameters of the guarantee unchanged (:meth:`_check_guarantee_unchanged`)."""
+        self._check_fitted_arrays()
+        self._check_guarantee_unchanged()
+
+    def _guard_fitted_state(self):
+        """Make every fitted array read-only and record a digest of them (:meth:`_check_fitted_arrays`).
+
+        ``transform`` samples ``mapping_`` and releases through the other fitted arrays, while ``leakage_`` and
+        the other figures were computed at fit: an array edited in place (``m.mapping_[:] = identity``) or
+        assigned anew released through a mapping that leaks more than ``leakage_`` says.
+        """
+        for _, leaf in _fitted_leaves(self):
+            leaf.setflags(write=False)
+        self._fitted_digest = _fitted_digest(self)
+
+    def _check_fitted_arrays(self):
+        """Refuse (ValueError naming the attribute) when a fitted array is not the one fit computed: assigned
+        anew, or made writeable and edited (its digest differs from the one taken at fit or load)."""
+        record = self.__dict__.get("_fitted_digest")
+        if record is None:
+            # a mapper unpickled from a version that kept no digest: checked as load checks a file, then guarded
+            try:
+                self._check_fitted_state()
+            except ValueError as exc:
+                raise ValueError(f"this {type(self).__name__} does not hold the guarantee its figures state "
+                                 f"({exc}); call fit again") from None
+            self._guard_fitted_state()
+            return
+        leaves = _fitted_leaves(self)
+        writeable = next((name for name, leaf in leaves if leaf.flags.writeable), None)
+        current = _fitted_digest(self, leaves)
+        if writeable is None and current == record:
+            return
+        changed = writeable or next((k for k in sorted(set(record) | set(current)) if record.get(k) != current.get(k)))
+        raise ValueError(
+            f"fitted.{changed} is not the array this {type(self).__name__} was fitted with (assigned anew or edited "
+            "after fit): leakage_, distortion_ and the other figures hold for the fitted arrays only, and releasing "
+            "through other ones would state a guarantee they do not have; call fit again (or load a saved mapper)")
+
+    def __setstate__(self, state):
+        # pickle, copy and joblib give new arrays (writeable again): guarded anew when they hold what was guarded
+        super().__setstate__(state)
+        record = self.__dict__.get("_fitted_digest")
+        if record is not None and _fitted_digest(self) == record:
+            for _, leaf in _fitted_leaves(self):
+                leaf.setflags(write=False)
 
     def _check_params_unchanged(self, record, why):
         """Refuse when ``set_params`` changed a parameter of the fit record ``record`` (``guarantee_params_`` or
@@ -778,6 +868,18 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             est._check_fitted_state()
         except (TypeError, KeyError, IndexError, AttributeError) as exc:
             raise ValueError(f"the fitted state of {cls.__name__} is malformed: {type(exc).__name__}: {exc}") from None
+        est._guard_fitted_state()
+        res = est.solver_result_
+        if res.status != "optimal":
+            # what fit said of this answer (the solver's ConvergenceWarning) is said again by the file that holds it
+            warnings.warn(
+                f"the loaded {cls.__name__}'s mapping is not certified optimal (solver_result_.status="
+                f"{res.status!r}, certified gap {float(res.certificate['gap_bits']):.3g} bits, solver {res.solver!r}): "
+                "its leakage_ and distortion_ hold (recomputed from the file), but a better mapping may exist at "
+                "this budget; fit again to certify one",
+                ConvergenceWarning,
+                stacklevel=4,
+            )
         rs = est.random_state
         if isinstance(rs, Integral) and not isinstance(rs, bool):
             warnings.warn(
@@ -885,6 +987,96 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                              "the parameters promise")
         if cap is not None:
             self._check_raw_cap(cap)
+        self._check_solver_result(res)
+
+    def _solver_distortion(self, mapping):
+        """The expected distortion the engine states for ``mapping`` (``solver_result_.distortion``): under
+        ``prior_`` and ``cost_matrix_`` (a mapper that hands the engine other costs says so here)."""
+        return float(expected_distortion(self.prior_, mapping, self.cost_matrix_))
+
+    def _check_solver_result(self, res):
+        """Recompute the claims of ``solver_result_`` from the stored state; refuse the impossible ones.
+
+        Its ``leakage`` and ``distortion`` are those of its mapping under ``prior_`` (the engine's functions),
+        its ``kind`` the ``leakage`` parameter, its ``delta`` / ``max_leakage`` the budget of the parameters
+        (perfect privacy: ``delta = inf``; a quantized mapper may record a tighter cap). The certificate's
+        bound is not recomputed (a solve of its own); a ``gap_bits`` that no solve returns (missing, not a
+        number, NaN, negative) is refused, and so is ``status = 'optimal'`` beside a gap above the solver's
+        tolerance (the solver calls such an answer ``'inaccurate'``).
+        """
+        where = "fitted.solver_result_"
+        for name in ("leakage", "distortion"):
+            v = getattr(res, name)
+            if isinstance(v, bool) or not isinstance(v, (float, int, np.floating, np.integer)) \
+                    or not math.isfinite(float(v)):
+                raise ValueError(f"{where}.{name} must be a finite number, got {v!r:.60}")
+        if res.kind != self.leakage:
+            raise ValueError(f"{where}.kind = {plain_value(res.kind)!r:.60} does not hold: the mapper's leakage "
+                             f"parameter is {self.leakage!r}, the measure the mapping was solved in")
+        recomputed = {"leakage": float(engine_leakage(self.prior_, res.mapping, kind=self.leakage)),
+                      "distortion": self._solver_distortion(res.mapping)}
+        for name, expected in recomputed.items():
+            got = float(getattr(res, name))
+            if not (got == expected or abs(got - expected) <= _CLAIM_TOL * max(1.0, abs(expected))):
+                raise ValueError(f"{where}.{name} = {got!r} does not hold: recomputed from its mapping under the "
+                                 f"stored prior it is {expected!r}; the file's claim is false")
+        self._check_solver_budget(res, where)
+        if not isinstance(res.solver, str) or not res.solver:
+            raise ValueError(f"{where}.solver must name the solver (a non-empty text), got {res.solver!r:.60}")
+        cert = res.certificate
+        if not isinstance(cert, dict) or "gap_bits" not in cert:
+            raise ValueError(f"{where}.certificate must hold 'gap_bits' (the certified duality gap every solve "
+                             f"reports), got {sorted(cert) if isinstance(cert, dict) else type(cert).__name__}")
+        for name in ("gap_bits", "distortion_gap"):
+            if name not in cert:
+                continue
+            v = cert[name]
+            if isinstance(v, bool) or not isinstance(v, (float, int, np.floating, np.integer)) \
+                    or not (float(v) >= 0.0 and math.isfinite(float(v))):
+                raise ValueError(f"{where}.certificate['{name}'] = {v!r:.60} is not a bound a solve returns: "
+                                 "expected a finite number >= 0")
+        if res.status == "optimal" and float(cert["gap_bits"]) > _BUDGET_TOL:
+            raise ValueError(f"{where}.status = 'optimal' does not hold: its certificate's gap_bits = "
+                             f"{float(cert['gap_bits'])!r} is above the solver's tolerance of {_BUDGET_TOL!r} bits "
+                             "(the solver calls such an answer 'inaccurate')")
+        tol_d = cert.get("distortion_tolerance")
+        if res.status == "optimal" and "distortion_gap" in cert and isinstance(tol_d, (float, int)) \
+                and not isinstance(tol_d, bool) and float(cert["distortion_gap"]) > float(tol_d):
+            raise ValueError(f"{where}.status = 'optimal' does not hold: its certificate's distortion_gap = "
+                             f"{float(cert['distortion_gap'])!r} is above its distortion_tolerance = {float(tol_d)!r}")
+
+    def _check_solver_budget(self, res, where):
+        """``solver_result_.delta`` / ``max_leakage``: the budget the parameters gave, and the result within it."""
+        def shown(v):
+            return "None" if v is None else repr(plain_value(v))
+
+        delta, cap = res.delta, res.max_leakage
+        for name, v in (("delta", delta), ("max_leakage", cap)):
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (float, int, np.floating, np.integer))
+                                  or math.isnan(float(v)) or float(v) < 0):
+                raise ValueError(f"{where}.{name} must be None or a number >= 0, got {v!r:.60}")
+        params = (f"the parameters give delta={shown(self.delta)}, max_leakage={shown(self.max_leakage)}")
+        if self.delta is not None:
+            ok = cap is None and delta is not None and float(delta) == float(self.delta)
+            expected = f"delta = {float(self.delta)!r}, max_leakage = None"
+        elif self.max_leakage is not None and float(self.max_leakage) > 0:
+            # a tighter cap than max_leakage (QuantizedPrivacyMapper's search under the raw counts), or perfect
+            # privacy (the end of that search: delta = inf)
+            ok = ((delta is None and cap is not None and float(cap) <= float(self.max_leakage))
+                  or (cap is None and delta is not None and float(delta) == np.inf))
+            expected = (f"max_leakage <= {float(self.max_leakage)!r} with delta = None, or delta = inf (perfect "
+                        "privacy)")
+        else:
+            # perfect privacy: the least-leakage mapping with no budget (delta = inf), or a one-symbol prior's
+            ok = ((cap is None and delta is not None and float(delta) == np.inf)
+                  or (delta is None and (cap is None or float(cap) == 0.0) and min(self.prior_.shape) < 2))
+            expected = "delta = inf, max_leakage = None (perfect privacy)"
+        if not ok:
+            raise ValueError(f"{where} states delta = {shown(delta)}, max_leakage = {shown(cap)}, which does not "
+                             f"hold: {params}, so a fit records {expected}")
+        if cap is not None and float(res.leakage) > float(cap) + _BUDGET_TOL:
+            raise ValueError(f"{where}.leakage = {float(res.leakage)!r} bits exceeds its own max_leakage = "
+                             f"{float(cap)!r}")
 
     def _check_raw_cap(self, cap):
         """A mapper whose cap also holds under other figures checks them here (loaded files)."""

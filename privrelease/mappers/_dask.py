@@ -281,7 +281,7 @@ def transform(mapper, X):
     from sklearn.utils.validation import check_is_fitted
 
     check_is_fitted(mapper)
-    mapper._check_guarantee_unchanged()  # before the graph is built, not when a block is computed
+    mapper._check_release_state()  # before the graph is built, not when a block is computed
     seed = _base_seed(mapper.random_state)
     import dask.array as da
 

@@ -517,7 +517,7 @@ class ErasureMapper(_BaseMapper):
         return estimate
 
     # ---------------------------------------------------------------- transform
-    def _inputs(self, codes, source):
+    def _inputs(self, codes, source, values=None):
         """Input symbol of each row (-1: no input symbol, every feature erased) and the unseen cells.
 
         A row holding a category never seen in fit goes through the mapping of a
@@ -547,8 +547,9 @@ class ErasureMapper(_BaseMapper):
             _dask.warn(
                 self,
                 f"{int(unseen_row.sum())} row(s) hold a category never seen in fit (for example feature "
-                f"{int(feats[0])} of row {int(first)}); those cells are erased and the rest of the row is "
-                "released through the mapping of a seen row that agrees with it (drawn from the prior)",
+                f"{int(feats[0])} of row {int(first)}{self._type_hint(values, unseen)}); those cells are erased and "
+                "the rest of the row is released through the mapping of a seen row that agrees with it (drawn from "
+                "the prior)",
                 UnseenCategoryWarning,
                 key="unseen-category",
                 stacklevel=3,
@@ -562,8 +563,33 @@ class ErasureMapper(_BaseMapper):
                     idx[r] = int(source.categorical(w / w.sum())[0])
         return idx, unseen
 
+    def _type_hint(self, values, unseen):
+        """The end of the unseen-category warning when a feature's unseen values differ from its fitted categories
+        only in type (``'0'`` (str) where fit saw ``0`` (int): a column read as text, every cell erased), naming the
+        feature, the first such value and the category; ``""`` otherwise (or without ``values``)."""
+        if values is None:
+            return ""
+        for j in np.flatnonzero(unseen.any(axis=0)):
+            cats = self.categories_[j].tolist()
+            by_text = {}
+            for c in cats:
+                by_text.setdefault(str(c), c)
+            col = values[unseen[:, j], j].tolist()
+            same = [v for v in col if str(v) in by_text]
+            if same:
+                v, c = same[0], by_text[str(same[0])]
+                names = getattr(self, "feature_names_in_", None)
+                label = f" ({names[j]!r})" if names is not None else ""
+                return (f": {len(same)} of the {len(col)} unseen value(s) of feature {int(j)}{label} differ from a "
+                        f"fitted category only in type, for example {plain_value(v)!r} ({type(v).__name__}) where fit saw "
+                        f"{plain_value(c)!r} ({type(c).__name__}); convert the column to the type it had in fit")
+        return ""
+
     def transform(self, X):
         """Erase cells according to the fitted mapping.
+
+        The fitted arrays are read-only, and one assigned anew or edited after fit is refused (ValueError naming
+        it): ``leakage_`` holds for fit's.
 
         Parameters
         ----------
@@ -589,11 +615,11 @@ class ErasureMapper(_BaseMapper):
         if _dask.is_dask_collection(X):
             return _dask.transform(self, X)
         check_is_fitted(self)
-        self._check_guarantee_unchanged()
+        self._check_release_state()
         Xa = self._check_X(X, reset=False)
         source = check_random_source(self.random_state)
         codes = self._encode(Xa)
-        idx, unseen = self._inputs(codes, source)
+        idx, unseen = self._inputs(codes, source, Xa)
         j = self._sample(idx, source)
         erased = np.ones(Xa.shape, dtype=bool)
         erased[j >= 0] = self.output_tuples_[j[j >= 0]] == -1

@@ -1842,6 +1842,14 @@ class QuantizedPrivacyMapper(_BaseMapper):
             cost = np.asarray(cost, dtype=np.float64) * scale[:, None]
         return super()._engine_solve(prior, cost, delta, max_leakage, warm_start=warm_start)
 
+    def _solver_distortion(self, mapping):
+        """The engine's distortion of ``mapping``: over the labeled users' cluster shares where :meth:`_engine_solve`
+        weighted the costs by them (a dense cost), else the base's."""
+        w = self._distortion_weights(self.prior_)
+        if w is None or sp.issparse(self.cost_matrix_):
+            return super()._solver_distortion(mapping)
+        return float(expected_distortion(w[None, :], mapping, self.cost_matrix_))
+
     def _figures(self):
         out = super()._figures()
         w = self._distortion_weights(self.prior_)
@@ -2233,6 +2241,8 @@ class QuantizedPrivacyMapper(_BaseMapper):
         everyone else (at the empty-user point), join the nearest cluster and
         go through the mapping too: an empty input row is never passed through
         unchanged, so being empty cannot leak more than any other profile.
+        The fitted arrays are read-only, and one assigned anew or edited after
+        fit is refused (ValueError naming it): ``leakage_`` holds for fit's.
 
         Parameters
         ----------
@@ -2253,7 +2263,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
         if _dask.is_dask_collection(X):
             return _dask.transform(self, X)
         check_is_fitted(self)
-        self._check_guarantee_unchanged()
+        self._check_release_state()
         frame = X if is_sparse_frame(X) else None
         # a dense DataFrame stays one too (its index and columns: the users and items), as on the dask path
         dense_frame = X if frame is None and _is_pandas_frame(X) else None

@@ -186,11 +186,63 @@ def _refuse_missing_cells(X):
                      "(X.fillna(0) or np.nan_to_num(X, nan=0.0))")
 
 
+def _warn_left_out(target, n_users, kept_users, n_items, kept_items, stacklevel):
+    """Say that long-form rows (``target``) leave out the users and items with no stored rating, and where their
+    ids are."""
+    warnings.warn(
+        f"{target} holds {kept_users} of the {n_users} users and {kept_items} of the {n_items} items: "
+        f"{n_users - kept_users} user(s) and {n_items - kept_items} item(s) have no stored rating, and long form "
+        "has no row for them; every id is kept in the long-form frame's attrs['ids'] (user_ids, item_ids; "
+        "RatingsFrame().fit(frame) maps them all again)", UserWarning, stacklevel=stacklevel)
+
+
 def _normal_form(text):
     for form in ("NFC", "NFD", "NFKC", "NFKD"):
         if unicodedata.is_normalized(form, text):
             return form
     return "no normal form"
+
+
+class RatingIds(dict):
+    """Every user and item id of a :class:`RatingsFrame` (each row and column of its matrix).
+
+    :meth:`RatingsFrame.from_matrix` puts it in the long-form frame it returns, as ``released.attrs["ids"]``:
+    long form holds no user (item) without a stored rating, so a release's empty rows and columns are kept
+    here. :meth:`RatingsFrame.fit` reads it back (``RatingsFrame().fit(released)`` maps every user and item
+    of the matrix again, in its order). As a mapping it holds the counts ``{"n_users": ..., "n_items": ...}``,
+    what a file format that writes a frame's ``attrs`` as JSON (``to_parquet``) keeps of it.
+
+    Attributes
+    ----------
+    user_ids : pandas.Index
+        User id of each matrix row.
+    item_ids : pandas.Index
+        Item id of each matrix column.
+    """
+
+    def __init__(self, user_ids, item_ids):
+        super().__init__(n_users=len(user_ids), n_items=len(item_ids))
+        self.user_ids = pd.Index(user_ids)
+        self.item_ids = pd.Index(item_ids)
+
+    def __deepcopy__(self, memo):
+        # pandas copies a frame's attrs at every operation: the ids never change (an Index is immutable)
+        return self
+
+    def __reduce__(self):
+        return type(self), (self.user_ids, self.item_ids)
+
+    def __eq__(self, other):
+        return self is other or (isinstance(other, RatingIds) and self.user_ids.equals(other.user_ids)
+                                 and self.item_ids.equals(other.item_ids))
+
+    def __ne__(self, other):
+        return not self == other
+
+    __hash__ = None
+
+    def __repr__(self):
+        return f"RatingIds({len(self.user_ids)} users, {len(self.item_ids)} items)"
 
 
 class RatingsFrame:
@@ -354,6 +406,10 @@ class RatingsFrame:
         ----------
         ratings : pandas.DataFrame
             One row per rating, with the ``user``, ``item`` and ``rating`` columns.
+            A frame of :meth:`from_matrix` carries every id of its matrix
+            (``ratings.attrs["ids"]``, a :class:`RatingIds`): those are the
+            mappings, users and items without a rating included, when every id
+            of its rows is among them.
 
         Returns
         -------
@@ -363,6 +419,13 @@ class RatingsFrame:
         if len(ratings) == 0:  # a converter of no user: align then failed with an IndexError, a mapper on 0 rows
             raise ValueError(f"ratings holds no rating (0 rows, columns {list(ratings.columns)!r}); the id mappings "
                              "are learnt from at least one (user, item, rating) row")
+        ids = ratings.attrs.get("ids")
+        if isinstance(ids, RatingIds) and all(
+                np.all(exact_positions(known, ratings[col], name=f"ratings[{col!r}]") >= 0)
+                for known, col in ((ids.user_ids, self.user), (ids.item_ids, self.item))):
+            # a release written back by from_matrix: its users and items without a stored rating too, in order
+            self.user_ids_, self.item_ids_ = ids.user_ids, ids.item_ids
+            return self
         self.user_ids_ = self._index(ratings[self.user].to_numpy(), "user")
         self.item_ids_ = self._index(ratings[self.item].to_numpy(), "item")
         return self
@@ -410,6 +473,10 @@ class RatingsFrame:
     def from_matrix(self, X):
         """Long form of a user x item matrix (its stored nonzero entries), with the original ids.
 
+        Long form holds no user (item) without a stored rating: a release may have such empty rows (columns).
+        Every id is kept in the result's ``attrs["ids"]`` (a :class:`RatingIds`: ``user_ids``, ``item_ids``,
+        which :meth:`fit` reads back), and a ``UserWarning`` counts the users and items the rows leave out.
+
         Parameters
         ----------
         X : {array-like, sparse matrix, DataFrame} of shape (n_users, n_items)
@@ -439,7 +506,13 @@ class RatingsFrame:
         UserWarning
             A sparse ``X`` storing a (user, item) pair more than once: it is
             read as scipy reads it, as one rating, the sum of the entries.
+            Users or items with no stored rating in ``X`` (not in the rows;
+            their ids are in ``attrs["ids"]``).
         """
+        return self._from_matrix(X, "the long form")
+
+    def _from_matrix(self, X, target):
+        """:meth:`from_matrix`; ``target`` names what the rows become in the warning about empty users and items."""
         self._check_fitted()
         check_table(X)  # complex values, masked entries, ragged rows
         # a 1-D scipy sparse array (scipy >= 1.15) was "X must hold real-number ratings, got shape must have length
@@ -490,8 +563,15 @@ class RatingsFrame:
         # (scipy wrapped it around); a bool one holds True whatever the sum, as scipy reads it
         ratings = X.data if dtype.kind == "b" else ratings_in_dtype(
             X.data, dtype, what="ratings", source="summing the entries stored twice")
-        return pd.DataFrame({self.user: self.user_ids_[rows], self.item: self.item_ids_[X.indices],
-                             self.rating: ratings.astype(dtype)})
+        out = pd.DataFrame({self.user: self.user_ids_[rows], self.item: self.item_ids_[X.indices],
+                            self.rating: ratings.astype(dtype)})
+        out.attrs["ids"] = RatingIds(self.user_ids_, self.item_ids_)
+        n_users = X.shape[0] - int(np.count_nonzero(np.diff(X.indptr) == 0))
+        n_items = int(np.unique(X.indices).size)
+        if n_users < X.shape[0] or n_items < X.shape[1]:
+            # a release can have empty rows (a profile with no rating): 40 users came back as 30 without a word
+            _warn_left_out(target, X.shape[0], n_users, X.shape[1], n_items, stacklevel=4)
+        return out
 
     def align(self, values, *, name="values"):
         """Per-user values (a pandas Series indexed by user id, or a dict) in the matrix's row order.
@@ -588,12 +668,18 @@ class RatingsFrame:
 
     # ------------------------------------------------------------------ Surprise
     def _as_frame(self, data):
+        target = "the Surprise dataset"
         if isinstance(data, pd.DataFrame):
             if self._is_wide(data):  # a user x item matrix read as long form was refused for lacking 'user' ...
-                return self.from_matrix(data)
+                return self._from_matrix(data, target)
             self._check_frame(data)
+            ids = data.attrs.get("ids")
+            if isinstance(ids, RatingIds):  # a frame of from_matrix: its users and items without a rating
+                n_users, n_items = data[self.user].nunique(), data[self.item].nunique()
+                if n_users < len(ids.user_ids) or n_items < len(ids.item_ids):
+                    _warn_left_out(target, len(ids.user_ids), n_users, len(ids.item_ids), n_items, stacklevel=4)
             return data[[self.user, self.item, self.rating]]
-        return self.from_matrix(data)
+        return self._from_matrix(data, target)
 
     def _is_wide(self, frame):
         """Whether ``frame`` is a user x item matrix rather than long form: it has none of the long-form columns,

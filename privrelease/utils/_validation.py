@@ -446,6 +446,8 @@ def refuse_long_form(X, name="X"):
     """
     columns = getattr(X, "columns", None)
     if columns is None or not hasattr(X, "iloc"):
+        if isinstance(X, np.ndarray) and X.ndim == 2 and X.dtype.kind in "iuf":
+            _refuse_unnamed_long_form(X, name)
         return
     names = {}
     for c in columns:
@@ -453,6 +455,8 @@ def refuse_long_form(X, name="X"):
     user = next((names[n] for n in LONG_FORM_USER_COLUMNS if n in names), None)
     item = next((names[n] for n in LONG_FORM_ITEM_COLUMNS if n in names), None)
     if user is None or item is None:
+        if not (type(X).__module__ or "").startswith("dask"):
+            _refuse_unnamed_long_form(X, name)
         return
     if (type(X).__module__ or "").startswith("dask"):
         X = _first_rows(X)  # a lazy frame: the mappers' dask fit reads it as an array of its blocks
@@ -479,6 +483,61 @@ def refuse_long_form(X, name="X"):
         f"it is cannot be told from the table. In long form, convert it first: {convert}. A user x item matrix "
         f"whose items {user!r} and {item!r} are named like ids: pass {name}.to_numpy(), or rename those columns"
     )
+
+
+def _refuse_unnamed_long_form(X, name):
+    """:func:`refuse_long_form` for a table whose columns are not named like ids (``a, b, c``, ``0, 1, 2``, a plain
+    numeric array): read as long form, users in the first column and items in the second, only when its content
+    says so alone, every sign of :func:`_long_form_signs` at once and then some.
+
+    * it has 3 to :data:`LONG_FORM_MAX_COLUMNS` columns;
+    * its first two columns hold whole numbers, each repeating some values (a user rates several items, an item
+      is rated by several users; row numbers never repeat), and one of them a value beyond
+      +-:data:`RATING_SCALE_BOUND` (no rating scale holds it);
+    * it holds one row per (first, second) pair, a column beside them holds ratings, and the two hold values no
+      such column holds.
+
+    A matrix of 3 items rated 1..5 shows none of the third sign, and a count matrix holds no column of ratings
+    beside the counts; a long-form table of at most 100 users and 100 items is not told from a matrix here.
+    """
+    import pandas as pd
+
+    n_rows, n_cols = X.shape
+    if not 3 <= n_cols <= LONG_FORM_MAX_COLUMNS or n_rows < 2:
+        return
+    frame = X if hasattr(X, "iloc") else pd.DataFrame(X, copy=False)
+    if frame.columns.has_duplicates or is_sparse_frame(frame):
+        return
+    first = []
+    for j in range(2):
+        values = _column_numbers(frame.iloc[:, j])  # distinct, sorted
+        if values is None or not values.size or not np.all(np.isfinite(values)) \
+                or np.any(values != np.round(values)) or values.size >= n_rows:
+            return
+        first.append(values)
+    if max(float(np.max(np.abs(v))) for v in first) <= RATING_SCALE_BOUND:
+        return  # values a rating scale holds: a matrix of a few items may hold them
+    user, item = frame.columns[0], frame.columns[1]
+    signs = _long_form_signs(frame, user, item)
+    if signs is None or not all(is_long for is_long, _ in signs) or len(signs) < 3 \
+            or any(text.startswith("no column beside") for _, text in signs):
+        return  # a sign for a matrix, or no column of ratings beside the two
+    rating = _rating_column(frame, user, item)
+    what = "ratings" if name == "X" else "a table of ratings"
+    head = (f"{name} looks like {what} in long form (one row per rating, read from its content: its columns "
+            f"{list(map(plain_value, frame.columns))} are not named like a user and an item, but its first two "
+            f"hold whole numbers beyond a rating scale's {RATING_SCALE_BOUND}), not a user x item matrix")
+    if hasattr(X, "iloc") and all(isinstance(c, str) for c in (user, item, rating)):
+        convert = f"rf = RatingsFrame(user={user!r}, item={item!r}, rating={rating!r}).fit({name}); frame = {name}"
+    else:
+        j = int(frame.columns.get_loc(rating))
+        convert = (f"frame = pd.DataFrame(np.asarray({name})[:, [0, 1, {j}]], columns=['user', 'item', 'rating']); "
+                   "rf = RatingsFrame().fit(frame)")
+    convert += (f"; ratings = rf.to_matrix(frame) (privrelease.recommender.RatingsFrame), then rf.from_matrix(release) "
+                "for the long form")
+    raise TypeError(f"{head}: {' and '.join(text for _, text in signs)}; convert it first: {convert}. A user x "
+                    f"item matrix of {n_cols} items whose values happen to look so: pass it as a sparse matrix "
+                    f"(scipy.sparse.csr_array({name}))")
 
 
 def _plain_name(column):

@@ -281,6 +281,7 @@ def test_dask_transform_uses_the_cut_cells(data, split):
     m = copy.deepcopy(split)
     k = m.n_clusters_
     m.mapping_ = np.eye(k, k + 1)        # a deterministic mapping: the release shows each user's cell
+    m._guard_fitted_state()  # taken as the fitted mapping (transform refuses an array edited after fit)
     Xd = da.from_array(X, chunks=(70, X.shape[1]), asarray=False)
     with dask.config.set(scheduler="synchronous"):
         got = m.transform(Xd).compute()
