@@ -901,8 +901,10 @@ def _solve_mi_target(prob, target_bits, solver, tol):
             # the target lies inside the least-leaking solve's own gap (lbm <= L < fm): that solve was only as
             # precise as tol, and a target 2e-8 bits above the smallest leakage (banded forbidden entries, |A| = 6,
             # k = 30) raised "could not decide" with solver="auto", where tol = 1e-8 decides it. Solved again, each
-            # time 100 times more precisely (from its own mapping), until one side is proven
-            if not (lbm <= L < fm):
+            # time 100 times more precisely (from its own mapping), until one side is proven. Not for a target within
+            # the leakage's rounding (perfect privacy: a bound of 4e-15 bits proves nothing there; a Farkas
+            # certificate does, below)
+            if not (leak_rounding < L and lbm <= L < fm):
                 break
             tol_m = max(1e-2 * (fm - lbm) / LN2, 1e-14)
             Pm, fm, lbm, _ = run(np.inf, tol_m, warm=Pm)
