@@ -1,6 +1,7 @@
 """QuantizedPrivacyMapper: Algorithm 2 of Salamatian et al. as a scikit-learn transformer."""
 
 import copy
+import dataclasses
 import math
 import warnings
 from numbers import Integral, Real
@@ -2377,6 +2378,16 @@ class QuantizedPrivacyMapper(_BaseMapper):
                       f"{new['distortion_']:.6g}", UserWarning, stacklevel=5)
         for n in old:
             setattr(self, n, new[n])
+        res = getattr(self, "solver_result_", None)
+        if res is not None and getattr(res, "mapping", None) is not None:
+            try:
+                before = float(res.distortion)
+                was_old = abs(before - float(expected_distortion(self.prior_, res.mapping, self.cost_matrix_))) \
+                    <= 1e-9 * max(1.0, abs(before))
+            except Exception:  # a malformed result: the checks that follow name what is wrong
+                return
+            if was_old:  # the engine's figure was weighted the same way: restated over the labeled users too
+                self.solver_result_ = dataclasses.replace(res, distortion=self._solver_distortion(res.mapping))
 
     def _check_heldout(self):
         """The held-out rule's figures: four arrays of one length, a grid of integers >= 2, and ``n_clusters_``
