@@ -373,12 +373,21 @@ def main(argv=None):
             restore.append(stream)
     # SIGTERM stops a run as Ctrl-C does (see Terminated); installed here, in the command line only (a library
     # does not take a signal over on import), and put back when main returns (the tests call main in-process)
+    # (a SIGTERM the launcher set to be ignored, `trap '' TERM` or nohup-like wrappers, stays ignored)
     old_term = None
-    if threading.current_thread() is threading.main_thread():
+    if threading.current_thread() is threading.main_thread() \
+            and signal.getsignal(signal.SIGTERM) is not signal.SIG_IGN:
         old_term = (signal.getsignal(signal.SIGTERM),)
         signal.signal(signal.SIGTERM, _TermHandler())
     try:
-        return _main(argv)
+        try:
+            return _main(argv)
+        except KeyboardInterrupt as exc:
+            # a SIGTERM (or Ctrl-C) before _main's own handling (the imports and the parsing, ~4 s on a cold
+            # start) or in its last message: the same status and line, never a traceback with exit 1
+            term = isinstance(exc, Terminated)
+            print(f"privrelease: error: {'terminated (SIGTERM)' if term else 'interrupted'}", file=sys.stderr)
+            return EXIT_TERMINATED if term else EXIT_INTERRUPTED
     finally:
         if old_term is not None:
             # None: a handler not installed from Python, which cannot be put back; the default is the closest

@@ -212,29 +212,52 @@ class RatingIds(dict):
     of the matrix again, in its order). As a mapping it holds the counts ``{"n_users": ..., "n_items": ...}``,
     what a file format that writes a frame's ``attrs`` as JSON (``to_parquet``) keeps of it.
 
+    The ids are read back only for a frame whose rows still name exactly the users and items they named when
+    written (pandas carries ``attrs`` through filters: a user removed from the frame on purpose came back, with
+    her row released again); a frame of other users or items maps the ids of its rows.
+
     Attributes
     ----------
     user_ids : pandas.Index
         User id of each matrix row.
     item_ids : pandas.Index
         Item id of each matrix column.
+    rated_users, rated_items : ndarray of bool
+        Which users (items) had a row in the frame written (a stored rating).
     """
 
-    def __init__(self, user_ids, item_ids):
+    def __init__(self, user_ids, item_ids, rated_users=None, rated_items=None):
         super().__init__(n_users=len(user_ids), n_items=len(item_ids))
         self.user_ids = pd.Index(user_ids)
         self.item_ids = pd.Index(item_ids)
+        self.rated_users = np.ones(len(user_ids), bool) if rated_users is None else np.asarray(rated_users, bool)
+        self.rated_items = np.ones(len(item_ids), bool) if rated_items is None else np.asarray(rated_items, bool)
+
+    def matches(self, users, items):
+        """Whether the rows' ``users`` and ``items`` are exactly those of the frame written (each id of a rated
+        user or item present, no other)."""
+        for known, rated, values in ((self.user_ids, self.rated_users, users), (self.item_ids, self.rated_items, items)):
+            at = exact_positions(known, values)
+            if np.any(at < 0):
+                return False
+            present = np.zeros(len(known), bool)
+            present[at] = True
+            if not np.array_equal(present, rated):
+                return False
+        return True
 
     def __deepcopy__(self, memo):
         # pandas copies a frame's attrs at every operation: the ids never change (an Index is immutable)
         return self
 
     def __reduce__(self):
-        return type(self), (self.user_ids, self.item_ids)
+        return type(self), (self.user_ids, self.item_ids, self.rated_users, self.rated_items)
 
     def __eq__(self, other):
         return self is other or (isinstance(other, RatingIds) and self.user_ids.equals(other.user_ids)
-                                 and self.item_ids.equals(other.item_ids))
+                                 and self.item_ids.equals(other.item_ids)
+                                 and np.array_equal(self.rated_users, other.rated_users)
+                                 and np.array_equal(self.rated_items, other.rated_items))
 
     def __ne__(self, other):
         return not self == other
@@ -420,10 +443,9 @@ class RatingsFrame:
             raise ValueError(f"ratings holds no rating (0 rows, columns {list(ratings.columns)!r}); the id mappings "
                              "are learnt from at least one (user, item, rating) row")
         ids = ratings.attrs.get("ids")
-        if isinstance(ids, RatingIds) and all(
-                np.all(exact_positions(known, ratings[col], name=f"ratings[{col!r}]") >= 0)
-                for known, col in ((ids.user_ids, self.user), (ids.item_ids, self.item))):
-            # a release written back by from_matrix: its users and items without a stored rating too, in order
+        if isinstance(ids, RatingIds) and ids.matches(ratings[self.user], ratings[self.item]):
+            # a release written back by from_matrix (its rows' users and items as written): its users and items
+            # without a stored rating too, in order
             self.user_ids_, self.item_ids_ = ids.user_ids, ids.item_ids
             return self
         self.user_ids_ = self._index(ratings[self.user].to_numpy(), "user")
@@ -565,7 +587,8 @@ class RatingsFrame:
             X.data, dtype, what="ratings", source="summing the entries stored twice")
         out = pd.DataFrame({self.user: self.user_ids_[rows], self.item: self.item_ids_[X.indices],
                             self.rating: ratings.astype(dtype)})
-        out.attrs["ids"] = RatingIds(self.user_ids_, self.item_ids_)
+        out.attrs["ids"] = RatingIds(self.user_ids_, self.item_ids_, rated_users=np.diff(X.indptr) > 0,
+                                     rated_items=np.bincount(X.indices, minlength=X.shape[1]) > 0)
         n_users = X.shape[0] - int(np.count_nonzero(np.diff(X.indptr) == 0))
         n_items = int(np.unique(X.indices).size)
         if n_users < X.shape[0] or n_items < X.shape[1]:
@@ -674,7 +697,8 @@ class RatingsFrame:
                 return self._from_matrix(data, target)
             self._check_frame(data)
             ids = data.attrs.get("ids")
-            if isinstance(ids, RatingIds):  # a frame of from_matrix: its users and items without a rating
+            if isinstance(ids, RatingIds) and ids.matches(data[self.user], data[self.item]):
+                # a frame of from_matrix as written: its users and items without a rating
                 n_users, n_items = data[self.user].nunique(), data[self.item].nunique()
                 if n_users < len(ids.user_ids) or n_items < len(ids.item_ids):
                     _warn_left_out(target, len(ids.user_ids), n_users, len(ids.item_ids), n_items, stacklevel=4)

@@ -37,6 +37,7 @@ import os
 import re
 import secrets
 import stat
+import unicodedata
 import urllib.parse
 from pathlib import Path
 
@@ -142,11 +143,14 @@ def check_file_name(name, folder):
             (os.sep in name) or (os.altsep and os.altsep in name) or name.startswith(_STAGING_PREFIX) or \
             name == MANIFEST:
         raise ValueError(f"report file name must be a plain file name, got {name!r}")
-    hidden = _HIDDEN.search(name)
+    # every control, format (zero-width space and joiners, soft hyphen, tag characters...), private-use and
+    # surrogate character and the line / paragraph separators: "a\u200bb" showed in report.md exactly as "ab"
+    hidden = _HIDDEN.search(name) or next((ch for ch in name if unicodedata.category(ch) in _HIDDEN_CATEGORIES), None)
     if hidden:
+        ch = hidden if isinstance(hidden, str) else hidden.group(0)
         raise ValueError(
             f"report file name {_show(name)} holds the control or invisible character "
-            f"{hidden.group(0)!r}: expected a file name without control "
+            f"{ch!r} (U+{ord(ch):04X}): expected a file name without control, format or invisible "
             "characters, line breaks or bidirectional marks (report.md would show them as escapes, not the name)")
     size, name_max = len(os.fsencode(name)), _name_max(folder)
     if size > name_max - _TMP_EXTRA_BYTES:
@@ -170,6 +174,7 @@ def _fmt(v):
 #: ESC, line breaks of a value...), the bidirectional embeddings, overrides and isolates and the marks that
 #: silently reorder what a reader sees ("Trojan Source", CVE-2021-42574), line / paragraph separators and the
 #: byte-order mark, and lone surrogates (a path that is not UTF-8, as Python decodes it from the command line)
+_HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Co", "Cs", "Zl", "Zp"})
 _HIDDEN = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff\ufeff]")
 # markdown's inline syntax, escaped with a backslash in plain text (CommonMark: any escaped ASCII punctuation
 # is that character); '_' only where it can open or close emphasis (not inside leakage_bits)

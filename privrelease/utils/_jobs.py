@@ -10,8 +10,8 @@ backend) is not wrapped in anything: its warnings reach the caller as they are r
 setting of the whole process, so recording in a thread would swap the filters of every other thread).
 """
 import os
-import pickle
 import sys
+import traceback
 import warnings
 
 __all__ = ["run_jobs"]
@@ -30,61 +30,94 @@ class _Captured:
     def __call__(self, *args, **kwargs):
         if os.getpid() == self.parent:
             return self.func(*args, **kwargs), ()
-        with warnings.catch_warnings(record=True) as caught:
-            # every warning is recorded here; the caller's filters decide what is shown, ignored or raised
+        recorder = _Recorder()
+        with warnings.catch_warnings():
+            # every warning reaches the recorder (the first of each category and text is kept: a job raising a
+            # million warnings held them all, 330 bytes each); the caller's filters decide what is shown
             warnings.simplefilter("always")
+            warnings.showwarning = recorder
             try:
                 value = self.func(*args, **kwargs)
-            except BaseException as exc:
-                # the warnings raised before the error travel with it (an exception's attributes are pickled
-                # with it) and are issued before it is raised again in the caller
-                try:
-                    exc._privrelease_warnings = _portable(caught)
-                except Exception:  # pragma: no cover - an exception type that takes no attribute
-                    pass
-                raise
-        return value, _portable(caught)
+            except Exception as exc:
+                # returned, not raised: joblib raised the first error before yielding the values (and warnings) of
+                # the calls before it, which the caller then never saw; in order, as with n_jobs=1
+                return _Failed(exc), recorder.portable()
+        return value, recorder.portable()
 
 
-def _portable(caught):
-    """``(message, category, filename, lineno)`` of each distinct warning recorded, in order, as can be sent back
-    to the caller's process: a message or category that cannot be pickled (a class defined in a worker) is sent
-    as its text and the nearest built-in warning category."""
-    out, seen = [], set()
-    for w in caught:
-        key = (w.category, str(w.message))
-        if key in seen:
-            continue
-        seen.add(key)
-        message, category = w.message, w.category
-        try:
-            pickle.loads(pickle.dumps((message, category)))
-        except Exception:
-            category = next(c for c in category.__mro__ if c.__module__ == "builtins")
-            message = str(message)
-        out.append((message, category, w.filename, w.lineno))
-    return tuple(out)
+class _Failed:
+    """An exception a call raised in a worker, with its traceback's text (issued as its cause in the caller)."""
+
+    def __init__(self, exc):
+        self.exc = exc
+        self.text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
 
 
-def _module_of(filename):
-    """The name of the loaded module whose file is ``filename`` (the filters match the module name), or None."""
-    for name, module in list(sys.modules.items()):
-        if getattr(module, "__file__", None) == filename:
-            return name
-    return None
+class _RemoteTraceback(Exception):
+    def __str__(self):
+        return "\n\n" + self.args[0]
 
 
-def reissue(records, seen):
-    """Issue the ``records`` of :func:`_portable` in this process, skipping a ``(category, message)`` in ``seen``.
+class _Recorder:
+    """``warnings.showwarning`` in a worker: the first warning of each category and text, in order."""
+
+    def __init__(self):
+        self.records = {}
+
+    def __call__(self, message, category, filename, lineno, file=None, line=None):
+        self.records.setdefault((category, str(message)), (message, category, filename, lineno))
+
+    def portable(self):
+        """``(message, category, filename, lineno)`` of each distinct warning recorded, in order, as can be sent
+        back to the caller's process (loky returns values with cloudpickle, which sends a class defined in
+        ``__main__`` by value): a category that cannot be sent is its nearest built-in base, a message that cannot
+        its text."""
+        try:  # what loky sends values back with: cloudpickle when it is installed, else pickle
+            import cloudpickle
+        except ImportError:  # pragma: no cover - cloudpickle comes with dask
+            import pickle as cloudpickle
+
+        def sendable(obj):
+            try:
+                cloudpickle.loads(cloudpickle.dumps(obj))
+                return True
+            except Exception:
+                return False
+
+        out = []
+        for message, category, filename, lineno in self.records.values():
+            if not sendable(category):
+                category = next(c for c in category.__mro__ if c.__module__ == "builtins")
+            if not sendable(message):
+                message = str(message)
+            out.append((message, category, filename, lineno))
+        return tuple(out)
+
+
+def _module_of(filename, modules):
+    """The name of the loaded module whose file is ``filename`` (the filters match the module name), or None;
+    ``modules`` caches the files of the loaded modules (scanning them all for each of 1e5 distinct warnings took
+    two minutes)."""
+    if filename not in modules:
+        modules.update({getattr(m, "__file__", None): name for name, m in list(sys.modules.items())})
+        modules.setdefault(filename, None)
+    name = modules[filename]
+    return name if name in sys.modules else None
+
+
+def reissue(records, seen, modules=None):
+    """Issue the ``records`` of :meth:`_Recorder.portable` in this process, skipping a ``(category, message)`` in
+    ``seen``.
 
     Each goes through the caller's filters as if raised at its file and line in its module (the module's registry
     too: the "default" action shows it once, as a warning raised here would be)."""
+    modules = {} if modules is None else modules
     for message, category, filename, lineno in records:
         key = (category, str(message))
         if key in seen:
             continue
         seen.add(key)
-        module = _module_of(filename)
+        module = _module_of(filename, modules)
         # module=None passed explicitly is not "unknown" to the C implementation: the warning was never shown
         where = {"registry": _REGISTRIES.setdefault(filename, {})} if module is None else {
             "module": module, "registry": vars(sys.modules[module]).setdefault("__warningregistry__", {})}
@@ -97,16 +130,25 @@ def run_jobs(calls, n_jobs, **parallel):
     yielded, once per distinct category and message (see the module notes)."""
     from joblib import Parallel, delayed
 
-    seen = set()
-    parallel.setdefault("return_as", "generator")
-    results = Parallel(n_jobs=n_jobs, **parallel)(delayed(_Captured(f))(*a) for f, a in calls)
+    seen, modules = set(), {}
+    calls = list(calls)
+    if n_jobs is not None and n_jobs > len(calls):
+        # loky starts as many workers as asked, whatever the number of tasks (n_jobs = 4096 for 3 tasks)
+        n_jobs = max(len(calls), 1)
+    tasks = [delayed(_Captured(f))(*a) for f, a in calls]
+    try:
+        results = Parallel(n_jobs=n_jobs, **{"return_as": "generator", **parallel})(tasks)
+    except ValueError as exc:
+        if "return_as" not in str(exc) or "return_as" in parallel:
+            raise
+        # a backend that yields no generator (multiprocessing): the list, at the end
+        results = iter(Parallel(n_jobs=n_jobs, **{**parallel, "return_as": "list"})(tasks))
     try:
         for value, records in results:
-            reissue(records, seen)
+            reissue(records, seen, modules)
+            if isinstance(value, _Failed):
+                raise value.exc from _RemoteTraceback(value.text)
             yield value
-    except BaseException as exc:
-        reissue(getattr(exc, "_privrelease_warnings", ()), seen)
-        raise
     finally:
         # stopped early (a warning made an error by the caller's filters, an exception, Ctrl-C): joblib's own
         # "... tasks have been successfully executed but not used / cancelled" warning, raised as an error under
@@ -114,4 +156,6 @@ def run_jobs(calls, n_jobs, **parallel):
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=r".*You could benefit from adjusting the input task iterator",
                                     category=UserWarning)
-            results.close()
+            close = getattr(results, "close", None)
+            if close is not None:
+                close()

@@ -487,8 +487,9 @@ def refuse_long_form(X, name="X"):
 
 def _refuse_unnamed_long_form(X, name):
     """:func:`refuse_long_form` for a table whose columns are not named like ids (``a, b, c``, ``0, 1, 2``, a plain
-    numeric array): read as long form, users in the first column and items in the second, only when its content
-    says so alone, every sign of :func:`_long_form_signs` at once and then some.
+    numeric array): a ``UserWarning`` (the table is still read as a matrix) when its content alone says long form,
+    users in the first column and items in the second, every sign of :func:`_long_form_signs` at once and then
+    some. Not a refusal: a real count matrix with one lightly consumed item shows every sign.
 
     * it has 3 to :data:`LONG_FORM_MAX_COLUMNS` columns;
     * its first two columns hold whole numbers, each repeating some values (a user rates several items, an item
@@ -497,8 +498,8 @@ def _refuse_unnamed_long_form(X, name):
     * it holds one row per (first, second) pair, a column beside them holds ratings, and the two hold values no
       such column holds.
 
-    A matrix of 3 items rated 1..5 shows none of the third sign, and a count matrix holds no column of ratings
-    beside the counts; a long-form table of at most 100 users and 100 items is not told from a matrix here.
+    A matrix of 3 items rated 1..5 shows none of the third sign; a long-form table of at most 100 users and 100
+    items is not told from a matrix here.
     """
     import pandas as pd
 
@@ -535,9 +536,12 @@ def _refuse_unnamed_long_form(X, name):
                    "rf = RatingsFrame().fit(frame)")
     convert += (f"; ratings = rf.to_matrix(frame) (privrelease.recommender.RatingsFrame), then rf.from_matrix(release) "
                 "for the long form")
-    raise TypeError(f"{head}: {' and '.join(text for _, text in signs)}; convert it first: {convert}. A user x "
-                    f"item matrix of {n_cols} items whose values happen to look so: pass it as a sparse matrix "
-                    f"(scipy.sparse.csr_array({name}))")
+    # a warning, not a refusal: the signs are read from the content alone, and a real matrix can show them all
+    # (minutes per genre beside one lightly watched genre: 20 of 20 matrices of 50-200 users)
+    warnings.warn(f"{head}: {' and '.join(text for _, text in signs)}; it is read as a matrix: if it is long form, "
+                  f"convert it first: {convert}. A user x item matrix of {n_cols} items whose values happen to look "
+                  f"so: pass it as a sparse matrix (scipy.sparse.csr_array({name})) and this warning goes",
+                  UserWarning, stacklevel=4)
 
 
 def _plain_name(column):
