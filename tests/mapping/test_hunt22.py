@@ -66,3 +66,23 @@ def test_a_target_inside_the_least_leaking_solves_gap_is_decided(seed):
             assert _mi_bits(prior, r.mapping) <= t * (1 + 1e-12)
             assert np.all(r.mapping[~np.isfinite(d)] == 0)
     assert smallest >= lo - 1e-9  # the refusal's lower bound holds for the reference's mapping too
+
+
+def test_the_sharpened_multipliers_on_a_sparse_problem_stop_at_their_own_size_cap(monkeypatch):
+    # review of stop 45: the cone program took 181 s on a sparse problem of 202,260 allowed entries for a bound
+    # 1.8e-4 of itself higher; a sparse problem has its own, smaller cap (a dense one of the same size is solved)
+    import math
+
+    import scipy.sparse as sp
+
+    from privrelease.mapping import _lp
+    from privrelease.mapping._problem import Problem
+    from privrelease.mapping._sparse import SparseProblem
+
+    rng = np.random.default_rng(0)
+    prior = rng.dirichlet(np.ones(2 * 30)).reshape(2, 30)
+    d = rng.uniform(0.01, 1, (30, 30))
+    monkeypatch.setattr(_lp, "SHARPEN_MAX_SPARSE_ENTRIES", 899)  # 900 allowed entries x 1 class difference
+    L = 1e-9 * math.log(2)
+    assert _lp.sharpest_independence_multipliers(SparseProblem(prior, sp.csr_array(d)), L) is None
+    assert _lp.sharpest_independence_multipliers(Problem(prior, d), L) is not None
