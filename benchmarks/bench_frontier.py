@@ -240,13 +240,18 @@ def _floors(cv, sets=None, configs=("default",), seed=0):
         y_all = _oracle_population(split)[1]
         a_lab = np.searchsorted(m.classes_, y_all[split.opt_in])
         offsets = np.array([E_lab[a_lab == a].mean(axis=0) - E_mean for a in range(m.classes_.size)])
+        # section (r): the Gaussian floor E[x | P x] (P the orthogonal projection off span(D), D the class-mean
+        # offsets): the V-coordinates replaced by their within-class regression on the rest, S pooled within class
+        L_gauss, floor_note = _gaussian_floor_map(E_lab, a_lab, offsets)
         state = {}
 
-        def own(rows, bias_only=False, taste_only=False, class_free=False, class_offset=False):
+        def own(rows, bias_only=False, taste_only=False, class_free=False, class_offset=False, gaussian=False):
             """Prediction at the user's own taste point on the items of her cluster's profile (an oracle).
 
             ``class_free``: with the between-class directions (``attribute_directions_``) set to the labeled
-            users' mean, what a release of unlimited resolution keeps when it must not carry them."""
+            users' mean, what a release of unlimited resolution keeps when it must not carry them. ``gaussian``
+            (section (r)): ``E[x | P x]`` under the labeled users' Gaussian model, the best a release independent
+            of the class can keep (first order in the class shifts)."""
             c = m._quantize(rows)
             coef = emb.coefficients(rows)
             centre = np.linalg.solve(emb.basis_chol_.T, m.cluster_centers_.T).T[c]
@@ -260,6 +265,8 @@ def _floors(cv, sets=None, configs=("default",), seed=0):
                 E = E - ((E - E_mean) @ V.T) @ V
             if class_offset:  # her own point less her TRUE class's mean offset (what a class-blind release keeps)
                 E = E - offsets[state["a"]]
+            if gaussian:
+                E = E_mean + (E - E_mean) @ L_gauss.T
             pred = np.clip(emb.predicted_ratings(E), *m.rating_range_)
             return sp.csr_matrix(np.where(m.release_profiles_[c].toarray() != 0, pred, 0.0))
 
@@ -269,6 +276,8 @@ def _floors(cv, sets=None, configs=("default",), seed=0):
                "oracle: own taste, centre's bias": lambda r: own(r, taste_only=True)}
         if m.attribute_directions_.shape[0]:
             rel["oracle: own point, class directions at the mean"] = lambda r: own(r, class_free=True)
+        if L_gauss is not None:
+            rel["oracle: own point, Gaussian floor"] = lambda r: own(r, gaussian=True)
         rel["oracle: own point less her class's mean offset"] = lambda r: own(r, class_offset=True)
         res = {}
         rec0 = _check_recommender(None)
@@ -288,12 +297,55 @@ def _floors(cv, sets=None, configs=("default",), seed=0):
         print(f"\n{data_name}: RMSE increase by what the other protected users release (rows) and what the "
               "test user releases (columns), perfect privacy, one protocol draw\n")
         names = list(rel)
+        if floor_note:
+            print(floor_note + "\n")
         print("| training rows \\ test user | " + " | ".join(names) + " |")
         print("|---" * (len(names) + 1) + "|")
         for train in ("original", "released", "nothing"):
             print(f"| {train} | " + " | ".join(
                 f"{100 * (np.mean(res[(train, n)]) / base - 1):+.2f}%" if (train, n) in res else "-"
                 for n in names) + " |")
+
+
+def _pooled_within(E, a_idx, w=None):
+    """The pooled within-class covariance of the rows ``E`` (weights ``w``, default 1) about their class means."""
+    w = np.ones(E.shape[0]) if w is None else np.asarray(w, dtype=np.float64)
+    S = np.zeros((E.shape[1], E.shape[1]))
+    for a in np.unique(a_idx):
+        mask = a_idx == a
+        R = E[mask] - np.average(E[mask], axis=0, weights=w[mask])
+        S += (R * w[mask, None]).T @ R
+    return S / max(w.sum() - np.unique(a_idx).size, 1.0)
+
+
+def _oblique_map(S, V):
+    """``L = P + V^T R P`` with ``P = I - V^T V`` (``V``: orthonormal rows) and ``R = V S P (P S P)^+``: ``L x`` keeps
+    ``P x`` and replaces the ``V``-coordinates by their regression on ``P x`` under the covariance ``S``, so that
+    ``mean + L (x - mean) = E[x | P x]`` for a Gaussian ``x`` of covariance ``S`` within every class whose means
+    differ along ``V`` only (section (r))."""
+    P = np.eye(S.shape[0]) - V.T @ V
+    R = V @ S @ P @ np.linalg.pinv(P @ S @ P, hermitian=True)
+    return P + V.T @ R @ P
+
+
+def _gaussian_floor_map(E_lab, a_lab, offsets):
+    """Section (r): the linear map of the Gaussian floor on the labeled users' embedding, and a note giving, in the
+    embedding's squared units, what it loses within class, ``tr((D^T S^-1 D)^-1 D^T D)``, against the orthogonal
+    oracle's ``tr(V S V^T)`` (both also lose the class offsets, ``sum_a p_a |mu_a - mu|^2``)."""
+    _, s, Vt = np.linalg.svd(offsets, full_matrices=False)
+    V = Vt[s > 1e-10 * max(float(s.max()), np.finfo(float).tiny)] if s.size else Vt[:0]
+    if not V.shape[0] or V.shape[0] >= E_lab.shape[1]:
+        return None, ""
+    S = _pooled_within(E_lab, a_lab)
+    L = _oblique_map(S, V)
+    lost = float(np.trace(np.linalg.inv(V @ np.linalg.solve(S, V.T))))
+    ortho = float(np.trace(V @ S @ V.T))
+    p = np.bincount(a_lab, minlength=offsets.shape[0]) / a_lab.size
+    between = float(p @ np.einsum("ij,ij->i", offsets, offsets))
+    total = float(np.trace(S)) + between
+    return L, (f"Gaussian model on the labeled users ({V.shape[0]} class direction(s)): lost within class "
+               f"{lost:.4f} (floor) against {ortho:.4f} (orthogonal oracle); class offsets {between:.4f}; "
+               f"total variance {total:.4f}")
 
 
 class _WholeSpaceAssignment(QuantizedPrivacyMapper):
