@@ -356,6 +356,31 @@ class _WholeSpaceAssignment(QuantizedPrivacyMapper):
         return self._distances(E, self.cluster_centers_ if centers is None else centers).argmin(axis=1)
 
 
+class _ObliqueRemoval(QuantizedPrivacyMapper):
+    """Section (r), "oblique removal": attribute-free clusters formed on ``E[x | P x]`` (the between-class
+    coordinates replaced by their within-class regression on the remaining ones, fitted on the labeled users,
+    :func:`_oblique_map`) instead of the orthogonal projection ``P x``; every user joins the nearest centre after the
+    same map, so the partition the prior counts is the one applied; the centres stay in the whole space. With the
+    full removal only (``class_removal=1``, ``class_bins=1``, a dense space); otherwise the library's rule. The
+    benchmark only: the partition is still a function of ``P x`` (the map is ``L = (I + V^T R) P``)."""
+
+    def _attribute_free(self, E, a_idx, w_lab):
+        out = super()._attribute_free(E, a_idx, w_lab)
+        self.oblique_map_ = None
+        V = self.attribute_directions_
+        if V.shape[0] and not sp.issparse(E) and float(self.class_removal_) == 1.0 and self.class_bins_ == 1:
+            self.oblique_map_ = _oblique_map(_pooled_within(np.asarray(E), a_idx, w_lab), V)
+            return np.asarray(E) @ self.oblique_map_.T
+        return out
+
+    def _nearest_centers(self, E, centers=None):
+        L = getattr(self, "oblique_map_", None)
+        if L is None or sp.issparse(E):
+            return super()._nearest_centers(E, centers)
+        centers = self.cluster_centers_ if centers is None else centers
+        return self._distances(E @ L.T, centers @ L.T).argmin(axis=1)
+
+
 class _OraclePrior(QuantizedPrivacyMapper):
     """An ORACLE (section (l)): the default mapper except that the class x cluster counts are taken over the TRUE
     labels of ALL users of the draw, opted-in and protected (``population``: their rows and their labels in the
@@ -437,6 +462,8 @@ RULE_CONFIGS = {
     "removal heldout": dict(class_removal="heldout"),
     # section (j): the default with the whole-space assignment it had before the fix (same clusters and prior)
     "default, whole-space assignment": dict(_class=_WholeSpaceAssignment),
+    # section (r): attribute-free clusters on E[x | P x] (the class directions regressed on the rest) instead of P x
+    "oblique removal": dict(_class=_ObliqueRemoval),
     "attribute_free, per 10, whole-space assignment": dict(clustering="attribute_free", n_clusters="per10",
                                                           _class=_WholeSpaceAssignment),
     # section (l): the same clusterings with the prior counted on the TRUE labels of ALL users (an oracle)
