@@ -248,15 +248,24 @@ def _floors(cv, sets=None, configs=("default",), seed=0):
         # section (r): the Gaussian floor E[x | P x] (P the orthogonal projection off span(D), D the class-mean
         # offsets): the V-coordinates replaced by their within-class regression on the rest, S pooled within class
         L_gauss, floor_note = _gaussian_floor_map(E_lab, a_lab, offsets)
+        # the joint attribute: the floor when the classes' means are additive in the attributes (span(D) = the sum
+        # of the spans of each attribute's own class offsets, 1 + 2 directions for gender x age band)
+        L_add = None
+        y_raw = np.asarray(split.y)
+        if split.mapper_target == "joint" and y_raw.ndim == 2:
+            marginal = [E_lab[y_raw[split.opt_in, j] == v].mean(axis=0) - E_mean
+                        for j in range(y_raw.shape[1]) for v in np.unique(y_raw[split.opt_in, j])]
+            L_add, note = _gaussian_floor_map(E_lab, a_lab, offsets, span=np.array(marginal))
+            floor_note += "\nadditive span: " + note
         state = {}
 
-        def own(rows, bias_only=False, taste_only=False, class_free=False, class_offset=False, gaussian=False):
+        def own(rows, bias_only=False, taste_only=False, class_free=False, class_offset=False, gaussian=None):
             """Prediction at the user's own taste point on the items of her cluster's profile (an oracle).
 
             ``class_free``: with the between-class directions (``attribute_directions_``) set to the labeled
             users' mean, what a release of unlimited resolution keeps when it must not carry them. ``gaussian``
-            (section (r)): ``E[x | P x]`` under the labeled users' Gaussian model, the best a release independent
-            of the class can keep (first order in the class shifts)."""
+            (section (r)): the map ``L`` of ``E[x | P x]`` under the labeled users' Gaussian model, the best a
+            release independent of the class can keep (first order in the class shifts)."""
             c = m._quantize(rows)
             coef = emb.coefficients(rows)
             centre = np.linalg.solve(emb.basis_chol_.T, m.cluster_centers_.T).T[c]
@@ -270,8 +279,8 @@ def _floors(cv, sets=None, configs=("default",), seed=0):
                 E = E - ((E - E_mean) @ V.T) @ V
             if class_offset:  # her own point less her TRUE class's mean offset (what a class-blind release keeps)
                 E = E - offsets[state["a"]]
-            if gaussian:
-                E = E_mean + (E - E_mean) @ L_gauss.T
+            if gaussian is not None:
+                E = E_mean + (E - E_mean) @ gaussian.T
             pred = np.clip(emb.predicted_ratings(E), *m.rating_range_)
             return sp.csr_matrix(np.where(m.release_profiles_[c].toarray() != 0, pred, 0.0))
 
@@ -282,7 +291,9 @@ def _floors(cv, sets=None, configs=("default",), seed=0):
         if m.attribute_directions_.shape[0]:
             rel["oracle: own point, class directions at the mean"] = lambda r: own(r, class_free=True)
         if L_gauss is not None:
-            rel["oracle: own point, Gaussian floor"] = lambda r: own(r, gaussian=True)
+            rel["oracle: own point, Gaussian floor"] = lambda r: own(r, gaussian=L_gauss)
+        if L_add is not None:
+            rel["oracle: own point, Gaussian floor, additive span"] = lambda r: own(r, gaussian=L_add)
         rel["oracle: own point less her class's mean offset"] = lambda r: own(r, class_offset=True)
         res = {}
         rec0 = _check_recommender(None)
@@ -333,11 +344,12 @@ def _oblique_map(S, V):
     return P + V.T @ R @ P
 
 
-def _gaussian_floor_map(E_lab, a_lab, offsets):
+def _gaussian_floor_map(E_lab, a_lab, offsets, span=None):
     """Section (r): the linear map of the Gaussian floor on the labeled users' embedding, and a note giving, in the
     embedding's squared units, what it loses within class, ``tr((D^T S^-1 D)^-1 D^T D)``, against the orthogonal
-    oracle's ``tr(V S V^T)`` (both also lose the class offsets, ``sum_a p_a |mu_a - mu|^2``)."""
-    _, s, Vt = np.linalg.svd(offsets, full_matrices=False)
+    oracle's ``tr(V S V^T)`` (both also lose the class offsets, ``sum_a p_a |mu_a - mu|^2``, ``offsets`` one row a
+    class). ``span``: rows spanning ``D`` when it is not the span of ``offsets`` (a model of the class means)."""
+    _, s, Vt = np.linalg.svd(offsets if span is None else span, full_matrices=False)
     V = Vt[s > 1e-10 * max(float(s.max()), np.finfo(float).tiny)] if s.size else Vt[:0]
     if not V.shape[0] or V.shape[0] >= E_lab.shape[1]:
         return None, ""
@@ -386,6 +398,30 @@ class _ObliqueRemoval(QuantizedPrivacyMapper):
         return self._distances(E @ L.T, centers @ L.T).argmin(axis=1)
 
 
+class _AdditiveSpan(QuantizedPrivacyMapper):
+    """Section (r), a joint attribute: attribute-free clusters with only the span of EACH attribute's own class
+    offsets removed (the class means' span if they are additive in the attributes: 1 + 2 directions for gender x age
+    band) instead of the span of the joint classes' offsets (5). ``tuples``: the attribute values of each joint code
+    (``joint_attribute(y)[1]``), set by ``_rule`` / ``_excess`` before each draw. The prior is still counted on the
+    joint labels, so the certificate covers the partition whatever it removes. The benchmark only."""
+
+    tuples = None
+
+    def _class_directions(self, E, a_idx, w_lab, average):
+        if _AdditiveSpan.tuples is None:
+            return super()._class_directions(E, a_idx, w_lab, average)
+        codes = np.asarray(self.classes_)[a_idx]
+        tup = np.array(_AdditiveSpan.tuples, dtype=object)[codes]
+        mean = average(E, w_lab)
+        offsets = [average(E[mask], w_lab[mask]) - mean
+                   for j in range(tup.shape[1]) for v in np.unique(tup[:, j])
+                   for mask in [np.array([t == v for t in tup[:, j]])] if w_lab[mask].sum() > 0]
+        _, sv, Vt = np.linalg.svd(np.asarray(offsets), full_matrices=False)
+        V = Vt[sv > 1e-10 * max(float(sv.max()), np.finfo(float).tiny)][:max(E.shape[1] - 1, 0)]
+        self.attribute_directions_ = V
+        return mean, V
+
+
 class _OraclePrior(QuantizedPrivacyMapper):
     """An ORACLE (section (l)): the default mapper except that the class x cluster counts are taken over the TRUE
     labels of ALL users of the draw, opted-in and protected (``population``: their rows and their labels in the
@@ -429,6 +465,12 @@ def _oracle_population(split, protected_only=False):
     return split.X, y
 
 
+def _joint_tuples(split):
+    """The attribute values of each joint code of the draw (``mapper_target="joint"``), else None."""
+    from privrelease.evaluation._targets import joint_attribute
+    return joint_attribute(split.y)[1] if split.mapper_target == "joint" else None
+
+
 def _make_mapper(params, **kw):
     params = dict(params)
     cls = params.pop("_class", QuantizedPrivacyMapper)
@@ -469,6 +511,8 @@ RULE_CONFIGS = {
     "default, whole-space assignment": dict(_class=_WholeSpaceAssignment),
     # section (r): attribute-free clusters on E[x | P x] (the class directions regressed on the rest) instead of P x
     "oblique removal": dict(_class=_ObliqueRemoval),
+    # section (r), a joint attribute: remove the span of each attribute's own class offsets (additive class means)
+    "additive span": dict(_class=_AdditiveSpan),
     "attribute_free, per 10, whole-space assignment": dict(clustering="attribute_free", n_clusters="per10",
                                                           _class=_WholeSpaceAssignment),
     # section (l): the same clusterings with the prior counted on the TRUE labels of ALL users (an oracle)
@@ -557,6 +601,7 @@ def _rule(sets, configs, leakages, seeds, cv):
                 mapper = _make_mapper(params, random_state=seed)
                 _OraclePrior.population = (_oracle_population(split, isinstance(mapper, _OracleProtected))
                                            if isinstance(mapper, _OraclePrior) else None)
+                _AdditiveSpan.tuples = _joint_tuples(split)
                 f = privacy_utility_curve(mapper, X, y, max_leakages=list(leakages), cv=cv,
                                           attack_models=("logistic", "forest"), random_state=seed, verbose=0,
                                           mapper_target=target).frame
@@ -633,6 +678,7 @@ def _excess(sets, configs, leakages, seeds, n_perms):
                 mapper = _make_mapper(params, random_state=seed)
                 _OraclePrior.population = (_oracle_population(split, isinstance(mapper, _OracleProtected))
                                            if isinstance(mapper, _OraclePrior) else None)
+                _AdditiveSpan.tuples = _joint_tuples(split)
                 cells = []
                 for ml in leakages:
                     fitted = _fit_mapper(clone(mapper).set_params(max_leakage=ml), split)
