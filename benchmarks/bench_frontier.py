@@ -57,7 +57,8 @@ plus noise, held against ``heldout_tolerance``). Example::
 Section (r): ``--floors`` adds the Gaussian floor ``E[x | P x]`` (the class directions replaced by their within-class
 regression on the other coordinates, fitted on the labeled users: the least any perfectly private release loses under
 a Gaussian model); ``"oblique removal"`` (``_ObliqueRemoval``) clusters and assigns on that map instead of the
-orthogonal projection.
+orthogonal projection; ``"additive span"`` (``_AdditiveSpan``, a joint attribute) removes only the span of each
+attribute's own class offsets.
 
 Section (n): ``"default, n_refine=3"`` and ``"split x2, attribute_free, k=50, n_refine=3"`` add section (b)'s
 free-support barycenter refinement of the output points; ``--rule`` then also prints the refinement steps kept.
