@@ -54,6 +54,12 @@ plus noise, held against ``heldout_tolerance``). Example::
     python benchmarks/bench_frontier.py --excess --sets "entangled, age band" --configs default \
         "split x2, attribute_free, k=50" "plain, k=100" --seeds $(seq 0 19)
 
+Section (r): ``--floors`` adds the Gaussian floor ``E[x | P x]`` (the class directions replaced by their within-class
+regression on the other coordinates, fitted on the labeled users: the least any perfectly private release loses under
+a Gaussian model); ``"oblique removal"`` (``_ObliqueRemoval``) clusters and assigns on that map instead of the
+orthogonal projection; ``"additive span"`` (``_AdditiveSpan``, a joint attribute) removes only the span of each
+attribute's own class offsets.
+
 Section (n): ``"default, n_refine=3"`` and ``"split x2, attribute_free, k=50, n_refine=3"`` add section (b)'s
 free-support barycenter refinement of the output points; ``--rule`` then also prints the refinement steps kept.
 """
@@ -240,13 +246,27 @@ def _floors(cv, sets=None, configs=("default",), seed=0):
         y_all = _oracle_population(split)[1]
         a_lab = np.searchsorted(m.classes_, y_all[split.opt_in])
         offsets = np.array([E_lab[a_lab == a].mean(axis=0) - E_mean for a in range(m.classes_.size)])
+        # section (r): the Gaussian floor E[x | P x] (P the orthogonal projection off span(D), D the class-mean
+        # offsets): the V-coordinates replaced by their within-class regression on the rest, S pooled within class
+        L_gauss, floor_note = _gaussian_floor_map(E_lab, a_lab, offsets)
+        # the joint attribute: the floor when the classes' means are additive in the attributes (span(D) = the sum
+        # of the spans of each attribute's own class offsets, 1 + 2 directions for gender x age band)
+        L_add = None
+        y_raw = np.asarray(split.y)
+        if split.mapper_target == "joint" and y_raw.ndim == 2:
+            marginal = [E_lab[y_raw[split.opt_in, j] == v].mean(axis=0) - E_mean
+                        for j in range(y_raw.shape[1]) for v in np.unique(y_raw[split.opt_in, j])]
+            L_add, note = _gaussian_floor_map(E_lab, a_lab, offsets, span=np.array(marginal))
+            floor_note += "\nadditive span: " + note
         state = {}
 
-        def own(rows, bias_only=False, taste_only=False, class_free=False, class_offset=False):
+        def own(rows, bias_only=False, taste_only=False, class_free=False, class_offset=False, gaussian=None):
             """Prediction at the user's own taste point on the items of her cluster's profile (an oracle).
 
             ``class_free``: with the between-class directions (``attribute_directions_``) set to the labeled
-            users' mean, what a release of unlimited resolution keeps when it must not carry them."""
+            users' mean, what a release of unlimited resolution keeps when it must not carry them. ``gaussian``
+            (section (r)): the map ``L`` of ``E[x | P x]`` under the labeled users' Gaussian model, the best a
+            release independent of the class can keep (first order in the class shifts)."""
             c = m._quantize(rows)
             coef = emb.coefficients(rows)
             centre = np.linalg.solve(emb.basis_chol_.T, m.cluster_centers_.T).T[c]
@@ -260,6 +280,8 @@ def _floors(cv, sets=None, configs=("default",), seed=0):
                 E = E - ((E - E_mean) @ V.T) @ V
             if class_offset:  # her own point less her TRUE class's mean offset (what a class-blind release keeps)
                 E = E - offsets[state["a"]]
+            if gaussian is not None:
+                E = E_mean + (E - E_mean) @ gaussian.T
             pred = np.clip(emb.predicted_ratings(E), *m.rating_range_)
             return sp.csr_matrix(np.where(m.release_profiles_[c].toarray() != 0, pred, 0.0))
 
@@ -269,6 +291,10 @@ def _floors(cv, sets=None, configs=("default",), seed=0):
                "oracle: own taste, centre's bias": lambda r: own(r, taste_only=True)}
         if m.attribute_directions_.shape[0]:
             rel["oracle: own point, class directions at the mean"] = lambda r: own(r, class_free=True)
+        if L_gauss is not None:
+            rel["oracle: own point, Gaussian floor"] = lambda r: own(r, gaussian=L_gauss)
+        if L_add is not None:
+            rel["oracle: own point, Gaussian floor, additive span"] = lambda r: own(r, gaussian=L_add)
         rel["oracle: own point less her class's mean offset"] = lambda r: own(r, class_offset=True)
         res = {}
         rec0 = _check_recommender(None)
@@ -288,6 +314,8 @@ def _floors(cv, sets=None, configs=("default",), seed=0):
         print(f"\n{data_name}: RMSE increase by what the other protected users release (rows) and what the "
               "test user releases (columns), perfect privacy, one protocol draw\n")
         names = list(rel)
+        if floor_note:
+            print(floor_note + "\n")
         print("| training rows \\ test user | " + " | ".join(names) + " |")
         print("|---" * (len(names) + 1) + "|")
         for train in ("original", "released", "nothing"):
@@ -296,12 +324,103 @@ def _floors(cv, sets=None, configs=("default",), seed=0):
                 for n in names) + " |")
 
 
+def _pooled_within(E, a_idx, w=None):
+    """The pooled within-class covariance of the rows ``E`` (weights ``w``, default 1) about their class means."""
+    w = np.ones(E.shape[0]) if w is None else np.asarray(w, dtype=np.float64)
+    S = np.zeros((E.shape[1], E.shape[1]))
+    for a in np.unique(a_idx):
+        mask = a_idx == a
+        R = E[mask] - np.average(E[mask], axis=0, weights=w[mask])
+        S += (R * w[mask, None]).T @ R
+    return S / max(w.sum() - np.unique(a_idx).size, 1.0)
+
+
+def _oblique_map(S, V):
+    """``L = P + V^T R P`` with ``P = I - V^T V`` (``V``: orthonormal rows) and ``R = V S P (P S P)^+``: ``L x`` keeps
+    ``P x`` and replaces the ``V``-coordinates by their regression on ``P x`` under the covariance ``S``, so that
+    ``mean + L (x - mean) = E[x | P x]`` for a Gaussian ``x`` of covariance ``S`` within every class whose means
+    differ along ``V`` only (section (r))."""
+    P = np.eye(S.shape[0]) - V.T @ V
+    R = V @ S @ P @ np.linalg.pinv(P @ S @ P, hermitian=True)
+    return P + V.T @ R @ P
+
+
+def _gaussian_floor_map(E_lab, a_lab, offsets, span=None):
+    """Section (r): the linear map of the Gaussian floor on the labeled users' embedding, and a note giving, in the
+    embedding's squared units, what it loses within class, ``tr((D^T S^-1 D)^-1 D^T D)``, against the orthogonal
+    oracle's ``tr(V S V^T)`` (both also lose the class offsets, ``sum_a p_a |mu_a - mu|^2``, ``offsets`` one row a
+    class). ``span``: rows spanning ``D`` when it is not the span of ``offsets`` (a model of the class means)."""
+    _, s, Vt = np.linalg.svd(offsets if span is None else span, full_matrices=False)
+    V = Vt[s > 1e-10 * max(float(s.max()), np.finfo(float).tiny)] if s.size else Vt[:0]
+    if not V.shape[0] or V.shape[0] >= E_lab.shape[1]:
+        return None, ""
+    S = _pooled_within(E_lab, a_lab)
+    L = _oblique_map(S, V)
+    lost = float(np.trace(np.linalg.inv(V @ np.linalg.solve(S, V.T))))
+    ortho = float(np.trace(V @ S @ V.T))
+    p = np.bincount(a_lab, minlength=offsets.shape[0]) / a_lab.size
+    between = float(p @ np.einsum("ij,ij->i", offsets, offsets))
+    total = float(np.trace(S)) + between
+    return L, (f"Gaussian model on the labeled users ({V.shape[0]} class direction(s)): lost within class "
+               f"{lost:.4f} (floor) against {ortho:.4f} (orthogonal oracle); class offsets {between:.4f}; "
+               f"total variance {total:.4f}")
+
+
 class _WholeSpaceAssignment(QuantizedPrivacyMapper):
     """The mapper before section (j)'s fix: users join the nearest centre in the WHOLE space even when the clusters
     were formed attribute-free (a partition other than the one the prior counts). For the paired comparison only."""
 
     def _nearest_centers(self, E, centers=None):
         return self._distances(E, self.cluster_centers_ if centers is None else centers).argmin(axis=1)
+
+
+class _ObliqueRemoval(QuantizedPrivacyMapper):
+    """Section (r), "oblique removal": attribute-free clusters formed on ``E[x | P x]`` (the between-class
+    coordinates replaced by their within-class regression on the remaining ones, fitted on the labeled users,
+    :func:`_oblique_map`) instead of the orthogonal projection ``P x``; every user joins the nearest centre after the
+    same map, so the partition the prior counts is the one applied; the centres stay in the whole space. With the
+    full removal only (``class_removal=1``, ``class_bins=1``, a dense space); otherwise the library's rule. The
+    benchmark only: the partition is still a function of ``P x`` (the map is ``L = (I + V^T R) P``)."""
+
+    def _attribute_free(self, E, a_idx, w_lab):
+        out = super()._attribute_free(E, a_idx, w_lab)
+        self.oblique_map_ = None
+        V = self.attribute_directions_
+        if V.shape[0] and not sp.issparse(E) and float(self.class_removal_) == 1.0 and self.class_bins_ == 1:
+            self.oblique_map_ = _oblique_map(_pooled_within(np.asarray(E), a_idx, w_lab), V)
+            return np.asarray(E) @ self.oblique_map_.T
+        return out
+
+    def _nearest_centers(self, E, centers=None):
+        L = getattr(self, "oblique_map_", None)
+        if L is None or sp.issparse(E):
+            return super()._nearest_centers(E, centers)
+        centers = self.cluster_centers_ if centers is None else centers
+        return self._distances(E @ L.T, centers @ L.T).argmin(axis=1)
+
+
+class _AdditiveSpan(QuantizedPrivacyMapper):
+    """Section (r), a joint attribute: attribute-free clusters with only the span of EACH attribute's own class
+    offsets removed (the class means' span if they are additive in the attributes: 1 + 2 directions for gender x age
+    band) instead of the span of the joint classes' offsets (5). ``tuples``: the attribute values of each joint code
+    (``joint_attribute(y)[1]``), set by ``_rule`` / ``_excess`` before each draw. The prior is still counted on the
+    joint labels, so the certificate covers the partition whatever it removes. The benchmark only."""
+
+    tuples = None
+
+    def _class_directions(self, E, a_idx, w_lab, average):
+        if _AdditiveSpan.tuples is None:
+            return super()._class_directions(E, a_idx, w_lab, average)
+        codes = np.asarray(self.classes_)[a_idx]
+        tup = np.array(_AdditiveSpan.tuples, dtype=object)[codes]
+        mean = average(E, w_lab)
+        offsets = [average(E[mask], w_lab[mask]) - mean
+                   for j in range(tup.shape[1]) for v in np.unique(tup[:, j])
+                   for mask in [np.array([t == v for t in tup[:, j]])] if w_lab[mask].sum() > 0]
+        _, sv, Vt = np.linalg.svd(np.asarray(offsets), full_matrices=False)
+        V = Vt[sv > 1e-10 * max(float(sv.max()), np.finfo(float).tiny)][:max(E.shape[1] - 1, 0)]
+        self.attribute_directions_ = V
+        return mean, V
 
 
 class _OraclePrior(QuantizedPrivacyMapper):
@@ -347,6 +466,12 @@ def _oracle_population(split, protected_only=False):
     return split.X, y
 
 
+def _joint_tuples(split):
+    """The attribute values of each joint code of the draw (``mapper_target="joint"``), else None."""
+    from privrelease.evaluation._targets import joint_attribute
+    return joint_attribute(split.y)[1] if split.mapper_target == "joint" else None
+
+
 def _make_mapper(params, **kw):
     params = dict(params)
     cls = params.pop("_class", QuantizedPrivacyMapper)
@@ -385,6 +510,10 @@ RULE_CONFIGS = {
     "removal heldout": dict(class_removal="heldout"),
     # section (j): the default with the whole-space assignment it had before the fix (same clusters and prior)
     "default, whole-space assignment": dict(_class=_WholeSpaceAssignment),
+    # section (r): attribute-free clusters on E[x | P x] (the class directions regressed on the rest) instead of P x
+    "oblique removal": dict(_class=_ObliqueRemoval),
+    # section (r), a joint attribute: remove the span of each attribute's own class offsets (additive class means)
+    "additive span": dict(_class=_AdditiveSpan),
     "attribute_free, per 10, whole-space assignment": dict(clustering="attribute_free", n_clusters="per10",
                                                           _class=_WholeSpaceAssignment),
     # section (l): the same clusterings with the prior counted on the TRUE labels of ALL users (an oracle)
@@ -473,6 +602,7 @@ def _rule(sets, configs, leakages, seeds, cv):
                 mapper = _make_mapper(params, random_state=seed)
                 _OraclePrior.population = (_oracle_population(split, isinstance(mapper, _OracleProtected))
                                            if isinstance(mapper, _OraclePrior) else None)
+                _AdditiveSpan.tuples = _joint_tuples(split)
                 f = privacy_utility_curve(mapper, X, y, max_leakages=list(leakages), cv=cv,
                                           attack_models=("logistic", "forest"), random_state=seed, verbose=0,
                                           mapper_target=target).frame
@@ -549,6 +679,7 @@ def _excess(sets, configs, leakages, seeds, n_perms):
                 mapper = _make_mapper(params, random_state=seed)
                 _OraclePrior.population = (_oracle_population(split, isinstance(mapper, _OracleProtected))
                                            if isinstance(mapper, _OraclePrior) else None)
+                _AdditiveSpan.tuples = _joint_tuples(split)
                 cells = []
                 for ml in leakages:
                     fitted = _fit_mapper(clone(mapper).set_params(max_leakage=ml), split)
