@@ -1035,6 +1035,12 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                     or not (float(v) >= 0.0 and math.isfinite(float(v))):
                 raise ValueError(f"{where}.certificate['{name}'] = {v!r:.60} is not a bound a solve returns: "
                                  "expected a finite number >= 0")
+        lb = cert.get("distortion_lower_bound")
+        if lb is not None and not (isinstance(lb, (float, int, np.floating, np.integer)) and not isinstance(lb, bool)
+                                   and float(lb) <= float(res.distortion)
+                                   + _CLAIM_TOL * max(1.0, abs(float(res.distortion)))):
+            raise ValueError(f"{where}.certificate['distortion_lower_bound'] = {lb!r:.60} does not hold: a lower bound "
+                             f"on the distortion lies at or below the mapping's own distortion {float(res.distortion)!r}")
         if res.status == "optimal" and float(cert["gap_bits"]) > _BUDGET_TOL:
             raise ValueError(f"{where}.status = 'optimal' does not hold: its certificate's gap_bits = "
                              f"{float(cert['gap_bits'])!r} is above the solver's tolerance of {_BUDGET_TOL!r} bits "

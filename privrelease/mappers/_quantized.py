@@ -2386,8 +2386,12 @@ class QuantizedPrivacyMapper(_BaseMapper):
                     <= 1e-9 * max(1.0, abs(before))
             except Exception:  # a malformed result: the checks that follow name what is wrong
                 return
-            if was_old:  # the engine's figure was weighted the same way: restated over the labeled users too
-                self.solver_result_ = dataclasses.replace(res, distortion=self._solver_distortion(res.mapping))
+            if was_old:  # the engine's figure was weighted the same way: restated over the labeled users too;
+                # its certificate's distortion bound and gap were under the old weights: dropped, not restated
+                cert = {k: v for k, v in dict(res.certificate or {}).items()
+                        if k not in ("distortion_lower_bound", "distortion_gap", "distortion_tolerance")}
+                self.solver_result_ = dataclasses.replace(res, distortion=self._solver_distortion(res.mapping),
+                                                          certificate=cert)
 
     def _check_heldout(self):
         """The held-out rule's figures: four arrays of one length, a grid of integers >= 2, and ``n_clusters_``

@@ -143,9 +143,12 @@ def check_file_name(name, folder):
             (os.sep in name) or (os.altsep and os.altsep in name) or name.startswith(_STAGING_PREFIX) or \
             name == MANIFEST:
         raise ValueError(f"report file name must be a plain file name, got {name!r}")
-    # every control, format (zero-width space and joiners, soft hyphen, tag characters...), private-use and
-    # surrogate character and the line / paragraph separators: "a\u200bb" showed in report.md exactly as "ab"
-    hidden = _HIDDEN.search(name) or next((ch for ch in name if unicodedata.category(ch) in _HIDDEN_CATEGORIES), None)
+    # every control, format (zero-width space, soft hyphen...), private-use and surrogate character, the line /
+    # paragraph separators and the blank fillers: "a\u200bb" showed in report.md exactly as "ab". The joiners (Persian
+    # and Indic spelling, emoji sequences) and the tag characters of flag emoji are part of names, kept
+    hidden = _HIDDEN.search(name) or next(
+        (ch for ch in name if (unicodedata.category(ch) in _HIDDEN_CATEGORIES and ch not in _NAME_FORMAT_KEPT
+                               and not "\U000e0020" <= ch <= "\U000e007f") or ch in _BLANK_FILLERS), None)
     if hidden:
         ch = hidden if isinstance(hidden, str) else hidden.group(0)
         raise ValueError(
@@ -175,6 +178,11 @@ def _fmt(v):
 #: silently reorder what a reader sees ("Trojan Source", CVE-2021-42574), line / paragraph separators and the
 #: byte-order mark, and lone surrogates (a path that is not UTF-8, as Python decodes it from the command line)
 _HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Co", "Cs", "Zl", "Zp"})
+#: format characters a name may hold: the zero-width non-joiner and joiner (Persian, Urdu, Indic spelling; emoji
+#: sequences such as the family emoji); the tag characters of subdivision flags are allowed by range
+_NAME_FORMAT_KEPT = frozenset("\u200c\u200d")
+#: letters and marks that show as nothing (Hangul fillers, the braille blank, the combining grapheme joiner)
+_BLANK_FILLERS = frozenset("\u115f\u1160\u3164\uffa0\u2800\u034f")
 _HIDDEN = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff\ufeff]")
 # markdown's inline syntax, escaped with a backslash in plain text (CommonMark: any escaped ASCII punctuation
 # is that character); '_' only where it can open or close emphasis (not inside leakage_bits)

@@ -49,8 +49,25 @@ class _Failed:
     """An exception a call raised in a worker, with its traceback's text (issued as its cause in the caller)."""
 
     def __init__(self, exc):
-        self.exc = exc
         self.text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        # an error that cannot be sent back (it holds a lock; its __init__ takes other arguments than its args)
+        # broke the pool or lost its message: sent as a RuntimeError holding its text
+        self.exc = exc if _sendable(exc) else RuntimeError(f"{type(exc).__name__}: {exc} (raised in a worker "
+                                                           "process and not picklable; its traceback is the cause)")
+
+
+def _sendable(obj):
+    """Whether ``obj`` survives the trip back from a worker (loky sends values with cloudpickle when it is
+    installed, else with pickle)."""
+    try:
+        import cloudpickle
+    except ImportError:  # pragma: no cover - cloudpickle comes with dask
+        import pickle as cloudpickle
+    try:
+        cloudpickle.loads(cloudpickle.dumps(obj))
+        return True
+    except Exception:
+        return False
 
 
 class _RemoteTraceback(Exception):
@@ -72,23 +89,11 @@ class _Recorder:
         back to the caller's process (loky returns values with cloudpickle, which sends a class defined in
         ``__main__`` by value): a category that cannot be sent is its nearest built-in base, a message that cannot
         its text."""
-        try:  # what loky sends values back with: cloudpickle when it is installed, else pickle
-            import cloudpickle
-        except ImportError:  # pragma: no cover - cloudpickle comes with dask
-            import pickle as cloudpickle
-
-        def sendable(obj):
-            try:
-                cloudpickle.loads(cloudpickle.dumps(obj))
-                return True
-            except Exception:
-                return False
-
         out = []
         for message, category, filename, lineno in self.records.values():
-            if not sendable(category):
+            if not _sendable(category):
                 category = next(c for c in category.__mro__ if c.__module__ == "builtins")
-            if not sendable(message):
+            if not _sendable(message):
                 message = str(message)
             out.append((message, category, filename, lineno))
         return tuple(out)
@@ -127,13 +132,18 @@ def reissue(records, seen, modules=None):
 def run_jobs(calls, n_jobs, **parallel):
     """Yield the values of ``calls`` (``(func, args)`` pairs) run by ``joblib.Parallel(n_jobs, **parallel)``, in
     order; the warnings each call raised in a worker process are issued in this process before its value is
-    yielded, once per distinct category and message (see the module notes)."""
-    from joblib import Parallel, delayed
+    yielded, once per distinct category and message (see the module notes).
+
+    An error is raised in its turn, as with ``n_jobs=1``: after the values and warnings of the calls before it
+    (so it waits at most for the slowest of those; joblib raised it at once and lost their warnings), its worker's
+    traceback as its cause; the calls after it are cancelled."""
+    from joblib import Parallel, delayed, effective_n_jobs
 
     seen, modules = set(), {}
     calls = list(calls)
-    if n_jobs is not None and n_jobs > len(calls):
-        # loky starts as many workers as asked, whatever the number of tasks (n_jobs = 4096 for 3 tasks)
+    if n_jobs is not None and effective_n_jobs(n_jobs) > len(calls):
+        # loky starts as many workers as asked, whatever the number of tasks (n_jobs = 4096 for 3 tasks; n_jobs=-1
+        # started every core for one call)
         n_jobs = max(len(calls), 1)
     tasks = [delayed(_Captured(f))(*a) for f, a in calls]
     try:

@@ -90,7 +90,7 @@ def test_an_ignored_sigterm_stays_ignored(monkeypatch):
         signal.signal(signal.SIGTERM, old)
 
 
-@pytest.mark.parametrize("ch", ["\u200b", "\u200d", "\u00ad", "\U000e0041", "\ue000"])
+@pytest.mark.parametrize("ch", ["\u200b", "\u2060", "\u00ad", "\u180e", "\ue000"])
 def test_a_report_file_name_with_an_invisible_format_character_is_refused(tmp_path, ch):
     from privrelease.runner._report import Report
 
@@ -122,3 +122,65 @@ def test_a_count_matrix_with_one_light_column_is_read_as_a_matrix():
         warnings.simplefilter("ignore", UserWarning)  # it may be warned as long form; never refused
         out = QuantizedPrivacyMapper(n_clusters=4, random_state=0).fit(X, y).transform(X)
     assert np.shape(out) == X.shape
+
+
+def test_an_error_that_cannot_be_sent_back_keeps_its_message():
+    import threading
+
+    def fail(_):
+        class Locked(Exception):
+            pass
+
+        exc = Locked("holds a lock")
+        exc.lock = threading.Lock()
+        raise exc
+
+    with pytest.raises(RuntimeError, match="Locked: holds a lock .*not picklable") as info:
+        list(run_jobs([(fail, (i,)) for i in range(2)], 2))
+    assert "holds a lock" in str(info.value.__cause__)
+
+
+def test_every_core_for_one_call_runs_one_worker(monkeypatch):
+    import joblib
+
+    asked = []
+
+    class Recording(joblib.Parallel):
+        def __init__(self, n_jobs=None, **kw):
+            asked.append(n_jobs)
+            super().__init__(n_jobs=n_jobs, **kw)
+
+    monkeypatch.setattr(joblib, "Parallel", Recording)
+    assert list(run_jobs([(abs, (-3,))], -1)) == [3]
+    assert asked == [1]
+
+
+@pytest.mark.parametrize("name, ok", [("f\U0001F468\u200d\U0001F469.csv", True), ("\u0645\u06cc\u200c\u062e.csv", True),
+                                      ("\U0001F3F4\U000E0067\U000E0062\U000E007F.csv", True), ("a\u3164b.csv", False),
+                                      ("a\u2800b.csv", False)])
+def test_joiners_and_flag_tags_are_part_of_a_name_blank_fillers_are_not(tmp_path, name, ok):
+    from privrelease.runner._report import check_file_name
+
+    if ok:
+        check_file_name(name, tmp_path)
+    else:
+        with pytest.raises(ValueError, match="control or invisible character"):
+            check_file_name(name, tmp_path)
+
+
+def test_a_distortion_lower_bound_above_the_distortion_is_refused():
+    import dataclasses
+
+    from privrelease.datasets import make_ratings
+    from privrelease.mappers import QuantizedPrivacyMapper
+
+    X, y, _ = make_ratings(200, 20, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = QuantizedPrivacyMapper(n_clusters=10, max_leakage=0.05, random_state=0).fit(X, y)
+    res = m.solver_result_
+    assert res.certificate["distortion_lower_bound"] <= res.distortion
+    m.solver_result_ = dataclasses.replace(res, certificate={**res.certificate,
+                                                             "distortion_lower_bound": res.distortion * 1.01})
+    with pytest.raises(ValueError, match=r"distortion_lower_bound.*does not hold"):
+        m._check_fitted_state()
