@@ -585,11 +585,7 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         record = self.__dict__.get("_fitted_digest")
         if record is None:
             # a mapper unpickled from a version that kept no digest: checked as load checks a file, then guarded
-            try:
-                self._check_fitted_state()
-            except ValueError as exc:
-                raise ValueError(f"this {type(self).__name__} does not hold the guarantee its figures state "
-                                 f"({exc}); call fit again") from None
+            self._check_unrecorded_state("figures")
             self._guard_fitted_state()
             return
         leaves = _fitted_leaves(self)
@@ -602,6 +598,16 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             f"fitted.{changed} is not the array this {type(self).__name__} was fitted with (assigned anew or edited "
             "after fit): leakage_, distortion_ and the other figures hold for the fitted arrays only, and releasing "
             "through other ones would state a guarantee they do not have; call fit again (or load a saved mapper)")
+
+    def _check_unrecorded_state(self, what):
+        """A mapper unpickled from a version that kept no record of its fit: checked as ``load`` checks a file (its
+        figures against its parameters), ValueError saying its ``what`` ("figures", "parameters") state a guarantee
+        it does not hold."""
+        try:
+            self._check_fitted_state()
+        except ValueError as exc:
+            raise ValueError(f"this {type(self).__name__} does not hold the guarantee its {what} state ({exc}); call "
+                             "fit again") from None
 
     def __setstate__(self, state):
         # pickle, copy and joblib give new arrays (writeable again): guarded anew when they hold what was guarded
@@ -619,11 +625,7 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         against its current parameters, :meth:`_check_fitted_state`) and those parameters are recorded.
         """
         if not hasattr(self, record):
-            try:
-                self._check_fitted_state()
-            except ValueError as exc:
-                raise ValueError(f"this {type(self).__name__} does not hold the guarantee its parameters state "
-                                 f"({exc}); call fit again") from None
+            self._check_unrecorded_state("parameters")
             self._record_guarantee()
         check_params_unchanged(self, getattr(self, record), why, set_back=True)
 

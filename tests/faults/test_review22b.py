@@ -38,7 +38,8 @@ def test_the_warnings_of_the_calls_before_a_failing_one_all_come_back_in_order()
     assert "job 1 failed" in str(info.value.__cause__)  # the worker's traceback, as its cause
 
 
-def test_no_more_workers_than_calls(monkeypatch):
+def _record_n_jobs(monkeypatch):
+    """The n_jobs each joblib.Parallel is built with, from here on."""
     import joblib
 
     asked = []
@@ -49,6 +50,11 @@ def test_no_more_workers_than_calls(monkeypatch):
             super().__init__(n_jobs=n_jobs, **kw)
 
     monkeypatch.setattr(joblib, "Parallel", Recording)
+    return asked
+
+
+def test_no_more_workers_than_calls(monkeypatch):
+    asked = _record_n_jobs(monkeypatch)
     assert list(run_jobs([(abs, (-i,)) for i in range(2)], 16)) == [0, 1]
     assert asked == [2]  # loky starts every worker asked for, whatever the number of tasks
 
@@ -141,16 +147,7 @@ def test_an_error_that_cannot_be_sent_back_keeps_its_message():
 
 
 def test_every_core_for_one_call_runs_one_worker(monkeypatch):
-    import joblib
-
-    asked = []
-
-    class Recording(joblib.Parallel):
-        def __init__(self, n_jobs=None, **kw):
-            asked.append(n_jobs)
-            super().__init__(n_jobs=n_jobs, **kw)
-
-    monkeypatch.setattr(joblib, "Parallel", Recording)
+    asked = _record_n_jobs(monkeypatch)
     assert list(run_jobs([(abs, (-3,))], -1)) == [3]
     assert asked == [1]
 
