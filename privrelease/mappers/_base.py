@@ -1009,8 +1009,7 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         where = "fitted.solver_result_"
         for name in ("leakage", "distortion"):
             v = getattr(res, name)
-            if isinstance(v, bool) or not isinstance(v, (float, int, np.floating, np.integer)) \
-                    or not math.isfinite(float(v)):
+            if not _is_real(v) or not math.isfinite(float(v)):
                 raise ValueError(f"{where}.{name} must be a finite number, got {v!r:.60}")
         if res.kind != self.leakage:
             raise ValueError(f"{where}.kind = {plain_value(res.kind)!r:.60} does not hold: the mapper's leakage "
@@ -1033,16 +1032,13 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             if name not in cert:
                 continue
             v = cert[name]
-            if isinstance(v, bool) or not isinstance(v, (float, int, np.floating, np.integer)) \
-                    or not (float(v) >= 0.0 and math.isfinite(float(v))):
+            if not _is_real(v) or not (float(v) >= 0.0 and math.isfinite(float(v))):
                 raise ValueError(f"{where}.certificate['{name}'] = {v!r:.60} is not a bound a solve returns: "
                                  "expected a finite number >= 0")
-        lb = cert.get("distortion_lower_bound")
-        if lb is not None and not (isinstance(lb, (float, int, np.floating, np.integer)) and not isinstance(lb, bool)
-                                   and float(lb) <= float(res.distortion)
-                                   + _CLAIM_TOL * max(1.0, abs(float(res.distortion)))):
-            raise ValueError(f"{where}.certificate['distortion_lower_bound'] = {lb!r:.60} does not hold: a lower bound "
-                             f"on the distortion lies at or below the mapping's own distortion {float(res.distortion)!r}")
+        lb, d = cert.get("distortion_lower_bound"), float(res.distortion)
+        if lb is not None and not (_is_real(lb) and float(lb) <= d + _CLAIM_TOL * max(1.0, abs(d))):
+            raise ValueError(f"{where}.certificate['distortion_lower_bound'] = {lb!r:.60} does not hold: expected a "
+                             f"lower bound on the distortion, at most the mapping's own distortion {d!r}")
         if res.status == "optimal" and float(cert["gap_bits"]) > _BUDGET_TOL:
             raise ValueError(f"{where}.status = 'optimal' does not hold: its certificate's gap_bits = "
                              f"{float(cert['gap_bits'])!r} is above the solver's tolerance of {_BUDGET_TOL!r} bits "
@@ -1060,8 +1056,7 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
         delta, cap = res.delta, res.max_leakage
         for name, v in (("delta", delta), ("max_leakage", cap)):
-            if v is not None and (isinstance(v, bool) or not isinstance(v, (float, int, np.floating, np.integer))
-                                  or math.isnan(float(v)) or float(v) < 0):
+            if v is not None and (not _is_real(v) or math.isnan(float(v)) or float(v) < 0):
                 raise ValueError(f"{where}.{name} must be None or a number >= 0, got {v!r:.60}")
         params = (f"the parameters give delta={shown(self.delta)}, max_leakage={shown(self.max_leakage)}")
         if self.delta is not None:
@@ -1314,6 +1309,11 @@ def _matrix(a, name, allow_posinf=False):
         raise ValueError(f"fitted.{name} has a non-finite entry at {tuple(int(i) for i in bad)}: "
                          f"{float(a[tuple(bad)])!r}")
     return a.astype(np.float64, copy=False)
+
+
+def _is_real(v):
+    """Whether ``v`` is a real number as a solve records one (a Python or numpy float or int, not a bool)."""
+    return isinstance(v, (float, int, np.floating, np.integer)) and not isinstance(v, (bool, np.bool_))
 
 
 def _check_claim(est, name, expected):
