@@ -3,6 +3,7 @@
 Nothing here downloads anything: the files must already be on disk.
 """
 
+import numbers
 import os
 import re
 import warnings
@@ -548,8 +549,9 @@ def _integer_column(values, file, what):
     text = pd.Series(values, dtype=str)
     array = text.to_numpy(dtype=str)
     # fast path: numpy parses decimal integer strings ('1.5', '1e3', '' and 'x' raise); what it also reads
-    # ('1_0', Unicode digits and spaces) holds a character outside the ASCII digits, signs, spaces and tabs
-    if re.fullmatch(r"[0-9+\- \t]*", "".join(array)):
+    # ('1_0', Unicode digits and spaces) holds a character outside the ASCII digits, signs, spaces and tabs. Not
+    # with a NUL: numpy's str dtype drops trailing NULs ('1\x00' became '1', a user merged into user 1)
+    if re.fullmatch(r"[0-9+\- \t]*", "".join(array)) and not text.str.contains("\x00", regex=False).any():
         try:
             return array.astype(np.int64)
         except (ValueError, OverflowError):
@@ -689,6 +691,8 @@ def _read_ratings_csv(path, *, user_col="user", item_col="item", rating_col="rat
                       encoding="utf-8", timestamp_col=None, drop_ratings=(), warn_repeats=False):
     """:func:`load_ratings_csv`, returning also how many rows of a repeated (user, item) pair were collapsed
     (``(ratings, user_ids, item_ids, collapsed)``), with a ``UserWarning`` saying so if ``warn_repeats``."""
+    if path is None:  # the MovieLens loaders' default (Surprise's cache); a rating file is always named
+        raise TypeError("path must be a str or path-like naming the rating file, got None")
     _check_path(path, "path")
     p = Path(path).expanduser()
     if not p.is_file():
@@ -742,6 +746,9 @@ def _read_ratings_csv(path, *, user_col="user", item_col="item", rating_col="rat
         return f"line {lines[row]}" if lines is not None else f"data row {row + 1}"
 
     for c in cols:
+        if not isinstance(c, (str, numbers.Integral)) or isinstance(c, bool):
+            raise TypeError(f"a column of {str(path)!r} must be named by a column name (text) or a 0-based "
+                            f"position (an integer), got {c!r:.80} of type {type(c).__name__}")
         if c not in df.columns:
             raise ValueError(f"column {c!r} not in {str(path)!r}; columns are {list(df.columns)!r} (name them "
                              "with user_col=, item_col=, rating_col=, timestamp_col=; a file without a header line needs "
