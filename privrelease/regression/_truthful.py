@@ -63,6 +63,8 @@ def _sensitivity(Y, alpha, n):
         sens = np.float64(Y) * (2.0 / a + term)
         if not np.isfinite(sens):
             sens = 2.0 * Y / a + Y * term
+        if not np.isfinite(sens):  # a tiny alpha beside a tiny Y: (Y / alpha) (2 + sqrt(n / alpha)) stays finite
+            sens = (np.float64(Y) / a) * (2.0 + math.sqrt(n) / np.sqrt(a))
         # an upper bound: the half-ulp roundings of the few operations above could otherwise leave the noise
         # calibrated to a sensitivity an ulp or two below the exact one
         # (Y = 0 is exactly 0; a positive Y whose sensitivity underflowed to 0 gets the smallest positive float)
@@ -146,9 +148,12 @@ def ridge_sensitivity(n_samples, alpha, response_bound=1.0):
     if not np.isfinite(sens):
         # the largest Y whose sensitivity is a float64 at this alpha and n: blaming alpha alone sent a user with
         # response_bound=1e308 (and alpha=1) to raise alpha enormously instead of rescaling y
-        with np.errstate(over="ignore", divide="ignore"):
-            per_y = float(2.0 / np.float64(alpha) + math.sqrt(n) / np.float64(alpha) ** 1.5)
-        largest = float(np.finfo(np.float64).max) / per_y if np.isfinite(per_y) else 0.0
+        with np.errstate(over="ignore", divide="ignore", under="ignore"):
+            a = np.float64(alpha)
+            # max / (2 / alpha + sqrt(n) / alpha^1.5), as alpha * max / (2 + sqrt(n / alpha)): the factor per unit
+            # of Y overflowed for alpha ~ 1e-206 where a response bound of 0.1 still fits
+            largest = float(np.finfo(np.float64).max / (2.0 + math.sqrt(n) / np.sqrt(a)) * a)
+        per_y = largest > 0.0
         # the quotient can be a few ulps above the largest Y whose sensitivity is computed finite: the bound stated
         # is one that passes (1.5288563654189253e+308 was stated at alpha = 3, n = 7, and refused)
         for _ in range(64):
@@ -156,7 +161,7 @@ def ridge_sensitivity(n_samples, alpha, response_bound=1.0):
                 break
             largest = float(np.nextafter(largest, 0.0))
         what = (f"expected response_bound <= {format_bound(largest)} at this alpha (rescale the responses y), "
-                "or a larger alpha" if np.isfinite(per_y) else
+                "or a larger alpha" if per_y else
                 f"alpha={alpha!r} is too small for any response bound: expected a larger alpha")
         raise ValueError(f"the sensitivity 2 Y / alpha + Y sqrt(n) / alpha^1.5 overflows float64 for "
                          f"response_bound={Y!r}, alpha={alpha!r} and n={n}: {what}")

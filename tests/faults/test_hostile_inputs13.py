@@ -272,8 +272,13 @@ def test_a_response_bound_too_large_for_float64_is_named_with_the_largest_accept
                                          r"5\.265321287086693e\+307 at this alpha \(rescale the responses y\)"):
         TruthfulRegressionMechanism(response_bound=1e308, alpha=1.0).fit([[0.6, 0.0], [0.0, 0.6]], [0.5, -0.5])
     assert np.isfinite(ridge_sensitivity(2, 1.0, 0.999 * 5.26532e307))  # just below the bound it names
-    with pytest.raises(ValueError, match="alpha=5e-324 is too small for any response bound"):
+    # a subnormal alpha still has response bounds whose sensitivity is finite (stop 45: the message said "too small
+    # for any response bound" where 6.2e-178 fits): the largest is named, and it passes typed back
+    with pytest.raises(ValueError, match=r"alpha=5e-324 and n=10: expected response_bound <= ([0-9.e+-]+) at this "
+                                         r"alpha") as info:
         ridge_sensitivity(10, 5e-324, 1.0)
+    largest = float(str(info.value).split("response_bound <= ")[1].split()[0])
+    assert 0 < largest < 1e-170 and np.isfinite(ridge_sensitivity(10, 5e-324, largest))
 
 
 # ----------------------------------------------------------------------- auctions

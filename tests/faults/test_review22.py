@@ -88,3 +88,10 @@ def test_valuations_summing_beyond_float64_on_the_command_line_exit_2_before_any
                          capture_output=True, text=True, cwd=__file__.rsplit("/tests/", 1)[0])
     assert out.returncode == 2, out.stderr
     assert "expected valuations summing to at most" in out.stderr and "OverflowError" not in out.stderr
+
+
+def test_a_tiny_alpha_beside_a_tiny_response_bound_has_its_finite_sensitivity():
+    # sqrt(n) / alpha^1.5 overflows at alpha = 1e-206, yet with Y = 1e-300 the sensitivity is 1e9 (it was refused as
+    # "alpha too small for any response bound"); never below the exact value
+    s = ridge_sensitivity(1, 1e-206, 1e-300)
+    assert 1e9 <= s <= 1e9 * (1 + 1e-14)
