@@ -190,16 +190,22 @@ def _unequal_to_itself(name):
         return True
 
 
-def _without_bools(name):
-    """``name`` with the booleans inside its tuples and frozensets made ints (the name they hash and compare as);
-    ``name`` itself when it holds none."""
-    if isinstance(name, (bool, np.bool_)):
+def _map_name(name, kinds):
+    """``name`` with its values of ``kinds`` (in its tuples and frozensets too) made Python ints; ``name`` itself
+    when it holds none."""
+    if isinstance(name, kinds):
         return int(name)
     if isinstance(name, (tuple, frozenset)):
-        items = [_without_bools(v) for v in name]
+        items = [_map_name(v, kinds) for v in name]
         if any(a is not b for a, b in zip(items, name)):
             return frozenset(items) if isinstance(name, frozenset) else tuple(items)
     return name
+
+
+def _without_bools(name):
+    """``name`` with the booleans inside its tuples and frozensets made ints (the name they hash and compare as);
+    ``name`` itself when it holds none."""
+    return _map_name(name, (bool, np.bool_))
 
 
 def _inexact_number(name):
@@ -217,13 +223,7 @@ def _inexact_number(name):
 def _plain_integers(name):
     """``name`` with its numpy integers (in its tuples and frozensets too) made Python ints: the key the ledger
     is kept and shown under (``np.int64(1)`` and ``1`` are one population)."""
-    if isinstance(name, np.integer):
-        return int(name)
-    if isinstance(name, (tuple, frozenset)):
-        items = [_plain_integers(v) for v in name]
-        if any(a is not b for a, b in zip(items, name)):
-            return frozenset(items) if isinstance(name, frozenset) else tuple(items)
-    return name
+    return _map_name(name, np.integer)
 
 
 def _sparse_row(v):
