@@ -20,7 +20,7 @@ import scipy.sparse as sp
 from ..utils import check_rating_scale
 from ..utils._validation import (canonical_sparse, check_bool_number_mix, check_ids, check_no_time_values,
                                  check_not_subnormal, check_table, is_sparse_frame, plain_value, ratings_in_dtype,
-                                 sparse_frame_as_csr, warn_duplicate_entries)
+                                 sparse_frame_as_csr, user_stacklevel, warn_duplicate_entries)
 
 __all__ = ["RatingsFrame"]
 
@@ -186,14 +186,41 @@ def _refuse_missing_cells(X):
                      "(X.fillna(0) or np.nan_to_num(X, nan=0.0))")
 
 
-def _warn_left_out(target, n_users, kept_users, n_items, kept_items, stacklevel):
+def _warn_left_out(target, n_users, kept_users, n_items, kept_items):
     """Say that long-form rows (``target``) leave out the users and items with no stored rating, and where their
     ids are."""
     warnings.warn(
         f"{target} holds {kept_users} of the {n_users} users and {kept_items} of the {n_items} items: "
         f"{n_users - kept_users} user(s) and {n_items - kept_items} item(s) have no stored rating, and long form "
         "has no row for them; every id is kept in the long-form frame's attrs['ids'] (user_ids, item_ids; "
-        "RatingsFrame().fit(frame) maps them all again)", UserWarning, stacklevel=stacklevel)
+        "RatingsFrame().fit(frame) maps them all again)", UserWarning, stacklevel=user_stacklevel())
+
+
+def _warn_recorded_ids_lost(ids, user_ids, item_ids, target, advice):
+    """Say how many of the ids a release recorded in its long form (``ids``, a :class:`RatingIds`) ``user_ids``
+    and ``item_ids`` leave out, when some of them had no stored rating when written.
+
+    A frame that is no longer the one written (filtered, edited, concatenated) does not read its ``attrs["ids"]``
+    back: its rows name the users and items it maps. A user removed with her rows was removed on purpose; a user
+    with no stored rating had no row to remove, and was dropped without a word (40 users read back as 30)."""
+    counts = []
+    for known, rated, kept in ((ids.user_ids, ids.rated_users, user_ids), (ids.item_ids, ids.rated_items, item_ids)):
+        try:
+            missing = exact_positions(kept, known) < 0
+        except ValueError:  # a float id several integer ids read as: named where the rows are read
+            return
+        counts.append((int(np.sum(missing & ~rated)), int(np.sum(missing & rated))))
+    (users_unrated, users_removed), (items_unrated, items_removed) = counts
+    if not users_unrated and not items_unrated:
+        return  # what is missing had rows, and the rows were removed: on purpose
+    removed = (f" (besides {users_removed} user(s) and {items_removed} item(s) whose rows are not in the frame)"
+               if users_removed or items_removed else "")
+    warnings.warn(
+        f"the frame's attrs['ids'] records the {len(ids.user_ids)} users and {len(ids.item_ids)} items of a release "
+        "written in long form, but its rows no longer name exactly the users and items written (a filtered or "
+        "edited frame), so those ids are not read back: {} user(s) and {} item(s) with no stored rating when "
+        "written are not in {}{}; {}".format(users_unrated, items_unrated, target, removed, advice),
+        UserWarning, stacklevel=user_stacklevel())
 
 
 def _normal_form(text):
@@ -450,6 +477,12 @@ class RatingsFrame:
             return self
         self.user_ids_ = self._index(ratings[self.user].to_numpy(), "user")
         self.item_ids_ = self._index(ratings[self.item].to_numpy(), "item")
+        if isinstance(ids, RatingIds):
+            # a release's frame filtered after it was written: its users and items without a rating were dropped
+            # without a word
+            _warn_recorded_ids_lost(ids, self.user_ids_, self.item_ids_, "the id mappings (user_ids_, item_ids_)",
+                                    "to map every recorded id, fit on the frame as written "
+                                    "(RatingsFrame().fit(released)) and convert the subset with its to_matrix")
         return self
 
     @property
@@ -593,7 +626,7 @@ class RatingsFrame:
         n_items = int(np.unique(X.indices).size)
         if n_users < X.shape[0] or n_items < X.shape[1]:
             # a release can have empty rows (a profile with no rating): 40 users came back as 30 without a word
-            _warn_left_out(target, X.shape[0], n_users, X.shape[1], n_items, stacklevel=4)
+            _warn_left_out(target, X.shape[0], n_users, X.shape[1], n_items)
         return out
 
     def align(self, values, *, name="values"):
@@ -686,7 +719,7 @@ class RatingsFrame:
             raise ValueError(f"{what}; every user would be 'not disclosed' (expected ids among the user ids, "
                              f"for example {plain_value(self.user_ids_[0])!r})")
         warnings.warn(f"{what}; their values are left out and users without a value get -1 ('not disclosed')",
-                      UserWarning, stacklevel=3)
+                      UserWarning, stacklevel=user_stacklevel())
         return at
 
     # ------------------------------------------------------------------ Surprise
@@ -701,7 +734,11 @@ class RatingsFrame:
                 # a frame of from_matrix as written: its users and items without a rating
                 n_users, n_items = data[self.user].nunique(), data[self.item].nunique()
                 if n_users < len(ids.user_ids) or n_items < len(ids.item_ids):
-                    _warn_left_out(target, len(ids.user_ids), n_users, len(ids.item_ids), n_items, stacklevel=4)
+                    _warn_left_out(target, len(ids.user_ids), n_users, len(ids.item_ids), n_items)
+            elif isinstance(ids, RatingIds):  # filtered after it was written: said too
+                users, items = (pd.Index(pd.unique(data[c].to_numpy())) for c in (self.user, self.item))
+                _warn_recorded_ids_lost(ids, users, items, target,
+                                        "long form and a Surprise dataset hold no user or item without a rating")
             return data[[self.user, self.item, self.rating]]
         return self._from_matrix(data, target)
 

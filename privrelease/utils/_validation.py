@@ -8,6 +8,8 @@ import contextvars
 import functools
 import itertools
 import numbers
+import os
+import sys
 import warnings
 from decimal import Decimal
 from fractions import Fraction
@@ -27,6 +29,34 @@ __all__ = [
     "UNDISCLOSED_MARKERS",
     "UNDISCLOSED_TEXTS",
 ]
+
+
+@functools.lru_cache(maxsize=None)
+def _library_dirs():
+    """The folders (with their separator) whose frames are library frames for :func:`user_stacklevel`:
+    privrelease's, and scikit-learn's (the wrapper of every ``fit``, a ``Pipeline`` calling a mapper)."""
+    import sklearn
+
+    packages = (os.path.dirname(os.path.dirname(__file__)), os.path.dirname(sklearn.__file__))
+    return tuple({folder + os.sep for package in packages for folder in (package, os.path.abspath(package))})
+
+
+def user_stacklevel():
+    """The ``stacklevel`` that makes a ``warnings.warn`` of the function calling this one point at the first frame
+    outside privrelease (and scikit-learn, whose wrapper runs every ``fit``): the user's call, however deep in the
+    library the warning is raised.
+
+    A fixed ``stacklevel`` is right for one call path only: the same check reached through another public
+    function (``from_matrix`` and ``to_surprise``, a mapper's ``fit`` and ``fit_transform``) named a line inside
+    the library, and a filter on the caller's module (``warnings.filterwarnings(..., module=...)``) missed it.
+    """
+    dirs = _library_dirs()
+    frame = sys._getframe(1)
+    level = 1
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(dirs):
+        frame = frame.f_back
+        level += 1
+    return level
 
 
 def largest_passing(x, passes, *, steps=64):
@@ -498,8 +528,10 @@ def _refuse_unnamed_long_form(X, name):
     * it holds one row per (first, second) pair, a column beside them holds ratings, and the two hold values no
       such column holds.
 
-    A matrix of 3 items rated 1..5 shows none of the third sign; a long-form table of at most 100 users and 100
-    items is not told from a matrix here.
+    A matrix of 3 items rated 1..5 shows none of the third sign. A long-form table of at most
+    :data:`RATING_SCALE_BOUND` users and items (ids a rating scale holds) cannot be told from a small matrix of
+    ratings on a 0..100 scale: when it shows the other signs, all of them, the warning says that which it is
+    cannot be told (it is read as a matrix, as before).
     """
     import pandas as pd
 
@@ -516,8 +548,9 @@ def _refuse_unnamed_long_form(X, name):
                 or np.any(values != np.round(values)) or values.size >= n_rows:
             return
         first.append(values)
-    if max(float(np.max(np.abs(v))) for v in first) <= RATING_SCALE_BOUND:
-        return  # values a rating scale holds: a matrix of a few items may hold them
+    # values a rating scale holds: a matrix of a few items may hold them (read as one, said below when every other
+    # sign says long form)
+    small = max(float(np.max(np.abs(v))) for v in first) <= RATING_SCALE_BOUND
     user, item = frame.columns[0], frame.columns[1]
     signs = _long_form_signs(frame, user, item)
     if signs is None or not all(is_long for is_long, _ in signs) or len(signs) < 3 \
@@ -525,9 +558,16 @@ def _refuse_unnamed_long_form(X, name):
         return  # a sign for a matrix, or no column of ratings beside the two
     rating = _rating_column(frame, user, item)
     what = "ratings" if name == "X" else "a table of ratings"
-    head = (f"{name} looks like {what} in long form (one row per rating, read from its content: its columns "
-            f"{list(map(plain_value, frame.columns))} are not named like a user and an item, but its first two "
-            f"hold whole numbers beyond a rating scale's {RATING_SCALE_BOUND}), not a user x item matrix")
+    columns = list(map(plain_value, frame.columns))
+    if small:
+        head = (f"{name} may be {what} in long form (one row per rating) or a user x item matrix: which it is "
+                f"cannot be told from its content (its columns {columns} are not named like a user and an item, "
+                f"and its first two hold whole numbers within a rating scale's {RATING_SCALE_BOUND}, as a long-form "
+                f"table of at most {RATING_SCALE_BOUND} users and items does and a small matrix of ratings may)")
+    else:
+        head = (f"{name} looks like {what} in long form (one row per rating, read from its content: its columns "
+                f"{columns} are not named like a user and an item, but its first two "
+                f"hold whole numbers beyond a rating scale's {RATING_SCALE_BOUND}), not a user x item matrix")
     if hasattr(X, "iloc") and all(isinstance(c, str) for c in (user, item, rating)):
         convert = f"rf = RatingsFrame(user={user!r}, item={item!r}, rating={rating!r}).fit({name}); frame = {name}"
     else:
@@ -541,7 +581,7 @@ def _refuse_unnamed_long_form(X, name):
     warnings.warn(f"{head}: {' and '.join(text for _, text in signs)}; it is read as a matrix: if it is long form, "
                   f"convert it first: {convert}. A user x item matrix of {n_cols} items whose values happen to look "
                   f"so: pass it as a sparse matrix (scipy.sparse.csr_array({name})) and this warning goes",
-                  UserWarning, stacklevel=4)
+                  UserWarning, stacklevel=user_stacklevel())
 
 
 def _plain_name(column):
@@ -704,7 +744,7 @@ def warn_duplicate_entries(X, name="X"):
         f"reads them, as ONE rating, their sum ({plain_value(values.sum())!r}). If they are repeated ratings "
         "(triples of a file turned into a COO matrix), keep one rating per (user, item) pair first "
         "(privrelease.recommender.RatingsFrame refuses repeated pairs of a long-form table)",
-        UserWarning, stacklevel=3,
+        UserWarning, stacklevel=user_stacklevel(),
     )
     if said is not None:
         said.append(X)  # held (not its id) until the call ends: an id may be reused by another matrix
@@ -1034,7 +1074,7 @@ def check_ids(ids, name, *, where=None):
                       f"hold such ids: {sorted(set(markers))!r}), the text pandas, numpy, R or a database write for a "
                       "missing value (numpy's astype(str) turns NaN into 'nan'): each is read as ONE id holding every "
                       "such row. If these ids are missing, leave those rows out first; if it is a real id, ignore "
-                      "this warning", UserWarning, stacklevel=3)
+                      "this warning", UserWarning, stacklevel=user_stacklevel())
 
     odd = []  # ids whose key is not themselves: not ASCII, or with spaces around
     for v in uniq:
@@ -1079,7 +1119,7 @@ def check_ids(ids, name, *, where=None):
                   f"{ascii(plain_value(v))} ({where(row_of(v))}), which differ only in {' and '.join(hows)}{more}: "
                   "they print alike but are kept as two ids; if they name one user or item, write each id one way "
                   "first (strip the spaces and invisible characters, normalise to NFC with "
-                  "unicodedata.normalize('NFC', id))", UserWarning, stacklevel=3)
+                  "unicodedata.normalize('NFC', id))", UserWarning, stacklevel=user_stacklevel())
 
 
 def _unique_in_order(values):
@@ -1666,7 +1706,8 @@ def _warn_plus_minus_one(y, labeled, name):
     warnings.warn(
         f"{name} holds the numbers -1 ({minus} user(s)) and +1 only: -1 means 'not disclosed' "
         "(privrelease.utils.undisclosed_mask), so those users are no class. If -1 is a class (a -1/+1 coding), "
-        f"recode it first (for example numpy.where({name} == -1, 0, {name}))", UserWarning, stacklevel=3)
+        f"recode it first (for example numpy.where({name} == -1, 0, {name}))", UserWarning,
+        stacklevel=user_stacklevel())
 
 
 def _warn_marker_words(y, labeled, name):
@@ -1689,7 +1730,7 @@ def _warn_marker_words(y, labeled, name):
         f"{name} holds the text(s) {said}, read as 'not disclosed' (privrelease.utils.UNDISCLOSED_TEXTS): those "
         f"users are no class and the release does not protect them as one. If such a text is a real class, rename "
         f"it to keep it as a class (for example y.replace({first!r}, {first + ' (class)'!r}) on a pandas Series)",
-        UserWarning, stacklevel=3)
+        UserWarning, stacklevel=user_stacklevel())
 
 
 def _is_real_label(v):

@@ -1,0 +1,127 @@
+"""What the last stop left open outside the engine.
+
+* a released long-form frame FILTERED after it was written reads its ids no longer: the users and items that
+  had no stored rating are then said (how many, and why), never dropped without a word;
+* the UserWarnings of the formats point at the caller's line (a fixed stacklevel named a line inside the
+  library on some call paths); a long-form table of at most 100 users and items, which cannot be told from a
+  small matrix, says so;
+* what a parquet round trip keeps of a released frame;
+* the accountant names an unknown population (an unhashable one, a boolean, a numpy scalar);
+* brier_payment refuses shapes that differ (a 1-element prediction was broadcast over every outcome);
+* DCLEF of no individual: the estimate of the empty sum is 0 exactly;
+* as_int64_codes of a long list: the same answers;
+* kde_prior with an explicit grid checks its memory as n_grid does.
+"""
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+
+from privrelease.recommender import RatingsFrame
+
+
+def _caught(call):
+    """``(result, warnings)`` of ``call()``, every warning recorded."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = call()
+    return out, [w for w in caught if issubclass(w.category, UserWarning)]
+
+
+# ------------------------------------------------------------------ 1: a filtered release
+@pytest.fixture
+def released():
+    """A release of 5 users x 4 items in long form: user 'c' and item 40 have no stored rating."""
+    ratings = pd.DataFrame({"user": ["a", "a", "b", "c", "d", "e", "e"], "item": [10, 20, 10, 40, 30, 20, 30],
+                            "rating": [4.0, 5.0, 3.0, 2.0, 1.0, 5.0, 4.0]})
+    rf = RatingsFrame().fit(ratings)
+    X = rf.to_matrix(ratings).toarray()
+    X[2] = 0.0  # user 'c' rated only item 40: both are empty in the release
+    return _caught(lambda: rf.from_matrix(X))[0]  # said: 1 user and 1 item left out
+
+
+def test_a_filtered_release_says_the_users_without_a_rating_it_drops(released):
+    assert released.attrs["ids"].user_ids.tolist() == ["a", "b", "c", "d", "e"]
+    subset = released[released["user"] != "d"]  # a user removed on purpose, with her row
+    rf, said = _caught(lambda: RatingsFrame().fit(subset))
+    # the mappings are the rows' ids: 'c' (no rating) and 'd' (removed) are not in them, nor is item 40 (no
+    # rating); item 30 is ('e' rated it too)
+    assert rf.user_ids_.tolist() == ["a", "b", "e"] and rf.item_ids_.tolist() == [10, 20, 30]
+    texts = [str(w.message) for w in said]
+    assert len(texts) == 1, texts
+    assert ("1 user(s) and 1 item(s) with no stored rating when written are not in the id mappings" in texts[0]
+            and "besides 1 user(s) and 0 item(s) whose rows are not in the frame" in texts[0]), texts[0]
+    assert said[0].filename == __file__
+
+
+def test_a_filtered_release_sent_to_surprise_says_it_too(released):
+    subset = released[released["rating"] > 1.5]
+    rf = _caught(lambda: RatingsFrame().fit(released))[0]
+    _, said = _caught(lambda: rf.to_surprise(subset))
+    assert any("with no stored rating when written are not in the Surprise dataset" in str(w.message)
+               for w in said), [str(w.message) for w in said]
+
+
+def test_a_release_read_as_written_keeps_every_id_without_this_warning(released):
+    rf, said = _caught(lambda: RatingsFrame().fit(released))
+    assert rf.user_ids_.tolist() == ["a", "b", "c", "d", "e"] and rf.item_ids_.tolist() == [10, 20, 30, 40]
+    assert not said
+    # a filter that removes only rows of users who keep others: nothing recorded is lost that had no row
+    full = pd.DataFrame({"user": ["a", "a", "b"], "item": [1, 2, 1], "rating": [1.0, 2.0, 3.0]})
+    rf_full = RatingsFrame().fit(full)
+    written = rf_full.from_matrix(rf_full.to_matrix(full))
+    _, said = _caught(lambda: RatingsFrame().fit(written[written["user"] == "a"]))
+    assert not said, [str(w.message) for w in said]
+
+
+# ------------------------------------------------------------------ 2: where the warnings point
+def test_the_left_out_warning_points_at_the_caller_on_every_path(released):
+    rf = _caught(lambda: RatingsFrame().fit(released))[0]
+    X = rf.to_matrix(released)
+    for call in (lambda: rf.from_matrix(X), lambda: rf.to_surprise(X), lambda: rf.to_trainset(X),
+                 lambda: rf.to_surprise(released)):
+        _, said = _caught(call)
+        assert said and all(w.filename == __file__ for w in said), [(w.filename, str(w.message)) for w in said]
+
+
+def test_the_align_and_duplicate_warnings_point_at_the_caller(released):
+    rf = _caught(lambda: RatingsFrame().fit(released))[0]
+    _, said = _caught(lambda: rf.align({"a": 1, "zz": 0}))
+    assert said and all(w.filename == __file__ for w in said)
+    coo = sp.coo_matrix(([1.0, 2.0], ([0, 0], [0, 0])), shape=rf.shape)  # (a, 10) stored twice
+    _, said = _caught(lambda: rf.from_matrix(coo))
+    assert said and all(w.filename == __file__ for w in said), [(w.filename, str(w.message)) for w in said]
+
+
+def _long_table(n_users, n_items, seed=0):
+    from privrelease.datasets import make_ratings
+
+    R, a, _ = make_ratings(n_users, n_items, attribute_strength=2.0, random_state=seed)
+    coo = R.tocoo()
+    return np.column_stack([coo.row + 1, coo.col + 1, coo.data]), a[coo.row]
+
+
+def test_the_neutral_names_warning_points_at_the_caller():
+    from privrelease.mappers import QuantizedPrivacyMapper
+
+    table, y = _long_table(120, 25)
+    for X in (table, pd.DataFrame(table, columns=["a", "b", "c"])):
+        _, said = _caught(lambda: QuantizedPrivacyMapper(n_clusters=3, max_leakage=0.05, random_state=0).fit(X, y))
+        said = [w for w in said if "long form" in str(w.message)]
+        assert said and all(w.filename == __file__ for w in said), [w.filename for w in said]
+
+
+def test_a_small_long_form_table_says_it_cannot_be_told_from_a_matrix():
+    from privrelease.utils._validation import refuse_long_form
+
+    table, _ = _long_table(60, 25)  # ids 1..60 and 1..25: values a 0..100 scale holds
+    assert table[:, :2].max() <= 100
+    _, said = _caught(lambda: refuse_long_form(table))
+    assert len(said) == 1 and "cannot be told from its content" in str(said[0].message)
+    assert said[0].filename == __file__
+    # a rating matrix of 3 items on 1..5 shows a sign of a matrix: read as one without a word
+    M = np.random.default_rng(1).integers(1, 6, size=(150, 3)).astype(np.float64)
+    assert not _caught(lambda: refuse_long_form(M))[1]
