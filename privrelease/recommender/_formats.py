@@ -223,6 +223,25 @@ def _warn_recorded_ids_lost(ids, user_ids, item_ids, target, advice):
         UserWarning, stacklevel=user_stacklevel())
 
 
+def _warn_counted_ids_lost(counts, n_users, n_items, target):
+    """Say that ``n_users`` and ``n_items`` fall short of the counts ``{"n_users", "n_items"}`` a released frame's
+    ``attrs["ids"]`` keeps through a parquet file (its ids are lost there): users without a stored rating were
+    dropped without a word."""
+    try:
+        recorded = int(counts["n_users"]), int(counts["n_items"])
+    except (KeyError, TypeError, ValueError, OverflowError):
+        return  # another attrs["ids"]: not one of a release
+    if recorded[0] <= n_users and recorded[1] <= n_items:
+        return
+    warnings.warn(
+        f"the frame's attrs['ids'] counts the {recorded[0]} users and {recorded[1]} items of a release written in "
+        f"long form, but its rows name {n_users} users and {n_items} items: {max(recorded[0] - n_users, 0)} "
+        f"user(s) and {max(recorded[1] - n_items, 0)} item(s) (without a stored rating, or whose rows were removed) "
+        f"are not in {target}; only the counts were kept (a parquet file writes attrs as JSON: the ids themselves "
+        "are lost), so keep the ids beside the file (rf.user_ids_, rf.item_ids_) or pickle the frame",
+        UserWarning, stacklevel=user_stacklevel())
+
+
 def _normal_form(text):
     for form in ("NFC", "NFD", "NFKC", "NFKD"):
         if unicodedata.is_normalized(form, text):
@@ -241,7 +260,21 @@ class RatingIds(dict):
 
     The ids are read back only for a frame whose rows still name exactly the users and items they named when
     written (pandas carries ``attrs`` through filters: a user removed from the frame on purpose came back, with
-    her row released again); a frame of other users or items maps the ids of its rows.
+    her row released again); a frame of other users or items maps the ids of its rows, and a ``UserWarning``
+    says how many of the recorded users and items without a stored rating it leaves out.
+
+    What a file keeps of a released frame:
+
+    * ``DataFrame.to_pickle`` / ``pandas.read_pickle``: everything, this object included (the ids of the users
+      and items without a stored rating come back and are read back);
+    * ``DataFrame.to_parquet`` / ``pandas.read_parquet``: the rows (ids and ratings, their dtypes) and, of
+      ``attrs["ids"]``, only the counts, as a plain dict ``{"n_users": ..., "n_items": ...}``: the ids of the
+      users and items without a stored rating are lost. :meth:`RatingsFrame.fit` of such a frame maps the ids of
+      its rows and warns when the counts are larger (how many users and items are missing);
+    * CSV and the other text formats: the rows only (no ``attrs``).
+
+    To keep every id through a parquet file, write the ids beside it (``rf.user_ids_``, ``rf.item_ids_``) or
+    pickle the frame.
 
     Attributes
     ----------
@@ -464,6 +497,13 @@ class RatingsFrame:
         Returns
         -------
         self
+
+        Warns
+        -----
+        UserWarning
+            A frame of :meth:`from_matrix` that no longer holds the rows written (filtered after it was
+            written, or read from a parquet file, which keeps only the counts of ``attrs["ids"]``): how many
+            of the recorded users and items its mappings leave out (see :class:`RatingIds`).
         """
         self._check_frame(ratings)
         if len(ratings) == 0:  # a converter of no user: align then failed with an IndexError, a mapper on 0 rows
@@ -483,6 +523,9 @@ class RatingsFrame:
             _warn_recorded_ids_lost(ids, self.user_ids_, self.item_ids_, "the id mappings (user_ids_, item_ids_)",
                                     "to map every recorded id, fit on the frame as written "
                                     "(RatingsFrame().fit(released)) and convert the subset with its to_matrix")
+        elif isinstance(ids, dict):  # the counts a parquet file keeps of the ids
+            _warn_counted_ids_lost(ids, len(self.user_ids_), len(self.item_ids_),
+                                   "the id mappings (user_ids_, item_ids_)")
         return self
 
     @property
@@ -739,6 +782,8 @@ class RatingsFrame:
                 users, items = (pd.Index(pd.unique(data[c].to_numpy())) for c in (self.user, self.item))
                 _warn_recorded_ids_lost(ids, users, items, target,
                                         "long form and a Surprise dataset hold no user or item without a rating")
+            elif isinstance(ids, dict):  # the counts a parquet file keeps of the ids
+                _warn_counted_ids_lost(ids, data[self.user].nunique(), data[self.item].nunique(), target)
             return data[[self.user, self.item, self.rating]]
         return self._from_matrix(data, target)
 

@@ -125,3 +125,26 @@ def test_a_small_long_form_table_says_it_cannot_be_told_from_a_matrix():
     # a rating matrix of 3 items on 1..5 shows a sign of a matrix: read as one without a word
     M = np.random.default_rng(1).integers(1, 6, size=(150, 3)).astype(np.float64)
     assert not _caught(lambda: refuse_long_form(M))[1]
+
+
+# ------------------------------------------------------------------ 3: what a file keeps
+def test_a_pickle_round_trip_keeps_every_id(released, tmp_path):
+    released.to_pickle(tmp_path / "r.pkl")
+    back = pd.read_pickle(tmp_path / "r.pkl")
+    rf, said = _caught(lambda: RatingsFrame().fit(back))
+    assert rf.user_ids_.tolist() == ["a", "b", "c", "d", "e"] and not said
+
+
+def test_a_parquet_round_trip_keeps_the_rows_and_the_counts_and_says_what_it_lost(released, tmp_path):
+    pytest.importorskip("pyarrow")
+    released.to_parquet(tmp_path / "r.parquet")
+    back = pd.read_parquet(tmp_path / "r.parquet")
+    # the rows as written (ids, ratings and their dtypes); of attrs['ids'] only its counts, a plain dict
+    pd.testing.assert_frame_equal(back, released, check_like=False)
+    assert back.attrs["ids"] == {"n_users": 5, "n_items": 4} and type(back.attrs["ids"]) is dict
+    rf, said = _caught(lambda: RatingsFrame().fit(back))
+    assert rf.user_ids_.tolist() == ["a", "b", "d", "e"] and rf.item_ids_.tolist() == [10, 20, 30]
+    assert len(said) == 1 and "1 user(s) and 1 item(s)" in str(said[0].message), [str(w.message) for w in said]
+    assert said[0].filename == __file__
+    _, said = _caught(lambda: rf.to_surprise(back))
+    assert any("counts the 5 users and 4 items" in str(w.message) for w in said)
