@@ -862,20 +862,33 @@ class PrivacyAccountant:
         """Names of the populations with individual guarantees on record."""
         return list(self._populations)
 
-    def _book(self, population):
+    def _find_book(self, population):
+        """The ledger of ``population``, or None when none is recorded under that name; a TypeError naming an
+        unhashable population (it was Python's bare "unhashable type: 'list'") and the known ones."""
         try:
-            # the key spend() keeps: np.int64(1) is population 1 (a float, refused there, names no ledger but one
-            # recorded under that very name before floats were refused: an accountant pickled then stays readable,
-            # while 1.0 never reads population 1)
-            if _inexact_number(population) is not None:
-                for key, book in self._populations.items():
-                    if type(key) is type(population) and repr(key) == repr(population):
-                        return book
-                raise KeyError(population)
-            return self._populations[_plain_integers(population)]
-        except KeyError:
-            raise KeyError(f"no release recorded for population {population!r}; known: "
-                           f"{self.populations()!r}") from None
+            hash(population)
+        except TypeError:
+            raise TypeError(f"population must be a hashable name (a str, an int, a tuple), got {population!r} of "
+                            f"type {type(population).__name__}; known: {self.populations()!r}") from None
+        if _inexact_number(population) is not None or _without_bools(population) is not population:
+            # the key spend() keeps: np.int64(1) is population 1, but a float or a boolean (refused there) names no
+            # ledger but one recorded under that very name before they were refused (an accountant pickled then
+            # stays readable), while 1.0 and True never read population 1 (True read its ledger as its own)
+            for key, book in self._populations.items():
+                if type(key) is type(population) and repr(key) == repr(population):
+                    return book
+            return None
+        return self._populations.get(_plain_integers(population))
+
+    def _book(self, population):
+        book = self._find_book(population)
+        if book is None:
+            hint = ("; a boolean or a non-integer number names no population (spend() refuses them: True and 1.0 "
+                    "would be population 1)" if _inexact_number(population) is not None
+                    or _without_bools(population) is not population else "")
+            raise KeyError(f"no release recorded for population {plain_value(population)!r}; known: "
+                           f"{self.populations()!r}{hint}")
+        return book
 
     def individual_spent(self, population, n_individuals=None):
         """Each individual's composed guarantee ``sum over releases of eps_i``.
@@ -883,6 +896,10 @@ class PrivacyAccountant:
         Parameters
         ----------
         population : hashable
+            A population named in :meth:`spend` (``KeyError``, naming it and the
+            known ones, for a population with no release; ``TypeError`` for an
+            unhashable name). A boolean or a non-integer number names no
+            population (``True`` and ``1.0`` are not population ``1``).
         n_individuals : int, default=None
             Size of the population, to get zeros for a population with no
             release yet (otherwise an unknown population raises ``KeyError``).
@@ -893,13 +910,13 @@ class PrivacyAccountant:
         """
         if n_individuals is not None:
             n_individuals = check_number(n_individuals, "n_individuals", low=0, integer=True)
-        if population not in self._populations and n_individuals is not None:
+        if n_individuals is not None and self._find_book(population) is None:
             check_allocation(n_individuals, f"n_individuals={n_individuals}: one guarantee per individual")
             return np.zeros(n_individuals)
         spent = np.asarray(self.individual_epsilons(population).sum(axis=0)).ravel()
         if n_individuals is not None and spent.size != n_individuals:
             # the ledger of another population (or a refitted one) was returned with the wrong length
-            raise ValueError(f"population {population!r} has {spent.size} individuals in this ledger, "
+            raise ValueError(f"population {plain_value(population)!r} has {spent.size} individuals in this ledger, "
                              f"but n_individuals={n_individuals}")
         return spent
 
