@@ -211,7 +211,12 @@ def brier_payment(outcome, prediction, *, response_bound=1.0, scale=1.0, offset=
     outcome : array-like
         The peer quantity ``p`` (here: the other group's noisy prediction).
     prediction : array-like
-        The player's prediction ``q`` derived from her own report.
+        The player's prediction ``q`` derived from her own report, of the shape of
+        ``outcome`` (one prediction per outcome; two scalars are one payment).
+        Shapes that differ are refused, not broadcast: a 1-element prediction
+        would be scored against every outcome, and an ``(n, 1)`` column against
+        ``n`` outcomes would pay ``n x n`` times (broadcast them first with
+        ``numpy.broadcast_arrays`` when that is meant).
     response_bound : float, default=1.0
         ``Y``; both arguments are clipped to ``[-Y, Y]``. Must be > 0.
     scale, offset : float
@@ -220,6 +225,12 @@ def brier_payment(outcome, prediction, *, response_bound=1.0, scale=1.0, offset=
     Returns
     -------
     payment : ndarray
+        Of the shape of ``outcome`` and ``prediction``.
+
+    Raises
+    ------
+    ValueError
+        ``outcome`` and ``prediction`` of different shapes (naming both), or holding NaN.
 
     Examples
     --------
@@ -240,11 +251,12 @@ def brier_payment(outcome, prediction, *, response_bound=1.0, scale=1.0, offset=
             # clipping keeps NaN: the payment would be NaN
             raise ValueError(f"{name} must not contain NaN, got {plain_value(value)!r}")
         arrays.append(arr)
-    try:
-        np.broadcast_shapes(arrays[0].shape, arrays[1].shape)
-    except ValueError:
-        raise ValueError(f"outcome and prediction must have the same shape (or broadcast), got shapes "
-                         f"{arrays[0].shape} and {arrays[1].shape}") from None
+    if arrays[0].shape != arrays[1].shape:
+        # numpy broadcast them: one prediction (shape (1,)) was scored against every outcome, and a column of
+        # predictions (n, 1) against a row of outcomes (n,) gave n x n payments, each record paid n times
+        raise ValueError(f"outcome and prediction must have the same shape (one prediction per outcome), got "
+                         f"shapes {arrays[0].shape} and {arrays[1].shape}; to score one value against many, "
+                         "broadcast them first (numpy.broadcast_arrays(outcome, prediction))")
     # t -> (t / Y + 1) / 2 on [-Y, Y]: (t + Y) / (2 Y) overflowed for Y near float64's max (a NaN payment)
     with np.errstate(over="ignore"):
         p = (np.clip(arrays[0] / Y, -1.0, 1.0) + 1.0) / 2.0

@@ -363,7 +363,7 @@ def test_brier_payment_refuses_nan_and_mismatched_shapes():
 
     with pytest.raises(ValueError, match="outcome must not contain NaN"):
         brier_payment(np.nan, 0.5)            # used to pay NaN
-    with pytest.raises(ValueError, match=r"same shape \(or broadcast\), got shapes \(2,\) and \(3,\)"):
+    with pytest.raises(ValueError, match=r"same shape \(one prediction per outcome\), got shapes \(2,\) and \(3,\)"):
         brier_payment([0.1, 0.2], [0.1, 0.2, 0.3])
     with pytest.raises(TypeError, match="prediction must hold real numbers"):
         brier_payment(0.5, "a")

@@ -188,7 +188,7 @@ def test_brier_is_strictly_proper_and_bounded():
     grid = np.linspace(-1, 1, 401)
     for _ in range(20):
         outcomes = rng.uniform(-1, 1, size=50) * rng.uniform()
-        expected = brier_payment(outcomes[:, None], grid[None, :]).mean(axis=0)
+        expected = brier_payment(*np.broadcast_arrays(outcomes[:, None], grid[None, :])).mean(axis=0)
         assert grid[np.argmax(expected)] == pytest.approx(outcomes.mean(), abs=0.006)
     p, q = np.meshgrid(grid, grid)
     b = brier_payment(p, q)
