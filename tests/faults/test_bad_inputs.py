@@ -262,6 +262,15 @@ def _ratings_frame_fit(users):
                                             "rating": [4.0, 3.0]}))
 
 
+def _accountant_of(population):
+    """A PrivacyAccountant holding one release of ``population`` (two individuals)."""
+    from privrelease.accounting import PrivacyAccountant
+
+    acc = PrivacyAccountant()
+    acc.spend(0.1, population=population, individual_epsilons=[0.1, 0.05])
+    return acc
+
+
 def _catalogue():
     """Rows ``(area, call, thunk, exception type, text the message must contain)``."""
     from privrelease import _persistence
@@ -280,7 +289,8 @@ def _catalogue():
                                      privacy_distortion_curve, solve_mapping, squared_euclidean_distortion)
     from privrelease.noise import Laplace, VectorLaplace, laplace_noise
     from privrelease.recommender import SurpriseRecommender
-    from privrelease.regression import TruthfulRegressionMechanism, parameter_schedule, ridge_sensitivity
+    from privrelease.regression import (TruthfulRegressionMechanism, brier_payment, parameter_schedule,
+                                        ridge_sensitivity)
     from privrelease.runner import (OutputFolderError, ParameterTypeError, PipelineError, check_run, load_pipeline,
                                     prepare_output_folder)
     from privrelease.utils import check_number, check_private_labels, check_random_source, check_rating_matrix
@@ -559,6 +569,12 @@ def _catalogue():
         ("regression", "ridge_sensitivity(0, 1)", lambda: ridge_sensitivity(0, 1.0), ValueError, "0"),
         ("regression", "ridge_sensitivity(10, alpha=5e-324)", lambda: ridge_sensitivity(10, 5e-324), ValueError,
          "5e-324"),
+        ("regression", "brier_payment([1.0, -1.0, 0.5], [1.0]) (one prediction for three outcomes)",
+         lambda: brier_payment([1.0, -1.0, 0.5], [1.0]), ValueError, "(3,) and (1,)"),
+        ("accounting", "PrivacyAccountant().individual_spent([1]) (an unhashable population)",
+         lambda: _accountant_of("a").individual_spent([1]), TypeError, "[1]"),
+        ("accounting", "PrivacyAccountant().individual_spent('b') (no release of population 'b')",
+         lambda: _accountant_of("a").individual_spent(np.str_("b")), KeyError, "'b'"),
         # --- recommender
         ("recommender", "RatingsFrame().fit(df).align(Series with user 'a' twice)",
          _align_repeated_user, ValueError, "'a'"),

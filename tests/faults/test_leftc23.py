@@ -148,3 +148,43 @@ def test_a_parquet_round_trip_keeps_the_rows_and_the_counts_and_says_what_it_los
     assert said[0].filename == __file__
     _, said = _caught(lambda: rf.to_surprise(back))
     assert any("counts the 5 users and 4 items" in str(w.message) for w in said)
+
+
+# ------------------------------------------------------------------ 4: the accountant names the population
+def test_individual_spent_names_an_unknown_population():
+    from privrelease.accounting import PrivacyAccountant
+
+    acc = PrivacyAccountant()
+    acc.spend(0.1, population=1, individual_epsilons=[0.1, 0.05])
+    acc.spend(0.2, population="a", individual_epsilons=[0.2])
+    # an unhashable name: Python's "unhashable type: 'list'" named neither it nor the known ones
+    for call in (lambda: acc.individual_spent([1]), lambda: acc.individual_spent([1], n_individuals=2),
+                 lambda: acc.payments({"a": 1})):
+        with pytest.raises(TypeError, match=r"population must be a hashable name .*, got \[1\] of type list; "
+                                            r"known: \[1, 'a'\]|got \{'a': 1\} of type dict; known: \[1, 'a'\]"):
+            call()
+    # a numpy string shown as the user wrote it (it read np.str_('zz'))
+    with pytest.raises(KeyError, match=r"no release recorded for population 'zz'; known: \[1, 'a'\]"):
+        acc.individual_spent(np.str_("zz"))
+    # True is not population 1 (spend() refuses it for that reason): its ledger was returned as True's
+    for name in (True, np.True_, (True,)):
+        with pytest.raises(KeyError, match=r"names no population"):
+            acc.individual_spent(name)
+        assert acc.individual_spent(name, n_individuals=2).tolist() == [0.0, 0.0]
+    assert acc.individual_spent(np.int64(1)).tolist() == [0.1, 0.05]
+
+
+# ------------------------------------------------------------------ 5: brier_payment's shapes
+def test_brier_payment_refuses_shapes_that_differ():
+    from privrelease.regression import brier_payment
+
+    outcomes = np.array([1.0, -1.0, 0.5])
+    for prediction in ([1.0], np.array([[1.0], [-1.0], [0.5]])):
+        with pytest.raises(ValueError, match=r"same shape .*got shapes \(3,\) and \((1,|3, 1)\)"):
+            brier_payment(outcomes, prediction)
+    # equal shapes: the closed form B(p, q) = 1 - (q - p)^2 - p (1 - p) after t -> (t + 1) / 2, pairwise
+    q = np.array([1.0, 1.0, 0.0])
+    p_, q_ = (outcomes + 1) / 2, (q + 1) / 2
+    np.testing.assert_allclose(brier_payment(outcomes, q), 1 - (q_ - p_) ** 2 - p_ * (1 - p_), rtol=1e-12)
+    # a broadcast that is meant, made explicit
+    np.testing.assert_allclose(brier_payment(*np.broadcast_arrays(outcomes, 1.0)), brier_payment(outcomes, np.ones(3)))
