@@ -373,7 +373,12 @@ class DCLEF:
     Parameters
     ----------
     weights : array-like of shape (n,)
-        Public weights ``w_i`` of the linear predictor (any sign).
+        Public weights ``w_i`` of the linear predictor (any sign). ``n = 0`` (no
+        individual) is the empty sum ``s = 0``: eqs. (4)-(6) give the estimate
+        ``0.0`` exactly, ``sigma = 0``, distortion 0 and no ``eps_i``, so
+        :meth:`sample` of ``d = []`` returns ``0.0`` (nobody's data is used, no
+        privacy is spent); an auction of no individual is refused
+        (:func:`~privrelease.auctions.fair_inner_product`).
     x : array-like of shape (n,)
         Interpolation vector, entries in ``[0, 1]``: ``x_i = 1`` uses ``d_i``,
         ``x_i = 0`` replaces it by the midpoint ``R_bar`` (a DCLEF has
@@ -550,6 +555,9 @@ class DCLEF:
         Returns
         -------
         s_hat : float or ndarray of shape (n_databases,)
+            For ``n = 0`` (``d = []``, or of shape ``(n_databases, 0)``) the
+            estimate of the empty sum: ``0.0`` exactly with the canonical
+            ``sigma = 0`` (Laplace noise of a given ``sigma`` around 0 otherwise).
         """
         return self._release(d, random_state)()
 

@@ -188,3 +188,20 @@ def test_brier_payment_refuses_shapes_that_differ():
     np.testing.assert_allclose(brier_payment(outcomes, q), 1 - (q_ - p_) ** 2 - p_ * (1 - p_), rtol=1e-12)
     # a broadcast that is meant, made explicit
     np.testing.assert_allclose(brier_payment(*np.broadcast_arrays(outcomes, 1.0)), brier_payment(outcomes, np.ones(3)))
+
+
+# ------------------------------------------------------------------ 6: DCLEF of no individual
+def test_dclef_of_no_individual_estimates_the_empty_sum_exactly():
+    from privrelease.auctions import DCLEF
+
+    est, said = _caught(lambda: DCLEF([], [], data_range=(1, 5)))
+    # eqs. (4)-(6) with n = 0: s = 0, sigma = Delta * 0 = 0, distortion (9/4) Delta^2 * 0 = 0, no eps_i
+    assert est.sigma == 0.0 and est.distortion == 0.0 and est.epsilons.shape == (0,) and not said
+    for seed in (0, 1, None):
+        assert est.sample([], random_state=seed) == 0.0
+    np.testing.assert_array_equal(est.sample(np.empty((3, 0)), random_state=0), np.zeros(3))
+    with pytest.raises(ValueError, match=r"d must have shape \(0,\) or \(n_databases, 0\), got \(1,\)"):
+        est.sample([3.0])
+    # a given sigma: Laplace noise around the empty sum 0
+    draws = DCLEF([], [], data_range=(1, 5), sigma=2.0).sample(np.full((4000, 0), 1.0), random_state=0)
+    assert abs(np.mean(draws)) < 0.2 and np.mean(np.abs(draws)) == pytest.approx(2.0, rel=0.08)
