@@ -116,9 +116,9 @@ def _check_points(values, name):
 #: kde_prior works in units of a power of two when the largest |x| is beyond 1e50 or below 1e-50
 _UNIT_RANGE = 1e50
 
-#: the bytes ``kde_prior(n_grid=)`` holds per grid point at its peak: ``_GRID_PEAK_BYTES`` plus so many per class (the
-#: class draws, the log-densities and scikit-learn's scoring temporaries) and per feature (the points and their
-#: draws); measured 62 to 68 bytes a point per class at 200,000 points (2 or 5 classes, 1 or 2 features), rounded up.
+#: the bytes ``kde_prior(n_grid=)`` (or ``grid=``) holds per grid point at its peak: ``_GRID_PEAK_BYTES`` plus so
+#: many per class (the class draws, the log-densities and scikit-learn's scoring temporaries) and per feature (the
+#: points and their draws); measured 62 to 68 bytes a point per class at 200,000 points (2 or 5 classes, 1 or 2 features), rounded up.
 #: The check counted 8 bytes per coordinate: 1/15 of the peak with 2 classes and 2 features
 _GRID_PEAK_BYTES, _GRID_PEAK_BYTES_PER_CLASS, _GRID_PEAK_BYTES_PER_FEATURE = 16, 56, 16
 
@@ -245,16 +245,20 @@ def kde_prior(X, y, *, grid=None, n_grid=None, bandwidths=None, cv=5, random_sta
         kdes.append(gs.best_estimator_)
         bws.append(gs.best_params_["bandwidth"])
     pa = np.bincount(y_idx, minlength=classes.size) / y_idx.size
+    grid_bytes = (_GRID_PEAK_BYTES + _GRID_PEAK_BYTES_PER_CLASS * classes.size
+                  + _GRID_PEAK_BYTES_PER_FEATURE * X.shape[1])
     if grid is not None:
         points = _check_points(grid, "grid")
         if points.shape[1] != X.shape[1] or points.shape[0] == 0:
             raise ValueError(f"grid must have shape (n_points, {X.shape[1]}), got {np.shape(grid)}")
+        # the densities of every class at every point, as for n_grid points (a grid of 10**8 points was a bare
+        # MemoryError inside scikit-learn's scoring)
+        check_allocation(points.shape[0], f"grid of {points.shape[0]} points x {points.shape[1]} feature(s): the "
+                         f"densities of the {classes.size} classes", unit="grid points", itemsize=grid_bytes)
         points = points / unit
     elif n_grid is not None:
         n_grid = check_number(n_grid, "n_grid", low=1, integer=True)
-        check_allocation(n_grid, f"n_grid={n_grid}: the grid points", unit="grid points",
-                         itemsize=(_GRID_PEAK_BYTES + _GRID_PEAK_BYTES_PER_CLASS * classes.size
-                                   + _GRID_PEAK_BYTES_PER_FEATURE * X.shape[1]))
+        check_allocation(n_grid, f"n_grid={n_grid}: the grid points", unit="grid points", itemsize=grid_bytes)
         rs = check_random_source(random_state)
         comp = rs.categorical(np.tile(pa, (n_grid, 1)))
         points = np.empty((n_grid, X.shape[1]))

@@ -205,3 +205,30 @@ def test_dclef_of_no_individual_estimates_the_empty_sum_exactly():
     # a given sigma: Laplace noise around the empty sum 0
     draws = DCLEF([], [], data_range=(1, 5), sigma=2.0).sample(np.full((4000, 0), 1.0), random_state=0)
     assert abs(np.mean(draws)) < 0.2 and np.mean(np.abs(draws)) == pytest.approx(2.0, rel=0.08)
+
+
+# ------------------------------------------------------------------ 8: kde_prior's explicit grid
+def test_kde_prior_checks_the_memory_of_an_explicit_grid_as_of_n_grid(monkeypatch):
+    from privrelease.mapping import kde_prior
+    from privrelease.utils import _validation
+
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(40, 2)), np.repeat([0, 1], 20)
+    grid = rng.normal(size=(20_000, 2))
+    reference = kde_prior(X, y, grid=grid[:50], bandwidths=[0.5], cv=2)
+    monkeypatch.setattr(_validation, "_physical_memory", lambda: 2**26)
+    monkeypatch.setattr(_validation, "_available_memory", lambda: 2**20, raising=False)
+    # 20,000 points x (16 + 56 x 2 classes + 16 x 2 features) bytes = 3.05 MiB at the peak, 1 MiB available
+    with pytest.raises(ValueError, match=r"grid of 20000 points x 2 feature\(s\): the densities of the 2 classes "
+                                         r"would need 3\.05 MiB \(20,000 grid points of 160 bytes"):
+        kde_prior(X, y, grid=grid, bandwidths=[0.5], cv=2)
+    with pytest.raises(ValueError, match=r"n_grid=20000: the grid points would need 3\.05 MiB"):
+        kde_prior(X, y, n_grid=20_000, bandwidths=[0.5], cv=2)
+    # a small grid is computed as before: p(a, b_j) = p(a) f_a(b_j) / sum_j' f_a(b_j'), f_a a Gaussian KDE of
+    # bandwidth h over class a's rows (written out here)
+    small, h = kde_prior(X, y, grid=grid[:50], bandwidths=[0.5], cv=2), 0.5
+    for a in (0, 1):
+        sq = ((grid[:50, None, :] - X[y == a][None, :, :]) ** 2).sum(axis=2)
+        f = np.exp(-sq / (2 * h * h)).mean(axis=1)
+        np.testing.assert_allclose(small.prior[a], 0.5 * f / f.sum(), rtol=1e-9)
+    np.testing.assert_allclose(small.prior, reference.prior, rtol=1e-12)
