@@ -232,3 +232,40 @@ def test_kde_prior_checks_the_memory_of_an_explicit_grid_as_of_n_grid(monkeypatc
         f = np.exp(-sq / (2 * h * h)).mean(axis=1)
         np.testing.assert_allclose(small.prior[a], 0.5 * f / f.sum(), rtol=1e-9)
     np.testing.assert_allclose(small.prior, reference.prior, rtol=1e-12)
+
+
+# ------------------------------------------------------------------ 7: as_int64_codes of long lists
+def _codes_or_error(values):
+    from privrelease.utils._validation import as_int64_codes
+
+    try:
+        return as_int64_codes(values, "x").tolist()
+    except ValueError as exc:
+        return str(exc)
+
+
+def _first_boolean_by_value(values):
+    """The rule written value by value: the first boolean of numpy's flat object array."""
+    flat = np.asarray(values, dtype=object).ravel()
+    return next(((i, v) for i, v in enumerate(flat) if isinstance(v, (bool, np.bool_))), None)
+
+
+@pytest.mark.parametrize("values", [
+    [3, 1, 2], [3, True, 2], [0, 1, np.False_], [[1, 2], [3, False]], [1.0, 2.0, True], [], [[]],
+    (4, 5, True), [np.int64(3), np.True_], [1, 2**63], [-1, 2**63], [1.5, 2], ["1", 2], [1, None],
+    [np.array(1), np.array(True)], [[1, 2], [3, 4]], [np.uint64(2**64 - 1), 1],
+])
+def test_as_int64_codes_answers_as_the_value_by_value_rule(values):
+    from privrelease.utils._validation import _first_boolean
+
+    assert _first_boolean(values) == _first_boolean_by_value(values)
+    hit = _first_boolean_by_value(values)
+    if hit is not None:
+        assert _codes_or_error(values) == f"x must hold integer codes, got the boolean {hit[1]!r} at index {hit[0]}"
+
+
+def test_as_int64_codes_of_a_million_ids_names_a_late_boolean():
+    ids = list(range(10**6))
+    assert _codes_or_error(ids) == ids
+    ids[-3] = True
+    assert _codes_or_error(ids) == "x must hold integer codes, got the boolean True at index 999997"
