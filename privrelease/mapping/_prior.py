@@ -118,7 +118,8 @@ _UNIT_RANGE = 1e50
 
 #: the bytes ``kde_prior(n_grid=)`` (or ``grid=``) holds per grid point at its peak: ``_GRID_PEAK_BYTES`` plus so
 #: many per class (the class draws, the log-densities and scikit-learn's scoring temporaries) and per feature (the
-#: points and their draws); measured 62 to 68 bytes a point per class at 200,000 points (2 or 5 classes, 1 or 2 features), rounded up.
+#: points and their draws); measured 62 to 68 bytes a point per class at 200,000 points (2 or 5 classes, 1 or 2
+#: features), rounded up.
 #: The check counted 8 bytes per coordinate: 1/15 of the peak with 2 classes and 2 features
 _GRID_PEAK_BYTES, _GRID_PEAK_BYTES_PER_CLASS, _GRID_PEAK_BYTES_PER_FEATURE = 16, 56, 16
 
