@@ -1920,10 +1920,13 @@ def solve_maximal_leakage_lp(prob, *, delta=None, target_bits=None, bound_bits=N
         # the hint is the maximal leakage of the least-leaking LP's mapping (cleaned, as the solver returns it), rounded
         # up: HiGHS's objective was up to 8e-13 bits below it, and that hint passed back was refused again
         Pz, _ = solve_maximal_leakage_lp(prob)
-        smallest = _ml_bits_up((prob.joint(prob.clean(Pz, None)) / prob.pA[:, None]).max(axis=0).sum())
-        raise InfeasibleBudgetError(
+        Pz = prob.clean(Pz, None)
+        smallest = _ml_bits_up((prob.joint(Pz) / prob.pA[:, None]).max(axis=0).sum())
+        exc = InfeasibleBudgetError(
             f"max_leakage={target_bits!r} bits cannot be reached by any allowed mapping; the smallest "
             f"achievable maximal leakage is {smallest!r} bits", smallest_feasible=smallest)
+        exc.least_leaking = Pz  # its leakage as the result reports it raises the hint (_solver._reported_hint)
+        raise exc
     if res.status != 0:
         raise SolverError(f"HiGHS did not solve the maximal-leakage LP: {res.message}")
     row_unit = 1.0  # delta mode: the unit of the leakage rows (and of the objective) in the LP HiGHS solved
