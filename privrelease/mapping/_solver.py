@@ -936,7 +936,8 @@ def _solve_mi_target(prob, target_bits, solver, tol):
             ), Pm)
         if lbm > L:
             raise SolverError(f"could not decide whether max_leakage={target_bits!r} bits is reachable: the smallest "
-                              f"achievable leakage is at least {lbm / LN2:.17g} bits and at most {fm / LN2:.17g}")
+                              f"achievable leakage is at least {lbm / LN2:.17g} bits and at most {fm / LN2:.17g}; the "
+                              f"target lies inside that gap of {(fm - lbm) / LN2:.3g} bits, the solves' resolution")
         if L < fm <= target_nats:
             # the least-leaking mapping found meets the target, inside the hair the search keeps: the target is an
             # InfeasibleBudgetError's smallest_feasible passed back (that mapping's leakage), which the search said it
@@ -962,8 +963,9 @@ def _solve_mi_target(prob, target_bits, solver, tol):
             # "could not decide"); no mapping is perfectly private, proven by a Farkas certificate
             raise _with_mapping(_privacy_out_of_reach(target_bits, fm), Pm)
         elif fm > L:
-            raise SolverError(f"could not decide whether max_leakage={target_bits!r} bits is reachable: "
-                              f"the smallest leakage found is {fm / LN2:.6g} bits, its lower bound {lbm / LN2:.6g}")
+            raise SolverError(f"could not decide whether max_leakage={target_bits!r} bits is reachable: the smallest "
+                              f"achievable leakage is at least {lbm / LN2:.17g} bits and at most {fm / LN2:.17g}; the "
+                              f"target lies inside that gap of {(fm - lbm) / LN2:.3g} bits, the solves' resolution")
     if L <= 0.0 and Ppp is not None:
         # perfect privacy where the LP's mapping leaks above tol and the solve without a budget found a mapping of
         # leakage 0: the LP's mapping was returned "optimal" with a gap of 0 bits whatever it leaked; now the cheaper
