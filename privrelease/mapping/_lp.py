@@ -50,7 +50,13 @@ def highs_time_limit(*matrices):
     for A in matrices:
         if A is not None:
             nnz += int(A.nnz) if sp.issparse(A) else int(np.count_nonzero(A))
-    return float(HIGHS_TIME_LIMIT_FLOOR + HIGHS_SECONDS_PER_NONZERO * nnz)
+    return time_limit_for_nonzeros(nnz)
+
+
+def time_limit_for_nonzeros(nnz):
+    """The time limit (seconds) of a program of ``nnz`` constraint nonzeros: see HIGHS_TIME_LIMIT_FLOOR (also the
+    cvxpy programs of the engine, whose matrices cvxpy builds: their count estimated by the caller)."""
+    return float(HIGHS_TIME_LIMIT_FLOOR + HIGHS_SECONDS_PER_NONZERO * int(nnz))
 
 
 def highs_linprog(c, A_ub=None, b_ub=None, A_eq=None, b_eq=None, bounds=(0, None), method="highs", options=None):
@@ -662,7 +668,9 @@ def sharpest_independence_multipliers(prob, leak_nats, max_entries=SHARPEN_MAX_E
     z = cp.Variable()
     cons = [R @ u + A @ cp.vec(T, order="F") <= prob.edge_weights(), cp.norm(C @ T, 2, axis=0) <= z]
     problem = cp.Problem(cp.Maximize(cp.sum(u) - math.sqrt(2.0 * L) * z), cons)
-    if not solve_quietly(problem, "CLARABEL", {}) or T.value is None:
+    # bounded in time as the engine's LPs (any multipliers bound the distortion: a stopped solve's are as valid)
+    limit = time_limit_for_nonzeros(A.nnz + R.nnz + m * na * kh)
+    if not solve_quietly(problem, "CLARABEL", {"time_limit": limit}) or T.value is None:
         return None
     t = np.asarray(T.value, dtype=float)
     return t if np.all(np.isfinite(t)) else None

@@ -120,6 +120,7 @@ from scipy.special import rel_entr
 from ..exceptions import ConvergenceWarning, InfeasibleBudgetError, SolverError
 from ..utils import check_number
 from ..utils._validation import check_table, format_bound, plain_value
+from . import _lp
 from ._checks import (_refuse_strings, check_budget, check_distortion, check_mapping, check_paired_labels,
                       check_prior)
 from ._cvx import solve_quietly
@@ -129,6 +130,7 @@ from ._lp import (ROW_SCALE_FLOOR, BlockFloor, _ml_bits_up, _ml_floor_rounding, 
                   maximal_leakage_distortion_bound, maximal_leakage_target_multipliers, perfect_privacy_mapping,
                   perfect_privacy_unreachable, polish_maximal_leakage, polish_maximal_leakage_target,
                   sharpest_independence_multipliers, solve_maximal_leakage_lp)
+from . import _lp
 from ._presolve import reduce_outputs
 from ._problem import LN2, Problem, bound_rounding
 from ._result import MappingResult
@@ -1313,16 +1315,26 @@ def _solve_ml(prob, delta, target_bits, solver, tol=1e-6):
         # interface constructs highspy's Highs, which prints HiGHS's banner to stdout on the first Highs() of
         # the process whatever output_flag (highspy 1.16's constructor takes no options, and cvxpy sets
         # them only after constructing it).
+        # bounded in time as the engine's own HiGHS LPs (_lp.HIGHS_TIME_LIMIT_FLOOR): the program's nonzeros are the
+        # epigraph rows' (|A| per output, one entry per input), the row sums' and the budget's. Stopped by it, HiGHS
+        # reports status 1, which cvxpy reads "optimal_inaccurate": not solved (SolverError below), never "optimal"
+        limit = _lp.time_limit_for_nonzeros((prob.M.shape[0] + 2) * prob.k * prob.kh)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            pr.solve(solver="SCIPY", scipy_options={"method": "highs"})
+            try:
+                pr.solve(solver="SCIPY", scipy_options={"method": "highs", "time_limit": limit})
+            except cp.error.SolverError as exc:  # stopped without a point: cvxpy's "solver_error"
+                raise SolverError(f"cvxpy/HiGHS did not solve the maximal-leakage program (time limit {limit:.3g} "
+                                  f"s): {exc}") from None
         if target_bits is not None and pr.status in ("infeasible", "infeasible_inaccurate"):
             # a target out of reach (or within the hair kept inside it of the smallest value): the least-leaking
             # mapping, which the checks below refuse naming the smallest achievable value as the other solvers do
             # (a SolverError naming the status, where "fast" and "auto" raised InfeasibleBudgetError), or return
             P, name, info = solve_maximal_leakage_lp(prob)[0], "cvxpy-SCIPY", None
         elif pr.status != "optimal" or X.value is None:
-            raise SolverError(f"cvxpy/HiGHS did not solve the maximal-leakage program: status {pr.status!r}")
+            stopped = f" (stopped by its time or iteration limit; time limit {limit:.3g} s)" \
+                if pr.status == "optimal_inaccurate" else ""
+            raise SolverError(f"cvxpy/HiGHS did not solve the maximal-leakage program: status {pr.status!r}{stopped}")
         else:
             P, name, info = X.value, "cvxpy-SCIPY", None
             if target_bits is not None:
