@@ -38,7 +38,13 @@ __all__ = ["perfect_privacy_mapping", "independence_lower_bound", "sharpest_inde
 #: its constraint matrix (the perfect-privacy LP at k = 1000, two classes, ~3e6 nonzeros: 60 .. 80 s, within the
 #: limit's 360 s). An LP stopped by it is unsuccessful (HiGHS's status 1), as any other: its caller falls back, or its
 #: answer is warned ("auto") or raised as not certified, never "optimal". Row coefficients of ~1e12 at tolerances of
-#: 1e-10 made HiGHS not return at all
+#: 1e-10 made HiGHS not return at all. The limit counts wall time (HiGHS has no other), so on a loaded machine an LP
+#: may stop early; it is not retried with a longer one (stop 46): stopped, the answer is warned or raised, never wrong;
+#: the limit is already 4.5 times the largest LP measured (the k = 1000 perfect-privacy LP above), which covers a
+#: machine shared four or five ways; and a retry at twice the limit would triple the wait on the LPs the limit exists
+#: for (those HiGHS does not return from) before the same unsuccessful answer. A caller on a busier machine raises the
+#: two constants. The cvxpy programs of the engine (the maximal-leakage program of ``solver="cvxpy"``, the sharpened
+#: multipliers' cone program) carry the same limit for their estimated nonzeros (time_limit_for_nonzeros)
 HIGHS_TIME_LIMIT_FLOOR = 60.0
 HIGHS_SECONDS_PER_NONZERO = 1e-4
 

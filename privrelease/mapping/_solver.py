@@ -71,9 +71,14 @@ Tolerance policy
   at most ``BUDGET_RTOL`` of it) is infeasible; within it, the smallest.
   A budget whose slack above the smallest moves at most ``ROUNDING_ULPS`` ulps of a row's
   mass is the smallest. Outputs tie for a row's cheapest when their costs are equal.
-* ``max_leakage`` mode (every solver): the returned mapping's leakage is at most the target
+* ``max_leakage`` mode (every solver): the engine holds the mapping's leakage to the target
   up to rounding (1e-12 relative; for the maximal leakage, ``ROUNDING_ULPS`` ulps per symbol
-  of ``2^target``: about ``(k + k_hat) 1e-15`` bits, also near 0) and
+  of ``2^target``: about ``(k + k_hat) 1e-15`` bits, also near 0), and an "optimal" answer's
+  reported leakage (``leakage()`` of the returned mapping, what the result holds) is at most a
+  positive target: one a rounding above it (a target at the smallest leakage as another sum reads
+  it) is warned "inaccurate" or raised (``_within_target``; a target of 0 reads perfect privacy to
+  rounding, as below); a target below a block floor by more than its rounding is refused by the
+  floor, and
   ``certificate['distortion_gap']`` is a rigorous bound on its distance to the smallest
   distortion reaching the target (Lagrangian lower bounds, :func:`_solve_mi_target`);
   certified when it is at most ``DIST_RTOL`` times the distortion range and at most
