@@ -1709,7 +1709,7 @@ def _reported_hint(exc, prob, reduction, prior, kind):
         exc.smallest_feasible = up
 
 
-def _within_target(res, target, solver):
+def _within_target(prob, res, target, solver):
     """``res`` when its reported leakage (:func:`~._leakage.leakage` on the whole mapping, what the user reads) is at
     most ``target``; else its status is not "optimal": an explicit solver raises SolverError, "auto" warns and returns
     it "inaccurate".
@@ -1720,9 +1720,14 @@ def _within_target(res, target, solver):
     1.6e-14 bits above the target. Such a target lies within the leakage's rounding of the smallest leakage (the
     targets below it by more are refused with a proven bound).
 
-    Not at a target of 0: perfect privacy, whose answers leak 0 up to the rounding of leakage() (1e-17 bits read for
-    an exactly independent mapping; the leakage is reported as ``certificate['gap_bits']``), as documented."""
-    if res.status != "optimal" or not res.leakage > target or target <= 0.0:
+    Not for an answer that leaks 0 up to the rounding of leakage() (perfect privacy: 1e-17 bits read for an exactly
+    independent mapping, whatever the target, 0 or one below that rounding; its leakage is reported as
+    ``certificate['gap_bits']``), as documented: the rounding of the Lagrangian bound at 0 (``bound_rounding``), and
+    for the maximal leakage ``ROUNDING_ULPS`` ulps per symbol of its sum."""
+    if res.status != "optimal" or not res.leakage > target:
+        return res
+    zero = (_rounding_share(prob) if res.kind == "maximal_leakage" else bound_rounding(prob.pA, prob.k, 0.0, 0.0, 0.0))
+    if target <= 0.0 or res.leakage <= zero / LN2:
         return res
     msg = (f"the answer's leakage, {res.leakage!r} bits, exceeds max_leakage={target!r} bits by "
            f"{res.leakage - target:.3g} bits: the target is within the leakage's rounding of the smallest leakage "
@@ -1892,4 +1897,4 @@ def solve_mapping(prior, distortion, delta=None, *, max_leakage=None, leakage="m
         raise
     res = _make_result(prob, Pr, prior=P, distortion=D, status=status, certificate=cert, solver=name,
                        delta=None, max_leakage=float(target), kind=leakage, reduction=reduction)
-    return _within_target(res, float(target), solver)
+    return _within_target(prob, res, float(target), solver)
