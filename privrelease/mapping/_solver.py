@@ -1788,7 +1788,10 @@ def solve_mapping(prior, distortion, delta=None, *, max_leakage=None, leakage="m
         (1e-6) of the distortion range (module notes, tolerance policy); in maximal-leakage mode
         plus what meeting the target exactly after HiGHS's tolerances costs (at most another
         ``DIST_RTOL`` of the range). ``certificate['distortion_tolerance']`` gives the tolerance
-        applied where it differs from that rule.
+        applied where it differs from that rule. An ``"optimal"`` answer's ``leakage`` (as the
+        result reports it) is at most a positive target; a target within the leakage's rounding
+        below the smallest leakage is warned with ``"auto"`` (``status="inaccurate"``) or raised
+        (:class:`~privrelease.exceptions.SolverError`) by an explicit solver.
     leakage : {"mutual_information", "maximal_leakage"}
         The privacy measure. ``"maximal_leakage"`` (``log2 sum_j max_a p(j|a)``)
         is minimised exactly by one linear program (HiGHS).
@@ -1834,7 +1837,8 @@ def solve_mapping(prior, distortion, delta=None, *, max_leakage=None, leakage="m
         with any solver, a ``max_leakage`` target that neither the least-leaking
         mapping found meets nor its lower bound rules out (a target within the
         solver's tolerance of the smallest achievable leakage, when that is
-        above 0 because of forbidden entries): the message gives both figures.
+        above 0 because of forbidden entries): the message gives both figures
+        and the gap between them.
 
     See Also
     --------
