@@ -38,7 +38,13 @@ __all__ = ["perfect_privacy_mapping", "independence_lower_bound", "sharpest_inde
 #: its constraint matrix (the perfect-privacy LP at k = 1000, two classes, ~3e6 nonzeros: 60 .. 80 s, within the
 #: limit's 360 s). An LP stopped by it is unsuccessful (HiGHS's status 1), as any other: its caller falls back, or its
 #: answer is warned ("auto") or raised as not certified, never "optimal". Row coefficients of ~1e12 at tolerances of
-#: 1e-10 made HiGHS not return at all
+#: 1e-10 made HiGHS not return at all. The limit counts wall time (HiGHS has no other), so on a loaded machine an LP
+#: may stop early; it is not retried with a longer one (stop 46): stopped, the answer is warned or raised, never wrong;
+#: the limit is already 4.5 times the largest LP measured (the k = 1000 perfect-privacy LP above), which covers a
+#: machine shared four or five ways; and a retry at twice the limit would triple the wait on the LPs the limit exists
+#: for (those HiGHS does not return from) before the same unsuccessful answer. A caller on a busier machine raises the
+#: two constants. The cvxpy programs of the engine (the maximal-leakage program of ``solver="cvxpy"``, the sharpened
+#: multipliers' cone program) carry the same limit for their estimated nonzeros (time_limit_for_nonzeros)
 HIGHS_TIME_LIMIT_FLOOR = 60.0
 HIGHS_SECONDS_PER_NONZERO = 1e-4
 
@@ -50,7 +56,13 @@ def highs_time_limit(*matrices):
     for A in matrices:
         if A is not None:
             nnz += int(A.nnz) if sp.issparse(A) else int(np.count_nonzero(A))
-    return float(HIGHS_TIME_LIMIT_FLOOR + HIGHS_SECONDS_PER_NONZERO * nnz)
+    return time_limit_for_nonzeros(nnz)
+
+
+def time_limit_for_nonzeros(nnz):
+    """The time limit (seconds) of a program of ``nnz`` constraint nonzeros: see HIGHS_TIME_LIMIT_FLOOR (also the
+    cvxpy programs of the engine, whose matrices cvxpy builds: their count estimated by the caller)."""
+    return float(HIGHS_TIME_LIMIT_FLOOR + HIGHS_SECONDS_PER_NONZERO * int(nnz))
 
 
 def highs_linprog(c, A_ub=None, b_ub=None, A_eq=None, b_eq=None, bounds=(0, None), method="highs", options=None):
@@ -662,7 +674,9 @@ def sharpest_independence_multipliers(prob, leak_nats, max_entries=SHARPEN_MAX_E
     z = cp.Variable()
     cons = [R @ u + A @ cp.vec(T, order="F") <= prob.edge_weights(), cp.norm(C @ T, 2, axis=0) <= z]
     problem = cp.Problem(cp.Maximize(cp.sum(u) - math.sqrt(2.0 * L) * z), cons)
-    if not solve_quietly(problem, "CLARABEL", {}) or T.value is None:
+    # bounded in time as the engine's LPs (any multipliers bound the distortion: a stopped solve's are as valid)
+    limit = time_limit_for_nonzeros(A.nnz + R.nnz + m * na * kh)
+    if not solve_quietly(problem, "CLARABEL", {"time_limit": limit}) or T.value is None:
         return None
     t = np.asarray(T.value, dtype=float)
     return t if np.all(np.isfinite(t)) else None
@@ -1920,10 +1934,13 @@ def solve_maximal_leakage_lp(prob, *, delta=None, target_bits=None, bound_bits=N
         # the hint is the maximal leakage of the least-leaking LP's mapping (cleaned, as the solver returns it), rounded
         # up: HiGHS's objective was up to 8e-13 bits below it, and that hint passed back was refused again
         Pz, _ = solve_maximal_leakage_lp(prob)
-        smallest = _ml_bits_up((prob.joint(prob.clean(Pz, None)) / prob.pA[:, None]).max(axis=0).sum())
-        raise InfeasibleBudgetError(
+        Pz = prob.clean(Pz, None)
+        smallest = _ml_bits_up((prob.joint(Pz) / prob.pA[:, None]).max(axis=0).sum())
+        exc = InfeasibleBudgetError(
             f"max_leakage={target_bits!r} bits cannot be reached by any allowed mapping; the smallest "
             f"achievable maximal leakage is {smallest!r} bits", smallest_feasible=smallest)
+        exc.least_leaking = Pz  # its leakage as the result reports it raises the hint (_solver._reported_hint)
+        raise exc
     if res.status != 0:
         raise SolverError(f"HiGHS did not solve the maximal-leakage LP: {res.message}")
     row_unit = 1.0  # delta mode: the unit of the leakage rows (and of the objective) in the LP HiGHS solved

@@ -71,9 +71,14 @@ Tolerance policy
   at most ``BUDGET_RTOL`` of it) is infeasible; within it, the smallest.
   A budget whose slack above the smallest moves at most ``ROUNDING_ULPS`` ulps of a row's
   mass is the smallest. Outputs tie for a row's cheapest when their costs are equal.
-* ``max_leakage`` mode (every solver): the returned mapping's leakage is at most the target
+* ``max_leakage`` mode (every solver): the engine holds the mapping's leakage to the target
   up to rounding (1e-12 relative; for the maximal leakage, ``ROUNDING_ULPS`` ulps per symbol
-  of ``2^target``: about ``(k + k_hat) 1e-15`` bits, also near 0) and
+  of ``2^target``: about ``(k + k_hat) 1e-15`` bits, also near 0), and an "optimal" answer's
+  reported leakage (``leakage()`` of the returned mapping, what the result holds) is at most a
+  positive target: one a rounding above it (a target at the smallest leakage as another sum reads
+  it) is warned "inaccurate" or raised (``_within_target``; a target of 0 reads perfect privacy to
+  rounding, as below); a target below a block floor by more than its rounding is refused by the
+  floor, and
   ``certificate['distortion_gap']`` is a rigorous bound on its distance to the smallest
   distortion reaching the target (Lagrangian lower bounds, :func:`_solve_mi_target`);
   certified when it is at most ``DIST_RTOL`` times the distortion range and at most
@@ -107,6 +112,7 @@ Tolerance policy
   ``_lp._ml_references``), and its multipliers bound the distortion above it.
 """
 
+import dataclasses
 import logging
 import math
 import time
@@ -119,6 +125,7 @@ from scipy.special import rel_entr
 from ..exceptions import ConvergenceWarning, InfeasibleBudgetError, SolverError
 from ..utils import check_number
 from ..utils._validation import check_table, format_bound, plain_value
+from . import _lp
 from ._checks import (_refuse_strings, check_budget, check_distortion, check_mapping, check_paired_labels,
                       check_prior)
 from ._cvx import solve_quietly
@@ -128,6 +135,7 @@ from ._lp import (ROW_SCALE_FLOOR, BlockFloor, _ml_bits_up, _ml_floor_rounding, 
                   maximal_leakage_distortion_bound, maximal_leakage_target_multipliers, perfect_privacy_mapping,
                   perfect_privacy_unreachable, polish_maximal_leakage, polish_maximal_leakage_target,
                   sharpest_independence_multipliers, solve_maximal_leakage_lp)
+from . import _lp
 from ._presolve import reduce_outputs
 from ._problem import LN2, Problem, bound_rounding
 from ._result import MappingResult
@@ -836,7 +844,7 @@ def _solve_mi_target(prob, target_bits, solver, tol):
         # rare masses: the perfect-privacy LP's mapping leaks 1e-14 .. 1e-11 bits (its rows below HiGHS's tolerances)
         # and was returned "inaccurate" as the answer to a target of 0 that no mapping reaches, as a Farkas certificate
         # of the LP in conditional form proves
-        raise _privacy_out_of_reach(target_bits, prob.objective(Ppp))
+        raise _with_mapping(_privacy_out_of_reach(target_bits, prob.objective(Ppp)), Ppp)
     if L <= leak_rounding and Ppp is not None and max(L, 0.0) + leak_rounding < prob.objective(Ppp) <= tol * LN2:
         # the perfect-privacy LP's mapping leaks beyond rounding at a target no solve tells from 0 (public symbols
         # of mass 1e-11: their rows of the LP in joint masses are below HiGHS's feasibility tolerance, and 6.6e-12
@@ -896,7 +904,13 @@ def _solve_mi_target(prob, target_bits, solver, tol):
     elif Ppp is None and P_blk is not None and prob.objective(P_blk) <= L:
         rights.append((prob.distortion(P_blk), P_blk, prob.objective(P_blk)))
     else:
+        # blocks of allowed entries: every mapping leaks at least their I(A; B) less its rounding, a bound no solve's
+        # Lagrangian bound reaches (it stops at the solve's gap, 2e-11 bits below the floor at tol = 1e-6: a target
+        # 1e-12 of itself below the floor's leakage was "could not decide" where the floor proves it out of reach).
+        # Not at a target within the leakage's rounding, as the re-solves below (a Farkas certificate decides there)
+        lb_floor = floor.mi_floor - floor_tol if floor.n_blocks > 1 and leak_rounding < L else -np.inf
         Pm, fm, lbm, _ = run(np.inf, tol)
+        lbm = max(lbm, lb_floor)
         for _ in range(UNDECIDED_RESOLVES):
             # the target lies inside the least-leaking solve's own gap (lbm <= L < fm): that solve was only as
             # precise as tol, and a target 2e-8 bits above the smallest leakage (banded forbidden entries, |A| = 6,
@@ -908,6 +922,7 @@ def _solve_mi_target(prob, target_bits, solver, tol):
                 break
             tol_m = max(1e-2 * (fm - lbm) / LN2, 1e-14)
             Pm, fm, lbm, _ = run(np.inf, tol_m, warm=Pm)
+            lbm = max(lbm, lb_floor)
         if lbm > L and fm <= target_bits * LN2 * (1 + _rounding_share(prob)):
             # the target is the smallest achievable leakage up to rounding, inside the hair the search keeps (a target
             # equal to the leakage of the only allowed mapping, as leakage() computes it, was refused as unreachable):
@@ -920,15 +935,16 @@ def _solve_mi_target(prob, target_bits, solver, tol):
                     "method": "the target is the smallest achievable leakage (up to rounding)"}
             return _target_answer(prob, Pm, cert, "+".join(sorted(names)), gap_m, tol_m, target_bits, solver)
         if lbm > target_bits * LN2:
-            raise InfeasibleBudgetError(
+            raise _with_mapping(InfeasibleBudgetError(
                 f"max_leakage={target_bits!r} bits cannot be reached by any allowed mapping; "
                 f"the smallest achievable leakage is at least {format_bound(lbm / LN2)} bits (at most "
                 f"{format_bound(fm / LN2)})",
                 smallest_feasible=_bits_up(fm),
-            )
+            ), Pm)
         if lbm > L:
             raise SolverError(f"could not decide whether max_leakage={target_bits!r} bits is reachable: the smallest "
-                              f"achievable leakage is at least {lbm / LN2:.17g} bits and at most {fm / LN2:.17g}")
+                              f"achievable leakage is at least {lbm / LN2:.17g} bits and at most {fm / LN2:.17g}; the "
+                              f"target lies inside that gap of {(fm - lbm) / LN2:.3g} bits, the solves' resolution")
         if L < fm <= target_nats:
             # the least-leaking mapping found meets the target, inside the hair the search keeps: the target is an
             # InfeasibleBudgetError's smallest_feasible passed back (that mapping's leakage), which the search said it
@@ -952,10 +968,11 @@ def _solve_mi_target(prob, target_bits, solver, tol):
         elif fm > L and target_bits <= 0.0 and perfect_privacy_unreachable(prob):
             # rare masses: the smallest leakage, 1e-14 .. 1e-8 bits, below what the solves' bounds resolve (it was
             # "could not decide"); no mapping is perfectly private, proven by a Farkas certificate
-            raise _privacy_out_of_reach(target_bits, fm)
+            raise _with_mapping(_privacy_out_of_reach(target_bits, fm), Pm)
         elif fm > L:
-            raise SolverError(f"could not decide whether max_leakage={target_bits!r} bits is reachable: "
-                              f"the smallest leakage found is {fm / LN2:.6g} bits, its lower bound {lbm / LN2:.6g}")
+            raise SolverError(f"could not decide whether max_leakage={target_bits!r} bits is reachable: the smallest "
+                              f"achievable leakage is at least {lbm / LN2:.17g} bits and at most {fm / LN2:.17g}; the "
+                              f"target lies inside that gap of {(fm - lbm) / LN2:.3g} bits, the solves' resolution")
     if L <= 0.0 and Ppp is not None:
         # perfect privacy where the LP's mapping leaks above tol and the solve without a budget found a mapping of
         # leakage 0: the LP's mapping was returned "optimal" with a gap of 0 bits whatever it leaked; now the cheaper
@@ -1303,16 +1320,26 @@ def _solve_ml(prob, delta, target_bits, solver, tol=1e-6):
         # interface constructs highspy's Highs, which prints HiGHS's banner to stdout on the first Highs() of
         # the process whatever output_flag (highspy 1.16's constructor takes no options, and cvxpy sets
         # them only after constructing it).
+        # bounded in time as the engine's own HiGHS LPs (_lp.HIGHS_TIME_LIMIT_FLOOR): the program's nonzeros are the
+        # epigraph rows' (|A| per output, one entry per input), the row sums' and the budget's. Stopped by it, HiGHS
+        # reports status 1, which cvxpy reads "optimal_inaccurate": not solved (SolverError below), never "optimal"
+        limit = _lp.time_limit_for_nonzeros((prob.M.shape[0] + 2) * prob.k * prob.kh)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            pr.solve(solver="SCIPY", scipy_options={"method": "highs"})
+            try:
+                pr.solve(solver="SCIPY", scipy_options={"method": "highs", "time_limit": limit})
+            except cp.error.SolverError as exc:  # stopped without a point: cvxpy's "solver_error"
+                raise SolverError(f"cvxpy/HiGHS did not solve the maximal-leakage program (time limit {limit:.3g} "
+                                  f"s): {exc}") from None
         if target_bits is not None and pr.status in ("infeasible", "infeasible_inaccurate"):
             # a target out of reach (or within the hair kept inside it of the smallest value): the least-leaking
             # mapping, which the checks below refuse naming the smallest achievable value as the other solvers do
             # (a SolverError naming the status, where "fast" and "auto" raised InfeasibleBudgetError), or return
             P, name, info = solve_maximal_leakage_lp(prob)[0], "cvxpy-SCIPY", None
         elif pr.status != "optimal" or X.value is None:
-            raise SolverError(f"cvxpy/HiGHS did not solve the maximal-leakage program: status {pr.status!r}")
+            stopped = f" (stopped by its time or iteration limit; time limit {limit:.3g} s)" \
+                if pr.status == "optimal_inaccurate" else ""
+            raise SolverError(f"cvxpy/HiGHS did not solve the maximal-leakage program: status {pr.status!r}{stopped}")
         else:
             P, name, info = X.value, "cvxpy-SCIPY", None
             if target_bits is not None:
@@ -1431,9 +1458,9 @@ def _solve_ml(prob, delta, target_bits, solver, tol=1e-6):
             P = Ppp
         elif ml_sum(Pz) > 2.0 ** target_bits * (1 + _rounding_share(prob)):
             smallest = _ml_bits_up(ml_sum(Pz))
-            raise InfeasibleBudgetError(f"max_leakage={target_bits!r} bits cannot be reached by any allowed mapping; "
-                                        f"the smallest achievable maximal leakage is {smallest!r} bits",
-                                        smallest_feasible=smallest)
+            raise _with_mapping(InfeasibleBudgetError(
+                f"max_leakage={target_bits!r} bits cannot be reached by any allowed mapping; the smallest achievable "
+                f"maximal leakage is {smallest!r} bits", smallest_feasible=smallest), Pz)
         elif ml_sum(Pz) > cap:
             # the target is the smallest achievable maximal leakage up to rounding, inside the hair kept: the
             # least-leaking mapping, certified below or warned; the LP's own answer when it leaks as little (the
@@ -1535,9 +1562,9 @@ def _ml_floor_answer(prob, P, target_bits, ml_sum, cap):
     if cap < 1.0 + _ml_references(prob)[1] - _ml_floor_rounding(prob) or \
             ml_sum(least) > cap + HIGHS_FEAS_TOL * prob.kh:
         smallest = _ml_bits_up(ml_sum(least))
-        raise InfeasibleBudgetError(f"max_leakage={target_bits!r} bits cannot be reached by any allowed mapping; "
-                                    f"the smallest achievable maximal leakage is {smallest!r} bits",
-                                    smallest_feasible=smallest)
+        raise _with_mapping(InfeasibleBudgetError(
+            f"max_leakage={target_bits!r} bits cannot be reached by any allowed mapping; the smallest achievable "
+            f"maximal leakage is {smallest!r} bits", smallest_feasible=smallest), least)
     return least
 
 
@@ -1650,6 +1677,67 @@ def _lower_partner(prob, target_bits, use_lp, ml_sum, cap, fallback):
     return Q if ml_sum(Q) <= cap else fallback
 
 
+def _with_mapping(exc, P):
+    """``exc`` (an InfeasibleBudgetError of a leakage target) carrying ``P``, the reduced mapping whose leakage its
+    ``smallest_feasible`` is (see :func:`_reported_hint`)."""
+    exc.least_leaking = P
+    return exc
+
+
+def _reported_hint(exc, prob, reduction, prior, kind):
+    """Raise a leakage refusal's ``smallest_feasible`` to the leakage of the mapping it names (``exc.least_leaking``)
+    as :func:`~._leakage.leakage` sums it on the whole problem, the value :class:`MappingResult` reports: the engine's
+    sum on the reduced problem came out 2e-16 .. 6e-16 bits below it, and that hint passed back was answered with a
+    reported leakage above it (see :func:`_within_target`). Plus that sum's rounding (``ROUNDING_ULPS`` ulps per
+    symbol of the magnitude of its terms): the answer at the hint may be another least-leaking mapping (the per-block
+    perfect-privacy LP's where the hint was the least-leaking solve's), equal up to that rounding (8e-17 bits above a
+    hint of the reported leakage alone)."""
+    Q = getattr(exc, "least_leaking", None)
+    hint = exc.smallest_feasible
+    if Q is None or hint is None or not math.isfinite(hint):
+        return
+    full = _full_mapping(prob, reduction, Q)
+    reported = float(_leakage(prior, full, kind=kind))
+    if kind == "maximal_leakage":  # log2 of a sum of order 2^reported: its relative rounding, in bits
+        magnitude = 1.0 / LN2
+    else:
+        J = np.asarray(prior, dtype=float) @ full
+        magnitude = float(np.abs(rel_entr(J, J.sum(axis=1, keepdims=True) * J.sum(axis=0, keepdims=True))).sum()
+                          + 1.0) / LN2
+    up = float(reported + _rounding_share(prob) * magnitude)
+    if math.isfinite(up) and up > hint:
+        exc.smallest_feasible = up
+
+
+def _within_target(prob, res, target, solver):
+    """``res`` when its reported leakage (:func:`~._leakage.leakage` on the whole mapping, what the user reads) is at
+    most ``target``; else its status is not "optimal": an explicit solver raises SolverError, "auto" warns and returns
+    it "inaccurate".
+
+    The engine compares its own sum on the reduced problem with the target, up to the sum's rounding (a target at
+    the smallest leakage, a block floor or the maximal-leakage LP's, is met by the least-leaking mapping up to that
+    rounding): 107 of 869 targets at and just below refusals' hints came back "optimal" with a reported leakage up to
+    1.6e-14 bits above the target. Such a target lies within the leakage's rounding of the smallest leakage (the
+    targets below it by more are refused with a proven bound).
+
+    Not for an answer that leaks 0 up to the rounding of leakage() (perfect privacy: 1e-17 bits read for an exactly
+    independent mapping, whatever the target, 0 or one below that rounding; its leakage is reported as
+    ``certificate['gap_bits']``), as documented: the rounding of the Lagrangian bound at 0 (``bound_rounding``), and
+    for the maximal leakage ``ROUNDING_ULPS`` ulps per symbol of its sum."""
+    if res.status != "optimal" or not res.leakage > target:
+        return res
+    zero = (_rounding_share(prob) if res.kind == "maximal_leakage" else bound_rounding(prob.pA, prob.k, 0.0, 0.0, 0.0))
+    if target <= 0.0 or res.leakage <= zero / LN2:
+        return res
+    msg = (f"the answer's leakage, {res.leakage!r} bits, exceeds max_leakage={target!r} bits by "
+           f"{res.leakage - target:.3g} bits: the target is within the leakage's rounding of the smallest leakage "
+           f"found, and no allowed mapping is proven to meet it")
+    if solver != "auto":
+        raise SolverError(msg)
+    warnings.warn(msg + "; status='inaccurate'", ConvergenceWarning, stacklevel=3)
+    return dataclasses.replace(res, status="inaccurate")
+
+
 def _ml_policy(out, solver):
     """The uncertified-answer policy for the maximal-leakage LP (raise, or warn with 'auto')."""
     P, cert, name, status = out
@@ -1700,7 +1788,10 @@ def solve_mapping(prior, distortion, delta=None, *, max_leakage=None, leakage="m
         (1e-6) of the distortion range (module notes, tolerance policy); in maximal-leakage mode
         plus what meeting the target exactly after HiGHS's tolerances costs (at most another
         ``DIST_RTOL`` of the range). ``certificate['distortion_tolerance']`` gives the tolerance
-        applied where it differs from that rule.
+        applied where it differs from that rule. An ``"optimal"`` answer's ``leakage`` (as the
+        result reports it) is at most a positive target; a target within the leakage's rounding
+        below the smallest leakage is warned with ``"auto"`` (``status="inaccurate"``) or raised
+        (:class:`~privrelease.exceptions.SolverError`) by an explicit solver.
     leakage : {"mutual_information", "maximal_leakage"}
         The privacy measure. ``"maximal_leakage"`` (``log2 sum_j max_a p(j|a)``)
         is minimised exactly by one linear program (HiGHS).
@@ -1746,7 +1837,8 @@ def solve_mapping(prior, distortion, delta=None, *, max_leakage=None, leakage="m
         with any solver, a ``max_leakage`` target that neither the least-leaking
         mapping found meets nor its lower bound rules out (a target within the
         solver's tolerance of the smallest achievable leakage, when that is
-        above 0 because of forbidden entries): the message gives both figures.
+        above 0 because of forbidden entries): the message gives both figures
+        and the gap between them.
 
     See Also
     --------
@@ -1799,9 +1891,14 @@ def solve_mapping(prior, distortion, delta=None, *, max_leakage=None, leakage="m
         return _make_result(prob, Pr, prior=P, distortion=D, status=status, certificate=cert, solver=name,
                             delta=float(delta), max_leakage=None, kind=leakage, reduction=reduction)
     target = check_budget(max_leakage, "max_leakage")
-    if leakage == "maximal_leakage":
-        Pr, cert, name, status = _ml_policy(_solve_ml(prob, None, min(target, 1e3), solver), solver)
-    else:
-        Pr, cert, name, status = _solve_mi_target(prob, min(target, 1e3), solver, tol)
-    return _make_result(prob, Pr, prior=P, distortion=D, status=status, certificate=cert, solver=name,
-                        delta=None, max_leakage=float(target), kind=leakage, reduction=reduction)
+    try:
+        if leakage == "maximal_leakage":
+            Pr, cert, name, status = _ml_policy(_solve_ml(prob, None, min(target, 1e3), solver), solver)
+        else:
+            Pr, cert, name, status = _solve_mi_target(prob, min(target, 1e3), solver, tol)
+    except InfeasibleBudgetError as exc:
+        _reported_hint(exc, prob, reduction, P, leakage)
+        raise
+    res = _make_result(prob, Pr, prior=P, distortion=D, status=status, certificate=cert, solver=name,
+                       delta=None, max_leakage=float(target), kind=leakage, reduction=reduction)
+    return _within_target(prob, res, float(target), solver)

@@ -115,6 +115,27 @@ def solve_quiet(prior, d, target, kind, solver="auto"):
         return solve_mapping(prior, d, max_leakage=target, leakage=kind, solver=solver)
 
 
+def solve_at_floor(prior, d, target, kind, solver="auto"):
+    """The answer to a target at the floor as this test sums it (stop 46): "optimal" with a reported leakage within
+    it, or, when leakage() reads the engine's least-leaking answer a rounding above it (1e-17 .. 3e-16 bits), not
+    "optimal": "auto" warns naming the rounding and returns it "inaccurate", an explicit solver raises (then None).
+    Any other warning is a failure."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            res = solve_mapping(prior, d, max_leakage=target, leakage=kind, solver=solver)
+        except SolverError as exc:
+            assert solver != "auto" and "within the leakage's rounding" in str(exc)
+            return None
+    messages = [str(w.message) for w in caught]
+    if res.leakage <= target:
+        assert res.status == "optimal" and not messages, messages
+    else:
+        assert res.status == "inaccurate" and len(messages) == 1 and "within the leakage's rounding" in messages[0]
+        assert res.leakage - target <= 1e-14 * max(target, 1.0)
+    return res
+
+
 SEEDS = range(12)
 
 
@@ -137,10 +158,9 @@ def test_maximal_leakage_at_the_floor_is_the_domination_lp(seed):
     target = maximal_leakage(prior, block_constant(d, labels, out_labels))
     assert target == pytest.approx(floor, rel=1e-12, abs=1e-15)
     for solver in ("auto", "fast", "cvxpy"):
-        res = solve_quiet(prior, d, target, "maximal_leakage", solver)
-        assert res.status == "optimal"
-        assert res.distortion == pytest.approx(ref, rel=1e-7, abs=1e-12)
-        assert res.leakage <= target * (1 + 1e-12) + 1e-15
+        res = solve_at_floor(prior, d, target, "maximal_leakage", solver)
+        if res is not None:
+            assert res.distortion == pytest.approx(ref, rel=1e-7, abs=1e-12)
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -264,8 +284,7 @@ def test_a_class_absent_from_a_block_and_a_sparse_distortion(seed):
     for kind, target, ref in (("maximal_leakage", maximal_leakage(prior, P), ref_ml),
                               ("mutual_information", leakage(prior, P), ref_mi)):
         for D, shift in ((d, 0.0), (Ds, 1e-3)):
-            res = solve_quiet(prior, D, target, kind)
-            assert res.status == "optimal"
+            res = solve_at_floor(prior, D, target, kind)
             assert res.distortion == pytest.approx(ref + shift, rel=1e-7, abs=1e-12)
 
 
@@ -310,8 +329,7 @@ def test_partial_blocks_at_the_floor_are_the_reference_or_refused(seed):
             with pytest.raises(InfeasibleBudgetError):
                 solve_mapping(prior, d, max_leakage=target, leakage=kind)
             continue
-        res = solve_quiet(prior, d, target, kind)
-        assert res.status == "optimal"
+        res = solve_at_floor(prior, d, target, kind)
         assert res.distortion == pytest.approx(ref, rel=1e-7, abs=1e-12)
 
 
@@ -351,10 +369,9 @@ def test_maximal_leakage_target_exactly_at_the_floor(seed, excess):
     prior, d = wide_block_instance(seed)
     ref, floor = ml_floor_reference(prior, d, component_labels(d))
     for solver in ("auto", "cvxpy"):
-        res = solve_quiet(prior, d, floor + excess, "maximal_leakage", solver)
-        assert res.status == "optimal"
-        assert res.distortion == pytest.approx(ref, rel=1e-7, abs=1e-12)
-        assert res.leakage <= (floor + excess) * (1 + 1e-12) + 1e-15
+        res = solve_at_floor(prior, d, floor + excess, "maximal_leakage", solver)
+        if res is not None:
+            assert res.distortion == pytest.approx(ref, rel=1e-7, abs=1e-12)
 
 
 def four_block_instance(seed, variant="plain"):

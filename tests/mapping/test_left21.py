@@ -16,7 +16,7 @@ from scipy.optimize import linprog
 from privrelease.exceptions import InfeasibleBudgetError
 from privrelease.mapping import leakage, solve_mapping
 from test_blocks20 import (block_constant, block_instance, four_block_instance, mi_floor_bits, per_block_pp_reference,
-                           solve_quiet)
+                           solve_at_floor, solve_quiet)
 
 
 def sparse_engine(monkeypatch):
@@ -38,13 +38,11 @@ def test_mutual_information_at_the_block_floor_on_the_sparse_engine(seed, monkey
     D = sp.csr_matrix(np.where(np.isfinite(d), d + shift, 0.0))
     floor = leakage(prior, block_constant(d, labels, out_labels))
     ref = per_block_pp_reference(prior, d, labels) + shift
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        res = solve_mapping(prior, D, max_leakage=floor)
+    # the target is the floor as leakage() sums another least-leaking mapping (block_constant's): the per-block
+    # mapping may read a rounding above it (seed 4: 2.8e-17 bits), and then it is not "optimal" (stop 46)
+    res = solve_at_floor(prior, D, floor, "mutual_information")
     assert isinstance(res.mapping, sp.csr_array)
-    assert res.status == "optimal"
     assert res.distortion == pytest.approx(ref, rel=1e-7, abs=1e-12)
-    assert res.leakage <= floor * (1 + 1e-9) + 1e-12
     assert res.certificate["distortion_lower_bound"] <= ref * (1 + 1e-9)
 
 
