@@ -849,6 +849,15 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         unknown = sorted(set(params) - set(est.get_params(deep=False)))
         if unknown:
             raise ValueError(f"params: {unknown[0]!r} is not a parameter of {cls.__name__}")
+        missing = sorted(set(est.get_params(deep=False)) - set(params))
+        if missing:
+            # save writes every parameter: a file without one was written before it existed, or edited; what it
+            # now reads (the default) is said, not assumed (the claims checked below cover the privacy figures, not
+            # e.g. how the release is drawn)
+            defaults = ", ".join(f"{n}={est.get_params(deep=False)[n]!r}" for n in missing)
+            warnings.warn(f"the file does not record the parameter(s) {', '.join(missing)} of {cls.__name__}: "
+                          f"loaded with the default(s) {defaults} (a file written before the parameter existed, or "
+                          "edited); save it again to record them", UserWarning, stacklevel=4)
         est.set_params(**params)
         try:
             est._validate_params()
@@ -1028,7 +1037,7 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         if not isinstance(cert, dict) or "gap_bits" not in cert:
             raise ValueError(f"{where}.certificate must hold 'gap_bits' (the certified duality gap every solve "
                              f"reports), got {sorted(cert) if isinstance(cert, dict) else type(cert).__name__}")
-        for name in ("gap_bits", "distortion_gap"):
+        for name in ("gap_bits", "distortion_gap", "distortion_tolerance"):
             if name not in cert:
                 continue
             v = cert[name]
@@ -1039,13 +1048,20 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         if lb is not None and not (_is_real(lb) and float(lb) <= d + _CLAIM_TOL * max(1.0, abs(d))):
             raise ValueError(f"{where}.certificate['distortion_lower_bound'] = {lb!r:.60} does not hold: expected a "
                              f"lower bound on the distortion, at most the mapping's own distortion {d!r}")
+        gap_d = cert.get("distortion_gap")
+        if gap_d is not None and lb is not None and math.isfinite(float(lb)):
+            # the engine states the gap as the distortion minus its lower bound (a subtraction, rounded in its own
+            # units): a gap that is not that difference is a claim the stored figures do not make
+            implied = max(d - float(lb), 0.0)
+            if abs(float(gap_d) - implied) > _CLAIM_TOL * max(1.0, abs(d), abs(float(lb))):
+                raise ValueError(f"{where}.certificate['distortion_gap'] = {float(gap_d)!r} does not hold: the "
+                                 f"distortion {d!r} minus its stated lower bound {float(lb)!r} is {implied!r}")
         if res.status == "optimal" and float(cert["gap_bits"]) > _BUDGET_TOL:
             raise ValueError(f"{where}.status = 'optimal' does not hold: its certificate's gap_bits = "
                              f"{float(cert['gap_bits'])!r} is above the solver's tolerance of {_BUDGET_TOL!r} bits "
                              "(the solver calls such an answer 'inaccurate')")
         tol_d = cert.get("distortion_tolerance")
-        if res.status == "optimal" and "distortion_gap" in cert and isinstance(tol_d, (float, int)) \
-                and not isinstance(tol_d, bool) and float(cert["distortion_gap"]) > float(tol_d):
+        if res.status == "optimal" and gap_d is not None and tol_d is not None and float(gap_d) > float(tol_d):
             raise ValueError(f"{where}.status = 'optimal' does not hold: its certificate's distortion_gap = "
                              f"{float(cert['distortion_gap'])!r} is above its distortion_tolerance = {float(tol_d)!r}")
 

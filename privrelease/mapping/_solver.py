@@ -1206,7 +1206,9 @@ def _measurably_dependent(prob):
 def _target_answer(prob, P, cert, name, gap, tol_d, target_bits, solver, how=""):
     """A max_leakage answer and its status: optimal when its distortion gap is within ``tol_d``, else the policy
     of the module notes (``solver="auto"``: a ConvergenceWarning and status "inaccurate"; an explicit solver: a
-    SolverError)."""
+    SolverError). The certificate records ``tol_d`` (user units) where its path did not: what a saved mapper's
+    ``status`` is checked against on load."""
+    cert.setdefault("distortion_tolerance", float(prob.gap_to_user(tol_d)))
     if gap <= tol_d:
         return P, cert, name, "optimal"
     msg = (f"the distortion for max_leakage={target_bits!r} bits is only certified to within "

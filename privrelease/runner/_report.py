@@ -39,6 +39,7 @@ import secrets
 import stat
 import unicodedata
 import urllib.parse
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -1122,9 +1123,17 @@ class Report:
             self._folder = _Folder(self.output_dir, overwrite=self._overwrite)
         return self._folder
 
-    def _write(self, name, data):
+    def _write(self, name, data, unique=True):
+        """Stage ``name``. ``unique``: a run's table, figure or JSON file; one written again under a name the run
+        already used replaces the first (the report's own file), is warned, and the report shows the new one only
+        (it showed both under the one name, the file holding the second)."""
         check_file_name(name, self.output_dir)  # before the folder is created
         path = self._open_folder().write(name, data)
+        if unique and path in self.files:
+            warnings.warn(f"the report already had a file named {name!r}: replaced by the new one, which the report "
+                          "shows in place of the first; give each table, figure or JSON file its own name to keep "
+                          "both", UserWarning, stacklevel=3)
+            self._parts = [p for p in self._parts if not (p[0] in ("table", "figure") and p[3] == name)]
         if path not in self.files:
             self.files.append(path)
         return path
@@ -1322,8 +1331,8 @@ class Report:
         the earlier report (as its hidden manifest ``.privrelease-report.json`` lists them) that this one does
         not write; a file no report wrote is never removed.
         """
-        self._write("report.html", self.html().encode("utf-8"))
-        path = self._write("report.md", self.markdown().encode("utf-8"))
+        self._write("report.html", self.html().encode("utf-8"), unique=False)
+        path = self._write("report.md", self.markdown().encode("utf-8"), unique=False)
         self._folder.commit()
         return path
 

@@ -38,9 +38,10 @@ class _Captured:
             warnings.showwarning = recorder
             try:
                 value = self.func(*args, **kwargs)
-            except Exception as exc:
+            except BaseException as exc:
                 # returned, not raised: joblib raised the first error before yielding the values (and warnings) of
-                # the calls before it, which the caller then never saw; in order, as with n_jobs=1
+                # the calls before it, which the caller then never saw; in order, as with n_jobs=1. BaseException:
+                # a KeyboardInterrupt or SystemExit the call raised came first too, and loky restarted its workers
                 return _Failed(exc), recorder.portable()
         return value, recorder.portable()
 
@@ -129,6 +130,24 @@ def reissue(records, seen, modules=None):
         warnings.warn_explicit(message, category, filename, lineno, **where)
 
 
+def _is_pickling_error(exc):
+    """Whether ``exc``, raised by joblib while it fetched a value, is a value that could not be pickled (not a worker
+    that died: TerminatedWorkerError passes as it is)."""
+    import pickle
+
+    return isinstance(exc, (TypeError, AttributeError, pickle.PicklingError)) \
+        or type(exc).__name__ == "MaybeEncodingError"
+
+
+def _unsent(exc):
+    """The error of a worker's value that could not be sent back (the calls' own errors are values: _Failed). Which
+    call is not known: joblib raises it when it fetches another call's value (loky: often the one before)."""
+    return RuntimeError(
+        f"a call ran in a worker process, but its value could not be sent back to this one ({type(exc).__name__}: "
+        f"{exc}); with n_jobs > 1 every value must be picklable (does it hold a lock, an open file or a "
+        "connection?): run with n_jobs=1, or return a picklable value")
+
+
 def run_jobs(calls, n_jobs, **parallel):
     """Yield the values of ``calls`` (``(func, args)`` pairs) run by ``joblib.Parallel(n_jobs, **parallel)``, in
     order; the warnings each call raised in a worker process are issued in this process before its value is
@@ -152,9 +171,24 @@ def run_jobs(calls, n_jobs, **parallel):
         if "return_as" not in str(exc) or "return_as" in parallel:
             raise
         # a backend that yields no generator (multiprocessing): the list, at the end
-        results = iter(Parallel(n_jobs=n_jobs, **{**parallel, "return_as": "list"})(tasks))
+        try:
+            results = iter(Parallel(n_jobs=n_jobs, **{**parallel, "return_as": "list"})(tasks))
+        except Exception as exc2:  # as below: the calls' own errors are values (multiprocessing's MaybeEncodingError)
+            if _is_pickling_error(exc2):
+                raise _unsent(exc2) from exc2
+            raise
     try:
-        for value, records in results:
+        for _ in calls:
+            try:
+                value, records = next(results)
+            except StopIteration:  # pragma: no cover - joblib yields one value per call
+                break
+            except Exception as exc:
+                # the calls' own errors come back as _Failed values: this one is the trip back from the worker (a
+                # value that cannot be pickled: a bare "cannot pickle '_thread.lock' object" from inside joblib)
+                if _is_pickling_error(exc):
+                    raise _unsent(exc) from exc
+                raise
             reissue(records, seen, modules)
             if isinstance(value, _Failed):
                 raise value.exc from _RemoteTraceback(value.text)
