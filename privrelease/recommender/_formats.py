@@ -293,6 +293,27 @@ class RatingIds(dict):
         self.rated_users = np.ones(len(user_ids), bool) if rated_users is None else np.asarray(rated_users, bool)
         self.rated_items = np.ones(len(item_ids), bool) if rated_items is None else np.asarray(rated_items, bool)
 
+    def check(self, name):
+        """Refuse ids a frame's rows could not hold (``name``: where they were read): a missing id, a repeated
+        one, a control character (``check_ids``), or rated-flags of another length. ``attrs`` is a plain dict a
+        user may edit or unpickle: its ids were trusted (a repeated id raised pandas' InvalidIndexError, a NaN or
+        NUL id refused in the rows came in through them)."""
+        for what, ids, rated in (("user", self.user_ids, self.rated_users), ("item", self.item_ids, self.rated_items)):
+            where = f"{name}.{what}_ids"
+            if ids.hasnans:
+                raise ValueError(f"{where} holds a missing id (position {int(np.flatnonzero(ids.isna())[0])}); "
+                                 f"every {what} needs an id")
+            if not ids.is_unique:
+                dup = ids[ids.duplicated()][0]
+                raise ValueError(f"{where} holds the id {plain_value(dup)!r:.60} more than once; each {what} of the "
+                                 "matrix has one id")
+            if rated.shape != (len(ids),):
+                raise ValueError(f"{name}.rated_{what}s has shape {rated.shape}, expected ({len(ids)},): one flag per "
+                                 f"{what} id")
+            # the ids of the rows were checked with them (their warnings given once): the others here
+            unrated = np.flatnonzero(~rated)
+            check_ids(ids[unrated].to_numpy(), where, where=lambda i: f"position {unrated[i]}, without a rating")
+
     def matches(self, users, items):
         """Whether the rows' ``users`` and ``items`` are exactly those of the frame written (each id of a rated
         user or item present, no other)."""
@@ -510,6 +531,8 @@ class RatingsFrame:
             raise ValueError(f"ratings holds no rating (0 rows, columns {list(ratings.columns)!r}); the id mappings "
                              "are learnt from at least one (user, item, rating) row")
         ids = ratings.attrs.get("ids")
+        if isinstance(ids, RatingIds):
+            ids.check('ratings.attrs["ids"]')
         if isinstance(ids, RatingIds) and ids.matches(ratings[self.user], ratings[self.item]):
             # a release written back by from_matrix (its rows' users and items as written): its users and items
             # without a stored rating too, in order
@@ -773,6 +796,8 @@ class RatingsFrame:
                 return self._from_matrix(data, target)
             self._check_frame(data)
             ids = data.attrs.get("ids")
+            if isinstance(ids, RatingIds):
+                ids.check('data.attrs["ids"]')
             if isinstance(ids, RatingIds) and ids.matches(data[self.user], data[self.item]):
                 # a frame of from_matrix as written: its users and items without a rating
                 n_users, n_items = data[self.user].nunique(), data[self.item].nunique()

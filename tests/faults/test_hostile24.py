@@ -136,3 +136,23 @@ def test_report_shows_what_a_file_written_again_holds(tmp_path):
     assert pd.read_csv(tmp_path / "out" / "t.csv")["x"].tolist() == [2]
     md = (tmp_path / "out" / "report.md").read_text()
     assert md.count("(`t.csv`)") == 1 and "second" in md and "first" not in md and "kept" in md
+
+
+# ------------------------------------------------------------------------------------------------ attrs ids
+@pytest.mark.parametrize("users, message", [
+    (["a", "a", "b"], r"user_ids holds the id 'a' more than once"),
+    (["a", np.nan, "b"], r"user_ids holds a missing id \(position 1\)"),
+    (["a", "b", "c\x00"], r"user_ids holds the id 'c\\x00' \(position 2, without a rating\) with"),
+])
+def test_edited_ids_of_a_release_are_refused_like_ids_in_rows(users, message):
+    import pandas as pd
+
+    from privrelease.recommender import RatingsFrame
+    from privrelease.recommender._formats import RatingIds
+
+    frame = pd.DataFrame({"user": ["a", "b"], "item": [1, 2], "rating": [4.0, 3.0]})
+    frame.attrs["ids"] = RatingIds(users, [1, 2], rated_users=[True, True, False][:len(users)])
+    with pytest.raises(ValueError, match=message):
+        RatingsFrame().fit(frame)
+    with pytest.raises(ValueError, match=message):
+        RatingsFrame().to_surprise(frame)
