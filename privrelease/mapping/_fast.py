@@ -25,7 +25,8 @@ Algorithm
    (an ``(|A| - 1) x (|A| - 1)`` Cholesky per output), the distortion barrier adds a rank-one
    term (Sherman-Morrison), and the row-sum constraints are eliminated through
    the ``k x k`` Schur complement ``E K^{-1} E^T`` (diagonal minus a Gram
-   matrix, of which the triangle the factorisation reads is made), factored by dense Cholesky, or by a sparse LU with a fill-reducing ordering
+   matrix, of which the triangle the factorisation reads is made), factored by dense Cholesky,
+   or by a sparse LU with a fill-reducing ordering
    (SuperLU, Cholesky's pattern) when it has under 2% nonzeros, as on the exact polish's
    supports (k = 1000: 1.6 entries per row, 0.01 s instead of 0.28 s a factorisation); two steps of
    iterative refinement on the full
