@@ -25,7 +25,8 @@ Algorithm
    (an ``(|A| - 1) x (|A| - 1)`` Cholesky per output), the distortion barrier adds a rank-one
    term (Sherman-Morrison), and the row-sum constraints are eliminated through
    the ``k x k`` Schur complement ``E K^{-1} E^T`` (diagonal minus a Gram
-   matrix), factored by dense Cholesky, or by a sparse LU with a fill-reducing ordering
+   matrix, of which the triangle the factorisation reads is made), factored by dense Cholesky,
+   or by a sparse LU with a fill-reducing ordering
    (SuperLU, Cholesky's pattern) when it has under 2% nonzeros, as on the exact polish's
    supports (k = 1000: 1.6 entries per row, 0.01 s instead of 0.28 s a factorisation); two steps of
    iterative refinement on the full
@@ -107,6 +108,8 @@ _SPARSE_SUMS = 8192  # supports of at least this many entries (x |A| / 2) sum th
 _MANY_CLASSES = 10  # above this many classes the Newton systems batch their per-class work in matrix products
 _PAIR_CHUNK = 1 << 22  # the Hessian's per-output class-pair sums in chunks of this many weights (32 MB)
 _SPARSE_SCHUR = 0.02  # the Schur complement is factored as sparse below this density
+_GRAM_BLOCKS = 8  # the Schur complement's Gram product made dense in up to this many blocks of rows (one triangle)
+_GRAM_BLOCK_ROWS = 128  # of at least this many rows each
 WARM_ROUNDS = True  # warm-started working-set rounds (benchmarks/bench_solver.py flips it for the cold baseline)
 WARM_MU = 100.0  # a round after a precise one restarts at this multiple of its final barrier parameter
 WARM_NEW = 1e-3  # entries priced in start at this fraction of their row's mean (warm-started rounds)
@@ -202,6 +205,14 @@ class _GramProduct:
     operands converted to CSR the same way), hence the same numbers; ``Vs @ Vs.T`` also builds both operands
     (a COO conversion and a transpose each time) and sizes the product (``csr_matmat_maxnnz``, the symbolic
     pass), a third of the product's time at k = 1000 to 2000 (docs/benchmarks.md, stop 40).
+
+    The dense Cholesky reads one triangle of the product. Where the product is to be made dense (more than
+    ``_SPARSE_SCHUR`` of its entries can be nonzero) and has at least ``2 _GRAM_BLOCK_ROWS`` rows, it is computed
+    in up to ``_GRAM_BLOCKS`` blocks of rows ``[b0, b1)``, each against the columns ``c >= b0`` alone (the kernel
+    on the right operand's entries in those columns), about half of the work: each entry it computes is the same
+    sum of the same products in the same order (its outputs ``j`` increasing) as in the whole product, so the same
+    number. The product's count of nonzeros follows from the blocks' by its exact symmetry, and the whole product
+    is computed when a sparse matrix is asked for (:meth:`sparse`).
     """
 
     def __init__(self, r, jc, nb, k, nc):
@@ -213,27 +224,68 @@ class _GramProduct:
         # each value's position in the operands' data: the CSR matrices of the labels 1..n (exact in float64)
         lab = np.arange(1, n + 1, dtype=float)
         A = sp.csr_matrix((lab, (np.repeat(r, nb), (jc[:, None] * nb + np.arange(nb)).ravel())), shape=(k, nc * nb))
-        B = sp.csr_matrix(A.T)  # what ``A @ A.T`` converts its right operand to
+        B = sp.csr_matrix(A.T)  # what ``A @ A.T`` converts its right operand to (each row's columns increasing)
         idx = np.result_type(A.indptr, A.indices, B.indptr, B.indices)
-        self._A = (A.indptr.astype(idx), A.indices.astype(idx), A.data.astype(np.int64) - 1)
-        self._B = (B.indptr.astype(idx), B.indices.astype(idx), B.data.astype(np.int64) - 1)
-        nnz = int(_sparsetools.csr_matmat_maxnnz(k, k, self._A[0], self._A[1], self._B[0], self._B[1]))
+        Ap, Aj, pa = A.indptr.astype(idx), A.indices.astype(idx), A.data.astype(np.int64) - 1
+        Bp, Bj, pb = B.indptr.astype(idx), B.indices.astype(idx), B.data.astype(np.int64) - 1
+        nnz = int(_sparsetools.csr_matmat_maxnnz(k, k, Ap, Aj, Bp, Bj))
         idx = np.result_type(idx, np.min_scalar_type(nnz))
-        self._A = (self._A[0].astype(idx), self._A[1].astype(idx), self._A[2])
-        self._B = (self._B[0].astype(idx), self._B[1].astype(idx), self._B[2])
+        self._A = (Ap.astype(idx), Aj.astype(idx), pa)
+        self._B = (Bp.astype(idx), Bj.astype(idx), pb)
         self._k = k
-        self._C = (np.empty(k + 1, dtype=idx), np.empty(max(nnz, 1), dtype=idx), np.empty(max(nnz, 1)))
+        self._nnz = nnz  # the whole product's count of structural nonzeros
+        self._C = None  # its buffers, made on first use
+        self._V = None  # the values of the last product, when it was made in blocks (see sparse)
+        self._blocks = None
+        nblocks = min(_GRAM_BLOCKS, k // _GRAM_BLOCK_ROWS)
+        if nblocks < 2 or nnz <= _SPARSE_SCHUR * k * k:
+            return
+        self._blocks = []
+        bounds = np.linspace(0, k, nblocks + 1).astype(int)
+        for b0, b1 in zip(bounds[:-1], bounds[1:]):
+            a0, a1 = int(Ap[b0]), int(Ap[b1])
+            keep = Bj >= b0  # the right operand's entries in the columns c >= b0, each row's in the same order
+            bp = np.concatenate(([0], np.cumsum(keep, dtype=np.int64)))[Bp]
+            left = (Ap[b0:b1 + 1] - Ap[b0], Aj[a0:a1])
+            bnnz = int(_sparsetools.csr_matmat_maxnnz(b1 - b0, k, *left, bp.astype(Bj.dtype), Bj[keep]))
+            bidx = np.result_type(idx, np.min_scalar_type(bnnz))
+            self._blocks.append((int(b0), int(b1), (left[0].astype(bidx), left[1].astype(bidx), pa[a0:a1]),
+                                 (bp.astype(bidx), Bj[keep].astype(bidx), pb[keep]),
+                                 (np.empty(b1 - b0 + 1, dtype=bidx), np.empty(max(bnnz, 1), dtype=bidx),
+                                  np.empty(max(bnnz, 1)))))
 
-    def product(self, V):
-        """Compute ``V_s V_s^T`` into the buffers; returns its number of nonzeros. Read it once, with :meth:`sparse`
-        or :meth:`dense` (which negates the buffer in place), before the next call."""
+    def _whole(self, V):
+        """The whole product ``V_s V_s^T`` into its buffers."""
+        if self._C is None:
+            idx = self._A[0].dtype
+            self._C = (np.empty(self._k + 1, dtype=idx), np.empty(max(self._nnz, 1), dtype=idx),
+                       np.empty(max(self._nnz, 1)))
         v = V.ravel()
         (Ap, Aj, pa), (Bp, Bj, pb), (Cp, Cj, Cx) = self._A, self._B, self._C
         self._kernel(self._k, self._k, Ap, Aj, v[pa], Bp, Bj, v[pb], Cp, Cj, Cx)
-        return int(Cp[-1])
+        self._V = None
+
+    def product(self, V):
+        """Compute ``V_s V_s^T`` into the buffers (in blocks, one triangle, where it is to be made dense); returns
+        the whole product's number of nonzeros. Read it once, with :meth:`sparse` or :meth:`dense` (which negates the
+        buffers in place), before the next call, and do not change ``V`` before."""
+        if self._blocks is None:
+            self._whole(V)
+            return int(self._C[0][-1])
+        v = V.ravel()
+        total = 0
+        for b0, b1, (ap, aj, pa), (bp, bj, pb), (cp, cj, cx) in self._blocks:
+            self._kernel(b1 - b0, self._k, ap, aj, v[pa], bp, bj, v[pb], cp, cj, cx)
+            nz = int(cp[-1])
+            # its entries right of the diagonal block count twice (they stand for their mirror images too)
+            total += 2 * nz - int(np.count_nonzero(cj[:nz] < b1))
+        self._V = V
+        return total
 
     def sparse(self):
         """``-(V_s V_s^T)`` of the last :meth:`product`, a CSR matrix of its own arrays."""
+        if self._V is not None:
+            self._whole(self._V)
         Cp, Cj, Cx = self._C
         nnz = int(Cp[-1])
         return sp.csr_matrix((-Cx[:nnz], Cj[:nnz].copy(), Cp.copy()), shape=(self._k, self._k))
@@ -241,16 +293,20 @@ class _GramProduct:
     def dense(self):
         """``-(V_s V_s^T)`` of the last :meth:`product` as a dense C-contiguous array, written straight from the
         buffers (the numbers of ``sparse().toarray()``: each entry negated, added to 0), without the CSR matrix
-        and the copies of its arrays that :meth:`sparse` makes."""
-        Cp, Cj, Cx = self._C
-        nnz = int(Cp[-1])
-        np.negative(Cx[:nnz], out=Cx[:nnz])
+        and the copies of its arrays that :meth:`sparse` makes. Made in blocks, only its upper triangle, its
+        diagonal and the lower triangles of its diagonal blocks are written, the rest is 0: the triangle
+        :func:`_cho_factor` reads (the lower one of the transpose it factors)."""
         out = np.zeros((self._k, self._k))
-        self._todense(self._k, self._k, Cp, Cj, Cx, out)
+        for b0, b1, _, _, (cp, cj, cx) in (self._blocks if self._V is not None else
+                                            [(0, self._k, None, None, self._C)]):
+            nz = int(cp[-1])
+            np.negative(cx[:nz], out=cx[:nz])
+            self._todense(b1 - b0, self._k, cp, cj, cx, out[b0:b1])
+        self._V = None
         return out
 
     def __call__(self, V):
-        self.product(V)
+        self._whole(V)
         return self.sparse()
 
 
@@ -439,6 +495,7 @@ class _Barrier:
             return dv - Dinv * self.expand(z)
 
         csolve = None
+        made_upper = False
         if self.dense:
             D2 = Dinv.reshape(self.k, nc)
             if self._MM is not None:  # one product F_j M for all outputs and factors, one Gram product
@@ -482,14 +539,21 @@ class _Barrier:
             if self._gram.product(V) <= _SPARSE_SCHUR * self.k * self.k:
                 csolve = _sparse_spd_solver(self._gram.sparse(), rD)
             else:
-                S = self._gram.dense()
+                S = self._gram.dense()  # its upper triangle (what _cho_factor reads)
                 S[np.diag_indices(self.k)] += rD
+                made_upper = True
         if csolve is None:
             d0 = np.diag(S).copy()  # _cho_factor writes the factor over S
             try:
                 cf = _cho_factor(S)
             except np.linalg.LinAlgError:
-                _restore_upper(S, d0 + 1e-13 * np.abs(d0).max())
+                if made_upper:
+                    # the Gram product's triangle made again (the strictly lower one may not have been made)
+                    self._gram.product(V)
+                    S = self._gram.dense()
+                    S[np.diag_indices(self.k)] = d0 + 1e-13 * np.abs(d0).max()
+                else:
+                    _restore_upper(S, d0 + 1e-13 * np.abs(d0).max())
                 cf = _cho_factor(S)
 
             def csolve(b):
