@@ -911,6 +911,10 @@ class PrivacyAccountant:
         if n_individuals is not None:
             n_individuals = check_number(n_individuals, "n_individuals", low=0, integer=True)
         if n_individuals is not None and self._find_book(population) is None:
+            if _inexact_number(population) is not None or _without_bools(population) is not population:
+                # a name spend() refuses (True, 1.0: population 1's ledger under another key) read as "nothing
+                # spent yet" understated what population 1 spent (review): refused as without n_individuals
+                self._book(population)
             check_allocation(n_individuals, f"n_individuals={n_individuals}: one guarantee per individual")
             return np.zeros(n_individuals)
         spent = np.asarray(self.individual_epsilons(population).sum(axis=0)).ravel()

@@ -1733,7 +1733,7 @@ def _within_target(prob, res, target, solver):
         return res
     msg = (f"the answer's leakage, {res.leakage!r} bits, exceeds max_leakage={target!r} bits by "
            f"{res.leakage - target:.3g} bits: the target is within the leakage's rounding of the smallest leakage "
-           f"found, and no allowed mapping is proven to meet it")
+           f"found, and no allowed mapping is proven to meet it (max_leakage={res.leakage!r} accepts this answer)")
     if solver != "auto":
         raise SolverError(msg)
     warnings.warn(msg + "; status='inaccurate'", ConvergenceWarning, stacklevel=3)

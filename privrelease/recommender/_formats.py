@@ -224,14 +224,26 @@ def _warn_recorded_ids_lost(ids, user_ids, item_ids, target, advice):
 
 
 def _warn_counted_ids_lost(counts, n_users, n_items, target):
-    """Say that ``n_users`` and ``n_items`` fall short of the counts ``{"n_users", "n_items"}`` a released frame's
+    """Say that ``n_users`` and ``n_items`` fall short of the counts ``{"n_users", "n_items", ...}`` a released frame's
     ``attrs["ids"]`` keeps through a parquet file (its ids are lost there): users without a stored rating were
     dropped without a word."""
     try:
         recorded = int(counts["n_users"]), int(counts["n_items"])
     except (KeyError, TypeError, ValueError, OverflowError):
         return  # another attrs["ids"]: not one of a release
-    if recorded[0] <= n_users and recorded[1] <= n_items:
+    try:  # the users and items without a row: what the file lost (rows removed since were removed on purpose)
+        unrated = int(counts["n_unrated_users"]), int(counts["n_unrated_items"])
+    except (KeyError, TypeError, ValueError, OverflowError):
+        unrated = None  # written before the counts were kept: any shortfall is said
+    if (recorded[0] <= n_users and recorded[1] <= n_items) if unrated is None else unrated == (0, 0):
+        return
+    if unrated is not None:
+        warnings.warn(
+            f"the frame's attrs['ids'] counts the {recorded[0]} users and {recorded[1]} items of a release written "
+            f"in long form, {unrated[0]} user(s) and {unrated[1]} item(s) of them without a stored rating: those are "
+            f"not in {target}; only the counts were kept (a parquet file writes attrs as JSON: the ids themselves "
+            "are lost), so keep the ids beside the file (rf.user_ids_, rf.item_ids_) or pickle the frame",
+            UserWarning, stacklevel=user_stacklevel())
         return
     warnings.warn(
         f"the frame's attrs['ids'] counts the {recorded[0]} users and {recorded[1]} items of a release written in "
@@ -255,7 +267,8 @@ class RatingIds(dict):
     :meth:`RatingsFrame.from_matrix` puts it in the long-form frame it returns, as ``released.attrs["ids"]``:
     long form holds no user (item) without a stored rating, so a release's empty rows and columns are kept
     here. :meth:`RatingsFrame.fit` reads it back (``RatingsFrame().fit(released)`` maps every user and item
-    of the matrix again, in its order). As a mapping it holds the counts ``{"n_users": ..., "n_items": ...}``,
+    of the matrix again, in its order). As a mapping it holds the counts ``{"n_users", "n_items",
+    "n_unrated_users", "n_unrated_items"}`` (the last two: users and items without a stored rating),
     what a file format that writes a frame's ``attrs`` as JSON (``to_parquet``) keeps of it.
 
     The ids are read back only for a frame whose rows still name exactly the users and items they named when
@@ -268,9 +281,10 @@ class RatingIds(dict):
     * ``DataFrame.to_pickle`` / ``pandas.read_pickle``: everything, this object included (the ids of the users
       and items without a stored rating come back and are read back);
     * ``DataFrame.to_parquet`` / ``pandas.read_parquet``: the rows (ids and ratings, their dtypes) and, of
-      ``attrs["ids"]``, only the counts, as a plain dict ``{"n_users": ..., "n_items": ...}``: the ids of the
-      users and items without a stored rating are lost. :meth:`RatingsFrame.fit` of such a frame maps the ids of
-      its rows and warns when the counts are larger (how many users and items are missing);
+      ``attrs["ids"]``, only the counts, as a plain dict (``n_users``, ``n_items``, ``n_unrated_users``,
+      ``n_unrated_items``): the ids of the users and items without a stored rating are lost.
+      :meth:`RatingsFrame.fit` of such a frame maps the ids of its rows and warns when some had no stored rating
+      (how many users and items are missing; rows removed after reading are not counted as lost);
     * CSV and the other text formats: the rows only (no ``attrs``).
 
     To keep every id through a parquet file, write the ids beside it (``rf.user_ids_``, ``rf.item_ids_``) or
@@ -287,11 +301,14 @@ class RatingIds(dict):
     """
 
     def __init__(self, user_ids, item_ids, rated_users=None, rated_items=None):
-        super().__init__(n_users=len(user_ids), n_items=len(item_ids))
         self.user_ids = pd.Index(user_ids)
         self.item_ids = pd.Index(item_ids)
         self.rated_users = np.ones(len(user_ids), bool) if rated_users is None else np.asarray(rated_users, bool)
         self.rated_items = np.ones(len(item_ids), bool) if rated_items is None else np.asarray(rated_items, bool)
+        # the counts a parquet file keeps: how many users and items had no row (lost there), told apart from rows
+        # removed on purpose after reading (a sample of a parquet release warned as if users were lost)
+        super().__init__(n_users=len(user_ids), n_items=len(item_ids),
+                         n_unrated_users=int(np.sum(~self.rated_users)), n_unrated_items=int(np.sum(~self.rated_items)))
 
     def check(self, name):
         """Refuse ids a frame's rows could not hold (``name``: where they were read): a missing id, a repeated

@@ -250,7 +250,8 @@ def test_from_matrix_keeps_and_counts_users_and_items_without_a_rating(converter
     assert pd.concat([long, long]).attrs["ids"] == ids
     pytest.importorskip("pyarrow")
     long.to_parquet(tmp_path / "released.parquet")
-    assert pd.read_parquet(tmp_path / "released.parquet").attrs["ids"] == {"n_users": 12, "n_items": 5}
+    assert pd.read_parquet(tmp_path / "released.parquet").attrs["ids"] == {
+        "n_users": 12, "n_items": 5, "n_unrated_users": empty_users, "n_unrated_items": empty_items}
     with pytest.warns(UserWarning, match=r"the Surprise dataset holds 9 of the 12 users"):
         trainset = rf.to_trainset(released)
     assert trainset.n_users == 12 - empty_users
