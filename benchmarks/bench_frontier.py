@@ -579,6 +579,7 @@ RULE_CONFIGS = {
     "additive span": dict(_class=_AdditiveSpan),
     # section (s): remove only the between-class directions above a label-permutation null (Fisher / Roy)
     "significant span": dict(_class=_SignificantSpan),
+    "significant span, attribute_free": dict(_class=_SignificantSpan, clustering="attribute_free"),
     "attribute_free, per 10, whole-space assignment": dict(clustering="attribute_free", n_clusters="per10",
                                                           _class=_WholeSpaceAssignment),
     # section (l): the same clusterings with the prior counted on the TRUE labels of ALL users (an oracle)
