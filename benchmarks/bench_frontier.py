@@ -580,6 +580,9 @@ RULE_CONFIGS = {
     # section (s): remove only the between-class directions above a label-permutation null (Fisher / Roy)
     "significant span": dict(_class=_SignificantSpan),
     "significant span, attribute_free": dict(_class=_SignificantSpan, clustering="attribute_free"),
+    # section (s): the library's rule (class_directions="auto" is "significant" beyond two classes) against the
+    # whole span of the class offsets, the default before it
+    "all directions": dict(class_directions="all"),
     "attribute_free, per 10, whole-space assignment": dict(clustering="attribute_free", n_clusters="per10",
                                                           _class=_WholeSpaceAssignment),
     # section (l): the same clusterings with the prior counted on the TRUE labels of ALL users (an oracle)
