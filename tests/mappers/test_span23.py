@@ -20,30 +20,37 @@ from privrelease.mappers._quantized import _significant_directions
 
 
 def _planted(seed, n=2000, d=8, m=6, r=2, scale=1.0):
-    """Gaussian points of ``m`` classes whose means differ along ``r`` orthonormal directions (rows of the second
-    value; none for ``r = 0``), an anisotropic within-class covariance (standard deviations 0.5 to 2)."""
+    """Gaussian points of ``m`` classes (equally likely) whose means differ along ``r`` orthonormal directions (rows of
+    the third value; none for ``r = 0``), each direction carrying a between-class variance of about ``scale ** 2``
+    (the class codes are ``r`` orthonormal contrasts, so no planted direction is weak), an anisotropic within-class
+    covariance (standard deviations 0.5 to 2)."""
     rng = np.random.default_rng(seed)
     a = rng.integers(0, m, n)
     planted = np.linalg.qr(rng.normal(size=(d, d)))[0][:, :r].T
-    codes = rng.normal(size=(m, r)) * scale
+    contrasts = np.linalg.qr(np.column_stack([np.ones(m), rng.normal(size=(m, m - 1))]))[0][:, 1:r + 1]
     E = rng.normal(size=(n, d)) * np.linspace(0.5, 2.0, d)
     if r:
-        E += codes[a] @ planted
+        E += (np.sqrt(m) * scale * contrasts)[a] @ planted
     return E, a, planted
 
 
 @pytest.mark.parametrize("r", [1, 2, 3])
 def test_planted_offsets_along_r_directions_keep_exactly_those_r(r):
-    """Six classes whose means differ along r < 5 directions, 2,000 labeled users: the rule keeps r directions, and
-    they span the planted ones (closed form: the class-mean offsets lie in the planted span)."""
-    for seed in range(3):
+    """Six classes whose means differ along r < 5 directions, 2,000 labeled users: the r planted directions are far
+    above the null and the 5 - r others are noise, so the rule keeps exactly r except when a noise direction passes
+    the null's 95th percentile (at most about 5 % of fits): exactly r on at least 8 of 10 seeds, never fewer than r,
+    and the kept span holds the planted directions (closed form: the class-mean offsets lie in the planted span)."""
+    kept = []
+    for seed in range(10):
         E, a, planted = _planted(seed, r=r)
         V, theta, threshold = _significant_directions(E, a, np.ones(a.size), seed=seed)
-        assert V.shape == (r, E.shape[1]) and theta.shape == (5,)
-        np.testing.assert_allclose(V @ V.T, np.eye(r), atol=1e-10)
-        assert np.sum(theta > threshold) == r
+        assert theta.shape == (5,) and V.shape[1] == E.shape[1]
+        np.testing.assert_allclose(V @ V.T, np.eye(V.shape[0]), atol=1e-10)
+        assert np.sum(theta > threshold) == V.shape[0] >= r
         # the planted directions lie in the kept span, up to the sampling error of the class means (~ 1/sqrt(n))
-        assert np.linalg.norm(planted - planted @ V.T @ V) < 0.2 * np.sqrt(r)
+        assert np.linalg.norm(planted - planted @ V.T @ V) < 0.1 * np.sqrt(r)
+        kept.append(V.shape[0])
+    assert sum(k == r for k in kept) >= 8, kept
 
 
 def test_no_class_effect_keeps_no_direction_most_of_the_time():
@@ -66,7 +73,7 @@ def test_weights_enter_as_repeated_users():
 
 def _ratings(seed, r, n=600, d=8, m=4):
     """Dense rows around 3 (every item rated) for the raw space: the planted points shifted and scaled."""
-    E, a, planted = _planted(seed, n=n, d=d, m=m, r=r, scale=0.8)
+    E, a, planted = _planted(seed, n=n, d=d, m=m, r=r)
     return 3.0 + 0.4 * E, a, planted
 
 
