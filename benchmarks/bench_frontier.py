@@ -60,6 +60,12 @@ a Gaussian model); ``"oblique removal"`` (``_ObliqueRemoval``) clusters and assi
 orthogonal projection; ``"additive span"`` (``_AdditiveSpan``, a joint attribute) removes only the span of each
 attribute's own class offsets.
 
+Section (s): ``"significant span"`` (``_SignificantSpan``) removes only the between-class directions whose Fisher
+eigenvalue exceeds the 95th percentile of the largest one under 50 label permutations (permutations seeded from the
+protocol seed); the library's ``class_directions="auto"`` is that rule beyond two classes, so ``"default"`` measures
+it since section (s) and ``"all directions"`` the whole span (the default before). ``--rule`` and ``--excess`` print
+the directions removed (``dirs=``), and for the rule its eigenvalues against the null's quantile.
+
 Section (n): ``"default, n_refine=3"`` and ``"split x2, attribute_free, k=50, n_refine=3"`` add section (b)'s
 free-support barycenter refinement of the output points; ``--rule`` then also prints the refinement steps kept.
 """
