@@ -140,7 +140,8 @@ def test_auto_is_significant_beyond_two_classes_and_all_for_two():
 
 def test_significant_is_refused_where_the_covariance_cannot_be_estimated():
     X, a, _ = _ratings(3, 1, n=40, d=8)
-    with pytest.raises(ValueError, match="class_directions='significant'.*12 labeled users in 8 dimensions and 4 classes"):
+    with pytest.raises(ValueError,
+                       match="class_directions='significant'.*12 labeled users in 8 dimensions and 4 classes"):
         QuantizedPrivacyMapper(n_clusters=4, space="raw", clustering="attribute_free",
                                class_directions="significant", random_state=0).fit(X[:12], a[:12])
     with pytest.raises(InvalidParameterError, match="class_directions"):
