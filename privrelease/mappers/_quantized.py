@@ -1251,21 +1251,18 @@ class QuantizedPrivacyMapper(_BaseMapper):
         """
         mean = average(E, w_lab)
         if self._class_directions_rule(E, a_idx) == "significant":
+            # the directions above the permutation null, strongest first (section (s))
             V, theta, threshold = _significant_directions(E, a_idx, w_lab, getattr(self, "_direction_seed", 0))
             self.class_direction_eigenvalues_, self.class_direction_threshold_ = theta, threshold
-            # the space keeps at least one dimension (as below; the rule keeps at most n_classes - 1 <= n_dims - 1
-            # when the labeled users outnumber the dimensions, which the rule asks)
-            self.attribute_directions_ = V[:max(E.shape[1] - 1, 0)]
-            self.n_class_directions_ = int(self.attribute_directions_.shape[0])
-            return mean, self.attribute_directions_
-        offsets = []
-        for a in np.unique(a_idx):
-            mask = a_idx == a
-            if w_lab[mask].sum() > 0:
-                offsets.append(average(E[mask], w_lab[mask]) - mean)
-        _, s, Vt = np.linalg.svd(np.asarray(offsets), full_matrices=False)
-        keep = s > 1e-10 * max(float(s.max()), np.finfo(float).tiny) if s.size else np.zeros(0, bool)
-        V = Vt[keep]  # singular values in decreasing order: the strongest directions first
+        else:
+            offsets = []
+            for a in np.unique(a_idx):
+                mask = a_idx == a
+                if w_lab[mask].sum() > 0:
+                    offsets.append(average(E[mask], w_lab[mask]) - mean)
+            _, s, Vt = np.linalg.svd(np.asarray(offsets), full_matrices=False)
+            keep = s > 1e-10 * max(float(s.max()), np.finfo(float).tiny) if s.size else np.zeros(0, bool)
+            V = Vt[keep]  # singular values in decreasing order: the strongest directions first
         n_dims = E.shape[1]
         limit = max(n_dims - 1, 0)
         if V.shape[0] > limit:
