@@ -60,6 +60,12 @@ a Gaussian model); ``"oblique removal"`` (``_ObliqueRemoval``) clusters and assi
 orthogonal projection; ``"additive span"`` (``_AdditiveSpan``, a joint attribute) removes only the span of each
 attribute's own class offsets.
 
+Section (s): ``"significant span"`` (``_SignificantSpan``) removes only the between-class directions whose Fisher
+eigenvalue exceeds the 95th percentile of the largest one under 50 label permutations (permutations seeded from the
+protocol seed); the library's ``class_directions="auto"`` is that rule beyond two classes, so ``"default"`` measures
+it since section (s) and ``"all directions"`` the whole span (the default before). ``--rule`` and ``--excess`` print
+the directions removed (``dirs=``), and for the rule its eigenvalues against the null's quantile.
+
 Section (n): ``"default, n_refine=3"`` and ``"split x2, attribute_free, k=50, n_refine=3"`` add section (b)'s
 free-support barycenter refinement of the output points; ``--rule`` then also prints the refinement steps kept.
 """
@@ -423,6 +429,69 @@ class _AdditiveSpan(QuantizedPrivacyMapper):
         return mean, V
 
 
+def _fisher_significant(E, a_idx, w, n_perms=50, level=0.95, seed=0):
+    """Section (s): the between-class directions whose signal exceeds the sampling noise of the class means.
+
+    In the metric of the total covariance ``T`` of the rows ``E`` (weights ``w``), the eigenvalues ``theta_j`` of
+    ``T^-1 B`` (``B = sum_a p_a (mu_a - mu)(mu_a - mu)^T``, ``p_a`` the classes' weight shares; ``theta = lambda / (1 +
+    lambda)`` with ``lambda`` the Fisher eigenvalues of ``S^-1 B``, ``S`` pooled within class) are compared with the
+    largest such eigenvalue under ``n_perms`` permutations of the labels (``T`` does not change under a permutation):
+    direction ``j`` is kept when ``theta_j`` exceeds the ``level`` quantile of that null maximum (Roy's largest root,
+    by permutation; with no class effect no direction is kept with probability about ``level``, and a direction the
+    noise alone could give is not kept). Returns (orthonormal rows spanning the kept directions' class-mean patterns
+    ``T w_j``, which lie in the span of the class-mean offsets; the eigenvalues; the null quantile)."""
+    E = np.asarray(E, dtype=np.float64)
+    w = np.asarray(w, dtype=np.float64)
+    classes, a = np.unique(a_idx, return_inverse=True)
+    mean = np.average(E, axis=0, weights=w)
+    R = E - mean
+    T = (R * w[:, None]).T @ R / w.sum()
+    ev, U = np.linalg.eigh(T)
+    ok = ev > 1e-10 * max(float(ev.max()), np.finfo(float).tiny)
+    half = U[:, ok] / np.sqrt(ev[ok])  # T^-1/2 on the support of T
+    Z = R @ half  # whitened rows: identity total covariance
+
+    def between(labels):
+        onehot = sp.csr_matrix((w, (labels, np.arange(labels.size))), shape=(classes.size, labels.size))
+        p = np.asarray(onehot.sum(axis=1)).ravel()
+        M = np.asarray(onehot @ Z) / np.maximum(p, np.finfo(float).tiny)[:, None]
+        return (M * (p / p.sum())[:, None]).T @ M
+
+    theta, Q = np.linalg.eigh(between(a))
+    theta, Q = theta[::-1][:classes.size - 1], Q[:, ::-1][:, :classes.size - 1]
+    rs = np.random.default_rng([seed, 20261208])
+    null = np.array([np.linalg.eigvalsh(between(rs.permutation(a)))[-1] for _ in range(n_perms)])
+    threshold = float(np.quantile(null, level))
+    r = int(np.sum(theta > threshold))
+    # the class-mean pattern of discriminant j is T w_j = T^1/2 q_j (w_j = T^-1/2 q_j): B w_j = theta_j T w_j
+    patterns = (Q[:, :r].T * np.sqrt(ev[ok])) @ U[:, ok].T
+    if not r:
+        return np.zeros((0, E.shape[1])), theta, threshold
+    _, sv, Vt = np.linalg.svd(patterns, full_matrices=False)
+    return Vt[sv > 1e-10 * float(sv.max())], theta, threshold
+
+
+class _SignificantSpan(QuantizedPrivacyMapper):
+    """Section (s): attribute-free clusters with only the SIGNIFICANT between-class directions removed
+    (:func:`_fisher_significant`: Fisher eigenvalues above the 95th percentile of the largest one under 50 label
+    permutations of the labeled users, seeded from ``random_state``) instead of the whole span of the class-mean
+    offsets (``m - 1`` directions for ``m`` classes, several of them mostly the sampling noise of the class means).
+    The prior is still counted on the labels, so the certificate covers the partition whatever it removes. Sets
+    ``n_class_directions_`` (directions kept), ``class_direction_eigenvalues_`` and ``class_direction_threshold_``.
+    A dense clustering space only (otherwise the library's rule). The benchmark only."""
+
+    def _class_directions(self, E, a_idx, w_lab, average):
+        if sp.issparse(E):
+            return super()._class_directions(E, a_idx, w_lab, average)
+        mean = average(E, w_lab)
+        seed = self.random_state if isinstance(self.random_state, (int, np.integer)) else 0
+        V, theta, threshold = _fisher_significant(E, a_idx, w_lab, seed=int(seed))
+        self.attribute_directions_ = V[:max(E.shape[1] - 1, 0)]
+        self.n_class_directions_ = int(self.attribute_directions_.shape[0])
+        self.class_direction_eigenvalues_, self.class_direction_threshold_ = theta, threshold
+        return mean, self.attribute_directions_
+
+
 class _OraclePrior(QuantizedPrivacyMapper):
     """An ORACLE (section (l)): the default mapper except that the class x cluster counts are taken over the TRUE
     labels of ALL users of the draw, opted-in and protected (``population``: their rows and their labels in the
@@ -514,6 +583,12 @@ RULE_CONFIGS = {
     "oblique removal": dict(_class=_ObliqueRemoval),
     # section (r), a joint attribute: remove the span of each attribute's own class offsets (additive class means)
     "additive span": dict(_class=_AdditiveSpan),
+    # section (s): remove only the between-class directions above a label-permutation null (Fisher / Roy)
+    "significant span": dict(_class=_SignificantSpan),
+    "significant span, attribute_free": dict(_class=_SignificantSpan, clustering="attribute_free"),
+    # section (s): the library's rule (class_directions="auto" is "significant" beyond two classes) against the
+    # whole span of the class offsets, the default before it
+    "all directions": dict(class_directions="all"),
     "attribute_free, per 10, whole-space assignment": dict(clustering="attribute_free", n_clusters="per10",
                                                           _class=_WholeSpaceAssignment),
     # section (l): the same clusterings with the prior counted on the TRUE labels of ALL users (an oracle)
@@ -614,9 +689,15 @@ def _rule(sets, configs, leakages, seeds, cv):
                     # the share of the between-class component removed (class_removal_, section (k))
                     share = getattr(fitted, "class_removal_", 0.0)
                     # the LP's objective at this budget (section (l): does the RMSE follow it?)
+                    # the between-class directions removed (section (s)), and the Fisher eigenvalues against the
+                    # permutation null's quantile for the significant-span rule
+                    dirs = f", dirs={fitted.attribute_directions_.shape[0]}" + (
+                        " (" + " ".join(f"{t:.4f}" for t in fitted.class_direction_eigenvalues_)
+                        + f" vs {fitted.class_direction_threshold_:.4f})"
+                        if hasattr(fitted, "class_direction_threshold_") else "")
                     ks.append(f"{fitted.n_clusters_}" + (f", removal={share:g}"
                                                          if "class_removal" in RULE_CONFIGS[name] else "")
-                              + _bins_note(fitted, params)
+                              + _bins_note(fitted, params) + dirs
                               + f", distortion={fitted.distortion_:.4f}"
                               # refinement steps kept (section (n))
                               + (f", refined={fitted.n_refine_}" if params.get("n_refine") else ""))
@@ -688,6 +769,7 @@ def _excess(sets, configs, leakages, seeds, n_perms):
                         (float(fitted.leakage_), stat - null, p, fitted.n_clusters_))
                     cells.append(f"{ml} bits: claimed {fitted.leakage_:.4f}, protected {stat:.4f} - null {null:.4f}"
                                  f" = excess {stat - null:+.4f} (p={p:.3f}, k={fitted.n_clusters_}"
+                                 f", dirs={fitted.attribute_directions_.shape[0]}"
                                  + _bins_note(fitted, params) + ")")
                 print(f"EXCESS | {data_name} | {name} | seed {seed} | n_prot {split.protected.size} | "
                       + " | ".join(cells) + f" | {time.perf_counter() - t0:.0f} s", flush=True)

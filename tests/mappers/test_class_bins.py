@@ -45,7 +45,8 @@ def test_one_bin_leaves_the_cells_of_the_clustering(data):
     default = QuantizedPrivacyMapper(n_clusters=10, random_state=0).fit(X, y)
     one = QuantizedPrivacyMapper(n_clusters=10, random_state=0, class_bins=1).fit(X, y)
     for m in (default, one):
-        assert m.attribute_directions_.shape[0] == 2
+        # the significant part of the two between-class directions ("auto": the data's weaker direction is noise)
+        assert m.attribute_directions_.shape[0] == m.n_class_directions_ >= 1
         assert not any(hasattr(m, n) for n in ("coarse_centers_", "split_thresholds_", "fine_cells_"))
         # every user's cell is the nearest centre after the clustering's projection, computed here independently
         E, V, C = _coordinates(m, X), m.attribute_directions_, m.cluster_centers_

@@ -51,7 +51,8 @@ class _FullRemovalBeforeTheParameter(QuantizedPrivacyMapper):
 
 def test_full_removal_is_the_mapper_before_the_parameter_bit_for_bit(data):
     X, y = data
-    new = QuantizedPrivacyMapper(n_clusters=10, random_state=0).fit(X, y)          # default: class_removal=1.0
+    # default: class_removal=1.0; class_directions="all" is the whole span the mapper removed before the parameters
+    new = QuantizedPrivacyMapper(n_clusters=10, class_directions="all", random_state=0).fit(X, y)
     old = _FullRemovalBeforeTheParameter(n_clusters=10, random_state=0).fit(X, y)
     assert new.class_removal_ == 1.0 and new.attribute_directions_.shape[0] == 2
     for name in ("attribute_directions_", "labels_", "cluster_centers_", "prior_", "mapping_"):
@@ -179,8 +180,10 @@ def _shift_along_the_main_axis(seed=2, n=400, shift=0.2):
 
 
 def _heldout(X, y, **kw):
+    # class_directions="all": the share of the whole span (the classes differ only slightly along the main axis, which
+    # the significance rule of "auto" would not remove at all)
     return QuantizedPrivacyMapper(n_clusters=8, space="raw", clustering="attribute_free", class_removal="heldout",
-                                  random_state=0, **kw).fit(X, y)
+                                  class_directions="all", random_state=0, **kw).fit(X, y)
 
 
 def test_removal_choice_is_a_step_down_scan_relative_to_the_full_removal():
@@ -214,7 +217,7 @@ def test_heldout_share_is_a_grid_value_chosen_from_its_figures_and_reproducible(
     stop = int(np.argmin(ok)) if not ok.all() else ok.size
     assert i == int(np.argmin(m.class_removal_distortion_[:stop]))
     # the fit is the fit with the chosen share as a number
-    fixed = QuantizedPrivacyMapper(n_clusters=8, space="raw", clustering="attribute_free",
+    fixed = QuantizedPrivacyMapper(n_clusters=8, space="raw", clustering="attribute_free", class_directions="all",
                                    class_removal=m.class_removal_, random_state=0).fit(X, y)
     np.testing.assert_array_equal(m.labels_, fixed.labels_)
     np.testing.assert_array_equal(m.mapping_, fixed.mapping_)
