@@ -96,6 +96,11 @@ def _significant_directions(E, a_idx, w, seed, n_perms=_DIRECTION_PERMUTATIONS, 
     ev, U = np.linalg.eigh((R * w[:, None]).T @ R / w.sum())
     ok = ev > 1e-10 * max(float(ev.max()), np.finfo(float).tiny)
     ev, U = ev[ok], U[:, ok]
+    if not ev.size:
+        # every labeled user at one point (implicit feedback in the taste space, identical rows): no direction
+        # between the classes to remove, none tested (the null's largest eigenvalue of a 0 x 0 matrix was an
+        # IndexError where class_directions="all" fitted, warned, one cluster)
+        return np.zeros((0, E.shape[1])), np.zeros(0), 0.0
     Z = (R @ U) / np.sqrt(ev)  # whitened rows: identity total covariance on T's support
 
     def between(labels):
@@ -1250,7 +1255,8 @@ class QuantizedPrivacyMapper(_BaseMapper):
         weights).
         """
         mean = average(E, w_lab)
-        if self._class_directions_rule(E, a_idx) == "significant":
+        rule = getattr(self, "_directions_rule", None) or self._class_directions_rule(E, a_idx)
+        if rule == "significant":
             # the directions above the permutation null, strongest first (section (s))
             V, theta, threshold = _significant_directions(E, a_idx, w_lab, getattr(self, "_direction_seed", 0))
             self.class_direction_eigenvalues_, self.class_direction_threshold_ = theta, threshold
@@ -1350,6 +1356,10 @@ class QuantizedPrivacyMapper(_BaseMapper):
         E = self._embed(X_lab)
         # class_directions="significant": the label permutations of its null (the held-out folds' copies too)
         self._direction_seed = seed
+        # class_directions resolved once on every labeled user: the held-out folds (4/5 of them) re-resolved it, so
+        # near n = d + m "auto" tested the folds' clusters with "all" and fitted the final ones with "significant"
+        self._directions_rule = self._class_directions_rule(E, a_idx) if self._clustering(a_idx) == \
+            "attribute_free" else None
         removal = self._check_class_removal(a_idx)
         bins = self._check_class_bins(a_idx, removal)
         self.class_removal_ = 1.0 if removal == "heldout" else removal

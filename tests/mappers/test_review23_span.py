@@ -1,0 +1,53 @@
+"""Review of span23 (class_directions): what the review found, each test failing before the fix."""
+import warnings
+
+import numpy as np
+import pytest
+
+from privrelease import QuantizedPrivacyMapper
+from privrelease.datasets import make_ratings
+from privrelease.mapping import leakage
+
+
+def test_every_labeled_user_at_one_point_fits_as_with_all_directions():
+    # implicit feedback in the taste space, three classes: the default ("auto" -> "significant") raised
+    # IndexError where class_directions="all" fitted, warned, one cluster
+    X, _ = make_ratings(n_users=600, n_items=80, random_state=0)[:2]
+    X.data[:] = 1
+    y = np.random.default_rng(0).integers(0, 3, 600)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        m = QuantizedPrivacyMapper(random_state=0).fit(X, y)
+    assert m.n_class_directions_ == 0 and m.class_direction_eigenvalues_.size == 0
+    assert m.solver_result_.status == "optimal"
+    assert leakage(m.prior_, m.mapping_) == pytest.approx(m.leakage_, abs=1e-12)
+    same = QuantizedPrivacyMapper(space="raw", n_clusters=5, random_state=0).fit(np.full((300, 6), 3.0),
+                                                                             np.arange(300) % 3)
+    assert same.n_class_directions_ == 0
+
+
+def test_heldout_folds_use_the_rule_the_fit_resolved():
+    # n = 50 labeled users in 40 dimensions, 3 classes: "significant" is usable on all of them but not on a fold's
+    # 40; the held-out rule was refused ("got 40 labeled users", the user gave 50), and under "auto" the folds
+    # were clustered with "all" while the final fit used "significant"
+    rng = np.random.default_rng(0)
+    y = np.arange(50) % 3
+    X = rng.normal(size=(50, 40)) + 3.0 * (y[:, None] == np.arange(40)[None, :] % 3)
+    m = QuantizedPrivacyMapper(space="raw", clustering="attribute_free", class_directions="significant",
+                               class_removal="heldout", n_clusters=3, random_state=0).fit(X, y)
+    assert m.class_removal_ in (1.0, 0.75, 0.5, 0.25, 0.0) and m.n_class_directions_ >= 1
+    calls = []
+    original = QuantizedPrivacyMapper._class_directions_rule
+
+    def spy(self, E, a_idx):
+        out = original(self, E, a_idx)
+        calls.append((E.shape[0], out))
+        return out
+
+    QuantizedPrivacyMapper._class_directions_rule = spy
+    try:
+        QuantizedPrivacyMapper(space="raw", clustering="attribute_free", class_removal="heldout", n_clusters=3,
+                               random_state=0).fit(X, y)
+    finally:
+        QuantizedPrivacyMapper._class_directions_rule = original
+    assert calls == [(50, "significant")]  # resolved once, on every labeled user
