@@ -491,15 +491,16 @@ def sparse_candidates(prob, *, delta=None, target_nats=None, solvers=("CLARABEL"
 
 def barrier_edges(prob, delta, tol_bits):
     """The dense engine's barrier method (:class:`privrelease.mapping._fast._Barrier`) on every edge of ``prob``:
-    the best point its certificate checks (an edge vector), or None beyond ``SPARSE_POLISH_MAX_ROWS`` rows.
+    the best point its certificate checks (an edge vector), or None beyond ``SPARSE_POLISH_MAX_ROWS`` rows or the
+    dense engine's full-support size (``_FULL_SUPPORT_LIMIT`` edges; larger problems keep the other candidates).
 
     The column generation mixes vertices whose weights its master (a cone program) resolves to ~1e-12 in absolute
     terms: the posteriors of outputs used at ~1e-6 (a target 1e-12 bits above a block floor) are then off by a
-    relative 1e-6 and its bound stalls at gaps of 1e-10 .. 2e-8 nats; the barrier's central path reaches the
-    certificate's own floor (~1e-14) there, as on the dense engine."""
-    from ._fast import _Barrier
+    relative 1e-6 and its bound stalls at gaps of 1e-10 .. 2e-8 nats. The barrier's point (~2e-11 bits there) and
+    its exact polish (:func:`polish_edges`, ~1.4e-14) reach the certificate's own floor, as on the dense engine."""
+    from ._fast import _FULL_SUPPORT_LIMIT, _Barrier
 
-    if prob.k > SPARSE_POLISH_MAX_ROWS or delta is None:
+    if prob.k > SPARSE_POLISH_MAX_ROWS or prob.n > _FULL_SUPPORT_LIMIT or delta is None:
         return None
     delta = float(delta)
     if delta <= prob.delta_min * (1 + 1e-12) + 1e-300:
