@@ -313,7 +313,7 @@ class _GramProduct:
 class _Barrier:
     """Barrier subproblem on a fixed support (entries ``(r_e, j_e)``)."""
 
-    def __init__(self, prob, r, j, delta, has_con):
+    def __init__(self, prob, r, j, delta, has_con, w=None):
         self.prob = prob
         self.r = r
         cols, jc = np.unique(j, return_inverse=True)
@@ -323,7 +323,8 @@ class _Barrier:
         self.Mr = prob.M[:, r]  # (na, n)
         self.na = self.Mr.shape[0]
         self.n = r.size
-        self.w = prob.W[r, j]
+        # ``w``: the entries' budget weights when ``prob`` has no dense ``W`` (a sparse problem's edges)
+        self.w = prob.W[r, j] if w is None else w
         self.delta = float(delta)
         self.has_con = has_con
         struct = np.zeros((self.na, self.nc), dtype=bool)
@@ -1210,20 +1211,34 @@ def _support_multiplier(prob, P, pi):
 
 def _newton_on_support(prob, P, delta, lam_active, max_iter, lam=0.0):
     """Levenberg-Marquardt-safeguarded projected Newton on the support of ``P`` (see _kkt_polish)."""
-    reg_rel = REG
-    fails = 0
-    rho = lam
     # the support and its entries are carried from step to step (row by row, as np.nonzero gives them): rebuilt
     # from a dense k x kh matrix at every step, its passes took 1.1 s of the exact polish's 2.2 s on an erasure
     # alphabet (500 records x 8 fields: 500 x 10,821 cells, 0.9 % allowed)
     r, j = _entries(P > 0)
-    x = P[r, j]
+    out = newton_on_entries(prob, r, j, P[r, j], delta, lam_active, max_iter, lam)
+    if out is None:
+        return None
+    r, j, x, moved = out
+    if moved:
+        P = np.zeros_like(P)
+        P[r, j] = x
+    return P
+
+
+def newton_on_entries(prob, r, j, x, delta, lam_active, max_iter, lam=0.0, w=None):
+    """The projected Newton steps of :func:`_newton_on_support` on the entries ``(r, j)`` (row by row, outputs
+    increasing within a row) of values ``x``: ``(r, j, x, moved)``, the entries the steps emptied dropped (None
+    when a Newton system fails). ``w``: the entries' budget weights when ``prob`` has no dense ``W`` (a sparse
+    problem's edges)."""
+    reg_rel = REG
+    fails = 0
+    rho = lam
     moved = False
     for it in range(max_iter):
         # (a class of prior mass 1e-300 in a row is left out of the Newton systems, as in the barrier's: _HESS_FLOOR;
         # families2 seed 0, near_min on denormal_prior, 7.3e-6 bits from certified before; the merit and the
         # certificate stay exact)
-        bar = _Barrier(prob, r, j, delta, False)
+        bar = _Barrier(prob, r, j, delta, False, w=w)
 
         def merit_on_support(xn):
             # I(A; C_hat) (+ lam (distortion - delta)) of the mapping with entries xn on (r, j), from the
@@ -1280,6 +1295,8 @@ def _newton_on_support(prob, P, delta, lam_active, max_iter, lam=0.0):
             step = float(np.abs(xn - x).max())
             on = xn > 0
             r, j, x = r[on], j[on], xn[on]
+            if w is not None:
+                w = w[on]
             moved = True
             phi = phin
             if a == 1.0:
@@ -1292,7 +1309,4 @@ def _newton_on_support(prob, P, delta, lam_active, max_iter, lam=0.0):
             fails += 1
             if fails > 6:
                 break
-    if moved:
-        P = np.zeros_like(P)
-        P[r, j] = x
-    return P
+    return r, j, x, moved

@@ -32,7 +32,11 @@ from ..exceptions import InfeasibleBudgetError
 from ._cvx import solve_quietly
 from ._problem import OffsetUnits, bound_rounding, maximize_multiplier
 
-__all__ = ["SparseProblem", "sparse_candidates", "edge_lagrangian_bound"]
+__all__ = ["SparseProblem", "sparse_candidates", "edge_lagrangian_bound", "polish_edges"]
+
+#: the exact polish (:func:`polish_edges`) runs on problems of at most this many rows with mass: its Newton systems
+#: eliminate the row sums through a ``k x k`` Schur complement, dense unless it has under 2% nonzeros (32 MB here)
+SPARSE_POLISH_MAX_ROWS = 2000
 
 
 def _segment_min(values, indptr):
@@ -193,14 +197,20 @@ class SparseProblem(OffsetUnits):
         out[:, better] = cand[:, better]
         return out
 
-    def certificate(self, x, delta, mu0=None, target_bits=None, lp=True, both_starts=False):
+    def certificate(self, x, delta, mu0=None, target_bits=None, lp=True, both_starts=False, pi_hint=None):
         """(gap in bits, multiplier, objective in nats): the Lagrangian bound of
         :meth:`privrelease.mapping._problem.Problem.certificate` over the edges (``both_starts`` is
-        accepted for the same call; with no hint here there is one start)."""
+        accepted for the same call; with no hint here there is one start). ``pi_hint``: posteriors for the
+        outputs ``x`` leaves unused (any ``pi`` gives a valid bound; an exact polish empties outputs whose raw,
+        smoothed posteriors say nothing about the point), as on the dense problem."""
         f = self.objective(x)
         if f <= 0.0:
             return 0.0, 0.0, 0.0
         pi = self.posteriors(x)
+        if pi_hint is not None:
+            unused = self.C @ (self.pc[self.r] * x) <= 0
+            pi = pi.copy()
+            pi[:, unused] = pi_hint[:, unused]
         rhs = max(float(delta), self.delta_min)
         free = not np.isfinite(rhs) or rhs >= self.delta_max
         Wb = np.zeros_like(self.w) if free else self.w
@@ -468,11 +478,56 @@ def sparse_candidates(prob, *, delta=None, target_nats=None, solvers=("CLARABEL"
         x = column_generation(prob, delta, tol_bits)
         if x is not None:
             yield "column-generation", x
+    if target_nats is None:
+        x = barrier_edges(prob, delta, tol_bits)
+        if x is not None:
+            yield "barrier (edges)", x
     yield from _edge_candidates(prob, delta, target_nats, solvers)
     if target_nats is None and not cg_first:
         x = column_generation(prob, delta, tol_bits, max_iter=60)
         if x is not None:
             yield "column-generation", x
+
+
+def barrier_edges(prob, delta, tol_bits):
+    """The dense engine's barrier method (:class:`privrelease.mapping._fast._Barrier`) on every edge of ``prob``:
+    the best point its certificate checks (an edge vector), or None beyond ``SPARSE_POLISH_MAX_ROWS`` rows or the
+    dense engine's full-support size (``_FULL_SUPPORT_LIMIT`` edges; larger problems keep the other candidates).
+
+    The column generation mixes vertices whose weights its master (a cone program) resolves to ~1e-12 in absolute
+    terms: the posteriors of outputs used at ~1e-6 (a target 1e-12 bits above a block floor) are then off by a
+    relative 1e-6 and its bound stalls at gaps of 1e-10 .. 2e-8 nats. The barrier's point (~2e-11 bits there) and
+    its exact polish (:func:`polish_edges`, ~1.4e-14) reach the certificate's own floor, as on the dense engine."""
+    from ._fast import _FULL_SUPPORT_LIMIT, _Barrier
+
+    if prob.k > SPARSE_POLISH_MAX_ROWS or prob.n > _FULL_SUPPORT_LIMIT or delta is None:
+        return None
+    delta = float(delta)
+    if delta <= prob.delta_min * (1 + 1e-12) + 1e-300:
+        return None  # only the cheapest edges: the exact answer (solve_mapping's) or the other candidates'
+    has_con = np.isfinite(delta) and delta < prob.delta_max * (1 - 1e-12)
+    # a strictly interior start: the cheapest edges mixed with the uniform mapping, inside the budget
+    x0 = 0.5 * prob.P_min + 0.5 * prob._uniform
+    if has_con:
+        d_uni = prob.distortion(prob._uniform)
+        theta = 0.5 if d_uni <= prob.delta_min else min(0.5, 0.5 * (delta - prob.delta_min) / (d_uni - prob.delta_min))
+        x0 = (1 - theta) * prob.P_min + theta * prob._uniform
+    bar = _Barrier(prob, prob.r, prob.j, delta if has_con else np.inf, has_con, w=prob.w)
+    best = [None, np.inf]
+
+    def check(x, barrier_gap):
+        x = x / prob.row_sums(x)[prob.r]
+        gap = prob.certificate(x, delta)[0]
+        if gap < best[1]:
+            best[0], best[1] = x, gap
+        return gap - 0.5 * tol_bits
+
+    try:
+        with np.errstate(all="ignore"):
+            bar.solve(x0, gap_nats=0.2 * tol_bits * np.log(2.0), check=check)
+    except (np.linalg.LinAlgError, ValueError, ArithmeticError):
+        pass
+    return best[0]
 
 
 def _edge_candidates(prob, delta, target_nats, solvers):
@@ -510,3 +565,85 @@ def _edge_candidates(prob, delta, target_nats, solvers):
         opts = {"max_iters": 200000, "eps_abs": 1e-9, "eps_rel": 1e-9} if name == "SCS" else {}
         if solve_quietly(problem, name, opts) and y.value is not None:
             yield f"cvxpy-{name} (edges)", np.asarray(y.value, dtype=float) / pce
+
+
+def polish_edges(prob, x, delta, tol_bits, own=None, max_iter=30, max_outer=8):
+    """Exact final polish of an edge vector ``x`` on its support: the projected Newton steps on the optimality
+    conditions of the dense engine's exact polish (:func:`privrelease.mapping._fast._kkt_polish`), over the edges.
+
+    The Lagrangian bound is a sum of row minima, first order in the distance to the optimum: it needs the exact ties
+    that neither the column generation's master (a mixture of vertices, its bound stalled at gaps of 1e-10 .. 2e-8
+    nats) nor an interior-point point gives. The support is identified by comparing each edge with its reduced cost
+    (three thresholds), the conditions solved on it, and edges off the support whose reduced cost undercuts their
+    row's level priced in (at ``1e-6`` of their row, lower each time the steps empty them again). ``own``: ``(gap,
+    multiplier)`` of ``prob.certificate(x, delta)`` when the caller has them. Returns the best ``(x, gap_bits,
+    multiplier)``, its bound that of ``prob.certificate`` with the posteriors of ``x`` for the outputs the polish
+    emptied (``x`` itself when nothing improved it; unchanged on problems of more than ``SPARSE_POLISH_MAX_ROWS``
+    rows).
+    """
+    from ._fast import newton_on_entries
+
+    if own is None:
+        own = prob.certificate(x, delta)[:2]
+    gap0, lam = own
+    best = (x, gap0, lam)
+    if prob.k > SPARSE_POLISH_MAX_ROWS:
+        return best
+    pi_hint = prob.posteriors(x)
+    has_con = delta is not None and np.isfinite(delta) and delta < prob.delta_max * (1 - 1e-12)
+    lam = float(lam) if has_con and np.isfinite(lam) else 0.0
+    lam_active = has_con and lam > 0
+    r, j, ip, n = prob.r, prob.j, prob.indptr, prob.n
+    key = r * np.int64(prob.kh) + j  # increasing: the edges run row by row, outputs increasing
+    V = prob.scores(prob.posteriors(x)) + lam * prob.w
+    rc = np.maximum(V - _segment_min(V, ip)[r], 0.0) / prob.pc[r]
+    top = x >= np.maximum.reduceat(x, ip[:-1])[r]
+    tried = set()
+    for c in (1e-2, 1.0, 1e-4):
+        if best[1] <= tol_bits:
+            break
+        sup = (x > c * rc) | top
+        if sup.tobytes() in tried:
+            continue
+        tried.add(sup.tobytes())
+        Q = np.where(sup, x, 0.0)
+        Q = Q / prob.row_sums(Q)[r]
+        start = np.zeros(n)  # the value each edge priced in started at (0: never priced in)
+        g_prev = np.inf
+        lam_c, lam_active_c = lam, lam_active
+        for _ in range(max_outer):
+            on = np.flatnonzero(Q > 0)
+            try:
+                with np.errstate(all="ignore"):
+                    out = newton_on_entries(prob, r[on], j[on], Q[on], delta, lam_active_c, max_iter, lam_c,
+                                            w=prob.w[on])
+            except (np.linalg.LinAlgError, ValueError, ArithmeticError):
+                break
+            if out is None:
+                break
+            rn, jn, xn, _ = out
+            Q = np.zeros(n)
+            Q[np.searchsorted(key, rn * np.int64(prob.kh) + jn)] = xn
+            Qf = prob.clean(Q, delta) if has_con and prob.distortion(Q) > delta else Q
+            g, lam_q, _ = prob.certificate(Qf, delta, target_bits=0.5 * tol_bits, pi_hint=pi_hint)
+            if g < best[1]:
+                best = (Qf, g, lam_q)
+            if g <= 0.5 * tol_bits:
+                return best
+            # pricing: edges off the support below their row's level at the posteriors of the point (the smoothed
+            # ones of SparseProblem.posteriors for the outputs it empties)
+            used = Q > 0
+            Vq = prob.scores(prob.posteriors(Q)) + (lam_q if has_con else 0.0) * prob.w
+            level = _segment_min(np.where(used, Vq, np.inf), ip)
+            spread = np.maximum.reduceat(np.abs(np.where(used, Vq, 0.0)), ip[:-1])
+            viol = ~used & (Vq < (level - 1e-12 * spread)[r])
+            again = viol & (start > 1e-13)
+            if not viol.any() or (g > 0.9 * g_prev and not again.any()):
+                break
+            g_prev = g
+            lam_c = float(lam_q) if has_con else 0.0
+            lam_active_c = has_con and lam_c > 0
+            start = np.where(viol, np.where(again, 1e-3 * start, 1e-6), start)
+            Q = np.where(viol, start, Q)
+            Q = Q / prob.row_sums(Q)[r]
+    return best
