@@ -361,6 +361,18 @@ class _TermHandler:
             raise Terminated(f"terminated by signal {signum} (SIGTERM)")
 
 
+def _stopped_by(exc):
+    """The SIGTERM (:class:`Terminated`) or Ctrl-C (KeyboardInterrupt) during whose handling ``exc`` was raised, from
+    its chain of causes and contexts; None if none."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, KeyboardInterrupt):  # Terminated is one
+            return exc
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
 def main(argv=None):
     """Run the command line; returns the exit status (0 done, 1 run failed, 2 usage error, 130 Ctrl-C,
     143 SIGTERM)."""
@@ -427,6 +439,12 @@ def _main(argv):
         error, status, text = exc, EXIT_INTERRUPTED, "interrupted"
     except Exception as exc:  # the experiment itself failed: one line, the traceback with --debug
         error, status, text = exc, EXIT_FAILED, f"the run failed: {type(exc).__name__}: {_one_line(exc)}"
+        stop = _stopped_by(exc)
+        if stop is not None:
+            # an error raised while a SIGTERM or Ctrl-C unwound the run (joblib's cleanup: "cannot join thread
+            # before it is started" when the signal came as a worker thread was starting): stopped, not failed
+            status, text = ((EXIT_TERMINATED, "terminated (SIGTERM)") if isinstance(stop, Terminated)
+                            else (EXIT_INTERRUPTED, "interrupted"))
     finally:
         if handler is not None:  # main() may run again in the same process (the tests): leave the logger as found
             log.removeHandler(handler)

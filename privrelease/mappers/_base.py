@@ -67,6 +67,8 @@ __all__ = ["PriorEstimate", "theorem1_bound", "check_sample_weight", "stack_marg
 #: tolerance on a recomputed claim (the same engine functions on the same arrays agree exactly;
 #: this only absorbs the order of floating-point sums)
 _CLAIM_TOL = 1e-9
+#: a saved certificate's distortion gap against its distortion minus its lower bound (relative to them)
+_GAP_CLAIM_RTOL = 1e-12
 #: tolerance on a privacy budget (the solver certifies to 1e-6 bits)
 _BUDGET_TOL = 1e-6
 #: confidence of the Proposition 1 + Theorem 1 bound reported as ``mismatch_bound_``
@@ -253,6 +255,10 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     #: ``joint_prior_`` and ``n_labeled_per_attribute_`` exist for a 2-D ``y`` only)
     _optional_attributes = ("feature_names_in_", "attribute_tuples_", "joint_prior_", "n_labeled_per_attribute_",
                             "feature_labels_in_")
+
+    #: parameters added after files were written, with the value that reproduces what such a file's fit did (read
+    #: silently for a file without them; any other missing parameter is warned)
+    _legacy_params = {}
 
     #: of those, the arrays fit always computes in float64 (a file holding them in another float dtype is refused)
     _float64_attributes = ("prior_", "cost_matrix_", "mapping_", "joint_prior_")
@@ -849,7 +855,9 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         unknown = sorted(set(params) - set(est.get_params(deep=False)))
         if unknown:
             raise ValueError(f"params: {unknown[0]!r} is not a parameter of {cls.__name__}")
-        missing = sorted(set(est.get_params(deep=False)) - set(params))
+        legacy = {n: v for n, v in cls._legacy_params.items() if n not in params}
+        missing = sorted(set(est.get_params(deep=False)) - set(params) - set(legacy))
+        params = {**params, **legacy}
         if missing:
             # save writes every parameter: a file without one was written before it existed, or edited; what it
             # now reads (the default) is said, not assumed (the claims checked below cover the privacy figures, not
@@ -1053,7 +1061,9 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             # the engine states the gap as the distortion minus its lower bound (a subtraction, rounded in its own
             # units): a gap that is not that difference is a claim the stored figures do not make
             implied = max(d - float(lb), 0.0)
-            if abs(float(gap_d) - implied) > _CLAIM_TOL * max(1.0, abs(d), abs(float(lb))):
+            # relative to the distortions subtracted (their rounding: 1e-16 of them on honest files, offsets of 1e9
+            # and scales of 1e-300 included), not to 1: an edit of a 6e-12 gap to 0 passed under an absolute 1e-9
+            if abs(float(gap_d) - implied) > _GAP_CLAIM_RTOL * max(abs(d), abs(float(lb)), np.finfo(float).tiny):
                 raise ValueError(f"{where}.certificate['distortion_gap'] = {float(gap_d)!r} does not hold: the "
                                  f"distortion {d!r} minus its stated lower bound {float(lb)!r} is {implied!r}")
         if res.status == "optimal" and float(cert["gap_bits"]) > _BUDGET_TOL:

@@ -1039,6 +1039,8 @@ class QuantizedPrivacyMapper(_BaseMapper):
         "class_bins_", "class_bins_grid_", "class_bins_excess_", "class_bins_noise_", "class_bins_distortion_",
         "n_class_directions_", "class_direction_eigenvalues_", "class_direction_threshold_",
     )
+    #: a file written before class_directions existed removed every between-class direction
+    _legacy_params = {"class_directions": "all"}
     #: files written before the frontier parameters lack the last three (read as: centres, one-hot, 0)
     _optional_attributes = _BaseMapper._optional_attributes + (
         "embedding_", "output_points_", "profile_weights_", "n_refine_", "attribute_directions_",

@@ -674,7 +674,8 @@ def sharpest_independence_multipliers(prob, leak_nats, max_entries=SHARPEN_MAX_E
     z = cp.Variable()
     cons = [R @ u + A @ cp.vec(T, order="F") <= prob.edge_weights(), cp.norm(C @ T, 2, axis=0) <= z]
     problem = cp.Problem(cp.Maximize(cp.sum(u) - math.sqrt(2.0 * L) * z), cons)
-    # bounded in time as the engine's LPs (any multipliers bound the distortion: a stopped solve's are as valid)
+    # bounded in time as the engine's LPs; a stopped solve (cvxpy's "user_limit") gives no multipliers here, and
+    # the bound falls back to the unsharpened one (weaker, never wrong)
     limit = time_limit_for_nonzeros(A.nnz + R.nnz + m * na * kh)
     if not solve_quietly(problem, "CLARABEL", {"time_limit": limit}) or T.value is None:
         return None

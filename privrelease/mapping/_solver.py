@@ -135,7 +135,6 @@ from ._lp import (ROW_SCALE_FLOOR, BlockFloor, _ml_bits_up, _ml_floor_rounding, 
                   maximal_leakage_distortion_bound, maximal_leakage_target_multipliers, perfect_privacy_mapping,
                   perfect_privacy_unreachable, polish_maximal_leakage, polish_maximal_leakage_target,
                   sharpest_independence_multipliers, solve_maximal_leakage_lp)
-from . import _lp
 from ._presolve import reduce_outputs
 from ._problem import LN2, Problem, bound_rounding
 from ._result import MappingResult

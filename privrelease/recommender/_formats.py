@@ -317,6 +317,8 @@ class RatingIds(dict):
         NUL id refused in the rows came in through them)."""
         for what, ids, rated in (("user", self.user_ids, self.rated_users), ("item", self.item_ids, self.rated_items)):
             where = f"{name}.{what}_ids"
+            if isinstance(ids, pd.MultiIndex):  # tuple ids given as a list: one id per tuple (isna is undefined)
+                ids = pd.Index(ids.to_flat_index(), tupleize_cols=False)
             if ids.hasnans:
                 raise ValueError(f"{where} holds a missing id (position {int(np.flatnonzero(ids.isna())[0])}); "
                                  f"every {what} needs an id")

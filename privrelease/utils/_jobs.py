@@ -29,7 +29,13 @@ class _Captured:
 
     def __call__(self, *args, **kwargs):
         if os.getpid() == self.parent:
-            return self.func(*args, **kwargs), ()
+            try:
+                return self.func(*args, **kwargs), ()
+            except Exception as exc:
+                # raised as it is by run_jobs (joblib stops dispatching at once): told apart from joblib's own
+                # errors, which run_jobs reads as a value or a task that could not be pickled (a call's TypeError,
+                # scikit-learn's InvalidParameterError among them, was reported as one)
+                raise _OwnError(exc) from None
         recorder = _Recorder()
         with warnings.catch_warnings():
             # every warning reaches the recorder (the first of each category and text is kept: a job raising a
@@ -44,6 +50,14 @@ class _Captured:
                 # a KeyboardInterrupt or SystemExit the call raised came first too, and loky restarted its workers
                 return _Failed(exc), recorder.portable()
         return value, recorder.portable()
+
+
+class _OwnError(Exception):
+    """A call's own error in this process, carried through joblib to :func:`run_jobs`, which raises the original."""
+
+    def __init__(self, exc):
+        super().__init__(exc)
+        self.exc = exc
 
 
 class _Failed:
@@ -140,12 +154,13 @@ def _is_pickling_error(exc):
 
 
 def _unsent(exc):
-    """The error of a worker's value that could not be sent back (the calls' own errors are values: _Failed). Which
-    call is not known: joblib raises it when it fetches another call's value (loky: often the one before)."""
+    """The error of a call or a value that could not be pickled on its way to or from a worker (the calls' own
+    errors are values: _Failed, or _OwnError in this process). Which call is not known: joblib raises it when it
+    fetches another call's value (loky: often the one before)."""
     return RuntimeError(
-        f"a call ran in a worker process, but its value could not be sent back to this one ({type(exc).__name__}: "
-        f"{exc}); with n_jobs > 1 every value must be picklable (does it hold a lock, an open file or a "
-        "connection?): run with n_jobs=1, or return a picklable value")
+        f"a call could not be sent to a worker process, or its value back to this one ({type(exc).__name__}: "
+        f"{exc}); with n_jobs > 1 every call's arguments and value must be picklable (does one hold a lock, an open "
+        "file or a connection?): run with n_jobs=1, or pass and return picklable values")
 
 
 def run_jobs(calls, n_jobs, **parallel):
@@ -173,6 +188,8 @@ def run_jobs(calls, n_jobs, **parallel):
         # a backend that yields no generator (multiprocessing): the list, at the end
         try:
             results = iter(Parallel(n_jobs=n_jobs, **{**parallel, "return_as": "list"})(tasks))
+        except _OwnError as own:
+            raise own.exc from own.exc.__cause__
         except Exception as exc2:  # as below: the calls' own errors are values (multiprocessing's MaybeEncodingError)
             if _is_pickling_error(exc2):
                 raise _unsent(exc2) from exc2
@@ -183,9 +200,11 @@ def run_jobs(calls, n_jobs, **parallel):
                 value, records = next(results)
             except StopIteration:  # pragma: no cover - joblib yields one value per call
                 break
+            except _OwnError as own:
+                raise own.exc from own.exc.__cause__
             except Exception as exc:
-                # the calls' own errors come back as _Failed values: this one is the trip back from the worker (a
-                # value that cannot be pickled: a bare "cannot pickle '_thread.lock' object" from inside joblib)
+                # the calls' own errors come back as _Failed values (or _OwnError): this one is joblib's trip to or
+                # from a worker (a value that cannot be pickled: a bare "cannot pickle '_thread.lock' object")
                 if _is_pickling_error(exc):
                     raise _unsent(exc) from exc
                 raise

@@ -35,14 +35,22 @@ __all__ = [
 def _library_dirs():
     """The folders (with their separator) whose frames are library frames for :func:`user_stacklevel`:
     privrelease's, scikit-learn's (the wrapper of every ``fit``, a ``Pipeline`` calling a mapper), joblib's (its
-    ``Parallel`` runs a ``GridSearchCV``'s fits, at n_jobs=1 too) and pandas' (``frame.pipe(check)``)."""
+    ``Parallel`` runs a ``GridSearchCV``'s fits, at n_jobs=1 too) and pandas' (``frame.pipe(check)``); and the
+    standard library's process and thread machinery (a worker's bottom frames), ``threading.py`` by its file and
+    the frozen modules by their ``<frozen ...>`` names."""
+    import concurrent.futures
+    import multiprocessing
+    import threading
+
     import joblib
     import pandas
     import sklearn
 
     packages = (os.path.dirname(os.path.dirname(__file__)),
-                *(os.path.dirname(m.__file__) for m in (sklearn, joblib, pandas)))
-    return tuple({folder + os.sep for package in packages for folder in (package, os.path.abspath(package))})
+                *(os.path.dirname(m.__file__) for m in (sklearn, joblib, pandas, multiprocessing, concurrent.futures)))
+    folders = {folder + os.sep for package in packages for folder in (package, os.path.abspath(package))}
+    # "<frozen runpy>": the bottom of a worker started as ``python -m`` (loky's)
+    return tuple(folders | {threading.__file__, os.path.abspath(threading.__file__), "<frozen "})
 
 
 def user_stacklevel():
@@ -57,7 +65,11 @@ def user_stacklevel():
     dirs = _library_dirs()
     frame = sys._getframe(1)
     level = 1
-    while frame.f_back is not None and frame.f_code.co_filename.startswith(dirs):
+    while frame.f_code.co_filename.startswith(dirs):
+        if frame.f_back is None:
+            # no user frame: a worker process or thread running library code (joblib's loky worker, a thread's
+            # bootstrap): the library's own call, as a fixed stacklevel named it (not multiprocessing/process.py)
+            return 2
         frame = frame.f_back
         level += 1
     return level

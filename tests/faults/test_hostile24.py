@@ -103,8 +103,27 @@ def test_a_value_that_cannot_come_back_is_named(backend):
     calls = [(warns_then_returns, (0,)), (returns_a_lock, (1,))]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        with pytest.raises(RuntimeError, match=r"its value could not be sent back .*every value must be picklable"):
+        with pytest.raises(RuntimeError, match=r"or its value back to this one .*arguments and value must be picklable"):
             list(run_jobs(calls, 2, backend=backend))
+
+
+def test_an_argument_that_cannot_reach_a_worker_is_named():
+    warns_then_returns, _, _ = _jobs()
+    with pytest.raises(RuntimeError, match=r"could not be sent to a worker process.*arguments and value must be"):
+        list(run_jobs([(warns_then_returns, (threading.Lock(),)), (warns_then_returns, (1,))], 2))
+
+
+@pytest.mark.parametrize("n_jobs, backend", [(1, None), (2, "threading"), (4, None)])
+def test_a_calls_own_type_error_in_this_process_is_raised_as_it_is(n_jobs, backend):
+    # review: in this process (n_jobs=1, one call, threads) a call's TypeError (sklearn's InvalidParameterError
+    # among them) was reported as a value that could not be pickled
+    def bad(i):
+        raise TypeError(f"call {i}: its own TypeError")
+
+    calls = [(bad, (0,))] if n_jobs == 4 else [(bad, (0,)), (bad, (1,))]
+    with pytest.raises(TypeError, match=r"^call 0: its own TypeError$") as err:
+        list(run_jobs(calls, n_jobs, **({"backend": backend} if backend else {})))
+    assert err.value.__cause__ is None and err.value.__suppress_context__
 
 
 @pytest.mark.parametrize("error", [KeyboardInterrupt, SystemExit])
