@@ -70,24 +70,54 @@ _REMOVAL_GRID = (1.0, 0.75, 0.5, 0.25, 0.0)
 #: were tried too and dropped (docs/frontier.md, section (o): the one guarded fit that leaked clearly more than the
 #: default on the protected users had chosen 4 bins, about 3 labeled users a cell)
 _BINS_GRID = (1, 2)
-#: class_directions="significant": label permutations of the null and the quantile a direction must exceed
-_DIRECTION_PERMUTATIONS = 50
+#: class_directions="significant": the level of the test a direction must pass, and the Tracy-Widom (beta = 1) law's
+#: quantile at that level (Tracy and Widom 1996, Table 1 of Johnstone 2008)
 _DIRECTION_LEVEL = 0.95
+_TRACY_WIDOM_95 = 0.9793
 
 
-def _significant_directions(E, a_idx, w, seed, n_perms=_DIRECTION_PERMUTATIONS, level=_DIRECTION_LEVEL):
+def _largest_root_threshold(n_dims, n_classes, n_users, tw_quantile=_TRACY_WIDOM_95):
+    """The ``_DIRECTION_LEVEL`` quantile of the largest eigenvalue of ``T^-1 B`` when the labels carry no class effect
+    (Roy's largest root of a one-way MANOVA with ``n_classes - 1`` hypothesis and ``n_users - n_classes`` error degrees
+    of freedom in ``n_dims`` dimensions), by Johnstone's Tracy-Widom approximation (Ann. Statist. 36 (2008), Theorem
+    1): ``log(theta / (1 - theta))`` is about ``mu + sigma * TW1``, with
+
+        sin^2(gamma / 2) = (min(n_h, p) - 1/2) / N,   sin^2(phi / 2) = (max(n_h, p) - 1/2) / N,   N = m + n_h - 1,
+        mu = 2 log tan((phi + gamma) / 2),   sigma^3 = 16 / N^2 / (sin^2(phi + gamma) sin(phi) sin(gamma)).
+
+    A closed form of the data's shape only: the same data give the same threshold whatever the seed (a permutation
+    null's quantile moved with it; docs/frontier.md, section (t), measures the two and the level). Returns 1.0 (no
+    eigenvalue of ``T^-1 B`` exceeds it: nothing kept) where the users are too few for the approximation
+    (``phi + gamma`` reaches ``pi``).
+    """
+    p, n_h = int(n_dims), int(n_classes) - 1
+    N = float(n_users) - n_classes + n_h - 1.0
+    if p < 1 or n_h < 1 or N <= max(n_h, p) - 0.5:
+        return 1.0
+    gamma = 2.0 * np.arcsin(np.sqrt((min(n_h, p) - 0.5) / N))
+    phi = 2.0 * np.arcsin(np.sqrt((max(n_h, p) - 0.5) / N))
+    if phi + gamma >= np.pi:
+        return 1.0
+    mu = 2.0 * np.log(np.tan((phi + gamma) / 2.0))
+    sigma = (16.0 / N ** 2 / (np.sin(phi + gamma) ** 2 * np.sin(phi) * np.sin(gamma))) ** (1.0 / 3.0)
+    return float(1.0 / (1.0 + np.exp(-(mu + sigma * tw_quantile))))
+
+
+def _significant_directions(E, a_idx, w):
     """The between-class directions whose signal exceeds the sampling noise of the class means
-    (``class_directions="significant"``, docs/frontier.md, section (s)).
+    (``class_directions="significant"``, docs/frontier.md, sections (s) and (t)).
 
     In the metric of the weighted total covariance ``T`` of the dense rows ``E`` (weights ``w``), the eigenvalues
     ``theta_j`` of ``T^-1 B``, ``B = sum_a p_a (mu_a - mu)(mu_a - mu)^T`` (``p_a`` the classes' weight shares), are
     ``lambda_j / (1 + lambda_j)`` with ``lambda_j`` the Fisher (LDA) eigenvalues of ``S^-1 B`` (``S`` pooled within
-    class), and ``T`` does not change when the labels are permuted. Direction ``j`` is kept when ``theta_j`` exceeds the
-    ``level`` quantile of the LARGEST eigenvalue under ``n_perms`` permutations of the labels (Roy's largest root, by
-    permutation; seeded by ``seed``): with no class effect no direction is kept with probability about ``level``, and a
-    direction the noise of the class means alone could give is not kept. Returns (orthonormal rows spanning the kept
-    directions' class-mean patterns ``T w_j``, which lie in the span of the class-mean offsets, strongest first; all
-    ``n_classes - 1`` eigenvalues, largest first; the null quantile).
+    class). Direction ``j`` is kept when ``theta_j`` exceeds the 95th percentile of the LARGEST eigenvalue with no
+    class effect (Roy's largest root, :func:`_largest_root_threshold`, in the dimensions of ``T``'s support, with the
+    weights' effective number of users ``(sum w)^2 / sum w^2``): with no class effect no direction is kept with
+    probability about 0.95 or more, and a direction the noise of the class means alone could give is not kept. The
+    threshold is a closed form, so the choice depends on the data only (not on ``random_state``). Returns
+    (orthonormal rows spanning the kept directions' class-mean patterns ``T w_j``, which lie in the span of the
+    class-mean offsets, in the order of the eigenvalues: row 0 is the largest one's pattern; all ``n_classes - 1``
+    eigenvalues, largest first; the threshold).
     """
     E = np.asarray(E, dtype=np.float64)
     w = np.asarray(w, dtype=np.float64)
@@ -102,26 +132,22 @@ def _significant_directions(E, a_idx, w, seed, n_perms=_DIRECTION_PERMUTATIONS, 
         # IndexError where class_directions="all" fitted, warned, one cluster)
         return np.zeros((0, E.shape[1])), np.zeros(0), 0.0
     Z = (R @ U) / np.sqrt(ev)  # whitened rows: identity total covariance on T's support
-
-    def between(labels):
-        onehot = sp.csr_matrix((w, (labels, np.arange(labels.size))), shape=(classes.size, labels.size))
-        p = np.asarray(onehot.sum(axis=1)).ravel()
-        M = np.asarray(onehot @ Z) / np.maximum(p, np.finfo(float).tiny)[:, None]
-        return (M * (p / p.sum())[:, None]).T @ M
-
-    theta, Q = np.linalg.eigh(between(a))
+    onehot = sp.csr_matrix((w, (a, np.arange(a.size))), shape=(classes.size, a.size))
+    p = np.asarray(onehot.sum(axis=1)).ravel()
+    M = np.asarray(onehot @ Z) / np.maximum(p, np.finfo(float).tiny)[:, None]
+    theta, Q = np.linalg.eigh((M * (p / p.sum())[:, None]).T @ M)
     n_dir = max(classes.size - 1, 0)
     theta, Q = theta[::-1][:n_dir], Q[:, ::-1][:, :n_dir]
-    rs = np.random.default_rng([int(seed), 20261208])
-    null = np.array([np.linalg.eigvalsh(between(rs.permutation(a)))[-1] for _ in range(n_perms)])
-    threshold = float(np.quantile(null, level))
+    threshold = _largest_root_threshold(ev.size, classes.size, w.sum() ** 2 / np.sum(w ** 2))
     r = int(np.sum(theta > threshold))
     if not r:
         return np.zeros((0, E.shape[1])), theta, threshold
-    # the class-mean pattern of discriminant j is T w_j = T^1/2 q_j (w_j = T^-1/2 q_j): B w_j = theta_j T w_j
+    # the class-mean pattern of discriminant j is T w_j = T^1/2 q_j (w_j = T^-1/2 q_j): B w_j = theta_j T w_j; the
+    # patterns are independent (T^1/2 is one-to-one on its support), orthonormalised in the eigenvalues' order so
+    # that row 0 is the leading discriminant's pattern (the direction class_bins cuts along)
     patterns = (Q[:, :r].T * np.sqrt(ev)) @ U.T
-    _, sv, Vt = np.linalg.svd(patterns, full_matrices=False)
-    return Vt[sv > 1e-10 * float(sv.max())], theta, threshold
+    V, upper = np.linalg.qr(patterns.T)
+    return (V * np.where(np.diag(upper) < 0, -1.0, 1.0)).T, theta, threshold
 
 
 def _heldout_instead(what):
@@ -714,12 +740,15 @@ class QuantizedPrivacyMapper(_BaseMapper):
         class means gives: the Fisher (LDA) eigenvalues of the between-class
         scatter ``B = sum_a p_a (mu_a - mu)(mu_a - mu)^T`` in the labeled
         users' total-covariance metric (``class_direction_eigenvalues_``) are
-        compared with the 95th percentile of the largest one under 50
-        permutations of the labeled users' labels, seeded from
-        ``random_state`` (``class_direction_threshold_``; with no class effect
-        no direction is kept about 95 % of the time); the kept directions'
-        class-mean patterns are projected out (``n_class_directions_`` of
-        them, possibly none: then the clusters are plain k-means cells, and
+        compared with the 95th percentile of the largest one with no class
+        effect (Roy's largest root), a closed form of the number of labeled
+        users, dimensions and classes (Johnstone's Tracy-Widom approximation;
+        ``class_direction_threshold_``; with no class effect no direction is
+        kept at least about 95 % of the time), so the same data give the same
+        directions whatever ``random_state``; the kept directions' class-mean
+        patterns are projected out (``n_class_directions_`` of them, the
+        largest eigenvalue's first, possibly none: then the clusters are
+        plain k-means cells, and
         ``class_removal_`` and ``class_bins_`` read as for no direction). With
         ``m`` classes estimated on a few hundred users, several of the
         ``m - 1`` estimated directions are mostly the noise of the class
@@ -827,7 +856,9 @@ class QuantizedPrivacyMapper(_BaseMapper):
         Orthonormal between-class directions projected out before clustering
         (``clustering="attribute_free"``; zero rows otherwise, and when
         ``class_removal_`` is 0). At most ``n_dims - 1`` of them, the
-        strongest (largest class-mean offsets first).
+        strongest first: the largest class-mean offsets (``class_directions=
+        "all"``) or the largest eigenvalue's class-mean pattern
+        (``"significant"``); row 0 is the direction ``class_bins`` cuts along.
     n_class_directions_ : int
         Rows of ``attribute_directions_`` (``class_directions``): 0 for plain
         clusters.
@@ -837,8 +868,10 @@ class QuantizedPrivacyMapper(_BaseMapper):
         between-class scatter in the total-covariance metric (``lambda /
         (1 + lambda)`` of ``S^-1 B``), largest first.
     class_direction_threshold_ : float
-        The 95th percentile of the largest such eigenvalue under label
-        permutations; the directions above it are removed.
+        The 95th percentile of the largest such eigenvalue with no class
+        effect (Roy's largest root by Johnstone's Tracy-Widom approximation,
+        in the rank of the labeled users' covariance, with their weights'
+        effective number); the directions above it are removed.
     class_removal_ : float
         Share of the between-class component removed before clustering and
         assignment (``class_removal``, or the held-out choice); 0.0 when the
@@ -1259,8 +1292,8 @@ class QuantizedPrivacyMapper(_BaseMapper):
         mean = average(E, w_lab)
         rule = getattr(self, "_directions_rule", None) or self._class_directions_rule(E, a_idx)
         if rule == "significant":
-            # the directions above the permutation null, strongest first (section (s))
-            V, theta, threshold = _significant_directions(E, a_idx, w_lab, getattr(self, "_direction_seed", 0))
+            # the directions above the largest root's null quantile, the largest eigenvalue first (sections (s), (t))
+            V, theta, threshold = _significant_directions(E, a_idx, w_lab)
             self.class_direction_eigenvalues_, self.class_direction_threshold_ = theta, threshold
         else:
             offsets = []
@@ -1356,8 +1389,6 @@ class QuantizedPrivacyMapper(_BaseMapper):
                 )
             self.embedding_ = TasteEmbedding(n_components=self.n_components, random_state=seed).fit(X_lab_s)
         E = self._embed(X_lab)
-        # class_directions="significant": the label permutations of its null (the held-out folds' copies too)
-        self._direction_seed = seed
         # class_directions resolved once on every labeled user: the held-out folds (4/5 of them) re-resolved it, so
         # near n = d + m "auto" tested the folds' clusters with "all" and fitted the final ones with "significant"
         self._directions_rule = self._class_directions_rule(E, a_idx) if self._clustering(a_idx) == \
@@ -2619,6 +2650,10 @@ class QuantizedPrivacyMapper(_BaseMapper):
             raise ValueError("fitted.class_direction_eigenvalues_ and class_direction_threshold_ are saved together "
                              "(class_directions='significant'), got one of them")
         if theta is None:
+            if self.class_directions == "significant" and n_dirs:
+                raise ValueError(f"fitted.attribute_directions_ has {n_dirs} rows but class_directions='significant' "
+                                 "keeps only the directions whose class_direction_eigenvalues_ exceed "
+                                 "class_direction_threshold_, and neither is saved")
             return
         if self.class_directions == "all":
             raise ValueError("fitted.class_direction_eigenvalues_ is saved but class_directions='all' removes every "
