@@ -760,18 +760,23 @@ class QuantizedPrivacyMapper(_BaseMapper):
         the attribute (or the joint attribute) has more than two classes and
         the rule applies, ``"all"`` otherwise (a binary attribute, the sparse
         input space, few labeled users). Measured in docs/frontier.md,
-        section (s), against ``"all"`` at perfect privacy over 6 protocol
-        draws (about 500 labeled users, 50 cells): the realistic gender x age
-        band +4.31 against +6.59 % RMSE (6 wins of 6, 41 % of releasing
-        nothing against 64 %; 0 or 1 of the 5 directions kept), the
-        realistic age band +3.39 against +3.84 % (4 of 6; 0 or 1 of 2 kept),
+        sections (s) and (t), against ``"all"`` at perfect privacy over 6
+        protocol draws (about 500 labeled users, 50 cells): the realistic
+        gender x age band +4.20 against +6.59 % RMSE (6 wins of 6, 40 % of
+        releasing nothing against 64 %; 0 or 1 of the 5 directions kept), the
+        realistic age band +3.31 against +3.84 % (4 of 6; 0 or 1 of 2 kept),
         the entangled gender x age band +8.10 against +8.66 % (4 of 6; 2 of 5
         kept), the entangled age band the same fit (2 of 2 kept on every
-        draw); the protected users' excess leakage unchanged over 30 draws
-        (paired -0.0015, -0.0003, +0.0018 bits, every 95 % interval across 0),
-        the worst attacker's folded AUC 0.547 against 0.549 and 0.552 on the
-        entangled joint and realistic age band, 0.558 against 0.547 on the
-        realistic joint set (over 10 draws +0.005 on average, not significant).
+        draw); at 0.01 bits +3.13 against +6.15 %, +3.00 against +3.66 % and
+        +7.39 against +8.85 % (6, 5 and 5 wins of 6). The protected users'
+        excess leakage unchanged over 30 draws (paired -0.0015, -0.0003,
+        +0.0018 bits, every 95 % interval across 0); the worst attacker's
+        folded AUC at perfect privacy 0.547 against 0.549 and 0.533 against
+        0.552 on the entangled joint and realistic age band, 0.558 against
+        0.547 on the realistic joint set, where the draws that keep no
+        direction give the attackers about +0.01 (5 draws, p about 0.06); at
+        0.01 bits +0.008 and +0.004 on average on the realistic age band and
+        entangled joint, -0.002 on the realistic joint (6 draws).
 
     Attributes
     ----------
