@@ -51,3 +51,22 @@ def test_heldout_folds_use_the_rule_the_fit_resolved():
     finally:
         QuantizedPrivacyMapper._class_directions_rule = original
     assert calls == [(50, "significant")]  # resolved once, on every labeled user
+
+
+def test_balancing_weights_do_not_make_noise_significant():
+    # class-dependent weights (1 / n_class) on pure noise, classes of 80 / 15 / 5 %: the null assumed every class mean
+    # alike noisy, and a direction was kept on 12.5 % of 200 fits (4 % with unit weights); unit weights keep the
+    # closed form exactly
+    from privrelease.mappers._quantized import _largest_root_threshold, _significant_directions
+
+    kept = {"unit": 0, "balanced": 0}
+    for s in range(120):
+        rng = np.random.default_rng(s)
+        a = rng.choice(3, size=600, p=[0.8, 0.15, 0.05])
+        E = rng.normal(size=(600, 10))
+        for name, w in (("unit", np.ones(600)), ("balanced", 1.0 / np.bincount(a)[a])):
+            V, theta, threshold = _significant_directions(E, a, w)
+            kept[name] += V.shape[0] > 0
+            if name == "unit":
+                assert threshold == _largest_root_threshold(10, 3, 600.0)
+    assert kept["balanced"] <= 12 and kept["unit"] <= 12, kept  # about 5 %: 6 of 120 expected

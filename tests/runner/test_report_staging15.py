@@ -249,7 +249,10 @@ def test_saving_defers_ctrl_c_delivered_to_another_thread(tmp_path):
     out = tmp_path / "out"
     script = _DEFERRED.replace(
         "os.kill(os.getpid(), signal.SIGINT)",
-        "signal.pthread_kill(worker.ident, signal.SIGINT)").replace(
+        # the worker thread runs the C-level handler only once the kernel schedules it: on a loaded machine that
+        # came after the save had ended (the interrupt then arrived at worker.join()); waited for here, in the
+        # middle of the change of reports, as a Ctrl-C arriving there would be
+        "signal.pthread_kill(worker.ident, signal.SIGINT)\n    import time\n    time.sleep(1.0)").replace(
         "seen = {}", "import threading\nstop = threading.Event()\nworker = threading.Thread(target=stop.wait)\n"
                      "worker.start()\nseen = {}").replace(
         "print(json.dumps(seen))", "stop.set()\nworker.join()\nprint(json.dumps(seen))")
