@@ -894,11 +894,12 @@ class QuantizedPrivacyMapper(_BaseMapper):
     n_class_directions_ : int
         Rows of ``attribute_directions_`` (``class_directions``): 0 for plain
         clusters.
-    class_direction_eigenvalues_ : ndarray of float, shape (n_classes - 1,)
+    class_direction_eigenvalues_ : ndarray of float, shape (n_eigenvalues,)
         ``class_directions="significant"`` (or ``"auto"`` resolved to it)
         only, like the next: the Fisher eigenvalues ``theta_j`` of the
         between-class scatter in the total-covariance metric (``lambda /
-        (1 + lambda)`` of ``S^-1 B``), largest first.
+        (1 + lambda)`` of ``S^-1 B``), largest first: ``n_classes - 1`` of
+        them, fewer when the labeled users' points span fewer dimensions.
     class_direction_threshold_ : float
         The 95th percentile of the largest such eigenvalue with no class
         effect (Roy's largest root by Johnstone's Tracy-Widom approximation,
@@ -2695,6 +2696,13 @@ class QuantizedPrivacyMapper(_BaseMapper):
                 or isinstance(threshold, bool) or not isinstance(threshold, Real) or not np.isfinite(threshold)):
             raise ValueError("fitted.class_direction_eigenvalues_ must be a 1-D array of finite numbers and "
                              f"class_direction_threshold_ a finite number, got {theta!r:.60} and {threshold!r:.60}")
+        n_classes = int(np.shape(self.prior_)[0])
+        if (theta.size > max(n_classes - 1, 0) or np.any(theta < -1e-12) or np.any(theta > 1.0 + 1e-12)
+                or np.any(np.diff(theta) > 1e-12)):
+            # theta_j = lambda_j / (1 + lambda_j) of T^-1 B: at most n_classes - 1 of them, in [0, 1], largest first
+            raise ValueError(f"fitted.class_direction_eigenvalues_ = {theta!r:.80} are not the eigenvalues of T^-1 B "
+                             f"the fit computes: expected at most {max(n_classes - 1, 0)} numbers in [0, 1], largest "
+                             "first")
         chosen = min(int(np.sum(theta > threshold)), max(n_dims - 1, 0))
         if chosen != n_dirs:
             raise ValueError(f"fitted.attribute_directions_ has {n_dirs} rows but {chosen} of the "

@@ -70,3 +70,24 @@ def test_balancing_weights_do_not_make_noise_significant():
             if name == "unit":
                 assert threshold == _largest_root_threshold(10, 3, 600.0)
     assert kept["balanced"] <= 12 and kept["unit"] <= 12, kept  # about 5 %: 6 of 120 expected
+
+
+@pytest.mark.parametrize("edit", [lambda t: t[::-1].copy(), lambda t: np.r_[t, 0.0, 0.0, 0.0, 0.0],
+                                  lambda t: np.r_[t[:-1], -0.5], lambda t: np.r_[7.0, t[1:]]])
+def test_edited_eigenvalues_are_refused(tmp_path, edit):
+    from privrelease import load
+    from privrelease._persistence import _read, _write
+
+    rng = np.random.default_rng(0)
+    y = np.arange(600) % 4
+    X = rng.normal(size=(600, 8)) + 0.8 * (y[:, None] == np.arange(8)[None, :] % 4)
+    m = QuantizedPrivacyMapper(space="raw", clustering="attribute_free", n_clusters=6, random_state=0).fit(X, y)
+    theta = m.class_direction_eigenvalues_
+    assert theta.size == 3 and np.all(np.diff(theta) <= 0) and m.n_class_directions_ >= 1
+    m.save(tmp_path / "m.npz")
+    meta, arrays = _read(tmp_path / "m.npz")
+    key = meta["fitted"]["class_direction_eigenvalues_"]["key"]
+    arrays[key] = edit(np.asarray(arrays[key]))
+    _write(tmp_path / "m.npz", meta, arrays)
+    with pytest.raises(ValueError, match=r"class_direction_eigenvalues_"):
+        load(tmp_path / "m.npz")
