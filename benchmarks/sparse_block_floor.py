@@ -3,20 +3,10 @@ with the dense route. Usage: python benchmarks/sparse_block_floor.py SEED0 SEED1
 import sys, warnings, math, time
 import numpy as np, scipy.sparse as sp
 sys.path.insert(0, "tests/mapping"); sys.path.insert(0, "tests")
-from test_blocks20 import block_instance, four_block_instance, mi_floor_bits, per_block_pp_reference
+from test_blocks20 import mi_floor_bits, per_block_pp_reference
+from test_floor23 import _instance as inst  # the tests' instances (blocks permuted when asked)
 from privrelease.mapping import solve_mapping, _solver
 from privrelease.exceptions import SolverError, InfeasibleBudgetError
-
-def inst(seed, gen, perm):
-    if gen == "block":
-        prior, d, labels, _ = block_instance(seed)
-    else:
-        prior, d, labels = four_block_instance(seed, gen)
-    if perm:
-        rng = np.random.default_rng(1000 + seed)
-        pr, pc = rng.permutation(d.shape[0]), rng.permutation(d.shape[1])
-        prior, d, labels = prior[:, pr], d[pr][:, pc], labels[pr]
-    return prior, d, labels
 
 def run(prior, d, target, sparse):
     orig = _solver.reduce_outputs

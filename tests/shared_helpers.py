@@ -183,3 +183,18 @@ def ml_span_instance(seed):
     d = 10.0 ** rng.uniform(-8, 8, (k, k))
     d[np.arange(k), rng.integers(0, k, k)] = 10.0 ** rng.uniform(-8, -6, k)
     return prior, d, float(10 ** rng.uniform(-9, -5))
+
+
+def cholesky_failing_once(cho, seen):
+    """A stand-in for the engine's in-place Cholesky ``cho`` that records each matrix it is given in ``seen`` and
+    fails the first time, leaving NaN in the triangle it factors (what a failed in-place factorisation may leave)."""
+    import numpy as np
+
+    def failing_once(S):
+        seen.append(S.copy())
+        if len(seen) == 1:
+            S[np.triu_indices(S.shape[0])] = np.nan
+            raise np.linalg.LinAlgError("not positive definite")
+        return cho(S)
+
+    return failing_once

@@ -10,7 +10,7 @@ from threadpoolctl import threadpool_limits
 
 from privrelease.mapping import _fast, squared_euclidean_distortion
 from privrelease.mapping._problem import Problem
-from shared_helpers import independent_bound_gap, reference_leakage
+from shared_helpers import cholesky_failing_once, independent_bound_gap, reference_leakage
 
 
 def _spd(rng, k, shift=1.0):
@@ -165,16 +165,7 @@ def test_factor_retries_a_failed_in_place_cholesky_on_the_restored_shifted_matri
     r, j = np.nonzero(sup)
     monkeypatch.setattr(_fast, "_SPARSE_SCHUR", -1.0)
     seen = []
-    cho = _fast._cho_factor
-
-    def failing_once(S):
-        seen.append(S.copy())
-        if len(seen) == 1:
-            S[np.triu_indices(k)] = np.nan  # what a failed in-place factorisation may leave
-            raise np.linalg.LinAlgError("not positive definite")
-        return cho(S)
-
-    monkeypatch.setattr(_fast, "_cho_factor", failing_once)
+    monkeypatch.setattr(_fast, "_cho_factor", cholesky_failing_once(_fast._cho_factor, seen))
     bar = _fast._Barrier(prob, r, j, 0.5, False)
     x = rng.uniform(0.1, 1.0, size=r.size)
     x /= np.bincount(r, weights=x)[r]

@@ -11,7 +11,7 @@ from threadpoolctl import threadpool_limits
 
 from privrelease.mapping import _fast, squared_euclidean_distortion
 from privrelease.mapping._problem import Problem
-from shared_helpers import independent_bound_gap
+from shared_helpers import cholesky_failing_once, independent_bound_gap
 
 
 def _random_support(rng, k, nc, per_row):
@@ -210,14 +210,7 @@ def test_failed_cholesky_retries_on_the_same_shifted_triangle(monkeypatch):
     out = {}
     for use_blocks in (True, False):
         seen = []
-        cho = _fast._cho_factor
-
-        def failing_once(S):
-            seen.append(S.copy())
-            if len(seen) == 1:
-                S[np.triu_indices(k)] = np.nan  # what a failed in-place factorisation may leave
-                raise np.linalg.LinAlgError("not positive definite")
-            return cho(S)
+        failing_once = cholesky_failing_once(_fast._cho_factor, seen)
 
         with monkeypatch.context() as m:
             m.setattr(_fast, "_SPARSE_SCHUR", -1.0)  # never the sparse LU
