@@ -579,15 +579,17 @@ def polish_edges(prob, x, delta, tol_bits, own=None, max_iter=30, max_outer=8):
     multiplier)`` of ``prob.certificate(x, delta)`` when the caller has them. Returns the best ``(x, gap_bits,
     multiplier)``, its bound that of ``prob.certificate`` with the posteriors of ``x`` for the outputs the polish
     emptied (``x`` itself when nothing improved it; unchanged on problems of more than ``SPARSE_POLISH_MAX_ROWS``
-    rows).
+    rows or ``_FULL_SUPPORT_LIMIT`` edges, the sizes :func:`barrier_edges` works at).
     """
-    from ._fast import newton_on_entries
+    from ._fast import _FULL_SUPPORT_LIMIT, newton_on_entries
 
     if own is None:
         own = prob.certificate(x, delta)[:2]
     gap0, lam = own
     best = (x, gap0, lam)
-    if prob.k > SPARSE_POLISH_MAX_ROWS:
+    if prob.k > SPARSE_POLISH_MAX_ROWS or prob.n > _FULL_SUPPORT_LIMIT:
+        # the sizes barrier_edges works at (review: the rows alone let an erasure alphabet of ~1e6 edges into rounds
+        # of Newton steps and full-edge certificates it never ran before)
         return best
     pi_hint = prob.posteriors(x)
     has_con = delta is not None and np.isfinite(delta) and delta < prob.delta_max * (1 - 1e-12)
