@@ -904,7 +904,9 @@ class QuantizedPrivacyMapper(_BaseMapper):
         The 95th percentile of the largest such eigenvalue with no class
         effect (Roy's largest root by Johnstone's Tracy-Widom approximation,
         in the rank of the labeled users' covariance, with their weights'
-        effective number); the directions above it are removed.
+        effective number; where weights that depend on the class make the
+        class means unequally noisy, at least a null simulated from a fixed
+        seed); the directions above it are removed.
     class_removal_ : float
         Share of the between-class component removed before clustering and
         assignment (``class_removal``, or the held-out choice); 0.0 when the
