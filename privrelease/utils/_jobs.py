@@ -186,28 +186,35 @@ def run_jobs(calls, n_jobs, **parallel):
         if "return_as" not in str(exc) or "return_as" in parallel:
             raise
         # a backend that yields no generator (multiprocessing): the list, at the end
+        own = None
         try:
             results = iter(Parallel(n_jobs=n_jobs, **{**parallel, "return_as": "list"})(tasks))
-        except _OwnError as own:
-            raise own.exc from own.exc.__cause__
+        except _OwnError as carried:
+            own = carried.exc
         except Exception as exc2:  # as below: the calls' own errors are values (multiprocessing's MaybeEncodingError)
             if _is_pickling_error(exc2):
                 raise _unsent(exc2) from exc2
             raise
+        if own is not None:
+            raise own  # outside the handler: its own cause and context, not joblib's wrapper
+
     try:
         for _ in calls:
+            own = None
             try:
                 value, records = next(results)
             except StopIteration:  # pragma: no cover - joblib yields one value per call
                 break
-            except _OwnError as own:
-                raise own.exc from own.exc.__cause__
+            except _OwnError as carried:
+                own = carried.exc
             except Exception as exc:
                 # the calls' own errors come back as _Failed values (or _OwnError): this one is joblib's trip to or
                 # from a worker (a value that cannot be pickled: a bare "cannot pickle '_thread.lock' object")
                 if _is_pickling_error(exc):
                     raise _unsent(exc) from exc
                 raise
+            if own is not None:
+                raise own  # outside the handler: its own cause and context, not joblib's wrapper
             reissue(records, seen, modules)
             if isinstance(value, _Failed):
                 raise value.exc from _RemoteTraceback(value.text)
