@@ -103,6 +103,14 @@ def _largest_root_threshold(n_dims, n_classes, n_users, tw_quantile=_TRACY_WIDOM
     return float(1.0 / (1.0 + np.exp(-(mu + sigma * tw_quantile))))
 
 
+def _rounding_scale(E):
+    """What rounding leaves of a difference of the rows ``E`` (dense or sparse) or of their means: 64 ulps of their
+    largest entry. A spread below it is no spread: identical rows left a residue of ~1e-17 whose largest eigenvalue
+    passed a cutoff relative to the largest, and a direction was "found" between classes of one point (review)."""
+    top = abs(E).max() if sp.issparse(E) else (np.max(np.abs(E)) if np.size(E) else 0.0)
+    return 64.0 * np.finfo(float).eps * float(top)
+
+
 def _significant_directions(E, a_idx, w):
     """The between-class directions whose signal exceeds the sampling noise of the class means
     (``class_directions="significant"``, docs/frontier.md, sections (s) and (t)).
@@ -125,7 +133,7 @@ def _significant_directions(E, a_idx, w):
     classes, a = np.unique(a_idx, return_inverse=True)
     R = E - np.average(E, axis=0, weights=w)
     ev, U = np.linalg.eigh((R * w[:, None]).T @ R / w.sum())
-    ok = ev > 1e-10 * max(float(ev.max()), np.finfo(float).tiny)
+    ok = ev > max(1e-10 * float(ev.max()), _rounding_scale(E) ** 2, np.finfo(float).tiny)
     ev, U = ev[ok], U[:, ok]
     if not ev.size:
         # every labeled user at one point (implicit feedback in the taste space, identical rows): no direction
@@ -1337,7 +1345,8 @@ class QuantizedPrivacyMapper(_BaseMapper):
                 if w_lab[mask].sum() > 0:
                     offsets.append(average(E[mask], w_lab[mask]) - mean)
             _, s, Vt = np.linalg.svd(np.asarray(offsets), full_matrices=False)
-            keep = s > 1e-10 * max(float(s.max()), np.finfo(float).tiny) if s.size else np.zeros(0, bool)
+            keep = (s > max(1e-10 * float(s.max()), _rounding_scale(E), np.finfo(float).tiny) if s.size
+                    else np.zeros(0, bool))
             V = Vt[keep]  # singular values in decreasing order: the strongest directions first
         n_dims = E.shape[1]
         limit = max(n_dims - 1, 0)

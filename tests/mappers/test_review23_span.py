@@ -91,3 +91,22 @@ def test_edited_eigenvalues_are_refused(tmp_path, edit):
     _write(tmp_path / "m.npz", meta, arrays)
     with pytest.raises(ValueError, match=r"class_direction_eigenvalues_"):
         load(tmp_path / "m.npz")
+
+
+@pytest.mark.parametrize("class_directions", ["auto", "all", "significant"])
+def test_classes_of_one_point_have_no_direction_between_them(class_directions):
+    # identical rows: the spread is rounding residue (~1e-17), whose largest eigenvalue passed a cutoff relative to
+    # the largest and gave "a direction" (eigenvalue 1.0; "all": 2 of them) between classes of one point
+    rng = np.random.default_rng(0)
+    X = np.tile(rng.normal(size=8), (100, 1))
+    y = rng.integers(0, 3, 100)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        m = QuantizedPrivacyMapper(space="raw", clustering="attribute_free", class_directions=class_directions,
+                                   n_clusters=4, random_state=0).fit(X, y)
+    assert m.n_class_directions_ == 0 and m.attribute_directions_.shape == (0, 8)
+    assert leakage(m.prior_, m.mapping_) == pytest.approx(m.leakage_, abs=1e-12)
+    from privrelease.mappers._quantized import _significant_directions
+
+    V, theta, _ = _significant_directions(X, y, np.ones(100))
+    assert V.shape == (0, 8)
