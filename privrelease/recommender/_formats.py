@@ -288,7 +288,9 @@ class RatingIds(dict):
     * CSV and the other text formats: the rows only (no ``attrs``).
 
     To keep every id through a parquet file, write the ids beside it (``rf.user_ids_``, ``rf.item_ids_``) or
-    pickle the frame.
+    pickle the frame. pandas' ``merge`` (a release joined with side data) does not carry ``attrs``: the merged frame
+    has no record of the users and items without a rating, and nothing can warn; merge after converting back
+    (``RatingsFrame().fit(released)``), or keep the ids as above.
 
     Attributes
     ----------
