@@ -238,18 +238,15 @@ def _warn_counted_ids_lost(counts, n_users, n_items, target):
     if (recorded[0] <= n_users and recorded[1] <= n_items) if unrated is None else unrated == (0, 0):
         return
     if unrated is not None:
-        warnings.warn(
-            f"the frame's attrs['ids'] counts the {recorded[0]} users and {recorded[1]} items of a release written "
-            f"in long form, {unrated[0]} user(s) and {unrated[1]} item(s) of them without a stored rating: those are "
-            f"not in {target}; only the counts were kept (a parquet file writes attrs as JSON: the ids themselves "
-            "are lost), so keep the ids beside the file (rf.user_ids_, rf.item_ids_) or pickle the frame",
-            UserWarning, stacklevel=user_stacklevel())
-        return
+        missing = (f"{unrated[0]} user(s) and {unrated[1]} item(s) of them without a stored rating: those are not in "
+                   f"{target}")
+    else:
+        missing = (f"but its rows name {n_users} users and {n_items} items: {max(recorded[0] - n_users, 0)} user(s) "
+                   f"and {max(recorded[1] - n_items, 0)} item(s) (without a stored rating, or whose rows were removed) "
+                   f"are not in {target}")
     warnings.warn(
         f"the frame's attrs['ids'] counts the {recorded[0]} users and {recorded[1]} items of a release written in "
-        f"long form, but its rows name {n_users} users and {n_items} items: {max(recorded[0] - n_users, 0)} "
-        f"user(s) and {max(recorded[1] - n_items, 0)} item(s) (without a stored rating, or whose rows were removed) "
-        f"are not in {target}; only the counts were kept (a parquet file writes attrs as JSON: the ids themselves "
+        f"long form, {missing}; only the counts were kept (a parquet file writes attrs as JSON: the ids themselves "
         "are lost), so keep the ids beside the file (rf.user_ids_, rf.item_ids_) or pickle the frame",
         UserWarning, stacklevel=user_stacklevel())
 
