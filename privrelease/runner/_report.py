@@ -1123,17 +1123,32 @@ class Report:
             self._folder = _Folder(self.output_dir, overwrite=self._overwrite)
         return self._folder
 
-    def _write(self, name, data, unique=True):
-        """Stage ``name``. ``unique``: a run's table, figure or JSON file; one written again under a name the run
-        already used replaces the first (the report's own file), is warned, and the report shows the new one only
-        (it showed both under the one name, the file holding the second)."""
+    def _write(self, name, data, unique=True, part=None, frame=None):
+        """Stage ``name`` and add its ``part`` (a table or figure shown; None: a file only) to the report;
+        ``frame``: the table a CSV file holds.
+
+        ``unique``: a run's table, figure, CSV or JSON file; one written again under a name the run already used
+        replaces the first (the report's own file), is warned, and the report shows the new one only, where it
+        showed the first (it showed both under the one name, the file holding the second; a replaced part moved
+        to the end). A CSV file written under a shown table's name keeps the table, showing what the file now
+        holds: both were asked for.
+        """
         check_file_name(name, self.output_dir)  # before the folder is created
         path = self._open_folder().write(name, data)
         if unique and path in self.files:
             warnings.warn(f"the report already had a file named {name!r}: replaced by the new one, which the report "
                           "shows in place of the first; give each table, figure or JSON file its own name to keep "
                           "both", UserWarning, stacklevel=3)
-            self._parts = [p for p in self._parts if not (p[0] in ("table", "figure") and p[3] == name)]
+            shown = [i for i, p in enumerate(self._parts) if p[0] in ("table", "figure") and p[3] == name]
+            if shown:
+                if part is None and frame is not None and self._parts[shown[0]][0] == "table":
+                    part = self._parts[shown[0]][:1] + (frame.copy(),) + self._parts[shown[0]][2:]
+                if part is not None:
+                    self._parts[shown[0]] = part
+                    part = None
+                self._parts = [p for i, p in enumerate(self._parts) if i not in shown[1:]]
+        if part is not None:
+            self._parts.append(part)
         if path not in self.files:
             self.files.append(path)
         return path
@@ -1179,9 +1194,9 @@ class Report:
         pathlib.Path
             The CSV file.
         """
-        path = self._write(f"{name}.csv", df.to_csv(index=False).encode("utf-8"))
-        self._parts.append(("table", df.copy(), caption, path.name, max_rows))
-        return path
+        fname = f"{name}.csv"
+        return self._write(fname, df.to_csv(index=False).encode("utf-8"), part=("table", df.copy(), caption,
+                                                                                  fname, max_rows))
 
     def csv(self, df, name):
         """Save ``df`` as ``name.csv`` without showing it (for long tables); return the path.
@@ -1197,7 +1212,7 @@ class Report:
         -------
         pathlib.Path
         """
-        return self._write(f"{name}.csv", df.to_csv(index=False).encode("utf-8"))
+        return self._write(f"{name}.csv", df.to_csv(index=False).encode("utf-8"), frame=df)
 
     def figure(self, fig, name, caption=None):
         """Save a matplotlib figure as ``name.png`` and embed it (inline in the HTML page).
@@ -1222,9 +1237,8 @@ class Report:
         fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
         plt.close(fig)
         png = buf.getvalue()
-        path = self._write(f"{name}.png", png)
-        self._parts.append(("figure", png, caption, path.name))
-        return path
+        fname = f"{name}.png"
+        return self._write(fname, png, part=("figure", png, caption, fname))
 
     def json(self, obj, name):
         """Save ``obj`` (numbers, lists, dicts; numpy values converted) as ``name.json``.
