@@ -196,23 +196,39 @@ def _warn_left_out(target, n_users, kept_users, n_items, kept_items):
         "RatingsFrame().fit(frame) maps them all again)", UserWarning, stacklevel=user_stacklevel())
 
 
-def _warn_recorded_ids_lost(ids, user_ids, item_ids, target, advice):
+def _first_time(seen, key):
+    """Whether the users and items lost ``key`` names are told now: ``seen`` (a converter's set of what it said)
+    is None or does not hold it yet (then it does). One filtered frame fitted and then converted warned twice of
+    one loss."""
+    if seen is None:
+        return True
+    if key in seen:
+        return False
+    seen.add(key)
+    return True
+
+
+def _warn_recorded_ids_lost(ids, user_ids, item_ids, target, advice, seen=None):
     """Say how many of the ids a release recorded in its long form (``ids``, a :class:`RatingIds`) ``user_ids``
-    and ``item_ids`` leave out, when some of them had no stored rating when written.
+    and ``item_ids`` leave out, when some of them had no stored rating when written; once for each set of lost
+    users and items ``seen`` records (see :func:`_first_time`).
 
     A frame that is no longer the one written (filtered, edited, concatenated) does not read its ``attrs["ids"]``
     back: its rows name the users and items it maps. A user removed with her rows was removed on purpose; a user
     with no stored rating had no row to remove, and was dropped without a word (40 users read back as 30)."""
-    counts = []
+    counts, lost = [], []
     for known, rated, kept in ((ids.user_ids, ids.rated_users, user_ids), (ids.item_ids, ids.rated_items, item_ids)):
         try:
             missing = exact_positions(kept, known) < 0
         except ValueError:  # a float id several integer ids read as: named where the rows are read
             return
         counts.append((int(np.sum(missing & ~rated)), int(np.sum(missing & rated))))
+        lost.append(tuple(known[missing & ~rated]))
     (users_unrated, users_removed), (items_unrated, items_removed) = counts
     if not users_unrated and not items_unrated:
         return  # what is missing had rows, and the rows were removed: on purpose
+    if not _first_time(seen, ("ids", *lost)):
+        return
     removed = (f" (besides {users_removed} user(s) and {items_removed} item(s) whose rows are not in the frame)"
                if users_removed or items_removed else "")
     warnings.warn(
@@ -223,10 +239,10 @@ def _warn_recorded_ids_lost(ids, user_ids, item_ids, target, advice):
         UserWarning, stacklevel=user_stacklevel())
 
 
-def _warn_counted_ids_lost(counts, n_users, n_items, target):
+def _warn_counted_ids_lost(counts, n_users, n_items, target, seen=None):
     """Say that ``n_users`` and ``n_items`` fall short of the counts ``{"n_users", "n_items", ...}`` a released frame's
     ``attrs["ids"]`` keeps through a parquet file (its ids are lost there): users without a stored rating were
-    dropped without a word."""
+    dropped without a word. Once for each loss ``seen`` records (see :func:`_first_time`)."""
     try:
         recorded = int(counts["n_users"]), int(counts["n_items"])
     except (KeyError, TypeError, ValueError, OverflowError):
@@ -236,6 +252,8 @@ def _warn_counted_ids_lost(counts, n_users, n_items, target):
     except (KeyError, TypeError, ValueError, OverflowError):
         unrated = None  # written before the counts were kept: any shortfall is said
     if (recorded[0] <= n_users and recorded[1] <= n_items) if unrated is None else unrated == (0, 0):
+        return
+    if not _first_time(seen, ("counts", recorded, unrated if unrated is not None else (n_users, n_items))):
         return
     if unrated is not None:
         missing = (f"{unrated[0]} user(s) and {unrated[1]} item(s) of them without a stored rating: those are not in "
@@ -442,6 +460,13 @@ class RatingsFrame:
         return (f"RatingsFrame(user={self.user!r}, item={self.item!r}, rating={self.rating!r}, "
                 f"sort_ids={self.sort_ids!r})")
 
+    def _lost_told(self):
+        """The sets of lost users and items this converter warned of (each said once: :meth:`fit` and
+        :meth:`to_surprise` of one filtered frame told one loss twice)."""
+        if not hasattr(self, "_lost_warned"):  # a converter unpickled from before it was kept
+            self._lost_warned = set()
+        return self._lost_warned
+
     # ------------------------------------------------------------------ checks
     def _check_frame(self, ratings):
         if not isinstance(ratings, pd.DataFrame):
@@ -563,10 +588,11 @@ class RatingsFrame:
             # without a word
             _warn_recorded_ids_lost(ids, self.user_ids_, self.item_ids_, "the id mappings (user_ids_, item_ids_)",
                                     "to map every recorded id, fit on the frame as written "
-                                    "(RatingsFrame().fit(released)) and convert the subset with its to_matrix")
+                                    "(RatingsFrame().fit(released)) and convert the subset with its to_matrix",
+                                    seen=self._lost_told())
         elif isinstance(ids, dict):  # the counts a parquet file keeps of the ids
             _warn_counted_ids_lost(ids, len(self.user_ids_), len(self.item_ids_),
-                                   "the id mappings (user_ids_, item_ids_)")
+                                   "the id mappings (user_ids_, item_ids_)", seen=self._lost_told())
         return self
 
     @property
@@ -824,9 +850,11 @@ class RatingsFrame:
             elif isinstance(ids, RatingIds):  # filtered after it was written: said too
                 users, items = (pd.Index(pd.unique(data[c].to_numpy())) for c in (self.user, self.item))
                 _warn_recorded_ids_lost(ids, users, items, target,
-                                        "long form and a Surprise dataset hold no user or item without a rating")
+                                        "long form and a Surprise dataset hold no user or item without a rating",
+                                        seen=self._lost_told())
             elif isinstance(ids, dict):  # the counts a parquet file keeps of the ids
-                _warn_counted_ids_lost(ids, data[self.user].nunique(), data[self.item].nunique(), target)
+                _warn_counted_ids_lost(ids, data[self.user].nunique(), data[self.item].nunique(), target,
+                                       seen=self._lost_told())
             return data[[self.user, self.item, self.rating]]
         return self._from_matrix(data, target)
 

@@ -38,3 +38,51 @@ def test_report_csv_after_a_table_of_its_name_keeps_the_table(tmp_path):
     assert md.count("(`t.csv`)") == 1 and md.index("the table") < md.index("after")
     table = md[md.index("the table"):md.index("(`t.csv`)")]
     assert "| 7 |" in table and "| 8 |" in table and "| 1 |" not in table
+
+
+# ------------------------------------------------------------------ one warning per lost set of users
+def _release_with_an_unrated_user(row=2):
+    """A long-form release of 5 users x 4 items: user ``row`` ('c': and item 40) has no stored rating."""
+    import pandas as pd
+
+    from privrelease.recommender import RatingsFrame
+
+    ratings = pd.DataFrame({"user": ["a", "a", "b", "c", "d", "e", "e"], "item": [10, 20, 10, 40, 30, 20, 30],
+                            "rating": [4.0, 5.0, 3.0, 2.0, 1.0, 5.0, 4.0]})
+    rf = RatingsFrame().fit(ratings)
+    X = rf.to_matrix(ratings).toarray()
+    X[row] = 0.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return rf.from_matrix(X)
+
+
+def _lost_said(call):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        call()
+    return [w for w in caught if "no stored rating" in str(w.message) or "without a stored rating" in str(w.message)]
+
+
+@pytest.mark.parametrize("form", ["filtered", "counted"])
+def test_fit_then_to_surprise_of_one_frame_warn_once_of_its_lost_users(form):
+    pytest.importorskip("surprise")
+    from privrelease.recommender import RatingsFrame
+
+    released = _release_with_an_unrated_user()
+    frame = released[released["user"] != "d"]  # filtered: 'c' (no row) is lost with it
+    if form == "counted":  # what a parquet file keeps of attrs['ids']
+        frame = released.copy()
+        frame.attrs["ids"] = dict(released.attrs["ids"])
+    rf = RatingsFrame()
+    assert len(_lost_said(lambda: rf.fit(frame))) == 1
+    assert _lost_said(lambda: rf.to_surprise(frame)) == []  # said twice of one loss
+    assert _lost_said(lambda: rf.to_surprise(frame)) == []
+    # another converter says it once too; another loss is said by this one
+    assert len(_lost_said(lambda: RatingsFrame().to_surprise(frame))) == 1
+    again = _release_with_an_unrated_user(row=1)  # user 'b' without a rating
+    again = again[again["user"] != "d"]
+    if form == "counted":
+        again = _release_with_an_unrated_user(row=1)
+        again.attrs["ids"] = {"n_users": 5, "n_items": 4, "n_unrated_users": 1, "n_unrated_items": 0}
+    assert len(_lost_said(lambda: rf.to_surprise(again))) == 1
