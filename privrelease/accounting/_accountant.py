@@ -44,7 +44,8 @@ import scipy.sparse as sp
 
 from ..exceptions import BudgetExceededError, PrivacyLeakWarning
 from ..utils import check_number
-from ..utils._validation import check_allocation, check_real_target, format_bound, plain_value, refuse_masked
+from ..utils._validation import (check_allocation, check_real_target, format_bound, plain_value, refuse_masked,
+                                 user_stacklevel)
 
 __all__ = [
     "PrivacyAccountant",
@@ -617,7 +618,7 @@ class PrivacyAccountant:
             self._warned_copy = True
             warnings.warn(f"{where}: the original's ledger (spent, records, individual_spent) will not show this "
                           "release; make it in the process that holds the accountant (n_jobs=1, or joblib threads) "
-                          "to have it recorded", PrivacyLeakWarning, stacklevel=4)
+                          "to have it recorded", PrivacyLeakWarning, stacklevel=user_stacklevel())
 
     def __repr__(self):
         return (f"PrivacyAccountant(epsilon={self.epsilon!r}) "

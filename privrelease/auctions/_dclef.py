@@ -29,7 +29,7 @@ from ..noise._laplace import (_LAPLACE_REACH, _NORMAL, _check_reach, _ratio_up, 
                               check_normal_scale)
 from ..utils import check_number
 from ..utils._validation import (as_float_array, check_real_target, check_same_index, holds_only, plain_value,
-                                 refuse_booleans, refuse_masked)
+                                 refuse_booleans, refuse_masked, user_stacklevel)
 
 __all__ = ["DCLEF", "privacy_index", "check_data_range"]
 
@@ -468,7 +468,8 @@ class DCLEF:
             self.epsilons = delivered_epsilons(a, x, self.data_range, self.sigma)
         if self.sigma == 0 and bool(np.any(np.isinf(self.epsilons))):
             warnings.warn(f"DCLEF with sigma=0 adds no noise: the individuals with x_i > 0 and w_i != 0 are released "
-                          "exactly, with no differential privacy (eps_i = inf)", PrivacyLeakWarning, stacklevel=2)
+                          "exactly, with no differential privacy (eps_i = inf)",
+                          PrivacyLeakWarning, stacklevel=user_stacklevel())
         self.distortion = biased_laplace_mse(self.delta * self.residual_weight / 2.0, self.sigma)
 
     def _guarantees(self, a, x):

@@ -17,7 +17,7 @@ from ..exceptions import BudgetExceededError, PrivacyLeakWarning
 from ..mappers._columns import _frame_columns, check_column_labels, record_column_labels
 from ..utils import check_random_source
 from ..utils._validation import (check_real_target, check_same_index, check_table, format_bound, is_sparse_frame,
-                                refuse_missing_target)
+                                refuse_missing_target, user_stacklevel)
 from ..utils._constraints import RANDOM_STATE_CONSTRAINT, NumberInterval
 from ..utils._fit import atomic_fit, check_params_unchanged
 from ._dclef import DCLEF, _check_vector, check_data_range
@@ -279,7 +279,7 @@ class DCLEFEstimator(AccountedMixin, RegressorMixin, BaseEstimator):
                 f"data_range=None: the interval [{low}, {high}] was computed from the private "
                 "values themselves, which the privacy guarantee does not cover; pass the public "
                 "data_range (for ratings, the rating scale)", PrivacyLeakWarning,
-                stacklevel=4)  # fit, atomic_fit, _fit_context: the caller's fit
+                stacklevel=user_stacklevel())
             self.data_range_ = (low, high)
         else:
             self.data_range_ = check_data_range(self.data_range)

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from ..utils._validation import check_ids, check_not_subnormal, plain_value
+from ..utils._validation import check_ids, check_not_subnormal, plain_value, user_stacklevel
 
 __all__ = ["load_movielens_100k", "load_movielens_1m", "load_ratings_csv", "movielens_100k_search_paths",
            "movielens_1m_search_paths"]
@@ -414,7 +414,7 @@ def _rating_matrix(data, user_ids, item_ids, data_file):
         # a user's two ratings of one movie (5, then 1) left one of them without a word
         warnings.warn(f"{data_file}: {n_rows - len(data)} row(s) repeat the (user, item) pair of another row and "
                       "were collapsed, keeping one rating per pair (the latest by timestamp, ties in file order)",
-                      UserWarning, stacklevel=3)
+                      UserWarning, stacklevel=user_stacklevel())
     rows = np.searchsorted(user_ids, data["user_id"].to_numpy())
     cols = np.searchsorted(item_ids, data["item_id"].to_numpy())
     ratings = sp.csr_matrix((data["rating"].to_numpy(), (rows, cols)),
@@ -684,7 +684,7 @@ def _warn_float_spelled_twins(ids, what):
                       f"{twins[0][0]!r} and {twins[0][1]!r}): ids are read as written, so each such integer "
                       "is two ids (its ratings split in two); write every id one way (integers without '.0') to read "
                       "them as one", UserWarning,
-                      stacklevel=3)
+                      stacklevel=user_stacklevel())
 
 
 def _read_ratings_csv(path, *, user_col="user", item_col="item", rating_col="rating", sep=",", header=True,
@@ -820,7 +820,7 @@ def _read_ratings_csv(path, *, user_col="user", item_col="item", rating_col="rat
     collapsed = int(key.size - keep.size)
     if collapsed and warn_repeats:
         warnings.warn(repeats_sentence(collapsed, timestamp_col, f"rating file {str(path)!r}"), UserWarning,
-                      stacklevel=3)
+                      stacklevel=user_stacklevel())
     return ratings, user_ids, item_ids, collapsed
 
 

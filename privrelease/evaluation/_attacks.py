@@ -43,7 +43,7 @@ from ..utils._fit import atomic_fit
 from ..utils._threads import single_threaded_blas
 from ..utils._validation import (UNDISCLOSED_SHORT, canonical_sparse, check_rating_container, check_same_index,
                                  check_table, is_sparse_frame, plain_labels, refuse_nan_ratings, undisclosed_note,
-                                 zero_fill_sparse_frame)
+                                 zero_fill_sparse_frame, user_stacklevel)
 from ._chance import chance_folded_auc
 from ._targets import attribute_targets
 
@@ -277,7 +277,7 @@ class InferenceAttack(ClassifierMixin, BaseEstimator):
         shape = getattr(y, "shape", None) or np.asarray(y).shape
         if len(shape) == 2 and shape[1] == 1:
             warnings.warn("A column-vector y was passed when a 1d array was expected; it is used as "
-                          f"y.ravel() (shape {shape})", DataConversionWarning, stacklevel=3)  # fit, atomic_fit
+                          f"y.ravel() (shape {shape})", DataConversionWarning, stacklevel=user_stacklevel())
         y, labeled = check_private_labels(y, X.shape[0])
         note = undisclosed_note(y, labeled)
         if not labeled.all():

@@ -14,7 +14,7 @@ import pandas as pd
 from sklearn.base import clone
 
 from ..exceptions import ConvergenceWarning
-from ..utils._validation import check_n_jobs, plain_value
+from ..utils._validation import check_n_jobs, plain_value, user_stacklevel
 from ._attacks import ATTACK_FEATURES, ATTACK_MODELS, _check_attackers, evaluate_attacks
 from ._protocol import (
     RELEASES,
@@ -381,7 +381,8 @@ def _warn_uncertified(fitted, name, values):
             gap = getattr(res, "certificate", {}).get("gap_bits", np.nan)
             warnings.warn(f"the mapper fitted at {name}={v!r} is not certified (status={status!r}, certified gap "
                           f"{gap:.3g} bits, solver {getattr(res, 'solver', None)!r}): its leakage_ and "
-                          "distortion_ are the solver's figures, not guarantees", ConvergenceWarning, stacklevel=3)
+                          "distortion_ are the solver's figures, not guarantees",
+                          ConvergenceWarning, stacklevel=user_stacklevel())
 
 
 def privacy_utility_curve(mapper, ratings, private, *, deltas=None, max_leakages=None, param=None,

@@ -37,7 +37,7 @@ from sklearn.base import clone
 from ..mappers._dask import computed
 from ..recommender import SurpriseRecommender, holdout_split
 from ..utils import check_number, check_random_source, check_rating_matrix, check_rating_scale
-from ..utils._validation import UNDISCLOSED_SHORT, check_n_jobs, plain_labels, plain_value
+from ..utils._validation import UNDISCLOSED_SHORT, check_n_jobs, plain_labels, plain_value, user_stacklevel
 from ..utils._jobs import run_jobs
 from ..utils._validation import check_same_index
 from ._targets import check_attribute, joint_attribute
@@ -227,7 +227,7 @@ def _prepare_split(ratings, private, *, opt_in_fraction, cv, heldout_fraction, r
         warnings.warn(
             f"{empty.size} user(s) have no ratings (for example user {int(empty[0])}); they have nothing "
             "to hold out or to release and are left out of the evaluation",
-            UserWarning, stacklevel=3,
+            UserWarning, stacklevel=user_stacklevel(),
         )
         X, y = X[users], y[users]
     n = X.shape[0]

@@ -16,7 +16,7 @@ from sklearn.model_selection import StratifiedKFold, cross_val_predict
 
 from ..exceptions import PrivacyLeakWarning
 from ..utils import check_random_source
-from ..utils._validation import check_same_index, is_sparse_frame, plain_labels, sparse_frame_like
+from ..utils._validation import check_same_index, is_sparse_frame, plain_labels, sparse_frame_like, user_stacklevel
 from ._attacks import InferenceAttack, _take_rows
 from ..recommender import holdout_split
 from ._protocol import _check_fraction, _fitted_attr
@@ -274,7 +274,7 @@ def lowest_rmse_within(max_leakage_bits=None, *, max_adaptive_auc=None):
             privacy = np.where(failed, np.inf, privacy)
             warnings.warn(
                 f"no candidate meets max_leakage_bits={max_leakage_bits!r}, max_adaptive_auc={max_adaptive_auc!r}; "
-                "refitting the most private candidate", PrivacyLeakWarning, stacklevel=2)
+                "refitting the most private candidate", PrivacyLeakWarning, stacklevel=user_stacklevel())
             return int(np.argmin(privacy))
         idx = np.flatnonzero(ok)
         return int(idx[np.argmin(rmse[idx])])

@@ -58,7 +58,7 @@ from ..mapping._solver import budget_slack
 from ..utils import check_private_labels
 from ..utils._fit import check_params_unchanged
 from ..utils._validation import (_as_label_array, check_label_input, check_number, check_same_index,
-                                 fit_transform_said_once, plain_value, refuse_masked, undisclosed_note)
+                                 fit_transform_said_once, plain_value, refuse_masked, undisclosed_note, user_stacklevel)
 from . import _dask
 from ._columns import _plain_label, keep_column_labels
 
@@ -523,7 +523,7 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             self.joint_prior_ = self._prior_from_counts(joint) if joint.sum() > 0 else None
             if self.joint_prior_ is None:
                 warnings.warn("no user disclosed every column of y: joint_leakage_ is NaN (the joint prior "
-                              "cannot be estimated)", UserWarning, stacklevel=4)
+                              "cannot be estimated)", UserWarning, stacklevel=user_stacklevel())
             self.prior_ = self._marginal_prior(multi["common"], multi["blocks"])
         cost = estimate.cost
         # a sparse cost stores only the allowed transitions (see solve_mapping); kept canonical
@@ -865,7 +865,7 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             defaults = ", ".join(f"{n}={est.get_params(deep=False)[n]!r}" for n in missing)
             warnings.warn(f"the file does not record the parameter(s) {', '.join(missing)} of {cls.__name__}: "
                           f"loaded with the default(s) {defaults} (a file written before the parameter existed, or "
-                          "edited); save it again to record them", UserWarning, stacklevel=4)
+                          "edited); save it again to record them", UserWarning, stacklevel=user_stacklevel())
         est.set_params(**params)
         try:
             est._validate_params()
@@ -897,7 +897,7 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                 "its leakage_ and distortion_ hold (recomputed from the file), but a better mapping may exist at "
                 "this budget; fit again to certify one",
                 ConvergenceWarning,
-                stacklevel=4,
+                stacklevel=user_stacklevel(),
             )
         rs = est.random_state
         if isinstance(rs, Integral) and not isinstance(rs, bool):
@@ -906,7 +906,7 @@ class _BaseMapper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                 "seeded stream, so its releases are reproducible by anyone holding the file; set "
                 "random_state=None (operating-system entropy) for production releases",
                 PrivacyLeakWarning,
-                stacklevel=4,
+                stacklevel=user_stacklevel(),
             )
         return est
 

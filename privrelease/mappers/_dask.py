@@ -47,7 +47,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..utils import SeededRandomSource, check_private_labels, check_random_source
-from ..utils._validation import check_same_index as _check_same_index, plain_value
+from ..utils._validation import check_same_index as _check_same_index, plain_value, user_stacklevel
 from ._columns import check_column_labels
 
 __all__ = [
@@ -184,7 +184,7 @@ class _WarnOnce:
         return ("privrelease-warn-once", self._token)
 
 
-def warn(mapper, message, category, *, key, stacklevel=1):
+def warn(mapper, message, category, *, key):
     """``warnings.warn`` for a mapper's ``transform``: once per block-wise transform (``key`` names the warning).
 
     Outside a block-wise transform it is ``warnings.warn(message, category)``; inside one, only the
@@ -197,7 +197,7 @@ def warn(mapper, message, category, *, key, stacklevel=1):
         if gate.n_blocks > 1:
             message = (f"{message} [one row block of {gate.n_blocks}: this warning is given once per transform, "
                        "with the figures of the first block that raised it]")
-    warnings.warn(message, category, stacklevel=stacklevel + 1)
+    warnings.warn(message, category, stacklevel=user_stacklevel())
 
 
 # ----------------------------------------------------------------------------- transform

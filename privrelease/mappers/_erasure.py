@@ -12,7 +12,7 @@ from ..exceptions import LargeProgramWarning, UnseenCategoryWarning
 from ..mapping import _presolve, erasure_alphabet, erasure_distortion
 from ..utils import check_random_source
 from ..utils._validation import (_format_bytes, _physical_memory, check_bool_number_mix, check_label_kinds, check_table,
-                                 is_sparse_frame, plain_value, refuse_surprise_data, undisclosed_mask)
+                                 is_sparse_frame, plain_value, refuse_surprise_data, undisclosed_mask, user_stacklevel)
 from . import _dask
 from ._base import PriorEstimate, _BaseMapper
 from ._columns import _frame_columns, check_column_labels, record_column_labels
@@ -470,7 +470,7 @@ class ErasureMapper(_BaseMapper):
             f"(500 x 10,821 cells under a 0.01-bit cap took about 6 minutes). To fit faster: {faster}fewer distinct "
             "tuples (fewer features, or fewer categories per feature: merge rare categories into one); the "
             "program grows with the tuples and exponentially with the features",
-            LargeProgramWarning, stacklevel=6)
+            LargeProgramWarning, stacklevel=user_stacklevel())
 
     def _fit_prior_dask(self, X, y):
         """The prior counted per partition.
@@ -538,7 +538,6 @@ class ErasureMapper(_BaseMapper):
                 "every feature of these rows is erased",
                 UnseenCategoryWarning,
                 key="new-combination",
-                stacklevel=3,
             )
         if unseen_row.any():
             rows = np.flatnonzero(unseen_row)
@@ -552,7 +551,6 @@ class ErasureMapper(_BaseMapper):
                 "the prior)",
                 UnseenCategoryWarning,
                 key="unseen-category",
-                stacklevel=3,
             )
             p_b = self.prior_.sum(axis=0)
             for r in rows:

@@ -20,7 +20,8 @@ from ..utils._threads import single_thread
 from ..utils._validation import (as_float_if_object, canonical_sparse, check_allocation, check_label_kinds,
                                  check_no_time_values, check_not_subnormal, check_numeric_text, check_rating_container,
                                  check_table, is_sparse_frame, nullable_numpy_dtype, plain_value, ratings_in_dtype,
-                                 refuse_nan_ratings, round_ratings, sparse_frame_like, zero_fill_sparse_frame)
+                                 refuse_nan_ratings, round_ratings, sparse_frame_like, zero_fill_sparse_frame,
+                                 user_stacklevel)
 from . import _dask
 from ._base import (_BUDGET_TOL, PriorEstimate, _BaseMapper, _matrix, _row_stochastic,
                     stack_marginal_priors)
@@ -1358,7 +1359,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
                 f"the {limit} strongest direction(s) are projected out (attribute_directions_)"
                 + (" and the clustering is plain k-means" if limit == 0 else "")
                 + "; a larger space (n_components) or clustering='plain' avoids this",
-                UserWarning, stacklevel=3)
+                UserWarning, stacklevel=user_stacklevel())
             V = V[:limit]
         self.attribute_directions_ = V
         self.n_class_directions_ = int(V.shape[0])
@@ -2439,7 +2440,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
                 f"{hi:g}), from {float(vals.min()):g} to {float(vals.max()):g}: its clusters were measured on that "
                 "scale, so these users join whichever cluster is nearest (their release keeps its leakage, not its "
                 "usefulness); transform ratings on the scale of fit",
-                UserWarning, key="off-scale", stacklevel=4)
+                UserWarning, key="off-scale")
 
     def _profiles_as(self, dtype):
         """``release_profiles_`` as an ``X`` of ``dtype`` holds them (see ``ratings_in_dtype``): rounded, never
@@ -2593,7 +2594,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
                 "mapper with this version (its privacy figures are unchanged)")
         warnings.warn(f"the file's distortion_ ({float(got['distortion_']):.6g}) was weighted by the smoothed "
                       f"prior_ (an earlier privrelease); recomputed over the labeled users' cluster shares: "
-                      f"{new['distortion_']:.6g}", UserWarning, stacklevel=5)
+                      f"{new['distortion_']:.6g}", UserWarning, stacklevel=user_stacklevel())
         for n in old:
             setattr(self, n, new[n])
         res = getattr(self, "solver_result_", None)

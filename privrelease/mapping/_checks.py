@@ -11,7 +11,7 @@ import scipy.sparse as sp
 
 from ..exceptions import ComplexDataError
 from ..utils import check_number
-from ..utils._validation import check_table, plain_value
+from ..utils._validation import check_table, plain_value, user_stacklevel
 
 __all__ = ["check_prior", "check_distortion", "check_mapping", "check_budget", "check_paired_labels"]
 
@@ -236,7 +236,7 @@ def _check_sparse_distortion(distortion, n_public, name):
             "diagonal entry, so every c -> c transition is forbidden (a sparse distortion allows only "
             "the pairs it stores). If it was built from a dense matrix (scipy.sparse.csr_matrix(D) drops "
             "the zeros), pass the dense matrix instead, or store the allowed zero-cost pairs explicitly.",
-            UserWarning, stacklevel=3)
+            UserWarning, stacklevel=user_stacklevel())
     indptr = np.concatenate([[0], np.cumsum(np.bincount(row, minlength=D.shape[0]))]).astype(np.int64)
     return sp.csr_array((data, col.astype(np.int64), indptr), shape=D.shape)
 

@@ -10,7 +10,7 @@ import pandas as pd
 
 from ..exceptions import ConvergenceWarning, InfeasibleBudgetError
 from ..utils._threads import single_threaded_blas
-from ..utils._validation import check_n_jobs
+from ..utils._validation import check_n_jobs, user_stacklevel
 from ._checks import check_budget
 from ._leakage import leakage as _leakage, map_attack_accuracy
 from ._lp import perfect_privacy_mapping
@@ -124,7 +124,7 @@ def privacy_distortion_curve(prior, distortion, deltas, *, leakage="mutual_infor
         lk = float(_leakage(P, full, kind=leakage))
         if lk > tol:
             warnings.warn(f"the perfect-privacy mapping used for delta={d!r} leaks {lk:.3g} bits (> tol={tol!r}); "
-                          "status='inaccurate'", ConvergenceWarning, stacklevel=3)
+                          "status='inaccurate'", ConvergenceWarning, stacklevel=user_stacklevel())
         return MappingResult(
             mapping=full, leakage=lk, distortion=reported_distortion(P, full, D),
             status="optimal" if lk <= tol else "inaccurate",
@@ -175,7 +175,7 @@ def privacy_distortion_curve(prior, distortion, deltas, *, leakage="mutual_infor
                 gap = res.certificate.get("gap_bits", np.nan)
                 warnings.warn(f"the mapping for delta={budgets[groups[key][0]]!r} is not certified to tol={tol!r} "
                               f"bits (certified gap {gap:.3g} bits, solver {res.solver!r}); status='inaccurate'",
-                              ConvergenceWarning, stacklevel=2)
+                              ConvergenceWarning, stacklevel=user_stacklevel())
     for key, res in zip(todo, solved):
         for i in groups[key]:
             results[i] = res if budgets[i] == res.delta else dataclasses.replace(res, delta=float(budgets[i]))

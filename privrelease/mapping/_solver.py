@@ -124,7 +124,7 @@ from scipy.special import rel_entr
 
 from ..exceptions import ConvergenceWarning, InfeasibleBudgetError, SolverError
 from ..utils import check_number
-from ..utils._validation import check_table, format_bound, plain_value
+from ..utils._validation import check_table, format_bound, plain_value, user_stacklevel
 from . import _lp
 from ._checks import (_refuse_strings, check_budget, check_distortion, check_mapping, check_paired_labels,
                       check_prior)
@@ -630,7 +630,7 @@ def _solve_mi_delta(prob, delta, solver, tol, warm=None):
         f"no solver certified the mapping to tol={tol!r} bits for delta={prob.to_user(delta)!r} "
         f"({'; '.join(notes)}); returning the best one with status='inaccurate'",
         ConvergenceWarning,
-        stacklevel=3,
+        stacklevel=user_stacklevel(),
     )
     return P, _user_cert(prob, cert), name, "inaccurate"
 
@@ -1221,7 +1221,7 @@ def _target_answer(prob, P, cert, name, gap, tol_d, target_bits, solver, how="")
            f"{cert['distortion_gap']:.3g} (tolerance {prob.gap_to_user(tol_d):.3g}){how}")
     if solver != "auto":
         raise SolverError(msg)
-    warnings.warn(msg + "; status='inaccurate'", ConvergenceWarning, stacklevel=4)
+    warnings.warn(msg + "; status='inaccurate'", ConvergenceWarning, stacklevel=user_stacklevel())
     return P, cert, name, "inaccurate"
 
 
@@ -1742,7 +1742,7 @@ def _within_target(prob, res, target, solver):
            f"found, and no allowed mapping is proven to meet it (max_leakage={res.leakage!r} accepts this answer)")
     if solver != "auto":
         raise SolverError(msg)
-    warnings.warn(msg + "; status='inaccurate'", ConvergenceWarning, stacklevel=3)
+    warnings.warn(msg + "; status='inaccurate'", ConvergenceWarning, stacklevel=user_stacklevel())
     return dataclasses.replace(res, status="inaccurate")
 
 
@@ -1753,7 +1753,7 @@ def _ml_policy(out, solver):
         msg = f"the maximal-leakage LP answer is not certified (certificate {cert})"
         if solver != "auto":
             raise SolverError(msg)
-        warnings.warn(msg + "; status='inaccurate'", ConvergenceWarning, stacklevel=3)
+        warnings.warn(msg + "; status='inaccurate'", ConvergenceWarning, stacklevel=user_stacklevel())
     return P, cert, name, status
 
 

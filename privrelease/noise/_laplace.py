@@ -44,7 +44,7 @@ from ..exceptions import PrivacyLeakWarning
 from ..utils import check_number, check_random_source
 from ..utils._random import check_size
 from ..utils._validation import (check_allocation, check_real_target, format_bound, largest_passing, plain_value,
-                                refuse_masked)
+                                refuse_masked, user_stacklevel)
 
 __all__ = ["Laplace", "VectorLaplace", "laplace_noise", "uniform_full_precision"]
 
@@ -382,7 +382,7 @@ class Laplace:
                 warnings.warn(f"Laplace(scale={self.scale!r}) with sensitivity={sensitivity!r} {what}: the value is "
                               f"released{' exactly,' if self.scale == 0 else ''} with no differential privacy "
                               "(effective_epsilon=inf)",
-                              PrivacyLeakWarning, stacklevel=2)
+                              PrivacyLeakWarning, stacklevel=user_stacklevel())
         else:
             self.snapping_bound = snapping_bound
             if not self.scale < self.snapping_bound:
@@ -400,7 +400,8 @@ class Laplace:
                 warnings.warn(
                     f"Laplace(scale={self.scale!r}, snapping_bound={snapping_bound!r}) has no proven differential "
                     f"privacy: Mironov's Theorem 1 needs snapping_bound < 2**46 * scale "
-                    f"({2.0**46 * self.scale:.6g}); effective_epsilon=inf", PrivacyLeakWarning, stacklevel=2)
+                    f"({2.0**46 * self.scale:.6g}); effective_epsilon=inf",
+                    PrivacyLeakWarning, stacklevel=user_stacklevel())
         self._source = check_random_source(random_state)
 
     def sample(self, size=None):
@@ -495,13 +496,13 @@ def biased_laplace_mse(bias, scale):
         return float(np.float64(bias) ** 2 + 2.0 * np.float64(scale) ** 2)
 
 
-def _warn_infinite_epsilon(name, released="the value is", stacklevel=3):
+def _warn_infinite_epsilon(name, released="the value is"):
     """The :class:`PrivacyLeakWarning` of an ``epsilon=inf`` release (``released``: what goes out exactly)."""
     warnings.warn(
         f"{name}(epsilon=inf) adds no noise: {released} released exactly, with no "
         "differential privacy (meant for tests and non-private baselines)",
         PrivacyLeakWarning,
-        stacklevel=stacklevel,
+        stacklevel=user_stacklevel(),
     )
 
 

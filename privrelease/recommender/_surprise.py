@@ -26,7 +26,7 @@ from ..utils._threads import single_threaded_blas
 from ._split import _in_memory
 from ..utils._validation import (canonical_sparse, check_allocation, check_bool_number_mix, check_rating_container,
                                  check_same_columns, check_same_index, check_table, is_sparse_frame, plain_value,
-                                 refuse_nan_ratings, sparse_frame_as_csr, zero_fill_sparse_frame)
+                                 refuse_nan_ratings, sparse_frame_as_csr, zero_fill_sparse_frame, user_stacklevel)
 
 __all__ = ["SurpriseRecommender"]
 
@@ -263,7 +263,7 @@ def _lookup_ids(known, requested, what):
         fallback = "mu + b_i" if what == "user" else "mu + b_u"
         warnings.warn(f"{len(unknown)} of the {len(pd.unique(pd.Series(requested, dtype=object)))} {what} ids "
                       f"requested match no {what} of the fit, for example {example!r}{hint}; they get the "
-                      f"prediction of an unknown {what} ({fallback})", UserWarning, stacklevel=3)
+                      f"prediction of an unknown {what} ({fallback})", UserWarning, stacklevel=user_stacklevel())
     return at
 
 

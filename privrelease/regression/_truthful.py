@@ -27,7 +27,7 @@ from ..noise._laplace import _noise_scale, _proven_epsilon, _warn_infinite_epsil
 from ..utils import check_number, check_random_source
 from ..utils._linalg import ridge_svd
 from ..utils._validation import (check_real_target, check_same_index, check_table, format_bound, largest_passing,
-                                 plain_value, refuse_masked, refuse_missing_target)
+                                 plain_value, refuse_masked, refuse_missing_target, user_stacklevel)
 from ..utils._constraints import RANDOM_STATE_CONSTRAINT, NumberInterval
 from ..utils._fit import atomic_fit
 
@@ -762,7 +762,7 @@ class TruthfulRegressionMechanism(AccountedMixin, RegressorMixin, BaseEstimator)
             f"responses into [-{Y}, {Y}]): the privacy guarantee holds for the clipped data "
             "and rests on the clipping being applied to every record",
             PrivacyLeakWarning,
-            stacklevel=5,  # _check_domain, fit, atomic_fit, _fit_context: the caller's fit
+            stacklevel=user_stacklevel(),
         )
         X = X.copy()
         # x / ||x|| as (x / max|x_j|) / ||x / max|x_j|||: ||[3e200, 4e200]|| overflowed, and the row became 0
@@ -894,7 +894,7 @@ class TruthfulRegressionMechanism(AccountedMixin, RegressorMixin, BaseEstimator)
         X, y, self.n_clipped_ = self._check_domain(X, y)
         if np.isinf(float(self.epsilon)):
             _warn_infinite_epsilon("TruthfulRegressionMechanism",
-                                   "the ridge estimators (coef_ and group_coef_) are", stacklevel=5)
+                                   "the ridge estimators (coef_ and group_coef_) are")
         source = check_random_source(self.random_state)
         acc = self._accountant()
         # the whole output (the public model, the two group models, the payments) is 2 epsilon-jointly DP

@@ -45,6 +45,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..utils._validation import user_stacklevel
 from ._schema import OutputFolderError, _show
 
 __all__ = ["Report", "markdown_table", "prepare_output_folder", "REPORT_FILES"]
@@ -1138,7 +1139,7 @@ class Report:
         if unique and path in self.files:
             warnings.warn(f"the report already had a file named {name!r}: replaced by the new one, which the report "
                           "shows in place of the first; give each table, figure or JSON file its own name to keep "
-                          "both", UserWarning, stacklevel=3)
+                          "both", UserWarning, stacklevel=user_stacklevel())
             shown = [i for i, p in enumerate(self._parts) if p[0] in ("table", "figure") and p[3] == name]
             if shown:
                 if part is None and frame is not None and self._parts[shown[0]][0] == "table":

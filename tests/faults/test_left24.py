@@ -86,3 +86,50 @@ def test_fit_then_to_surprise_of_one_frame_warn_once_of_its_lost_users(form):
         again = _release_with_an_unrated_user(row=1)
         again.attrs["ids"] = {"n_users": 5, "n_items": 4, "n_unrated_users": 1, "n_unrated_items": 0}
     assert len(_lost_said(lambda: rf.to_surprise(again))) == 1
+
+
+# ------------------------------------------------------------------ warnings point at the user's line
+def _filenames(call, category):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        call()
+    names = {w.filename for w in caught if issubclass(w.category, category)}
+    assert names, f"no {category.__name__}"
+    return names
+
+
+def test_off_scale_warning_of_a_transform_names_the_callers_line():
+    # a fixed stacklevel named privrelease/mappers/_columns.py
+    from privrelease import QuantizedPrivacyMapper
+    from privrelease.datasets import make_ratings
+
+    R, a, _ = make_ratings(120, 20, attribute_strength=2.0, random_state=0)
+    X = R.tocsr()
+    mapper = QuantizedPrivacyMapper(n_clusters=4, max_leakage=0.1, random_state=0).fit(X, a)
+    Y = X.copy()
+    Y.data = Y.data * 40  # ratings of another scale
+    assert _filenames(lambda: mapper.transform(Y), UserWarning) == {__file__}
+
+
+def test_column_vector_labels_warning_through_a_pipeline_names_the_callers_line():
+    # through a Pipeline it named sklearn/pipeline.py
+    from sklearn.exceptions import DataConversionWarning
+    from sklearn.pipeline import make_pipeline
+
+    from privrelease.evaluation import InferenceAttack
+
+    rng = np.random.default_rng(0)
+    X, y = rng.integers(0, 6, (60, 5)).astype(float), rng.integers(0, 2, (60, 1))
+    assert _filenames(lambda: InferenceAttack().fit(X, y), DataConversionWarning) == {__file__}
+    assert _filenames(lambda: make_pipeline(InferenceAttack()).fit(X, y), DataConversionWarning) == {__file__}
+
+
+def test_sparse_distortion_without_a_diagonal_warning_names_the_callers_line():
+    # solve_mapping's check named privrelease/mapping/_solver.py
+    import scipy.sparse as sp
+
+    from privrelease.mapping import solve_mapping
+
+    D = sp.csr_matrix((np.ones(2), ([0, 1], [1, 0])), shape=(2, 2))
+    prior = np.array([[0.3, 0.2], [0.1, 0.4]])
+    assert _filenames(lambda: solve_mapping(prior, D, delta=1.0), UserWarning) == {__file__}
