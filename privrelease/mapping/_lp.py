@@ -1471,7 +1471,9 @@ def maximal_leakage_lower_bound(prob, lam, mu, delta):
                 first[r[at_min[::-1]]] = at_min[::-1]
                 return float(row_min.sum() - m * slack), float(e[first[first >= 0]].sum() - slack)
 
-            best = max(ev(m)[0] for m in {mu, mu_cut, 0.0})
+            # an infinite mu_cut (an excess of subnormal size: g / e overflowed) bounds by -inf at a positive slack
+            # and its inf * 0 made the minima NaN: left out
+            best = max(ev(m)[0] for m in {mu, mu_cut, 0.0} if math.isfinite(m))
             # and the best multiplier for these lam (concave, piecewise linear in it): within a slack of 1e-24 of the
             # smallest budget, with entries 16 decades apart, neither the LP's multiplier (none: the LP at the
             # smallest budget has no budget row) nor mu_cut (every entry above its row's cheapest priced out, at

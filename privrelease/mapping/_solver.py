@@ -595,9 +595,15 @@ def _first_order_step(prob, delta, start=None):
     if not ok.any():
         return None
     cr, cj = np.nonzero(ok)
-    for i in np.argsort(-(gain[cr, cj] / cost[cr, cj]), kind="stable"):
+    # a row of subnormal mass p(c) has subnormal costs p(c) (d(c, j) - d(c, j*)): the ratios and slack / cost
+    # overflow to inf, which is what they are read as (first in line; the row's whole mass moves), without a numpy
+    # warning per entry
+    with np.errstate(over="ignore"):
+        ratio = gain[cr, cj] / cost[cr, cj]
+    for i in np.argsort(-ratio, kind="stable"):
         c, j = cr[i], cj[i]
-        eps = min(slack / cost[c, j], P[c, jstar[c]])
+        with np.errstate(over="ignore"):
+            eps = min(slack / cost[c, j], P[c, jstar[c]])
         P[c, jstar[c]] -= eps
         P[c, j] += eps
         slack -= eps * cost[c, j]
