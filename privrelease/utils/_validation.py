@@ -418,10 +418,17 @@ def _first_boolean(values):
 
     The types are read once each (a set of a few types, built in C): a value-by-value ``isinstance`` scan of a
     list of 10**6 ids took 190 ms, nine tenths of :func:`as_int64_codes`; the scan runs only to name a boolean
-    that is there. A nested list is read as numpy's object array of it.
+    that is there. A nested list is read as numpy's object array of it; a list of rows (lists or tuples) of
+    values first by the types of its rows' values (in C too): numpy's object array and the types of its values
+    took 300 ms for 10**6 rows of one code, three fifths of :func:`as_int64_codes`.
     """
     flat = values
     types = set(map(type, values))
+    if types and all(t in (list, tuple) for t in types):
+        inner = set(map(type, itertools.chain.from_iterable(values)))
+        if all(issubclass(t, _SCALAR_TYPES) for t in inner) and not any(issubclass(t, (bool, np.bool_))
+                                                                          for t in inner):
+            return None  # rows of values none of which is a boolean (a boolean is named in numpy's order below)
     if not all(issubclass(t, _SCALAR_TYPES) for t in types):
         flat = np.asarray(values, dtype=object).ravel()
         types = set(map(type, flat))

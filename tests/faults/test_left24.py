@@ -205,3 +205,18 @@ def test_maximal_leakage_bound_of_a_subnormal_excess_is_finite_and_quiet():
                  b_eq=np.ones(k), bounds=(0, None), method="highs")
     assert lp.status == 0
     assert abs(res.leakage - np.log2(lp.fun)) <= 1e-7
+
+
+# ------------------------------------------------------------------ codes of a nested list
+@pytest.mark.parametrize("rows, hit", [
+    ([[1, 2], [3, True]], (3, True)), ([[1, 2], (np.True_, 3)], (2, np.True_)), ([[1, 2], [3, 4]], None),
+    ([(1, 2)], None), ([[1.5, 2]], None), ([["a", True]], (1, True)), ([[1], [2, 3]], None),
+])
+def test_rows_of_codes_name_their_first_boolean_in_numpys_order(rows, hit):
+    # the rows' values are read by their types first (numpy's object array of 10**6 rows was 3/5 of the time)
+    from privrelease.utils._validation import _first_boolean
+
+    assert _first_boolean(rows) == hit
+    flat = np.asarray(rows, dtype=object).ravel() if hit is not None else None
+    if hit is not None:
+        assert flat[hit[0]] is hit[1]
