@@ -277,15 +277,40 @@ def _spends_sum(spends):
         return math.inf
 
 
+def _budget_seal(ledger_id, epsilon):
+    """What a saved ledger records of its budget: ``(epsilon.hex(), digest of the ledger id and that budget)``. A
+    budget edited in the file (a larger one resumed as if it had been given) no longer matches it, as an edited
+    spend no longer adds up to the stored total."""
+    budget = float(epsilon).hex()
+    return budget, hashlib.sha256(f"{ledger_id}|{budget}".encode()).hexdigest()[:32]
+
+
+def _check_budget_seal(state, eps):
+    """Refuse a budget that is not the one the ledger was saved with (a ledger of an older version has no seal)."""
+    seal = state.get("_budget_seal")
+    if seal is None and "_budget_seal" not in state:
+        return
+    try:
+        saved = float.fromhex(seal[0])
+        ok = tuple(seal) == _budget_seal(state.get("_ledger_id"), saved)
+    except (TypeError, ValueError, IndexError, KeyError, OverflowError):
+        ok = False
+    if not ok:
+        raise _ledger_error("a budget record", seal, "the (budget, digest) pair the ledger was saved with")
+    if saved != eps:
+        raise _ledger_error("the budget epsilon", eps, f"the budget it was saved with ({plain_value(saved)!r})")
+
+
 def _check_ledger(state):
-    """Re-verify an unpickled ledger: a valid budget, spends that are numbers >= 0 adding up to the stored total,
-    one record per spend, and population books whose rows, individual epsilons and payments fit the spends
-    (ValueError naming the first value that does not hold)."""
+    """Re-verify an unpickled ledger: a valid budget, the one it was saved with, spends that are numbers >= 0 adding
+    up to the stored total, one record per spend, and population books whose rows, individual epsilons and payments
+    fit the spends (ValueError naming the first value that does not hold)."""
     if not isinstance(state, dict):
         raise _ledger_error("a state of type", type(state).__name__, "a dict")
     eps = _ledger_number(state.get("epsilon"))
     if eps is None or math.isnan(eps) or eps < 0:
         raise _ledger_error("the budget epsilon", state.get("epsilon"), "a number >= 0 (inf: unlimited)")
+    _check_budget_seal(state, eps)
     spends, records = state.get("_spends"), state.get("_records")
     if not isinstance(spends, list) or not isinstance(records, list):
         raise _ledger_error("_spends and _records of types", (type(spends).__name__, type(records).__name__),
@@ -554,6 +579,7 @@ class PrivacyAccountant:
         del state["_lock"]
         state.pop("_previous", None)  # the defaults this process's with-blocks replaced: not part of the ledger
         state.pop("_warned_copy", None)
+        state["_budget_seal"] = _budget_seal(state.get("_ledger_id"), self.epsilon)  # the budget as saved
         state["_sent_from"] = os.getpid()  # the process that pickled it: a worker's parent, or an earlier session
         return state
 
@@ -564,6 +590,7 @@ class PrivacyAccountant:
         if "_total" not in state and "_carry" not in state:  # a ledger of the first version (_check_ledger said so)
             state = dict(state, _total=_spends_sum([float(s) for s in state["_spends"]]), _carry=0.0)
         self.__dict__.update(state)
+        self.__dict__.pop("_budget_seal", None)  # checked above; sealed again from the budget at each save
         self._lock = _LedgerLock()
         sent_from = self.__dict__.pop("_sent_from", None)
         pid = self.__dict__.setdefault("_pid", None)  # None: a pickle of an older version, origin unknown

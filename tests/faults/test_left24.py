@@ -220,3 +220,27 @@ def test_rows_of_codes_name_their_first_boolean_in_numpys_order(rows, hit):
     flat = np.asarray(rows, dtype=object).ravel() if hit is not None else None
     if hit is not None:
         assert flat[hit[0]] is hit[1]
+
+
+# ------------------------------------------------------------------ a ledger's budget
+def test_a_ledger_file_with_an_edited_budget_is_refused():
+    # a larger budget written into the saved ledger loaded and let the releases go on past the one given
+    import gc
+    import pickle
+    import struct
+
+    from privrelease.accounting import PrivacyAccountant
+
+    acc = PrivacyAccountant(epsilon=1.0).spend(0.75)
+    data = pickle.dumps(acc)
+    del acc
+    gc.collect()
+    saved = b"G" + struct.pack(">d", 1.0)  # the budget, as pickle writes a float
+    assert data.count(saved) == 1
+    with pytest.raises(ValueError, match=r"has the budget epsilon = 5\.0, expected the budget it was saved with "
+                                         r"\(1\.0\); the ledger was edited"):
+        pickle.loads(data.replace(saved, b"G" + struct.pack(">d", 5.0)))
+    back = pickle.loads(data)  # the file as saved loads, with its budget
+    assert back.epsilon == 1.0 and back.remaining() == pytest.approx(0.25)
+    back.epsilon = 2.0  # a budget changed in a session is the one its next save records
+    assert pickle.loads(pickle.dumps(back)).epsilon == 2.0
