@@ -310,7 +310,6 @@ def _check_ledger(state):
     eps = _ledger_number(state.get("epsilon"))
     if eps is None or math.isnan(eps) or eps < 0:
         raise _ledger_error("the budget epsilon", state.get("epsilon"), "a number >= 0 (inf: unlimited)")
-    _check_budget_seal(state, eps)
     spends, records = state.get("_spends"), state.get("_records")
     if not isinstance(spends, list) or not isinstance(records, list):
         raise _ledger_error("_spends and _records of types", (type(spends).__name__, type(records).__name__),
@@ -395,6 +394,7 @@ def _check_ledger(state):
         if rec.get(_INDIVIDUAL) is True and i not in booked:
             raise _ledger_error(f"record {i}'s population book", plain_value(rec.get("population")),
                                 "a book listing this release, which recorded individual epsilons")
+    _check_budget_seal(state, eps)  # last: a ledger edited elsewhere too is named by that edit
 
 
 class PrivacyAccountant:
