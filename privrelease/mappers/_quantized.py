@@ -1413,7 +1413,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
             warnings.warn(
                 f"n_clusters={k} is larger than the number of labeled users ({n_labeled}); "
                 f"using n_clusters={n_labeled}",
-                UserWarning,
+                UserWarning, stacklevel=user_stacklevel(),
             )
             k = n_labeled
         space = self._space()
@@ -1430,7 +1430,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
                     "rating values, so it cannot tell these users apart and they all fall into one cluster "
                     "(the same release for everybody); use metric='hamming' (clusters on which items each "
                     "user rated) or space='raw'",
-                    UserWarning,
+                    UserWarning, stacklevel=user_stacklevel(),
                 )
             self.embedding_ = TasteEmbedding(n_components=self.n_components, random_state=seed).fit(X_lab_s)
         E = self._embed(X_lab)
@@ -2362,7 +2362,7 @@ class QuantizedPrivacyMapper(_BaseMapper):
             warnings.warn(
                 f"{int(np.sum(size == 0))} cluster(s) learnt on the sample received no labeled user in "
                 "the full pass; their cost rows are set to the centre distances",
-                UserWarning,
+                UserWarning, stacklevel=user_stacklevel(),
             )
         cost = st["dist_sum"] / np.maximum(size, 1)[:, None]
         cost[size == 0] = self.center_cost_matrix_[size == 0]

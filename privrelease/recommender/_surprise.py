@@ -850,7 +850,8 @@ class SurpriseRecommender(BaseEstimator):
                     warnings.warn(
                         "KNNBaseline with user_based=True cannot fold in new rows; their "
                         "predictions are the baselines mu + b_u + b_i (use the default "
-                        "item-based similarity for neighbourhood fold-in)", UserWarning)
+                        "item-based similarity for neighbourhood fold-in)", UserWarning,
+                        stacklevel=user_stacklevel())
         return est
 
     def _check_X(self, X, name="X"):

@@ -135,6 +135,18 @@ def test_sparse_distortion_without_a_diagonal_warning_names_the_callers_line():
     assert _filenames(lambda: solve_mapping(prior, D, delta=1.0), UserWarning) == {__file__}
 
 
+def test_too_many_clusters_warning_names_the_callers_line():
+    # a warning with no stacklevel at all named privrelease/mappers/_quantized.py
+    from privrelease import QuantizedPrivacyMapper
+    from privrelease.datasets import make_ratings
+
+    R, a, _ = make_ratings(60, 20, attribute_strength=2.0, random_state=0)
+    a = np.asarray(a).copy()
+    a[5:] = -1  # five labeled users for eight clusters
+    mapper = QuantizedPrivacyMapper(n_clusters=8, max_leakage=0.1, random_state=0)
+    assert _filenames(lambda: mapper.fit(R.tocsr(), a), UserWarning) == {__file__}
+
+
 # ------------------------------------------------------------------ subnormal prior masses
 def _subnormal_prior(seed, tiny, k):
     rng = np.random.default_rng(seed)
