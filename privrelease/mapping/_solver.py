@@ -1733,7 +1733,7 @@ def _certified_hint(exc, prob, reduction, P, D, kind, solver, tol):
     least-distortion mapping among the least-leaking ones leaked 1.6e-13 bits more than the one named, and between
     the two the smallest distortion falls by 0.0064 (its slope 4e10 per bit: no target in that span is certified
     in floating point). Tried in turn, each a full solve with this solver (deterministic: the same target passed back
-    is answered the same): the hint (certified in 1,036 of those 1,080), the named mapping's reported leakage, the
+    is answered the same): the hint as before, the named mapping's reported leakage (an ulp up), the
     hint less 99 % and 90 % of its allowance, then the hint times ``1 + HINT_LADDER_RTOL``; the first certified one
     is the hint. When none is, the hint is left as it was (passed back, it is warned or raised, never "optimal")."""
     hint = exc.smallest_feasible
