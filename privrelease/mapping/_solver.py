@@ -1722,8 +1722,8 @@ HINT_LADDER_RTOL = (1e-12, 1e-11, 1e-10, 1e-9)
 
 
 def _certified_hint(exc, prob, reduction, P, D, kind, solver, tol):
-    """Set a leakage refusal's ``smallest_feasible`` to the smallest target at which this solver's answer is
-    certified ("optimal", its reported leakage within the target), so that the hint passed back is answered.
+    """Set a leakage refusal's ``smallest_feasible`` to a target at which this solver's answer is certified
+    ("optimal", its reported leakage within the target), so that the hint passed back is answered.
 
     The hint of :func:`_reported_hint` (the named mapping's reported leakage plus its sum's rounding) was not always
     such a target (stop 47, 44 of 1,080 round trips): at a block floor ``I(A; B)`` the rounding allowance (2.3e-14 nats
@@ -1882,7 +1882,9 @@ def solve_mapping(prior, distortion, delta=None, *, max_leakage=None, leakage="m
     InfeasibleBudgetError
         ``delta`` below the smallest feasible distortion (message and
         ``.smallest_feasible`` give it), a row of ``distortion`` without a finite
-        entry, or an unreachable ``max_leakage``.
+        entry, or an unreachable ``max_leakage`` (``.smallest_feasible``: the smallest
+        leakage up to rounding, a target at which the same solver's answer is
+        certified when one of a few tried within 1e-9 of it is).
     SolverError
         An explicitly chosen solver could not certify its answer to ``tol``;
         with any solver, a ``max_leakage`` target that neither the least-leaking
