@@ -71,6 +71,12 @@ Johnstone's Tracy-Widom approximation), so ``"default"`` no longer depends on th
 the permutation rule of section (s) for the record. ``"significant, floor 1"`` (``_FloorOne``) removes the leading
 direction where the rule keeps none (beyond two classes).
 
+Section (u): ``--floors`` first prints, for an attribute-free fit, where its loss goes in the embedding's squared units
+on the protected users (``_decomposition``: the floor, the cells without the mapping, finer cells of ``P x``, the
+release; the counted class x cell dependence against its permutation mean) and adds the matching oracle columns;
+``"prior='model', k=K"`` is the library's model prior on the attribute-free cells, ``"model on cells, k=K"``
+(``_ModelOnCells``) the model fitted on the cells' own coordinates ``P x``.
+
 Section (n): ``"default, n_refine=3"`` and ``"split x2, attribute_free, k=50, n_refine=3"`` add section (b)'s
 free-support barycenter refinement of the output points; ``--rule`` then also prints the refinement steps kept.
 """
@@ -270,8 +276,21 @@ def _floors(cv, sets=None, configs=("default",), seed=0):
             L_add, note = _gaussian_floor_map(E_lab, a_lab, offsets, span=np.array(marginal))
             floor_note += "\nadditive span: " + note
         state = {}
+        # section (u): where the default's cost above the floor goes, in the embedding's squared units on the
+        # protected users, and the matching oracle releases (cells without the mapping, finer cells, the release's
+        # point on the user's own cell's profile items)
+        V_m = m.attribute_directions_
+        L_cell = None
+        if V_m.shape[0] and not sp.issparse(E_lab):
+            L_cell = _oblique_map(_pooled_within(E_lab, a_lab), V_m)
+            decomposition, fine_cells = _decomposition(m, split, E_lab, E_mean, L_cell, seed)
+            print(decomposition)
+        rng_chat = np.random.default_rng(seed)
+        Z = m.profile_weights_.T @ m.cluster_centers_  # the release's point of each output, E[x | c_hat = j]
+        Z = np.vstack([Z, np.repeat(E_mean[None, :], m.mapping_.shape[1] - Z.shape[0], axis=0)])
 
-        def own(rows, bias_only=False, taste_only=False, class_free=False, class_offset=False, gaussian=None):
+        def own(rows, bias_only=False, taste_only=False, class_free=False, class_offset=False, gaussian=None,
+                replace=None):
             """Prediction at the user's own taste point on the items of her cluster's profile (an oracle).
 
             ``class_free``: with the between-class directions (``attribute_directions_``) set to the labeled
@@ -293,6 +312,8 @@ def _floors(cv, sets=None, configs=("default",), seed=0):
                 E = E - offsets[state["a"]]
             if gaussian is not None:
                 E = E_mean + (E - E_mean) @ gaussian.T
+            if replace is not None:  # section (u): a point standing for the user's cell, her own point unused
+                E = replace(E, c)
             pred = np.clip(emb.predicted_ratings(E), *m.rating_range_)
             return sp.csr_matrix(np.where(m.release_profiles_[c].toarray() != 0, pred, 0.0))
 
@@ -307,6 +328,17 @@ def _floors(cv, sets=None, configs=("default",), seed=0):
         if L_add is not None:
             rel["oracle: own point, Gaussian floor, additive span"] = lambda r: own(r, gaussian=L_add)
         rel["oracle: own point less her class's mean offset"] = lambda r: own(r, class_offset=True)
+        if L_cell is not None:
+            # section (u): the cells without the mapping (not private: the counted prior's dependence is kept),
+            # their floor map (the cell's E[x | P x]), 200 finer cells of P x, and the release's point
+            rel["oracle: her cell's centre, no mapping"] = lambda r: own(r, replace=lambda E, c: m.cluster_centers_[c])
+            rel["oracle: her cell's E[x | P x], no mapping"] = lambda r: own(
+                r, replace=lambda E, c: E_mean + (m.cluster_centers_[c] - E_mean) @ L_cell.T)
+            for k_fine, fine in fine_cells.items():
+                rel[f"oracle: E[x | P x] of {k_fine} cells, no mapping"] = (
+                    lambda r, fine=fine: own(r, replace=lambda E, c: fine(E)))
+            rel["oracle: the release's point (c_hat drawn)"] = lambda r: own(r, replace=lambda E, c: Z[
+                [rng_chat.choice(Z.shape[0], p=m.mapping_[ci] / m.mapping_[ci].sum()) for ci in c]])
         res = {}
         rec0 = _check_recommender(None)
         for k in range(cv):
@@ -333,6 +365,73 @@ def _floors(cv, sets=None, configs=("default",), seed=0):
             print(f"| {train} | " + " | ".join(
                 f"{100 * (np.mean(res[(train, n)]) / base - 1):+.2f}%" if (train, n) in res else "-"
                 for n in names) + " |")
+
+
+def _decomposition(m, split, E_lab, E_mean, L, seed, fine_ks=(50, 100, 200)):
+    """Section (u): where a fitted attribute-free mapper's loss goes, in the embedding's squared units, mean over the
+    PROTECTED users' points ``x`` (their visible ratings): releasing nothing (``x`` against the labeled mean), the
+    Gaussian floor ``E[x | P x]`` (``L``, the mapper's class directions), the mapper's cells without the mapping (the
+    member mean; its floor map ``E[x | P x]`` of the cell), k-means cells of ``P x`` on the labeled users (their floor
+    map), and the release: ``sum_j p(j | c) |x - z_j|^2`` with ``z_j = E[x | c_hat = j]`` the release's point, and
+    the same with ``z_j`` floor-mapped. Returns the note and, per number of finer cells, a function giving each row's
+    cell's floor-mapped mean (rows in the embedding)."""
+    from sklearn.cluster import KMeans
+
+    x = m._embed(split.X_prot)
+    x = np.asarray(x.toarray() if sp.issparse(x) else x)
+    V = m.attribute_directions_
+    proj = lambda E: E - ((E - E_mean) @ V.T) @ V  # noqa: E731
+    fmap = lambda E: E_mean + (E - E_mean) @ L.T  # noqa: E731
+    sq = lambda A, B: float(np.mean(np.sum((A - B) ** 2, axis=1)))  # noqa: E731
+    c = m._quantize(split.X_prot)
+    C = m.cluster_centers_
+    Z = m.profile_weights_.T @ C
+    # an output beyond the profiles (the empty row of release="profile") stands for releasing nothing
+    Z = np.vstack([Z, np.repeat(E_mean[None, :], m.mapping_.shape[1] - Z.shape[0], axis=0)])
+    M = m.mapping_ / m.mapping_.sum(axis=1, keepdims=True)
+    d_rel = ((x[:, None, :] - Z[None, :, :]) ** 2).sum(axis=2)
+    d_relf = ((x[:, None, :] - fmap(Z)[None, :, :]) ** 2).sum(axis=2)
+    rows = [("release nothing (the labeled mean)", sq(x, E_mean[None, :])),
+            ("Gaussian floor E[x | P x] (own point)", sq(x, fmap(x))),
+            (f"the mapper's {C.shape[0]} cells, member mean, no mapping", sq(x, C[c])),
+            (f"the mapper's {C.shape[0]} cells, E[x | P x] of the cell, no mapping", sq(x, fmap(C[c])))]
+    fine_cells = {}
+    for k in fine_ks:
+        km = KMeans(n_clusters=k, n_init=3, random_state=seed).fit(proj(E_lab))
+        lab = km.labels_
+        means = np.array([E_lab[lab == j].mean(axis=0) if np.any(lab == j) else E_mean for j in range(k)])
+        fine_cells[k] = (lambda E, km=km, means=means: fmap(means[km.predict(proj(E))]))
+        rows.append((f"{k} k-means cells of P x (labeled), E[x | P x] of the cell, no mapping",
+                     sq(x, fine_cells[k](x))))
+    rows += [("the release, E_c_hat |x - z_c_hat|^2 (z: E[x | c_hat])", float(np.mean((M[c] * d_rel).sum(axis=1)))),
+             ("the release, floor-mapped points", float(np.mean((M[c] * d_relf).sum(axis=1))))]
+    Pw = np.hstack([m.profile_weights_, np.zeros((C.shape[0], M.shape[1] - m.profile_weights_.shape[1]))])
+    ent = -np.sum(np.where(Pw > 0, Pw * np.log(np.where(Pw > 0, Pw, 1.0)), 0.0), axis=0)
+    use = M[c].mean(axis=0)
+    stay = float(np.mean(M[c, c]))
+    ent = np.where(Pw.sum(axis=0) > 0, ent, 0.0)
+    # the counted prior's dependence between the class and the cell (plug-in, bits) on the labeled users, against its
+    # mean under 200 label permutations (the sampling noise of the counts on these cells): what the mapping removes
+    a_lab = np.searchsorted(m.classes_, _oracle_population(split)[1][split.opt_in])
+    cells = np.asarray(m.labels_)
+
+    def plug_in(a):
+        joint = np.zeros((m.classes_.size, C.shape[0]))
+        np.add.at(joint, (a, cells), 1.0)
+        joint /= joint.sum()
+        outer = joint.sum(axis=1, keepdims=True) * joint.sum(axis=0, keepdims=True)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return float(np.nansum(np.where(joint > 0, joint * np.log2(joint / outer), 0.0)))
+
+    rng = np.random.default_rng(seed)
+    null = [plug_in(rng.permutation(a_lab)) for _ in range(200)]
+    note = "\n".join(f"| {name} | {v:.4f} |" for name, v in rows)
+    note += (f"\n| counted I(A; cell) on the labeled users, bits; its permutation mean | {plug_in(a_lab):.4f}; "
+             f"{np.mean(null):.4f} |")
+    note = ("section (u) decomposition, squared embedding units, mean over the protected users:\n| release | loss |\n"
+            "|---|---|\n" + note + f"\ncells mixed per output (exp entropy of p(c | c_hat), weighted by use): "
+            f"{float(use @ np.exp(ent)):.2f}; p(c_hat = own cell): {stay:.3f}")
+    return note, fine_cells
 
 
 def _pooled_within(E, a_idx, w=None):
@@ -432,6 +531,24 @@ class _AdditiveSpan(QuantizedPrivacyMapper):
         V = Vt[sv > 1e-10 * max(float(sv.max()), np.finfo(float).tiny)][:max(E.shape[1] - 1, 0)]
         self.attribute_directions_ = V
         return mean, V
+
+
+class _ModelOnCells(QuantizedPrivacyMapper):
+    """Section (u): ``prior="model"`` with the model of the attribute fitted on the coordinates the cells are a
+    function of (the attribute-free clustering space, ``P x``) instead of the whole space. A cell ``c`` is a function
+    of ``P x``, so ``q(a | c) = E[p(a | P x) | C = c]`` (the tower property): the members' mean of a calibrated,
+    cross-fitted ``p~(a | P x)`` estimates the same class split as the count, and where ``P x`` carries little of the
+    attribute it varies little from user to user, so the estimate does not carry the count's sampling noise (which the
+    mapping would otherwise remove by scrambling the cells). With the whole removal and unsplit cells only (otherwise
+    the library's model prior). The benchmark only."""
+
+    def _model_soft_counts(self, E, a_idx, weights, labels):
+        V = getattr(self, "attribute_directions_", None)
+        if (V is not None and V.shape[0] and not sp.issparse(E) and float(self.class_removal_) == 1.0
+                and self.class_bins_ == 1):
+            E = np.asarray(E)
+            E = E - (E @ V.T) @ V  # P x up to a constant shift, which the model's intercept absorbs
+        return super()._model_soft_counts(E, a_idx, weights, labels)
 
 
 def _fisher_significant(E, a_idx, w, n_perms=50, level=0.95, seed=0):
@@ -657,6 +774,13 @@ RULE_CONFIGS = {
     **{f"split x2, attribute_free, k=50, smoothing={s:g}": dict(clustering="attribute_free", n_clusters=50,
                                                                 smoothing=s, class_bins=2)
        for s in (0.25, 4.0)},
+    # section (u): the model prior (section (g)) on attribute-free cells: the default's 50 cells (does the mapping
+    # scramble less?) and finer cells, whose class split the model, not a count per cell, estimates
+    **{f"prior='model', k={k}": dict(prior="model", n_clusters=k) for k in (50, 100, 200)},
+    # section (u): the model of the attribute fitted on the cells' own coordinates (P x), _ModelOnCells
+    **{f"model on cells, k={k}": dict(prior="model", n_clusters=k, _class=_ModelOnCells) for k in (50, 100, 200)},
+    "model on cells, all directions, k=100": dict(prior="model", n_clusters=100, class_directions="all",
+                                                  _class=_ModelOnCells),
     # section (o): the split guarded by the held-out rule (class_bins="heldout": 1-4 bins, paired against the unsplit)
     "split heldout, attribute_free, k=50": dict(clustering="attribute_free", n_clusters=50, class_bins="heldout"),
 }
