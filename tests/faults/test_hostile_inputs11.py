@@ -171,7 +171,7 @@ def saved_mapper(tmp_path_factory):
     from privrelease.mappers import QuantizedPrivacyMapper
 
     R, a, _ = make_ratings(120, 30, random_state=0)
-    fitted = QuantizedPrivacyMapper(n_clusters=3, delta=0.5, random_state=None).fit(R, a)
+    fitted = QuantizedPrivacyMapper(n_clusters=3, delta=0.5, random_state=0).fit(R, a)
     return pathlib.Path(save(fitted, tmp_path_factory.mktemp("saved") / "m.npz")).read_bytes()
 
 
