@@ -448,9 +448,7 @@ def _delta_best(prob, delta, solver, tol, warm=None):
         if s == "fast":
             cands = _fast_candidates(prob, delta, tol, warm, notes)
         elif s == "sparse":
-            # "fast": a target search's solve under solver="auto", which needs the bounds only: the barrier on the
-            # edges (and its polish) alone where it runs, as the dense route takes the fast path alone there
-            cands = sparse_candidates(prob, delta=delta, tol_bits=tol, fallbacks=solver != "fast")
+            cands = sparse_candidates(prob, delta=delta, tol_bits=tol)
         else:
             cands = _cvxpy_candidates(prob, delta=delta,
                                       time_limit=CVXPY_FALLBACK_TIME_LIMIT if solver == "auto" else None)

@@ -473,13 +473,11 @@ def column_generation(prob, delta, tol_bits, max_iter=200):
     return None if out is None else out[0]
 
 
-def sparse_candidates(prob, *, delta=None, target_nats=None, solvers=("CLARABEL", "SCS"), tol_bits=1e-6,
-                      fallbacks=True):
-    """Yield ``(name, x)`` candidates for a :class:`SparseProblem`: the barrier on the edges (:func:`barrier_edges`,
-    where it runs), column generation and the plain cvxpy formulation over the edges (in joint-mass units
-    ``y_e = p(c) x_e``, which keeps the interior-point solvers well scaled; private outputs enter linearly, shared
-    outputs through exponential cones), in the order that suits the problem's size and its number of shared outputs.
-    ``fallbacks=False``: nothing after the barrier's point when it returned one (a target search's solves)."""
+def sparse_candidates(prob, *, delta=None, target_nats=None, solvers=("CLARABEL", "SCS"), tol_bits=1e-6):
+    """Yield ``(name, x)`` candidates for a :class:`SparseProblem`: column generation and the plain
+    cvxpy formulation over the edges (in joint-mass units ``y_e = p(c) x_e``, which keeps the
+    interior-point solvers well scaled; private outputs enter linearly, shared outputs through
+    exponential cones), in the order that suits the number of shared outputs."""
     # column generation's master grows with the outputs shared by several rows: first when they are
     # few (one column of many categories: one shared output), last otherwise
     n_shared = int(np.count_nonzero(np.bincount(prob.j, minlength=prob.kh) > 1))
@@ -488,23 +486,16 @@ def sparse_candidates(prob, *, delta=None, target_nats=None, solvers=("CLARABEL"
     # stays ~300 times the leakage itself (a mixture of up to |A| n_shared + 2 vertices, its pool grown past MAX_POOL:
     # 6.4e-8 bits at a point leaking 2.1e-10 after 29 masters), so a target search's precise solves (tol ~1e-12
     # bits) each ran it to its stall, 26 masters or more, before the barrier (0.07 s) and its polish
-    barrier = None
     if target_nats is None:
-        barrier = barrier_edges(prob, delta, tol_bits)
-        if barrier is not None:
-            yield "barrier (edges)", barrier
-            if not fallbacks:
-                return
-    # where the barrier ran, the column generation is no fallback for it: its bound stops ~1e3 .. 1e4 times above the
-    # barrier's polished point (6.4e-8 bits where the polish reached 5.5e-12 at tol 5.2e-12) after 60 masters, 22 s;
-    # the edge formulation below is the fallback
-    cg_first = cg_first and barrier is None
+        x = barrier_edges(prob, delta, tol_bits)
+        if x is not None:
+            yield "barrier (edges)", x
     if target_nats is None and cg_first:
         x = column_generation(prob, delta, tol_bits)
         if x is not None:
             yield "column-generation", x
     yield from _edge_candidates(prob, delta, target_nats, solvers)
-    if target_nats is None and not cg_first and barrier is None:
+    if target_nats is None and not cg_first:
         x = column_generation(prob, delta, tol_bits, max_iter=60)
         if x is not None:
             yield "column-generation", x
