@@ -485,23 +485,18 @@ def sparse_candidates(prob, *, delta=None, target_nats=None, solvers=("CLARABEL"
     # the barrier on the edges first wherever it runs (its sizes): near perfect privacy the column generation's bound
     # stays ~300 times the leakage itself (a mixture of up to |A| n_shared + 2 vertices, its pool grown past MAX_POOL:
     # 6.4e-8 bits at a point leaking 2.1e-10 after 29 masters), so a target search's precise solves (tol ~1e-12
-    # bits) each ran it to its stall, 26 masters or more, before the barrier (0.07 s) and its polish
-    barrier = None
+    # bits) each ran it to its stall, 26 masters or more, before the barrier (0.07 s) and its polish. It stays the
+    # fallback: polished, its point certifies where the barrier's does not a hair above a block floor
     if target_nats is None:
-        barrier = barrier_edges(prob, delta, tol_bits)
-        if barrier is not None:
-            yield "barrier (edges)", barrier
-    # where the barrier ran, the column generation is no fallback for it (the edge formulation below is: its points,
-    # polished, certify where the barrier's do not, e.g. a hair above a block floor): near perfect privacy the column
-    # generation's bound stopped at 6.4e-8 bits after 60 masters (22 s) where the barrier's polished point reached
-    # 5.5e-12, and near a block floor at 1e-10 .. 2e-8 nats (stop 46)
-    cg_first = cg_first and barrier is None
+        x = barrier_edges(prob, delta, tol_bits)
+        if x is not None:
+            yield "barrier (edges)", x
     if target_nats is None and cg_first:
         x = column_generation(prob, delta, tol_bits)
         if x is not None:
             yield "column-generation", x
     yield from _edge_candidates(prob, delta, target_nats, solvers)
-    if target_nats is None and not cg_first and barrier is None:
+    if target_nats is None and not cg_first:
         x = column_generation(prob, delta, tol_bits, max_iter=60)
         if x is not None:
             yield "column-generation", x
