@@ -77,9 +77,10 @@ def test_tiny_targets_on_the_sparse_engine_certify_and_agree_with_the_dense_rout
 
 
 def test_the_sparse_delta_solve_near_perfect_privacy_is_precise():
-    # the last solve of the 1e-12-bit search at seed 0: the column generation stopped at 6.4e-8 bits after 29 masters
-    # (a neighbouring budget), the barrier's polished point at 1.4e-11 (its emptied outputs priced by the hint on those outputs only); the dense
-    # fast engine certifies the same budget at the same tol. Both bounds are rigorous: each bounds the other's point
+    # the last solve of the 1e-12-bit search at seed 0: the column generation stopped at 6.4e-8 bits after 29
+    # masters (a neighbouring budget), the barrier's polished point at 1.4e-11 (its emptied outputs priced by the
+    # hint on those outputs only); the dense fast engine certifies the same budget at the same tol. Both bounds are
+    # rigorous: each bounds the other's point
     from privrelease.mapping._problem import Problem
     from privrelease.mapping._solver import _delta_best
     from privrelease.mapping._sparse import SparseProblem
