@@ -71,7 +71,8 @@ def independent_bound_gap(prior, d, delta, mapping, leakage_bits):
 
 
 def reference_leakage(prior, d, delta):
-    """min I(A; C_hat) in bits s.t. distortion <= delta, plain cvxpy (CLARABEL, tight), at a feasible point."""
+    """min I(A; C_hat) in bits s.t. distortion <= delta, plain cvxpy (CLARABEL, tight), at a feasible point; an
+    infinite entry of ``d`` is a forbidden transition (the mapping 0 there)."""
     import cvxpy as cp
 
     from privrelease.mapping import expected_distortion, leakage
@@ -79,15 +80,19 @@ def reference_leakage(prior, d, delta):
     pa, pc = prior.sum(axis=1), prior.sum(axis=0)
     X = cp.Variable(d.shape, nonneg=True)
     info = cp.sum(cp.rel_entr(prior @ X, np.outer(pa, pc) @ X))
-    scale = float(d.max())
-    cons = [cp.sum(X, axis=1) == 1, cp.sum(cp.multiply(pc[:, None] * d / scale, X)) <= delta / scale]
+    fin = np.isfinite(d)
+    scale = float(d[fin].max()) or 1.0
+    cons = [cp.sum(X, axis=1) == 1,
+            cp.sum(cp.multiply(pc[:, None] * np.where(fin, d, 0.0) / scale, X)) <= delta / scale]
+    if not fin.all():
+        cons.append(cp.multiply((~fin).astype(float), X) == 0)
     pr = cp.Problem(cp.Minimize(info), cons)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "inaccurate" here: the point is repaired below
         pr.solve(solver="CLARABEL", tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
     # the reference's point made feasible (mixed with the cheapest mapping: the smallest weight,
     # by bisection), so that its leakage is an achievable value
-    Q = np.clip(X.value, 0.0, None)
+    Q = np.where(fin, np.clip(X.value, 0.0, None), 0.0)
     Q /= Q.sum(axis=1, keepdims=True)
     P_min = np.eye(d.shape[1])[d.argmin(axis=1)]
     lo, hi = 0.0, 1.0
