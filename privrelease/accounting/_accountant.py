@@ -277,12 +277,14 @@ def _spends_sum(spends):
         return math.inf
 
 
-def _budget_seal(ledger_id, epsilon):
-    """What a saved ledger records of its budget: ``(epsilon.hex(), digest of the ledger id and that budget)``. A
-    budget edited in the file (a larger one resumed as if it had been given) no longer matches it, as an edited
-    spend no longer adds up to the stored total."""
+def _budget_seal(epsilon):
+    """What a saved ledger records of its budget: ``(epsilon.hex(), a digest of that text)``. A budget edited in the
+    file alone (a larger one resumed as if it had been given) no longer matches it, as an edited spend no longer adds
+    up to the stored total. A consistency check against careless edits, not a signature: whoever edits the budget
+    and recomputes the digest (or deletes the record, as a ledger of an older version has none) is not caught. Not
+    tied to the ledger's id, which a session of an older version renews while keeping the record it does not know."""
     budget = float(epsilon).hex()
-    return budget, hashlib.sha256(f"{ledger_id}|{budget}".encode()).hexdigest()[:32]
+    return budget, hashlib.sha256(f"privrelease-ledger-budget|{budget}".encode()).hexdigest()[:32]
 
 
 def _check_budget_seal(state, eps):
@@ -292,7 +294,7 @@ def _check_budget_seal(state, eps):
         return
     try:
         saved = float.fromhex(seal[0])
-        ok = tuple(seal) == _budget_seal(state.get("_ledger_id"), saved)
+        ok = tuple(seal) == _budget_seal(saved)
     except (TypeError, ValueError, IndexError, KeyError, OverflowError):
         ok = False
     if not ok:
@@ -579,7 +581,10 @@ class PrivacyAccountant:
         del state["_lock"]
         state.pop("_previous", None)  # the defaults this process's with-blocks replaced: not part of the ledger
         state.pop("_warned_copy", None)
-        state["_budget_seal"] = _budget_seal(state.get("_ledger_id"), self.epsilon)  # the budget as saved
+        try:  # the budget as saved (the state's own, not a later change by another thread)
+            state["_budget_seal"] = _budget_seal(state["epsilon"])
+        except (TypeError, ValueError, OverflowError):
+            pass  # not a budget a ledger holds: the load refuses it by its own check, naming the value
         state["_sent_from"] = os.getpid()  # the process that pickled it: a worker's parent, or an earlier session
         return state
 

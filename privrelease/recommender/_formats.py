@@ -11,6 +11,7 @@ can be written back in long form or handed to Surprise with the original ids.
 
 import unicodedata
 import warnings
+import weakref
 from collections.abc import Hashable
 
 import numpy as np
@@ -363,10 +364,6 @@ class RatingIds(dict):
                 return False
         return True
 
-    def __deepcopy__(self, memo):
-        # pandas copies a frame's attrs at every operation: the ids never change (an Index is immutable)
-        return self
-
     def __reduce__(self):
         return type(self), (self.user_ids, self.item_ids, self.rated_users, self.rated_items)
 
@@ -460,12 +457,24 @@ class RatingsFrame:
         return (f"RatingsFrame(user={self.user!r}, item={self.item!r}, rating={self.rating!r}, "
                 f"sort_ids={self.sort_ids!r})")
 
-    def _lost_told(self):
-        """The sets of lost users and items this converter warned of (each said once: :meth:`fit` and
-        :meth:`to_surprise` of one filtered frame told one loss twice)."""
-        if not hasattr(self, "_lost_warned"):  # a converter unpickled from before it was kept
-            self._lost_warned = set()
-        return self._lost_warned
+    def _lost_told(self, frame):
+        """The sets of lost users and items this converter warned of for ``frame`` (each said once per frame:
+        :meth:`fit` and :meth:`to_surprise` of one filtered frame told one loss twice); another frame, a refit on
+        another frame, a copy or an unpickled converter start afresh (None when ``frame`` cannot be remembered:
+        every call warns)."""
+        memo = self.__dict__.get("_lost_warned")
+        if memo is None or memo[0]() is not frame:
+            try:
+                memo = (weakref.ref(frame), set())
+            except TypeError:
+                return None
+            self._lost_warned = memo
+        return memo[1]
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state.pop("_lost_warned", None)  # what this session warned of, for a frame of this session
+        return state
 
     # ------------------------------------------------------------------ checks
     def _check_frame(self, ratings):
@@ -589,10 +598,10 @@ class RatingsFrame:
             _warn_recorded_ids_lost(ids, self.user_ids_, self.item_ids_, "the id mappings (user_ids_, item_ids_)",
                                     "to map every recorded id, fit on the frame as written "
                                     "(RatingsFrame().fit(released)) and convert the subset with its to_matrix",
-                                    seen=self._lost_told())
+                                    seen=self._lost_told(ratings))
         elif isinstance(ids, dict):  # the counts a parquet file keeps of the ids
             _warn_counted_ids_lost(ids, len(self.user_ids_), len(self.item_ids_),
-                                   "the id mappings (user_ids_, item_ids_)", seen=self._lost_told())
+                                   "the id mappings (user_ids_, item_ids_)", seen=self._lost_told(ratings))
         return self
 
     @property
@@ -851,10 +860,10 @@ class RatingsFrame:
                 users, items = (pd.Index(pd.unique(data[c].to_numpy())) for c in (self.user, self.item))
                 _warn_recorded_ids_lost(ids, users, items, target,
                                         "long form and a Surprise dataset hold no user or item without a rating",
-                                        seen=self._lost_told())
+                                        seen=self._lost_told(data))
             elif isinstance(ids, dict):  # the counts a parquet file keeps of the ids
                 _warn_counted_ids_lost(ids, data[self.user].nunique(), data[self.item].nunique(), target,
-                                       seen=self._lost_told())
+                                       seen=self._lost_told(data))
             return data[[self.user, self.item, self.rating]]
         return self._from_matrix(data, target)
 
