@@ -1075,6 +1075,17 @@ class _Folder:
         self._written.add(name)
 
 
+def _as_table(df, method):
+    """``df`` as the DataFrame a report shows and saves: a Series as its one column; anything else refused here
+    (a Series written under a shown table's name took the table's place and every later markdown, HTML page and
+    save failed on it)."""
+    if isinstance(df, pd.Series):
+        return df.to_frame()
+    if not isinstance(df, pd.DataFrame):
+        raise TypeError(f"Report.{method} takes a pandas DataFrame (or Series), got {type(df).__name__}")
+    return df
+
+
 class Report:
     """Collects the sections of one report and writes them to a folder.
 
@@ -1181,8 +1192,8 @@ class Report:
 
         Parameters
         ----------
-        df : pandas.DataFrame
-            The table.
+        df : pandas.DataFrame or pandas.Series
+            The table (a Series: its one column).
         name : str
             File name without the ``.csv`` suffix.
         caption : str, default=None
@@ -1196,6 +1207,7 @@ class Report:
             The CSV file.
         """
         fname = f"{name}.csv"
+        df = _as_table(df, "table")
         return self._write(fname, df.to_csv(index=False).encode("utf-8"), part=("table", df.copy(), caption,
                                                                                   fname, max_rows))
 
@@ -1204,8 +1216,8 @@ class Report:
 
         Parameters
         ----------
-        df : pandas.DataFrame
-            The table.
+        df : pandas.DataFrame or pandas.Series
+            The table (a Series: its one column).
         name : str
             File name without the ``.csv`` suffix.
 
@@ -1213,6 +1225,7 @@ class Report:
         -------
         pathlib.Path
         """
+        df = _as_table(df, "csv")
         return self._write(f"{name}.csv", df.to_csv(index=False).encode("utf-8"), frame=df)
 
     def figure(self, fig, name, caption=None):

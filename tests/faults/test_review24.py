@@ -67,3 +67,22 @@ def test_a_ledger_whose_live_budget_is_not_a_number_saves_and_its_load_names_the
     data = pickle.dumps(acc)
     with pytest.raises(ValueError, match="epsilon"):
         pickle.loads(data)
+
+
+# ------------------------------------------------------------------ the report's tables
+def test_a_series_written_under_a_shown_tables_name_keeps_the_report_savable(tmp_path):
+    # the Series took the table's place as it was and every later markdown / save failed (AttributeError)
+    import pandas as pd
+
+    from privrelease.runner import Report
+
+    rep = Report(tmp_path / "out")
+    rep.table(pd.DataFrame({"x": [1]}), "t", caption="the table")
+    with pytest.warns(UserWarning, match=r"already had a file named 't\.csv'"):
+        rep.csv(pd.Series([5, 6], name="x"), "t")
+    rep.save()
+    assert pd.read_csv(tmp_path / "out" / "t.csv")["x"].tolist() == [5, 6]
+    md = (tmp_path / "out" / "report.md").read_text()
+    assert "| 5 |" in md and "| 6 |" in md and "| 1 |" not in md
+    with pytest.raises(TypeError, match=r"Report\.csv takes a pandas DataFrame \(or Series\), got list"):
+        rep.csv([1, 2], "u")
