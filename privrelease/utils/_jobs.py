@@ -130,13 +130,23 @@ def reissue(records, seen, modules=None):
     ``seen``.
 
     Each goes through the caller's filters as if raised at its file and line in its module (the module's registry
-    too: the "default" action shows it once, as a warning raised here would be)."""
+    too: the "default" action shows it once, as a warning raised here would be); one raised in the library (a
+    worker has no user frame to name: :func:`user_stacklevel` named the library's call) as if raised at the
+    caller's line, as the same call at n_jobs=1 names it (a filter on the caller's module matched at n_jobs=1
+    only)."""
+    from ._validation import _library_dirs, user_stacklevel
+
     modules = {} if modules is None else modules
+    library, level = _library_dirs(), None
     for message, category, filename, lineno in records:
         key = (category, str(message))
         if key in seen:
             continue
         seen.add(key)
+        if isinstance(filename, str) and filename.startswith(library):
+            level = user_stacklevel() if level is None else level
+            warnings.warn(message, category, stacklevel=level)
+            continue
         module = _module_of(filename, modules)
         # module=None passed explicitly is not "unknown" to the C implementation: the warning was never shown
         where = {"registry": _REGISTRIES.setdefault(filename, {})} if module is None else {

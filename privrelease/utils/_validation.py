@@ -31,11 +31,18 @@ __all__ = [
 ]
 
 
-@functools.lru_cache(maxsize=None)
 def _library_dirs():
+    """See :func:`_library_folders`; dask's folder once dask is loaded."""
+    dask = getattr(sys.modules.get("dask"), "__file__", None)
+    return _library_folders(os.path.dirname(dask) if dask else None)
+
+
+@functools.lru_cache(maxsize=None)
+def _library_folders(dask):
     """The folders (with their separator) whose frames are library frames for :func:`user_stacklevel`:
     privrelease's, scikit-learn's (the wrapper of every ``fit``, a ``Pipeline`` calling a mapper), joblib's (its
-    ``Parallel`` runs a ``GridSearchCV``'s fits, at n_jobs=1 too) and pandas' (``frame.pipe(check)``); and the
+    ``Parallel`` runs a ``GridSearchCV``'s fits, at n_jobs=1 too), pandas' (``frame.pipe(check)``) and dask's when
+    loaded (a graph's tasks); and the
     standard library's process and thread machinery (a worker's bottom frames), ``threading.py`` by its file and
     the frozen modules by their ``<frozen ...>`` names."""
     import concurrent.futures
@@ -46,8 +53,11 @@ def _library_dirs():
     import pandas
     import sklearn
 
+    # dask's (``dask``: its folder, when it is loaded): a mapper's transform of a dask array runs in its graph (the
+    # sync scheduler's compute() is the user's frame)
     packages = (os.path.dirname(os.path.dirname(__file__)),
-                *(os.path.dirname(m.__file__) for m in (sklearn, joblib, pandas, multiprocessing, concurrent.futures)))
+                *(os.path.dirname(m.__file__) for m in (sklearn, joblib, pandas, multiprocessing, concurrent.futures)),
+                *([dask] if dask else []))
     folders = {folder + os.sep for package in packages for folder in (package, os.path.abspath(package))}
     # "<frozen runpy>": the bottom of a worker started as ``python -m`` (loky's)
     return tuple(folders | {threading.__file__, os.path.abspath(threading.__file__), "<frozen "})

@@ -1,5 +1,6 @@
 """Review of the stop-47 changes (lead): what the merged fixes missed, each found failing on the code before."""
 import copy
+import functools
 import pickle
 import warnings
 
@@ -86,3 +87,44 @@ def test_a_series_written_under_a_shown_tables_name_keeps_the_report_savable(tmp
     assert "| 5 |" in md and "| 6 |" in md and "| 1 |" not in md
     with pytest.raises(TypeError, match=r"Report\.csv takes a pandas DataFrame \(or Series\), got list"):
         rep.csv([1, 2], "u")
+
+
+# ------------------------------------------------------------------ warnings at the user's line
+def test_a_worker_processs_library_warning_names_the_callers_line():
+    # a worker process has no user frame: its warning came back at the library's line (_checks.py), where the same
+    # call at n_jobs=1 names the caller's
+    import numpy as np
+    import scipy.sparse as sp
+
+    from privrelease.mapping import solve_mapping
+    from privrelease.utils._jobs import run_jobs
+
+    solve = functools.partial(solve_mapping, delta=1.0)  # the library's own call in the worker: no user frame
+    D = sp.csr_matrix((np.ones(2), ([0, 1], [1, 0])), shape=(2, 2))  # no diagonal: warned
+    priors = [np.array([[0.3, 0.2], [0.1, 0.4]]), np.array([[0.2, 0.3], [0.1, 0.4]])]
+    for n_jobs in (1, 2):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            list(run_jobs([(solve, (p, D)) for p in priors], n_jobs, prefer="processes"))
+        names = {w.filename for w in caught if issubclass(w.category, UserWarning)}
+        assert names == {__file__}, (n_jobs, names)
+
+
+def test_a_warning_of_a_dask_transform_names_the_compute_line():
+    # the frame walk stopped in dask's own code (dask/array/core.py)
+    pytest.importorskip("dask")
+    import dask.array as da
+
+    from privrelease import QuantizedPrivacyMapper
+    from privrelease.datasets import make_ratings
+
+    R, a, _ = make_ratings(120, 20, attribute_strength=2.0, random_state=0)
+    X = R.tocsr()
+    mapper = QuantizedPrivacyMapper(n_clusters=4, max_leakage=0.1, random_state=0).fit(X, a)
+    Y = X.copy()
+    Y.data = Y.data * 40  # off the scale fit saw: warned
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        mapper.transform(da.from_array(Y.toarray(), chunks=(30, 20))).compute(scheduler="sync")
+    names = {w.filename for w in caught if issubclass(w.category, UserWarning) and "scale" in str(w.message)}
+    assert names == {__file__}
