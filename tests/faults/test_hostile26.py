@@ -1,0 +1,75 @@
+"""The hostile hunt of stop 48 (runner and report layer): a report writing over its own input files, size checks
+of every allocation, figures of queries no auction bought, signals after the report is written, a custom cost's
+value at zero, an output folder the file system refuses, users-file ids matching no rating id, huge budgets, an
+interrupted run's empty folder."""
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from shared_helpers import fake_ml100k, run_cli  # tests/shared_helpers.py
+
+PIPELINES = Path(__file__).resolve().parents[2] / "pipelines"
+
+
+def _rating_files(folder, ratings_name, users_name, n_users=60, user_id=str):
+    """A small ratings file (user, item, rating) and users file (user, gender) in ``folder``; their texts."""
+    rng = np.random.default_rng(0)
+    rows, users = ["user,item,rating"], ["user,gender"]
+    for u in range(n_users):
+        g = u % 2
+        users.append(f"{user_id(u)},{'MF'[g]}")
+        for i in rng.choice(30, 12, replace=False):
+            t = 3 + (1 if (i < 15) == bool(g) else -1) + rng.integers(-1, 2)
+            rows.append(f"{u},i{i},{int(np.clip(t, 1, 5))}")
+    folder.mkdir(exist_ok=True)
+    (folder / ratings_name).write_text("\n".join(rows) + "\n")
+    (folder / users_name).write_text("\n".join(users) + "\n")
+    return (folder / ratings_name).read_text(), (folder / users_name).read_text()
+
+
+def _ratings_argv(folder, ratings_name, users_name, out, *extra):
+    return ["run", str(PIPELINES / "ratings_file.toml"), "--quick", "--set", f"path={folder / ratings_name}",
+            "--set", f"users_path={folder / users_name}", "--set", "attribute=gender", "-o", str(out), *extra]
+
+
+# ---------------------------------------------------------------- A: a report never replaces the run's inputs
+def test_overwrite_never_replaces_the_runs_own_input_files(tmp_path, capsys):
+    folder = tmp_path / "rf"
+    texts = _rating_files(folder, "ratings_comparison.csv", "data.json")  # names the report writes
+    rc, _, err = run_cli(_ratings_argv(folder, "ratings_comparison.csv", "data.json", folder, "--overwrite"),
+                         capsys)
+    assert rc == 2, err
+    assert "parameter" in err and "data.json" in err and "input" in err
+    assert ((folder / "ratings_comparison.csv").read_text(), (folder / "data.json").read_text()) == texts
+    assert sorted(p.name for p in folder.iterdir()) == ["data.json", "ratings_comparison.csv"]
+
+
+def test_an_input_linked_from_elsewhere_or_named_like_a_page_is_refused_up_front(tmp_path, capsys):
+    out = tmp_path / "out"
+    texts = _rating_files(out, "report.md", "users.csv")
+    elsewhere = tmp_path / "data"
+    elsewhere.mkdir()
+    (elsewhere / "r.csv").symlink_to(out / "report.md")  # the link is followed: the file is the report page
+    rc, _, err = run_cli(_ratings_argv(elsewhere, "r.csv", str(out / "users.csv"), out, "--overwrite"), capsys)
+    assert rc == 2, err
+    assert "parameter path" in err and "report.md" in err
+    assert ((out / "report.md").read_text(), (out / "users.csv").read_text()) == texts
+
+
+def test_without_overwrite_the_refusal_says_the_files_are_the_runs_inputs(tmp_path, capsys):
+    folder = tmp_path / "rf"
+    _rating_files(folder, "r.csv", "u.csv")
+    rc, _, err = run_cli(_ratings_argv(folder, "r.csv", "u.csv", folder), capsys)
+    assert rc == 2 and "input" in err and "path = " in err and "users_path = " in err, err
+
+
+def test_an_input_folder_that_is_the_output_folder_is_refused(tmp_path, capsys):
+    ml = tmp_path / "ml"
+    fake_ml100k(ml)
+    before = {p.name: p.read_bytes() for p in ml.iterdir()}
+    rc, _, err = run_cli(["run", str(PIPELINES / "movielens_gender.toml"), "--quick", "--set", f"path={ml}",
+                          "-o", str(ml), "--overwrite"], capsys)
+    assert rc == 2 and "parameter path" in err and "output folder" in err, err
+    assert {p.name: p.read_bytes() for p in ml.iterdir()} == before
