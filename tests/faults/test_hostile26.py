@@ -73,3 +73,15 @@ def test_an_input_folder_that_is_the_output_folder_is_refused(tmp_path, capsys):
                           "-o", str(ml), "--overwrite"], capsys)
     assert rc == 2 and "parameter path" in err and "output folder" in err, err
     assert {p.name: p.read_bytes() for p in ml.iterdir()} == before
+
+
+# ---------------------------------------------------------------- B: every allocation a parameter drives is capped
+def test_truthfulness_players_times_features_is_capped_like_the_schedules_design():
+    from privrelease.runner import PipelineError, check_run
+
+    with pytest.raises(PipelineError, match=r"truthfulness_players = 1000000 x n_features = 100 make a "
+                                            r"100000000-cell design matrix"):
+        check_run("truthful_regression", {"truthfulness_players": 1_000_000, "n_features": 100})
+    # 200,000 x 100 = 2e7 cells: the cap itself is allowed, as for n_players
+    check_run("truthful_regression", {"truthfulness_players": 200_000, "n_features": 100,
+                                      "n_players": [1_000]})
