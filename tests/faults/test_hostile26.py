@@ -85,3 +85,22 @@ def test_truthfulness_players_times_features_is_capped_like_the_schedules_design
     # 200,000 x 100 = 2e7 cells: the cap itself is allowed, as for n_players
     check_run("truthful_regression", {"truthfulness_players": 200_000, "n_features": 100,
                                       "n_players": [1_000]})
+
+
+# ---------------------------------------------------------------- C, K: queries nobody bought; a budget of 1e308
+def test_queries_where_no_auction_bought_are_no_greedy_queries_and_huge_budgets_stay_finite(tmp_path):
+    import pandas as pd
+
+    from privrelease.runner import PipelineError, check_run, run_experiment
+
+    with pytest.raises(PipelineError, match=r"budgets\[0\] = 1e\+308.*log axis"):
+        check_run("privacy_auction", {"budgets": [1e308]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # the plot's axis overflowed at 1e308
+        run_experiment("privacy_auction", tmp_path / "out", params={"budgets": [0.0, 1e300]}, quick=True)
+    curve = pd.read_csv(tmp_path / "out" / "rmse_vs_budget.csv")
+    zero, huge = curve.iloc[0], curve.iloc[1]
+    # at B = 0 every query's branch is "none": nothing bought, no greedy query to average over
+    assert zero["n_bought"] == 0 and np.isnan(zero["rmse_greedy_queries"]) and zero["max_weight_branch"] == 0
+    # a budget beyond every cost buys the prefix in every query: the greedy queries are all of them
+    assert huge["max_weight_branch"] == 0 and huge["rmse_greedy_queries"] == pytest.approx(huge["rmse"])
