@@ -81,7 +81,8 @@ def test_truthfulness_players_times_features_is_capped_like_the_schedules_design
 
     with pytest.raises(PipelineError, match=r"truthfulness_players = 1000000 x n_features = 100 make a "
                                             r"100000000-cell design matrix"):
-        check_run("truthful_regression", {"truthfulness_players": 1_000_000, "n_features": 100})
+        check_run("truthful_regression", {"truthfulness_players": 1_000_000, "n_features": 100,
+                                          "n_players": [1_000]})
     # 200,000 x 100 = 2e7 cells: the cap itself is allowed, as for n_players
     check_run("truthful_regression", {"truthfulness_players": 200_000, "n_features": 100,
                                       "n_players": [1_000]})
