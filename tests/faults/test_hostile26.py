@@ -105,3 +105,39 @@ def test_queries_where_no_auction_bought_are_no_greedy_queries_and_huge_budgets_
     assert zero["n_bought"] == 0 and np.isnan(zero["rmse_greedy_queries"]) and zero["max_weight_branch"] == 0
     # a budget beyond every cost buys the prefix in every query: the greedy queries are all of them
     assert huge["max_weight_branch"] == 0 and huge["rmse_greedy_queries"] == pytest.approx(huge["rmse"])
+
+
+# ---------------------------------------------------------------- D: a signal once the report is written
+def _signal_after_report(tmp_path, pipeline, signals):
+    """``python -m privrelease run PIPELINE --quick``, the ``signals`` sent as soon as "report written" is printed;
+    ``(status, stderr)``."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]), "OMP_NUM_THREADS": "1",
+           "MPLBACKEND": "Agg", "PYTHONWARNINGS": "ignore"}
+    proc = subprocess.Popen([sys.executable, "-m", "privrelease", "run", str(PIPELINES / pipeline), "--quick",
+                             "-o", str(tmp_path / "out")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env)
+    try:
+        for line in proc.stdout:
+            if "report written" in line:
+                for sig in signals:
+                    proc.send_signal(sig)
+                break
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return proc.returncode, err
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
+def test_a_signal_after_the_report_is_written_leaves_status_0_and_no_traceback(tmp_path, sig):
+    import signal
+
+    rc, err = _signal_after_report(tmp_path, "census_erasure.toml", [getattr(signal, sig)] * 2)
+    assert rc == 0 and "Traceback" not in err and "error" not in err, (rc, err)
+    assert (tmp_path / "out" / "report.md").is_file()
