@@ -141,3 +141,17 @@ def test_a_signal_after_the_report_is_written_leaves_status_0_and_no_traceback(t
     rc, err = _signal_after_report(tmp_path, "census_erasure.toml", [getattr(signal, sig)] * 2)
     assert rc == 0 and "Traceback" not in err and "error" not in err, (rc, err)
     assert (tmp_path / "out" / "report.md").is_file()
+
+
+# ---------------------------------------------------------------- E: a custom cost that is not 0 at eps = 0
+def test_a_cost_not_zero_at_eps_zero_is_refused_as_such_not_as_non_convex():
+    from privrelease.contracts import design_contract
+
+    def shifted(v, eps):  # convex and increasing, but costs 1 with nothing sold
+        return 1.0 + v * eps ** 2
+
+    with pytest.raises(ValueError, match=r"cost\(1, 0\) = 1, expected 0"):
+        design_contract(np.array([1.0, 2.0, 3.0]), 0.5, cost=shifted)
+    # 0 at eps = 0, or NaN there (a cost whose limit at 0 is 0): the shape check lets it through
+    design_contract(np.array([1.0, 2.0, 3.0]), 0.5, cost=lambda v, e: v * e ** 2)
+    design_contract(np.array([1.0, 2.0, 3.0]), 0.5, cost=lambda v, e: np.where(e > 0, v * e * np.log1p(e), np.nan))
