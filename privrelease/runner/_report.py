@@ -664,17 +664,30 @@ def _prepare_output_folder(output_dir, overwrite, create):
 
 
 def _check_creatable(path):
-    """Refuse, without creating anything, a missing folder ``path`` that could not be created: its nearest
-    existing parent is a file, or a folder the process cannot write into (what _make_folders would meet)."""
+    """Refuse a missing folder ``path`` that could not be created: its nearest existing parent is a file, or a
+    folder where no folder can be created (tried with a hidden folder, removed at once; ``path`` itself is
+    created only when the first file is written)."""
     parent = path.parent
     while not os.path.lexists(parent) and parent.parent != parent:
         parent = parent.parent
     if not parent.is_dir():
         raise OutputFolderError(
             f"cannot create output folder {str(path)!r}: a part of that path is a file, not a folder")
-    if not os.access(parent, os.W_OK | os.X_OK):
+    # a folder is created there for a moment: os.access said yes for root under /proc (and on read-only or full
+    # file systems), the whole experiment ran, and then the folder could not be created
+    probe = parent / f"{_STAGING_PREFIX}probe-{secrets.token_hex(8)}"
+    try:
+        os.mkdir(probe, 0o700)
+    except PermissionError:
         raise OutputFolderError(
-            f"cannot create output folder {str(path)!r}: permission denied (expected a writable location)")
+            f"cannot create output folder {str(path)!r}: permission denied (expected a writable location)") from None
+    except OSError as exc:
+        raise OutputFolderError(f"cannot create output folder {str(path)!r}: {exc.strerror or exc} (in "
+                                f"{str(parent)!r}; expected a location where a folder can be created)") from None
+    try:
+        os.rmdir(probe)
+    except OSError:
+        pass
 
 
 def _prepare(path, overwrite, create=True):

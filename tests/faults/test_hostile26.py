@@ -155,3 +155,15 @@ def test_a_cost_not_zero_at_eps_zero_is_refused_as_such_not_as_non_convex():
     # 0 at eps = 0, or NaN there (a cost whose limit at 0 is 0): the shape check lets it through
     design_contract(np.array([1.0, 2.0, 3.0]), 0.5, cost=lambda v, e: v * e ** 2)
     design_contract(np.array([1.0, 2.0, 3.0]), 0.5, cost=lambda v, e: np.where(e > 0, v * e * np.log1p(e), np.nan))
+
+
+# ---------------------------------------------------------------- F: a folder the file system will not create
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs /proc, where no folder can be created")
+def test_an_output_folder_that_cannot_be_created_is_refused_before_the_run(capsys, monkeypatch):
+    import privrelease.runner.experiments.contract_design as experiment
+
+    ran = []
+    monkeypatch.setattr(experiment, "run", lambda report, **kw: ran.append(1) or {})
+    rc, _, err = run_cli(["run", str(PIPELINES / "contract_design.toml"), "--quick", "-o",
+                          "/proc/privrelease-hostile26/out"], capsys)
+    assert rc == 2 and "cannot create output folder" in err and not ran, err
