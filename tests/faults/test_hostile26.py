@@ -167,3 +167,22 @@ def test_an_output_folder_that_cannot_be_created_is_refused_before_the_run(capsy
     rc, _, err = run_cli(["run", str(PIPELINES / "contract_design.toml"), "--quick", "-o",
                           "/proc/privrelease-hostile26/out"], capsys)
     assert rc == 2 and "cannot create output folder" in err and not ran, err
+
+
+# ---------------------------------------------------------------- G: users-file ids that partly match
+def test_users_file_ids_partly_matching_the_rating_ids_are_warned_with_counts_and_examples(tmp_path):
+    from privrelease.runner import check_run
+
+    # "000".."119" against the integers 0..119: "100".."119" match, the 100 zero-padded ones name nobody
+    _rating_files(tmp_path, "r.csv", "u.csv", n_users=120, user_id=lambda u: f"{u:03d}")
+    params = {"path": str(tmp_path / "r.csv"), "users_path": str(tmp_path / "u.csv"), "attribute": "gender"}
+    with pytest.warns(UserWarning, match=r"100 of the 120 ids of the users file .*'000', '001', '002'.*100 of its "
+                                         r"120 users have no row .*0, 1, 2"):
+        check_run("ratings_file", params)
+    # rows of users without ratings alone (every rating user has a row) are ordinary: no warning
+    _rating_files(tmp_path, "r.csv", "u.csv", n_users=120)
+    with open(tmp_path / "u.csv", "a") as fh:
+        fh.write("9999,M\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        check_run("ratings_file", params)
