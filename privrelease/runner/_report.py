@@ -1134,11 +1134,17 @@ class Report:
         self.title = title
         self._parts = []
         self.files = []
+        self._created = []  # the folders _open_folder created (the deepest first)
 
     def _open_folder(self):
         """The output folder's writer; a missing folder is created now (checked again, as at construction)."""
         if self._folder is None:
+            missing, p = [], Path(self.output_dir)
+            while not os.path.lexists(p) and p.parent != p:
+                missing.append(p)
+                p = p.parent
             self.output_dir = prepare_output_folder(self.output_dir, overwrite=self._overwrite)
+            self._created = missing  # removed again by discard() if the run leaves them empty
             self._folder = _Folder(self.output_dir, overwrite=self._overwrite)
         return self._folder
 
@@ -1409,6 +1415,14 @@ class Report:
         return path
 
     def discard(self):
-        """Drop what the run wrote so far (its staging folder), leaving the output folder as it was."""
+        """Drop what the run wrote so far (its staging folder), leaving the output folder as it was; a folder the
+        run created is removed again if nothing else is in it (an interrupted run into a new folder left it
+        behind, empty)."""
         if self._folder is not None:
             self._folder.discard()
+        for folder in self._created:  # the deepest first; rmdir removes only an empty folder
+            try:
+                os.rmdir(folder)
+            except OSError:
+                break
+        self._created = []

@@ -186,3 +186,26 @@ def test_users_file_ids_partly_matching_the_rating_ids_are_warned_with_counts_an
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
         check_run("ratings_file", params)
+
+
+# ---------------------------------------------------------------- L: an interrupted run into a new folder
+def test_an_interrupted_run_removes_the_new_folders_it_created_and_left_empty(tmp_path, monkeypatch):
+    import privrelease.runner.experiments.contract_design as experiment
+    from privrelease.runner import run_experiment
+
+    def interrupted(report, **kw):
+        report.text("started")
+        report.json({"x": 1}, "partial")  # the folder is created at the first file
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(experiment, "run", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        run_experiment("contract_design", tmp_path / "new" / "deeper" / "out", quick=True)
+    assert list(tmp_path.iterdir()) == []
+    # a folder that holds something else (here made before the run) is kept, as is the user's file in it
+    (tmp_path / "kept").mkdir()
+    (tmp_path / "kept" / "mine.txt").write_text("mine")
+    with pytest.raises(KeyboardInterrupt):
+        run_experiment("contract_design", tmp_path / "kept" / "out", quick=True)
+    assert [p.name for p in tmp_path.iterdir()] == ["kept"]
+    assert [p.name for p in (tmp_path / "kept").iterdir()] == ["mine.txt"]
