@@ -1135,6 +1135,7 @@ class Report:
         self._parts = []
         self.files = []
         self._created = []  # the folders _open_folder created (the deepest first)
+        self._inputs = {}  # realpath -> (parameter, value) of the run's input files and folders (see _guard_inputs)
 
     def _open_folder(self):
         """The output folder's writer; a missing folder is created now (checked again, as at construction)."""
@@ -1178,7 +1179,7 @@ class Report:
 
     def _check_input(self, name, why="is a file this report writes"):
         """Refuse writing (or removing) ``name`` of the output folder when it is one of the run's input files."""
-        clash = getattr(self, "_inputs", {}).get(os.path.realpath(os.path.join(self.output_dir, name)))
+        clash = self._inputs.get(os.path.realpath(os.path.join(self.output_dir, name)))
         if clash is not None:
             param, value = clash
             raise PipelineError(
