@@ -16,7 +16,11 @@ output folder (no symbolic link is followed), and a folder holding an earlier
 report is refused unless ``--overwrite``. Exit status: 0 done, 1 an experiment
 failed or could not do its job (for example a missing data set), 2 a usage
 error (one line on stderr; ``--debug`` shows the traceback), 130 stopped by
-Ctrl-C, 143 stopped by SIGTERM (both leave the earlier report as it was).
+Ctrl-C, 143 stopped by SIGTERM (both leave the earlier report as it was). Once
+the report is written the run has succeeded: the command (``privrelease`` or
+``python -m privrelease``) then ignores Ctrl-C and SIGTERM until it exits, with
+the status of the run (one sent while the interpreter shut down killed it with
+status 143 and no message, or printed a traceback).
 """
 
 import argparse
@@ -126,6 +130,24 @@ def _log(msg):
             pass
 
 
+#: set by :func:`main` while it runs as the command itself (no ``argv``): see :func:`_settled`
+_COMMAND = {"active": False, "settled": False}
+
+
+def _settled():
+    """The report is written: the run has succeeded, and its status is decided.
+
+    Run as the command, Ctrl-C and SIGTERM are ignored from now until the process exits (SIGTERM was put back to
+    its default as :func:`main` returned, and one sent while the interpreter shut down its threads, ~0.4 s, killed
+    the process with status 143 and no message; a Ctrl-C printed a traceback from ``threading._shutdown``). Called
+    in-process (``main(argv)``, the tests) nothing changes.
+    """
+    if _COMMAND["active"] and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        _COMMAND["settled"] = True
+
+
 def cmd_demo(args):
     from .runner import (OutputFolderError, ReportWriteError, available_experiments, check_run, load_pipeline,
                          pipeline_params)
@@ -203,6 +225,7 @@ def _run_demo(plan, out, index, args):
     index.section("Run summary")
     index.table(pd.DataFrame(rows), "run_summary")  # a table in both pages (as text it was a paragraph in the HTML)
     path = index.save()
+    _settled()
     _log(f"\nReport written to {path.resolve()} and {path.with_suffix('.html').resolve()} "
          f"({time.perf_counter() - t_all:.0f} s)")
     if failures:
@@ -230,6 +253,7 @@ def cmd_run(args):
     _log(f"running {args.pipeline} ...")
     path, headline, secs = run_pipeline(args.pipeline, args.output, quick=True if args.quick else None,
                                         overrides=overrides, overwrite=args.overwrite, log=_log)
+    _settled()
     for k, v in (headline or {}).items():
         _log(f"  {k}: {_fmt(v)}")
     # quoted as the error messages show paths: a control character in the folder's name (an ESC) reaches the
@@ -375,7 +399,13 @@ def _stopped_by(exc):
 
 def main(argv=None):
     """Run the command line; returns the exit status (0 done, 1 run failed, 2 usage error, 130 Ctrl-C,
-    143 SIGTERM)."""
+    143 SIGTERM).
+
+    Without ``argv`` (the command itself: ``privrelease``, ``python -m privrelease``), once a report is written
+    Ctrl-C and SIGTERM stay ignored after ``main`` returns, until the process exits with the run's status (see
+    :func:`_settled`); with ``argv`` (called in-process) the signal handlers are left as they were found.
+    """
+    _COMMAND.update(active=argv is None, settled=False)
     # a path that is not valid UTF-8 ('-o $'bad\\xffname'') reaches Python as lone surrogates: a strict stdout
     # raised UnicodeEncodeError after the report was written, and the run was called failed (exit 1)
     restore = []
@@ -401,7 +431,7 @@ def main(argv=None):
             print(f"privrelease: error: {'terminated (SIGTERM)' if term else 'interrupted'}", file=sys.stderr)
             return EXIT_TERMINATED if term else EXIT_INTERRUPTED
     finally:
-        if old_term is not None:
+        if old_term is not None and not _COMMAND["settled"]:  # settled: ignored until the process exits
             # None: a handler not installed from Python, which cannot be put back; the default is the closest
             signal.signal(signal.SIGTERM, signal.SIG_DFL if old_term[0] is None else old_term[0])
         for stream in restore:

@@ -106,8 +106,17 @@ class _Cost:
         with np.errstate(all="ignore"):
             c = self(vs[:, None], eps[None, :])
             slopes = np.diff(c, axis=1) / np.diff(eps)[None, :]
+            at_zero = self._evaluate(vs, np.zeros(vs.shape))  # the callable's own value: __call__ puts 0 there
         top = np.max(np.abs(c[np.isfinite(c)]), initial=0.0)
         tol = 1e-9 * max(top, np.finfo(float).tiny)
+        # checked first: c(v, 0) = 1 was replaced by 0, and the jump that made was refused as "not convex in eps"
+        # (NaN is left: 0 * log(0) of a cost whose limit at 0 is 0)
+        off = np.flatnonzero(np.abs(at_zero) > tol)
+        if off.size:
+            i = off[0]
+            raise ValueError(f"cost {self.name}(v, eps): cost({vs[i]:.6g}, 0) = {at_zero[i]:.6g}, expected 0; a "
+                             "privacy cost must be 0 at eps = 0 (nothing sold costs nothing), increasing in v and "
+                             "eps and convex in eps (the designs assume it)")
         checks = (("decreasing in eps", np.diff(c, axis=1) < -tol, lambda i, j: (vs[i], eps[j + 1], vs[i], eps[j])),
                   ("decreasing in v", np.diff(c, axis=0) < -tol, lambda i, j: (vs[i + 1], eps[j], vs[i], eps[j])),
                   ("not convex in eps", np.diff(slopes, axis=1) < -tol * np.max(1.0 / np.diff(eps)),

@@ -261,6 +261,30 @@ def check_run(name, params=None, *, quick=None):
     return module, params, notes
 
 
+def _input_paths(module, params):
+    """``{parameter: path}`` of the run's data files and folders (its :class:`File` and :class:`Folder`
+    parameters)."""
+    from ._schema import File, Folder
+
+    return {k: params[k] for k, spec in module.PARAMETERS.items()
+            if isinstance(spec, (File, Folder)) and isinstance(params.get(k), str) and params[k]}
+
+
+def _inputs_inside(output_dir, inputs):
+    """The inputs (``parameter = path``, joined) that are the folder ``output_dir`` or a file directly in it (links
+    followed); "" if none."""
+    try:
+        real = os.path.realpath(os.path.expanduser(os.fspath(output_dir)))
+    except (TypeError, ValueError):
+        return ""
+    inside = []
+    for param, value in inputs.items():
+        path = os.path.realpath(os.path.expanduser(value))
+        if path == real or os.path.dirname(path) == real:
+            inside.append(f"{param} = {value!r}")
+    return ", ".join(inside)
+
+
 def run_experiment(name, output_dir, *, title=None, description="", params=None, quick=None, overwrite=False,
                    log=None):
     """Run one experiment into ``output_dir``; returns ``(report_path, headline, seconds)``.
@@ -305,7 +329,16 @@ def run_experiment(name, output_dir, *, title=None, description="", params=None,
         The experiment ran but its report could not be written (the output folder changed during the run).
     """
     module, params, notes = check_run(name, params, quick=quick)
-    report = Report(output_dir, title=title or name, overwrite=overwrite)
+    inputs = _input_paths(module, params)
+    try:
+        report = Report(output_dir, title=title or name, overwrite=overwrite)
+    except OutputFolderError as exc:
+        inside = _inputs_inside(output_dir, inputs)
+        if not inside:
+            raise
+        raise OutputFolderError(f"{exc}; among its files are the run's own input(s) ({inside}): a report never "
+                                "replaces them, so choose another output folder") from None
+    report._guard_inputs(inputs)
     if description:
         report.text(description)
     for note in notes:

@@ -46,7 +46,7 @@ import numpy as np
 import pandas as pd
 
 from ..utils._validation import user_stacklevel
-from ._schema import OutputFolderError, _show
+from ._schema import OutputFolderError, PipelineError, _show
 
 __all__ = ["Report", "markdown_table", "prepare_output_folder", "REPORT_FILES"]
 
@@ -664,17 +664,30 @@ def _prepare_output_folder(output_dir, overwrite, create):
 
 
 def _check_creatable(path):
-    """Refuse, without creating anything, a missing folder ``path`` that could not be created: its nearest
-    existing parent is a file, or a folder the process cannot write into (what _make_folders would meet)."""
+    """Refuse a missing folder ``path`` that could not be created: its nearest existing parent is a file, or a
+    folder where no folder can be created (tried with a hidden folder, removed at once; ``path`` itself is
+    created only when the first file is written)."""
     parent = path.parent
     while not os.path.lexists(parent) and parent.parent != parent:
         parent = parent.parent
     if not parent.is_dir():
         raise OutputFolderError(
             f"cannot create output folder {str(path)!r}: a part of that path is a file, not a folder")
-    if not os.access(parent, os.W_OK | os.X_OK):
+    # a folder is created there for a moment: os.access said yes for root under /proc (and on read-only or full
+    # file systems), the whole experiment ran, and then the folder could not be created
+    probe = parent / f"{_STAGING_PREFIX}probe-{secrets.token_hex(8)}"
+    try:
+        os.mkdir(probe, 0o700)
+    except PermissionError:
         raise OutputFolderError(
-            f"cannot create output folder {str(path)!r}: permission denied (expected a writable location)")
+            f"cannot create output folder {str(path)!r}: permission denied (expected a writable location)") from None
+    except OSError as exc:
+        raise OutputFolderError(f"cannot create output folder {str(path)!r}: {exc.strerror or exc} (in "
+                                f"{str(parent)!r}; expected a location where a folder can be created)") from None
+    try:
+        os.rmdir(probe)
+    except OSError:
+        pass
 
 
 def _prepare(path, overwrite, create=True):
@@ -737,6 +750,30 @@ def _prepare(path, overwrite, create=True):
                 "example left by an earlier run that failed; pass --overwrite to write into it anyway (files "
                 "of the names the report writes are replaced), or choose another folder")
     return path
+
+
+def _read_manifest(fd):
+    """``{name: SHA-256}`` of the files the report last saved in the folder wrote (plain names only).
+
+    The manifest is a file in the user's folder, so it is not trusted: an entry only says which content
+    the report wrote under a name, and :meth:`_Folder._remove` removes a file only if it still holds exactly that
+    content (a manifest copied with a report, or edited, cannot make a run remove the user's own file).
+    """
+    fh = _open_regular(MANIFEST, fd)
+    if fh is None:
+        return {}
+    try:
+        with fh:
+            listed = json.loads(fh.read(_MAX_MANIFEST_BYTES).decode("utf-8")).get("files", {})
+    except (OSError, ValueError, AttributeError, RecursionError):  # a manifest nested 200,000 deep
+        return {}
+    if not isinstance(listed, dict):
+        return {}
+    return {n: d for n, d in listed.items()
+            if isinstance(n, str) and n and "/" not in n and n not in (".", "..")
+            and "\x00" not in n and os.sep not in n and not (os.altsep and os.altsep in n)
+            and n != MANIFEST and not n.startswith(_STAGING_PREFIX)
+            and isinstance(d, str) and re.fullmatch(r"[0-9a-f]{64}", d)}
 
 
 class _Folder:
@@ -905,27 +942,8 @@ class _Folder:
         return target
 
     def _read_manifest(self, fd):
-        """``{name: SHA-256}`` of the files the report last saved in the folder wrote (plain names only).
-
-        The manifest is a file in the user's folder, so it is not trusted: an entry only says which content
-        the report wrote under a name, and :meth:`_remove` removes a file only if it still holds exactly that
-        content (a manifest copied with a report, or edited, cannot make a run remove the user's own file).
-        """
-        fh = _open_regular(MANIFEST, fd)
-        if fh is None:
-            return {}
-        try:
-            with fh:
-                listed = json.loads(fh.read(_MAX_MANIFEST_BYTES).decode("utf-8")).get("files", {})
-        except (OSError, ValueError, AttributeError, RecursionError):  # a manifest nested 200,000 deep
-            return {}
-        if not isinstance(listed, dict):
-            return {}
-        return {n: d for n, d in listed.items()
-                if isinstance(n, str) and n and "/" not in n and n not in (".", "..")
-                and "\x00" not in n and os.sep not in n and not (os.altsep and os.altsep in n)
-                and n != MANIFEST and not n.startswith(_STAGING_PREFIX)
-                and isinstance(d, str) and re.fullmatch(r"[0-9a-f]{64}", d)}
+        """``{name: SHA-256}`` of the files the report last saved in the folder wrote (see :func:`_read_manifest`)."""
+        return _read_manifest(fd)
 
     def _write_manifest(self, files, fd):
         text = json.dumps({"written_by": "privrelease", "files": dict(sorted(files.items()))}, indent=1)
@@ -1127,13 +1145,58 @@ class Report:
         self.title = title
         self._parts = []
         self.files = []
+        self._created = []  # the folders _open_folder created (the deepest first)
+        self._inputs = {}  # realpath -> (parameter, value) of the run's input files and folders (see _guard_inputs)
 
     def _open_folder(self):
         """The output folder's writer; a missing folder is created now (checked again, as at construction)."""
         if self._folder is None:
+            missing, p = [], Path(self.output_dir)
+            while not os.path.lexists(p) and p.parent != p:
+                missing.append(p)
+                p = p.parent
             self.output_dir = prepare_output_folder(self.output_dir, overwrite=self._overwrite)
+            self._created = missing  # removed again by discard() if the run leaves them empty
             self._folder = _Folder(self.output_dir, overwrite=self._overwrite)
         return self._folder
+
+    def _guard_inputs(self, inputs):
+        """Refuse (:class:`PipelineError`) a run whose report would write over one of its own input files.
+
+        ``inputs``: ``{parameter: path}`` of the run's data files and folders. Checked now: an input folder that
+        is the output folder, and an input file (links followed) that is a report page, the manifest or a file
+        of the earlier report (which saving removes); each file the run writes is checked again by :meth:`_write`
+        before it is staged (``--overwrite`` replaced a ratings file by the report's table of that name).
+        """
+        self._inputs = {}
+        for param, value in (inputs or {}).items():
+            self._inputs[os.path.realpath(os.path.expanduser(value))] = (param, value)
+        if not self._inputs or not os.path.isdir(self.output_dir):
+            return
+        real = os.path.realpath(self.output_dir)
+        if real in self._inputs:
+            param, value = self._inputs[real]
+            raise PipelineError(
+                f"parameter {param} = {value!r} is the output folder {str(self.output_dir)!r} itself: the report "
+                "writes its files into it and could replace the run's own data; expected another output folder")
+        fd = os.open(self.output_dir, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
+        try:
+            earlier = set(_read_manifest(fd)) if self._overwrite else set()
+        finally:
+            os.close(fd)
+        for name in (*REPORT_FILES, MANIFEST, *sorted(earlier)):
+            self._check_input(name, "is a file of the earlier report, which saving this one replaces or removes"
+                              if name in earlier else "is a file every report writes")
+
+    def _check_input(self, name, why="is a file this report writes"):
+        """Refuse writing (or removing) ``name`` of the output folder when it is one of the run's input files."""
+        clash = self._inputs.get(os.path.realpath(os.path.join(self.output_dir, name)))
+        if clash is not None:
+            param, value = clash
+            raise PipelineError(
+                f"parameter {param} = {value!r} is {str(Path(self.output_dir) / name)!r}, which {why}: a report "
+                "never replaces the run's own input files; expected another output folder (or the input "
+                "elsewhere)")
 
     def _write(self, name, data, unique=True, part=None, frame=None):
         """Stage ``name`` and add its ``part`` (a table or figure shown; None: a file only) to the report;
@@ -1146,6 +1209,7 @@ class Report:
         holds: both were asked for.
         """
         check_file_name(name, self.output_dir)  # before the folder is created
+        self._check_input(name)
         path = self._open_folder().write(name, data)
         if unique and path in self.files:
             warnings.warn(f"the report already had a file named {name!r}: replaced by the new one, which the report "
@@ -1365,6 +1429,14 @@ class Report:
         return path
 
     def discard(self):
-        """Drop what the run wrote so far (its staging folder), leaving the output folder as it was."""
+        """Drop what the run wrote so far (its staging folder), leaving the output folder as it was; a folder the
+        run created is removed again if nothing else is in it (an interrupted run into a new folder left it
+        behind, empty)."""
         if self._folder is not None:
             self._folder.discard()
+        for folder in self._created:  # the deepest first; rmdir removes only an empty folder
+            try:
+                os.rmdir(folder)
+            except OSError:
+                break
+        self._created = []

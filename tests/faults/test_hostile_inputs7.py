@@ -186,7 +186,7 @@ def test_a_callable_privacy_cost_the_designs_do_not_assume_is_refused_naming_its
     # a cost decreasing in eps bought eps = 400 for a payment of 1e-174; a concave one ended in a SolverError;
     # a string or an array of another shape failed inside numpy naming neither the cost nor the fault
     faults = {
-        "decreasing in eps": lambda v, e: v * np.exp(-e),
+        "decreasing in eps": lambda v, e: v * e * np.exp(-e),  # 0 at eps = 0 (v exp(-eps) is refused for that)
         "decreasing in v": lambda v, e: e / v,
         "not convex in eps": lambda v, e: v * np.sqrt(e),
     }

@@ -46,7 +46,7 @@ from .._schema import (Bool, Choice, Either, File, Float, Int, NJobs, PipelineEr
                        quick_values)
 from ...datasets._movielens import integer_spellings, repeats_sentence
 from ...utils._validation import (_MARKER_WORDS, MAX_RATING, UNDISCLOSED_TEXTS, check_ids, check_rating_scale,
-                                  format_bound, plain_value, undisclosed_mask)
+                                  format_bound, plain_value, undisclosed_mask, user_stacklevel)
 from .movielens_gender import analyse_ratings
 from .synthetic_ratings import _LEVELS_CAP, MAPPER, N_CLUSTERS_RULES, PROTOCOL_PARAMETERS, RECOMMENDER
 
@@ -321,6 +321,8 @@ def read_data(path=None, users_path=None, **options):
     if present.size < 2:
         raise PipelineError(f"the attribute {columns} has one class only among the {n_disclosed} users who "
                             f"disclose it: expected at least two classes to protect")
+    _warn_unmatched(ids[matched < 0], user_ids[row_of < 0], ids.size, user_ids.size, users_path, path,
+                    user_ids.dtype.kind in "iu")
     info = {
         "n_users_ratings": int(user_ids.size), "n_items": int(item_ids.size), "n_ratings": int(R.nnz),
         "n_rows_collapsed": collapsed,
@@ -339,6 +341,23 @@ def read_data(path=None, users_path=None, **options):
     _CACHE.clear()
     _CACHE[key] = out
     return out
+
+
+def _warn_unmatched(extra, missing, n_rows, n_users, users_path, path, integer_ids):
+    """Warn when rows of the users file name no rating user while rating users have no row (``extra`` and
+    ``missing``): the ids are then likely written differently in the two files ("000".."099" against the integers
+    0..99 left every user written with a leading zero silently undisclosed; only a file matching no id at all was
+    refused). Rows without ratings alone are ordinary (counted in the report)."""
+    if not (extra.size and missing.size):
+        return
+    shown = ", ".join(repr(str(v)) for v in extra[:3])
+    users = ", ".join(repr(plain_value(v)) for v in missing[:3])
+    form = (" (the rating ids are integers: a users id names one written plainly, '7', not '007' or '+7')"
+            if integer_ids else "")
+    warnings.warn(f"{extra.size} of the {n_rows} ids of the users file {users_path!r} name no user of the ratings "
+                  f"file {path!r} (for example {shown}), and {missing.size} of its {n_users} users have no row in "
+                  f"the users file (for example {users}): those users are left out as not disclosing the attribute; "
+                  f"check that both files write the ids alike{form}", UserWarning, stacklevel=user_stacklevel())
 
 
 def _refuse_float_spelled_twins(ids, path, column):

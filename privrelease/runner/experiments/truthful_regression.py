@@ -45,12 +45,18 @@ PARAMETERS = {
 
 
 def check_together(params):
-    """The largest design matrix (players x features) stays under 2e7 cells (160 MB of float64)."""
-    n = max(params.get("n_players", (256_000,)))
+    """The largest design matrix (players x features) stays under 2e7 cells (160 MB of float64): the schedule's
+    (``n_players``) and the truthfulness section's (``truthfulness_players``)."""
     d = params.get("n_features", 2)
+    n = max(params.get("n_players", (256_000,)), default=0)
     if n * d > 20_000_000:
         raise PipelineError(f"parameters n_players (largest {n}) x n_features = {d} make a {n * d}-cell design "
                             "matrix: expected at most 20,000,000 cells (160 MB of float64 per repetition)")
+    m = params.get("truthfulness_players", 6_000)
+    if m * d > 20_000_000:
+        # 1,000,000 players x 100 features passed: an 800 MB design matrix per truthfulness run
+        raise PipelineError(f"parameters truthfulness_players = {m} x n_features = {d} make a {m * d}-cell design "
+                            "matrix: expected at most 20,000,000 cells (160 MB of float64 per truthfulness run)")
 
 
 def _unit_ball(rng, n, d):
