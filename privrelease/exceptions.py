@@ -49,7 +49,8 @@ class InfeasibleBudgetError(ValueError):
         it was refused for, it is accepted and answered. A distortion budget's is the smallest distortion itself;
         a leakage target's is the leakage of an allowed mapping the solver found (the least-leaking one as far as
         its solves resolve, so the true smallest may be a little below it), rounded up so that the value read back
-        as a target is at least that leakage. Elsewhere it may be an infimum that is not attained
+        as a target is at least that leakage, and where one of a few targets up to 1e-9 (relative) above it is
+        answered with a certified mapping by the same solver, the first such target (the message then names it). Elsewhere it may be an infimum that is not attained
         (:func:`~privrelease.contracts.design_contract`'s accuracy of 1/4).
     """
 
