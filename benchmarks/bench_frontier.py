@@ -417,7 +417,9 @@ def _decomposition(m, split, E_lab, E_mean, L, seed, fine_ks=(50, 100, 200)):
             (f"the mapper's {C.shape[0]} cells, E[x | P x] of the cell, no mapping", sq(x, fmap(C[c])))]
     fine_cells = {}
     for k in fine_ks:
-        for metric, U in (("", np.eye(T.shape[0])), (", ratings' metric", T)):
+        # section (v): cut in the embedding's metric, the ratings' metric, and the ratings' metric of the floor map
+        # E[x | P x] (the class directions' part predicted from P x counted too: k-means on L P x, L P = L)
+        for metric, U in (("", np.eye(T.shape[0])), (", ratings' metric", T), (", oblique, ratings' metric", L.T @ T)):
             km = KMeans(n_clusters=k, n_init=3, random_state=seed).fit(proj(E_lab) @ U)
             lab = km.labels_
             means = np.array([E_lab[lab == j].mean(axis=0) if np.any(lab == j) else E_mean for j in range(k)])
