@@ -77,6 +77,15 @@ release; the counted class x cell dependence against its permutation mean) and a
 ``"prior='model', k=K"`` is the library's model prior on the attribute-free cells, ``"model on cells, k=K"``
 (``_ModelOnCells``) the model fitted on the cells' own coordinates ``P x``.
 
+Section (v): the cells in the ratings' metric (squared distances of predicted ratings weighted by each item's share of
+the labeled users' ratings, as the RMSE's held-out ratings are; ``_RatingsMetricEmbedding``). ``"ratings metric"``
+(``_RatingsMetric``) moves the whole fit there (directions, cells, the LP's distortion, profiles); ``"ratings metric,
+cells only"`` (``_RatingsMetricCells``) only the k-means of ``P x`` and the assignment; ``", 90% variance"`` keeps the
+leading principal directions of the mapped labeled rows holding 90 % of their variance (``rank=`` in ``--rule``);
+``"embedding metric, cells only, 90% variance"`` the same reduction in the embedding's metric; ``"ratings metric,
+oblique cells"`` the cells of ``E[x | P x]`` in that metric. ``--floors``' decomposition also prints each loss in the
+ratings' metric and adds k-means cells of ``P x`` cut in it.
+
 Section (n): ``"default, n_refine=3"`` and ``"split x2, attribute_free, k=50, n_refine=3"`` add section (b)'s
 free-support barycenter refinement of the output points; ``--rule`` then also prints the refinement steps kept.
 """
@@ -84,6 +93,7 @@ free-support barycenter refinement of the output points; ``--rule`` then also pr
 import argparse
 import time
 import warnings
+from unittest import mock
 
 import numpy as np
 import scipy.sparse as sp
@@ -93,6 +103,8 @@ from privrelease import datasets
 from privrelease.evaluation import privacy_utility_curve, rmse_cost
 from privrelease.evaluation._protocol import _check_recommender, _fit_mapper, _prepare_split, _release, _with_seed
 from privrelease.mappers import QuantizedPrivacyMapper
+from privrelease.mappers import _quantized as _quantized_module
+from privrelease.mappers._quantize import TasteEmbedding
 from privrelease.mappers._quantized import _heldout_null, _heldout_statistic
 from privrelease.utils import check_random_source
 
@@ -382,7 +394,14 @@ def _decomposition(m, split, E_lab, E_mean, L, seed, fine_ks=(50, 100, 200)):
     V = m.attribute_directions_
     proj = lambda E: E - ((E - E_mean) @ V.T) @ V  # noqa: E731
     fmap = lambda E: E_mean + (E - E_mean) @ L.T  # noqa: E731
-    sq = lambda A, B: float(np.mean(np.sum((A - B) ** 2, axis=1)))  # noqa: E731
+    # section (v): each loss also in the ratings' metric (items weighted by their share of the labeled users'
+    # ratings, as the RMSE's held-out ratings are), the map T from the embedding to coordinates of that metric
+    opt = sp.csr_matrix(split.X_opt)
+    opt.eliminate_zeros()
+    T = np.linalg.solve(m.embedding_.basis_chol_, _RatingsMetricEmbedding.metric_chol(
+        m.embedding_, np.bincount(opt.indices, minlength=opt.shape[1])))
+    sq = lambda A, B: (float(np.mean(np.sum((A - B) ** 2, axis=1))),  # noqa: E731
+                       float(np.mean(np.sum(((A - B) @ T) ** 2, axis=1))))
     c = m._quantize(split.X_prot)
     C = m.cluster_centers_
     Z = m.profile_weights_.T @ C
@@ -391,20 +410,25 @@ def _decomposition(m, split, E_lab, E_mean, L, seed, fine_ks=(50, 100, 200)):
     M = m.mapping_ / m.mapping_.sum(axis=1, keepdims=True)
     d_rel = ((x[:, None, :] - Z[None, :, :]) ** 2).sum(axis=2)
     d_relf = ((x[:, None, :] - fmap(Z)[None, :, :]) ** 2).sum(axis=2)
+    d_relm = (((x[:, None, :] - Z[None, :, :]) @ T) ** 2).sum(axis=2)
     rows = [("release nothing (the labeled mean)", sq(x, E_mean[None, :])),
             ("Gaussian floor E[x | P x] (own point)", sq(x, fmap(x))),
             (f"the mapper's {C.shape[0]} cells, member mean, no mapping", sq(x, C[c])),
             (f"the mapper's {C.shape[0]} cells, E[x | P x] of the cell, no mapping", sq(x, fmap(C[c])))]
     fine_cells = {}
     for k in fine_ks:
-        km = KMeans(n_clusters=k, n_init=3, random_state=seed).fit(proj(E_lab))
-        lab = km.labels_
-        means = np.array([E_lab[lab == j].mean(axis=0) if np.any(lab == j) else E_mean for j in range(k)])
-        fine_cells[k] = (lambda E, km=km, means=means: fmap(means[km.predict(proj(E))]))
-        rows.append((f"{k} k-means cells of P x (labeled), E[x | P x] of the cell, no mapping",
-                     sq(x, fine_cells[k](x))))
-    rows += [("the release, E_c_hat |x - z_c_hat|^2 (z: E[x | c_hat])", float(np.mean((M[c] * d_rel).sum(axis=1)))),
-             ("the release, floor-mapped points", float(np.mean((M[c] * d_relf).sum(axis=1))))]
+        # section (v): cut in the embedding's metric, the ratings' metric, and the ratings' metric of the floor map
+        # E[x | P x] (the class directions' part predicted from P x counted too: k-means on L P x, L P = L)
+        for metric, U in (("", np.eye(T.shape[0])), (", ratings' metric", T), (", oblique, ratings' metric", L.T @ T)):
+            km = KMeans(n_clusters=k, n_init=3, random_state=seed).fit(proj(E_lab) @ U)
+            lab = km.labels_
+            means = np.array([E_lab[lab == j].mean(axis=0) if np.any(lab == j) else E_mean for j in range(k)])
+            fine_cells[f"{k}{metric}"] = (lambda E, km=km, means=means, U=U: fmap(means[km.predict(proj(E) @ U)]))
+            rows.append((f"{k} k-means cells of P x{metric} (labeled), E[x | P x] of the cell, no mapping",
+                         sq(x, fine_cells[f"{k}{metric}"](x))))
+    rows += [("the release, E_c_hat |x - z_c_hat|^2 (z: E[x | c_hat])", (float(np.mean((M[c] * d_rel).sum(axis=1))),
+                                                                          float(np.mean((M[c] * d_relm).sum(axis=1))))),
+             ("the release, floor-mapped points", (float(np.mean((M[c] * d_relf).sum(axis=1))), float("nan")))]
     Pw = np.hstack([m.profile_weights_, np.zeros((C.shape[0], M.shape[1] - m.profile_weights_.shape[1]))])
     ent = -np.sum(np.where(Pw > 0, Pw * np.log(np.where(Pw > 0, Pw, 1.0)), 0.0), axis=0)
     use = M[c].mean(axis=0)
@@ -425,11 +449,12 @@ def _decomposition(m, split, E_lab, E_mean, L, seed, fine_ks=(50, 100, 200)):
 
     rng = np.random.default_rng(seed)
     null = [plug_in(rng.permutation(a_lab)) for _ in range(200)]
-    note = "\n".join(f"| {name} | {v:.4f} |" for name, v in rows)
+    note = "\n".join(f"| {name} | {v[0]:.4f} | {v[1]:.4f} |" for name, v in rows)
     note += (f"\n| counted I(A; cell) on the labeled users, bits; its permutation mean | {plug_in(a_lab):.4f}; "
              f"{np.mean(null):.4f} |")
-    note = ("section (u) decomposition, squared embedding units, mean over the protected users:\n| release | loss |\n"
-            "|---|---|\n" + note + f"\ncells mixed per output (exp entropy of p(c | c_hat), weighted by use): "
+    note = ("section (u) decomposition, squared embedding units, mean over the protected users:\n"
+            "| release | loss | loss in the ratings' metric (section (v)) |\n|---|---|---|\n" + note
+            + "\ncells mixed per output (exp entropy of p(c | c_hat), weighted by use): "
             f"{float(use @ np.exp(ent)):.2f}; p(c_hat = own cell): {stay:.3f}")
     return note, fine_cells
 
@@ -549,6 +574,91 @@ class _ModelOnCells(QuantizedPrivacyMapper):
             E = np.asarray(E)
             E = E - (E @ V.T) @ V  # P x up to a constant shift, which the model's intercept absorbs
         return super()._model_soft_counts(E, a_idx, weights, labels)
+
+
+class _RatingsMetricEmbedding(TasteEmbedding):
+    """Section (v): the taste embedding with squared distances measured as the RMSE measures them. The default
+    scales the basis of ``span(1, V)`` so that ``|e_u - e_v|^2 = mean_i (p_ui - p_vi)^2``, the mean over ALL items;
+    the recommender's error is a mean over the held-out RATINGS, whose items follow the items' popularity. Here
+    ``|e_u - e_v|^2 = sum_i q_i (p_ui - p_vi)^2`` with ``q_i`` item ``i``'s share of the fit rows' ratings: the
+    Cholesky factor of ``B diag(q) B^T`` (``B = [1; V]``) instead of ``B B^T / n_items``; the rest is unchanged."""
+
+    def fit(self, X):
+        super().fit(X)
+        X = sp.csr_matrix(X)
+        X.eliminate_zeros()
+        self.basis_chol_ = self.metric_chol(self, np.bincount(X.indices, minlength=self.n_items_))
+        return self
+
+    @staticmethod
+    def metric_chol(emb, counts):
+        """The Cholesky factor of ``B diag(q) B^T``, ``q`` the items' shares of ``counts`` (uniform if none)."""
+        q = np.asarray(counts, dtype=np.float64)
+        q = q / q.sum() if q.sum() > 0 else np.full(emb.n_items_, 1.0 / emb.n_items_)
+        B = np.vstack([np.ones((1, emb.n_items_)), emb.components_])
+        return np.linalg.cholesky((B * q) @ B.T + 1e-12 * np.eye(B.shape[0]))
+
+
+class _RatingsMetric(QuantizedPrivacyMapper):
+    """Section (v): the default in the ratings' metric (``_RatingsMetricEmbedding``): the class directions, the
+    cells, the LP's distortion and the profiles all in coordinates whose squared distances weight each item by its
+    share of the labeled users' ratings. The benchmark only."""
+
+    def _learn_quantizer(self, X_lab, w_lab, a_idx=None):
+        with mock.patch.object(_quantized_module, "TasteEmbedding", _RatingsMetricEmbedding):
+            return super()._learn_quantizer(X_lab, w_lab, a_idx)
+
+
+class _RatingsMetricCells(QuantizedPrivacyMapper):
+    """Section (v): the default, except that k-means cuts the attribute-free cells of ``P x`` in the ratings' metric
+    (``_RatingsMetricEmbedding``'s: items weighted by their share of the labeled users' ratings) and every user joins
+    the nearest centre after the same map (``cell_map_``), so the partition the prior counts is the one applied; the
+    class directions, the LP's distortion and the profiles stay in the embedding's metric. With the whole removal
+    and unsplit cells in the taste space only (otherwise the library's rule). The benchmark only."""
+
+    oblique = False
+    keep_share = None
+    ratings = True
+
+    def _attribute_free(self, E, a_idx, w_lab):
+        out = super()._attribute_free(E, a_idx, w_lab)
+        self.cell_map_ = None
+        emb = getattr(self, "embedding_", None)
+        if (self.attribute_directions_.shape[0] and emb is not None and not sp.issparse(E)
+                and float(self.class_removal_) == 1.0 and self.class_bins_ == 1):
+            M = _RatingsMetricEmbedding.metric_chol(emb, self._q_items)
+            # x = c L  ->  c = x L^-1  ->  c L_M: squared distances sum_i q_i (p_ui - p_vi)^2
+            T = np.linalg.solve(emb.basis_chol_, M) if self.ratings else np.eye(E.shape[1])
+            V = self.attribute_directions_
+            P = np.eye(V.shape[1]) - V.T @ V
+            # the cells are a function of P x: P x itself, or (oblique) E[x | P x] = mean + L (x - mean), L = L P
+            Lmap = (_oblique_map(_pooled_within(np.asarray(E), a_idx, w_lab), V) if self.oblique else P).T @ T
+            if self.keep_share is not None:
+                # only the leading principal directions of the mapped labeled rows holding keep_share of their
+                # (weighted) variance: the cells do not spend resolution on directions that barely move the ratings
+                Y = np.asarray(E) @ Lmap
+                Yc = Y - np.average(Y, axis=0, weights=w_lab)
+                ev, U = np.linalg.eigh((Yc * w_lab[:, None]).T @ Yc / w_lab.sum())
+                ev, U = ev[::-1], U[:, ::-1]
+                r = int(np.searchsorted(np.cumsum(ev) / ev.sum(), self.keep_share) + 1)
+                Lmap = Lmap @ U[:, :r]
+                self.kept_rank_ = r
+            self.cell_map_ = Lmap
+            return np.asarray(E) @ Lmap
+        return out
+
+    def _learn_quantizer(self, X_lab, w_lab, a_idx=None):
+        Xs = sp.csr_matrix(X_lab)
+        Xs.eliminate_zeros()
+        self._q_items = np.bincount(Xs.indices, minlength=Xs.shape[1]).astype(np.float64)
+        return super()._learn_quantizer(X_lab, w_lab, a_idx)
+
+    def _nearest_centers(self, E, centers=None):
+        T = getattr(self, "cell_map_", None)
+        if T is None or sp.issparse(E) or (centers is None and getattr(self, "fine_cells_", None) is not None):
+            return super()._nearest_centers(E, centers)
+        centers = self.cluster_centers_ if centers is None else centers
+        return self._distances(np.asarray(E) @ T, centers @ T).argmin(axis=1)
 
 
 def _fisher_significant(E, a_idx, w, n_perms=50, level=0.95, seed=0):
@@ -781,6 +891,14 @@ RULE_CONFIGS = {
     **{f"model on cells, k={k}": dict(prior="model", n_clusters=k, _class=_ModelOnCells) for k in (50, 100, 200)},
     "model on cells, all directions, k=100": dict(prior="model", n_clusters=100, class_directions="all",
                                                   _class=_ModelOnCells),
+    # section (v): the default in the ratings' metric (items weighted by their share of the ratings, as the RMSE)
+    "ratings metric": dict(_class=_RatingsMetric),
+    "ratings metric, cells only": dict(_class=_RatingsMetricCells),
+    "ratings metric, cells only, 90% variance": dict(
+        _class=type("_R90", (_RatingsMetricCells,), {"keep_share": 0.9})),
+    "embedding metric, cells only, 90% variance": dict(
+        _class=type("_E90", (_RatingsMetricCells,), {"keep_share": 0.9, "ratings": False})),
+    "ratings metric, oblique cells": dict(_class=type("_RObl", (_RatingsMetricCells,), {"oblique": True})),
     # section (o): the split guarded by the held-out rule (class_bins="heldout": 1-4 bins, paired against the unsplit)
     "split heldout, attribute_free, k=50": dict(clustering="attribute_free", n_clusters=50, class_bins="heldout"),
 }
@@ -862,6 +980,7 @@ def _rule(sets, configs, leakages, seeds, cv):
                     ks.append(f"{fitted.n_clusters_}" + (f", removal={share:g}"
                                                          if "class_removal" in RULE_CONFIGS[name] else "")
                               + _bins_note(fitted, params) + dirs
+                              + (f", rank={fitted.kept_rank_}" if hasattr(fitted, "kept_rank_") else "")
                               + f", distortion={fitted.distortion_:.4f}"
                               # refinement steps kept (section (n))
                               + (f", refined={fitted.n_refine_}" if params.get("n_refine") else ""))
