@@ -128,3 +128,20 @@ def test_a_warning_of_a_dask_transform_names_the_compute_line():
         mapper.transform(da.from_array(Y.toarray(), chunks=(30, 20))).compute(scheduler="sync")
     names = {w.filename for w in caught if issubclass(w.category, UserWarning) and "scale" in str(w.message)}
     assert names == {__file__}
+
+
+# ------------------------------------------------------------------ a users file's classes
+def test_classes_written_in_two_cases_are_warned():
+    # 'M', 'm', 'F', 'f' became four classes without a word (the MovieLens reader refuses 'f')
+    import numpy as np
+
+    from privrelease.runner.experiments.ratings_file import _encode
+
+    values = np.array(["M", "m", "F", "f", "M", "F "])
+    with pytest.warns(UserWarning, match=r"classes whose names differ only in case or blank space \('F' and 'F ' "
+                                         r"and 'f'; 'M' and 'm'\)"):
+        code, names = _encode("gender", values, None, "users.csv")
+    assert len(names) == 5 and code.min() == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _encode("gender", np.array(["M", "F", "F", "M"]), None, "users.csv")

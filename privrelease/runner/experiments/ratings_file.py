@@ -557,6 +557,20 @@ def _column_labels(values):
     return labels
 
 
+def _warn_near_duplicates(column, path, classes):
+    """Warn of classes whose names differ only in case or surrounding blank space ('F' and 'f', 'M' and 'M '): each
+    is protected as a class of its own (4 classes for a gender written in two cases), which is seldom meant."""
+    groups = {}
+    for name in classes:
+        groups.setdefault(name.strip().casefold(), []).append(name)
+    alike = [names for names in groups.values() if len(names) > 1]
+    if alike:
+        shown = "; ".join(" and ".join(repr(n) for n in names) for names in alike[:3])
+        warnings.warn(f"attribute column {column!r} of {path!r} has classes whose names differ only in case or blank "
+                      f"space ({shown}): each is protected as a class of its own; write each class alike if they "
+                      "are one", UserWarning, stacklevel=user_stacklevel())
+
+
 def _encode(column, values, cuts, path):
     """Class codes of one attribute column (-1: not disclosed) and the classes' names.
 
@@ -588,6 +602,8 @@ def _encode(column, values, cuts, path):
                                 f"with cuts = {{{column} = [...]}})")
         lookup = {v: i for i, v in enumerate(classes.tolist())}
         code[~missing] = [lookup[v] for v in shown.tolist()]
+        if not numeric:
+            _warn_near_duplicates(column, path, classes.tolist())
         names = [str(int(v)) if isinstance(v, float) and v.is_integer() and abs(v) < 2**53 else str(v)
                  for v in classes.tolist()]
     if code.max(initial=-1) < 0:
