@@ -1856,7 +1856,14 @@ def maximal_leakage_target_multipliers(prob, target_bits, scale, vertex_bits=Non
     b_ub = np.concatenate([e, np.zeros(kh)])
     cost = np.concatenate([-np.ones(k), np.zeros(m), [max(_ml_target_slack(target_bits, prob), 0.0)]])
     bounds = [(None, None)] * k + [(0, None)] * (m + 1)
-    res = _ml_linprog(cost, A_ub, b_ub, None, None, bounds, "highs")
+    # by HiGHS's interior point (with its crossover: a vertex, whose tight rows and positive multipliers give the
+    # primal vertex below), not its choice, the dual simplex: the LP is tall, one row per allowed entry against
+    # |A| columns per output, and the dual simplex's basis is of the rows' size. At k = 425, k_hat = 566, |A| = 9
+    # (205,308 rows, 4,954 columns) it had not finished when stopped by its time limit (89 s CPU, no multipliers);
+    # the interior point (which solves the LP's dual, the target mode's own LP with k + |A| k_hat rows) took 22 s
+    # and its multipliers bounded the optimum to 1e-10 of its distance to the smallest distortion;
+    # docs/benchmarks.md, stop 47 (mlbig24). A failed solve is retried by the ML_LP_RETRIES (the dual simplex first)
+    res = _ml_linprog(cost, A_ub, b_ub, None, None, bounds, "highs-ipm")
     if res.status != 0 or res.x is None:
         return None
     lam = np.zeros((na, kh))
