@@ -2,10 +2,10 @@
 
 The dual LP has one row per allowed entry and ``|A|`` columns per output; HiGHS's own choice for it, the dual
 simplex, works with a basis of the rows' size: at k = 425, k_hat = 566, |A| = 9 (205,308 rows) it was stopped by
-its time limit without multipliers, and a target certified without them took 171 s CPU, 89 s of them in that LP. It
-is solved by the interior point (with its crossover). The multipliers and the vertex complementary to them must
-still be the optimum's, against an independent LP (``ml_target_reference``), and within a time limit the dual
-simplex does not meet.
+its time limit without multipliers, and a target certified without them took 171 s CPU, 89 s of them in that LP.
+Above ``_lp.DUAL_IPM_ROWS`` rows it is solved by the interior point (with its crossover). The multipliers and the
+vertex complementary to them must still be the optimum's, against an independent LP (``ml_target_reference``), and
+within a time limit the dual simplex does not meet.
 """
 
 import math
