@@ -1792,6 +1792,17 @@ DUAL_TIGHT = 1e-9
 DUAL_COST_CAP = 1e6
 
 
+#: the target mode's dual LP: solved by HiGHS's interior point (with its crossover to a vertex) above this many rows,
+#: by its dual simplex (HiGHS's choice) up to it. The LP is tall (one row per allowed entry, |A| columns per output)
+#: and the dual simplex's basis is of the rows' size: |A| = 9, 10,005 / 19,200 / 204,742 entries: 3.9 s / 12 s CPU /
+#: stopped by its time limit after 89 s without multipliers, the interior point 0.2 s / 0.6 s / 20 s (the same bound
+#: to 1e-10 of it). On small LPs the dual simplex stays: its basis gives the vertex complementary to the multipliers;
+#: with the crossover's, 3 of 16 answers on distortions over 16 decades (k <= 40) changed, two without that vertex,
+#: up to 1.8e-7 of the optimum's distance above it (certified; 2e-11 by the dual simplex); docs/benchmarks.md, stop
+#: 47 (mlbig24)
+DUAL_IPM_ROWS = 5_000
+
+
 def maximal_leakage_target_multipliers(prob, target_bits, scale, vertex_bits=None):
     """Multipliers ``(lam, nu)`` of the target mode's rows, from its dual LP solved with the multipliers in units
     of ``scale`` (the answer's distance to the smallest distortion), and the primal vertex they are complementary
@@ -1856,7 +1867,9 @@ def maximal_leakage_target_multipliers(prob, target_bits, scale, vertex_bits=Non
     b_ub = np.concatenate([e, np.zeros(kh)])
     cost = np.concatenate([-np.ones(k), np.zeros(m), [max(_ml_target_slack(target_bits, prob), 0.0)]])
     bounds = [(None, None)] * k + [(0, None)] * (m + 1)
-    res = _ml_linprog(cost, A_ub, b_ub, None, None, bounds, "highs")
+    # HiGHS's choice, its dual simplex, up to DUAL_IPM_ROWS rows; above, its interior point (with its crossover)
+    method = "highs-ipm" if A_ub.shape[0] > DUAL_IPM_ROWS else "highs"
+    res = _ml_linprog(cost, A_ub, b_ub, None, None, bounds, method)
     if res.status != 0 or res.x is None:
         return None
     lam = np.zeros((na, kh))
