@@ -2,7 +2,7 @@
 
 import sys
 
-from .cli import main
+from .cli import command
 
 if __name__ == "__main__":  # pragma: no cover - exercised through a subprocess in the tests
-    sys.exit(main())
+    sys.exit(command())

@@ -397,15 +397,31 @@ def _stopped_by(exc):
     return None
 
 
-def main(argv=None):
+def command():
+    """The ``privrelease`` command's entry point (the installed script and ``python -m privrelease``): :func:`main`
+    on ``sys.argv``, and once a report is written Ctrl-C and SIGTERM stay ignored until the process exits with the
+    run's status (see :func:`_settled`)."""
+    return main(_as_command=True)
+
+
+def main(argv=None, *, _as_command=False):
     """Run the command line; returns the exit status (0 done, 1 run failed, 2 usage error, 130 Ctrl-C,
     143 SIGTERM).
 
-    Without ``argv`` (the command itself: ``privrelease``, ``python -m privrelease``), once a report is written
-    Ctrl-C and SIGTERM stay ignored after ``main`` returns, until the process exits with the run's status (see
-    :func:`_settled`); with ``argv`` (called in-process) the signal handlers are left as they were found.
+    ``argv``: the arguments (default ``sys.argv[1:]``). Called from Python the signal handlers are left as they
+    were found, whatever ``argv`` (a script's or notebook's ``main()`` left both signals ignored for the rest of
+    its process); the command itself (:func:`command`) ignores them from the written report until it exits.
     """
-    _COMMAND.update(active=argv is None, settled=False)
+    outer = dict(_COMMAND)
+    _COMMAND.update(active=bool(_as_command), settled=False)
+    try:
+        return _signals_and_streams(argv)
+    finally:
+        if not _as_command:  # a nested in-process call leaves an outer command's state as it was
+            _COMMAND.update(outer)
+
+
+def _signals_and_streams(argv):
     # a path that is not valid UTF-8 ('-o $'bad\\xffname'') reaches Python as lone surrogates: a strict stdout
     # raised UnicodeEncodeError after the report was written, and the run was called failed (exit 1)
     restore = []

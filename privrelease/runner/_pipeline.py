@@ -334,10 +334,11 @@ def run_experiment(name, output_dir, *, title=None, description="", params=None,
         report = Report(output_dir, title=title or name, overwrite=overwrite)
     except OutputFolderError as exc:
         inside = _inputs_inside(output_dir, inputs)
-        if not inside:
+        if not inside or "pass --overwrite" not in str(exc):  # a refusal --overwrite lifts (not empty, a report)
             raise
         raise OutputFolderError(f"{exc}; among its files are the run's own input(s) ({inside}): a report never "
-                                "replaces them, so choose another output folder") from None
+                                "replaces them (with --overwrite, a run that would write a file of one's name is "
+                                "refused)") from None
     report._guard_inputs(inputs)
     if description:
         report.text(description)

@@ -684,10 +684,11 @@ def _check_creatable(path):
     except OSError as exc:
         raise OutputFolderError(f"cannot create output folder {str(path)!r}: {exc.strerror or exc} (in "
                                 f"{str(parent)!r}; expected a location where a folder can be created)") from None
-    try:
-        os.rmdir(probe)
-    except OSError:
-        pass
+    finally:  # removed however this ends (a Ctrl-C just after the mkdir left it behind)
+        try:
+            os.rmdir(probe)
+        except OSError:
+            pass
 
 
 def _prepare(path, overwrite, create=True):
@@ -750,6 +751,20 @@ def _prepare(path, overwrite, create=True):
                 "example left by an earlier run that failed; pass --overwrite to write into it anyway (files "
                 "of the names the report writes are replaced), or choose another folder")
     return path
+
+
+def _file_digest(folder, name):
+    """SHA-256 of the regular file ``name`` of ``folder`` (links followed: an input reached through one), or None."""
+    h = hashlib.sha256()
+    try:
+        with open(os.path.join(folder, name), "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                return None
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                h.update(chunk)
+    except OSError:
+        return None
+    return h.hexdigest()
 
 
 def _read_manifest(fd):
@@ -1156,7 +1171,8 @@ class Report:
                 missing.append(p)
                 p = p.parent
             self.output_dir = prepare_output_folder(self.output_dir, overwrite=self._overwrite)
-            self._created = missing  # removed again by discard() if the run leaves them empty
+            # removed again by discard() if the run leaves them empty (absolute: a chdir between removed others)
+            self._created = [Path(os.path.abspath(m)) for m in missing]
             self._folder = _Folder(self.output_dir, overwrite=self._overwrite)
         return self._folder
 
@@ -1179,12 +1195,17 @@ class Report:
             raise PipelineError(
                 f"parameter {param} = {value!r} is the output folder {str(self.output_dir)!r} itself: the report "
                 "writes its files into it and could replace the run's own data; expected another output folder")
-        fd = os.open(self.output_dir, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
-        try:
-            earlier = set(_read_manifest(fd)) if self._overwrite else set()
-        finally:
-            os.close(fd)
-        for name in (*REPORT_FILES, MANIFEST, *sorted(earlier)):
+        earlier = {}
+        if self._overwrite and _HAVE_DIR_FD:  # (elsewhere, Windows: each file is checked as it is written)
+            fd = os.open(self.output_dir, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
+            try:
+                earlier = _read_manifest(fd)
+            finally:
+                os.close(fd)
+        # an earlier report's file is removed by saving only while it holds the content its manifest records (see
+        # _Folder._remove): an input of that name that the user has since written is kept, and not refused
+        removed = [name for name, digest in sorted(earlier.items()) if _file_digest(self.output_dir, name) == digest]
+        for name in (*REPORT_FILES, MANIFEST, *removed):
             self._check_input(name, "is a file of the earlier report, which saving this one replaces or removes"
                               if name in earlier else "is a file every report writes")
 

@@ -145,3 +145,84 @@ def test_classes_written_in_two_cases_are_warned():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         _encode("gender", np.array(["M", "F", "F", "M"]), None, "users.csv")
+
+
+# ------------------------------------------------------------------ the runner's inputs, folders and signals
+def test_main_called_from_python_without_argv_leaves_the_signal_handlers(monkeypatch):
+    # main() without argv was taken for the command: both signals stayed ignored for the rest of the process
+    import signal
+    import sys
+
+    from privrelease import cli
+
+    before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    monkeypatch.setattr(sys, "argv", ["privrelease", "list"])
+    monkeypatch.setattr(cli, "cmd_list", lambda args: (cli._settled(), 0)[1])  # a report written
+    assert cli.main() == 0
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
+
+
+def test_an_earlier_reports_file_the_user_has_rewritten_may_be_an_input(tmp_path):
+    # saving removes an earlier report's file only while it holds the content the manifest records: an input the
+    # user wrote under that name is kept, and the run was refused for it
+    import pandas as pd
+
+    from privrelease.runner import PipelineError, Report
+
+    out = tmp_path / "s2"
+    rep = Report(out)
+    rep.table(pd.DataFrame({"x": [1]}), "r")
+    rep.save()
+    again = Report(out, overwrite=True)
+    with pytest.raises(PipelineError, match=r"is a file of the earlier report, which saving this one replaces"):
+        again._guard_inputs({"path": str(out / "r.csv")})  # still the report's own table
+    (out / "r.csv").write_text("user,item,rating\n1,2,3\n")
+    Report(out, overwrite=True)._guard_inputs({"path": str(out / "r.csv")})
+
+
+def test_discard_after_a_chdir_removes_the_runs_own_new_folders(tmp_path, monkeypatch):
+    # the created folders were recorded relative: after a chdir discard() removed another, empty, folder
+    from privrelease.runner import Report
+
+    monkeypatch.chdir(tmp_path)
+    rep = Report("rel/out")
+    rep.json({"x": 1}, "partial")
+    (tmp_path / "other" / "rel" / "out").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path / "other")
+    rep.discard()
+    assert not (tmp_path / "rel").exists()
+    assert (tmp_path / "other" / "rel" / "out").is_dir()
+
+
+def test_the_creatability_probe_is_removed_when_interrupted(tmp_path, monkeypatch):
+    import os
+
+    from privrelease.runner import _report
+
+    made = []
+    real_mkdir = os.mkdir
+
+    def mkdir(path, *args):
+        real_mkdir(path, *args)
+        made.append(path)
+        raise KeyboardInterrupt  # just after the probe was made
+
+    monkeypatch.setattr(_report.os, "mkdir", mkdir)
+    with pytest.raises(KeyboardInterrupt):
+        _report._check_creatable(tmp_path / "new" / "out")
+    monkeypatch.undo()
+    assert made and not os.path.lexists(made[0]) and os.listdir(tmp_path) == []
+
+
+def test_users_files_with_registered_non_raters_and_raters_without_a_profile_are_not_warned(tmp_path):
+    # the ids written alike in both files: no id of one reads as an id of the other (a spurious warning)
+    import numpy as np
+
+    from privrelease.runner.experiments.ratings_file import _warn_unmatched
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _warn_unmatched(np.array([str(u) for u in range(1000, 1040)]), np.arange(60, 70), 100, 70, "u.csv", "r.csv",
+                        True)
+    with pytest.warns(UserWarning, match=r"for example '007'.*for example 7"):
+        _warn_unmatched(np.array(["007", "1000"]), np.array([7, 8]), 100, 70, "u.csv", "r.csv", True)

@@ -33,6 +33,7 @@ Everything is checked before the run starts (``check_ready``): the files, the
 columns, the attribute's classes and the scale.
 """
 
+import math
 import os
 import re
 import unicodedata
@@ -343,15 +344,34 @@ def read_data(path=None, users_path=None, **options):
     return out
 
 
+def _id_key(v):
+    """An id as two files may write it differently: a number by its value ('007', '+7', '7.0', 7), a text by its
+    case-folded, stripped form."""
+    text = str(v).strip().casefold()
+    try:
+        number = float(text)
+    except ValueError:
+        return text
+    return repr(number) if math.isfinite(number) else text
+
+
 def _warn_unmatched(extra, missing, n_rows, n_users, users_path, path, integer_ids):
     """Warn when rows of the users file name no rating user while rating users have no row (``extra`` and
     ``missing``): the ids are then likely written differently in the two files ("000".."099" against the integers
     0..99 left every user written with a leading zero silently undisclosed; only a file matching no id at all was
-    refused). Rows without ratings alone are ordinary (counted in the report)."""
+    refused). Rows without ratings alone are ordinary (counted in the report), and so are both at once when the ids
+    are written alike (registered users who never rated beside raters without a profile): warned only when an
+    unmatched users-file id reads as an unmatched rating id (the same number, case or blank space)."""
     if not (extra.size and missing.size):
         return
-    shown = ", ".join(repr(str(v)) for v in extra[:3])
-    users = ", ".join(repr(plain_value(v)) for v in missing[:3])
+    wanted = {}
+    for v in missing.tolist():
+        wanted.setdefault(_id_key(v), v)
+    pairs = [(e, wanted[_id_key(e)]) for e in extra.tolist() if _id_key(e) in wanted]
+    if not pairs:
+        return
+    shown = ", ".join(repr(str(e)) for e, _ in pairs[:3])
+    users = ", ".join(repr(plain_value(m)) for _, m in pairs[:3])
     form = (" (the rating ids are integers: a users id names one written plainly, '7', not '007' or '+7')"
             if integer_ids else "")
     warnings.warn(f"{extra.size} of the {n_rows} ids of the users file {users_path!r} name no user of the ratings "
