@@ -1161,7 +1161,8 @@ class Report:
         self._parts = []
         self.files = []
         self._created = []  # the folders _open_folder created (the deepest first)
-        self._inputs = {}  # realpath -> (parameter, value) of the run's input files and folders (see _guard_inputs)
+        # realpath (and (device, inode)) -> (parameter, value) of the run's input files and folders (_guard_inputs)
+        self._inputs, self._input_files = {}, {}
 
     def _open_folder(self):
         """The output folder's writer; a missing folder is created now (checked again, as at construction)."""
@@ -1184,9 +1185,15 @@ class Report:
         of the earlier report (which saving removes); each file the run writes is checked again by :meth:`_write`
         before it is staged (``--overwrite`` replaced a ratings file by the report's table of that name).
         """
-        self._inputs = {}
+        self._inputs, self._input_files = {}, {}
         for param, value in (inputs or {}).items():
-            self._inputs[os.path.realpath(os.path.expanduser(value))] = (param, value)
+            real = os.path.realpath(os.path.expanduser(value))
+            self._inputs[real] = (param, value)
+            try:  # by identity too: on a case-insensitive file system 'DATA.json' is the 'data.json' written
+                st = os.stat(real)
+                self._input_files[(st.st_dev, st.st_ino)] = (param, value)
+            except OSError:
+                pass
         if not self._inputs or not os.path.isdir(self.output_dir):
             return
         real = os.path.realpath(self.output_dir)
@@ -1211,7 +1218,14 @@ class Report:
 
     def _check_input(self, name, why="is a file this report writes"):
         """Refuse writing (or removing) ``name`` of the output folder when it is one of the run's input files."""
-        clash = self._inputs.get(os.path.realpath(os.path.join(self.output_dir, name)))
+        target = os.path.realpath(os.path.join(self.output_dir, name))
+        clash = self._inputs.get(target)
+        if clash is None and getattr(self, "_input_files", None):
+            try:
+                st = os.stat(target)
+                clash = self._input_files.get((st.st_dev, st.st_ino))
+            except OSError:
+                pass
         if clash is not None:
             param, value = clash
             raise PipelineError(

@@ -226,3 +226,22 @@ def test_users_files_with_registered_non_raters_and_raters_without_a_profile_are
                         True)
     with pytest.warns(UserWarning, match=r"for example '007'.*for example 7"):
         _warn_unmatched(np.array(["007", "1000"]), np.array([7, 8]), 100, 70, "u.csv", "r.csv", True)
+
+
+def test_an_input_is_recognised_by_identity_not_only_by_its_path(tmp_path):
+    # on a case-insensitive file system 'DATA.json' is the 'data.json' the report writes; stood in for here by a
+    # link the path comparison does not resolve to the same name (a hard link: another name, the same file)
+    import os
+
+    from privrelease.runner import PipelineError, Report
+
+    out = tmp_path / "out"
+    out.mkdir()
+    (tmp_path / "mine.csv").write_text("user,item,rating\n1,2,3\n")
+    os.link(tmp_path / "mine.csv", out / "t.csv")
+    rep = Report(out, overwrite=True)
+    rep._guard_inputs({"path": str(tmp_path / "mine.csv")})
+    import pandas as pd
+
+    with pytest.raises(PipelineError, match=r"parameter path = .*mine\.csv.* which is a file this report writes"):
+        rep.table(pd.DataFrame({"x": [1]}), "t")
