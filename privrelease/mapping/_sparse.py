@@ -466,9 +466,10 @@ class _ColumnGeneration:
         if cuts.size - 1 > max_vertices:
             return None
         mids = 0.5 * (cuts[:-1] + cuts[1:])
-        key = prob.r + cum  # increasing; row c's edge holding t is its first with key > c + t
-        rows = np.arange(prob.k)
-        return [np.searchsorted(key, rows + t, side="right") for t in mids]
+        # row c's edge holding t: its first with a cumulative sum above t (the count of those at or below it)
+        below = np.add.reduceat((cum[None, :] <= mids[:, None]).astype(np.int64), prob.indptr[:-1], axis=1)
+        last = np.diff(prob.indptr) - 1
+        return list(prob.indptr[:-1] + np.minimum(below, last))
 
     def solve(self, delta, tol_nats, max_iter=200, start=None):
         """Best mixture found: ``(x, gap_nats, mu)`` (``x`` feasible after :meth:`SparseProblem.clean`).
