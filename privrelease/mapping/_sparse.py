@@ -467,7 +467,7 @@ class _ColumnGeneration:
             return None
         mids = 0.5 * (cuts[:-1] + cuts[1:])
         # row c's edge holding t: its first with a cumulative sum above t (the count of those at or below it)
-        below = np.add.reduceat((cum[None, :] <= mids[:, None]).astype(np.int64), prob.indptr[:-1], axis=1)
+        below = np.add.reduceat((cum[None, :] <= mids[:, None]).astype(np.int32), prob.indptr[:-1], axis=1)
         last = np.diff(prob.indptr) - 1
         return list(prob.indptr[:-1] + np.minimum(below, last))
 
@@ -475,20 +475,19 @@ class _ColumnGeneration:
         """Best mixture found: ``(x, gap_nats, mu)`` (``x`` feasible after :meth:`SparseProblem.clean`).
 
         ``start``: a feasible point of another solver (the barrier's), ``(x, gap_nats)``: its vertices join the
-        pool, so the first master's mixture leaks no more than it, and the method stops when five masters leave
-        its best gap above the start's (near perfect privacy its bound stays far above the leakage: a fallback
-        after a near miss ran ~60 masters from an empty pool there for nothing)."""
+        pool (when at most ``MAX_POOL // 2``), so the first master's mixture leaks no more than it, and the method
+        stops when five masters leave its best gap (the plain bound, as the start's) above the start's (near
+        perfect privacy its bound stays far above the leakage: a fallback after a near miss ran ~60 masters from
+        an empty pool there for nothing)."""
         prob = self.prob
         if not self.pool:
             self.add(self.vertex_tiebreak(prob.w, np.zeros(prob.n)))
             self.add(self.vertex(self.s))
-        beat = np.inf
+        beat = np.inf if start is None else start[1]
         if start is not None:
             vs = self.vertices_of(start[0], self.MAX_POOL // 2)
-            if vs is not None:
-                for v in vs:
-                    self.add(v)
-                beat = start[1]
+            for v in vs or ():
+                self.add(v)
         rhs_free = not np.isfinite(delta) or delta >= prob.delta_max
         best = None
         mu = None
