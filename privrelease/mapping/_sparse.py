@@ -37,6 +37,10 @@ __all__ = ["SparseProblem", "sparse_candidates", "edge_lagrangian_bound", "polis
 #: the exact polish (:func:`polish_edges`) runs on problems of at most this many rows with mass: its Newton systems
 #: eliminate the row sums through a ``k x k`` Schur complement, dense unless it has under 2% nonzeros (32 MB here)
 SPARSE_POLISH_MAX_ROWS = 2000
+#: the certificate's per-output refinement of the light outputs' posteriors is the dense problem's
+#: (:meth:`privrelease.mapping._problem.Problem._refine_bound`), run on a dense view of the problem of at most this
+#: many cells (public symbols x outputs; its mask, distortion and weights are dense arrays: 3 x 32 MB here)
+SPARSE_REFINE_MAX_CELLS = 2**22
 
 
 def _segment_min(values, indptr):
@@ -199,14 +203,15 @@ class SparseProblem(OffsetUnits):
 
     def certificate(self, x, delta, mu0=None, target_bits=None, lp=True, both_starts=False, pi_hint=None):
         """(gap in bits, multiplier, objective in nats): the Lagrangian bound of
-        :meth:`privrelease.mapping._problem.Problem.certificate` over the edges (``both_starts`` is
-        accepted for the same call; with no hint here there is one start). ``pi_hint``: posteriors for the
-        outputs ``x`` leaves unused (any ``pi`` gives a valid bound; an exact polish empties outputs whose raw,
-        smoothed posteriors say nothing about the point), as on the dense problem."""
+        :meth:`privrelease.mapping._problem.Problem.certificate` over the edges (``both_starts``: when the hint
+        won and the refinement stops above ``target_bits``, refine from the point's own posteriors too).
+        ``pi_hint``: posteriors for the outputs ``x`` leaves unused (any ``pi`` gives a valid bound; an exact
+        polish empties outputs whose raw, smoothed posteriors say nothing about the point), as on the dense
+        problem."""
         f = self.objective(x)
         if f <= 0.0:
             return 0.0, 0.0, 0.0
-        pi = self.posteriors(x)
+        pi = own = self.posteriors(x)
         if pi_hint is not None:
             unused = self.C @ (self.pc[self.r] * x) <= 0
             pi = pi.copy()
@@ -230,8 +235,46 @@ class SparseProblem(OffsetUnits):
                 lb2, mu2 = edge_lagrangian_bound(self.scores(pi2), Wb, self.indptr, rhs, None if free else mu)
                 if lb2 > lb:
                     pi, lb, mu = pi2, lb2, mu2
+        if target_bits is not None and (f - lb) / np.log(2.0) > target_bits:
+            # the dense certificate's refinement (each light output's best posterior against the other outputs' row
+            # minima, through its dual, and the smallest light set that can certify): any pi gives a valid bound, so
+            # it runs on the dense view of this very problem (the same reduction, units and weights). Without it, at
+            # a point both engines reach near perfect privacy (2.9e-12 bits), the dense bound was within 5.1e-14
+            # bits and this one 2.15e-10
+            dense = self.dense_view()
+            if dense is not None:
+                P = np.zeros((self.k, self.kh))
+                P[self.r, self.j] = x
+                Wd = np.zeros(dense.W.shape) if free else dense.W
+                starts = [(pi, lb, mu)]
+                if both_starts and pi is not own:  # the hint won: the point's own posteriors too, as the dense one
+                    starts.append((own, *edge_lagrangian_bound(self.scores(own), Wb, self.indptr, rhs,
+                                                               None if free else mu0)))
+                for pi_s, lb_s, mu_s in starts:
+                    if (f - lb) / np.log(2.0) <= target_bits:
+                        break
+                    lb2, mu2, _ = dense._refine_bound(P, f, pi_s, lb_s, mu_s, Wd, rhs, free, target_bits, lp)
+                    if lb2 > lb:
+                        lb, mu = lb2, mu2
         lb -= bound_rounding(self.pA, self.k, lb, mu, rhs)
         return max(f - lb, 0.0) / np.log(2.0), mu, f
+
+    def dense_view(self):
+        """The dense :class:`~privrelease.mapping._problem.Problem` of the same prior and distortion (forbidden
+        entries ``inf``), made once: the same rows, classes, offset and scale, so its scores, weights and bounds are
+        this problem's, and a reduced edge vector ``x`` is its matrix ``P[r, j] = x``. None above
+        ``SPARSE_REFINE_MAX_CELLS`` cells."""
+        if self.n_public * self.n_outputs > SPARSE_REFINE_MAX_CELLS:
+            return None
+        view = getattr(self, "_dense", None)
+        if view is None:
+            from ._problem import Problem
+
+            D = np.full((self.n_public, self.n_outputs), np.inf)
+            row = np.repeat(np.arange(self.n_public), np.diff(self._indptr_full))
+            D[row, self._indices_full] = self.D_user.data
+            view = self._dense = Problem(self.prior, D)
+        return view
 
     # ---- feasibility helpers ------------------------------------------------------------
     def clean(self, x, delta):
@@ -408,12 +451,43 @@ class _ColumnGeneration:
         v = np.clip(np.asarray(nu.value, dtype=float), 0.0, None)
         return v / v.sum()
 
-    def solve(self, delta, tol_nats, max_iter=200):
-        """Best mixture found: ``(x, gap_nats, mu)`` (``x`` feasible after :meth:`SparseProblem.clean`)."""
+    def vertices_of(self, x, max_vertices):
+        """Vertices (one edge per row) whose mixture is the row-stochastic ``x``, or None when that takes more than
+        ``max_vertices``: each row's edges cut ``[0, 1]`` into intervals of lengths ``x_e``; between two consecutive
+        cuts of all rows together every row sits in one interval, a vertex weighted by the piece's length (at most
+        ``n - k + 1`` of them)."""
+        prob = self.prob
+        x = np.clip(x, 0.0, None)
+        x = x / prob.row_sums(x)[prob.r]
+        cum = np.cumsum(x)
+        cum -= np.concatenate([[0.0], cum[prob.indptr[1:-1] - 1]])[prob.r]  # cumulative within each row
+        cum[prob.indptr[1:] - 1] = 1.0
+        cuts = np.unique(np.concatenate([[0.0, 1.0], cum[(cum > 0) & (cum < 1)]]))
+        if cuts.size - 1 > max_vertices:
+            return None
+        mids = 0.5 * (cuts[:-1] + cuts[1:])
+        # row c's edge holding t: its first with a cumulative sum above t (the count of those at or below it)
+        below = np.add.reduceat((cum[None, :] <= mids[:, None]).astype(np.int32), prob.indptr[:-1], axis=1)
+        last = np.diff(prob.indptr) - 1
+        return list(prob.indptr[:-1] + np.minimum(below, last))
+
+    def solve(self, delta, tol_nats, max_iter=200, start=None):
+        """Best mixture found: ``(x, gap_nats, mu)`` (``x`` feasible after :meth:`SparseProblem.clean`).
+
+        ``start``: a feasible point of another solver (the barrier's), ``(x, gap_nats)``: its vertices join the
+        pool (when at most ``MAX_POOL // 2``), so the first master's mixture leaks no more than it, and the method
+        stops when five masters leave its best gap (the plain bound, as the start's) above the start's (near
+        perfect privacy its bound stays far above the leakage: a fallback after a near miss ran ~60 masters from
+        an empty pool there for nothing)."""
         prob = self.prob
         if not self.pool:
             self.add(self.vertex_tiebreak(prob.w, np.zeros(prob.n)))
             self.add(self.vertex(self.s))
+        beat = np.inf if start is None else start[1]
+        if start is not None:
+            vs = self.vertices_of(start[0], self.MAX_POOL // 2)
+            for v in vs or ():
+                self.add(v)
         rhs_free = not np.isfinite(delta) or delta >= prob.delta_max
         best = None
         mu = None
@@ -421,6 +495,8 @@ class _ColumnGeneration:
         for _ in range(max_iter):
             # stalled: the best gap has not halved over the last 25 rounds
             if len(history) > 25 and history[-1] > 0.5 * history[-26]:
+                break
+            if len(history) >= 5 and history[-1] >= beat:
                 break
             nu = self.master(delta)
             if nu is None:
@@ -464,12 +540,16 @@ class _ColumnGeneration:
 CG_FIRST_MAX_SHARED = 32
 
 
-def column_generation(prob, delta, tol_bits, max_iter=200):
-    """Solve ``prob`` at the (internal) budget ``delta`` by column generation (pool kept on ``prob``)."""
+def column_generation(prob, delta, tol_bits, max_iter=200, start=None):
+    """Solve ``prob`` at the (internal) budget ``delta`` by column generation (pool kept on ``prob``), from the
+    point ``start`` when given (see :meth:`_ColumnGeneration.solve`: its vertices join the pool)."""
     cg = getattr(prob, "_cg", None)
     if cg is None:
         cg = prob._cg = _ColumnGeneration(prob)
-    out = cg.solve(delta, tol_bits * np.log(2.0), max_iter=max_iter)
+    if start is not None:
+        start = prob.clean(start, delta)
+        start = (start, prob.certificate(start, delta)[0] * np.log(2.0))
+    out = cg.solve(delta, tol_bits * np.log(2.0), max_iter=max_iter, start=start)
     return None if out is None else out[0]
 
 
@@ -487,17 +567,19 @@ def sparse_candidates(prob, *, delta=None, target_nats=None, solvers=("CLARABEL"
     # 6.4e-8 bits at a point leaking 2.1e-10 after 29 masters), so a target search's precise solves (tol ~1e-12
     # bits) each ran it to its stall, 26 masters or more, before the barrier (0.07 s) and its polish. It stays the
     # fallback: polished, its point certifies where the barrier's does not a hair above a block floor
+    # from the barrier's point when it ran (a near miss of the tolerance then costs a few masters, not ~60)
+    x_bar = None
     if target_nats is None:
-        x = barrier_edges(prob, delta, tol_bits)
-        if x is not None:
-            yield "barrier (edges)", x
+        x_bar = barrier_edges(prob, delta, tol_bits)
+        if x_bar is not None:
+            yield "barrier (edges)", x_bar
     if target_nats is None and cg_first:
-        x = column_generation(prob, delta, tol_bits)
+        x = column_generation(prob, delta, tol_bits, start=x_bar)
         if x is not None:
             yield "column-generation", x
     yield from _edge_candidates(prob, delta, target_nats, solvers)
     if target_nats is None and not cg_first:
-        x = column_generation(prob, delta, tol_bits, max_iter=60)
+        x = column_generation(prob, delta, tol_bits, max_iter=60, start=x_bar)
         if x is not None:
             yield "column-generation", x
 
@@ -640,7 +722,9 @@ def polish_edges(prob, x, delta, tol_bits, own=None, max_iter=30, max_outer=8):
             Q = np.zeros(n)
             Q[np.searchsorted(key, rn * np.int64(prob.kh) + jn)] = xn
             Qf = prob.clean(Q, delta) if has_con and prob.distortion(Q) > delta else Q
-            g, lam_q, _ = prob.certificate(Qf, delta, target_bits=0.5 * tol_bits, pi_hint=pi_hint)
+            # both starts: where the hint wins the cheap bound, its refinement can stop short where the point's own
+            # posteriors certify (seed 3 of floor25's erasure instance, 1e-12 bits: 8.05e-12 against 5.6e-14 bits)
+            g, lam_q, _ = prob.certificate(Qf, delta, target_bits=0.5 * tol_bits, pi_hint=pi_hint, both_starts=True)
             if g < best[1]:
                 best = (Qf, g, lam_q)
             if g <= 0.5 * tol_bits:
