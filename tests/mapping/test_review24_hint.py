@@ -74,3 +74,36 @@ def test_large_programs_try_two_targets_at_most(monkeypatch):
 def test_the_refusals_message_names_the_certified_hint():
     exc = _refusal()
     assert f"max_leakage={exc.smallest_feasible!r} bits, the error's smallest_feasible, is answered" in str(exc)
+
+
+# ------------------------------------------------------------------ the tall dual LP's retries (review of mlbig24)
+def test_a_tall_dual_lp_whose_interior_point_fails_retries_it_without_crossover_first(monkeypatch):
+    # the first retry was the dual simplex, the method that ran into its time limit on tall dual LPs
+    from privrelease.mapping import _lp
+    from test_mlbig24 import _dual, _tall
+
+    real, real_dual, calls, inside = _lp.highs_linprog, _lp.maximal_leakage_target_multipliers, [], []
+
+    def linprog(*args, method, options=None, **kw):
+        if not inside:
+            return real(*args, method=method, options=options, **kw)
+        calls.append((method, dict(options or {})))
+        if len(calls) == 1:  # the dual LP's interior point fails
+            class Failed:
+                status, x, fun = 4, None, None
+            return Failed()
+        return real(*args, method=method, options=options, **kw)
+
+    def dual(*args, **kw):
+        inside.append(1)
+        try:
+            return real_dual(*args, **kw)
+        finally:
+            inside.pop()
+
+    prior, d, target = _tall(0, 120)
+    monkeypatch.setattr(_lp, "highs_linprog", linprog)
+    monkeypatch.setattr(_lp, "maximal_leakage_target_multipliers", dual)
+    _, out = _dual(prior, d, target)
+    assert calls[0] == ("highs-ipm", {}) and calls[1] == ("highs-ipm", {"run_crossover": "off"})
+    assert out is not None
