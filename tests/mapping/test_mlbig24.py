@@ -42,6 +42,18 @@ def _dual(prior, d, target):
     return prob, _lp.maximal_leakage_target_multipliers(prob, target, scale, vertex_bits=lp_bits)
 
 
+def _dual_bounds_the_optimum(prior, d, target):
+    """The dual LP's multipliers, checked: a bound (weak duality) within 1e-6 of the optimum's distance to the
+    smallest distortion (the independent ``ml_target_reference``). Returns ``(prob, (lam, nu, x), ref, dmin)``."""
+    ref, dmin = ml_target_reference(prior, d, target)
+    prob, out = _dual(prior, d, target)
+    assert out is not None
+    lam, nu, _ = out
+    lb = prob.to_user(_lp.maximal_leakage_distortion_bound(prob, lam, nu, target, 1.0))
+    assert ref - 1e-6 * (ref - dmin) <= lb <= ref * (1 + 1e-12)
+    return prob, out, ref, dmin
+
+
 def _ml_bits(prior, M):
     pa = prior.sum(axis=1)
     return math.log2(max(float(((prior @ M) / pa[:, None]).max(axis=0).sum()), 1.0))
@@ -50,13 +62,7 @@ def _ml_bits(prior, M):
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_the_dual_lps_multipliers_and_vertex_are_the_independent_optimum(seed):
     prior, d, target = _tall(seed, 40)
-    ref, dmin = ml_target_reference(prior, d, target)
-    prob, out = _dual(prior, d, target)
-    assert out is not None
-    lam, nu, x = out
-    lb = prob.to_user(_lp.maximal_leakage_distortion_bound(prob, lam, nu, target, 1.0))
-    # a bound (weak duality) within 1e-6 of the optimum's distance to the smallest distortion
-    assert ref - 1e-6 * (ref - dmin) <= lb <= ref * (1 + 1e-12)
+    prob, (_, _, x), ref, dmin = _dual_bounds_the_optimum(prior, d, target)
     # the vertex complementary to them: a mapping within the target at the optimum
     assert x is not None and x.min() >= 0.0
     full = prob.expand(prob.from_edges(x))
@@ -73,12 +79,7 @@ def test_the_dual_lp_finishes_within_a_time_limit_the_dual_simplex_does_not_meet
     prior, d, target = _tall(3, 160)
     monkeypatch.setattr(_lp, "HIGHS_TIME_LIMIT_FLOOR", 5.0)
     monkeypatch.setattr(_lp, "HIGHS_SECONDS_PER_NONZERO", 0.0)
-    ref, dmin = ml_target_reference(prior, d, target)
-    prob, out = _dual(prior, d, target)
-    assert out is not None
-    lam, nu, _ = out
-    lb = prob.to_user(_lp.maximal_leakage_distortion_bound(prob, lam, nu, target, 1.0))
-    assert ref - 1e-6 * (ref - dmin) <= lb <= ref * (1 + 1e-12)
+    _dual_bounds_the_optimum(prior, d, target)
 
 
 @pytest.mark.parametrize("seed", [0, 4])
