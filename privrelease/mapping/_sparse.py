@@ -567,8 +567,8 @@ def sparse_candidates(prob, *, delta=None, target_nats=None, solvers=("CLARABEL"
     # stays ~300 times the leakage itself (a mixture of up to |A| n_shared + 2 vertices, its pool grown past MAX_POOL:
     # 6.4e-8 bits at a point leaking 2.1e-10 after 29 masters), so a target search's precise solves (tol ~1e-12
     # bits) each ran it to its stall, 26 masters or more, before the barrier (0.07 s) and its polish. It stays the
-    # fallback: polished, its point certifies where the barrier's does not a hair above a block floor
-    # from the barrier's point when it ran (a near miss of the tolerance then costs a few masters, not ~60)
+    # fallback (polished, its point certifies where the barrier's does not a hair above a block floor), started from
+    # the barrier's point when that ran (a near miss of the tolerance then costs a few masters, not ~60)
     x_bar = None
     if target_nats is None:
         x_bar = barrier_edges(prob, delta, tol_bits)
