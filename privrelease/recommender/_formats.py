@@ -364,6 +364,10 @@ class RatingIds(dict):
                 return False
         return True
 
+    def __deepcopy__(self, memo):
+        # pandas copies a frame's attrs at every operation: the ids never change (an Index is immutable)
+        return self
+
     def __reduce__(self):
         return type(self), (self.user_ids, self.item_ids, self.rated_users, self.rated_items)
 

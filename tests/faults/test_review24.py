@@ -245,3 +245,11 @@ def test_an_input_is_recognised_by_identity_not_only_by_its_path(tmp_path):
 
     with pytest.raises(PipelineError, match=r"parameter path = .*mine\.csv.* which is a file this report writes"):
         rep.table(pd.DataFrame({"x": [1]}), "t")
+
+
+def test_a_releases_recorded_ids_are_shared_by_the_frames_pandas_derives():
+    # pandas deep-copies a frame's attrs at every operation: the recorded ids (immutable) are shared, not copied
+    released = _release_with_an_unrated_user()
+    ids = released.attrs["ids"]
+    assert released[released["user"] != "d"].attrs["ids"] is ids
+    assert copy.deepcopy(ids) is ids
